@@ -1,0 +1,35 @@
+# Seahaven — make targets. CI calls these only.
+GO      ?= go
+ADDR    ?= :8000
+WORLD   ?= company
+
+.PHONY: run test check bench build fuzz
+
+## run: serve the examples' company world (fixture acme) on $(ADDR)
+run:
+	$(GO) run ./cmd/seahaven serve --world $(WORLD) --addr $(ADDR)
+
+## build: build the seahaven binary into ./bin
+build:
+	$(GO) build -o bin/seahaven ./cmd/seahaven
+
+## test: every test, with the race detector
+test:
+	$(GO) test -race -count=1 ./...
+
+## check: formatting, tidy modules, vet, and the import-direction rule
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@cp go.mod /tmp/seahaven.go.mod.bak && cp go.sum /tmp/seahaven.go.sum.bak && $(GO) mod tidy && \
+	  if ! diff -q go.mod /tmp/seahaven.go.mod.bak >/dev/null || ! diff -q go.sum /tmp/seahaven.go.sum.bak >/dev/null; then \
+	    cp /tmp/seahaven.go.mod.bak go.mod; cp /tmp/seahaven.go.sum.bak go.sum; echo "go mod tidy changes go.mod/go.sum"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run ./internal/importcheck
+
+## bench: Go benchmarks of the engine, then the load benchmark
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 2000x ./sqlitestore ./composition ./examples/...
+
+## fuzz: a short run of every fuzz target
+fuzz:
+	./.ci/fuzz

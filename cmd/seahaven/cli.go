@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"sort"
+	"strings"
+
+	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/examples/worlds/chat"
+	"github.com/seahaven/seahaven/examples/worlds/company"
+	"github.com/seahaven/seahaven/examples/worlds/payments"
+	"github.com/seahaven/seahaven/examples/worlds/shop"
+)
+
+// Main is the seahaven program: one small type per subcommand, each with
+// Run(ctx, args) error.
+type Main struct {
+	Stdout, Stderr io.Writer
+	// Worlds are the worlds the CLI can name with --world.
+	Worlds map[string]*env.World
+}
+
+// NewMain returns a Main writing to the process's standard streams and
+// knowing the examples' worlds.
+func NewMain() *Main {
+	return &Main{Stdout: os.Stdout, Stderr: os.Stderr, Worlds: map[string]*env.World{
+		"company":  company.World,
+		"payments": payments.World,
+		"shop":     shop.World,
+		"chat":     chat.World,
+	}}
+}
+
+// exitError carries an exit code other than 1.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func exitCode(err error) int {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 1
+}
+
+func (m *Main) fail(err error) {
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	var ee *exitError
+	if errors.As(err, &ee) && ee.err == nil {
+		return
+	}
+	fmt.Fprintln(m.Stderr, "seahaven:", err)
+}
+
+const usage = `seahaven — deterministic, composable tool worlds served over OpenEnv.
+
+Usage:
+  seahaven serve    [flags]   serve a world over OpenEnv (HTTP, WebSocket, MCP)
+  seahaven fixtures build|list|verify [flags]
+  seahaven version
+
+Run "seahaven <command> -h" for a command's flags.
+`
+
+// Run runs the subcommand named by args[0].
+func (m *Main) Run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(m.Stderr, usage)
+		return &exitError{code: 2, err: errors.New("no command")}
+	}
+	switch args[0] {
+	case "serve":
+		return (&ServeCommand{m: m}).Run(ctx, args[1:])
+	case "fixtures":
+		return (&FixturesCommand{m: m}).Run(ctx, args[1:])
+	case "version":
+		fmt.Fprintln(m.Stdout, "seahaven", version())
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(m.Stdout, usage)
+		return nil
+	}
+	fmt.Fprint(m.Stderr, usage)
+	return &exitError{code: 2, err: fmt.Errorf("unknown command %q", args[0])}
+}
+
+// world returns the world named by --world.
+func (m *Main) world(name string) (*env.World, error) {
+	w, ok := m.Worlds[name]
+	if !ok {
+		names := make([]string, 0, len(m.Worlds))
+		for n := range m.Worlds {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("unknown world %q (known: %s)", name, strings.Join(names, ", "))
+	}
+	return w, nil
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// envOr returns the environment variable's value, or def.
+func envOr(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok {
+		return v
+	}
+	return def
+}
+
+func newFlagSet(m *Main, name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("seahaven "+name, flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	return fs
+}

@@ -1,0 +1,402 @@
+package composition
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/sqlitestore"
+)
+
+type activationKey struct{}
+
+func activationFrom(ctx context.Context) *activation {
+	if ctx == nil {
+		return nil
+	}
+	a, _ := ctx.Value(activationKey{}).(*activation)
+	return a
+}
+
+// activation is one outermost call (or a bulk block, or startup) of an
+// instance. Handles made during it die when it ends.
+type activation struct {
+	inst    *Instance
+	id      int
+	ctx     context.Context
+	tool    string
+	logging bool
+	ended   atomic.Bool
+
+	pinned  []*nodeState
+	loose   map[*nodeState]*sqlitestore.Capture
+	records []record
+}
+
+// record is a change record with its sort key.
+type record struct {
+	env.ChangeRecord
+	keyValues []any
+}
+
+// activate runs fn as a new activation. The caller holds i.mu.
+func (i *Instance) activate(ctx context.Context, tool string, logging bool, fn func(a *activation) error) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if logging {
+		i.calls++
+	}
+	a := &activation{inst: i, id: i.calls, tool: tool, logging: logging}
+	a.ctx = context.WithValue(ctx, activationKey{}, a)
+	i.current = a
+	err := fn(a)
+	if lerr := a.finishLoose(); err == nil {
+		err = lerr
+	}
+	a.ended.Store(true)
+	i.current = nil
+	for _, ns := range a.pinned {
+		ns.frames = nil
+		ns.store.Unpin()
+	}
+	if logging {
+		slices.SortStableFunc(a.records, func(x, y record) int {
+			return cmp.Or(strings.Compare(x.World, y.World), strings.Compare(x.Table, y.Table), sqlitestore.CompareKeys(x.keyValues, y.keyValues))
+		})
+		for _, r := range a.records {
+			r.Seq = len(i.changes) + 1
+			i.changes = append(i.changes, r.ChangeRecord)
+		}
+	}
+	return err
+}
+
+// touch pins a node's store for the rest of the activation.
+func (a *activation) touch(ns *nodeState) {
+	if !slices.Contains(a.pinned, ns) {
+		ns.store.Pin()
+		a.pinned = append(a.pinned, ns)
+	}
+}
+
+// alive returns the stale-handle WorldBug once the activation has ended.
+func (a *activation) alive() error {
+	if a.ended.Load() {
+		return env.Bugf(env.StaleHandle)
+	}
+	return nil
+}
+
+func (a *activation) ctxFor(ns *nodeState, info *env.CallInfo) *env.Ctx {
+	return env.NewCtx(a.ctx, a.inst.clock.Now, &nodeDB{a: a, ns: ns}, ns.state, ns.ids, env.NewWorlds(&worldsImpl{a: a, ns: ns}), info)
+}
+
+// frame is one open transaction on one node.
+type frame struct {
+	ns      *nodeState
+	tx      *sqlitestore.Frame
+	capture *sqlitestore.Capture
+}
+
+// begin opens a transaction frame on a node, capturing changes when the
+// activation logs.
+func (a *activation) begin(ns *nodeState) (*frame, error) {
+	a.touch(ns)
+	tx, err := ns.store.Begin(a.ctx)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", ns.node.Path, err)
+	}
+	f := &frame{ns: ns, tx: tx}
+	if a.logging {
+		f.capture = ns.store.StartCapture()
+	}
+	ns.frames = append(ns.frames, f)
+	return f, nil
+}
+
+// end commits (err == nil) or rolls back a frame and records its changes.
+func (a *activation) end(f *frame, info *env.CallInfo, err error) error {
+	if err == nil {
+		if cerr := f.tx.Commit(); cerr != nil {
+			err = fmt.Errorf("node %s: commit: %w", f.ns.node.Path, cerr)
+			f.tx.Rollback()
+		}
+	} else {
+		f.tx.Rollback()
+	}
+	f.ns.frames = slices.DeleteFunc(f.ns.frames, func(x *frame) bool { return x == f })
+	if f.capture != nil {
+		changes, cerr := f.capture.Finish(a.ctx)
+		if cerr != nil && err == nil {
+			err = cerr
+		}
+		a.record(f.ns, info.Own, info.Internal, changes)
+	}
+	return err
+}
+
+func (a *activation) record(ns *nodeState, tool string, internal bool, changes []sqlitestore.Change) {
+	for _, c := range changes {
+		a.records = append(a.records, record{
+			ChangeRecord: env.ChangeRecord{
+				Call: a.id, Tool: tool, Internal: internal, World: ns.node.Path,
+				Table: c.Table, Op: c.Op, Key: c.Key, Before: c.Before, After: c.After,
+			},
+			keyValues: c.KeyValues,
+		})
+	}
+}
+
+// looseCapture starts, once per activation, a capture of statements run on
+// a node outside any frame (a handle's DB used directly).
+func (a *activation) looseCapture(ns *nodeState) {
+	if !a.logging || len(ns.frames) > 0 {
+		return
+	}
+	if a.loose == nil {
+		a.loose = map[*nodeState]*sqlitestore.Capture{}
+	}
+	if _, ok := a.loose[ns]; !ok {
+		a.loose[ns] = ns.store.StartCapture()
+	}
+}
+
+func (a *activation) finishLoose() error {
+	var errs []error
+	for _, ns := range a.inst.nodes {
+		c, ok := a.loose[ns]
+		if !ok {
+			continue
+		}
+		changes, err := c.Finish(a.ctx)
+		errs = append(errs, err)
+		a.record(ns, a.tool, false, changes)
+	}
+	return errors.Join(errs...)
+}
+
+// beginAll opens a frame on every node, for startup and bulk.
+func (a *activation) beginAll() ([]*frame, error) {
+	var frames []*frame
+	for _, ns := range a.inst.nodes {
+		f, err := a.begin(ns)
+		if err != nil {
+			rollbackAll(frames)
+			return nil, err
+		}
+		frames = append(frames, f)
+	}
+	return frames, nil
+}
+
+func rollbackAll(frames []*frame) {
+	for _, f := range frames {
+		f.tx.Rollback()
+	}
+}
+
+// commitAll commits every frame but the root's in node order, then the
+// root's. On a failed commit the remaining frames roll back.
+func commitAll(frames []*frame) error {
+	order := append(slices.Clone(frames[1:]), frames[0])
+	for k, f := range order {
+		if err := f.tx.Commit(); err != nil {
+			for _, rest := range order[k:] {
+				rest.tx.Rollback()
+			}
+			return fmt.Errorf("node %s: commit: %w", f.ns.node.Path, err)
+		}
+	}
+	return nil
+}
+
+// descend runs the middleware of route.Path[k] and below, then the tool. A
+// node's layers run inside a transaction frame on that node; nodes with no
+// middleware between the root and the owner are passed through.
+func (a *activation) descend(route *Route, k int, info *env.CallInfo, in any) (any, error) {
+	n := route.Path[k]
+	ns := a.inst.nodes[n.Index]
+	mws := n.World.Middleware()
+	owner := k == len(route.Path)-1
+	if len(mws) == 0 && !owner {
+		return a.descend(route, k+1, info, in)
+	}
+	inner := func() (any, error) { return a.descend(route, k+1, info, in) }
+	if owner {
+		inner = nil
+	}
+	return a.layers(ns, mws, route.Def, info, in, inner)
+}
+
+// layers runs one node's middleware around inner (or the tool, when inner
+// is nil) inside a frame on that node.
+func (a *activation) layers(ns *nodeState, mws []env.Middleware, def *env.ToolDef, info *env.CallInfo, in any, inner func() (any, error)) (out any, err error) {
+	start := time.Now()
+	if inner == nil {
+		defer func() { a.logCall(info, start, err) }()
+	}
+	f, err := a.begin(ns)
+	if err != nil {
+		return nil, err
+	}
+	c := a.ctxFor(ns, info)
+	var next func(j int) (any, error)
+	next = func(j int) (any, error) {
+		if j < len(mws) {
+			return mws[j](c, func() (any, error) { return next(j + 1) })
+		}
+		if inner != nil {
+			return inner()
+		}
+		return def.Invoke(c, in)
+	}
+	out, err = guardValue(func() (any, error) { return next(0) })
+	err = a.end(f, info, err)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (a *activation) logCall(info *env.CallInfo, start time.Time, err error) {
+	attrs := []any{"tool", info.Tool, "node", info.Node, "internal", info.Internal, "call", a.id, "duration", time.Since(start)}
+	if err != nil {
+		attrs = append(attrs, "error", err.Error())
+	}
+	a.inst.log.Info("call", attrs...)
+}
+
+// nested runs a tool of a node from host code: only the owning world's
+// chain, its own transaction, marked internal.
+func (a *activation) nested(ns *nodeState, def *env.ToolDef, args any) (any, error) {
+	if err := a.alive(); err != nil {
+		return nil, err
+	}
+	in, err := def.Accept(args)
+	if err != nil {
+		return nil, err
+	}
+	raw, _ := json.Marshal(in)
+	info := &env.CallInfo{Tool: def.Name, Own: def.Name, Node: ns.node.Path, Internal: true, Arguments: raw}
+	return a.layers(ns, ns.node.World.Middleware(), def, info, in, nil)
+}
+
+// guard runs fn, turning a panic into an error: a *env.WorldBug panic (a
+// stale handle's State) is returned as is.
+func guard(fn func() error) (err error) {
+	_, err = guardValue(func() (any, error) { return nil, fn() })
+	return err
+}
+
+func guardValue(fn func() (any, error)) (out any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			var bug *env.WorldBug
+			if e, ok := r.(error); ok && errors.As(e, &bug) {
+				err = e
+				return
+			}
+			err = &env.ToolError{Kind: env.KindExecution, Message: fmt.Sprintf("internal error: %v", r),
+				Err: fmt.Errorf("panic: %v\n%s", r, debug.Stack())}
+		}
+	}()
+	return fn()
+}
+
+// worldsImpl is ctx.Worlds for one node in one activation.
+type worldsImpl struct {
+	a  *activation
+	ns *nodeState
+}
+
+func (w *worldsImpl) Get(name string) (env.HandleImpl, error) {
+	if err := w.a.alive(); err != nil {
+		return nil, err
+	}
+	for _, c := range w.ns.node.Children {
+		if c.Edge.Name == name {
+			return &handleImpl{a: w.a, ns: w.a.inst.nodes[c.Node.Index]}, nil
+		}
+	}
+	return nil, env.Bugf("ctx.Worlds.Get(%q): %s added no world named %q (it added: %s)", name, w.ns.node.World.Name(), name, strings.Join(w.Names(), ", "))
+}
+
+func (w *worldsImpl) Names() []string {
+	var names []string
+	for _, c := range w.ns.node.Children {
+		names = append(names, c.Edge.Name)
+	}
+	return names
+}
+
+// handleImpl is a handle on one node, bound to one activation.
+type handleImpl struct {
+	a  *activation
+	ns *nodeState
+}
+
+func (h *handleImpl) Context() context.Context { return h.a.ctx }
+
+func (h *handleImpl) CallName(_ context.Context, tool string, args any) (any, error) {
+	if err := h.a.alive(); err != nil {
+		return nil, err
+	}
+	def := h.ns.node.World.Tool(tool)
+	if def == nil {
+		return nil, env.Bugf("%s (node %s) has no tool %q", h.ns.node.World.Name(), h.ns.node.Path, tool)
+	}
+	return h.a.nested(h.ns, def, args)
+}
+
+func (h *handleImpl) CallDef(_ context.Context, def *env.ToolDef, args any) (any, error) {
+	if err := h.a.alive(); err != nil {
+		return nil, err
+	}
+	var owners []*Node
+	seen := map[*Node]bool{}
+	var walk func(n *Node)
+	walk = func(n *Node) {
+		if seen[n] {
+			return
+		}
+		seen[n] = true
+		if n.World == def.World {
+			owners = append(owners, n)
+		}
+		for _, c := range n.Children {
+			walk(c.Node)
+		}
+	}
+	walk(h.ns.node)
+	switch len(owners) {
+	case 0:
+		return nil, env.Bugf("%s is a tool of %s, which is not in the subtree of node %s", def.Name, def.World.Name(), h.ns.node.Path)
+	case 1:
+		return h.a.nested(h.a.inst.nodes[owners[0].Index], def, args)
+	}
+	var cands []string
+	for _, n := range owners {
+		cands = append(cands, fmt.Sprintf("%s at %s", def.Name, n.Path))
+	}
+	return nil, env.Bugf("%s is a tool of %s, which is a node of this subtree more than once (%s): call it through the handle of the account you mean", def.Name, def.World.Name(), strings.Join(cands, ", "))
+}
+
+func (h *handleImpl) DB() env.DB { return &nodeDB{a: h.a, ns: h.ns} }
+
+func (h *handleImpl) State() (map[string]any, error) {
+	if err := h.a.alive(); err != nil {
+		return nil, err
+	}
+	return h.ns.state, nil
+}
+
+func (h *handleImpl) Worlds() *env.Worlds { return env.NewWorlds(&worldsImpl{a: h.a, ns: h.ns}) }

@@ -1,0 +1,82 @@
+package composition
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/seahaven/seahaven/env"
+)
+
+// DefaultNow is the instant a genesis instance starts at when the caller
+// names none: a fixed instant, so that runs replay.
+var DefaultNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// DefaultStepTick is how far a step-mode clock advances per agent call.
+const DefaultStepTick = time.Second
+
+// clock is an instance's one clock. Every node's connections and every
+// ctx.Now read it. Safe for concurrent use (the inspection connection may
+// read it while a call runs).
+type clock struct {
+	mode string
+	tick time.Duration
+
+	mu     sync.Mutex // guards base, offset and started
+	base   time.Time
+	offset time.Duration
+	start  time.Time // wall mode: when the clock started
+}
+
+func newClock(mode string, now time.Time, tick time.Duration) (*clock, error) {
+	switch mode {
+	case env.ClockFrozen, env.ClockStep, env.ClockWall:
+	default:
+		return nil, fmt.Errorf("composition: unknown clock mode %q (want frozen, step or wall)", mode)
+	}
+	if tick <= 0 {
+		tick = DefaultStepTick
+	}
+	return &clock{mode: mode, tick: tick, base: now.UTC(), start: time.Now()}, nil
+}
+
+// Now returns the clock's time.
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.base.Add(c.offset)
+	if c.mode == env.ClockWall {
+		t = t.Add(time.Since(c.start))
+	}
+	return t.UTC()
+}
+
+// advance moves the clock forward by d.
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.offset += d
+	c.mu.Unlock()
+}
+
+// set moves the clock to t.
+func (c *clock) set(t time.Time) {
+	c.mu.Lock()
+	c.base, c.offset, c.start = t.UTC(), 0, time.Now()
+	c.mu.Unlock()
+}
+
+// stepped is called after each agent call.
+func (c *clock) stepped() {
+	if c.mode == env.ClockStep {
+		c.advance(c.tick)
+	}
+}
+
+// ParseTime parses an instant in RFC 3339 (UTC or with an offset).
+func ParseTime(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("composition: now %q is not an RFC 3339 time such as 2026-06-01T09:00:00.000Z", s)
+	}
+	return t.UTC(), nil
+}

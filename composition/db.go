@@ -1,0 +1,176 @@
+package composition
+
+import (
+	"context"
+	"time"
+
+	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/sqlitestore"
+)
+
+// nodeDB is a node's store as world code sees it during one activation.
+type nodeDB struct {
+	a  *activation
+	ns *nodeState
+}
+
+func (d *nodeDB) ready() error {
+	if err := d.a.alive(); err != nil {
+		return err
+	}
+	d.a.touch(d.ns)
+	d.a.looseCapture(d.ns)
+	return nil
+}
+
+func (d *nodeDB) Exec(sql string, args ...any) (env.Result, error) {
+	if err := d.ready(); err != nil {
+		return env.Result{}, err
+	}
+	r, err := d.ns.store.Exec(d.a.ctx, sql, args...)
+	return env.Result{RowsAffected: r.RowsAffected, LastInsertID: r.LastInsertID}, err
+}
+
+func (d *nodeDB) Rows(sql string, args ...any) ([]env.Row, error) {
+	if err := d.ready(); err != nil {
+		return nil, err
+	}
+	rows, err := d.ns.store.Query(d.a.ctx, sql, args...)
+	return toRows(rows, err)
+}
+
+func (d *nodeDB) One(sql string, args ...any) (env.Row, error) {
+	rows, err := d.Rows(sql, args...)
+	if err != nil || len(rows) == 0 {
+		return nil, err
+	}
+	return rows[0], nil
+}
+
+func (d *nodeDB) Transaction(fn func() error) error {
+	if err := d.ready(); err != nil {
+		return err
+	}
+	tx, err := d.ns.store.Begin(d.a.ctx)
+	if err != nil {
+		return err
+	}
+	if err := guard(fn); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+func (d *nodeDB) Conn() (any, error) {
+	if err := d.ready(); err != nil {
+		return nil, err
+	}
+	return d.ns.store.Conn(d.a.ctx)
+}
+
+func toRows(rows *sqlitestore.Rows, err error) ([]env.Row, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([]env.Row, len(rows.Values))
+	for k, m := range rows.Maps() {
+		out[k] = env.Row(m)
+	}
+	return out, nil
+}
+
+// instanceDB is the root's store for code outside any call: each method
+// takes the instance's lock.
+type instanceDB struct{ inst *Instance }
+
+func (d *instanceDB) with(fn func(s *sqlitestore.Store, ctx context.Context) error) error {
+	i := d.inst
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.closed {
+		return errClosed
+	}
+	s := i.nodes[0].store
+	s.Pin()
+	defer s.Unpin()
+	return fn(s, context.Background())
+}
+
+func (d *instanceDB) Exec(sql string, args ...any) (res env.Result, err error) {
+	err = d.with(func(s *sqlitestore.Store, ctx context.Context) error {
+		r, err := s.Exec(ctx, sql, args...)
+		res = env.Result{RowsAffected: r.RowsAffected, LastInsertID: r.LastInsertID}
+		return err
+	})
+	return res, err
+}
+
+func (d *instanceDB) Rows(sql string, args ...any) (out []env.Row, err error) {
+	err = d.with(func(s *sqlitestore.Store, ctx context.Context) error {
+		out, err = toRows(s.Query(ctx, sql, args...))
+		return err
+	})
+	return out, err
+}
+
+func (d *instanceDB) One(sql string, args ...any) (env.Row, error) {
+	rows, err := d.Rows(sql, args...)
+	if err != nil || len(rows) == 0 {
+		return nil, err
+	}
+	return rows[0], nil
+}
+
+func (d *instanceDB) Transaction(fn func() error) error {
+	return env.Bugf("inst.DB().Transaction: use Bulk for transactions outside a call")
+}
+
+func (d *instanceDB) Conn() (any, error) {
+	var c any
+	err := d.with(func(s *sqlitestore.Store, ctx context.Context) error {
+		var err error
+		c, err = s.Conn(ctx)
+		return err
+	})
+	return c, err
+}
+
+// ControlArgs are the arguments of the seahaven_control tool.
+type ControlArgs struct {
+	Action  string   `json:"action" enum:"advance_clock,set_clock" doc:"advance_clock moves the clock forward by seconds; set_clock sets it to now."`
+	Seconds *float64 `json:"seconds,omitempty" doc:"For advance_clock: how many seconds to move forward (>= 0)."`
+	Now     *string  `json:"now,omitempty" doc:"For set_clock: the new time, RFC 3339 in UTC."`
+}
+
+// ControlResult is what the control tool returns.
+type ControlResult struct {
+	Now string `json:"now"`
+}
+
+var controlDef = env.BuiltinTool(env.ControlTool,
+	"Control the instance: move its one clock (advance_clock by seconds, or set_clock to now). Covers every store.",
+	func(c *env.Ctx, in ControlArgs) (ControlResult, error) { return ControlResult{}, nil })
+
+// control runs the control tool on the instance's clock.
+func (a *activation) control(in any) (any, error) {
+	args := in.(ControlArgs)
+	c := a.inst.clock
+	switch args.Action {
+	case "advance_clock":
+		if args.Seconds == nil || *args.Seconds < 0 {
+			return nil, &env.ToolError{Kind: env.KindInvalidArgs, Message: `invalid arguments: field "seconds": advance_clock needs seconds >= 0`}
+		}
+		c.advance(time.Duration(*args.Seconds * float64(time.Second)))
+	case "set_clock":
+		if args.Now == nil {
+			return nil, &env.ToolError{Kind: env.KindInvalidArgs, Message: `invalid arguments: field "now": set_clock needs now`}
+		}
+		t, err := ParseTime(*args.Now)
+		if err != nil {
+			return nil, &env.ToolError{Kind: env.KindInvalidArgs, Message: `invalid arguments: field "now": ` + err.Error()}
+		}
+		c.set(t)
+	}
+	return ControlResult{Now: c.Now().Format(env.TimeFormat)}, nil
+}

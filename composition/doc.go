@@ -1,0 +1,35 @@
+// Package composition is Seahaven's engine: it seals a world's tree into
+// nodes, canonical paths, aliases and an agent surface, and runs instances
+// of it — one SQLite store per node in one instance directory, one clock,
+// one change log, one read-only inspection view.
+//
+// A world that adds no others is a composition of exactly one node, path
+// "main"; every mechanism here runs for it unchanged.
+//
+// # Calls and activations
+//
+// An instance runs one call at a time. An agent call (CallJSON, Call,
+// CallDef) takes the instance's lock and starts an activation; a nested call
+// made from host code through a handle runs inside the same activation, on
+// the child's own connection and transaction, without taking the lock again.
+// Handles die with their activation. Each node a call's route descends runs
+// its middleware inside its own transaction frame; a failing frame rolls
+// back only its own store (there is no cross-world atomicity).
+//
+// # Connections
+//
+// Opening an ncruces connection costs about 0.15 ms and holding one about
+// 220–320 KiB of RSS outside the Go heap. An instance therefore opens a
+// node's connection on first use and keeps it while it is busy; idle
+// connections are released by a process-wide least-recently-used pool
+// (DefaultPool, DefaultMaxOpen connections) and reopened transparently on
+// the next call, so ten thousand idle instances hold no SQLite connection at
+// all, while a busy instance pays nothing per call. Instance.Release drops
+// an instance's connections at once.
+//
+// # Concurrency
+//
+// Instance methods are safe for concurrent use and serialise on the
+// instance's lock. Sealed values are immutable. Seal is safe for concurrent
+// use.
+package composition

@@ -1,0 +1,381 @@
+package composition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/fixture"
+	"github.com/seahaven/seahaven/sqlitestore"
+)
+
+var schemaHashes struct {
+	sync.Mutex // guards m
+	m          map[string]string
+}
+
+// schemaHash returns the normalised schema hash of a world's schema, cached
+// by schema text.
+func schemaHash(ctx context.Context, w *env.World) (string, error) {
+	schema := w.Spec().Schema
+	schemaHashes.Lock()
+	h, ok := schemaHashes.m[schema]
+	schemaHashes.Unlock()
+	if ok {
+		return h, nil
+	}
+	h, err := sqlitestore.SchemaHash(ctx, schema)
+	if err != nil {
+		return "", &env.WorldBug{Message: fmt.Sprintf("world %s: schema does not apply: %v", w.Name(), err), Where: w.Where(), Err: err}
+	}
+	schemaHashes.Lock()
+	if schemaHashes.m == nil {
+		schemaHashes.m = map[string]string{}
+	}
+	schemaHashes.m[schema] = h
+	schemaHashes.Unlock()
+	return h, nil
+}
+
+// fixturesDir returns where a root world's own fixtures live.
+func fixturesDir(w *env.World, override string) (string, error) {
+	dir := override
+	if dir == "" {
+		dir = w.Spec().FixturesDir
+	}
+	if dir == "" {
+		return "", fmt.Errorf("composition: world %s has no FixturesDir", w.Name())
+	}
+	return dir, nil
+}
+
+// Fixtures lists a world's own fixtures, sorted by id. An added world's
+// fixtures are unreachable from a host: only the root's FixturesDir is read.
+func Fixtures(w *env.World) ([]*fixture.Sidecar, error) {
+	dir, err := fixturesDir(w, "")
+	if err != nil {
+		return nil, err
+	}
+	return fixture.List(dir)
+}
+
+// source is a verified fixture, with its files' bytes cached in memory so an
+// instance starts from private copies without reading or hashing again.
+type source struct {
+	sidecar *fixture.Sidecar
+	now     time.Time
+	ref     *env.FixtureRef
+	files   map[string][]byte // by node path
+	stamp   string
+}
+
+var sources struct {
+	sync.Mutex // guards m
+	m          map[string]*source
+}
+
+// stampOf summarises the size and modification time of a fixture's files,
+// so a changed fixture is read and verified again.
+func stampOf(dir string, names []string) (string, error) {
+	var b strings.Builder
+	for _, n := range names {
+		fi, err := os.Stat(filepath.Join(dir, n))
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "%s:%d:%d;", n, fi.Size(), fi.ModTime().UnixNano())
+	}
+	return b.String(), nil
+}
+
+// loadSource reads, verifies and checks a fixture against the sealed tree.
+func loadSource(w *env.World, sealed *Sealed, opts Options) (*source, error) {
+	root, err := fixturesDir(w, opts.FixturesDir)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := fixture.Dir(root, opts.Fixture)
+	if err != nil {
+		return nil, err
+	}
+	names := []string{fixture.SidecarName}
+	for _, n := range sealed.Nodes {
+		names = append(names, n.File)
+	}
+	stamp, stampErr := stampOf(dir, names)
+	sources.Lock()
+	src, ok := sources.m[dir]
+	sources.Unlock()
+	if ok && stampErr == nil && src.stamp == stamp {
+		if err := CompareShape(context.Background(), src.sidecar, sealed); err != nil {
+			return nil, err
+		}
+		return src, nil
+	}
+	s, err := fixture.Read(root, opts.Fixture)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("composition: %s has no fixture %q in %s", w.Name(), opts.Fixture, root)
+		}
+		return nil, err
+	}
+	if err := fixture.Verify(dir, s); err != nil {
+		return nil, err
+	}
+	if err := CompareShape(context.Background(), s, sealed); err != nil {
+		return nil, err
+	}
+	now, err := ParseTime(s.Now)
+	if err != nil {
+		return nil, err
+	}
+	src = &source{sidecar: s, now: now, files: map[string][]byte{}, stamp: stamp}
+	src.ref = &env.FixtureRef{ID: s.ID, FormatVersion: s.FormatVersion, FileSHA256: map[string]string{"main": s.FileSHA256}}
+	for _, n := range s.Nodes {
+		src.ref.FileSHA256[n.Path] = n.FileSHA256
+	}
+	for _, n := range sealed.Nodes {
+		b, err := os.ReadFile(filepath.Join(dir, n.File))
+		if err != nil {
+			return nil, fmt.Errorf("composition: fixture %q: node %s: %w", s.ID, n.Path, err)
+		}
+		src.files[n.Path] = b
+	}
+	// The bytes were read after Verify; check them against the sidecar too,
+	// so a file swapped in between is never used.
+	if err := src.verifyBytes(); err != nil {
+		return nil, err
+	}
+	if stampErr == nil {
+		sources.Lock()
+		if sources.m == nil {
+			sources.m = map[string]*source{}
+		}
+		sources.m[dir] = src
+		sources.Unlock()
+	}
+	return src, nil
+}
+
+func (s *source) verifyBytes() error {
+	for path, b := range s.files {
+		want := s.ref.FileSHA256[path]
+		if got := fixture.HashBytes(b); got != want {
+			return fmt.Errorf("fixture: hash mismatch: fixture %q node %s: file %s has sha256 %s, the sidecar says %s", s.sidecar.ID, path, fixture.FileName(path), got, want)
+		}
+	}
+	return nil
+}
+
+// materialise writes a private copy of the node's frozen file into the
+// instance directory and opens it. Frozen files are never opened by SQLite.
+func (s *source) materialise(ctx context.Context, i *Instance, n *Node) (*sqlitestore.Store, error) {
+	opts := i.storeOptions(n)
+	if err := os.WriteFile(opts.Path, s.files[n.Path], 0o600); err != nil {
+		return nil, fmt.Errorf("composition: copy fixture node %s: %w", n.Path, err)
+	}
+	st, err := sqlitestore.Open(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("composition: open fixture node %s: %w", n.Path, err)
+	}
+	return st, nil
+}
+
+// nodeRecord returns a node's schema hash and frozen world version (nil when
+// the installed version is the frozen one).
+func (s *source) nodeRecord(n *Node) (string, *string) {
+	hash, version := s.sidecar.SchemaHash, s.sidecar.WorldVersion
+	for _, fn := range s.sidecar.Nodes {
+		if fn.Path == n.Path {
+			hash, version = fn.SchemaHash, fn.WorldVersion
+		}
+	}
+	if version == n.World.Version() {
+		return hash, nil
+	}
+	return hash, &version
+}
+
+// CompareShape checks a sidecar against what the world resolves to now: the
+// set of nodes, their worlds, scopes and alias edges, and every node's
+// schema hash. A mismatch is a *env.WorldBug naming what changed: node
+// added, node removed, shape changed, schema drifted. A version-only change
+// with an unchanged schema is not a mismatch.
+func CompareShape(ctx context.Context, s *fixture.Sidecar, sealed *Sealed) error {
+	type shape struct {
+		world, scope, schema string
+		aliases            []string
+	}
+	scopeText := func(p *string) string {
+		if p == nil {
+			return "null"
+		}
+		return fmt.Sprintf("%q", *p)
+	}
+	frozen := map[string]shape{"main": {world: s.World, scope: "null", schema: s.SchemaHash}}
+	for _, n := range s.Nodes {
+		a := slices.Clone(n.Aliases)
+		sort.Strings(a)
+		frozen[n.Path] = shape{world: n.World, scope: scopeText(n.Scope), schema: n.SchemaHash, aliases: a}
+	}
+	var problems []string
+	seen := map[string]bool{}
+	for _, n := range sealed.Nodes {
+		seen[n.Path] = true
+		f, ok := frozen[n.Path]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("node added: %s (world %s, scope %s)", n.Path, n.World.Name(), scopeText(n.Scope)))
+			continue
+		}
+		a := slices.Clone(n.Aliases)
+		sort.Strings(a)
+		if f.world != n.World.Name() || f.scope != scopeText(n.Scope) || !slices.Equal(f.aliases, a) {
+			problems = append(problems, fmt.Sprintf("shape changed: node %s was world %s, scope %s, aliases [%s] and is now world %s, scope %s, aliases [%s]",
+				n.Path, f.world, f.scope, strings.Join(f.aliases, ", "), n.World.Name(), scopeText(n.Scope), strings.Join(a, ", ")))
+			continue
+		}
+		h, err := schemaHash(ctx, n.World)
+		if err != nil {
+			return err
+		}
+		if h != f.schema {
+			problems = append(problems, fmt.Sprintf("schema drifted: node %s (world %s %s) has schema hash %s, the fixture was frozen at %s", n.Path, n.World.Name(), n.World.Version(), short(h), short(f.schema)))
+		}
+	}
+	var removed []string
+	for p := range frozen {
+		if !seen[p] {
+			removed = append(removed, p)
+		}
+	}
+	sort.Strings(removed)
+	for _, p := range removed {
+		problems = append(problems, fmt.Sprintf("node removed: %s (world %s)", p, frozen[p].world))
+	}
+	if s.World != sealed.Root.Name() {
+		problems = append([]string{fmt.Sprintf("the fixture is of world %s, not %s", s.World, sealed.Root.Name())}, problems...)
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return &env.WorldBug{Message: fmt.Sprintf("fixture %q does not match %s's composition: %s", s.ID, sealed.Root.Name(), strings.Join(problems, "; "))}
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// FreezeOptions configures Freeze.
+type FreezeOptions struct {
+	// Replace replaces an existing fixture of the same id.
+	Replace bool
+	// ParentID overrides the parent recorded in the sidecar; by default it is
+	// the fixture the instance was created from (a fork), or none.
+	ParentID *string
+	// FixturesDir overrides the root world's FixturesDir.
+	FixturesDir string
+}
+
+// Freeze publishes the instance as a fixture: every node is checked against
+// its own world's schema before anything is written, then vacuumed, hashed
+// and published atomically. All or nothing: a drifted node mints nothing and
+// the error names its path. An id that exists is refused unless
+// opts.Replace (the error wraps fixture.ErrExists).
+func (i *Instance) Freeze(ctx context.Context, id, description string, opts FreezeOptions) (*fixture.Sidecar, error) {
+	if err := fixture.ValidID(id); err != nil {
+		return nil, err
+	}
+	root, err := fixturesDir(i.world, cmpOr(opts.FixturesDir, i.opts.FixturesDir))
+	if err != nil {
+		return nil, err
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.closed {
+		return nil, errClosed
+	}
+	hashes := make([]string, len(i.nodes))
+	for k, ns := range i.nodes {
+		ns.store.Pin()
+		defer ns.store.Unpin()
+		want, err := schemaHash(ctx, ns.node.World)
+		if err != nil {
+			return nil, err
+		}
+		got, err := ns.store.SchemaHash(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("freeze %q: node %s: %w", id, ns.node.Path, err)
+		}
+		if got != want {
+			return nil, &env.WorldBug{Message: fmt.Sprintf("freeze %q: node %s has drifted from the schema of its world %s %s (hash %s, want %s); nothing was published", id, ns.node.Path, ns.node.World.Name(), ns.node.World.Version(), short(got), short(want))}
+		}
+		hashes[k] = want
+	}
+	parent := opts.ParentID
+	if parent == nil && i.fixture != nil {
+		p := i.fixture.ID
+		parent = &p
+	}
+	rootNode := i.nodes[0].node
+	s := &fixture.Sidecar{
+		FormatVersion: 1, ID: id, World: rootNode.World.Name(), WorldVersion: rootNode.World.Version(),
+		SchemaHash: hashes[0], Now: i.clock.Now().Format(env.TimeFormat), ParentID: parent,
+		CreatedAt: time.Now().UTC().Format(env.TimeFormat), Description: description,
+	}
+	if len(i.nodes) > 1 {
+		s.FormatVersion = 2
+		s.Nodes = []fixture.Node{}
+		for k, ns := range i.nodes[1:] {
+			n := ns.node
+			var scope *string
+			if n.Scope != nil {
+				sc := *n.Scope
+				scope = &sc
+			}
+			s.Nodes = append(s.Nodes, fixture.Node{
+				Path: n.Path, World: n.World.Name(), WorldVersion: n.World.Version(), SchemaHash: hashes[k+1],
+				Scope: scope, File: n.File, Aliases: append([]string{}, n.Aliases...),
+			})
+		}
+	}
+	err = fixture.Publish(root, s, opts.Replace, func(tmp string) error {
+		for k, ns := range i.nodes {
+			dst := filepath.Join(tmp, ns.node.File)
+			if err := ns.store.VacuumInto(ctx, dst); err != nil {
+				return fmt.Errorf("node %s: %w", ns.node.Path, err)
+			}
+			h, err := fixture.HashFile(dst)
+			if err != nil {
+				return err
+			}
+			if k == 0 {
+				s.FileSHA256 = h
+			} else {
+				s.Nodes[k-1].FileSHA256 = h
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("freeze %q: %w", id, err)
+	}
+	return s, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

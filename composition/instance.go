@@ -1,0 +1,537 @@
+package composition
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/sqlitestore"
+)
+
+// Options configures Open.
+type Options struct {
+	// Fixture is the id of a fixture in the root world's FixturesDir to start
+	// from; "" is genesis (a blank store per node).
+	Fixture string
+	// FixturesDir overrides the root world's FixturesDir.
+	FixturesDir string
+	// Now is the clock's starting instant (RFC 3339); "" uses the fixture's
+	// now, or DefaultNow for genesis.
+	Now string
+	// Seed seeds every node's id stream and SQL random().
+	Seed int64
+	// Startup holds broadcast keywords for every startup hook that names them.
+	Startup map[string]any
+	// ControlTools publishes the seahaven_control tool, listed last.
+	ControlTools bool
+	// ClockMode is frozen, step or wall; "" uses the root's default.
+	ClockMode string
+	// StepTick is the step-mode advance per agent call; 0 is DefaultStepTick.
+	StepTick time.Duration
+	// Dir is the directory to create the instance directory in; "" is the OS
+	// temp dir. The instance directory is removed on Close unless KeepDir.
+	Dir string
+	// KeepDir keeps the instance directory after Close.
+	KeepDir bool
+	// EpisodeID is recorded in the state document.
+	EpisodeID string
+	// Pool caps open connections across instances; nil uses DefaultPool.
+	Pool *sqlitestore.Pool
+	// Logger receives one line per call; nil discards.
+	Logger *slog.Logger
+}
+
+// DefaultPool caps the SQLite connections held open by idle instances in
+// this process; least recently used ones are released and reopened on the
+// next call.
+var DefaultPool = sqlitestore.NewPool(DefaultMaxOpen)
+
+// DefaultMaxOpen is the size of DefaultPool.
+const DefaultMaxOpen = 2048
+
+var discardLogger = slog.New(slog.DiscardHandler)
+
+// nodeState is one node's live parts in an instance.
+type nodeState struct {
+	node  *Node
+	store *sqlitestore.Store
+	state map[string]any
+	ids   *env.IDs
+	// frames is the stack of open transaction frames on this store.
+	frames []*frame
+}
+
+// Instance is one live composition: one store per node in one directory,
+// one clock, one change log. It runs one call at a time: CallJSON, CallDef,
+// Bulk, Freeze and the readers are safe for concurrent use and serialise on
+// the instance's lock; a nested call made from inside a call re-enters
+// through its context instead of taking the lock again.
+type Instance struct {
+	world  *env.World
+	sealed *Sealed
+	dir    string
+	opts   Options
+	clock  *clock
+	log    *slog.Logger
+	pool   *sqlitestore.Pool
+
+	compRecords []env.CompositionRecord
+	fixture     *env.FixtureRef
+
+	mu        sync.Mutex // guards everything below
+	nodes     []*nodeState
+	calls     int
+	steps     int
+	changes   []env.ChangeRecord
+	view      *View
+	closed    bool
+	current   *activation
+	pinned    bool
+}
+
+// Open creates an instance of world: from a fixture when opts.Fixture is
+// set, else genesis. Startup hooks run depth first with every node's
+// transaction open; a hook that fails rolls every node back and leaves no
+// instance. Open refuses to run inside a call: the child name is the only
+// door to another world.
+func Open(ctx context.Context, world *env.World, opts Options) (*Instance, error) {
+	if a := activationFrom(ctx); a != nil {
+		return nil, env.Bugf("composition.Open: an instance cannot be made inside a call; reach added worlds through ctx.Worlds")
+	}
+	sealed, err := Seal(world)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkStartupKeys(sealed, opts.Startup); err != nil {
+		return nil, err
+	}
+	mode := opts.ClockMode
+	if mode == "" {
+		mode = world.Spec().DefaultClockMode
+	}
+	inst := &Instance{world: world, sealed: sealed, opts: opts, log: opts.Logger, pool: opts.Pool}
+	if inst.log == nil {
+		inst.log = discardLogger
+	}
+	if inst.pool == nil {
+		inst.pool = DefaultPool
+	}
+	var src *source
+	if opts.Fixture != "" {
+		if src, err = loadSource(world, sealed, opts); err != nil {
+			return nil, err
+		}
+	}
+	now := DefaultNow
+	if src != nil {
+		now = src.now
+	}
+	if opts.Now != "" {
+		if now, err = ParseTime(opts.Now); err != nil {
+			return nil, err
+		}
+	}
+	if inst.clock, err = newClock(mode, now, opts.StepTick); err != nil {
+		return nil, err
+	}
+	if inst.dir, err = os.MkdirTemp(opts.Dir, "seahaven-inst-"); err != nil {
+		return nil, fmt.Errorf("composition: instance directory: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			inst.closeStores()
+			os.RemoveAll(inst.dir)
+		}
+	}()
+	if err := inst.openStores(ctx, src); err != nil {
+		return nil, err
+	}
+	if err := inst.runStartup(ctx); err != nil {
+		return nil, err
+	}
+	ok = true
+	return inst, nil
+}
+
+func checkStartupKeys(s *Sealed, kw map[string]any) error {
+	var unknown []string
+	for k := range kw {
+		if !slices.Contains(s.StartupKeys, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	accepted := "none"
+	if len(s.StartupKeys) > 0 {
+		accepted = strings.Join(s.StartupKeys, ", ")
+	}
+	return env.Bugf("unknown startup keyword %q: no startup hook of %s's tree accepts it (accepted: %s)", strings.Join(unknown, `", "`), s.Root.Name(), accepted)
+}
+
+func (i *Instance) storeOptions(n *Node) sqlitestore.Options {
+	s1, _ := env.StreamSeed(i.opts.Seed, n.Path, "sql")
+	return sqlitestore.Options{
+		Path:      filepath.Join(i.dir, n.File),
+		Seed:      s1,
+		Clock:     i.clock.Now,
+		Untracked: n.World.Spec().UntrackedTables,
+		Pool:      i.pool,
+	}
+}
+
+func (i *Instance) openStores(ctx context.Context, src *source) error {
+	for _, n := range i.sealed.Nodes {
+		ns := &nodeState{node: n, state: map[string]any{}, ids: env.NewIDs(i.opts.Seed, n.Path)}
+		var err error
+		if src == nil {
+			ns.store, err = sqlitestore.Create(ctx, n.World.Spec().Schema, i.storeOptions(n))
+			if err != nil {
+				err = fmt.Errorf("composition: genesis of node %s: %w", n.Path, err)
+			}
+		} else {
+			ns.store, err = src.materialise(ctx, i, n)
+		}
+		if err != nil {
+			return err
+		}
+		i.nodes = append(i.nodes, ns)
+		scope := (*string)(nil)
+		if n.Scope != nil {
+			s := *n.Scope
+			scope = &s
+		}
+		rec := env.CompositionRecord{
+			Path: n.Path, World: n.World.Name(), WorldVersion: n.World.Version(), Scope: scope,
+			Aliases: append([]string{}, n.Aliases...),
+		}
+		if src != nil {
+			rec.SchemaHash, rec.FrozenWorldVersion = src.nodeRecord(n)
+		} else if rec.SchemaHash, err = schemaHash(ctx, n.World); err != nil {
+			return err
+		}
+		i.compRecords = append(i.compRecords, rec)
+	}
+	if src != nil {
+		i.fixture = src.ref
+	}
+	return nil
+}
+
+func (i *Instance) closeStores() {
+	for _, ns := range i.nodes {
+		ns.store.Close()
+	}
+}
+
+// runStartup runs every node's hooks in startup order inside one activation
+// with every node's transaction open.
+func (i *Instance) runStartup(ctx context.Context) error {
+	hooksExist := false
+	for _, n := range i.sealed.StartupOrder {
+		if len(n.World.Hooks()) > 0 {
+			hooksExist = true
+		}
+	}
+	if !hooksExist {
+		return nil
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.activate(ctx, "startup", false, func(a *activation) error {
+		frames, err := a.beginAll()
+		if err != nil {
+			return err
+		}
+		for _, n := range i.sealed.StartupOrder {
+			for _, h := range n.World.Hooks() {
+				kw := map[string]any{}
+				for _, k := range h.Keys {
+					if v, ok := n.Bound[k]; ok {
+						kw[k] = v
+					} else if v, ok := i.opts.Startup[k]; ok {
+						kw[k] = v
+					}
+				}
+				c := a.ctxFor(i.nodes[n.Index], nil)
+				if err := guard(func() error { return h.Run(c, kw) }); err != nil {
+					rollbackAll(frames)
+					return fmt.Errorf("startup hook of %s (node %s) at %s: %w", n.World.Name(), n.Path, filepath.Base(h.Where), err)
+				}
+			}
+		}
+		return commitAll(frames)
+	})
+}
+
+// Tools returns the agent surface: the root's own tools, then each added
+// world's contribution in AddWorld order, then seahaven_control when the
+// instance has control tools.
+func (i *Instance) Tools() []env.ToolInfo {
+	out := i.sealed.Tools()
+	if i.opts.ControlTools {
+		out = append(out, controlDef.Info(env.ControlTool))
+	}
+	return out
+}
+
+// World returns the root world.
+func (i *Instance) World() *env.World { return i.world }
+
+// Sealed returns the composition the instance runs against.
+func (i *Instance) Sealed() *Sealed { return i.sealed }
+
+// Dir returns the instance directory.
+func (i *Instance) Dir() string { return i.dir }
+
+// StatePath returns the root store's file.
+func (i *Instance) StatePath() string { return filepath.Join(i.dir, i.sealed.Nodes[0].File) }
+
+// Now returns the instance clock's time.
+func (i *Instance) Now() time.Time { return i.clock.Now() }
+
+// CallJSON calls a tool of the agent surface by its published name with JSON
+// arguments and returns the tool's own Go value. Unknown names and bad
+// arguments are *env.ToolError values (KindNotFound, KindInvalidArgs)
+// returned before anything runs; a tool's error rolls its store back.
+func (i *Instance) CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error) {
+	route, def, err := i.resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	in, err := def.Decode(args)
+	if err != nil {
+		return nil, err
+	}
+	return i.callRoute(ctx, name, route, def, in, args)
+}
+
+// Call is CallJSON with arguments given as a Go value (a struct or a map).
+func (i *Instance) Call(ctx context.Context, name string, args any) (any, error) {
+	route, def, err := i.resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	in, err := def.Accept(args)
+	if err != nil {
+		return nil, err
+	}
+	return i.callRoute(ctx, name, route, def, in, nil)
+}
+
+func (i *Instance) resolve(name string) (*Route, *env.ToolDef, error) {
+	if name == env.ControlTool && i.opts.ControlTools {
+		return nil, controlDef, nil
+	}
+	r, ok := i.sealed.Lookup(name)
+	if !ok {
+		return nil, nil, &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("unknown tool %q", name)}
+	}
+	return r, r.Def, nil
+}
+
+// CallDef calls a tool by its definition, resolved over the whole agent
+// surface: it reaches any tool the agent could call and nothing a list keeps
+// off it. A tool whose world is a node of the tree twice is a *env.WorldBug
+// naming every candidate. It makes *Instance an env.Caller.
+func (i *Instance) CallDef(ctx context.Context, def *env.ToolDef, args any) (any, error) {
+	var found []*Route
+	for _, r := range i.sealed.Surface {
+		if r.Def == def {
+			found = append(found, r)
+		}
+	}
+	owners := map[*Node]bool{}
+	for _, r := range found {
+		owners[r.Owner] = true
+	}
+	if len(owners) > 1 {
+		var cands []string
+		for _, r := range found {
+			cands = append(cands, fmt.Sprintf("%s at %s", r.Name, r.Owner.Path))
+		}
+		return nil, env.Bugf("%s is a tool of %s, which is a node of this tree more than once (%s): call it through the handle of the account you mean, ctx.Worlds.Get(name)", def.Name, def.World.Name(), strings.Join(cands, ", "))
+	}
+	if len(found) == 0 {
+		return nil, &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("tool %s of %s is not on %s's agent surface", def.Name, def.World.Name(), i.world.Name())}
+	}
+	in, err := def.Accept(args)
+	if err != nil {
+		return nil, err
+	}
+	return i.callRoute(ctx, found[0].Name, found[0], def, in, nil)
+}
+
+func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def *env.ToolDef, in any, raw json.RawMessage) (any, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if raw == nil {
+		raw, _ = json.Marshal(in)
+	}
+	info := &env.CallInfo{Tool: name, Own: def.Name, Arguments: raw}
+	if route != nil {
+		info.Node = route.Owner.Path
+	} else {
+		info.Node = "main"
+	}
+	var out any
+	run := func(a *activation) error {
+		var err error
+		if route == nil {
+			out, err = a.control(in)
+			return err
+		}
+		out, err = a.descend(route, 0, info, in)
+		return err
+	}
+	if a := activationFrom(ctx); a != nil && a.inst == i {
+		// Made from inside this instance's own activation (a bulk block):
+		// no new activation, no lock.
+		if a.ended {
+			return nil, env.Bugf(env.StaleHandle)
+		}
+		err := run(a)
+		return out, err
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.closed {
+		return nil, errClosed
+	}
+	err := i.activate(ctx, name, true, run)
+	i.steps++
+	i.clock.stepped()
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		kind, msg := env.KindTimeout, "the call ran past its deadline and was rolled back"
+		if errors.Is(err, context.Canceled) {
+			kind, msg = env.KindExecution, "the call was cancelled and rolled back"
+		}
+		err = &env.ToolError{Kind: kind, Message: msg, Err: err}
+	}
+	return out, err
+}
+
+var errClosed = errors.New("composition: instance is closed")
+
+// Bulk runs fn with the root's context and a live ctx.Worlds, inside one
+// transaction per node. If fn fails every node rolls back; otherwise nodes
+// commit one at a time, the root last. If a node's commit fails, Bulk
+// returns the error and the nodes that committed before it keep their rows:
+// do not freeze such an instance.
+func (i *Instance) Bulk(ctx context.Context, fn func(c *env.Ctx) error) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.closed {
+		return errClosed
+	}
+	return i.activate(ctx, "bulk", false, func(a *activation) error {
+		frames, err := a.beginAll()
+		if err != nil {
+			return err
+		}
+		c := a.ctxFor(i.nodes[0], nil)
+		if err := guard(func() error { return fn(c) }); err != nil {
+			rollbackAll(frames)
+			return err
+		}
+		return commitAll(frames)
+	})
+}
+
+// ChangeLog returns every change record so far, in call order.
+func (i *Instance) ChangeLog() []env.ChangeRecord {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return slices.Clone(i.changes)
+}
+
+// Composition returns one record per node, in canonical order: what this
+// instance runs against, as the files on disk describe it.
+func (i *Instance) Composition() []env.CompositionRecord {
+	out := make([]env.CompositionRecord, len(i.compRecords))
+	for k, r := range i.compRecords {
+		r.Aliases = slices.Clone(r.Aliases)
+		out[k] = r
+	}
+	return out
+}
+
+// State returns the seahaven.state/1 document.
+func (i *Instance) State() env.StateDoc {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	doc := env.StateDoc{
+		StepCount: i.steps, StateFormat: i.world.Spec().StateFormat,
+		World: i.world.Name(), WorldVersion: i.world.Version(), Seed: i.opts.Seed,
+		Now: i.clock.Now().Format(env.TimeFormat), ClockMode: i.clock.mode,
+		Composition: map[string]env.CompositionRecord{},
+		Fixture:     i.fixture,
+		ChangeLog:   slices.Clone(i.changes),
+	}
+	if doc.ChangeLog == nil {
+		doc.ChangeLog = []env.ChangeRecord{}
+	}
+	if i.opts.EpisodeID != "" {
+		id := i.opts.EpisodeID
+		doc.EpisodeID = &id
+	}
+	for _, r := range i.Composition() {
+		doc.Composition[r.Path] = r
+	}
+	return doc
+}
+
+// DB returns the root's store, for code outside any call. Statements
+// autocommit one by one unless wrapped in Transaction.
+func (i *Instance) DB() env.DB {
+	return &instanceDB{inst: i}
+}
+
+// Close closes every store and the inspection view and removes the instance
+// directory (unless KeepDir). It is safe to call more than once.
+func (i *Instance) Close() error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.closed {
+		return nil
+	}
+	i.closed = true
+	var errs []error
+	if i.view != nil {
+		errs = append(errs, i.view.close())
+	}
+	for _, ns := range i.nodes {
+		errs = append(errs, ns.store.Close())
+	}
+	if !i.opts.KeepDir {
+		errs = append(errs, os.RemoveAll(i.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// Release closes the instance's idle connections now; the next call reopens
+// them. Servers call it for sessions that go quiet.
+func (i *Instance) Release() {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for _, ns := range i.nodes {
+		ns.store.Release()
+	}
+	if i.view != nil {
+		i.view.release()
+	}
+}

@@ -1,0 +1,475 @@
+package composition_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
+)
+
+// MustOpen opens an instance and closes it when the test ends.
+func MustOpen(tb testing.TB, w *env.World, opts composition.Options) *composition.Instance {
+	tb.Helper()
+	inst, err := composition.Open(context.Background(), w, opts)
+	if err != nil {
+		tb.Fatalf("Open: %v", err)
+	}
+	tb.Cleanup(func() { inst.Close() })
+	return inst
+}
+
+func call(tb testing.TB, inst *composition.Instance, tool, args string) any {
+	tb.Helper()
+	out, err := inst.CallJSON(context.Background(), tool, []byte(args))
+	if err != nil {
+		tb.Fatalf("%s(%s): %v", tool, args, err)
+	}
+	return out
+}
+
+type amountArgs struct {
+	Amount int64 `json:"amount"`
+}
+
+// ledger is a small world: one table, a tool that inserts, one that fails
+// after writing.
+func ledger(name string) (*env.World, *env.ToolRef[amountArgs, string]) {
+	w := env.NewWorld(env.WorldSpec{Name: name, Version: "1.0.0",
+		Schema: "CREATE TABLE entries (id TEXT PRIMARY KEY, amount INTEGER NOT NULL, at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP, salt BLOB DEFAULT (randomblob(8))) STRICT;"})
+	add := env.Tool(w, "add", "Add an entry.", func(c *env.Ctx, in amountArgs) (string, error) {
+		id := c.IDs.UUID()
+		_, err := c.DB.Exec("INSERT INTO entries (id, amount) VALUES (?, ?)", id, in.Amount)
+		return id, err
+	})
+	env.Tool(w, "add_then_fail", "Add an entry, then fail.", func(c *env.Ctx, in amountArgs) (string, error) {
+		if _, err := c.DB.Exec("INSERT INTO entries (id, amount) VALUES (?, ?)", c.IDs.UUID(), in.Amount); err != nil {
+			return "", err
+		}
+		return "", env.Errorf("refused after writing")
+	})
+	return w, add
+}
+
+func TestInstance_ToolErrorRollsBack(t *testing.T) {
+	w, _ := ledger("solo")
+	inst := MustOpen(t, w, composition.Options{})
+	_, err := inst.CallJSON(context.Background(), "add_then_fail", []byte(`{"amount": 3}`))
+	te, ok := env.AsToolError(err)
+	if !ok || te.Kind != env.KindExecution || te.Message != "refused after writing" {
+		t.Fatalf("err = %v", err)
+	}
+	row, _ := inst.Inspect().One(context.Background(), "SELECT count(*) AS n FROM entries")
+	if row["n"] != int64(0) {
+		t.Fatalf("rows after a failed call: %v", row["n"])
+	}
+	if log := inst.ChangeLog(); len(log) != 0 {
+		t.Fatalf("change records after a failed call: %+v", log)
+	}
+}
+
+func TestInstance_BadArgumentsRefusedBeforeTheToolRuns(t *testing.T) {
+	w := env.NewWorld(env.WorldSpec{Name: "args", Version: "1", Schema: "CREATE TABLE t (x INTEGER) STRICT;"})
+	ran := false
+	env.Tool(w, "t", "T.", func(c *env.Ctx, in amountArgs) (int, error) { ran = true; return 0, nil })
+	inst := MustOpen(t, w, composition.Options{})
+	for _, args := range []string{`{"amount": "x"}`, `{}`, `{"amount": 1, "extra": 2}`, `[1]`} {
+		_, err := inst.CallJSON(context.Background(), "t", []byte(args))
+		te, ok := env.AsToolError(err)
+		if !ok || te.Kind != env.KindInvalidArgs {
+			t.Fatalf("%s: err = %v, want invalid_args", args, err)
+		}
+	}
+	if ran {
+		t.Fatal("the tool ran on bad arguments")
+	}
+	_, err := inst.CallJSON(context.Background(), "nope", nil)
+	if te, ok := env.AsToolError(err); !ok || te.Kind != env.KindNotFound {
+		t.Fatalf("unknown tool: %v", err)
+	}
+}
+
+func TestInstance_Deterministic(t *testing.T) {
+	w, _ := ledger("det")
+	host := env.NewWorld(env.WorldSpec{Name: "dethost", Version: "1", Schema: "CREATE TABLE h (id TEXT PRIMARY KEY) STRICT;"})
+	host.AddWorld(w, env.Name("led"))
+	run := func(seed int64) (ids []any, rows string) {
+		inst := MustOpen(t, host, composition.Options{Seed: seed})
+		for _, a := range []string{`{"amount": 1}`, `{"amount": 2}`} {
+			ids = append(ids, call(t, inst, "add", a))
+		}
+		r, err := inst.Inspect().Rows(context.Background(), "SELECT id, amount, at, hex(salt) AS salt FROM led.entries ORDER BY amount")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(r)
+		return ids, string(b)
+	}
+	ids1, rows1 := run(7)
+	ids2, rows2 := run(7)
+	ids3, rows3 := run(8)
+	if !slices.Equal(ids1, ids2) || rows1 != rows2 {
+		t.Fatalf("same seed differs:\n%v %s\n%v %s", ids1, rows1, ids2, rows2)
+	}
+	if slices.Equal(ids1, ids3) || rows1 == rows3 {
+		t.Fatal("different seeds give the same ids and rows")
+	}
+}
+
+func TestInstance_IDStreamsSaltedByPath(t *testing.T) {
+	// Adding a node never perturbs another node's ids; the root's stream is
+	// the seed untouched.
+	mk := func(extra bool) []any {
+		w, _ := ledger("salted")
+		host := env.NewWorld(env.WorldSpec{Name: "salthost", Version: "1", Schema: "CREATE TABLE h (id TEXT) STRICT;"})
+		env.Tool(host, "rootid", "Root id.", func(c *env.Ctx, _ noArgs) (string, error) { return c.IDs.UUID(), nil })
+		if extra {
+			o, _ := ledger("other")
+			host.AddWorld(o, env.ToolPrefix("o_"))
+		}
+		host.AddWorld(w, env.Name("led"))
+		inst := MustOpen(t, host, composition.Options{Seed: 42})
+		return []any{call(t, inst, "add", `{"amount":1}`), call(t, inst, "rootid", `{}`)}
+	}
+	a, b := mk(false), mk(true)
+	if !slices.Equal(a, b) {
+		t.Fatalf("ids changed when a node was added: %v vs %v", a, b)
+	}
+	if env.NewIDs(42, "main").UUID() != a[1] {
+		t.Fatal("the root's stream is not the seed untouched")
+	}
+}
+
+func TestInstance_Clock(t *testing.T) {
+	w := env.NewWorld(env.WorldSpec{Name: "clocked", Version: "1",
+		Schema: "CREATE TABLE t (id INTEGER PRIMARY KEY, at TEXT DEFAULT CURRENT_TIMESTAMP) STRICT;"})
+	type out struct{ Default, Query, Ctx string }
+	env.Tool(w, "stamp", "Stamp.", func(c *env.Ctx, _ noArgs) (out, error) {
+		row, err := c.DB.One("INSERT INTO t DEFAULT VALUES RETURNING at, datetime('now') AS q")
+		if err != nil {
+			return out{}, err
+		}
+		return out{row["at"].(string), row["q"].(string), c.Now().Format(time.DateTime)}, nil
+	})
+	const start = "2026-06-01T09:00:00.000Z"
+	for _, mode := range []string{env.ClockFrozen, env.ClockStep, env.ClockWall} {
+		t.Run(mode, func(t *testing.T) {
+			inst := MustOpen(t, w, composition.Options{Now: start, ClockMode: mode, ControlTools: true})
+			first := call(t, inst, "stamp", `{}`).(out)
+			if first.Default != "2026-06-01 09:00:00" || first.Query != first.Default || first.Ctx != first.Default {
+				t.Fatalf("first call: %+v", first)
+			}
+			second := call(t, inst, "stamp", `{}`).(out)
+			switch mode {
+			case env.ClockFrozen:
+				if second.Default != first.Default {
+					t.Fatalf("frozen clock moved: %+v", second)
+				}
+			case env.ClockStep:
+				if second.Default != "2026-06-01 09:00:01" {
+					t.Fatalf("step clock: %+v", second)
+				}
+			case env.ClockWall:
+				if second.Default < first.Default {
+					t.Fatalf("wall clock went back: %+v", second)
+				}
+			}
+			call(t, inst, env.ControlTool, `{"action":"set_clock","now":"2030-01-02T03:04:05.000Z"}`)
+			call(t, inst, env.ControlTool, `{"action":"advance_clock","seconds":60}`)
+			third := call(t, inst, "stamp", `{}`).(out)
+			if !strings.HasPrefix(third.Default, "2030-01-02 03:05") {
+				t.Fatalf("after the control tool: %+v", third)
+			}
+			if doc := inst.State(); !strings.HasPrefix(doc.Now, "2030-01-02T03:05") || doc.ClockMode != mode {
+				t.Fatalf("state now %s mode %s", doc.Now, doc.ClockMode)
+			}
+		})
+	}
+}
+
+func TestInstance_ControlToolOnlyWhenEnabled(t *testing.T) {
+	w, _ := ledger("ctl")
+	inst := MustOpen(t, w, composition.Options{})
+	if _, err := inst.CallJSON(context.Background(), env.ControlTool, []byte(`{"action":"advance_clock","seconds":1}`)); err == nil {
+		t.Fatal("control tool callable without ControlTools")
+	}
+	for _, ti := range inst.Tools() {
+		if ti.Name == env.ControlTool {
+			t.Fatal("control tool listed without ControlTools")
+		}
+	}
+	inst2 := MustOpen(t, w, composition.Options{ControlTools: true})
+	tools := inst2.Tools()
+	if tools[len(tools)-1].Name != env.ControlTool {
+		t.Fatal("control tool is not listed last")
+	}
+}
+
+func TestMiddleware_RouteChains(t *testing.T) {
+	var trace []string
+	leaf := env.NewWorld(env.WorldSpec{Name: "leaf", Version: "1", Schema: "CREATE TABLE l (x INTEGER) STRICT;"})
+	mid := env.NewWorld(env.WorldSpec{Name: "mid", Version: "1", Schema: "CREATE TABLE m (x INTEGER) STRICT;"})
+	top := env.NewWorld(env.WorldSpec{Name: "top", Version: "1", Schema: "CREATE TABLE t (x INTEGER) STRICT;"})
+	layer := func(name string) env.Middleware {
+		return func(c *env.Ctx, next func() (any, error)) (any, error) {
+			trace = append(trace, name+":"+c.State["who"].(string)+":"+c.Call.Node)
+			return next()
+		}
+	}
+	for _, w := range []*env.World{leaf, mid, top} {
+		w.Use(layer(w.Name()))
+		env.OnStartupMap(w, nil, func(c *env.Ctx, _ map[string]any) error { c.State["who"] = w.Name(); return nil })
+	}
+	ping := env.Tool(leaf, "ping", "Ping.", func(c *env.Ctx, _ noArgs) (string, error) {
+		trace = append(trace, "tool:"+c.State["who"].(string))
+		return "pong", nil
+	})
+	mid.AddWorld(leaf, env.ToolPrefix("l_"))
+	top.AddWorld(mid, env.ToolPrefix("m_"))
+	env.Tool(top, "host", "Host.", func(c *env.Ctx, _ noArgs) (string, error) {
+		return env.Call(c.Context(), c.Worlds.Get("mid"), ping, noArgs{})
+	})
+	var logs bytes.Buffer
+	inst := MustOpen(t, top, composition.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+
+	call(t, inst, "m_l_ping", `{}`)
+	want := []string{"top:top:mid/leaf", "mid:mid:mid/leaf", "leaf:leaf:mid/leaf", "tool:leaf"}
+	if !slices.Equal(trace, want) {
+		t.Fatalf("agent call trace %v, want %v", trace, want)
+	}
+	trace = nil
+	call(t, inst, "host", `{}`)
+	// The host's chain wraps the host tool; the handle call runs only the
+	// owning world's chain.
+	want = []string{"top:top:main", "leaf:leaf:mid/leaf", "tool:leaf"}
+	if !slices.Equal(trace, want) {
+		t.Fatalf("handle call trace %v, want %v", trace, want)
+	}
+	if !strings.Contains(logs.String(), "node=mid/leaf internal=true") || !strings.Contains(logs.String(), "tool=host node=main internal=false") {
+		t.Fatalf("log lines:\n%s", logs.String())
+	}
+}
+
+func TestHandles_NoCrossWorldAtomicity(t *testing.T) {
+	child, add := ledger("atom")
+	host := env.NewWorld(env.WorldSpec{Name: "atomhost", Version: "1", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
+	host.AddWorld(child, env.Name("led"), env.ToolAllowList())
+	env.Tool(host, "charge_then_fail", "Charge, write, fail.", func(c *env.Ctx, _ noArgs) (string, error) {
+		if _, err := env.Call(c.Context(), c.Worlds.Get("led"), add, amountArgs{Amount: 5}); err != nil {
+			return "", err
+		}
+		c.DB.Exec("INSERT INTO h VALUES (1)")
+		return "", errors.New("host failed")
+	})
+	inst := MustOpen(t, host, composition.Options{})
+	if _, err := inst.CallJSON(context.Background(), "charge_then_fail", nil); err == nil {
+		t.Fatal("no error")
+	}
+	v := inst.Inspect()
+	h, _ := v.One(context.Background(), "SELECT count(*) AS n FROM h")
+	l, _ := v.One(context.Background(), "SELECT count(*) AS n FROM led.entries")
+	if h["n"] != int64(0) || l["n"] != int64(1) {
+		t.Fatalf("host rows %v (want 0), child rows %v (want 1)", h["n"], l["n"])
+	}
+	log := inst.ChangeLog()
+	if len(log) != 1 || log[0].World != "led" || !log[0].Internal || log[0].Tool != "add" {
+		t.Fatalf("change log %+v", log)
+	}
+}
+
+func TestHandles_Rules(t *testing.T) {
+	p, add := ledger("hp")
+	host := env.NewWorld(env.WorldSpec{Name: "hhost", Version: "1", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
+	host.AddWorld(p, env.Name("one"), env.ToolAllowList())
+	host.AddWorld(p, env.Name("two"), env.Store("two"), env.ToolAllowList())
+	env.Tool(host, "unknown_child", "U.", func(c *env.Ctx, _ noArgs) (any, error) {
+		return c.Worlds.Get("nope").Call("add", amountArgs{1})
+	})
+	env.Tool(host, "hidden_by_name", "Lists shape the agent's surface only.", func(c *env.Ctx, _ noArgs) (any, error) {
+		return c.Worlds.Get("one").Call("add", map[string]any{"amount": 2})
+	})
+	env.Tool(host, "open_inside", "Never make an instance inside a call.", func(c *env.Ctx, _ noArgs) (any, error) {
+		_, err := composition.Open(c.Context(), host, composition.Options{})
+		return nil, err
+	})
+	inst := MustOpen(t, host, composition.Options{})
+	var bug *env.WorldBug
+	if _, err := inst.CallJSON(context.Background(), "unknown_child", nil); !errors.As(err, &bug) || !strings.Contains(bug.Message, `added no world named "nope"`) {
+		t.Fatalf("unknown child: %v", err)
+	}
+	call(t, inst, "hidden_by_name", `{}`)
+	if _, err := inst.CallJSON(context.Background(), "open_inside", nil); !errors.As(err, &bug) || !strings.Contains(bug.Message, "cannot be made inside a call") {
+		t.Fatalf("open inside: %v", err)
+	}
+	// p is a node twice: env.Call at the instance cannot pick one... and the
+	// tool is not on the surface at all (both lists are empty).
+	if _, err := env.Call(context.Background(), inst, add, amountArgs{1}); err == nil {
+		t.Fatal("ambiguous typed call succeeded")
+	}
+}
+
+func TestInstance_TypedCallAmbiguous(t *testing.T) {
+	p, add := ledger("amb")
+	host := env.NewWorld(env.WorldSpec{Name: "ambhost", Version: "1", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
+	host.AddWorld(p, env.Name("one"), env.ToolPrefix("one_"))
+	host.AddWorld(p, env.Name("two"), env.Store("two"), env.ToolPrefix("two_"))
+	inst := MustOpen(t, host, composition.Options{})
+	_, err := env.Call(context.Background(), inst, add, amountArgs{1})
+	var bug *env.WorldBug
+	if !errors.As(err, &bug) || !strings.Contains(bug.Message, "one_add at one") || !strings.Contains(bug.Message, "two_add at two") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestStartup_Rules(t *testing.T) {
+	var order []string
+	child := env.NewWorld(env.WorldSpec{Name: "schild", Version: "1", Schema: "CREATE TABLE c (who TEXT) STRICT;"})
+	host := env.NewWorld(env.WorldSpec{Name: "shost", Version: "1", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
+	type K struct {
+		Fail bool `json:"fail,omitempty"`
+	}
+	env.OnStartup(host, func(c *env.Ctx, k K) error {
+		order = append(order, "host")
+		// A host hook writes into a child's store and state before the
+		// child's own hooks run.
+		c.Worlds.Get("schild").State()["seeded"] = true
+		_, err := c.Worlds.Get("schild").DB().Exec("INSERT INTO c VALUES ('host')")
+		if k.Fail {
+			return errors.New("refused")
+		}
+		return err
+	})
+	env.OnStartup(child, func(c *env.Ctx, k K) error {
+		order = append(order, "child")
+		if c.State["seeded"] != true {
+			return errors.New("the host's hook did not run first")
+		}
+		_, err := c.DB.Exec("INSERT INTO c VALUES ('child')")
+		return err
+	})
+	host.AddWorld(child)
+	inst := MustOpen(t, host, composition.Options{})
+	if !slices.Equal(order, []string{"host", "child"}) {
+		t.Fatalf("order %v", order)
+	}
+	rows, _ := inst.Inspect().Rows(context.Background(), "SELECT who FROM schild.c ORDER BY who")
+	if len(rows) != 2 {
+		t.Fatalf("rows %v", rows)
+	}
+
+	// A hook that fails rolls everything back and leaves no instance.
+	dir := t.TempDir()
+	_, err := composition.Open(context.Background(), host, composition.Options{Dir: dir, Startup: map[string]any{"fail": true}})
+	if err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("err = %v", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("a failed startup left %v", ents)
+	}
+	// An unknown broadcast keyword is refused before any file is touched.
+	_, err = composition.Open(context.Background(), host, composition.Options{Dir: dir, Startup: map[string]any{"colour": 1}})
+	var bug *env.WorldBug
+	if !errors.As(err, &bug) || !strings.Contains(bug.Message, `unknown startup keyword "colour"`) {
+		t.Fatalf("err = %v", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("an unknown keyword touched files: %v", ents)
+	}
+}
+
+func TestInstance_FilesAndRootAccessors(t *testing.T) {
+	tax := newWorld("tax")
+	pay := newWorld("pay")
+	pay.AddWorld(tax)
+	root := newWorld("rooty")
+	root.AddWorld(pay, env.Name("payments"))
+	inst := MustOpen(t, root, composition.Options{})
+	var names []string
+	ents, _ := os.ReadDir(inst.Dir())
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".sqlite") {
+			names = append(names, e.Name())
+		}
+	}
+	want := []string{"state.payments.sqlite", "state.payments__tax.sqlite", "state.sqlite"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("files %v, want %v", names, want)
+	}
+	if inst.StatePath() != filepath.Join(inst.Dir(), "state.sqlite") {
+		t.Fatal("StatePath is not the root's")
+	}
+	if _, err := inst.DB().Exec("INSERT INTO rooty_rows VALUES ('r')"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inst.Inspect().One(context.Background(), "SELECT * FROM payments__tax.tax_rows"); err != nil {
+		t.Fatal(err)
+	}
+	dir := inst.Dir()
+	inst.Close()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatal("Close left the instance directory")
+	}
+}
+
+func TestBulk_FailureSemantics(t *testing.T) {
+	child := env.NewWorld(env.WorldSpec{Name: "bchild", Version: "1", Schema: `CREATE TABLE p (id INTEGER PRIMARY KEY);
+CREATE TABLE c (id INTEGER PRIMARY KEY, p INTEGER REFERENCES p(id) DEFERRABLE INITIALLY DEFERRED);`})
+	host := env.NewWorld(env.WorldSpec{Name: "bhost", Version: "1", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
+	host.AddWorld(child)
+	inst := MustOpen(t, host, composition.Options{})
+	ctx := context.Background()
+	count := func(sql string) int64 {
+		r, err := inst.Inspect().One(ctx, sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r["n"].(int64)
+	}
+	// The block fails: every node rolls back.
+	err := inst.Bulk(ctx, func(c *env.Ctx) error {
+		c.DB.Exec("INSERT INTO h VALUES (1)")
+		c.Worlds.Get("bchild").DB().Exec("INSERT INTO p VALUES (1)")
+		return errors.New("generator failed")
+	})
+	if err == nil || count("SELECT count(*) AS n FROM h") != 0 || count("SELECT count(*) AS n FROM bchild.p") != 0 {
+		t.Fatalf("failed block kept rows (err %v)", err)
+	}
+	// A node's commit fails on a deferred foreign key: the root commits last,
+	// so it rolls back.
+	err = inst.Bulk(ctx, func(c *env.Ctx) error {
+		c.DB.Exec("INSERT INTO h VALUES (2)")
+		_, err := c.Worlds.Get("bchild").DB().Exec("INSERT INTO c VALUES (1, 99)")
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "node bchild: commit") {
+		t.Fatalf("err = %v", err)
+	}
+	if count("SELECT count(*) AS n FROM h") != 0 {
+		t.Fatal("the root committed before a failing node")
+	}
+}
+
+func TestInstance_CancelledContextInterrupts(t *testing.T) {
+	w := env.NewWorld(env.WorldSpec{Name: "spin", Version: "1", Schema: "CREATE TABLE t (x INTEGER) STRICT;"})
+	env.Tool(w, "spin", "Run forever.", func(c *env.Ctx, _ noArgs) (any, error) {
+		return c.DB.One("WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM r) SELECT count(*) FROM r")
+	})
+	env.Tool(w, "ok", "Fine.", func(c *env.Ctx, _ noArgs) (any, error) { return c.DB.Exec("INSERT INTO t VALUES (1)") })
+	inst := MustOpen(t, w, composition.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := inst.CallJSON(ctx, "spin", nil)
+	if te, ok := env.AsToolError(err); !ok || te.Kind != env.KindTimeout {
+		t.Fatalf("err = %v, want a timeout", err)
+	}
+	call(t, inst, "ok", `{}`)
+}

@@ -1,0 +1,361 @@
+package composition
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/fixture"
+	"github.com/seahaven/seahaven/sqlitestore"
+)
+
+// Node is one store of a composition: a (World, scope) pair. The same pair
+// anywhere in one root's tree is one node.
+type Node struct {
+	// Index is the node's position in Sealed.Nodes (canonical order).
+	Index int
+	// World is the node's world.
+	World *env.World
+	// Scope is the account scope; nil is the root's default scope.
+	Scope *string
+	// Path is the canonical path: the shallowest route, ties broken by
+	// registration order. "main" for the root.
+	Path string
+	// Aliases are every other route reaching the node, in discovery order.
+	Aliases []string
+	// Children are the node's world's AddWorld edges resolved to nodes.
+	Children []Child
+	// Bound holds the startup keywords bound to this node by AddWorld.
+	Bound map[string]any
+	// Adders are the edges through which the node is reached.
+	Adders []*env.Edge
+	// File is the node's store file name in an instance or fixture directory.
+	File string
+}
+
+// Child is one AddWorld edge of a node, resolved to the added node.
+type Child struct {
+	Edge *env.Edge
+	Node *Node
+}
+
+// Route is one tool of the agent surface: a published name, the tool, the
+// node that owns it, and the nodes its call descends, root first.
+type Route struct {
+	Name  string
+	Def   *env.ToolDef
+	Owner *Node
+	Path  []*Node
+}
+
+// Sealed is a root world's resolved composition: nodes, paths, aliases and
+// the agent surface. It is immutable and safe for concurrent use.
+type Sealed struct {
+	Root *env.World
+	// Generation is env.Generation() when the tree was sealed.
+	Generation uint64
+	// Nodes in canonical order: the root first, then breadth first by
+	// registration order.
+	Nodes []*Node
+	// Surface is the flat agent surface, insertion-ordered.
+	Surface []*Route
+	// StartupOrder lists nodes depth first from the root, each after every
+	// node that adds it.
+	StartupOrder []*Node
+	// StartupKeys is the union of every hook's keywords across the tree.
+	StartupKeys []string
+
+	byName map[string]*Route
+	byPath map[string]*Node
+}
+
+// Lookup returns the surface route of a published tool name.
+func (s *Sealed) Lookup(name string) (*Route, bool) {
+	r, ok := s.byName[name]
+	return r, ok
+}
+
+// Node returns the node at a canonical path.
+func (s *Sealed) Node(path string) (*Node, bool) {
+	n, ok := s.byPath[path]
+	return n, ok
+}
+
+// Tools returns the surface listing.
+func (s *Sealed) Tools() []env.ToolInfo {
+	out := make([]env.ToolInfo, len(s.Surface))
+	for i, r := range s.Surface {
+		out[i] = r.Def.Info(r.Name)
+	}
+	return out
+}
+
+var sealCache struct {
+	sync.Mutex // guards m
+	m          map[*env.World]*Sealed
+}
+
+// Seal resolves a root world's tree, or returns the cached resolution when
+// no registration happened anywhere since. Every whole-tree rule is checked
+// here; a failure is an error wrapping a *env.WorldBug that names the
+// AddWorld behind it.
+func Seal(root *env.World) (*Sealed, error) {
+	gen := env.Generation()
+	sealCache.Lock()
+	if s, ok := sealCache.m[root]; ok && s.Generation == gen {
+		sealCache.Unlock()
+		return s, nil
+	}
+	sealCache.Unlock()
+	s, err := seal(root, gen)
+	if err != nil {
+		return nil, err
+	}
+	sealCache.Lock()
+	if sealCache.m == nil {
+		sealCache.m = map[*env.World]*Sealed{}
+	}
+	sealCache.m[root] = s
+	sealCache.Unlock()
+	return s, nil
+}
+
+type nodeKey struct {
+	world *env.World
+	scope string
+	set   bool
+}
+
+func keyOf(w *env.World, scope *string) nodeKey {
+	if scope == nil {
+		return nodeKey{world: w}
+	}
+	return nodeKey{world: w, scope: *scope, set: true}
+}
+
+// maxRoutes bounds route expansion of pathological sharing.
+const maxRoutes = 100000
+
+type sealer struct {
+	s      *Sealed
+	nodes  map[nodeKey]*Node
+	routes int
+	bound  map[*Node]map[string]*env.Edge
+}
+
+func bugAt(e *env.Edge, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	if e != nil {
+		msg = e.String() + ": " + msg
+		return &env.WorldBug{Message: msg, Where: e.Where}
+	}
+	return &env.WorldBug{Message: msg}
+}
+
+func seal(root *env.World, gen uint64) (*Sealed, error) {
+	z := &sealer{
+		s:     &Sealed{Root: root, Generation: gen, byName: map[string]*Route{}, byPath: map[string]*Node{}},
+		nodes: map[nodeKey]*Node{},
+		bound: map[*Node]map[string]*env.Edge{},
+	}
+	if err := z.discover(); err != nil {
+		return nil, err
+	}
+	contrib := map[*Node][]*Route{}
+	surface, err := z.contribution(z.s.Nodes[0], contrib)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range surface {
+		if env.IsReserved(r.Name) {
+			return nil, bugAt(nil, "%s publishes a tool named %q, which is reserved", root.Name(), r.Name)
+		}
+		z.s.byName[r.Name] = r
+	}
+	z.s.Surface = surface
+	z.s.StartupOrder = z.startupOrder()
+	keys := map[string]bool{}
+	for _, n := range z.s.Nodes {
+		for _, k := range n.World.StartupKeys() {
+			keys[k] = true
+		}
+	}
+	for k := range keys {
+		z.s.StartupKeys = append(z.s.StartupKeys, k)
+	}
+	sort.Strings(z.s.StartupKeys)
+	if added := len(z.s.Nodes) - 1; added > 0 {
+		limit := sqlitestore.AttachLimit()
+		if added > limit {
+			over := z.s.Nodes[limit+1]
+			return nil, bugAt(over.Adders[0], "the composition has %d added stores, more than SQLite can attach: the limit is %d", added, limit)
+		}
+	}
+	return z.s, nil
+}
+
+// discover walks every route breadth first, so the first route reaching a
+// node is the shallowest, ties broken by registration order.
+func (z *sealer) discover() error {
+	type route struct {
+		world *env.World
+		scope *string
+		path  string
+		edge  *env.Edge
+	}
+	queue := []route{{world: z.s.Root, path: "main"}}
+	for len(queue) > 0 {
+		r := queue[0]
+		queue = queue[1:]
+		z.routes++
+		if z.routes > maxRoutes {
+			return bugAt(r.edge, "the tree has more than %d routes; share fewer worlds", maxRoutes)
+		}
+		k := keyOf(r.world, r.scope)
+		n, seen := z.nodes[k]
+		if !seen {
+			n = &Node{Index: len(z.s.Nodes), World: r.world, Scope: r.scope, Path: r.path, Bound: map[string]any{}}
+			n.File = fixture.FileName(r.path)
+			z.nodes[k] = n
+			z.s.Nodes = append(z.s.Nodes, n)
+			z.s.byPath[n.Path] = n
+			z.bound[n] = map[string]*env.Edge{}
+		} else if !slices.Contains(n.Aliases, r.path) && n.Path != r.path {
+			n.Aliases = append(n.Aliases, r.path)
+		}
+		if r.edge != nil {
+			if !slices.Contains(n.Adders, r.edge) {
+				n.Adders = append(n.Adders, r.edge)
+			}
+			for key, val := range r.edge.Startup {
+				if prev, ok := z.bound[n][key]; ok && prev != r.edge && !reflect.DeepEqual(n.Bound[key], val) {
+					return bugAt(r.edge, "startup keyword %q is bound to %v here and to %v by %s, on the same node %s", key, val, n.Bound[key], prev, n.Path)
+				}
+				n.Bound[key] = val
+				z.bound[n][key] = r.edge
+			}
+		}
+		for _, e := range r.world.Edges() {
+			scope := r.scope
+			if e.Store != nil {
+				scope = e.Store
+			}
+			p := e.Name
+			if r.path != "main" {
+				p = r.path + "/" + e.Name
+			}
+			queue = append(queue, route{world: e.Child, scope: scope, path: p, edge: e})
+		}
+	}
+	for _, n := range z.s.Nodes {
+		for _, e := range n.World.Edges() {
+			scope := n.Scope
+			if e.Store != nil {
+				scope = e.Store
+			}
+			n.Children = append(n.Children, Child{Edge: e, Node: z.nodes[keyOf(e.Child, scope)]})
+		}
+	}
+	return nil
+}
+
+// contribution returns what a node contributes to whoever adds it: its
+// world's own tools, then each child's contribution filtered by the edge's
+// list and renamed by its prefix. Names must be unique, valid and not
+// reserved at every level.
+func (z *sealer) contribution(n *Node, memo map[*Node][]*Route) ([]*Route, error) {
+	if out, ok := memo[n]; ok {
+		return out, nil
+	}
+	var out []*Route
+	from := map[string]*env.Edge{}
+	for _, t := range n.World.Tools() {
+		out = append(out, &Route{Name: t.Name, Def: t, Owner: n, Path: []*Node{n}})
+		from[t.Name] = nil
+	}
+	for _, c := range n.Children {
+		sub, err := z.contribution(c.Node, memo)
+		if err != nil {
+			return nil, err
+		}
+		e := c.Edge
+		names := map[string]bool{}
+		for _, r := range sub {
+			names[r.Name] = true
+		}
+		for _, list := range []struct {
+			kind  string
+			names []string
+		}{{"ToolAllowList", e.Allow}, {"ToolBlockList", e.Block}} {
+			for _, want := range list.names {
+				if !names[want] {
+					return nil, bugAt(e, "%s names %q, which %s does not contribute (it contributes: %s)", list.kind, want, e.Child.Name(), strings.Join(sortedKeys(names), ", "))
+				}
+			}
+		}
+		for _, r := range sub {
+			if e.AllowSet && !slices.Contains(e.Allow, r.Name) {
+				continue
+			}
+			if e.BlockSet && slices.Contains(e.Block, r.Name) {
+				continue
+			}
+			name := e.Prefix + r.Name
+			if !env.ValidToolName(name) {
+				return nil, bugAt(e, "the contributed name %q is not a valid tool name (^[A-Za-z0-9_-]{1,128}$)", name)
+			}
+			if env.IsReserved(name) {
+				return nil, bugAt(e, "the contributed name %q is reserved", name)
+			}
+			if prev, dup := from[name]; dup {
+				other := n.World.Name() + "'s own tool"
+				if prev != nil {
+					other = prev.String()
+				}
+				return nil, bugAt(e, "two routes produce the tool name %q: this one and %s", name, other)
+			}
+			from[name] = e
+			path := append([]*Node{n}, r.Path...)
+			out = append(out, &Route{Name: name, Def: r.Def, Owner: r.Owner, Path: path})
+		}
+	}
+	memo[n] = out
+	return out, nil
+}
+
+// startupOrder orders nodes by their last occurrence in a depth-first
+// preorder of every route, which puts each node after every node adding it
+// and is plain preorder for a tree without sharing.
+func (z *sealer) startupOrder() []*Node {
+	last := map[*Node]int{}
+	pos := 0
+	var walk func(n *Node)
+	walk = func(n *Node) {
+		last[n] = pos
+		pos++
+		for _, c := range n.Children {
+			walk(c.Node)
+		}
+	}
+	walk(z.s.Nodes[0])
+	order := slices.Clone(z.s.Nodes)
+	sort.SliceStable(order, func(i, j int) bool { return last[order[i]] < last[order[j]] })
+	return order
+}
+
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// SchemaName is the inspection schema a node is attached under: its path
+// with / as __ ("main" for the root).
+func SchemaName(path string) string { return strings.ReplaceAll(path, "/", "__") }

@@ -1,0 +1,92 @@
+package env
+
+import "encoding/json"
+
+// ToolInfo is one entry of a tool listing: what the agent sees.
+type ToolInfo struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// Change operations of a ChangeRecord.
+const (
+	OpInsert = "insert"
+	OpUpdate = "update"
+	OpDelete = "delete"
+)
+
+// ChangeRecord is one row changed by one call, in one node's store.
+type ChangeRecord struct {
+	// Seq numbers the records of an instance from 1, in log order.
+	Seq int `json:"seq"`
+	// Call numbers the agent-level calls (activations) of an instance from 1.
+	Call int `json:"call"`
+	// Tool is the tool whose frame wrote the row, as the owning world names it.
+	Tool string `json:"tool"`
+	// Internal is true when the writing frame was a nested call made by host code.
+	Internal bool `json:"internal"`
+	// World is the owning node's canonical path; "main" for the root.
+	World string `json:"world"`
+	// Table is the table's name in that node's store.
+	Table string `json:"table"`
+	// Op is OpInsert, OpUpdate or OpDelete.
+	Op string `json:"op"`
+	// Key holds the primary key columns (or "rowid" for a table without one).
+	Key map[string]any `json:"key"`
+	// Before is the row before the call; nil for an insert.
+	Before map[string]any `json:"before"`
+	// After is the row after the call; nil for a delete.
+	After map[string]any `json:"after"`
+}
+
+// CompositionRecord describes one node of an instance.
+type CompositionRecord struct {
+	Path               string   `json:"path"`
+	World              string   `json:"world"`
+	WorldVersion       string   `json:"world_version"`
+	Scope              *string  `json:"scope"`
+	Aliases            []string `json:"aliases"`
+	SchemaHash         string   `json:"schema_hash"`
+	FrozenWorldVersion *string  `json:"frozen_world_version"`
+}
+
+// FixtureRef says which fixture an instance was created from.
+type FixtureRef struct {
+	ID            string            `json:"id"`
+	FormatVersion int               `json:"format_version"`
+	FileSHA256    map[string]string `json:"file_sha256"`
+}
+
+// StateFormat is the name of the state document format.
+const StateFormat = "seahaven.state/1"
+
+// StateDoc is the seahaven.state/1 document an eval grades on. Composition
+// is keyed by node path; Fixture is nil for a genesis instance.
+type StateDoc struct {
+	EpisodeID    *string                      `json:"episode_id"`
+	StepCount    int                          `json:"step_count"`
+	StateFormat  string                       `json:"state_format"`
+	World        string                       `json:"world"`
+	WorldVersion string                       `json:"world_version"`
+	Seed         int64                        `json:"seed"`
+	Now          string                       `json:"now"`
+	ClockMode    string                       `json:"clock_mode"`
+	Composition  map[string]CompositionRecord `json:"composition"`
+	Fixture      *FixtureRef                  `json:"fixture"`
+	ChangeLog    []ChangeRecord               `json:"change_log"`
+}
+
+// Clock modes of an instance.
+const (
+	// ClockFrozen keeps time at the instance's now until the control tool moves it.
+	ClockFrozen = "frozen"
+	// ClockStep advances the clock by a fixed tick on each agent call.
+	ClockStep = "step"
+	// ClockWall starts at now and advances with real time; not reproducible.
+	ClockWall = "wall"
+)
+
+// TimeFormat is how instants are written in documents and sidecars:
+// RFC 3339 in UTC with milliseconds.
+const TimeFormat = "2006-01-02T15:04:05.000Z"

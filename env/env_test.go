@@ -1,0 +1,179 @@
+package env_test
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/seahaven/seahaven/env"
+)
+
+func TestCheckName(t *testing.T) {
+	tests := []struct {
+		name string // candidate
+		ok   bool   // accepted
+	}{
+		{"payments", true},
+		{"payments_eu", true},
+		{"p2", true},
+		{"", false},
+		{"Payments", false},
+		{"2p", false},
+		{"_p", false},
+		{"pay__eu", false},
+		{"pay-eu", false},
+		{"main", false},
+		{"temp", false},
+		{"pay.eu", false},
+		{"pay/eu", false},
+	}
+	for _, tt := range tests {
+		if err := env.CheckName(tt.name); (err == nil) != tt.ok {
+			t.Errorf("CheckName(%q) = %v, want ok=%v", tt.name, err, tt.ok)
+		}
+	}
+}
+
+func TestValidToolName(t *testing.T) {
+	tests := []struct {
+		name string // candidate
+		ok   bool   // accepted
+	}{
+		{"create_charge", true},
+		{"pay_create-charge2", true},
+		{"A", true},
+		{strings.Repeat("a", 128), true},
+		{strings.Repeat("a", 129), false},
+		{"", false},
+		{"payments.create", false},
+		{"a b", false},
+	}
+	for _, tt := range tests {
+		if got := env.ValidToolName(tt.name); got != tt.ok {
+			t.Errorf("ValidToolName(%q) = %v, want %v", tt.name, got, tt.ok)
+		}
+	}
+}
+
+func bugOf(t *testing.T, fn func()) (msg string) {
+	t.Helper()
+	defer func() {
+		r := recover()
+		b, ok := r.(*env.WorldBug)
+		if !ok {
+			t.Fatalf("panic %v, want *env.WorldBug", r)
+		}
+		if !strings.Contains(b.Where, "env_test.go") {
+			t.Fatalf("Where = %q, want the registration line", b.Where)
+		}
+		msg = b.Message
+	}()
+	fn()
+	return ""
+}
+
+type none struct{}
+
+func TestTool_RegistrationBugs(t *testing.T) {
+	w := env.NewWorld(env.WorldSpec{Name: "regs", Version: "1"})
+	fn := func(c *env.Ctx, _ none) (int, error) { return 0, nil }
+	env.Tool(w, "ok", "Fine.", fn)
+	for _, tc := range []struct{ name, want string }{
+		{"ok", "already registered"},
+		{"reset", "reserved"},
+		{"seahaven_control", "reserved"},
+		{"bad name", "must match"},
+	} {
+		if msg := bugOf(t, func() { env.Tool(w, tc.name, "x", fn) }); !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: %q lacks %q", tc.name, msg, tc.want)
+		}
+	}
+	if msg := bugOf(t, func() { env.NewWorld(env.WorldSpec{Name: "Bad", Version: "1"}) }); !strings.Contains(msg, "must match") {
+		t.Errorf("NewWorld: %q", msg)
+	}
+	if msg := bugOf(t, func() { env.NewWorld(env.WorldSpec{Name: "nover"}) }); !strings.Contains(msg, "Version is required") {
+		t.Errorf("NewWorld: %q", msg)
+	}
+}
+
+func TestTool_DecodeNamesTheField(t *testing.T) {
+	w := env.NewWorld(env.WorldSpec{Name: "dec", Version: "1"})
+	type args struct {
+		Amount int64 `json:"amount"`
+	}
+	ref := env.Tool(w, "t", "T.", func(c *env.Ctx, in args) (int64, error) { return in.Amount, nil })
+	for _, raw := range []string{`{"amount":"5"}`, `{}`, `{"amount":5,"amout":1}`} {
+		_, err := ref.Def().Decode([]byte(raw))
+		te, ok := env.AsToolError(err)
+		if !ok || te.Kind != env.KindInvalidArgs || !strings.Contains(te.Message, "am") {
+			t.Errorf("%s: %v", raw, err)
+		}
+	}
+	v, err := ref.Def().Accept(map[string]any{"amount": 5})
+	if err != nil || v.(args).Amount != 5 {
+		t.Fatalf("Accept map: %v %v", v, err)
+	}
+}
+
+func TestIDs(t *testing.T) {
+	a, b := env.NewIDs(7, "main"), env.NewIDs(7, "main")
+	uuidRE := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	for range 100 {
+		x, y := a.UUID(), b.UUID()
+		if x != y || !uuidRE.MatchString(x) {
+			t.Fatalf("%s vs %s", x, y)
+		}
+	}
+	if env.NewIDs(7, "payments").UUID() == env.NewIDs(7, "main").UUID() {
+		t.Fatal("a node's stream is not salted by its path")
+	}
+	if tok := a.Token(12); len(tok) != 12 {
+		t.Fatalf("token %q", tok)
+	}
+}
+
+func TestDeclareWorlds(t *testing.T) {
+	w := env.NewWorld(env.WorldSpec{Name: "decl", Version: "1"})
+	type children struct {
+		Payments   *env.Handle
+		PaymentsEU *env.Handle `world:"payments_eu"`
+		ChatRoom   *env.Handle
+		Other      int
+	}
+	env.DeclareWorlds[children](w)
+	d := w.DeclaredWorlds()
+	if len(d) != 1 || d[0].Fields["payments"] != "Payments" || d[0].Fields["payments_eu"] != "PaymentsEU" || d[0].Fields["chat_room"] != "ChatRoom" || len(d[0].Fields) != 3 {
+		t.Fatalf("declared %+v", d)
+	}
+}
+
+// A world declares its schema and typed tools; the input schema is derived
+// from the argument struct.
+func ExampleTool() {
+	payments := env.NewWorld(env.WorldSpec{
+		Name: "payments", Version: "1.0.0",
+		Schema: `CREATE TABLE charges (id TEXT PRIMARY KEY, amount INTEGER NOT NULL) STRICT;`,
+	})
+	type ChargeArgs struct {
+		Amount int64 `json:"amount" doc:"Amount in cents."`
+	}
+	type Charge struct {
+		ID     string `json:"id"`
+		Amount int64  `json:"amount"`
+	}
+	ref := env.Tool(payments, "create_charge", "Charge the account and return the charge.",
+		func(c *env.Ctx, in ChargeArgs) (Charge, error) {
+			ch := Charge{ID: c.IDs.UUID(), Amount: in.Amount}
+			_, err := c.DB.Exec("INSERT INTO charges (id, amount) VALUES (?, ?)", ch.ID, ch.Amount)
+			return ch, err
+		})
+	info := ref.Def().Info(ref.Name())
+	fmt.Println(info.Name)
+	fmt.Println(info.Description)
+	fmt.Println(string(info.InputSchema))
+	// Output:
+	// create_charge
+	// Charge the account and return the charge.
+	// {"type":"object","properties":{"amount":{"type":"integer","description":"Amount in cents."}},"required":["amount"],"additionalProperties":false}
+}

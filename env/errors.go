@@ -1,0 +1,75 @@
+package env
+
+import (
+	"fmt"
+	"runtime"
+)
+
+// Tool error kinds. They are the OpenEnv error_type values an agent sees.
+const (
+	// KindExecution is a tool that ran and failed.
+	KindExecution = "execution_error"
+	// KindInvalidArgs is a call whose arguments do not match the tool's input schema.
+	KindInvalidArgs = "invalid_args"
+	// KindNotFound is a call naming no tool on the surface.
+	KindNotFound = "tool_not_found"
+	// KindTimeout is a call interrupted by its deadline.
+	KindTimeout = "timeout"
+)
+
+// ToolError is an error an agent may see. Tools return it (or a type of their
+// own) to say what went wrong in the product's own words. The engine also
+// returns it for calls refused before a tool runs: an unknown tool name
+// (KindNotFound) or bad arguments (KindInvalidArgs).
+type ToolError struct {
+	// Kind is one of the Kind constants.
+	Kind string
+	// Message is the text the agent sees.
+	Message string
+	// Err is the underlying cause, if any; it is not shown to the agent.
+	Err error
+}
+
+// Error returns the message.
+func (e *ToolError) Error() string { return e.Message }
+
+// Unwrap returns the cause.
+func (e *ToolError) Unwrap() error { return e.Err }
+
+// Errorf returns a *ToolError of KindExecution with a formatted message.
+func Errorf(format string, args ...any) *ToolError {
+	return &ToolError{Kind: KindExecution, Message: fmt.Sprintf(format, args...)}
+}
+
+// WorldBug is a mistake of a world's author: a bad registration, a tree that
+// does not seal, a handle used after its call, an instance opened inside a
+// call. Misuse visible at a registration line panics with a *WorldBug from
+// that line; whole-tree problems are returned as errors wrapping one.
+type WorldBug struct {
+	// Message says what is wrong. Messages the spec quotes match it exactly.
+	Message string
+	// Where is the file:line of the registration at fault, when one is known.
+	Where string
+	// Err is the underlying cause, if any.
+	Err error
+}
+
+// Error returns the message.
+func (b *WorldBug) Error() string { return b.Message }
+
+// Unwrap returns the cause.
+func (b *WorldBug) Unwrap() error { return b.Err }
+
+// Bugf returns a *WorldBug with a formatted message.
+func Bugf(format string, args ...any) *WorldBug {
+	return &WorldBug{Message: fmt.Sprintf(format, args...)}
+}
+
+// callerLine returns "file:line" of the caller skip frames above its caller.
+func callerLine(skip int) string {
+	_, file, line, ok := runtime.Caller(skip + 1)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d", file, line)
+}

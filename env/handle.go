@@ -1,0 +1,214 @@
+package env
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"unicode"
+)
+
+// StaleHandle is the message of the WorldBug a handle returns when it is used
+// after the activation it belongs to has ended.
+const StaleHandle = "a world handle was used after the call it belongs to returned"
+
+// HandleImpl is what an engine supplies behind a Handle.
+type HandleImpl interface {
+	// CallName runs a tool of the handle's world by its own, unprefixed name.
+	CallName(ctx context.Context, tool string, args any) (any, error)
+	// CallDef runs a tool by definition, resolved over the handle's subtree.
+	CallDef(ctx context.Context, def *ToolDef, args any) (any, error)
+	// DB returns the node's store.
+	DB() DB
+	// State returns the node's state map, or an error for a stale handle.
+	State() (map[string]any, error)
+	// Worlds returns the node's own children.
+	Worlds() *Worlds
+	// Context returns the activation's context.
+	Context() context.Context
+}
+
+// WorldsImpl is what an engine supplies behind a Worlds.
+type WorldsImpl interface {
+	// Get returns the handle of a child by name, or a *WorldBug.
+	Get(name string) (HandleImpl, error)
+	// Names returns the registered child names in AddWorld order.
+	Names() []string
+}
+
+// Worlds reaches the worlds a node's world added, by the name each was added
+// under. It belongs to one activation.
+type Worlds struct{ impl WorldsImpl }
+
+// NewWorlds wraps an engine's implementation.
+func NewWorlds(impl WorldsImpl) *Worlds { return &Worlds{impl: impl} }
+
+// Get returns the handle of the child added under name. A name no AddWorld
+// registered yields a handle whose every use fails with a *WorldBug.
+func (w *Worlds) Get(name string) *Handle {
+	if w == nil || w.impl == nil {
+		return &Handle{err: Bugf("ctx.Worlds.Get(%q): this context has no added worlds", name)}
+	}
+	impl, err := w.impl.Get(name)
+	if err != nil {
+		return &Handle{err: err}
+	}
+	return &Handle{impl: impl}
+}
+
+// Names returns the registered child names in AddWorld order.
+func (w *Worlds) Names() []string {
+	if w == nil || w.impl == nil {
+		return nil
+	}
+	return w.impl.Names()
+}
+
+// Handle is one added world's node, reached from host code: call its tools
+// (full validation, its own middleware chain, its own transaction), use its
+// store and state, reach its children. A handle is call-scoped: it dies when
+// the activation that made it ends, and every later use fails with the
+// WorldBug whose message is StaleHandle.
+type Handle struct {
+	impl HandleImpl
+	err  error
+}
+
+// Call runs one tool of the node by the added world's own, unprefixed name.
+// Lists and prefixes do not apply: host code can call every tool.
+func (h *Handle) Call(tool string, args any) (any, error) {
+	if h.err != nil {
+		return nil, h.err
+	}
+	return h.impl.CallName(h.impl.Context(), tool, args)
+}
+
+// CallDef runs a tool by definition, resolved over the handle's subtree; it
+// makes *Handle an env.Caller.
+func (h *Handle) CallDef(ctx context.Context, def *ToolDef, args any) (any, error) {
+	if h.err != nil {
+		return nil, h.err
+	}
+	return h.impl.CallDef(ctx, def, args)
+}
+
+// DB returns the node's store. Outside a Transaction, statements autocommit
+// one by one.
+func (h *Handle) DB() DB {
+	if h.err != nil {
+		return errDB{h.err}
+	}
+	return h.impl.DB()
+}
+
+// State returns the node's own state map. It panics with a *WorldBug when the
+// handle is stale or names no child; the engine turns that panic into the
+// call's error.
+func (h *Handle) State() map[string]any {
+	if h.err != nil {
+		panic(h.err)
+	}
+	s, err := h.impl.State()
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// Worlds returns the node's own children, for reaching a grandchild.
+func (h *Handle) Worlds() *Worlds {
+	if h.err != nil {
+		return &Worlds{impl: errWorlds{h.err}}
+	}
+	return h.impl.Worlds()
+}
+
+// errDB is the DB of an unusable handle: every method returns the error.
+type errDB struct{ err error }
+
+func (d errDB) Exec(string, ...any) (Result, error) { return Result{}, d.err }
+func (d errDB) Rows(string, ...any) ([]Row, error)  { return nil, d.err }
+func (d errDB) One(string, ...any) (Row, error)     { return nil, d.err }
+func (d errDB) Transaction(func() error) error      { return d.err }
+func (d errDB) Conn() (any, error)                  { return nil, d.err }
+
+type errWorlds struct{ err error }
+
+func (w errWorlds) Get(string) (HandleImpl, error) { return nil, w.err }
+func (w errWorlds) Names() []string                { return nil }
+
+// Declared records a struct type declaring a world's static child names.
+type Declared struct {
+	// Type is the declared struct type.
+	Type reflect.Type
+	// Fields maps each field's child name to the field name.
+	Fields map[string]string
+	// Where is the file:line of the declaration.
+	Where string
+}
+
+// DeclareWorlds declares the child names of w as the *Handle fields of the
+// struct type T, so that a type checker sees them and `seahaven check` binds
+// them to the AddWorld registrations (SH502, SH503). A field's child name is
+// its `world:"..."` tag, else its name in snake_case. Declaring is never
+// required. Use WorldsOf to fill a T from a context.
+func DeclareWorlds[T any](w *World) {
+	t := reflect.TypeFor[T]()
+	where := callerLine(1)
+	if t.Kind() != reflect.Struct {
+		panic(&WorldBug{Message: fmt.Sprintf("DeclareWorlds(%s): %s is not a struct", w.Name(), t), Where: where})
+	}
+	d := &Declared{Type: t, Fields: map[string]string{}, Where: where}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Type != reflect.TypeFor[*Handle]() {
+			continue
+		}
+		d.Fields[childName(f)] = f.Name
+	}
+	w.mu.Lock()
+	w.declared = append(w.declared, d)
+	w.mu.Unlock()
+}
+
+// DeclaredWorlds returns the struct types declared with DeclareWorlds.
+func (w *World) DeclaredWorlds() []*Declared {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]*Declared, len(w.declared))
+	copy(out, w.declared)
+	return out
+}
+
+// WorldsOf fills a T's *Handle fields from c.Worlds, by child name.
+func WorldsOf[T any](c *Ctx) T {
+	var v T
+	rv := reflect.ValueOf(&v).Elem()
+	if rv.Kind() != reflect.Struct {
+		return v
+	}
+	for i := 0; i < rv.NumField(); i++ {
+		f := rv.Type().Field(i)
+		if f.Type == reflect.TypeFor[*Handle]() && f.IsExported() {
+			rv.Field(i).Set(reflect.ValueOf(c.Worlds.Get(childName(f))))
+		}
+	}
+	return v
+}
+
+func childName(f reflect.StructField) string {
+	if tag := f.Tag.Get("world"); tag != "" {
+		return tag
+	}
+	var b strings.Builder
+	for i, r := range f.Name {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

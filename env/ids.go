@@ -1,0 +1,78 @@
+package env
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"math/rand/v2"
+)
+
+// IDs is a node's seeded id stream. The root's stream is the instance seed
+// untouched; every other node's is salted with its canonical path, so adding
+// or removing a node never perturbs another node's ids. An IDs is not safe
+// for concurrent use; an instance runs one call at a time.
+type IDs struct{ rng *rand.Rand }
+
+// NewIDs returns the id stream for a seed and a node path ("" or "main" for
+// the root, which uses the seed untouched).
+func NewIDs(seed int64, path string) *IDs {
+	s1, s2 := StreamSeed(seed, path, "ids")
+	return &IDs{rng: rand.New(rand.NewPCG(s1, s2))}
+}
+
+// StreamSeed derives the two PCG seed words of a named stream of a node.
+// The root's "ids" stream is the instance seed untouched; every other stream
+// mixes seed, path and purpose through SHA-256.
+func StreamSeed(seed int64, path, purpose string) (uint64, uint64) {
+	if (path == "" || path == "main") && purpose == "ids" {
+		return uint64(seed), uint64(seed) ^ 0x9e3779b97f4a7c15
+	}
+	h := sha256.New()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(seed))
+	h.Write(b[:])
+	h.Write([]byte(purpose))
+	h.Write([]byte{0})
+	h.Write([]byte(path))
+	sum := h.Sum(nil)
+	return binary.LittleEndian.Uint64(sum[:8]), binary.LittleEndian.Uint64(sum[8:16])
+}
+
+// Uint64 returns the next 64 bits of the stream.
+func (i *IDs) Uint64() uint64 { return i.rng.Uint64() }
+
+// Int63 returns a non-negative int64.
+func (i *IDs) Int63() int64 { return i.rng.Int64() }
+
+// IntN returns an int in [0, n).
+func (i *IDs) IntN(n int) int { return i.rng.IntN(n) }
+
+// UUID returns a version-4 UUID drawn from the stream.
+func (i *IDs) UUID() string {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], i.rng.Uint64())
+	binary.LittleEndian.PutUint64(b[8:], i.rng.Uint64())
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	const hex = "0123456789abcdef"
+	out := make([]byte, 36)
+	j := 0
+	for k, c := range b {
+		if k == 4 || k == 6 || k == 8 || k == 10 {
+			out[j] = '-'
+			j++
+		}
+		out[j], out[j+1] = hex[c>>4], hex[c&0xf]
+		j += 2
+	}
+	return string(out)
+}
+
+// Token returns n characters from [0-9A-Za-z].
+func (i *IDs) Token(n int) string {
+	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	out := make([]byte, n)
+	for k := range out {
+		out[k] = alphabet[i.rng.IntN(len(alphabet))]
+	}
+	return string(out)
+}

@@ -1,0 +1,98 @@
+package env
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/seahaven/seahaven/internal/argschema"
+)
+
+// StartupHook runs at every instance creation, for every node of its world,
+// with that node's context and the keyword arguments it accepts.
+type StartupHook struct {
+	// World is the world that registered the hook.
+	World *World
+	// Keys are the keyword names the hook accepts, sorted.
+	Keys []string
+	// Where is the file:line of the registration.
+	Where string
+
+	run func(c *Ctx, kw map[string]any) error
+}
+
+// Run runs the hook with the keyword arguments that reach it (only its own
+// keys are passed; engines filter).
+func (h *StartupHook) Run(c *Ctx, kw map[string]any) error { return h.run(c, kw) }
+
+// OnStartup registers a startup hook on w. K must be a struct: its fields'
+// json names are the keywords the hook accepts, and a `default:"..."` tag
+// (or a pointer, or omitempty) makes a keyword optional. At creation the
+// hook receives the broadcast keywords it names, with those bound by
+// AddWorld(..., Startup(...)) winning on this node.
+func OnStartup[K any](w *World, fn func(c *Ctx, k K) error) {
+	where := callerLine(1)
+	t := reflect.TypeFor[K]()
+	if fn == nil || t.Kind() != reflect.Struct {
+		panic(&WorldBug{Message: fmt.Sprintf("%s.OnStartup: want a func(*env.Ctx, K) error with K a struct, got K=%s", w.Name(), t), Where: where})
+	}
+	keys, err := structKeys(t)
+	if err != nil {
+		panic(&WorldBug{Message: fmt.Sprintf("%s.OnStartup: %v", w.Name(), err), Where: where})
+	}
+	h := &StartupHook{World: w, Keys: keys, Where: where, run: func(c *Ctx, kw map[string]any) error {
+		raw, err := json.Marshal(kw)
+		if err != nil {
+			return fmt.Errorf("startup keywords: %w", err)
+		}
+		v, err := argschema.Decode(t, raw)
+		if err != nil {
+			return fmt.Errorf("startup hook at %s: %w", shortWhere(where), err)
+		}
+		return fn(c, v.Interface().(K))
+	}}
+	w.mu.Lock()
+	w.hooks = append(w.hooks, h)
+	w.mu.Unlock()
+	generation.Add(1)
+}
+
+// OnStartupMap registers a startup hook that receives its keywords as a map.
+// keys names every keyword it accepts, so unknown keywords can be refused
+// before any file is touched.
+func OnStartupMap(w *World, keys []string, fn func(c *Ctx, kw map[string]any) error) {
+	where := callerLine(1)
+	if fn == nil {
+		panic(&WorldBug{Message: fmt.Sprintf("%s.OnStartupMap: nil function", w.Name()), Where: where})
+	}
+	keys = slices.Clone(keys)
+	slices.Sort(keys)
+	h := &StartupHook{World: w, Keys: keys, Where: where, run: fn}
+	w.mu.Lock()
+	w.hooks = append(w.hooks, h)
+	w.mu.Unlock()
+	generation.Add(1)
+}
+
+// structKeys returns the sorted json names of a struct's fields.
+func structKeys(t reflect.Type) ([]string, error) {
+	var keys []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		keys = append(keys, name)
+	}
+	slices.Sort(keys)
+	return keys, nil
+}

@@ -1,0 +1,171 @@
+package env
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/seahaven/seahaven/internal/argschema"
+)
+
+// ToolDef is one registered tool of one world. Its input schema is derived
+// from the argument struct; its arguments are validated against it before
+// the tool runs. A ToolDef is immutable after registration and safe for
+// concurrent use.
+type ToolDef struct {
+	// World is the world that registered the tool.
+	World *World
+	// Name is the tool's own name in its world's registry.
+	Name string
+	// Description is the text the agent sees, byte-identical under every name.
+	Description string
+	// InputSchema is the JSON Schema of the arguments.
+	InputSchema json.RawMessage
+	// Where is the file:line of the registration.
+	Where string
+
+	in     reflect.Type
+	invoke func(c *Ctx, in any) (any, error)
+}
+
+// Info returns the listing entry for the tool under a published name.
+func (t *ToolDef) Info(name string) ToolInfo {
+	return ToolInfo{Name: name, Description: t.Description, InputSchema: t.InputSchema}
+}
+
+// Decode validates raw JSON arguments and returns the typed argument value.
+// A refusal is a *ToolError of KindInvalidArgs naming the field.
+func (t *ToolDef) Decode(raw []byte) (any, error) {
+	v, err := argschema.Decode(t.in, raw)
+	if err != nil {
+		return nil, &ToolError{Kind: KindInvalidArgs, Message: err.Error(), Err: err}
+	}
+	return v.Interface(), nil
+}
+
+// Accept converts arguments given in process — the typed argument struct,
+// a map, or raw JSON — into the typed value, with the same validation as
+// Decode.
+func (t *ToolDef) Accept(args any) (any, error) {
+	switch a := args.(type) {
+	case nil:
+		return t.Decode(nil)
+	case json.RawMessage:
+		return t.Decode(a)
+	case []byte:
+		return t.Decode(a)
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nil, &ToolError{Kind: KindInvalidArgs, Message: fmt.Sprintf("invalid arguments: %v", err), Err: err}
+	}
+	return t.Decode(raw)
+}
+
+// Invoke runs the tool's function with a decoded argument value. Engines call
+// it after resolution, validation and middleware; world code uses a handle.
+func (t *ToolDef) Invoke(c *Ctx, in any) (any, error) { return t.invoke(c, in) }
+
+// ToolRef is a typed reference to a registered tool, for calling it by the
+// function itself: env.Call(ctx, caller, ref, args) checks the argument and
+// result types at compile time.
+type ToolRef[In, Out any] struct{ def *ToolDef }
+
+// Def returns the tool's definition.
+func (r *ToolRef[In, Out]) Def() *ToolDef { return r.def }
+
+// Name returns the tool's own name.
+func (r *ToolRef[In, Out]) Name() string { return r.def.Name }
+
+// Tool registers a tool on w. The name must match ^[A-Za-z0-9_-]{1,128}$
+// and not be reserved; In must be a struct whose fields (json tags, `doc:`
+// descriptions, required unless a pointer, omitempty or `default:`) become
+// the input schema. It panics with a *WorldBug on a bad name, a duplicate,
+// or an argument type with no JSON Schema.
+func Tool[In, Out any](w *World, name, description string, fn func(c *Ctx, in In) (Out, error)) *ToolRef[In, Out] {
+	where := callerLine(1)
+	bug := func(format string, args ...any) {
+		panic(&WorldBug{Message: fmt.Sprintf("%s.Tool(%q): ", w.Name(), name) + fmt.Sprintf(format, args...), Where: where})
+	}
+	switch {
+	case !ValidToolName(name):
+		bug("tool name must match ^[A-Za-z0-9_-]{1,128}$")
+	case IsReserved(name):
+		bug("%q is a reserved name", name)
+	case fn == nil:
+		bug("nil function")
+	}
+	in := reflect.TypeFor[In]()
+	schema, err := argschema.Schema(in)
+	if err != nil {
+		bug("%v", err)
+	}
+	def := &ToolDef{
+		World: w, Name: name, Description: description, InputSchema: schema, Where: where, in: in,
+		invoke: func(c *Ctx, v any) (any, error) {
+			typed, ok := v.(In)
+			if !ok {
+				return nil, &ToolError{Kind: KindInvalidArgs, Message: fmt.Sprintf("invalid arguments: %s takes %s, got %T", name, in, v)}
+			}
+			out, err := fn(c, typed)
+			if err != nil {
+				return nil, err
+			}
+			return out, nil
+		},
+	}
+	w.addTool(def)
+	return &ToolRef[In, Out]{def: def}
+}
+
+// Caller runs a tool by its definition: an instance (over the whole agent
+// surface) or a handle (over that handle's subtree).
+type Caller interface {
+	CallDef(ctx context.Context, def *ToolDef, args any) (any, error)
+}
+
+// Call runs a tool through a caller, by the tool itself, with typed
+// arguments and result. Dispatch after resolution is the by-name path:
+// validation, the middleware chain, the transaction.
+func Call[In, Out any](ctx context.Context, caller Caller, ref *ToolRef[In, Out], in In) (Out, error) {
+	var zero Out
+	res, err := caller.CallDef(ctx, ref.def, in)
+	if err != nil {
+		return zero, err
+	}
+	if res == nil {
+		return zero, nil
+	}
+	out, ok := res.(Out)
+	if !ok {
+		return zero, fmt.Errorf("env.Call(%s): result is %T, not %s", ref.def.Name, res, reflect.TypeFor[Out]())
+	}
+	return out, nil
+}
+
+// AsToolError reports whether err is or wraps a *ToolError and returns it.
+func AsToolError(err error) (*ToolError, bool) {
+	var te *ToolError
+	ok := errors.As(err, &te)
+	return te, ok
+}
+
+// BuiltinTool builds a tool that belongs to no world, for engines that serve
+// tools of their own (the control tool). World code uses Tool.
+func BuiltinTool[In, Out any](name, description string, fn func(c *Ctx, in In) (Out, error)) *ToolDef {
+	in := reflect.TypeFor[In]()
+	schema, err := argschema.Schema(in)
+	if err != nil {
+		panic(err)
+	}
+	return &ToolDef{Name: name, Description: description, InputSchema: schema, Where: callerLine(1), in: in,
+		invoke: func(c *Ctx, v any) (any, error) {
+			typed, ok := v.(In)
+			if !ok {
+				return nil, &ToolError{Kind: KindInvalidArgs, Message: fmt.Sprintf("invalid arguments: %s takes %s, got %T", name, in, v)}
+			}
+			return fn(c, typed)
+		}}
+}

@@ -1,0 +1,47 @@
+package company
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/seahaven/seahaven/composition"
+)
+
+//go:generate go run ../../../cmd/seahaven fixtures build --world company
+
+// AcmeID is the id of the company's default fixture.
+const AcmeID = "acme"
+
+// AcmeNow is the instant the acme fixture is frozen at.
+const AcmeNow = "2026-06-01T09:00:00.000Z"
+
+// BuildAcme generates the acme fixture into fixturesDir: three staff, an
+// invoice and a charge on the company account, an order through the shop
+// (charged to the same account), a charge on the EU account, and a few chat
+// messages. It runs the worlds' own tools on a fixed seed and clock, so the
+// frozen files are the same on every run.
+func BuildAcme(ctx context.Context, fixturesDir string, replace bool) error {
+	inst, err := composition.Open(ctx, World, composition.Options{Now: AcmeNow, Seed: 1, FixturesDir: fixturesDir})
+	if err != nil {
+		return err
+	}
+	defer inst.Close()
+	steps := []struct{ tool, args string }{
+		{"hire", `{"name": "Ada Lovelace", "role": "founder"}`},
+		{"hire", `{"name": "Grace Hopper", "role": "engineer"}`},
+		{"hire", `{"name": "Alan Turing", "role": "engineer"}`},
+		{"invoice", `{"amount": 120000}`},
+		{"shop_place_order", `{"total": 4999}`},
+		{"eu_create_charge", `{"amount": 2500}`},
+		{"chat_send_message", `{"channel": "general", "text": "Invoice for the Q2 retainer is out.", "author": "Ada Lovelace"}`},
+		{"chat_send_message", `{"channel": "engineering", "text": "Deploy is green.", "author": "Grace Hopper"}`},
+	}
+	for _, s := range steps {
+		if _, err := inst.CallJSON(ctx, s.tool, []byte(s.args)); err != nil {
+			return fmt.Errorf("acme: %s: %w", s.tool, err)
+		}
+	}
+	_, err = inst.Freeze(ctx, AcmeID, "Acme Corp: three staff, an invoice, a shop order, an EU charge and some chat.",
+		composition.FreezeOptions{Replace: replace, FixturesDir: fixturesDir})
+	return err
+}

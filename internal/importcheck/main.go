@@ -1,0 +1,80 @@
+// Command importcheck enforces the one-way import direction of DESIGN.md:
+// cmd -> openenv -> composition -> {sqlitestore, fixture} -> env, with
+// schemas and web as leaves, and sqlitestore the only importer of the
+// SQLite driver. It reads `go list` and fails on any edge that flows the
+// wrong way.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+const module = "github.com/seahaven/seahaven/"
+
+// forbidden maps a project package to what it must never depend on,
+// directly or transitively: project packages by path relative to the
+// module (a trailing "/" means a whole tree), or third-party path prefixes.
+var forbidden = map[string][]string{
+	"env":         {"composition", "sqlitestore", "fixture", "openenv", "cmd/", "web", "examples/", "github.com/ncruces/", "github.com/go-chi/", "github.com/coder/", "gopkg.in/yaml.v3"},
+	"sqlitestore": {"composition", "fixture", "openenv", "cmd/", "web", "examples/"},
+	"fixture":     {"composition", "sqlitestore", "openenv", "cmd/", "web", "examples/", "github.com/ncruces/"},
+	"composition": {"openenv", "cmd/", "web", "examples/"},
+	"schemas":     {"env", "composition", "sqlitestore", "fixture", "openenv", "cmd/", "web"},
+	"web":         {"env", "composition", "sqlitestore", "fixture", "openenv", "cmd/"},
+}
+
+func main() {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}|{{join .Deps \" \"}}", "./...").Output()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "importcheck: go list:", err)
+		os.Exit(2)
+	}
+	var bad []string
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), "|", 3)
+		if len(parts) != 3 || !strings.HasPrefix(parts[0], module) {
+			continue
+		}
+		pkg := strings.TrimPrefix(parts[0], module)
+		for _, imp := range strings.Fields(parts[1]) {
+			if strings.HasPrefix(imp, "github.com/ncruces/go-sqlite3") && pkg != "sqlitestore" {
+				bad = append(bad, fmt.Sprintf("%s imports %s: only sqlitestore may", pkg, imp))
+			}
+		}
+		for _, dep := range strings.Fields(parts[2]) {
+			for _, rule := range forbidden[pkg] {
+				if matches(dep, rule) {
+					bad = append(bad, fmt.Sprintf("%s depends on %s", pkg, dep))
+				}
+			}
+		}
+	}
+	for _, b := range bad {
+		fmt.Fprintln(os.Stderr, "importcheck:", b)
+	}
+	if len(bad) > 0 {
+		os.Exit(1)
+	}
+}
+
+// matches reports whether dep is covered by rule.
+func matches(dep, rule string) bool {
+	if strings.Contains(rule, ".") { // third-party prefix
+		return strings.HasPrefix(dep, rule)
+	}
+	rel, ok := strings.CutPrefix(dep, module)
+	if !ok {
+		return false
+	}
+	if strings.HasSuffix(rule, "/") {
+		return strings.HasPrefix(rel, rule)
+	}
+	return rel == rule || strings.HasPrefix(rel, rule+"/")
+}
