@@ -232,7 +232,10 @@ func Example_startup() {
 	}
 	defer inst.Close()
 	out, err := inst.CallJSON(ctx, "accounts", nil)
-	fmt.Println(out, err)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(out)
 	// Output:
 	// map[payments:uk payments_eu:eu plan:enterprise]
 }

@@ -401,8 +401,8 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 	if a := activationFrom(ctx); a != nil && a.inst == i {
 		// Made from inside this instance's own activation (a bulk block):
 		// no new activation, no lock.
-		if a.ended {
-			return nil, env.Bugf(env.StaleHandle)
+		if err := a.alive(); err != nil {
+			return nil, err
 		}
 		err := run(a)
 		return out, err
