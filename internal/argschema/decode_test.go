@@ -1,0 +1,317 @@
+package argschema_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seahaven/seahaven/internal/argschema"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// decodeAs decodes raw as T and returns the value.
+func decodeAs[T any](tb testing.TB, raw string) T {
+	tb.Helper()
+	v, err := argschema.Decode(reflect.TypeFor[T](), []byte(raw))
+	if err != nil {
+		tb.Fatalf("Decode(%s): %v", raw, err)
+	}
+	got, ok := v.Interface().(T)
+	if !ok {
+		tb.Fatalf("Decode returned %v, want %v", v.Type(), reflect.TypeFor[T]())
+	}
+	return got
+}
+
+func TestDecode_OK(t *testing.T) {
+	for _, tt := range []struct {
+		name string // what is decoded
+		in   string // raw arguments
+		want Args   // decoded value
+	}{
+		{"Minimal", `{"amount":5}`, Args{Amount: 5}},
+		{"Whitespace", " \n\t{ \"amount\" : 5 }\r\n", Args{Amount: 5}},
+		{"IntegralForms", `{"amount":1e3,"small":-1.0,"count":10.000,"temp":-0}`, Args{Amount: 1000, Small: -1, Count: 10}},
+		{"Int64Bounds", `{"amount":-9223372036854775808}`, Args{Amount: -9223372036854775808}},
+		{"Int64MaxWithExponent", `{"amount":9.223372036854775807e18}`, Args{Amount: 9223372036854775807}},
+		{"Int8Bounds", `{"amount":0,"small":-128}`, Args{Small: -128}},
+		{"MinusZeroUnsigned", `{"amount":0,"count":1,"small":-0}`, Args{Count: 1}},
+		{"ZeroWithHugeExponent", `{"amount":0e999999999999999999}`, Args{}},
+		{"Floats", `{"amount":1,"ratio":0.5,"temp":-273.15}`, Args{Amount: 1, Ratio: 0.5, Temp: -273.15}},
+		{"FloatUnderflowIsZero", `{"amount":1,"temp":1e-400}`, Args{Amount: 1}},
+		{"EnumAndBounds", `{"amount":1,"currency":"eur","count":10,"level":3}`, Args{Amount: 1, Currency: "eur", Count: 10, Level: ptr(3)}},
+		{"MaxlenCountsCharacters", `{"amount":1,"memo":"héllo"}`, Args{Amount: 1, Memo: "héllo"}},
+		{"NullPointer", `{"amount":1,"level":null,"nested":null}`, Args{Amount: 1}},
+		{"NestedArrayOfStructs", `{"amount":1,"items":[{"sku":"a","qty":1},{"qty":2,"sku":"b"}],"nested":{"sku":"c","qty":3}}`,
+			Args{Amount: 1, Items: []Item{{"a", 1}, {"b", 2}}, Nested: &Item{"c", 3}}},
+		{"EmptyArrayIsNotNil", `{"amount":1,"items":[]}`, Args{Amount: 1, Items: []Item{}}},
+		{"Map", `{"amount":1,"meta":{"a":1,"b c":2}}`, Args{Amount: 1, Meta: map[string]int{"a": 1, "b c": 2}}},
+		{"Any", `{"amount":1,"any":{"n":1.50,"l":[true,null,"s"],"o":{}}}`, Args{Amount: 1, Any: map[string]any{
+			"n": json.Number("1.50"), "l": []any{true, nil, "s"}, "o": map[string]any{}}}},
+		{"AnyNull", `{"amount":1,"any":null}`, Args{Amount: 1}},
+		{"RawIsCompacted", `{"amount":1,"raw": { "a" : [1, 2.50, "x\u003c"], "b":null } }`, Args{Amount: 1, Raw: json.RawMessage(`{"a":[1,2.50,"x<"],"b":null}`)}},
+		{"RawWideObject", `{"amount":1,"raw":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10}}`,
+			Args{Amount: 1, Raw: json.RawMessage(`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10}`)}},
+		{"RawEscapes", `{"amount":1,"raw":["q\"\\\/\n\r\t\b\f\u0001\u2028\u2029<&>é"]}`, Args{Amount: 1, Raw: json.RawMessage(`["q\"\\/\n\r\t\u0008\u000c\u0001\u2028\u2029<&>é"]`)}},
+		{"TimeInUTC", `{"amount":1,"when":"2026-06-01T10:00:00.5+01:00"}`, Args{Amount: 1, When: time.Date(2026, 6, 1, 9, 0, 0, 5e8, time.UTC)}},
+		{"Base64", `{"amount":1,"blob":"aGVsbG8="}`, Args{Amount: 1, Blob: []byte("hello")}},
+		{"EscapedKey", `{"\u0061mount":1}`, Args{Amount: 1}},
+		{"LoneSurrogateEscape", `{"amount":1,"memo":"\ud800"}`, Args{Amount: 1, Memo: "\ufffd"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := decodeAs[Args](t, tt.in)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got  %#v\nwant %#v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecode_Empty(t *testing.T) {
+	type Optional struct {
+		N *int   `json:"n"`
+		S string `json:"s,omitempty"`
+		D int    `json:"d" default:"7"`
+	}
+	for _, in := range []string{"", "  \n", "null", " null ", "{}"} {
+		if got := decodeAs[Optional](t, in); !reflect.DeepEqual(got, Optional{D: 7}) {
+			t.Errorf("Decode(%q) = %#v", in, got)
+		}
+		if _, err := argschema.Decode(reflect.TypeFor[Args](), []byte(in)); err == nil || err.Error() != `invalid arguments: missing required field "amount"` {
+			t.Errorf("Decode(%q) as Args: %v", in, err)
+		}
+	}
+}
+
+func TestDecode_Defaults(t *testing.T) {
+	got := decodeAs[Defaults](t, `{}`)
+	want := Defaults{
+		Currency: "usd", Retries: 3, Ratio: 0.5, Capture: true,
+		Due:  time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC),
+		Tags: []string{"a", "b"}, Limit: ptr(10), Item: Item{SKU: "x", Qty: 1}, Blob: []byte("hi"),
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got  %#v\nwant %#v", got, want)
+	}
+
+	// Defaults never share memory between decoded values.
+	got.Tags[0] = "changed"
+	*got.Limit = 99
+	got.Blob[0] = 'X'
+	if again := decodeAs[Defaults](t, `{}`); !reflect.DeepEqual(again, want) {
+		t.Errorf("a changed default leaked into the next decode: %#v", again)
+	}
+
+	// Given values win over defaults, including zero values.
+	got = decodeAs[Defaults](t, `{"currency":"eur","retries":0,"capture":false,"tags":[],"limit":null}`)
+	if got.Currency != "eur" || got.Retries != 0 || got.Capture || len(got.Tags) != 0 || got.Tags == nil || got.Limit != nil {
+		t.Errorf("given values lost: %#v", got)
+	}
+}
+
+func TestDecode_Embedded(t *testing.T) {
+	got := decodeAs[Embedded](t, `{"x":1,"y":2,"w":"top","v":4,"tagged":{"notify":true}}`)
+	want := Embedded{A: A{X: 1}, B: &B{Y: 2}, Deeper: Deeper{Top: "top"}, Tagged: Options{Notify: true}}
+	want.V = 4
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %#v\nwant %#v", got, want)
+	}
+	if _, err := argschema.Decode(reflect.TypeFor[Embedded](), []byte(`{"x":1,"y":2,"w":"top","v":4,"tagged":{},"name":"n"}`)); err == nil ||
+		err.Error() != `invalid arguments: unknown field "name"` {
+		t.Errorf("ambiguous field: %v", err)
+	}
+}
+
+func TestDecode_PointerType(t *testing.T) {
+	for _, in := range []string{`{"amount":5}`, `null`} {
+		v, err := argschema.Decode(reflect.TypeFor[*ChargeArgs](), []byte(in))
+		if in == "null" {
+			if err == nil || err.Error() != `invalid arguments: missing required field "amount"` {
+				t.Errorf("Decode(null): %v", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := v.Interface().(*ChargeArgs)
+		if got == nil || got.Amount != 5 || got.Currency != "usd" || got.Memo != nil {
+			t.Errorf("got %#v", got)
+		}
+	}
+}
+
+func TestDecode_Errors(t *testing.T) {
+	deep := func(prefix string, n int) string {
+		return prefix + strings.Repeat("[", n) + strings.Repeat("]", n) + "}"
+	}
+	for _, tt := range []struct {
+		name  string // what is wrong
+		in    string // raw arguments for Args
+		field string // Error.Field
+		want  string // complete message
+	}{
+		{"Array", `[]`, "", `invalid arguments: expected object, got array`},
+		{"String", `"x"`, "", `invalid arguments: expected object, got string`},
+		{"Number", `5`, "", `invalid arguments: expected object, got number`},
+		{"Bool", `true`, "", `invalid arguments: expected object, got boolean`},
+		{"UnknownField", `{"amout":1}`, "", `invalid arguments: unknown field "amout"`},
+		{"UnknownFieldCase", `{"Amount":1}`, "", `invalid arguments: unknown field "Amount"`},
+		{"MissingRequired", `{"currency":"usd"}`, "", `invalid arguments: missing required field "amount"`},
+		{"DuplicateKey", `{"amount":1,"amount":2}`, "", `invalid arguments: duplicate field "amount"`},
+		{"DuplicateEscapedKey", `{"amount":1,"\u0061mount":2}`, "", `invalid arguments: duplicate field "amount"`},
+		{"IntGotString", `{"amount":"5"}`, "amount", `invalid arguments: field "amount": expected integer, got string`},
+		{"IntGotNull", `{"amount":null}`, "amount", `invalid arguments: field "amount": expected integer, got null`},
+		{"IntGotObject", `{"amount":{}}`, "amount", `invalid arguments: field "amount": expected integer, got object`},
+		{"NonIntegral", `{"amount":1.5}`, "amount", `invalid arguments: field "amount": expected integer, got non-integral number 1.5`},
+		{"NonIntegralTinyExponent", `{"amount":1e-999999999999}`, "amount", `invalid arguments: field "amount": expected integer, got non-integral number 1e-999999999999`},
+		{"Int64Huge", `{"amount":1e30}`, "amount", `invalid arguments: field "amount": number 1e30 is out of range for int64`},
+		{"Int64Overflow", `{"amount":9223372036854775808}`, "amount", `invalid arguments: field "amount": number 9223372036854775808 is out of range for int64`},
+		{"Int64Underflow", `{"amount":-9223372036854775809}`, "amount", `invalid arguments: field "amount": number -9223372036854775809 is out of range for int64`},
+		{"Int64OverflowFraction", `{"amount":9223372036854775808.0}`, "amount", `invalid arguments: field "amount": number 9223372036854775808.0 is out of range for int64`},
+		{"Int64HugeExponent", `{"amount":1e999999999999999999}`, "amount", `invalid arguments: field "amount": number 1e999999999999999999 is out of range for int64`},
+		{"Int8Overflow", `{"amount":1,"small":128}`, "small", `invalid arguments: field "small": number 128 is out of range for int8`},
+		{"UintNegative", `{"amount":1,"count":-1}`, "count", `invalid arguments: field "count": number -1 is out of range for uint16`},
+		{"UintNegativeExponent", `{"amount":1,"count":-1e2}`, "count", `invalid arguments: field "count": number -1e2 is out of range for uint16`},
+		{"UintOverflow", `{"amount":1,"count":65536}`, "count", `invalid arguments: field "count": number 65536 is out of range for uint16`},
+		{"BelowMinimum", `{"amount":1,"count":0}`, "count", `invalid arguments: field "count": value 0 is less than minimum 1`},
+		{"AboveMaximum", `{"amount":1,"count":1.1e1}`, "count", `invalid arguments: field "count": value 1.1e1 is greater than maximum 10`},
+		{"FloatBelowMinimum", `{"amount":1,"temp":-300}`, "temp", `invalid arguments: field "temp": value -300 is less than minimum -273.15`},
+		{"Float32Overflow", `{"amount":1,"ratio":1e39}`, "ratio", `invalid arguments: field "ratio": number 1e39 is out of range for float32`},
+		{"Float64Overflow", `{"amount":1,"temp":1e309}`, "temp", `invalid arguments: field "temp": number 1e309 is out of range for float64`},
+		{"FloatGotString", `{"amount":1,"ratio":"0.5"}`, "ratio", `invalid arguments: field "ratio": expected number, got string`},
+		{"BoolGotNumber", `{"amount":1,"flag":1}`, "flag", `invalid arguments: field "flag": expected boolean, got number`},
+		{"BoolGotNull", `{"amount":1,"flag":null}`, "flag", `invalid arguments: field "flag": expected boolean, got null`},
+		{"StringGotBool", `{"amount":1,"memo":false}`, "memo", `invalid arguments: field "memo": expected string, got boolean`},
+		{"Maxlen", `{"amount":1,"memo":"héllo!"}`, "memo", `invalid arguments: field "memo": string length 6 exceeds maxLength 5`},
+		{"EnumString", `{"amount":1,"currency":"gbp"}`, "currency", `invalid arguments: field "currency": value "gbp" is not one of "usd", "eur"`},
+		{"EnumEmptyString", `{"amount":1,"currency":""}`, "currency", `invalid arguments: field "currency": value "" is not one of "usd", "eur"`},
+		{"EnumNumber", `{"amount":1,"level":4}`, "level", `invalid arguments: field "level": value 4 is not one of 1, 2, 3`},
+		{"ArrayGotObject", `{"amount":1,"items":{}}`, "items", `invalid arguments: field "items": expected array, got object`},
+		{"ArrayGotNull", `{"amount":1,"items":null}`, "items", `invalid arguments: field "items": expected array, got null`},
+		{"ObjectGotArray", `{"amount":1,"meta":[]}`, "meta", `invalid arguments: field "meta": expected object, got array`},
+		{"StructGotString", `{"amount":1,"nested":"x"}`, "nested", `invalid arguments: field "nested": expected object, got string`},
+		{"NestedMissing", `{"amount":1,"items":[{"sku":"a","qty":1},{"sku":"b"}]}`, "items[1]", `invalid arguments: field "items[1]": missing required field "qty"`},
+		{"NestedUnknown", `{"amount":1,"items":[{"sku":"a","qty":1},{"sku":"b","qty":1,"skuu":1}]}`, "items[1]", `invalid arguments: field "items[1]": unknown field "skuu"`},
+		{"NestedWrongType", `{"amount":1,"items":[{"sku":5,"qty":1}]}`, "items[0].sku", `invalid arguments: field "items[0].sku": expected string, got number`},
+		{"NestedDuplicate", `{"amount":1,"nested":{"sku":"a","sku":"b","qty":1}}`, "nested", `invalid arguments: field "nested": duplicate field "sku"`},
+		{"MapDuplicate", `{"amount":1,"meta":{"a":1,"a":2}}`, "meta", `invalid arguments: field "meta": duplicate field "a"`},
+		{"MapValueType", `{"amount":1,"meta":{"a b":"x"}}`, `meta["a b"]`, `invalid arguments: field "meta[\"a b\"]": expected integer, got string`},
+		{"MapValueNull", `{"amount":1,"names":{"k":null}}`, `names.k`, `invalid arguments: field "names.k": expected string, got null`},
+		{"AnyDuplicate", `{"amount":1,"any":{"x":1,"x":2}}`, "any", `invalid arguments: field "any": duplicate field "x"`},
+		{"AnyNestedDuplicate", `{"amount":1,"any":[0,{"x":{"y":1,"y":1}}]}`, "any[1].x", `invalid arguments: field "any[1].x": duplicate field "y"`},
+		{"RawDuplicate", `{"amount":1,"raw":{"x":1,"x":2}}`, "raw", `invalid arguments: field "raw": duplicate field "x"`},
+		{"RawWideDuplicate", `{"amount":1,"raw":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"i":11}}`, "raw", `invalid arguments: field "raw": duplicate field "i"`},
+		{"InvalidUTF8", "{\"amount\":1,\"memo\":\"\xff\"}", "memo", `invalid arguments: field "memo": invalid UTF-8`},
+		{"InvalidUTF8Key", "{\"amount\":1,\"\xffa\":1}", "", `invalid arguments: invalid UTF-8 in field name`},
+		{"InvalidUTF8Nested", "{\"amount\":1,\"items\":[{\"sku\":\"a\xc3b\",\"qty\":1}]}", "items[0].sku", `invalid arguments: field "items[0].sku": invalid UTF-8`},
+		{"InvalidUTF8InAny", "{\"amount\":1,\"any\":{\"k\":[\"\xed\xa0\x80\"]}}", "any.k[0]", `invalid arguments: field "any.k[0]": invalid UTF-8`},
+		{"InvalidUTF8InRaw", "{\"amount\":1,\"raw\":\"\xfe\"}", "raw", `invalid arguments: field "raw": invalid UTF-8`},
+		{"InvalidUTF8OutsideString", "{\"amount\":\xff}", "amount", `invalid arguments: field "amount": invalid UTF-8`},
+		{"BadTime", `{"amount":1,"when":"yesterday"}`, "when", `invalid arguments: field "when": expected an RFC 3339 date-time, got "yesterday"`},
+		{"TimeOutOfRange", `{"amount":1,"when":"0000-01-01T00:00:00+01:00"}`, "when", `invalid arguments: field "when": date-time "0000-01-01T00:00:00+01:00" is outside the years 0000 to 9999 in UTC`},
+		{"BadBase64", `{"amount":1,"blob":"!!"}`, "blob", `invalid arguments: field "blob": invalid base64: illegal base64 data at input byte 0`},
+		{"Truncated", `{"amount":1`, "", `invalid arguments: malformed JSON: unexpected end of input`},
+		{"TruncatedValue", `{"amount":`, "amount", `invalid arguments: field "amount": malformed JSON: unexpected end of input`},
+		{"MissingColon", `{"amount" 1}`, "amount", `invalid arguments: field "amount": malformed JSON at byte 10: invalid character '1' after object key`},
+		{"TrailingComma", `{"amount":1,}`, "", `invalid arguments: malformed JSON at byte 12: invalid character '}' looking for beginning of object key string`},
+		{"BadLiteral", `{"amount":1,"flag":tru}`, "flag", `invalid arguments: field "flag": malformed JSON at byte 19: invalid character '}' in literal true (expecting 'e')`},
+		{"TrailingObject", `{"amount":1} {}`, "", `invalid arguments: unexpected data after the arguments object`},
+		{"TrailingGarbage", `{"amount":1}x`, "", `invalid arguments: unexpected data after the arguments object`},
+		{"TrailingAfterNull", `null null`, "", `invalid arguments: unexpected data after the arguments object`},
+		{"Depth65", deep(`{"amount":1,"any":`, 64), "any" + strings.Repeat("[0]", 63), `invalid arguments: field "any` + strings.Repeat("[0]", 63) + `": nesting is deeper than 64 levels`},
+		{"Depth65Raw", deep(`{"amount":1,"raw":`, 64), "raw" + strings.Repeat("[0]", 63), `invalid arguments: field "raw` + strings.Repeat("[0]", 63) + `": nesting is deeper than 64 levels`},
+		{"LongKeyClipped", `{"` + strings.Repeat("k", 100) + `":1}`, "", `invalid arguments: unknown field "` + strings.Repeat("k", 64) + `..."`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := argschema.Decode(reflect.TypeFor[Args](), []byte(tt.in))
+			var e *argschema.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error %v (%T), want *argschema.Error", err, err)
+			}
+			if e.Field != tt.field {
+				t.Errorf("Field %q, want %q", e.Field, tt.field)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("message\ngot  %s\nwant %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestDecode_Depth64 checks that the deepest allowed nesting decodes.
+func TestDecode_Depth64(t *testing.T) {
+	in := `{"amount":1,"raw":` + strings.Repeat("[", 63) + strings.Repeat("]", 63) + "}"
+	got := decodeAs[Args](t, in)
+	if want := strings.Repeat("[", 63) + strings.Repeat("]", 63); string(got.Raw) != want {
+		t.Errorf("raw %s", got.Raw)
+	}
+}
+
+// TestDecode_DeepInput checks that very deep input is refused without
+// reading it all or exhausting the stack.
+func TestDecode_DeepInput(t *testing.T) {
+	for _, tt := range []struct {
+		name string // where the nesting is
+		in   string // raw arguments
+		want string // complete message
+	}{
+		{"TopLevel", strings.Repeat("[", 10000), `invalid arguments: expected object, got array`},
+		{"InAny", `{"any":` + strings.Repeat("[", 10000), `nesting is deeper than 64 levels`},
+		{"InObjects", `{"any":` + strings.Repeat(`{"a":`, 10000), `nesting is deeper than 64 levels`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := argschema.Decode(reflect.TypeFor[Args](), []byte(tt.in))
+			if err == nil || !strings.HasSuffix(err.Error(), tt.want) {
+				t.Errorf("error %v, want suffix %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecode_TooLarge(t *testing.T) {
+	in := []byte(`{"amount":1,"memo":"` + strings.Repeat("x", argschema.MaxInputSize) + `"}`)
+	_, err := argschema.Decode(reflect.TypeFor[Args](), in)
+	want := fmt.Sprintf("invalid arguments: input is %d bytes, larger than the 8388608-byte (8 MiB) limit", len(in))
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v, want %s", err, want)
+	}
+	var e *argschema.Error
+	if !errors.As(err, &e) || e.Field != "" {
+		t.Errorf("error %#v, want *Error at the top level", err)
+	}
+}
+
+// TestDecode_Concurrent decodes one type from many goroutines; run with
+// -race it checks that the shared analysis is read-only.
+func TestDecode_Concurrent(t *testing.T) {
+	type Fresh struct {
+		N    int      `json:"n" min:"0"`
+		Tags []string `json:"tags" default:"[\"t\"]"`
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				v, err := argschema.Decode(reflect.TypeFor[Fresh](), []byte(`{"n":3}`))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got := v.Interface().(Fresh)
+				got.Tags[0] = "mutated"
+				if _, err := argschema.Schema(reflect.TypeFor[Fresh]()); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -1,0 +1,73 @@
+// Package argschema derives a tool's input JSON Schema from its Go argument
+// struct and decodes untrusted JSON arguments strictly against that struct.
+//
+// A world author declares a tool's arguments as a struct:
+//
+//	type ChargeArgs struct {
+//		Amount   int64   `json:"amount" doc:"Amount in cents." min:"1"`
+//		Currency string  `json:"currency" enum:"usd,eur" default:"usd"`
+//		Memo     *string `json:"memo" maxlen:"140"`
+//	}
+//
+// [Schema] turns that type into the input schema a tool listing shows, and
+// [Decode] turns an agent's raw arguments into a ChargeArgs, refusing anything
+// the schema does not allow with an [*Error] that names the offending field.
+//
+// # Fields
+//
+// Exported fields are named by their json tag, or by the Go field name when
+// the tag gives none; `json:"-"` fields are skipped, and embedded structs
+// flatten exactly as encoding/json flattens them, so a decoded value
+// re-encodes with encoding/json under the same names. A field is required
+// unless it is a pointer, has the omitempty or omitzero option, or has a
+// default tag. Further tags:
+//
+//   - doc:"text" is the field's "description".
+//   - default:"value" is applied when the field is absent and listed as
+//     "default". The value is the raw text for string, time.Time (RFC 3339)
+//     and []byte (base64) fields, a JSON literal for numbers and booleans,
+//     and a JSON document for every other type.
+//   - enum:"a,b,c" lists the allowed values of a string or number field;
+//     surrounding spaces are trimmed, so a value cannot contain a comma.
+//   - min:"0" and max:"100" bound a number field (inclusive).
+//   - maxlen:"N" bounds a string field to N characters (Unicode code points).
+//
+// Tags on a pointer field apply to the value it points to.
+//
+// # Types
+//
+//	string, named string types   {"type":"string"}
+//	bool                         {"type":"boolean"}
+//	int, int8 … uint64           {"type":"integer"}, range of the kind enforced
+//	float32, float64             {"type":"number"}
+//	time.Time                    {"type":"string","format":"date-time"}, RFC 3339, decoded in UTC
+//	[]byte                       {"type":"string","contentEncoding":"base64"}
+//	[]T                          {"type":"array","items":T}
+//	map[string]T                 {"type":"object","additionalProperties":T}
+//	struct                       {"type":"object","properties":…,"required":…,"additionalProperties":false}
+//	*T                           T with "null" added to its type (and enum)
+//	json.RawMessage, any         {} (any JSON value)
+//
+// An `any` value decodes as encoding/json decodes it with UseNumber:
+// map[string]any, []any, string, bool, json.Number or nil. A json.RawMessage
+// holds the compact form of the value. Channels, functions, complex numbers,
+// arrays, maps with non-string keys, non-empty interfaces, recursive types
+// and types with their own JSON or text encoding (other than time.Time and
+// json.RawMessage) are refused by Schema with an error naming the field.
+//
+// # Validation
+//
+// Decode reads the input as a stream of tokens and refuses, with an [*Error]:
+// input larger than [MaxInputSize]; malformed JSON; anything but an object at
+// the top level (empty input and null mean {}); unknown fields; duplicate
+// keys; missing required fields; values of the wrong JSON type; integers that
+// are not integral or do not fit the field's kind; numbers that do not fit a
+// float32 or float64; enum, minimum, maximum and maxLength violations;
+// invalid UTF-8; and nesting deeper than [MaxDepth] levels, which is refused
+// before reading further, so the work done is bounded by the input size.
+//
+// # Concurrency
+//
+// Schema and Decode are safe for concurrent use. The analysis of a type is
+// done once and cached for the life of the process.
+package argschema
