@@ -124,23 +124,34 @@ func (a *activation) begin(ns *nodeState) (*frame, error) {
 }
 
 // end commits (err == nil) or rolls back a frame and records its changes.
+// A committing frame reads its after-images before COMMIT, inside its own
+// transaction, which saves a lock cycle per call; if COMMIT then fails the
+// records are dropped with the rollback.
 func (a *activation) end(f *frame, info *env.CallInfo, err error) error {
+	var changes []sqlitestore.Change
 	if err == nil {
-		if cerr := f.tx.Commit(); cerr != nil {
-			err = fmt.Errorf("node %s: commit: %w", f.ns.node.Path, cerr)
+		if f.capture != nil {
+			changes, err = f.capture.Finish(a.ctx)
+			f.capture = nil
+		}
+		if err == nil {
+			if cerr := f.tx.Commit(); cerr != nil {
+				err = fmt.Errorf("node %s: commit: %w", f.ns.node.Path, cerr)
+			}
+		}
+		if err != nil {
+			changes = nil
 			f.tx.Rollback()
 		}
 	} else {
 		f.tx.Rollback()
 	}
-	f.ns.frames = slices.DeleteFunc(f.ns.frames, func(x *frame) bool { return x == f })
 	if f.capture != nil {
-		changes, cerr := f.capture.Finish(a.ctx)
-		if cerr != nil && err == nil {
-			err = cerr
-		}
-		a.record(f.ns, info.Own, info.Internal, changes)
+		// Rolled back: the capture ends with no net change to report.
+		f.capture.Finish(a.ctx)
 	}
+	f.ns.frames = slices.DeleteFunc(f.ns.frames, func(x *frame) bool { return x == f })
+	a.record(f.ns, info.Own, info.Internal, changes)
 	return err
 }
 

@@ -1,0 +1,207 @@
+package composition_test
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ncruces/go-sqlite3"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/examples/worlds/company"
+	"github.com/seahaven/seahaven/examples/worlds/payments"
+	"github.com/seahaven/seahaven/fixture"
+)
+
+// The raw baselines use the driver directly, with the settings instance
+// stores use, so each engine figure can be read as a ratio to the SQL it
+// runs.
+
+const rawPragmas = `PRAGMA journal_mode=MEMORY; PRAGMA synchronous=OFF; PRAGMA foreign_keys=ON; PRAGMA cache_size=-256;`
+
+type rawStore struct {
+	c                     *sqlite3.Conn
+	begin, commit, insert *sqlite3.Stmt
+}
+
+func openRaw(b *testing.B, path, schema, insert string) *rawStore {
+	b.Helper()
+	c, err := sqlite3.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Exec(rawPragmas + schema); err != nil {
+		b.Fatal(err)
+	}
+	r := &rawStore{c: c}
+	for _, s := range []struct {
+		p   **sqlite3.Stmt
+		sql string
+	}{{&r.begin, "BEGIN IMMEDIATE"}, {&r.commit, "COMMIT"}, {&r.insert, insert}} {
+		if *s.p, _, err = c.Prepare(s.sql); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Cleanup(func() { r.begin.Close(); r.commit.Close(); r.insert.Close(); c.Close() })
+	return r
+}
+
+func (r *rawStore) insertTxn(b *testing.B, id string, amount int64) {
+	if err := r.begin.Exec(); err != nil {
+		b.Fatal(err)
+	}
+	r.insert.BindText(1, id)
+	r.insert.BindInt64(2, amount)
+	if err := r.insert.Exec(); err != nil {
+		b.Fatal(err)
+	}
+	if err := r.commit.Exec(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func uuidish() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%x", b)
+}
+
+// BenchmarkCall_CreateCharge is one agent call of a one-insert tool on a
+// one-node world: validation, activation, transaction, change capture.
+func BenchmarkCall_CreateCharge(b *testing.B) {
+	inst, err := composition.Open(context.Background(), payments.World, composition.Options{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer inst.Close()
+	ctx := context.Background()
+	args := []byte(`{"amount": 500}`)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := inst.CallJSON(ctx, "create_charge", args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRaw_CreateCharge is the same insert transaction on a raw
+// connection with prepared BEGIN/INSERT/COMMIT.
+func BenchmarkRaw_CreateCharge(b *testing.B) {
+	r := openRaw(b, filepath.Join(b.TempDir(), "raw.sqlite"), payments.World.Spec().Schema,
+		"INSERT INTO charges (id, amount) VALUES (?, ?)")
+	for b.Loop() {
+		r.insertTxn(b, uuidish(), 500)
+	}
+}
+
+// BenchmarkCall_Invoice is the company's invoice call: two nodes, a nested
+// handle call, two transactions, change capture on both.
+func BenchmarkCall_Invoice(b *testing.B) {
+	inst, err := composition.Open(context.Background(), company.World, composition.Options{Fixture: company.AcmeID, Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer inst.Close()
+	ctx := context.Background()
+	args := []byte(`{"amount": 500}`)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := inst.CallJSON(ctx, "invoice", args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRaw_Invoice does the invoice's SQL on two raw connections: one
+// insert transaction on each store.
+func BenchmarkRaw_Invoice(b *testing.B) {
+	dir := b.TempDir()
+	pay := openRaw(b, filepath.Join(dir, "p.sqlite"), payments.World.Spec().Schema, "INSERT INTO charges (id, amount) VALUES (?, ?)")
+	main := openRaw(b, filepath.Join(dir, "m.sqlite"), company.World.Spec().Schema, "INSERT INTO invoices (id, charge_id, amount) VALUES (?, 'c', ?)")
+	for b.Loop() {
+		pay.insertTxn(b, uuidish(), 500)
+		main.insertTxn(b, uuidish(), 500)
+	}
+}
+
+// BenchmarkOpen_Genesis opens and closes a one-node genesis instance.
+func BenchmarkOpen_Genesis(b *testing.B) {
+	dir := b.TempDir()
+	ctx := context.Background()
+	for b.Loop() {
+		inst, err := composition.Open(ctx, payments.World, composition.Options{Dir: dir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		inst.Close()
+	}
+}
+
+// BenchmarkOpen_Acme opens the company world from acme (five nodes) and
+// makes its first call, which opens every connection it needs; then closes.
+func BenchmarkOpen_Acme(b *testing.B) {
+	dir := b.TempDir()
+	ctx := context.Background()
+	for b.Loop() {
+		inst, err := composition.Open(ctx, company.World, composition.Options{Fixture: company.AcmeID, Dir: dir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		inst.Close()
+	}
+}
+
+// BenchmarkRaw_CopyAndOpen is the floor of BenchmarkOpen_Acme: copy the
+// fixture's files and open one bare connection per node, then close.
+func BenchmarkRaw_CopyAndOpen(b *testing.B) {
+	src := filepath.Join(company.FixturesDir, company.AcmeID)
+	s, err := fixture.Read(company.FixturesDir, company.AcmeID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	files := []string{fixture.RootFile}
+	for _, n := range s.Nodes {
+		files = append(files, n.File)
+	}
+	dir := b.TempDir()
+	for b.Loop() {
+		d, err := os.MkdirTemp(dir, "raw-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		var conns []*sqlite3.Conn
+		for _, f := range files {
+			copyFile(b, filepath.Join(src, f), filepath.Join(d, f))
+			c, err := sqlite3.Open(filepath.Join(d, f))
+			if err != nil {
+				b.Fatal(err)
+			}
+			conns = append(conns, c)
+		}
+		for _, c := range conns {
+			c.Close()
+		}
+		os.RemoveAll(d)
+	}
+}
+
+func copyFile(b *testing.B, from, to string) {
+	in, err := os.Open(from)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		b.Fatal(err)
+	}
+	out.Close()
+}
+
