@@ -73,6 +73,7 @@ const usage = `seahaven — deterministic, composable tool worlds served over Op
 Usage:
   seahaven serve    [flags]   serve a world over OpenEnv (HTTP, WebSocket, MCP)
   seahaven fixtures build|list|verify [flags]
+  seahaven check    [flags] [packages]   lint the worlds of a module (docs/lints.md)
   seahaven version
 
 Run "seahaven <command> -h" for a command's flags.
@@ -89,6 +90,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return (&ServeCommand{m: m}).Run(ctx, args[1:])
 	case "fixtures":
 		return (&FixturesCommand{m: m}).Run(ctx, args[1:])
+	case "check":
+		return (&CheckCommand{m: m}).Run(ctx, args[1:])
 	case "version":
 		fmt.Fprintln(m.Stdout, "seahaven", version())
 		return nil

@@ -26,6 +26,7 @@ var forbidden = map[string][]string{
 	"composition": {"openenv", "cmd/", "web", "examples/"},
 	"schemas":     {"env", "composition", "sqlitestore", "fixture", "openenv", "cmd/", "web"},
 	"web":         {"env", "composition", "sqlitestore", "fixture", "openenv", "cmd/"},
+	"check":       {"openenv", "cmd/", "web"},
 }
 
 func main() {

@@ -1,0 +1,116 @@
+package analyzers_test
+
+import (
+	"slices"
+	"testing"
+
+	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/analysis/analysistest"
+
+	"github.com/seahaven/seahaven/check/analyzers"
+)
+
+// The testdata tree is GOPATH-shaped: src/github.com/seahaven/seahaven/env
+// and .../composition are stand-ins with the real API shape, and every other
+// package under src states what it expects in `// want` comments.
+
+func TestWorldsAnalyzer(t *testing.T) {
+	// The facts are checked against the `// want` comments; the result of
+	// facts/company is checked here.
+	results := analysistest.Run(t, analysistest.TestData(), analyzers.WorldsAnalyzer,
+		"facts/payments", "facts/company", "facts/dynamic", "facts/derived")
+	var res *analyzers.Result
+	for _, r := range results {
+		if r.Action.Package.PkgPath == "facts/company" {
+			res, _ = r.Action.Result.(*analyzers.Result)
+		}
+	}
+	if res == nil {
+		t.Fatal("no result for facts/company")
+	}
+	type world struct {
+		name     string   // the world's own name
+		varName  string   // the package-level variable
+		exported bool     // whether a driver can reach the variable
+		children []string // the registered child names
+	}
+	var got []world
+	for _, w := range res.Worlds {
+		got = append(got, world{w.Name, w.Var.Name(), w.Var.Exported(), w.ChildNames()})
+		if lw, ok := res.Lookup(w.Var); !ok || lw != w {
+			t.Errorf("Lookup(%s) = %v, %v; want the package's own world", w.Var.Name(), lw, ok)
+		}
+	}
+	want := []world{
+		{"chat", "Chat", true, []string{}},
+		{"company", "World", true, []string{"payments", "payments_eu", "chat", "audit"}},
+	}
+	if !slices.EqualFunc(got, want, func(a, b world) bool {
+		return a.name == b.name && a.varName == b.varName && a.exported == b.exported && slices.Equal(a.children, b.children)
+	}) {
+		t.Errorf("Worlds = %+v, want %+v", got, want)
+	}
+	// The imported payments world is reachable through its fact, as the
+	// child the company added.
+	company := res.Worlds[1]
+	c, ok := company.Child("payments")
+	if !ok || c.World == nil {
+		t.Fatalf("child payments = %+v, %v; want its variable", c, ok)
+	}
+	pw, ok := res.Lookup(c.World)
+	if !ok || pw.Name != "payments" || !pw.ChildrenKnown || len(pw.Children) != 0 {
+		t.Errorf("Lookup(payments.World) = %+v, %v; want world payments with no children", pw, ok)
+	}
+}
+
+func TestOpenInCall(t *testing.T) {
+	results := analysistest.Run(t, analysistest.TestData(), analyzers.OpenInCall,
+		"sh208/company", "sh208/app/tools", "sh208/app/middleware/auth", "sh208/app/toolsy")
+	checkCategories(t, analyzers.OpenInCall, results)
+}
+
+func TestUnknownChild(t *testing.T) {
+	results := analysistest.Run(t, analysistest.TestData(), analyzers.UnknownChild, "sh209/company", "sh209/chain")
+	checkCategories(t, analyzers.UnknownChild, results)
+}
+
+// checkCategories checks that every diagnostic carries its analyzer's code
+// as its category, which is how a driver prints it.
+func checkCategories(t *testing.T, a *analysis.Analyzer, results []*analysistest.Result) {
+	t.Helper()
+	n := 0
+	for _, r := range results {
+		for _, d := range r.Action.Diagnostics {
+			n++
+			if d.Category != analyzers.Code(a) {
+				t.Errorf("%s: diagnostic %q has category %q, want %q", a.Name, d.Message, d.Category, analyzers.Code(a))
+			}
+		}
+	}
+	if n == 0 {
+		t.Errorf("%s reported nothing", a.Name)
+	}
+}
+
+func TestCode(t *testing.T) {
+	for _, tt := range []struct {
+		a    *analysis.Analyzer // the analyzer
+		want string             // the code its diagnostics carry
+	}{
+		{analyzers.OpenInCall, "SH208"},
+		{analyzers.UnknownChild, "SH209"},
+		{analyzers.WorldsAnalyzer, ""},
+	} {
+		if got := analyzers.Code(tt.a); got != tt.want {
+			t.Errorf("Code(%s) = %q, want %q", tt.a.Name, got, tt.want)
+		}
+	}
+	for _, a := range analyzers.Analyzers {
+		if analyzers.Code(a) == "" {
+			t.Errorf("analyzer %s in Analyzers has no code", a.Name)
+		}
+	}
+	if err := analysis.Validate(append([]*analysis.Analyzer{analyzers.WorldsAnalyzer}, analyzers.Analyzers...)); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+}

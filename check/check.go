@@ -1,0 +1,217 @@
+package check
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
+)
+
+// Severities of a finding. An error fails `seahaven check`; a warning is
+// printed only.
+const (
+	SeverityError   = "error"
+	SeverityWarning = "warning"
+)
+
+// Finding is one lint finding.
+type Finding struct {
+	// Pos is where the finding is, as "file:line:col".
+	Pos string `json:"pos"`
+	// Code is the lint code, such as "SH504".
+	Code string `json:"code"`
+	// Severity is SeverityError or SeverityWarning.
+	Severity string `json:"severity"`
+	// Message says what is wrong.
+	Message string `json:"message"`
+}
+
+// String formats the finding as `file:line:col: SHnnn severity: message`.
+func (f Finding) String() string {
+	return fmt.Sprintf("%s: %s %s: %s", f.Pos, f.Code, f.Severity, f.Message)
+}
+
+// Rule describes one lint code.
+type Rule struct {
+	// Code is the lint code.
+	Code string
+	// Severity is SeverityError or SeverityWarning.
+	Severity string
+	// Static is true for a lint found in source by package check/analyzers,
+	// false for one World finds on a world's value.
+	Static bool
+	// Summary says what the lint finds.
+	Summary string
+}
+
+// Rules lists every lint of `seahaven check`, in code order.
+var Rules = []Rule{
+	{"SH206", SeverityWarning, false, "a prefixed world's description names a sibling tool the agent cannot call"},
+	{"SH207", SeverityWarning, false, "one tool of a shared node contributed under two names"},
+	{"SH208", SeverityError, true, "composition.Open inside a tool, a middleware or a startup hook, or in a tools/ or middleware/ package"},
+	{"SH209", SeverityError, true, "ctx.Worlds.Get naming something that is not a registered child"},
+	{"SH401", SeverityError, false, "a fixture's sidecar does not parse"},
+	{"SH402", SeverityError, false, "a fixture node's file does not have the sha256 its sidecar records"},
+	{"SH403", SeverityError, false, "a fixture node's schema hash differs from its world's current schema (schema drift)"},
+	{"SH404", SeverityError, false, "a fixture's now is missing or not a valid instant"},
+	{"SH405", SeverityError, false, "a fixture node's file is missing or not a readable SQLite database"},
+	{"SH406", SeverityError, false, "a fixture's nodes disagree with the world's composition"},
+	{"SH502", SeverityError, false, "a struct declared with env.DeclareWorlds names a child no AddWorld registered"},
+	{"SH503", SeverityWarning, false, "a registered child name no declared struct annotates"},
+	{"SH504", SeverityError, false, "the world's composition does not seal"},
+}
+
+// Lookup returns the rule of a code.
+func Lookup(code string) (Rule, bool) {
+	for _, r := range Rules {
+		if r.Code == code {
+			return r, true
+		}
+	}
+	return Rule{}, false
+}
+
+// finding builds a finding of a code with the code's severity.
+func finding(pos, code, format string, args ...any) Finding {
+	r, ok := Lookup(code)
+	if !ok {
+		panic("check: unknown code " + code)
+	}
+	return Finding{Pos: pos, Code: code, Severity: r.Severity, Message: fmt.Sprintf(format, args...)}
+}
+
+// HasErrors reports whether any finding is of SeverityError.
+func HasErrors(fs []Finding) bool {
+	for _, f := range fs {
+		if f.Severity == SeverityError {
+			return true
+		}
+	}
+	return false
+}
+
+// Format returns one line per finding, `file:line:col: SHnnn severity:
+// message`, sorted by file, line, column and code, with exact duplicates
+// (the same finding reached from two worlds) printed once. It does not
+// modify fs.
+func Format(fs []Finding) string {
+	sorted := append([]Finding(nil), fs...)
+	Sort(sorted)
+	var b strings.Builder
+	var prev *Finding
+	for i := range sorted {
+		if prev != nil && *prev == sorted[i] {
+			continue
+		}
+		prev = &sorted[i]
+		b.WriteString(sorted[i].String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// Sort sorts findings by file, line, column (numerically), code and
+// message.
+func Sort(fs []Finding) {
+	sort.SliceStable(fs, func(i, j int) bool {
+		fi, li, ci := splitPos(fs[i].Pos)
+		fj, lj, cj := splitPos(fs[j].Pos)
+		switch {
+		case fi != fj:
+			return fi < fj
+		case li != lj:
+			return li < lj
+		case ci != cj:
+			return ci < cj
+		case fs[i].Code != fs[j].Code:
+			return fs[i].Code < fs[j].Code
+		}
+		return fs[i].Message < fs[j].Message
+	})
+}
+
+// splitPos splits "file:line:col" (the file may hold colons); a part that
+// is missing is zero.
+func splitPos(pos string) (file string, line, col int) {
+	file = pos
+	nums := make([]int, 0, 2)
+	for len(nums) < 2 {
+		i := strings.LastIndexByte(file, ':')
+		if i < 0 {
+			break
+		}
+		n, err := strconv.Atoi(file[i+1:])
+		if err != nil {
+			break
+		}
+		nums = append(nums, n)
+		file = file[:i]
+	}
+	switch len(nums) {
+	case 2:
+		return file, nums[1], nums[0]
+	case 1:
+		return file, nums[0], 0
+	}
+	return file, 0, 0
+}
+
+// at turns a registration's "file:line" into a position, falling back to
+// the line that declared the world.
+func at(where string, w *env.World) string {
+	if where == "" {
+		where = w.Where()
+	}
+	if where == "" {
+		return w.Name() + ":1:1"
+	}
+	return where + ":1"
+}
+
+// World runs every dynamic check on w as the root of a composition:
+// whether it seals (SH504), its declared child names (SH502, SH503), its
+// agent surface (SH206, SH207) and each of its own fixtures (SH401–SH406).
+// The findings are sorted (see Sort). A world's own test can call it; a nil
+// slice means the world checks clean.
+func World(ctx context.Context, w *env.World) []Finding {
+	var fs []Finding
+	sealed, err := composition.Seal(w)
+	if err != nil {
+		fs = append(fs, sealFindings(w, err)...)
+		sealed = nil
+	}
+	fs = append(fs, declaredFindings(w)...)
+	if sealed != nil {
+		fs = append(fs, surfaceFindings(sealed)...)
+	}
+	fs = append(fs, fixtureFindings(ctx, w, sealed)...)
+	Sort(fs)
+	return fs
+}
+
+// sealFindings reports SH504: one finding per seal error, at the
+// registration the WorldBug names. The message does not name the root, so
+// a broken world added by several hosts is one line of Format's output.
+func sealFindings(w *env.World, err error) []Finding {
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	var fs []Finding
+	for _, e := range errs {
+		where := ""
+		var bug *env.WorldBug
+		if errors.As(e, &bug) {
+			where = bug.Where
+		}
+		fs = append(fs, finding(at(where, w), "SH504", "the composition does not seal: %v", e))
+	}
+	return fs
+}

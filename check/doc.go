@@ -1,0 +1,45 @@
+// Package check holds the dynamic half of `seahaven check`: the lints that
+// need a world's value rather than its source. [World] runs every one of
+// them on a world, so a world's own test can call it:
+//
+//	func TestWorldChecksClean(t *testing.T) {
+//		if fs := check.World(context.Background(), company.World); check.HasErrors(fs) {
+//			t.Fatal(check.Format(fs))
+//		}
+//	}
+//
+// # Codes
+//
+// Every finding names a code; docs/lints.md has the rule, the reasoning and
+// the fix for each. [Rules] lists them all, the static ones included.
+//
+//   - SH206 (warning): a prefixed tool's description names a sibling tool the
+//     agent cannot call by that name.
+//   - SH207 (warning): one tool of a shared node reaches the surface under two
+//     names.
+//   - SH208, SH209 (errors): static; see package check/analyzers.
+//   - SH401–SH405 (errors): a fixture of the world does not parse (SH401),
+//     a node file's hash differs from the sidecar's (SH402), a node's schema
+//     drifted from its world's (SH403), the sidecar's now is missing or not
+//     an instant (SH404), a node file is missing or not a SQLite database
+//     (SH405).
+//   - SH406 (error): a fixture's nodes disagree with the world's composition,
+//     in the sentence instance creation refuses with.
+//   - SH502 (error): a struct declared with env.DeclareWorlds names a child no
+//     AddWorld registered.
+//   - SH503 (warning): a registered child no declared struct names.
+//   - SH504 (error): the composition does not seal.
+//
+// # Positions
+//
+// A finding's Pos is "file:line:col". Registration findings point at the
+// registration's line (AddWorld, DeclareWorlds, NewWorld), with column 1,
+// since a world records lines only. Fixture findings point at the
+// fixture's sidecar, at the line of the key at fault when it can be found.
+//
+// # Concurrency
+//
+// World is safe for concurrent use; it reads a world's registrations and its
+// fixtures and writes only temporary copies of node files, which it removes.
+// Format, HasErrors and Sort are pure functions.
+package check

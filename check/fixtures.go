@@ -1,0 +1,427 @@
+package check
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/fixture"
+	"github.com/seahaven/seahaven/sqlitestore"
+)
+
+// sqliteHeader is how every SQLite database file begins.
+const sqliteHeader = "SQLite format 3\x00"
+
+// fixtureFindings checks every fixture in the world's own FixturesDir
+// (SH401–SH406). Directories whose names are not fixture ids, and
+// directories without a sidecar, are not fixtures and are skipped, as
+// fixture.List skips them.
+func fixtureFindings(ctx context.Context, w *env.World, sealed *composition.Sealed) []Finding {
+	dir := w.Spec().FixturesDir
+	if dir == "" {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return []Finding{finding(dir+":1:1", "SH401", "the fixtures directory of %s cannot be read: %v", w.Name(), err)}
+	}
+	hashes := &schemaHashes{m: map[string]hashResult{}}
+	var out []Finding
+	for _, e := range entries {
+		id := e.Name()
+		if fixture.ValidID(id) != nil {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(dir, id)); err != nil || !fi.IsDir() {
+			continue
+		}
+		sidecar := filepath.Join(dir, id, fixture.SidecarName)
+		data, err := os.ReadFile(sidecar)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		fc := &fixtureCheck{ctx: ctx, w: w, sealed: sealed, id: id, dir: filepath.Join(dir, id), path: sidecar, hashes: hashes}
+		if err != nil {
+			out = append(out, finding(fc.pos(0), "SH401", "fixture %s: the sidecar cannot be read: %v", id, err))
+			continue
+		}
+		out = append(out, fc.run(data)...)
+	}
+	return out
+}
+
+// schemaHashes caches the normalised hash of each schema text for one run.
+type schemaHashes struct{ m map[string]hashResult }
+
+type hashResult struct {
+	hash string
+	err  error
+}
+
+func (h *schemaHashes) of(ctx context.Context, w *env.World) (string, error) {
+	schema := w.Spec().Schema
+	if r, ok := h.m[schema]; ok {
+		return r.hash, r.err
+	}
+	hash, err := sqlitestore.SchemaHash(ctx, schema)
+	h.m[schema] = hashResult{hash, err}
+	return hash, err
+}
+
+// fixtureCheck checks one fixture.
+type fixtureCheck struct {
+	ctx    context.Context
+	w      *env.World
+	sealed *composition.Sealed
+	id     string
+	dir    string // the fixture's directory
+	path   string // its sidecar
+	hashes *schemaHashes
+	lines  sidecarLines
+	out    []Finding
+}
+
+func (fc *fixtureCheck) pos(line int) string {
+	if line <= 0 {
+		line = 1
+	}
+	return fmt.Sprintf("%s:%d:1", fc.path, line)
+}
+
+func (fc *fixtureCheck) add(line int, code, format string, args ...any) {
+	fc.out = append(fc.out, finding(fc.pos(line), code, "fixture %s: "+format, append([]any{fc.id}, args...)...))
+}
+
+// node is one store of a fixture, the root included.
+type node struct {
+	path, world, file, fileSHA256, schemaHash string
+}
+
+func (fc *fixtureCheck) run(data []byte) []Finding {
+	fc.lines = findLines(data)
+	nowBad := fc.checkNow(data)
+	s, err := fixture.Parse(data)
+	if err != nil {
+		var se *fixture.SidecarError
+		if errors.As(err, &se) {
+			if se.Key == "now" {
+				if !nowBad {
+					fc.add(se.Line, "SH404", "now is not a valid instant: %s", se.Msg)
+				}
+				return fc.out
+			}
+			fc.add(se.Line, "SH401", "the sidecar does not parse: %s", sidecarProblem(se))
+			return fc.out
+		}
+		fc.add(1, "SH401", "the sidecar does not parse: %v", err)
+		return fc.out
+	}
+	if s.ID != fc.id {
+		fc.add(fc.lines.top["id"], "SH401", "the sidecar's id %q does not match its directory name %q", s.ID, fc.id)
+		return fc.out
+	}
+	nodes := []node{{path: fixture.RootPath, world: s.World, file: fixture.RootFile, fileSHA256: s.FileSHA256, schemaHash: s.SchemaHash}}
+	for _, n := range s.Nodes {
+		nodes = append(nodes, node{path: n.Path, world: n.World, file: n.File, fileSHA256: n.FileSHA256, schemaHash: n.SchemaHash})
+	}
+	// current holds each node's current schema hash, for nodes whose world
+	// is known; hashFailed is set when a world's schema does not apply.
+	current := map[string]string{}
+	hashFailed := false
+	for _, n := range nodes {
+		fc.checkFile(n)
+		nw := fc.worldOf(n)
+		if nw == nil {
+			continue
+		}
+		h, err := fc.hashes.of(fc.ctx, nw)
+		if err != nil {
+			hashFailed = true
+			fc.add(fc.lines.key(n.path, "schema_hash"), "SH403", "node %s: the schema of world %s %s does not apply, so its hash cannot be compared: %v", n.path, nw.Name(), nw.Version(), err)
+			continue
+		}
+		current[n.path] = h
+		if h != n.schemaHash {
+			fc.add(fc.lines.key(n.path, "schema_hash"), "SH403", "node %s: the sidecar records schema hash %s, but world %s %s now hashes to %s: the schema drifted since the fixture was frozen",
+				n.path, short(n.schemaHash), nw.Name(), nw.Version(), short(h))
+		}
+	}
+	if fc.sealed != nil && !hashFailed {
+		fc.checkShape(s, current)
+	}
+	return fc.out
+}
+
+// worldOf returns the world a fixture node belongs to now: the root world
+// for main, else the sealed node at the same path, when it is of the world
+// the sidecar records (otherwise the node's shape changed, which is SH406's).
+func (fc *fixtureCheck) worldOf(n node) *env.World {
+	if n.path == fixture.RootPath {
+		if n.world == fc.w.Name() {
+			return fc.w
+		}
+		return nil
+	}
+	if fc.sealed == nil {
+		return nil
+	}
+	sn, ok := fc.sealed.Node(n.path)
+	if !ok || sn.World.Name() != n.world {
+		return nil
+	}
+	return sn.World
+}
+
+// checkNow reports SH404 when the sidecar's now is missing or not an
+// instant in the sidecar's time format. It reads the YAML itself, so a
+// broken now is reported even when another key fails to parse first. It
+// returns whether it reported.
+func (fc *fixtureCheck) checkNow(data []byte) bool {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return false // not a mapping at all: SH401's
+	}
+	m := doc.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value != "now" {
+			continue
+		}
+		v := m.Content[i+1]
+		switch {
+		case v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str":
+			fc.add(v.Line, "SH404", "now must be a quoted instant like '2026-06-01T09:00:00.000Z', not %s; an instance has one clock, which starts at now", describeYAML(v))
+		case !validInstant(v.Value):
+			fc.add(v.Line, "SH404", "now %q is not a valid instant (UTC with milliseconds, like 2026-06-01T09:00:00.000Z); an instance has one clock, which starts at now", v.Value)
+		default:
+			return false
+		}
+		return true
+	}
+	fc.add(m.Line, "SH404", "now is missing; an instance has one clock, which starts at the fixture's now")
+	return true
+}
+
+// validInstant reports whether v is an instant as a sidecar writes it.
+func validInstant(v string) bool {
+	t, err := time.Parse(fixture.TimeFormat, v)
+	return err == nil && t.Format(fixture.TimeFormat) == v
+}
+
+func describeYAML(n *yaml.Node) string {
+	switch {
+	case n.Kind == yaml.MappingNode:
+		return "a mapping"
+	case n.Kind == yaml.SequenceNode:
+		return "a list"
+	case n.ShortTag() == "!!null":
+		return "null"
+	}
+	return fmt.Sprintf("the unquoted %s", n.Value)
+}
+
+// sidecarProblem is a SidecarError without its "fixture.yaml: line N"
+// prefix, which the finding's position already says.
+func sidecarProblem(se *fixture.SidecarError) string {
+	if se.Key == "" {
+		return se.Msg
+	}
+	if se.Node != "" {
+		return fmt.Sprintf("%s (node %q): %s", se.Key, se.Node, se.Msg)
+	}
+	return se.Key + ": " + se.Msg
+}
+
+// checkFile reports SH405 for a node file that is missing or not a
+// readable SQLite database, and SH402 for one whose sha256 is not the
+// sidecar's.
+func (fc *fixtureCheck) checkFile(n node) {
+	fileLine := fc.lines.key(n.path, "file")
+	if n.path == fixture.RootPath {
+		fileLine = fc.lines.key(n.path, "file_sha256")
+	}
+	p := filepath.Join(fc.dir, n.file)
+	fi, err := os.Stat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		fc.add(fileLine, "SH405", "node %s: %s is missing", n.path, n.file)
+		return
+	case err != nil:
+		fc.add(fileLine, "SH405", "node %s: %s cannot be read: %v", n.path, n.file, err)
+		return
+	case !fi.Mode().IsRegular():
+		fc.add(fileLine, "SH405", "node %s: %s is not a regular file", n.path, n.file)
+		return
+	}
+	got, err := fixture.HashFile(p)
+	if err != nil {
+		fc.add(fileLine, "SH405", "node %s: %s cannot be read: %v", n.path, n.file, err)
+		return
+	}
+	if got != n.fileSHA256 {
+		fc.add(fc.lines.key(n.path, "file_sha256"), "SH402", "node %s: %s has sha256 %s, the sidecar records %s", n.path, n.file, short(got), short(n.fileSHA256))
+	}
+	if err := readableSQLite(fc.ctx, p); err != nil {
+		fc.add(fileLine, "SH405", "node %s: %s is not a readable SQLite database: %v", n.path, n.file, err)
+	}
+}
+
+// readableSQLite checks that a frozen file is a SQLite database SQLite can
+// read: the header, then, on a private copy (a frozen file is never opened
+// by SQLite, which may write to it), the schema and a quick integrity check.
+func readableSQLite(ctx context.Context, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	head := make([]byte, len(sqliteHeader))
+	if _, err := io.ReadFull(f, head); err != nil || !bytes.Equal(head, []byte(sqliteHeader)) {
+		return errors.New("it does not begin with the SQLite header")
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "seahaven-check-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	cp := filepath.Join(tmp, "copy.sqlite")
+	dst, err := os.Create(cp)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, f); err != nil {
+		dst.Close()
+		return err
+	}
+	if err := dst.Close(); err != nil {
+		return err
+	}
+	st, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: cp})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, err := st.Query(ctx, "SELECT count(*) FROM sqlite_schema"); err != nil {
+		return err
+	}
+	rows, err := st.Query(ctx, "PRAGMA quick_check")
+	if err != nil {
+		return err
+	}
+	var problems []string
+	for _, r := range rows.Values {
+		if len(r) > 0 {
+			if s, ok := r[0].(string); ok && s != "ok" {
+				problems = append(problems, s)
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("quick_check: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// checkShape reports SH406 when the sidecar's nodes — their set, worlds,
+// scopes and aliases — disagree with the world's composition, in the
+// sentence instance creation refuses with. Schema drift is SH403's, so the
+// comparison is made with each node's current schema hash in place.
+func (fc *fixtureCheck) checkShape(s *fixture.Sidecar, current map[string]string) {
+	c := *s
+	c.Nodes = append([]fixture.Node(nil), s.Nodes...)
+	if h, ok := current[fixture.RootPath]; ok {
+		c.SchemaHash = h
+	}
+	for i := range c.Nodes {
+		if h, ok := current[c.Nodes[i].Path]; ok {
+			c.Nodes[i].SchemaHash = h
+		}
+	}
+	if err := composition.CompareShape(fc.ctx, &c, fc.sealed); err != nil {
+		line := fc.lines.top["nodes"]
+		if line == 0 {
+			line = fc.lines.top["world"]
+		}
+		fc.out = append(fc.out, finding(fc.pos(line), "SH406", "%v", err))
+	}
+}
+
+// sidecarLines are the lines of a sidecar's keys, for positions.
+type sidecarLines struct {
+	top   map[string]int            // top-level key -> line
+	nodes map[string]map[string]int // node path -> key -> line
+}
+
+// key returns the line of a node's key ("main" is the root, whose keys are
+// top-level), or 0.
+func (l sidecarLines) key(path, key string) int {
+	if path == fixture.RootPath {
+		return l.top[key]
+	}
+	if keys, ok := l.nodes[path]; ok {
+		if line, ok := keys[key]; ok {
+			return line
+		}
+		return keys[""]
+	}
+	return 0
+}
+
+// findLines reads the lines of a sidecar's keys; text that is not YAML
+// yields none.
+func findLines(data []byte) sidecarLines {
+	l := sidecarLines{top: map[string]int{}, nodes: map[string]map[string]int{}}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return l
+	}
+	m := doc.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		l.top[k.Value] = k.Line
+		if k.Value != "nodes" || v.Kind != yaml.SequenceNode {
+			continue
+		}
+		for _, item := range v.Content {
+			if item.Kind != yaml.MappingNode {
+				continue
+			}
+			keys := map[string]int{"": item.Line}
+			path := ""
+			for j := 0; j+1 < len(item.Content); j += 2 {
+				keys[item.Content[j].Value] = item.Content[j].Line
+				if item.Content[j].Value == "path" {
+					path = item.Content[j+1].Value
+				}
+			}
+			if _, dup := l.nodes[path]; path != "" && !dup {
+				l.nodes[path] = keys
+			}
+		}
+	}
+	return l
+}
+
+// short abbreviates a hash for messages.
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
