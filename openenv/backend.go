@@ -1,0 +1,83 @@
+package openenv
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/seahaven/seahaven/env"
+)
+
+// Backend opens instances of one world. The engine provides one; the server
+// depends on nothing else of it. A Backend must be safe for concurrent use:
+// the server opens and lists for many sessions at once.
+type Backend interface {
+	// Info describes the world. The server calls it whenever it needs the
+	// description, so a Backend may return fresh fixture lists.
+	Info() Info
+	// Open starts one instance. It returns an error for an unknown fixture,
+	// an unknown startup keyword, or a bad Now or ClockMode; the server
+	// reports the error's text to the client. ctx bounds the opening only.
+	Open(ctx context.Context, opts OpenOptions) (Instance, error)
+}
+
+// Info describes the world a Backend serves.
+type Info struct {
+	// Name, Version and Description identify the world (GET /metadata, the
+	// state document's world and world_version, MCP serverInfo).
+	Name, Version, Description string
+	// DefaultFixture is the fixture a reset uses when it names none; "" means
+	// a genesis instance.
+	DefaultFixture string
+	// Fixtures lists the fixtures a reset may name (GET /fixtures).
+	Fixtures []FixtureInfo
+	// Tools is the tool surface, served by MCP tools/list without a session.
+	Tools []env.ToolInfo
+}
+
+// FixtureInfo describes one fixture for listing.
+type FixtureInfo struct {
+	ID           string  `json:"id"`
+	Description  string  `json:"description"`
+	ParentID     *string `json:"parent_id"`
+	CreatedAt    string  `json:"created_at"`
+	WorldVersion string  `json:"world_version"`
+}
+
+// OpenOptions are the options of one instance, taken from a reset.
+type OpenOptions struct {
+	// Seed seeds the instance's id streams and SQL random(); a reset's seed, default 0.
+	Seed int64
+	// EpisodeID labels the episode; a reset's episode_id, default a new UUID.
+	EpisodeID string
+	// Fixture is the fixture id, or "" for a genesis instance. A reset that
+	// names no fixture gets Info().DefaultFixture.
+	Fixture string
+	// Now is the clock's start as the client wrote it, or "" for the world's default.
+	Now string
+	// ClockMode is env.ClockFrozen, env.ClockStep, env.ClockWall, or "" for the default.
+	ClockMode string
+	// Startup holds the broadcast startup keywords, or nil. JSON numbers in it
+	// are json.Number, so integers keep their precision.
+	Startup map[string]any
+	// ControlTools lists and allows the seahaven_control tool.
+	ControlTools bool
+}
+
+// Instance is one live episode. An Instance is not safe for concurrent use:
+// the server serialises every call on a session, including Close, and never
+// calls an Instance after Close.
+type Instance interface {
+	// Tools returns the tool listing, in order.
+	Tools() []env.ToolInfo
+	// CallJSON calls a tool with JSON arguments and returns the tool's result,
+	// which the server encodes as JSON. A failure the agent may see is a
+	// *env.ToolError; an error wrapping context.DeadlineExceeded is reported as
+	// a timeout. CallJSON must return soon after ctx is done.
+	CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error)
+	// State returns the state document; the server fills in EpisodeID and StepCount.
+	State() env.StateDoc
+	// Inspect runs one read-only SQL statement over the inspection connection.
+	Inspect(ctx context.Context, sql string, args []any) (columns []string, rows [][]any, err error)
+	// Close releases the instance.
+	Close() error
+}

@@ -1,0 +1,178 @@
+// Package openenv serves a Seahaven world over the OpenEnv protocol
+// (huggingface/OpenEnv, src/openenv/core/env_server), so OpenEnv's own Python
+// clients (EnvClient, GenericEnvClient, MCPToolClient) and ordinary MCP
+// clients work against it unchanged.
+//
+// The engine reaches this package only through [Backend] and [Instance].
+// [NewServer] takes a Backend and a [Config]; [Server.Handler] serves every
+// route; [Server.Shutdown] ends every session.
+//
+// # Sessions
+//
+// A session holds at most one live instance (an episode) and serialises
+// every call on it. There are three kinds, sharing one pool of
+// [Config.MaxSessions]:
+//
+//   - a WebSocket connection to /ws is one session, for as long as the socket;
+//   - openenv/session/create on POST /mcp makes one, until openenv/session/close;
+//   - the HTTP routes use the session named by the [SessionHeader] header, or
+//     one server-wide default HTTP session. The header may name any live
+//     session, so a grader can inspect a /ws or /mcp episode while it runs.
+//
+// Every way a session ends (a close message, a disconnect, a failed write, a
+// missed pong, the idle reaper, openenv/session/close, Shutdown) goes through
+// one path that cancels the call in progress, closes the instance exactly
+// once and frees the slot. A session with no reset, step, mcp or inspect for
+// [Config.IdleTimeout] is closed (a state request does not count, and a call
+// in progress keeps a session alive); its WebSocket gets a close frame with
+// StatusGoingAway and the reason.
+//
+// # WebSocket /ws
+//
+// The server accepts the upgrade (browser pages from another origin are
+// refused, as a guard against cross-site requests), then either takes a
+// session or sends
+//
+//	{"type":"error","data":{"message":"Server at capacity: 2/2 sessions active. Cannot accept new connections.","code":"CAPACITY_REACHED","active_sessions":2,"max_sessions":2}}
+//
+// and closes (StatusTryAgainLater). Each client message is a JSON text
+// frame with only the keys type and data, and gets exactly one reply, in
+// order; close gets none:
+//
+//	→ {"type":"reset","data":{"seed":7,"episode_id":"ep-1","fixture":"acme"}}
+//	← {"type":"observation","data":{"observation":{},"reward":null,"done":false}}
+//	→ {"type":"step","data":{"type":"list_tools"}}
+//	← {"type":"observation","data":{"observation":{"tools":[{"name":"…","description":"…","input_schema":{…}}]},"reward":null,"done":false}}
+//	→ {"type":"step","data":{"type":"call_tool","tool_name":"add","arguments":{"a":5,"b":3}}}
+//	← {"type":"observation","data":{"observation":{"tool_name":"add","result":{"content":[{"type":"text","text":"8","annotations":null,"meta":null}],"structured_content":{"result":8},"meta":null,"data":8,"is_error":false},"error":null},"reward":null,"done":false}}
+//	→ {"type":"state"}
+//	← {"type":"state","data":{"episode_id":"ep-1","step_count":1,"state_format":"seahaven.state/1",…}}
+//	→ {"type":"inspect","data":{"sql":"SELECT count(*) FROM charges WHERE amount > ?","params":[100]}}
+//	← {"type":"inspect","data":{"columns":["count(*)"],"rows":[[2]],"truncated":false}}
+//	→ {"type":"mcp","data":{"jsonrpc":"2.0","id":1,"method":"tools/list"}}
+//	← {"type":"mcp","data":{"jsonrpc":"2.0","id":1,"result":{"tools":[…]}}}
+//	→ {"type":"close"}
+//
+// Reset data keys are seed (integer ≥ 0, default 0), episode_id (string of
+// at most 255 characters, default a new UUID), fixture (default the world's
+// default fixture; "" asks for genesis), now, clock_mode ("frozen", "step"
+// or "wall"), startup (object) and control_tools (boolean). A successful
+// reset closes the previous instance; a failed one keeps it. A step (or an
+// inspect, or an MCP tools/call) before any reset first performs the default
+// reset, as OpenEnv environments exist from connect. step_count counts call_tool steps (and tools/call on the
+// session), not list_tools, and a reset zeroes it.
+//
+// A tool failure is part of the observation, not an error frame:
+// {"tool_name":"pay","result":null,"error":{"error_type":"execution_error","message":"card declined"}},
+// with error_type one of execution_error, invalid_args, tool_not_found and
+// timeout (a call past [Config.StepTimeout] is cancelled). reset, step,
+// state and close are never tools: calling them is tool_not_found.
+//
+// Error frames are {"type":"error","data":{"message":…,"code":…}} with these
+// codes:
+//
+//   - INVALID_JSON: the frame is not JSON.
+//   - UNKNOWN_TYPE: type is missing or unknown.
+//   - VALIDATION_ERROR: an extra envelope key (state and close take no data),
+//     or bad reset data, action or inspect query; data.errors lists
+//     {type, loc, msg, input} for each, and the message names them all.
+//   - EXECUTION_ERROR: the reset failed (the Backend's message), a call
+//     panicked, or an inspect query failed (the SQL error's text).
+//   - FACTORY_ERROR: the implicit default reset of a first step failed; data
+//     has factory_name. The session stays open.
+//   - CAPACITY_REACHED: sent right after accept, then the socket closes.
+//   - SESSION_ERROR: a binary frame (then close with StatusUnsupportedData),
+//     or a message over [Config.MaxMessageBytes] (the message names its size
+//     and the limit; then close with StatusMessageTooBig).
+//
+// Only these end a session from a message; every other error keeps it.
+//
+// The server keeps reading while a message is processed: a reader goroutine
+// feeds a queue of [Config.MaxPending] messages and answers pings, so a
+// client's keepalive succeeds during a long step. A client that pipelines
+// without reading replies meets TCP backpressure once the queue is full,
+// and one that stops reading altogether is closed when a write takes longer
+// than [Config.WriteTimeout]. The server also pings every
+// [Config.PingInterval] and drops a peer that does not answer within
+// [Config.PongTimeout].
+//
+// # JSON-RPC /mcp
+//
+// POST /mcp takes one JSON-RPC 2.0 request and always answers HTTP 200 with
+// a response carrying exactly one of result and error (code, message, data).
+// The same handler serves mcp messages on /ws, bound to that socket's
+// session. Methods:
+//
+//   - initialize: {"protocolVersion","capabilities":{"tools":{"listChanged":false}},"serverInfo":{"name","version"}};
+//     the client's protocolVersion is echoed when known, else 2025-06-18.
+//   - ping: {}.
+//   - tools/list {session_id?}: {"tools":[{"name","description","inputSchema"}]}.
+//   - tools/call {name, arguments?, session_id?}: {"content","structured_content","meta","data","is_error",
+//     "structuredContent","isError"}; a tool failure is -32603 with its message and data {"error_type":…}.
+//     Without session_id (on POST /mcp), the call runs on an instance opened
+//     with the default options and closed at once.
+//   - openenv/session/create: {"session_id"}; on /ws, the socket's own id.
+//     At capacity -32000 with data {active_sessions, max_sessions}.
+//   - openenv/session/close {session_id}: {"session_id","closed":true}.
+//     A WebSocket's session cannot be closed this way (-32600).
+//
+// Errors: -32700 "Parse error" (id null), -32600 "Invalid request: …",
+// -32601 "Method not found: <method>", -32602 for missing or unknown
+// parameters ("Missing 'name' in params", "Invalid params - 'session_id' is
+// required", "Unknown session_id: <id>"). A request without an id whose
+// method starts with notifications/ is a notification: POST /mcp answers 202
+// with no body (on /ws it still gets a reply, an empty result). /mcp never
+// offers reset or inspect.
+//
+// # HTTP routes
+//
+//	GET  /health        {"status":"healthy"}
+//	GET  /metadata      {"name","description","readme_content":null,"version","author":null,"documentation_url":null}
+//	GET  /schema        {"action","observation","state"}: JSON Schemas from package schemas
+//	GET  /openapi.json  OpenAPI 3.1 description of these routes
+//	GET  /fixtures      the fixtures a reset may name
+//	GET  /sessions      the live sessions, without their ids (see [SessionInfo])
+//	POST /reset         reset data → {"observation":{},"reward":null,"done":false}
+//	POST /step          {"action":{…},"timeout_s"?,"request_id"?} → {"observation":…,"reward":null,"done":false}
+//	GET  /state         the state document
+//	POST /inspect       {"sql","params"?} → {"columns","rows","truncated"}
+//	POST /mcp           JSON-RPC, above
+//	GET  /ws            WebSocket, above
+//
+// Validation failures are 422 {"detail":[{type,loc,msg,input}]}; unknown
+// routes 404 {"detail":"Not Found"}; a wrong method 405 {"detail":"Method Not
+// Allowed"}; other failures {"detail":<message>,"code":<code>} with 400 (a
+// failed inspect query), 404 (an unknown session), 413 (a body over
+// MaxMessageBytes), 500 (a failed reset or a panic) or 503 (capacity,
+// shutdown).
+//
+// # Where Seahaven differs from upstream OpenEnv
+//
+//   - POST /reset, POST /step, GET /state and POST /inspect act on a real,
+//     lasting session chosen by [SessionHeader]; upstream builds a throwaway
+//     environment per request, so its HTTP episodes are meaningless. These
+//     sessions count against MaxSessions and are reaped when idle.
+//   - inspect (on /ws and POST /inspect) is ours: read-only SQL for graders
+//     and the inspector UI. It is never a tool and never on /mcp.
+//   - /mcp answers the MCP initialize handshake and ping, so ordinary MCP
+//     clients connect; upstream answers -32601. tools/call results also
+//     carry MCP's camelCase structuredContent and isError.
+//   - Reset data is validated strictly: unknown keys and wrong types are a
+//     VALIDATION_ERROR, where upstream silently drops what the environment's
+//     reset signature does not take.
+//   - The idle reaper is on by default and closes the reaped session's
+//     socket with a reason; upstream's is off by default and leaves the
+//     socket open. The server also pings and closes dead peers.
+//   - The implicit first reset's failure is FACTORY_ERROR but keeps the
+//     socket open, since an explicit reset may still succeed; upstream
+//     creates the environment at connect and closes on failure.
+//   - A binary frame closes with StatusUnsupportedData and an oversized
+//     message with StatusMessageTooBig, each after a SESSION_ERROR frame.
+//   - There is no WebSocket /mcp endpoint; use mcp messages on /ws.
+//
+// # Concurrency
+//
+// A [Server] is safe for concurrent use, and so must a [Backend] be. An
+// [Instance] is not: the server never calls one instance from two
+// goroutines at once, never after Close, and closes it exactly once.
+package openenv

@@ -1,0 +1,153 @@
+package openenv
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Error codes of WebSocket error frames (OpenEnv's WSErrorCode).
+const (
+	codeInvalidJSON = "INVALID_JSON"
+	codeUnknownType = "UNKNOWN_TYPE"
+	codeValidation  = "VALIDATION_ERROR"
+	codeExecution   = "EXECUTION_ERROR"
+	codeCapacity    = "CAPACITY_REACHED"
+	codeFactory     = "FACTORY_ERROR"
+	codeSession     = "SESSION_ERROR"
+)
+
+// Codes that exist only inside the server; each travels as one of the codes
+// above on /ws.
+const (
+	codeQuery          = "QUERY_ERROR"       // an inspect statement failed
+	codeUnknownSession = "UNKNOWN_SESSION"   // a session id names no session
+	codeTooLarge       = "MESSAGE_TOO_LARGE" // a frame or body over MaxMessageBytes
+	codeShuttingDown   = "SHUTTING_DOWN"     // Shutdown has begun
+)
+
+// JSON-RPC 2.0 error codes.
+const (
+	rpcParseError     = -32700
+	rpcInvalidRequest = -32600
+	rpcMethodNotFound = -32601
+	rpcInvalidParams  = -32602
+	rpcInternalError  = -32603
+	rpcServerError    = -32000
+)
+
+// codes translates every protocol error code to each transport, in one place.
+var codes = map[string]struct {
+	ws   string // code of the /ws error frame
+	http int    // HTTP status of the stateful HTTP routes
+	rpc  int    // JSON-RPC error code
+}{
+	codeInvalidJSON:    {codeInvalidJSON, http.StatusUnprocessableEntity, rpcParseError},
+	codeUnknownType:    {codeUnknownType, http.StatusBadRequest, rpcMethodNotFound},
+	codeValidation:     {codeValidation, http.StatusUnprocessableEntity, rpcInvalidParams},
+	codeExecution:      {codeExecution, http.StatusInternalServerError, rpcInternalError},
+	codeCapacity:       {codeCapacity, http.StatusServiceUnavailable, rpcServerError},
+	codeFactory:        {codeFactory, http.StatusInternalServerError, rpcServerError},
+	codeSession:        {codeSession, http.StatusInternalServerError, rpcInternalError},
+	codeQuery:          {codeExecution, http.StatusBadRequest, rpcInternalError},
+	codeUnknownSession: {codeSession, http.StatusNotFound, rpcInvalidParams},
+	codeTooLarge:       {codeSession, http.StatusRequestEntityTooLarge, rpcInvalidRequest},
+	codeShuttingDown:   {codeSession, http.StatusServiceUnavailable, rpcServerError},
+}
+
+// protoError is a failure reported to a client: an error frame on /ws, an
+// HTTP error on the stateful routes, a JSON-RPC error on /mcp.
+type protoError struct {
+	code    string       // one of the code constants
+	message string       // the text the client sees
+	errors  []fieldError // the failures of a validation error
+	extra   object       // extra data keys (active_sessions, factory_name, ...)
+}
+
+// Error returns the message.
+func (e *protoError) Error() string { return e.message }
+
+// fieldError is one validation failure, in pydantic's shape.
+type fieldError struct {
+	Type  string          `json:"type"`
+	Loc   []any           `json:"loc"`
+	Msg   string          `json:"msg"`
+	Input json.RawMessage `json:"input"`
+}
+
+// frame renders e as a /ws error frame.
+func (e *protoError) frame() object {
+	data := object{{"message", e.message}, {"code", codes[e.code].ws}}
+	if e.code == codeValidation {
+		data = append(data, field{"errors", nonNil(e.errors)})
+	}
+	data = append(data, e.extra...)
+	return object{{"type", "error"}, {"data", data}}
+}
+
+// httpStatus is the HTTP status of e on the stateful routes.
+func (e *protoError) httpStatus() int { return codes[e.code].http }
+
+// httpBody renders e as a FastAPI-style error body: a list of failures for a
+// validation error, else the message, with the code alongside.
+func (e *protoError) httpBody() object {
+	if e.code == codeValidation || e.code == codeInvalidJSON {
+		return object{{"detail", nonNil(e.errors)}}
+	}
+	return append(object{{"detail", e.message}, {"code", codes[e.code].ws}}, e.extra...)
+}
+
+// rpcError renders e as a JSON-RPC error object.
+func (e *protoError) rpcError() object {
+	var data any
+	if len(e.extra) > 0 {
+		data = e.extra
+	}
+	return object{{"code", codes[e.code].rpc}, {"message", e.message}, {"data", data}}
+}
+
+// newError returns a protoError with a formatted message.
+func newError(code, format string, args ...any) *protoError {
+	return &protoError{code: code, message: fmt.Sprintf(format, args...)}
+}
+
+// invalid returns a validation error listing errs. The message names each
+// offending location, so a client that shows only the message still learns
+// what to fix.
+func invalid(errs []fieldError) *protoError {
+	parts := make([]string, len(errs))
+	for i, fe := range errs {
+		parts[i] = locString(fe.Loc) + ": " + fe.Msg
+	}
+	return &protoError{code: codeValidation, message: "Invalid message: " + strings.Join(parts, "; "), errors: errs}
+}
+
+// locString joins a loc as a dotted path ("data.seed").
+func locString(loc []any) string {
+	if len(loc) == 0 {
+		return "(message)"
+	}
+	parts := make([]string, len(loc))
+	for i, l := range loc {
+		parts[i] = fmt.Sprint(l)
+	}
+	return strings.Join(parts, ".")
+}
+
+// capacityError is the refusal of a session at the limit.
+func capacityError(active, limit int) *protoError {
+	return &protoError{
+		code:    codeCapacity,
+		message: fmt.Sprintf("Server at capacity: %d/%d sessions active. Cannot accept new connections.", active, limit),
+		extra:   object{{"active_sessions", active}, {"max_sessions", limit}},
+	}
+}
+
+// nonNil turns a nil slice into an empty one so it encodes as [].
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

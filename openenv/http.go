@@ -1,0 +1,284 @@
+package openenv
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/seahaven/seahaven/schemas"
+)
+
+// SessionHeader selects the session of POST /reset, POST /step, GET /state
+// and POST /inspect. Without it they use one server-wide default HTTP
+// session, made on first use. A reset naming an id that is not live makes a
+// session with that id; the other routes answer 404 for it. Every reply of
+// these routes carries the header with the session's id.
+const SessionHeader = "X-Seahaven-Session"
+
+// sessionIDPattern is what a client-chosen session id may look like.
+var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,255}$`)
+
+// routes builds the HTTP handler.
+func (s *Server) routes() http.Handler {
+	r := chi.NewRouter()
+	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusNotFound, object{{"detail", "Not Found"}})
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusMethodNotAllowed, object{{"detail", "Method Not Allowed"}})
+	})
+	r.Get("/health", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, object{{"status", "healthy"}})
+	})
+	r.Get("/metadata", s.serveMetadata)
+	r.Get("/schema", s.serveSchema)
+	r.Get("/openapi.json", s.serveOpenAPI)
+	r.Get("/fixtures", s.serveFixtures)
+	r.Get("/sessions", s.serveSessions)
+	r.Post("/reset", s.serveReset)
+	r.Post("/step", s.serveStep)
+	r.Get("/state", s.serveState)
+	r.Post("/inspect", s.serveInspect)
+	r.Post("/mcp", s.serveMCP)
+	r.Get("/ws", s.serveWS)
+	return r
+}
+
+// writeJSON writes v as a JSON response.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := encode(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = encode(object{{"detail", fmt.Sprintf("response cannot be encoded as JSON: %v", err)}})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// writeError writes a protoError in FastAPI's error shape.
+func writeError(w http.ResponseWriter, perr *protoError) {
+	writeJSON(w, perr.httpStatus(), perr.httpBody())
+}
+
+// readBody reads a request body of at most MaxMessageBytes.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *protoError) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxMessageBytes))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return nil, newError(codeTooLarge, "Request body exceeds the limit of %d bytes", s.cfg.MaxMessageBytes)
+	case err != nil:
+		return nil, newError(codeSession, "Reading the request body failed: %v", err)
+	}
+	return b, nil
+}
+
+// readJSONBody reads a body that must be JSON when present.
+func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, *protoError) {
+	b, perr := s.readBody(w, r)
+	if perr != nil {
+		return nil, perr
+	}
+	if len(b) > 0 && !json.Valid(b) {
+		var v any
+		err := json.Unmarshal(b, &v)
+		return nil, &protoError{code: codeInvalidJSON, message: "Invalid JSON: " + fmt.Sprint(err),
+			errors: []fieldError{{Type: "json_invalid", Loc: []any{"body"}, Msg: "JSON decode error", Input: json.RawMessage("{}")}}}
+	}
+	return b, nil
+}
+
+// httpSession returns the session a request names with SessionHeader, or
+// the default HTTP session. create allows making a session for an id that
+// is not live (reset only).
+func (s *Server) httpSession(r *http.Request, create bool) (*session, *protoError) {
+	id := r.Header.Get(SessionHeader)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id == "" {
+		if s.defaultHTTP != nil {
+			return s.defaultHTTP, nil
+		}
+		ss, perr := s.newSessionLocked(TransportHTTP, "")
+		if perr != nil {
+			return nil, perr
+		}
+		s.defaultHTTP = ss
+		return ss, nil
+	}
+	if ss, ok := s.sessions[id]; ok {
+		return ss, nil
+	}
+	if !create {
+		return nil, unknownSession(id)
+	}
+	if !sessionIDPattern.MatchString(id) {
+		return nil, invalid([]fieldError{{Type: "string_pattern_mismatch", Loc: []any{"header", SessionHeader},
+			Msg: "String should match pattern '" + sessionIDPattern.String() + "'", Input: mustEncode(id)}})
+	}
+	return s.newSessionLocked(TransportHTTP, id)
+}
+
+// mustEncode encodes a value that always encodes.
+func mustEncode(v any) json.RawMessage {
+	b, err := encode(v)
+	if err != nil {
+		panic(fmt.Sprintf("openenv: encoding %T: %v", v, err))
+	}
+	return b
+}
+
+// serveReset serves POST /reset on the selected session.
+func (s *Server) serveReset(w http.ResponseWriter, r *http.Request) {
+	body, perr := s.readJSONBody(w, r)
+	if perr != nil {
+		writeError(w, perr)
+		return
+	}
+	req, errs := parseReset(body, []any{"body"})
+	if len(errs) > 0 {
+		writeError(w, invalid(errs))
+		return
+	}
+	ss, perr := s.httpSession(r, true)
+	if perr != nil {
+		writeError(w, perr)
+		return
+	}
+	w.Header().Set(SessionHeader, ss.id)
+	if perr := ss.reset(r.Context(), req); perr != nil {
+		writeError(w, perr)
+		return
+	}
+	writeJSON(w, http.StatusOK, stepResponse(resetObservation))
+}
+
+// serveStep serves POST /step on the selected session. timeout_s, when
+// given, shortens the call's timeout (it never extends StepTimeout).
+func (s *Server) serveStep(w http.ResponseWriter, r *http.Request) {
+	body, perr := s.readJSONBody(w, r)
+	if perr != nil {
+		writeError(w, perr)
+		return
+	}
+	if len(body) == 0 {
+		body = []byte("{}")
+	}
+	req, errs := parseStepRequest(body)
+	if len(errs) > 0 {
+		writeError(w, invalid(errs))
+		return
+	}
+	ss, perr := s.httpSession(r, false)
+	if perr != nil {
+		writeError(w, perr)
+		return
+	}
+	w.Header().Set(SessionHeader, ss.id)
+	timeout := s.cfg.StepTimeout
+	if req.timeout > 0 {
+		if d := time.Duration(req.timeout * float64(time.Second)); timeout <= 0 || d < timeout {
+			timeout = d
+		}
+	}
+	obs, perr := ss.step(r.Context(), req.action, timeout)
+	if perr != nil {
+		writeError(w, perr)
+		return
+	}
+	writeJSON(w, http.StatusOK, stepResponse(obs))
+}
+
+// serveState serves GET /state of the selected session.
+func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
+	ss, perr := s.httpSession(r, false)
+	if perr != nil {
+		writeError(w, perr)
+		return
+	}
+	w.Header().Set(SessionHeader, ss.id)
+	doc, perr := ss.state(r.Context())
+	if perr != nil {
+		writeError(w, perr)
+		return
+	}
+	writeJSON(w, http.StatusOK, doc)
+}
+
+// serveInspect serves POST /inspect on the selected session.
+func (s *Server) serveInspect(w http.ResponseWriter, r *http.Request) {
+	body, perr := s.readJSONBody(w, r)
+	if perr != nil {
+		writeError(w, perr)
+		return
+	}
+	if len(body) == 0 {
+		body = []byte("{}")
+	}
+	req, errs := parseInspect(body, []any{"body"})
+	if len(errs) > 0 {
+		writeError(w, invalid(errs))
+		return
+	}
+	ss, perr := s.httpSession(r, false)
+	if perr != nil {
+		writeError(w, perr)
+		return
+	}
+	w.Header().Set(SessionHeader, ss.id)
+	res, perr := ss.inspect(r.Context(), req)
+	if perr != nil {
+		writeError(w, perr)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// serveMetadata serves GET /metadata in OpenEnv's EnvironmentMetadata shape.
+func (s *Server) serveMetadata(w http.ResponseWriter, _ *http.Request) {
+	info, perr := s.info()
+	if perr != nil {
+		writeError(w, perr)
+		return
+	}
+	writeJSON(w, http.StatusOK, object{
+		{"name", info.Name}, {"description", info.Description}, {"readme_content", nil},
+		{"version", info.Version}, {"author", nil}, {"documentation_url", nil},
+	})
+}
+
+// serveSchema serves GET /schema: the action, observation and state schemas.
+func (s *Server) serveSchema(w http.ResponseWriter, _ *http.Request) {
+	out := object{}
+	for _, name := range []string{"action", "observation", "state"} {
+		b, err := schemas.Get(name)
+		if err != nil {
+			writeError(w, newError(codeExecution, "%v", err))
+			return
+		}
+		out = append(out, field{name, b})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// serveFixtures serves GET /fixtures.
+func (s *Server) serveFixtures(w http.ResponseWriter, _ *http.Request) {
+	info, perr := s.info()
+	if perr != nil {
+		writeError(w, perr)
+		return
+	}
+	writeJSON(w, http.StatusOK, nonNil(info.Fixtures))
+}
+
+// serveSessions serves GET /sessions: the monitoring list, without ids.
+func (s *Server) serveSessions(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, nonNil(s.Sessions()))
+}

@@ -1,0 +1,295 @@
+package openenv_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/seahaven/seahaven/openenv"
+	"github.com/seahaven/seahaven/schemas"
+)
+
+func TestHTTP_Routes(t *testing.T) {
+	tests := []struct {
+		name   string
+		method string
+		path   string
+		status int
+		want   string // the whole body; "" to skip
+	}{
+		{"Health", "GET", "/health", 200, `{"status":"healthy"}`},
+		{"Metadata", "GET", "/metadata", 200, `{"name":"fake","description":"A fake world for tests.","readme_content":null,"version":"1.2.3","author":null,"documentation_url":null}`},
+		{"Fixtures", "GET", "/fixtures", 200, `[{"id":"base","description":"Two customers.","parent_id":null,"created_at":"2026-01-01T00:00:00.000Z","world_version":"1.2.3"},` +
+			`{"id":"child","description":"Base plus a refund.","parent_id":"base","created_at":"2026-01-02T00:00:00.000Z","world_version":"1.2.3"}]`},
+		{"SessionsEmpty", "GET", "/sessions", 200, `[]`},
+		{"NotFound", "GET", "/nowhere", 404, `{"detail":"Not Found"}`},
+		{"MethodNotAllowed", "POST", "/health", 405, `{"detail":"Method Not Allowed"}`},
+		{"StateNotPost", "POST", "/state", 405, `{"detail":"Method Not Allowed"}`},
+		{"ResetNotGet", "GET", "/reset", 405, `{"detail":"Method Not Allowed"}`},
+		{"WSWithoutUpgrade", "GET", "/ws", 426, ""},
+	}
+	s := mustServe(t, newFake(t), openenv.Config{})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body, resp := s.httpDo(t, tt.method, tt.path, "", nil)
+			if code != tt.status {
+				t.Fatalf("status %d, want %d: %s", code, tt.status, body)
+			}
+			if tt.want != "" {
+				if compact(t, body) != compact(t, tt.want) {
+					t.Errorf("got  %s\nwant %s", body, tt.want)
+				}
+				if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+					t.Errorf("Content-Type %q", ct)
+				}
+			}
+		})
+	}
+}
+
+func TestHTTP_Schema(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{})
+	_, body, _ := s.httpDo(t, "GET", "/schema", "", nil)
+	var got map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Errorf("keys %v, want action, observation, state", got)
+	}
+	for _, name := range []string{"action", "observation", "state"} {
+		want, err := schemas.Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if compact(t, string(got[name])) != compact(t, string(want)) {
+			t.Errorf("%s schema differs from package schemas", name)
+		}
+	}
+}
+
+func TestHTTP_OpenAPI(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{})
+	code, body, _ := s.httpDo(t, "GET", "/openapi.json", "", nil)
+	if code != 200 {
+		t.Fatalf("status %d", code)
+	}
+	var doc struct {
+		OpenAPI string `json:"openapi"`
+		Info    struct {
+			Title   string `json:"title"`
+			Version string `json:"version"`
+		} `json:"info"`
+		Paths      map[string]map[string]any `json:"paths"`
+		Components struct {
+			Schemas map[string]map[string]any `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal([]byte(body), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.OpenAPI != "3.1.0" || doc.Info.Title != "OpenEnv Environment HTTP API" || doc.Info.Version != "1.0.0" {
+		t.Errorf("openapi %q, info %+v", doc.OpenAPI, doc.Info)
+	}
+	for path, method := range map[string]string{"/reset": "post", "/step": "post", "/state": "get", "/health": "get",
+		"/metadata": "get", "/schema": "get", "/mcp": "post", "/inspect": "post"} {
+		if _, ok := doc.Paths[path][method]; !ok {
+			t.Errorf("no %s %s in paths", method, path)
+		}
+	}
+	// Every local reference resolves; every external one names a component's $id.
+	ids := map[string]bool{}
+	for _, c := range doc.Components.Schemas {
+		if id, ok := c["$id"].(string); ok {
+			ids[id] = true
+		}
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if ref, ok := v["$ref"].(string); ok {
+				switch {
+				case strings.HasPrefix(ref, "#/components/"):
+					parts := strings.Split(strings.TrimPrefix(ref, "#/components/"), "/")
+					if !strings.Contains(body, `"`+parts[len(parts)-1]+`":`) {
+						t.Errorf("$ref %s does not resolve", ref)
+					}
+				case strings.HasPrefix(ref, "https://"):
+					if !ids[ref] {
+						t.Errorf("$ref %s names no component", ref)
+					}
+				}
+			}
+			for _, e := range v {
+				walk(e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	var all any
+	json.Unmarshal([]byte(body), &all)
+	walk(all)
+}
+
+func TestHTTP_StatefulSessions(t *testing.T) {
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{})
+	grader := map[string]string{openenv.SessionHeader: "grader-1"}
+	other := map[string]string{openenv.SessionHeader: "grader-2"}
+
+	code, body, resp := s.httpDo(t, "POST", "/reset", `{"seed":4,"episode_id":"g1"}`, grader)
+	if code != 200 || compact(t, body) != `{"observation":{},"reward":null,"done":false}` {
+		t.Fatalf("POST /reset: %d %s", code, body)
+	}
+	if h := resp.Header.Get(openenv.SessionHeader); h != "grader-1" {
+		t.Errorf("reply session header %q", h)
+	}
+	s.httpDo(t, "POST", "/reset", `{"episode_id":"g2"}`, other)
+
+	for i := range 3 {
+		code, body, _ = s.httpDo(t, "POST", "/step", fmt.Sprintf(`{"action":{"type":"call_tool","tool_name":"echo","arguments":{"message":"m%d"}}}`, i), grader)
+		if code != 200 {
+			t.Fatalf("POST /step: %d %s", code, body)
+		}
+	}
+	jsonEq(t, body, `{"observation":{"tool_name":"echo","result":{"content":[{"type":"text","text":"{\"message\":\"m2\"}","annotations":null,"meta":null}],"structured_content":{"message":"m2"},"meta":null,"data":{"message":"m2"},"is_error":false},"error":null},"reward":null,"done":false}`)
+	if err := schemas.Validate("step_response", []byte(body)); err != nil {
+		t.Error(err)
+	}
+
+	_, state, _ := s.httpDo(t, "GET", "/state", "", grader)
+	if err := schemas.Validate("state", []byte(state)); err != nil {
+		t.Error(err)
+	}
+	if ep, n, seed := str(t, state, "episode_id"), fmt.Sprint(field(t, state, "step_count")), fmt.Sprint(field(t, state, "seed")); ep != "g1" || n != "3" || seed != "4" {
+		t.Errorf("grader-1 state: episode %s, steps %s, seed %s; want g1, 3, 4", ep, n, seed)
+	}
+	_, state, _ = s.httpDo(t, "GET", "/state", "", other)
+	if ep, n := str(t, state, "episode_id"), fmt.Sprint(field(t, state, "step_count")); ep != "g2" || n != "0" {
+		t.Errorf("grader-2 state: episode %s, steps %s; want g2, 0", ep, n)
+	}
+	_, rows, _ := s.httpDo(t, "POST", "/inspect", `{"sql":"SELECT message FROM echoes"}`, grader)
+	jsonEq(t, rows, `{"columns":["message"],"rows":[["m0"],["m1"],["m2"]],"truncated":false}`)
+
+	t.Run("DefaultSession", func(t *testing.T) {
+		_, state, resp := s.httpDo(t, "GET", "/state", "", nil)
+		if ep := field(t, state, "episode_id"); ep != nil {
+			t.Errorf("default session episode %v before any reset", ep)
+		}
+		id := resp.Header.Get(openenv.SessionHeader)
+		if id == "" || id == "grader-1" || id == "grader-2" {
+			t.Errorf("default session id %q", id)
+		}
+		_, body, _ := s.httpDo(t, "POST", "/step", `{"action":{"tool_name":"add","arguments":{"a":2,"b":2}}}`, nil)
+		if d := fmt.Sprint(field(t, body, "observation.result.data")); d != "4" {
+			t.Errorf("default session step: %s", body)
+		}
+		_, state, resp = s.httpDo(t, "GET", "/state", "", nil)
+		if n := fmt.Sprint(field(t, state, "step_count")); n != "1" || resp.Header.Get(openenv.SessionHeader) != id {
+			t.Errorf("default session not kept: %s", state)
+		}
+	})
+	t.Run("UnknownSession", func(t *testing.T) {
+		for _, r := range []struct{ method, path, body string }{
+			{"POST", "/step", `{"action":{"type":"list_tools"}}`},
+			{"GET", "/state", ""},
+			{"POST", "/inspect", `{"sql":"SELECT 1"}`},
+		} {
+			code, body, _ := s.httpDo(t, r.method, r.path, r.body, map[string]string{openenv.SessionHeader: "nobody"})
+			if code != 404 || compact(t, body) != `{"detail":"Unknown session_id: nobody","code":"SESSION_ERROR"}` {
+				t.Errorf("%s %s: %d %s", r.method, r.path, code, body)
+			}
+		}
+	})
+	if n := len(s.Sessions()); n != 3 {
+		t.Errorf("%d sessions, want 3 (two named, one default)", n)
+	}
+}
+
+func TestHTTP_Errors(t *testing.T) {
+	tests := []struct {
+		name   string
+		method string
+		path   string
+		body   string
+		header string // X-Seahaven-Session
+		status int
+		want   string // the whole body
+	}{
+		{"ResetNegativeSeed", "POST", "/reset", `{"seed":-1}`, "", 422,
+			`{"detail":[{"type":"greater_than_equal","loc":["body","seed"],"msg":"Input should be greater than or equal to 0","input":-1}]}`},
+		{"ResetUnknownKey", "POST", "/reset", `{"difficulty":"hard"}`, "", 422,
+			`{"detail":[{"type":"extra_forbidden","loc":["body","difficulty"],"msg":"Extra inputs are not permitted","input":"hard"}]}`},
+		{"ResetInvalidJSON", "POST", "/reset", `{"seed":`, "", 422,
+			`{"detail":[{"type":"json_invalid","loc":["body"],"msg":"JSON decode error","input":{}}]}`},
+		{"ResetBadHeader", "POST", "/reset", `{}`, "bad id!", 422,
+			`{"detail":[{"type":"string_pattern_mismatch","loc":["header","X-Seahaven-Session"],"msg":"String should match pattern '^[A-Za-z0-9._:-]{1,255}$'","input":"bad id!"}]}`},
+		{"ResetUnknownFixture", "POST", "/reset", `{"fixture":"nope"}`, "", 500,
+			`{"detail":"unknown fixture \"nope\"","code":"EXECUTION_ERROR"}`},
+		{"StepMissingAction", "POST", "/step", `{}`, "", 422,
+			`{"detail":[{"type":"missing","loc":["body","action"],"msg":"Field required","input":{}}]}`},
+		{"StepNoBody", "POST", "/step", ``, "", 422,
+			`{"detail":[{"type":"missing","loc":["body","action"],"msg":"Field required","input":{}}]}`},
+		{"StepMissingToolName", "POST", "/step", `{"action":{"type":"call_tool"}}`, "", 422,
+			`{"detail":[{"type":"missing","loc":["tool_name"],"msg":"Field required","input":{"type":"call_tool"}}]}`},
+		{"StepBadTimeout", "POST", "/step", `{"action":{"type":"list_tools"},"timeout_s":0}`, "", 422,
+			`{"detail":[{"type":"greater_than","loc":["body","timeout_s"],"msg":"Input should be greater than 0","input":0}]}`},
+		{"StepExtra", "POST", "/step", `{"action":{"type":"list_tools"},"trace":true}`, "", 422,
+			`{"detail":[{"type":"extra_forbidden","loc":["body","trace"],"msg":"Extra inputs are not permitted","input":true}]}`},
+		{"StepPanic", "POST", "/step", `{"action":{"tool_name":"boom"}}`, "", 500,
+			`{"detail":"internal error: tool \"boom\" panicked: tool exploded","code":"EXECUTION_ERROR"}`},
+		{"StepToolError", "POST", "/step", `{"action":{"tool_name":"fail"},"request_id":"r1"}`, "", 200,
+			`{"observation":{"tool_name":"fail","result":null,"error":{"error_type":"execution_error","message":"card declined"}},"reward":null,"done":false}`},
+		{"StepTimeoutS", "POST", "/step", `{"action":{"tool_name":"slow"},"timeout_s":0.02}`, "", 200,
+			`{"observation":{"tool_name":"slow","result":null,"error":{"error_type":"timeout","message":"tool \"slow\" timed out after 20ms"}},"reward":null,"done":false}`},
+		{"InspectMissingSQL", "POST", "/inspect", `{}`, "", 422,
+			`{"detail":[{"type":"missing","loc":["body","sql"],"msg":"Field required","input":{}}]}`},
+		{"InspectSQLError", "POST", "/inspect", `{"sql":"DROP TABLE x"}`, "", 400,
+			`{"detail":"no such table: DROP TABLE x","code":"EXECUTION_ERROR"}`},
+		{"ResetTooLarge", "POST", "/reset", `{"episode_id":"` + strings.Repeat("x", 300) + `"}`, "", 413,
+			`{"detail":"Request body exceeds the limit of 256 bytes","code":"SESSION_ERROR"}`},
+	}
+	s := mustServe(t, newFake(t), openenv.Config{MaxMessageBytes: 256})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var h map[string]string
+			if tt.header != "" {
+				h = map[string]string{openenv.SessionHeader: tt.header}
+			}
+			code, body, _ := s.httpDo(t, tt.method, tt.path, tt.body, h)
+			if code != tt.status || compact(t, body) != compact(t, tt.want) {
+				t.Errorf("got  %d %s\nwant %d %s", code, body, tt.status, tt.want)
+			}
+		})
+	}
+}
+
+func TestHTTP_ResetFailureKeepsInstance(t *testing.T) {
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{})
+	s.httpDo(t, "POST", "/reset", `{"episode_id":"keep"}`, nil)
+	if code, _, _ := s.httpDo(t, "POST", "/reset", `{"fixture":"nope"}`, nil); code != 500 {
+		t.Fatalf("failing reset: %d", code)
+	}
+	_, state, _ := s.httpDo(t, "GET", "/state", "", nil)
+	if ep := str(t, state, "episode_id"); ep != "keep" {
+		t.Errorf("episode %s after a failed reset, want keep", ep)
+	}
+	if n := fake.open.Load(); n != 1 {
+		t.Errorf("%d instances open, want 1", n)
+	}
+}
+
+func TestHTTP_Capacity(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{MaxSessions: 1})
+	s.httpDo(t, "POST", "/reset", "", map[string]string{openenv.SessionHeader: "a"})
+	code, body, _ := s.httpDo(t, "POST", "/reset", "", map[string]string{openenv.SessionHeader: "b"})
+	if code != 503 || compact(t, body) != `{"detail":"Server at capacity: 1/1 sessions active. Cannot accept new connections.","code":"CAPACITY_REACHED","active_sessions":1,"max_sessions":1}` {
+		t.Errorf("reset over capacity: %d %s", code, body)
+	}
+}

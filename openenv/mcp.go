@@ -1,0 +1,327 @@
+package openenv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/seahaven/seahaven/env"
+)
+
+// defaultProtocolVersion is the MCP protocol version initialize answers
+// when the client asks for one the server does not know.
+const defaultProtocolVersion = "2025-06-18"
+
+// protocolVersions are the MCP protocol versions initialize echoes.
+var protocolVersions = map[string]bool{
+	"2024-11-05": true, "2025-03-26": true, "2025-06-18": true, "2025-11-25": true,
+}
+
+// nullID is the id of a response to a request whose id is unknown.
+var nullID = json.RawMessage("null")
+
+// rpcResult is a successful JSON-RPC response.
+func rpcResult(id json.RawMessage, result any) object {
+	return object{{"jsonrpc", "2.0"}, {"id", id}, {"result", result}}
+}
+
+// rpcFailure is a JSON-RPC error response.
+func rpcFailure(id json.RawMessage, code int, message string, data any) object {
+	return object{{"jsonrpc", "2.0"}, {"id", id}, {"error", object{{"code", code}, {"message", message}, {"data", data}}}}
+}
+
+// rpcProto renders a protoError as a JSON-RPC error response.
+func rpcProto(id json.RawMessage, perr *protoError) object {
+	return object{{"jsonrpc", "2.0"}, {"id", id}, {"error", perr.rpcError()}}
+}
+
+// serveMCP serves POST /mcp. The reply is always HTTP 200 with a JSON-RPC
+// response, except for a notification, which gets 202 and no body.
+func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
+	body, perr := s.readBody(w, r)
+	if perr != nil {
+		writeJSON(w, http.StatusOK, rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+perr.message, nil))
+		return
+	}
+	resp, notify := s.handleRPC(r.Context(), body, nil)
+	if notify {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// handleRPC answers one JSON-RPC 2.0 request. ws is the session of the /ws
+// connection the request came on (an mcp message), nil for POST /mcp.
+// notify reports a notification: resp is then an empty result that only
+// /ws sends, to keep its one-reply-per-message rule.
+func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session) (resp object, notify bool) {
+	if !json.Valid(body) {
+		return rpcFailure(nullID, rpcParseError, "Parse error", nil), false
+	}
+	m, ok := members(body)
+	if !ok {
+		return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: Input should be an object", nil), false
+	}
+	rawID, hasID := m["id"]
+	id := nullID
+	var problems []string
+	if hasID {
+		if validID(rawID) {
+			id = sanitize(bytes.TrimSpace(rawID))
+		} else {
+			problems = append(problems, "id: Input should be a valid string or integer")
+		}
+	}
+	for _, k := range sortedKeys(m) {
+		if k != "jsonrpc" && k != "method" && k != "params" && k != "id" {
+			problems = append(problems, k+": Extra inputs are not permitted")
+		}
+	}
+	if v, ok := m["jsonrpc"]; !ok {
+		problems = append(problems, "jsonrpc: Field required")
+	} else if s, _ := asString(v); s != "2.0" {
+		problems = append(problems, "jsonrpc: Input should be '2.0'")
+	}
+	method, isString := asString(m["method"])
+	if _, ok := m["method"]; !ok {
+		problems = append(problems, "method: Field required")
+	} else if !isString {
+		problems = append(problems, "method: Input should be a valid string")
+	}
+	params := map[string]json.RawMessage{}
+	if v, ok := m["params"]; ok {
+		if params, ok = members(v); !ok {
+			problems = append(problems, "params: Input should be a valid dictionary")
+		}
+	}
+	if len(problems) > 0 {
+		return rpcFailure(id, rpcInvalidRequest, "Invalid request: "+strings.Join(problems, "; "), nil), false
+	}
+	if strings.HasPrefix(method, "notifications/") {
+		return rpcResult(id, object{}), !hasID
+	}
+
+	switch method {
+	case "initialize":
+		return rpcResult(id, s.rpcInitialize(params)), false
+	case "ping":
+		return rpcResult(id, object{}), false
+	case "tools/list":
+		return s.rpcToolsList(ctx, id, params, ws), false
+	case "tools/call":
+		return s.rpcToolsCall(ctx, id, params, ws), false
+	case "openenv/session/create":
+		return s.rpcSessionCreate(ctx, id, ws), false
+	case "openenv/session/close":
+		return s.rpcSessionClose(id, params, ws), false
+	}
+	return rpcFailure(id, rpcMethodNotFound, "Method not found: "+method, nil), false
+}
+
+// validID reports whether raw is a JSON-RPC id: a string, an integer or null.
+func validID(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	if isNull(raw) {
+		return true
+	}
+	if _, ok := asString(raw); ok {
+		return true
+	}
+	digits := bytes.TrimPrefix(raw, []byte("-"))
+	if len(digits) == 0 {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// rpcInitialize answers the MCP initialize handshake.
+func (s *Server) rpcInitialize(params map[string]json.RawMessage) object {
+	version := defaultProtocolVersion
+	if v, ok := asString(params["protocolVersion"]); ok && protocolVersions[v] {
+		version = v
+	}
+	info, _ := s.info()
+	return object{
+		{"protocolVersion", version},
+		{"capabilities", object{{"tools", object{{"listChanged", false}}}}},
+		{"serverInfo", object{{"name", info.Name}, {"version", info.Version}}},
+	}
+}
+
+// errRPCParams is a JSON-RPC invalid-params failure.
+type errRPCParams string
+
+func (e errRPCParams) Error() string { return string(e) }
+
+// rpcSession resolves params.session_id. Without one it returns ws (nil on
+// POST /mcp), or the error when required.
+func (s *Server) rpcSession(params map[string]json.RawMessage, ws *session, required bool) (*session, error) {
+	raw, present := params["session_id"]
+	if !present || isNull(raw) {
+		if required {
+			return nil, errRPCParams("Invalid params - 'session_id' is required")
+		}
+		return ws, nil
+	}
+	id, ok := asString(raw)
+	if !ok {
+		return nil, errRPCParams("Invalid params - 'session_id' must be a string")
+	}
+	if ws != nil && id == ws.id {
+		return ws, nil
+	}
+	ss := s.lookup(id)
+	if ss == nil {
+		return nil, errRPCParams("Unknown session_id: " + id)
+	}
+	return ss, nil
+}
+
+// rpcToolsList answers tools/list.
+func (s *Server) rpcToolsList(ctx context.Context, id json.RawMessage, params map[string]json.RawMessage, ws *session) object {
+	ss, err := s.rpcSession(params, ws, false)
+	if err != nil {
+		return rpcFailure(id, rpcInvalidParams, err.Error(), nil)
+	}
+	var tools []env.ToolInfo
+	var perr *protoError
+	if ss == nil {
+		var info Info
+		info, perr = s.info()
+		tools = info.Tools
+	} else {
+		tools, perr = ss.mcpTools(ctx)
+	}
+	if perr != nil {
+		return rpcProto(id, perr)
+	}
+	return rpcResult(id, mcpToolList(tools))
+}
+
+// rpcToolsCall answers tools/call. A tool failure is a -32603 error whose
+// data names its error_type.
+func (s *Server) rpcToolsCall(ctx context.Context, id json.RawMessage, params map[string]json.RawMessage, ws *session) object {
+	rawName, present := params["name"]
+	if !present || isNull(rawName) {
+		return rpcFailure(id, rpcInvalidParams, "Missing 'name' in params", nil)
+	}
+	name, ok := asString(rawName)
+	if !ok {
+		return rpcFailure(id, rpcInvalidParams, "Invalid params - 'name' must be a string", nil)
+	}
+	args := json.RawMessage(`{}`)
+	if v, ok := params["arguments"]; ok && !isNull(v) {
+		if !isObject(v) {
+			return rpcFailure(id, rpcInvalidParams, "Invalid params - 'arguments' must be an object", nil)
+		}
+		args = bytes.TrimSpace(v)
+	}
+	ss, err := s.rpcSession(params, ws, false)
+	if err != nil {
+		return rpcFailure(id, rpcInvalidParams, err.Error(), nil)
+	}
+	var out toolOutcome
+	var perr *protoError
+	if ss == nil {
+		out, perr = s.callThrowaway(ctx, name, args)
+	} else {
+		out, perr = ss.mcpCall(ctx, name, args)
+	}
+	if perr != nil {
+		return rpcProto(id, perr)
+	}
+	if out.err != nil {
+		return rpcFailure(id, rpcInternalError, out.err.Message, object{{"error_type", out.err.Kind}})
+	}
+	return rpcResult(id, mcpCallResult(out))
+}
+
+// callThrowaway makes one call on an instance opened with the default
+// options and closed at once, for tools/call without a session. Like
+// upstream, it does not count against MaxSessions.
+func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMessage) (toolOutcome, *protoError) {
+	if reservedNames[name] {
+		return reservedCall(name), nil
+	}
+	s.mu.Lock()
+	down := s.shutdown
+	s.mu.Unlock()
+	if down {
+		return toolOutcome{}, newError(codeShuttingDown, "Server is shutting down. Cannot accept new sessions.")
+	}
+	opts, perr := s.options(resetRequest{})
+	if perr != nil {
+		return toolOutcome{}, perr
+	}
+	octx, cancel := withTimeout(ctx, s.cfg.StepTimeout)
+	defer cancel()
+	var inst Instance
+	var err error
+	if perr := s.guard("Backend.Open", func() { inst, err = s.backend.Open(octx, opts) }); perr != nil {
+		return toolOutcome{}, perr
+	}
+	if err == nil && inst == nil {
+		err = errors.New("the backend opened no instance")
+	}
+	if err != nil {
+		info, _ := s.info()
+		return toolOutcome{}, &protoError{code: codeFactory, message: err.Error(), extra: object{{"factory_name", info.Name}}}
+	}
+	defer s.closeInstance(inst)
+	return s.call(ctx, inst, name, args, s.cfg.StepTimeout)
+}
+
+// rpcSessionCreate answers openenv/session/create. On /ws it returns the
+// connection's own session; on POST /mcp it makes a session (counted against
+// MaxSessions) and opens its instance with the default options at once.
+func (s *Server) rpcSessionCreate(ctx context.Context, id json.RawMessage, ws *session) object {
+	if ws != nil {
+		return rpcResult(id, object{{"session_id", ws.id}})
+	}
+	ss, perr := s.newSession(TransportMCP)
+	if perr != nil {
+		return rpcProto(id, perr)
+	}
+	if perr := ss.start(ctx); perr != nil {
+		ss.stop(closeAbort, "opening the instance failed")
+		ss.end()
+		return rpcProto(id, perr)
+	}
+	return rpcResult(id, object{{"session_id", ss.id}})
+}
+
+// start opens a new session's instance with the default options.
+func (ss *session) start(ctx context.Context) *protoError {
+	defer ss.begin()()
+	ctx, cancel := ss.bind(ctx)
+	defer cancel()
+	if perr := ss.acquire(ctx); perr != nil {
+		return perr
+	}
+	defer ss.release()
+	return ss.ensureLocked(ctx)
+}
+
+// rpcSessionClose answers openenv/session/close. A WebSocket's session
+// lives as long as its socket and cannot be closed this way.
+func (s *Server) rpcSessionClose(id json.RawMessage, params map[string]json.RawMessage, ws *session) object {
+	ss, err := s.rpcSession(params, ws, true)
+	if err != nil {
+		return rpcFailure(id, rpcInvalidParams, err.Error(), nil)
+	}
+	if ss.transport == TransportWS {
+		return rpcFailure(id, rpcInvalidRequest, "Cannot close active WebSocket-managed session via MCP method", nil)
+	}
+	ss.stop(closeAbort, "closed by openenv/session/close")
+	ss.end()
+	return rpcResult(id, object{{"session_id", ss.id}, {"closed", true}})
+}

@@ -1,0 +1,182 @@
+package openenv_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seahaven/seahaven/openenv"
+)
+
+func TestMCP_Lifecycle(t *testing.T) {
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{})
+
+	jsonEq(t, s.rpc(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`),
+		`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-03-26","capabilities":{"tools":{"listChanged":false}},"serverInfo":{"name":"fake","version":"1.2.3"}}}`)
+	code, body, _ := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil)
+	if code != http.StatusAccepted || body != "" {
+		t.Errorf("notification: %d %q, want 202 and no body", code, body)
+	}
+
+	created := s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{}}`)
+	id := str(t, created, "result.session_id")
+	jsonEq(t, created, `{"jsonrpc":"2.0","id":1,"result":{"session_id":"`+id+`"}}`)
+	if n := fake.open.Load(); n != 1 {
+		t.Errorf("%d instances open after create, want 1", n)
+	}
+
+	list := s.rpc(t, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"session_id":"`+id+`"}}`)
+	if !strings.HasPrefix(list, `{"jsonrpc":"2.0","id":2,"result":{"tools":[`+
+		`{"name":"echo","description":"Echo a message.","inputSchema":{"type":"object","properties":{"message":{"type":"string"}},"required":["message"],"additionalProperties":false}},`) {
+		t.Errorf("tools/list: %s", list)
+	}
+
+	jsonEq(t, s.rpc(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","arguments":{"a":5,"b":3},"session_id":"`+id+`"}}`),
+		`{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"8","annotations":null,"meta":null}],"structured_content":{"result":8},"meta":null,"data":8,"is_error":false,"structuredContent":{"result":8},"isError":false}}`)
+	jsonEq(t, s.rpc(t, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"fail","session_id":"`+id+`"}}`),
+		`{"jsonrpc":"2.0","id":4,"error":{"code":-32603,"message":"card declined","data":{"error_type":"execution_error"}}}`)
+
+	// The MCP session is a real session: the HTTP routes can read it.
+	_, state, _ := s.httpDo(t, "GET", "/state", "", map[string]string{openenv.SessionHeader: id})
+	if n := fmt.Sprint(field(t, state, "step_count")); n != "2" {
+		t.Errorf("step_count %s after two tools/call, want 2", n)
+	}
+
+	jsonEq(t, s.rpc(t, `{"jsonrpc":"2.0","id":5,"method":"openenv/session/close","params":{"session_id":"`+id+`"}}`),
+		`{"jsonrpc":"2.0","id":5,"result":{"session_id":"`+id+`","closed":true}}`)
+	if n := fake.open.Load(); n != 0 {
+		t.Errorf("%d instances open after close, want 0", n)
+	}
+	jsonEq(t, s.rpc(t, `{"jsonrpc":"2.0","id":6,"method":"openenv/session/close","params":{"session_id":"`+id+`"}}`),
+		`{"jsonrpc":"2.0","id":6,"error":{"code":-32602,"message":"Unknown session_id: `+id+`","data":null}}`)
+	jsonEq(t, s.rpc(t, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":1},"session_id":"`+id+`"}}`),
+		`{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"Unknown session_id: `+id+`","data":null}}`)
+}
+
+func TestMCP_Requests(t *testing.T) {
+	tests := []struct {
+		name string
+		body string // the request body
+		want string // the whole response
+	}{
+		{"ParseError", `{"jsonrpc":`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error","data":null}}`},
+		{"EmptyBody", ``, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error","data":null}}`},
+		{"EmptyObject", `{}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: jsonrpc: Field required; method: Field required","data":null}}`},
+		{"NotObject", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: Input should be an object","data":null}}`},
+		{"WrongVersion", `{"jsonrpc":"1.0","id":1,"method":"ping"}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Invalid request: jsonrpc: Input should be '2.0'","data":null}}`},
+		{"ExtraKey", `{"jsonrpc":"2.0","id":1,"method":"ping","extra":1}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Invalid request: extra: Extra inputs are not permitted","data":null}}`},
+		{"MethodNumber", `{"jsonrpc":"2.0","id":1,"method":7}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Invalid request: method: Input should be a valid string","data":null}}`},
+		{"ParamsList", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":[]}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Invalid request: params: Input should be a valid dictionary","data":null}}`},
+		{"FloatID", `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: id: Input should be a valid string or integer","data":null}}`},
+		{"StringID", `{"jsonrpc":"2.0","id":"abc","method":"ping"}`, `{"jsonrpc":"2.0","id":"abc","result":{}}`},
+		{"NullID", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, `{"jsonrpc":"2.0","id":null,"result":{}}`},
+		{"NoIDNotNotification", `{"jsonrpc":"2.0","method":"ping"}`, `{"jsonrpc":"2.0","id":null,"result":{}}`},
+		{"NotificationWithID", `{"jsonrpc":"2.0","id":9,"method":"notifications/cancelled"}`, `{"jsonrpc":"2.0","id":9,"result":{}}`},
+		{"MethodNotFound", `{"jsonrpc":"2.0","id":1,"method":"resources/list"}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found: resources/list","data":null}}`},
+		{"NoReset", `{"jsonrpc":"2.0","id":1,"method":"reset"}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found: reset","data":null}}`},
+		{"NoInspect", `{"jsonrpc":"2.0","id":1,"method":"inspect","params":{"sql":"SELECT 1"}}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found: inspect","data":null}}`},
+		{"InitializeUnknownVersion", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1999-01-01"}}`,
+			`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":false}},"serverInfo":{"name":"fake","version":"1.2.3"}}}`},
+		{"InitializeNoParams", `{"jsonrpc":"2.0","id":1,"method":"initialize"}`,
+			`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":false}},"serverInfo":{"name":"fake","version":"1.2.3"}}}`},
+		{"CallMissingName", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Missing 'name' in params","data":null}}`},
+		{"CallNameNumber", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":1}}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params - 'name' must be a string","data":null}}`},
+		{"CallArgumentsList", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":[]}}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params - 'arguments' must be an object","data":null}}`},
+		{"CallUnknownSession", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","session_id":"nope"}}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Unknown session_id: nope","data":null}}`},
+		{"CallSessionNumber", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","session_id":5}}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params - 'session_id' must be a string","data":null}}`},
+		{"ListUnknownSession", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"session_id":"nope"}}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Unknown session_id: nope","data":null}}`},
+		{"CloseMissingSession", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/close","params":{}}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params - 'session_id' is required","data":null}}`},
+		{"CloseUnknownSession", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/close","params":{"session_id":"nope"}}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Unknown session_id: nope","data":null}}`},
+		{"ThrowawayCall", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x"}}}`,
+			`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"message\":\"x\"}","annotations":null,"meta":null}],"structured_content":{"message":"x"},"meta":null,"data":{"message":"x"},"is_error":false,"structuredContent":{"message":"x"},"isError":false}}`},
+		{"ThrowawayToolError", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":true}}}`,
+			`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"add: a and b are required numbers","data":{"error_type":"invalid_args"}}}`},
+		{"ThrowawayUnknownTool", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`,
+			`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Unknown tool: x","data":{"error_type":"tool_not_found"}}}`},
+		{"ReservedName", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"reset"}}`,
+			`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Unknown tool: reset","data":{"error_type":"tool_not_found"}}}`},
+		{"Panic", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"boom"}}`,
+			`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"internal error: tool \"boom\" panicked: tool exploded","data":null}}`},
+		{"Timeout", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`,
+			`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"tool \"slow\" timed out after 20ms","data":{"error_type":"timeout"}}}`},
+		{"ListWithoutSession", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, ""},
+		{"Ping", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, `{"jsonrpc":"2.0","id":1,"result":{}}`},
+		{"BigID", `{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}`, `{"jsonrpc":"2.0","id":123456789012345678901234567890,"result":{}}`},
+	}
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{StepTimeout: 20 * time.Millisecond})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := s.rpc(t, tt.body)
+			if tt.want == "" {
+				if n := len(field(t, got, "result.tools").([]any)); n != 6 {
+					t.Errorf("%d tools, want 6: %s", n, got)
+				}
+				return
+			}
+			if compact(t, got) != compact(t, tt.want) {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+	if n := fake.open.Load(); n != 0 {
+		t.Errorf("%d throwaway instances left open", n)
+	}
+	if n := len(s.Sessions()); n != 0 {
+		t.Errorf("session-less calls left %d sessions", n)
+	}
+}
+
+func TestMCP_Capacity(t *testing.T) {
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{MaxSessions: 1})
+	s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create"}`)
+	jsonEq(t, s.rpc(t, `{"jsonrpc":"2.0","id":2,"method":"openenv/session/create"}`),
+		`{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"Server at capacity: 1/1 sessions active. Cannot accept new connections.","data":{"active_sessions":1,"max_sessions":1}}}`)
+	// Session-less calls are not counted, as upstream.
+	if d := fmt.Sprint(field(t, s.rpc(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2}}}`), "result.data")); d != "3" {
+		t.Errorf("session-less call at capacity gave %s", d)
+	}
+}
+
+func TestMCP_CreateFactoryError(t *testing.T) {
+	fake := newFake(t)
+	fake.defaultFixture = "gone"
+	s := mustServe(t, fake, openenv.Config{})
+	jsonEq(t, s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create"}`),
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"unknown fixture \"gone\"","data":{"factory_name":"fake"}}}`)
+	if n := len(s.Sessions()); n != 0 {
+		t.Errorf("a failed create left %d sessions", n)
+	}
+	jsonEq(t, s.rpc(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add"}}`),
+		`{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"unknown fixture \"gone\"","data":{"factory_name":"fake"}}}`)
+}
+
+func TestMCP_CannotCloseWebSocketSession(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"state"}`)
+	id := s.Sessions()[0].ID
+	jsonEq(t, s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/close","params":{"session_id":"`+id+`"}}`),
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Cannot close active WebSocket-managed session via MCP method","data":null}}`)
+	if typ := str(t, roundTrip(t, c, `{"type":"state"}`), "type"); typ != "state" {
+		t.Errorf("socket session gone")
+	}
+}
+
+func TestMCP_NotPOST(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{})
+	code, body, _ := s.httpDo(t, "GET", "/mcp", "", nil)
+	if code != http.StatusMethodNotAllowed || compact(t, body) != `{"detail":"Method Not Allowed"}` {
+		t.Errorf("GET /mcp: %d %s", code, body)
+	}
+}
+
+func TestMCP_BodyTooLarge(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{MaxMessageBytes: 64})
+	got := s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"`+strings.Repeat("x", 64)+`"}}}`)
+	jsonEq(t, got, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: Request body exceeds the limit of 64 bytes","data":null}}`)
+}

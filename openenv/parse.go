@@ -1,0 +1,446 @@
+package openenv
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/seahaven/seahaven/env"
+)
+
+// The parsers here read untrusted JSON strictly: keys match exactly (not
+// case-insensitively, as encoding/json's struct decoding would), unknown
+// keys are refused, and every failure is reported in pydantic's shape with
+// its location, so clients written against OpenEnv read them unchanged. A
+// JSON null counts as a key left out.
+
+// members decodes raw as a JSON object; ok is false when it is not one.
+func members(raw json.RawMessage) (m map[string]json.RawMessage, ok bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, false
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, false
+	}
+	return m, true
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys(m map[string]json.RawMessage) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// at returns a fresh location: prefix followed by more.
+func at(prefix []any, more ...any) []any {
+	loc := make([]any, 0, len(prefix)+len(more))
+	return append(append(loc, prefix...), more...)
+}
+
+// isNull reports whether raw is absent or the JSON null.
+func isNull(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+// inputOf returns raw for a fieldError's input, null when absent.
+func inputOf(raw json.RawMessage) json.RawMessage {
+	if raw = bytes.TrimSpace(raw); len(raw) == 0 {
+		return json.RawMessage("null")
+	}
+	return sanitize(raw)
+}
+
+// sanitize returns valid JSON raw as valid UTF-8, so that echoing a client's
+// input never puts invalid UTF-8 in a text frame: invalid bytes become
+// U+FFFD, as encoding/json decodes them.
+func sanitize(raw json.RawMessage) json.RawMessage {
+	if utf8.Valid(raw) {
+		return raw
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return json.RawMessage("null")
+	}
+	b, err := encode(v)
+	if err != nil {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+func extraForbidden(loc []any, raw json.RawMessage) fieldError {
+	return fieldError{Type: "extra_forbidden", Loc: loc, Msg: "Extra inputs are not permitted", Input: inputOf(raw)}
+}
+
+func missing(loc []any, parent json.RawMessage) fieldError {
+	return fieldError{Type: "missing", Loc: loc, Msg: "Field required", Input: inputOf(parent)}
+}
+
+// typeError reports a value of the wrong JSON type; kind is a pydantic type
+// name such as "int_type".
+func typeError(kind string, loc []any, raw json.RawMessage) fieldError {
+	msgs := map[string]string{
+		"int_type":    "Input should be a valid integer",
+		"string_type": "Input should be a valid string",
+		"bool_type":   "Input should be a valid boolean",
+		"dict_type":   "Input should be a valid dictionary",
+		"list_type":   "Input should be a valid list",
+		"float_type":  "Input should be a valid number",
+		"scalar_type": "Input should be a valid string, number, boolean or null",
+	}
+	return fieldError{Type: kind, Loc: loc, Msg: msgs[kind], Input: inputOf(raw)}
+}
+
+// asString decodes a JSON string.
+func asString(raw json.RawMessage) (string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil
+}
+
+// asInt decodes a JSON integer literal that fits an int64.
+func asInt(raw json.RawMessage) (int64, bool) {
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
+	return n, err == nil
+}
+
+// asNumber decodes any JSON number.
+func asNumber(raw json.RawMessage) (float64, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
+		return 0, false
+	}
+	var f float64
+	return f, json.Unmarshal(raw, &f) == nil
+}
+
+// asBool decodes a JSON boolean.
+func asBool(raw json.RawMessage) (bool, bool) {
+	switch string(bytes.TrimSpace(raw)) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	return false, false
+}
+
+// isObject reports whether raw is a JSON object.
+func isObject(raw json.RawMessage) bool {
+	_, ok := members(raw)
+	return ok
+}
+
+// resetRequest is the parsed data of a reset. Nil pointers are keys left out.
+type resetRequest struct {
+	seed         *int64
+	episodeID    *string
+	fixture      *string
+	now          *string
+	clockMode    *string
+	startup      map[string]any
+	controlTools bool
+}
+
+// resetKeys are the keys a reset's data may hold.
+var resetKeys = map[string]bool{"seed": true, "episode_id": true, "fixture": true, "now": true,
+	"clock_mode": true, "startup": true, "control_tools": true}
+
+// maxEpisodeID is the longest episode_id a reset accepts, as upstream.
+const maxEpisodeID = 255
+
+// parseReset reads the data of a reset (or the body of POST /reset). raw may
+// be empty for "no data". loc prefixes every reported location.
+func parseReset(raw json.RawMessage, loc []any) (resetRequest, []fieldError) {
+	var req resetRequest
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return req, nil
+	}
+	m, ok := members(raw)
+	if !ok {
+		return req, []fieldError{typeError("dict_type", at(loc), raw)}
+	}
+	var errs []fieldError
+	str := func(k string) *string {
+		s, ok := asString(m[k])
+		if !ok {
+			errs = append(errs, typeError("string_type", at(loc, k), m[k]))
+			return nil
+		}
+		return &s
+	}
+	for _, k := range sortedKeys(m) {
+		v := m[k]
+		if !resetKeys[k] {
+			errs = append(errs, extraForbidden(at(loc, k), v))
+			continue
+		}
+		if isNull(v) {
+			continue
+		}
+		switch k {
+		case "seed":
+			n, ok := asInt(v)
+			switch {
+			case !ok:
+				errs = append(errs, typeError("int_type", at(loc, k), v))
+			case n < 0:
+				errs = append(errs, fieldError{Type: "greater_than_equal", Loc: at(loc, k),
+					Msg: "Input should be greater than or equal to 0", Input: inputOf(v)})
+			default:
+				req.seed = &n
+			}
+		case "episode_id":
+			if s := str(k); s != nil {
+				if len([]rune(*s)) > maxEpisodeID {
+					errs = append(errs, fieldError{Type: "string_too_long", Loc: at(loc, k),
+						Msg: "String should have at most 255 characters", Input: inputOf(v)})
+				} else {
+					req.episodeID = s
+				}
+			}
+		case "fixture":
+			req.fixture = str(k)
+		case "now":
+			req.now = str(k)
+		case "clock_mode":
+			s, ok := asString(v)
+			if !ok || (s != env.ClockFrozen && s != env.ClockStep && s != env.ClockWall) {
+				errs = append(errs, fieldError{Type: "literal_error", Loc: at(loc, k),
+					Msg: "Input should be 'frozen', 'step' or 'wall'", Input: inputOf(v)})
+			} else {
+				req.clockMode = &s
+			}
+		case "startup":
+			if !isObject(v) {
+				errs = append(errs, typeError("dict_type", at(loc, k), v))
+				continue
+			}
+			d := json.NewDecoder(bytes.NewReader(v))
+			d.UseNumber()
+			if err := d.Decode(&req.startup); err != nil {
+				errs = append(errs, typeError("dict_type", at(loc, k), v))
+			}
+		case "control_tools":
+			b, ok := asBool(v)
+			if !ok {
+				errs = append(errs, typeError("bool_type", at(loc, k), v))
+			}
+			req.controlTools = b
+		}
+	}
+	return req, errs
+}
+
+// Action kinds of a step.
+const (
+	actionListTools = "list_tools"
+	actionCallTool  = "call_tool"
+)
+
+// action is a parsed step action.
+type action struct {
+	kind     string          // actionListTools or actionCallTool
+	toolName string          // for actionCallTool
+	args     json.RawMessage // for actionCallTool; {} when not given
+}
+
+// parseAction reads a step's action. loc prefixes every reported location.
+func parseAction(raw json.RawMessage, loc []any) (action, []fieldError) {
+	m, ok := members(raw)
+	if !ok {
+		return action{}, []fieldError{typeError("dict_type", at(loc), raw)}
+	}
+	a := action{kind: actionCallTool}
+	if t, present := m["type"]; present {
+		s, ok := asString(t)
+		if !ok || (s != actionListTools && s != actionCallTool) {
+			return action{}, []fieldError{{Type: "literal_error", Loc: at(loc, "type"),
+				Msg: "Input should be 'list_tools' or 'call_tool'", Input: inputOf(t)}}
+		}
+		a.kind = s
+	}
+	allowed := map[string]bool{"type": true, "metadata": true}
+	if a.kind == actionCallTool {
+		allowed["tool_name"] = true
+		allowed["arguments"] = true
+	}
+	var errs []fieldError
+	for _, k := range sortedKeys(m) {
+		v := m[k]
+		if !allowed[k] {
+			errs = append(errs, extraForbidden(at(loc, k), v))
+			continue
+		}
+		switch k {
+		case "metadata":
+			if !isObject(v) {
+				errs = append(errs, typeError("dict_type", at(loc, k), v))
+			}
+		case "tool_name":
+			s, ok := asString(v)
+			if !ok {
+				errs = append(errs, typeError("string_type", at(loc, k), v))
+			}
+			a.toolName = s
+		case "arguments":
+			if !isObject(v) {
+				errs = append(errs, typeError("dict_type", at(loc, k), v))
+			}
+			a.args = bytes.TrimSpace(v)
+		}
+	}
+	if _, present := m["tool_name"]; a.kind == actionCallTool && !present {
+		errs = append(errs, missing(at(loc, "tool_name"), raw))
+	}
+	if len(a.args) == 0 {
+		a.args = json.RawMessage(`{}`)
+	}
+	return a, errs
+}
+
+// inspectRequest is a parsed inspect query.
+type inspectRequest struct {
+	sql    string
+	params []any
+}
+
+// parseInspect reads an inspect query. loc prefixes every reported location.
+func parseInspect(raw json.RawMessage, loc []any) (inspectRequest, []fieldError) {
+	var req inspectRequest
+	m, ok := members(raw)
+	if !ok {
+		return req, []fieldError{typeError("dict_type", at(loc), raw)}
+	}
+	var errs []fieldError
+	for _, k := range sortedKeys(m) {
+		v := m[k]
+		switch k {
+		case "sql":
+			s, ok := asString(v)
+			switch {
+			case !ok:
+				errs = append(errs, typeError("string_type", at(loc, k), v))
+			case s == "":
+				errs = append(errs, fieldError{Type: "string_too_short", Loc: at(loc, k),
+					Msg: "String should have at least 1 character", Input: inputOf(v)})
+			}
+			req.sql = s
+		case "params":
+			if isNull(v) {
+				continue
+			}
+			var list []json.RawMessage
+			if t := bytes.TrimSpace(v); len(t) == 0 || t[0] != '[' || json.Unmarshal(t, &list) != nil {
+				errs = append(errs, typeError("list_type", at(loc, k), v))
+				continue
+			}
+			req.params = make([]any, len(list))
+			for i, p := range list {
+				val, ok := scalar(p)
+				if !ok {
+					errs = append(errs, typeError("scalar_type", at(loc, k, i), p))
+				}
+				req.params[i] = val
+			}
+		default:
+			errs = append(errs, extraForbidden(at(loc, k), v))
+		}
+	}
+	if _, present := m["sql"]; !present {
+		errs = append(errs, missing(at(loc, "sql"), raw))
+	}
+	return req, errs
+}
+
+// scalar converts a JSON scalar to a SQL parameter: string, int64 (for an
+// integer literal that fits), float64, bool or nil.
+func scalar(raw json.RawMessage) (any, bool) {
+	if isNull(raw) {
+		return nil, true
+	}
+	if s, ok := asString(raw); ok {
+		return s, true
+	}
+	if b, ok := asBool(raw); ok {
+		return b, true
+	}
+	if n, ok := asInt(raw); ok {
+		return n, true
+	}
+	if f, ok := asNumber(raw); ok {
+		return f, true
+	}
+	return nil, false
+}
+
+// stepRequest is the parsed body of POST /step.
+type stepRequest struct {
+	action  action
+	timeout float64 // timeout_s, 0 when not given
+}
+
+// parseStepRequest reads the body of POST /step. Action failures are located
+// relative to the action, as upstream reports them.
+func parseStepRequest(raw json.RawMessage) (stepRequest, []fieldError) {
+	var req stepRequest
+	m, ok := members(raw)
+	if !ok {
+		return req, []fieldError{typeError("dict_type", []any{"body"}, raw)}
+	}
+	var errs []fieldError
+	for _, k := range sortedKeys(m) {
+		v := m[k]
+		switch k {
+		case "action":
+			var aerrs []fieldError
+			req.action, aerrs = parseAction(v, nil)
+			errs = append(errs, aerrs...)
+		case "timeout_s":
+			if isNull(v) {
+				continue
+			}
+			f, ok := asNumber(v)
+			switch {
+			case !ok:
+				errs = append(errs, typeError("float_type", at([]any{"body"}, k), v))
+			case f <= 0:
+				errs = append(errs, fieldError{Type: "greater_than", Loc: at([]any{"body"}, k),
+					Msg: "Input should be greater than 0", Input: inputOf(v)})
+			default:
+				req.timeout = f
+			}
+		case "request_id":
+			if isNull(v) {
+				continue
+			}
+			s, ok := asString(v)
+			switch {
+			case !ok:
+				errs = append(errs, typeError("string_type", at([]any{"body"}, k), v))
+			case len([]rune(s)) > 255:
+				errs = append(errs, fieldError{Type: "string_too_long", Loc: at([]any{"body"}, k),
+					Msg: "String should have at most 255 characters", Input: inputOf(v)})
+			}
+		default:
+			errs = append(errs, extraForbidden(at([]any{"body"}, k), v))
+		}
+	}
+	if _, present := m["action"]; !present {
+		errs = append(errs, missing([]any{"body", "action"}, raw))
+	}
+	return req, errs
+}

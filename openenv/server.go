@@ -1,0 +1,271 @@
+package openenv
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Defaults of the Config fields.
+const (
+	DefaultMaxSessions     = 1024
+	DefaultIdleTimeout     = 10 * time.Minute
+	DefaultPingInterval    = 20 * time.Second
+	DefaultPongTimeout     = 20 * time.Second
+	DefaultMaxMessageBytes = 16 << 20
+	DefaultStepTimeout     = 30 * time.Second
+	DefaultInspectRowLimit = 1000
+	DefaultInspectTimeout  = 5 * time.Second
+	DefaultWriteTimeout    = 30 * time.Second
+	DefaultMaxPending      = 16
+)
+
+// Config configures a Server. A zero field means its Default value; a
+// negative duration turns that mechanism off.
+type Config struct {
+	// MaxSessions caps the live sessions. WebSocket sessions, /mcp sessions
+	// and HTTP sessions share the one pool. Default DefaultMaxSessions.
+	MaxSessions int
+	// IdleTimeout closes a session that has had no reset, step, mcp or inspect
+	// for this long (state does not count; a call in progress keeps it
+	// alive). A WebSocket is closed with StatusGoingAway and a reason.
+	// Default DefaultIdleTimeout; negative disables the reaper.
+	IdleTimeout time.Duration
+	// PingInterval is how often the server pings each WebSocket peer, and
+	// PongTimeout how long it waits for the pong before closing the session
+	// as dead. Defaults DefaultPingInterval and DefaultPongTimeout; a negative
+	// PingInterval disables the pings.
+	PingInterval, PongTimeout time.Duration
+	// MaxMessageBytes caps an incoming WebSocket message or HTTP body. A
+	// larger WebSocket message gets an error frame naming its size and the
+	// limit, then a close with StatusMessageTooBig (1009); a larger HTTP body
+	// gets 413. Default DefaultMaxMessageBytes.
+	MaxMessageBytes int64
+	// StepTimeout bounds each reset and each tool call. A call past it is
+	// cancelled through its context and reported with error_type "timeout".
+	// Default DefaultStepTimeout; negative means no bound.
+	StepTimeout time.Duration
+	// InspectRowLimit caps the rows of an inspect reply; more are dropped and
+	// the reply says truncated. Default DefaultInspectRowLimit.
+	InspectRowLimit int
+	// InspectTimeout bounds each inspect query. Default DefaultInspectTimeout;
+	// negative means no bound.
+	InspectTimeout time.Duration
+	// WriteTimeout bounds each WebSocket write. A peer that stops reading is
+	// closed and its session freed when a write takes longer. Default
+	// DefaultWriteTimeout; negative means no bound.
+	WriteTimeout time.Duration
+	// MaxPending caps the messages a WebSocket session reads ahead of the one
+	// being processed. When it is full the server stops reading, so a client
+	// that pipelines without reading replies is slowed by TCP backpressure
+	// and the memory held per session stays bounded. Default DefaultMaxPending.
+	MaxPending int
+	// Logger receives the server's logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// withDefaults returns c with zero fields replaced by their defaults.
+func (c Config) withDefaults() Config {
+	if c.MaxSessions <= 0 {
+		c.MaxSessions = DefaultMaxSessions
+	}
+	dur := func(d *time.Duration, def time.Duration) {
+		if *d == 0 {
+			*d = def
+		}
+	}
+	dur(&c.IdleTimeout, DefaultIdleTimeout)
+	dur(&c.PingInterval, DefaultPingInterval)
+	dur(&c.PongTimeout, DefaultPongTimeout)
+	dur(&c.StepTimeout, DefaultStepTimeout)
+	dur(&c.InspectTimeout, DefaultInspectTimeout)
+	dur(&c.WriteTimeout, DefaultWriteTimeout)
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.InspectRowLimit <= 0 {
+		c.InspectRowLimit = DefaultInspectRowLimit
+	}
+	if c.MaxPending <= 0 {
+		c.MaxPending = DefaultMaxPending
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// withTimeout bounds ctx by d, or only makes it cancellable when d <= 0.
+func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d > 0 {
+		return context.WithTimeout(ctx, d)
+	}
+	return context.WithCancel(ctx)
+}
+
+// Transports of a session, as SessionInfo reports them.
+const (
+	// TransportWS is a /ws connection; the session lives as long as the socket.
+	TransportWS = "ws"
+	// TransportMCP is a session made by openenv/session/create on POST /mcp.
+	TransportMCP = "mcp"
+	// TransportHTTP is a session of the stateful HTTP routes.
+	TransportHTTP = "http"
+)
+
+// SessionInfo describes one live session for monitoring.
+type SessionInfo struct {
+	// ID is the session id. It works as a capability (anyone who knows it can
+	// call tools on the session), so it is never encoded: GET /sessions shows
+	// Ref instead.
+	ID string `json:"-"`
+	// Ref is a short digest of ID, safe to show and to match against logs.
+	Ref string `json:"ref"`
+	// Transport is TransportWS, TransportMCP or TransportHTTP.
+	Transport string `json:"transport"`
+	// Created is when the session was made.
+	Created time.Time `json:"created"`
+	// LastActivity is the last reset, step, mcp or inspect (or Created).
+	LastActivity time.Time `json:"last_activity"`
+	// StepCount counts the tool calls since the last reset.
+	StepCount int `json:"step_count"`
+	// EpisodeID is the current episode, "" before the first reset.
+	EpisodeID string `json:"episode_id"`
+}
+
+// Server serves one Backend over the OpenEnv protocol: WebSocket /ws,
+// JSON-RPC /mcp and the HTTP routes (see the package documentation). A
+// Server is safe for concurrent use. Every session it opens ends through
+// one path that closes the session's instance exactly once and frees its slot.
+type Server struct {
+	backend Backend
+	cfg     Config
+	log     *slog.Logger
+	handler http.Handler
+
+	mu          sync.Mutex // guards sessions, defaultHTTP, shutdown and reaping
+	sessions    map[string]*session
+	defaultHTTP *session // the session of HTTP requests without a session header
+	shutdown    bool     // Shutdown has begun; no new sessions
+	reaping     bool     // the idle reaper goroutine is running
+
+	quit       chan struct{} // closed when Shutdown begins
+	reaperDone chan struct{} // closed when the reaper returns
+}
+
+// NewServer returns a Server for b configured by cfg. b must not be nil. The
+// server starts no goroutine until its first session; call Shutdown to end
+// the sessions and the idle reaper.
+func NewServer(b Backend, cfg Config) *Server {
+	if b == nil {
+		panic("openenv: NewServer called with a nil Backend")
+	}
+	cfg = cfg.withDefaults()
+	s := &Server{
+		backend:    b,
+		cfg:        cfg,
+		log:        cfg.Logger,
+		sessions:   map[string]*session{},
+		quit:       make(chan struct{}),
+		reaperDone: make(chan struct{}),
+	}
+	s.handler = s.routes()
+	return s
+}
+
+// Handler returns the HTTP handler serving every route. The same handler is
+// returned on each call.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Sessions returns the live sessions, oldest first.
+func (s *Server) Sessions() []SessionInfo {
+	list := s.snapshot()
+	out := make([]SessionInfo, len(list))
+	for i, ss := range list {
+		out[i] = ss.info()
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Created.Equal(out[j].Created) {
+			return out[i].Created.Before(out[j].Created)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// Shutdown refuses new sessions, closes every WebSocket with StatusGoingAway
+// ("server shutting down"), cancels calls in progress, closes every instance
+// and stops the idle reaper. It waits until all that is done or ctx ends, and
+// then returns ctx's error; the sessions still finish closing in the
+// background. http.Server.Shutdown does not wait for WebSocket connections,
+// so call this alongside it. Shutdown may be called more than once.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.shutdown {
+		s.shutdown = true
+		close(s.quit)
+	}
+	reaping := s.reaping
+	s.mu.Unlock()
+
+	list := s.snapshot()
+	for _, ss := range list {
+		ss.stop(websocket.StatusGoingAway, "server shutting down")
+		if ss.transport != TransportWS {
+			go ss.end()
+		}
+	}
+	for _, ss := range list {
+		select {
+		case <-ss.done:
+		case <-ctx.Done():
+			return fmt.Errorf("openenv: shutdown: %w", ctx.Err())
+		}
+	}
+	if reaping {
+		select {
+		case <-s.reaperDone:
+		case <-ctx.Done():
+			return fmt.Errorf("openenv: shutdown: %w", ctx.Err())
+		}
+	}
+	return nil
+}
+
+// snapshot returns the live sessions.
+func (s *Server) snapshot() []*session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	list := make([]*session, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		list = append(list, ss)
+	}
+	return list
+}
+
+// guard runs fn, which calls into the Backend or an Instance, and turns a
+// panic into an EXECUTION_ERROR, logging the stack.
+func (s *Server) guard(what string, fn func()) (perr *protoError) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("openenv: recovered a panic", "in", what, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			perr = newError(codeExecution, "internal error: %s panicked: %v", what, v)
+		}
+	}()
+	fn()
+	return nil
+}
+
+// info returns the Backend's Info.
+func (s *Server) info() (Info, *protoError) {
+	var info Info
+	perr := s.guard("Backend.Info", func() { info = s.backend.Info() })
+	return info, perr
+}

@@ -1,0 +1,549 @@
+package openenv
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/google/uuid"
+
+	"github.com/seahaven/seahaven/env"
+)
+
+// reservedNames are the orchestration verbs, never tools (OpenEnv RFC 001).
+var reservedNames = map[string]bool{"reset": true, "step": true, "state": true, "close": true}
+
+// session is one episode slot: a /ws connection, a /mcp session or an HTTP
+// session. It holds at most one Instance at a time and serialises every use
+// of it. A session is safe for concurrent use.
+type session struct {
+	srv       *Server
+	id        string
+	ref       string
+	transport string
+	created   time.Time
+
+	ctx    context.Context // cancelled when the session stops
+	cancel context.CancelFunc
+
+	// slot serialises the use of inst: a call holds the one token for its
+	// whole length. It is a channel, not a mutex, so a waiter can give up
+	// when its context ends.
+	slot  chan struct{}
+	inst  Instance // guarded by slot; nil before the first reset
+	ended bool     // guarded by slot; inst is closed and the session is gone
+
+	mu           sync.Mutex // guards the fields below
+	lastActivity time.Time
+	busy         int    // calls in progress; the reaper spares a busy session
+	steps        int    // tool calls since the last reset
+	episodeID    string // "" before the first reset
+	stopped      bool   // stop was called; closeCode and closeReason are set
+	closeCode    websocket.StatusCode
+	closeReason  string
+
+	endOnce sync.Once
+	done    chan struct{} // closed once the instance is closed and the slot freed
+}
+
+// refOf is the non-secret digest of a session id shown in listings and logs.
+func refOf(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:6])
+}
+
+// newSessionLocked registers a session; s.mu must be held. An empty id gets
+// a new UUID.
+func (s *Server) newSessionLocked(transport, id string) (*session, *protoError) {
+	if s.shutdown {
+		return nil, newError(codeShuttingDown, "Server is shutting down. Cannot accept new sessions.")
+	}
+	if len(s.sessions) >= s.cfg.MaxSessions {
+		return nil, capacityError(len(s.sessions), s.cfg.MaxSessions)
+	}
+	if id == "" {
+		id = uuid.NewString()
+	}
+	now := time.Now()
+	ctx, cancel := context.WithCancel(context.Background())
+	ss := &session{
+		srv: s, id: id, ref: refOf(id), transport: transport, created: now,
+		ctx: ctx, cancel: cancel,
+		slot:         make(chan struct{}, 1),
+		lastActivity: now,
+		done:         make(chan struct{}),
+	}
+	s.sessions[id] = ss
+	if !s.reaping && s.cfg.IdleTimeout > 0 {
+		s.reaping = true
+		go s.reap()
+	}
+	s.log.Info("openenv: session opened", "session", ss.ref, "transport", transport, "active", len(s.sessions))
+	return ss, nil
+}
+
+// newSession registers a session with a new id.
+func (s *Server) newSession(transport string) (*session, *protoError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.newSessionLocked(transport, "")
+}
+
+// lookup returns the live session with id, or nil.
+func (s *Server) lookup(id string) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions[id]
+}
+
+// remove frees ss's slot.
+func (s *Server) remove(ss *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessions[ss.id] == ss {
+		delete(s.sessions, ss.id)
+	}
+	if s.defaultHTTP == ss {
+		s.defaultHTTP = nil
+	}
+}
+
+// unknownSession is the error for a session id that names no live session.
+func unknownSession(id string) *protoError {
+	return newError(codeUnknownSession, "Unknown session_id: %s", id)
+}
+
+// info describes ss for monitoring.
+func (ss *session) info() SessionInfo {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return SessionInfo{
+		ID: ss.id, Ref: ss.ref, Transport: ss.transport, Created: ss.created,
+		LastActivity: ss.lastActivity, StepCount: ss.steps, EpisodeID: ss.episodeID,
+	}
+}
+
+// stop cancels the session's work and records how its socket should close;
+// the first call's code and reason win. The session ends when its owner (the
+// WebSocket handler) or the caller then calls end.
+func (ss *session) stop(code websocket.StatusCode, reason string) {
+	ss.mu.Lock()
+	if !ss.stopped {
+		ss.stopped = true
+		ss.closeCode, ss.closeReason = code, reason
+	}
+	ss.mu.Unlock()
+	ss.cancel()
+}
+
+// closeStatus returns the code and reason recorded by stop.
+func (ss *session) closeStatus() (websocket.StatusCode, string) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.closeCode, ss.closeReason
+}
+
+// end stops the session, waits for the call in progress, closes the
+// instance and frees the slot. Only the first call does anything; every
+// exit path of every transport comes through here.
+func (ss *session) end() {
+	ss.endOnce.Do(func() {
+		ss.stop(websocket.StatusNormalClosure, "")
+		ss.slot <- struct{}{}
+		ss.ended = true
+		inst := ss.inst
+		ss.inst = nil
+		<-ss.slot
+		if inst != nil {
+			ss.srv.closeInstance(inst)
+		}
+		ss.srv.remove(ss)
+		close(ss.done)
+		_, reason := ss.closeStatus()
+		ss.mu.Lock()
+		steps := ss.steps
+		ss.mu.Unlock()
+		ss.srv.log.Info("openenv: session closed", "session", ss.ref, "transport", ss.transport, "reason", reason, "steps", steps)
+	})
+}
+
+// closeInstance closes inst, logging a failure.
+func (s *Server) closeInstance(inst Instance) {
+	var err error
+	if perr := s.guard("Instance.Close", func() { err = inst.Close() }); perr != nil {
+		return
+	}
+	if err != nil {
+		s.log.Warn("openenv: closing an instance failed", "err", err)
+	}
+}
+
+// acquire takes the call slot. It fails when ctx ends first or the session
+// has ended.
+func (ss *session) acquire(ctx context.Context) *protoError {
+	select {
+	case ss.slot <- struct{}{}:
+	case <-ctx.Done():
+		return unknownSession(ss.id)
+	}
+	if ss.ended {
+		<-ss.slot
+		return unknownSession(ss.id)
+	}
+	return nil
+}
+
+// release gives the call slot back.
+func (ss *session) release() { <-ss.slot }
+
+// bind returns ctx also cancelled when the session stops.
+func (ss *session) bind(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(ss.ctx, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// begin marks the start of an activity (reset, step, mcp, inspect); the
+// returned func marks its end. Both refresh the idle clock.
+func (ss *session) begin() func() {
+	ss.mu.Lock()
+	ss.busy++
+	ss.lastActivity = time.Now()
+	ss.mu.Unlock()
+	return func() {
+		ss.mu.Lock()
+		ss.busy--
+		ss.lastActivity = time.Now()
+		ss.mu.Unlock()
+	}
+}
+
+// idle reports whether the session has been idle for at least d at now.
+func (ss *session) idle(now time.Time, d time.Duration) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.busy == 0 && now.Sub(ss.lastActivity) >= d
+}
+
+// options turns a reset request into OpenOptions, filling the defaults.
+func (s *Server) options(req resetRequest) (OpenOptions, *protoError) {
+	info, perr := s.info()
+	if perr != nil {
+		return OpenOptions{}, perr
+	}
+	opts := OpenOptions{Fixture: info.DefaultFixture, Startup: req.startup, ControlTools: req.controlTools}
+	if req.seed != nil {
+		opts.Seed = *req.seed
+	}
+	if req.episodeID != nil {
+		opts.EpisodeID = *req.episodeID
+	} else {
+		opts.EpisodeID = uuid.NewString()
+	}
+	if req.fixture != nil {
+		opts.Fixture = *req.fixture
+	}
+	if req.now != nil {
+		opts.Now = *req.now
+	}
+	if req.clockMode != nil {
+		opts.ClockMode = *req.clockMode
+	}
+	return opts, nil
+}
+
+// reset replaces the session's instance with a new one opened from req.
+// When opening fails, the previous instance stays.
+func (ss *session) reset(ctx context.Context, req resetRequest) *protoError {
+	defer ss.begin()()
+	ctx, cancel := ss.bind(ctx)
+	defer cancel()
+	opts, perr := ss.srv.options(req)
+	if perr != nil {
+		return perr
+	}
+	if perr := ss.acquire(ctx); perr != nil {
+		return perr
+	}
+	defer ss.release()
+	return ss.openLocked(ctx, opts, false)
+}
+
+// openLocked opens an instance and makes it current, closing the old one.
+// implicit marks the default reset a first step performs; its failure is a
+// FACTORY_ERROR rather than an EXECUTION_ERROR. The slot must be held.
+func (ss *session) openLocked(ctx context.Context, opts OpenOptions, implicit bool) *protoError {
+	s := ss.srv
+	octx, cancel := withTimeout(ctx, s.cfg.StepTimeout)
+	defer cancel()
+	var inst Instance
+	var err error
+	if perr := s.guard("Backend.Open", func() { inst, err = s.backend.Open(octx, opts) }); perr != nil {
+		return perr
+	}
+	if err == nil && inst == nil {
+		err = errors.New("the backend opened no instance")
+	}
+	if err != nil {
+		if implicit {
+			info, _ := s.info()
+			return &protoError{code: codeFactory, message: err.Error(), extra: object{{"factory_name", info.Name}}}
+		}
+		return newError(codeExecution, "%s", err.Error())
+	}
+	old := ss.inst
+	ss.inst = inst
+	ss.mu.Lock()
+	ss.steps = 0
+	ss.episodeID = opts.EpisodeID
+	ss.mu.Unlock()
+	if old != nil {
+		s.closeInstance(old)
+	}
+	s.log.Debug("openenv: instance opened", "session", ss.ref, "fixture", opts.Fixture, "seed", opts.Seed)
+	return nil
+}
+
+// ensureLocked performs the implicit default reset of a session that has no
+// instance yet: OpenEnv environments exist from connect, so a first step
+// needs no reset. The slot must be held.
+func (ss *session) ensureLocked(ctx context.Context) *protoError {
+	if ss.inst != nil {
+		return nil
+	}
+	opts, perr := ss.srv.options(resetRequest{})
+	if perr != nil {
+		return perr
+	}
+	return ss.openLocked(ctx, opts, true)
+}
+
+// step runs one action and returns its observation.
+func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (object, *protoError) {
+	defer ss.begin()()
+	ctx, cancel := ss.bind(ctx)
+	defer cancel()
+	if perr := ss.acquire(ctx); perr != nil {
+		return nil, perr
+	}
+	defer ss.release()
+	if perr := ss.ensureLocked(ctx); perr != nil {
+		return nil, perr
+	}
+	if a.kind == actionListTools {
+		tools, perr := ss.srv.tools(ss.inst)
+		if perr != nil {
+			return nil, perr
+		}
+		return listToolsObservation(tools), nil
+	}
+	out, perr := ss.callLocked(ctx, a.toolName, a.args, timeout)
+	if perr != nil {
+		return nil, perr
+	}
+	return callToolObservation(a.toolName, out), nil
+}
+
+// callLocked counts and makes one tool call. The slot must be held.
+func (ss *session) callLocked(ctx context.Context, name string, args json.RawMessage, timeout time.Duration) (toolOutcome, *protoError) {
+	ss.mu.Lock()
+	ss.steps++
+	ss.mu.Unlock()
+	return ss.srv.call(ctx, ss.inst, name, args, timeout)
+}
+
+// tools returns inst's tool listing.
+func (s *Server) tools(inst Instance) ([]env.ToolInfo, *protoError) {
+	var tools []env.ToolInfo
+	perr := s.guard("Instance.Tools", func() { tools = inst.Tools() })
+	return tools, perr
+}
+
+// call makes one tool call on inst, bounded by timeout. Tool failures come
+// back in the outcome; only a panic is a protoError.
+func (s *Server) call(ctx context.Context, inst Instance, name string, args json.RawMessage, timeout time.Duration) (toolOutcome, *protoError) {
+	if reservedNames[name] {
+		return reservedCall(name), nil
+	}
+	cctx, cancel := withTimeout(ctx, timeout)
+	defer cancel()
+	var out toolOutcome
+	perr := s.guard(fmt.Sprintf("tool %q", name), func() {
+		res, err := inst.CallJSON(cctx, name, args)
+		if err != nil {
+			out.err = toolError(cctx, err, name, timeout)
+			return
+		}
+		raw, err := encode(res)
+		if err != nil {
+			out.err = &env.ToolError{Kind: env.KindExecution,
+				Message: fmt.Sprintf("tool %q returned a result that cannot be encoded as JSON: %v", name, err)}
+			return
+		}
+		out.result = raw
+	})
+	return out, perr
+}
+
+// reservedCall is the outcome of calling an orchestration verb as a tool.
+func reservedCall(name string) toolOutcome {
+	return toolOutcome{err: &env.ToolError{Kind: env.KindNotFound, Message: "Unknown tool: " + name}}
+}
+
+// toolError classifies a failed call for the agent: a *env.ToolError keeps
+// its kind and message, a deadline is a timeout, anything else an
+// execution_error with the error's text.
+func toolError(ctx context.Context, err error, name string, timeout time.Duration) *env.ToolError {
+	var te *env.ToolError
+	if errors.As(err, &te) {
+		kind := te.Kind
+		if kind == "" {
+			kind = env.KindExecution
+		}
+		return &env.ToolError{Kind: kind, Message: te.Message}
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		msg := fmt.Sprintf("tool %q timed out", name)
+		if timeout > 0 {
+			msg += " after " + timeout.String()
+		}
+		return &env.ToolError{Kind: env.KindTimeout, Message: msg}
+	}
+	return &env.ToolError{Kind: env.KindExecution, Message: err.Error()}
+}
+
+// state returns the session's state document. It does not count as activity.
+func (ss *session) state(ctx context.Context) (env.StateDoc, *protoError) {
+	ctx, cancel := ss.bind(ctx)
+	defer cancel()
+	if perr := ss.acquire(ctx); perr != nil {
+		return env.StateDoc{}, perr
+	}
+	defer ss.release()
+	var doc env.StateDoc
+	if ss.inst == nil {
+		info, perr := ss.srv.info()
+		if perr != nil {
+			return env.StateDoc{}, perr
+		}
+		doc = env.StateDoc{StateFormat: env.StateFormat, World: info.Name, WorldVersion: info.Version}
+	} else if perr := ss.srv.guard("Instance.State", func() { doc = ss.inst.State() }); perr != nil {
+		return env.StateDoc{}, perr
+	}
+	ss.mu.Lock()
+	episodeID, steps := ss.episodeID, ss.steps
+	ss.mu.Unlock()
+	return stateDoc(doc, episodeID, steps), nil
+}
+
+// inspect runs one read-only query and returns the encoded reply data.
+func (ss *session) inspect(ctx context.Context, req inspectRequest) (json.RawMessage, *protoError) {
+	defer ss.begin()()
+	ctx, cancel := ss.bind(ctx)
+	defer cancel()
+	if perr := ss.acquire(ctx); perr != nil {
+		return nil, perr
+	}
+	defer ss.release()
+	if perr := ss.ensureLocked(ctx); perr != nil {
+		return nil, perr
+	}
+	s := ss.srv
+	ictx, icancel := withTimeout(ctx, s.cfg.InspectTimeout)
+	defer icancel()
+	var cols []string
+	var rows [][]any
+	var err error
+	if perr := s.guard("Instance.Inspect", func() { cols, rows, err = ss.inst.Inspect(ictx, req.sql, req.params) }); perr != nil {
+		return nil, perr
+	}
+	if err != nil {
+		if errors.Is(ictx.Err(), context.DeadlineExceeded) && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, newError(codeQuery, "inspect timed out after %s: %v", s.cfg.InspectTimeout, err)
+		}
+		return nil, newError(codeQuery, "%s", err.Error())
+	}
+	truncated := len(rows) > s.cfg.InspectRowLimit
+	if truncated {
+		rows = rows[:s.cfg.InspectRowLimit]
+	}
+	for i, r := range rows {
+		if r == nil {
+			rows[i] = []any{}
+		}
+	}
+	raw, err := encode(inspectResult(cols, rows, truncated))
+	if err != nil {
+		return nil, newError(codeQuery, "inspect result cannot be encoded as JSON: %v", err)
+	}
+	return raw, nil
+}
+
+// mcpTools returns the session's tool listing: its instance's, or the
+// world's before the first reset (discovery needs no reset).
+func (ss *session) mcpTools(ctx context.Context) ([]env.ToolInfo, *protoError) {
+	defer ss.begin()()
+	ctx, cancel := ss.bind(ctx)
+	defer cancel()
+	if perr := ss.acquire(ctx); perr != nil {
+		return nil, perr
+	}
+	defer ss.release()
+	if ss.inst == nil {
+		info, perr := ss.srv.info()
+		return info.Tools, perr
+	}
+	return ss.srv.tools(ss.inst)
+}
+
+// mcpCall makes one tool call for JSON-RPC tools/call. It counts as a step.
+func (ss *session) mcpCall(ctx context.Context, name string, args json.RawMessage) (toolOutcome, *protoError) {
+	defer ss.begin()()
+	ctx, cancel := ss.bind(ctx)
+	defer cancel()
+	if perr := ss.acquire(ctx); perr != nil {
+		return toolOutcome{}, perr
+	}
+	defer ss.release()
+	if perr := ss.ensureLocked(ctx); perr != nil {
+		return toolOutcome{}, perr
+	}
+	return ss.callLocked(ctx, name, args, ss.srv.cfg.StepTimeout)
+}
+
+// reap closes idle sessions until Shutdown.
+func (s *Server) reap() {
+	defer close(s.reaperDone)
+	every := min(max(s.cfg.IdleTimeout/4, 10*time.Millisecond), time.Minute)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.quit:
+			return
+		case now := <-t.C:
+			s.reapIdle(now)
+		}
+	}
+}
+
+// reapIdle stops every session idle for IdleTimeout at now.
+func (s *Server) reapIdle(now time.Time) {
+	reason := fmt.Sprintf("session idle for more than %s", s.cfg.IdleTimeout)
+	for _, ss := range s.snapshot() {
+		if !ss.idle(now, s.cfg.IdleTimeout) {
+			continue
+		}
+		s.log.Info("openenv: closing an idle session", "session", ss.ref, "transport", ss.transport)
+		ss.stop(websocket.StatusGoingAway, reason)
+		if ss.transport != TransportWS {
+			go ss.end()
+		}
+	}
+}

@@ -1,0 +1,264 @@
+package openenv_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/seahaven/seahaven/openenv"
+)
+
+func TestServer_IdleReaper(t *testing.T) {
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{IdleTimeout: 30 * time.Millisecond})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset"}`)
+	id := str(t, s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create"}`), "result.session_id")
+	if code, body, _ := s.httpDo(t, "POST", "/reset", "", nil); code != http.StatusOK {
+		t.Fatalf("POST /reset: %d %s", code, body)
+	}
+
+	expectClose(t, c, websocket.StatusGoingAway, "session idle for more than 30ms")
+	waitFor(t, "every idle session to go", func() bool { return len(s.Sessions()) == 0 })
+	waitFor(t, "every instance to close", func() bool { return fake.open.Load() == 0 })
+	jsonEq(t, s.rpc(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":1},"session_id":"`+id+`"}}`),
+		`{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Unknown session_id: `+id+`","data":null}}`)
+	// The default HTTP session comes back on next use, fresh.
+	_, body, _ := s.httpDo(t, "GET", "/state", "", nil)
+	if ep := field(t, body, "episode_id"); ep != nil {
+		t.Errorf("a new default session has episode %v", ep)
+	}
+}
+
+func TestServer_IdleReaperSparesBusySessions(t *testing.T) {
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{IdleTimeout: 10 * time.Millisecond, StepTimeout: 300 * time.Millisecond})
+	c := s.dial(t)
+	// The step outlasts the idle timeout many times over; the reaper must
+	// wait for it, so its reply comes.
+	reply := roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"slow"}}`)
+	if et := str(t, reply, "data.observation.error.error_type"); et != "timeout" {
+		t.Errorf("reply %s, want the step's timeout", reply)
+	}
+}
+
+func TestServer_StateIsNotActivity(t *testing.T) {
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{IdleTimeout: 30 * time.Millisecond})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset"}`)
+	// Keep asking for state: the session is still reaped.
+	for {
+		send(t, c, `{"type":"state"}`)
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		_, _, err := c.Read(ctx)
+		cancel()
+		if err != nil {
+			if websocket.CloseStatus(err) != websocket.StatusGoingAway {
+				t.Fatalf("read: %v, want a going-away close", err)
+			}
+			break
+		}
+	}
+	waitFor(t, "the instance to close", func() bool { return fake.open.Load() == 0 })
+}
+
+func TestServer_Shutdown(t *testing.T) {
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{StepTimeout: time.Hour})
+	idle, busy := s.dial(t), s.dial(t)
+	roundTrip(t, idle, `{"type":"reset"}`)
+	roundTrip(t, busy, `{"type":"reset"}`)
+	send(t, busy, `{"type":"step","data":{"type":"call_tool","tool_name":"slow"}}`)
+	<-fake.slowStarted
+	s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create"}`)
+	s.httpDo(t, "POST", "/reset", `{"seed":1}`, map[string]string{openenv.SessionHeader: "grader"})
+	if n := len(s.Sessions()); n != 4 {
+		t.Fatalf("%d sessions, want 4", n)
+	}
+
+	// The clients must read to see the close frames.
+	closed := make(chan error, 2)
+	for _, c := range []*websocket.Conn{idle, busy} {
+		go func() {
+			for {
+				if _, _, err := c.Read(context.Background()); err != nil {
+					closed <- err
+					return
+				}
+			}
+		}()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if n := fake.open.Load(); n != 0 {
+		t.Errorf("%d instances open after Shutdown", n)
+	}
+	if n := len(s.Sessions()); n != 0 {
+		t.Errorf("%d sessions after Shutdown", n)
+	}
+	for range 2 {
+		err := <-closed
+		var ce websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != websocket.StatusGoingAway || ce.Reason != "server shutting down" {
+			t.Errorf("client read %v, want a going-away close for the shutdown", err)
+		}
+	}
+
+	t.Run("RefusesNewSessions", func(t *testing.T) {
+		c := s.dial(t)
+		jsonEq(t, recv(t, c), `{"type":"error","data":{"message":"Server is shutting down. Cannot accept new sessions.","code":"SESSION_ERROR"}}`)
+		expectClose(t, c, websocket.StatusGoingAway, "shutting down")
+		reply := s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create"}`)
+		if code := fmt.Sprint(field(t, reply, "error.code")); code != "-32000" {
+			t.Errorf("session/create after Shutdown: %s", reply)
+		}
+		if code, body, _ := s.httpDo(t, "POST", "/reset", "", nil); code != http.StatusServiceUnavailable {
+			t.Errorf("POST /reset after Shutdown: %d %s", code, body)
+		}
+	})
+	t.Run("Again", func(t *testing.T) {
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("second Shutdown: %v", err)
+		}
+	})
+}
+
+func TestServer_ShutdownDeadline(t *testing.T) {
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset"}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	// An already-ended context: Shutdown reports it but still ends the
+	// sessions in the background (mustServe's cleanup checks they all close).
+	if err := s.Shutdown(ctx); err == nil || !strings.Contains(err.Error(), "context canceled") {
+		t.Errorf("Shutdown with an ended context: %v", err)
+	}
+}
+
+func TestServer_ConcurrentSessions(t *testing.T) {
+	const n = 200
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{})
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	conns := make([]*websocket.Conn, n)
+	for i := range conns {
+		conns[i] = s.dial(t)
+	}
+	for i, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- session(c, i)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if got := fake.opened.Load(); got != n {
+		t.Errorf("%d instances opened, want %d", got, n)
+	}
+}
+
+// session runs one client's episode and checks that nothing of another
+// client's leaks into it.
+func session(c *websocket.Conn, i int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	rt := func(msg string) (string, error) {
+		if err := c.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+			return "", err
+		}
+		_, b, err := c.Read(ctx)
+		return string(b), err
+	}
+	ep := fmt.Sprintf("ep-%d", i)
+	if _, err := rt(`{"type":"reset","data":{"seed":` + fmt.Sprint(i) + `,"episode_id":"` + ep + `"}}`); err != nil {
+		return err
+	}
+	for j := range 3 {
+		msg := fmt.Sprintf("%d/%d", i, j)
+		reply, err := rt(`{"type":"step","data":{"type":"call_tool","tool_name":"echo","arguments":{"message":"` + msg + `"}}}`)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(reply, `"data":{"message":"`+msg+`"}`) {
+			return fmt.Errorf("client %d: reply %s, want message %s", i, reply, msg)
+		}
+	}
+	state, err := rt(`{"type":"state"}`)
+	if err != nil {
+		return err
+	}
+	for _, want := range []string{`"episode_id":"` + ep + `"`, `"step_count":3`, `"seed":` + fmt.Sprint(i) + `,`} {
+		if !strings.Contains(state, want) {
+			return fmt.Errorf("client %d: state %s lacks %s", i, state, want)
+		}
+	}
+	rows, err := rt(`{"type":"inspect","data":{"sql":"SELECT message FROM echoes"}}`)
+	if err != nil {
+		return err
+	}
+	if want := fmt.Sprintf(`"rows":[["%d/0"],["%d/1"],["%d/2"]]`, i, i, i); !strings.Contains(rows, want) {
+		return fmt.Errorf("client %d: inspect %s, want %s", i, rows, want)
+	}
+	return c.Write(ctx, websocket.MessageText, []byte(`{"type":"close"}`))
+}
+
+func TestServer_Sessions(t *testing.T) {
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"watched"}}`)
+	roundTrip(t, c, `{"type":"step","data":{"tool_name":"add","arguments":{"a":1,"b":1}}}`)
+	roundTrip(t, c, `{"type":"step","data":{"type":"list_tools"}}`)
+	mcpID := str(t, s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create"}`), "result.session_id")
+
+	list := s.Sessions()
+	if len(list) != 2 {
+		t.Fatalf("%d sessions, want 2", len(list))
+	}
+	ws, mcp := list[0], list[1]
+	if ws.Transport != openenv.TransportWS || ws.EpisodeID != "watched" || ws.StepCount != 1 || ws.ID == "" {
+		t.Errorf("ws session %+v", ws)
+	}
+	if mcp.Transport != openenv.TransportMCP || mcp.ID != mcpID || mcp.StepCount != 0 {
+		t.Errorf("mcp session %+v", mcp)
+	}
+	if ws.LastActivity.Before(ws.Created) {
+		t.Errorf("last activity %v before creation %v", ws.LastActivity, ws.Created)
+	}
+
+	code, body, _ := s.httpDo(t, "GET", "/sessions", "", nil)
+	if code != http.StatusOK {
+		t.Fatalf("GET /sessions: %d", code)
+	}
+	for _, si := range list {
+		if strings.Contains(body, si.ID) {
+			t.Errorf("GET /sessions leaks session id %s: %s", si.ID, body)
+		}
+		if !strings.Contains(body, `"ref":"`+si.Ref+`"`) {
+			t.Errorf("GET /sessions lacks ref %s: %s", si.Ref, body)
+		}
+	}
+	if !strings.Contains(body, `"transport":"ws"`) || !strings.Contains(body, `"episode_id":"watched"`) || !strings.Contains(body, `"step_count":1`) {
+		t.Errorf("GET /sessions: %s", body)
+	}
+}
