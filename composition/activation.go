@@ -38,6 +38,7 @@ type activation struct {
 
 	pinned  []*nodeState
 	loose   map[*nodeState]*sqlitestore.Capture
+	group   map[*nodeState]*frame // grouped mode: one frame per touched node
 	records []record
 }
 
@@ -195,36 +196,56 @@ func (a *activation) finishLoose() error {
 	return errors.Join(errs...)
 }
 
-// beginAll opens a frame on every node, for startup and bulk.
-func (a *activation) beginAll() ([]*frame, error) {
+// startGroup puts the activation in grouped mode (startup hooks and bulk
+// blocks): every node touched gets one transaction frame that stays open
+// until endGroup. A frame is opened on a node's first use rather than
+// up front, which no hook can tell apart from every transaction being open
+// before the first hook runs, and which spares the nodes nobody touches a
+// connection.
+func (a *activation) startGroup() { a.group = map[*nodeState]*frame{} }
+
+// ensureGroup opens the node's group frame, in grouped mode.
+func (a *activation) ensureGroup(ns *nodeState) error {
+	if a.group == nil {
+		return nil
+	}
+	if _, ok := a.group[ns]; ok {
+		return nil
+	}
+	f, err := a.begin(ns)
+	if err != nil {
+		return err
+	}
+	a.group[ns] = f
+	return nil
+}
+
+// endGroup rolls every group frame back when err is set; otherwise it
+// commits them one at a time in node order, the root last. On a failed
+// commit the remaining frames roll back and the error names the node.
+func (a *activation) endGroup(err error) error {
 	var frames []*frame
-	for _, ns := range a.inst.nodes {
-		f, err := a.begin(ns)
-		if err != nil {
-			rollbackAll(frames)
-			return nil, err
+	for _, ns := range a.inst.nodes[1:] {
+		if f, ok := a.group[ns]; ok {
+			frames = append(frames, f)
 		}
+	}
+	if f, ok := a.group[a.inst.nodes[0]]; ok {
 		frames = append(frames, f)
 	}
-	return frames, nil
-}
-
-func rollbackAll(frames []*frame) {
-	for _, f := range frames {
-		f.tx.Rollback()
+	a.group = nil
+	if err != nil {
+		for _, f := range frames {
+			f.tx.Rollback()
+		}
+		return err
 	}
-}
-
-// commitAll commits every frame but the root's in node order, then the
-// root's. On a failed commit the remaining frames roll back.
-func commitAll(frames []*frame) error {
-	order := append(slices.Clone(frames[1:]), frames[0])
-	for k, f := range order {
-		if err := f.tx.Commit(); err != nil {
-			for _, rest := range order[k:] {
+	for k, f := range frames {
+		if cerr := f.tx.Commit(); cerr != nil {
+			for _, rest := range frames[k:] {
 				rest.tx.Rollback()
 			}
-			return fmt.Errorf("node %s: commit: %w", f.ns.node.Path, err)
+			return fmt.Errorf("node %s: commit: %w", f.ns.node.Path, cerr)
 		}
 	}
 	return nil
@@ -254,6 +275,9 @@ func (a *activation) layers(ns *nodeState, mws []env.Middleware, def *env.ToolDe
 	start := time.Now()
 	if inner == nil {
 		defer func() { a.logCall(info, start, err) }()
+	}
+	if err := a.ensureGroup(ns); err != nil {
+		return nil, err
 	}
 	f, err := a.begin(ns)
 	if err != nil {

@@ -204,4 +204,3 @@ func copyFile(b *testing.B, from, to string) {
 	}
 	out.Close()
 }
-

@@ -19,6 +19,9 @@ func (d *nodeDB) ready() error {
 		return err
 	}
 	d.a.touch(d.ns)
+	if err := d.a.ensureGroup(d.ns); err != nil {
+		return err
+	}
 	d.a.looseCapture(d.ns)
 	return nil
 }

@@ -1,9 +1,9 @@
 package composition
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -214,7 +214,7 @@ func (s *source) nodeRecord(n *Node) (string, *string) {
 func CompareShape(ctx context.Context, s *fixture.Sidecar, sealed *Sealed) error {
 	type shape struct {
 		world, scope, schema string
-		aliases            []string
+		aliases              []string
 	}
 	scopeText := func(p *string) string {
 		if p == nil {

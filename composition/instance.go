@@ -88,15 +88,15 @@ type Instance struct {
 	compRecords []env.CompositionRecord
 	fixture     *env.FixtureRef
 
-	mu        sync.Mutex // guards everything below
-	nodes     []*nodeState
-	calls     int
-	steps     int
-	changes   []env.ChangeRecord
-	view      *View
-	closed    bool
-	current   *activation
-	pinned    bool
+	mu      sync.Mutex // guards everything below
+	nodes   []*nodeState
+	calls   int
+	steps   int
+	changes []env.ChangeRecord
+	view    *View
+	closed  bool
+	current *activation
+	pinned  bool
 }
 
 // Open creates an instance of world: from a fixture when opts.Fixture is
@@ -252,10 +252,7 @@ func (i *Instance) runStartup(ctx context.Context) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	return i.activate(ctx, "startup", false, func(a *activation) error {
-		frames, err := a.beginAll()
-		if err != nil {
-			return err
-		}
+		a.startGroup()
 		for _, n := range i.sealed.StartupOrder {
 			for _, h := range n.World.Hooks() {
 				kw := map[string]any{}
@@ -268,12 +265,11 @@ func (i *Instance) runStartup(ctx context.Context) error {
 				}
 				c := a.ctxFor(i.nodes[n.Index], nil)
 				if err := guard(func() error { return h.Run(c, kw) }); err != nil {
-					rollbackAll(frames)
-					return fmt.Errorf("startup hook of %s (node %s) at %s: %w", n.World.Name(), n.Path, filepath.Base(h.Where), err)
+					return a.endGroup(fmt.Errorf("startup hook of %s (node %s) at %s: %w", n.World.Name(), n.Path, filepath.Base(h.Where), err))
 				}
 			}
 		}
-		return commitAll(frames)
+		return a.endGroup(nil)
 	})
 }
 
@@ -439,16 +435,9 @@ func (i *Instance) Bulk(ctx context.Context, fn func(c *env.Ctx) error) error {
 		return errClosed
 	}
 	return i.activate(ctx, "bulk", false, func(a *activation) error {
-		frames, err := a.beginAll()
-		if err != nil {
-			return err
-		}
+		a.startGroup()
 		c := a.ctxFor(i.nodes[0], nil)
-		if err := guard(func() error { return fn(c) }); err != nil {
-			rollbackAll(frames)
-			return err
-		}
-		return commitAll(frames)
+		return a.endGroup(guard(func() error { return fn(c) }))
 	})
 }
 

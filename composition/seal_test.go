@@ -44,9 +44,9 @@ func mustPanicBug(t *testing.T, fn func()) (bug *env.WorldBug) {
 
 func TestAddWorld_ChecksAtTheCall(t *testing.T) {
 	tests := []struct {
-		name string                      // case
+		name string                       // case
 		add  func(host, child *env.World) // the AddWorld call under test
-		want string                      // a substring of the WorldBug message
+		want string                       // a substring of the WorldBug message
 	}{
 		{"BadSpelling", func(h, c *env.World) { h.AddWorld(c, env.Name("Pay")) }, `name "Pay" must match ^[a-z][a-z0-9_]*$`},
 		{"DoubleUnderscore", func(h, c *env.World) { h.AddWorld(c, env.Name("pay__eu")) }, `must not contain "__"`},
@@ -76,9 +76,9 @@ func TestAddWorld_ChecksAtTheCall(t *testing.T) {
 
 func TestSeal_ChecksAtTheSeal(t *testing.T) {
 	tests := []struct {
-		name  string                 // case
-		build func() *env.World      // returns the root
-		want  string                 // substring of the error
+		name  string            // case
+		build func() *env.World // returns the root
+		want  string            // substring of the error
 	}{
 		{"AllowNamesMissingTool", func() *env.World {
 			h, c := newWorld("host"), newWorld("child")

@@ -20,6 +20,14 @@
 // regexp.MustCompile does; whole-tree problems are found when the tree is
 // sealed and returned as errors wrapping a *WorldBug.
 //
+// # Tasks
+//
+// A world may also declare tasks: an instruction for an agent, the instance
+// it starts from, an optional tool allow list and a grader made of checks
+// (SQL assertions, change-log assertions, Go functions over an Inspector).
+// (*World).AddTask registers one; package task loads, opens and grades
+// them.
+//
 // # Concurrency
 //
 // Registration is safe for concurrent use but is expected to finish during

@@ -75,6 +75,10 @@ type StateDoc struct {
 	Composition  map[string]CompositionRecord `json:"composition"`
 	Fixture      *FixtureRef                  `json:"fixture"`
 	ChangeLog    []ChangeRecord               `json:"change_log"`
+	// Task is the id of the task the episode runs, when it runs one.
+	Task *string `json:"task,omitempty"`
+	// Checks are the results of the task's latest grading, when it runs one.
+	Checks []CheckResult `json:"checks,omitempty"`
 }
 
 // Clock modes of an instance.

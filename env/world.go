@@ -88,6 +88,7 @@ type World struct {
 	hooks      []*StartupHook
 	edges      []*Edge
 	declared   []*Declared
+	tasks      []Task
 }
 
 // NewWorld declares a world. It panics with a *WorldBug when the spec is
@@ -160,6 +161,7 @@ func (w *World) Clone() *World {
 		c.edges = append(c.edges, &e2)
 	}
 	c.declared = slices.Clone(w.declared)
+	c.tasks = slices.Clone(w.tasks)
 	generation.Add(1)
 	return c
 }
