@@ -1,0 +1,787 @@
+package sqlitestore
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/ncruces/go-sqlite3"
+)
+
+// Change capture.
+//
+// The preupdate hook records, for every row a statement touches, the row's key
+// and its first before-image (copied at once; no SQL runs inside the hook).
+// Finish reads each touched key's current row and emits the net change. This
+// is exact under ROLLBACK and ROLLBACK TO (rolled-back rows read back as they
+// were), REPLACE, foreign-key cascades, trigger writes, UPSERT, STRICT and
+// WITHOUT ROWID tables, and it never touches the schema.
+//
+// Reading the current rows after a COMMIT costs a read transaction of its own
+// (file locks: about a third of a one-row write call). So when the outermost
+// frame commits while captures run, the current rows are read just before
+// COMMIT, inside the transaction, and kept; Finish uses them when nothing
+// can have changed since: no row event, no schema change, no failed COMMIT
+// and no reopened connection (the store's epoch did not move).
+
+// Change is the net change of one row during a capture.
+type Change struct {
+	// Table is the table's name in the main schema.
+	Table string
+	// Op is "insert", "update" or "delete".
+	Op string
+	// Key maps the primary-key columns to their values; it is {"rowid": n}
+	// for a table with no declared primary key.
+	Key map[string]any
+	// KeyValues holds the same values in primary-key column order.
+	KeyValues []any
+	// Before is the row before the capture; nil for an insert.
+	Before map[string]any
+	// After is the row when the capture finished; nil for a delete.
+	After map[string]any
+}
+
+// Change operations.
+const (
+	OpInsert = "insert"
+	OpUpdate = "update"
+	OpDelete = "delete"
+)
+
+// Capture records the rows changed in a store between StartCapture and
+// Finish. Captures nest: the innermost running capture receives the changes.
+// A Capture belongs to its store's goroutine.
+type Capture struct {
+	s     *Store
+	done  bool                // guarded by s.mu, as are the fields below
+	keys  map[string]*touched // by table and encoded key
+	order []*touched          // in first-touch order
+	raw   []rawEvent          // events recorded while table metadata was stale
+	buf   []byte              // key-encoding scratch
+	err   error               // first failure inside the hook
+
+	afterRead  bool   // every touched row's current image was read…
+	afterEpoch uint64 // …at this store epoch
+}
+
+// touched is a row a capture saw, with its first before-image.
+type touched struct {
+	meta   *tableMeta // the table's metadata at the first touch
+	key    []any      // primary-key values, or the rowid
+	before []any      // by meta.names; nil when the row did not exist
+
+	after      []any    // current image read before a COMMIT; see afterRead
+	afterNames []string // its column names
+}
+
+// rawEvent is a preupdate event copied whole, to be keyed once the table's
+// metadata is known.
+type rawEvent struct {
+	table              string
+	op                 sqlite3.AuthorizerActionCode
+	oldRowID, newRowID int64
+	old, new           []any // by column index; nil when absent
+}
+
+// StartCapture starts a change capture. Captures nest; the innermost receives
+// the hook's events. End it with Finish.
+func (s *Store) StartCapture() *Capture {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := &Capture{s: s, keys: make(map[string]*touched)}
+	if s.closed {
+		c.done = true
+		return c
+	}
+	s.captures = append(s.captures, c)
+	if s.cn != nil && !s.cn.hookOn {
+		s.installHookLocked(s.cn)
+	}
+	return c
+}
+
+// Finish ends the capture and returns the net changes since StartCapture for
+// the rows touched while it was the innermost capture: one insert, update or
+// delete per row, rows left unchanged dropped, sorted by table then key
+// (CompareKeys). It returns ErrCaptureDone when called twice and
+// ErrCaptureOrder (after ending the capture) when a capture started after it
+// is still running.
+func (c *Capture) Finish(ctx context.Context) ([]Change, error) {
+	s := c.s
+	var out []Change
+	err := func() error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if c.done {
+			if s.closed {
+				return ErrClosed
+			}
+			return ErrCaptureDone
+		}
+		c.done = true
+		i := slices.Index(s.captures, c)
+		inner := i != len(s.captures)-1
+		s.captures = slices.Delete(s.captures, i, i+1)
+		if len(s.captures) == 0 && s.cn != nil && s.cn.hookOn {
+			s.cn.c.PreUpdateHook(nil)
+			s.cn.hookOn = false
+		}
+		if inner {
+			return ErrCaptureOrder
+		}
+		if c.err != nil {
+			return c.err
+		}
+		if len(c.order) == 0 && len(c.raw) == 0 {
+			return nil
+		}
+		if c.afterRead && c.afterEpoch == s.epoch && len(c.raw) == 0 && (s.cn == nil || !s.cn.metaDirty) {
+			out = c.collect(func(t *touched) ([]any, []string, error) { return t.after, t.afterNames, nil })
+			return nil
+		}
+		return s.doLocked(ctx, true, func(cn *conn) error {
+			if cn.metaDirty {
+				if err := s.loadMetaLocked(cn); err != nil {
+					return err
+				}
+			}
+			c.replay(cn)
+			return cn.readCurrent(c.order, func(read func(*touched) ([]any, []string, error)) {
+				out = c.collect(read)
+			})
+		})
+	}()
+	if s.pool != nil {
+		s.pool.settle()
+	}
+	return out, err
+}
+
+// installHookLocked routes the connection's preupdate events to the captures.
+func (s *Store) installHookLocked(cn *conn) {
+	cn.c.PreUpdateHook(func(d sqlite3.PreUpdateData) { s.onPreUpdate(cn, d) })
+	cn.hookOn = true
+}
+
+// refreshMetaLocked reloads stale table metadata before a statement runs while
+// a capture is active, and keys the events recorded while it was stale.
+func (s *Store) refreshMetaLocked(cn *conn) error {
+	if len(s.captures) == 0 || !cn.metaDirty {
+		return nil
+	}
+	if err := s.loadMetaLocked(cn); err != nil {
+		return err
+	}
+	for _, c := range s.captures {
+		c.replay(cn)
+	}
+	return nil
+}
+
+// loadMetaLocked reloads the table metadata; rows read before may no longer
+// match it, so the epoch moves.
+func (s *Store) loadMetaLocked(cn *conn) error {
+	s.epoch++
+	return cn.loadMeta(s.untracked)
+}
+
+// maxPreread bounds the rows read before a COMMIT; larger captures read
+// theirs in Finish, in one read transaction.
+const maxPreread = 1024
+
+// prereadLocked reads, inside the transaction about to commit, the current
+// image of every row the running captures touched, for Finish to use. A
+// failure only leaves the work to Finish.
+func (s *Store) prereadLocked(cn *conn) {
+	total := 0
+	for _, c := range s.captures {
+		c.afterRead = false
+		total += len(c.order)
+	}
+	if total == 0 || total > maxPreread || s.refreshMetaLocked(cn) != nil {
+		return
+	}
+	for _, c := range s.captures {
+		for _, t := range c.order {
+			after, names, err := cn.readRow(t)
+			if err != nil {
+				return
+			}
+			t.after, t.afterNames = after, names
+		}
+	}
+	for _, c := range s.captures {
+		c.afterRead, c.afterEpoch = true, s.epoch
+	}
+}
+
+// onPreUpdate records one row event. It runs inside SQLite, so it copies what
+// it needs and runs no SQL.
+func (s *Store) onPreUpdate(cn *conn, d sqlite3.PreUpdateData) {
+	n := len(s.captures)
+	if n == 0 || d.Schema != "main" || hasPrefixFold(d.Table, "sqlite_") {
+		return
+	}
+	c := s.captures[n-1]
+	s.epoch++
+	defer func() {
+		if r := recover(); r != nil && c.err == nil {
+			c.err = fmt.Errorf("sqlitestore: change capture lost an event on %s: %v", d.Table, r)
+		}
+	}()
+	m := cn.meta[d.Table]
+	if !cn.metaDirty && m != nil && m.skip {
+		return
+	}
+	if cn.metaDirty || m == nil || d.Count() != m.cols {
+		// A table created or altered out of sight (a rolled-back ALTER, say):
+		// key the event once the metadata is reloaded.
+		cn.metaDirty = true
+		c.raw = append(c.raw, newRawEvent(d))
+		return
+	}
+	oldCol := func(i int) any {
+		v, err := d.Old(i)
+		if err != nil {
+			return nil
+		}
+		return copyValue(v)
+	}
+	newCol := func(i int) any {
+		v, err := d.New(i)
+		if err != nil {
+			return nil
+		}
+		return copyValue(v)
+	}
+	c.record(m, d.Op, oldCol, newCol, d.OldRowID, d.NewRowID)
+}
+
+// record keys one event and keeps the first before-image per key.
+func (c *Capture) record(m *tableMeta, op sqlite3.AuthorizerActionCode, oldCol, newCol func(int) any, oldRowID, newRowID int64) {
+	switch op {
+	case sqlite3.AUTH_INSERT:
+		c.touch(m, m.keyOf(newCol, newRowID), nil)
+	case sqlite3.AUTH_DELETE:
+		c.touch(m, m.keyOf(oldCol, oldRowID), oldCol)
+	case sqlite3.AUTH_UPDATE:
+		c.touch(m, m.keyOf(oldCol, oldRowID), oldCol)
+		c.touch(m, m.keyOf(newCol, newRowID), nil) // a changed key: a new row
+	}
+}
+
+// touch notes key; on its first touch, row (nil: the row did not exist)
+// gives its before-image.
+func (c *Capture) touch(m *tableMeta, key []any, row func(int) any) {
+	c.buf = append(append(c.buf[:0], m.name...), 0)
+	c.buf = appendKey(c.buf, key)
+	if _, ok := c.keys[string(c.buf)]; ok {
+		return
+	}
+	t := &touched{meta: m, key: key}
+	if row != nil {
+		t.before = make([]any, len(m.names))
+		for i, cid := range m.cids {
+			t.before[i] = row(cid)
+		}
+	}
+	c.keys[string(c.buf)] = t
+	c.order = append(c.order, t)
+}
+
+func newRawEvent(d sqlite3.PreUpdateData) rawEvent {
+	ev := rawEvent{table: d.Table, op: d.Op, oldRowID: d.OldRowID, newRowID: d.NewRowID}
+	n := d.Count()
+	if d.Op != sqlite3.AUTH_INSERT {
+		ev.old = make([]any, n)
+		for i := range n {
+			if v, err := d.Old(i); err == nil {
+				ev.old[i] = copyValue(v)
+			}
+		}
+	}
+	if d.Op != sqlite3.AUTH_DELETE {
+		ev.new = make([]any, n)
+		for i := range n {
+			if v, err := d.New(i); err == nil {
+				ev.new[i] = copyValue(v)
+			}
+		}
+	}
+	return ev
+}
+
+// replay keys the events recorded while metadata was stale, in order.
+func (c *Capture) replay(cn *conn) {
+	for _, ev := range c.raw {
+		m := cn.meta[ev.table]
+		if m == nil || m.skip {
+			continue
+		}
+		col := func(row []any) func(int) any {
+			return func(i int) any {
+				if i < len(row) {
+					return row[i]
+				}
+				return nil
+			}
+		}
+		c.record(m, ev.op, col(ev.old), col(ev.new), ev.oldRowID, ev.newRowID)
+	}
+	c.raw = nil
+}
+
+// readCurrent calls fn with a reader of the touched rows' current images.
+// Several rows are read in one read transaction.
+func (cn *conn) readCurrent(rows []*touched, fn func(read func(*touched) ([]any, []string, error))) (err error) {
+	if len(rows) > 1 && cn.c.GetAutocommit() {
+		if _, err := cn.exec("BEGIN", nil); err != nil {
+			return err
+		}
+		defer func() {
+			// End the read transaction even when ctx interrupted the reads.
+			old := cn.c.SetInterrupt(context.Background())
+			defer cn.c.SetInterrupt(old)
+			if _, cerr := cn.exec("COMMIT", nil); err == nil {
+				err = cerr
+			}
+		}()
+	}
+	var readErr error
+	fn(func(t *touched) ([]any, []string, error) {
+		after, names, err := cn.readRow(t)
+		if err != nil && readErr == nil {
+			readErr = err
+		}
+		return after, names, err
+	})
+	return readErr
+}
+
+// collect builds the net changes from the first before-images and the
+// current images read returns. It stops at the first read error.
+func (c *Capture) collect(read func(*touched) ([]any, []string, error)) []Change {
+	var out []Change
+	for _, t := range c.order {
+		after, afterNames, err := read(t)
+		if err != nil {
+			return nil
+		}
+		if t.before == nil && after == nil {
+			continue
+		}
+		ch := Change{Table: t.meta.name, KeyValues: t.key, Key: t.meta.keyMap(t.key)}
+		if t.before != nil {
+			ch.Before = rowMap(t.meta.names, t.before)
+			if afterNames != nil {
+				// Columns added, dropped or rolled back during the capture:
+				// compare the rows in the table's current shape.
+				ch.Before = reshape(ch.Before, afterNames)
+			}
+		}
+		if after != nil {
+			ch.After = rowMap(afterNames, after)
+		}
+		switch {
+		case ch.Before == nil:
+			ch.Op = OpInsert
+		case ch.After == nil:
+			ch.Op = OpDelete
+		case mapsEqual(ch.Before, ch.After):
+			continue
+		default:
+			ch.Op = OpUpdate
+		}
+		out = append(out, ch)
+	}
+	slices.SortStableFunc(out, func(a, b Change) int {
+		if c := strings.Compare(a.Table, b.Table); c != 0 {
+			return c
+		}
+		return CompareKeys(a.KeyValues, b.KeyValues)
+	})
+	return out
+}
+
+// readRow reads the current row at t's key and the table's current column
+// names. The row is nil when there is none; the names are nil when the
+// table is gone.
+func (cn *conn) readRow(t *touched) ([]any, []string, error) {
+	m := cn.meta[t.meta.name]
+	if m == nil || m.skip || m.selectSQL == "" || len(m.pk) != len(t.meta.pk) {
+		return nil, nil, nil
+	}
+	st, err := cn.prepare(m.selectSQL)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer st.Reset()
+	for i, v := range t.key {
+		if err := bindArg(st, i, v); err != nil {
+			return nil, nil, err
+		}
+	}
+	if !st.Step() {
+		return nil, m.names, st.Err()
+	}
+	return readRow(st, len(m.names)), m.names, nil
+}
+
+// tableMeta is what change capture knows about one table of the main schema.
+type tableMeta struct {
+	name      string
+	skip      bool     // not captured: untracked, shadow, virtual, view
+	cols      int      // all columns, as the preupdate hook counts them
+	cids      []int    // indexes of captured columns (all but VIRTUAL generated)
+	names     []string // names of captured columns
+	pk        []int    // column indexes of the primary key, in key order; nil: keyed by rowid
+	pkNames   []string
+	selectSQL string // reads one row by key
+}
+
+func (m *tableMeta) keyOf(col func(int) any, rowid int64) []any {
+	if len(m.pk) == 0 {
+		return []any{rowid}
+	}
+	key := make([]any, len(m.pk))
+	for i, cid := range m.pk {
+		key[i] = col(cid)
+	}
+	return key
+}
+
+func (m *tableMeta) keyMap(key []any) map[string]any {
+	if len(m.pk) == 0 {
+		return map[string]any{"rowid": key[0]}
+	}
+	out := make(map[string]any, len(key))
+	for i, v := range key {
+		out[m.pkNames[i]] = v
+	}
+	return out
+}
+
+// watchSchema is the store connection's authorizer: it allows everything and
+// notes statements that change tables, so capture metadata is reloaded
+// before it is trusted again.
+func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, _, _, _, _ string) sqlite3.AuthorizerReturnCode {
+	switch action {
+	case sqlite3.AUTH_CREATE_TABLE, sqlite3.AUTH_DROP_TABLE, sqlite3.AUTH_ALTER_TABLE,
+		sqlite3.AUTH_CREATE_VTABLE, sqlite3.AUTH_DROP_VTABLE,
+		sqlite3.AUTH_ATTACH: // VACUUM is reported as ATTACH; it may renumber rowids
+		cn.metaDirty = true
+		cn.ddlSeq++
+	}
+	return sqlite3.AUTH_OK
+}
+
+// tablesSQL lists the main schema's tables, views and virtual tables.
+const tablesSQL = `SELECT name, type FROM pragma_table_list WHERE schema = 'main'`
+
+// columnsSQL lists the columns of the main schema's ordinary tables.
+const columnsSQL = `SELECT l.name, x.cid, x.name, x.pk, x.hidden
+FROM pragma_table_list AS l JOIN pragma_table_xinfo(l.name, 'main') AS x
+WHERE l.schema = 'main' AND l.type = 'table'
+ORDER BY l.name, x.cid`
+
+// loadMeta (re)loads the metadata of every table of the main schema.
+func (cn *conn) loadMeta(untracked map[string]bool) error {
+	tables, err := cn.query(tablesSQL, nil)
+	if err != nil {
+		return err
+	}
+	meta := make(map[string]*tableMeta, len(tables.Values))
+	for _, r := range tables.Values {
+		name, typ := r[0].(string), r[1].(string)
+		meta[name] = &tableMeta{
+			name: name,
+			skip: typ != "table" || untracked[strings.ToLower(name)] || hasPrefixFold(name, "sqlite_"),
+		}
+	}
+	cols, err := cn.query(columnsSQL, nil)
+	if err != nil {
+		return err
+	}
+	type pkCol struct{ pos, cid int }
+	pks := make(map[string][]pkCol)
+	for _, r := range cols.Values {
+		name, cid, col, pk, hidden := r[0].(string), int(r[1].(int64)), r[2].(string), r[3].(int64), r[4].(int64)
+		m := meta[name]
+		if m == nil {
+			continue
+		}
+		m.cols = max(m.cols, cid+1)
+		if hidden == 2 { // VIRTUAL generated: not readable in the hook, not stored
+			continue
+		}
+		m.cids = append(m.cids, cid)
+		m.names = append(m.names, col)
+		if pk > 0 {
+			pks[name] = append(pks[name], pkCol{int(pk), cid})
+		}
+	}
+	for name, m := range meta {
+		if m.skip {
+			continue
+		}
+		p := pks[name]
+		sort.Slice(p, func(i, j int) bool { return p[i].pos < p[j].pos })
+		for _, k := range p {
+			m.pk = append(m.pk, k.cid)
+			m.pkNames = append(m.pkNames, m.names[slices.Index(m.cids, k.cid)])
+		}
+		m.selectSQL = m.buildSelect()
+	}
+	cn.meta = meta
+	cn.metaDirty = false
+	return nil
+}
+
+// buildSelect returns the statement reading one row by key, or "" when the
+// table's rowid has no free name (every alias is a column).
+func (m *tableMeta) buildSelect() string {
+	var b strings.Builder
+	b.WriteString("SELECT ")
+	for i, n := range m.names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(quoteIdent(n))
+	}
+	b.WriteString(" FROM main.")
+	b.WriteString(quoteIdent(m.name))
+	b.WriteString(" WHERE ")
+	if len(m.pk) == 0 {
+		alias := ""
+		for _, a := range []string{"rowid", "_rowid_", "oid"} {
+			if !slices.ContainsFunc(m.names, func(n string) bool { return strings.EqualFold(n, a) }) {
+				alias = a
+				break
+			}
+		}
+		if alias == "" {
+			return ""
+		}
+		b.WriteString(alias + " = ?1")
+		return b.String()
+	}
+	for i, cid := range m.pk {
+		if i > 0 {
+			b.WriteString(" AND ")
+		}
+		fmt.Fprintf(&b, "%s IS ?%d", quoteIdent(m.names[slices.Index(m.cids, cid)]), i+1)
+	}
+	return b.String()
+}
+
+func rowMap(names []string, row []any) map[string]any {
+	m := make(map[string]any, len(names))
+	for i, n := range names {
+		m[n] = row[i]
+	}
+	return m
+}
+
+// reshape returns row with exactly the columns names, missing ones NULL.
+func reshape(row map[string]any, names []string) map[string]any {
+	if len(row) == len(names) {
+		same := true
+		for _, n := range names {
+			if _, ok := row[n]; !ok {
+				same = false
+				break
+			}
+		}
+		if same {
+			return row
+		}
+	}
+	out := make(map[string]any, len(names))
+	for _, n := range names {
+		out[n] = row[n]
+	}
+	return out
+}
+
+func mapsEqual(a, b map[string]any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, va := range a {
+		vb, ok := b[k]
+		if !ok || !valueEqual(va, vb) {
+			return false
+		}
+	}
+	return true
+}
+
+func valueEqual(a, b any) bool {
+	if ab, ok := a.([]byte); ok {
+		bb, ok := b.([]byte)
+		return ok && bytes.Equal(ab, bb)
+	}
+	if _, ok := b.([]byte); ok {
+		return false
+	}
+	return a == b
+}
+
+// appendKey encodes key values so that equal keys encode equally.
+func appendKey(b []byte, key []any) []byte {
+	for _, v := range key {
+		switch v := v.(type) {
+		case nil:
+			b = append(b, 'n')
+		case int64:
+			b = binary.BigEndian.AppendUint64(append(b, 'i'), uint64(v))
+		case float64:
+			b = binary.BigEndian.AppendUint64(append(b, 'f'), math.Float64bits(v))
+		case string:
+			b = binary.BigEndian.AppendUint32(append(b, 't'), uint32(len(v)))
+			b = append(b, v...)
+		case []byte:
+			b = binary.BigEndian.AppendUint32(append(b, 'b'), uint32(len(v)))
+			b = append(b, v...)
+		}
+	}
+	return b
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// CompareKeys orders two KeyValues slices as SQLite sorts values: NULL before
+// numbers (integers and reals compared by value), numbers before text (by
+// bytes), text before blobs (by bytes). A slice that is a prefix of the other
+// sorts first. Values may be nil, any int, uint or float kind, string or
+// []byte; other types sort after blobs, by their printed form.
+func CompareKeys(a, b []any) int {
+	for i := range min(len(a), len(b)) {
+		if c := compareValue(a[i], b[i]); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// value classes in SQLite's sort order.
+const (
+	classNull = iota
+	classNumber
+	classText
+	classBlob
+	classOther
+)
+
+// number is a numeric value: an integer when isInt, else a real.
+type number struct {
+	isInt bool
+	i     int64
+	f     float64
+	big   uint64 // uint values above MaxInt64
+}
+
+func classify(v any) (int, number) {
+	switch v := v.(type) {
+	case nil:
+		return classNull, number{}
+	case int64:
+		return classNumber, number{isInt: true, i: v}
+	case float64:
+		return classNumber, number{f: v}
+	case string:
+		return classText, number{}
+	case []byte:
+		return classBlob, number{}
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return classNumber, number{isInt: true, i: rv.Int()}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		u := rv.Uint()
+		if u > math.MaxInt64 {
+			return classNumber, number{f: float64(u), big: u}
+		}
+		return classNumber, number{isInt: true, i: int64(u)}
+	case reflect.Float32, reflect.Float64:
+		return classNumber, number{f: rv.Float()}
+	case reflect.String:
+		return classText, number{}
+	case reflect.Slice:
+		if rv.Type().Elem().Kind() == reflect.Uint8 {
+			return classBlob, number{}
+		}
+	}
+	return classOther, number{}
+}
+
+func compareValue(a, b any) int {
+	ca, na := classify(a)
+	cb, nb := classify(b)
+	if ca != cb {
+		return cmp.Compare(ca, cb)
+	}
+	switch ca {
+	case classNull:
+		return 0
+	case classNumber:
+		return compareNumber(na, nb)
+	case classText:
+		return strings.Compare(reflect.ValueOf(a).String(), reflect.ValueOf(b).String())
+	case classBlob:
+		return bytes.Compare(reflect.ValueOf(a).Bytes(), reflect.ValueOf(b).Bytes())
+	}
+	return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
+}
+
+func compareNumber(a, b number) int {
+	switch {
+	case a.isInt && b.isInt:
+		return cmp.Compare(a.i, b.i)
+	case a.isInt:
+		return compareIntReal(a.i, b)
+	case b.isInt:
+		return -compareIntReal(b.i, a)
+	case a.big != 0 && b.big != 0:
+		return cmp.Compare(a.big, b.big)
+	}
+	return cmp.Compare(a.f, b.f)
+}
+
+// compareIntReal compares an integer with a real exactly, as SQLite does.
+func compareIntReal(i int64, r number) int {
+	if r.big != 0 {
+		return -1 // r exceeds every int64
+	}
+	f := r.f
+	switch {
+	case math.IsNaN(f):
+		return 1
+	case f < -9223372036854775808.0:
+		return 1
+	case f >= 9223372036854775808.0:
+		return -1
+	}
+	t := int64(f) // truncated toward zero, exact in range
+	if c := cmp.Compare(i, t); c != 0 {
+		return c
+	}
+	frac := f - float64(t)
+	switch {
+	case frac > 0:
+		return -1
+	case frac < 0:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,621 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/seahaven/seahaven/sqlitestore"
+)
+
+// formatChanges renders changes one per line for comparison:
+// "op table key before=… after=…", maps printed with sorted keys.
+func formatChanges(changes []sqlitestore.Change) string {
+	var b strings.Builder
+	for _, c := range changes {
+		fmt.Fprintf(&b, "%s %s %v", c.Op, c.Table, c.Key)
+		if c.Before != nil {
+			fmt.Fprintf(&b, " before=%v", c.Before)
+		}
+		if c.After != nil {
+			fmt.Fprintf(&b, " after=%v", c.After)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// capture runs act inside a capture and returns the formatted changes.
+func capture(t *testing.T, s *sqlitestore.Store, act func(t *testing.T, s *sqlitestore.Store)) string {
+	t.Helper()
+	c := s.StartCapture()
+	act(t, s)
+	changes, err := c.Finish(context.Background())
+	if err != nil {
+		t.Fatalf("Finish: %v", err)
+	}
+	return formatChanges(changes)
+}
+
+// execAll returns an action running each statement in order.
+func execAll(stmts ...string) func(*testing.T, *sqlitestore.Store) {
+	return func(t *testing.T, s *sqlitestore.Store) {
+		t.Helper()
+		for _, q := range stmts {
+			MustExec(t, s, q)
+		}
+	}
+}
+
+func lines(ls ...string) string {
+	if len(ls) == 0 {
+		return ""
+	}
+	return strings.Join(ls, "\n") + "\n"
+}
+
+func TestCapture_Cases(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		schema    string   // genesis schema
+		setup     string   // script run before the capture
+		untracked []string // Options.Untracked
+		act       func(*testing.T, *sqlitestore.Store)
+		want      string // formatted changes
+	}{
+		{
+			name:   "InsertUpdateDelete",
+			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);`,
+			setup:  `INSERT INTO t VALUES (1, 'a'), (2, 'b');`,
+			act:    execAll(`INSERT INTO t VALUES (3, 'c')`, `UPDATE t SET v = 'A' WHERE id = 1`, `DELETE FROM t WHERE id = 2`),
+			want: lines(
+				"update t map[id:1] before=map[id:1 v:a] after=map[id:1 v:A]",
+				"delete t map[id:2] before=map[id:2 v:b]",
+				"insert t map[id:3] after=map[id:3 v:c]",
+			),
+		},
+		{
+			name:   "Strict",
+			schema: `CREATE TABLE s (id TEXT PRIMARY KEY, n INTEGER NOT NULL, x ANY) STRICT;`,
+			setup:  `INSERT INTO s VALUES ('a', 1, 1.5);`,
+			act:    execAll(`UPDATE s SET n = 2, x = 'text' WHERE id = 'a'`, `INSERT INTO s VALUES ('b', 3, x'01')`),
+			want: lines(
+				"update s map[id:a] before=map[id:a n:1 x:1.5] after=map[id:a n:2 x:text]",
+				"insert s map[id:b] after=map[id:b n:3 x:[1]]",
+			),
+		},
+		{
+			name:   "WithoutRowidKeyChange",
+			schema: `CREATE TABLE child (pid INTEGER, k TEXT, v INTEGER, PRIMARY KEY (pid, k)) WITHOUT ROWID;`,
+			setup:  `INSERT INTO child VALUES (1, 'x', 10), (1, 'y', 20);`,
+			act:    execAll(`UPDATE child SET k = 'x2', v = 11 WHERE pid = 1 AND k = 'x'`, `UPDATE child SET v = 21 WHERE k = 'y'`),
+			want: lines(
+				"delete child map[k:x pid:1] before=map[k:x pid:1 v:10]",
+				"insert child map[k:x2 pid:1] after=map[k:x2 pid:1 v:11]",
+				"update child map[k:y pid:1] before=map[k:y pid:1 v:20] after=map[k:y pid:1 v:21]",
+			),
+		},
+		{
+			name:   "ReplaceTextKeyIsUpdate",
+			schema: `CREATE TABLE t (id TEXT PRIMARY KEY, v INTEGER);`,
+			setup:  `INSERT INTO t VALUES ('a', 1);`,
+			act:    execAll(`REPLACE INTO t VALUES ('a', 2)`),
+			want:   lines("update t map[id:a] before=map[id:a v:1] after=map[id:a v:2]"),
+		},
+		{
+			name:   "ReplaceDeletesUniqueConflict",
+			schema: `CREATE TABLE u (id INTEGER PRIMARY KEY, email TEXT UNIQUE, name TEXT);`,
+			setup:  `INSERT INTO u VALUES (1, 'a@x', 'A');`,
+			act:    execAll(`REPLACE INTO u VALUES (2, 'a@x', 'B')`),
+			want: lines(
+				"delete u map[id:1] before=map[email:a@x id:1 name:A]",
+				"insert u map[id:2] after=map[email:a@x id:2 name:B]",
+			),
+		},
+		{
+			name: "ForeignKeyCascade",
+			schema: `CREATE TABLE parent (id INTEGER PRIMARY KEY, name TEXT);
+				CREATE TABLE child (id INTEGER PRIMARY KEY, pid INTEGER REFERENCES parent (id) ON DELETE CASCADE);`,
+			setup: `INSERT INTO parent VALUES (1, 'p'), (2, 'q'); INSERT INTO child VALUES (10, 1), (11, 1), (12, 2);`,
+			act:   execAll(`DELETE FROM parent WHERE id = 1`),
+			want: lines(
+				"delete child map[id:10] before=map[id:10 pid:1]",
+				"delete child map[id:11] before=map[id:11 pid:1]",
+				"delete parent map[id:1] before=map[id:1 name:p]",
+			),
+		},
+		{
+			name: "TriggerWrites",
+			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);
+				CREATE TABLE audit (id INTEGER PRIMARY KEY, msg TEXT);
+				CREATE TRIGGER t_audit AFTER INSERT ON t BEGIN INSERT INTO audit (msg) VALUES ('new ' || NEW.id); END;`,
+			act: execAll(`INSERT INTO t VALUES (7, 'x')`),
+			want: lines(
+				"insert audit map[id:1] after=map[id:1 msg:new 7]",
+				"insert t map[id:7] after=map[id:7 v:x]",
+			),
+		},
+		{
+			name:   "UpsertDoUpdate",
+			schema: `CREATE TABLE c (id TEXT PRIMARY KEY, n INTEGER);`,
+			setup:  `INSERT INTO c VALUES ('a', 1);`,
+			act:    execAll(`INSERT INTO c VALUES ('a', 1), ('b', 1) ON CONFLICT (id) DO UPDATE SET n = n + 1`),
+			want: lines(
+				"update c map[id:a] before=map[id:a n:1] after=map[id:a n:2]",
+				"insert c map[id:b] after=map[id:b n:1]",
+			),
+		},
+		{
+			name:   "RollbackToSavepoint",
+			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);`,
+			setup:  `INSERT INTO t VALUES (1, 'a');`,
+			act: func(t *testing.T, s *sqlitestore.Store) {
+				ctx := context.Background()
+				outer, err := s.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				MustExec(t, s, `INSERT INTO t VALUES (2, 'kept')`)
+				inner, err := s.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				MustExec(t, s, `INSERT INTO t VALUES (9, 'undone')`)
+				MustExec(t, s, `UPDATE t SET v = 'undone' WHERE id = 1`)
+				if err := inner.Rollback(); err != nil {
+					t.Fatal(err)
+				}
+				if err := outer.Commit(); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: lines("insert t map[id:2] after=map[id:2 v:kept]"),
+		},
+		{
+			name:   "FullRollback",
+			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);`,
+			setup:  `INSERT INTO t VALUES (1, 'a'), (2, 'b');`,
+			act: func(t *testing.T, s *sqlitestore.Store) {
+				f, err := s.Begin(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				MustExec(t, s, `DELETE FROM t`)
+				MustExec(t, s, `INSERT INTO t VALUES (3, 'c')`)
+				if err := f.Rollback(); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: "",
+		},
+		{
+			name:   "UpdatedTwiceIsOneUpdate",
+			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);`,
+			setup:  `INSERT INTO t VALUES (1, 'a');`,
+			act:    execAll(`UPDATE t SET v = 'b'`, `UPDATE t SET v = 'c'`),
+			want:   lines("update t map[id:1] before=map[id:1 v:a] after=map[id:1 v:c]"),
+		},
+		{
+			name:   "UpdatedBackIsNothing",
+			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);`,
+			setup:  `INSERT INTO t VALUES (1, 'a');`,
+			act:    execAll(`UPDATE t SET v = 'b'`, `UPDATE t SET v = 'a'`),
+			want:   "",
+		},
+		{
+			name:   "InsertedThenDeleted",
+			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);`,
+			act:    execAll(`INSERT INTO t VALUES (1, 'a')`, `DELETE FROM t WHERE id = 1`),
+			want:   "",
+		},
+		{
+			name:      "Untracked",
+			schema:    `CREATE TABLE t (id INTEGER PRIMARY KEY); CREATE TABLE Log (id INTEGER PRIMARY KEY, msg TEXT);`,
+			untracked: []string{"log"},
+			act:       execAll(`INSERT INTO Log (msg) VALUES ('x')`, `INSERT INTO t VALUES (1)`),
+			want:      lines("insert t map[id:1] after=map[id:1]"),
+		},
+		{
+			name:   "FTS5ShadowTables",
+			schema: `CREATE VIRTUAL TABLE docs USING fts5(body); CREATE TABLE t (id INTEGER PRIMARY KEY);`,
+			act:    execAll(`INSERT INTO docs (body) VALUES ('hello world')`, `INSERT INTO t VALUES (1)`),
+			want:   lines("insert t map[id:1] after=map[id:1]"),
+		},
+		{
+			name:   "TempTable",
+			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY);`,
+			act:    execAll(`CREATE TEMP TABLE scratch (x)`, `INSERT INTO scratch VALUES (1)`, `INSERT INTO t VALUES (1)`),
+			want:   lines("insert t map[id:1] after=map[id:1]"),
+		},
+		{
+			name:   "NoPrimaryKeyKeysByRowid",
+			schema: `CREATE TABLE n (a TEXT, b INTEGER);`,
+			setup:  `INSERT INTO n VALUES ('x', 1);`,
+			act:    execAll(`UPDATE n SET b = 2`, `INSERT INTO n VALUES ('y', 3)`),
+			want: lines(
+				"update n map[rowid:1] before=map[a:x b:1] after=map[a:x b:2]",
+				"insert n map[rowid:2] after=map[a:y b:3]",
+			),
+		},
+		{
+			name:   "BlobsStayBytes",
+			schema: `CREATE TABLE b (id BLOB PRIMARY KEY, data BLOB) WITHOUT ROWID;`,
+			setup:  `INSERT INTO b VALUES (x'01', x'00ff');`,
+			act:    execAll(`UPDATE b SET data = x'ff00' WHERE id = x'01'`),
+			want:   lines("update b map[id:[1]] before=map[data:[0 255] id:[1]] after=map[data:[255 0] id:[1]]"),
+		},
+		{
+			name: "GeneratedColumns",
+			schema: `CREATE TABLE g (id INTEGER PRIMARY KEY, a INTEGER,
+				v INTEGER GENERATED ALWAYS AS (a * 2) VIRTUAL,
+				s INTEGER GENERATED ALWAYS AS (a * 3) STORED);`,
+			setup: `INSERT INTO g (id, a) VALUES (1, 1);`,
+			act:   execAll(`UPDATE g SET a = 5`),
+			want:  lines("update g map[id:1] before=map[a:1 id:1 s:3] after=map[a:5 id:1 s:15]"),
+		},
+		{
+			name:   "TableCreatedDuringCapture",
+			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY);`,
+			act:    execAll(`CREATE TABLE fresh (k TEXT PRIMARY KEY, v INTEGER)`, `INSERT INTO fresh VALUES ('a', 1)`, `INSERT INTO t VALUES (1)`),
+			want: lines(
+				"insert fresh map[k:a] after=map[k:a v:1]",
+				"insert t map[id:1] after=map[id:1]",
+			),
+		},
+		{
+			name:   "ColumnAddedDuringCapture",
+			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);`,
+			setup:  `INSERT INTO t VALUES (1, 'a');`,
+			act:    execAll(`ALTER TABLE t ADD COLUMN w TEXT`, `UPDATE t SET w = 'new'`),
+			want:   lines("update t map[id:1] before=map[id:1 v:a w:<nil>] after=map[id:1 v:a w:new]"),
+		},
+		{
+			name:   "ColumnDroppedDuringCapture",
+			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT, w TEXT);`,
+			setup:  `INSERT INTO t VALUES (1, 'a', 'x'), (2, 'b', 'y');`,
+			act:    execAll(`ALTER TABLE t DROP COLUMN w`, `UPDATE t SET v = 'A' WHERE id = 1`),
+			want:   lines("update t map[id:1] before=map[id:1 v:a] after=map[id:1 v:A]"),
+		},
+		{
+			name:   "RolledBackAlter",
+			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);`,
+			setup:  `INSERT INTO t VALUES (1, 'a');`,
+			act: func(t *testing.T, s *sqlitestore.Store) {
+				f, err := s.Begin(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				MustExec(t, s, `ALTER TABLE t ADD COLUMN w TEXT`)
+				MustExec(t, s, `UPDATE t SET w = 'gone'`)
+				if err := f.Rollback(); err != nil {
+					t.Fatal(err)
+				}
+				MustExec(t, s, `UPDATE t SET v = 'b'`)
+			},
+			want: lines("update t map[id:1] before=map[id:1 v:a] after=map[id:1 v:b]"),
+		},
+		{
+			name:   "ScriptWithDDL",
+			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY);`,
+			act: func(t *testing.T, s *sqlitestore.Store) {
+				if err := s.ExecScript(context.Background(), `CREATE TABLE z (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO z VALUES (1, 'a'); UPDATE z SET v = 'b';`); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: lines("insert z map[id:1] after=map[id:1 v:b]"),
+		},
+		{
+			name:   "RawConnection",
+			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);`,
+			setup:  `INSERT INTO t VALUES (1, 'a');`,
+			act: func(t *testing.T, s *sqlitestore.Store) {
+				c, err := s.Conn(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := c.Exec(`UPDATE t SET v = 'b'; CREATE TABLE r (id INTEGER PRIMARY KEY); INSERT INTO r VALUES (5); UPDATE t SET v = 'c';`); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: lines(
+				"insert r map[id:5] after=map[id:5]",
+				"update t map[id:1] before=map[id:1 v:a] after=map[id:1 v:c]",
+			),
+		},
+		{
+			name:   "SortedByTableThenKey",
+			schema: `CREATE TABLE b (k PRIMARY KEY); CREATE TABLE a (id INTEGER PRIMARY KEY);`,
+			act:    execAll(`INSERT INTO b VALUES ('x'), (x'00'), (2.5), (10), (NULL)`, `INSERT INTO a VALUES (3), (1)`),
+			want: lines(
+				"insert a map[id:1] after=map[id:1]",
+				"insert a map[id:3] after=map[id:3]",
+				"insert b map[k:<nil>] after=map[k:<nil>]",
+				"insert b map[k:2.5] after=map[k:2.5]",
+				"insert b map[k:10] after=map[k:10]",
+				"insert b map[k:x] after=map[k:x]",
+				"insert b map[k:[0]] after=map[k:[0]]",
+			),
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := MustCreate(t, tt.schema, sqlitestore.Options{Untracked: tt.untracked})
+			if tt.setup != "" {
+				if err := s.ExecScript(context.Background(), tt.setup); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := capture(t, s, tt.act); got != tt.want {
+				t.Errorf("changes:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCapture_Nested(t *testing.T) {
+	s := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);`, sqlitestore.Options{})
+	MustExec(t, s, `INSERT INTO t VALUES (1, 'a')`)
+	outer := s.StartCapture()
+	MustExec(t, s, `INSERT INTO t VALUES (2, 'outer')`)
+	inner := s.StartCapture()
+	MustExec(t, s, `UPDATE t SET v = 'inner' WHERE id = 1`)
+	innerChanges, err := inner.Finish(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	MustExec(t, s, `UPDATE t SET v = 'outer again' WHERE id = 1`)
+	outerChanges, err := outer.Finish(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := formatChanges(innerChanges), lines("update t map[id:1] before=map[id:1 v:a] after=map[id:1 v:inner]"); got != want {
+		t.Errorf("inner:\n%s\nwant:\n%s", got, want)
+	}
+	want := lines(
+		"update t map[id:1] before=map[id:1 v:inner] after=map[id:1 v:outer again]",
+		"insert t map[id:2] after=map[id:2 v:outer]",
+	)
+	if got := formatChanges(outerChanges); got != want {
+		t.Errorf("outer:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestCapture_AcrossRelease(t *testing.T) {
+	s := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);`, sqlitestore.Options{})
+	MustExec(t, s, `INSERT INTO t VALUES (1, 'a')`)
+	got := capture(t, s, func(t *testing.T, s *sqlitestore.Store) {
+		MustExec(t, s, `UPDATE t SET v = 'b'`)
+		if err := s.Release(); err != nil {
+			t.Fatal(err)
+		}
+		MustExec(t, s, `INSERT INTO t VALUES (2, 'c')`)
+	})
+	want := lines(
+		"update t map[id:1] before=map[id:1 v:a] after=map[id:1 v:b]",
+		"insert t map[id:2] after=map[id:2 v:c]",
+	)
+	if got != want {
+		t.Errorf("changes:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestCapture_Finish(t *testing.T) {
+	ctx := context.Background()
+	s := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY);`, sqlitestore.Options{})
+
+	t.Run("Twice", func(t *testing.T) {
+		c := s.StartCapture()
+		if _, err := c.Finish(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Finish(ctx); !errors.Is(err, sqlitestore.ErrCaptureDone) {
+			t.Errorf("err = %v, want ErrCaptureDone", err)
+		}
+	})
+
+	t.Run("OutOfOrder", func(t *testing.T) {
+		outer := s.StartCapture()
+		inner := s.StartCapture()
+		if _, err := outer.Finish(ctx); !errors.Is(err, sqlitestore.ErrCaptureOrder) {
+			t.Errorf("err = %v, want ErrCaptureOrder", err)
+		}
+		MustExec(t, s, `INSERT INTO t VALUES (1)`)
+		changes, err := inner.Finish(ctx)
+		if err != nil || len(changes) != 1 {
+			t.Errorf("inner after outer ended: %v, %v", changes, err)
+		}
+	})
+
+	t.Run("NoCaptureNoHook", func(t *testing.T) {
+		MustExec(t, s, `INSERT INTO t VALUES (2)`) // no capture running: nothing recorded anywhere
+		c := s.StartCapture()
+		changes, err := c.Finish(ctx)
+		if err != nil || len(changes) != 0 {
+			t.Errorf("changes = %v, %v", changes, err)
+		}
+	})
+
+	t.Run("ClosedStore", func(t *testing.T) {
+		s := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY);`, sqlitestore.Options{})
+		c := s.StartCapture()
+		s.Close()
+		if _, err := c.Finish(ctx); !errors.Is(err, sqlitestore.ErrClosed) {
+			t.Errorf("err = %v, want ErrClosed", err)
+		}
+	})
+}
+
+func TestCompareKeys(t *testing.T) {
+	for _, tt := range []struct {
+		a, b []any // keys compared
+		want int   // sign of CompareKeys(a, b)
+	}{
+		{[]any{nil}, []any{int64(0)}, -1},                    // NULL before numbers
+		{[]any{int64(-1)}, []any{int64(2)}, -1},              // integers by value
+		{[]any{int64(2)}, []any{2.5}, -1},                    // integer before a larger real
+		{[]any{3.0}, []any{int64(3)}, 0},                     // equal values of two types
+		{[]any{int64(1 << 62)}, []any{4.7e18}, -1},           // large integer vs real, exactly
+		{[]any{9.3e18}, []any{int64(1<<63 - 1)}, 1},          // real beyond int64
+		{[]any{int64(1e9)}, []any{"1"}, -1},                  // numbers before text
+		{[]any{"b"}, []any{"ab"}, 1},                         // text by bytes
+		{[]any{"zzz"}, []any{[]byte{0}}, -1},                 // text before blobs
+		{[]any{[]byte{1}}, []any{[]byte{1, 0}}, -1},          // blobs by bytes
+		{[]any{int64(1), "a"}, []any{int64(1)}, 1},           // longer after its prefix
+		{[]any{int64(1), "b"}, []any{int64(1), "a"}, 1},      // second column decides
+		{[]any{7}, []any{int64(7)}, 0},                       // other int kinds by value
+		{[]any{uint64(1 << 63)}, []any{int64(1<<63 - 1)}, 1}, // uint beyond int64
+	} {
+		got := sqlitestore.CompareKeys(tt.a, tt.b)
+		if sign(got) != tt.want {
+			t.Errorf("CompareKeys(%v, %v) = %d, want sign %d", tt.a, tt.b, got, tt.want)
+		}
+		if back := sqlitestore.CompareKeys(tt.b, tt.a); sign(back) != -tt.want {
+			t.Errorf("CompareKeys(%v, %v) = %d, want sign %d", tt.b, tt.a, back, -tt.want)
+		}
+	}
+}
+
+func sign(n int) int {
+	switch {
+	case n < 0:
+		return -1
+	case n > 0:
+		return 1
+	}
+	return 0
+}
+
+// TestCapture_AfterCommit covers the rows read just before an outermost
+// COMMIT: Finish uses them only when nothing changed since.
+func TestCapture_AfterCommit(t *testing.T) {
+	ctx := context.Background()
+	const schema = `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);`
+	// call runs one write in a committed frame.
+	call := func(t *testing.T, s *sqlitestore.Store, sql string) {
+		t.Helper()
+		f, err := s.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		MustExec(t, s, sql)
+		if err := f.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		name  string
+		after func(*testing.T, *sqlitestore.Store) // runs between Commit and Finish
+		want  string
+	}{
+		{
+			name:  "NothingElse",
+			after: func(*testing.T, *sqlitestore.Store) {},
+			want:  lines("update t map[id:1] before=map[id:1 v:a] after=map[id:1 v:b]"),
+		},
+		{
+			name:  "LaterWrite",
+			after: func(t *testing.T, s *sqlitestore.Store) { MustExec(t, s, `UPDATE t SET v = 'c'`) },
+			want:  lines("update t map[id:1] before=map[id:1 v:a] after=map[id:1 v:c]"),
+		},
+		{
+			name:  "LaterFrame",
+			after: func(t *testing.T, s *sqlitestore.Store) { call(t, s, `DELETE FROM t`) },
+			want:  lines("delete t map[id:1] before=map[id:1 v:a]"),
+		},
+		{
+			name:  "DropTable",
+			after: func(t *testing.T, s *sqlitestore.Store) { MustExec(t, s, `DROP TABLE t`) },
+			want:  lines("delete t map[id:1] before=map[id:1 v:a]"),
+		},
+		{
+			name: "AddColumn",
+			after: func(t *testing.T, s *sqlitestore.Store) {
+				MustExec(t, s, `ALTER TABLE t ADD COLUMN w TEXT DEFAULT 'd'`)
+			},
+			want: lines("update t map[id:1] before=map[id:1 v:a w:<nil>] after=map[id:1 v:b w:d]"),
+		},
+		{
+			name: "DropTableThenRelease",
+			after: func(t *testing.T, s *sqlitestore.Store) {
+				MustExec(t, s, `DROP TABLE t`)
+				s.Release()
+			},
+			want: lines("delete t map[id:1] before=map[id:1 v:a]"),
+		},
+		{
+			name: "NestedCaptureChangesRow",
+			after: func(t *testing.T, s *sqlitestore.Store) {
+				inner := s.StartCapture()
+				call(t, s, `UPDATE t SET v = 'inner'`)
+				if _, err := inner.Finish(ctx); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: lines("update t map[id:1] before=map[id:1 v:a] after=map[id:1 v:inner]"),
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := MustCreate(t, schema, sqlitestore.Options{})
+			MustExec(t, s, `INSERT INTO t VALUES (1, 'a')`)
+			c := s.StartCapture()
+			call(t, s, `UPDATE t SET v = 'b'`)
+			tt.after(t, s)
+			changes, err := c.Finish(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := formatChanges(changes); got != tt.want {
+				t.Errorf("changes:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
+	}
+
+	t.Run("NoReadAfterCommit", func(t *testing.T) {
+		// The rows were read inside the transaction: Finish runs no SQL, so
+		// even a done context does not stop it.
+		s := MustCreate(t, schema, sqlitestore.Options{})
+		c := s.StartCapture()
+		call(t, s, `INSERT INTO t VALUES (1, 'a')`)
+		done, cancel := context.WithCancel(ctx)
+		cancel()
+		changes, err := c.Finish(done)
+		if err != nil || formatChanges(changes) != lines("insert t map[id:1] after=map[id:1 v:a]") {
+			t.Errorf("Finish = %v, %v", changes, err)
+		}
+	})
+
+	t.Run("FailedCommit", func(t *testing.T) {
+		s := MustCreate(t, `CREATE TABLE p (id INTEGER PRIMARY KEY);
+			CREATE TABLE c (id INTEGER PRIMARY KEY, pid INTEGER REFERENCES p (id) DEFERRABLE INITIALLY DEFERRED);`, sqlitestore.Options{})
+		c := s.StartCapture()
+		f, err := s.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		MustExec(t, s, `INSERT INTO c VALUES (1, 99)`)
+		if err := f.Commit(); err == nil {
+			t.Fatal("Commit succeeded despite a dangling foreign key")
+		}
+		if err := f.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		changes, err := c.Finish(ctx)
+		if err != nil || len(changes) != 0 {
+			t.Errorf("Finish = %v, %v; want nothing", changes, err)
+		}
+	})
+
+	t.Run("ManyRowsOneReadTransaction", func(t *testing.T) {
+		s := MustCreate(t, schema, sqlitestore.Options{})
+		c := s.StartCapture()
+		MustExec(t, s, `INSERT INTO t (v) SELECT 'v' || value FROM generate_series(1, 50)`)
+		changes, err := c.Finish(ctx)
+		if err != nil || len(changes) != 50 {
+			t.Fatalf("Finish = %d changes, %v", len(changes), err)
+		}
+		if s.InTransaction() {
+			t.Error("Finish left its read transaction open")
+		}
+	})
+}

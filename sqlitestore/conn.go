@@ -1,0 +1,393 @@
+package sqlitestore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/url"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/ncruces/go-sqlite3"
+	"github.com/ncruces/go-sqlite3/ext/fts5"
+)
+
+// Connection settings applied to every connection this package opens.
+const (
+	// DefaultMaxMemory is the memory cap of one connection when
+	// Options.MaxMemory is zero. SQLite's memory lives outside the Go heap;
+	// a statement that needs more fails with an error wrapping ErrOutOfMemory.
+	DefaultMaxMemory = 64 << 20
+	// MaxLength is the largest string or blob a statement may build
+	// (SQLITE_LIMIT_LENGTH); a larger one fails with "string or blob too big".
+	MaxLength = 16 << 20
+	// CacheSizeKiB is each connection's page cache (PRAGMA cache_size=-256).
+	CacheSizeKiB = 256
+	// BusyTimeout is how long a statement waits for another connection's lock
+	// on the same file (an Inspector reading while the store commits).
+	BusyTimeout = 5 * time.Second
+	// stmtCacheSize caps the prepared statements kept per connection.
+	stmtCacheSize = 128
+)
+
+// conn is one open SQLite connection with its prepared-statement cache and,
+// for a store, its change-capture state. A conn is used by one goroutine at a
+// time, under the lock of the Store or Inspector that owns it.
+type conn struct {
+	c     *sqlite3.Conn
+	stmts map[string]*sqlite3.Stmt
+	order []string // cache keys, oldest first
+
+	// Change capture (stores only).
+	meta      map[string]*tableMeta // main-schema tables by name, loaded lazily
+	metaDirty bool                  // meta must be reloaded before it is trusted
+	ddlSeq    uint64                // counts statements prepared that change tables
+	hookOn    bool
+}
+
+// openConn opens a connection to uri and applies the settings shared by stores,
+// inspectors and the in-memory schema probe.
+func openConn(ctx context.Context, uri string, maxMemory int64, now func() time.Time) (*conn, error) {
+	if maxMemory <= 0 {
+		maxMemory = DefaultMaxMemory
+	}
+	c, err := sqlite3.OpenContext(sqlite3.WithMaxMemory(ctx, maxMemory), uri)
+	if err != nil {
+		return nil, formatError(ctx, err)
+	}
+	ok := false
+	defer func() {
+		if !ok { // an error, or a panic on its way up
+			c.Close()
+		}
+	}()
+	c.Limit(sqlite3.LIMIT_LENGTH, MaxLength)
+	if err := c.BusyTimeout(BusyTimeout); err != nil {
+		return nil, formatError(ctx, err)
+	}
+	if err := c.Exec(fmt.Sprintf("PRAGMA foreign_keys=ON; PRAGMA cache_size=-%d;", CacheSizeKiB)); err != nil {
+		return nil, formatError(ctx, err)
+	}
+	if err := fts5.Register(c); err != nil {
+		return nil, fmt.Errorf("sqlitestore: registering fts5: %w", formatError(ctx, err))
+	}
+	if err := installClock(c, now); err != nil {
+		return nil, fmt.Errorf("sqlitestore: installing the clock: %w", formatError(ctx, err))
+	}
+	ok = true
+	return &conn{c: c, stmts: make(map[string]*sqlite3.Stmt), metaDirty: true}, nil
+}
+
+// close finalizes every statement of the connection (the cache and any left
+// by users of the raw connection) and closes it.
+func (cn *conn) close() error {
+	var open []*sqlite3.Stmt
+	for st := range cn.c.Stmts() {
+		open = append(open, st)
+	}
+	for _, st := range open {
+		st.Close()
+	}
+	cn.stmts, cn.order = nil, nil
+	return cn.c.Close()
+}
+
+// prepare returns the cached statement for sql, preparing it on a miss.
+// sql must hold exactly one statement.
+func (cn *conn) prepare(sql string) (*sqlite3.Stmt, error) {
+	if st, ok := cn.stmts[sql]; ok {
+		return st, nil
+	}
+	st, tail, err := cn.c.Prepare(skipFiller(sql))
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return nil, fmt.Errorf("sqlitestore: no statement in %q", abbreviate(sql, 80))
+	}
+	if skipFiller(tail) != "" {
+		st.Close()
+		return nil, fmt.Errorf("sqlitestore: more than one statement in %q; use ExecScript", abbreviate(sql, 80))
+	}
+	if len(cn.order) >= stmtCacheSize {
+		old := cn.order[0]
+		cn.order = cn.order[1:]
+		cn.stmts[old].Close()
+		delete(cn.stmts, old)
+	}
+	cn.stmts[sql] = st
+	cn.order = append(cn.order, sql)
+	return st, nil
+}
+
+// skipFiller drops leading white space, empty statements and comments.
+func skipFiller(sql string) string {
+	for {
+		sql = strings.TrimLeft(sql, " \t\r\n\f;")
+		switch {
+		case strings.HasPrefix(sql, "--"):
+			i := strings.IndexByte(sql, '\n')
+			if i < 0 {
+				return ""
+			}
+			sql = sql[i+1:]
+		case strings.HasPrefix(sql, "/*"):
+			i := strings.Index(sql[2:], "*/")
+			if i < 0 {
+				return ""
+			}
+			sql = sql[i+4:]
+		default:
+			return sql
+		}
+	}
+}
+
+// exec runs one statement with args.
+func (cn *conn) exec(sql string, args []any) (Result, error) {
+	st, err := cn.prepare(sql)
+	if err != nil {
+		return Result{}, err
+	}
+	defer st.Reset()
+	if err := bindArgs(st, args); err != nil {
+		return Result{}, err
+	}
+	total := cn.c.TotalChanges()
+	if err := st.Exec(); err != nil {
+		return Result{}, err
+	}
+	var res Result
+	if cn.c.TotalChanges() != total {
+		res.RowsAffected = cn.c.Changes()
+	}
+	res.LastInsertID = cn.c.LastInsertRowID()
+	return res, nil
+}
+
+// query runs one statement with args and reads every row.
+func (cn *conn) query(sql string, args []any) (*Rows, error) {
+	st, err := cn.prepare(sql)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Reset()
+	if err := bindArgs(st, args); err != nil {
+		return nil, err
+	}
+	n := st.ColumnCount()
+	rows := &Rows{Columns: make([]string, n), Values: [][]any{}}
+	for i := range n {
+		rows.Columns[i] = st.ColumnName(i)
+	}
+	for st.Step() {
+		rows.Values = append(rows.Values, readRow(st, n))
+	}
+	if err := st.Err(); err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// script runs every statement of sql in order. before, when not nil, runs
+// before each statement is prepared.
+func (cn *conn) script(sql string, before func() error) error {
+	for {
+		sql = skipFiller(sql)
+		if sql == "" {
+			return nil
+		}
+		if before != nil {
+			if err := before(); err != nil {
+				return err
+			}
+		}
+		st, tail, err := cn.c.Prepare(sql)
+		if err != nil {
+			return statementError(err, firstStatement(sql))
+		}
+		if st == nil {
+			return nil
+		}
+		text := sql[:len(sql)-len(tail)]
+		err = st.Exec()
+		st.Close()
+		if err != nil {
+			return statementError(err, text)
+		}
+		sql = tail
+	}
+}
+
+// firstStatement returns sql up to its first semicolon outside quotes and
+// comments: enough to name a statement SQLite could not prepare.
+func firstStatement(sql string) string {
+	for i := 0; i < len(sql); i++ {
+		switch c := sql[i]; c {
+		case ';':
+			return sql[:i+1]
+		case '\'', '"', '`', '[':
+			end := c
+			if c == '[' {
+				end = ']'
+			}
+			j := strings.IndexByte(sql[i+1:], end)
+			if j < 0 {
+				return sql
+			}
+			i += j + 1
+		case '-':
+			if strings.HasPrefix(sql[i:], "--") {
+				j := strings.IndexByte(sql[i:], '\n')
+				if j < 0 {
+					return sql
+				}
+				i += j
+			}
+		case '/':
+			if strings.HasPrefix(sql[i:], "/*") {
+				j := strings.Index(sql[i+2:], "*/")
+				if j < 0 {
+					return sql
+				}
+				i += j + 3
+			}
+		}
+	}
+	return sql
+}
+
+// statementError records which statement of a script failed.
+func statementError(err error, stmt string) error {
+	err = formatError(nil, err)
+	if e, ok := err.(*Error); ok {
+		e.Statement = strings.TrimSpace(stmt)
+	}
+	return err
+}
+
+// bindArgs binds args by position.
+func bindArgs(st *sqlite3.Stmt, args []any) error {
+	if n := st.BindCount(); n != len(args) {
+		return fmt.Errorf("sqlitestore: statement has %d parameters, got %d arguments", n, len(args))
+	}
+	for i, a := range args {
+		if err := bindArg(st, i, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bindArg binds one Go value: nil, bool, every int and uint kind, float32/64,
+// string, []byte, time.Time (RFC 3339 text in UTC), json.RawMessage (text),
+// named types of those kinds, and pointers to them (nil is NULL).
+func bindArg(st *sqlite3.Stmt, i int, a any) error {
+	p := i + 1
+	switch v := a.(type) {
+	case nil:
+		return st.BindNull(p)
+	case bool:
+		return st.BindBool(p, v)
+	case int:
+		return st.BindInt64(p, int64(v))
+	case int64:
+		return st.BindInt64(p, v)
+	case int32:
+		return st.BindInt64(p, int64(v))
+	case float64:
+		return st.BindFloat(p, v)
+	case string:
+		return st.BindText(p, v)
+	case []byte:
+		return st.BindBlob(p, v)
+	case json.RawMessage:
+		if v == nil {
+			return st.BindNull(p)
+		}
+		return st.BindText(p, string(v))
+	case time.Time:
+		return st.BindText(p, v.UTC().Format(time.RFC3339Nano))
+	}
+	rv := reflect.ValueOf(a)
+	switch rv.Kind() {
+	case reflect.Bool:
+		return st.BindBool(p, rv.Bool())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return st.BindInt64(p, rv.Int())
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		u := rv.Uint()
+		if u > math.MaxInt64 {
+			return fmt.Errorf("sqlitestore: argument %d: %d overflows a 64-bit signed integer", p, u)
+		}
+		return st.BindInt64(p, int64(u))
+	case reflect.Float32, reflect.Float64:
+		return st.BindFloat(p, rv.Float())
+	case reflect.String:
+		return st.BindText(p, rv.String())
+	case reflect.Slice:
+		if rv.Type().Elem().Kind() == reflect.Uint8 {
+			return st.BindBlob(p, rv.Bytes())
+		}
+	case reflect.Pointer:
+		if rv.IsNil() {
+			return st.BindNull(p)
+		}
+		return bindArg(st, i, rv.Elem().Interface())
+	}
+	return argError(i, a)
+}
+
+// readRow copies the current row: nil, int64, float64, string or []byte.
+func readRow(st *sqlite3.Stmt, n int) []any {
+	row := make([]any, n)
+	for i := range n {
+		switch st.ColumnType(i) {
+		case sqlite3.INTEGER:
+			row[i] = st.ColumnInt64(i)
+		case sqlite3.FLOAT:
+			row[i] = st.ColumnFloat(i)
+		case sqlite3.TEXT:
+			row[i] = st.ColumnText(i)
+		case sqlite3.BLOB:
+			b := st.ColumnBlob(i, nil)
+			if b == nil {
+				b = []byte{}
+			}
+			row[i] = b
+		}
+	}
+	return row
+}
+
+// copyValue copies a value that is only valid during a callback.
+func copyValue(v sqlite3.Value) any {
+	switch v.Type() {
+	case sqlite3.INTEGER:
+		return v.Int64()
+	case sqlite3.FLOAT:
+		return v.Float()
+	case sqlite3.TEXT:
+		return v.Text()
+	case sqlite3.BLOB:
+		b := v.Blob(nil)
+		if b == nil {
+			b = []byte{}
+		}
+		return b
+	}
+	return nil
+}
+
+// fileURI returns a URI for an absolute path with the given access mode
+// ("rw": read-write, must exist; "ro": read-only).
+func fileURI(path, mode string) string {
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?mode=" + mode
+}
+
+// quoteIdent quotes an SQL identifier.
+func quoteIdent(name string) string {
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}

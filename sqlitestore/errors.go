@@ -1,0 +1,186 @@
+package sqlitestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ncruces/go-sqlite3"
+)
+
+// Sentinel errors. Each is documented on the functions that return it.
+var (
+	// ErrClosed is returned by every operation on a closed Store or Inspector.
+	ErrClosed = errors.New("sqlitestore: closed")
+	// ErrOutOfMemory is wrapped by the error returned when a statement runs a
+	// connection out of its memory cap (Options.MaxMemory).
+	ErrOutOfMemory = errors.New("sqlitestore: out of memory")
+	// ErrReadOnly is wrapped by the error returned when a statement on an
+	// Inspector tries to write, attach, detach, change the schema or set a pragma.
+	ErrReadOnly = errors.New("sqlitestore: the inspection connection is read-only")
+	// ErrFrameOrder is returned by Frame.Commit when an inner frame is still open.
+	ErrFrameOrder = errors.New("sqlitestore: frame has open inner frames")
+	// ErrFrameDone is returned by Frame.Commit after the frame was committed or
+	// rolled back.
+	ErrFrameDone = errors.New("sqlitestore: frame already committed or rolled back")
+	// ErrRolledBack is returned by Frame.Commit when SQLite rolled the whole
+	// transaction back on its own (an interrupted write, an out-of-memory error,
+	// or a ROLLBACK statement run through Exec).
+	ErrRolledBack = errors.New("sqlitestore: transaction was rolled back")
+	// ErrCaptureOrder is returned by Capture.Finish when a capture started after
+	// it is still running.
+	ErrCaptureOrder = errors.New("sqlitestore: capture finished before the captures started after it")
+	// ErrCaptureDone is returned by Capture.Finish on a capture that already ended.
+	ErrCaptureDone = errors.New("sqlitestore: capture already finished")
+)
+
+// Error is an error reported by SQLite, translated by this package. Its
+// message is SQLite's own ("sqlitestore: UNIQUE constraint failed:
+// charges.id"), and it wraps the driver's error, so errors.Is and errors.As
+// see both.
+type Error struct {
+	// Code is SQLite's primary result code (19 for SQLITE_CONSTRAINT).
+	Code int
+	// ExtendedCode is SQLite's extended result code (1555 for
+	// SQLITE_CONSTRAINT_PRIMARYKEY).
+	ExtendedCode int
+	// Message is SQLite's message, without any prefix.
+	Message string
+	// Statement is the statement of a script that failed, when the error came
+	// from running several statements; empty otherwise.
+	Statement string
+
+	causes []error
+}
+
+// SQLite primary result codes this package refers to.
+const (
+	codeNoMem     = int(sqlite3.NOMEM)
+	codeInterrupt = int(sqlite3.INTERRUPT)
+	codeAuth      = int(sqlite3.AUTH)
+)
+
+// Error returns "sqlitestore: " followed by SQLite's message, and the failing
+// statement of a script when there is one.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("sqlitestore: ")
+	b.WriteString(e.Message)
+	if e.Statement != "" {
+		b.WriteString(" (in statement: ")
+		b.WriteString(abbreviate(e.Statement, 200))
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Unwrap returns the driver's error and, where they apply, the context's
+// error, ErrOutOfMemory or ErrReadOnly.
+func (e *Error) Unwrap() []error { return e.causes }
+
+// IsConstraint reports whether err is a constraint violation reported by
+// SQLite (UNIQUE, NOT NULL, CHECK, FOREIGN KEY, PRIMARY KEY).
+func IsConstraint(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == int(sqlite3.CONSTRAINT)
+}
+
+// formatError is the one place where errors from the SQLite driver become
+// package errors. It keeps SQLite's message and wraps the driver error; when
+// ctx is done and SQLite reports an interruption, the result also wraps
+// ctx.Err(). Errors that did not come from the driver are returned unchanged.
+func formatError(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	var code sqlite3.ExtendedErrorCode
+	switch v := err.(type) {
+	case *sqlite3.Error:
+		code = v.ExtendedCode()
+	case sqlite3.ErrorCode:
+		code = v.ExtendedCode()
+	case sqlite3.ExtendedErrorCode:
+		code = v
+	default:
+		return err
+	}
+	msg := strings.TrimPrefix(err.Error(), code.Error())
+	msg = strings.TrimPrefix(msg, ": ")
+	if msg == "" {
+		msg = strings.TrimPrefix(code.Error(), "sqlite3: ")
+	}
+	out := &Error{
+		Code:         int(code.Code()),
+		ExtendedCode: int(code),
+		Message:      msg,
+		causes:       []error{err},
+	}
+	if out.Code == codeInterrupt && ctx != nil && ctx.Err() != nil {
+		out.Message = "interrupted: " + ctx.Err().Error()
+		out.causes = append(out.causes, ctx.Err())
+	}
+	return out
+}
+
+// contextError reports a context that was done before a statement started.
+func contextError(ctx context.Context) error {
+	return &Error{
+		Code:         codeInterrupt,
+		ExtendedCode: codeInterrupt,
+		Message:      "interrupted: " + ctx.Err().Error(),
+		causes:       []error{ctx.Err()},
+	}
+}
+
+// recoverError turns the value recovered from a driver panic into an error.
+// The driver panics on SQLITE_NOMEM; any other panic is a bug and is
+// re-raised.
+func recoverError(r any) error {
+	err, ok := r.(error)
+	if !ok || !strings.Contains(err.Error(), "out of memory") {
+		panic(r)
+	}
+	return &Error{
+		Code:         codeNoMem,
+		ExtendedCode: codeNoMem,
+		Message:      "out of memory (the connection's memory cap was reached)",
+		causes:       []error{ErrOutOfMemory, err},
+	}
+}
+
+// guard runs fn and turns a driver panic for SQLITE_NOMEM into an error.
+func guard(fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = recoverError(r)
+		}
+	}()
+	return fn()
+}
+
+// readOnlyError marks an authorization failure on an Inspector.
+func readOnlyError(err error) error {
+	var e *Error
+	if errors.As(err, &e) && e.Code == codeAuth {
+		e.Message += " (the inspection connection is read-only)"
+		e.causes = append(e.causes, ErrReadOnly)
+	}
+	return err
+}
+
+func abbreviate(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func argError(i int, v any) error {
+	return fmt.Errorf("sqlitestore: argument %d: unsupported type %T", i+1, v)
+}

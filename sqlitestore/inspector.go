@@ -1,0 +1,183 @@
+package sqlitestore
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ncruces/go-sqlite3"
+)
+
+// Attachment is a store file attached to an Inspector under a schema name.
+type Attachment struct {
+	// Schema is the name the store is attached under (a node's path with
+	// "/" replaced by "__").
+	Schema string
+	// Path is the absolute path of the store file.
+	Path string
+}
+
+// Inspector is a read-only connection over a root store with other stores
+// attached read-only, for evals: one statement can join across stores. The
+// root file is opened read-only, every attachment is attached read-only, and
+// an authorizer then denies INSERT, UPDATE and DELETE outside the temp schema,
+// ATTACH, DETACH, schema changes, pragma writes and VACUUM. Its date and time
+// functions read the instance clock. Each query sees the rows the stores have
+// committed by then.
+//
+// An Inspector is safe for concurrent use; queries run one at a time.
+type Inspector struct {
+	mu     sync.Mutex // guards cn and closed
+	cn     *conn
+	closed bool
+}
+
+// OpenInspector opens rootPath read-only as the main schema and attaches each
+// attachment read-only under its schema name. clock is what 'now' reads in
+// SQL (nil means time.Now). It refuses more attachments than AttachLimit
+// reports, duplicate or reserved schema names, and relative paths.
+func OpenInspector(ctx context.Context, rootPath string, attach []Attachment, clock func() time.Time) (*Inspector, error) {
+	if !filepath.IsAbs(rootPath) {
+		return nil, fmt.Errorf("sqlitestore: inspector root must be an absolute path, got %q", rootPath)
+	}
+	if limit := AttachLimit(); len(attach) > limit {
+		return nil, fmt.Errorf("sqlitestore: cannot attach %d stores: this SQLite build attaches at most %d databases per connection", len(attach), limit)
+	}
+	seen := map[string]bool{"main": true, "temp": true}
+	for _, a := range attach {
+		key := strings.ToLower(a.Schema)
+		switch {
+		case a.Schema == "":
+			return nil, fmt.Errorf("sqlitestore: attachment of %s has no schema name", a.Path)
+		case key == "main" || key == "temp":
+			return nil, fmt.Errorf("sqlitestore: attachment schema name %q is reserved", a.Schema)
+		case seen[key]:
+			return nil, fmt.Errorf("sqlitestore: attachment schema name %q is used twice", a.Schema)
+		case !filepath.IsAbs(a.Path):
+			return nil, fmt.Errorf("sqlitestore: attachment %q must have an absolute path, got %q", a.Schema, a.Path)
+		}
+		seen[key] = true
+	}
+	var in *Inspector
+	err := guard(func() error {
+		cn, err := openConn(ctx, fileURI(rootPath, "ro"), 0, clock)
+		if err != nil {
+			return &opError{"open", rootPath, err}
+		}
+		ok := false
+		defer func() {
+			if !ok { // an error, or a panic on its way up
+				cn.close()
+			}
+		}()
+		if err := setupInspector(ctx, cn, rootPath, attach); err != nil {
+			return err
+		}
+		ok = true
+		in = &Inspector{cn: cn}
+		return nil
+	})
+	return in, err
+}
+
+func setupInspector(ctx context.Context, cn *conn, rootPath string, attach []Attachment) error {
+	old := cn.c.SetInterrupt(ctx)
+	defer cn.c.SetInterrupt(old)
+	if ro, _ := cn.c.ReadOnly("main"); !ro {
+		return fmt.Errorf("sqlitestore: %s did not open read-only", rootPath)
+	}
+	if _, err := cn.query("SELECT count(*) FROM main.sqlite_schema", nil); err != nil {
+		return &opError{"open", rootPath, formatError(ctx, err)}
+	}
+	for _, a := range attach {
+		schema := quoteIdent(a.Schema)
+		st, _, err := cn.c.Prepare("ATTACH DATABASE ?1 AS " + schema)
+		if err != nil {
+			return &opError{"attach", a.Path, formatError(ctx, err)}
+		}
+		if err = st.BindText(1, fileURI(a.Path, "ro")); err == nil {
+			err = st.Exec()
+		}
+		st.Close()
+		if err == nil {
+			_, err = cn.query("SELECT count(*) FROM "+schema+".sqlite_schema", nil)
+		}
+		if err != nil {
+			return &opError{"attach", a.Path, formatError(ctx, err)}
+		}
+	}
+	// Set last: statements prepared before are expired by SQLite.
+	if err := cn.c.SetAuthorizer(readOnlyAuthorizer); err != nil {
+		return formatError(ctx, err)
+	}
+	return nil
+}
+
+// readOnlyAuthorizer allows reads, introspection and temp-schema scratch
+// tables, and denies everything else.
+func readOnlyAuthorizer(action sqlite3.AuthorizerActionCode, name3rd, name4th, schema, _ string) sqlite3.AuthorizerReturnCode {
+	switch action {
+	case sqlite3.AUTH_SELECT, sqlite3.AUTH_READ, sqlite3.AUTH_FUNCTION,
+		sqlite3.AUTH_TRANSACTION, sqlite3.AUTH_SAVEPOINT, sqlite3.AUTH_RECURSIVE:
+		return sqlite3.AUTH_OK
+	case sqlite3.AUTH_INSERT, sqlite3.AUTH_UPDATE, sqlite3.AUTH_DELETE:
+		if schema == "temp" {
+			return sqlite3.AUTH_OK
+		}
+		return sqlite3.AUTH_DENY
+	case sqlite3.AUTH_CREATE_TEMP_TABLE, sqlite3.AUTH_CREATE_TEMP_INDEX,
+		sqlite3.AUTH_DROP_TEMP_TABLE, sqlite3.AUTH_DROP_TEMP_INDEX:
+		return sqlite3.AUTH_OK
+	case sqlite3.AUTH_PRAGMA:
+		switch strings.ToLower(name3rd) {
+		case "table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list",
+			"database_list", "table_list", "compile_options", "function_list", "collation_list":
+			return sqlite3.AUTH_OK // introspection; the argument is an object name
+		case "query_only", "user_version", "application_id", "schema_version", "data_version",
+			"page_count", "page_size", "freelist_count", "journal_mode", "foreign_keys", "encoding":
+			if name4th == "" { // reading only
+				return sqlite3.AUTH_OK
+			}
+		}
+		return sqlite3.AUTH_DENY // optimize, incremental_vacuum and wal_checkpoint act without an argument
+	default: // ATTACH (and VACUUM, reported as ATTACH), DETACH, DDL, ANALYZE, REINDEX, triggers, views
+		return sqlite3.AUTH_DENY
+	}
+}
+
+// Query runs one read-only statement with args (bound as Store.Exec binds
+// them) and reads every row. A done ctx interrupts it. A statement that would
+// write or change the connection fails with an error wrapping ErrReadOnly.
+func (i *Inspector) Query(ctx context.Context, sql string, args ...any) (*Rows, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.closed {
+		return nil, ErrClosed
+	}
+	if ctx.Err() != nil {
+		return nil, contextError(ctx)
+	}
+	var rows *Rows
+	err := guard(func() error {
+		old := i.cn.c.SetInterrupt(ctx)
+		defer i.cn.c.SetInterrupt(old)
+		var err error
+		rows, err = i.cn.query(sql, args)
+		return readOnlyError(formatError(ctx, err))
+	})
+	return rows, err
+}
+
+// Close closes the connection. It is idempotent.
+func (i *Inspector) Close() error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.closed {
+		return nil
+	}
+	i.closed = true
+	return guard(func() error { return formatError(nil, i.cn.close()) })
+}

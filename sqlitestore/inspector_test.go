@@ -1,0 +1,234 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seahaven/seahaven/sqlitestore"
+)
+
+// inspectorFixture creates a root store and a payments store and an inspector
+// over both.
+func inspectorFixture(t *testing.T) (root, pay *sqlitestore.Store, in *sqlitestore.Inspector) {
+	t.Helper()
+	dir := t.TempDir()
+	root = MustCreate(t, `CREATE TABLE staff (id TEXT PRIMARY KEY) STRICT;`, sqlitestore.Options{Path: filepath.Join(dir, "state.sqlite")})
+	pay = MustCreate(t, `CREATE TABLE charges (id TEXT PRIMARY KEY, staff TEXT, amount INTEGER NOT NULL) STRICT;`,
+		sqlitestore.Options{Path: filepath.Join(dir, "state.payments.sqlite")})
+	MustExec(t, root, `INSERT INTO staff VALUES ('u1'), ('u2')`)
+	MustExec(t, pay, `INSERT INTO charges VALUES ('c1', 'u1', 500)`)
+	clock := newTestClock()
+	in, err := sqlitestore.OpenInspector(context.Background(), root.Path(),
+		[]sqlitestore.Attachment{{Schema: "payments", Path: pay.Path()}}, clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	return root, pay, in
+}
+
+func TestInspector_Query(t *testing.T) {
+	ctx := context.Background()
+	root, pay, in := inspectorFixture(t)
+
+	t.Run("CrossStoreJoin", func(t *testing.T) {
+		rows, err := in.Query(ctx, `SELECT s.id, c.amount FROM staff AS s JOIN payments.charges AS c ON c.staff = s.id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := [][]any{{"u1", int64(500)}}; !reflect.DeepEqual(rows.Values, want) {
+			t.Errorf("rows = %v, want %v", rows.Values, want)
+		}
+	})
+
+	t.Run("SeesLaterCommits", func(t *testing.T) {
+		MustExec(t, pay, `INSERT INTO charges VALUES ('c2', 'u2', 700)`)
+		f, err := root.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		MustExec(t, root, `INSERT INTO staff VALUES ('u3')`)
+		if err := f.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := in.Query(ctx, `SELECT (SELECT sum(amount) FROM payments.charges), (SELECT count(*) FROM main.staff)`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []any{int64(1200), int64(3)}; !reflect.DeepEqual(rows.Values[0], want) {
+			t.Errorf("rows = %v, want %v", rows.Values[0], want)
+		}
+	})
+
+	t.Run("WriterReopenedAfterInspector", func(t *testing.T) {
+		// The writer's connection is closed (its -wal and -shm files gone)
+		// when the inspector opens, and reopens to write afterwards.
+		dir := t.TempDir()
+		w := MustCreate(t, `CREATE TABLE t (x INTEGER);`, sqlitestore.Options{Path: filepath.Join(dir, "w.sqlite")})
+		MustExec(t, w, `INSERT INTO t VALUES (1)`)
+		if err := w.Release(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(w.Path() + "-wal"); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("-wal after release: %v", err)
+		}
+		root := MustCreate(t, `CREATE TABLE r (x);`, sqlitestore.Options{Path: filepath.Join(dir, "r.sqlite")})
+		root.Release()
+		in, err := sqlitestore.OpenInspector(ctx, root.Path(), []sqlitestore.Attachment{{Schema: "w", Path: w.Path()}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		for i := 2; i <= 4; i++ {
+			MustExec(t, w, `INSERT INTO t VALUES (?)`, i)
+			rows, err := in.Query(ctx, `SELECT sum(x) FROM w.t`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := int64(i * (i + 1) / 2); rows.Values[0][0] != want {
+				t.Fatalf("sum after insert %d = %v, want %d", i, rows.Values[0][0], want)
+			}
+			if i == 3 {
+				w.Release() // closing while the inspector reads must not lose commits
+			}
+		}
+	})
+
+	t.Run("Clock", func(t *testing.T) {
+		rows, err := in.Query(ctx, `SELECT datetime('now'), CURRENT_DATE`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []any{"2001-02-03 04:05:06", "2001-02-03"}; !reflect.DeepEqual(rows.Values[0], want) {
+			t.Errorf("clock = %v, want %v", rows.Values[0], want)
+		}
+	})
+
+	t.Run("Allowed", func(t *testing.T) {
+		for _, q := range []string{
+			`PRAGMA user_version`,
+			`PRAGMA payments.table_info(charges)`,
+			`SELECT * FROM pragma_table_list`,
+			`CREATE TEMP TABLE scratch (x)`,
+			`INSERT INTO temp.scratch VALUES (1)`,
+		} {
+			if _, err := in.Query(ctx, q); err != nil {
+				t.Errorf("%s: %v", q, err)
+			}
+		}
+	})
+
+	t.Run("Denied", func(t *testing.T) {
+		other := filepath.Join(t.TempDir(), "other.sqlite")
+		for _, q := range []string{
+			`INSERT INTO staff VALUES ('x')`,
+			`UPDATE payments.charges SET amount = 0`,
+			`DELETE FROM staff`,
+			`REPLACE INTO payments.charges VALUES ('c9', 'u1', 1)`,
+			fmt.Sprintf(`ATTACH '%s' AS other`, other),
+			`DETACH payments`,
+			`PRAGMA user_version = 3`,
+			`PRAGMA query_only = 0`,
+			`PRAGMA optimize`,
+			fmt.Sprintf(`VACUUM INTO '%s'`, other),
+			`VACUUM`,
+			`CREATE TABLE x (a)`,
+			`DROP TABLE staff`,
+			`ALTER TABLE staff ADD COLUMN b`,
+			`CREATE INDEX i ON staff (id)`,
+		} {
+			_, err := in.Query(ctx, q)
+			if !errors.Is(err, sqlitestore.ErrReadOnly) || !strings.Contains(err.Error(), "authoriz") {
+				t.Errorf("%s: err = %v, want a read-only authorization error", q, err)
+			}
+		}
+		rows, err := in.Query(ctx, `SELECT count(*) FROM staff`)
+		if err != nil || rows.Values[0][0] != int64(3) {
+			t.Errorf("after denied writes: %v, %v", rows, err)
+		}
+	})
+
+	t.Run("Interrupt", func(t *testing.T) {
+		qctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		defer cancel()
+		if _, err := in.Query(qctx, runaway); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want DeadlineExceeded", err)
+		}
+		if _, err := in.Query(ctx, `SELECT 1`); err != nil {
+			t.Fatalf("after interrupt: %v", err)
+		}
+	})
+
+	t.Run("Closed", func(t *testing.T) {
+		_, _, in := inspectorFixture(t)
+		in.Close()
+		if _, err := in.Query(ctx, `SELECT 1`); !errors.Is(err, sqlitestore.ErrClosed) {
+			t.Errorf("err = %v, want ErrClosed", err)
+		}
+	})
+}
+
+func TestOpenInspector_Errors(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	root := MustCreate(t, `CREATE TABLE t (x);`, sqlitestore.Options{Path: filepath.Join(dir, "root.sqlite")})
+	limit := sqlitestore.AttachLimit()
+	if limit != 10 {
+		t.Errorf("AttachLimit() = %d, want 10 for this build", limit)
+	}
+	many := make([]sqlitestore.Attachment, limit+1)
+	for i := range many {
+		many[i] = sqlitestore.Attachment{Schema: fmt.Sprintf("n%d", i), Path: root.Path()}
+	}
+	for _, tt := range []struct {
+		name   string
+		root   string                   // root path
+		attach []sqlitestore.Attachment // attachments
+		want   string                   // error substring
+	}{
+		{"TooMany", root.Path(), many, fmt.Sprintf("cannot attach %d stores: this SQLite build attaches at most %d databases per connection", limit+1, limit)},
+		{"Reserved", root.Path(), []sqlitestore.Attachment{{Schema: "Main", Path: root.Path()}}, `"Main" is reserved`},
+		{"Duplicate", root.Path(), []sqlitestore.Attachment{{Schema: "a", Path: root.Path()}, {Schema: "A", Path: root.Path()}}, `"A" is used twice`},
+		{"NoName", root.Path(), []sqlitestore.Attachment{{Path: root.Path()}}, "has no schema name"},
+		{"RelativeAttachment", root.Path(), []sqlitestore.Attachment{{Schema: "a", Path: "a.sqlite"}}, "absolute path"},
+		{"MissingAttachment", root.Path(), []sqlitestore.Attachment{{Schema: "a", Path: filepath.Join(dir, "missing.sqlite")}}, "missing.sqlite: no such file or directory"},
+		{"MissingRoot", filepath.Join(dir, "missing.sqlite"), nil, "missing.sqlite: no such file or directory"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := sqlitestore.OpenInspector(ctx, tt.root, tt.attach, nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+
+	t.Run("AtLimit", func(t *testing.T) {
+		in, err := sqlitestore.OpenInspector(ctx, root.Path(), many[:limit], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		if _, err := in.Query(ctx, fmt.Sprintf(`SELECT count(*) FROM n%d.t`, limit-1)); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("QuotedSchemaName", func(t *testing.T) {
+		in, err := sqlitestore.OpenInspector(ctx, root.Path(), []sqlitestore.Attachment{{Schema: `we"ird`, Path: root.Path()}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		if _, err := in.Query(ctx, `SELECT count(*) FROM "we""ird".t`); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -1,0 +1,48 @@
+package sqlitestore
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+
+	"github.com/ncruces/go-sqlite3"
+)
+
+// newRandom returns the seeded stream behind a store's SQL random() and
+// randomblob(). It lives in the Store, so it continues across reopens.
+func newRandom(seed uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
+
+// installRandom shadows random() and randomblob(N) on c with rng. The
+// functions are INNOCUOUS, so DEFAULT (randomblob(8)) works under
+// trusted_schema=OFF, and not DETERMINISTIC, so SQLite calls them once per
+// use rather than once per statement.
+func installRandom(c *sqlite3.Conn, rng *rand.Rand) error {
+	if err := c.CreateFunction("random", 0, sqlite3.INNOCUOUS, func(ctx sqlite3.Context, _ ...sqlite3.Value) {
+		ctx.ResultInt64(int64(rng.Uint64()))
+	}); err != nil {
+		return err
+	}
+	return c.CreateFunction("randomblob", 1, sqlite3.INNOCUOUS, func(ctx sqlite3.Context, args ...sqlite3.Value) {
+		n := args[0].Int64()
+		if n < 1 {
+			n = 1 // as SQLite's randomblob
+		}
+		if n > MaxLength {
+			ctx.ResultError(sqlite3.TOOBIG)
+			return
+		}
+		b := make([]byte, (n+7)&^7)
+		for i := 0; i < len(b); i += 8 {
+			binary.LittleEndian.PutUint64(b[i:], rng.Uint64())
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				// The blob did not fit in the connection's memory: report it
+				// as SQLite would, without unwinding through SQLite.
+				ctx.ResultError(sqlite3.NOMEM)
+			}
+		}()
+		ctx.ResultBlob(b[:n])
+	})
+}

@@ -1,0 +1,73 @@
+package sqlitestore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/ncruces/go-sqlite3"
+)
+
+// SchemaHash returns the SHA-256 (hex) of a schema's normalised form: the
+// schema is applied to an empty in-memory store, then the sql of every
+// sqlite_schema row (sqlite_* internal objects excluded) is sorted and joined
+// by "\n". A failing schema returns SQLite's message naming the statement.
+func SchemaHash(ctx context.Context, schema string) (string, error) {
+	if ctx.Err() != nil {
+		return "", contextError(ctx)
+	}
+	var h string
+	err := guard(func() error {
+		cn, err := openConn(ctx, ":memory:", 0, nil)
+		if err != nil {
+			return err
+		}
+		defer cn.close()
+		if err := installRandom(cn.c, newRandom(0)); err != nil {
+			return formatError(ctx, err)
+		}
+		old := cn.c.SetInterrupt(ctx)
+		defer cn.c.SetInterrupt(old)
+		if err := cn.script(schema, nil); err != nil {
+			return formatError(ctx, err)
+		}
+		h, err = hashSchema(cn)
+		return formatError(ctx, err)
+	})
+	return h, err
+}
+
+// hashSQL reads the schema that SchemaHash hashes.
+const hashSQL = `SELECT sql FROM main.sqlite_schema
+WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`
+
+func hashSchema(cn *conn) (string, error) {
+	rows, err := cn.query(hashSQL, nil)
+	if err != nil {
+		return "", err
+	}
+	stmts := make([]string, len(rows.Values))
+	for i, r := range rows.Values {
+		stmts[i] = r[0].(string)
+	}
+	slices.Sort(stmts)
+	sum := sha256.Sum256([]byte(strings.Join(stmts, "\n")))
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// AttachLimit reports the maximum number of databases one connection can
+// ATTACH in this build of SQLite (10 here). It is probed once and cached; it
+// is 0 if SQLite cannot open an in-memory connection at all.
+func AttachLimit() int { return attachLimit() }
+
+var attachLimit = sync.OnceValue(func() int {
+	c, err := sqlite3.Open(":memory:")
+	if err != nil {
+		return 0
+	}
+	defer c.Close()
+	return c.Limit(sqlite3.LIMIT_ATTACHED, -1)
+})

@@ -1,0 +1,512 @@
+package sqlitestore
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ncruces/go-sqlite3"
+)
+
+// Options configures a Store.
+type Options struct {
+	// Path is the absolute path of the node's store file.
+	Path string
+	// Seed seeds this store's SQL random() and randomblob() stream.
+	Seed uint64
+	// Clock is the instance clock every SQL date and time function reads for
+	// 'now'; nil means time.Now.
+	Clock func() time.Time
+	// Untracked lists tables excluded from change capture (case-insensitive).
+	Untracked []string
+	// Pool, when set, caps the open connections of every store sharing it.
+	Pool *Pool
+	// MaxMemory caps the memory of the store's connection in bytes;
+	// zero means DefaultMaxMemory.
+	MaxMemory int64
+}
+
+// Result reports what an Exec statement changed.
+type Result struct {
+	// RowsAffected counts the rows the statement itself inserted, updated or
+	// deleted (not those changed by triggers or foreign-key actions); zero
+	// for statements that change no rows.
+	RowsAffected int64
+	// LastInsertID is the connection's last inserted rowid.
+	LastInsertID int64
+}
+
+// Rows is the complete result of a query.
+type Rows struct {
+	// Columns are the result column names.
+	Columns []string
+	// Values holds one slice per row; each value is nil, int64, float64,
+	// string or []byte.
+	Values [][]any
+}
+
+// Maps returns each row as column name -> value. When two columns share a
+// name, the later one wins.
+func (r *Rows) Maps() []map[string]any {
+	out := make([]map[string]any, len(r.Values))
+	for i, row := range r.Values {
+		m := make(map[string]any, len(r.Columns))
+		for j, c := range r.Columns {
+			m[c] = row[j]
+		}
+		out[i] = m
+	}
+	return out
+}
+
+// Store is one node's SQLite store file and its connection.
+//
+// The connection is opened lazily and may be closed by Release or by a Pool
+// while the store is idle; the next operation reopens it transparently, with
+// the same settings, SQL functions and seeded random stream. Temporary tables
+// and PRAGMAs set through Exec belong to the connection and do not survive a
+// reopen.
+//
+// A Store is not safe for concurrent use: use it from one goroutine at a time
+// (its methods are serialized by a mutex, but transactions and captures belong
+// to the store, not to a goroutine). The exception is its Pool, which may
+// release it from another goroutine while it is neither pinned nor in a
+// transaction.
+type Store struct {
+	path      string
+	clock     func() time.Time
+	untracked map[string]bool
+	maxMemory int64
+	pool      *Pool
+	pins      atomic.Int32
+
+	mu       sync.Mutex // guards cn, closed, rng, frames, captures and epoch
+	cn       *conn      // nil while released
+	closed   bool
+	rng      *rand.Rand
+	frames   []*Frame
+	captures []*Capture
+	epoch    uint64 // moves whenever rows may have changed unseen by a capture's preread
+
+	poolElem *list.Element // guarded by pool.mu
+}
+
+// Create makes a new store file at opts.Path and applies schema to it in one
+// transaction (genesis). It fails with an error wrapping fs.ErrExist when the
+// file exists; when the schema fails, the error names the failing statement
+// and no file is left behind.
+func Create(ctx context.Context, schema string, opts Options) (*Store, error) {
+	s, err := newStore(opts)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, &opError{"create", s.path, err}
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(s.path)
+		return nil, &opError{"create", s.path, err}
+	}
+	err = s.do(ctx, true, func(cn *conn) error {
+		if _, err := cn.exec("BEGIN IMMEDIATE", nil); err != nil {
+			return err
+		}
+		if err := cn.script(schema, nil); err != nil {
+			return err
+		}
+		_, err := cn.exec("COMMIT", nil)
+		return err
+	})
+	if err != nil {
+		s.Close()
+		os.Remove(s.path)
+		return nil, err
+	}
+	return s, nil
+}
+
+// Open opens an existing store file, typically a private copy of a frozen
+// fixture file. It fails with an error wrapping fs.ErrNotExist when the file
+// is missing, and with SQLite's "file is not a database" when it is not one.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	s, err := newStore(opts)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(s.path); err != nil {
+		return nil, &opError{"open", s.path, err}
+	}
+	if err := s.do(ctx, true, func(*conn) error { return nil }); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func newStore(opts Options) (*Store, error) {
+	if !filepath.IsAbs(opts.Path) {
+		return nil, fmt.Errorf("sqlitestore: Options.Path must be an absolute path, got %q", opts.Path)
+	}
+	s := &Store{
+		path:      filepath.Clean(opts.Path),
+		clock:     opts.Clock,
+		maxMemory: opts.MaxMemory,
+		pool:      opts.Pool,
+		rng:       newRandom(opts.Seed),
+		untracked: make(map[string]bool, len(opts.Untracked)),
+	}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	for _, t := range opts.Untracked {
+		s.untracked[strings.ToLower(t)] = true
+	}
+	return s, nil
+}
+
+// opError names the file an operation failed on.
+type opError struct {
+	op, path string
+	err      error
+}
+
+func (e *opError) Error() string {
+	return "sqlitestore: " + e.op + " " + e.path + ": " + strings.TrimPrefix(e.err.Error(), "sqlitestore: ")
+}
+
+func (e *opError) Unwrap() error { return e.err }
+
+// Path returns the store file's path.
+func (s *Store) Path() string { return s.path }
+
+// do runs fn with the store's connection under its lock, with ctx installed as
+// the connection's interrupt, driver panics for SQLITE_NOMEM recovered and
+// driver errors translated. When open is false and the connection is
+// released, fn receives nil instead of a reopened connection.
+func (s *Store) do(ctx context.Context, open bool, fn func(cn *conn) error) error {
+	s.mu.Lock()
+	err := s.doLocked(ctx, open, fn)
+	s.mu.Unlock()
+	if s.pool != nil {
+		s.pool.settle()
+	}
+	return err
+}
+
+func (s *Store) doLocked(ctx context.Context, open bool, fn func(cn *conn) error) error {
+	if s.closed {
+		return ErrClosed
+	}
+	if ctx.Err() != nil {
+		return contextError(ctx)
+	}
+	err := guard(func() error {
+		if s.cn == nil && !open {
+			return formatError(ctx, fn(nil))
+		}
+		cn, err := s.connLocked(ctx)
+		if err != nil {
+			return err
+		}
+		old := cn.c.SetInterrupt(ctx)
+		defer cn.c.SetInterrupt(old)
+		return formatError(ctx, fn(cn))
+	})
+	if errors.Is(err, ErrOutOfMemory) {
+		s.afterOOMLocked()
+	}
+	return err
+}
+
+// connLocked returns the open connection, opening it if it was released.
+func (s *Store) connLocked(ctx context.Context) (*conn, error) {
+	if s.cn != nil {
+		if s.pool != nil {
+			s.pool.touch(s)
+		}
+		return s.cn, nil
+	}
+	cn, err := openConn(ctx, fileURI(s.path, "rw"), s.maxMemory, s.clock)
+	if err != nil {
+		return nil, &opError{"open", s.path, err}
+	}
+	ok := false
+	defer func() {
+		if !ok { // an error, or a panic on its way up
+			cn.close()
+		}
+	}()
+	if err := s.setupLocked(ctx, cn); err != nil {
+		return nil, &opError{"open", s.path, err}
+	}
+	ok = true
+	s.cn = cn
+	if s.pool != nil {
+		s.pool.add(s)
+	}
+	return cn, nil
+}
+
+// setupLocked applies the store-only settings to a new connection.
+func (s *Store) setupLocked(ctx context.Context, cn *conn) error {
+	old := cn.c.SetInterrupt(ctx)
+	defer cn.c.SetInterrupt(old)
+	// The file's own schema must be readable: this also rejects files that
+	// are not databases.
+	if _, err := cn.query("SELECT count(*) FROM main.sqlite_schema", nil); err != nil {
+		return formatError(ctx, err)
+	}
+	// Instance stores are disposable copies, so they never fsync. WAL keeps
+	// ROLLBACK and ROLLBACK TO working, lets an Inspector read while the
+	// store writes, and measured about twice as fast per write transaction as
+	// a rollback journal kept in memory (see the package doc). Freeze writes
+	// real files through VacuumInto, which fsyncs.
+	rows, err := cn.query("PRAGMA journal_mode=WAL", nil)
+	if err != nil {
+		return formatError(ctx, err)
+	}
+	if len(rows.Values) != 1 || rows.Values[0][0] != "wal" {
+		return fmt.Errorf("sqlitestore: journal_mode stayed %v instead of wal", rows.Values)
+	}
+	if _, err := cn.exec("PRAGMA synchronous=OFF", nil); err != nil {
+		return formatError(ctx, err)
+	}
+	if err := installRandom(cn.c, s.rng); err != nil {
+		return formatError(ctx, err)
+	}
+	if err := cn.c.SetAuthorizer(cn.watchSchema); err != nil {
+		return formatError(ctx, err)
+	}
+	if len(s.captures) > 0 {
+		s.installHookLocked(cn)
+	}
+	return nil
+}
+
+// afterOOMLocked drops a connection that ran out of memory, which returns
+// its memory to the system; one in a transaction is kept so the transaction's
+// frames can still roll back.
+func (s *Store) afterOOMLocked() {
+	if s.cn == nil || !s.cn.c.GetAutocommit() {
+		return
+	}
+	guard(s.closeConnLocked)
+}
+
+// closeConnLocked closes the connection, if open, and leaves the pool.
+func (s *Store) closeConnLocked() error {
+	if s.cn == nil {
+		return nil
+	}
+	cn := s.cn
+	s.cn = nil
+	s.epoch++
+	if s.pool != nil {
+		s.pool.remove(s)
+	}
+	return formatError(nil, cn.close())
+}
+
+func (s *Store) inTxnLocked() bool {
+	return s.cn != nil && !s.cn.c.GetAutocommit()
+}
+
+// Exec runs one statement with args bound by position. Arguments may be nil,
+// bool, any int or uint kind, float32/64, string, []byte, time.Time (stored
+// as RFC 3339 text in UTC), json.RawMessage (stored as text), named types of
+// those kinds, or pointers to them. A done ctx interrupts the statement with an
+// error wrapping ctx.Err(); the store stays usable.
+func (s *Store) Exec(ctx context.Context, sql string, args ...any) (Result, error) {
+	var res Result
+	err := s.do(ctx, true, func(cn *conn) error {
+		if err := s.refreshMetaLocked(cn); err != nil {
+			return err
+		}
+		var err error
+		res, err = cn.exec(sql, args)
+		return err
+	})
+	return res, err
+}
+
+// Query runs one statement with args (as Exec) and reads every row.
+func (s *Store) Query(ctx context.Context, sql string, args ...any) (*Rows, error) {
+	var rows *Rows
+	err := s.do(ctx, true, func(cn *conn) error {
+		if err := s.refreshMetaLocked(cn); err != nil {
+			return err
+		}
+		var err error
+		rows, err = cn.query(sql, args)
+		return err
+	})
+	return rows, err
+}
+
+// ExecScript runs several statements, without arguments, in order. It stops at
+// the first failure; the error names the failing statement.
+func (s *Store) ExecScript(ctx context.Context, sql string) error {
+	return s.do(ctx, true, func(cn *conn) error {
+		return cn.script(sql, func() error { return s.refreshMetaLocked(cn) })
+	})
+}
+
+// InTransaction reports whether the store's connection is inside a
+// transaction.
+func (s *Store) InTransaction() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inTxnLocked()
+}
+
+// IsOpen reports whether the store currently holds an open connection.
+func (s *Store) IsOpen() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cn != nil
+}
+
+// Pin marks the store as in use by a call: a Pool never releases a pinned
+// store. Pins nest; each Pin needs one Unpin.
+func (s *Store) Pin() { s.pins.Add(1) }
+
+// Unpin undoes one Pin. It panics when the store is not pinned.
+func (s *Store) Unpin() {
+	if s.pins.Add(-1) < 0 {
+		panic("sqlitestore: Unpin of a store that is not pinned")
+	}
+	if s.pool != nil {
+		s.pool.settle()
+	}
+}
+
+// Release closes the store's connection to save memory when the store is
+// neither pinned nor in a transaction; otherwise it does nothing. The next
+// operation reopens the connection transparently. Release is also what a
+// Pool calls.
+func (s *Store) Release() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.pins.Load() > 0 || s.inTxnLocked() {
+		return nil
+	}
+	return guard(s.closeConnLocked)
+}
+
+// releaseIdle is the Pool's Release: it gives up at once when the store is in
+// use by its own goroutine.
+func (s *Store) releaseIdle() bool {
+	if !s.mu.TryLock() {
+		return false
+	}
+	defer s.mu.Unlock()
+	if s.closed || s.cn == nil || s.pins.Load() > 0 || s.inTxnLocked() {
+		return false
+	}
+	guard(s.closeConnLocked)
+	return true
+}
+
+// Conn returns the store's raw SQLite connection, opened if needed, as an
+// escape hatch for world authors. It stays valid while the store is pinned or
+// in a transaction; once the store is released or closed it is closed. Do not
+// replace its authorizer or preupdate hook, which the store uses.
+func (s *Store) Conn(ctx context.Context) (*sqlite3.Conn, error) {
+	var c *sqlite3.Conn
+	err := s.do(ctx, true, func(cn *conn) error {
+		c = cn.c
+		return nil
+	})
+	return c, err
+}
+
+// SchemaHash returns the normalised schema hash of the live file, computed as
+// the package function SchemaHash computes it for a schema.
+func (s *Store) SchemaHash(ctx context.Context) (string, error) {
+	var h string
+	err := s.do(ctx, true, func(cn *conn) error {
+		var err error
+		h, err = hashSchema(cn)
+		return err
+	})
+	return h, err
+}
+
+// VacuumInto writes a compact copy of the store to dst, a new file, and
+// fsyncs it and its directory. It fails with an error wrapping fs.ErrExist
+// when dst exists, and inside a transaction.
+func (s *Store) VacuumInto(ctx context.Context, dst string) error {
+	if !filepath.IsAbs(dst) {
+		return fmt.Errorf("sqlitestore: VacuumInto needs an absolute path, got %q", dst)
+	}
+	if _, err := os.Lstat(dst); err == nil {
+		return &opError{"vacuum into", dst, fs.ErrExist}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return &opError{"vacuum into", dst, err}
+	}
+	err := s.do(ctx, true, func(cn *conn) error {
+		st, _, err := cn.c.Prepare("VACUUM INTO ?")
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		if err := st.BindText(1, dst); err != nil {
+			return err
+		}
+		return st.Exec()
+	})
+	if err == nil {
+		err = syncFile(dst)
+	}
+	if err != nil {
+		if _, statErr := os.Lstat(dst); statErr == nil {
+			os.Remove(dst)
+		}
+		return &opError{"vacuum into", dst, err}
+	}
+	return nil
+}
+
+// syncFile fsyncs a file and the directory that holds it.
+func syncFile(path string) error {
+	for _, p := range []string{path, filepath.Dir(path)} {
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close closes the store's connection, rolling back any open transaction.
+// Further operations fail with ErrClosed. Close is idempotent.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	for _, c := range s.captures {
+		c.done = true
+	}
+	s.captures = nil
+	return guard(s.closeConnLocked)
+}

@@ -1,0 +1,184 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/seahaven/seahaven/sqlitestore"
+)
+
+func TestFrame(t *testing.T) {
+	ctx := context.Background()
+	newStore := func(t *testing.T) *sqlitestore.Store {
+		return MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY);`, sqlitestore.Options{})
+	}
+	count := func(t *testing.T, s *sqlitestore.Store) int64 {
+		t.Helper()
+		return MustOne(t, s, `SELECT count(*) FROM t`).(int64)
+	}
+	begin := func(t *testing.T, s *sqlitestore.Store) *sqlitestore.Frame {
+		t.Helper()
+		f, err := s.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+
+	t.Run("CommitNested", func(t *testing.T) {
+		s := newStore(t)
+		outer := begin(t, s)
+		if !s.InTransaction() {
+			t.Fatal("not in a transaction after Begin")
+		}
+		MustExec(t, s, `INSERT INTO t VALUES (1)`)
+		inner := begin(t, s)
+		MustExec(t, s, `INSERT INTO t VALUES (2)`)
+		if err := inner.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if !s.InTransaction() {
+			t.Fatal("inner Commit ended the transaction")
+		}
+		if err := outer.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if s.InTransaction() {
+			t.Fatal("in a transaction after the outer Commit")
+		}
+		if n := count(t, s); n != 2 {
+			t.Errorf("count = %d, want 2", n)
+		}
+		if err := outer.Rollback(); err != nil {
+			t.Errorf("Rollback after Commit = %v, want nil", err)
+		}
+		if err := outer.Commit(); !errors.Is(err, sqlitestore.ErrFrameDone) {
+			t.Errorf("second Commit = %v, want ErrFrameDone", err)
+		}
+	})
+
+	t.Run("RollbackInner", func(t *testing.T) {
+		s := newStore(t)
+		outer := begin(t, s)
+		MustExec(t, s, `INSERT INTO t VALUES (1)`)
+		inner := begin(t, s)
+		MustExec(t, s, `INSERT INTO t VALUES (2)`)
+		if err := inner.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		MustExec(t, s, `INSERT INTO t VALUES (3)`)
+		if err := outer.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if got := MustOne(t, s, `SELECT group_concat(id) FROM t`); got != "1,3" {
+			t.Errorf("rows = %v, want 1,3", got)
+		}
+	})
+
+	t.Run("RollbackOuterEndsInner", func(t *testing.T) {
+		s := newStore(t)
+		outer := begin(t, s)
+		inner := begin(t, s)
+		MustExec(t, s, `INSERT INTO t VALUES (1)`)
+		if err := outer.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		if err := inner.Commit(); !errors.Is(err, sqlitestore.ErrFrameDone) {
+			t.Errorf("inner Commit = %v, want ErrFrameDone", err)
+		}
+		if n := count(t, s); n != 0 || s.InTransaction() {
+			t.Errorf("count = %d, in transaction %v", n, s.InTransaction())
+		}
+	})
+
+	t.Run("CommitOutOfOrder", func(t *testing.T) {
+		s := newStore(t)
+		outer := begin(t, s)
+		defer outer.Rollback()
+		inner := begin(t, s)
+		defer inner.Rollback()
+		if err := outer.Commit(); !errors.Is(err, sqlitestore.ErrFrameOrder) {
+			t.Errorf("err = %v, want ErrFrameOrder", err)
+		}
+	})
+
+	t.Run("RolledBackBySQLite", func(t *testing.T) {
+		s := newStore(t)
+		f := begin(t, s)
+		MustExec(t, s, `INSERT INTO t VALUES (1)`)
+		MustExec(t, s, `ROLLBACK`)
+		if err := f.Commit(); !errors.Is(err, sqlitestore.ErrRolledBack) {
+			t.Errorf("err = %v, want ErrRolledBack", err)
+		}
+		if err := f.Rollback(); err != nil {
+			t.Errorf("Rollback = %v", err)
+		}
+		g := begin(t, s) // a fresh BEGIN, not a savepoint of the lost transaction
+		MustExec(t, s, `INSERT INTO t VALUES (2)`)
+		if err := g.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(t, s); n != 1 {
+			t.Errorf("count = %d, want 1", n)
+		}
+	})
+
+	t.Run("InterruptedWrite", func(t *testing.T) {
+		// SQLite rolls the whole transaction back when a write is interrupted.
+		s := newStore(t)
+		f := begin(t, s)
+		MustExec(t, s, `INSERT INTO t VALUES (1)`)
+		wctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		defer cancel()
+		_, err := s.Exec(wctx, `WITH RECURSIVE c(x) AS (SELECT 2 UNION ALL SELECT x + 1 FROM c) INSERT INTO t SELECT x FROM c`)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want DeadlineExceeded", err)
+		}
+		if err := f.Commit(); !errors.Is(err, sqlitestore.ErrRolledBack) {
+			t.Errorf("Commit = %v, want ErrRolledBack", err)
+		}
+		if n := count(t, s); n != 0 || s.InTransaction() {
+			t.Errorf("count = %d, in transaction %v; want the transaction gone", n, s.InTransaction())
+		}
+	})
+
+	t.Run("DeferredForeignKey", func(t *testing.T) {
+		s := MustCreate(t, `CREATE TABLE p (id INTEGER PRIMARY KEY);
+			CREATE TABLE c (id INTEGER PRIMARY KEY, pid INTEGER REFERENCES p (id) DEFERRABLE INITIALLY DEFERRED);`, sqlitestore.Options{})
+		f := begin(t, s)
+		MustExec(t, s, `INSERT INTO c VALUES (1, 99)`)
+		err := f.Commit()
+		if err == nil || err.Error() != "sqlitestore: FOREIGN KEY constraint failed" {
+			t.Fatalf("Commit = %v, want the deferred foreign key failure", err)
+		}
+		if !s.InTransaction() {
+			t.Fatal("failed COMMIT left no transaction to roll back")
+		}
+		if err := f.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		if s.InTransaction() || MustOne(t, s, `SELECT count(*) FROM c`) != int64(0) {
+			t.Error("Rollback after a failed Commit did not undo the insert")
+		}
+	})
+
+	t.Run("Close", func(t *testing.T) {
+		s := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY);`, sqlitestore.Options{})
+		f := begin(t, s)
+		MustExec(t, s, `INSERT INTO t VALUES (1)`)
+		s.Close()
+		if err := f.Rollback(); err != nil {
+			t.Errorf("Rollback after Close = %v, want nil", err)
+		}
+		s2, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: s.Path()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s2.Close()
+		if n := count(t, s2); n != 0 {
+			t.Errorf("count = %d after closing mid-transaction, want 0", n)
+		}
+	})
+}
