@@ -181,6 +181,7 @@ func (s *source) verifyBytes() error {
 // instance directory and opens it. Frozen files are never opened by SQLite.
 func (s *source) materialise(ctx context.Context, i *Instance, n *Node) (*sqlitestore.Store, error) {
 	opts := i.storeOptions(n)
+	opts.Lazy = true // the bytes were verified against the sidecar's hash
 	if err := os.WriteFile(opts.Path, s.files[n.Path], 0o600); err != nil {
 		return nil, fmt.Errorf("composition: copy fixture node %s: %w", n.Path, err)
 	}

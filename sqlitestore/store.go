@@ -33,6 +33,10 @@ type Options struct {
 	// MaxMemory caps the memory of the store's connection in bytes;
 	// zero means DefaultMaxMemory.
 	MaxMemory int64
+	// Lazy makes Open only check that the file exists: the connection is
+	// opened (and the file read) on first use. Use it for files already
+	// verified, such as private copies of a hashed fixture.
+	Lazy bool
 }
 
 // Result reports what an Exec statement changed.
@@ -145,6 +149,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	if _, err := os.Stat(s.path); err != nil {
 		return nil, &opError{"open", s.path, err}
+	}
+	if opts.Lazy {
+		return s, nil
 	}
 	if err := s.do(ctx, true, func(*conn) error { return nil }); err != nil {
 		s.Close()
@@ -271,15 +278,17 @@ func (s *Store) setupLocked(ctx context.Context, cn *conn) error {
 	// store writes, and measured about twice as fast per write transaction as
 	// a rollback journal kept in memory (see the package doc). Freeze writes
 	// real files through VacuumInto, which fsyncs.
+	// synchronous=OFF first, so that switching the journal mode does not
+	// fsync either.
+	if _, err := cn.exec("PRAGMA synchronous=OFF", nil); err != nil {
+		return formatError(ctx, err)
+	}
 	rows, err := cn.query("PRAGMA journal_mode=WAL", nil)
 	if err != nil {
 		return formatError(ctx, err)
 	}
 	if len(rows.Values) != 1 || rows.Values[0][0] != "wal" {
 		return fmt.Errorf("sqlitestore: journal_mode stayed %v instead of wal", rows.Values)
-	}
-	if _, err := cn.exec("PRAGMA synchronous=OFF", nil); err != nil {
-		return formatError(ctx, err)
 	}
 	if err := installRandom(cn.c, s.rng); err != nil {
 		return formatError(ctx, err)
