@@ -19,7 +19,7 @@ test:
 
 ## check: formatting, tidy modules, vet, and the import-direction rule
 check:
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@cp go.mod /tmp/seahaven.go.mod.bak && cp go.sum /tmp/seahaven.go.sum.bak && $(GO) mod tidy && \
 	  if ! diff -q go.mod /tmp/seahaven.go.mod.bak >/dev/null || ! diff -q go.sum /tmp/seahaven.go.sum.bak >/dev/null; then \
 	    cp /tmp/seahaven.go.mod.bak go.mod; cp /tmp/seahaven.go.sum.bak go.sum; echo "go mod tidy changes go.mod/go.sum"; exit 1; fi
