@@ -473,3 +473,39 @@ func TestInstance_CancelledContextInterrupts(t *testing.T) {
 	}
 	call(t, inst, "ok", `{}`)
 }
+
+// productError is an added world's own error type, shaped by its own error
+// handler middleware.
+type productError struct{ Code string }
+
+func (e *productError) Error() string { return "product error " + e.Code }
+
+func TestMiddleware_ChildErrorsPropagateUnwrapped(t *testing.T) {
+	child := env.NewWorld(env.WorldSpec{Name: "product", Version: "1", Schema: "CREATE TABLE p (x INTEGER) STRICT;"})
+	child.Use(func(c *env.Ctx, next func() (any, error)) (any, error) {
+		out, err := next()
+		if err != nil {
+			return nil, &productError{Code: "E42"}
+		}
+		return out, nil
+	})
+	failing := env.Tool(child, "fail", "Fails.", func(c *env.Ctx, _ noArgs) (any, error) { return nil, errors.New("raw") })
+	host := env.NewWorld(env.WorldSpec{Name: "producthost", Version: "1", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
+	host.AddWorld(child, env.ToolPrefix("p_"))
+	var seen error
+	env.Tool(host, "wrap", "Calls the product.", func(c *env.Ctx, _ noArgs) (any, error) {
+		_, err := env.Call(c.Context(), c.Worlds.Get("product"), failing, noArgs{})
+		seen = err
+		return nil, err
+	})
+	inst := MustOpen(t, host, composition.Options{})
+	_, err := inst.CallJSON(context.Background(), "wrap", nil)
+	var pe *productError
+	if !errors.As(seen, &pe) || pe.Code != "E42" || !errors.As(err, &pe) {
+		t.Fatalf("host saw %v, agent saw %v; want the product's own error", seen, err)
+	}
+	_, err = inst.CallJSON(context.Background(), "p_fail", nil)
+	if !errors.As(err, &pe) {
+		t.Fatalf("agent call: %v", err)
+	}
+}

@@ -1,0 +1,264 @@
+package composition_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/fixture"
+)
+
+// tree builds a fresh company-like tree: root adds payments twice (one in
+// scope "eu") and a shop that adds payments too.
+type tree struct {
+	root, payments, shop *env.World
+	dir                  string
+}
+
+func newTree(t *testing.T) *tree {
+	t.Helper()
+	tr := &tree{dir: t.TempDir()}
+	tr.payments = env.NewWorld(env.WorldSpec{Name: "payments", Version: "1.0.0",
+		Schema: "CREATE TABLE charges (id TEXT PRIMARY KEY, amount INTEGER NOT NULL) STRICT;"})
+	env.Tool(tr.payments, "create_charge", "Charge.", func(c *env.Ctx, in amountArgs) (string, error) {
+		id := c.IDs.UUID()
+		_, err := c.DB.Exec("INSERT INTO charges VALUES (?, ?)", id, in.Amount)
+		return id, err
+	})
+	tr.shop = env.NewWorld(env.WorldSpec{Name: "shop", Version: "1.0.0",
+		Schema: "CREATE TABLE orders (id TEXT PRIMARY KEY) STRICT;"})
+	tr.shop.AddWorld(tr.payments, env.ToolAllowList())
+	tr.root = env.NewWorld(env.WorldSpec{Name: "company", Version: "0.1.0", FixturesDir: tr.dir,
+		Schema: "CREATE TABLE staff (id TEXT PRIMARY KEY) STRICT;"})
+	tr.root.AddWorld(tr.payments, env.ToolPrefix("pay_"))
+	tr.root.AddWorld(tr.shop, env.ToolPrefix("shop_"))
+	return tr
+}
+
+func (tr *tree) freeze(t *testing.T, id string, seed int64) *fixture.Sidecar {
+	t.Helper()
+	inst := MustOpen(t, tr.root, composition.Options{Seed: seed, Now: "2026-06-01T09:00:00.000Z"})
+	call(t, inst, "pay_create_charge", `{"amount": 500}`)
+	s, err := inst.Freeze(context.Background(), id, "test", composition.FreezeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func wantRefusal(t *testing.T, err error, parts ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("created an instance, want a refusal")
+	}
+	for _, p := range parts {
+		if !strings.Contains(err.Error(), p) {
+			t.Fatalf("error %q lacks %q", err, p)
+		}
+	}
+}
+
+func TestFreeze_SameSeedSameHashes(t *testing.T) {
+	tr := newTree(t)
+	a, b := tr.freeze(t, "a", 7), tr.freeze(t, "b", 7)
+	if a.FileSHA256 != b.FileSHA256 || a.Nodes[0].FileSHA256 != b.Nodes[0].FileSHA256 {
+		t.Fatalf("same seed and calls froze different files: %s/%s vs %s/%s", a.FileSHA256, a.Nodes[0].FileSHA256, b.FileSHA256, b.Nodes[0].FileSHA256)
+	}
+	c := tr.freeze(t, "c", 8)
+	if c.Nodes[0].FileSHA256 == a.Nodes[0].FileSHA256 {
+		t.Fatal("a different seed froze the same payments file")
+	}
+}
+
+func TestFreeze_RefusesAnExistingID(t *testing.T) {
+	tr := newTree(t)
+	tr.freeze(t, "acme", 1)
+	inst := MustOpen(t, tr.root, composition.Options{})
+	_, err := inst.Freeze(context.Background(), "acme", "again", composition.FreezeOptions{})
+	if !errors.Is(err, fixture.ErrExists) {
+		t.Fatalf("err = %v, want fixture.ErrExists", err)
+	}
+	if _, err := inst.Freeze(context.Background(), "acme", "again", composition.FreezeOptions{Replace: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFork(t *testing.T) {
+	tr := newTree(t)
+	tr.freeze(t, "base", 1)
+	inst := MustOpen(t, tr.root, composition.Options{Fixture: "base"})
+	call(t, inst, "pay_create_charge", `{"amount": 9}`)
+	s, err := inst.Freeze(context.Background(), "forked", "a fork", composition.FreezeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ParentID == nil || *s.ParentID != "base" {
+		t.Fatalf("parent_id = %v, want base", s.ParentID)
+	}
+	inst2 := MustOpen(t, tr.root, composition.Options{Fixture: "forked"})
+	row, _ := inst2.Inspect().One(context.Background(), "SELECT count(*) AS n FROM payments.charges")
+	if row["n"] != int64(2) {
+		t.Fatalf("forked fixture has %v charges, want 2", row["n"])
+	}
+	if doc := inst2.State(); doc.Fixture == nil || doc.Fixture.ID != "forked" || doc.Fixture.FileSHA256["payments"] != s.Nodes[0].FileSHA256 {
+		t.Fatalf("state fixture = %+v", doc.Fixture)
+	}
+}
+
+func TestCreate_Refusals(t *testing.T) {
+	ctx := context.Background()
+	t.Run("FlippedByte", func(t *testing.T) {
+		tr := newTree(t)
+		tr.freeze(t, "acme", 1)
+		p := filepath.Join(tr.dir, "acme", "state.payments.sqlite")
+		b, _ := os.ReadFile(p)
+		b[len(b)-1] ^= 0xff
+		os.WriteFile(p, b, 0o644)
+		_, err := composition.Open(ctx, tr.root, composition.Options{Fixture: "acme"})
+		wantRefusal(t, err, "payments", "state.payments.sqlite")
+		if !errors.Is(err, fixture.ErrHashMismatch) {
+			t.Fatalf("err = %v, want fixture.ErrHashMismatch", err)
+		}
+	})
+	t.Run("NodeAdded", func(t *testing.T) {
+		tr := newTree(t)
+		tr.freeze(t, "acme", 1)
+		tr.root.AddWorld(tr.payments, env.Name("payments_eu"), env.Store("eu"), env.ToolPrefix("eu_"))
+		_, err := composition.Open(ctx, tr.root, composition.Options{Fixture: "acme"})
+		wantRefusal(t, err, `node added: payments_eu (world payments, scope "eu")`)
+	})
+	t.Run("NodeRemoved", func(t *testing.T) {
+		tr := newTree(t)
+		tr.root.AddWorld(tr.payments, env.Name("payments_eu"), env.Store("eu"), env.ToolPrefix("eu_"))
+		tr.freeze(t, "acme", 1)
+		// The same tree without payments_eu: a clone of the root's
+		// registrations up to that point.
+		smaller := env.NewWorld(env.WorldSpec{Name: "company", Version: "0.1.0", FixturesDir: tr.dir,
+			Schema: "CREATE TABLE staff (id TEXT PRIMARY KEY) STRICT;"})
+		smaller.AddWorld(tr.payments, env.ToolPrefix("pay_"))
+		smaller.AddWorld(tr.shop, env.ToolPrefix("shop_"))
+		_, err := composition.Open(ctx, smaller, composition.Options{Fixture: "acme"})
+		wantRefusal(t, err, "node removed: payments_eu (world payments)")
+	})
+	t.Run("AliasEdgeChanged", func(t *testing.T) {
+		tr := newTree(t)
+		tr.freeze(t, "acme", 1)
+		// A second shop-like world that also adds payments: a new alias.
+		other := env.NewWorld(env.WorldSpec{Name: "other", Version: "1", Schema: "CREATE TABLE o (x INTEGER) STRICT;"})
+		other.AddWorld(tr.payments, env.ToolAllowList())
+		tr.root.AddWorld(other)
+		_, err := composition.Open(ctx, tr.root, composition.Options{Fixture: "acme"})
+		wantRefusal(t, err, "shape changed: node payments", "aliases [shop/payments]", "aliases [other/payments, shop/payments]")
+	})
+	t.Run("ScopeChanged", func(t *testing.T) {
+		tr := newTree(t)
+		tr.freeze(t, "acme", 1)
+		moved := env.NewWorld(env.WorldSpec{Name: "company", Version: "0.1.0", FixturesDir: tr.dir,
+			Schema: "CREATE TABLE staff (id TEXT PRIMARY KEY) STRICT;"})
+		moved.AddWorld(tr.payments, env.ToolPrefix("pay_"), env.Store("eu"))
+		moved.AddWorld(tr.shop, env.ToolPrefix("shop_"))
+		_, err := composition.Open(ctx, moved, composition.Options{Fixture: "acme"})
+		wantRefusal(t, err, "shape changed: node payments", `scope null`, `scope "eu"`)
+	})
+	t.Run("SchemaDrifted", func(t *testing.T) {
+		tr := newTree(t)
+		tr.freeze(t, "acme", 1)
+		// A new build of shop with another schema under the same version.
+		drifted := env.NewWorld(env.WorldSpec{Name: "shop", Version: "1.0.0",
+			Schema: "CREATE TABLE orders (id TEXT PRIMARY KEY, total INTEGER) STRICT;"})
+		drifted.AddWorld(tr.payments, env.ToolAllowList())
+		root := env.NewWorld(env.WorldSpec{Name: "company", Version: "0.1.0", FixturesDir: tr.dir,
+			Schema: "CREATE TABLE staff (id TEXT PRIMARY KEY) STRICT;"})
+		root.AddWorld(tr.payments, env.ToolPrefix("pay_"))
+		root.AddWorld(drifted, env.ToolPrefix("shop_"))
+		_, err := composition.Open(ctx, root, composition.Options{Fixture: "acme"})
+		wantRefusal(t, err, "schema drifted: node shop (world shop 1.0.0)")
+	})
+	t.Run("VersionOnlyIsReported", func(t *testing.T) {
+		tr := newTree(t)
+		tr.freeze(t, "acme", 1)
+		bumped := env.NewWorld(env.WorldSpec{Name: "shop", Version: "1.1.0",
+			Schema: "CREATE TABLE orders (id TEXT PRIMARY KEY) STRICT;"})
+		bumped.AddWorld(tr.payments, env.ToolAllowList())
+		root := env.NewWorld(env.WorldSpec{Name: "company", Version: "0.1.0", FixturesDir: tr.dir,
+			Schema: "CREATE TABLE staff (id TEXT PRIMARY KEY) STRICT;"})
+		root.AddWorld(tr.payments, env.ToolPrefix("pay_"))
+		root.AddWorld(bumped, env.ToolPrefix("shop_"))
+		inst := MustOpen(t, root, composition.Options{Fixture: "acme"})
+		for _, r := range inst.Composition() {
+			if r.Path == "shop" && (r.FrozenWorldVersion == nil || *r.FrozenWorldVersion != "1.0.0" || r.WorldVersion != "1.1.0") {
+				t.Fatalf("shop record %+v", r)
+			}
+			if r.Path == "payments" && r.FrozenWorldVersion != nil {
+				t.Fatalf("payments record %+v", r)
+			}
+		}
+	})
+	t.Run("UnknownFixture", func(t *testing.T) {
+		tr := newTree(t)
+		_, err := composition.Open(ctx, tr.root, composition.Options{Fixture: "nope"})
+		wantRefusal(t, err, `no fixture "nope"`)
+		_, err = composition.Open(ctx, tr.root, composition.Options{Fixture: "../../etc/passwd"})
+		wantRefusal(t, err, "invalid")
+	})
+}
+
+func TestFreeze_DriftedNodeMintsNothing(t *testing.T) {
+	tr := newTree(t)
+	inst := MustOpen(t, tr.root, composition.Options{})
+	// Host code changes the shop's schema behind its world's back.
+	err := inst.Bulk(context.Background(), func(c *env.Ctx) error {
+		_, err := c.Worlds.Get("shop").DB().Exec("ALTER TABLE orders ADD COLUMN note TEXT")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = inst.Freeze(context.Background(), "acme", "x", composition.FreezeOptions{})
+	wantRefusal(t, err, "node shop has drifted", "nothing was published")
+	ents, _ := os.ReadDir(tr.dir)
+	if len(ents) != 0 {
+		t.Fatalf("a refused freeze left %v", ents)
+	}
+}
+
+func TestFixtures_OnlyTheHostsOwn(t *testing.T) {
+	tr := newTree(t)
+	tr.freeze(t, "acme", 1)
+	list, err := composition.Fixtures(tr.root)
+	if err != nil || len(list) != 1 || list[0].ID != "acme" {
+		t.Fatalf("Fixtures = %v, %v", list, err)
+	}
+	// An added world's own fixtures are never listed or reachable.
+	if _, err := composition.Fixtures(tr.payments); err == nil {
+		t.Fatal("payments has no fixtures dir, yet Fixtures succeeded")
+	}
+}
+
+func TestInspect_DeniesWrites(t *testing.T) {
+	tr := newTree(t)
+	inst := MustOpen(t, tr.root, composition.Options{})
+	call(t, inst, "pay_create_charge", `{"amount": 5}`)
+	for _, sql := range []string{
+		"INSERT INTO staff VALUES ('x')",
+		"DELETE FROM payments.charges",
+		"UPDATE payments.charges SET amount = 0",
+		"ATTACH 'file:/tmp/x.db' AS x",
+		"DETACH payments",
+		"DROP TABLE staff",
+		"PRAGMA user_version = 3",
+	} {
+		if _, err := inst.Inspect().Rows(context.Background(), sql); err == nil {
+			t.Errorf("%s: allowed on the inspection view", sql)
+		}
+	}
+	row, _ := inst.Inspect().One(context.Background(), "SELECT count(*) AS n FROM payments.charges")
+	if row["n"] != int64(1) {
+		t.Fatalf("charges = %v after refused writes", row["n"])
+	}
+}
