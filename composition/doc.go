@@ -20,12 +20,15 @@
 //
 // Opening an ncruces connection costs about 0.15 ms and holding one about
 // 220–320 KiB of RSS outside the Go heap. An instance therefore opens a
-// node's connection on first use and keeps it while it is busy; idle
-// connections are released by a process-wide least-recently-used pool
-// (DefaultPool, DefaultMaxOpen connections) and reopened transparently on
-// the next call, so ten thousand idle instances hold no SQLite connection at
-// all, while a busy instance pays nothing per call. Instance.Release drops
-// an instance's connections at once.
+// node's connection on first use and keeps it while it is busy. The
+// instance's pool (DefaultPool unless Options.Pool) releases a node's
+// connection once it has been unused for the pool's IdleAfter (two seconds
+// by default), and the least recently used ones at once when more than
+// MaxOpen are open; the inspection view closes its connection after the
+// same idle delay. The next call reopens them transparently, so ten thousand
+// idle instances hold no SQLite connection at all, while a busy instance
+// pays nothing per call. Instance.Release drops an instance's connections at
+// once. docs/scale.md has the measurements.
 //
 // # Concurrency
 //

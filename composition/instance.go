@@ -51,9 +51,11 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// DefaultPool caps the SQLite connections held open by idle instances in
-// this process; least recently used ones are released and reopened on the
-// next call.
+// DefaultPool manages the SQLite connections of instances opened without
+// Options.Pool: a connection unused for sqlitestore.DefaultIdleAfter is
+// released, and so are the least recently used ones when more than
+// DefaultMaxOpen are open. A released connection reopens on the next call.
+// Servers size it from their limits with SetLimits.
 var DefaultPool = sqlitestore.NewPool(DefaultMaxOpen)
 
 // DefaultMaxOpen is the size of DefaultPool.

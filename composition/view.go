@@ -3,6 +3,7 @@ package composition
 import (
 	"context"
 	"path/filepath"
+	"time"
 
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/sqlitestore"
@@ -13,9 +14,18 @@ import (
 // (payments.charges, payments__tax.rates). Writes, ATTACH and DETACH are
 // denied. Queries take the instance's lock, so they never interleave with a
 // call; do not query a view from inside a call of the same instance.
+//
+// The view's connection opens on the first query and is closed again once
+// the view has not been queried for the instance pool's idle delay
+// (sqlitestore.Pool.IdleDelay), so an idle instance holds no connection; the
+// next query reopens it.
 type View struct {
 	inst *Instance
-	insp *sqlitestore.Inspector // guarded by inst.mu
+
+	// guarded by inst.mu:
+	insp      *sqlitestore.Inspector
+	lastQuery time.Time   // when the last query ended
+	idleTimer *time.Timer // releases insp once idle; nil until the first query
 }
 
 // Inspect returns the instance's inspection view.
@@ -47,7 +57,43 @@ func (v *View) Query(ctx context.Context, sql string, args ...any) (*sqlitestore
 		}
 		v.insp = insp
 	}
+	defer v.scheduleReleaseLocked()
 	return v.insp.Query(ctx, sql, args...)
+}
+
+// scheduleReleaseLocked arms the timer that releases the connection once the
+// view has been idle for the pool's idle delay. The caller holds inst.mu.
+func (v *View) scheduleReleaseLocked() {
+	idle := v.inst.pool.IdleDelay()
+	if idle <= 0 {
+		return
+	}
+	v.lastQuery = time.Now()
+	if v.idleTimer == nil {
+		v.idleTimer = time.AfterFunc(idle, v.releaseIfIdle)
+	} else {
+		v.idleTimer.Reset(idle)
+	}
+}
+
+// releaseIfIdle runs on the idle timer: it closes the connection if the view
+// has not been queried since, and otherwise waits for the rest of the delay.
+func (v *View) releaseIfIdle() {
+	i := v.inst
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.closed || v.insp == nil {
+		return
+	}
+	idle := i.pool.IdleDelay()
+	if idle <= 0 {
+		return
+	}
+	if rest := idle - time.Since(v.lastQuery); rest > 0 {
+		v.idleTimer.Reset(rest)
+		return
+	}
+	v.close()
 }
 
 // Rows runs read-only SQL and returns every row.
@@ -66,6 +112,9 @@ func (v *View) One(ctx context.Context, sql string, args ...any) (env.Row, error
 
 // close closes the connection; the caller holds inst.mu.
 func (v *View) close() error {
+	if v.idleTimer != nil {
+		v.idleTimer.Stop()
+	}
 	if v.insp == nil {
 		return nil
 	}

@@ -41,10 +41,15 @@ func (s *Server) routes() http.Handler {
 	r.Get("/openapi.json", s.serveOpenAPI)
 	r.Get("/fixtures", s.serveFixtures)
 	r.Get("/sessions", s.serveSessions)
-	r.Post("/reset", s.serveReset)
-	r.Post("/step", s.serveStep)
-	r.Get("/state", s.serveState)
-	r.Post("/inspect", s.serveInspect)
+	r.Get("/debug/runtime", s.serveRuntime)
+	r.Get("/ready", s.serveReady)
+	r.Method(http.MethodGet, "/metrics", s.serveMetrics())
+	if !s.cfg.Production {
+		r.Post("/reset", s.serveReset)
+		r.Post("/step", s.serveStep)
+		r.Get("/state", s.serveState)
+		r.Post("/inspect", s.serveInspect)
+	}
 	r.Post("/mcp", s.serveMCP)
 	r.Get("/ws", s.serveWS)
 	return r

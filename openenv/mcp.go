@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/seahaven/seahaven/env"
 )
@@ -262,15 +263,19 @@ func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMe
 	if perr != nil {
 		return toolOutcome{}, perr
 	}
+	ctx = withoutSession(ctx, TransportMCP)
 	octx, cancel := withTimeout(ctx, s.cfg.StepTimeout)
 	defer cancel()
 	var inst Instance
 	var err error
-	if perr := s.guard("Backend.Open", func() { inst, err = s.backend.Open(octx, opts) }); perr != nil {
-		return toolOutcome{}, perr
-	}
-	if err == nil && inst == nil {
+	start := time.Now()
+	perr = s.guardCtx(ctx, "Backend.Open", func() { inst, err = s.backend.Open(octx, opts) })
+	if err == nil && inst == nil && perr == nil {
 		err = errors.New("the backend opened no instance")
+	}
+	s.observeOpen(octx, start, opts, err, perr)
+	if perr != nil {
+		return toolOutcome{}, perr
 	}
 	if err != nil {
 		info, _ := s.info()

@@ -58,7 +58,7 @@ func openAPIDoc() ([]byte, error) {
 
 // serveOpenAPI serves GET /openapi.json.
 func (s *Server) serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
-	b, err := openAPIDoc()
+	b, err := s.openAPIServed()
 	if err != nil {
 		writeError(w, newError(codeExecution, "%v", err))
 		return

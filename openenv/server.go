@@ -69,6 +69,14 @@ type Config struct {
 	MaxPending int
 	// Logger receives the server's logs. Default slog.Default().
 	Logger *slog.Logger
+	// Token, when not empty, is the bearer token every route but /health
+	// and /ready requires (see [Server.RequireToken]).
+	Token string
+	// Production removes the HTTP episode routes, as OpenEnv's production
+	// mode does: POST /reset, POST /step, GET /state and POST /inspect answer
+	// 404 {"detail":"Not Found"} and /openapi.json does not list them.
+	// Episodes then run over /ws (infrastructure) and /mcp (agents) only.
+	Production bool
 }
 
 // withDefaults returns c with zero fields replaced by their defaults.
@@ -149,6 +157,8 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	handler http.Handler
+	agent   http.Handler // AgentHandler
+	metrics *serverMetrics
 
 	mu          sync.Mutex // guards sessions, defaultHTTP, shutdown and reaping
 	sessions    map[string]*session
@@ -176,11 +186,15 @@ func NewServer(b Backend, cfg Config) *Server {
 		quit:       make(chan struct{}),
 		reaperDone: make(chan struct{}),
 	}
-	s.handler = s.routes()
+	s.metrics = newMetrics(s)
+	s.handler = s.RequireToken(s.limitBodies(s.routes()))
+	s.agent = s.agentRoutes()
 	return s
 }
 
-// Handler returns the HTTP handler serving every route. The same handler is
+// Handler returns the HTTP handler serving every route (without the episode
+// routes in production mode), behind the token when one is configured and
+// with every request body capped at MaxMessageBytes. The same handler is
 // returned on each call.
 func (s *Server) Handler() http.Handler { return s.handler }
 
@@ -253,9 +267,17 @@ func (s *Server) snapshot() []*session {
 // guard runs fn, which calls into the Backend or an Instance, and turns a
 // panic into an EXECUTION_ERROR, logging the stack.
 func (s *Server) guard(what string, fn func()) (perr *protoError) {
+	return s.guardCtx(context.Background(), what, fn)
+}
+
+// guardCtx is guard for work done under ctx: the log line of a panic also
+// names ctx's session and how long fn ran.
+func (s *Server) guardCtx(ctx context.Context, what string, fn func()) (perr *protoError) {
+	start := time.Now()
 	defer func() {
 		if v := recover(); v != nil {
-			s.log.Error("openenv: recovered a panic", "in", what, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			s.log.Error("openenv: recovered a panic", append(sessionAttrs(ctx), durationMS(time.Since(start)),
+				"in", what, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))...)
 			perr = newError(codeExecution, "internal error: %s panicked: %v", what, v)
 		}
 	}()

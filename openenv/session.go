@@ -65,6 +65,7 @@ func (s *Server) newSessionLocked(transport, id string) (*session, *protoError) 
 		return nil, newError(codeShuttingDown, "Server is shutting down. Cannot accept new sessions.")
 	}
 	if len(s.sessions) >= s.cfg.MaxSessions {
+		s.observeRejected(transport)
 		return nil, capacityError(len(s.sessions), s.cfg.MaxSessions)
 	}
 	if id == "" {
@@ -84,6 +85,7 @@ func (s *Server) newSessionLocked(transport, id string) (*session, *protoError) 
 		s.reaping = true
 		go s.reap()
 	}
+	s.observeSessionOpened(transport)
 	s.log.Info("openenv: session opened", "session", ss.ref, "transport", transport, "active", len(s.sessions))
 	return ss, nil
 }
@@ -149,6 +151,13 @@ func (ss *session) closeStatus() (websocket.StatusCode, string) {
 	return ss.closeCode, ss.closeReason
 }
 
+// isStopped reports whether stop has been called.
+func (ss *session) isStopped() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.stopped
+}
+
 // end stops the session, waits for the call in progress, closes the
 // instance and frees the slot. Only the first call does anything; every
 // exit path of every transport comes through here.
@@ -169,12 +178,14 @@ func (ss *session) end() {
 		ss.mu.Lock()
 		steps := ss.steps
 		ss.mu.Unlock()
-		ss.srv.log.Info("openenv: session closed", "session", ss.ref, "transport", ss.transport, "reason", reason, "steps", steps)
+		ss.srv.log.Info("openenv: session closed", "session", ss.ref, "transport", ss.transport,
+			durationMS(time.Since(ss.created)), "reason", reason, "steps", steps)
 	})
 }
 
 // closeInstance closes inst, logging a failure.
 func (s *Server) closeInstance(inst Instance) {
+	defer s.observeInstanceClosed()
 	var err error
 	if perr := s.guard("Instance.Close", func() { err = inst.Close() }); perr != nil {
 		return
@@ -204,7 +215,7 @@ func (ss *session) release() { <-ss.slot }
 
 // bind returns ctx also cancelled when the session stops.
 func (ss *session) bind(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(withSession(ctx, ss))
 	stop := context.AfterFunc(ss.ctx, cancel)
 	return ctx, func() { stop(); cancel() }
 }
@@ -284,11 +295,14 @@ func (ss *session) openLocked(ctx context.Context, opts OpenOptions, implicit bo
 	defer cancel()
 	var inst Instance
 	var err error
-	if perr := s.guard("Backend.Open", func() { inst, err = s.backend.Open(octx, opts) }); perr != nil {
-		return perr
-	}
-	if err == nil && inst == nil {
+	start := time.Now()
+	perr := s.guardCtx(ctx, "Backend.Open", func() { inst, err = s.backend.Open(octx, opts) })
+	if err == nil && inst == nil && perr == nil {
 		err = errors.New("the backend opened no instance")
+	}
+	s.observeOpen(octx, start, opts, err, perr)
+	if perr != nil {
+		return perr
 	}
 	if err != nil {
 		if implicit {
@@ -368,13 +382,16 @@ func (s *Server) tools(inst Instance) ([]env.ToolInfo, *protoError) {
 // call makes one tool call on inst, bounded by timeout. Tool failures come
 // back in the outcome; only a panic is a protoError.
 func (s *Server) call(ctx context.Context, inst Instance, name string, args json.RawMessage, timeout time.Duration) (toolOutcome, *protoError) {
+	start := time.Now()
 	if reservedNames[name] {
-		return reservedCall(name), nil
+		out := reservedCall(name)
+		s.observeCall(ctx, start, name, out, nil)
+		return out, nil
 	}
 	cctx, cancel := withTimeout(ctx, timeout)
 	defer cancel()
 	var out toolOutcome
-	perr := s.guard(fmt.Sprintf("tool %q", name), func() {
+	perr := s.guardCtx(ctx, fmt.Sprintf("tool %q", name), func() {
 		res, err := inst.CallJSON(cctx, name, args)
 		if err != nil {
 			out.err = toolError(cctx, err, name, timeout)
@@ -388,6 +405,7 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 		}
 		out.result = raw
 	})
+	s.observeCall(ctx, start, name, out, perr)
 	return out, perr
 }
 
@@ -460,9 +478,12 @@ func (ss *session) inspect(ctx context.Context, req inspectRequest) (json.RawMes
 	var cols []string
 	var rows [][]any
 	var err error
-	if perr := s.guard("Instance.Inspect", func() { cols, rows, err = ss.inst.Inspect(ictx, req.sql, req.params) }); perr != nil {
+	start := time.Now()
+	if perr := s.guardCtx(ctx, "Instance.Inspect", func() { cols, rows, err = ss.inst.Inspect(ictx, req.sql, req.params) }); perr != nil {
+		s.observeInspect(ctx, start, perr, true)
 		return nil, perr
 	}
+	s.observeInspect(ctx, start, err, false)
 	if err != nil {
 		if errors.Is(ictx.Err(), context.DeadlineExceeded) && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, newError(codeQuery, "inspect timed out after %s: %v", s.cfg.InspectTimeout, err)
@@ -537,10 +558,11 @@ func (s *Server) reap() {
 func (s *Server) reapIdle(now time.Time) {
 	reason := fmt.Sprintf("session idle for more than %s", s.cfg.IdleTimeout)
 	for _, ss := range s.snapshot() {
-		if !ss.idle(now, s.cfg.IdleTimeout) {
+		if !ss.idle(now, s.cfg.IdleTimeout) || ss.isStopped() {
 			continue
 		}
 		s.log.Info("openenv: closing an idle session", "session", ss.ref, "transport", ss.transport)
+		s.observeReaped(ss.transport)
 		ss.stop(websocket.StatusGoingAway, reason)
 		if ss.transport != TransportWS {
 			go ss.end()

@@ -283,6 +283,7 @@ func (s *Server) handleMessage(ss *session, raw []byte) (reply object, closing b
 func (s *Server) dispatch(ss *session, raw []byte) (reply object, closing bool) {
 	ctx := ss.ctx
 	if !json.Valid(raw) {
+		s.observeWSMessage("invalid")
 		var v any
 		err := json.Unmarshal(raw, &v)
 		if err == nil { // json.Valid and Unmarshal disagree only on pathological input
@@ -292,18 +293,21 @@ func (s *Server) dispatch(ss *session, raw []byte) (reply object, closing bool) 
 	}
 	m, ok := members(raw)
 	if !ok {
+		s.observeWSMessage("invalid")
 		return invalid([]fieldError{{Type: "model_type", Loc: []any{}, Msg: "Input should be an object", Input: inputOf(raw)}}).frame(), false
 	}
 	t, present := m["type"]
 	typ, isString := asString(t)
 	takesData, known := wsTypes[typ]
 	if !present || !isString || !known {
+		s.observeWSMessage("invalid")
 		label := typ
 		if !isString {
 			label = string(inputOf(t))
 		}
 		return newError(codeUnknownType, "Unknown message type: %s", label).frame(), false
 	}
+	s.observeWSMessage(typ)
 	var errs []fieldError
 	for _, k := range sortedKeys(m) {
 		if k != "type" && (k != "data" || !takesData) {

@@ -77,6 +77,7 @@ func openConn(ctx context.Context, uri string, maxMemory int64, now func() time.
 		return nil, fmt.Errorf("sqlitestore: installing the clock: %w", formatError(ctx, err))
 	}
 	ok = true
+	liveConns.Add(1)
 	return &conn{c: c, stmts: make(map[string]*sqlite3.Stmt), metaDirty: true}, nil
 }
 
@@ -91,6 +92,7 @@ func (cn *conn) close() error {
 		st.Close()
 	}
 	cn.stmts, cn.order = nil, nil
+	liveConns.Add(-1)
 	return cn.c.Close()
 }
 

@@ -24,7 +24,9 @@ type Attachment struct {
 // attached read-only, for evals: one statement can join across stores. The
 // root file is opened read-only, every attachment is attached read-only, and
 // an authorizer then denies INSERT, UPDATE and DELETE outside the temp schema,
-// ATTACH, DETACH, schema changes, pragma writes and VACUUM. Its date and time
+// ATTACH, DETACH, schema changes, pragma writes and VACUUM; introspection
+// pragmas and the read-only checks integrity_check and quick_check (over
+// every attached schema when none is named) are allowed. Its date and time
 // functions read the instance clock. Each query sees the rows the stores have
 // committed by then.
 //
@@ -136,6 +138,8 @@ func readOnlyAuthorizer(action sqlite3.AuthorizerActionCode, name3rd, name4th, s
 		case "table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list",
 			"database_list", "table_list", "compile_options", "function_list", "collation_list":
 			return sqlite3.AUTH_OK // introspection; the argument is an object name
+		case "integrity_check", "quick_check":
+			return sqlite3.AUTH_OK // verification reads only; the argument is a table name or an error count
 		case "query_only", "user_version", "application_id", "schema_version", "data_version",
 			"page_count", "page_size", "freelist_count", "journal_mode", "foreign_keys", "encoding":
 			if name4th == "" { // reading only

@@ -3,29 +3,60 @@ package sqlitestore
 import (
 	"container/list"
 	"sync"
+	"time"
 )
 
-// Pool caps the number of connections open across many stores. Stores opened
-// with Options.Pool register their connection while it is open; when more
-// than MaxOpen are open, the pool releases the least recently used stores that
-// are neither pinned nor in a transaction (and not running a statement at that
-// moment). A released store reopens on its next operation. Open connections
-// may exceed MaxOpen while stores are pinned, in a transaction or busy.
+// DefaultIdleAfter is how long a store of a pool may sit unpinned and unused
+// before the pool releases its connection, when Pool.IdleAfter is zero.
+const DefaultIdleAfter = 2 * time.Second
+
+// minSweepEvery bounds how often the sweeper wakes.
+const minSweepEvery = 10 * time.Millisecond
+
+// Pool manages the connections of many stores. Stores opened with
+// Options.Pool register their connection while it is open, and the pool
+// releases the connections of stores that are neither pinned nor in a
+// transaction (and not running a statement at that moment) in two ways:
+//
+//   - Idle release: a store unpinned and unused for IdleAfter is released by
+//     a background sweeper. The sweeper goroutine starts with the first open
+//     connection and exits when none is left, so an unused pool holds no
+//     goroutine.
+//   - Eviction: when more than MaxOpen connections are open, the least
+//     recently used stores are released at once. Open connections may exceed
+//     MaxOpen while stores are pinned, in a transaction or busy.
+//
+// A released store reopens on its next operation.
 //
 // A Pool is safe for concurrent use.
 type Pool struct {
 	// MaxOpen is the number of open connections above which idle stores are
-	// released. Set it before the pool is first used.
+	// released. Set it before the pool is first used, or call SetLimits.
 	MaxOpen int
+	// IdleAfter is how long a store may stay unpinned and unused before its
+	// connection is released. Zero means DefaultIdleAfter; negative turns
+	// idle release off. Set it before the pool is first used, or call
+	// SetLimits.
+	IdleAfter time.Duration
 
-	mu  sync.Mutex // guards lru and every member store's poolElem
-	lru list.List  // stores with an open connection, most recently used first
+	mu       sync.Mutex // guards MaxOpen and IdleAfter after first use, lru, sweeping, and every member store's poolElem and lastUse
+	lru      list.List  // stores with an open connection, most recently used first
+	sweeping bool       // the sweeper goroutine is running
 }
 
 // NewPool returns a pool that keeps at most maxOpen connections open (at
-// least one).
+// least one) and releases stores idle for DefaultIdleAfter.
 func NewPool(maxOpen int) *Pool {
-	return &Pool{MaxOpen: max(maxOpen, 1)}
+	return &Pool{MaxOpen: max(maxOpen, 1), IdleAfter: DefaultIdleAfter}
+}
+
+// SetLimits changes MaxOpen (at least one) and IdleAfter while the pool is
+// in use. The new limits apply from the next operation and sweep.
+func (p *Pool) SetLimits(maxOpen int, idleAfter time.Duration) {
+	p.mu.Lock()
+	p.MaxOpen, p.IdleAfter = max(maxOpen, 1), idleAfter
+	p.mu.Unlock()
+	p.settle()
 }
 
 // Open returns the number of connections currently open through the pool.
@@ -35,15 +66,41 @@ func (p *Pool) Open() int {
 	return p.lru.Len()
 }
 
+// IdleDelay returns how long a store may stay unused before the pool
+// releases it: IdleAfter with its default applied, or zero when idle release
+// is off. Owners of other connections (an inspection view) release theirs
+// after the same delay.
+func (p *Pool) IdleDelay() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.idleAfterLocked()
+}
+
+// idleAfterLocked returns the effective idle delay; zero or less means off.
+func (p *Pool) idleAfterLocked() time.Duration {
+	switch {
+	case p.IdleAfter == 0:
+		return DefaultIdleAfter
+	case p.IdleAfter < 0:
+		return 0
+	}
+	return p.IdleAfter
+}
+
 // add registers a store whose connection just opened as the most recently
-// used.
+// used, and starts the sweeper if idle release is on and it is not running.
 func (p *Pool) add(s *Store) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	s.lastUse = time.Now()
 	if s.poolElem == nil {
 		s.poolElem = p.lru.PushFront(s)
 	} else {
 		p.lru.MoveToFront(s.poolElem)
+	}
+	if idle := p.idleAfterLocked(); idle > 0 && !p.sweeping {
+		p.sweeping = true
+		go p.sweepLoop()
 	}
 }
 
@@ -52,6 +109,7 @@ func (p *Pool) touch(s *Store) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if s.poolElem != nil {
+		s.lastUse = time.Now()
 		p.lru.MoveToFront(s.poolElem)
 	}
 }
@@ -73,7 +131,7 @@ func (p *Pool) remove(s *Store) {
 func (p *Pool) settle() {
 	for {
 		p.mu.Lock()
-		excess := p.lru.Len() - p.MaxOpen
+		excess := p.lru.Len() - max(p.MaxOpen, 1)
 		if excess <= 0 {
 			p.mu.Unlock()
 			return
@@ -90,12 +148,73 @@ func (p *Pool) settle() {
 			if released == excess {
 				break
 			}
-			if s.releaseIdle() {
+			if s.releaseIdle(time.Time{}) {
 				released++
 			}
 		}
 		if released == 0 {
 			return // every candidate is busy; the next operation settles again
 		}
+	}
+}
+
+// sweepLoop is the sweeper goroutine: it releases the stores idle for
+// IdleAfter, then sleeps until the next one is due, and exits once no
+// connection is open or idle release is turned off.
+func (p *Pool) sweepLoop() {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for range t.C {
+		next, more := p.sweep(time.Now())
+		if !more {
+			return
+		}
+		t.Reset(next)
+	}
+}
+
+// sweep releases the stores due at now and returns how long to sleep before
+// the next sweep. more is false when the sweeper should exit: then sweeping
+// has been cleared under the lock, so the next add starts a new sweeper.
+func (p *Pool) sweep(now time.Time) (next time.Duration, more bool) {
+	p.releaseDue(now)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	idle := p.idleAfterLocked()
+	if idle <= 0 || p.lru.Len() == 0 {
+		p.sweeping = false
+		return 0, false
+	}
+	// Sleep until the least recently used store is due, but at least an
+	// eighth of IdleAfter (and minSweepEvery): stores falling due together
+	// are released in one sweep, and a due store that could not be released
+	// (pinned, busy or in a transaction) does not make the sweeper spin.
+	next = p.lru.Back().Value.(*Store).lastUse.Add(idle).Sub(now)
+	return max(next, idle/8, minSweepEvery), true
+}
+
+// releaseDue releases every store unpinned and unused for IdleAfter at now
+// that is neither in a transaction nor busy.
+func (p *Pool) releaseDue(now time.Time) {
+	p.mu.Lock()
+	idle := p.idleAfterLocked()
+	if idle <= 0 {
+		p.mu.Unlock()
+		return
+	}
+	cutoff := now.Add(-idle)
+	var due []*Store
+	for e := p.lru.Back(); e != nil; e = e.Prev() {
+		s := e.Value.(*Store)
+		if s.lastUse.After(cutoff) {
+			break // the rest were used more recently
+		}
+		if s.pins.Load() == 0 {
+			due = append(due, s)
+		}
+	}
+	p.mu.Unlock()
+	for _, s := range due {
+		s.releaseIdle(cutoff)
 	}
 }

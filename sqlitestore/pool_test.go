@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/seahaven/seahaven/sqlitestore"
 )
@@ -145,5 +146,137 @@ func TestPool_NeverReleasesATransaction(t *testing.T) {
 	}
 	if got := MustOne(t, a, `SELECT x FROM t`); got != int64(1) {
 		t.Errorf("a after reopen: %v", got)
+	}
+}
+
+func TestPool_ReleaseDue(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		idle     time.Duration                                   // the pool's IdleAfter
+		at       time.Duration                                   // when the sweep runs, from now
+		prepare  func(t *testing.T, s *sqlitestore.Store) func() // leaves the store in a state; returns its undo
+		released bool                                            // whether the sweep releases the store
+	}{
+		{name: "Idle", idle: time.Minute, at: time.Hour, released: true},
+		{name: "UsedRecently", idle: time.Hour, at: time.Minute, released: false},
+		{name: "Pinned", idle: time.Minute, at: time.Hour, released: false,
+			prepare: func(t *testing.T, s *sqlitestore.Store) func() { s.Pin(); return s.Unpin }},
+		{name: "InTransaction", idle: time.Minute, at: time.Hour, released: false,
+			prepare: func(t *testing.T, s *sqlitestore.Store) func() {
+				f, err := s.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return func() { f.Rollback() }
+			}},
+		{name: "IdleReleaseOff", idle: -1, at: time.Hour, released: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pool := &sqlitestore.Pool{MaxOpen: 10, IdleAfter: tt.idle}
+			s := MustCreate(t, `CREATE TABLE t (x);`, sqlitestore.Options{Pool: pool})
+			MustExec(t, s, `INSERT INTO t VALUES (1)`)
+			undo := func() {}
+			if tt.prepare != nil {
+				undo = tt.prepare(t, s)
+			}
+			pool.ReleaseDue(time.Now().Add(tt.at))
+			if got := !s.IsOpen(); got != tt.released {
+				t.Errorf("released = %v, want %v", got, tt.released)
+			}
+			if want := map[bool]int{true: 0, false: 1}[tt.released]; pool.Open() != want {
+				t.Errorf("Open() = %d, want %d", pool.Open(), want)
+			}
+			undo()
+			if got := MustOne(t, s, `SELECT count(*) FROM t`); got != int64(1) {
+				t.Errorf("rows after the sweep = %v, want 1", got)
+			}
+		})
+	}
+}
+
+// waitFor polls cond until it holds, failing the test if it never does.
+// The deadline only stops a broken test; nothing is asserted about time.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestPool_Sweeper(t *testing.T) {
+	ctx := context.Background()
+	pool := &sqlitestore.Pool{MaxOpen: 10, IdleAfter: 20 * time.Millisecond}
+	dir := t.TempDir()
+	var stores []*sqlitestore.Store
+	for i := range 3 {
+		s := MustCreate(t, `CREATE TABLE t (x);`, sqlitestore.Options{Path: filepath.Join(dir, fmt.Sprintf("s%d.sqlite", i)), Pool: pool})
+		if i == 0 {
+			s.Pin() // pinned before its next operation, so it stays open from then on
+		}
+		MustExec(t, s, `INSERT INTO t VALUES (?)`, i)
+		stores = append(stores, s)
+	}
+	pinned := stores[0]
+	waitFor(t, "the unpinned stores to be released", func() bool { return pool.Open() == 1 })
+	if !pinned.IsOpen() {
+		t.Fatal("the sweeper released a pinned store")
+	}
+	if !pool.Sweeping() {
+		t.Fatal("no sweeper while a connection is open")
+	}
+	pinned.Unpin()
+	waitFor(t, "every store to be released", func() bool { return pool.Open() == 0 })
+	waitFor(t, "the sweeper to exit", func() bool { return !pool.Sweeping() })
+
+	// The next operation reopens a store and starts a sweeper again.
+	pinned.Pin()
+	for i, s := range stores {
+		if got := MustOne(t, s, `SELECT x FROM t`); got != int64(i) {
+			t.Errorf("store %d after reopen: x = %v", i, got)
+		}
+	}
+	if !pool.Sweeping() {
+		t.Fatal("no sweeper after reopening")
+	}
+	pinned.Unpin()
+	f, err := stores[1].Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the stores outside the transaction to be released", func() bool { return pool.Open() == 1 })
+	if !stores[1].InTransaction() {
+		t.Fatal("the sweeper released a store in a transaction")
+	}
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stores {
+		s.Close()
+	}
+	if pool.Open() != 0 {
+		t.Errorf("Open() = %d after closing every store", pool.Open())
+	}
+	waitFor(t, "the sweeper to exit after Close", func() bool { return !pool.Sweeping() })
+}
+
+func TestPool_SetLimits(t *testing.T) {
+	pool := &sqlitestore.Pool{MaxOpen: 10, IdleAfter: -1}
+	dir := t.TempDir()
+	for i := range 4 {
+		s := MustCreate(t, `CREATE TABLE t (x);`, sqlitestore.Options{Path: filepath.Join(dir, fmt.Sprintf("s%d.sqlite", i)), Pool: pool})
+		MustExec(t, s, `INSERT INTO t VALUES (1)`)
+	}
+	if pool.Open() != 4 || pool.Sweeping() {
+		t.Fatalf("Open() = %d, sweeping %v; want 4 and no sweeper with idle release off", pool.Open(), pool.Sweeping())
+	}
+	pool.SetLimits(2, -1)
+	if pool.Open() != 2 {
+		t.Errorf("Open() = %d after SetLimits(2), want 2", pool.Open())
 	}
 }

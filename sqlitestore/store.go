@@ -102,6 +102,7 @@ type Store struct {
 	epoch    uint64 // moves whenever rows may have changed unseen by a capture's preread
 
 	poolElem *list.Element // guarded by pool.mu
+	lastUse  time.Time     // guarded by pool.mu: the last operation or Unpin
 }
 
 // Create makes a new store file at opts.Path and applies schema to it in one
@@ -395,6 +396,7 @@ func (s *Store) Unpin() {
 		panic("sqlitestore: Unpin of a store that is not pinned")
 	}
 	if s.pool != nil {
+		s.pool.touch(s) // the idle time counts from the end of the call
 		s.pool.settle()
 	}
 }
@@ -413,14 +415,23 @@ func (s *Store) Release() error {
 }
 
 // releaseIdle is the Pool's Release: it gives up at once when the store is in
-// use by its own goroutine.
-func (s *Store) releaseIdle() bool {
+// use by its own goroutine. A non-zero cutoff also spares a store used after
+// it.
+func (s *Store) releaseIdle(cutoff time.Time) bool {
 	if !s.mu.TryLock() {
 		return false
 	}
 	defer s.mu.Unlock()
 	if s.closed || s.cn == nil || s.pins.Load() > 0 || s.inTxnLocked() {
 		return false
+	}
+	if !cutoff.IsZero() {
+		s.pool.mu.Lock()
+		recent := s.lastUse.After(cutoff)
+		s.pool.mu.Unlock()
+		if recent {
+			return false
+		}
 	}
 	guard(s.closeConnLocked)
 	return true

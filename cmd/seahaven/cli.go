@@ -74,6 +74,8 @@ Usage:
   seahaven serve    [flags]   serve a world over OpenEnv (HTTP, WebSocket, MCP)
   seahaven fixtures build|list|verify [flags]
   seahaven check    [flags] [packages]   lint the worlds of a module (docs/lints.md)
+  seahaven grade    [flags] FILE...      replay and grade recorded trajectories (docs/tasks.md)
+  seahaven healthcheck [--url URL]       exit 0 if a server's /health answers healthy
   seahaven version
 
 Run "seahaven <command> -h" for a command's flags.
@@ -92,6 +94,10 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return (&FixturesCommand{m: m}).Run(ctx, args[1:])
 	case "check":
 		return (&CheckCommand{m: m}).Run(ctx, args[1:])
+	case "healthcheck":
+		return (&HealthcheckCommand{m: m}).Run(ctx, args[1:])
+	case "grade":
+		return (&GradeCommand{m: m}).Run(ctx, args[1:])
 	case "version":
 		fmt.Fprintln(m.Stdout, "seahaven", version())
 		return nil

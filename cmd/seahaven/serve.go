@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/seahaven/seahaven/openenv"
+	"github.com/seahaven/seahaven/web"
 )
 
 // defaultFixtures names the fixture a reset uses when it names none, per
@@ -25,6 +27,9 @@ type ServeCommand struct {
 	// Listening, when set, is called with the bound address once the server
 	// accepts connections (tests serve on ":0").
 	Listening func(addr string)
+	// AgentListening, when set, is called with the agent listener's bound
+	// address (--agent-addr) once it accepts connections.
+	AgentListening func(addr string)
 }
 
 // Run runs `seahaven serve`.
@@ -34,17 +39,29 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	addr := fs.String("addr", envOr("SEAHAVEN_ADDR", ":8000"), "the address to listen on (env SEAHAVEN_ADDR)")
 	fixturesDir := fs.String("fixtures", envOr("SEAHAVEN_FIXTURES", ""), "the fixtures directory (default: the world's own; env SEAHAVEN_FIXTURES)")
 	fixtureID := fs.String("fixture", envOr("SEAHAVEN_FIXTURE", ""), "the fixture a reset uses when it names none (default: acme for company, else genesis; env SEAHAVEN_FIXTURE)")
-	maxSessions := fs.Int("max-sessions", envInt("SEAHAVEN_MAX_SESSIONS", openenv.DefaultMaxSessions), "the most live sessions (env SEAHAVEN_MAX_SESSIONS)")
+	maxSessions := fs.Int("max-sessions", envInt("SEAHAVEN_MAX_SESSIONS", 0), "the most live sessions; 0 derives it from the file-descriptor, memory-map and memory limits (env SEAHAVEN_MAX_SESSIONS)")
+	scale := addScaleFlags(fs)
 	idle := fs.Duration("idle-timeout", envDuration("SEAHAVEN_IDLE_TIMEOUT", openenv.DefaultIdleTimeout), "close sessions idle this long; negative disables (env SEAHAVEN_IDLE_TIMEOUT)")
 	stepTimeout := fs.Duration("step-timeout", envDuration("SEAHAVEN_STEP_TIMEOUT", openenv.DefaultStepTimeout), "bound on each reset and tool call (env SEAHAVEN_STEP_TIMEOUT)")
 	instances := fs.String("instances", envOr("SEAHAVEN_INSTANCES", ""), "where instance directories are made (default: <tmp>/seahaven-instances; env SEAHAVEN_INSTANCES)")
 	logLevel := fs.String("log-level", envOr("SEAHAVEN_LOG_LEVEL", "info"), "debug, info, warn or error (env SEAHAVEN_LOG_LEVEL)")
 	logFormat := fs.String("log-format", envOr("SEAHAVEN_LOG_FORMAT", "json"), "json or text (env SEAHAVEN_LOG_FORMAT)")
+	agentAddr := fs.String("agent-addr", envOr("SEAHAVEN_AGENT_ADDR", ""), "also listen here serving only the agent routes: /mcp, /health, /metadata, /schema, /openapi.json (default: off; env SEAHAVEN_AGENT_ADDR)")
+	token := fs.String("token", "", "require Authorization: Bearer <token> on every route but /health and /ready (env SEAHAVEN_TOKEN, preferred: a flag shows in ps)")
+	production := fs.Bool("production", false, "production mode: no POST /reset, POST /step, GET /state, POST /inspect (env SEAHAVEN_PRODUCTION=true)")
+	maxMessage := fs.Int64("max-message-bytes", int64(envInt("SEAHAVEN_MAX_MESSAGE_BYTES", openenv.DefaultMaxMessageBytes)), "the largest WebSocket message or request body (env SEAHAVEN_MAX_MESSAGE_BYTES)")
+	shutdownTimeout := fs.Duration("shutdown-timeout", envDuration("SEAHAVEN_SHUTDOWN_TIMEOUT", 30*time.Second), "on SIGTERM, how long to wait for sessions and requests to end (env SEAHAVEN_SHUTDOWN_TIMEOUT)")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := securityFromEnv(fs, token, production); err != nil {
 		return err
 	}
 	logger, err := newLogger(c.m, *logLevel, *logFormat)
 	if err != nil {
+		return err
+	}
+	if *maxSessions, err = scale.apply(logger, *maxSessions); err != nil {
 		return err
 	}
 	w, err := c.m.world(*worldName)
@@ -63,31 +80,94 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	defer backend.Close()
 	srv := openenv.NewServer(backend, openenv.Config{
 		MaxSessions: *maxSessions, IdleTimeout: *idle, StepTimeout: *stepTimeout, Logger: logger,
+		MaxMessageBytes: *maxMessage, Token: *token, Production: *production,
 	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	logger.Info("serving", "world", w.Name(), "version", w.Version(), "addr", ln.Addr().String(), "default_fixture", *fixtureID, "max_sessions", *maxSessions)
+	servers := []*http.Server{{Handler: srv.RequireToken(scale.debug(withWeb(srv.Handler()))), ReadHeaderTimeout: 10 * time.Second}}
+	listeners := []net.Listener{ln}
+	if *agentAddr != "" {
+		aln, err := net.Listen("tcp", *agentAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("--agent-addr: %w", err)
+		}
+		servers = append(servers, &http.Server{Handler: srv.AgentHandler(), ReadHeaderTimeout: 10 * time.Second})
+		listeners = append(listeners, aln)
+	}
+	logger.Info("serving", "world", w.Name(), "version", w.Version(), "addr", ln.Addr().String(), "agent_addr", listenerAddr(listeners, 1),
+		"default_fixture", *fixtureID, "max_sessions", *maxSessions, "production", *production, "token", *token != "")
 	if c.Listening != nil {
 		c.Listening(ln.Addr().String())
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	if c.AgentListening != nil && len(listeners) > 1 {
+		c.AgentListening(listeners[1].Addr().String())
+	}
+	errc := make(chan error, len(servers))
+	for i, hs := range servers {
+		go func() { errc <- hs.Serve(listeners[i]) }()
+	}
 	select {
-	case err := <-errc:
-		return err
+	case err = <-errc:
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *shutdownTimeout)
 	defer cancel()
-	err = errors.Join(srv.Shutdown(sctx), hs.Shutdown(sctx))
+	errs := []error{err, srv.Shutdown(sctx)}
+	for _, hs := range servers {
+		errs = append(errs, hs.Shutdown(sctx))
+	}
+	err = errors.Join(errs...)
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
 	return err
+}
+
+// listenerAddr returns the address of listeners[i], or "" when there is none.
+func listenerAddr(listeners []net.Listener, i int) string {
+	if i >= len(listeners) {
+		return ""
+	}
+	return listeners[i].Addr().String()
+}
+
+// securityFromEnv fills --token and --production from SEAHAVEN_TOKEN and
+// SEAHAVEN_PRODUCTION when they are not given as flags. The token's default
+// is not a flag default, so that -h never prints it; surrounding white space
+// (a trailing newline from a secret file) is dropped. A SEAHAVEN_PRODUCTION
+// that is not a boolean is an error, not a silent simulation mode.
+func securityFromEnv(fs *flag.FlagSet, token *string, production *bool) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["token"] {
+		*token = os.Getenv("SEAHAVEN_TOKEN")
+	}
+	*token = strings.TrimSpace(*token)
+	if v, ok := os.LookupEnv("SEAHAVEN_PRODUCTION"); ok && !set["production"] && v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("SEAHAVEN_PRODUCTION=%q: want true or false", v)
+		}
+		*production = b
+	}
+	return nil
+}
+
+// withWeb serves the inspector and playground (package web) at /web, and
+// every other path with api.
+func withWeb(api http.Handler) http.Handler {
+	ui := web.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/web" || strings.HasPrefix(r.URL.Path, web.Prefix) {
+			ui.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
 }
 
 func newLogger(m *Main, level, format string) (*slog.Logger, error) {

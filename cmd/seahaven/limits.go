@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/sqlitestore"
+)
+
+// What one session and one open SQLite connection cost in the budgets the
+// operating system enforces, as measured (docs/scale.md).
+const (
+	// fdsPerSession is a session's socket.
+	fdsPerSession = 1
+	// fdsPerConn is an open store: its file, -wal and -shm.
+	fdsPerConn = 3
+	// mapsPerConn is an open store in WAL mode: its reserved linear memory
+	// and the -shm mapping, as counted in /proc/<pid>/maps.
+	mapsPerConn = 4
+	// fdReserve covers listeners, log files, fixture reads, the inspection
+	// views of sessions being graded and the driver's helper connections.
+	fdReserve = 256
+	// mapReserve covers the binary, the Go runtime's heap and stacks, and
+	// the helper connections.
+	mapReserve = 4096
+	// sessionMemory is the resident memory budget of one idle session.
+	sessionMemory = 256 << 10
+	// headroomPercent of each limit is left unplanned.
+	headroomPercent = 10
+)
+
+// hostLimits are the operating system limits that bound a server's
+// capacity. Zero means unknown.
+type hostLimits struct {
+	NoFile      uint64 // RLIMIT_NOFILE soft limit (after raising it)
+	NoFileHard  uint64 // RLIMIT_NOFILE hard limit
+	MaxMapCount uint64 // vm.max_map_count
+	MemTotal    uint64 // MemTotal of /proc/meminfo, in bytes
+}
+
+// capacity is what a server plans to hold.
+type capacity struct {
+	MaxSessions int // live sessions
+	MaxOpen     int // SQLite connections kept open by idle instances (the pool's cap)
+}
+
+// usable returns limit less the headroom.
+func usable(limit uint64) uint64 { return limit - limit*headroomPercent/100 }
+
+// connsAtPeak is the connections open at the pool's cap plus the ones calls
+// in flight pin above it.
+func connsAtPeak(maxOpen int) uint64 { return uint64(maxOpen + maxOpen/8) }
+
+// fdsNeeded is the file descriptors a capacity needs.
+func fdsNeeded(c capacity) uint64 {
+	return fdReserve + fdsPerSession*uint64(c.MaxSessions) + fdsPerConn*connsAtPeak(c.MaxOpen)
+}
+
+// mapsNeeded is the memory maps a capacity needs.
+func mapsNeeded(c capacity) uint64 { return mapReserve + mapsPerConn*connsAtPeak(c.MaxOpen) }
+
+// deriveCapacity returns the default capacity for l: the pool's cap is
+// composition.DefaultMaxOpen unless connections would take more than half
+// the usable file descriptors or more than the usable memory maps; sessions
+// get the file descriptors left, and no more than half the memory at
+// sessionMemory each.
+func deriveCapacity(l hostLimits) capacity {
+	c := capacity{MaxOpen: composition.DefaultMaxOpen}
+	var fdAvail uint64
+	if l.NoFile > 0 {
+		fdAvail = usable(l.NoFile) - min(fdReserve, usable(l.NoFile))
+		c.MaxOpen = min(c.MaxOpen, int(fdAvail/2*8/9/fdsPerConn))
+	}
+	if l.MaxMapCount > 0 {
+		mapAvail := usable(l.MaxMapCount) - min(mapReserve, usable(l.MaxMapCount))
+		c.MaxOpen = min(c.MaxOpen, int(mapAvail*8/9/mapsPerConn))
+	}
+	c.MaxOpen = max(c.MaxOpen, 1)
+	c.MaxSessions = noBound
+	if l.NoFile > 0 {
+		conns := fdsPerConn * connsAtPeak(c.MaxOpen)
+		c.MaxSessions = int((fdAvail - min(conns, fdAvail)) / fdsPerSession)
+	}
+	if l.MemTotal > 0 {
+		c.MaxSessions = min(c.MaxSessions, int(l.MemTotal/2/sessionMemory))
+	}
+	c.MaxSessions = max(c.MaxSessions, 1)
+	return c
+}
+
+// noBound stands for the session cap when no limit is known.
+const noBound = 1<<31 - 1
+
+// checkCapacity explains each limit that c exceeds and how to raise it, or
+// returns nil.
+func checkCapacity(l hostLimits, c capacity) error {
+	var problems []string
+	if need := fdsNeeded(c); l.NoFile > 0 && need > usable(l.NoFile) {
+		want := roundUp(need * 100 / (100 - headroomPercent))
+		problems = append(problems, fmt.Sprintf(
+			"%d sessions and %d open connections need about %d file descriptors (%d per session, %d per open SQLite connection, %d reserved, %d%% headroom), "+
+				"but the open-file limit is %d (hard limit %d). Raise it to %d: `ulimit -n %d` in the shell that starts seahaven "+
+				"(above the hard limit as root, or in /etc/security/limits.conf), LimitNOFILE=%d in a systemd unit, or --ulimit nofile=%d:%d with docker",
+			c.MaxSessions, c.MaxOpen, need, fdsPerSession, fdsPerConn, fdReserve, headroomPercent,
+			l.NoFile, l.NoFileHard, want, want, want, want, want))
+	}
+	if need := mapsNeeded(c); l.MaxMapCount > 0 && need > usable(l.MaxMapCount) {
+		want := roundUp(need * 100 / (100 - headroomPercent))
+		problems = append(problems, fmt.Sprintf(
+			"%d open connections need about %d memory maps (%d per open SQLite connection, %d reserved, %d%% headroom), "+
+				"but vm.max_map_count is %d. Raise it: `sudo sysctl -w vm.max_map_count=%d` (persist it in /etc/sysctl.d/), or lower --max-open",
+			c.MaxOpen, need, mapsPerConn, mapReserve, headroomPercent, l.MaxMapCount, want))
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	fit := deriveCapacity(l)
+	return fmt.Errorf("%s. These limits fit --max-sessions %d --max-open %d; pass --force to start anyway",
+		strings.Join(problems, ". "), fit.MaxSessions, fit.MaxOpen)
+}
+
+// roundUp rounds n up to two significant digits, for a limit to suggest.
+func roundUp(n uint64) uint64 {
+	unit := uint64(1)
+	for n/unit >= 100 {
+		unit *= 10
+	}
+	return (n + unit - 1) / unit * unit
+}
+
+// readHostLimits raises the open-file soft limit to the hard limit and reads
+// the limits of this host. A limit it cannot read stays zero (unknown).
+func readHostLimits() (hostLimits, error) {
+	var l hostLimits
+	var r syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err != nil {
+		return l, fmt.Errorf("reading the open-file limit: %w", err)
+	}
+	if r.Cur < r.Max {
+		raised := r
+		raised.Cur = r.Max
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised); err == nil {
+			r = raised
+		}
+	}
+	l.NoFile, l.NoFileHard = uint64(r.Cur), uint64(r.Max)
+	if b, err := os.ReadFile("/proc/sys/vm/max_map_count"); err == nil {
+		if n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			l.MaxMapCount = n
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		l.MemTotal = parseMemTotal(b)
+	}
+	return l, nil
+}
+
+// parseMemTotal returns the MemTotal of a /proc/meminfo file in bytes, or 0.
+func parseMemTotal(meminfo []byte) uint64 {
+	sc := bufio.NewScanner(bytes.NewReader(meminfo))
+	for sc.Scan() {
+		rest, ok := bytes.CutPrefix(sc.Bytes(), []byte("MemTotal:"))
+		if !ok {
+			continue
+		}
+		f := bytes.Fields(rest)
+		if len(f) != 2 || string(f[1]) != "kB" {
+			return 0
+		}
+		kb, err := strconv.ParseUint(string(f[0]), 10, 64)
+		if err != nil {
+			return 0
+		}
+		return kb << 10
+	}
+	return 0
+}
+
+// scaleFlags are serve's capacity and profiling flags.
+type scaleFlags struct {
+	maxOpen     *int
+	idleRelease *time.Duration
+	force       *bool
+	pprof       *bool
+}
+
+// addScaleFlags registers the capacity and profiling flags on fs.
+func addScaleFlags(fs *flag.FlagSet) *scaleFlags {
+	return &scaleFlags{
+		maxOpen:     fs.Int("max-open", envInt("SEAHAVEN_MAX_OPEN", 0), "the most SQLite connections idle instances keep open; 0 derives it from the file and memory-map limits (env SEAHAVEN_MAX_OPEN)"),
+		idleRelease: fs.Duration("idle-release", envDuration("SEAHAVEN_IDLE_RELEASE", sqlitestore.DefaultIdleAfter), "close an instance's SQLite connections after this long without a call; negative keeps them (env SEAHAVEN_IDLE_RELEASE)"),
+		force:       fs.Bool("force", false, "start even when --max-sessions or --max-open exceed the file-descriptor or memory-map limits"),
+		pprof:       fs.Bool("pprof", false, "serve net/http/pprof at /debug/pprof/ on the main listener"),
+	}
+}
+
+// apply raises the open-file limit, derives a zero maxSessions and
+// --max-open from the host's limits, refuses a capacity the limits cannot
+// hold (unless --force), and sizes composition.DefaultPool. It returns the
+// session cap to serve.
+func (f *scaleFlags) apply(log *slog.Logger, maxSessions int) (int, error) {
+	l, err := readHostLimits()
+	if err != nil {
+		return 0, err
+	}
+	if maxSessions < 0 || *f.maxOpen < 0 {
+		return 0, errors.New("--max-sessions and --max-open must not be negative")
+	}
+	c := deriveCapacity(l)
+	if maxSessions > 0 {
+		c.MaxSessions = maxSessions
+	}
+	if *f.maxOpen > 0 {
+		c.MaxOpen = *f.maxOpen
+	}
+	if err := checkCapacity(l, c); err != nil {
+		if !*f.force {
+			return 0, err
+		}
+		log.Warn("starting beyond the host's limits (--force)", "problem", err.Error())
+	}
+	if c.MaxSessions > 0 && l.MemTotal > 0 && uint64(c.MaxSessions)*sessionMemory > l.MemTotal {
+		log.Warn("--max-sessions may not fit in memory", "max_sessions", c.MaxSessions,
+			"idle_session_budget_kib", sessionMemory>>10, "mem_total_mib", l.MemTotal>>20)
+	}
+	composition.DefaultPool.SetLimits(c.MaxOpen, *f.idleRelease)
+	log.Info("capacity", "max_sessions", c.MaxSessions, "max_open", c.MaxOpen, "idle_release", f.idleRelease.String(),
+		"nofile", l.NoFile, "nofile_hard", l.NoFileHard, "max_map_count", l.MaxMapCount, "fds_needed", fdsNeeded(c), "maps_needed", mapsNeeded(c))
+	return c.MaxSessions, nil
+}
+
+// debug adds net/http/pprof at /debug/pprof/ in front of h when --pprof is
+// set; otherwise it returns h.
+func (f *scaleFlags) debug(h http.Handler) http.Handler {
+	if !*f.pprof {
+		return h
+	}
+	prof := http.NewServeMux()
+	prof.HandleFunc("/debug/pprof/", pprof.Index)
+	prof.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	prof.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	prof.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	prof.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/debug/pprof/") {
+			prof.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,2 @@
+// Package examples holds the compiled code of Seahaven's guides.
+package examples

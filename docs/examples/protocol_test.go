@@ -1,0 +1,202 @@
+package examples_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+
+	"github.com/seahaven/seahaven/examples/worlds/company"
+	"github.com/seahaven/seahaven/openenv"
+)
+
+// serveCompany serves the examples' company world as `make run` does
+// (default fixture acme) on a test server.
+func serveCompany() (*httptest.Server, func()) {
+	quiet := slog.New(slog.DiscardHandler)
+	backend, err := openenv.NewWorldBackend(company.World, openenv.WorldBackendConfig{DefaultFixture: "acme", Logger: quiet})
+	if err != nil {
+		panic(err)
+	}
+	srv := openenv.NewServer(backend, openenv.Config{Logger: quiet})
+	ts := httptest.NewServer(srv.Handler())
+	return ts, func() {
+		ts.Close()
+		srv.Shutdown(context.Background())
+		backend.Close()
+	}
+}
+
+// client sends HTTP requests to a test server and prints each request and
+// its reply, one line each. Session ids it has learned print as <session>.
+type client struct {
+	ts       *httptest.Server
+	sessions []string
+}
+
+// do sends one request. header, when not empty, is the SessionHeader value;
+// shorten, when not nil, rewrites the reply for printing.
+func (c *client) do(method, path, header, body string, shorten func(string) string) string {
+	req, err := http.NewRequest(method, c.ts.URL+path, strings.NewReader(body))
+	if err != nil {
+		panic(err)
+	}
+	if header != "" {
+		req.Header.Set(openenv.SessionHeader, header)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	reply := string(b)
+	var created struct {
+		Result struct {
+			SessionID string `json:"session_id"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(b, &created) == nil && created.Result.SessionID != "" {
+		c.sessions = append(c.sessions, created.Result.SessionID)
+	}
+	line := method + " " + path
+	if header != "" {
+		line += " (" + openenv.SessionHeader + ": " + header + ")"
+	}
+	if body != "" {
+		line += " " + body
+	}
+	shown := reply
+	if shorten != nil {
+		shown = shorten(reply)
+	}
+	if got := resp.Header.Get(openenv.SessionHeader); got != "" && got != header {
+		shown += " (" + openenv.SessionHeader + ": " + got + ")"
+	}
+	fmt.Println("→", c.hide(line))
+	fmt.Println(strings.TrimSpace(fmt.Sprint("← ", resp.StatusCode, " ", c.hide(shown))))
+	return reply
+}
+
+// hide writes the session ids the client learned as <session>.
+func (c *client) hide(s string) string {
+	for _, id := range c.sessions {
+		s = strings.ReplaceAll(s, id, "<session>")
+	}
+	return s
+}
+
+// with writes the latest session id in place of <session>.
+func (c *client) with(s string) string {
+	return strings.ReplaceAll(s, "<session>", c.sessions[len(c.sessions)-1])
+}
+
+// firstTool cuts a tools/list reply down to its first tool.
+func firstTool(reply string) string {
+	var r struct {
+		Result struct {
+			Tools []json.RawMessage `json:"tools"`
+		} `json:"result"`
+	}
+	json.Unmarshal([]byte(reply), &r)
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"result":{"tools":[%s, … %d more]}}`, r.Result.Tools[0], len(r.Result.Tools)-1)
+}
+
+// JSON-RPC on POST /mcp: the MCP handshake, a session, tools/list and
+// tools/call on it, and the session's end.
+func Example_protocolMCP() {
+	ts, stop := serveCompany()
+	defer stop()
+	c := &client{ts: ts}
+	c.do("POST", "/mcp", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"8"}}}`, nil)
+	c.do("POST", "/mcp", "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil)
+	c.do("POST", "/mcp", "", `{"jsonrpc":"2.0","id":2,"method":"openenv/session/create","params":{}}`, nil)
+	c.do("POST", "/mcp", "", c.with(`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"session_id":"<session>"}}`), firstTool)
+	c.do("POST", "/mcp", "", c.with(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"session_id":"<session>","name":"pay_list_charges","arguments":{"limit":1}}}`), nil)
+	c.do("POST", "/mcp", "", c.with(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"session_id":"<session>","name":"invoice","arguments":{"amount":0}}}`), nil)
+	c.do("POST", "/mcp", "", c.with(`{"jsonrpc":"2.0","id":6,"method":"openenv/session/close","params":{"session_id":"<session>"}}`), nil)
+	c.do("POST", "/mcp", "", `{"jsonrpc":"2.0","id":7,"method":"reset"}`, nil)
+	// Output:
+	// → POST /mcp {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"8"}}}
+	// ← 200 {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":false}},"serverInfo":{"name":"company","version":"0.1.0"}}}
+	// → POST /mcp {"jsonrpc":"2.0","method":"notifications/initialized"}
+	// ← 202
+	// → POST /mcp {"jsonrpc":"2.0","id":2,"method":"openenv/session/create","params":{}}
+	// ← 200 {"jsonrpc":"2.0","id":2,"result":{"session_id":"<session>"}}
+	// → POST /mcp {"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"session_id":"<session>"}}
+	// ← 200 {"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"invoice","description":"Charge the company's payment account and file an invoice against the charge.","inputSchema":{"type":"object","properties":{"amount":{"type":"integer","description":"Amount in cents.","minimum":1}},"required":["amount"],"additionalProperties":false}}, … 13 more]}}
+	// → POST /mcp {"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"session_id":"<session>","name":"pay_list_charges","arguments":{"limit":1}}}
+	// ← 200 {"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"[{\"amount\":4999,\"created_at\":\"2026-06-01 09:00:00\",\"id\":\"1a7194d0-b3d6-4816-ad7d-37eee67ffec8\",\"refunded\":0}]","annotations":null,"meta":null}],"structured_content":{"result":[{"amount":4999,"created_at":"2026-06-01 09:00:00","id":"1a7194d0-b3d6-4816-ad7d-37eee67ffec8","refunded":0}]},"meta":null,"data":[{"amount":4999,"created_at":"2026-06-01 09:00:00","id":"1a7194d0-b3d6-4816-ad7d-37eee67ffec8","refunded":0}],"is_error":false,"structuredContent":{"result":[{"amount":4999,"created_at":"2026-06-01 09:00:00","id":"1a7194d0-b3d6-4816-ad7d-37eee67ffec8","refunded":0}]},"isError":false}}
+	// → POST /mcp {"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"session_id":"<session>","name":"invoice","arguments":{"amount":0}}}
+	// ← 200 {"jsonrpc":"2.0","id":5,"error":{"code":-32603,"message":"invalid arguments: field \"amount\": value 0 is less than minimum 1","data":{"error_type":"invalid_args"}}}
+	// → POST /mcp {"jsonrpc":"2.0","id":6,"method":"openenv/session/close","params":{"session_id":"<session>"}}
+	// ← 200 {"jsonrpc":"2.0","id":6,"result":{"session_id":"<session>","closed":true}}
+	// → POST /mcp {"jsonrpc":"2.0","id":7,"method":"reset"}
+	// ← 200 {"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"Method not found: reset","data":null}}
+}
+
+// The HTTP routes: a lasting session chosen by X-Seahaven-Session.
+func Example_protocolHTTP() {
+	ts, stop := serveCompany()
+	defer stop()
+	c := &client{ts: ts}
+	c.do("GET", "/health", "", "", nil)
+	c.do("GET", "/metadata", "", "", nil)
+	c.do("GET", "/fixtures", "", "", elideTimes)
+	c.do("POST", "/reset", "grader-1", `{"seed":7,"episode_id":"ep-1","fixture":"acme","clock_mode":"step","control_tools":true}`, nil)
+	c.do("POST", "/step", "grader-1", `{"action":{"type":"call_tool","tool_name":"accounts","arguments":{}}}`, nil)
+	c.do("POST", "/step", "grader-1", `{"action":{"type":"call_tool","tool_name":"seahaven_control","arguments":{"action":"advance_clock","seconds":3600}}}`, nil)
+	c.do("GET", "/state", "grader-1", "", stateSummary)
+	c.do("POST", "/inspect", "grader-1", `{"sql":"SELECT count(*) AS charges, sum(amount) AS total FROM payments.charges"}`, nil)
+	c.do("GET", "/sessions", "", "", elideTimes)
+	c.do("POST", "/reset", "grader-1", `{"fixture":"acme","colour":"red"}`, nil)
+	c.do("POST", "/step", "nobody", `{"action":{"type":"list_tools"}}`, nil)
+	// Output:
+	// → GET /health
+	// ← 200 {"status":"healthy"}
+	// → GET /metadata
+	// ← 200 {"name":"company","description":"A small company: staff, invoices, two payment accounts, a shop and team chat.","readme_content":null,"version":"0.1.0","author":null,"documentation_url":null}
+	// → GET /fixtures
+	// ← 200 [{"id":"acme","description":"Acme Corp: three staff, an invoice, a shop order, an EU charge and some chat.","parent_id":null,"created_at":"…","world_version":"0.1.0"}]
+	// → POST /reset (X-Seahaven-Session: grader-1) {"seed":7,"episode_id":"ep-1","fixture":"acme","clock_mode":"step","control_tools":true}
+	// ← 200 {"observation":{},"reward":null,"done":false}
+	// → POST /step (X-Seahaven-Session: grader-1) {"action":{"type":"call_tool","tool_name":"accounts","arguments":{}}}
+	// ← 200 {"observation":{"tool_name":"accounts","result":{"content":[{"type":"text","text":"{\"payments\":\"us\",\"payments_eu\":\"eu\",\"plan\":\"free\"}","annotations":null,"meta":null}],"structured_content":{"payments":"us","payments_eu":"eu","plan":"free"},"meta":null,"data":{"payments":"us","payments_eu":"eu","plan":"free"},"is_error":false},"error":null},"reward":null,"done":false}
+	// → POST /step (X-Seahaven-Session: grader-1) {"action":{"type":"call_tool","tool_name":"seahaven_control","arguments":{"action":"advance_clock","seconds":3600}}}
+	// ← 200 {"observation":{"tool_name":"seahaven_control","result":{"content":[{"type":"text","text":"{\"now\":\"2026-06-01T10:00:01.000Z\"}","annotations":null,"meta":null}],"structured_content":{"now":"2026-06-01T10:00:01.000Z"},"meta":null,"data":{"now":"2026-06-01T10:00:01.000Z"},"is_error":false},"error":null},"reward":null,"done":false}
+	// → GET /state (X-Seahaven-Session: grader-1)
+	// ← 200 {"episode_id":"ep-1","step_count":2,"world":"company","now":"2026-06-01T10:00:02.000Z","clock_mode":"step", … 5 nodes, 0 change records}
+	// → POST /inspect (X-Seahaven-Session: grader-1) {"sql":"SELECT count(*) AS charges, sum(amount) AS total FROM payments.charges"}
+	// ← 200 {"columns":["charges","total"],"rows":[[2,124999]],"truncated":false}
+	// → GET /sessions
+	// ← 200 [{"ref":"7e2e0163ba4b","transport":"http","created":"…","last_activity":"…","step_count":2,"episode_id":"ep-1"}]
+	// → POST /reset (X-Seahaven-Session: grader-1) {"fixture":"acme","colour":"red"}
+	// ← 422 {"detail":[{"type":"extra_forbidden","loc":["body","colour"],"msg":"Extra inputs are not permitted","input":"red"}]}
+	// → POST /step (X-Seahaven-Session: nobody) {"action":{"type":"list_tools"}}
+	// ← 404 {"detail":"Unknown session_id: nobody","code":"SESSION_ERROR"}
+}
+
+var timeRE = regexp.MustCompile(`"(created|created_at|last_activity)":"[^"]+"`)
+
+// elideTimes writes wall-clock instants as "…".
+func elideTimes(reply string) string { return timeRE.ReplaceAllString(reply, `"$1":"…"`) }
+
+// stateSummary keeps the scalar fields of a state document and says how
+// many nodes and change records it holds.
+func stateSummary(reply string) string {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(reply), &doc); err != nil {
+		return reply
+	}
+	var nodes map[string]json.RawMessage
+	var log []json.RawMessage
+	json.Unmarshal(doc["composition"], &nodes)
+	json.Unmarshal(doc["change_log"], &log)
+	return fmt.Sprintf(`{"episode_id":%s,"step_count":%s,"world":%s,"now":%s,"clock_mode":%s, … %d nodes, %d change records}`,
+		doc["episode_id"], doc["step_count"], doc["world"], doc["now"], doc["clock_mode"], len(nodes), len(log))
+}

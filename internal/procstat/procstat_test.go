@@ -1,0 +1,76 @@
+package procstat_test
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/seahaven/seahaven/internal/procstat"
+)
+
+func TestParseVmRSS(t *testing.T) {
+	tests := []struct {
+		name   string // what the status text shows
+		status string // the /proc/<pid>/status text
+		want   int64  // the bytes, when no error
+		errMsg string // a substring of the error, "" for none
+	}{
+		{"OK", "Name:\tx\nVmPeak:\t  10 kB\nVmRSS:\t    2048 kB\nThreads: 3\n", 2048 << 10, ""},
+		{"Zero", "VmRSS:\t0 kB\n", 0, ""},
+		{"Missing", "Name:\tx\n", 0, "no VmRSS line"},
+		{"NoUnit", "VmRSS:\t2048\n", 0, "malformed VmRSS line"},
+		{"OtherUnit", "VmRSS:\t2 MB\n", 0, "malformed VmRSS line"},
+		{"NotANumber", "VmRSS:\tlots kB\n", 0, "malformed VmRSS line"},
+		{"Negative", "VmRSS:\t-4 kB\n", 0, "malformed VmRSS line"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := procstat.ParseVmRSS([]byte(tt.status))
+			if tt.errMsg != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.errMsg) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.errMsg)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("ParseVmRSS = %d, %v; want %d", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestSelf(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	rss, err := procstat.RSS(0)
+	if err != nil || rss <= 0 {
+		t.Errorf("RSS(0) = %d, %v", rss, err)
+	}
+	before, err := procstat.OpenFDs(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := procstat.OpenFDs(0)
+	f.Close()
+	if err != nil || after != before+1 {
+		t.Errorf("OpenFDs(0) with one more file open = %d, %v; want %d", after, err, before+1)
+	}
+	byPID, err := procstat.OpenFDs(os.Getpid())
+	if err != nil || byPID != before+1 { // listing by pid counts the listing's own descriptor
+		t.Errorf("OpenFDs(own pid) = %d, %v; want %d", byPID, err, before+1)
+	}
+	if n, err := procstat.Maps(0); err != nil || n <= 0 {
+		t.Errorf("Maps(0) = %d, %v", n, err)
+	}
+	if _, err := procstat.RSS(1 << 30); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("RSS of a missing process: err = %v, want fs.ErrNotExist", err)
+	}
+}

@@ -1,0 +1,208 @@
+package openenv_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/coder/websocket"
+
+	"github.com/seahaven/seahaven/openenv"
+)
+
+// testToken is the bearer token of the servers in these tests.
+const testToken = "s3cret-token-for-tests"
+
+// route is one request the server answers.
+type route struct {
+	method, path, body string
+	want               int // the status with the right token
+}
+
+// everyRoute lists a request to each route Handler serves (but /ws, which
+// is dialled), and one to an unknown path.
+var everyRoute = []route{
+	{"GET", "/metadata", "", 200},
+	{"GET", "/schema", "", 200},
+	{"GET", "/openapi.json", "", 200},
+	{"GET", "/fixtures", "", 200},
+	{"GET", "/sessions", "", 200},
+	{"GET", "/metrics", "", 200},
+	{"POST", "/reset", `{"seed":1}`, 200},
+	{"POST", "/step", `{"action":{"type":"list_tools"}}`, 200},
+	{"GET", "/state", "", 200},
+	{"POST", "/inspect", `{"sql":"SELECT message FROM echoes"}`, 200},
+	{"POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, 200},
+	{"GET", "/ws", "", 426}, // a plain GET is not an upgrade
+	{"GET", "/no-such-route", "", 404},
+}
+
+func TestServer_RequireToken(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{Token: testToken})
+	for _, r := range everyRoute {
+		t.Run(strings.TrimPrefix(r.path, "/"), func(t *testing.T) {
+			for _, tt := range []struct {
+				name      string
+				auth      string // the Authorization header; "" sends none
+				challenge string // the WWW-Authenticate header of the 401
+			}{
+				{"NoToken", "", `Bearer realm="seahaven"`},
+				{"WrongToken", "Bearer " + testToken + "x", `Bearer realm="seahaven", error="invalid_token"`},
+				{"PrefixOfToken", "Bearer " + testToken[:5], `Bearer realm="seahaven", error="invalid_token"`},
+				{"WrongScheme", "Basic " + testToken, `Bearer realm="seahaven"`},
+				{"EmptyBearer", "Bearer ", `Bearer realm="seahaven"`},
+			} {
+				header := map[string]string{}
+				if tt.auth != "" {
+					header["Authorization"] = tt.auth
+				}
+				code, body, resp := s.httpDo(t, r.method, r.path, r.body, header)
+				if code != http.StatusUnauthorized {
+					t.Errorf("%s: status %d, want 401; body %s", tt.name, code, body)
+					continue
+				}
+				if got := resp.Header.Get("WWW-Authenticate"); got != tt.challenge {
+					t.Errorf("%s: WWW-Authenticate %q, want %q", tt.name, got, tt.challenge)
+				}
+				if d := str(t, body, "detail"); d == "" {
+					t.Errorf("%s: empty detail in %s", tt.name, body)
+				}
+			}
+			for _, auth := range []string{"Bearer " + testToken, "bearer " + testToken, "BEARER  " + testToken + " "} {
+				code, body, _ := s.httpDo(t, r.method, r.path, r.body, map[string]string{"Authorization": auth})
+				if code != r.want {
+					t.Errorf("%q: status %d, want %d; body %s", auth, code, r.want, body)
+				}
+			}
+		})
+	}
+
+	t.Run("ProbesOpen", func(t *testing.T) {
+		for _, path := range []string{"/health", "/ready"} {
+			code, body, _ := s.httpDo(t, "GET", path, "", nil)
+			if code != http.StatusOK {
+				t.Errorf("GET %s without a token: status %d, body %s", path, code, body)
+			}
+		}
+	})
+
+	t.Run("NoBodyReadWithoutToken", func(t *testing.T) {
+		// A refused request runs nothing: the reset of a fixture that panics
+		// would otherwise open an instance.
+		before := s.fake.opened.Load()
+		code, _, _ := s.httpDo(t, "POST", "/reset", `{"fixture":"panic"}`, nil)
+		if code != http.StatusUnauthorized || s.fake.opened.Load() != before {
+			t.Errorf("status %d, %d instances opened; want 401 and none", code, s.fake.opened.Load()-before)
+		}
+	})
+}
+
+func TestServer_RequireToken_WebSocket(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{Token: testToken})
+	for _, tt := range []struct {
+		name string
+		auth string
+	}{
+		{"NoToken", ""},
+		{"WrongToken", "Bearer nope"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := &websocket.DialOptions{HTTPHeader: http.Header{}}
+			if tt.auth != "" {
+				opts.HTTPHeader.Set("Authorization", tt.auth)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+			defer cancel()
+			c, resp, err := websocket.Dial(ctx, s.wsURL(), opts)
+			if err == nil {
+				c.CloseNow()
+				t.Fatal("the upgrade succeeded without the token")
+			}
+			if resp == nil || resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("dial error %v, response %v; want a 401", err, resp)
+			}
+			if got := resp.Header.Get("WWW-Authenticate"); !strings.HasPrefix(got, "Bearer") {
+				t.Errorf("WWW-Authenticate %q", got)
+			}
+			if n := len(s.Sessions()); n != 0 {
+				t.Errorf("%d sessions after a refused upgrade", n)
+			}
+		})
+	}
+	t.Run("OK", func(t *testing.T) {
+		c := s.dialWith(t, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + testToken}}})
+		reply := roundTrip(t, c, `{"type":"reset","data":{"seed":3}}`)
+		if typ := str(t, reply, "type"); typ != "observation" {
+			t.Errorf("reset reply %s", reply)
+		}
+	})
+}
+
+func TestServer_RequireToken_Mounted(t *testing.T) {
+	srv := openenv.NewServer(newFake(t), openenv.Config{Token: testToken})
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	ui := srv.RequireToken(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ui")) }))
+	for _, tt := range []struct {
+		auth string
+		want int
+	}{
+		{"", http.StatusUnauthorized},
+		{"Bearer " + testToken, http.StatusOK},
+	} {
+		req := httptest.NewRequest("GET", "/web/", nil)
+		if tt.auth != "" {
+			req.Header.Set("Authorization", tt.auth)
+		}
+		rec := httptest.NewRecorder()
+		ui.ServeHTTP(rec, req)
+		if rec.Code != tt.want {
+			t.Errorf("auth %q: status %d, want %d", tt.auth, rec.Code, tt.want)
+		}
+	}
+
+	t.Run("NoTokenConfigured", func(t *testing.T) {
+		open := openenv.NewServer(newFake(t), openenv.Config{})
+		t.Cleanup(func() { open.Shutdown(context.Background()) })
+		rec := httptest.NewRecorder()
+		open.RequireToken(http.NotFoundHandler()).ServeHTTP(rec, httptest.NewRequest("GET", "/web/", nil))
+		if rec.Code != http.StatusNotFound {
+			t.Errorf("status %d, want the wrapped handler's 404", rec.Code)
+		}
+	})
+}
+
+func TestServer_NoToken(t *testing.T) {
+	// Without a token, nothing asks for one.
+	s := mustServe(t, newFake(t), openenv.Config{})
+	for _, r := range everyRoute {
+		code, body, resp := s.httpDo(t, r.method, r.path, r.body, nil)
+		if code != r.want {
+			t.Errorf("%s %s: status %d, want %d; body %s", r.method, r.path, code, r.want, body)
+		}
+		if resp.Header.Get("WWW-Authenticate") != "" {
+			t.Errorf("%s %s: a WWW-Authenticate header without a token", r.method, r.path)
+		}
+	}
+}
+
+func TestServer_BodyLimit(t *testing.T) {
+	const limit = 1024
+	s := mustServe(t, newFake(t), openenv.Config{MaxMessageBytes: limit})
+	big := `{"sql":"` + strings.Repeat("x", limit) + `"}`
+	for _, path := range []string{"/reset", "/step", "/inspect"} {
+		code, body, _ := s.httpDo(t, "POST", path, big, nil)
+		if code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "exceeds the limit of 1024 bytes") {
+			t.Errorf("POST %s with %d bytes: status %d, body %s", path, len(big), code, body)
+		}
+	}
+	body := s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"pad":"`+strings.Repeat("x", limit)+`"}}`)
+	if code := field(t, body, "error.code"); code != json.Number("-32600") || !strings.Contains(str(t, body, "error.message"), "exceeds the limit") {
+		t.Errorf("POST /mcp over the limit: %s", body)
+	}
+	if n := s.fake.opened.Load(); n != 0 {
+		t.Errorf("%d instances opened by refused bodies", n)
+	}
+}

@@ -1,0 +1,100 @@
+package openenv
+
+import (
+	"net/http"
+	"os"
+	"runtime/metrics"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/internal/procstat"
+)
+
+// ConnectionCounter is implemented by a Backend whose instances hold
+// database connections. GET /debug/runtime reports the count, so load tests
+// can check that idle sessions hold none. OpenConnections must be safe for
+// concurrent use.
+type ConnectionCounter interface {
+	OpenConnections() int
+}
+
+// OpenConnections returns the SQLite connections held open right now by the
+// node stores of the backend's instances (composition.DefaultPool). It
+// implements [ConnectionCounter].
+func (b *WorldBackend) OpenConnections() int { return composition.DefaultPool.Open() }
+
+// RuntimeStats is the body of GET /debug/runtime: what a load generator
+// samples to watch the server's footprint. A field the server cannot read on
+// this platform or from this backend is -1.
+type RuntimeStats struct {
+	// PID is the server's process id.
+	PID int `json:"pid"`
+	// Goroutines is the number of live goroutines.
+	Goroutines int64 `json:"goroutines"`
+	// HeapAlloc is the bytes of live and not yet swept heap objects.
+	HeapAlloc int64 `json:"heap_alloc"`
+	// Sessions is the number of live sessions of every transport.
+	Sessions int `json:"sessions"`
+	// OpenSQLiteConnections is the backend's open connections
+	// ([ConnectionCounter]).
+	OpenSQLiteConnections int `json:"open_sqlite_connections"`
+	// InstanceDirs is the backend's instance directories on disk
+	// ([InstanceDirCounter]).
+	InstanceDirs int `json:"instance_dirs"`
+	// RSSBytes is the process's resident set size (Linux: VmRSS).
+	RSSBytes int64 `json:"rss_bytes"`
+	// OpenFDs is the process's open file descriptors (Linux: /proc/self/fd).
+	OpenFDs int `json:"open_fds"`
+}
+
+// runtimeSamples are the runtime/metrics read by Runtime; reading them does
+// not stop the world.
+var runtimeSamples = []string{"/sched/goroutines:goroutines", "/memory/classes/heap/objects:bytes"}
+
+// Runtime samples the server's runtime statistics. It is safe for concurrent
+// use and cheap enough to call every second.
+func (s *Server) Runtime() RuntimeStats {
+	samples := make([]metrics.Sample, len(runtimeSamples))
+	for i, name := range runtimeSamples {
+		samples[i].Name = name
+	}
+	metrics.Read(samples)
+	st := RuntimeStats{
+		PID:                   os.Getpid(),
+		Goroutines:            sampleInt(samples[0]),
+		HeapAlloc:             sampleInt(samples[1]),
+		OpenSQLiteConnections: -1,
+		InstanceDirs:          -1,
+		RSSBytes:              -1,
+		OpenFDs:               -1,
+	}
+	if n, err := procstat.RSS(0); err == nil {
+		st.RSSBytes = n
+	}
+	if n, err := procstat.OpenFDs(0); err == nil {
+		st.OpenFDs = n
+	}
+	s.mu.Lock()
+	st.Sessions = len(s.sessions)
+	s.mu.Unlock()
+	if cc, ok := s.backend.(ConnectionCounter); ok {
+		st.OpenSQLiteConnections = cc.OpenConnections()
+	}
+	if dc, ok := s.backend.(InstanceDirCounter); ok {
+		if n, err := dc.InstanceDirs(); err == nil {
+			st.InstanceDirs = n
+		}
+	}
+	return st
+}
+
+// serveRuntime serves GET /debug/runtime, an infrastructure route.
+func (s *Server) serveRuntime(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.Runtime())
+}
+
+func sampleInt(s metrics.Sample) int64 {
+	if s.Value.Kind() != metrics.KindUint64 {
+		return -1
+	}
+	return int64(s.Value.Uint64())
+}

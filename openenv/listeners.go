@@ -1,0 +1,149 @@
+package openenv
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// AgentPaths are the routes of [Server.AgentHandler]: what an agent needs
+// to discover and call tools, and nothing that resets, steps, inspects or
+// reads the state of an episode.
+var AgentPaths = []string{"/health", "/metadata", "/schema", "/openapi.json", "/mcp"}
+
+// episodePaths are the HTTP episode routes, absent in production mode.
+var episodePaths = map[string]bool{"/reset": true, "/step": true, "/state": true, "/inspect": true}
+
+// AgentHandler returns the handler of the agent-facing listener: POST /mcp,
+// GET /health, /metadata, /schema and /openapi.json (which lists only
+// these). Every other path is 404 {"detail":"Not Found"}, so an agent
+// sandbox that can reach only this listener cannot open /ws, reset, read
+// the state or inspect, whatever the mode. It shares the server's sessions,
+// capacity and token. The same handler is returned on each call; it is safe
+// for concurrent use.
+func (s *Server) AgentHandler() http.Handler { return s.agent }
+
+// agentRoutes builds the handler of AgentHandler.
+func (s *Server) agentRoutes() http.Handler {
+	r := chi.NewRouter()
+	r.NotFound(serveNotFound)
+	r.MethodNotAllowed(serveMethodNotAllowed)
+	r.Get("/health", serveHealth)
+	r.Get("/metadata", s.serveMetadata)
+	r.Get("/schema", s.serveSchema)
+	r.Get("/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+		b, err := agentOpenAPI.get(func(path string) bool { return agentPathSet[path] })
+		writeOpenAPI(w, b, err)
+	})
+	r.Post("/mcp", s.serveMCP)
+	return s.RequireToken(s.limitBodies(r))
+}
+
+// agentPathSet is AgentPaths as a set.
+var agentPathSet = func() map[string]bool {
+	m := map[string]bool{}
+	for _, p := range AgentPaths {
+		m[p] = true
+	}
+	return m
+}()
+
+// serveHealth serves GET /health.
+func serveHealth(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, object{{"status", "healthy"}})
+}
+
+// serveNotFound answers an unknown route as FastAPI does.
+func serveNotFound(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusNotFound, object{{"detail", "Not Found"}})
+}
+
+// serveMethodNotAllowed answers a known route with the wrong method as FastAPI does.
+func serveMethodNotAllowed(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusMethodNotAllowed, object{{"detail", "Method Not Allowed"}})
+}
+
+// serveReady serves GET /ready, the readiness probe: 200 {"status":"ready"}
+// while the server takes new sessions, 503 when it is at MaxSessions or
+// shutting down, so a load balancer sends new connections elsewhere.
+// Sessions already open are not affected.
+func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	active, down := len(s.sessions), s.shutdown
+	s.mu.Unlock()
+	switch {
+	case down:
+		writeJSON(w, http.StatusServiceUnavailable, object{{"status", "shutting_down"}})
+	case active >= s.cfg.MaxSessions:
+		writeJSON(w, http.StatusServiceUnavailable, object{{"status", "at_capacity"}})
+	default:
+		writeJSON(w, http.StatusOK, object{{"status", "ready"}})
+	}
+}
+
+// openAPIVariant is a filtered OpenAPI description, made once.
+type openAPIVariant struct {
+	once sync.Once
+	doc  []byte
+	err  error
+}
+
+var (
+	agentOpenAPI      openAPIVariant // the agent listener's routes
+	productionOpenAPI openAPIVariant // every route but the episode routes
+)
+
+// get returns the description of openAPIDoc restricted to the paths keep
+// accepts; keep is used on the first call only.
+func (v *openAPIVariant) get(keep func(path string) bool) ([]byte, error) {
+	v.once.Do(func() {
+		full, err := openAPIDoc()
+		if err != nil {
+			v.err = err
+			return
+		}
+		var doc map[string]json.RawMessage
+		var paths map[string]json.RawMessage
+		if err := json.Unmarshal(full, &doc); err != nil {
+			v.err = fmt.Errorf("openenv: openapi.json: %w", err)
+			return
+		}
+		if err := json.Unmarshal(doc["paths"], &paths); err != nil {
+			v.err = fmt.Errorf("openenv: openapi.json paths: %w", err)
+			return
+		}
+		for p := range paths {
+			if !keep(p) {
+				delete(paths, p)
+			}
+		}
+		if doc["paths"], err = encode(paths); err != nil {
+			v.err = err
+			return
+		}
+		v.doc, v.err = encode(doc)
+	})
+	return v.doc, v.err
+}
+
+// openAPIServed returns the description of the routes Handler serves: all
+// of them, or without the episode routes in production mode.
+func (s *Server) openAPIServed() ([]byte, error) {
+	if s.cfg.Production {
+		return productionOpenAPI.get(func(path string) bool { return !episodePaths[path] })
+	}
+	return openAPIDoc()
+}
+
+// writeOpenAPI writes an OpenAPI description or the error making it.
+func writeOpenAPI(w http.ResponseWriter, b []byte, err error) {
+	if err != nil {
+		writeError(w, newError(codeExecution, "%v", err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(b)
+}

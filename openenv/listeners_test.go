@@ -1,0 +1,267 @@
+package openenv_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/coder/websocket"
+
+	"github.com/seahaven/seahaven/openenv"
+)
+
+// openAPIPaths returns the paths /openapi.json lists, sorted.
+func openAPIPaths(tb testing.TB, body string) []string {
+	tb.Helper()
+	var doc struct {
+		Paths map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal([]byte(body), &doc); err != nil {
+		tb.Fatalf("openapi.json: %v", err)
+	}
+	var paths []string
+	for p := range doc.Paths {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	return paths
+}
+
+func TestServer_Production(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{Production: true})
+	for _, r := range []struct{ method, path, body string }{
+		{"POST", "/reset", `{}`},
+		{"POST", "/step", `{"action":{"type":"list_tools"}}`},
+		{"GET", "/state", ""},
+		{"POST", "/inspect", `{"sql":"SELECT message FROM echoes"}`},
+		{"GET", "/reset", ""}, // 405 in simulation mode, absent here
+	} {
+		code, body, _ := s.httpDo(t, r.method, r.path, r.body, nil)
+		if code != http.StatusNotFound {
+			t.Errorf("%s %s: status %d, want 404", r.method, r.path, code)
+		}
+		jsonEq(t, body, `{"detail":"Not Found"}`)
+	}
+	if n := s.fake.opened.Load(); n != 0 {
+		t.Errorf("%d instances opened by absent routes", n)
+	}
+
+	t.Run("OpenAPI", func(t *testing.T) {
+		_, body, _ := s.httpDo(t, "GET", "/openapi.json", "", nil)
+		paths := openAPIPaths(t, body)
+		for _, p := range []string{"/reset", "/step", "/state", "/inspect"} {
+			if slices.Contains(paths, p) {
+				t.Errorf("production /openapi.json lists %s", p)
+			}
+		}
+		for _, p := range []string{"/health", "/mcp", "/metadata", "/schema"} {
+			if !slices.Contains(paths, p) {
+				t.Errorf("production /openapi.json does not list %s (it lists %v)", p, paths)
+			}
+		}
+		// The simulation-mode document still lists the episode routes.
+		sim := mustServe(t, newFake(t), openenv.Config{})
+		_, body, _ = sim.httpDo(t, "GET", "/openapi.json", "", nil)
+		if p := openAPIPaths(t, body); !slices.Contains(p, "/reset") || !slices.Contains(p, "/inspect") {
+			t.Errorf("simulation /openapi.json lists %v", p)
+		}
+	})
+
+	t.Run("EpisodesStillRun", func(t *testing.T) {
+		// /ws (infrastructure) and /mcp (agents) remain.
+		c := s.dial(t)
+		roundTrip(t, c, `{"type":"reset","data":{"seed":1}}`)
+		reply := roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"add","arguments":{"a":1,"b":2}}}`)
+		if got := field(t, reply, "data.observation.result.data"); got != json.Number("3") {
+			t.Errorf("step reply %s", reply)
+		}
+		reply = s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":2}}}`)
+		if got := field(t, reply, "result.data"); got != json.Number("4") {
+			t.Errorf("tools/call reply %s", reply)
+		}
+	})
+}
+
+// agentServer serves AgentHandler and Handler of one Server.
+type agentServer struct {
+	*testServer
+	agent *httptest.Server
+}
+
+func mustServeAgent(tb testing.TB, cfg openenv.Config) *agentServer {
+	tb.Helper()
+	s := mustServe(tb, newFake(tb), cfg)
+	agent := httptest.NewServer(s.AgentHandler())
+	tb.Cleanup(agent.Close)
+	return &agentServer{testServer: s, agent: agent}
+}
+
+// agentDo makes one request to the agent listener.
+func (s *agentServer) agentDo(tb testing.TB, method, path, body string, header map[string]string) (int, string) {
+	tb.Helper()
+	req, err := http.NewRequest(method, s.agent.URL+path, strings.NewReader(body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := s.agent.Client().Do(req)
+	if err != nil {
+		tb.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func TestServer_AgentHandler(t *testing.T) {
+	s := mustServeAgent(t, openenv.Config{})
+
+	t.Run("AgentRoutes", func(t *testing.T) {
+		for _, r := range []struct{ method, path, body string }{
+			{"GET", "/health", ""},
+			{"GET", "/metadata", ""},
+			{"GET", "/schema", ""},
+			{"GET", "/openapi.json", ""},
+			{"POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
+		} {
+			if code, body := s.agentDo(t, r.method, r.path, r.body, nil); code != http.StatusOK {
+				t.Errorf("%s %s: status %d, body %s", r.method, r.path, code, body)
+			}
+		}
+	})
+
+	t.Run("InfrastructureRoutesAbsent", func(t *testing.T) {
+		for _, r := range []struct{ method, path, body string }{
+			{"GET", "/ws", ""},
+			{"POST", "/reset", `{}`},
+			{"POST", "/step", `{"action":{"type":"list_tools"}}`},
+			{"GET", "/state", ""},
+			{"POST", "/inspect", `{"sql":"SELECT message FROM echoes"}`},
+			{"GET", "/sessions", ""},
+			{"GET", "/fixtures", ""},
+			{"GET", "/metrics", ""},
+			{"GET", "/ready", ""},
+		} {
+			code, body := s.agentDo(t, r.method, r.path, r.body, nil)
+			if code != http.StatusNotFound {
+				t.Errorf("%s %s: status %d, want 404", r.method, r.path, code)
+			}
+			jsonEq(t, body, `{"detail":"Not Found"}`)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(s.agent.URL, "http")+"/ws", nil)
+		if err == nil {
+			c.CloseNow()
+			t.Fatal("a WebSocket upgrade succeeded on the agent listener")
+		}
+		if resp == nil || resp.StatusCode != http.StatusNotFound {
+			t.Errorf("dial: %v, response %v; want a 404", err, resp)
+		}
+		if n := s.fake.opened.Load(); n != 0 {
+			t.Errorf("%d instances opened through absent routes", n)
+		}
+	})
+
+	t.Run("OpenAPIListsOnlyAgentRoutes", func(t *testing.T) {
+		_, body := s.agentDo(t, "GET", "/openapi.json", "", nil)
+		paths := openAPIPaths(t, body)
+		for _, p := range paths {
+			if !slices.Contains(openenv.AgentPaths, p) {
+				t.Errorf("the agent's /openapi.json lists %s", p)
+			}
+		}
+		if !slices.Contains(paths, "/mcp") {
+			t.Errorf("the agent's /openapi.json does not list /mcp: %v", paths)
+		}
+	})
+
+	t.Run("SharesSessions", func(t *testing.T) {
+		// A session made on the agent listener is one of the server's, seen
+		// by the infrastructure listener.
+		_, body := s.agentDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create"}`, nil)
+		id := str(t, body, "result.session_id")
+		_, body = s.agentDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"session_id":"`+id+`","name":"echo","arguments":{"message":"hi"}}}`, nil)
+		if got := str(t, body, "result.data.message"); got != "hi" {
+			t.Fatalf("tools/call: %s", body)
+		}
+		code, state, _ := s.httpDo(t, "GET", "/state", "", map[string]string{openenv.SessionHeader: id})
+		if code != http.StatusOK || field(t, state, "step_count") != json.Number("1") {
+			t.Errorf("GET /state of the agent's session: %d %s", code, state)
+		}
+	})
+
+	t.Run("Token", func(t *testing.T) {
+		s := mustServeAgent(t, openenv.Config{Token: testToken})
+		if code, _ := s.agentDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, nil); code != http.StatusUnauthorized {
+			t.Errorf("/mcp without the token: status %d", code)
+		}
+		if code, _ := s.agentDo(t, "GET", "/health", "", nil); code != http.StatusOK {
+			t.Errorf("/health without the token: status %d", code)
+		}
+		if code, _ := s.agentDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+			map[string]string{"Authorization": "Bearer " + testToken}); code != http.StatusOK {
+			t.Errorf("/mcp with the token: status %d", code)
+		}
+	})
+}
+
+func TestServer_Ready(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{MaxSessions: 2})
+	ready := func(want int, status string) {
+		t.Helper()
+		code, body, _ := s.httpDo(t, "GET", "/ready", "", nil)
+		if code != want {
+			t.Errorf("GET /ready: status %d, want %d; body %s", code, want, body)
+		}
+		jsonEq(t, body, `{"status":"`+status+`"}`)
+	}
+	ready(http.StatusOK, "ready")
+	c1 := s.dial(t)
+	roundTrip(t, c1, `{"type":"state"}`) // the session exists once its first reply comes
+	ready(http.StatusOK, "ready")
+	c2 := s.dial(t)
+	roundTrip(t, c2, `{"type":"state"}`)
+	ready(http.StatusServiceUnavailable, "at_capacity")
+	// /health says the process is fine: a full server is not restarted.
+	if code, _, _ := s.httpDo(t, "GET", "/health", "", nil); code != http.StatusOK {
+		t.Errorf("GET /health at capacity: %d", code)
+	}
+	send(t, c2, `{"type":"close"}`)
+	waitFor(t, "a free slot", func() bool { return len(s.Sessions()) < 2 })
+	ready(http.StatusOK, "ready")
+
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ready(http.StatusServiceUnavailable, "shutting_down")
+}
+
+func TestServer_OpenAPIByMode(t *testing.T) {
+	// Servers of both modes in one process keep their own documents.
+	for _, tt := range []struct {
+		production bool
+		hasReset   bool
+	}{{false, true}, {true, false}, {false, true}} {
+		srv := openenv.NewServer(newFake(t), openenv.Config{Production: tt.production, Logger: slog.New(slog.DiscardHandler)})
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/openapi.json", nil))
+		if got := slices.Contains(openAPIPaths(t, rec.Body.String()), "/reset"); got != tt.hasReset {
+			t.Errorf("production=%v: lists /reset %v, want %v", tt.production, got, tt.hasReset)
+		}
+	}
+}

@@ -1,0 +1,338 @@
+package openenv
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/seahaven/seahaven/env"
+)
+
+// InstanceDirCounter is implemented by a Backend that keeps one directory
+// on disk per open instance. The server exports the count as the
+// seahaven_instance_dirs gauge, so a leak of directories (instances closed
+// without their files being removed) shows on a dashboard. InstanceDirs
+// must be safe for concurrent use; the server calls it on every scrape.
+type InstanceDirCounter interface {
+	InstanceDirs() (int, error)
+}
+
+// Outcomes of a reset, as the outcome label of seahaven_resets_total says them.
+const (
+	outcomeOK      = "ok"
+	outcomeError   = "error"
+	outcomeTimeout = "timeout"
+	outcomePanic   = "panic"
+)
+
+// unknownTool is the tool label of a call to a tool that does not exist.
+// Tool names come from clients, so labelling them as sent would let a
+// client grow the series without bound.
+const unknownTool = "_unknown"
+
+// resetBuckets and callBuckets are the latency histogram buckets, in
+// seconds: a reset copies a fixture (about a millisecond) and a step runs a
+// few SQL statements (tens of microseconds), and both are bounded by
+// StepTimeout (30 s by default).
+var (
+	resetBuckets = prometheus.ExponentialBuckets(0.0005, 2.5, 12) // 0.5 ms … 12 s
+	callBuckets  = prometheus.ExponentialBuckets(0.0001, 2.5, 14) // 0.1 ms … 15 s
+)
+
+// serverMetrics holds a Server's Prometheus series, on the server's own registry
+// so that servers in one process (tests) do not share counters.
+type serverMetrics struct {
+	registry *prometheus.Registry
+
+	sessionsOpened *prometheus.CounterVec // transport
+	rejections     *prometheus.CounterVec // transport
+	reaps          *prometheus.CounterVec // transport
+	resets         *prometheus.CounterVec // outcome
+	resetSeconds   prometheus.Histogram
+	calls          *prometheus.CounterVec   // tool, outcome
+	callSeconds    *prometheus.HistogramVec // tool
+	inspects       *prometheus.CounterVec   // outcome
+	instances      prometheus.Gauge
+	wsMessages     *prometheus.CounterVec // type
+	authFailures   prometheus.Counter
+}
+
+// newMetrics makes the series of s and registers them, with the Go runtime
+// and process collectors, on a new registry.
+func newMetrics(s *Server) *serverMetrics {
+	m := &serverMetrics{
+		registry: prometheus.NewRegistry(),
+		sessionsOpened: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seahaven_sessions_opened_total",
+			Help: "Sessions opened, by transport (ws, mcp, http).",
+		}, []string{"transport"}),
+		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seahaven_capacity_rejections_total",
+			Help: "Sessions refused because the server was at MaxSessions, by transport.",
+		}, []string{"transport"}),
+		reaps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seahaven_idle_reaps_total",
+			Help: "Sessions closed by the idle reaper, by transport.",
+		}, []string{"transport"}),
+		resets: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seahaven_resets_total",
+			Help: "Instances opened (explicit resets, the implicit reset of a first step, MCP sessions and sessionless tools/call), by outcome (ok, error, timeout, panic).",
+		}, []string{"outcome"}),
+		resetSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "seahaven_reset_duration_seconds",
+			Help:    "Time to open an instance, successful or not.",
+			Buckets: resetBuckets,
+		}),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seahaven_tool_calls_total",
+			Help: "Tool calls, by tool and outcome (ok, or the error_type: execution_error, invalid_args, tool_not_found, timeout; or panic). Calls to unknown tools have tool=\"_unknown\".",
+		}, []string{"tool", "outcome"}),
+		callSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "seahaven_tool_call_duration_seconds",
+			Help:    "Tool call latency, by tool.",
+			Buckets: callBuckets,
+		}, []string{"tool"}),
+		inspects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seahaven_inspect_queries_total",
+			Help: "Inspect queries, by outcome (ok, error).",
+		}, []string{"outcome"}),
+		instances: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seahaven_instances_open",
+			Help: "Instances open now, in sessions or serving a sessionless call.",
+		}),
+		wsMessages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seahaven_ws_messages_total",
+			Help: "WebSocket messages received, by type (reset, step, state, close, mcp, inspect, or invalid for one that is not JSON or names no known type).",
+		}, []string{"type"}),
+		authFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seahaven_auth_failures_total",
+			Help: "Requests refused with 401 for a missing or wrong bearer token.",
+		}),
+	}
+	m.registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.sessionsOpened, m.rejections, m.reaps, m.resets, m.resetSeconds,
+		m.calls, m.callSeconds, m.inspects, m.instances, m.wsMessages, m.authFailures,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "seahaven_sessions_max",
+			Help: "The capacity: the most live sessions (MaxSessions).",
+		}, func() float64 { return float64(s.cfg.MaxSessions) }),
+	)
+	for _, t := range []string{TransportWS, TransportMCP, TransportHTTP} {
+		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "seahaven_sessions",
+			Help:        "Live sessions, by transport. Their sum is what MaxSessions caps.",
+			ConstLabels: prometheus.Labels{"transport": t},
+		}, func() float64 { return float64(s.countSessions(t)) }))
+	}
+	if dc, ok := s.backend.(InstanceDirCounter); ok {
+		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "seahaven_instance_dirs",
+			Help: "Instance directories on disk under the backend's instance directory.",
+		}, func() float64 {
+			n, err := dc.InstanceDirs()
+			if err != nil {
+				s.log.Warn("openenv: counting instance directories failed", "err", err)
+				return -1
+			}
+			return float64(n)
+		}))
+	}
+	// Every labelled series the server can produce exists from the start, at
+	// zero, so that rate() and alerts see the first event.
+	for _, t := range []string{TransportWS, TransportMCP, TransportHTTP} {
+		m.sessionsOpened.WithLabelValues(t)
+		m.rejections.WithLabelValues(t)
+		m.reaps.WithLabelValues(t)
+	}
+	for _, o := range []string{outcomeOK, outcomeError, outcomeTimeout, outcomePanic} {
+		m.resets.WithLabelValues(o)
+	}
+	m.inspects.WithLabelValues(outcomeOK)
+	m.inspects.WithLabelValues(outcomeError)
+	return m
+}
+
+// Registry returns the server's Prometheus registry, served at /metrics. It
+// holds the seahaven_* series (see the package documentation) and the Go
+// runtime and process collectors; a caller may register more collectors on
+// it. Each Server has its own registry, never the global default one.
+func (s *Server) Registry() *prometheus.Registry { return s.metrics.registry }
+
+// serveMetrics serves GET /metrics in the Prometheus text format.
+func (s *Server) serveMetrics() http.Handler {
+	return promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(s.log.Handler(), slog.LevelError),
+		ErrorHandling: promhttp.ContinueOnError,
+	})
+}
+
+// countSessions returns the live sessions of one transport.
+func (s *Server) countSessions(transport string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, ss := range s.sessions {
+		if ss.transport == transport {
+			n++
+		}
+	}
+	return n
+}
+
+// sessionKey is the context key of the session work is done for.
+type sessionKey struct{}
+
+// sessionTag names, in logs, the session work is done for.
+type sessionTag struct{ ref, transport string }
+
+// withSession returns ctx carrying ss, so that the logs of the work done
+// under ctx name the session.
+func withSession(ctx context.Context, ss *session) context.Context {
+	return context.WithValue(ctx, sessionKey{}, sessionTag{ss.ref, ss.transport})
+}
+
+// withoutSession returns ctx marked as work of transport outside any
+// session (a sessionless tools/call on POST /mcp).
+func withoutSession(ctx context.Context, transport string) context.Context {
+	return context.WithValue(ctx, sessionKey{}, sessionTag{"", transport})
+}
+
+// sessionAttrs returns the log attributes of the session ctx carries:
+// session (its ref) and transport, both "" when ctx names none.
+func sessionAttrs(ctx context.Context) []any {
+	tag, _ := ctx.Value(sessionKey{}).(sessionTag)
+	return []any{"session", tag.ref, "transport", tag.transport}
+}
+
+// durationMS is a duration as the duration_ms log attribute.
+func durationMS(d time.Duration) slog.Attr {
+	return slog.Float64("duration_ms", float64(d.Microseconds())/1000)
+}
+
+// observeSessionOpened counts a new session.
+func (s *Server) observeSessionOpened(transport string) {
+	s.metrics.sessionsOpened.WithLabelValues(transport).Inc()
+}
+
+// observeRejected counts a session refused at capacity.
+func (s *Server) observeRejected(transport string) {
+	s.metrics.rejections.WithLabelValues(transport).Inc()
+}
+
+// observeReaped counts a session closed by the idle reaper.
+func (s *Server) observeReaped(transport string) {
+	s.metrics.reaps.WithLabelValues(transport).Inc()
+}
+
+// observeWSMessage counts one WebSocket message; typ is "invalid" for one
+// that is not JSON or names no known type.
+func (s *Server) observeWSMessage(typ string) {
+	s.metrics.wsMessages.WithLabelValues(typ).Inc()
+}
+
+// observeOpen records one Backend.Open that started at start: its latency,
+// its outcome and, when it failed, one log line. err is Open's error, perr
+// a recovered panic.
+func (s *Server) observeOpen(ctx context.Context, start time.Time, opts OpenOptions, err error, perr *protoError) {
+	d := time.Since(start)
+	s.metrics.resetSeconds.Observe(d.Seconds())
+	outcome := outcomeOK
+	switch {
+	case perr != nil:
+		outcome = outcomePanic // guard has logged it, with the stack
+	case err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded)):
+		outcome = outcomeTimeout
+	case err != nil:
+		outcome = outcomeError
+	}
+	s.metrics.resets.WithLabelValues(outcome).Inc()
+	if outcome == outcomeOK {
+		s.metrics.instances.Inc()
+		return
+	}
+	if perr == nil {
+		s.log.Warn("openenv: reset failed", append(sessionAttrs(ctx), durationMS(d),
+			"fixture", opts.Fixture, "seed", opts.Seed, "outcome", outcome, "err", err.Error())...)
+	}
+}
+
+// observeInstanceClosed counts an instance the server has closed.
+func (s *Server) observeInstanceClosed() { s.metrics.instances.Dec() }
+
+// observeCall records one tool call that started at start: its latency and
+// outcome, and one log line when it failed. A failure the agent caused (a
+// ToolError: wrong arguments, an unknown tool, a refusal by the world) is
+// logged at debug level; a timeout at warn level; a panic has been logged
+// by guard.
+func (s *Server) observeCall(ctx context.Context, start time.Time, name string, out toolOutcome, perr *protoError) {
+	d := time.Since(start)
+	outcome := outcomeOK
+	switch {
+	case perr != nil:
+		outcome = outcomePanic
+	case out.err != nil:
+		outcome = out.err.Kind
+	}
+	tool := name
+	if outcome == env.KindNotFound {
+		tool = unknownTool
+	}
+	s.metrics.calls.WithLabelValues(tool, outcome).Inc()
+	s.metrics.callSeconds.WithLabelValues(tool).Observe(d.Seconds())
+	if out.err == nil {
+		return
+	}
+	level := slog.LevelDebug
+	if outcome == env.KindTimeout {
+		level = slog.LevelWarn
+	}
+	s.log.Log(ctx, level, "openenv: tool call failed", append(sessionAttrs(ctx), durationMS(d),
+		"tool", clip(name, 128), "error_type", out.err.Kind, "err", out.err.Message)...)
+}
+
+// observeInspect records one inspect query that started at start, and
+// logs its failure unless logged says guard has (a panic).
+func (s *Server) observeInspect(ctx context.Context, start time.Time, err error, logged bool) {
+	if err == nil {
+		s.metrics.inspects.WithLabelValues(outcomeOK).Inc()
+		return
+	}
+	s.metrics.inspects.WithLabelValues(outcomeError).Inc()
+	if !logged {
+		s.log.Info("openenv: inspect query failed", append(sessionAttrs(ctx), durationMS(time.Since(start)), "err", err.Error())...)
+	}
+}
+
+// clip cuts a client's string to at most n bytes for a log line.
+func clip(v string, n int) string {
+	if len(v) <= n {
+		return v
+	}
+	return v[:n] + "..."
+}
+
+// InstanceDirs counts the instance directories under InstanceDir: one per
+// open instance, unless instances were closed without removing their files.
+// It implements [InstanceDirCounter].
+func (b *WorldBackend) InstanceDirs() (int, error) {
+	ents, err := os.ReadDir(b.dir)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range ents {
+		if e.IsDir() {
+			n++
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,165 @@
+package openenv_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/seahaven/seahaven/examples/worlds/company"
+	"github.com/seahaven/seahaven/openenv"
+)
+
+// copyDir copies the regular files of src into a new directory dst.
+func copyDir(tb testing.TB, src, dst string) {
+	tb.Helper()
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+func TestWorldBackend_FixtureTraversal(t *testing.T) {
+	// The fixtures directory holds acme, and so does its parent: a reset
+	// that joined the id to the directory would find ../acme and succeed.
+	root := t.TempDir()
+	fixtures := filepath.Join(root, "fixtures")
+	copyDir(t, filepath.Join(company.FixturesDir, company.AcmeID), filepath.Join(fixtures, company.AcmeID))
+	copyDir(t, filepath.Join(company.FixturesDir, company.AcmeID), filepath.Join(root, company.AcmeID))
+	s := mustServeWorld(t, company.World, openenv.WorldBackendConfig{FixturesDir: fixtures, DefaultFixture: company.AcmeID}, openenv.Config{})
+
+	c := s.dial(t)
+	if reply := roundTrip(t, c, `{"type":"reset","data":{"fixture":"acme"}}`); str(t, reply, "type") != "observation" {
+		t.Fatalf("reset acme: %s", reply)
+	}
+	for _, tt := range []struct {
+		id   string // the fixture id sent
+		want string // in the error message
+	}{
+		{"../acme", `invalid id "../acme"`},
+		{"../../etc/passwd", `invalid id "../../etc/passwd"`},
+		{"/etc/passwd", `invalid id "/etc/passwd"`},
+		{"acme/../acme", `invalid id "acme/../acme"`},
+		{"acme/..", `invalid id "acme/.."`},
+		{"..", `invalid id ".."`},
+		{".", `invalid id "."`},
+		{`..\\acme`, `invalid id`},
+		{"acme\u0000", `invalid id`},
+		{"ACME", `invalid id "ACME"`},
+	} {
+		t.Run(tt.id, func(t *testing.T) {
+			data, _ := json.Marshal(map[string]string{"fixture": tt.id})
+			reply := roundTrip(t, c, `{"type":"reset","data":`+string(data)+`}`)
+			code := str(t, reply, "data.code")
+			if code != "EXECUTION_ERROR" && code != "VALIDATION_ERROR" {
+				t.Errorf("code %s, want EXECUTION_ERROR or VALIDATION_ERROR: %s", code, reply)
+			}
+			if msg := str(t, reply, "data.message"); !strings.Contains(msg, tt.want) {
+				t.Errorf("message %q does not contain %q", msg, tt.want)
+			}
+
+			status, body, _ := s.httpDo(t, "POST", "/reset", string(data), nil)
+			if status != http.StatusInternalServerError && status != http.StatusUnprocessableEntity {
+				t.Errorf("POST /reset: status %d, body %s", status, body)
+			}
+			if !strings.Contains(body, "invalid id") {
+				t.Errorf("POST /reset: body %s does not name the invalid id", body)
+			}
+		})
+	}
+	// The failed resets kept the acme episode.
+	state := roundTrip(t, c, `{"type":"state"}`)
+	if id := str(t, state, "data.fixture.id"); id != "acme" {
+		t.Errorf("fixture after the refused resets: %s", id)
+	}
+}
+
+func TestWorldBackend_InspectReadOnly(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{})
+	if status, body, _ := s.httpDo(t, "POST", "/reset", `{"seed":1}`, nil); status != http.StatusOK {
+		t.Fatalf("reset: %d %s", status, body)
+	}
+	inspect := func(sql string) (int, string) {
+		t.Helper()
+		b, _ := json.Marshal(map[string]string{"sql": sql})
+		status, body, _ := s.httpDo(t, "POST", "/inspect", string(b), nil)
+		return status, body
+	}
+	const snapshot = `SELECT (SELECT count(*) FROM staff), (SELECT count(*) FROM invoices), (SELECT group_concat(name) FROM staff),
+		(SELECT count(*) FROM payments.charges), (SELECT count(*) FROM chat.messages)`
+	status, before := inspect(snapshot)
+	if status != http.StatusOK {
+		t.Fatalf("snapshot: %d %s", status, before)
+	}
+	outside := filepath.Join(t.TempDir(), "copy.sqlite")
+	for _, sql := range []string{
+		`INSERT INTO staff (id, name) VALUES ('x', 'Mallory')`,
+		`UPDATE staff SET name = 'Mallory'`,
+		`DELETE FROM staff`,
+		`DELETE FROM payments.charges`,
+		`INSERT INTO chat.messages SELECT * FROM chat.messages`,
+		`REPLACE INTO staff (id, name) VALUES ('x', 'Mallory')`,
+		`DROP TABLE invoices`,
+		`CREATE TABLE evil (x)`,
+		`ALTER TABLE staff ADD COLUMN evil TEXT`,
+		`CREATE INDEX evil ON staff (name)`,
+		`ATTACH DATABASE '` + outside + `' AS evil`,
+		`DETACH DATABASE payments`,
+		`VACUUM INTO '` + outside + `'`,
+		`PRAGMA user_version = 7`,
+		`PRAGMA journal_mode = DELETE`,
+		`SELECT 1; DELETE FROM staff`,
+		`BEGIN; DELETE FROM staff; COMMIT`,
+	} {
+		t.Run(sql, func(t *testing.T) {
+			status, body := inspect(sql)
+			if status != http.StatusBadRequest {
+				t.Errorf("status %d, want 400; body %s", status, body)
+			}
+			if code := str(t, body, "code"); code != "EXECUTION_ERROR" {
+				t.Errorf("code %s in %s", code, body)
+			}
+		})
+	}
+	// The temp schema is the inspection connection's own scratch space, by
+	// design; writing there leaves the stores alone.
+	if status, body := inspect(`CREATE TEMP TABLE scratch AS SELECT * FROM staff`); status != http.StatusOK {
+		t.Errorf("CREATE TEMP TABLE: %d %s", status, body)
+	}
+	if _, err := os.Stat(outside); !os.IsNotExist(err) {
+		t.Errorf("a statement through inspect wrote %s (stat: %v)", outside, err)
+	}
+	if _, after := inspect(snapshot); after != before {
+		t.Errorf("the stores changed through inspect:\nbefore %s\nafter  %s", before, after)
+	}
+	if _, v := inspect(`PRAGMA user_version`); !strings.Contains(v, `"rows":[[0]]`) {
+		t.Errorf("user_version after the refused write: %s", v)
+	}
+	status, state, _ := s.httpDo(t, "GET", "/state", "", nil)
+	if status != http.StatusOK {
+		t.Fatalf("state: %d %s", status, state)
+	}
+	if log, ok := field(t, state, "change_log").([]any); !ok || len(log) != 0 {
+		t.Errorf("change_log after refused writes: %v", field(t, state, "change_log"))
+	}
+	if n := field(t, state, "step_count"); n != json.Number("0") {
+		t.Errorf("step_count %v: inspect counted as a step", n)
+	}
+}

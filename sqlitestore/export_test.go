@@ -1,0 +1,14 @@
+package sqlitestore
+
+import "time"
+
+// ReleaseDue runs the idle release of one sweep as if the time were now,
+// without touching the sweeper goroutine.
+func (p *Pool) ReleaseDue(now time.Time) { p.releaseDue(now) }
+
+// Sweeping reports whether the pool's sweeper goroutine is running.
+func (p *Pool) Sweeping() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sweeping
+}

@@ -1,0 +1,60 @@
+package sqlitestore_test
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/seahaven/seahaven/sqlitestore"
+)
+
+func TestRawFloor(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		dir := t.TempDir()
+		open, insert, err := sqlitestore.RawFloor(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if open <= 0 || insert <= 0 {
+			t.Errorf("RawFloor = %v, %v; want positive durations", open, insert)
+		}
+		left, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) != 0 {
+			t.Errorf("RawFloor left %d entries in its directory", len(left))
+		}
+	})
+	t.Run("ErrMissingDir", func(t *testing.T) {
+		_, _, err := sqlitestore.RawFloor(filepath.Join(t.TempDir(), "missing"))
+		if err == nil || !strings.HasPrefix(err.Error(), "sqlitestore: raw floor: ") || !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("err = %v, want a raw floor error wrapping fs.ErrNotExist", err)
+		}
+	})
+}
+
+func TestOpenConnections(t *testing.T) {
+	base := sqlitestore.OpenConnections()
+	s := MustCreate(t, `CREATE TABLE t (x);`, sqlitestore.Options{})
+	if got := sqlitestore.OpenConnections(); got != base+1 {
+		t.Errorf("with one open store: OpenConnections() = %d, want %d", got, base+1)
+	}
+	if err := s.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if got := sqlitestore.OpenConnections(); got != base {
+		t.Errorf("after Release: OpenConnections() = %d, want %d", got, base)
+	}
+	MustExec(t, s, `INSERT INTO t VALUES (1)`)
+	if got := sqlitestore.OpenConnections(); got != base+1 {
+		t.Errorf("after reopening: OpenConnections() = %d, want %d", got, base+1)
+	}
+	s.Close()
+	if got := sqlitestore.OpenConnections(); got != base {
+		t.Errorf("after Close: OpenConnections() = %d, want %d", got, base)
+	}
+}

@@ -1,0 +1,290 @@
+package task
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
+)
+
+// ErrNoTask is returned by (*Episode).Grade for an episode opened without a
+// task.
+var ErrNoTask = errors.New("task: the episode runs no task")
+
+// InstanceOptions returns the options an instance for t is opened with:
+// opts, with the task's fixture, now and seed where opts leaves them zero,
+// and the task's startup keywords under those of opts.
+func InstanceOptions(t env.Task, opts composition.Options) composition.Options {
+	if opts.Fixture == "" {
+		opts.Fixture = t.Fixture
+	}
+	if opts.Now == "" {
+		opts.Now = t.Now
+	}
+	if opts.Seed == 0 && t.Seed != nil {
+		opts.Seed = *t.Seed
+	}
+	if len(t.Startup) > 0 {
+		kw := maps.Clone(t.Startup)
+		maps.Copy(kw, opts.Startup)
+		opts.Startup = kw
+	}
+	return opts
+}
+
+// Episode is an instance opened for a task: its calls are limited to the
+// task's tool allow list, it grades on demand, and it may record its calls
+// as a trajectory. It is safe for concurrent use; calls serialise on the
+// instance.
+type Episode struct {
+	inst    *composition.Instance
+	task    env.Task
+	hasTask bool
+	shape   *shape
+	allowed map[string]bool // nil: every tool
+	header  Header
+
+	mu      sync.Mutex // guards last, rec, pending, calls and closed
+	last    *Result
+	rec     *Recording
+	pending *CallLine
+	calls   int
+	closed  bool
+}
+
+// Open opens an instance for t (see InstanceOptions) and returns it as an
+// episode. It refuses a task that does not validate or does not fit the
+// world's composition (a tool it allows that the surface lacks, a table
+// pattern naming no node). A zero Task (every field zero) opens an
+// episode without a task: every tool is allowed and Grade returns
+// ErrNoTask, which is how an episode is recorded without grading.
+func Open(ctx context.Context, w *env.World, t env.Task, opts composition.Options) (*Episode, error) {
+	hasTask := !reflect.ValueOf(t).IsZero()
+	if hasTask {
+		if err := t.Validate(); err != nil {
+			return nil, fmt.Errorf("task: %w", err)
+		}
+		t = t.Normalize()
+		opts = InstanceOptions(t, opts)
+	}
+	inst, err := composition.Open(ctx, w, opts)
+	if err != nil {
+		return nil, err
+	}
+	e := &Episode{inst: inst, task: t, hasTask: hasTask, shape: shapeOf(inst.Sealed())}
+	if hasTask {
+		if err := e.shape.fits(t); err != nil {
+			inst.Close()
+			return nil, fmt.Errorf("task %s: %w", t.ID, err)
+		}
+		if t.Tools != nil {
+			e.allowed = map[string]bool{}
+			for _, name := range t.Tools {
+				e.allowed[name] = true
+			}
+		}
+	}
+	st := inst.State()
+	e.header = Header{
+		Task: t.ID, World: st.World, WorldVersion: st.WorldVersion, Seed: st.Seed, Now: st.Now,
+		EpisodeID: opts.EpisodeID, ClockMode: st.ClockMode, Startup: opts.Startup, ControlTools: opts.ControlTools,
+	}
+	if st.Fixture != nil {
+		e.header.Fixture = st.Fixture.ID
+	}
+	return e, nil
+}
+
+// Task returns the episode's task; ok is false for an episode without one.
+func (e *Episode) Task() (t env.Task, ok bool) { return e.task, e.hasTask }
+
+// Instance returns the underlying instance, for inspection. Calls made on
+// it directly bypass the allow list and the recording.
+func (e *Episode) Instance() *composition.Instance { return e.inst }
+
+// Header returns the trajectory header that describes the episode.
+func (e *Episode) Header() Header {
+	h := e.header
+	h.Startup = maps.Clone(h.Startup)
+	return h
+}
+
+// Tools returns the agent surface the task allows, in surface order. The
+// control tool stays listed when the instance has it: it belongs to the
+// harness, not to the task.
+func (e *Episode) Tools() []env.ToolInfo {
+	all := e.inst.Tools()
+	if e.allowed == nil {
+		return all
+	}
+	out := make([]env.ToolInfo, 0, len(e.allowed)+1)
+	for _, t := range all {
+		if e.allowed[t.Name] || t.Name == env.ControlTool {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// CallJSON calls a tool by its published name, as the instance's CallJSON
+// does, after checking the task's allow list: a tool outside it is refused
+// with a *env.ToolError of kind env.KindNotFound, before anything runs. A
+// recording episode records the call, refused or not.
+func (e *Episode) CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error) {
+	var out any
+	var err error
+	if e.allowed != nil && !e.allowed[name] && name != env.ControlTool {
+		names := make([]string, 0, len(e.allowed))
+		for _, t := range e.Tools() {
+			names = append(names, t.Name)
+		}
+		err = &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("unknown tool %q: task %s allows %s", name, e.task.ID, strings.Join(names, ", "))}
+	} else {
+		out, err = e.inst.CallJSON(ctx, name, args)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.calls++
+	if e.rec != nil {
+		if ferr := e.flushLocked(); ferr != nil {
+			return out, errors.Join(err, ferr)
+		}
+		l, lerr := NewCallLine(name, args, out, err)
+		if lerr != nil {
+			return out, errors.Join(err, lerr)
+		}
+		e.pending = &l
+	}
+	return out, err
+}
+
+// flushLocked writes the pending call line; the caller holds e.mu.
+func (e *Episode) flushLocked() error {
+	if e.pending == nil {
+		return nil
+	}
+	l := *e.pending
+	e.pending = nil
+	return e.rec.Call(l)
+}
+
+// Grade grades the instance against the task (see Grade) and keeps the
+// result for State and LastGrade. When recording, the reward and done flag
+// go on the latest call's line.
+func (e *Episode) Grade(ctx context.Context) (Result, error) {
+	if !e.hasTask {
+		return Result{}, ErrNoTask
+	}
+	res, err := grade(ctx, e.inst.Inspect(), e.inst.ChangeLog(), e.shape, e.task)
+	if err != nil {
+		return Result{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.last = &res
+	if e.pending != nil {
+		reward, done := res.Reward, res.Done
+		e.pending.Reward, e.pending.Done = &reward, &done
+		if err := e.flushLocked(); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// LastGrade returns the result of the latest Grade; ok is false before the
+// first.
+func (e *Episode) LastGrade() (r Result, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.last == nil {
+		return Result{}, false
+	}
+	return *e.last, true
+}
+
+// State returns the instance's state document with the task's id and the
+// per-check results of the latest grading.
+func (e *Episode) State() env.StateDoc {
+	doc := e.inst.State()
+	if e.hasTask {
+		id := e.task.ID
+		doc.Task = &id
+		if r, ok := e.LastGrade(); ok {
+			doc.Checks = r.Checks
+		}
+	}
+	return doc
+}
+
+// Record starts recording the episode's calls into a new file of r. It must
+// be called before the first call.
+func (e *Episode) Record(r *Recorder) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.rec != nil:
+		return errors.New("task: the episode is already recording")
+	case e.calls > 0:
+		return fmt.Errorf("task: cannot record an episode after its first call (%d made)", e.calls)
+	case e.closed:
+		return errors.New("task: the episode is closed")
+	}
+	rec, err := r.Start(e.Header())
+	if err != nil {
+		return err
+	}
+	e.rec = rec
+	return nil
+}
+
+// Recording returns the episode's recording, or nil.
+func (e *Episode) Recording() *Recording {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.rec
+}
+
+// Close closes the episode. A recording episode first grades (when it runs
+// a task), hashes the final state and writes the end line. It is safe to
+// call more than once.
+func (e *Episode) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	rec := e.rec
+	e.mu.Unlock()
+	var errs []error
+	if rec != nil {
+		ctx := context.Background()
+		end := EndLine{}
+		if e.hasTask {
+			if res, err := e.Grade(ctx); err == nil {
+				end.Result = &res
+			}
+		}
+		e.mu.Lock()
+		errs = append(errs, e.flushLocked())
+		e.mu.Unlock()
+		hash, err := StateHash(ctx, e.inst)
+		if err != nil {
+			errs = append(errs, err)
+			rec.Close()
+		} else {
+			end.StateSHA256 = hash
+			errs = append(errs, rec.End(end))
+		}
+	}
+	errs = append(errs, e.inst.Close())
+	return errors.Join(errs...)
+}

@@ -1,0 +1,148 @@
+package task_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/task"
+)
+
+func TestInstanceOptions(t *testing.T) {
+	full := env.Task{Fixture: "acme", Now: "2026-06-01T09:00:00Z", Seed: new(int64(7)), Startup: map[string]any{"owner": "ada", "plan": "pro"}}
+	tests := []struct {
+		name string              // case
+		task env.Task            // the task
+		opts composition.Options // the caller's options
+		want composition.Options // the merged options
+	}{
+		{"TaskFillsZeros", full, composition.Options{Dir: "d"},
+			composition.Options{Dir: "d", Fixture: "acme", Now: "2026-06-01T09:00:00Z", Seed: 7, Startup: map[string]any{"owner": "ada", "plan": "pro"}}},
+		{"OptionsOverride", full, composition.Options{Fixture: "other", Now: "2027-01-01T00:00:00Z", Seed: 3, Startup: map[string]any{"owner": "bob"}},
+			composition.Options{Fixture: "other", Now: "2027-01-01T00:00:00Z", Seed: 3, Startup: map[string]any{"owner": "bob", "plan": "pro"}}},
+		{"TaskWithoutSeed", env.Task{}, composition.Options{Seed: 0, ClockMode: env.ClockStep},
+			composition.Options{ClockMode: env.ClockStep}},
+		{"NoStartup", env.Task{}, composition.Options{Startup: map[string]any{"owner": "x"}},
+			composition.Options{Startup: map[string]any{"owner": "x"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := task.InstanceOptions(tt.task, tt.opts); !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+	if full.Startup["owner"] != "ada" {
+		t.Error("InstanceOptions changed the task's startup map")
+	}
+}
+
+func TestOpen(t *testing.T) {
+	ctx := context.Background()
+	checks := []env.Check{{SQL: "SELECT 1"}}
+	t.Run("StartsFromTheTask", func(t *testing.T) {
+		w := newLedger("ledger_open_ok")
+		ep := mustOpen(t, w, env.Task{ID: "t", Instruction: "x", Now: "2030-01-02T03:04:05Z", Seed: new(int64(42)),
+			Startup: map[string]any{"owner": "ada"}, Checks: checks}, composition.Options{EpisodeID: "ep-1"})
+		st := ep.State()
+		if st.Now != "2030-01-02T03:04:05.000Z" || st.Seed != 42 || st.Task == nil || *st.Task != "t" || st.Checks != nil {
+			t.Fatalf("state %+v", st)
+		}
+		h := ep.Header()
+		want := task.Header{Task: "t", World: "ledger_open_ok", WorldVersion: "1.0.0", Seed: 42, Now: "2030-01-02T03:04:05.000Z",
+			EpisodeID: "ep-1", ClockMode: env.ClockFrozen, Startup: map[string]any{"owner": "ada"}}
+		if !reflect.DeepEqual(h, want) {
+			t.Fatalf("header %+v, want %+v", h, want)
+		}
+	})
+	t.Run("ErrInvalidTask", func(t *testing.T) {
+		_, err := task.Open(ctx, newLedger("ledger_open_invalid"), env.Task{ID: "t", Instruction: "x"}, composition.Options{Dir: t.TempDir()})
+		if err == nil || !strings.Contains(err.Error(), "no checks") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("ErrHalfATask", func(t *testing.T) {
+		_, err := task.Open(ctx, newLedger("ledger_open_half"), env.Task{Fixture: "acme"}, composition.Options{Dir: t.TempDir()})
+		if err == nil || !strings.Contains(err.Error(), `task id "" must match`) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("ErrToolNotOnSurface", func(t *testing.T) {
+		_, err := task.Open(ctx, newLedger("ledger_open_tool"), env.Task{ID: "t", Instruction: "x", Tools: []string{"refund"}, Checks: checks}, composition.Options{Dir: t.TempDir()})
+		if err == nil || err.Error() != `task t: tools: "refund" is not on ledger_open_tool's surface` {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("ErrUnknownFixture", func(t *testing.T) {
+		_, err := task.Open(ctx, newLedger("ledger_open_fixture"), env.Task{ID: "t", Instruction: "x", Fixture: "nope", Checks: checks}, composition.Options{Dir: t.TempDir()})
+		if err == nil {
+			t.Fatal("opened a task naming a missing fixture")
+		}
+	})
+}
+
+func TestEpisode_AllowList(t *testing.T) {
+	w := newLedger("ledger_allow")
+	ep := mustOpen(t, w, env.Task{ID: "notes_only", Instruction: "Write a note.", Tools: []string{"note"},
+		Checks: []env.Check{{MustChange: []string{"main.notes"}}}}, composition.Options{ControlTools: true})
+	var names []string
+	for _, tl := range ep.Tools() {
+		names = append(names, tl.Name)
+	}
+	if strings.Join(names, " ") != "note seahaven_control" {
+		t.Fatalf("tools %v, want note and the control tool", names)
+	}
+	_, err := ep.CallJSON(context.Background(), "add", []byte(`{"amount": 1}`))
+	te, ok := env.AsToolError(err)
+	if !ok || te.Kind != env.KindNotFound || te.Message != `unknown tool "add": task notes_only allows note, seahaven_control` {
+		t.Fatalf("err = %#v", err)
+	}
+	mustCall(t, ep, "note", `{"body": "hi"}`)
+	mustCall(t, ep, env.ControlTool, `{"action": "advance_clock", "seconds": 5}`)
+	if n := len(ep.Instance().ChangeLog()); n != 1 {
+		t.Fatalf("%d change records, want only the note's", n)
+	}
+	res, err := ep.Grade(context.Background())
+	if err != nil || res.Reward != 1 {
+		t.Fatalf("Grade = %+v, %v", res, err)
+	}
+	if st := ep.State(); len(st.Checks) != 1 || !st.Checks[0].Passed || st.Checks[0].Name != "must_change #1" {
+		t.Fatalf("state checks %+v", st.Checks)
+	}
+	if last, ok := ep.LastGrade(); !ok || last.Reward != 1 {
+		t.Fatalf("LastGrade = %+v, %v", last, ok)
+	}
+}
+
+func TestEpisode_WithoutTask(t *testing.T) {
+	ep := mustOpen(t, newLedger("ledger_plain"), env.Task{}, composition.Options{Seed: 3})
+	if len(ep.Tools()) != 2 {
+		t.Fatalf("tools %v", ep.Tools())
+	}
+	mustCall(t, ep, "add", `{"amount": 1}`)
+	if _, err := ep.Grade(context.Background()); !errors.Is(err, task.ErrNoTask) {
+		t.Fatalf("Grade err = %v, want ErrNoTask", err)
+	}
+	if _, ok := ep.Task(); ok {
+		t.Fatal("Task() reports a task")
+	}
+	if st := ep.State(); st.Task != nil || st.Seed != 3 {
+		t.Fatalf("state %+v", st)
+	}
+}
+
+func TestEpisode_RecordAfterACall(t *testing.T) {
+	ep := mustOpen(t, newLedger("ledger_late"), env.Task{}, composition.Options{})
+	mustCall(t, ep, "add", `{"amount": 1}`)
+	rec, err := task.NewRecorder(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ep.Record(rec); err == nil || !strings.Contains(err.Error(), "after its first call") {
+		t.Fatalf("err = %v", err)
+	}
+}

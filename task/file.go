@@ -1,0 +1,516 @@
+package task
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/seahaven/seahaven/env"
+)
+
+// FileName is the name of the tasks file beside a world's fixtures:
+// <FixturesDir>/tasks.yaml.
+const FileName = "tasks.yaml"
+
+// FileError is a tasks file that LoadFile refuses. It names the file, the
+// line and the offending key.
+type FileError struct {
+	// Path is the file.
+	Path string
+	// Line is the 1-based line, or 0 when none is known.
+	Line int
+	// Key is the offending key, such as "tasks[1].checks[0].weight"; empty
+	// for a problem with the file as a whole.
+	Key string
+	// Msg says what is wrong.
+	Msg string
+}
+
+// Error returns "path:line: key: message", leaving out unknown parts.
+func (e *FileError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Path)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	if e.Key != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Key)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// fileDoc is the whole tasks file.
+type fileDoc struct {
+	Tasks []fileTask `yaml:"tasks"`
+}
+
+// fileTask is one task of the file.
+type fileTask struct {
+	ID          string               `yaml:"id"`
+	Instruction string               `yaml:"instruction"`
+	Difficulty  string               `yaml:"difficulty"`
+	Fixture     string               `yaml:"fixture"`
+	Now         string               `yaml:"now"`
+	Seed        *int64               `yaml:"seed"`
+	Startup     map[string]yaml.Node `yaml:"startup"`
+	Tools       []string             `yaml:"tools"`
+	Checks      []fileCheck          `yaml:"checks"`
+}
+
+// fileCheck is one check of a task.
+type fileCheck struct {
+	Name        string      `yaml:"name"`
+	Weight      float64     `yaml:"weight"`
+	SQL         string      `yaml:"sql"`
+	Args        []yaml.Node `yaml:"args"`
+	Equals      yaml.Node   `yaml:"equals"`
+	OnlyChanged []string    `yaml:"only_changed"`
+	MustChange  []string    `yaml:"must_change"`
+	Unchanged   []string    `yaml:"unchanged"`
+}
+
+// LoadFile reads a tasks file strictly: one YAML document holding a
+// mapping with a tasks list. It refuses unknown keys, duplicate keys and
+// values of the wrong type (a number where a string is wanted, a float
+// where an integer is), naming the key and its line, then validates every
+// task (env.Task.Validate) and refuses a repeated id. Each task's Source is
+// "<file>:<line>". Errors are *FileError values.
+func LoadFile(path string) ([]env.Task, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("task: %w", err)
+	}
+	return parse(path, data)
+}
+
+func parse(path string, data []byte) ([]env.Task, error) {
+	ferr := func(line int, key, format string, args ...any) error {
+		return &FileError{Path: path, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, ferr(0, "", "is empty: want a mapping with a tasks list")
+		}
+		return nil, yamlError(path, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, ferr(extra.Line, "", "holds more than one YAML document")
+	} else if !errors.Is(err, io.EOF) {
+		return nil, yamlError(path, err)
+	}
+	if len(doc.Content) != 1 {
+		return nil, ferr(doc.Line, "", "is not a YAML document")
+	}
+	root := deref(doc.Content[0])
+	if err := checkNode(root, reflect.TypeFor[fileDoc](), ""); err != nil {
+		var fe *FileError
+		if errors.As(err, &fe) {
+			fe.Path = path
+		}
+		return nil, err
+	}
+	var fd fileDoc
+	strict := yaml.NewDecoder(bytes.NewReader(data))
+	strict.KnownFields(true)
+	if err := strict.Decode(&fd); err != nil {
+		// checkNode refuses everything yaml.v3 does; this is a backstop.
+		return nil, yamlError(path, err)
+	}
+	if _, ok := keyNode(root, "tasks"); !ok {
+		return nil, ferr(root.Line, "tasks", "missing required key")
+	}
+	taskNodes := deref(mustValue(root, "tasks")).Content
+	out := make([]env.Task, 0, len(fd.Tasks))
+	first := map[string]int{}
+	for i, ft := range fd.Tasks {
+		line := taskNodes[i].Line
+		key := fmt.Sprintf("tasks[%d]", i)
+		t, err := ft.task(ferr, key)
+		if err != nil {
+			var fe *FileError
+			if errors.As(err, &fe) {
+				fe.Path = path
+			}
+			return nil, err
+		}
+		t.Source = fmt.Sprintf("%s:%d", filepath.Base(path), line)
+		if err := t.Validate(); err != nil {
+			return nil, ferr(line, key, "%v", err)
+		}
+		if prev, dup := first[t.ID]; dup {
+			return nil, ferr(line, key+".id", "task %q is already declared at line %d", t.ID, prev)
+		}
+		first[t.ID] = line
+		out = append(out, t.Normalize())
+	}
+	return out, nil
+}
+
+func (ft fileTask) task(ferr func(int, string, string, ...any) error, key string) (env.Task, error) {
+	t := env.Task{
+		ID: ft.ID, Instruction: ft.Instruction, Difficulty: ft.Difficulty, Fixture: ft.Fixture,
+		Now: ft.Now, Seed: ft.Seed, Tools: ft.Tools,
+	}
+	if ft.Startup != nil {
+		t.Startup = map[string]any{}
+		for k, n := range ft.Startup {
+			v, err := nodeValue(&n, fmt.Sprintf("%s.startup.%s", key, k))
+			if err != nil {
+				return env.Task{}, err
+			}
+			t.Startup[k] = v
+		}
+	}
+	for j, fc := range ft.Checks {
+		ckey := fmt.Sprintf("%s.checks[%d]", key, j)
+		c := env.Check{
+			Name: fc.Name, Weight: fc.Weight, SQL: fc.SQL,
+			OnlyChanged: fc.OnlyChanged, MustChange: fc.MustChange, Unchanged: fc.Unchanged,
+		}
+		if fc.Args != nil {
+			c.Args = []any{}
+			for i, n := range fc.Args {
+				v, err := nodeValue(&n, fmt.Sprintf("%s.args[%d]", ckey, i))
+				if err != nil {
+					return env.Task{}, err
+				}
+				c.Args = append(c.Args, v)
+			}
+		}
+		if fc.Equals.Kind != 0 {
+			eq := deref(&fc.Equals)
+			if eq.Kind == yaml.ScalarNode && eq.ShortTag() == "!!null" {
+				return env.Task{}, ferr(eq.Line, ckey+".equals", "null cannot be expected: select \"x IS NULL\" and expect 1")
+			}
+			v, err := nodeValue(eq, ckey+".equals")
+			if err != nil {
+				return env.Task{}, err
+			}
+			c.Equals = v
+		}
+		t.Checks = append(t.Checks, c)
+	}
+	return t, nil
+}
+
+// nodeValue returns a YAML value as JSON would hold it: nil, bool, int64,
+// float64, string (timestamps keep their text), []any and map[string]any.
+func nodeValue(n *yaml.Node, key string) (any, error) {
+	n = deref(n)
+	switch n.Kind {
+	case yaml.SequenceNode:
+		out := make([]any, 0, len(n.Content))
+		for i, item := range n.Content {
+			v, err := nodeValue(item, fmt.Sprintf("%s[%d]", key, i))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	case yaml.MappingNode:
+		out := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := deref(n.Content[i])
+			if _, dup := out[k.Value]; dup {
+				return nil, &FileError{Line: k.Line, Key: key + "." + k.Value, Msg: "duplicate key"}
+			}
+			v, err := nodeValue(n.Content[i+1], key+"."+k.Value)
+			if err != nil {
+				return nil, err
+			}
+			out[k.Value] = v
+		}
+		return out, nil
+	case yaml.ScalarNode:
+		var v any
+		switch n.ShortTag() {
+		case "!!null":
+			return nil, nil
+		case "!!bool":
+			var b bool
+			err := n.Decode(&b)
+			v = b
+			if err != nil {
+				return nil, &FileError{Line: n.Line, Key: key, Msg: err.Error()}
+			}
+		case "!!int":
+			var i int64
+			if err := n.Decode(&i); err != nil {
+				return nil, &FileError{Line: n.Line, Key: key, Msg: "integer out of range: " + n.Value}
+			}
+			v = i
+		case "!!float":
+			var f float64
+			if err := n.Decode(&f); err != nil {
+				return nil, &FileError{Line: n.Line, Key: key, Msg: err.Error()}
+			}
+			v = f
+		default:
+			v = n.Value
+		}
+		return v, nil
+	}
+	return nil, &FileError{Line: n.Line, Key: key, Msg: "want a value, got " + describe(n)}
+}
+
+// keyNode returns the value of key in mapping m.
+func keyNode(m *yaml.Node, key string) (*yaml.Node, bool) {
+	m = deref(m)
+	if m.Kind != yaml.MappingNode {
+		return nil, false
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if deref(m.Content[i]).Value == key {
+			return m.Content[i+1], true
+		}
+	}
+	return nil, false
+}
+
+func mustValue(m *yaml.Node, key string) *yaml.Node {
+	v, _ := keyNode(m, key)
+	return v
+}
+
+// deref follows a YAML alias to its anchored node.
+func deref(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+var yamlLineRE = regexp.MustCompile(`line (\d+): (.*)`)
+
+// yamlError turns a yaml.v3 error into a *FileError with its line.
+func yamlError(path string, err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		err = errors.New(te.Errors[0])
+	}
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &FileError{Path: path, Line: line, Msg: m[2]}
+	}
+	return &FileError{Path: path, Msg: "not valid YAML: " + msg}
+}
+
+// yamlNames returns the yaml key of each field of struct type t, in order.
+func yamlNames(t reflect.Type) ([]string, map[string]reflect.Type) {
+	var names []string
+	types := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		names = append(names, name)
+		types[name] = f.Type
+	}
+	return names, types
+}
+
+var yamlNodeType = reflect.TypeFor[yaml.Node]()
+
+// checkNode checks n against the Go type it will be decoded into, more
+// strictly than yaml.v3 does: unknown and duplicate keys, and scalars of
+// the wrong YAML type (yaml.v3 turns 1 into "1" and accepts 1.0 for an
+// integer). key is n's dotted path for messages. Null is accepted
+// anywhere: it leaves the field at its zero value.
+func checkNode(n *yaml.Node, t reflect.Type, key string) error {
+	n = deref(n)
+	bad := func(want string) error {
+		msg := fmt.Sprintf("want %s, got %s", want, describe(n))
+		if want == "a string" && n.Kind == yaml.ScalarNode {
+			msg += " (quote it to make it a string)"
+		}
+		return &FileError{Line: n.Line, Key: key, Msg: msg}
+	}
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return nil
+	}
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == yamlNodeType, t.Kind() == reflect.Interface:
+		return nil
+	case t.Kind() == reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return bad("a mapping")
+		}
+		names, types := yamlNames(t)
+		return checkMapping(n, key, func(k *yaml.Node, sub string) (reflect.Type, error) {
+			ft, ok := types[k.Value]
+			if !ok {
+				return nil, &FileError{Line: k.Line, Key: sub, Msg: fmt.Sprintf("unknown key (known keys: %s)", strings.Join(names, ", "))}
+			}
+			return ft, nil
+		})
+	case t.Kind() == reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return bad("a mapping")
+		}
+		return checkMapping(n, key, func(*yaml.Node, string) (reflect.Type, error) { return t.Elem(), nil })
+	case t.Kind() == reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return bad("a list")
+		}
+		for i, item := range n.Content {
+			if err := checkNode(item, t.Elem(), fmt.Sprintf("%s[%d]", key, i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tag := n.ShortTag()
+	switch t.Kind() {
+	case reflect.String:
+		if n.Kind != yaml.ScalarNode || (tag != "!!str" && tag != "!!timestamp") {
+			return bad("a string")
+		}
+	case reflect.Int64:
+		if n.Kind != yaml.ScalarNode || tag != "!!int" {
+			return bad("an integer")
+		}
+	case reflect.Float64:
+		if n.Kind != yaml.ScalarNode || (tag != "!!int" && tag != "!!float") {
+			return bad("a number")
+		}
+	case reflect.Bool:
+		if n.Kind != yaml.ScalarNode || tag != "!!bool" {
+			return bad("a boolean")
+		}
+	default:
+		return fmt.Errorf("task: checkNode: unhandled type %s", t)
+	}
+	return nil
+}
+
+// checkMapping checks a mapping's keys (strings, no duplicates) and each
+// value against the type elem returns for its key.
+func checkMapping(n *yaml.Node, key string, elem func(k *yaml.Node, sub string) (reflect.Type, error)) error {
+	first := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := deref(n.Content[i])
+		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
+			return &FileError{Line: k.Line, Key: key, Msg: "keys must be strings, not " + describe(k)}
+		}
+		sub := k.Value
+		if key != "" {
+			sub = key + "." + k.Value
+		}
+		if line, dup := first[k.Value]; dup {
+			return &FileError{Line: k.Line, Key: sub, Msg: fmt.Sprintf("duplicate key (first at line %d)", line)}
+		}
+		first[k.Value] = k.Line
+		t, err := elem(k, sub)
+		if err != nil {
+			return err
+		}
+		if err := checkNode(n.Content[i+1], t, sub); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// describe names what a YAML node is, for type errors.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		switch tag := n.ShortTag(); tag {
+		case "!!str":
+			return fmt.Sprintf("the string %q", n.Value)
+		case "!!int":
+			return "the integer " + n.Value
+		case "!!float":
+			return "the number " + n.Value
+		case "!!bool":
+			return "the boolean " + n.Value
+		case "!!null":
+			return "null"
+		case "!!timestamp":
+			return "the timestamp " + n.Value
+		default:
+			return "a value tagged " + tag
+		}
+	}
+	return "an empty value"
+}
+
+// ForWorld returns the world's tasks: those declared in Go with AddTask,
+// then those of the tasks file beside its fixtures
+// (<FixturesDir>/tasks.yaml), if there is one. See ForWorldDir.
+func ForWorld(w *env.World) ([]env.Task, error) {
+	return ForWorldDir(w, w.Spec().FixturesDir)
+}
+
+// ForWorldDir is ForWorld reading the tasks file of fixturesDir instead of
+// the world's own ("" reads none). It refuses an id declared twice (in Go,
+// in the file, or in both), and a task that does not fit the world's
+// composition: a tool in its allow list that is not on the surface, a
+// startup keyword no hook accepts, or a table pattern naming no node.
+func ForWorldDir(w *env.World, fixturesDir string) ([]env.Task, error) {
+	tasks := w.Tasks()
+	if fixturesDir != "" {
+		fromFile, err := LoadFile(filepath.Join(fixturesDir, FileName))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		tasks = append(tasks, fromFile...)
+	}
+	seen := map[string]string{}
+	for _, t := range tasks {
+		if prev, dup := seen[t.ID]; dup {
+			return nil, fmt.Errorf("task: %s: task %q is declared twice (%s and %s)", w.Name(), t.ID, prev, t.Source)
+		}
+		seen[t.ID] = t.Source
+	}
+	if len(tasks) == 0 {
+		return tasks, nil
+	}
+	s, err := sealed(w)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tasks {
+		if err := s.fits(t); err != nil {
+			return nil, fmt.Errorf("task: %s (%s): %w", t.ID, t.Source, err)
+		}
+	}
+	return tasks, nil
+}
+
+// Find returns the task of that id in tasks.
+func Find(tasks []env.Task, id string) (env.Task, bool) {
+	i := slices.IndexFunc(tasks, func(t env.Task) bool { return t.ID == id })
+	if i < 0 {
+		return env.Task{}, false
+	}
+	return tasks[i], true
+}

@@ -1,0 +1,515 @@
+package task
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
+)
+
+// Result is one grading of a task: the reward, whether the episode is done,
+// and what each check found.
+type Result struct {
+	// Task is the task's id.
+	Task string `json:"task"`
+	// Reward is the weighted fraction of the checks passed, in [0, 1].
+	Reward float64 `json:"reward"`
+	// Done is true when every check passed or a Go check said so.
+	Done bool `json:"done"`
+	// Checks are the per-check results, in the task's order.
+	Checks []env.CheckResult `json:"checks"`
+}
+
+// Passed reports whether every check passed.
+func (r Result) Passed() bool {
+	for _, c := range r.Checks {
+		if !c.Passed {
+			return false
+		}
+	}
+	return true
+}
+
+// WriteText writes the result for people: one line per check, then the
+// reward.
+//
+//	PASS  invoiced (weight 1): expected 1, found 1
+//	FAIL  no collateral damage (weight 1): expected changes only to ...
+//	reward 0.50  done false
+func (r Result) WriteText(w io.Writer) error {
+	var b bytes.Buffer
+	for _, c := range r.Checks {
+		mark := "FAIL"
+		if c.Passed {
+			mark = "PASS"
+		} else if c.Score > 0 {
+			mark = fmt.Sprintf("%.0f%%", c.Score*100)
+		}
+		fmt.Fprintf(&b, "  %-4s  %s (weight %s): %s\n", mark, c.Name, strconv.FormatFloat(c.Weight, 'g', -1, 64), c.Detail)
+	}
+	fmt.Fprintf(&b, "  reward %s  done %t\n", strconv.FormatFloat(r.Reward, 'f', 2, 64), r.Done)
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// Grade grades an instance against a task. Every check runs on the
+// instance's read-only inspection view and its change log, never on the
+// stores the agent's calls write: a check that tries to write is refused by
+// the view, and Grade returns that error. Grade returns an error, naming
+// the task and the check, when a check cannot be evaluated: SQL that fails
+// or returns other than one column, a table pattern naming a node or table
+// the composition does not have, a Go check that fails or scores outside
+// [0, 1]. A check the agent did not satisfy is not an error: it scores 0.
+//
+// Grade is safe for concurrent use with the instance's calls; it does not
+// run inside one.
+func Grade(ctx context.Context, inst *composition.Instance, t env.Task) (Result, error) {
+	return grade(ctx, inst.Inspect(), inst.ChangeLog(), shapeOf(inst.Sealed()), t)
+}
+
+func grade(ctx context.Context, v *composition.View, log []env.ChangeRecord, sh *shape, t env.Task) (Result, error) {
+	t = t.Normalize()
+	if len(t.Checks) == 0 {
+		return Result{}, fmt.Errorf("task %s: no checks to grade", t.ID)
+	}
+	res := Result{Task: t.ID, Checks: make([]env.CheckResult, 0, len(t.Checks))}
+	var total, earned float64
+	allPassed, funcDone := true, false
+	for _, c := range t.Checks {
+		out, err := runCheck(ctx, v, log, sh, c)
+		if err != nil {
+			return Result{}, fmt.Errorf("task %s: check %q: %w", t.ID, c.Name, err)
+		}
+		if math.IsNaN(out.Score) || out.Score < 0 || out.Score > 1 {
+			return Result{}, fmt.Errorf("task %s: check %q: score %v is outside [0, 1]", t.ID, c.Name, out.Score)
+		}
+		w := c.EffectiveWeight()
+		passed := out.Score == 1
+		res.Checks = append(res.Checks, env.CheckResult{Name: c.Name, Passed: passed, Score: out.Score, Weight: w, Detail: out.Detail})
+		total += w
+		earned += w * out.Score
+		allPassed = allPassed && passed
+		funcDone = funcDone || out.Done
+	}
+	res.Reward = earned / total
+	if allPassed {
+		res.Reward = 1 // no rounding below 1 when every check passed
+	}
+	res.Done = allPassed || funcDone
+	return res, nil
+}
+
+func runCheck(ctx context.Context, v *composition.View, log []env.ChangeRecord, sh *shape, c env.Check) (env.GradeResult, error) {
+	switch c.Kind() {
+	case env.CheckSQL:
+		return sqlCheck(ctx, v, c)
+	case env.CheckFunc:
+		return c.Func(ctx, v, slices.Clone(log))
+	case env.CheckOnlyChanged:
+		pats, err := sh.patterns(ctx, v, c.OnlyChanged)
+		if err != nil {
+			return env.GradeResult{}, err
+		}
+		var others []env.ChangeRecord
+		for _, r := range log {
+			if !matchAny(pats, r) {
+				others = append(others, r)
+			}
+		}
+		if len(others) > 0 {
+			return env.Fail("expected changes only to %s; found %s", join(pats), countRecords(others, "other")), nil
+		}
+		if len(log) == 0 {
+			return env.Pass("no changes"), nil
+		}
+		return env.Pass("%s, all to %s", plural(len(log), "change"), join(pats)), nil
+	case env.CheckMustChange:
+		pats, err := sh.patterns(ctx, v, c.MustChange)
+		if err != nil {
+			return env.GradeResult{}, err
+		}
+		var missing, found []string
+		for _, p := range pats {
+			n := 0
+			for _, r := range log {
+				if p.Matches(r) {
+					n++
+				}
+			}
+			if n == 0 {
+				missing = append(missing, p.String())
+			} else {
+				found = append(found, fmt.Sprintf("%s (%d)", p, n))
+			}
+		}
+		if len(missing) > 0 {
+			return env.Fail("expected a change to %s; found none", strings.Join(missing, ", ")), nil
+		}
+		return env.Pass("changed: %s", strings.Join(found, ", ")), nil
+	case env.CheckUnchanged:
+		pats, err := sh.patterns(ctx, v, c.Unchanged)
+		if err != nil {
+			return env.GradeResult{}, err
+		}
+		var hit []env.ChangeRecord
+		for _, r := range log {
+			if matchAny(pats, r) {
+				hit = append(hit, r)
+			}
+		}
+		if len(hit) > 0 {
+			return env.Fail("expected no change to %s; found %s", join(pats), countRecords(hit, "")), nil
+		}
+		return env.Pass("no change to %s", join(pats)), nil
+	}
+	return env.GradeResult{}, fmt.Errorf("set exactly one of sql, only_changed, must_change, unchanged or a Go func")
+}
+
+func sqlCheck(ctx context.Context, v *composition.View, c env.Check) (env.GradeResult, error) {
+	rows, err := v.Query(ctx, c.SQL, c.Args...)
+	if err != nil {
+		return env.GradeResult{}, err
+	}
+	if len(rows.Columns) != 1 {
+		return env.GradeResult{}, fmt.Errorf("sql returns %d columns (%s); a check reads exactly one", len(rows.Columns), strings.Join(rows.Columns, ", "))
+	}
+	want := "a true value"
+	if c.Equals != nil {
+		want = jsonText(c.Equals)
+	}
+	switch len(rows.Values) {
+	case 0:
+		return env.Fail("expected %s, found no row", want), nil
+	case 1:
+	default:
+		return env.Fail("expected one row with %s, found %d rows", want, len(rows.Values)), nil
+	}
+	got := rows.Values[0][0]
+	var ok bool
+	if c.Equals == nil {
+		ok = truthy(got)
+	} else if ok, err = equal(c.Equals, got); err != nil {
+		return env.GradeResult{}, err
+	}
+	if ok {
+		return env.Pass("expected %s, found %s", want, sqlText(got)), nil
+	}
+	return env.Fail("expected %s, found %s", want, sqlText(got)), nil
+}
+
+// equal compares an expected JSON value with a value SQLite returned (nil,
+// int64, float64, string or []byte).
+func equal(want, got any) (bool, error) {
+	w, err := normalize(want)
+	if err != nil {
+		return false, fmt.Errorf("equals: %w", err)
+	}
+	if b, ok := got.([]byte); ok {
+		got = string(b)
+	}
+	switch w := w.(type) {
+	case nil:
+		return got == nil, nil
+	case bool:
+		n, ok := number(got)
+		return ok && ((w && n == 1) || (!w && n == 0)), nil
+	case json.Number:
+		return numbersEqual(w, got), nil
+	case string:
+		s, ok := got.(string)
+		return ok && s == w, nil
+	default: // array or object: the query returns JSON text
+		s, ok := got.(string)
+		if !ok {
+			return false, nil
+		}
+		g, err := normalizeText(s)
+		if err != nil {
+			return false, nil
+		}
+		return jsonEqual(w, g), nil
+	}
+}
+
+// normalize round-trips v through JSON so that numbers are json.Number.
+func normalize(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return normalizeText(string(b))
+}
+
+func normalizeText(s string) (any, error) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var out any
+	if err := dec.Decode(&out); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("trailing data after JSON value")
+	}
+	return out, nil
+}
+
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return float64(x), true
+	case float64:
+		return x, true
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// numbersEqual compares exactly when both are integers, by value otherwise.
+func numbersEqual(w json.Number, got any) bool {
+	if gi, ok := got.(int64); ok {
+		if wi, err := strconv.ParseInt(w.String(), 10, 64); err == nil {
+			return wi == gi
+		}
+	}
+	if gn, ok := got.(json.Number); ok {
+		if wi, err := strconv.ParseInt(w.String(), 10, 64); err == nil {
+			if gi, err := strconv.ParseInt(gn.String(), 10, 64); err == nil {
+				return wi == gi
+			}
+		}
+	}
+	wf, err := w.Float64()
+	if err != nil {
+		return false
+	}
+	gf, ok := number(got)
+	return ok && wf == gf
+}
+
+func jsonEqual(a, b any) bool {
+	switch x := a.(type) {
+	case json.Number:
+		return numbersEqual(x, b)
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !jsonEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !jsonEqual(xv, yv) {
+				return false
+			}
+		}
+		return true
+	}
+	return a == b
+}
+
+var numericPrefix = regexp.MustCompile(`^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?`)
+
+// truthy reads a value as SQLite's WHERE does: NULL is false, numbers are
+// true unless zero, text and blobs by their leading number.
+func truthy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case int64:
+		return x != 0
+	case float64:
+		return x != 0
+	case []byte:
+		return truthy(string(x))
+	case string:
+		m := numericPrefix.FindString(x)
+		if m == "" {
+			return false
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(m), 64)
+		return err == nil && f != 0
+	}
+	return false
+}
+
+// jsonText writes an expected value as JSON.
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// sqlText writes a value SQLite returned.
+func sqlText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case []byte:
+		return fmt.Sprintf("x'%x'", x)
+	case string:
+		return strconv.Quote(x)
+	}
+	return fmt.Sprint(v)
+}
+
+func matchAny(pats []env.TablePattern, r env.ChangeRecord) bool {
+	return slices.ContainsFunc(pats, func(p env.TablePattern) bool { return p.Matches(r) })
+}
+
+func join(pats []env.TablePattern) string {
+	s := make([]string, len(pats))
+	for i, p := range pats {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// plural returns "1 change" or "3 changes".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// countRecords describes change records: "2 other changes:
+// main.staff:insert {"id":"…"}, …", at most five of them.
+func countRecords(recs []env.ChangeRecord, adj string) string {
+	noun := "change"
+	if len(recs) != 1 {
+		noun = "changes"
+	}
+	if adj != "" {
+		noun = adj + " " + noun
+	}
+	const most = 5
+	var parts []string
+	for i, r := range recs {
+		if i == most {
+			parts = append(parts, fmt.Sprintf("and %d more", len(recs)-most))
+			break
+		}
+		key, _ := json.Marshal(r.Key)
+		parts = append(parts, fmt.Sprintf("%s.%s:%s %s", r.World, r.Table, r.Op, key))
+	}
+	return fmt.Sprintf("%d %s: %s", len(recs), noun, strings.Join(parts, ", "))
+}
+
+// shape is what a task is checked against: a sealed composition's surface,
+// startup keywords and node paths with their aliases.
+type shape struct {
+	s     *composition.Sealed
+	paths map[string]string // a canonical path or alias -> canonical path
+}
+
+func shapeOf(s *composition.Sealed) *shape {
+	sh := &shape{s: s, paths: map[string]string{}}
+	for _, n := range s.Nodes {
+		sh.paths[n.Path] = n.Path
+		for _, a := range n.Aliases {
+			sh.paths[a] = n.Path
+		}
+	}
+	return sh
+}
+
+func sealed(w *env.World) (*shape, error) {
+	s, err := composition.Seal(w)
+	if err != nil {
+		return nil, err
+	}
+	return shapeOf(s), nil
+}
+
+// resolve parses a table pattern and puts its node's canonical path in it.
+func (sh *shape) resolve(text string) (env.TablePattern, error) {
+	p, err := env.ParseTablePattern(text)
+	if err != nil {
+		return p, err
+	}
+	canon, ok := sh.paths[p.Node]
+	if !ok {
+		nodes := make([]string, 0, len(sh.s.Nodes))
+		for _, n := range sh.s.Nodes {
+			nodes = append(nodes, n.Path)
+		}
+		return p, fmt.Errorf("table pattern %q: %s has no node %q (nodes: %s)", text, sh.s.Root.Name(), p.Node, strings.Join(nodes, ", "))
+	}
+	p.Node = canon
+	return p, nil
+}
+
+// patterns resolves table patterns and checks, on the inspection view,
+// that each named table exists.
+func (sh *shape) patterns(ctx context.Context, v *composition.View, texts []string) ([]env.TablePattern, error) {
+	out := make([]env.TablePattern, 0, len(texts))
+	for _, text := range texts {
+		p, err := sh.resolve(text)
+		if err != nil {
+			return nil, err
+		}
+		if p.Table != "*" {
+			schema := "main"
+			if p.Node != "main" {
+				schema = composition.SchemaName(p.Node)
+			}
+			rows, err := v.Rows(ctx, fmt.Sprintf(`SELECT 1 FROM "%s".sqlite_schema WHERE type = 'table' AND name = ?`, schema), p.Table)
+			if err != nil {
+				return nil, err
+			}
+			if len(rows) == 0 {
+				return nil, fmt.Errorf("table pattern %q: node %s has no table %q", text, p.Node, p.Table)
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// fits checks a task against the composition: its allow list, startup
+// keywords and table patterns.
+func (sh *shape) fits(t env.Task) error {
+	for _, name := range t.Tools {
+		if _, ok := sh.s.Lookup(name); !ok {
+			return fmt.Errorf("tools: %q is not on %s's surface", name, sh.s.Root.Name())
+		}
+	}
+	for k := range t.Startup {
+		if !slices.Contains(sh.s.StartupKeys, k) {
+			return fmt.Errorf("startup keyword %q: no startup hook of %s's tree accepts it", k, sh.s.Root.Name())
+		}
+	}
+	for _, c := range t.Checks {
+		for _, list := range [][]string{c.OnlyChanged, c.MustChange, c.Unchanged} {
+			for _, text := range list {
+				if _, err := sh.resolve(text); err != nil {
+					return fmt.Errorf("check %q: %w", c.Name, err)
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,198 @@
+package task_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/task"
+)
+
+// graded opens a fresh ledger, adds one entry, and grades a task made of
+// checks.
+func graded(t *testing.T, checks ...env.Check) (task.Result, error) {
+	t.Helper()
+	w := newLedger("ledger_" + strings.ToLower(strings.NewReplacer("/", "_", "#", "").Replace(t.Name())))
+	tk := env.Task{ID: "t", Instruction: "Add an entry.", Checks: checks}
+	ep := mustOpen(t, w, tk, composition.Options{})
+	mustCall(t, ep, "add", `{"amount": 5}`)
+	return task.Grade(context.Background(), ep.Instance(), tk)
+}
+
+func TestGrade_Checks(t *testing.T) {
+	partial := func(context.Context, env.Inspector, []env.ChangeRecord) (env.GradeResult, error) {
+		return env.GradeResult{Score: 0.5, Detail: "half"}, nil
+	}
+	reads := func(ctx context.Context, v env.Inspector, log []env.ChangeRecord) (env.GradeResult, error) {
+		rows, err := v.Rows(ctx, "SELECT amount FROM entries")
+		if err != nil {
+			return env.GradeResult{}, err
+		}
+		if len(rows) == 1 && rows[0]["amount"] == int64(5) && len(log) == 1 {
+			return env.Pass("one entry of 5"), nil
+		}
+		return env.Fail("rows %v, %d records", rows, len(log)), nil
+	}
+	tests := []struct {
+		name   string    // case
+		check  env.Check // the only check
+		passed bool      // the check passed
+		detail string    // the check's detail
+	}{
+		{"CountEquals", env.Check{SQL: "SELECT count(*) FROM entries", Equals: 1}, true, "expected 1, found 1"},
+		{"CountDiffers", env.Check{SQL: "SELECT count(*) FROM entries", Equals: 2}, false, "expected 2, found 1"},
+		{"FloatEqualsInteger", env.Check{SQL: "SELECT 1.0", Equals: 1}, true, "expected 1, found 1"},
+		{"Fraction", env.Check{SQL: "SELECT 1.5", Equals: 1.5}, true, "expected 1.5, found 1.5"},
+		{"FractionIsNotInteger", env.Check{SQL: "SELECT 1.5", Equals: 1}, false, "expected 1, found 1.5"},
+		{"LargeIntegersExact", env.Check{SQL: "SELECT 9007199254740993", Equals: int64(9007199254740992)}, false, "expected 9007199254740992, found 9007199254740993"},
+		{"TrueIsOne", env.Check{SQL: "SELECT 1", Equals: true}, true, "expected true, found 1"},
+		{"FalseIsZero", env.Check{SQL: "SELECT 0", Equals: false}, true, "expected false, found 0"},
+		{"TrueIsNotTwo", env.Check{SQL: "SELECT 2", Equals: true}, false, "expected true, found 2"},
+		{"String", env.Check{SQL: "SELECT 'a'", Equals: "a"}, true, `expected "a", found "a"`},
+		{"StringIsNotNumber", env.Check{SQL: "SELECT 1", Equals: "1"}, false, `expected "1", found 1`},
+		{"Array", env.Check{SQL: "SELECT json_array(1, 'x', json('null'))", Equals: []any{1.0, "x", nil}}, true, `expected [1,"x",null], found "[1,\"x\",null]"`},
+		{"ArrayDiffers", env.Check{SQL: "SELECT json_array(1, 2)", Equals: []int{2, 1}}, false, `expected [2,1], found "[1,2]"`},
+		{"Object", env.Check{SQL: "SELECT json_object('b', 2, 'a', json_array(1))", Equals: map[string]any{"a": []any{1}, "b": 2}}, true, `expected {"a":[1],"b":2}`},
+		{"ObjectNotJSON", env.Check{SQL: "SELECT 'nope'", Equals: map[string]any{}}, false, `expected {}, found "nope"`},
+		{"Args", env.Check{SQL: "SELECT count(*) FROM entries WHERE amount = ?", Args: []any{5}, Equals: 1}, true, "expected 1, found 1"},
+		{"Truthy", env.Check{SQL: "SELECT count(*) > 0 FROM entries"}, true, "expected a true value, found 1"},
+		{"TruthyText", env.Check{SQL: "SELECT '2 entries'"}, true, `expected a true value, found "2 entries"`},
+		{"FalsyText", env.Check{SQL: "SELECT 'abc'"}, false, `expected a true value, found "abc"`},
+		{"FalsyNull", env.Check{SQL: "SELECT NULL"}, false, "expected a true value, found NULL"},
+		{"FalsyBlob", env.Check{SQL: "SELECT x'00'"}, false, "expected a true value, found x'00'"},
+		{"NoRow", env.Check{SQL: "SELECT 1 WHERE 0", Equals: 1}, false, "expected 1, found no row"},
+		{"TwoRows", env.Check{SQL: "SELECT 1 UNION ALL SELECT 1", Equals: 1}, false, "expected one row with 1, found 2 rows"},
+		{"OnlyChanged", env.Check{OnlyChanged: []string{"main.entries"}}, true, "1 change, all to main.entries"},
+		{"OnlyChangedOtherTable", env.Check{OnlyChanged: []string{"main.notes"}}, false, `expected changes only to main.notes; found 1 other change: main.entries:insert {"id":1}`},
+		{"OnlyChangedOtherOp", env.Check{OnlyChanged: []string{"main.entries:delete"}}, false, "found 1 other change: main.entries:insert"},
+		{"MustChange", env.Check{MustChange: []string{"main.entries:insert"}}, true, "changed: main.entries:insert (1)"},
+		{"MustChangeMissing", env.Check{MustChange: []string{"main.entries", "main.notes"}}, false, "expected a change to main.notes; found none"},
+		{"Unchanged", env.Check{Unchanged: []string{"main.notes"}}, true, "no change to main.notes"},
+		{"UnchangedWildcard", env.Check{Unchanged: []string{"main.*"}}, false, `expected no change to main.*; found 1 change: main.entries:insert {"id":1}`},
+		{"FuncReads", env.Check{Func: reads}, true, "one entry of 5"},
+		{"FuncPartial", env.Check{Func: partial}, false, "half"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := graded(t, tt.check)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := res.Checks[0]
+			if c.Passed != tt.passed || !strings.Contains(c.Detail, tt.detail) {
+				t.Fatalf("passed %v %q, want %v %q", c.Passed, c.Detail, tt.passed, tt.detail)
+			}
+			if want := map[bool]float64{true: 1, false: 0}[tt.passed]; tt.name != "FuncPartial" && (res.Reward != want || c.Score != want) {
+				t.Fatalf("reward %v score %v, want %v", res.Reward, c.Score, want)
+			}
+			if res.Done != tt.passed {
+				t.Fatalf("done %v, want %v", res.Done, tt.passed)
+			}
+		})
+	}
+}
+
+func TestGrade_Reward(t *testing.T) {
+	stop := func(context.Context, env.Inspector, []env.ChangeRecord) (env.GradeResult, error) {
+		return env.GradeResult{Score: 0, Done: true, Detail: "cannot recover"}, nil
+	}
+	tests := []struct {
+		name   string      // case
+		checks []env.Check // the task's checks
+		reward float64     // want
+		done   bool        // want
+	}{
+		{"AllPass", []env.Check{{SQL: "SELECT 1"}, {MustChange: []string{"main.entries"}}}, 1, true},
+		{"Weighted", []env.Check{{SQL: "SELECT 1", Weight: 3}, {SQL: "SELECT 0"}}, 0.75, false},
+		{"DefaultWeights", []env.Check{{SQL: "SELECT 1"}, {SQL: "SELECT 0"}, {SQL: "SELECT 0"}, {SQL: "SELECT 1"}}, 0.5, false},
+		{"PartialScore", []env.Check{{SQL: "SELECT 1"}, {Func: func(context.Context, env.Inspector, []env.ChangeRecord) (env.GradeResult, error) {
+			return env.GradeResult{Score: 0.5}, nil
+		}}}, 0.75, false},
+		{"FuncEndsEpisode", []env.Check{{SQL: "SELECT 1"}, {Func: stop}}, 0.5, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := graded(t, tt.checks...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Reward != tt.reward || res.Done != tt.done || res.Task != "t" || len(res.Checks) != len(tt.checks) {
+				t.Fatalf("got %+v, want reward %v done %v", res, tt.reward, tt.done)
+			}
+		})
+	}
+}
+
+func TestGrade_Errors(t *testing.T) {
+	writes := func(ctx context.Context, v env.Inspector, _ []env.ChangeRecord) (env.GradeResult, error) {
+		if _, err := v.Rows(ctx, "INSERT INTO notes (body) VALUES ('graded')"); err != nil {
+			return env.GradeResult{}, err
+		}
+		return env.Pass("wrote"), nil
+	}
+	tests := []struct {
+		name  string    // case
+		check env.Check // the only check
+		err   string    // substring of the error
+	}{
+		{"TwoColumns", env.Check{Name: "c", SQL: "SELECT 1, 2"}, `task t: check "c": sql returns 2 columns (1, 2); a check reads exactly one`},
+		{"BadSQL", env.Check{Name: "c", SQL: "SELECT FROM"}, `task t: check "c": sqlitestore: near "FROM": syntax error`},
+		{"SQLWrites", env.Check{Name: "c", SQL: "DELETE FROM entries RETURNING 1"}, `task t: check "c": sqlitestore: not authorized (the inspection connection is read-only)`},
+		{"FuncWrites", env.Check{Name: "c", Func: writes}, `task t: check "c": sqlitestore: not authorized (the inspection connection is read-only)`},
+		{"FuncFails", env.Check{Name: "c", Func: func(context.Context, env.Inspector, []env.ChangeRecord) (env.GradeResult, error) {
+			return env.GradeResult{}, errors.New("grader broke")
+		}}, `task t: check "c": grader broke`},
+		{"ScoreAboveOne", env.Check{Name: "c", Func: func(context.Context, env.Inspector, []env.ChangeRecord) (env.GradeResult, error) {
+			return env.GradeResult{Score: 1.5}, nil
+		}}, `task t: check "c": score 1.5 is outside [0, 1]`},
+		{"UnknownNode", env.Check{Name: "c", OnlyChanged: []string{"payments.charges"}}, `has no node "payments" (nodes: main)`},
+		{"UnknownTable", env.Check{Name: "c", MustChange: []string{"main.charges"}}, `task t: check "c": table pattern "main.charges": node main has no table "charges"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newLedger("ledger_err_" + strings.ToLower(tt.name))
+			tk := env.Task{ID: "t", Instruction: "x", Checks: []env.Check{{SQL: "SELECT 1"}}}
+			ep := mustOpen(t, w, tk, composition.Options{})
+			mustCall(t, ep, "add", `{"amount": 5}`)
+			tk.Checks = []env.Check{tt.check}
+			_, err := task.Grade(context.Background(), ep.Instance(), tk)
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Fatalf("err = %v, want one containing %q", err, tt.err)
+			}
+			// Nothing a grader did reached the stores.
+			rows, err := ep.Instance().Inspect().Rows(context.Background(), "SELECT (SELECT count(*) FROM entries) AS e, (SELECT count(*) FROM notes) AS n")
+			if err != nil || rows[0]["e"] != int64(1) || rows[0]["n"] != int64(0) {
+				t.Fatalf("stores after grading: %v, %v", rows, err)
+			}
+			if n := len(ep.Instance().ChangeLog()); n != 1 {
+				t.Fatalf("%d change records, want 1", n)
+			}
+		})
+	}
+}
+
+func TestResult_WriteText(t *testing.T) {
+	res := task.Result{Task: "t", Reward: 0.75, Checks: []env.CheckResult{
+		{Name: "a", Passed: true, Score: 1, Weight: 3, Detail: "expected 1, found 1"},
+		{Name: "b", Score: 0, Weight: 1, Detail: "expected 2, found 1"},
+		{Name: "c", Score: 0.5, Weight: 1, Detail: "half"},
+	}}
+	var b strings.Builder
+	if err := res.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := `  PASS  a (weight 3): expected 1, found 1
+  FAIL  b (weight 1): expected 2, found 1
+  50%   c (weight 1): half
+  reward 0.75  done false
+`
+	if b.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	if res.Passed() {
+		t.Error("Passed() with failing checks")
+	}
+}

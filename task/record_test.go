@@ -1,0 +1,319 @@
+package task_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/examples/worlds/company"
+	"github.com/seahaven/seahaven/task"
+)
+
+func companyTask(tb testing.TB, id string) (env.Task, []env.Task) {
+	tb.Helper()
+	tasks, err := task.ForWorld(company.World)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tk, ok := task.Find(tasks, id)
+	if !ok {
+		tb.Fatalf("no task %s", id)
+	}
+	return tk, tasks
+}
+
+// recordInvoice records an episode of invoice_750: one refused call, one
+// call with bad arguments, the solution, each graded; then closes it and
+// returns the file.
+func recordInvoice(t *testing.T, opts composition.Options) string {
+	t.Helper()
+	ctx := context.Background()
+	tk, _ := companyTask(t, "invoice_750")
+	rec, err := task.NewRecorder(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Dir = t.TempDir()
+	ep, err := task.Open(ctx, company.World, tk, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ep.Record(rec); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ tool, args string }{
+		{"hire", `{"name": "Edsger Dijkstra"}`},
+		{"invoice", `{"amount": -1}`},
+		{"invoice", `{"amount": 750}`},
+	} {
+		ep.CallJSON(ctx, c.tool, []byte(c.args))
+		if _, err := ep.Grade(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := ep.Recording().Path()
+	if err := ep.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestRecorder_Episode(t *testing.T) {
+	path := recordInvoice(t, composition.Options{EpisodeID: "ep-7", Seed: 5})
+	if filepath.Base(path) != "ep-7.jsonl" {
+		t.Errorf("file %s, want ep-7.jsonl", path)
+	}
+	tr, err := task.ReadTrajectoryFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := tr.Header
+	if h.Type != task.LineHeader || h.Task != "invoice_750" || h.World != "company" || h.WorldVersion != company.World.Version() ||
+		h.Fixture != "acme" || h.Seed != 5 || h.Now != company.AcmeNow || h.EpisodeID != "ep-7" {
+		t.Fatalf("header %+v", h)
+	}
+	if len(tr.Calls) != 3 {
+		t.Fatalf("%d calls, want 3", len(tr.Calls))
+	}
+	refused, bad, ok := tr.Calls[0], tr.Calls[1], tr.Calls[2]
+	if refused.Error == nil || refused.Error.Type != env.KindNotFound || refused.Result != nil {
+		t.Errorf("refused call %+v", refused)
+	}
+	if bad.Error == nil || bad.Error.Type != env.KindInvalidArgs {
+		t.Errorf("bad call %+v", bad)
+	}
+	var inv company.Invoice
+	if ok.Error != nil || json.Unmarshal(ok.Result, &inv) != nil || inv.Amount != 750 || string(ok.Arguments) != `{"amount":750}` {
+		t.Errorf("call %+v", ok)
+	}
+	if ok.Reward == nil || *ok.Reward != 1 || ok.Done == nil || !*ok.Done || refused.Reward == nil || *refused.Reward == 1 {
+		t.Errorf("rewards on the lines: %v %v", refused.Reward, ok.Reward)
+	}
+	if tr.End == nil || tr.End.Calls != 3 || tr.End.Result == nil || tr.End.Result.Reward != 1 || len(tr.End.StateSHA256) != 5 {
+		t.Fatalf("end %+v", tr.End)
+	}
+}
+
+func TestReplayTrajectory(t *testing.T) {
+	ctx := context.Background()
+	path := recordInvoice(t, composition.Options{EpisodeID: "replayed", Seed: 5})
+	_, tasks := companyTask(t, "invoice_750")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	tests := []struct {
+		name   string               // case
+		edit   func(lines []string) // changes the recorded lines
+		wrong  []string             // substrings of the mismatches, in order; none for a faithful replay
+		reward float64              // the replay's reward
+	}{
+		{name: "Faithful", edit: func([]string) {}, reward: 1},
+		{name: "OtherSeed", edit: func(l []string) {
+			l[0] = strings.Replace(l[0], `"seed":5`, `"seed":6`, 1)
+		}, wrong: []string{"call 3 (invoice): recorded result", "final state differs from the recording in main, payments"}, reward: 1},
+		{name: "TamperedResult", edit: func(l []string) {
+			l[3] = strings.Replace(l[3], `"amount":750},"reward"`, `"amount":751},"reward"`, 1)
+		}, wrong: []string{`call 3 (invoice): recorded result {"id":`}, reward: 1},
+		{name: "TamperedError", edit: func(l []string) {
+			l[1] = strings.Replace(l[1], `"error_type":"tool_not_found"`, `"error_type":"execution_error"`, 1)
+		}, wrong: []string{`call 1 (hire): recorded error execution_error "unknown tool`}, reward: 1},
+		{name: "TamperedReward", edit: func(l []string) {
+			l[4] = strings.Replace(l[4], `"reward":1,`, `"reward":0.5,`, 1)
+		}, wrong: []string{"recorded reward 0.5 (done true), replay reward 1 (done true)"}, reward: 1},
+		{name: "CutShort", edit: func(l []string) {
+			l[3], l[4] = "", "" // the solving call and the end line are lost
+		}, reward: 1.0 / 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := append([]string(nil), lines...)
+			tt.edit(l)
+			var kept []string
+			for _, s := range l {
+				if s != "" {
+					kept = append(kept, s)
+				}
+			}
+			tr, err := task.ReadTrajectory(strings.NewReader(strings.Join(kept, "\n") + "\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := task.ReplayTrajectory(ctx, company.World, tasks, tr, composition.Options{Dir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Mismatches) != len(tt.wrong) {
+				t.Fatalf("mismatches %q, want %d", rep.Mismatches, len(tt.wrong))
+			}
+			for i, w := range tt.wrong {
+				if !strings.Contains(rep.Mismatches[i], w) {
+					t.Errorf("mismatch %d = %q, want it to contain %q", i, rep.Mismatches[i], w)
+				}
+			}
+			if rep.Result == nil || rep.Result.Reward != tt.reward {
+				t.Fatalf("replay result %+v, want reward %v", rep.Result, tt.reward)
+			}
+			if tt.name == "Faithful" && !reflect.DeepEqual(rep.StateSHA256, tr.End.StateSHA256) {
+				t.Fatalf("state hashes %v, recorded %v", rep.StateSHA256, tr.End.StateSHA256)
+			}
+		})
+	}
+}
+
+func TestReplayTrajectory_Errors(t *testing.T) {
+	ctx := context.Background()
+	_, tasks := companyTask(t, "invoice_750")
+	tests := []struct {
+		name   string // case
+		header string // the header line
+		err    string // substring of the error
+	}{
+		{"OtherWorld", `{"type":"header","task":"","world":"shop","world_version":"1.0.0","fixture":"","seed":0,"now":"","episode_id":""}`, `the trajectory is of world "shop", not "company"`},
+		{"UnknownTask", `{"type":"header","task":"nope","world":"company","world_version":"0.1.0","fixture":"acme","seed":0,"now":"","episode_id":""}`, `task "nope" is not a task of company`},
+		{"MissingFixture", `{"type":"header","task":"","world":"company","world_version":"0.1.0","fixture":"gone","seed":0,"now":"","episode_id":""}`, "gone"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, err := task.ReadTrajectory(strings.NewReader(tt.header + "\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = task.ReplayTrajectory(ctx, company.World, tasks, tr, composition.Options{Dir: t.TempDir()})
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Fatalf("err = %v, want one containing %q", err, tt.err)
+			}
+		})
+	}
+}
+
+// An episode without a task records and replays too; there is nothing to
+// grade.
+func TestReplayTrajectory_WithoutTask(t *testing.T) {
+	ctx := context.Background()
+	rec, err := task.NewRecorder(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := task.Open(ctx, company.World, env.Task{}, composition.Options{Fixture: company.AcmeID, Seed: 9, Dir: t.TempDir(), ControlTools: true, ClockMode: env.ClockStep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ep.Record(rec); err != nil {
+		t.Fatal(err)
+	}
+	mustCall(t, ep, "chat_send_message", `{"channel": "general", "text": "hello"}`)
+	mustCall(t, ep, env.ControlTool, `{"action": "advance_clock", "seconds": 60}`)
+	mustCall(t, ep, "invoice", `{"amount": 10}`)
+	path := ep.Recording().Path()
+	if err := ep.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := task.ReadTrajectoryFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Header.Task != "" || !tr.Header.ControlTools || tr.Header.ClockMode != env.ClockStep || tr.End == nil || tr.End.Result != nil {
+		t.Fatalf("trajectory %+v", tr)
+	}
+	rep, err := task.ReplayTrajectory(ctx, company.World, nil, tr, composition.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Mismatches) != 0 || rep.Result != nil || rep.Calls != 3 {
+		t.Fatalf("replay %+v", rep)
+	}
+}
+
+func TestRecorder_Names(t *testing.T) {
+	rec, err := task.NewRecorder(filepath.Join(t.TempDir(), "new", "dir"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, id := range []string{"ep", "ep", "../escape", ""} {
+		r, err := rec.Start(task.Header{World: "w", EpisodeID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if filepath.Dir(r.Path()) != rec.Dir() {
+			t.Fatalf("file %s outside %s", r.Path(), rec.Dir())
+		}
+		got = append(got, filepath.Base(r.Path()))
+		r.Close()
+	}
+	if got[0] != "ep.jsonl" || got[1] != "ep-2.jsonl" || !strings.HasSuffix(got[2], ".jsonl") || strings.Contains(got[2], "escape") || got[3] == ".jsonl" {
+		t.Fatalf("names %v", got)
+	}
+}
+
+func TestReadTrajectory_Errors(t *testing.T) {
+	const h = `{"type":"header","task":"","world":"w","world_version":"1","fixture":"","seed":0,"now":"","episode_id":""}`
+	const c = `{"type":"call","tool":"t","arguments":{},"result":1}`
+	const e = `{"type":"end","calls":1,"state_sha256":{}}`
+	tests := []struct {
+		name string // case
+		text string // the file
+		err  string // substring of the error
+	}{
+		{"Empty", "", "empty trajectory"},
+		{"NoHeader", c + "\n", `line 1: type "call", want "header"`},
+		{"NotJSON", h + "\nnope\n", "line 2: not a JSON object"},
+		{"BlankLine", h + "\n\n", "line 2: empty line"},
+		{"UnknownKey", h + "\n" + strings.Replace(c, `"tool"`, `"tol":"x","tool"`, 1) + "\n", `line 2 (call): json: unknown field "tol"`},
+		{"ResultAndError", h + "\n" + `{"type":"call","tool":"t","arguments":{},"result":1,"error":{"error_type":"x","message":"y"}}` + "\n", "want exactly one of result and error"},
+		{"NeitherResultNorError", h + "\n" + `{"type":"call","tool":"t","arguments":{}}` + "\n", "want exactly one of result and error"},
+		{"NoTool", h + "\n" + strings.Replace(c, `"tool":"t"`, `"tool":""`, 1) + "\n", "tool is empty"},
+		{"SecondHeader", h + "\n" + h + "\n", `line 2: type "header", want "call"`},
+		{"AfterEnd", h + "\n" + e + "\n" + c + "\n", `line 3: a "call" line after the end line`},
+		{"NoWorld", strings.Replace(h, `"world":"w"`, `"world":""`, 1) + "\n", "world is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := task.ReadTrajectory(strings.NewReader(tt.text))
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Fatalf("err = %v, want one containing %q", err, tt.err)
+			}
+		})
+	}
+}
+
+// FuzzReadTrajectory: ReadTrajectory never panics, and what it accepts
+// reads back the same once written out again.
+func FuzzReadTrajectory(f *testing.F) {
+	f.Add([]byte(`{"type":"header","task":"a","world":"w","world_version":"1","fixture":"f","seed":3,"now":"n","episode_id":"e","startup":{"k":[1,2.5]}}` + "\n" +
+		`{"type":"call","tool":"t","arguments":{"x":1},"result":{"id":"y"},"reward":0.5,"done":false}` + "\n" +
+		`{"type":"call","tool":"t","arguments":null,"arguments_text":"{bad","error":{"error_type":"invalid_args","message":"m"}}` + "\n" +
+		`{"type":"end","calls":2,"result":{"task":"a","reward":1,"done":true,"checks":[]},"state_sha256":{"main":"00"}}` + "\n"))
+	f.Add([]byte(`{"type":"header","world":"w"}` + "\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tr, err := task.ReadTrajectory(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.Encode(tr.Header)
+		for _, c := range tr.Calls {
+			enc.Encode(c)
+		}
+		if tr.End != nil {
+			enc.Encode(tr.End)
+		}
+		again, err := task.ReadTrajectory(&buf)
+		if err != nil {
+			t.Fatalf("a re-written trajectory does not read: %v\n%s", err, buf.String())
+		}
+		if !reflect.DeepEqual(again.Header.Task, tr.Header.Task) || len(again.Calls) != len(tr.Calls) || (again.End == nil) != (tr.End == nil) {
+			t.Fatalf("round trip differs:\n%+v\n%+v", tr, again)
+		}
+	})
+}

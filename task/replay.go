@@ -1,0 +1,151 @@
+package task
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
+)
+
+// Replay is the outcome of replaying a trajectory.
+type Replay struct {
+	// Calls is the number of calls replayed.
+	Calls int
+	// Result is the task's grading after the last call; nil for a
+	// trajectory without a task.
+	Result *Result
+	// StateSHA256 is StateHash after the last call.
+	StateSHA256 map[string]string
+	// Mismatches lists every way the replay differed from the recording:
+	// a call whose result or error differs, a final state hash or reward
+	// that differs from the end line. None means the episode is
+	// deterministic as far as the recording shows.
+	Mismatches []string
+	// Warnings are differences that do not make the replay wrong, such as a
+	// world version other than the recorded one.
+	Warnings []string
+}
+
+// ReplayTrajectory opens the instance a trajectory was recorded on (the
+// same world, task, fixture, now, seed, startup keywords, clock mode and
+// control tools), makes its calls again in order, grades the result and
+// compares everything the recording holds with what the replay produced.
+// tasks are the world's tasks (ForWorld); opts supplies what a header does
+// not say (FixturesDir, Dir). An error means the replay could not run: a
+// trajectory of another world, an unknown task, an instance that does not
+// open, a grader that fails.
+func ReplayTrajectory(ctx context.Context, w *env.World, tasks []env.Task, tr *Trajectory, opts composition.Options) (*Replay, error) {
+	h := tr.Header
+	if h.World != w.Name() {
+		return nil, fmt.Errorf("task: the trajectory is of world %q, not %q", h.World, w.Name())
+	}
+	rep := &Replay{}
+	if h.WorldVersion != w.Version() {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("recorded with %s %s, replayed with %s", h.World, h.WorldVersion, w.Version()))
+	}
+	var t env.Task
+	if h.Task != "" {
+		var ok bool
+		if t, ok = Find(tasks, h.Task); !ok {
+			return nil, fmt.Errorf("task: the trajectory's task %q is not a task of %s", h.Task, w.Name())
+		}
+		// The header says what the instance was opened with, overrides
+		// included: it wins over the task's own values.
+		t.Fixture, t.Now, t.Startup = h.Fixture, h.Now, maps.Clone(h.Startup)
+		seed := h.Seed
+		t.Seed = &seed
+	}
+	opts.Fixture, opts.Now, opts.Seed, opts.Startup = h.Fixture, h.Now, h.Seed, maps.Clone(h.Startup)
+	opts.ClockMode, opts.ControlTools, opts.EpisodeID = h.ClockMode, h.ControlTools, h.EpisodeID
+	ep, err := Open(ctx, w, t, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer ep.Close()
+	for i, c := range tr.Calls {
+		out, callErr := ep.CallJSON(ctx, c.Tool, c.arguments())
+		got, err := NewCallLine(c.Tool, c.arguments(), out, callErr)
+		if err != nil {
+			return nil, err
+		}
+		rep.Calls++
+		if diff := diffCall(c, got); diff != "" {
+			rep.Mismatches = append(rep.Mismatches, fmt.Sprintf("call %d (%s): %s", i+1, c.Tool, diff))
+		}
+	}
+	if rep.StateSHA256, err = StateHash(ctx, ep.Instance()); err != nil {
+		return nil, err
+	}
+	if h.Task != "" {
+		res, err := ep.Grade(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rep.Result = &res
+	}
+	if tr.End != nil {
+		rep.Mismatches = append(rep.Mismatches, diffEnd(*tr.End, rep)...)
+	}
+	return rep, nil
+}
+
+// diffCall compares a recorded call with its replay.
+func diffCall(rec, got CallLine) string {
+	switch {
+	case rec.Error != nil && got.Error != nil:
+		if *rec.Error != *got.Error {
+			return fmt.Sprintf("recorded error %s, replay error %s", errText(rec.Error), errText(got.Error))
+		}
+	case rec.Error != nil:
+		return fmt.Sprintf("recorded error %s, replay returned %s", errText(rec.Error), got.Result)
+	case got.Error != nil:
+		return fmt.Sprintf("recorded result %s, replay failed with %s", compactJSON(rec.Result), errText(got.Error))
+	default:
+		a, errA := normalizeText(string(rec.Result))
+		b, errB := normalizeText(string(got.Result))
+		if errA != nil || errB != nil || !jsonEqual(a, b) {
+			return fmt.Sprintf("recorded result %s, replay returned %s", compactJSON(rec.Result), got.Result)
+		}
+	}
+	return ""
+}
+
+func errText(e *CallError) string {
+	if e.Type == "" {
+		return fmt.Sprintf("%q", e.Message)
+	}
+	return fmt.Sprintf("%s %q", e.Type, e.Message)
+}
+
+// diffEnd compares a recording's end line with the replay's final state.
+func diffEnd(end EndLine, rep *Replay) []string {
+	var out []string
+	if end.Calls != rep.Calls {
+		out = append(out, fmt.Sprintf("the end line counts %d calls, the trajectory holds %d", end.Calls, rep.Calls))
+	}
+	if end.StateSHA256 != nil {
+		paths := slices.Sorted(maps.Keys(end.StateSHA256))
+		for p := range rep.StateSHA256 {
+			if _, ok := end.StateSHA256[p]; !ok {
+				paths = append(paths, p)
+			}
+		}
+		var diff []string
+		for _, p := range paths {
+			if end.StateSHA256[p] != rep.StateSHA256[p] {
+				diff = append(diff, p)
+			}
+		}
+		if len(diff) > 0 {
+			out = append(out, fmt.Sprintf("final state differs from the recording in %s", strings.Join(diff, ", ")))
+		}
+	}
+	if end.Result != nil && rep.Result != nil && (end.Result.Reward != rep.Result.Reward || end.Result.Done != rep.Result.Done) {
+		out = append(out, fmt.Sprintf("recorded reward %.4g (done %t), replay reward %.4g (done %t)", end.Result.Reward, end.Result.Done, rep.Result.Reward, rep.Result.Done))
+	}
+	return out
+}

@@ -1,0 +1,396 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/seahaven/seahaven/examples/worlds/company"
+	"github.com/seahaven/seahaven/fixture"
+	"github.com/seahaven/seahaven/openenv"
+	"github.com/seahaven/seahaven/web"
+)
+
+// chromiumPath is where Debian's chromium package installs the browser.
+const chromiumPath = "/usr/bin/chromium"
+
+var screenshots = flag.String("screenshots", "", "save a PNG of each panel of the browser test into this directory")
+
+// mustServeCompany serves the company world with the UI mounted at /web,
+// as `seahaven serve` does, and returns its base URL.
+func mustServeCompany(tb testing.TB) string {
+	tb.Helper()
+	backend, err := openenv.NewWorldBackend(company.World, openenv.WorldBackendConfig{
+		DefaultFixture: "acme", InstanceRoot: tb.TempDir(),
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := openenv.NewServer(backend, openenv.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	mux := http.NewServeMux()
+	mux.Handle("/web/", web.Handler())
+	mux.Handle("/web", web.Handler())
+	mux.Handle("/", srv.Handler())
+	mux.HandleFunc("GET /composition", func(w http.ResponseWriter, _ *http.Request) { // TEMPORARY
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, sampleComposition)
+	})
+	ts := httptest.NewServer(mux)
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		ts.Close()
+		backend.Close()
+	})
+	return ts.URL
+}
+
+// mustBrowser starts a headless Chromium with a fresh profile and returns a
+// tab's context. Without Chromium the test is skipped, unless CI is set.
+func mustBrowser(t *testing.T) context.Context {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI is set but %s is missing (%v): install Debian's chromium package", chromiumPath, err)
+		}
+		t.Skipf("browser test skipped: %s is missing (install Debian's chromium package to run it)", chromiumPath)
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1440, 960),
+	}
+	// The deadline bounds a hung browser; it is not an assertion on speed.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(cancelBrowser)
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("starting %s: %v", chromiumPath, err)
+	}
+	return bctx
+}
+
+// pageErrors collects uncaught exceptions thrown by the page's scripts.
+type pageErrors struct{ ch chan string }
+
+func listenPageErrors(t *testing.T, ctx context.Context) *pageErrors {
+	t.Helper()
+	pe := &pageErrors{ch: make(chan string, 16)}
+	err := chromedp.Listen(ctx, func(ev any) {
+		if e, ok := ev.(*runtime.EventExceptionThrown); ok {
+			msg := e.ExceptionDetails.Text
+			if e.ExceptionDetails.Exception != nil {
+				msg += " " + e.ExceptionDetails.Exception.Description
+			}
+			select {
+			case pe.ch <- msg:
+			default:
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("listening to the page: %v", err)
+	}
+	return pe
+}
+
+func (pe *pageErrors) check(t *testing.T) {
+	t.Helper()
+	for {
+		select {
+		case msg := <-pe.ch:
+			t.Errorf("uncaught exception in the page: %s", msg)
+		default:
+			return
+		}
+	}
+}
+
+// stepTimeout bounds one group of browser actions, so a selector that never
+// matches fails the test with its name instead of hanging it. It is not an
+// assertion on speed.
+const stepTimeout = 20 * time.Second
+
+// textOf returns the text content of the first element matching sel,
+// waiting for it to be visible.
+func textOf(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	run(t, ctx, "waiting for "+sel, chromedp.WaitVisible(chromedp.CSS(sel)))
+	sctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	s, err := chromedp.Run(sctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		t.Fatalf("reading %s: %v", sel, err)
+	}
+	return s
+}
+
+// run runs browser actions, failing the test with what was being done.
+func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	if err := chromedp.Do(sctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// shot saves a screenshot of the page when -screenshots names a directory.
+func shot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	if *screenshots == "" {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.MkdirAll(*screenshots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(*screenshots, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// inspectHTTP runs a query over the public HTTP API on a session of its own,
+// reset from acme, to learn what the fixture holds independently of the UI.
+func inspectHTTP(t *testing.T, base, sql string) [][]any {
+	t.Helper()
+	post := func(path, body string) []byte {
+		req, err := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set(openenv.SessionHeader, "browser-test-reference")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s: %d %s %v", path, res.StatusCode, b, err)
+		}
+		return b
+	}
+	post("/reset", `{"fixture":"acme"}`)
+	var out struct {
+		Rows [][]any `json:"rows"`
+	}
+	if err := json.Unmarshal(post("/inspect", fmt.Sprintf(`{"sql":%q}`, sql)), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out.Rows
+}
+
+func TestUI_Browser(t *testing.T) {
+	base := mustServeCompany(t)
+	ctx := mustBrowser(t)
+	pe := listenPageErrors(t, ctx)
+	t.Cleanup(func() { pe.check(t) })
+
+	// What the fixture holds, learnt over HTTP, not through the page.
+	rows := inspectHTTP(t, base, "SELECT count(*) FROM payments.charges")
+	if len(rows) != 1 || len(rows[0]) != 1 {
+		t.Fatalf("count over HTTP: %v", rows)
+	}
+	charges, ok := rows[0][0].(float64)
+	if !ok {
+		t.Fatalf("count over HTTP is %T, want a number", rows[0][0])
+	}
+
+	t.Run("Open", func(t *testing.T) {
+		run(t, ctx, "open /web",
+			chromedp.Navigate(base+"/web"),
+			chromedp.WaitVisible(chromedp.CSS(`#ws-status[data-state="open"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#tools [data-tool="invoice"]`)))
+		url, err := chromedp.Run(ctx, chromedp.Location())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if url != base+"/web/" {
+			t.Errorf("location = %s, want %s/web/ (the redirect)", url, base)
+		}
+		if got := textOf(t, ctx, "#world"); !strings.Contains(got, "company") {
+			t.Errorf("header world = %q, want it to name company", got)
+		}
+	})
+
+	t.Run("ResetFromAcme", func(t *testing.T) {
+		run(t, ctx, "reset from acme",
+			chromedp.SetValue(chromedp.ID("reset-fixture"), "acme"),
+			chromedp.SetValue(chromedp.ID("reset-seed"), "0"),
+			chromedp.SetValue(chromedp.ID("reset-episode"), "browser-test-episode"),
+			chromedp.Click(chromedp.ID("reset-btn")),
+			chromedp.WaitVisible(chromedp.CSS(`#episode[data-episode="browser-test-episode"][data-fixture="acme"][data-steps="0"]`)))
+		if got := textOf(t, ctx, "#episode"); !strings.Contains(got, "acme") {
+			t.Errorf("episode facts = %q, want the fixture acme", got)
+		}
+	})
+
+	t.Run("CallInvoiceThroughForm", func(t *testing.T) {
+		run(t, ctx, "fill the invoice form",
+			chromedp.Click(chromedp.CSS(`#tools [data-tool="invoice"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#tool-fields input[name="amount"]`)),
+			chromedp.SendKeys(chromedp.CSS(`#tool-fields input[name="amount"]`), "500"),
+			chromedp.Click(chromedp.ID("call-btn")),
+			chromedp.WaitVisible(chromedp.ID("call-output")),
+			chromedp.WaitVisible(chromedp.CSS(`#changelog .change[data-where="main/invoices"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#changelog .change[data-where="payments/charges"]`)))
+		var result struct {
+			Amount   int    `json:"amount"`
+			ChargeID string `json:"charge_id"`
+		}
+		if err := json.Unmarshal([]byte(textOf(t, ctx, "#call-output")), &result); err != nil {
+			t.Fatalf("result is not the invoice JSON: %v", err)
+		}
+		if result.Amount != 500 || result.ChargeID == "" {
+			t.Errorf("result = %+v, want amount 500 and a charge id", result)
+		}
+		inv := textOf(t, ctx, `#changelog .change[data-where="main/invoices"]`)
+		charge := textOf(t, ctx, `#changelog .change[data-where="payments/charges"]`)
+		for _, c := range []struct{ name, text, want string }{
+			{"invoice op", inv, "insert"},
+			{"invoice amount", inv, "500"},
+			{"invoice charge id", inv, result.ChargeID},
+			{"charge op", charge, "insert"},
+			{"charge key", charge, result.ChargeID},
+			{"charge writer", charge, "create_charge (internal)"},
+		} {
+			if !strings.Contains(strings.ToLower(c.text), strings.ToLower(c.want)) {
+				t.Errorf("%s: change entry %q does not contain %q", c.name, c.text, c.want)
+			}
+		}
+		if got := textOf(t, ctx, `#changelog .call[data-call="1"] h3`); !strings.Contains(got, "invoice") {
+			t.Errorf("call heading = %q, want it to name invoice", got)
+		}
+		shot(t, ctx, "playground")
+	})
+
+	t.Run("ConsoleCount", func(t *testing.T) {
+		run(t, ctx, "count charges in the console",
+			chromedp.Click(chromedp.CSS(`#tabs a[data-tab="console"]`)),
+			chromedp.WaitVisible(chromedp.ID("sql")),
+			chromedp.SetValue(chromedp.ID("sql"), "SELECT count(*) FROM payments.charges"),
+			chromedp.Click(chromedp.ID("sql-run")),
+			chromedp.WaitVisible(chromedp.CSS("#sql-result td")))
+		want := strconv.Itoa(int(charges) + 1)
+		if got := strings.TrimSpace(textOf(t, ctx, "#sql-result td")); got != want {
+			t.Errorf("count(*) in the console = %q, want %s (acme's %v charges and the invoice's)", got, want, charges)
+		}
+		if got := textOf(t, ctx, "#sql-result th"); got != "count(*)" {
+			t.Errorf("column = %q, want count(*)", got)
+		}
+	})
+
+	t.Run("ConsoleRefusesWrites", func(t *testing.T) {
+		run(t, ctx, "run a DELETE",
+			chromedp.SetValue(chromedp.ID("sql"), "DELETE FROM invoices"),
+			chromedp.Click(chromedp.ID("sql-run")),
+			chromedp.WaitVisible(chromedp.ID("sql-error")))
+		if got := textOf(t, ctx, "#sql-error"); !strings.Contains(got, "read-only") {
+			t.Errorf("error = %q, want it to say the connection is read-only", got)
+		}
+		cells, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#sql-result td").length`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cells != 0 {
+			t.Errorf("a refused query left %d result cells", cells)
+		}
+		shot(t, ctx, "console")
+	})
+
+	t.Run("Composition", func(t *testing.T) {
+		run(t, ctx, "open the composition",
+			chromedp.Click(chromedp.CSS(`#tabs a[data-tab="composition"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#tree .node[data-path="main"]`)))
+		paths, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#tree .node[data-path]")].map(n => n.dataset.path)`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"main", "payments", "shop", "payments_eu", "chat"}
+		if strings.Join(paths, " ") != strings.Join(want, " ") {
+			t.Errorf("tree nodes = %v, want %v", paths, want)
+		}
+		if got := textOf(t, ctx, `#tree .node[data-ref="payments"]`); !strings.Contains(got, "payments") {
+			t.Errorf("shop's payments edge = %q, want a reference to the shared payments node", got)
+		}
+		eu := textOf(t, ctx, `#tree .node[data-path="payments_eu"]`)
+		if !strings.Contains(eu, "scope eu") {
+			t.Errorf("payments_eu node = %q, want scope eu", eu)
+		}
+		edge := textOf(t, ctx, `#tree .edge[data-edge="payments_eu"]`)
+		for _, w := range []string{"eu_", "store eu"} {
+			if !strings.Contains(edge, w) {
+				t.Errorf("payments_eu edge = %q, want %q", edge, w)
+			}
+		}
+		shot(t, ctx, "composition")
+	})
+
+	t.Run("Fixtures", func(t *testing.T) {
+		sc, err := fixture.Read(company.FixturesDir, "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		run(t, ctx, "open the fixtures",
+			chromedp.Click(chromedp.CSS(`#tabs a[data-tab="fixtures"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#fixture-list .fixture[data-fixture="acme"]`)))
+		if got := textOf(t, ctx, `#fixture-list .fixture[data-fixture="acme"] tr[data-node="main"]`); !strings.Contains(got, sc.FileSHA256) {
+			t.Errorf("acme main row = %q, want its file hash %s", got, sc.FileSHA256)
+		}
+		for _, n := range sc.Nodes {
+			sel := fmt.Sprintf(`#fixture-list .fixture[data-fixture="acme"] tr[data-node=%q]`, n.Path)
+			if got := textOf(t, ctx, sel); !strings.Contains(got, n.FileSHA256) {
+				t.Errorf("acme %s row = %q, want its file hash %s", n.Path, got, n.FileSHA256)
+			}
+		}
+		shot(t, ctx, "fixtures")
+	})
+
+	t.Run("Sessions", func(t *testing.T) {
+		run(t, ctx, "open the sessions",
+			chromedp.Click(chromedp.CSS(`#tabs a[data-tab="sessions"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#session-table tr.mine`)))
+		if got := textOf(t, ctx, `#session-table tr.mine td.num`); got != "1" {
+			t.Errorf("this page's step count = %q, want 1", got)
+		}
+		if got := textOf(t, ctx, "#sessions-pill"); !strings.HasPrefix(got, "sessions: ") || got == "sessions: 0" {
+			t.Errorf("sessions pill = %q, want a live count", got)
+		}
+		shot(t, ctx, "sessions")
+	})
+
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatal("the browser test ran past its deadline")
+	}
+}

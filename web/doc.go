@@ -1,0 +1,40 @@
+// Package web is Seahaven's inspector and playground: a small single-page
+// UI, embedded in the binary, that `seahaven serve` mounts at /web.
+//
+// The page talks to the server only through its public protocol: one
+// WebSocket to /ws for its playground session (reset, step, state and
+// inspect messages) and the JSON GET endpoints /metadata, /composition,
+// /fixtures and /sessions. It has no private back door, so what it shows is
+// exactly what a remote client or grader can see.
+//
+// # Panels
+//
+//   - Playground: reset options (fixture, seed, now, clock mode, startup
+//     keywords, control tools), the tool surface with descriptions and input
+//     schemas, a form generated from the selected tool's input schema, the
+//     call's result, and the session's change log grouped per call with a
+//     before/after diff of every row, read from the state document after
+//     each call.
+//   - Composition: the sealed tree of the served world drawn as a tree
+//     (canonical paths, worlds and versions, scopes, aliases, schema hashes,
+//     store files) with its AddWorld edges (name, tool prefix, allow and
+//     block lists, store scope).
+//   - SQL console: read-only SQL over the session's inspection connection,
+//     results as a table and errors as the server reports them.
+//   - Fixtures: every fixture with its parent chain and per-node file hashes.
+//   - Sessions: the server's live sessions (transport, age, idle time, step
+//     count), refreshed periodically.
+//
+// # Mounting
+//
+// [Handler] serves the assets under /web/ and redirects /web to /web/; mount
+// it beside the protocol handler:
+//
+//	mux := http.NewServeMux()
+//	mux.Handle("/web/", web.Handler())
+//	mux.Handle("/web", web.Handler())
+//	mux.Handle("/", srv.Handler())
+//
+// The assets are plain HTML, CSS and JavaScript modules with no build step
+// and no third-party code; they load nothing from other origins.
+package web

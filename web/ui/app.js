@@ -1,0 +1,391 @@
+// The inspector and playground. It talks to the server only through the
+// public protocol: one WebSocket to /ws for the playground session, and the
+// JSON GET endpoints /metadata, /composition, /fixtures and /sessions.
+
+import { $, h, fill, showError, pretty, cell, getJSON } from "./dom.js";
+import { Session } from "./session.js";
+import { buildForm } from "./form.js";
+import { renderTree, renderEdges } from "./tree.js";
+import { renderChangeLog } from "./changelog.js";
+import { renderFixtures, renderSessions } from "./lists.js";
+
+const SESSIONS_EVERY_MS = 3000;
+
+const ui = {
+  session: null,
+  tools: [],
+  tool: null, // the selected tool
+  readArgs: null, // reads the form's arguments
+  argsEdited: false, // the JSON arguments were edited by hand
+  episode: null, // the episode id of the last state document
+  callTools: new Map(), // engine call number -> tool the page called
+  seenCalls: new Set(),
+  fixtures: [],
+};
+
+// ---- tabs -------------------------------------------------------------
+
+function showTab() {
+  const want = location.hash.slice(1) || "playground";
+  const tab = document.querySelector(`#tabs a[data-tab="${CSS.escape(want)}"]`) ? want : "playground";
+  for (const a of document.querySelectorAll("#tabs a")) a.classList.toggle("active", a.dataset.tab === tab);
+  for (const s of document.querySelectorAll("main > section")) s.hidden = s.id !== tab;
+  if (tab === "sessions") refreshSessions();
+}
+
+// ---- banner and connection status --------------------------------------
+
+function banner(err) {
+  showError($("banner"), err);
+}
+
+function setStatus(state, text) {
+  const el = $("ws-status");
+  el.dataset.state = state;
+  el.textContent = text;
+  $("reconnect").hidden = state !== "closed";
+}
+
+// ---- the playground session -------------------------------------------
+
+async function connect() {
+  const url = `${location.protocol === "https:" ? "wss:" : "ws:"}//${location.host}/ws`;
+  const s = new Session(url);
+  ui.session = s;
+  setStatus("connecting", "connecting…");
+  s.addEventListener("notice", (ev) => banner(ev.detail));
+  s.addEventListener("close", (ev) => {
+    if (ui.session !== s) return;
+    setStatus("closed", "disconnected");
+    banner(ev.detail.message + ". Reconnect to start a new session.");
+  });
+  try {
+    await s.connect();
+  } catch (err) {
+    banner(err);
+    return;
+  }
+  setStatus("open", "connected");
+  banner(null);
+  await reset();
+}
+
+function resetOptions() {
+  const opts = {};
+  const fixture = $("reset-fixture").value;
+  if (fixture === "__genesis") opts.fixture = "";
+  else if (fixture !== "__default") opts.fixture = fixture;
+  const seed = $("reset-seed").value.trim();
+  if (seed !== "") {
+    const n = Number(seed);
+    if (!Number.isInteger(n) || n < 0) throw new Error("Seed must be an integer ≥ 0");
+    opts.seed = n;
+  }
+  const now = $("reset-now").value.trim();
+  if (now) opts.now = now;
+  const clock = $("reset-clock").value;
+  if (clock) opts.clock_mode = clock;
+  const episode = $("reset-episode").value.trim();
+  if (episode) opts.episode_id = episode;
+  const startup = $("reset-startup").value.trim();
+  if (startup) {
+    let v;
+    try {
+      v = JSON.parse(startup);
+    } catch (err) {
+      throw new Error(`Startup keywords are not valid JSON: ${err.message}`);
+    }
+    if (v === null || typeof v !== "object" || Array.isArray(v)) throw new Error("Startup keywords must be a JSON object");
+    opts.startup = v;
+  }
+  if ($("reset-control").checked) opts.control_tools = true;
+  return opts;
+}
+
+async function reset() {
+  const btn = $("reset-btn");
+  showError($("reset-error"), null);
+  btn.disabled = true;
+  try {
+    await ui.session.reset(resetOptions());
+    ui.callTools.clear();
+    ui.seenCalls.clear();
+    $("call-result").hidden = true;
+    showError($("call-error"), null);
+    await Promise.all([loadTools(), refreshState(), loadTables()]);
+  } catch (err) {
+    showError($("reset-error"), err);
+  } finally {
+    btn.disabled = false;
+  }
+}
+
+async function loadTools() {
+  showError($("tools-error"), null);
+  try {
+    const obs = await ui.session.step({ type: "list_tools" });
+    ui.tools = obs.tools || [];
+  } catch (err) {
+    showError($("tools-error"), err);
+    return;
+  }
+  $("tools-count").textContent = ui.tools.length;
+  fill($("tools"), ui.tools.map((t) => h("li", {},
+    h("button", { type: "button", class: "tool", dataset: { tool: t.name }, onclick: () => selectTool(t.name) },
+      h("span", { class: "tool-name" }, t.name),
+      h("span", { class: "tool-desc" }, t.description)))));
+  const keep = ui.tool && ui.tools.find((t) => t.name === ui.tool.name);
+  selectTool(keep ? keep.name : null);
+}
+
+function selectTool(name) {
+  ui.tool = ui.tools.find((t) => t.name === name) || null;
+  for (const b of document.querySelectorAll("#tools button")) b.classList.toggle("active", b.dataset.tool === name);
+  $("tool-empty").hidden = !!ui.tool;
+  $("tool-detail").hidden = !ui.tool;
+  if (!ui.tool) return;
+  $("tool-name").textContent = ui.tool.name;
+  $("tool-desc").textContent = ui.tool.description;
+  $("tool-schema").textContent = pretty(ui.tool.input_schema);
+  ui.argsEdited = false;
+  ui.readArgs = buildForm($("tool-fields"), ui.tool.input_schema, syncArgs);
+  syncArgs();
+  showError($("call-error"), null);
+  $("call-result").hidden = true;
+}
+
+// syncArgs rewrites the JSON arguments from the form.
+function syncArgs() {
+  ui.argsEdited = false;
+  try {
+    $("tool-args").value = pretty(ui.readArgs());
+  } catch {
+    // The form is incomplete; the call reports it.
+  }
+}
+
+function callArguments() {
+  if (!ui.argsEdited) return ui.readArgs();
+  let v;
+  try {
+    v = JSON.parse($("tool-args").value);
+  } catch (err) {
+    throw new Error(`The arguments are not valid JSON: ${err.message}`);
+  }
+  if (v === null || typeof v !== "object" || Array.isArray(v)) throw new Error("The arguments must be a JSON object");
+  return v;
+}
+
+async function callTool() {
+  if (!ui.tool) return;
+  const name = ui.tool.name;
+  const btn = $("call-btn");
+  showError($("call-error"), null);
+  $("call-result").hidden = true;
+  btn.disabled = true;
+  try {
+    const obs = await ui.session.step({ type: "call_tool", tool_name: name, arguments: callArguments() });
+    if (obs.error) {
+      showError($("call-error"), `${obs.error.error_type}: ${obs.error.message}`);
+    } else {
+      $("call-output").textContent = pretty(obs.result ? obs.result.data : null);
+      $("call-result").hidden = false;
+    }
+    await refreshState(name);
+  } catch (err) {
+    showError($("call-error"), err);
+  } finally {
+    btn.disabled = false;
+  }
+}
+
+// refreshState reads the state document; tool names the call just made, so
+// its new change records are labelled with it.
+async function refreshState(tool) {
+  showError($("changes-error"), null);
+  let doc;
+  try {
+    doc = await ui.session.state();
+  } catch (err) {
+    showError($("changes-error"), err);
+    return;
+  }
+  ui.episode = doc.episode_id;
+  const log = doc.change_log || [];
+  for (const r of log) {
+    if (!ui.seenCalls.has(r.call)) {
+      ui.seenCalls.add(r.call);
+      if (tool) ui.callTools.set(r.call, tool);
+    }
+  }
+  $("changes-count").textContent = log.length ? `${log.length} row${log.length === 1 ? "" : "s"}` : "";
+  renderChangeLog($("changelog"), log, ui.callTools);
+  renderEpisode(doc);
+}
+
+function renderEpisode(doc) {
+  const el = $("episode");
+  el.dataset.steps = doc.step_count;
+  el.dataset.fixture = doc.fixture ? doc.fixture.id : "";
+  el.dataset.episode = doc.episode_id || "";
+  const fact = (k, v) => [h("dt", {}, k), h("dd", {}, v)];
+  fill(el,
+    fact("episode", h("code", {}, doc.episode_id || "—")),
+    fact("fixture", doc.fixture ? h("code", {}, doc.fixture.id) : h("span", { class: "muted" }, "genesis")),
+    fact("steps", String(doc.step_count)),
+    fact("now", h("code", {}, doc.now)),
+    fact("clock", doc.clock_mode),
+    fact("seed", String(doc.seed)));
+}
+
+// ---- SQL console --------------------------------------------------------
+
+async function loadTables() {
+  showError($("tables-error"), null);
+  try {
+    const res = await ui.session.inspect(
+      "SELECT schema, name FROM pragma_table_list WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND schema <> 'temp' ORDER BY schema = 'main' DESC, schema, name");
+    fill($("table-list"), res.rows.map(([schema, name]) => {
+      const q = schema === "main" ? name : `${schema}.${name}`;
+      return h("li", {}, h("button", { type: "button", class: "link", onclick: () => runSQL(`SELECT * FROM ${q} LIMIT 100`) }, q));
+    }));
+  } catch (err) {
+    showError($("tables-error"), err);
+  }
+}
+
+async function runSQL(text) {
+  if (text !== undefined) $("sql").value = text;
+  const sql = $("sql").value.trim();
+  const out = $("sql-result");
+  showError($("sql-error"), null);
+  $("sql-meta").textContent = "";
+  out.replaceChildren();
+  if (!sql) return;
+  const btn = $("sql-run");
+  btn.disabled = true;
+  try {
+    const raw = $("sql-params").value.trim();
+    let params = [];
+    if (raw) {
+      try {
+        params = JSON.parse(raw);
+      } catch (err) {
+        throw new Error(`Parameters are not valid JSON: ${err.message}`);
+      }
+      if (!Array.isArray(params)) throw new Error("Parameters must be a JSON array");
+    }
+    const started = performance.now();
+    const res = await ui.session.inspect(sql, params);
+    const ms = Math.round(performance.now() - started);
+    $("sql-meta").textContent = `${res.rows.length} row${res.rows.length === 1 ? "" : "s"}${res.truncated ? " (truncated by the server's row limit)" : ""} · ${ms} ms`;
+    fill(out, h("table", { class: "grid" },
+      h("thead", {}, h("tr", {}, res.columns.map((c) => h("th", {}, c)))),
+      h("tbody", {}, res.rows.map((r) => h("tr", {}, r.map((v) => h("td", { class: typeof v === "number" ? "num" : null }, cell(v))))))));
+  } catch (err) {
+    showError($("sql-error"), err);
+  } finally {
+    btn.disabled = false;
+  }
+}
+
+// ---- GET endpoints --------------------------------------------------------
+
+async function loadMetadata() {
+  try {
+    const m = await getJSON("/metadata");
+    const el = $("world");
+    fill(el, h("strong", {}, m.name), " ", h("span", { class: "muted" }, m.version));
+    el.title = m.description || "";
+    document.title = `${m.name} · Seahaven inspector`;
+  } catch (err) {
+    banner(err);
+  }
+}
+
+async function loadComposition() {
+  showError($("composition-error"), null);
+  try {
+    const comp = await getJSON("/composition");
+    $("composition-count").textContent = `${comp.nodes.length} node${comp.nodes.length === 1 ? "" : "s"}, ${comp.edges.length} edge${comp.edges.length === 1 ? "" : "s"}`;
+    renderTree($("tree"), comp);
+    renderEdges($("edges"), comp);
+  } catch (err) {
+    showError($("composition-error"), err);
+  }
+}
+
+async function loadFixtures() {
+  showError($("fixtures-error"), null);
+  try {
+    ui.fixtures = await getJSON("/fixtures");
+  } catch (err) {
+    showError($("fixtures-error"), err);
+    showError($("reset-error"), err);
+    return;
+  }
+  $("fixtures-count").textContent = ui.fixtures.length;
+  const sel = $("reset-fixture");
+  const keep = sel.value;
+  fill(sel, h("option", { value: "__default" }, "server default"),
+    ui.fixtures.map((f) => h("option", { value: f.id, title: f.description }, f.id)),
+    h("option", { value: "__genesis" }, "genesis (empty stores)"));
+  sel.value = [...sel.options].some((o) => o.value === keep) ? keep : "__default";
+  renderFixtures($("fixture-list"), ui.fixtures, (id) => {
+    $("reset-fixture").value = id;
+    location.hash = "#playground";
+    reset();
+  });
+}
+
+async function refreshSessions() {
+  try {
+    const list = await getJSON("/sessions");
+    showError($("sessions-error"), null);
+    $("sessions-pill").textContent = `sessions: ${list.length}`;
+    $("sessions-count").textContent = list.length;
+    $("sessions-updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
+    renderSessions($("session-table"), list, ui.episode);
+  } catch (err) {
+    showError($("sessions-error"), err);
+    $("sessions-pill").textContent = "sessions: ?";
+  }
+}
+
+// ---- wiring ------------------------------------------------------------
+
+function wire() {
+  window.addEventListener("hashchange", showTab);
+  $("reset-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    reset();
+  });
+  $("tool-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    callTool();
+  });
+  $("tool-args").addEventListener("input", () => {
+    ui.argsEdited = true;
+  });
+  $("state-refresh").addEventListener("click", () => refreshState());
+  $("sql-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    runSQL();
+  });
+  $("sql").addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) {
+      ev.preventDefault();
+      runSQL();
+    }
+  });
+  $("reconnect").addEventListener("click", () => connect());
+  window.addEventListener("pagehide", () => ui.session && ui.session.close());
+}
+
+wire();
+showTab();
+loadMetadata();
+loadComposition();
+loadFixtures().then(connect);
+refreshSessions();
+setInterval(refreshSessions, SESSIONS_EVERY_MS);

@@ -1,0 +1,59 @@
+// The session's change log, from the state document: records grouped per
+// call, newest first, each row with a before/after diff.
+
+import { h, fill, cell } from "./dom.js";
+
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+function keyText(key) {
+  return Object.entries(key || {}).map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`).join(", ");
+}
+
+function diffTable(r) {
+  const before = r.before || {};
+  const after = r.after || {};
+  const keyCols = Object.keys(r.key || {});
+  const cols = [...new Set([...keyCols, ...Object.keys(before).sort(), ...Object.keys(after).sort()])];
+  const head = ["column", r.before ? "before" : null, r.after ? "after" : null].filter(Boolean);
+  return h("table", { class: "diff" },
+    h("thead", {}, h("tr", {}, head.map((c) => h("th", {}, c)))),
+    h("tbody", {}, cols.map((c) => {
+      const changed = r.op !== "update" || !same(before[c], after[c]);
+      return h("tr", { class: changed ? r.op : "same" },
+        h("td", { class: "col" }, c),
+        r.before ? h("td", { class: "before" }, cell(before[c])) : null,
+        r.after ? h("td", { class: "after" }, cell(after[c])) : null);
+    })));
+}
+
+function record(r) {
+  const where = `${r.world}/${r.table}`;
+  return h("div", { class: `change ${r.op}`, dataset: { where, op: r.op, seq: r.seq } },
+    h("div", { class: "change-head" },
+      h("span", { class: `op ${r.op}` }, r.op),
+      h("code", { class: "where" }, where),
+      h("span", { class: "key", title: "primary key" }, keyText(r.key)),
+      h("span", { class: "by muted" }, r.internal ? `by ${r.tool} (internal)` : `by ${r.tool}`)),
+    diffTable(r));
+}
+
+// renderChangeLog draws records into el. callTools maps a call number to
+// the tool the page called, when known.
+export function renderChangeLog(el, records, callTools) {
+  if (!records.length) {
+    fill(el, h("p", { class: "muted" }, "No changes yet."));
+    return;
+  }
+  const calls = new Map();
+  for (const r of records) {
+    if (!calls.has(r.call)) calls.set(r.call, []);
+    calls.get(r.call).push(r);
+  }
+  const groups = [...calls.entries()].sort((a, b) => b[0] - a[0]).map(([call, rs]) => {
+    const top = callTools.get(call) || (rs.find((r) => !r.internal) || rs[0]).tool;
+    return h("section", { class: "call", dataset: { call } },
+      h("h3", {}, `Call ${call}`, h("span", { class: "muted" }, ` · ${top} · ${rs.length} row${rs.length === 1 ? "" : "s"}`)),
+      rs.map(record));
+  });
+  fill(el, groups);
+}

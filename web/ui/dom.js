@@ -1,0 +1,96 @@
+// Small DOM and fetch helpers shared by the panels.
+
+// h builds an element: h("td", {class: "x", title: "y"}, "text", child).
+// Attributes whose value is null, undefined or false are left out; "on*"
+// attributes given functions become event listeners.
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k.startsWith("on") && typeof v === "function") el.addEventListener(k.slice(2), v);
+    else if (k === "dataset") Object.assign(el.dataset, v);
+    else el.setAttribute(k, v === true ? "" : String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    if (Array.isArray(c)) append(el, c);
+    else el.append(c instanceof Node ? c : String(c));
+  }
+}
+
+// $ finds an element by id.
+export const $ = (id) => document.getElementById(id);
+
+// fill replaces an element's children.
+export function fill(el, ...children) {
+  el.replaceChildren();
+  append(el, children);
+  return el;
+}
+
+// showError shows err (an Error, a string, or null to hide) in a box.
+export function showError(box, err) {
+  if (!err) {
+    box.hidden = true;
+    box.textContent = "";
+    return;
+  }
+  box.textContent = err instanceof Error ? err.message : String(err);
+  box.hidden = false;
+}
+
+// pretty formats a value as indented JSON.
+export const pretty = (v) => JSON.stringify(v, null, 2);
+
+// cell formats one SQL or JSON value for a table cell.
+export function cell(v) {
+  if (v === null || v === undefined) return h("span", { class: "null" }, "NULL");
+  if (typeof v === "object") return JSON.stringify(v);
+  return String(v);
+}
+
+// short abbreviates a hash, keeping the full text in a title.
+export function short(hash, n = 12) {
+  if (!hash) return h("span", { class: "muted" }, "—");
+  return h("code", { class: "hash", title: hash }, hash.length > n ? hash.slice(0, n) + "…" : hash);
+}
+
+// getJSON fetches a JSON document; a failure throws an Error naming the
+// request and the server's reason.
+export async function getJSON(path) {
+  let res;
+  try {
+    res = await fetch(path, { headers: { Accept: "application/json" } });
+  } catch (err) {
+    throw new Error(`GET ${path}: ${err.message}`);
+  }
+  const text = await res.text();
+  let body;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    throw new Error(`GET ${path}: ${res.status} ${res.statusText}: the reply is not JSON`);
+  }
+  if (!res.ok) {
+    const detail = body && body.detail !== undefined ? (typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail)) : res.statusText;
+    throw new Error(`GET ${path}: ${res.status} ${detail}`);
+  }
+  return body;
+}
+
+// ago says how long ago an RFC 3339 instant was, relative to now (ms).
+export function ago(iso, now = Date.now()) {
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return "?";
+  let s = Math.max(0, Math.round((now - t) / 1000));
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  s %= 60;
+  if (m < 60) return `${m}m ${s}s`;
+  return `${Math.floor(m / 60)}h ${m % 60}m`;
+}

@@ -1,0 +1,153 @@
+package web_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/seahaven/seahaven/web"
+)
+
+func TestHandler(t *testing.T) {
+	h := web.Handler()
+	for _, tc := range []struct {
+		name     string
+		method   string
+		path     string
+		status   int
+		header   string // a response header to check
+		want     string // its expected value (a prefix)
+		contains string // a string the body must contain
+	}{
+		{"RedirectBare", "GET", "/web", http.StatusMovedPermanently, "Location", "/web/", ""},
+		{"RedirectKeepsQuery", "GET", "/web?debug=1", http.StatusMovedPermanently, "Location", "/web/?debug=1", ""},
+		{"Index", "GET", "/web/", http.StatusOK, "Content-Type", "text/html; charset=utf-8", `<script type="module" src="app.js">`},
+		{"IndexPolicy", "GET", "/web/", http.StatusOK, "Content-Security-Policy", "default-src 'none'; script-src 'self'", ""},
+		{"IndexByName", "GET", "/web/index.html", http.StatusOK, "Content-Type", "text/html", "Seahaven inspector"},
+		{"Script", "GET", "/web/app.js", http.StatusOK, "Content-Type", "text/javascript; charset=utf-8", "new Session("},
+		{"Module", "GET", "/web/session.js", http.StatusOK, "Content-Type", "text/javascript", "export class Session"},
+		{"Style", "GET", "/web/app.css", http.StatusOK, "Content-Type", "text/css; charset=utf-8", ".tabs"},
+		{"Icon", "GET", "/web/favicon.svg", http.StatusOK, "Content-Type", "image/svg+xml", "<svg"},
+		{"NoSniff", "GET", "/web/app.js", http.StatusOK, "X-Content-Type-Options", "nosniff", ""},
+		{"Head", "HEAD", "/web/app.css", http.StatusOK, "Content-Type", "text/css", ""},
+		{"ErrUnknownAsset", "GET", "/web/missing.js", http.StatusNotFound, "", "", ""},
+		{"ErrDotDot", "GET", "/web/../web.go", http.StatusNotFound, "", "", ""},
+		{"ErrEmbedDir", "GET", "/web/ui/app.js", http.StatusNotFound, "", "", ""},
+		{"ErrOutsidePrefix", "GET", "/health", http.StatusNotFound, "", "", ""},
+		{"ErrMethod", "POST", "/web/", http.StatusMethodNotAllowed, "Allow", "GET, HEAD", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest(tc.method, "http://example.test"+tc.path, nil)
+			req.URL.Path = tc.path // keep ".." as sent, as a raw client may
+			if i := strings.IndexByte(tc.path, '?'); i >= 0 {
+				req.URL.Path, req.URL.RawQuery = tc.path[:i], tc.path[i+1:]
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tc.status {
+				t.Fatalf("status = %d, want %d", rec.Code, tc.status)
+			}
+			if tc.header != "" && !strings.HasPrefix(rec.Header().Get(tc.header), tc.want) {
+				t.Errorf("%s = %q, want prefix %q", tc.header, rec.Header().Get(tc.header), tc.want)
+			}
+			if tc.contains != "" && !strings.Contains(rec.Body.String(), tc.contains) {
+				t.Errorf("body does not contain %q", tc.contains)
+			}
+			if tc.method == "HEAD" && rec.Body.Len() != 0 {
+				t.Errorf("HEAD sent a body of %d bytes", rec.Body.Len())
+			}
+		})
+	}
+}
+
+func TestHandler_ETag(t *testing.T) {
+	h := web.Handler()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/web/app.js", nil))
+	etag := rec.Header().Get("ETag")
+	if rec.Code != http.StatusOK || !regexp.MustCompile(`^"[0-9a-f]{16}"$`).MatchString(etag) {
+		t.Fatalf("first GET: status %d, ETag %q", rec.Code, etag)
+	}
+	for _, tc := range []struct {
+		name   string
+		match  string // the If-None-Match header
+		status int
+	}{
+		{"Unchanged", etag, http.StatusNotModified},
+		{"Stale", `"0000000000000000"`, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest("GET", "/web/app.js", nil)
+			req.Header.Set("If-None-Match", tc.match)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tc.status {
+				t.Errorf("status = %d, want %d", rec.Code, tc.status)
+			}
+		})
+	}
+	other := httptest.NewRecorder()
+	h.ServeHTTP(other, httptest.NewRequest("GET", "/web/app.css", nil))
+	if other.Header().Get("ETag") == etag {
+		t.Errorf("app.css and app.js share the ETag %s", etag)
+	}
+}
+
+// references finds what a page or module loads: src and href attributes and
+// ES module imports.
+var references = regexp.MustCompile(`(?:src|href)="([^"#]+)"|\bfrom\s+"([^"]+)"|\bimport\s+"([^"]+)"`)
+
+// TestHandler_References follows the page's references: every file it loads
+// is served, nothing comes from another origin, and every embedded file is used.
+func TestHandler_References(t *testing.T) {
+	srv := httptest.NewServer(web.Handler())
+	defer srv.Close()
+	seen := map[string]bool{}
+	queue := []string{"/web/"}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		res, err := http.Get(srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("GET %s = %d, want 200", p, res.StatusCode)
+			continue
+		}
+		for _, m := range references.FindAllStringSubmatch(string(body), -1) {
+			ref := m[1] + m[2] + m[3]
+			if strings.Contains(ref, "//") || strings.HasPrefix(ref, "/") {
+				t.Errorf("%s loads %q: assets must be relative to /web/, never from another origin", p, ref)
+				continue
+			}
+			queue = append(queue, "/web/"+strings.TrimPrefix(ref, "./"))
+		}
+	}
+	// Every embedded file is reached, so no dead file ships in the binary.
+	ents, err := os.ReadDir("ui")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if p := "/web/" + e.Name(); e.Name() != "index.html" && !seen[p] {
+			t.Errorf("ui/%s is embedded but the page never loads it", e.Name())
+		}
+	}
+	if len(seen) < 3 {
+		t.Errorf("the page loads only %v", seen)
+	}
+}
