@@ -404,7 +404,7 @@ func (h *handleImpl) CallDef(_ context.Context, def *env.ToolDef, args any) (any
 			return
 		}
 		seen[n] = true
-		if n.World == def.World {
+		if own := n.World.Tool(def.Name); own != nil && own.Same(def) {
 			owners = append(owners, n)
 		}
 		for _, c := range n.Children {
@@ -416,7 +416,7 @@ func (h *handleImpl) CallDef(_ context.Context, def *env.ToolDef, args any) (any
 	case 0:
 		return nil, env.Bugf("%s is a tool of %s, which is not in the subtree of node %s", def.Name, def.World.Name(), h.ns.node.Path)
 	case 1:
-		return h.a.nested(h.a.inst.nodes[owners[0].Index], def, args)
+		return h.a.nested(h.a.inst.nodes[owners[0].Index], owners[0].World.Tool(def.Name), args)
 	}
 	var cands []string
 	for _, n := range owners {

@@ -192,6 +192,9 @@ func (i *Instance) storeOptions(n *Node) sqlitestore.Options {
 		Clock:     i.clock.Now,
 		Untracked: n.World.Spec().UntrackedTables,
 		Pool:      i.pool,
+		// Calls and the inspection view take turns under the instance's
+		// lock; the view yields the stores' locks before it reads.
+		ExclusiveLock: true,
 	}
 }
 
@@ -348,7 +351,7 @@ func (i *Instance) resolve(name string) (*Route, *env.ToolDef, error) {
 func (i *Instance) CallDef(ctx context.Context, def *env.ToolDef, args any) (any, error) {
 	var found []*Route
 	for _, r := range i.sealed.Surface {
-		if r.Def == def {
+		if r.Def.Same(def) {
 			found = append(found, r)
 		}
 	}
@@ -366,11 +369,11 @@ func (i *Instance) CallDef(ctx context.Context, def *env.ToolDef, args any) (any
 	if len(found) == 0 {
 		return nil, &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("tool %s of %s is not on %s's agent surface", def.Name, def.World.Name(), i.world.Name())}
 	}
-	in, err := def.Accept(args)
+	in, err := found[0].Def.Accept(args)
 	if err != nil {
 		return nil, err
 	}
-	return i.callRoute(ctx, found[0].Name, found[0], def, in, nil)
+	return i.callRoute(ctx, found[0].Name, found[0], found[0].Def, in, nil)
 }
 
 func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def *env.ToolDef, in any, raw json.RawMessage) (any, error) {

@@ -509,3 +509,25 @@ func TestMiddleware_ChildErrorsPropagateUnwrapped(t *testing.T) {
 		t.Fatalf("agent call: %v", err)
 	}
 }
+
+func TestClone_TypedCallsReachTheCopy(t *testing.T) {
+	p, add := ledger("clonedp")
+	root := env.NewWorld(env.WorldSpec{Name: "clonedroot", Version: "1", Schema: "CREATE TABLE r (x INTEGER) STRICT;"})
+	own := env.Tool(root, "own", "Own.", func(c *env.Ctx, _ noArgs) (string, error) {
+		return env.Call(c.Context(), c.Worlds.Get("led"), add, amountArgs{Amount: 3})
+	})
+	root.AddWorld(p, env.Name("led"), env.ToolPrefix("l_"))
+	// Copy the root, as a test pointing a world at another fixtures dir does.
+	copied := root.WithFixturesDir(t.TempDir())
+	inst := MustOpen(t, copied, composition.Options{})
+	if _, err := env.Call(context.Background(), inst, own, noArgs{}); err != nil {
+		t.Fatalf("the original's tool on the copy: %v", err)
+	}
+	if _, err := env.Call(context.Background(), inst, add, amountArgs{Amount: 4}); err != nil {
+		t.Fatalf("a dependency's tool through the copy: %v", err)
+	}
+	row, _ := inst.Inspect().One(context.Background(), "SELECT count(*) AS n FROM led.entries")
+	if row["n"] != int64(2) {
+		t.Fatalf("entries = %v, want 2", row["n"])
+	}
+}

@@ -46,6 +46,12 @@ func (v *View) Query(ctx context.Context, sql string, args ...any) (*sqlitestore
 	if i.closed {
 		return nil, errClosed
 	}
+	// Node stores hold their files' locks while open; no call runs now.
+	for _, ns := range i.nodes {
+		if err := ns.store.Yield(); err != nil {
+			return nil, err
+		}
+	}
 	if v.insp == nil {
 		var attach []sqlitestore.Attachment
 		for _, n := range i.sealed.Nodes[1:] {

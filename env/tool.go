@@ -27,7 +27,19 @@ type ToolDef struct {
 	Where string
 
 	in     reflect.Type
+	origin *ToolDef // the registration a clone's copy came from; nil for an original
 	invoke func(c *Ctx, in any) (any, error)
+}
+
+// Same reports whether t and other are one registration: the same ToolDef,
+// or copies of one made by World.Clone.
+func (t *ToolDef) Same(other *ToolDef) bool { return t.root() == other.root() }
+
+func (t *ToolDef) root() *ToolDef {
+	if t.origin != nil {
+		return t.origin
+	}
+	return t
 }
 
 // Info returns the listing entry for the tool under a published name.

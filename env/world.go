@@ -146,6 +146,7 @@ func (w *World) Clone() *World {
 	for _, t := range w.tools {
 		t2 := *t
 		t2.World = c
+		t2.origin = t.root()
 		c.tools = append(c.tools, &t2)
 		c.toolByName[t2.Name] = &t2
 	}

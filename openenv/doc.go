@@ -132,6 +132,8 @@
 //	GET  /openapi.json  OpenAPI 3.1 description of these routes
 //	GET  /fixtures      the fixtures a reset may name
 //	GET  /sessions      the live sessions, without their ids (see [SessionInfo])
+//	GET  /ready         200 {"status":"ready"}, or 503 at MaxSessions or during shutdown
+//	GET  /metrics       Prometheus text exposition (see Metrics and logs)
 //	POST /reset         reset data → {"observation":{},"reward":null,"done":false}
 //	POST /step          {"action":{…},"timeout_s"?,"request_id"?} → {"observation":…,"reward":null,"done":false}
 //	GET  /state         the state document
@@ -145,6 +147,57 @@
 // failed inspect query), 404 (an unknown session), 413 (a body over
 // MaxMessageBytes), 500 (a failed reset or a panic) or 503 (capacity,
 // shutdown).
+//
+// # Security
+//
+// With [Config.Token] set, every route but /health and /ready (the probes,
+// which an orchestrator cannot send a secret with) requires
+// "Authorization: Bearer <token>"; anything else is 401
+// {"detail":"…"} with WWW-Authenticate: Bearer, and a WebSocket upgrade is
+// refused before it is accepted. [Server.RequireToken] puts handlers
+// mounted beside the server behind the same token.
+//
+// [Config.Production] removes POST /reset, POST /step, GET /state and
+// POST /inspect (404 {"detail":"Not Found"}, as upstream's production mode)
+// and drops them from /openapi.json. /ws stays: it is infrastructure.
+//
+// [Server.AgentHandler] serves only what an agent needs (POST /mcp, GET
+// /health, /metadata, /schema and /openapi.json) for a second listener that
+// an agent sandbox is allowed to reach, while [Server.Handler] serves
+// everything to the trainer and graders. Both share sessions and capacity.
+//
+// Every request body is capped at MaxMessageBytes. Fixture ids reach the
+// engine, which refuses any that could leave the fixtures directory
+// ("../../etc/passwd" is an EXECUTION_ERROR naming the invalid id); inspect
+// SQL runs only on the read-only inspection connection, which refuses
+// writes, ATTACH and DETACH (its temp schema is the grader's scratch space).
+//
+// # Metrics and logs
+//
+// GET /metrics serves the server's own Prometheus registry ([Server.Registry]):
+// the Go runtime and process collectors and
+//
+//	seahaven_sessions{transport}                 live sessions (ws, mcp, http)
+//	seahaven_sessions_max                        MaxSessions
+//	seahaven_sessions_opened_total{transport}    sessions opened
+//	seahaven_capacity_rejections_total{transport} sessions refused at MaxSessions
+//	seahaven_idle_reaps_total{transport}         sessions closed by the idle reaper
+//	seahaven_resets_total{outcome}               instances opened: ok, error, timeout, panic
+//	seahaven_reset_duration_seconds              histogram of instance opening
+//	seahaven_tool_calls_total{tool,outcome}      ok or the error_type, or panic; unknown tools are tool="_unknown"
+//	seahaven_tool_call_duration_seconds{tool}    histogram of tool calls
+//	seahaven_inspect_queries_total{outcome}      ok, error
+//	seahaven_instances_open                      instances open now
+//	seahaven_instance_dirs                       instance directories on disk ([InstanceDirCounter])
+//	seahaven_ws_messages_total{type}             WebSocket messages by type, or invalid
+//	seahaven_auth_failures_total                 401 answers
+//
+// Logs go to [Config.Logger], one record per event. A session's opening
+// and closing, and each failure (a failed reset, a failed tool call, a
+// failed inspect, a recovered panic with its stack) carry session (the
+// session's ref, never its id), transport and, but for the opening,
+// duration_ms. Failures an agent causes (invalid arguments, unknown tools,
+// a world's refusal) are at debug level; failed resets and timeouts at warn.
 //
 // # Where Seahaven differs from upstream OpenEnv
 //

@@ -28,7 +28,7 @@ import (
 // are intact afterwards.
 
 // acmeMessages is the number of chat messages in the acme fixture.
-const acmeMessages = "2"
+const acmeMessages = "5"
 
 // nest returns v wrapped in depth JSON arrays.
 func nest(depth int, v string) string {
@@ -84,7 +84,15 @@ func TestHostile_DeepNesting(t *testing.T) {
 		check func(t *testing.T, reply string)
 	}{
 		{"WholeFrame", deep, func(t *testing.T, reply string) {
-			checkError(t, reply, []string{"INVALID_JSON", "VALIDATION_ERROR"})
+			// 10,000 levels is the most encoding/json parses; the refusal
+			// does not echo an input that deep.
+			checkError(t, reply, []string{"VALIDATION_ERROR"}, "Input should be an object")
+		}},
+		{"WholeFrameDeeper", nest(100000, "1"), func(t *testing.T, reply string) {
+			checkError(t, reply, []string{"INVALID_JSON"}, "Invalid JSON", "depth")
+		}},
+		{"AsType", `{"type":` + nest(9990, "1") + `}`, func(t *testing.T, reply string) {
+			checkError(t, reply, []string{"UNKNOWN_TYPE"}, "Unknown message type")
 		}},
 		{"InData", `{"type":"step","data":` + deep + `}`, func(t *testing.T, reply string) {
 			checkError(t, reply, []string{"INVALID_JSON"}, "Invalid JSON", "depth")
@@ -175,18 +183,6 @@ func TestHostile_MegabyteString(t *testing.T) {
 				t.Errorf("author of %d bytes came back as %d bytes", len(mb), len(got))
 			}
 		}},
-		{"EchoedInAnError", "pay_refund_charge", `{"charge_id":"` + mb + `"}`, func(t *testing.T, reply string) {
-			kind, msg := toolFailure(t, reply)
-			if kind != "execution_error" || !strings.Contains(msg, "no refundable charge") || !strings.Contains(msg, mb) {
-				t.Errorf("error %s %.100q, want the execution_error naming the charge", kind, msg)
-			}
-		}},
-		{"AsAFilter", "chat_read_channel", `{"channel":"` + mb + `"}`, func(t *testing.T, reply string) {
-			mustSucceed(t, reply)
-			if got := fmt.Sprint(field(t, reply, "data.observation.result.data")); got != "[]" {
-				t.Errorf("data %.100s, want no messages", got)
-			}
-		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -218,14 +214,15 @@ func TestHostile_NULAndInvalidUTF8(t *testing.T) {
 		name    string
 		channel string // JSON text of the channel argument
 		text    string // raw bytes of the text argument, inside its quotes
-		want    string // the body stored and read back
+		want    string // the body stored and read back; "" when the call is refused
 	}{
 		{"NULEscaped", `"nul"`, `a\u0000b`, "a\x00b"},
 		{"NULInTheChannel", `"n\u0000l"`, `x`, "x"},
-		{"InvalidUTF8Bytes", `"bytes"`, "a\xff\xfeb", "a\uFFFD\uFFFDb"},
 		{"LoneSurrogate", `"surrogate"`, `\ud800z`, "\uFFFDz"},
-		{"TruncatedSequence", `"truncated"`, "\xe2\x82", "\uFFFD\uFFFD"},
-		{"OverlongNUL", `"overlong"`, "\xc0\x80", "\uFFFD\uFFFD"},
+		{"InvalidUTF8Bytes", `"bytes"`, "a\xff\xfeb", ""},
+		{"TruncatedSequence", `"truncated"`, "\xe2\x82", ""},
+		{"OverlongNUL", `"overlong"`, "\xc0\x80", ""},
+		{"Surrogate", `"surrogate_bytes"`, "\xed\xa0\x80", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -233,6 +230,13 @@ func TestHostile_NULAndInvalidUTF8(t *testing.T) {
 				tt.channel+`,"text":"`+tt.text+`"}}}`)
 			if !utf8.ValidString(reply) {
 				t.Fatalf("reply is not UTF-8: %q", reply)
+			}
+			if tt.want == "" {
+				checkInvalidArgs(t, reply, `field "text"`, "UTF-8")
+				if got := read(t, tt.channel); len(got) != 0 {
+					t.Errorf("a refused call stored %q", got)
+				}
+				return
 			}
 			mustSucceed(t, reply)
 			if got := read(t, tt.channel); len(got) != 1 || got[0] != tt.want {
@@ -426,8 +430,12 @@ func TestHostile_SQLInToolName(t *testing.T) {
 	checkIntegrity(t, c)
 }
 
+// TestHostile_Pipelined10k sends 10,000 steps without reading a reply, then
+// reads every reply and checks that each answers its own step, in order.
+// One step in twenty writes a charge; the others name tools that do not
+// exist, which keeps the run short while every reply stays distinct.
 func TestHostile_Pipelined10k(t *testing.T) {
-	const n = 10000
+	const n, writeEvery = 10000, 20
 	s := mustServeCompany(t, openenv.Config{})
 	c := s.dial(t)
 	roundTrip(t, c, `{"type":"reset"}`)
@@ -435,12 +443,18 @@ func TestHostile_Pipelined10k(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	toolOf := func(i int) string {
+		if i%writeEvery == 0 {
+			return "pay_create_charge"
+		}
+		return fmt.Sprintf("missing_%d", i)
+	}
 	var sent atomic.Int64
 	sendErr := make(chan error, 1)
 	go func() {
 		ctx := context.Background()
 		for i := range n {
-			msg := fmt.Sprintf(`{"type":"step","data":{"type":"call_tool","tool_name":"pay_create_charge","arguments":{"amount":%d}}}`, i+1)
+			msg := fmt.Sprintf(`{"type":"step","data":{"type":"call_tool","tool_name":%q,"arguments":{"amount":%d}}}`, toolOf(i), i+1)
 			if err := c.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
 				sendErr <- err
 				return
@@ -457,19 +471,30 @@ func TestHostile_Pipelined10k(t *testing.T) {
 		var m struct {
 			Data struct {
 				Observation struct {
-					Result *struct {
+					ToolName string `json:"tool_name"`
+					Result   *struct {
 						Data struct {
 							Amount int64 `json:"amount"`
 						} `json:"data"`
 					} `json:"result"`
+					Error *struct {
+						ErrorType string `json:"error_type"`
+					} `json:"error"`
 				} `json:"observation"`
 			} `json:"data"`
 		}
-		if err := json.Unmarshal([]byte(reply), &m); err != nil || m.Data.Observation.Result == nil {
+		if err := json.Unmarshal([]byte(reply), &m); err != nil {
 			t.Fatalf("reply %d: %v: %.300s", i, err, reply)
 		}
-		if got := m.Data.Observation.Result.Data.Amount; got != int64(i+1) {
-			t.Fatalf("reply %d is for amount %d: replies out of order", i, got)
+		obs := m.Data.Observation
+		if obs.ToolName != toolOf(i) {
+			t.Fatalf("reply %d is for %q, want %q: replies out of order", i, obs.ToolName, toolOf(i))
+		}
+		switch {
+		case i%writeEvery == 0 && (obs.Result == nil || obs.Result.Data.Amount != int64(i+1)):
+			t.Fatalf("reply %d: %.300s, want the charge of amount %d", i, reply, i+1)
+		case i%writeEvery != 0 && (obs.Error == nil || obs.Error.ErrorType != "tool_not_found"):
+			t.Fatalf("reply %d: %.300s, want tool_not_found", i, reply)
 		}
 	}
 	if err := <-sendErr; err != nil {
@@ -478,8 +503,8 @@ func TestHostile_Pipelined10k(t *testing.T) {
 	if steps := fmt.Sprint(field(t, roundTrip(t, c, `{"type":"state"}`), "data.step_count")); steps != strconv.Itoa(n) {
 		t.Errorf("step_count %s, want %d", steps, n)
 	}
-	if got := inspectValue(t, c, "SELECT count(*) FROM payments.charges"); got != strconv.Itoa(before+n) {
-		t.Errorf("%s charges, want %d", got, before+n)
+	if got := inspectValue(t, c, "SELECT count(*) FROM payments.charges"); got != strconv.Itoa(before+n/writeEvery) {
+		t.Errorf("%s charges, want %d", got, before+n/writeEvery)
 	}
 	checkIntegrity(t, c)
 }
@@ -492,18 +517,19 @@ func heapInuse() uint64 {
 	return ms.HeapInuse
 }
 
-// TestHostile_ClientNeverReads sends requests whose replies are 1 MiB each
-// and never reads one. The server reads at most MaxPending messages ahead,
+// TestHostile_ClientNeverReads sends small requests whose replies are
+// 256 KiB each (an inspect query building a long string) and never reads
+// one. The server reads at most MaxPending messages ahead,
 // blocks on its first reply, and closes the session when that write has
 // taken WriteTimeout; its heap stays within a bound far below what the
 // requests and replies add up to, and everything is freed.
 func TestHostile_ClientNeverReads(t *testing.T) {
 	const (
-		requests  = 200
-		replySize = 1 << 20
-		// bound is far below the 2 × requests × replySize the server would hold
-		// if it read every request and queued every reply.
-		bound = 96 << 20
+		requests  = 400
+		replySize = 256 << 10
+		// bound is far below the requests × replySize (100 MiB) the server
+		// would hold if it answered every request and queued every reply.
+		bound = 64 << 20
 	)
 	s := mustServeCompany(t, openenv.Config{WriteTimeout: 200 * time.Millisecond, MaxPending: 4})
 	base := heapInuse()
@@ -517,8 +543,7 @@ func TestHostile_ClientNeverReads(t *testing.T) {
 		return conn, err
 	}}
 	c := s.dialWith(t, &websocket.DialOptions{HTTPClient: &http.Client{Transport: transport}})
-	// pay_refund_charge echoes the unknown charge id in its error.
-	msg := []byte(`{"type":"step","data":{"type":"call_tool","tool_name":"pay_refund_charge","arguments":{"charge_id":"` + strings.Repeat("z", replySize) + `"}}}`)
+	msg := []byte(fmt.Sprintf(`{"type":"inspect","data":{"sql":"SELECT hex(zeroblob(%d))"}}`, replySize/2))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -50,12 +50,51 @@ func isNull(raw json.RawMessage) bool {
 	return len(raw) == 0 || string(raw) == "null"
 }
 
+// maxEchoDepth bounds the nesting of an input echoed in a validation error.
+// A reply wraps the input a few levels deeper, and encoding/json refuses
+// JSON nested more than 10000 levels, so echoing input nested that deep
+// would leave the refusal itself unencodable.
+const maxEchoDepth = 1000
+
+// deepInput stands in for an input nested more than maxEchoDepth levels.
+var deepInput = json.RawMessage(`"(input nested more than 1000 levels deep, not echoed)"`)
+
 // inputOf returns raw for a fieldError's input, null when absent.
 func inputOf(raw json.RawMessage) json.RawMessage {
 	if raw = bytes.TrimSpace(raw); len(raw) == 0 {
 		return json.RawMessage("null")
 	}
+	if nestingDepth(raw) > maxEchoDepth {
+		return deepInput
+	}
 	return sanitize(raw)
+}
+
+// nestingDepth returns how deeply arrays and objects nest in valid JSON raw.
+func nestingDepth(raw json.RawMessage) int {
+	depth, most := 0, 0
+	inString, escaped := false, false
+	for _, c := range raw {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			most = max(most, depth)
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return most
 }
 
 // sanitize returns valid JSON raw as valid UTF-8, so that echoing a client's

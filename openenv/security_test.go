@@ -162,4 +162,22 @@ func TestWorldBackend_InspectReadOnly(t *testing.T) {
 	if n := field(t, state, "step_count"); n != json.Number("0") {
 		t.Errorf("step_count %v: inspect counted as a step", n)
 	}
+
+	t.Run("WebSocket", func(t *testing.T) {
+		// The web console sends its SQL as inspect messages on /ws.
+		c := s.dial(t)
+		roundTrip(t, c, `{"type":"reset","data":{"seed":1}}`)
+		count := `{"type":"inspect","data":{"sql":"SELECT count(*) FROM staff"}}`
+		before := roundTrip(t, c, count)
+		for _, sql := range []string{`DELETE FROM staff`, `UPDATE staff SET role = 'owner'`, `DROP TABLE staff`} {
+			b, _ := json.Marshal(map[string]any{"type": "inspect", "data": map[string]string{"sql": sql}})
+			reply := roundTrip(t, c, string(b))
+			if code := str(t, reply, "data.code"); code != "EXECUTION_ERROR" || !strings.Contains(str(t, reply, "data.message"), "read-only") {
+				t.Errorf("%s: %s", sql, reply)
+			}
+		}
+		if after := roundTrip(t, c, count); after != before {
+			t.Errorf("staff changed through inspect: %s, then %s", before, after)
+		}
+	})
 }

@@ -173,13 +173,15 @@ func (ss *session) end() {
 			ss.srv.closeInstance(inst)
 		}
 		ss.srv.remove(ss)
-		close(ss.done)
 		_, reason := ss.closeStatus()
 		ss.mu.Lock()
 		steps := ss.steps
 		ss.mu.Unlock()
+		// Logged before done is closed: Shutdown returns once every done is,
+		// and the process may exit right after.
 		ss.srv.log.Info("openenv: session closed", "session", ss.ref, "transport", ss.transport,
 			durationMS(time.Since(ss.created)), "reason", reason, "steps", steps)
+		close(ss.done)
 	})
 }
 

@@ -2,15 +2,11 @@ package openenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/seahaven/seahaven/composition"
@@ -25,6 +21,7 @@ type WorldBackend struct {
 	fixturesDir    string
 	defaultFixture string
 	dir            string
+	release        func() // unlocks dir
 	logger         *slog.Logger
 
 	mu       sync.Mutex // guards fixtures and listed
@@ -63,20 +60,17 @@ func NewWorldBackend(w *env.World, cfg WorldBackendConfig) (*WorldBackend, error
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("openenv: instance root: %w", err)
 	}
-	if _, err := CleanStaleInstances(root); err != nil {
+	dir, release, err := makeInstanceDir(root)
+	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(root, strconv.Itoa(os.Getpid())+"-")
-	if err != nil {
-		return nil, fmt.Errorf("openenv: instance directory: %w", err)
-	}
-	b := &WorldBackend{world: w, fixturesDir: cfg.FixturesDir, defaultFixture: cfg.DefaultFixture, dir: dir, logger: cfg.Logger}
+	b := &WorldBackend{world: w, fixturesDir: cfg.FixturesDir, defaultFixture: cfg.DefaultFixture, dir: dir, release: release, logger: cfg.Logger}
 	if b.fixturesDir == "" {
 		b.fixturesDir = w.Spec().FixturesDir
 	}
 	if b.defaultFixture != "" {
 		if _, err := fixture.Read(b.fixturesDir, b.defaultFixture); err != nil {
-			os.RemoveAll(dir)
+			b.Close()
 			return nil, fmt.Errorf("openenv: default fixture: %w", err)
 		}
 	}
@@ -88,41 +82,10 @@ func (b *WorldBackend) InstanceDir() string { return b.dir }
 
 // Close removes the backend's instance directory. Call it after the server
 // has closed every session.
-func (b *WorldBackend) Close() error { return os.RemoveAll(b.dir) }
-
-// CleanStaleInstances removes the instance directories under root made by
-// processes that are no longer running (a server killed with SIGKILL leaves
-// them behind). It returns the directories it removed.
-func CleanStaleInstances(root string) ([]string, error) {
-	ents, err := os.ReadDir(root)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	var removed []string
-	for _, e := range ents {
-		pidText, _, ok := strings.Cut(e.Name(), "-")
-		pid, err := strconv.Atoi(pidText)
-		if !ok || err != nil || !e.IsDir() || pid == os.Getpid() || processAlive(pid) {
-			continue
-		}
-		p := filepath.Join(root, e.Name())
-		if err := os.RemoveAll(p); err != nil {
-			return removed, err
-		}
-		removed = append(removed, p)
-	}
-	return removed, nil
-}
-
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+func (b *WorldBackend) Close() error {
+	err := os.RemoveAll(b.dir)
+	b.release()
+	return err
 }
 
 // Info describes the world: its surface and fixtures.

@@ -22,7 +22,7 @@ func TestStore_Settings(t *testing.T) {
 		pragma string // PRAGMA to read
 		want   any    // its expected value
 	}{
-		{"journal_mode", "wal"},
+		{"journal_mode", "memory"},
 		{"synchronous", int64(0)},
 		{"foreign_keys", int64(1)},
 		{"cache_size", int64(-sqlitestore.CacheSizeKiB)},
@@ -412,7 +412,7 @@ func TestStore_Release(t *testing.T) {
 	if got := MustOne(t, s, `SELECT v FROM t`); got != "a" {
 		t.Errorf("v = %v after reopen", got)
 	}
-	if got := MustOne(t, s, `PRAGMA journal_mode`); got != "wal" {
+	if got := MustOne(t, s, `PRAGMA journal_mode`); got != "memory" {
 		t.Errorf("journal_mode after reopen = %v", got)
 	}
 

@@ -76,6 +76,7 @@ Usage:
   seahaven check    [flags] [packages]   lint the worlds of a module (docs/lints.md)
   seahaven grade    [flags] FILE...      replay and grade recorded trajectories (docs/tasks.md)
   seahaven healthcheck [--url URL]       exit 0 if a server's /health answers healthy
+  seahaven bench    [flags]   load-test a server: sessions, latency, memory (docs/scale.md)
   seahaven version
 
 Run "seahaven <command> -h" for a command's flags.
@@ -96,6 +97,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return (&CheckCommand{m: m}).Run(ctx, args[1:])
 	case "healthcheck":
 		return (&HealthcheckCommand{m: m}).Run(ctx, args[1:])
+	case "bench":
+		return (&BenchCommand{m: m}).Run(ctx, args[1:])
 	case "grade":
 		return (&GradeCommand{m: m}).Run(ctx, args[1:])
 	case "version":

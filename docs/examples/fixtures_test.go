@@ -229,3 +229,32 @@ func Example_fixturesRefusals() {
 	// fixture: hash mismatch: node "payments" file state.payments.sqlite: sidecar records 0cc919cfe863d1a870efac18dbf681492d82528d8a0efa5c319aa683a35d5d40, file has 8e32feecdcb2fdbf1cfa5a83c0f51c7a2bfc933145d38cd97642a8b173df2ffa
 	// composition: company has no fixture "acme_v2" in <fixtures>
 }
+
+// Freeze checks every node against its own world's schema before it writes
+// anything: a store changed behind its world's back mints nothing.
+func Example_fixturesFreezeDrift() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "fixtures-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	inst, err := composition.Open(ctx, newCompany(dir), composition.Options{})
+	if err != nil {
+		panic(err)
+	}
+	defer inst.Close()
+	err = inst.Bulk(ctx, func(c *env.Ctx) error {
+		_, err := c.Worlds.Get("payments").DB().Exec("ALTER TABLE charges ADD COLUMN note TEXT")
+		return err
+	})
+	fmt.Println(err)
+	_, err = inst.Freeze(ctx, "acme", "Drifted.", composition.FreezeOptions{})
+	fmt.Println(err)
+	list, _ := composition.Fixtures(newCompany(dir))
+	fmt.Println(len(list), "fixtures")
+	// Output:
+	// <nil>
+	// freeze "acme": node payments has drifted from the schema of its world payments 1.0.0 (hash 9d24c88a752c, want 0ab9a4540094); nothing was published
+	// 0 fixtures
+}

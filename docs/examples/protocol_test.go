@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 
@@ -19,7 +20,13 @@ import (
 // (default fixture acme) on a test server.
 func serveCompany() (*httptest.Server, func()) {
 	quiet := slog.New(slog.DiscardHandler)
-	backend, err := openenv.NewWorldBackend(company.World, openenv.WorldBackendConfig{DefaultFixture: "acme", Logger: quiet})
+	instances, err := os.MkdirTemp("", "instances-")
+	if err != nil {
+		panic(err)
+	}
+	backend, err := openenv.NewWorldBackend(company.World, openenv.WorldBackendConfig{
+		DefaultFixture: "acme", InstanceRoot: instances, Logger: quiet,
+	})
 	if err != nil {
 		panic(err)
 	}
@@ -29,6 +36,7 @@ func serveCompany() (*httptest.Server, func()) {
 		ts.Close()
 		srv.Shutdown(context.Background())
 		backend.Close()
+		os.RemoveAll(instances)
 	}
 }
 

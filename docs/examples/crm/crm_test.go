@@ -10,6 +10,7 @@ import (
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/docs/examples/crm"
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/fixture"
 )
 
 // MustOpen opens a genesis instance of the CRM that closes when the test ends.
@@ -134,5 +135,38 @@ func TestStartup_Principal(t *testing.T) {
 func TestWorldChecksClean(t *testing.T) {
 	if fs := check.World(context.Background(), crm.World); len(fs) > 0 {
 		t.Fatal(check.Format(fs))
+	}
+}
+
+func TestBuildDemo(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := crm.BuildDemo(ctx, dir, false); err != nil {
+		t.Fatal(err)
+	}
+	first, err := fixture.Read(dir, crm.DemoID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Reproducible: a second build writes byte-identical node files.
+	if err := crm.BuildDemo(ctx, dir, true); err != nil {
+		t.Fatal(err)
+	}
+	second, err := fixture.Read(dir, crm.DemoID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.FileSHA256 != second.FileSHA256 || first.Nodes[0].FileSHA256 != second.Nodes[0].FileSHA256 {
+		t.Fatalf("two builds froze different files: %s/%s, then %s/%s",
+			first.FileSHA256, first.Nodes[0].FileSHA256, second.FileSHA256, second.Nodes[0].FileSHA256)
+	}
+	inst := MustOpen(t, composition.Options{Fixture: crm.DemoID, FixturesDir: dir})
+	row, err := inst.Inspect().One(ctx, `SELECT (SELECT count(*) FROM customers) AS customers,
+		(SELECT sum(amount) FROM payments.charges) AS charged`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row["customers"] != int64(2) || row["charged"] != int64(12000) {
+		t.Fatalf("demo holds %v", row)
 	}
 }

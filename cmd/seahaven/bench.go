@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/seahaven/seahaven/internal/bench"
+)
+
+// BenchCommand runs the load benchmark (package internal/bench).
+type BenchCommand struct {
+	m *Main
+}
+
+// argsFlag collects repeated --args tool=JSON flags.
+type argsFlag map[string]json.RawMessage
+
+func (a argsFlag) String() string { return "" }
+
+func (a argsFlag) Set(v string) error {
+	tool, raw, ok := strings.Cut(v, "=")
+	if !ok || tool == "" {
+		return fmt.Errorf("want tool=JSON, got %q", v)
+	}
+	if !json.Valid([]byte(raw)) {
+		return fmt.Errorf("arguments of %s are not JSON: %s", tool, raw)
+	}
+	a[tool] = json.RawMessage(raw)
+	return nil
+}
+
+// Run runs `seahaven bench`.
+func (c *BenchCommand) Run(ctx context.Context, args []string) error {
+	fs := newFlagSet(c.m, "bench")
+	url := fs.String("url", "", "benchmark the server at this base URL (http://host:port) instead of starting one")
+	instances := fs.String("instances", "", "with --url: the server's instance root, to count instance directories (default: trust its /debug/runtime)")
+	sessions := fs.Int("sessions", bench.DefaultSessions, "concurrent sessions")
+	duration := fs.Duration("duration", bench.DefaultDuration, "how long to hold the load once every session is connected")
+	calls := fs.Int64("calls", 0, "stop after this many calls (resets with --reset-loop) instead of after --duration")
+	worldName := fs.String("world", "company", "the world the started server serves")
+	fixtureID := fs.String("fixture", "", "the fixture each reset names (default: the server's default; acme for company)")
+	mix := fs.String("tool-mix", bench.DefaultToolMix, `tools to call with weights, e.g. "invoice:1,list_staff:1" ("list_tools" is the list action; "" makes no call: sessions reset once and idle)`)
+	toolArgs := argsFlag{}
+	fs.Var(toolArgs, "args", "arguments of a tool as tool=JSON, repeatable (default: the least its input schema accepts)")
+	think := fs.Duration("think", 0, "pause between two calls (or resets) of one session, jittered ±50%")
+	resetLoop := fs.Bool("reset-loop", false, "sessions reset in a loop instead of calling tools")
+	ramp := fs.Float64("ramp", 0, "sessions connected per second (0: as fast as possible)")
+	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
+	floorTxns := fs.Int("floor-txns", bench.DefaultFloorTxns, "raw insert transactions in the floor of the first tool of the mix (2 for invoice)")
+	noFloors := fs.Bool("no-floors", false, "skip the floor measurements")
+	settle := fs.Duration("settle", bench.DefaultSettle, "after the run, how long to wait for the server to return to its baseline")
+	serverArgs := fs.String("server-args", "", `more flags for the started server, e.g. "--idle-release 1s"`)
+	force := fs.Bool("force", false, "pass --force to the started server (start beyond its limits)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("bench takes no arguments, got %q", fs.Args())
+	}
+	toolMix, err := bench.ParseToolMix(*mix)
+	if err != nil {
+		return err
+	}
+	if toolMix == nil {
+		toolMix = []bench.MixEntry{}
+	}
+	if *fixtureID == "" {
+		*fixtureID = defaultFixtures[*worldName]
+	}
+	// The load generator holds one socket per session.
+	if l, err := readHostLimits(); err == nil && l.NoFile > 0 && uint64(*sessions)+fdReserve > l.NoFile {
+		return fmt.Errorf("--sessions %d needs about %d file descriptors in this process but the open-file limit is %d: raise it with `ulimit -n %d`",
+			*sessions, *sessions+fdReserve, l.NoFile, roundUp(uint64(*sessions+fdReserve)))
+	}
+	cfg := bench.Config{
+		URL: *url, InstanceRoot: *instances, World: *worldName, Fixture: *fixtureID,
+		Sessions: *sessions, Duration: *duration, Calls: *calls, ToolMix: toolMix, Args: toolArgs,
+		Think: *think, ResetLoop: *resetLoop, Ramp: *ramp, FloorTxns: *floorTxns, SkipFloors: *noFloors,
+		Settle: *settle, Progress: c.m.Stderr,
+	}
+	if *calls > 0 {
+		cfg.Duration = 0
+	}
+	if *url == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("finding this executable to start the server: %w", err)
+		}
+		sargs := []string{"serve", "--world", *worldName, "--log-level", "warn", "--log-format", "text",
+			"--max-sessions", strconv.Itoa(*sessions + 16)}
+		if *fixtureID != "" {
+			sargs = append(sargs, "--fixture", *fixtureID)
+		}
+		if *force {
+			sargs = append(sargs, "--force")
+		}
+		sargs = append(sargs, strings.Fields(*serverArgs)...)
+		cfg.Server = &bench.ServerCommand{Path: exe, Args: sargs, Stderr: c.m.Stderr}
+	}
+	rep, err := bench.Run(ctx, cfg)
+	if rep != nil {
+		if werr := rep.WriteTable(c.m.Stdout); werr != nil {
+			err = errors.Join(err, werr)
+		}
+		if *jsonOut != "" {
+			b, jerr := json.MarshalIndent(rep, "", "  ")
+			if jerr == nil {
+				jerr = os.WriteFile(*jsonOut, append(b, '\n'), 0o644)
+			}
+			if jerr != nil {
+				err = errors.Join(err, fmt.Errorf("--json: %w", jerr))
+			}
+		}
+	}
+	return err
+}
+
+var _ flag.Value = argsFlag{}

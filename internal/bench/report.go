@@ -1,0 +1,286 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Latency summarises the round trips of one kind, as seen by the client.
+type Latency struct {
+	// Count is the number of round trips.
+	Count int `json:"count"`
+	// P50, P90, P99 and Max are in nanoseconds.
+	P50 time.Duration `json:"p50_ns"`
+	P90 time.Duration `json:"p90_ns"`
+	P99 time.Duration `json:"p99_ns"`
+	Max time.Duration `json:"max_ns"`
+}
+
+// summarise sorts d and summarises it.
+func summarise(d []time.Duration) Latency {
+	if len(d) == 0 {
+		return Latency{}
+	}
+	slices.Sort(d)
+	return Latency{Count: len(d), P50: percentile(d, 50), P90: percentile(d, 90), P99: percentile(d, 99), Max: d[len(d)-1]}
+}
+
+// percentile returns the p-th percentile (nearest rank) of d, sorting it.
+func percentile(d []time.Duration, p int) time.Duration {
+	if !slices.IsSorted(d) {
+		slices.Sort(d)
+	}
+	i := (len(d)*p + 99) / 100
+	return d[min(max(i-1, 0), len(d)-1)]
+}
+
+// Settings records what a run was asked to do.
+type Settings struct {
+	URL       string  `json:"url,omitempty"`
+	World     string  `json:"world"`
+	Fixture   string  `json:"fixture"`
+	Sessions  int     `json:"sessions"`
+	Duration  float64 `json:"duration_seconds,omitempty"`
+	Calls     int64   `json:"calls,omitempty"`
+	ToolMix   string  `json:"tool_mix"`
+	Think     float64 `json:"think_seconds"`
+	ResetLoop bool    `json:"reset_loop"`
+	Ramp      float64 `json:"ramp_sessions_per_second"`
+	CPUs      int     `json:"cpus"`
+	GoVersion string  `json:"go_version"`
+}
+
+// Footprint is the server's footprint at the phases of a run.
+type Footprint struct {
+	// Before is sampled after the server starts, before any session.
+	Before Sample `json:"before"`
+	// During is sampled at the end of the hold phase, every session live.
+	During Sample `json:"during"`
+	// Peak holds the largest value of each field over the run.
+	Peak Sample `json:"peak"`
+	// After is sampled once every session has closed and the server has
+	// settled (or the settle wait ran out).
+	After Sample `json:"after"`
+}
+
+// Baseline says, per resource, whether the server returned to its idle
+// baseline after the run.
+type Baseline struct {
+	// OK is true when every resource did.
+	OK bool `json:"ok"`
+	// Goroutines allows baselineSlack more goroutines than before (the idle
+	// reaper and the stats connection's).
+	Goroutines bool `json:"goroutines"`
+	// OpenFDs allows baselineSlack more descriptors (the stats connection).
+	OpenFDs         bool `json:"open_fds"`
+	Sessions        bool `json:"sessions"`
+	OpenConnections bool `json:"open_sqlite_connections"`
+	InstanceDirs    bool `json:"instance_dirs"`
+}
+
+// baselineSlack is how many goroutines and descriptors above the baseline
+// still count as back to it: the server's idle reaper starts with its first
+// session and lives until shutdown, and the stats client holds a
+// keep-alive connection.
+const baselineSlack = 4
+
+// baseline compares after to before.
+func baseline(before, after Sample) Baseline {
+	b := Baseline{
+		Goroutines:      after.Goroutines <= before.Goroutines+baselineSlack,
+		OpenFDs:         after.OpenFDs <= before.OpenFDs+baselineSlack,
+		Sessions:        after.Sessions <= before.Sessions,
+		OpenConnections: after.OpenConnections <= before.OpenConnections,
+		InstanceDirs:    after.InstanceDirs <= before.InstanceDirs,
+	}
+	b.OK = b.Goroutines && b.OpenFDs && b.Sessions && b.OpenConnections && b.InstanceDirs
+	return b
+}
+
+// FloorRatio compares a tool's median call to its floor.
+type FloorRatio struct {
+	// Tool is the tool compared (the first of the mix).
+	Tool string `json:"tool"`
+	// Txns is the raw insert transactions the floor counts for the tool.
+	Txns int `json:"txns"`
+	// P50 is the tool's median call_tool round trip.
+	P50 time.Duration `json:"p50_ns"`
+	// Floor is EchoRTT + Txns × RawInsertTxn.
+	Floor time.Duration `json:"floor_ns"`
+	// Ratio is P50 / Floor.
+	Ratio float64 `json:"ratio"`
+}
+
+// Report is the outcome of a Run. Durations are in nanoseconds.
+type Report struct {
+	Settings Settings `json:"settings"`
+	// Ramp is how long connecting every session took; Hold is the length of
+	// the measured phase that followed.
+	Ramp time.Duration `json:"ramp_ns"`
+	Hold time.Duration `json:"hold_ns"`
+	// Latency has one entry per kind: reset, list_tools, call_tool, and
+	// call_tool:<tool> per tool of the mix.
+	Latency map[string]Latency `json:"latency"`
+	// Resets, ListTools and Calls count the round trips of the whole run;
+	// CallsPerSecond and ResetsPerSecond are over the hold phase.
+	Resets          int64   `json:"resets"`
+	ListTools       int64   `json:"list_tools"`
+	Calls           int64   `json:"calls"`
+	CallsPerSecond  float64 `json:"calls_per_second"`
+	ResetsPerSecond float64 `json:"resets_per_second"`
+	// Errors counts failed round trips, failed tool calls and lost
+	// connections; ErrorSamples keeps the first few messages.
+	Errors       int64    `json:"errors"`
+	ErrorSamples []string `json:"error_samples"`
+	// LostSessions counts sessions that could not connect or whose
+	// connection broke.
+	LostSessions int64     `json:"lost_sessions"`
+	Server       Footprint `json:"server"`
+	// RSSPerSession is (During.RSSBytes − Before.RSSBytes) / Sessions: what
+	// one session costs when the sessions are idle at the end of the hold
+	// phase (a long --think).
+	RSSPerSession int64    `json:"rss_per_session_bytes"`
+	Baseline      Baseline `json:"baseline"`
+	Floors        Floors   `json:"floors"`
+	// FloorRatio is nil when the mix has no tool call.
+	FloorRatio *FloorRatio `json:"floor_ratio"`
+}
+
+// WriteTable prints the report as tables.
+func (r *Report) WriteTable(w io.Writer) error {
+	s := r.Settings
+	var b strings.Builder
+	target := s.URL
+	if target == "" {
+		target = "subprocess server"
+	}
+	mode := "tool mix " + s.ToolMix
+	if s.ResetLoop {
+		mode = "reset loop"
+	}
+	fmt.Fprintf(&b, "seahaven bench: %s, world %s, fixture %s, %d sessions, %s, think %s; %d CPUs, %s\n",
+		target, s.World, orDefault(s.Fixture), s.Sessions, mode, seconds(s.Think), s.CPUs, s.GoVersion)
+	fmt.Fprintf(&b, "ramp %s, hold %s\n\n", round(r.Ramp), round(r.Hold))
+
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "latency\tcount\tp50\tp90\tp99\tmax\t")
+	keys := make([]string, 0, len(r.Latency))
+	for k := range r.Latency {
+		keys = append(keys, k)
+	}
+	order := map[string]int{"reset": 0, "list_tools": 1, "call_tool": 2}
+	sort.Slice(keys, func(i, j int) bool {
+		oi, iok := order[keys[i]]
+		oj, jok := order[keys[j]]
+		switch {
+		case iok && jok:
+			return oi < oj
+		case iok != jok:
+			return iok
+		}
+		return keys[i] < keys[j]
+	})
+	for _, k := range keys {
+		l := r.Latency[k]
+		name := k
+		if t, ok := strings.CutPrefix(k, "call_tool:"); ok {
+			name = "  " + t
+		}
+		if l.Count == 0 {
+			fmt.Fprintf(tw, "%s\t0\t-\t-\t-\t-\t\n", name)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t\n", name, l.Count, round(l.P50), round(l.P90), round(l.P99), round(l.Max))
+	}
+	tw.Flush()
+	fmt.Fprintf(&b, "\nthroughput: %.0f calls/s, %.0f resets/s over the hold; %d calls, %d resets, %d list_tools in all\n",
+		r.CallsPerSecond, r.ResetsPerSecond, r.Calls, r.Resets, r.ListTools)
+	fmt.Fprintf(&b, "errors: %d (lost sessions %d)\n", r.Errors, r.LostSessions)
+	for _, e := range r.ErrorSamples {
+		fmt.Fprintf(&b, "  %s\n", e)
+	}
+
+	fmt.Fprintln(&b)
+	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "server\tbefore\tduring\tpeak\tafter\tback to baseline\t")
+	f := r.Server
+	row := func(name string, get func(Sample) string, ok bool) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", name, get(f.Before), get(f.During), get(f.Peak), get(f.After), yesNo(ok))
+	}
+	row("rss", func(s Sample) string { return bytesText(s.RSSBytes) }, true)
+	row("heap", func(s Sample) string { return bytesText(s.HeapAlloc) }, true)
+	row("goroutines", func(s Sample) string { return count(s.Goroutines) }, r.Baseline.Goroutines)
+	row("open files", func(s Sample) string { return count(int64(s.OpenFDs)) }, r.Baseline.OpenFDs)
+	row("sessions", func(s Sample) string { return count(int64(s.Sessions)) }, r.Baseline.Sessions)
+	row("sqlite connections", func(s Sample) string { return count(int64(s.OpenConnections)) }, r.Baseline.OpenConnections)
+	row("instance dirs", func(s Sample) string { return count(int64(s.InstanceDirs)) }, r.Baseline.InstanceDirs)
+	tw.Flush()
+	if s.Sessions > 0 && r.RSSPerSession != 0 {
+		fmt.Fprintf(&b, "rss per session: %s ((during - before) / %d sessions)\n", bytesText(r.RSSPerSession), s.Sessions)
+	}
+
+	fl := r.Floors
+	fmt.Fprintf(&b, "\nfloors: echo round trip %s, raw open %s, raw insert transaction %s\n", round(fl.EchoRTT), round(fl.RawOpen), round(fl.RawInsertTxn))
+	if fr := r.FloorRatio; fr != nil {
+		fmt.Fprintf(&b, "%s p50 %s = %.2f x floor (echo + %d x insert transaction = %s)\n", fr.Tool, round(fr.P50), fr.Ratio, fr.Txns, round(fr.Floor))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func orDefault(s string) string {
+	if s == "" {
+		return "(server default)"
+	}
+	return s
+}
+
+func yesNo(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "NO"
+}
+
+func seconds(s float64) string { return round(time.Duration(s * float64(time.Second))) }
+
+// round prints a duration with three significant digits.
+func round(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0"
+	case d < time.Microsecond:
+		return d.String()
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.3gµs", float64(d)/float64(time.Microsecond))
+	case d < time.Second:
+		return fmt.Sprintf("%.3gms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%.3gs", d.Seconds())
+}
+
+func count(n int64) string {
+	if n < 0 {
+		return "?"
+	}
+	return fmt.Sprint(n)
+}
+
+func bytesText(n int64) string {
+	switch {
+	case n < 0:
+		return "?"
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.0f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

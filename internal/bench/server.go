@@ -1,0 +1,249 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/seahaven/seahaven/internal/procstat"
+)
+
+// ServerCommand says how to start the server under test as a subprocess, so
+// that its memory and open files are measured apart from the load
+// generator's.
+type ServerCommand struct {
+	// Path is the executable, typically the seahaven binary itself.
+	Path string
+	// Args are its arguments up to the listen address, such as
+	// ["serve", "--world", "company"]. Run appends --addr 127.0.0.1:<port>
+	// and --instances <dir>.
+	Args []string
+	// Env is the subprocess's environment; nil inherits this process's.
+	Env []string
+	// Stderr receives the server's logs; nil discards them.
+	Stderr io.Writer
+}
+
+// server is the server under test: a subprocess Run started, or one at a URL.
+type server struct {
+	base      string        // http://host:port
+	cmd       *exec.Cmd     // nil for --url
+	exited    chan struct{} // closed when cmd has exited
+	waitErr   error         // cmd's exit status, set before exited closes
+	instances string        // the instance root to count, or ""
+	scratch   string        // a directory Run made and removes, or ""
+	client    *http.Client  // for /debug/runtime and /health
+}
+
+// freePort asks the kernel for a free loopback port.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startServer starts sc on a free loopback port with a fresh instance root
+// and waits until it answers /health.
+func startServer(ctx context.Context, sc *ServerCommand) (*server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, fmt.Errorf("bench: finding a free port: %w", err)
+	}
+	scratch, err := os.MkdirTemp("", "seahaven-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	instances := filepath.Join(scratch, "instances")
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	args := append(append([]string{}, sc.Args...), "--addr", addr, "--instances", instances)
+	cmd := exec.Command(sc.Path, args...)
+	cmd.Env = sc.Env
+	cmd.Stdout = sc.Stderr
+	cmd.Stderr = sc.Stderr
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(scratch)
+		return nil, fmt.Errorf("bench: starting the server: %w", err)
+	}
+	s := &server{base: "http://" + addr, cmd: cmd, exited: make(chan struct{}), instances: instances, scratch: scratch, client: statsClient()}
+	go func() {
+		s.waitErr = cmd.Wait()
+		close(s.exited)
+	}()
+	if err := s.waitHealthy(ctx, 60*time.Second); err != nil {
+		s.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// remoteServer is a server already running at base.
+func remoteServer(ctx context.Context, base, instances string) (*server, error) {
+	s := &server{base: base, instances: instances, client: statsClient()}
+	if err := s.waitHealthy(ctx, 10*time.Second); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func statsClient() *http.Client {
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1, DisableCompression: true}}
+}
+
+// waitHealthy polls /health until it answers 200, the subprocess exits, or
+// the wait runs out.
+func (s *server) waitHealthy(ctx context.Context, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	var last error
+	for time.Now().Before(deadline) {
+		if s.cmd != nil {
+			select {
+			case <-s.exited:
+				return fmt.Errorf("bench: the server exited before answering /health: %v", s.waitErr)
+			default:
+			}
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/health", nil)
+		res, err := s.client.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("status %s", res.Status)
+		}
+		last = err
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("bench: %s/health did not answer in %s: %v", s.base, wait, last)
+}
+
+// stop ends the subprocess (SIGTERM, then SIGKILL after a grace period) and
+// removes the scratch directory.
+func (s *server) stop() error {
+	var err error
+	if s.cmd != nil {
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.exited:
+		case <-time.After(30 * time.Second):
+			s.cmd.Process.Kill()
+			<-s.exited
+			err = errors.New("bench: the server did not stop within 30s of SIGTERM and was killed")
+		}
+	}
+	if s.scratch != "" {
+		os.RemoveAll(s.scratch)
+	}
+	return err
+}
+
+// Sample is one reading of the server's footprint. A value that could not
+// be read is -1.
+type Sample struct {
+	// RSSBytes is the server's resident memory (VmRSS).
+	RSSBytes int64 `json:"rss_bytes"`
+	// Goroutines is the server's live goroutines.
+	Goroutines int64 `json:"goroutines"`
+	// HeapAlloc is the server's live Go heap.
+	HeapAlloc int64 `json:"heap_alloc"`
+	// OpenFDs is the server's open file descriptors.
+	OpenFDs int `json:"open_fds"`
+	// Sessions is the server's live sessions.
+	Sessions int `json:"sessions"`
+	// OpenConnections is the SQLite connections the server's instances hold.
+	OpenConnections int `json:"open_sqlite_connections"`
+	// InstanceDirs is the instance directories on disk.
+	InstanceDirs int `json:"instance_dirs"`
+}
+
+// runtimeStats is the subset of GET /debug/runtime the bench reads.
+type runtimeStats struct {
+	PID             int   `json:"pid"`
+	Goroutines      int64 `json:"goroutines"`
+	HeapAlloc       int64 `json:"heap_alloc"`
+	Sessions        int   `json:"sessions"`
+	OpenConnections int   `json:"open_sqlite_connections"`
+	InstanceDirs    int   `json:"instance_dirs"`
+	RSSBytes        int64 `json:"rss_bytes"`
+	OpenFDs         int   `json:"open_fds"`
+}
+
+// sample reads the server's footprint: GET /debug/runtime, then, for a
+// subprocess, its RSS and open files from /proc and its instance
+// directories from the instance root.
+func (s *server) sample(ctx context.Context) (Sample, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/debug/runtime", nil)
+	res, err := s.client.Do(req)
+	if err != nil {
+		return Sample{}, fmt.Errorf("bench: GET /debug/runtime: %w", err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return Sample{}, fmt.Errorf("bench: GET /debug/runtime: %s", res.Status)
+	}
+	var rs runtimeStats
+	if err := json.NewDecoder(res.Body).Decode(&rs); err != nil {
+		return Sample{}, fmt.Errorf("bench: GET /debug/runtime: %w", err)
+	}
+	out := Sample{
+		RSSBytes: rs.RSSBytes, Goroutines: rs.Goroutines, HeapAlloc: rs.HeapAlloc, OpenFDs: rs.OpenFDs,
+		Sessions: rs.Sessions, OpenConnections: rs.OpenConnections, InstanceDirs: rs.InstanceDirs,
+	}
+	if s.cmd != nil {
+		pid := s.cmd.Process.Pid
+		if n, err := procstat.RSS(pid); err == nil {
+			out.RSSBytes = n
+		}
+		if n, err := procstat.OpenFDs(pid); err == nil {
+			out.OpenFDs = n
+		}
+	}
+	if s.instances != "" {
+		if n, err := countInstanceDirs(s.instances); err == nil {
+			out.InstanceDirs = n
+		}
+	}
+	return out, nil
+}
+
+// countInstanceDirs counts the instance directories under an instance root:
+// the directories inside each server process's own directory.
+func countInstanceDirs(root string) (int, error) {
+	procs, err := os.ReadDir(root)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range procs {
+		if !p.IsDir() {
+			continue
+		}
+		ents, err := os.ReadDir(filepath.Join(root, p.Name()))
+		if err != nil {
+			return 0, err
+		}
+		for _, e := range ents {
+			if e.IsDir() {
+				n++
+			}
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,133 @@
+package openenv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// lockSuffix names the file beside a process's instance directory (the
+// directory's name plus ".lock") that the process holds an exclusive flock
+// on for as long as it runs. The kernel drops the lock when the process
+// dies, however it dies, so a directory whose lock can be taken is stale. A
+// process id alone cannot tell: in a container every restart of the server
+// is pid 1 again. The file sits beside the directory, not in it, so the
+// directory holds only instance directories.
+const lockSuffix = ".lock"
+
+// instanceRootMu serialises cleaning and making instance directories in
+// this process, so that one backend's cleaning never sees another's
+// directory between its creation and its lock.
+var instanceRootMu sync.Mutex
+
+// makeInstanceDir cleans root of stale instance directories and makes and
+// locks this process's new one. release unlocks it.
+func makeInstanceDir(root string) (dir string, release func(), err error) {
+	instanceRootMu.Lock()
+	defer instanceRootMu.Unlock()
+	if _, err := cleanStaleLocked(root); err != nil {
+		return "", nil, err
+	}
+	dir, err = os.MkdirTemp(root, strconv.Itoa(os.Getpid())+"-")
+	if err != nil {
+		return "", nil, fmt.Errorf("openenv: instance directory: %w", err)
+	}
+	f, err := os.OpenFile(dir+lockSuffix, os.O_CREATE|os.O_RDWR, 0o600)
+	if err == nil {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err != nil {
+			f.Close()
+			os.Remove(dir + lockSuffix)
+		}
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("openenv: locking the instance directory: %w", err)
+	}
+	return dir, func() {
+		os.Remove(dir + lockSuffix)
+		f.Close()
+	}, nil
+}
+
+// CleanStaleInstances removes the instance directories under root made by
+// processes that are no longer running (a server killed with SIGKILL, or by
+// the out-of-memory killer, leaves them behind). A directory is stale when
+// its lock can be taken and the process that made it is not running, or is
+// this very process (a restarted container's server has the pid of the one
+// before). It returns the directories it removed.
+func CleanStaleInstances(root string) ([]string, error) {
+	instanceRootMu.Lock()
+	defer instanceRootMu.Unlock()
+	return cleanStaleLocked(root)
+}
+
+// cleanStaleLocked does the work of CleanStaleInstances; instanceRootMu
+// must be held.
+func cleanStaleLocked(root string) ([]string, error) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	dirs := map[string]bool{}
+	for _, e := range ents {
+		if e.IsDir() {
+			dirs[e.Name()] = true
+		}
+	}
+	var removed []string
+	for _, e := range ents {
+		name := e.Name()
+		base, isLock := strings.CutSuffix(name, lockSuffix)
+		pidText, _, ok := strings.Cut(base, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || (isLock && dirs[base]) || (!isLock && !e.IsDir()) {
+			continue // not ours, or a lock file handled with its directory
+		}
+		p := filepath.Join(root, base)
+		if !staleInstanceDir(p, pid) {
+			continue
+		}
+		if err := os.RemoveAll(p); err != nil {
+			return removed, err
+		}
+		if err := os.Remove(p + lockSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return removed, err
+		}
+		removed = append(removed, p)
+	}
+	return removed, nil
+}
+
+// staleInstanceDir reports whether the instance directory p, made by the
+// process pid, is left over. Without a lock file (a directory being made by
+// another process, or one made before lock files) only the pid decides.
+func staleInstanceDir(p string, pid int) bool {
+	self := pid == os.Getpid()
+	f, err := os.OpenFile(p+lockSuffix, os.O_RDWR, 0)
+	if err != nil {
+		return !self && !processAlive(pid)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return false // its process holds it
+	}
+	return self || !processAlive(pid)
+}
+
+// processAlive reports whether a process with this id runs.
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

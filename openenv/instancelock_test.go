@@ -1,0 +1,122 @@
+package openenv_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+
+	"github.com/seahaven/seahaven/examples/worlds/company"
+	"github.com/seahaven/seahaven/openenv"
+)
+
+// deadPID returns a process id no process has now.
+func deadPID(tb testing.TB) int {
+	tb.Helper()
+	for pid := 4_000_000; pid > 100_000; pid -= 7919 {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return pid
+		}
+	}
+	tb.Skip("found no unused process id")
+	return 0
+}
+
+func TestCleanStaleInstances(t *testing.T) {
+	root := t.TempDir()
+	self, dead := strconv.Itoa(os.Getpid()), strconv.Itoa(deadPID(t))
+	live, err := openenv.NewWorldBackend(company.World, openenv.WorldBackendConfig{InstanceRoot: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	liveName := filepath.Base(live.InstanceDir())
+
+	for _, tt := range []struct {
+		name  string // a directory under root, or a lone lock file
+		dir   bool
+		lock  bool // an unlocked lock file beside the directory
+		stale bool
+	}{
+		{dead + "-crashed", true, true, true},       // killed: its lock is free
+		{dead + "-old", true, false, true},          // from before lock files, its process gone
+		{self + "-restarted", true, true, true},     // a container restart: same pid, lock free
+		{self + "-creating", true, false, false},    // this process is making it
+		{"1-otherprocess", true, true, false},       // pid 1 runs: a lock file without its lock yet
+		{"not-a-pid", true, false, false},           // not an instance directory
+		{dead + "-orphan.lock", false, false, true}, // a lock file whose directory is gone
+	} {
+		p := filepath.Join(root, tt.name)
+		if tt.dir {
+			if err := os.MkdirAll(filepath.Join(p, "seahaven-inst-1"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if tt.lock || !tt.dir {
+			lock := p + ".lock"
+			if !tt.dir {
+				lock = p
+			}
+			if err := os.WriteFile(lock, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	removed, err := openenv.CleanStaleInstances(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range removed {
+		names = append(names, filepath.Base(p))
+	}
+	slices.Sort(names)
+	want := []string{dead + "-crashed", dead + "-old", dead + "-orphan", self + "-restarted"}
+	slices.Sort(want)
+	if !slices.Equal(names, want) {
+		t.Errorf("removed %v, want %v", names, want)
+	}
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	for _, keep := range []string{liveName, liveName + ".lock", self + "-creating", "1-otherprocess", "not-a-pid"} {
+		if !slices.Contains(left, keep) {
+			t.Errorf("%s was removed; left: %v", keep, left)
+		}
+	}
+	for _, gone := range []string{dead + "-crashed.lock", self + "-restarted.lock", dead + "-orphan.lock"} {
+		if slices.Contains(left, gone) {
+			t.Errorf("%s was left behind", gone)
+		}
+	}
+
+	t.Run("CloseRemovesDirAndLock", func(t *testing.T) {
+		b, err := openenv.NewWorldBackend(company.World, openenv.WorldBackendConfig{InstanceRoot: root})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := b.InstanceDir()
+		if _, err := os.Stat(dir + ".lock"); err != nil {
+			t.Fatalf("no lock file: %v", err)
+		}
+		if n, err := b.InstanceDirs(); err != nil || n != 0 {
+			t.Errorf("a new backend has %d instance directories (%v)", n, err)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{dir, dir + ".lock"} {
+			if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s after Close: %v", p, err)
+			}
+		}
+	})
+}
