@@ -26,9 +26,11 @@ check:
 	$(GO) vet ./...
 	$(GO) run ./internal/importcheck
 
-## bench: Go benchmarks of the engine, then the load benchmark
+## bench: Go benchmarks of the engine, then a short load benchmark (docs/scale.md)
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./sqlitestore ./composition ./examples/...
+	$(GO) build -o bin/seahaven ./cmd/seahaven
+	./bin/seahaven bench --sessions 64 --duration 10s --json bin/bench.json
 
 ## fuzz: a short run of every fuzz target
 fuzz:

@@ -37,8 +37,9 @@ var toolErrorTypes = []string{"execution_error", "invalid_args", "tool_not_found
 
 // checkRefusals fails when reply, a /ws frame, refuses without naming the
 // problem: an error frame needs a message (and, for a validation error, one
-// entry per failure, each named in the message); a failed call needs a
-// known error_type and a message; an MCP error needs a message.
+// entry per failure, each named in the message) and must not be the server
+// failing (a panic, an unencodable reply); a failed call needs a known
+// error_type and a message; an MCP error needs a message.
 func checkRefusals(tb testing.TB, reply []byte) {
 	tb.Helper()
 	var f struct {
@@ -69,6 +70,10 @@ func checkRefusals(tb testing.TB, reply []byte) {
 	case "error":
 		if strings.TrimSpace(d.Message) == "" {
 			tb.Errorf("error frame without a message: %.300s", reply)
+		}
+		// The server's own failures: it could not handle the input.
+		if strings.HasPrefix(d.Message, "reply cannot be encoded") || strings.HasPrefix(d.Message, "internal error:") {
+			tb.Errorf("the server failed on the input: %.300s", reply)
 		}
 		if d.Code == "VALIDATION_ERROR" {
 			if len(d.Errors) == 0 {

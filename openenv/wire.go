@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/seahaven/seahaven/env"
 )
@@ -19,39 +20,73 @@ type field struct {
 }
 
 // MarshalJSON encodes the fields in order.
-func (o object) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
+func (o object) MarshalJSON() ([]byte, error) { return o.appendJSON(nil) }
+
+// appendJSON appends the object to b, writing nested objects directly
+// (encoding/json would compact the output of every nested MarshalJSON again).
+func (o object) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, '{')
 	for i, f := range o {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		k, err := json.Marshal(f.key)
-		if err != nil {
+		var err error
+		if b, err = appendValue(b, f.key); err != nil {
 			return nil, err
 		}
-		b.Write(k)
-		b.WriteByte(':')
-		v, err := encode(f.value)
-		if err != nil {
+		b = append(b, ':')
+		if b, err = appendValue(b, f.value); err != nil {
 			return nil, fmt.Errorf("key %q: %w", f.key, err)
 		}
-		b.Write(v)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return append(b, '}'), nil
 }
 
 // encode marshals v compactly without escaping <, > and &.
-func encode(v any) ([]byte, error) {
-	var b bytes.Buffer
-	e := json.NewEncoder(&b)
-	e.SetEscapeHTML(false)
-	if err := e.Encode(v); err != nil {
+func encode(v any) ([]byte, error) { return appendValue(nil, v) }
+
+// appendValue appends v as encode writes it: objects field by field, every
+// other value as encoding/json writes it.
+func appendValue(b []byte, v any) ([]byte, error) {
+	switch v := v.(type) {
+	case object:
+		return v.appendJSON(b)
+	case nil:
+		return append(b, "null"...), nil
+	case bool:
+		if v {
+			return append(b, "true"...), nil
+		}
+		return append(b, "false"...), nil
+	}
+	le := leafEncoders.Get().(*leafEncoder)
+	defer func() {
+		if le.buf.Cap() <= maxPooledLeaf {
+			leafEncoders.Put(le)
+		}
+	}()
+	le.buf.Reset()
+	if err := le.enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return append(b, bytes.TrimSuffix(le.buf.Bytes(), []byte("\n"))...), nil
 }
+
+// maxPooledLeaf is the largest buffer a leaf encoder keeps for reuse.
+const maxPooledLeaf = 64 << 10
+
+// leafEncoder is a reusable encoder of values other than objects.
+type leafEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var leafEncoders = sync.Pool{New: func() any {
+	le := &leafEncoder{}
+	le.enc = json.NewEncoder(&le.buf)
+	le.enc.SetEscapeHTML(false)
+	return le
+}}
 
 // frameOf wraps data in a /ws envelope.
 func frameOf(typ string, data any) object {

@@ -2,6 +2,7 @@ package openenv
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -23,6 +24,7 @@ type WorldBackend struct {
 	dir            string
 	release        func() // unlocks dir
 	logger         *slog.Logger
+	gate           gate
 
 	mu       sync.Mutex // guards fixtures and listed
 	fixtures []FixtureInfo
@@ -40,6 +42,11 @@ type WorldBackendConfig struct {
 	InstanceRoot string
 	// Logger receives one line per tool call; nil discards.
 	Logger *slog.Logger
+	// MaxActive caps the resets, tool calls and inspect queries running in
+	// the engine at once, across sessions; the others wait their turn in
+	// arrival order (within their step timeout). Zero means
+	// DefaultMaxActive; negative means no cap.
+	MaxActive int
 }
 
 // fixtureListTTL bounds how stale GET /fixtures may be.
@@ -64,7 +71,7 @@ func NewWorldBackend(w *env.World, cfg WorldBackendConfig) (*WorldBackend, error
 	if err != nil {
 		return nil, err
 	}
-	b := &WorldBackend{world: w, fixturesDir: cfg.FixturesDir, defaultFixture: cfg.DefaultFixture, dir: dir, release: release, logger: cfg.Logger}
+	b := &WorldBackend{world: w, fixturesDir: cfg.FixturesDir, defaultFixture: cfg.DefaultFixture, dir: dir, release: release, logger: cfg.Logger, gate: newGate(cfg.MaxActive)}
 	if b.fixturesDir == "" {
 		b.fixturesDir = w.Spec().FixturesDir
 	}
@@ -118,6 +125,11 @@ func (b *WorldBackend) listFixtures() []FixtureInfo {
 
 // Open creates an instance.
 func (b *WorldBackend) Open(ctx context.Context, opts OpenOptions) (Instance, error) {
+	leave, err := b.gate.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	inst, err := composition.Open(ctx, b.world, composition.Options{
 		Fixture: opts.Fixture, FixturesDir: b.fixturesDir, Now: opts.Now, Seed: opts.Seed,
 		Startup: opts.Startup, ControlTools: opts.ControlTools, ClockMode: opts.ClockMode,
@@ -126,13 +138,31 @@ func (b *WorldBackend) Open(ctx context.Context, opts OpenOptions) (Instance, er
 	if err != nil {
 		return nil, err
 	}
-	return worldInstance{inst}, nil
+	return worldInstance{inst, b.gate}, nil
 }
 
-// worldInstance adapts a composition.Instance to Instance.
-type worldInstance struct{ *composition.Instance }
+// worldInstance adapts a composition.Instance to Instance; its calls and
+// queries go through the backend's gate.
+type worldInstance struct {
+	*composition.Instance
+	gate gate
+}
+
+func (w worldInstance) CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error) {
+	leave, err := w.gate.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	return w.Instance.CallJSON(ctx, name, args)
+}
 
 func (w worldInstance) Inspect(ctx context.Context, sql string, args []any) ([]string, [][]any, error) {
+	leave, err := w.gate.enter(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer leave()
 	rows, err := w.Instance.Inspect().Query(ctx, sql, args...)
 	if err != nil {
 		return nil, nil, err

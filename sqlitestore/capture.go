@@ -493,6 +493,10 @@ ORDER BY l.name, x.cid`
 
 // loadMeta (re)loads the metadata of every table of the main schema.
 func (cn *conn) loadMeta(untracked map[string]bool) error {
+	version, err := schemaVersion(cn.c)
+	if err != nil {
+		return err
+	}
 	tables, err := cn.query(tablesSQL, nil)
 	if err != nil {
 		return err
@@ -540,8 +544,24 @@ func (cn *conn) loadMeta(untracked map[string]bool) error {
 		m.selectSQL = m.buildSelect()
 	}
 	cn.meta = meta
+	cn.metaVersion = version
 	cn.metaDirty = false
 	return nil
+}
+
+// schemaVersion reads the schema cookie, which changes with every schema
+// change written to the file.
+func schemaVersion(c *sqlite3.Conn) (int64, error) {
+	st, _, err := c.Prepare("PRAGMA main.schema_version")
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	var v int64
+	if st.Step() {
+		v = st.ColumnInt64(0)
+	}
+	return v, st.Err()
 }
 
 // buildSelect returns the statement reading one row by key, or "" when the

@@ -400,6 +400,44 @@ func TestCapture_AcrossRelease(t *testing.T) {
 	}
 }
 
+// TestCapture_SchemaChangeAcrossRelease changes the schema between
+// captures with releases in between: the metadata a reopened connection
+// reuses must follow every change.
+func TestCapture_SchemaChangeAcrossRelease(t *testing.T) {
+	s := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);`, sqlitestore.Options{})
+	release := func(t *testing.T) {
+		t.Helper()
+		if err := s.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		name string
+		act  func(*testing.T, *sqlitestore.Store)
+		want string
+	}{
+		{"Insert", execAll(`INSERT INTO t VALUES (1, 'a')`), lines("insert t map[id:1] after=map[id:1 v:a]")},
+		{"SameSchema", execAll(`UPDATE t SET v = 'b'`), lines("update t map[id:1] before=map[id:1 v:a] after=map[id:1 v:b]")},
+		{"AddColumnOutsideCapture", nil, ""},
+		{"NewColumn", execAll(`UPDATE t SET w = 7`), lines("update t map[id:1] before=map[id:1 v:b w:<nil>] after=map[id:1 v:b w:7]")},
+		{"NewTable", execAll(`CREATE TABLE u (k TEXT PRIMARY KEY, n INTEGER) WITHOUT ROWID`, `INSERT INTO u VALUES ('x', 1)`), lines("insert u map[k:x] after=map[k:x n:1]")},
+		{"NewTableAfterRelease", execAll(`UPDATE u SET n = 2`), lines("update u map[k:x] before=map[k:x n:1] after=map[k:x n:2]")},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			if st.act == nil {
+				MustExec(t, s, `ALTER TABLE t ADD COLUMN w INTEGER`)
+				release(t)
+				return
+			}
+			if got := capture(t, s, st.act); got != st.want {
+				t.Errorf("changes:\n%s\nwant:\n%s", got, st.want)
+			}
+			release(t)
+		})
+	}
+}
+
 func TestCapture_Finish(t *testing.T) {
 	ctx := context.Background()
 	s := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY);`, sqlitestore.Options{})

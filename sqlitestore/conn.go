@@ -41,10 +41,11 @@ type conn struct {
 	order []string // cache keys, oldest first
 
 	// Change capture (stores only).
-	meta      map[string]*tableMeta // main-schema tables by name, loaded lazily
-	metaDirty bool                  // meta must be reloaded before it is trusted
-	ddlSeq    uint64                // counts statements prepared that change tables
-	hookOn    bool
+	meta        map[string]*tableMeta // main-schema tables by name, loaded lazily
+	metaDirty   bool                  // meta must be reloaded before it is trusted
+	metaVersion int64                 // the schema cookie meta was loaded at
+	ddlSeq      uint64                // counts statements prepared that change tables
+	hookOn      bool
 }
 
 // openConn opens a connection to uri and applies the settings shared by stores,

@@ -8,10 +8,12 @@
 //
 // Every connection a [Store] opens is set up the same way:
 //
-//   - journal_mode=WAL and synchronous=OFF: instance stores are disposable
-//     copies, so nothing is fsynced, while ROLLBACK and ROLLBACK TO still work
-//     and an [Inspector] can read while the store writes. Freezing writes a
-//     real, fsynced file with [Store.VacuumInto].
+//   - journal_mode=MEMORY and synchronous=OFF: instance stores are
+//     disposable copies, so nothing is fsynced and the rollback journal stays
+//     in memory, while ROLLBACK and ROLLBACK TO still work. Freezing writes a
+//     real, fsynced file with [Store.VacuumInto]. With Options.ExclusiveLock
+//     (instances use it) the connection also holds its file's lock while it
+//     is open; [Store.Yield] lets an [Inspector] read the file.
 //   - foreign_keys=ON (set explicitly), FTS5 registered, a small page cache
 //     ([CacheSizeKiB]), strings and blobs capped at [MaxLength], a memory cap
 //     ([DefaultMaxMemory] or Options.MaxMemory) and a busy timeout.
@@ -29,7 +31,11 @@
 //     ctx.Err(), and the store stays usable. SQLite's out-of-memory panics are
 //     recovered and returned as errors wrapping [ErrOutOfMemory].
 //   - SQLite's errors keep SQLite's message ("sqlitestore: UNIQUE constraint
-//     failed: charges.id") and wrap the driver's error; see [Error].
+//     failed: charges.id") and wrap the driver's error; see [Error]. The
+//     driver reports a write that fails for want of space as a bare "disk I/O
+//     error"; the store's error says the disk is full (wrapping
+//     syscall.ENOSPC) when the file system is still out of space, and that
+//     the disk may be full when the rollback has given the space back.
 //
 // # Transactions and change capture
 //
@@ -63,20 +69,21 @@
 // work, so medians of interleaved runs are given as ranges; the benchmarks in
 // bench_test.go reproduce them):
 //
-//   - An open store costs about 340 KiB of resident memory outside the Go
-//     heap, and 4 memory maps; a released one costs only its Go structs.
-//   - Opening a store, one query and closing it: 2–3.5 ms. Reopening a
-//     released store costs the same (WAL's -wal and -shm files are made on
-//     open and checkpointed away on the last close).
-//   - A one-row write call (StartCapture, Begin, Exec INSERT, Commit, Finish):
-//     27–38 µs, against 22–30 µs for a raw prepared BEGIN/INSERT/COMMIT with
-//     the same settings, a ratio of 1.1–1.4; most of either is file locking.
-//     Finish usually runs no SQL: the rows are read inside the transaction,
-//     just before COMMIT.
-//   - WAL against a rollback journal kept in memory: write transactions of
-//     23–27 µs against 37–44 µs, a later read transaction 7 µs against
-//     16 µs, but open plus close 2–3.5 ms against 1.4–1.8 ms. Busy stores
-//     stay open and only idle ones are released, so WAL is the better trade.
+//   - An open store costs about 300–400 KiB of resident memory outside the
+//     Go heap, one file descriptor and two memory maps; a released one costs
+//     only its Go structs.
+//   - Opening a store, one query and closing it: 1.5–3 ms, most of it the
+//     page faults of the connection's fresh memory (this virtual machine
+//     takes 12–25 µs per first touch of a 4 KiB page); reopening a released
+//     store costs the same. A WAL store cost 3–5.5 ms (its -wal and -shm
+//     files are made on open and removed on the last close), which is why
+//     stores keep their journal in memory.
+//   - A one-row write call with ExclusiveLock (StartCapture, Begin, Exec
+//     INSERT, Commit, Finish): 27–31 µs, 12–26 µs without the capture,
+//     against 10 µs for a raw prepared BEGIN/INSERT/COMMIT with the same
+//     settings. Without exclusive locking each transaction takes and drops
+//     file locks and rereads the header: 50–70 µs. Finish usually runs no
+//     SQL: the rows are read inside the transaction, just before COMMIT.
 //   - A shadowed date function call: 2–4 µs.
 //
 // # Concurrency

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 
 	"github.com/ncruces/go-sqlite3"
 )
@@ -54,11 +55,13 @@ type Error struct {
 	causes []error
 }
 
-// SQLite primary result codes this package refers to.
+// SQLite result codes this package refers to (primary codes, and the
+// extended code of a failed write).
 const (
-	codeNoMem     = int(sqlite3.NOMEM)
-	codeInterrupt = int(sqlite3.INTERRUPT)
-	codeAuth      = int(sqlite3.AUTH)
+	codeNoMem      = int(sqlite3.NOMEM)
+	codeIOErrWrite = int(sqlite3.IOERR_WRITE)
+	codeInterrupt  = int(sqlite3.INTERRUPT)
+	codeAuth       = int(sqlite3.AUTH)
 )
 
 // Error returns "sqlitestore: " followed by SQLite's message, and the failing
@@ -162,6 +165,31 @@ func guard(fn func() error) (err error) {
 	}()
 	return fn()
 }
+
+// fullError makes a failed write say what most likely caused it. The
+// driver reports every failed write, running out of space included, as
+// SQLITE_IOERR_WRITE ("disk I/O error") and drops the operating system's
+// error; and a rollback journal kept in memory gives the space back before
+// the error returns. So when the file system holding dir is still out of
+// space, the error says the disk is full and wraps syscall.ENOSPC;
+// otherwise it says that the write failed and the disk may be full. The
+// result keeps SQLite's codes.
+func fullError(err error, dir string) error {
+	var e *Error
+	if !errors.As(err, &e) || e.ExtendedCode != codeIOErrWrite || errors.Is(err, syscall.ENOSPC) {
+		return err
+	}
+	if noSpaceLeft(dir) {
+		e.Message = "database or disk is full: the file system has no space left"
+		e.causes = append(e.causes, syscall.ENOSPC)
+	} else if !strings.HasSuffix(e.Message, mayBeFull) {
+		e.Message += mayBeFull
+	}
+	return err
+}
+
+// mayBeFull ends the message of a failed write whose cause is unknown.
+const mayBeFull = ": writing to the file failed (the disk may be full)"
 
 // readOnlyError marks an authorization failure on an Inspector.
 func readOnlyError(err error) error {

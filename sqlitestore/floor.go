@@ -20,11 +20,13 @@ const (
 // connections, with nothing of this package in between, in a scratch file
 // under dir (removed before it returns):
 //
-//   - open: the median time to open a connection to a small WAL-mode file,
-//     read its schema (which makes SQLite read the file) and close it;
+//   - open: the median time to open a connection to a small file, read its
+//     schema (which makes SQLite read the file) and close it;
 //   - insertTxn: the median time of one prepared BEGIN IMMEDIATE, one-row
-//     INSERT, COMMIT on an open connection with the settings stores use
-//     (WAL, synchronous=OFF, foreign keys on, the same page cache).
+//     INSERT, COMMIT on an open connection with the settings of a store
+//     opened with ExclusiveLock (rollback journal in memory,
+//     synchronous=OFF, exclusive locking, foreign keys on, the same page
+//     cache).
 //
 // Load generators print their results as ratios to these. RawFloor takes
 // about 100 opens and 1000 transactions; it is safe for concurrent use.
@@ -56,7 +58,8 @@ func floorInsert(path string) (time.Duration, error) {
 		return 0, err
 	}
 	defer c.Close()
-	err = c.Exec(fmt.Sprintf(`PRAGMA synchronous=OFF; PRAGMA journal_mode=WAL; PRAGMA foreign_keys=ON; PRAGMA cache_size=-%d;
+	err = c.Exec(fmt.Sprintf(`PRAGMA synchronous=OFF; PRAGMA journal_mode=MEMORY; PRAGMA locking_mode=EXCLUSIVE;
+		PRAGMA foreign_keys=ON; PRAGMA cache_size=-%d;
 		CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL);`, CacheSizeKiB))
 	if err != nil {
 		return 0, err

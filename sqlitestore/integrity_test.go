@@ -43,7 +43,7 @@ func TestInspector_IntegrityCheck(t *testing.T) {
 		for i := range 200 {
 			MustExec(t, pay, `INSERT INTO charges VALUES (?, ?)`, i, i)
 		}
-		// Checkpoint the rows into the file and close it, then damage the
+		// Close the stores, so every row is in the file, then damage the
 		// table's pages behind SQLite's back.
 		if err := pay.Close(); err != nil {
 			t.Fatal(err)

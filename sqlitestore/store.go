@@ -106,6 +106,11 @@ type Store struct {
 	frames   []*Frame
 	captures []*Capture
 	epoch    uint64 // moves whenever rows may have changed unseen by a capture's preread
+	// meta and metaVersion keep the capture metadata of the last connection
+	// and the schema cookie it was loaded at, so a reopened connection skips
+	// reloading it while the schema is unchanged.
+	meta        map[string]*tableMeta
+	metaVersion int64
 
 	poolElem *list.Element // guarded by pool.mu
 	lastUse  time.Time     // guarded by pool.mu: the last operation or Unpin
@@ -237,6 +242,7 @@ func (s *Store) doLocked(ctx context.Context, open bool, fn func(cn *conn) error
 		defer cn.c.SetInterrupt(old)
 		return formatError(ctx, fn(cn))
 	})
+	err = fullError(err, filepath.Dir(s.path))
 	if errors.Is(err, ErrOutOfMemory) {
 		s.afterOOMLocked()
 	}
@@ -302,6 +308,13 @@ func (s *Store) setupLocked(ctx context.Context, cn *conn) error {
 	} else if mode != "memory" {
 		return fmt.Errorf("sqlitestore: journal_mode stayed %q instead of memory", mode)
 	}
+	if s.meta != nil {
+		// The file is changed only through this store: an unchanged schema
+		// cookie means the saved capture metadata still holds.
+		if v, err := schemaVersion(cn.c); err == nil && v == s.metaVersion {
+			cn.meta, cn.metaVersion, cn.metaDirty = s.meta, v, false
+		}
+	}
 	if err := installRandom(cn.c, s.rng); err != nil {
 		return formatError(ctx, err)
 	}
@@ -349,6 +362,10 @@ func (s *Store) closeConnLocked() error {
 	s.epoch++
 	if s.pool != nil {
 		s.pool.remove(s)
+	}
+	s.meta = nil
+	if cn.meta != nil && !cn.metaDirty {
+		s.meta, s.metaVersion = cn.meta, cn.metaVersion
 	}
 	return formatError(nil, cn.close())
 }
@@ -534,6 +551,7 @@ func (s *Store) VacuumInto(ctx context.Context, dst string) error {
 		err = syncFile(dst)
 	}
 	if err != nil {
+		err = fullError(err, filepath.Dir(dst)) // before the partial copy is removed
 		if _, statErr := os.Lstat(dst); statErr == nil {
 			os.Remove(dst)
 		}

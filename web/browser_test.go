@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/fixture"
 	"github.com/seahaven/seahaven/openenv"
@@ -31,12 +32,38 @@ const chromiumPath = "/usr/bin/chromium"
 
 var screenshots = flag.String("screenshots", "", "save a PNG of each panel of the browser test into this directory")
 
-// mustServeCompany serves the company world with the UI mounted at /web,
-// as `seahaven serve` does, and returns its base URL.
-func mustServeCompany(tb testing.TB) string {
+// mustFixtures makes a fixtures directory holding a copy of acme and a
+// fork of it, acme-fork, frozen with one more invoice. It returns the
+// directory and the fork's sidecar.
+func mustFixtures(tb testing.TB) (string, *fixture.Sidecar) {
+	tb.Helper()
+	dir := tb.TempDir()
+	src := filepath.Join(company.FixturesDir, "acme")
+	if err := os.CopyFS(filepath.Join(dir, "acme"), os.DirFS(src)); err != nil {
+		tb.Fatal(err)
+	}
+	ctx := context.Background()
+	inst, err := composition.Open(ctx, company.World, composition.Options{Fixture: "acme", FixturesDir: dir, Dir: tb.TempDir()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer inst.Close()
+	if _, err := inst.CallJSON(ctx, "invoice", json.RawMessage(`{"amount":1200}`)); err != nil {
+		tb.Fatal(err)
+	}
+	fork, err := inst.Freeze(ctx, "acme-fork", "Acme after one more invoice.", composition.FreezeOptions{FixturesDir: dir})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return dir, fork
+}
+
+// mustServeCompany serves the company world from fixturesDir, with the UI
+// mounted at /web as `seahaven serve` mounts it, and returns its base URL.
+func mustServeCompany(tb testing.TB, fixturesDir string) string {
 	tb.Helper()
 	backend, err := openenv.NewWorldBackend(company.World, openenv.WorldBackendConfig{
-		DefaultFixture: "acme", InstanceRoot: tb.TempDir(),
+		FixturesDir: fixturesDir, DefaultFixture: "acme", InstanceRoot: tb.TempDir(),
 	})
 	if err != nil {
 		tb.Fatal(err)
@@ -212,7 +239,8 @@ func inspectHTTP(t *testing.T, base, sql string) [][]any {
 }
 
 func TestUI_Browser(t *testing.T) {
-	base := mustServeCompany(t)
+	fixturesDir, fork := mustFixtures(t)
+	base := mustServeCompany(t, fixturesDir)
 	ctx := mustBrowser(t)
 	pe := listenPageErrors(t, ctx)
 	t.Cleanup(func() { pe.check(t) })
@@ -357,26 +385,6 @@ func TestUI_Browser(t *testing.T) {
 		shot(t, ctx, "composition")
 	})
 
-	t.Run("Fixtures", func(t *testing.T) {
-		sc, err := fixture.Read(company.FixturesDir, "acme")
-		if err != nil {
-			t.Fatal(err)
-		}
-		run(t, ctx, "open the fixtures",
-			chromedp.Click(chromedp.CSS(`#tabs a[data-tab="fixtures"]`)),
-			chromedp.WaitVisible(chromedp.CSS(`#fixture-list .fixture[data-fixture="acme"]`)))
-		if got := textOf(t, ctx, `#fixture-list .fixture[data-fixture="acme"] tr[data-node="main"]`); !strings.Contains(got, sc.FileSHA256) {
-			t.Errorf("acme main row = %q, want its file hash %s", got, sc.FileSHA256)
-		}
-		for _, n := range sc.Nodes {
-			sel := fmt.Sprintf(`#fixture-list .fixture[data-fixture="acme"] tr[data-node=%q]`, n.Path)
-			if got := textOf(t, ctx, sel); !strings.Contains(got, n.FileSHA256) {
-				t.Errorf("acme %s row = %q, want its file hash %s", n.Path, got, n.FileSHA256)
-			}
-		}
-		shot(t, ctx, "fixtures")
-	})
-
 	t.Run("Sessions", func(t *testing.T) {
 		run(t, ctx, "open the sessions",
 			chromedp.Click(chromedp.CSS(`#tabs a[data-tab="sessions"]`)),
@@ -388,6 +396,59 @@ func TestUI_Browser(t *testing.T) {
 			t.Errorf("sessions pill = %q, want a live count", got)
 		}
 		shot(t, ctx, "sessions")
+	})
+
+	t.Run("Fixtures", func(t *testing.T) {
+		acme, err := fixture.Read(fixturesDir, "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		run(t, ctx, "open the fixtures",
+			chromedp.Click(chromedp.CSS(`#tabs a[data-tab="fixtures"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#fixture-list .fixture[data-fixture="acme-fork"]`)))
+		shot(t, ctx, "fixtures")
+		for _, sc := range []*fixture.Sidecar{acme, fork} {
+			hashes := map[string]string{"main": sc.FileSHA256}
+			for _, n := range sc.Nodes {
+				hashes[n.Path] = n.FileSHA256
+			}
+			for path, sum := range hashes {
+				sel := fmt.Sprintf(`#fixture-list .fixture[data-fixture=%q] tr[data-node=%q]`, sc.ID, path)
+				if got := textOf(t, ctx, sel); !strings.Contains(got, sum) {
+					t.Errorf("%s %s row = %q, want its file hash %s", sc.ID, path, got, sum)
+				}
+			}
+		}
+		for _, c := range []struct{ id, want string }{
+			{"acme", "none"},
+			{"acme-fork", "acme"},
+		} {
+			if got := textOf(t, ctx, fmt.Sprintf(`#fixture-list .fixture[data-fixture=%q] .chain`, c.id)); !strings.HasPrefix(got, c.want) {
+				t.Errorf("%s parents = %q, want %q", c.id, got, c.want)
+			}
+		}
+		run(t, ctx, "reset from the fork",
+			chromedp.Click(chromedp.CSS(`#fixture-list .fixture[data-fixture="acme-fork"] button`)),
+			chromedp.WaitVisible(chromedp.CSS(`#episode[data-fixture="acme-fork"][data-steps="0"]`)))
+	})
+
+	t.Run("ControlToolForm", func(t *testing.T) {
+		// The control tool's schema has an enum and nullable fields: the
+		// form gives a select and optional inputs, and the clock moves.
+		const now = "2027-01-02T03:04:05.000Z"
+		run(t, ctx, "reset with control tools and set the clock",
+			chromedp.Click(chromedp.CSS(`#tabs a[data-tab="playground"]`)),
+			chromedp.Click(chromedp.ID("reset-control")),
+			chromedp.Click(chromedp.ID("reset-btn")),
+			chromedp.Click(chromedp.CSS(`#tools [data-tool="seahaven_control"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#tool-fields select[name="action"]`)),
+			chromedp.SetValue(chromedp.CSS(`#tool-fields select[name="action"]`), "1"),
+			chromedp.SendKeys(chromedp.CSS(`#tool-fields input[name="now"]`), "2027-01-02T03:04:05Z"),
+			chromedp.Click(chromedp.ID("call-btn")),
+			chromedp.WaitVisible(chromedp.CSS(`#episode[data-now="`+now+`"]`)))
+		if got := textOf(t, ctx, "#episode"); !strings.Contains(got, now) {
+			t.Errorf("episode facts = %q, want now %s", got, now)
+		}
 	})
 
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -50,6 +51,7 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	fs.Var(toolArgs, "args", "arguments of a tool as tool=JSON, repeatable (default: the least its input schema accepts)")
 	think := fs.Duration("think", 0, "pause between two calls (or resets) of one session, jittered ±50%")
 	resetLoop := fs.Bool("reset-loop", false, "sessions reset in a loop instead of calling tools")
+	spread := fs.Bool("spread", true, "spread the sessions' first calls over one --think; false: each calls at once after its reset (with a long --think: one call, then idle)")
 	ramp := fs.Float64("ramp", 0, "sessions connected per second (0: as fast as possible)")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
 	floorTxns := fs.Int("floor-txns", bench.DefaultFloorTxns, "raw insert transactions in the floor of the first tool of the mix (2 for invoice)")
@@ -57,6 +59,7 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	settle := fs.Duration("settle", bench.DefaultSettle, "after the run, how long to wait for the server to return to its baseline")
 	serverArgs := fs.String("server-args", "", `more flags for the started server, e.g. "--idle-release 1s"`)
 	force := fs.Bool("force", false, "pass --force to the started server (start beyond its limits)")
+	storage := fs.String("storage", storageDisk, "the started server's --storage: disk, or memory (instance files on /dev/shm)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -81,7 +84,7 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	cfg := bench.Config{
 		URL: *url, InstanceRoot: *instances, World: *worldName, Fixture: *fixtureID,
 		Sessions: *sessions, Duration: *duration, Calls: *calls, ToolMix: toolMix, Args: toolArgs,
-		Think: *think, ResetLoop: *resetLoop, Ramp: *ramp, FloorTxns: *floorTxns, SkipFloors: *noFloors,
+		Think: *think, NoSpread: !*spread, ResetLoop: *resetLoop, Ramp: *ramp, FloorTxns: *floorTxns, SkipFloors: *noFloors,
 		Settle: *settle, Progress: c.m.Stderr,
 	}
 	if *calls > 0 {
@@ -100,8 +103,16 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 		if *force {
 			sargs = append(sargs, "--force")
 		}
+		scratch, err := instanceRoot(*storage, "")
+		if err != nil {
+			return err
+		}
+		if scratch != "" {
+			scratch = filepath.Dir(scratch)
+		}
+		sargs = append(sargs, "--storage", *storage)
 		sargs = append(sargs, strings.Fields(*serverArgs)...)
-		cfg.Server = &bench.ServerCommand{Path: exe, Args: sargs, Stderr: c.m.Stderr}
+		cfg.Server = &bench.ServerCommand{Path: exe, Args: sargs, Stderr: c.m.Stderr, ScratchParent: scratch}
 	}
 	rep, err := bench.Run(ctx, cfg)
 	if rep != nil {

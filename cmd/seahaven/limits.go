@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/openenv"
 	"github.com/seahaven/seahaven/sqlitestore"
 )
 
@@ -188,12 +189,14 @@ func parseMemTotal(meminfo []byte) uint64 {
 	return 0
 }
 
-// scaleFlags are serve's capacity and profiling flags.
+// scaleFlags are serve's capacity, storage and profiling flags.
 type scaleFlags struct {
 	maxOpen     *int
 	idleRelease *time.Duration
 	force       *bool
 	pprof       *bool
+	storage     *string
+	maxActive   *int
 }
 
 // addScaleFlags registers the capacity and profiling flags on fs.
@@ -203,14 +206,32 @@ func addScaleFlags(fs *flag.FlagSet) *scaleFlags {
 		idleRelease: fs.Duration("idle-release", envDuration("SEAHAVEN_IDLE_RELEASE", sqlitestore.DefaultIdleAfter), "close an instance's SQLite connections after this long without a call; negative keeps them (env SEAHAVEN_IDLE_RELEASE)"),
 		force:       fs.Bool("force", false, "start even when --max-sessions or --max-open exceed the file-descriptor or memory-map limits"),
 		pprof:       fs.Bool("pprof", false, "serve net/http/pprof at /debug/pprof/ on the main listener"),
+		maxActive:   fs.Int("max-active", envInt("SEAHAVEN_MAX_ACTIVE", openenv.DefaultMaxActive), "the most resets, tool calls and inspect queries running at once; more wait their turn; negative: no cap (env SEAHAVEN_MAX_ACTIVE)"),
+		storage:     fs.String("storage", envOr("SEAHAVEN_STORAGE", storageDisk), "where instance files live: disk, or memory (a tmpfs: /dev/shm, or --instances on one); fixtures stay on disk (env SEAHAVEN_STORAGE)"),
 	}
+}
+
+// instances returns the instance root for --storage and --instances.
+func (f *scaleFlags) instances(given string) (string, error) {
+	return instanceRoot(*f.storage, given)
 }
 
 // apply raises the open-file limit, derives a zero maxSessions and
 // --max-open from the host's limits, refuses a capacity the limits cannot
-// hold (unless --force), and sizes composition.DefaultPool. It returns the
-// session cap to serve.
-func (f *scaleFlags) apply(log *slog.Logger, maxSessions int) (int, error) {
+// hold (unless --force), sizes composition.DefaultPool, and resolves the
+// instance root for --storage. It returns the session cap and the instance
+// root to serve.
+func (f *scaleFlags) apply(log *slog.Logger, maxSessions int, instances string) (int, string, error) {
+	root, err := f.instances(instances)
+	if err != nil {
+		return 0, "", err
+	}
+	n, err := f.capacity(log, maxSessions)
+	return n, root, err
+}
+
+// capacity is apply's part for --max-sessions and --max-open.
+func (f *scaleFlags) capacity(log *slog.Logger, maxSessions int) (int, error) {
 	l, err := readHostLimits()
 	if err != nil {
 		return 0, err
@@ -236,7 +257,7 @@ func (f *scaleFlags) apply(log *slog.Logger, maxSessions int) (int, error) {
 			"idle_session_budget_kib", sessionMemory>>10, "mem_total_mib", l.MemTotal>>20)
 	}
 	composition.DefaultPool.SetLimits(c.MaxOpen, *f.idleRelease)
-	log.Info("capacity", "max_sessions", c.MaxSessions, "max_open", c.MaxOpen, "idle_release", f.idleRelease.String(),
+	log.Info("capacity", "max_sessions", c.MaxSessions, "max_open", c.MaxOpen, "idle_release", f.idleRelease.String(), "storage", *f.storage,
 		"nofile", l.NoFile, "nofile_hard", l.NoFileHard, "max_map_count", l.MaxMapCount, "fds_needed", fdsNeeded(c), "maps_needed", mapsNeeded(c))
 	return c.MaxSessions, nil
 }

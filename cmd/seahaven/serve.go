@@ -61,7 +61,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *maxSessions, err = scale.apply(logger, *maxSessions); err != nil {
+	if *maxSessions, *instances, err = scale.apply(logger, *maxSessions, *instances); err != nil {
 		return err
 	}
 	w, err := c.m.world(*worldName)
@@ -73,6 +73,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	}
 	backend, err := openenv.NewWorldBackend(w, openenv.WorldBackendConfig{
 		FixturesDir: *fixturesDir, DefaultFixture: *fixtureID, InstanceRoot: *instances, Logger: logger.With("component", "calls"),
+		MaxActive: *scale.maxActive,
 	})
 	if err != nil {
 		return err

@@ -80,9 +80,13 @@ type Config struct {
 	// SeedBase + i. Default DefaultSeedBase.
 	SeedBase int64
 	// Think is the pause between two calls (or resets) of one session,
-	// jittered by ±50%. Each session makes its first call at once after its
-	// reset.
+	// jittered by ±50%. The sessions' first calls are spread uniformly over
+	// one think time after their resets, unless NoSpread.
 	Think time.Duration
+	// NoSpread makes each session's first call follow its reset at once.
+	// With a long Think, the sessions then make one call each and stay
+	// idle: the state an idle session's cost is measured in.
+	NoSpread bool
 	// ResetLoop makes the sessions reset in a loop instead of calling tools.
 	ResetLoop bool
 	// Ramp is how many sessions connect per second; zero connects them as
@@ -160,7 +164,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep := &Report{Latency: map[string]Latency{}, Settings: Settings{
 		URL: cfg.URL, World: cfg.World, Fixture: cfg.Fixture, Sessions: cfg.Sessions,
 		Duration: cfg.Duration.Seconds(), Calls: cfg.Calls, ToolMix: FormatToolMix(cfg.ToolMix),
-		Think: cfg.Think.Seconds(), ResetLoop: cfg.ResetLoop, Ramp: cfg.Ramp,
+		Think: cfg.Think.Seconds(), NoSpread: cfg.NoSpread, ResetLoop: cfg.ResetLoop, Ramp: cfg.Ramp,
 		CPUs: runtime.NumCPU(), GoVersion: runtime.Version(),
 	}}
 	if !cfg.SkipFloors {
@@ -406,14 +410,14 @@ func (r *run) load(ctx context.Context, rep *Report) error {
 		rep.ResetsPerSecond = float64(r.resets.Load()-resets0) / secs
 	}
 	// Sampled before the sessions stop, while every one is live.
-	if s, err := r.srv.sample(ctx); err == nil {
-		rep.Server.During = s
-		rep.Server.Peak = peak(rep.Server.Peak, s)
-	} else {
-		rep.Server.During = unknownSample()
+	during, err := r.srv.sample(ctx)
+	if err != nil {
+		during = unknownSample()
 	}
 	close(stop)
-	<-samplerDone
+	<-samplerDone // the sampler has stopped writing rep.Server.Peak
+	rep.Server.During = during
+	rep.Server.Peak = peak(rep.Server.Peak, during)
 
 	// Stop: each session finishes its round trip and closes its socket.
 	wg.Wait()
@@ -494,8 +498,13 @@ func (r *run) session(ctx context.Context, i int, c *wsClient, st *stats, stop <
 		return
 	}
 	rng := rand.New(rand.NewPCG(uint64(i), 0x5eaa7e))
-	// The first call follows the session's reset at once; the reset loop's
-	// first reset was the session's own.
+	// The sessions' first calls are spread over one think time, as if each
+	// had been running for a while; without a think time the first call
+	// follows the reset at once. The reset loop's first reset was the
+	// session's own.
+	if r.cfg.Think > 0 && !r.cfg.ResetLoop && !r.cfg.NoSpread && !r.sleep(time.Duration(rng.Float64()*float64(r.cfg.Think)), stop) {
+		return
+	}
 	wait := r.cfg.ResetLoop
 	for {
 		if wait && !r.pause(rng, stop) {
@@ -554,7 +563,12 @@ func (r *run) pause(rng *rand.Rand, stop <-chan struct{}) bool {
 			return true
 		}
 	}
-	t := time.NewTimer(time.Duration(float64(r.cfg.Think) * (0.5 + rng.Float64())))
+	return r.sleep(time.Duration(float64(r.cfg.Think)*(0.5+rng.Float64())), stop)
+}
+
+// sleep waits for d or until stop, and returns false when stop closed.
+func (r *run) sleep(d time.Duration, stop <-chan struct{}) bool {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-stop:

@@ -49,6 +49,7 @@ type Settings struct {
 	Calls     int64   `json:"calls,omitempty"`
 	ToolMix   string  `json:"tool_mix"`
 	Think     float64 `json:"think_seconds"`
+	NoSpread  bool    `json:"no_spread"`
 	ResetLoop bool    `json:"reset_loop"`
 	Ramp      float64 `json:"ramp_sessions_per_second"`
 	CPUs      int     `json:"cpus"`
@@ -162,6 +163,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	mode := "tool mix " + s.ToolMix
 	if s.ResetLoop {
 		mode = "reset loop"
+	} else if s.NoSpread {
+		mode += " (first calls at once)"
 	}
 	fmt.Fprintf(&b, "seahaven bench: %s, world %s, fixture %s, %d sessions, %s, think %s; %d CPUs, %s\n",
 		target, s.World, orDefault(s.Fixture), s.Sessions, mode, seconds(s.Think), s.CPUs, s.GoVersion)

@@ -32,6 +32,10 @@ type ServerCommand struct {
 	Env []string
 	// Stderr receives the server's logs; nil discards them.
 	Stderr io.Writer
+	// ScratchParent is where Run makes the server's instance root (and
+	// removes it afterwards); "" is the OS temp dir. Put it on a memory file
+	// system for a server with --storage memory.
+	ScratchParent string
 }
 
 // server is the server under test: a subprocess Run started, or one at a URL.
@@ -62,7 +66,7 @@ func startServer(ctx context.Context, sc *ServerCommand) (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: finding a free port: %w", err)
 	}
-	scratch, err := os.MkdirTemp("", "seahaven-bench-")
+	scratch, err := os.MkdirTemp(sc.ScratchParent, "seahaven-bench-")
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}

@@ -107,6 +107,7 @@ async function reset() {
   showError($("reset-error"), null);
   btn.disabled = true;
   try {
+    if (!ui.session) throw new Error("the session is not connected yet");
     await ui.session.reset(resetOptions());
     ui.callTools.clear();
     ui.seenCalls.clear();
@@ -228,6 +229,7 @@ function renderEpisode(doc) {
   el.dataset.steps = doc.step_count;
   el.dataset.fixture = doc.fixture ? doc.fixture.id : "";
   el.dataset.episode = doc.episode_id || "";
+  el.dataset.now = doc.now;
   const fact = (k, v) => [h("dt", {}, k), h("dd", {}, v)];
   fill(el,
     fact("episode", h("code", {}, doc.episode_id || "—")),
@@ -265,6 +267,7 @@ async function runSQL(text) {
   const btn = $("sql-run");
   btn.disabled = true;
   try {
+    if (!ui.session) throw new Error("the session is not connected yet");
     const raw = $("sql-params").value.trim();
     let params = [];
     if (raw) {
@@ -367,7 +370,7 @@ function wire() {
   $("tool-args").addEventListener("input", () => {
     ui.argsEdited = true;
   });
-  $("state-refresh").addEventListener("click", () => refreshState());
+  $("state-refresh").addEventListener("click", () => ui.session && refreshState());
   $("sql-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     runSQL();

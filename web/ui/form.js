@@ -85,7 +85,7 @@ function control(s, path, req) {
   if (Array.isArray(s.enum)) {
     const sel = h("select", { name: path },
       req ? null : h("option", { value: "" }, placeholder || "—"),
-      s.enum.map((v, i) => h("option", { value: String(i) }, JSON.stringify(v))));
+      s.enum.map((v, i) => h("option", { value: String(i) }, typeof v === "string" ? v : JSON.stringify(v))));
     return [sel, () => (sel.value === "" ? undefined : s.enum[Number(sel.value)])];
   }
   switch (t) {

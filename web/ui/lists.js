@@ -1,6 +1,6 @@
 // The fixtures (GET /fixtures) and live sessions (GET /sessions) panels.
 
-import { h, fill, short, ago } from "./dom.js";
+import { h, fill, ago } from "./dom.js";
 
 // parentChain returns the ids from a fixture's parent up to its root, and
 // whether the chain ends at a parent the list does not hold.
@@ -57,7 +57,7 @@ export function renderSessions(table, sessions, mine) {
       h("td", { title: s.created }, ago(s.created, now)),
       h("td", { title: s.last_activity }, ago(s.last_activity, now)),
       h("td", { class: "num" }, s.step_count),
-      h("td", {}, s.episode_id ? short(s.episode_id, 13) : h("span", { class: "muted" }, "no reset yet"),
+      h("td", {}, s.episode_id ? h("code", {}, s.episode_id) : h("span", { class: "muted" }, "no reset yet"),
         mine && s.episode_id === mine ? h("span", { class: "tag" }, "this page") : null)))
       : h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No live sessions."))));
 }

@@ -1,0 +1,237 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/seahaven/seahaven/examples/worlds/company"
+	"github.com/seahaven/seahaven/internal/bench"
+	"github.com/seahaven/seahaven/openenv"
+)
+
+// serverEnv makes the test binary serve the company world instead of
+// running tests: the subprocess server of TestRun_Subprocess.
+const serverEnv = "SEAHAVEN_BENCH_TEST_SERVER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(serverEnv) == "1" {
+		if err := serve(os.Args[1:]); err != nil {
+			fmt.Fprintln(os.Stderr, "test server:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// serve is a minimal `seahaven serve`: --addr and --instances, until SIGTERM.
+func serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	addr := fs.String("addr", "", "")
+	instances := fs.String("instances", "", "")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	srv, backend, err := newServer(*instances)
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: srv.Handler()}
+	go hs.Serve(ln)
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv.Shutdown(sctx)
+	return hs.Shutdown(sctx)
+}
+
+func newServer(instances string) (*openenv.Server, *openenv.WorldBackend, error) {
+	backend, err := openenv.NewWorldBackend(company.World, openenv.WorldBackendConfig{InstanceRoot: instances, DefaultFixture: company.AcmeID})
+	if err != nil {
+		return nil, nil, err
+	}
+	return openenv.NewServer(backend, openenv.Config{Logger: slog.New(slog.DiscardHandler)}), backend, nil
+}
+
+// checkSane checks what every report must satisfy.
+func checkSane(t *testing.T, rep *bench.Report, sessions int) {
+	t.Helper()
+	if rep.Calls == 0 || rep.Errors != 0 || rep.LostSessions != 0 {
+		t.Errorf("calls %d, errors %d (%v), lost %d: want calls and no error", rep.Calls, rep.Errors, rep.ErrorSamples, rep.LostSessions)
+	}
+	if rep.Resets != int64(sessions) {
+		t.Errorf("resets = %d, want one per session (%d)", rep.Resets, sessions)
+	}
+	for _, kind := range []string{"reset", "call_tool", "call_tool:invoice"} {
+		l, ok := rep.Latency[kind]
+		if !ok || l.Count == 0 {
+			t.Errorf("no %s latencies", kind)
+			continue
+		}
+		if !(0 < l.P50 && l.P50 <= l.P90 && l.P90 <= l.P99 && l.P99 <= l.Max) {
+			t.Errorf("%s percentiles out of order: %+v", kind, l)
+		}
+	}
+	if c := rep.Latency["call_tool"].Count; int64(c) != rep.Calls {
+		t.Errorf("%d call latencies for %d calls", c, rep.Calls)
+	}
+	f := rep.Server
+	if f.During.Sessions != sessions || f.During.InstanceDirs != sessions {
+		t.Errorf("during the run: %d sessions, %d instance dirs; want %d of each", f.During.Sessions, f.During.InstanceDirs, sessions)
+	}
+	if f.Before.RSSBytes <= 0 || f.Before.Goroutines <= 0 || f.Peak.Sessions < sessions {
+		t.Errorf("footprint not sampled: %+v", f)
+	}
+	if !rep.Baseline.OK {
+		t.Errorf("the server did not return to its baseline: before %+v after %+v (%+v)", f.Before, f.After, rep.Baseline)
+	}
+	var table bytes.Buffer
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"latency", "reset", "call_tool", "invoice", "throughput:", "errors: 0", "server", "sqlite connections", "instance dirs"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("the table has no %q:\n%s", want, table.String())
+		}
+	}
+}
+
+func TestRun_Subprocess(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress bytes.Buffer
+	rep, err := bench.Run(context.Background(), bench.Config{
+		Server:   &bench.ServerCommand{Path: exe, Env: append(os.Environ(), serverEnv+"=1")},
+		World:    "company",
+		Fixture:  company.AcmeID,
+		Sessions: 5,
+		Duration: 2 * time.Second,
+		Progress: &progress,
+		Settle:   10 * time.Second,
+	})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, progress.String())
+	}
+	checkSane(t, rep, 5)
+	if rep.Floors.EchoRTT <= 0 || rep.Floors.RawOpen <= 0 || rep.Floors.RawInsertTxn <= 0 {
+		t.Errorf("floors not measured: %+v", rep.Floors)
+	}
+	if fr := rep.FloorRatio; fr == nil || fr.Tool != "invoice" || fr.Txns != 2 || fr.Ratio <= 0 ||
+		fr.Floor != rep.Floors.EchoRTT+2*rep.Floors.RawInsertTxn || fr.P50 != rep.Latency["call_tool:invoice"].P50 {
+		t.Errorf("floor ratio %+v does not follow the floors %+v", fr, rep.Floors)
+	}
+	if rep.RSSPerSession == 0 {
+		t.Error("no RSS per session")
+	}
+	if !strings.Contains(progress.String(), "hold") {
+		t.Errorf("no progress line:\n%s", progress.String())
+	}
+}
+
+func TestRun_URL(t *testing.T) {
+	srv, backend, err := newServer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		ts.Close()
+		srv.Shutdown(context.Background())
+		backend.Close()
+	})
+	mix, err := bench.ParseToolMix("invoice:3,list_tools:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := bench.Run(context.Background(), bench.Config{
+		URL: ts.URL, Fixture: company.AcmeID, Sessions: 3, Calls: 40, ToolMix: mix, SkipFloors: true, Settle: 10 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSane(t, rep, 3)
+	if rep.Calls < 40 {
+		t.Errorf("calls = %d, want at least the 40 asked for", rep.Calls)
+	}
+	if rep.ListTools == 0 || rep.Latency["list_tools"].Count == 0 {
+		t.Errorf("no list_tools in a mix with list_tools: %d", rep.ListTools)
+	}
+	if rep.FloorRatio != nil {
+		t.Errorf("a floor ratio without floors: %+v", rep.FloorRatio)
+	}
+}
+
+func TestRun_ResetLoop(t *testing.T) {
+	srv, backend, err := newServer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		ts.Close()
+		srv.Shutdown(context.Background())
+		backend.Close()
+	})
+	rep, err := bench.Run(context.Background(), bench.Config{
+		URL: ts.URL, Fixture: company.AcmeID, Sessions: 2, Calls: 20, ResetLoop: true, SkipFloors: true, Settle: 10 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Resets < 20 || rep.Calls != 0 || rep.Errors != 0 {
+		t.Errorf("resets %d, calls %d, errors %d: want at least 20 resets and nothing else", rep.Resets, rep.Calls, rep.Errors)
+	}
+	if l := rep.Latency["reset"]; l.Count != int(rep.Resets) || l.P50 <= 0 || l.P50 > l.Max {
+		t.Errorf("reset latencies %+v for %d resets", l, rep.Resets)
+	}
+}
+
+func TestRun_Errors(t *testing.T) {
+	srv, backend, err := newServer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		ts.Close()
+		srv.Shutdown(context.Background())
+		backend.Close()
+	})
+	for _, tt := range []struct {
+		name   string
+		cfg    bench.Config
+		errMsg string
+	}{
+		{"NoServer", bench.Config{}, "needs a URL or a Server command"},
+		{"UnknownTool", bench.Config{URL: ts.URL, ToolMix: []bench.MixEntry{{Tool: "nope", Weight: 1}}, SkipFloors: true}, `names "nope", which the server does not list`},
+		{"UnknownFixture", bench.Config{URL: ts.URL, Fixture: "nope", SkipFloors: true}, "the first reset failed"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := bench.Run(context.Background(), tt.cfg)
+			if err == nil || !strings.Contains(err.Error(), tt.errMsg) {
+				t.Fatalf("err = %v, want one containing %q", err, tt.errMsg)
+			}
+		})
+	}
+}

@@ -1,0 +1,75 @@
+package bench_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/seahaven/seahaven/internal/bench"
+)
+
+func TestParseToolMix(t *testing.T) {
+	tests := []struct {
+		in     string           // the flag value
+		want   []bench.MixEntry // the parsed mix
+		errMsg string           // a substring of the error, "" for none
+	}{
+		{"invoice", []bench.MixEntry{{"invoice", 1}}, ""},
+		{"invoice:3, list_staff:1", []bench.MixEntry{{"invoice", 3}, {"list_staff", 1}}, ""},
+		{"", nil, ""},
+		{" , ", nil, ""},
+		{"invoice:0", nil, "must be a positive integer"},
+		{"invoice:x", nil, "must be a positive integer"},
+		{":2", nil, "has no tool name"},
+		{"a,a", nil, "a is listed twice"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := bench.ParseToolMix(tt.in)
+			if tt.errMsg != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.errMsg) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.errMsg)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("ParseToolMix = %v, %v; want %v", got, err, tt.want)
+			}
+			if len(got) > 0 {
+				again, err := bench.ParseToolMix(bench.FormatToolMix(got))
+				if err != nil || !reflect.DeepEqual(again, got) {
+					t.Errorf("round trip through FormatToolMix = %v, %v", again, err)
+				}
+			}
+		})
+	}
+}
+
+func TestExampleArgs(t *testing.T) {
+	tests := []struct {
+		name   string // what the schema shows
+		schema string // the input schema
+		want   string // the arguments
+	}{
+		{"Empty", ``, `{}`},
+		{"NoRequired", `{"type":"object","properties":{"a":{"type":"integer"}}}`, `{}`},
+		{"Integer", `{"type":"object","properties":{"amount":{"type":"integer","minimum":1}},"required":["amount"]}`, `{"amount":1}`},
+		{"Minimum", `{"type":"object","properties":{"n":{"type":"integer","minimum":5}},"required":["n"]}`, `{"n":5}`},
+		{"ExclusiveMinimum", `{"type":"object","properties":{"n":{"type":"number","exclusiveMinimum":3}},"required":["n"]}`, `{"n":4}`},
+		{"String", `{"type":"object","properties":{"s":{"type":"string","minLength":7}},"required":["s"]}`, `{"s":"benchxx"}`},
+		{"EnumAndDefault", `{"type":"object","properties":{"e":{"enum":["b","a"]},"d":{"type":"string","default":"x"}},"required":["e","d"]}`, `{"d":"x","e":"b"}`},
+		{"Nested", `{"type":"object","properties":{"o":{"type":"object","properties":{"f":{"type":"boolean"}},"required":["f"]},"l":{"type":"array"}},"required":["o","l"]}`, `{"l":[],"o":{"f":false}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := bench.ExampleArgs(json.RawMessage(tt.schema))
+			if err != nil || string(got) != tt.want {
+				t.Fatalf("ExampleArgs = %s, %v; want %s", got, err, tt.want)
+			}
+		})
+	}
+	if _, err := bench.ExampleArgs(json.RawMessage(`{`)); err == nil {
+		t.Error("ExampleArgs of a broken schema: no error")
+	}
+}

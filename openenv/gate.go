@@ -1,0 +1,45 @@
+package openenv
+
+import (
+	"context"
+	"fmt"
+)
+
+// DefaultMaxActive is WorldBackendConfig.MaxActive when it is zero.
+const DefaultMaxActive = 64
+
+// gate admits a bounded number of resets, tool calls and inspect queries
+// into the engine at once; the others wait their turn in arrival order.
+// Under overload this keeps the connections that running calls pin (and
+// the memory and file descriptors they cost) bounded, instead of every
+// session's call opening its stores at the same time. A gate is safe for
+// concurrent use; a nil gate admits everything.
+type gate chan struct{}
+
+func newGate(n int) gate {
+	if n < 0 {
+		return nil
+	}
+	if n == 0 {
+		n = DefaultMaxActive
+	}
+	return make(gate, n)
+}
+
+// enter waits for a turn or for ctx to end. Call the returned func to leave.
+func (g gate) enter(ctx context.Context) (leave func(), err error) {
+	if g == nil {
+		return func() {}, nil
+	}
+	select {
+	case g <- struct{}{}:
+		return func() { <-g }, nil
+	default:
+	}
+	select {
+	case g <- struct{}{}:
+		return func() { <-g }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("openenv: waited for one of %d engine slots until the deadline: %w", cap(g), ctx.Err())
+	}
+}

@@ -1,0 +1,100 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/seahaven/seahaven/sqlitestore"
+)
+
+// mountTmpfs mounts a tmpfs of the given size (mount's notation: "512k") on
+// a new directory, unmounted at cleanup. It needs root: without it the test
+// is skipped, unless CI is set, where it fails.
+func mountTmpfs(tb testing.TB, size string) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0755", "tmpfs", dir).CombinedOutput()
+	if err != nil {
+		msg := fmt.Sprintf("mounting a %s tmpfs on %s failed (%v: %s): this test fills a small file system and needs root",
+			size, dir, err, strings.TrimSpace(string(out)))
+		if os.Getenv("CI") != "" {
+			tb.Fatal(msg + "; CI must run it")
+		}
+		tb.Skip(msg + "; skipped because CI is not set")
+	}
+	tb.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			tb.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// TestStore_DiskFull runs a store out of disk space. The driver reports a
+// failed write as a bare "disk I/O error"; the store's error says the disk
+// is full (and wraps syscall.ENOSPC) when the file system is still out of
+// space, and that the disk may be full when the rollback gave the space
+// back. Either way nothing of the failed transaction remains and the store
+// goes on working.
+func TestStore_DiskFull(t *testing.T) {
+	ctx := context.Background()
+	t.Run("Transaction", func(t *testing.T) {
+		dir := mountTmpfs(t, "512k")
+		s := MustCreate(t, `CREATE TABLE blobs (id INTEGER PRIMARY KEY, data BLOB NOT NULL) STRICT;`,
+			sqlitestore.Options{Path: filepath.Join(dir, "state.sqlite")})
+		MustExec(t, s, `INSERT INTO blobs (data) VALUES (x'00')`)
+		f, err := s.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; err == nil; i++ {
+			if i == 1000 {
+				t.Fatal("1000 rows of 16 KiB fit in a 512 KiB file system")
+			}
+			_, err = s.Exec(ctx, `INSERT INTO blobs (data) VALUES (randomblob(16384))`)
+		}
+		f.Rollback()
+		var se *sqlitestore.Error
+		if !errors.As(err, &se) || !(strings.Contains(err.Error(), "database or disk is full") ||
+			strings.HasSuffix(err.Error(), "writing to the file failed (the disk may be full)")) {
+			t.Fatalf("filling the disk: %v, want an error saying the disk is (or may be) full", err)
+		}
+		rows, err := s.Query(ctx, `SELECT count(*), sum(length(data)) FROM blobs`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := [][]any{{int64(1), int64(1)}}; !reflect.DeepEqual(rows.Values, want) {
+			t.Errorf("rows after the rollback: %v, want %v", rows.Values, want)
+		}
+		MustExec(t, s, `INSERT INTO blobs (data) VALUES (x'01')`)
+		if rows, err := s.Query(ctx, `PRAGMA integrity_check`); err != nil || !reflect.DeepEqual(rows.Values, [][]any{{"ok"}}) {
+			t.Errorf("integrity_check: %v %v", rows, err)
+		}
+	})
+	t.Run("VacuumInto", func(t *testing.T) {
+		s := MustCreate(t, `CREATE TABLE blobs (id INTEGER PRIMARY KEY, data BLOB NOT NULL) STRICT;`,
+			sqlitestore.Options{Path: filepath.Join(t.TempDir(), "state.sqlite")})
+		for range 16 {
+			MustExec(t, s, `INSERT INTO blobs (data) VALUES (randomblob(16384))`)
+		}
+		dst := filepath.Join(mountTmpfs(t, "64k"), "copy.sqlite")
+		err := s.VacuumInto(ctx, dst)
+		if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "database or disk is full") || !strings.Contains(err.Error(), dst) {
+			t.Fatalf("VacuumInto a full file system: %v, want an error naming the file, saying the disk is full and wrapping ENOSPC", err)
+		}
+		if _, err := os.Lstat(dst); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the partial copy is left: %v", err)
+		}
+		if err := s.VacuumInto(ctx, filepath.Join(t.TempDir(), "copy.sqlite")); err != nil {
+			t.Errorf("VacuumInto with room: %v", err)
+		}
+	})
+}
