@@ -21,7 +21,7 @@ import (
 // stores use, so each engine figure can be read as a ratio to the SQL it
 // runs.
 
-const rawPragmas = `PRAGMA journal_mode=MEMORY; PRAGMA synchronous=OFF; PRAGMA foreign_keys=ON; PRAGMA cache_size=-256;`
+const rawPragmas = `PRAGMA journal_mode=MEMORY; PRAGMA locking_mode=EXCLUSIVE; PRAGMA synchronous=OFF; PRAGMA foreign_keys=ON; PRAGMA cache_size=-256;`
 
 type rawStore struct {
 	c                     *sqlite3.Conn

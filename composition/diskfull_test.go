@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -224,7 +225,7 @@ func TestDiskFull_Freeze(t *testing.T) {
 				if len(list) != 1 || list[0].ID != "hired" {
 					t.Fatalf("fixtures %v, want hired", list)
 				}
-				if err := fixture.Verify(dir+"/hired", s); err != nil {
+				if err := fixture.Verify(filepath.Join(dir, "hired"), s); err != nil {
 					t.Fatalf("the published fixture: %v", err)
 				}
 				return

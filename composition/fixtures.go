@@ -177,14 +177,14 @@ func (s *source) verifyBytes() error {
 	return nil
 }
 
-// materialise writes a private copy of the node's frozen file into the
-// instance directory and opens it. Frozen files are never opened by SQLite.
+// materialise opens the node's store on a private copy of its frozen file
+// in the instance directory, written when the store is first used (a reset
+// writes no file for the nodes its episode never touches). Frozen files are
+// never opened by SQLite.
 func (s *source) materialise(ctx context.Context, i *Instance, n *Node) (*sqlitestore.Store, error) {
 	opts := i.storeOptions(n)
 	opts.Lazy = true // the bytes were verified against the sidecar's hash
-	if err := os.WriteFile(opts.Path, s.files[n.Path], 0o600); err != nil {
-		return nil, fmt.Errorf("composition: copy fixture node %s: %w", n.Path, err)
-	}
+	opts.Data = s.files[n.Path]
 	st, err := sqlitestore.Open(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("composition: open fixture node %s: %w", n.Path, err)

@@ -53,6 +53,12 @@ func (v *View) Query(ctx context.Context, sql string, args ...any) (*sqlitestore
 		}
 	}
 	if v.insp == nil {
+		// Every node's file must exist for the inspector to attach it.
+		for _, ns := range i.nodes {
+			if err := ns.store.Materialize(); err != nil {
+				return nil, err
+			}
+		}
 		var attach []sqlitestore.Attachment
 		for _, n := range i.sealed.Nodes[1:] {
 			attach = append(attach, sqlitestore.Attachment{Schema: SchemaName(n.Path), Path: filepath.Join(i.dir, n.File)})

@@ -236,7 +236,7 @@ func TestChurn(t *testing.T) {
 	if soak() {
 		duration, sessions = 60*time.Second, 2000
 	}
-	const clients = 8
+	const clients = 16
 	// StepTimeout ends a call whose client has vanished without a trace
 	// (its socket drop unnoticed); reads and pings notice sooner.
 	s := mustServeWorld(t, churnWorld, openenv.WorldBackendConfig{}, openenv.Config{

@@ -45,8 +45,8 @@ func checkRefusals(tb testing.TB, reply []byte) {
 	var f struct {
 		Type string `json:"type"`
 		Data struct {
-			Message     string `json:"message"`
-			Code        string `json:"code"`
+			Message     string                 `json:"message"`
+			Code        string                 `json:"code"`
 			Errors      []struct{ Msg string } `json:"errors"`
 			Observation struct {
 				Error *struct {

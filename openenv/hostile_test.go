@@ -72,6 +72,12 @@ func checkInvalidArgs(tb testing.TB, reply string, want ...string) {
 	}
 }
 
+// TestHostile_DeepNesting sends JSON nested 10,000 levels and more: as a
+// whole frame, as step data, as tool arguments (on /ws and over MCP), as a
+// startup keyword and as an inspect parameter. Input too deep for a JSON
+// parser is INVALID_JSON; anything else is refused by the part that reads
+// it, naming the field, without echoing the input back in a reply nested
+// too deep for a client to parse.
 func TestHostile_DeepNesting(t *testing.T) {
 	s := mustServeCompany(t, openenv.Config{})
 	c := s.dial(t)
@@ -137,6 +143,10 @@ func TestHostile_DeepNesting(t *testing.T) {
 	checkIntegrity(t, c)
 }
 
+// TestHostile_Frame17MiB sends a 17 MiB frame to a server with the default
+// 16 MiB limit. The server reads it to the end, answers SESSION_ERROR
+// naming both sizes, closes with StatusMessageTooBig, and frees the
+// session and its instance.
 func TestHostile_Frame17MiB(t *testing.T) {
 	s := mustServeCompany(t, openenv.Config{}) // the default 16 MiB limit
 	c := s.dial(t)
@@ -159,6 +169,9 @@ func TestHostile_Frame17MiB(t *testing.T) {
 	s.settle(t)
 }
 
+// TestHostile_MegabyteString passes 1 MiB strings as tool arguments: refused
+// as invalid_args, naming the field and its limit, where the schema has a
+// maxlen; stored and returned whole where it has none.
 func TestHostile_MegabyteString(t *testing.T) {
 	s := mustServeCompany(t, openenv.Config{})
 	c := s.dial(t)
@@ -195,6 +208,11 @@ func TestHostile_MegabyteString(t *testing.T) {
 	checkIntegrity(t, c)
 }
 
+// TestHostile_NULAndInvalidUTF8 sends NUL characters, lone surrogates and
+// bytes that are not UTF-8 in strings. NUL is data (stored and read back
+// whole, and it does not cut a string short); a lone surrogate escape
+// decodes to U+FFFD, as in encoding/json; raw bytes that are not UTF-8 in a
+// tool argument are refused as invalid_args. Every reply is valid UTF-8.
 func TestHostile_NULAndInvalidUTF8(t *testing.T) {
 	s := mustServeCompany(t, openenv.Config{})
 	c := s.dial(t)
@@ -286,6 +304,10 @@ func recvRawAfter(tb testing.TB, c *websocket.Conn, msg string) string {
 	return recvRaw(tb, c)
 }
 
+// TestHostile_AmountOverflow sends amounts that overflow int64 or are not
+// positive integers to every tool taking one. Each is refused as
+// invalid_args naming the field, and nothing is written; the largest int64
+// is accepted and stored exactly.
 func TestHostile_AmountOverflow(t *testing.T) {
 	s := mustServeCompany(t, openenv.Config{})
 	c := s.dial(t)
@@ -324,6 +346,10 @@ func TestHostile_AmountOverflow(t *testing.T) {
 	checkIntegrity(t, c)
 }
 
+// TestHostile_FixturePathTraversal asks resets for fixture ids that try to
+// leave the fixtures directory. Each is refused (on /ws and POST /reset)
+// before any file is opened, which an inotify watch on the target checks,
+// and the session keeps its instance.
 func TestHostile_FixturePathTraversal(t *testing.T) {
 	// <root>/a/fixtures holds acme; "../../etc/passwd" from there is
 	// <root>/etc/passwd, which holds a complete, valid fixture: if an id could
@@ -390,6 +416,9 @@ func copyFixtureDir(tb testing.TB, src, dst string) {
 	}
 }
 
+// TestHostile_SQLInToolName calls a tool named with SQL in it on every
+// transport (tool_not_found, naming it) and passes SQL in an argument
+// (stored as text); the tables are intact.
 func TestHostile_SQLInToolName(t *testing.T) {
 	s := mustServeCompany(t, openenv.Config{})
 	c := s.dial(t)
@@ -432,10 +461,10 @@ func TestHostile_SQLInToolName(t *testing.T) {
 
 // TestHostile_Pipelined10k sends 10,000 steps without reading a reply, then
 // reads every reply and checks that each answers its own step, in order.
-// One step in twenty writes a charge; the others name tools that do not
+// One step in fifty writes a charge; the others name tools that do not
 // exist, which keeps the run short while every reply stays distinct.
 func TestHostile_Pipelined10k(t *testing.T) {
-	const n, writeEvery = 10000, 20
+	const n, writeEvery = 10000, 50
 	s := mustServeCompany(t, openenv.Config{})
 	c := s.dial(t)
 	roundTrip(t, c, `{"type":"reset"}`)

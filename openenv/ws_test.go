@@ -620,11 +620,12 @@ func TestWS_ServerPing(t *testing.T) {
 	})
 	t.Run("DeadPeerDropped", func(t *testing.T) {
 		fake := newFake(t)
-		s := mustServe(t, fake, openenv.Config{PingInterval: time.Millisecond, PongTimeout: time.Millisecond})
+		s := mustServe(t, fake, openenv.Config{PingInterval: 20 * time.Millisecond, PongTimeout: 20 * time.Millisecond})
 		c := s.dial(t)
 		send(t, c, `{"type":"reset"}`)
-		// The client never reads, so it never answers a ping.
-		waitFor(t, "the instance to open", func() bool { return fake.opened.Load() == 1 })
+		// The client never reads, so it never answers a ping. On a loaded
+		// machine the peer may be dropped before its reset is processed, so
+		// the test asks only that the session goes and leaves no instance.
 		waitFor(t, "the silent peer to be dropped", func() bool { return len(s.Sessions()) == 0 })
 		if n := fake.open.Load(); n != 0 {
 			t.Errorf("%d instances open after the peer was dropped", n)

@@ -37,6 +37,12 @@ type Options struct {
 	// opened (and the file read) on first use. Use it for files already
 	// verified, such as private copies of a hashed fixture.
 	Lazy bool
+	// Data, with Lazy, is the file's initial content: Open does not look for
+	// the file, and the store writes Data to Path (a new file) on its first
+	// use or on Materialize. Use it for private copies of a verified fixture
+	// file that an instance may never touch. The store keeps Data until it
+	// has written it and never modifies it.
+	Data []byte
 	// ExclusiveLock makes the store's connection hold its file's lock for as
 	// long as it is open (SQLite's exclusive locking mode): write
 	// transactions then cost about a third, but another connection (an
@@ -99,9 +105,10 @@ type Store struct {
 	pool      *Pool
 	pins      atomic.Int32
 
-	mu       sync.Mutex // guards cn, closed, rng, frames, captures and epoch
+	mu       sync.Mutex // guards cn, closed, data, rng, frames, captures, epoch and meta
 	cn       *conn      // nil while released
 	closed   bool
+	data     []byte // the file's content while it is not written yet (Options.Data)
 	rng      *rand.Rand
 	frames   []*Frame
 	captures []*Capture
@@ -159,6 +166,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Lazy && opts.Data != nil {
+		s.data = opts.Data
+		return s, nil
+	}
 	if _, err := os.Stat(s.path); err != nil {
 		return nil, &opError{"open", s.path, err}
 	}
@@ -206,8 +217,43 @@ func (e *opError) Error() string {
 
 func (e *opError) Unwrap() error { return e.err }
 
-// Path returns the store file's path.
+// Path returns the store file's path. The file of a store opened with
+// Options.Data exists once the store has been used or materialized.
 func (s *Store) Path() string { return s.path }
+
+// Materialize writes the file of a store opened with Options.Data and not
+// used yet, so that another connection (an Inspector) can read it. It does
+// nothing for any other store.
+func (s *Store) Materialize() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.materializeLocked()
+}
+
+// materializeLocked writes the initial content of a store opened with
+// Options.Data to a new file, once.
+func (s *Store) materializeLocked() error {
+	if s.data == nil {
+		return nil
+	}
+	f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return &opError{"create", s.path, err}
+	}
+	_, err = f.Write(s.data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(s.path)
+		return &opError{"create", s.path, err}
+	}
+	s.data = nil
+	return nil
+}
 
 // do runs fn with the store's connection under its lock, with ctx installed as
 // the connection's interrupt, driver panics for SQLITE_NOMEM recovered and
@@ -256,6 +302,9 @@ func (s *Store) connLocked(ctx context.Context) (*conn, error) {
 			s.pool.touch(s)
 		}
 		return s.cn, nil
+	}
+	if err := s.materializeLocked(); err != nil {
+		return nil, err
 	}
 	cn, err := openConn(ctx, fileURI(s.path, "rw"), s.maxMemory, s.clock)
 	if err != nil {

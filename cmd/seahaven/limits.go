@@ -25,11 +25,11 @@ import (
 const (
 	// fdsPerSession is a session's socket.
 	fdsPerSession = 1
-	// fdsPerConn is an open store: its file, -wal and -shm.
-	fdsPerConn = 3
-	// mapsPerConn is an open store in WAL mode: its reserved linear memory
-	// and the -shm mapping, as counted in /proc/<pid>/maps.
-	mapsPerConn = 4
+	// fdsPerConn is an open store: its file (the journal is in memory).
+	fdsPerConn = 1
+	// mapsPerConn is an open store: its reserved linear memory, as counted
+	// in /proc/<pid>/maps.
+	mapsPerConn = 2
 	// fdReserve covers listeners, log files, fixture reads, the inspection
 	// views of sessions being graded and the driver's helper connections.
 	fdReserve = 256

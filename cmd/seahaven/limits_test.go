@@ -15,10 +15,10 @@ func TestDeriveCapacity(t *testing.T) {
 		limits hostLimits // the host's limits (zero: unknown)
 		want   capacity   // the derived defaults
 	}{
-		{"ThisMachine", hostLimits{NoFile: 20000, NoFileHard: 20000, MaxMapCount: 65530}, capacity{MaxSessions: 10832, MaxOpen: 2048}},
-		{"DefaultSoftLimit", hostLimits{NoFile: 1024, NoFileHard: 1024, MaxMapCount: 65530}, capacity{MaxSessions: 336, MaxOpen: 98}},
-		{"FewMapsManyFiles", hostLimits{NoFile: 1 << 20, NoFileHard: 1 << 20, MaxMapCount: 8192}, capacity{MaxSessions: 941006, MaxOpen: 728}},
-		{"MemoryBound", hostLimits{NoFile: 1 << 20, NoFileHard: 1 << 20, MaxMapCount: 8192, MemTotal: 16 << 30}, capacity{MaxSessions: 32768, MaxOpen: 728}},
+		{"ThisMachine", hostLimits{NoFile: 20000, NoFileHard: 20000, MaxMapCount: 65530}, capacity{MaxSessions: 15440, MaxOpen: 2048}},
+		{"DefaultSoftLimit", hostLimits{NoFile: 1024, NoFileHard: 1024, MaxMapCount: 65530}, capacity{MaxSessions: 333, MaxOpen: 296}},
+		{"FewMapsManyFiles", hostLimits{NoFile: 1 << 20, NoFileHard: 1 << 20, MaxMapCount: 8192}, capacity{MaxSessions: 941825, MaxOpen: 1456}},
+		{"MemoryBound", hostLimits{NoFile: 1 << 20, NoFileHard: 1 << 20, MaxMapCount: 8192, MemTotal: 16 << 30}, capacity{MaxSessions: 32768, MaxOpen: 1456}},
 		{"Unknown", hostLimits{}, capacity{MaxSessions: noBound, MaxOpen: 2048}},
 		{"Starved", hostLimits{NoFile: 100, NoFileHard: 100, MaxMapCount: 100}, capacity{MaxSessions: 1, MaxOpen: 1}},
 	}
@@ -43,16 +43,16 @@ func TestCheckCapacity(t *testing.T) {
 		contains []string // substrings of the error; none means no error
 	}{
 		{"Fits", capacity{MaxSessions: 10000, MaxOpen: 2048}, nil},
-		{"TooManySessions", capacity{MaxSessions: 12000, MaxOpen: 2048}, []string{
-			"12000 sessions and 2048 open connections need about 19168 file descriptors",
+		{"TooManySessions", capacity{MaxSessions: 16000, MaxOpen: 2048}, []string{
+			"16000 sessions and 2048 open connections need about 18560 file descriptors",
 			"the open-file limit is 20000 (hard limit 20000)",
-			"`ulimit -n 22000`", "LimitNOFILE=22000", "--ulimit nofile=22000:22000",
-			"These limits fit --max-sessions 10832 --max-open 2048; pass --force to start anyway",
+			"`ulimit -n 21000`", "LimitNOFILE=21000", "--ulimit nofile=21000:21000",
+			"These limits fit --max-sessions 15440 --max-open 2048; pass --force to start anyway",
 		}},
-		{"TooManyConnections", capacity{MaxSessions: 100, MaxOpen: 20000}, []string{
-			"need about 67856 file descriptors",
-			"20000 open connections need about 94096 memory maps",
-			"vm.max_map_count is 65530", "`sudo sysctl -w vm.max_map_count=110000`",
+		{"TooManyConnections", capacity{MaxSessions: 100, MaxOpen: 30000}, []string{
+			"need about 34106 file descriptors",
+			"30000 open connections need about 71596 memory maps",
+			"vm.max_map_count is 65530", "`sudo sysctl -w vm.max_map_count=80000`",
 		}},
 	}
 	for _, tt := range tests {
@@ -98,7 +98,7 @@ func TestParseMemTotal(t *testing.T) {
 
 func TestRoundUp(t *testing.T) {
 	tests := []struct{ in, want uint64 }{
-		{0, 0}, {7, 7}, {99, 99}, {100, 100}, {101, 110}, {21297, 22000}, {104551, 110000}, {990001, 1000000},
+		{0, 0}, {7, 7}, {99, 99}, {100, 100}, {101, 110}, {20622, 21000}, {79551, 80000}, {104551, 110000}, {990001, 1000000},
 	}
 	for _, tt := range tests {
 		if got := roundUp(tt.in); got != tt.want {
