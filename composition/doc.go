@@ -16,11 +16,14 @@
 // its middleware inside its own transaction frame; a failing frame rolls
 // back only its own store (there is no cross-world atomicity).
 //
-// # Connections
+// # Connections and files
 //
-// Opening an ncruces connection costs about 0.15 ms and holding one about
-// 220–320 KiB of RSS outside the Go heap. An instance therefore opens a
-// node's connection on first use and keeps it while it is busy. The
+// Opening an ncruces connection costs 1.5–3 ms on the development machine
+// (mostly page faults of its fresh memory) and holding one about 300 KiB of
+// RSS outside the Go heap. An instance therefore opens a node's connection
+// on first use and keeps it while it is busy, holding the file's lock
+// (sqlitestore.Options.ExclusiveLock: a write transaction then costs about
+// a third); the inspection view yields the locks before it reads. The
 // instance's pool (DefaultPool unless Options.Pool) releases a node's
 // connection once it has been unused for the pool's IdleAfter (two seconds
 // by default), and the least recently used ones at once when more than
@@ -28,7 +31,12 @@
 // same idle delay. The next call reopens them transparently, so ten thousand
 // idle instances hold no SQLite connection at all, while a busy instance
 // pays nothing per call. Instance.Release drops an instance's connections at
-// once. docs/scale.md has the measurements.
+// once.
+//
+// An instance started from a fixture writes a node's private copy of its
+// frozen file when the node is first used (or inspected, or frozen), so a
+// reset costs one directory and the files its episode touches.
+// docs/scale.md has the measurements.
 //
 // # Concurrency
 //

@@ -32,6 +32,17 @@ type Info struct {
 	Fixtures []FixtureInfo
 	// Tools is the tool surface, served by MCP tools/list without a session.
 	Tools []env.ToolInfo
+	// Tasks lists the tasks a reset may name (GET /tasks).
+	Tasks []TaskInfo
+}
+
+// TaskInfo describes one task for listing.
+type TaskInfo struct {
+	ID          string `json:"id"`
+	Instruction string `json:"instruction"`
+	// Fixture is the fixture the task starts from; "" is genesis.
+	Fixture    string `json:"fixture"`
+	Difficulty string `json:"difficulty,omitempty"`
 }
 
 // FixtureInfo describes one fixture for listing.
@@ -61,6 +72,22 @@ type OpenOptions struct {
 	Startup map[string]any
 	// ControlTools lists and allows the seahaven_control tool.
 	ControlTools bool
+	// Task is the id of the task the episode runs, or "" for none. The
+	// instance then starts from the task's fixture, now, startup keywords
+	// and seed where Fixture, Now and Seed are zero (Startup keys win over
+	// the task's), and the task's tool allow list applies.
+	Task string
+}
+
+// Grader is implemented by an Instance that runs a task. After every step
+// the server grades the instance and sends the reward and done flag with
+// the observation; without a Grader they are null and false.
+type Grader interface {
+	// Grade grades the instance's current state against its task and
+	// returns the reward, in [0, 1], and whether the episode is done. An
+	// error means the grader could not run; the server reports it as an
+	// EXECUTION_ERROR. The server serialises Grade with the other calls.
+	Grade(ctx context.Context) (reward float64, done bool, err error)
 }
 
 // Instance is one live episode. An Instance is not safe for concurrent use:

@@ -56,11 +56,21 @@
 // Reset data keys are seed (integer ≥ 0, default 0), episode_id (string of
 // at most 255 characters, default a new UUID), fixture (default the world's
 // default fixture; "" asks for genesis), now, clock_mode ("frozen", "step"
-// or "wall"), startup (object) and control_tools (boolean). A successful
-// reset closes the previous instance; a failed one keeps it. A step (or an
+// or "wall"), startup (object), control_tools (boolean) and task (a task id,
+// see GET /tasks). A successful reset closes the previous instance; a failed
+// one keeps it. A step (or an
 // inspect, or an MCP tools/call) before any reset first performs the default
 // reset, as OpenEnv environments exist from connect. step_count counts call_tool steps (and tools/call on the
 // session), not list_tools, and a reset zeroes it.
+//
+// A reset with a task opens the task's episode: its fixture, now, startup
+// keywords and seed unless the reset names its own (a non-zero seed; the
+// reset's startup keys win), and its tool allow list. After every step of
+// such an episode the task is graded ([Grader]): the reply's reward (a
+// number in [0, 1]) and done are the grading's, and the state document
+// carries task and checks (the latest per-check results). Without a task,
+// reward is null and done false. An MCP tools/call is not a step and is not
+// graded. See docs/tasks.md.
 //
 // A tool failure is part of the observation, not an error frame:
 // {"tool_name":"pay","result":null,"error":{"error_type":"execution_error","message":"card declined"}},
@@ -77,7 +87,8 @@
 //     or bad reset data, action or inspect query; data.errors lists
 //     {type, loc, msg, input} for each, and the message names them all.
 //   - EXECUTION_ERROR: the reset failed (the Backend's message), a call
-//     panicked, or an inspect query failed (the SQL error's text).
+//     panicked, an inspect query failed (the SQL error's text), or a step
+//     ran but its task's grading failed.
 //   - FACTORY_ERROR: the implicit default reset of a first step failed; data
 //     has factory_name. The session stays open.
 //   - CAPACITY_REACHED: sent right after accept, then the socket closes.
@@ -131,11 +142,12 @@
 //	GET  /schema        {"action","observation","state"}: JSON Schemas from package schemas
 //	GET  /openapi.json  OpenAPI 3.1 description of these routes
 //	GET  /fixtures      the fixtures a reset may name
+//	GET  /tasks         the tasks a reset may name: [{"id","instruction","fixture","difficulty"?}]
 //	GET  /sessions      the live sessions, without their ids (see [SessionInfo])
 //	GET  /ready         200 {"status":"ready"}, or 503 at MaxSessions or during shutdown
 //	GET  /metrics       Prometheus text exposition (see Metrics and logs)
 //	POST /reset         reset data → {"observation":{},"reward":null,"done":false}
-//	POST /step          {"action":{…},"timeout_s"?,"request_id"?} → {"observation":…,"reward":null,"done":false}
+//	POST /step          {"action":{…},"timeout_s"?,"request_id"?} → {"observation":…,"reward":null|number,"done":bool}
 //	GET  /state         the state document
 //	POST /inspect       {"sql","params"?} → {"columns","rows","truncated"}
 //	POST /mcp           JSON-RPC, above

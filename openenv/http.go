@@ -40,6 +40,7 @@ func (s *Server) routes() http.Handler {
 	r.Get("/schema", s.serveSchema)
 	r.Get("/openapi.json", s.serveOpenAPI)
 	r.Get("/fixtures", s.serveFixtures)
+	r.Get("/tasks", s.serveTasks)
 	r.Get("/sessions", s.serveSessions)
 	r.Get("/debug/runtime", s.serveRuntime)
 	r.Get("/ready", s.serveReady)
@@ -193,12 +194,12 @@ func (s *Server) serveStep(w http.ResponseWriter, r *http.Request) {
 			timeout = d
 		}
 	}
-	obs, perr := ss.step(r.Context(), req.action, timeout)
+	resp, perr := ss.step(r.Context(), req.action, timeout)
 	if perr != nil {
 		writeError(w, perr)
 		return
 	}
-	writeJSON(w, http.StatusOK, stepResponse(obs))
+	writeJSON(w, http.StatusOK, resp)
 }
 
 // serveState serves GET /state of the selected session.
@@ -281,6 +282,16 @@ func (s *Server) serveFixtures(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, nonNil(info.Fixtures))
+}
+
+// serveTasks serves GET /tasks: the tasks a reset may name.
+func (s *Server) serveTasks(w http.ResponseWriter, _ *http.Request) {
+	info, perr := s.info()
+	if perr != nil {
+		writeError(w, perr)
+		return
+	}
+	writeJSON(w, http.StatusOK, nonNil(info.Tasks))
 }
 
 // serveSessions serves GET /sessions: the monitoring list, without ids.

@@ -192,11 +192,12 @@ type resetRequest struct {
 	clockMode    *string
 	startup      map[string]any
 	controlTools bool
+	task         *string
 }
 
 // resetKeys are the keys a reset's data may hold.
 var resetKeys = map[string]bool{"seed": true, "episode_id": true, "fixture": true, "now": true,
-	"clock_mode": true, "startup": true, "control_tools": true}
+	"clock_mode": true, "startup": true, "control_tools": true, "task": true}
 
 // maxEpisodeID is the longest episode_id a reset accepts, as upstream.
 const maxEpisodeID = 255
@@ -255,6 +256,8 @@ func parseReset(raw json.RawMessage, loc []any) (resetRequest, []fieldError) {
 			req.fixture = str(k)
 		case "now":
 			req.now = str(k)
+		case "task":
+			req.task = str(k)
 		case "clock_mode":
 			s, ok := asString(v)
 			if !ok || (s != env.ClockFrozen && s != env.ClockStep && s != env.ClockWall) {

@@ -251,6 +251,10 @@ func (s *Server) options(req resetRequest) (OpenOptions, *protoError) {
 		return OpenOptions{}, perr
 	}
 	opts := OpenOptions{Fixture: info.DefaultFixture, Startup: req.startup, ControlTools: req.controlTools}
+	if req.task != nil && *req.task != "" {
+		// A task names its own fixture: the world's default does not apply.
+		opts.Task, opts.Fixture = *req.task, ""
+	}
 	if req.seed != nil {
 		opts.Seed = *req.seed
 	}
@@ -340,7 +344,8 @@ func (ss *session) ensureLocked(ctx context.Context) *protoError {
 	return ss.openLocked(ctx, opts, true)
 }
 
-// step runs one action and returns its observation.
+// step runs one action and returns its step response: the observation, the
+// reward and the done flag.
 func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (object, *protoError) {
 	defer ss.begin()()
 	ctx, cancel := ss.bind(ctx)
@@ -352,18 +357,44 @@ func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (o
 	if perr := ss.ensureLocked(ctx); perr != nil {
 		return nil, perr
 	}
+	var obs object
 	if a.kind == actionListTools {
 		tools, perr := ss.srv.tools(ss.inst)
 		if perr != nil {
 			return nil, perr
 		}
-		return listToolsObservation(tools), nil
+		obs = listToolsObservation(tools)
+	} else {
+		out, perr := ss.callLocked(ctx, a.toolName, a.args, timeout)
+		if perr != nil {
+			return nil, perr
+		}
+		obs = callToolObservation(a.toolName, out)
 	}
-	out, perr := ss.callLocked(ctx, a.toolName, a.args, timeout)
-	if perr != nil {
+	return ss.respondLocked(ctx, obs, timeout)
+}
+
+// respondLocked wraps a step's observation in the step response. When the
+// instance runs a task (it is a Grader) the reward and done flag are the
+// task's grading after the step; otherwise null and false. The slot must
+// be held.
+func (ss *session) respondLocked(ctx context.Context, obs object, timeout time.Duration) (object, *protoError) {
+	g, ok := ss.inst.(Grader)
+	if !ok {
+		return stepResponse(obs), nil
+	}
+	gctx, cancel := withTimeout(ctx, timeout)
+	defer cancel()
+	var reward float64
+	var done bool
+	var err error
+	if perr := ss.srv.guardCtx(ctx, "Instance.Grade", func() { reward, done, err = g.Grade(gctx) }); perr != nil {
 		return nil, perr
 	}
-	return callToolObservation(a.toolName, out), nil
+	if err != nil {
+		return nil, newError(codeExecution, "the step ran, but grading its task failed: %s", err.Error())
+	}
+	return gradedResponse(obs, reward, done), nil
 }
 
 // callLocked counts and makes one tool call. The slot must be held.

@@ -94,9 +94,15 @@ func frameOf(typ string, data any) object {
 }
 
 // stepResponse is the {"observation","reward","done"} payload of reset and
-// step replies. Seahaven computes no reward, so reward is always null.
+// step replies of an episode without a task: reward is null.
 func stepResponse(observation any) object {
 	return object{{"observation", observation}, {"reward", nil}, {"done", false}}
+}
+
+// gradedResponse is the step reply of an episode running a task: the
+// reward and done flag are the task's grading after the step.
+func gradedResponse(observation any, reward float64, done bool) object {
+	return object{{"observation", observation}, {"reward", reward}, {"done", done}}
 }
 
 // resetObservation is the observation of a reset: the base observation,

@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/fixture"
+	"github.com/seahaven/seahaven/task"
 )
 
 // WorldBackend serves one world through the composition engine. It is safe
@@ -25,6 +27,8 @@ type WorldBackend struct {
 	release        func() // unlocks dir
 	logger         *slog.Logger
 	gate           gate
+	tasks          []env.Task
+	recorder       *task.Recorder // nil: no recording
 
 	mu       sync.Mutex // guards fixtures and listed
 	fixtures []FixtureInfo
@@ -47,6 +51,9 @@ type WorldBackendConfig struct {
 	// arrival order (within their step timeout). Zero means
 	// DefaultMaxActive; negative means no cap.
 	MaxActive int
+	// RecordDir, when set, is where every episode's trajectory is written:
+	// one JSONL file per episode (see package task), with or without a task.
+	RecordDir string
 }
 
 // fixtureListTTL bounds how stale GET /fixtures may be.
@@ -54,7 +61,8 @@ const fixtureListTTL = 2 * time.Second
 
 // NewWorldBackend returns a Backend for w. It seals the world (so a tree
 // that does not seal fails here, not at the first reset), checks that the
-// default fixture exists, makes this process's instance directory, and
+// default fixture exists, loads the world's tasks (its Go tasks and the
+// tasks.yaml of the fixtures directory; a bad one fails here), makes this process's instance directory, and
 // removes instance directories left by processes that are no longer running.
 func NewWorldBackend(w *env.World, cfg WorldBackendConfig) (*WorldBackend, error) {
 	if _, err := composition.Seal(w); err != nil {
@@ -81,6 +89,16 @@ func NewWorldBackend(w *env.World, cfg WorldBackendConfig) (*WorldBackend, error
 			return nil, fmt.Errorf("openenv: default fixture: %w", err)
 		}
 	}
+	if b.tasks, err = task.ForWorldDir(w, b.fixturesDir); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("openenv: tasks: %w", err)
+	}
+	if cfg.RecordDir != "" {
+		if b.recorder, err = task.NewRecorder(cfg.RecordDir); err != nil {
+			b.Close()
+			return nil, fmt.Errorf("openenv: %w", err)
+		}
+	}
 	return b, nil
 }
 
@@ -102,6 +120,10 @@ func (b *WorldBackend) Info() Info {
 		info.Tools = s.Tools()
 	}
 	info.Fixtures = b.listFixtures()
+	info.Tasks = make([]TaskInfo, len(b.tasks))
+	for i, t := range b.tasks {
+		info.Tasks[i] = TaskInfo{ID: t.ID, Instruction: t.Instruction, Fixture: t.Fixture, Difficulty: t.Difficulty}
+	}
 	return info
 }
 
@@ -123,14 +145,24 @@ func (b *WorldBackend) listFixtures() []FixtureInfo {
 	return out
 }
 
-// Open creates an instance.
+// Open creates an instance. With opts.Task it opens the task's episode:
+// the task's fixture, now, startup keywords and seed where opts leaves them
+// zero, its tool allow list, and a grader (the Instance is a Grader). With
+// a RecordDir, the episode's calls are recorded.
 func (b *WorldBackend) Open(ctx context.Context, opts OpenOptions) (Instance, error) {
+	var t env.Task
+	if opts.Task != "" {
+		var ok bool
+		if t, ok = task.Find(b.tasks, opts.Task); !ok {
+			return nil, b.unknownTask(opts.Task)
+		}
+	}
 	leave, err := b.gate.enter(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer leave()
-	inst, err := composition.Open(ctx, b.world, composition.Options{
+	ep, err := task.Open(ctx, b.world, t, composition.Options{
 		Fixture: opts.Fixture, FixturesDir: b.fixturesDir, Now: opts.Now, Seed: opts.Seed,
 		Startup: opts.Startup, ControlTools: opts.ControlTools, ClockMode: opts.ClockMode,
 		Dir: b.dir, EpisodeID: opts.EpisodeID, Logger: b.logger,
@@ -138,15 +170,43 @@ func (b *WorldBackend) Open(ctx context.Context, opts OpenOptions) (Instance, er
 	if err != nil {
 		return nil, err
 	}
-	return worldInstance{inst, b.gate}, nil
+	if b.recorder != nil {
+		if err := ep.Record(b.recorder); err != nil {
+			ep.Close()
+			return nil, err
+		}
+	}
+	wi := worldInstance{ep: ep, gate: b.gate}
+	if opts.Task != "" {
+		return taskInstance{wi}, nil
+	}
+	return wi, nil
 }
 
-// worldInstance adapts a composition.Instance to Instance; its calls and
-// queries go through the backend's gate.
+// unknownTask is the error of a reset naming no task of the world.
+func (b *WorldBackend) unknownTask(id string) error {
+	if len(b.tasks) == 0 {
+		return fmt.Errorf("unknown task %q: %s has no tasks", id, b.world.Name())
+	}
+	ids := make([]string, len(b.tasks))
+	for i, t := range b.tasks {
+		ids[i] = t.ID
+	}
+	return fmt.Errorf("unknown task %q (tasks: %s)", id, strings.Join(ids, ", "))
+}
+
+// worldInstance adapts a task episode (perhaps without a task) to Instance;
+// its calls and queries go through the backend's gate.
 type worldInstance struct {
-	*composition.Instance
+	ep   *task.Episode
 	gate gate
 }
+
+func (w worldInstance) Tools() []env.ToolInfo { return w.ep.Tools() }
+
+func (w worldInstance) State() env.StateDoc { return w.ep.State() }
+
+func (w worldInstance) Close() error { return w.ep.Close() }
 
 func (w worldInstance) CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error) {
 	leave, err := w.gate.enter(ctx)
@@ -154,7 +214,7 @@ func (w worldInstance) CallJSON(ctx context.Context, name string, args json.RawM
 		return nil, err
 	}
 	defer leave()
-	return w.Instance.CallJSON(ctx, name, args)
+	return w.ep.CallJSON(ctx, name, args)
 }
 
 func (w worldInstance) Inspect(ctx context.Context, sql string, args []any) ([]string, [][]any, error) {
@@ -163,9 +223,22 @@ func (w worldInstance) Inspect(ctx context.Context, sql string, args []any) ([]s
 		return nil, nil, err
 	}
 	defer leave()
-	rows, err := w.Instance.Inspect().Query(ctx, sql, args...)
+	rows, err := w.ep.Instance().Inspect().Query(ctx, sql, args...)
 	if err != nil {
 		return nil, nil, err
 	}
 	return rows.Columns, rows.Values, nil
+}
+
+// taskInstance is the episode of a task: a Grader.
+type taskInstance struct{ worldInstance }
+
+func (t taskInstance) Grade(ctx context.Context) (float64, bool, error) {
+	leave, err := t.gate.enter(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	defer leave()
+	res, err := t.ep.Grade(ctx)
+	return res.Reward, res.Done, err
 }

@@ -345,11 +345,11 @@ func (s *Server) dispatch(ss *session, raw []byte) (reply object, closing bool) 
 		if len(errs) > 0 {
 			return invalid(errs).frame(), false
 		}
-		obs, perr := ss.step(ctx, a, s.cfg.StepTimeout)
+		resp, perr := ss.step(ctx, a, s.cfg.StepTimeout)
 		if perr != nil {
 			return perr.frame(), false
 		}
-		return frameOf("observation", stepResponse(obs)), false
+		return frameOf("observation", resp), false
 	case "inspect":
 		req, errs := parseInspect(data, []any{"data"})
 		if len(errs) > 0 {

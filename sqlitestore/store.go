@@ -288,7 +288,9 @@ func (s *Store) doLocked(ctx context.Context, open bool, fn func(cn *conn) error
 		defer cn.c.SetInterrupt(old)
 		return formatError(ctx, fn(cn))
 	})
-	err = fullError(err, filepath.Dir(s.path))
+	if err != nil {
+		err = fullError(err, filepath.Dir(s.path))
+	}
 	if errors.Is(err, ErrOutOfMemory) {
 		s.afterOOMLocked()
 	}

@@ -50,6 +50,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	token := fs.String("token", "", "require Authorization: Bearer <token> on every route but /health and /ready (env SEAHAVEN_TOKEN, preferred: a flag shows in ps)")
 	production := fs.Bool("production", false, "production mode: no POST /reset, POST /step, GET /state, POST /inspect (env SEAHAVEN_PRODUCTION=true)")
 	maxMessage := fs.Int64("max-message-bytes", int64(envInt("SEAHAVEN_MAX_MESSAGE_BYTES", openenv.DefaultMaxMessageBytes)), "the largest WebSocket message or request body (env SEAHAVEN_MAX_MESSAGE_BYTES)")
+	recordDir := fs.String("record", envOr("SEAHAVEN_RECORD", ""), "write one trajectory (JSONL) per episode into this directory, for seahaven grade (default: off; env SEAHAVEN_RECORD)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", envDuration("SEAHAVEN_SHUTDOWN_TIMEOUT", 30*time.Second), "on SIGTERM, how long to wait for sessions and requests to end (env SEAHAVEN_SHUTDOWN_TIMEOUT)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -73,7 +74,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	}
 	backend, err := openenv.NewWorldBackend(w, openenv.WorldBackendConfig{
 		FixturesDir: *fixturesDir, DefaultFixture: *fixtureID, InstanceRoot: *instances, Logger: logger.With("component", "calls"),
-		MaxActive: *scale.maxActive,
+		MaxActive: *scale.maxActive, RecordDir: *recordDir,
 	})
 	if err != nil {
 		return err

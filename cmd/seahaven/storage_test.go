@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,4 +48,56 @@ func TestInstanceRoot(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestServeCommand_Storage(t *testing.T) {
+	t.Run("MemoryRefusedOnDisk", func(t *testing.T) {
+		onDisk := t.TempDir()
+		if mem, err := onMemoryFS(onDisk); err != nil || mem {
+			t.Skip("the test temp dir is not on disk")
+		}
+		_, err := serveBriefly(t, []string{"--storage", "memory", "--instances", onDisk}, func(string) { t.Error("serve started") })
+		if err == nil || !strings.Contains(err.Error(), "is not on a memory file system") {
+			t.Fatalf("err = %v, want a refusal naming the file system", err)
+		}
+	})
+	t.Run("Memory", func(t *testing.T) {
+		if mem, err := onMemoryFS(memoryFSDir); err != nil || !mem {
+			t.Skipf("%s is not a tmpfs here", memoryFSDir)
+		}
+		root, err := os.MkdirTemp(memoryFSDir, "seahaven-test-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(root) })
+		stderr, err := serveBriefly(t, []string{"--storage", "memory", "--instances", root}, func(base string) {
+			res, err := http.Post(base+"/reset", "application/json", strings.NewReader(`{}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				t.Fatalf("POST /reset: %s", res.Status)
+			}
+			ents, _ := os.ReadDir(root)
+			var insts []string
+			for _, p := range ents {
+				if !p.IsDir() {
+					continue
+				}
+				in, _ := os.ReadDir(filepath.Join(root, p.Name()))
+				for _, e := range in {
+					if e.IsDir() {
+						insts = append(insts, e.Name())
+					}
+				}
+			}
+			if len(insts) != 1 {
+				t.Errorf("instance directories on the memory file system after a reset: %v, want 1", insts)
+			}
+		})
+		if err != nil {
+			t.Fatalf("serve: %v\n%s", err, stderr)
+		}
+	})
 }

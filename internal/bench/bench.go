@@ -18,6 +18,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -190,13 +191,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer srv.stop()
 	r := &run{cfg: cfg, srv: srv, wsURL: "ws" + strings.TrimPrefix(srv.base, "http") + "/ws",
 		picker: newPicker(cfg.ToolMix), args: map[string][]byte{}, errText: map[string]bool{}}
-	if err := r.prepare(ctx); err != nil {
-		return nil, err
-	}
+	// The baseline is the idle server, before prepare's session.
 	if rep.Server.Before, err = srv.sample(ctx); err != nil {
 		return nil, err
 	}
 	rep.Server.Peak = rep.Server.Before
+	if err := r.prepare(ctx); err != nil {
+		return nil, err
+	}
 	if err := r.load(ctx, rep); err != nil {
 		return nil, err
 	}
@@ -255,6 +257,7 @@ func (r *run) prepare(ctx context.Context) error {
 			for n := range tools {
 				names = append(names, n)
 			}
+			sort.Strings(names)
 			return fmt.Errorf("bench: the tool mix names %q, which the server does not list (it has: %s)", e.Tool, strings.Join(names, ", "))
 		}
 		args, ok := r.cfg.Args[e.Tool]
@@ -314,7 +317,7 @@ func (r *run) load(ctx context.Context, rep *Report) error {
 	all := make([]*stats, cfg.Sessions)
 	sem := make(chan struct{}, dialConcurrency)
 	start := time.Now()
-	var rampDone atomic.Bool
+	var holdFrom atomic.Int64 // when the hold began (UnixNano); zero during the ramp
 
 	// Sampler and progress: every second.
 	samplerDone := make(chan struct{})
@@ -334,12 +337,12 @@ func (r *run) load(ctx context.Context, rep *Report) error {
 			if err == nil {
 				rep.Server.Peak = peak(rep.Server.Peak, s)
 			}
-			phase := "ramp"
-			if rampDone.Load() {
-				phase = "hold"
+			phase, since := "ramp", start
+			if t := holdFrom.Load(); t != 0 {
+				phase, since = "hold", time.Unix(0, t)
 			}
 			line := fmt.Sprintf("%s %5.0fs  sessions %d/%d  resets %d  calls %d  errors %d",
-				phase, time.Since(start).Seconds(), r.connected.Load(), cfg.Sessions, r.resets.Load(), r.calls.Load(), r.errs.Load())
+				phase, time.Since(since).Seconds(), r.connected.Load(), cfg.Sessions, r.resets.Load(), r.calls.Load(), r.errs.Load())
 			if err == nil {
 				line += fmt.Sprintf("  server: rss %s, goroutines %d, sqlite conns %d, fds %d", bytesText(s.RSSBytes), s.Goroutines, s.OpenConnections, s.OpenFDs)
 			}
@@ -380,12 +383,12 @@ func (r *run) load(ctx context.Context, rep *Report) error {
 		}()
 	}
 	ready.Wait()
-	rampDone.Store(true)
 	rep.Ramp = time.Since(start)
 	calls0, resets0 := r.calls.Load(), r.resets.Load()
 
 	// Hold until the duration ends, the calls are made, or ctx ends.
 	holdT0 := time.Now()
+	holdFrom.Store(holdT0.UnixNano())
 	var deadline <-chan time.Time
 	if cfg.Duration > 0 {
 		deadline = time.After(cfg.Duration)

@@ -10,13 +10,15 @@ import (
 	"github.com/coder/websocket"
 )
 
-// wsClient is one session's WebSocket connection. A reader goroutine reads
-// every frame, so the server's pings are answered while the session thinks;
-// roundTrip is used by one goroutine at a time.
+// wsClient is one session's WebSocket connection; roundTrip is used by one
+// goroutine at a time. A session that thinks between round trips has a
+// reader goroutine that reads every frame, so the server's pings are
+// answered while it thinks; one that does not reads its replies itself
+// (the reader would only add a hand-off between goroutines per reply).
 type wsClient struct {
 	c       *websocket.Conn
 	timeout time.Duration
-	replies chan frame    // frames the reader read, in order
+	replies chan frame    // frames the reader read, in order; nil without a reader
 	closing chan struct{} // closed by close: the reader stops delivering
 	done    chan struct{} // closed when the reader has exited
 }
@@ -56,8 +58,13 @@ func (r *run) dial(ctx context.Context) (*wsClient, error) {
 		return nil, err
 	}
 	c.SetReadLimit(64 << 20)
-	w := &wsClient{c: c, timeout: r.cfg.RoundTripTimeout, replies: make(chan frame, 1), closing: make(chan struct{}), done: make(chan struct{})}
-	go w.readLoop()
+	w := &wsClient{c: c, timeout: r.cfg.RoundTripTimeout, closing: make(chan struct{}), done: make(chan struct{})}
+	if r.cfg.Think > 0 || (len(r.cfg.ToolMix) == 0 && !r.cfg.ResetLoop) {
+		w.replies = make(chan frame, 1)
+		go w.readLoop()
+	} else {
+		close(w.done)
+	}
 	return w, nil
 }
 
@@ -85,10 +92,14 @@ func (w *wsClient) roundTrip(ctx context.Context, msg []byte) (*reply, error) {
 		return nil, err
 	}
 	var f frame
-	select {
-	case f = <-w.replies:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("no reply: %w", ctx.Err())
+	if w.replies == nil {
+		_, f.b, f.err = w.c.Read(ctx)
+	} else {
+		select {
+		case f = <-w.replies:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("no reply: %w", ctx.Err())
+		}
 	}
 	if f.err != nil {
 		return nil, f.err

@@ -39,11 +39,16 @@ func percentile(d []time.Duration, p int) time.Duration {
 	return d[min(max(i-1, 0), len(d)-1)]
 }
 
-// Settings records what a run was asked to do.
+// Settings records what a run was asked to do, as Config said it, and
+// where it ran.
 type Settings struct {
-	URL       string  `json:"url,omitempty"`
-	World     string  `json:"world"`
-	Fixture   string  `json:"fixture"`
+	// URL is the server measured, "" for a subprocess server.
+	URL string `json:"url,omitempty"`
+	// World and Fixture are Config.World and Config.Fixture.
+	World   string `json:"world"`
+	Fixture string `json:"fixture"`
+	// Sessions, Duration (seconds), Calls, ToolMix (FormatToolMix), Think
+	// (seconds), NoSpread, ResetLoop and Ramp are the Config fields.
 	Sessions  int     `json:"sessions"`
 	Duration  float64 `json:"duration_seconds,omitempty"`
 	Calls     int64   `json:"calls,omitempty"`
@@ -52,8 +57,9 @@ type Settings struct {
 	NoSpread  bool    `json:"no_spread"`
 	ResetLoop bool    `json:"reset_loop"`
 	Ramp      float64 `json:"ramp_sessions_per_second"`
-	CPUs      int     `json:"cpus"`
-	GoVersion string  `json:"go_version"`
+	// CPUs and GoVersion describe the load generator's machine.
+	CPUs      int    `json:"cpus"`
+	GoVersion string `json:"go_version"`
 }
 
 // Footprint is the server's footprint at the phases of a run.
@@ -78,7 +84,9 @@ type Baseline struct {
 	// reaper and the stats connection's).
 	Goroutines bool `json:"goroutines"`
 	// OpenFDs allows baselineSlack more descriptors (the stats connection).
-	OpenFDs         bool `json:"open_fds"`
+	OpenFDs bool `json:"open_fds"`
+	// Sessions, OpenConnections and InstanceDirs must be back to no more
+	// than before.
 	Sessions        bool `json:"sessions"`
 	OpenConnections bool `json:"open_sqlite_connections"`
 	InstanceDirs    bool `json:"instance_dirs"`

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -47,6 +48,9 @@ type server struct {
 	instances string        // the instance root to count, or ""
 	scratch   string        // a directory Run made and removes, or ""
 	client    *http.Client  // for /debug/runtime and /health
+
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // freePort asks the kernel for a free loopback port.
@@ -96,7 +100,7 @@ func startServer(ctx context.Context, sc *ServerCommand) (*server, error) {
 // remoteServer is a server already running at base.
 func remoteServer(ctx context.Context, base, instances string) (*server, error) {
 	s := &server{base: base, instances: instances, client: statsClient()}
-	if err := s.waitHealthy(ctx, 10*time.Second); err != nil {
+	if err := s.waitHealthy(ctx, 2*time.Second); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -139,8 +143,13 @@ func (s *server) waitHealthy(ctx context.Context, wait time.Duration) error {
 }
 
 // stop ends the subprocess (SIGTERM, then SIGKILL after a grace period) and
-// removes the scratch directory.
+// removes the scratch directory. Only the first call does anything.
 func (s *server) stop() error {
+	s.stopOnce.Do(func() { s.stopErr = s.stopNow() })
+	return s.stopErr
+}
+
+func (s *server) stopNow() error {
 	var err error
 	if s.cmd != nil {
 		s.cmd.Process.Signal(syscall.SIGTERM)

@@ -27,6 +27,7 @@ var forbidden = map[string][]string{
 	"schemas":     {"env", "composition", "sqlitestore", "fixture", "openenv", "cmd/", "web"},
 	"web":         {"env", "composition", "sqlitestore", "fixture", "openenv", "cmd/"},
 	"check":       {"openenv", "cmd/", "web"},
+	"task":        {"openenv", "cmd/", "web"},
 }
 
 func main() {

@@ -1,0 +1,272 @@
+package openenv_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/coder/websocket"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/examples/worlds/company"
+	"github.com/seahaven/seahaven/openenv"
+	"github.com/seahaven/seahaven/task"
+)
+
+// rewardOf returns a step reply's reward as JSON text and its done flag.
+func rewardOf(tb testing.TB, reply string) (string, bool) {
+	tb.Helper()
+	if typ := str(tb, reply, "type"); typ != "observation" {
+		tb.Fatalf("reply %s, want an observation", reply)
+	}
+	done, ok := field(tb, reply, "data.done").(bool)
+	if !ok {
+		tb.Fatalf("done is not a boolean in %s", reply)
+	}
+	return fmt.Sprint(field(tb, reply, "data.reward")), done
+}
+
+// stateOf asks for the state document. The frame is read raw: the task and
+// checks keys of a task episode are not in schemas/state.json.
+func stateOf(tb testing.TB, c *websocket.Conn) map[string]any {
+	tb.Helper()
+	send(tb, c, `{"type":"state"}`)
+	raw := recvRaw(tb, c)
+	var frame struct {
+		Type string         `json:"type"`
+		Data map[string]any `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(raw), &frame); err != nil || frame.Type != "state" {
+		tb.Fatalf("state reply %s: %v", raw, err)
+	}
+	return frame.Data
+}
+
+// Over a real WebSocket: reset with a task, solve it with tool calls, and
+// watch the reward reach 1 and done turn true on the final step.
+func TestTasks_WebSocketSolve(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{})
+	c := s.dial(t)
+	defer c.Close(websocket.StatusNormalClosure, "")
+
+	reply := roundTrip(t, c, `{"type":"reset","data":{"task":"refund_eu_charge","episode_id":"solve-1"}}`)
+	if reward, done := rewardOf(t, reply); reward != "<nil>" || done {
+		t.Fatalf("reset reward %s done %v, want null and false", reward, done)
+	}
+	st := stateOf(t, c)
+	if st["task"] != "refund_eu_charge" || st["checks"] != nil {
+		t.Fatalf("state after reset: task %v checks %v", st["task"], st["checks"])
+	}
+
+	reply = callTool(t, c, "eu_list_charges", `{}`)
+	if reward, done := rewardOf(t, reply); reward == "1" || done {
+		t.Fatalf("after listing: reward %s done %v, want below 1 and not done", reward, done)
+	}
+	charges, ok := field(t, reply, "data.observation.result.data").([]any)
+	if !ok || len(charges) != 1 {
+		t.Fatalf("EU charges: %s", reply)
+	}
+	id := charges[0].(map[string]any)["id"].(string)
+
+	reply = callTool(t, c, "eu_refund_charge", fmt.Sprintf(`{"charge_id":%q}`, id))
+	if reward, done := rewardOf(t, reply); reward != "1" || !done {
+		t.Fatalf("after the refund: reward %s done %v, want 1 and done; reply %s", reward, done, reply)
+	}
+
+	st = stateOf(t, c)
+	checks, ok := st["checks"].([]any)
+	if st["task"] != "refund_eu_charge" || !ok || len(checks) != 2 {
+		t.Fatalf("state: task %v checks %v", st["task"], st["checks"])
+	}
+	for _, ch := range checks {
+		m := ch.(map[string]any)
+		if m["passed"] != true || m["detail"] == "" {
+			t.Errorf("check %v", m)
+		}
+	}
+	if st["step_count"] != float64(2) || st["episode_id"] != "solve-1" {
+		t.Errorf("state step_count %v episode_id %v", st["step_count"], st["episode_id"])
+	}
+}
+
+// A wrong action over the wire: the right refund plus an extra write
+// elsewhere fails the collateral check, and the episode is not done.
+func TestTasks_WebSocketCollateralDamage(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{})
+	c := s.dial(t)
+	defer c.Close(websocket.StatusNormalClosure, "")
+	roundTrip(t, c, `{"type":"reset","data":{"task":"refund_eu_charge"}}`)
+	id := inspectValue(t, c, "SELECT id FROM payments_eu.charges")
+	callTool(t, c, "eu_refund_charge", fmt.Sprintf(`{"charge_id":%q}`, id))
+	reply := callTool(t, c, "chat_send_message", `{"channel":"general","text":"refunded"}`)
+	if reward, done := rewardOf(t, reply); reward == "1" || done {
+		t.Fatalf("reward %s done %v, want below 1 and not done", reward, done)
+	}
+	for _, ch := range stateOf(t, c)["checks"].([]any) {
+		m := ch.(map[string]any)
+		if m["name"] == "no collateral damage" && (m["passed"] != false || !strings.Contains(m["detail"].(string), "chat.messages:insert")) {
+			t.Errorf("collateral check %v", m)
+		}
+	}
+}
+
+// The task's allow list applies to list_tools and call_tool.
+func TestTasks_WebSocketAllowList(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{})
+	c := s.dial(t)
+	defer c.Close(websocket.StatusNormalClosure, "")
+	roundTrip(t, c, `{"type":"reset","data":{"task":"invoice_750"}}`)
+	reply := roundTrip(t, c, `{"type":"step","data":{"type":"list_tools"}}`)
+	var names []string
+	for _, tl := range field(t, reply, "data.observation.tools").([]any) {
+		names = append(names, tl.(map[string]any)["name"].(string))
+	}
+	if strings.Join(names, " ") != "invoice list_staff pay_list_charges" {
+		t.Fatalf("tools %v", names)
+	}
+	if reward, _ := rewardOf(t, reply); reward == "<nil>" {
+		t.Errorf("a list_tools step of a task episode has no reward: %s", reply)
+	}
+	reply = callTool(t, c, "hire", `{"name":"Eve"}`)
+	if kind := str(t, reply, "data.observation.error.error_type"); kind != "tool_not_found" {
+		t.Fatalf("hire: %s", reply)
+	}
+	if n := inspectValue(t, c, "SELECT count(*) FROM staff"); n != "3" {
+		t.Fatalf("%s staff after a refused hire, want 3", n)
+	}
+}
+
+// A task names its own fixture and seed; a reset may override them.
+func TestTasks_ResetOptions(t *testing.T) {
+	// No default fixture: without a task a reset is genesis.
+	s := mustServeWorld(t, company.World, openenv.WorldBackendConfig{}, openenv.Config{})
+	c := s.dial(t)
+	defer c.Close(websocket.StatusNormalClosure, "")
+	tests := []struct {
+		name    string // case
+		reset   string // reset data
+		fixture any    // the state's fixture id (nil for genesis)
+		seed    any    // the state's seed
+	}{
+		{"NoTask", `{}`, nil, float64(0)},
+		{"TaskFixtureAndSeed", `{"task":"shop_order_1999"}`, "acme", float64(7)},
+		{"ResetSeedWins", `{"task":"shop_order_1999","seed":11}`, "acme", float64(11)},
+		{"EmptyTaskIsNone", `{"task":""}`, nil, float64(0)},
+		{"NullTaskIsNone", `{"task":null}`, nil, float64(0)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reply := roundTrip(t, c, `{"type":"reset","data":`+tt.reset+`}`)
+			if typ := str(t, reply, "type"); typ != "observation" {
+				t.Fatalf("reset: %s", reply)
+			}
+			st := stateOf(t, c)
+			var fixture any
+			if f, ok := st["fixture"].(map[string]any); ok {
+				fixture = f["id"]
+			}
+			if fixture != tt.fixture || st["seed"] != tt.seed {
+				t.Fatalf("fixture %v seed %v, want %v and %v", fixture, st["seed"], tt.fixture, tt.seed)
+			}
+		})
+	}
+	t.Run("ErrUnknownTask", func(t *testing.T) {
+		reply := roundTrip(t, c, `{"type":"reset","data":{"task":"nope"}}`)
+		if str(t, reply, "data.code") != "EXECUTION_ERROR" || !strings.Contains(str(t, reply, "data.message"), `unknown task "nope" (tasks: hire_liskov, refund_cancelled_order, invoice_750,`) {
+			t.Fatalf("reply %s", reply)
+		}
+	})
+	t.Run("ErrTaskNotAString", func(t *testing.T) {
+		reply := roundTrip(t, c, `{"type":"reset","data":{"task":3}}`)
+		if str(t, reply, "data.code") != "VALIDATION_ERROR" {
+			t.Fatalf("reply %s", reply)
+		}
+	})
+}
+
+func TestTasks_List(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{})
+	status, body, _ := s.httpDo(t, http.MethodGet, "/tasks", "", nil)
+	if status != http.StatusOK {
+		t.Fatalf("GET /tasks: %d %s", status, body)
+	}
+	var list []map[string]any
+	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		t.Fatal(err)
+	}
+	want, err := task.ForWorld(company.World)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != len(want) {
+		t.Fatalf("%d tasks listed, want %d", len(list), len(want))
+	}
+	for i, tk := range want {
+		got := list[i]
+		if got["id"] != tk.ID || got["instruction"] != tk.Instruction || got["fixture"] != tk.Fixture || got["difficulty"] != tk.Difficulty || len(got) != 4 {
+			t.Errorf("task %d: %v, want %s", i, got, tk.ID)
+		}
+	}
+	// Infrastructure only: the agent listener does not serve it.
+	rec := httptest.NewRecorder()
+	s.AgentHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/tasks", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("agent listener GET /tasks: %d, want 404", rec.Code)
+	}
+}
+
+// With a record directory, every episode is written as a trajectory that
+// replays to the same state and reward.
+func TestTasks_Record(t *testing.T) {
+	dir := t.TempDir()
+	s := mustServeWorld(t, company.World, openenv.WorldBackendConfig{DefaultFixture: company.AcmeID, RecordDir: dir}, openenv.Config{})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{"task":"invoice_750","episode_id":"rec-1","seed":3}}`)
+	callTool(t, c, "invoice", `{"amount":750}`)
+	callTool(t, c, "hire", `{"name":"Eve"}`) // refused: recorded too
+	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"rec-2"}}`)
+	callTool(t, c, "hire", `{"name":"Eve"}`)
+	c.Close(websocket.StatusNormalClosure, "")
+	s.settle(t)
+
+	tasks, err := task.ForWorld(company.World)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		file   string  // trajectory file
+		task   string  // its task
+		calls  int     // its calls
+		reward float64 // the replay's reward; -1 without a task
+	}{
+		{"rec-1.jsonl", "invoice_750", 2, 1},
+		{"rec-2.jsonl", "", 1, -1},
+	} {
+		tr, err := task.ReadTrajectoryFile(filepath.Join(dir, tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr.Header.Task != tc.task || len(tr.Calls) != tc.calls || tr.End == nil {
+			t.Fatalf("%s: header %+v, %d calls, end %v", tc.file, tr.Header, len(tr.Calls), tr.End)
+		}
+		rep, err := task.ReplayTrajectory(context.Background(), company.World, tasks, tr, composition.Options{Dir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Mismatches) != 0 {
+			t.Fatalf("%s: replay differs: %q", tc.file, rep.Mismatches)
+		}
+		if tc.reward >= 0 && (rep.Result == nil || rep.Result.Reward != tc.reward) {
+			t.Fatalf("%s: replay result %+v", tc.file, rep.Result)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
+		t.Fatalf("%d files recorded, want 2", len(ents))
+	}
+}
