@@ -52,6 +52,9 @@ type FixtureInfo struct {
 	ParentID     *string `json:"parent_id"`
 	CreatedAt    string  `json:"created_at"`
 	WorldVersion string  `json:"world_version"`
+	// FileSHA256 is the SHA-256 (hex) of each node's frozen file, by node
+	// path ("main" for the root); omitted when the Backend does not say.
+	FileSHA256 map[string]string `json:"file_sha256,omitempty"`
 }
 
 // OpenOptions are the options of one instance, taken from a reset.

@@ -40,6 +40,7 @@ func (s *Server) routes() http.Handler {
 	r.Get("/schema", s.serveSchema)
 	r.Get("/openapi.json", s.serveOpenAPI)
 	r.Get("/fixtures", s.serveFixtures)
+	r.Get("/composition", s.serveComposition)
 	r.Get("/tasks", s.serveTasks)
 	r.Get("/sessions", s.serveSessions)
 	r.Get("/debug/runtime", s.serveRuntime)

@@ -139,7 +139,11 @@ func (b *WorldBackend) listFixtures() []FixtureInfo {
 	}
 	out := make([]FixtureInfo, 0, len(list))
 	for _, s := range list {
-		out = append(out, FixtureInfo{ID: s.ID, Description: s.Description, ParentID: s.ParentID, CreatedAt: s.CreatedAt, WorldVersion: s.WorldVersion})
+		sums := map[string]string{"main": s.FileSHA256}
+		for _, n := range s.Nodes {
+			sums[n.Path] = n.FileSHA256
+		}
+		out = append(out, FixtureInfo{ID: s.ID, Description: s.Description, ParentID: s.ParentID, CreatedAt: s.CreatedAt, WorldVersion: s.WorldVersion, FileSHA256: sums})
 	}
 	b.fixtures, b.listed = out, time.Now()
 	return out

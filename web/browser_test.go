@@ -73,10 +73,6 @@ func mustServeCompany(tb testing.TB, fixturesDir string) string {
 	mux.Handle("/web/", web.Handler())
 	mux.Handle("/web", web.Handler())
 	mux.Handle("/", srv.Handler())
-	mux.HandleFunc("GET /composition", func(w http.ResponseWriter, _ *http.Request) { // TEMPORARY
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, sampleComposition)
-	})
 	ts := httptest.NewServer(mux)
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

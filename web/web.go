@@ -49,9 +49,8 @@ type handler struct {
 }
 
 // Handler returns the handler of the UI. It serves every asset under
-// [Prefix] and redirects the bare /web (or any path without the trailing
-// slash) to /web/, keeping the query. Only GET and HEAD are allowed; any
-// other path is 404. Responses carry a strong ETag so revalidation costs a
+// [Prefix] and redirects the bare /web to /web/, keeping the query. Only
+// GET and HEAD are allowed; any other path is 404. Responses carry a strong ETag so revalidation costs a
 // 304, and a Content-Security-Policy that keeps the page on its own origin.
 // The handler is safe for concurrent use.
 func Handler() http.Handler { return loadHandler() }

@@ -1,0 +1,137 @@
+package openenv
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/sqlitestore"
+)
+
+// CompositionSource is implemented by a Backend that can describe its
+// world's composition; GET /composition serves it, and answers 404 for a
+// Backend that does not implement it. Composition must be safe for
+// concurrent use.
+type CompositionSource interface {
+	// Composition returns the sealed tree of the served world.
+	Composition(ctx context.Context) (*Composition, error)
+}
+
+// Composition is the body of GET /composition: the sealed tree of the
+// served world, its nodes in canonical order (the root first, then breadth
+// first by registration order) and its AddWorld edges, each host's in
+// registration order. The inspector UI draws it as a tree.
+type Composition struct {
+	// World and WorldVersion name the root world.
+	World        string `json:"world"`
+	WorldVersion string `json:"world_version"`
+	// Nodes are the stores of an instance, one per (world, scope) pair.
+	Nodes []CompositionNode `json:"nodes"`
+	// Edges are the AddWorld registrations of every node's world.
+	Edges []CompositionEdge `json:"edges"`
+}
+
+// CompositionNode is one node of a composition, as the state document's
+// composition records describe it, plus its store file.
+type CompositionNode struct {
+	// Path is the canonical path: "main" for the root.
+	Path string `json:"path"`
+	// World and WorldVersion name the node's world.
+	World        string `json:"world"`
+	WorldVersion string `json:"world_version"`
+	// Scope is the account scope; null is the root's default scope.
+	Scope *string `json:"scope"`
+	// Aliases are the other paths reaching the node; never null.
+	Aliases []string `json:"aliases"`
+	// SchemaHash is the SHA-256 (hex) of the node's normalised schema.
+	SchemaHash string `json:"schema_hash"`
+	// File is the node's store file in an instance or fixture directory.
+	File string `json:"file"`
+}
+
+// CompositionEdge is one AddWorld registration: the host node From adds the
+// node To under Name.
+type CompositionEdge struct {
+	// From is the host node's path; To is the added node's canonical path,
+	// which differs from From/Name when the added node is shared.
+	From string `json:"from"`
+	Name string `json:"name"`
+	To   string `json:"to"`
+	// Prefix is prepended to every tool the edge contributes; "" for none.
+	Prefix string `json:"prefix"`
+	// Allow is the ToolAllowList, or null when none was given; Block the
+	// ToolBlockList, likewise.
+	Allow []string `json:"allow"`
+	Block []string `json:"block"`
+	// Store is the scope the edge gives its subtree, or null to keep the host's.
+	Store *string `json:"store"`
+}
+
+// compositions caches descriptions by sealed tree: a Sealed is immutable,
+// and a new registration seals a new one.
+var compositions sync.Map // *composition.Sealed -> *Composition
+
+// Composition describes the world's sealed tree. It implements
+// [CompositionSource]; it fails only if the world no longer seals (a
+// registration since NewWorldBackend broke it) or a schema does not apply.
+func (b *WorldBackend) Composition(ctx context.Context) (*Composition, error) {
+	s, err := composition.Seal(b.world)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := compositions.Load(s); ok {
+		return c.(*Composition), nil
+	}
+	c := &Composition{World: b.world.Name(), WorldVersion: b.world.Version(), Nodes: []CompositionNode{}, Edges: []CompositionEdge{}}
+	hashes := map[string]string{} // by schema text: shared worlds hash once
+	for _, n := range s.Nodes {
+		schema := n.World.Spec().Schema
+		h, ok := hashes[schema]
+		if !ok {
+			if h, err = sqlitestore.SchemaHash(ctx, schema); err != nil {
+				return nil, fmt.Errorf("openenv: world %s: schema hash: %w", n.World.Name(), err)
+			}
+			hashes[schema] = h
+		}
+		aliases := append([]string{}, n.Aliases...)
+		c.Nodes = append(c.Nodes, CompositionNode{
+			Path: n.Path, World: n.World.Name(), WorldVersion: n.World.Version(), Scope: n.Scope,
+			Aliases: aliases, SchemaHash: h, File: n.File,
+		})
+		for _, ch := range n.Children {
+			e := ch.Edge
+			edge := CompositionEdge{From: n.Path, Name: e.Name, To: ch.Node.Path, Prefix: e.Prefix, Store: e.Store}
+			if e.AllowSet {
+				edge.Allow = append([]string{}, e.Allow...)
+			}
+			if e.BlockSet {
+				edge.Block = append([]string{}, e.Block...)
+			}
+			c.Edges = append(c.Edges, edge)
+		}
+	}
+	actual, _ := compositions.LoadOrStore(s, c)
+	return actual.(*Composition), nil
+}
+
+// serveComposition serves GET /composition.
+func (s *Server) serveComposition(w http.ResponseWriter, r *http.Request) {
+	src, ok := s.backend.(CompositionSource)
+	if !ok {
+		writeJSON(w, http.StatusNotFound, object{{"detail", "This server's backend does not describe its composition"}})
+		return
+	}
+	var c *Composition
+	var err error
+	if perr := s.guard("Backend.Composition", func() { c, err = src.Composition(r.Context()) }); perr != nil {
+		writeError(w, perr)
+		return
+	}
+	if err != nil {
+		writeError(w, newError(codeExecution, "Describing the composition failed: %v", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
