@@ -170,7 +170,7 @@ func Example_protocolHTTP() {
 	// → GET /metadata
 	// ← 200 {"name":"company","description":"A small company: staff, invoices, two payment accounts, a shop and team chat.","readme_content":null,"version":"0.1.0","author":null,"documentation_url":null}
 	// → GET /fixtures
-	// ← 200 [{"id":"acme","description":"Acme Corp: three staff, an invoice, a shop order, an EU charge and some chat.","parent_id":null,"created_at":"…","world_version":"0.1.0"}]
+	// ← 200 [{"id":"acme","description":"Acme Corp: three staff, an invoice, a shop order, an EU charge and some chat.","parent_id":null,"created_at":"…","world_version":"0.1.0","file_sha256":{"chat":"f946e69a2df7e004556efa441b9c2121ec7b2f0975c64062ca905db23240c675","main":"6458ecf8a44cce5fbe903d85b70f4510dede69b3e5eb7ac8e6cf7441dab3610d","payments":"141936fa92a9eff8cc685c8199c363845aa76fb5e1875469a306a37b57d0cf88","payments_eu":"e0ededc073340db40cf4092e0212e8ff05f0ee94eb7accd295fad9c5d7a9ee27","shop":"32a84ae3e9abd802b4c45db39a0ef5d7d84f3ec4ea9c856955cf3bb1840d1d96"}}]
 	// → POST /reset (X-Seahaven-Session: grader-1) {"seed":7,"episode_id":"ep-1","fixture":"acme","clock_mode":"step","control_tools":true}
 	// ← 200 {"observation":{},"reward":null,"done":false}
 	// → POST /step (X-Seahaven-Session: grader-1) {"action":{"type":"call_tool","tool_name":"accounts","arguments":{}}}
