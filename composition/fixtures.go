@@ -2,8 +2,6 @@ package composition
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -170,7 +168,7 @@ func loadSource(w *env.World, sealed *Sealed, opts Options) (*source, error) {
 func (s *source) verifyBytes() error {
 	for path, b := range s.files {
 		want := s.ref.FileSHA256[path]
-		if got := hashBytes(b); got != want {
+		if got := fixture.HashBytes(b); got != want {
 			return fmt.Errorf("fixture: hash mismatch: fixture %q node %s: file %s has sha256 %s, the sidecar says %s", s.sidecar.ID, path, fixture.FileName(path), got, want)
 		}
 	}
@@ -374,11 +372,6 @@ func (i *Instance) Freeze(ctx context.Context, id, description string, opts Free
 		return nil, fmt.Errorf("freeze %q: %w", id, err)
 	}
 	return s, nil
-}
-
-func hashBytes(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 func cmpOr(a, b string) string {

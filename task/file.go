@@ -16,6 +16,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/seahaven/seahaven/internal/yamlnode"
+
 	"github.com/seahaven/seahaven/env"
 )
 
@@ -118,7 +120,7 @@ func parse(path string, data []byte) ([]env.Task, error) {
 	if len(doc.Content) != 1 {
 		return nil, ferr(doc.Line, "", "is not a YAML document")
 	}
-	root := deref(doc.Content[0])
+	root := yamlnode.Deref(doc.Content[0])
 	if err := checkNode(root, reflect.TypeFor[fileDoc](), ""); err != nil {
 		var fe *FileError
 		if errors.As(err, &fe) {
@@ -136,7 +138,7 @@ func parse(path string, data []byte) ([]env.Task, error) {
 	if _, ok := keyNode(root, "tasks"); !ok {
 		return nil, ferr(root.Line, "tasks", "missing required key")
 	}
-	taskNodes := deref(mustValue(root, "tasks")).Content
+	taskNodes := yamlnode.Deref(mustValue(root, "tasks")).Content
 	out := make([]env.Task, 0, len(fd.Tasks))
 	first := map[string]int{}
 	for i, ft := range fd.Tasks {
@@ -195,7 +197,7 @@ func (ft fileTask) task(ferr func(int, string, string, ...any) error, key string
 			}
 		}
 		if fc.Equals.Kind != 0 {
-			eq := deref(&fc.Equals)
+			eq := yamlnode.Deref(&fc.Equals)
 			if eq.Kind == yaml.ScalarNode && eq.ShortTag() == "!!null" {
 				return env.Task{}, ferr(eq.Line, ckey+".equals", "null cannot be expected: select \"x IS NULL\" and expect 1")
 			}
@@ -213,7 +215,7 @@ func (ft fileTask) task(ferr func(int, string, string, ...any) error, key string
 // nodeValue returns a YAML value as JSON would hold it: nil, bool, int64,
 // float64, string (timestamps keep their text), []any and map[string]any.
 func nodeValue(n *yaml.Node, key string) (any, error) {
-	n = deref(n)
+	n = yamlnode.Deref(n)
 	switch n.Kind {
 	case yaml.SequenceNode:
 		out := make([]any, 0, len(n.Content))
@@ -228,7 +230,7 @@ func nodeValue(n *yaml.Node, key string) (any, error) {
 	case yaml.MappingNode:
 		out := make(map[string]any, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := deref(n.Content[i])
+			k := yamlnode.Deref(n.Content[i])
 			if _, dup := out[k.Value]; dup {
 				return nil, &FileError{Line: k.Line, Key: key + "." + k.Value, Msg: "duplicate key"}
 			}
@@ -268,17 +270,17 @@ func nodeValue(n *yaml.Node, key string) (any, error) {
 		}
 		return v, nil
 	}
-	return nil, &FileError{Line: n.Line, Key: key, Msg: "want a value, got " + describe(n)}
+	return nil, &FileError{Line: n.Line, Key: key, Msg: "want a value, got " + yamlnode.Describe(n)}
 }
 
 // keyNode returns the value of key in mapping m.
 func keyNode(m *yaml.Node, key string) (*yaml.Node, bool) {
-	m = deref(m)
+	m = yamlnode.Deref(m)
 	if m.Kind != yaml.MappingNode {
 		return nil, false
 	}
 	for i := 0; i+1 < len(m.Content); i += 2 {
-		if deref(m.Content[i]).Value == key {
+		if yamlnode.Deref(m.Content[i]).Value == key {
 			return m.Content[i+1], true
 		}
 	}
@@ -288,14 +290,6 @@ func keyNode(m *yaml.Node, key string) (*yaml.Node, bool) {
 func mustValue(m *yaml.Node, key string) *yaml.Node {
 	v, _ := keyNode(m, key)
 	return v
-}
-
-// deref follows a YAML alias to its anchored node.
-func deref(n *yaml.Node) *yaml.Node {
-	for n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
-	return n
 }
 
 var yamlLineRE = regexp.MustCompile(`line (\d+): (.*)`)
@@ -338,9 +332,9 @@ var yamlNodeType = reflect.TypeFor[yaml.Node]()
 // integer). key is n's dotted path for messages. Null is accepted
 // anywhere: it leaves the field at its zero value.
 func checkNode(n *yaml.Node, t reflect.Type, key string) error {
-	n = deref(n)
+	n = yamlnode.Deref(n)
 	bad := func(want string) error {
-		msg := fmt.Sprintf("want %s, got %s", want, describe(n))
+		msg := fmt.Sprintf("want %s, got %s", want, yamlnode.Describe(n))
 		if want == "a string" && n.Kind == yaml.ScalarNode {
 			msg += " (quote it to make it a string)"
 		}
@@ -412,9 +406,9 @@ func checkNode(n *yaml.Node, t reflect.Type, key string) error {
 func checkMapping(n *yaml.Node, key string, elem func(k *yaml.Node, sub string) (reflect.Type, error)) error {
 	first := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k := deref(n.Content[i])
+		k := yamlnode.Deref(n.Content[i])
 		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
-			return &FileError{Line: k.Line, Key: key, Msg: "keys must be strings, not " + describe(k)}
+			return &FileError{Line: k.Line, Key: key, Msg: "keys must be strings, not " + yamlnode.Describe(k)}
 		}
 		sub := k.Value
 		if key != "" {
@@ -433,34 +427,6 @@ func checkMapping(n *yaml.Node, key string, elem func(k *yaml.Node, sub string) 
 		}
 	}
 	return nil
-}
-
-// describe names what a YAML node is, for type errors.
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		switch tag := n.ShortTag(); tag {
-		case "!!str":
-			return fmt.Sprintf("the string %q", n.Value)
-		case "!!int":
-			return "the integer " + n.Value
-		case "!!float":
-			return "the number " + n.Value
-		case "!!bool":
-			return "the boolean " + n.Value
-		case "!!null":
-			return "null"
-		case "!!timestamp":
-			return "the timestamp " + n.Value
-		default:
-			return "a value tagged " + tag
-		}
-	}
-	return "an empty value"
 }
 
 // ForWorld returns the world's tasks: those declared in Go with AddTask,
