@@ -24,6 +24,15 @@ import (
 // were), REPLACE, foreign-key cascades, trigger writes, UPSERT, STRICT and
 // WITHOUT ROWID tables, and it never touches the schema.
 //
+// Reading the rows back is only needed when rows may have changed without a
+// preupdate event: a ROLLBACK or ROLLBACK TO, a statement that failed (SQLite
+// undoes its partial work silently), a schema change, a reopened connection
+// or one handed out raw (the store counts these in Store.undo). Otherwise
+// each touched row's last event already holds its current image: the new
+// values of its last insert or update, or nothing after a delete. So the hook
+// also keeps that image, and Finish uses it when the count did not move
+// since StartCapture: most tool calls then read nothing back.
+//
 // Reading the current rows after a COMMIT costs a read transaction of its own
 // (file locks: about a third of a one-row write call). So when the outermost
 // frame commits while captures run, the current rows are read just before
@@ -69,6 +78,8 @@ type Capture struct {
 
 	afterRead  bool   // every touched row's current image was read…
 	afterEpoch uint64 // …at this store epoch
+
+	undoAt uint64 // Store.undo at StartCapture
 }
 
 // touched is a row a capture saw, with its first before-image.
@@ -79,6 +90,8 @@ type touched struct {
 
 	after      []any    // current image read before a COMMIT; see afterRead
 	afterNames []string // its column names
+
+	last []any // by meta.names: the row's image after its last event; nil once deleted
 }
 
 // rawEvent is a preupdate event copied whole, to be keyed once the table's
@@ -95,7 +108,7 @@ type rawEvent struct {
 func (s *Store) StartCapture() *Capture {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := &Capture{s: s, keys: make(map[string]*touched)}
+	c := &Capture{s: s, keys: make(map[string]*touched), undoAt: s.undo}
 	if s.closed {
 		c.done = true
 		return c
@@ -142,6 +155,19 @@ func (c *Capture) Finish(ctx context.Context) ([]Change, error) {
 		if len(c.order) == 0 && len(c.raw) == 0 {
 			return nil
 		}
+		if c.eventsComplete() {
+			out = c.collect(func(t *touched) ([]any, []string, error) { return t.last, t.meta.names, nil })
+			if verifyEvents {
+				return s.doLocked(context.Background(), true, func(cn *conn) error {
+					return cn.readCurrent(c.order, func(read func(*touched) ([]any, []string, error)) {
+						if read := c.collect(read); !reflect.DeepEqual(out, read) {
+							panic(fmt.Sprintf("sqlitestore: changes from events %v differ from the rows read back %v", out, read))
+						}
+					})
+				})
+			}
+			return nil
+		}
 		if c.afterRead && c.afterEpoch == s.epoch && len(c.raw) == 0 && (s.cn == nil || !s.cn.metaDirty) {
 			out = c.collect(func(t *touched) ([]any, []string, error) { return t.after, t.afterNames, nil })
 			return nil
@@ -162,6 +188,18 @@ func (c *Capture) Finish(ctx context.Context) ([]Change, error) {
 		s.pool.settle()
 	}
 	return out, err
+}
+
+// verifyEvents makes Finish also read the rows back when it trusts the
+// events, and panic when the two differ. Tests set it.
+var verifyEvents = false
+
+// eventsComplete reports whether the capture's events account for every
+// change of its rows, so each touched row's last image is its current one.
+// It is called under s.mu.
+func (c *Capture) eventsComplete() bool {
+	s := c.s
+	return c.undoAt == s.undo && len(c.raw) == 0 && (s.cn == nil || !s.cn.metaDirty && !s.cn.exposed)
 }
 
 // installHookLocked routes the connection's preupdate events to the captures.
@@ -189,6 +227,12 @@ func (s *Store) refreshMetaLocked(cn *conn) error {
 // match it, so the epoch moves.
 func (s *Store) loadMetaLocked(cn *conn) error {
 	s.epoch++
+	for _, c := range s.captures {
+		if len(c.order) > 0 {
+			s.undo++ // images kept in the old shape
+			break
+		}
+	}
 	return cn.loadMeta(s.untracked)
 }
 
@@ -203,12 +247,17 @@ func (s *Store) prereadLocked(cn *conn) {
 	total := 0
 	for _, c := range s.captures {
 		c.afterRead = false
-		total += len(c.order)
+		if !c.eventsComplete() {
+			total += len(c.order)
+		}
 	}
 	if total == 0 || total > maxPreread || s.refreshMetaLocked(cn) != nil {
 		return
 	}
 	for _, c := range s.captures {
+		if c.eventsComplete() {
+			continue // Finish needs no read
+		}
 		for _, t := range c.order {
 			after, names, err := cn.readRow(t)
 			if err != nil {
@@ -245,6 +294,7 @@ func (s *Store) onPreUpdate(cn *conn, d sqlite3.PreUpdateData) {
 		// key the event once the metadata is reloaded.
 		cn.metaDirty = true
 		c.raw = append(c.raw, newRawEvent(d))
+		s.undo++ // outer captures' rows may change out of their sight
 		return
 	}
 	oldCol := func(i int) any {
@@ -262,38 +312,75 @@ func (s *Store) onPreUpdate(cn *conn, d sqlite3.PreUpdateData) {
 		return copyValue(v)
 	}
 	c.record(m, d.Op, oldCol, newCol, d.OldRowID, d.NewRowID)
+	for _, outer := range s.captures[:n-1] {
+		outer.follow(m, d.Op, oldCol, newCol, d.OldRowID, d.NewRowID)
+	}
 }
 
-// record keys one event and keeps the first before-image per key.
+// follow keeps the images of the rows c touched current while an inner
+// capture receives the events.
+func (c *Capture) follow(m *tableMeta, op sqlite3.AuthorizerActionCode, oldCol, newCol func(int) any, oldRowID, newRowID int64) {
+	if len(c.order) == 0 {
+		return
+	}
+	find := func(key []any) *touched {
+		c.buf = append(append(c.buf[:0], m.name...), 0)
+		c.buf = appendKey(c.buf, key)
+		return c.keys[string(c.buf)]
+	}
+	if op != sqlite3.AUTH_INSERT {
+		if t := find(m.keyOf(oldCol, oldRowID)); t != nil {
+			t.last = nil
+		}
+	}
+	if op != sqlite3.AUTH_DELETE {
+		if t := find(m.keyOf(newCol, newRowID)); t != nil {
+			t.last = m.image(newCol)
+		}
+	}
+}
+
+// record keys one event, keeps the first before-image per key and the image
+// after the event.
 func (c *Capture) record(m *tableMeta, op sqlite3.AuthorizerActionCode, oldCol, newCol func(int) any, oldRowID, newRowID int64) {
 	switch op {
 	case sqlite3.AUTH_INSERT:
-		c.touch(m, m.keyOf(newCol, newRowID), nil)
+		c.touch(m, m.keyOf(newCol, newRowID), nil).last = m.image(newCol)
 	case sqlite3.AUTH_DELETE:
-		c.touch(m, m.keyOf(oldCol, oldRowID), oldCol)
+		c.touch(m, m.keyOf(oldCol, oldRowID), oldCol).last = nil
 	case sqlite3.AUTH_UPDATE:
-		c.touch(m, m.keyOf(oldCol, oldRowID), oldCol)
-		c.touch(m, m.keyOf(newCol, newRowID), nil) // a changed key: a new row
+		from := c.touch(m, m.keyOf(oldCol, oldRowID), oldCol)
+		from.last = nil                                  // a changed key: the old row is gone…
+		to := c.touch(m, m.keyOf(newCol, newRowID), nil) // …and a new row appears
+		to.last = m.image(newCol)
 	}
 }
 
-// touch notes key; on its first touch, row (nil: the row did not exist)
-// gives its before-image.
-func (c *Capture) touch(m *tableMeta, key []any, row func(int) any) {
+// touch notes key and returns its row; on its first touch, row (nil: the row
+// did not exist) gives its before-image.
+func (c *Capture) touch(m *tableMeta, key []any, row func(int) any) *touched {
 	c.buf = append(append(c.buf[:0], m.name...), 0)
 	c.buf = appendKey(c.buf, key)
-	if _, ok := c.keys[string(c.buf)]; ok {
-		return
+	if t, ok := c.keys[string(c.buf)]; ok {
+		return t
 	}
 	t := &touched{meta: m, key: key}
 	if row != nil {
-		t.before = make([]any, len(m.names))
-		for i, cid := range m.cids {
-			t.before[i] = row(cid)
-		}
+		t.before = m.image(row)
+		t.last = t.before
 	}
 	c.keys[string(c.buf)] = t
 	c.order = append(c.order, t)
+	return t
+}
+
+// image returns a row's captured columns, by m.names, from col.
+func (m *tableMeta) image(col func(int) any) []any {
+	row := make([]any, len(m.names))
+	for i, cid := range m.cids {
+		row[i] = col(cid)
+	}
+	return row
 }
 
 func newRawEvent(d sqlite3.PreUpdateData) rawEvent {

@@ -325,6 +325,69 @@ func TestCapture_Cases(t *testing.T) {
 			),
 		},
 		{
+			name:   "FailedStatementUndoesItsRows",
+			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT UNIQUE);`,
+			setup:  `INSERT INTO t VALUES (1, 'a');`,
+			act: func(t *testing.T, s *sqlitestore.Store) {
+				// The first two rows go in, the third conflicts: SQLite undoes
+				// the statement's rows with no preupdate event.
+				if _, err := s.Exec(context.Background(), `INSERT INTO t (v) VALUES ('x'), ('y'), ('a')`); err == nil {
+					t.Fatal("the conflicting insert succeeded")
+				}
+				MustExec(t, s, `UPDATE t SET v = 'b' WHERE id = 1`)
+			},
+			want: lines("update t map[id:1] before=map[id:1 v:a] after=map[id:1 v:b]"),
+		},
+		{
+			name:   "FailedUpdateUndoesItsRows",
+			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER CHECK (n < 3));`,
+			setup:  `INSERT INTO t VALUES (1, 1), (2, 2);`,
+			act: func(t *testing.T, s *sqlitestore.Store) {
+				if _, err := s.Exec(context.Background(), `UPDATE t SET n = n + 1`); err == nil {
+					t.Fatal("the update passed its CHECK")
+				}
+			},
+			want: "",
+		},
+		{
+			name:   "RollbackToInSQL",
+			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);`,
+			act: execAll(`SAVEPOINT a`, `INSERT INTO t VALUES (1, 'gone')`, `rollback TO a`, `RELEASE a`,
+				`INSERT INTO t VALUES (2, 'kept')`),
+			want: lines("insert t map[id:2] after=map[id:2 v:kept]"),
+		},
+		{
+			name:   "RaiseIgnoreInTrigger",
+			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); CREATE TRIGGER no_x BEFORE INSERT ON t WHEN NEW.v = 'x' BEGIN SELECT RAISE(IGNORE); END;`,
+			act:    execAll(`INSERT INTO t VALUES (1, 'x')`, `INSERT INTO t VALUES (2, 'y')`),
+			want:   lines("insert t map[id:2] after=map[id:2 v:y]"),
+		},
+		{
+			name:   "AfterTriggerRewritesNewRow",
+			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); CREATE TRIGGER up AFTER INSERT ON t BEGIN UPDATE t SET v = upper(NEW.v) WHERE id = NEW.id; END;`,
+			act:    execAll(`INSERT INTO t VALUES (1, 'low')`),
+			want:   lines("insert t map[id:1] after=map[id:1 v:LOW]"),
+		},
+		{
+			name:   "AffinitiesAndDefaults",
+			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, r REAL, n NUMERIC, i INTEGER, s TEXT, d TEXT DEFAULT 'dflt', g INTEGER GENERATED ALWAYS AS (i * 2) STORED);`,
+			act:    execAll(`INSERT INTO t (id, r, n, i, s) VALUES (1, 5, '7', '8', 9)`, `INSERT INTO t (r, n) VALUES (2.5, 1e3)`),
+			want: lines(
+				"insert t map[id:1] after=map[d:dflt g:16 i:8 id:1 n:7 r:5 s:9]",
+				"insert t map[id:2] after=map[d:dflt g:<nil> i:<nil> id:2 n:1000 r:2.5 s:<nil>]",
+			),
+		},
+		{
+			name:   "UpdateChangesIntegerKey",
+			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);`,
+			setup:  `INSERT INTO t VALUES (1, 'a');`,
+			act:    execAll(`UPDATE t SET id = 5`, `UPDATE t SET v = 'b' WHERE id = 5`),
+			want: lines(
+				"delete t map[id:1] before=map[id:1 v:a]",
+				"insert t map[id:5] after=map[id:5 v:b]",
+			),
+		},
+		{
 			name:   "SortedByTableThenKey",
 			schema: `CREATE TABLE b (k PRIMARY KEY); CREATE TABLE a (id INTEGER PRIMARY KEY);`,
 			act:    execAll(`INSERT INTO b VALUES ('x'), (x'00'), (2.5), (10), (NULL)`, `INSERT INTO a VALUES (3), (1)`),

@@ -33,6 +33,15 @@ var currentFuncs = map[string]string{
 	"current_time":      "time",
 }
 
+// currentLayouts are the formats of CURRENT_TIMESTAMP, CURRENT_DATE and
+// CURRENT_TIME, computed in Go for the years SQLite formats plainly (0 to
+// 9999); SQLite truncates to the second, and so does the layout.
+var currentLayouts = map[string]string{
+	"datetime": "2006-01-02 15:04:05",
+	"date":     "2006-01-02",
+	"time":     "15:04:05",
+}
+
 // nowLayout is the text 'now' becomes: SQLite's own precision (milliseconds).
 const nowLayout = "2006-01-02 15:04:05.000"
 
@@ -57,7 +66,13 @@ func installClock(c *sqlite3.Conn, now func() time.Time) error {
 		}
 	}
 	for kw, fn := range currentFuncs {
+		layout := currentLayouts[fn]
 		if err := c.CreateFunction(kw, 0, flags, func(ctx sqlite3.Context, _ ...sqlite3.Value) {
+			if t := now().UTC(); t.Year() >= 0 && t.Year() <= 9999 {
+				var buf [len("2006-01-02 15:04:05")]byte
+				ctx.ResultRawText(t.AppendFormat(buf[:0], layout))
+				return
+			}
 			evalDate(ctx, now, fn, nil, true)
 		}); err != nil {
 			return err

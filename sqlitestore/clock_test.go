@@ -183,3 +183,42 @@ func toString(v any) string {
 	}
 	return "non-text"
 }
+
+// TestClock_CurrentMatchesSQLite checks the CURRENT_* keywords, which are
+// formatted in Go, against SQLite's own datetime('now'), date('now') and
+// time('now') over many instants: every millisecond of one second, the ends
+// of the plain years, and random dates.
+func TestClock_CurrentMatchesSQLite(t *testing.T) {
+	clock := newTestClock()
+	s := MustCreate(t, `CREATE TABLE t (x);`, sqlitestore.Options{Clock: clock.Now})
+	instants := []time.Time{
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC),
+		time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 12, 2, 15, 4, 5, 999999999, time.UTC),
+	}
+	base := time.Date(2024, 2, 29, 23, 59, 59, 0, time.UTC)
+	for ms := range 1000 {
+		instants = append(instants, base.Add(time.Duration(ms)*time.Millisecond))
+	}
+	seed := uint64(1)
+	for range 500 {
+		seed = seed*6364136223846793005 + 1442695040888963407
+		instants = append(instants, time.UnixMilli(int64(seed>>20)%253402300800000).UTC())
+	}
+	for _, at := range instants {
+		clock.mu.Lock()
+		clock.now = at
+		clock.mu.Unlock()
+		for _, pair := range [][2]string{
+			{"CURRENT_TIMESTAMP", "datetime('now')"},
+			{"CURRENT_DATE", "date('now')"},
+			{"CURRENT_TIME", "time('now')"},
+		} {
+			got, want := MustOne(t, s, "SELECT "+pair[0]), MustOne(t, s, "SELECT "+pair[1])
+			if got != want {
+				t.Fatalf("at %s: %s = %v, SQLite's %s = %v", at.Format(time.RFC3339Nano), pair[0], got, pair[1], want)
+			}
+		}
+	}
+}

@@ -46,6 +46,32 @@ type conn struct {
 	metaVersion int64                 // the schema cookie meta was loaded at
 	ddlSeq      uint64                // counts statements prepared that change tables
 	hookOn      bool
+	undo        *uint64 // the store's Store.undo; nil for other connections
+	exposed     bool    // handed out by Store.Conn
+}
+
+// noteUndo records that rows may have changed without a preupdate event: a
+// statement failed (SQLite rolled back its partial work) or a ROLLBACK ran.
+func (cn *conn) noteUndo() {
+	if cn.undo != nil {
+		*cn.undo++
+	}
+}
+
+// noteRollback calls noteUndo when sql may roll back: it mentions ROLLBACK
+// in any letter case (a false alarm only costs a read).
+func (cn *conn) noteRollback(sql string) {
+	for i := strings.IndexAny(sql, "rR"); i >= 0 && i+len("rollback") <= len(sql); {
+		if strings.EqualFold(sql[i:i+len("rollback")], "rollback") {
+			cn.noteUndo()
+			return
+		}
+		j := strings.IndexAny(sql[i+1:], "rR")
+		if j < 0 {
+			return
+		}
+		i += j + 1
+	}
 }
 
 // openConn opens a connection to uri and applies the settings shared by stores,
@@ -158,8 +184,10 @@ func (cn *conn) exec(sql string, args []any) (Result, error) {
 	if err := bindArgs(st, args); err != nil {
 		return Result{}, err
 	}
+	cn.noteRollback(sql)
 	total := cn.c.TotalChanges()
 	if err := st.Exec(); err != nil {
+		cn.noteUndo()
 		return Result{}, err
 	}
 	var res Result
@@ -180,6 +208,7 @@ func (cn *conn) query(sql string, args []any) (*Rows, error) {
 	if err := bindArgs(st, args); err != nil {
 		return nil, err
 	}
+	cn.noteRollback(sql)
 	n := st.ColumnCount()
 	rows := &Rows{Columns: make([]string, n), Values: [][]any{}}
 	for i := range n {
@@ -189,6 +218,7 @@ func (cn *conn) query(sql string, args []any) (*Rows, error) {
 		rows.Values = append(rows.Values, readRow(st, n))
 	}
 	if err := st.Err(); err != nil {
+		cn.noteUndo()
 		return nil, err
 	}
 	return rows, nil
@@ -215,9 +245,11 @@ func (cn *conn) script(sql string, before func() error) error {
 			return nil
 		}
 		text := sql[:len(sql)-len(tail)]
+		cn.noteRollback(text)
 		err = st.Exec()
 		st.Close()
 		if err != nil {
+			cn.noteUndo()
 			return statementError(err, text)
 		}
 		sql = tail

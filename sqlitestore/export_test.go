@@ -2,6 +2,8 @@ package sqlitestore
 
 import "time"
 
+func init() { verifyEvents = true }
+
 // ReleaseDue runs the idle release of one sweep as if the time were now,
 // without touching the sweeper goroutine.
 func (p *Pool) ReleaseDue(now time.Time) { p.releaseDue(now) }

@@ -113,6 +113,7 @@ type Store struct {
 	frames   []*Frame
 	captures []*Capture
 	epoch    uint64 // moves whenever rows may have changed unseen by a capture's preread
+	undo     uint64 // moves whenever rows may have changed without a preupdate event
 	// meta and metaVersion keep the capture metadata of the last connection
 	// and the schema cookie it was loaded at, so a reopened connection skips
 	// reloading it while the schema is unchanged.
@@ -322,6 +323,7 @@ func (s *Store) connLocked(ctx context.Context) (*conn, error) {
 		return nil, &opError{"open", s.path, err}
 	}
 	ok = true
+	cn.undo = &s.undo
 	s.cn = cn
 	if s.pool != nil {
 		s.pool.add(s)
@@ -411,6 +413,7 @@ func (s *Store) closeConnLocked() error {
 	cn := s.cn
 	s.cn = nil
 	s.epoch++
+	s.undo++
 	if s.pool != nil {
 		s.pool.remove(s)
 	}
@@ -557,6 +560,10 @@ func (s *Store) releaseIdle(cutoff time.Time) bool {
 func (s *Store) Conn(ctx context.Context) (*sqlite3.Conn, error) {
 	var c *sqlite3.Conn
 	err := s.do(ctx, true, func(cn *conn) error {
+		// What runs on the raw connection is out of sight: captures read
+		// their rows back from now on.
+		cn.exposed = true
+		s.undo++
 		c = cn.c
 		return nil
 	})

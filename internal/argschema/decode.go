@@ -17,9 +17,17 @@ import (
 
 // decoder reads one JSON document as a stream of tokens. It is used by one
 // goroutine for one document.
+//
+// A document that is valid JSON and valid UTF-8 (nearly every tool call) is
+// tokenized by a small scanner over raw, which relies on that validity; any
+// other document goes through encoding/json's Decoder, whose syntax errors
+// the messages quote. Both produce the same token sequence for a valid
+// document, so every other message is the same on either path.
 type decoder struct {
-	dec     *json.Decoder
-	bad     int64 // offset of the first invalid UTF-8 byte, or -1
+	dec     *json.Decoder // nil on the fast path
+	raw     []byte        // the document, on the fast path
+	pos     int           // offset of the next unread byte of raw
+	bad     int64         // offset of the first invalid UTF-8 byte, or -1
 	depth   int
 	path    []segment
 	pathBuf [8]segment
@@ -32,9 +40,14 @@ type segment struct {
 }
 
 func newDecoder(raw []byte) *decoder {
-	d := &decoder{dec: json.NewDecoder(bytes.NewReader(raw)), bad: -1}
-	d.dec.UseNumber()
+	d := &decoder{bad: -1}
 	d.path = d.pathBuf[:0]
+	if utf8.Valid(raw) && json.Valid(raw) {
+		d.raw = raw
+		return d
+	}
+	d.dec = json.NewDecoder(bytes.NewReader(raw))
+	d.dec.UseNumber()
 	if !utf8.Valid(raw) {
 		for i := 0; i < len(raw); {
 			r, size := utf8.DecodeRune(raw[i:])
@@ -106,6 +119,12 @@ func decodeInto(c *codec, cons *constraints, v reflect.Value, raw []byte) *Error
 
 // end refuses anything after the document.
 func (d *decoder) end(what string) *Error {
+	if d.dec == nil {
+		if d.skipSpace(); d.pos < len(d.raw) {
+			return &Error{Problem: "unexpected data after the " + what}
+		}
+		return nil
+	}
 	if _, err := d.dec.Token(); err != io.EOF {
 		return &Error{Problem: "unexpected data after the " + what}
 	}
@@ -129,6 +148,9 @@ func (d *decoder) errorf(problem string) *Error {
 // token reads the next token; key says whether an object key is expected,
 // for messages.
 func (d *decoder) token(key bool) (json.Token, *Error) {
+	if d.dec == nil {
+		return d.next()
+	}
 	tok, err := d.dec.Token()
 	if err != nil {
 		return nil, d.syntaxError(err)
@@ -140,6 +162,72 @@ func (d *decoder) token(key bool) (json.Token, *Error) {
 		return nil, d.errorf("invalid UTF-8")
 	}
 	return tok, nil
+}
+
+// skipSpace advances over white space and the separators ',' and ':', which
+// carry no information once the document is known to be valid.
+func (d *decoder) skipSpace() {
+	for d.pos < len(d.raw) {
+		switch d.raw[d.pos] {
+		case ' ', '\t', '\n', '\r', ',', ':':
+			d.pos++
+		default:
+			return
+		}
+	}
+}
+
+// next reads the next token of a document known to be valid JSON and valid
+// UTF-8, as json.Decoder.Token with UseNumber would return it.
+func (d *decoder) next() (json.Token, *Error) {
+	d.skipSpace()
+	if d.pos >= len(d.raw) {
+		return nil, d.errorf("malformed JSON: unexpected end of input")
+	}
+	switch c := d.raw[d.pos]; c {
+	case '{', '}', '[', ']':
+		d.pos++
+		return json.Delim(c), nil
+	case 't':
+		d.pos += len("true")
+		return true, nil
+	case 'f':
+		d.pos += len("false")
+		return false, nil
+	case 'n':
+		d.pos += len("null")
+		return nil, nil
+	case '"':
+		start, escaped := d.pos, false
+		i := start + 1
+		for ; i < len(d.raw); i++ {
+			if b := d.raw[i]; b == '\\' {
+				escaped = true
+				i++
+			} else if b == '"' {
+				break
+			}
+		}
+		d.pos = i + 1
+		if !escaped {
+			return string(d.raw[start+1 : i]), nil
+		}
+		var s string
+		if err := json.Unmarshal(d.raw[start:d.pos], &s); err != nil {
+			return nil, d.errorf("malformed JSON: " + err.Error())
+		}
+		return s, nil
+	}
+	start := d.pos
+	for d.pos < len(d.raw) {
+		switch d.raw[d.pos] {
+		case '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '-', '+', '.', 'e', 'E':
+			d.pos++
+			continue
+		}
+		break
+	}
+	return json.Number(d.raw[start:d.pos]), nil
 }
 
 func (d *decoder) syntaxError(err error) *Error {
