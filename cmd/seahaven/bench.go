@@ -6,10 +6,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/seahaven/seahaven/internal/bench"
 )
@@ -36,8 +39,11 @@ func (a argsFlag) Set(v string) error {
 	return nil
 }
 
-// Run runs `seahaven bench`.
+// Run runs `seahaven bench`, or `seahaven bench echo`.
 func (c *BenchCommand) Run(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "echo" {
+		return c.echo(ctx, args[1:])
+	}
 	fs := newFlagSet(c.m, "bench")
 	url := fs.String("url", "", "benchmark the server at this base URL (http://host:port) instead of starting one")
 	instances := fs.String("instances", "", "with --url: the server's instance root, to count instance directories (default: trust its /debug/runtime)")
@@ -114,6 +120,15 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 		sargs = append(sargs, strings.Fields(*serverArgs)...)
 		cfg.Server = &bench.ServerCommand{Path: exe, Args: sargs, Stderr: c.m.Stderr, ScratchParent: scratch}
 	}
+	if !*noFloors {
+		// The server under test runs in its own process, so the echo floor
+		// does too.
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("finding this executable to start the echo server: %w", err)
+		}
+		cfg.Echo = &bench.ServerCommand{Path: exe, Args: []string{"bench", "echo"}, Stderr: c.m.Stderr}
+	}
 	rep, err := bench.Run(ctx, cfg)
 	if rep != nil {
 		if werr := rep.WriteTable(c.m.Stdout); werr != nil {
@@ -133,3 +148,29 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 }
 
 var _ flag.Value = argsFlag{}
+
+// echo runs `seahaven bench echo --addr ADDR`: a bare WebSocket echo server,
+// the cross-process floor of the benchmark, until ctx ends.
+func (c *BenchCommand) echo(ctx context.Context, args []string) error {
+	fs := newFlagSet(c.m, "bench echo")
+	addr := fs.String("addr", "127.0.0.1:8001", "the address to listen on")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("bench echo takes no arguments, got %q", fs.Args())
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: bench.EchoHandler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		hs.Close()
+	}()
+	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

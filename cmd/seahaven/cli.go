@@ -77,6 +77,7 @@ Usage:
   seahaven grade    [flags] FILE...      replay and grade recorded trajectories (docs/tasks.md)
   seahaven healthcheck [--url URL]       exit 0 if a server's /health answers healthy
   seahaven bench    [flags]   load-test a server: sessions, latency, memory (docs/scale.md)
+  seahaven bench echo [--addr A]         a bare WebSocket echo server (the benchmark's floor)
   seahaven version
 
 Run "seahaven <command> -h" for a command's flags.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -39,8 +40,19 @@ type segment struct {
 	index int // -1 for a key
 }
 
+// decoders recycles decoders: one per call is otherwise a third of the
+// allocations of decoding a small arguments object.
+var decoders = sync.Pool{New: func() any { return new(decoder) }}
+
+// release returns d to the pool.
+func (d *decoder) release() {
+	*d = decoder{}
+	decoders.Put(d)
+}
+
 func newDecoder(raw []byte) *decoder {
-	d := &decoder{bad: -1}
+	d := decoders.Get().(*decoder)
+	d.bad = -1
 	d.path = d.pathBuf[:0]
 	if utf8.Valid(raw) && json.Valid(raw) {
 		d.raw = raw
@@ -65,6 +77,7 @@ func newDecoder(raw []byte) *decoder {
 // codec is c.
 func decodeTop(c *codec, t reflect.Type, raw []byte) (reflect.Value, *Error) {
 	d := newDecoder(raw)
+	defer d.release()
 	v := reflect.New(t).Elem()
 	sv := v
 	if t.Kind() == reflect.Pointer {
@@ -107,6 +120,7 @@ func decodeTop(c *codec, t reflect.Type, raw []byte) (reflect.Value, *Error) {
 // decodeInto decodes raw, a single JSON value, into v with codec c.
 func decodeInto(c *codec, cons *constraints, v reflect.Value, raw []byte) *Error {
 	d := newDecoder(raw)
+	defer d.release()
 	tok, e := d.token(false)
 	if e != nil {
 		return e

@@ -101,6 +101,11 @@ type Config struct {
 	FloorDir string
 	// SkipFloors skips the floor measurements.
 	SkipFloors bool
+	// Echo, when set, starts a bare WebSocket echo server in its own process
+	// for the cross-process echo floor (Floors.EchoRTTProcess); Run appends
+	// --addr 127.0.0.1:<port> to its arguments and kills it afterwards.
+	// `seahaven bench echo` is one.
+	Echo *ServerCommand
 	// Settle bounds the wait for the server to return to its baseline.
 	// Default DefaultSettle.
 	Settle time.Duration
@@ -170,7 +175,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}}
 	if !cfg.SkipFloors {
 		progress(cfg.Progress, "measuring the floors (echo round trip, raw SQLite)")
-		f, err := measureFloors(ctx, cfg.FloorDir)
+		f, err := measureFloors(ctx, cfg.FloorDir, cfg.Echo)
 		if err != nil {
 			return nil, err
 		}
@@ -214,7 +219,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			key = "list_tools"
 		}
 		if l := rep.Latency[key]; l.Count > 0 {
-			floor := rep.Floors.EchoRTT + time.Duration(cfg.FloorTxns)*rep.Floors.RawInsertTxn
+			floor := rep.Floors.Echo() + time.Duration(cfg.FloorTxns)*rep.Floors.RawInsertTxn
 			rep.FloorRatio = &FloorRatio{Tool: tool, Txns: cfg.FloorTxns, P50: l.P50, Floor: floor, Ratio: float64(l.P50) / float64(floor)}
 		}
 	}

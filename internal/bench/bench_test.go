@@ -25,7 +25,22 @@ import (
 // running tests: the subprocess server of TestRun_Subprocess.
 const serverEnv = "SEAHAVEN_BENCH_TEST_SERVER"
 
+// echoEnv makes the test binary serve a bare WebSocket echo on --addr: the
+// cross-process echo floor of TestRun_Subprocess.
+const echoEnv = "SEAHAVEN_BENCH_TEST_ECHO"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(echoEnv) == "1" {
+		fs := flag.NewFlagSet("echo", flag.ExitOnError)
+		addr := fs.String("addr", "", "")
+		fs.Parse(os.Args[1:])
+		ln, err := net.Listen("tcp", *addr)
+		if err == nil {
+			err = http.Serve(ln, bench.EchoHandler())
+		}
+		fmt.Fprintln(os.Stderr, "test echo server:", err)
+		os.Exit(1)
+	}
 	if os.Getenv(serverEnv) == "1" {
 		if err := serve(os.Args[1:]); err != nil {
 			fmt.Fprintln(os.Stderr, "test server:", err)
@@ -123,6 +138,7 @@ func TestRun_Subprocess(t *testing.T) {
 	var progress bytes.Buffer
 	rep, err := bench.Run(context.Background(), bench.Config{
 		Server:   &bench.ServerCommand{Path: exe, Env: append(os.Environ(), serverEnv+"=1")},
+		Echo:     &bench.ServerCommand{Path: exe, Env: append(os.Environ(), echoEnv+"=1")},
 		World:    "company",
 		Fixture:  company.AcmeID,
 		Sessions: 5,
@@ -134,11 +150,11 @@ func TestRun_Subprocess(t *testing.T) {
 		t.Fatalf("Run: %v\n%s", err, progress.String())
 	}
 	checkSane(t, rep, 5)
-	if rep.Floors.EchoRTT <= 0 || rep.Floors.RawOpen <= 0 || rep.Floors.RawInsertTxn <= 0 {
+	if rep.Floors.EchoRTT <= 0 || rep.Floors.EchoRTTProcess <= 0 || rep.Floors.RawOpen <= 0 || rep.Floors.RawInsertTxn <= 0 {
 		t.Errorf("floors not measured: %+v", rep.Floors)
 	}
 	if fr := rep.FloorRatio; fr == nil || fr.Tool != "invoice" || fr.Txns != 2 || fr.Ratio <= 0 ||
-		fr.Floor != rep.Floors.EchoRTT+2*rep.Floors.RawInsertTxn || fr.P50 != rep.Latency["call_tool:invoice"].P50 {
+		fr.Floor != rep.Floors.EchoRTTProcess+2*rep.Floors.RawInsertTxn || fr.P50 != rep.Latency["call_tool:invoice"].P50 {
 		t.Errorf("floor ratio %+v does not follow the floors %+v", fr, rep.Floors)
 	}
 	if rep.RSSPerSession == 0 {

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"strconv"
 	"time"
 
 	"github.com/coder/websocket"
@@ -19,8 +21,13 @@ import (
 // and the SQL on raw driver connections.
 type Floors struct {
 	// EchoRTT is the median round trip of a message the size of a tool call
-	// through a bare WebSocket echo server on loopback (the same library).
+	// through a bare WebSocket echo server on loopback (the same library),
+	// served by this process.
 	EchoRTT time.Duration `json:"echo_rtt_ns"`
+	// EchoRTTProcess is the same round trip to an echo server in its own
+	// process (Config.Echo), as the server under test is: each message then
+	// also wakes another process. Zero when not measured.
+	EchoRTTProcess time.Duration `json:"echo_rtt_process_ns"`
 	// RawOpen is the median open, schema read and close of a small store
 	// (sqlitestore.RawFloor).
 	RawOpen time.Duration `json:"raw_open_ns"`
@@ -35,13 +42,28 @@ const echoRoundTrips = 2000
 // echoMessage is the size of a call_tool step.
 var echoMessage = []byte(`{"type":"step","data":{"type":"call_tool","tool_name":"invoice","arguments":{"amount":500}}}`)
 
+// Echo returns the echo round trip a call's floor counts: the one to another
+// process when it was measured, since the server under test is one.
+func (f Floors) Echo() time.Duration {
+	if f.EchoRTTProcess > 0 {
+		return f.EchoRTTProcess
+	}
+	return f.EchoRTT
+}
+
 // measureFloors measures the echo and raw SQL floors. dir holds RawFloor's
-// scratch file ("" is the OS temp dir).
-func measureFloors(ctx context.Context, dir string) (Floors, error) {
+// scratch file ("" is the OS temp dir); echo, when not nil, starts the
+// cross-process echo server.
+func measureFloors(ctx context.Context, dir string, echo *ServerCommand) (Floors, error) {
 	var f Floors
 	var err error
 	if f.EchoRTT, err = echoFloor(ctx, echoRoundTrips); err != nil {
 		return f, err
+	}
+	if echo != nil {
+		if f.EchoRTTProcess, err = processEchoFloor(ctx, echo, echoRoundTrips); err != nil {
+			return f, err
+		}
 	}
 	if dir == "" {
 		dir = os.TempDir()
@@ -52,14 +74,11 @@ func measureFloors(ctx context.Context, dir string) (Floors, error) {
 	return f, nil
 }
 
-// echoFloor starts an in-process WebSocket echo server on loopback and
-// returns the median of n round trips on one connection.
-func echoFloor(ctx context.Context, n int) (time.Duration, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("bench: echo floor: %w", err)
-	}
-	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// EchoHandler is a bare WebSocket echo server: every message comes back
+// as it was sent. It is the floor's server, in this process or in another
+// (`seahaven bench echo`). It is safe for concurrent use.
+func EchoHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := websocket.Accept(w, r, nil)
 		if err != nil {
 			return
@@ -74,10 +93,61 @@ func echoFloor(ctx context.Context, n int) (time.Duration, error) {
 				return
 			}
 		}
-	})}
+	})
+}
+
+// echoFloor starts an in-process WebSocket echo server on loopback and
+// returns the median of n round trips on one connection.
+func echoFloor(ctx context.Context, n int) (time.Duration, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("bench: echo floor: %w", err)
+	}
+	hs := &http.Server{Handler: EchoHandler()}
 	go hs.Serve(ln)
 	defer hs.Close()
-	c, _, err := websocket.Dial(ctx, "ws://"+ln.Addr().String()+"/", nil)
+	return echoRoundTrip(ctx, "ws://"+ln.Addr().String()+"/", n)
+}
+
+// processEchoFloor starts the echo server ec on a free loopback port (Run
+// appends --addr 127.0.0.1:<port> to its arguments), measures n round trips
+// and stops it.
+func processEchoFloor(ctx context.Context, ec *ServerCommand, n int) (time.Duration, error) {
+	port, err := freePort()
+	if err != nil {
+		return 0, fmt.Errorf("bench: echo floor: %w", err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	cmd := exec.Command(ec.Path, append(append([]string{}, ec.Args...), "--addr", addr)...)
+	cmd.Env = ec.Env
+	cmd.Stdout, cmd.Stderr = ec.Stderr, ec.Stderr
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("bench: starting the echo server: %w", err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	url := "ws://" + addr + "/"
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return 0, fmt.Errorf("bench: the echo server %s did not listen on %s: %w", ec.Path, addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return echoRoundTrip(ctx, url, n)
+}
+
+// echoRoundTrip returns the median of n round trips to the echo server at
+// url on one connection.
+func echoRoundTrip(ctx context.Context, url string, n int) (time.Duration, error) {
+	c, _, err := websocket.Dial(ctx, url, nil)
 	if err != nil {
 		return 0, fmt.Errorf("bench: echo floor: %w", err)
 	}

@@ -119,7 +119,7 @@ type FloorRatio struct {
 	Txns int `json:"txns"`
 	// P50 is the tool's median call_tool round trip.
 	P50 time.Duration `json:"p50_ns"`
-	// Floor is EchoRTT + Txns × RawInsertTxn.
+	// Floor is Floors.Echo() + Txns × RawInsertTxn.
 	Floor time.Duration `json:"floor_ns"`
 	// Ratio is P50 / Floor.
 	Ratio float64 `json:"ratio"`
@@ -236,9 +236,17 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 
 	fl := r.Floors
-	fmt.Fprintf(&b, "\nfloors: echo round trip %s, raw open %s, raw insert transaction %s\n", round(fl.EchoRTT), round(fl.RawOpen), round(fl.RawInsertTxn))
+	echo := "echo round trip " + round(fl.EchoRTT)
+	if fl.EchoRTTProcess > 0 {
+		echo = fmt.Sprintf("echo round trip %s in-process, %s to another process", round(fl.EchoRTT), round(fl.EchoRTTProcess))
+	}
+	fmt.Fprintf(&b, "\nfloors: %s, raw open %s, raw insert transaction %s\n", echo, round(fl.RawOpen), round(fl.RawInsertTxn))
 	if fr := r.FloorRatio; fr != nil {
-		fmt.Fprintf(&b, "%s p50 %s = %.2f x floor (echo + %d x insert transaction = %s)\n", fr.Tool, round(fr.P50), fr.Ratio, fr.Txns, round(fr.Floor))
+		which := "echo"
+		if fl.EchoRTTProcess > 0 {
+			which = "cross-process echo"
+		}
+		fmt.Fprintf(&b, "%s p50 %s = %.2f x floor (%s + %d x insert transaction = %s)\n", fr.Tool, round(fr.P50), fr.Ratio, which, fr.Txns, round(fr.Floor))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
