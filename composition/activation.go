@@ -39,13 +39,7 @@ type activation struct {
 	pinned  []*nodeState
 	loose   map[*nodeState]*sqlitestore.Capture
 	group   map[*nodeState]*frame // grouped mode: one frame per touched node
-	records []record
-}
-
-// record is a change record with its sort key.
-type record struct {
-	env.ChangeRecord
-	keyValues []any
+	records []logRecord
 }
 
 // activate runs fn as a new activation. The caller holds i.mu.
@@ -70,12 +64,11 @@ func (i *Instance) activate(ctx context.Context, tool string, logging bool, fn f
 		ns.store.Unpin()
 	}
 	if logging {
-		slices.SortStableFunc(a.records, func(x, y record) int {
-			return cmp.Or(strings.Compare(x.World, y.World), strings.Compare(x.Table, y.Table), sqlitestore.CompareKeys(x.keyValues, y.keyValues))
+		slices.SortStableFunc(a.records, func(x, y logRecord) int {
+			return cmp.Or(strings.Compare(x.world, y.world), strings.Compare(x.row.Table, y.row.Table), sqlitestore.CompareKeys(x.row.KeyValues, y.row.KeyValues))
 		})
 		for _, r := range a.records {
-			r.Seq = len(i.changes) + 1
-			i.changes = append(i.changes, r.ChangeRecord)
+			i.changes.add(r)
 		}
 	}
 	return err
@@ -129,10 +122,10 @@ func (a *activation) begin(ns *nodeState) (*frame, error) {
 // transaction, which saves a lock cycle per call; if COMMIT then fails the
 // records are dropped with the rollback.
 func (a *activation) end(f *frame, info *env.CallInfo, err error) error {
-	var changes []sqlitestore.Change
+	var changes []sqlitestore.RowChange
 	if err == nil {
 		if f.capture != nil {
-			changes, err = f.capture.Finish(a.ctx)
+			changes, err = f.capture.FinishRows(a.ctx)
 			f.capture = nil
 		}
 		if err == nil {
@@ -149,22 +142,17 @@ func (a *activation) end(f *frame, info *env.CallInfo, err error) error {
 	}
 	if f.capture != nil {
 		// Rolled back: the capture ends with no net change to report.
-		f.capture.Finish(a.ctx)
+		f.capture.FinishRows(a.ctx)
 	}
 	f.ns.frames = slices.DeleteFunc(f.ns.frames, func(x *frame) bool { return x == f })
 	a.record(f.ns, info.Own, info.Internal, changes)
 	return err
 }
 
-func (a *activation) record(ns *nodeState, tool string, internal bool, changes []sqlitestore.Change) {
+// record keeps a frame's changes, in compact form, for the change log.
+func (a *activation) record(ns *nodeState, tool string, internal bool, changes []sqlitestore.RowChange) {
 	for _, c := range changes {
-		a.records = append(a.records, record{
-			ChangeRecord: env.ChangeRecord{
-				Call: a.id, Tool: tool, Internal: internal, World: ns.node.Path,
-				Table: c.Table, Op: c.Op, Key: c.Key, Before: c.Before, After: c.After,
-			},
-			keyValues: c.KeyValues,
-		})
+		a.records = append(a.records, logRecord{call: a.id, tool: tool, internal: internal, world: ns.node.Path, row: c})
 	}
 }
 
@@ -189,7 +177,7 @@ func (a *activation) finishLoose() error {
 		if !ok {
 			continue
 		}
-		changes, err := c.Finish(a.ctx)
+		changes, err := c.FinishRows(a.ctx)
 		errs = append(errs, err)
 		a.record(ns, a.tool, false, changes)
 	}

@@ -94,7 +94,7 @@ type Instance struct {
 	nodes   []*nodeState
 	calls   int
 	steps   int
-	changes []env.ChangeRecord
+	changes changeLog
 	view    *View
 	closed  bool
 	current *activation
@@ -446,11 +446,13 @@ func (i *Instance) Bulk(ctx context.Context, fn func(c *env.Ctx) error) error {
 	})
 }
 
-// ChangeLog returns every change record so far, in call order.
+// ChangeLog returns every change record so far, in call order; nil when
+// there is none. The records and their maps are built on each call and are
+// the caller's to keep or modify.
 func (i *Instance) ChangeLog() []env.ChangeRecord {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	return slices.Clone(i.changes)
+	return i.changes.all()
 }
 
 // Composition returns one record per node, in canonical order: what this
@@ -474,7 +476,7 @@ func (i *Instance) State() env.StateDoc {
 		Now: i.clock.Now().Format(env.TimeFormat), ClockMode: i.clock.mode,
 		Composition: map[string]env.CompositionRecord{},
 		Fixture:     i.fixture,
-		ChangeLog:   slices.Clone(i.changes),
+		ChangeLog:   i.changes.all(),
 	}
 	if doc.ChangeLog == nil {
 		doc.ChangeLog = []env.ChangeRecord{}

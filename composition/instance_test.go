@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -529,5 +530,44 @@ func TestClone_TypedCallsReachTheCopy(t *testing.T) {
 	row, _ := inst.Inspect().One(context.Background(), "SELECT count(*) AS n FROM led.entries")
 	if row["n"] != int64(2) {
 		t.Fatalf("entries = %v, want 2", row["n"])
+	}
+}
+
+// TestInstance_ChangeLogIsTheCallers reads a log spanning several chunks:
+// records numbered in order, maps built afresh on every read, so a caller
+// changing them changes nothing kept.
+func TestInstance_ChangeLogIsTheCallers(t *testing.T) {
+	w, _ := ledger("logcopy")
+	inst := MustOpen(t, w, composition.Options{})
+	if log := inst.ChangeLog(); log != nil {
+		t.Fatalf("empty log = %#v, want nil", log)
+	}
+	if log := inst.State().ChangeLog; log == nil || len(log) != 0 {
+		t.Fatalf("empty state log = %#v, want empty, not nil", log)
+	}
+	const n = 600 // more than two chunks
+	for k := range n {
+		call(t, inst, "add", `{"amount": `+strconv.Itoa(k)+`}`)
+	}
+	log := inst.ChangeLog()
+	if len(log) != n {
+		t.Fatalf("%d records, want %d", len(log), n)
+	}
+	for k, r := range log {
+		if r.Seq != k+1 || r.Call != k+1 || r.Tool != "add" || r.World != "main" || r.Table != "entries" || r.Op != env.OpInsert ||
+			r.Before != nil || r.After["amount"] != int64(k) || r.Key["id"] != r.After["id"] || len(r.Key) != 1 {
+			t.Fatalf("record %d: %+v", k, r)
+		}
+	}
+	want, _ := json.Marshal(log)
+	for _, r := range log {
+		r.Key["id"], r.After["amount"], r.After["extra"] = "changed", -1, true
+	}
+	got, _ := json.Marshal(inst.ChangeLog())
+	if !bytes.Equal(got, want) {
+		t.Fatal("changing the maps ChangeLog returned changed the log")
+	}
+	if got, _ := json.Marshal(inst.State().ChangeLog); !bytes.Equal(got, want) {
+		t.Fatal("State's change log differs from ChangeLog")
 	}
 }

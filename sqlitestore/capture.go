@@ -57,6 +57,55 @@ type Change struct {
 	After map[string]any
 }
 
+// RowChange is the net change of one row during a capture in compact form:
+// the row images are slices by column rather than maps, so a change costs no
+// map until one is asked for (Change). FinishRows returns them.
+//
+// Its slices must not be modified: KeyNames and Names are shared with the
+// store's table metadata and with other RowChanges of the same table, and
+// KeyValues and the []byte values of the images are shared with the Changes
+// built from it. Read only, a RowChange is safe for concurrent use.
+type RowChange struct {
+	// Table is the table's name in the main schema.
+	Table string
+	// Op is OpInsert, OpUpdate or OpDelete.
+	Op string
+	// KeyNames names the primary-key columns in key order; it is ["rowid"]
+	// for a table with no declared primary key.
+	KeyNames []string
+	// KeyValues holds the key's values, by KeyNames.
+	KeyValues []any
+	// Names names the columns of Before and After: the table's columns when
+	// the capture finished (when the table is gone, its columns when the row
+	// was first touched).
+	Names []string
+	// Before is the row before the capture, by Names (columns added during
+	// the capture NULL); nil for an insert.
+	Before []any
+	// After is the row when the capture finished, by Names; nil for a
+	// delete.
+	After []any
+}
+
+// Change returns r as a Change, with maps of its own: Key, Before and After
+// are fresh on every call, KeyValues is r's.
+func (r RowChange) Change() Change {
+	ch := Change{Table: r.Table, Op: r.Op, KeyValues: r.KeyValues, Key: make(map[string]any, len(r.KeyNames))}
+	for i, n := range r.KeyNames {
+		ch.Key[n] = r.KeyValues[i]
+	}
+	if r.Before != nil {
+		ch.Before = rowMap(r.Names, r.Before)
+	}
+	if r.After != nil {
+		ch.After = rowMap(r.Names, r.After)
+	}
+	return ch
+}
+
+// rowidKey is KeyNames for a table with no declared primary key.
+var rowidKey = []string{"rowid"}
+
 // Change operations.
 const (
 	OpInsert = "insert"
@@ -70,7 +119,7 @@ const (
 type Capture struct {
 	s     *Store
 	done  bool                // guarded by s.mu, as are the fields below
-	keys  map[string]*touched // by table and encoded key
+	keys  map[string]*touched // by enc, once there are more than maxScan rows
 	order []*touched          // in first-touch order
 	raw   []rawEvent          // events recorded while table metadata was stale
 	buf   []byte              // key-encoding scratch
@@ -86,6 +135,7 @@ type Capture struct {
 type touched struct {
 	meta   *tableMeta // the table's metadata at the first touch
 	key    []any      // primary-key values, or the rowid
+	enc    string     // table name, NUL and encoded key: the row's identity
 	before []any      // by meta.names; nil when the row did not exist
 
 	after      []any    // current image read before a COMMIT; see afterRead
@@ -108,7 +158,7 @@ type rawEvent struct {
 func (s *Store) StartCapture() *Capture {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := &Capture{s: s, keys: make(map[string]*touched), undoAt: s.undo}
+	c := &Capture{s: s, undoAt: s.undo}
 	if s.closed {
 		c.done = true
 		return c
@@ -125,10 +175,30 @@ func (s *Store) StartCapture() *Capture {
 // delete per row, rows left unchanged dropped, sorted by table then key
 // (CompareKeys). It returns ErrCaptureDone when called twice and
 // ErrCaptureOrder (after ending the capture) when a capture started after it
-// is still running.
+// is still running. It is FinishRows with each change turned into maps.
 func (c *Capture) Finish(ctx context.Context) ([]Change, error) {
+	rows, err := c.FinishRows(ctx)
+	return changes(rows), err
+}
+
+// changes converts rows to Changes; nil when rows is nil.
+func changes(rows []RowChange) []Change {
+	if rows == nil {
+		return nil
+	}
+	out := make([]Change, len(rows))
+	for i, r := range rows {
+		out[i] = r.Change()
+	}
+	return out
+}
+
+// FinishRows is Finish returning the changes in compact form: the same
+// changes, in the same order, with the same errors, without building a map.
+// Like Finish, it must be called on the store's goroutine.
+func (c *Capture) FinishRows(ctx context.Context) ([]RowChange, error) {
 	s := c.s
-	var out []Change
+	var out []RowChange
 	err := func() error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -160,8 +230,9 @@ func (c *Capture) Finish(ctx context.Context) ([]Change, error) {
 			if verifyEvents {
 				return s.doLocked(context.Background(), true, func(cn *conn) error {
 					return cn.readCurrent(c.order, func(read func(*touched) ([]any, []string, error)) {
-						if read := c.collect(read); !reflect.DeepEqual(out, read) {
-							panic(fmt.Sprintf("sqlitestore: changes from events %v differ from the rows read back %v", out, read))
+						// Compared as maps: as Finish's callers see them.
+						if events, read := changes(out), changes(c.collect(read)); !reflect.DeepEqual(events, read) {
+							panic(fmt.Sprintf("sqlitestore: changes from events %v differ from the rows read back %v", events, read))
 						}
 					})
 				})
@@ -326,7 +397,7 @@ func (c *Capture) follow(m *tableMeta, op sqlite3.AuthorizerActionCode, oldCol, 
 	find := func(key []any) *touched {
 		c.buf = append(append(c.buf[:0], m.name...), 0)
 		c.buf = appendKey(c.buf, key)
-		return c.keys[string(c.buf)]
+		return c.lookup()
 	}
 	if op != sqlite3.AUTH_INSERT {
 		if t := find(m.keyOf(oldCol, oldRowID)); t != nil {
@@ -361,17 +432,42 @@ func (c *Capture) record(m *tableMeta, op sqlite3.AuthorizerActionCode, oldCol, 
 func (c *Capture) touch(m *tableMeta, key []any, row func(int) any) *touched {
 	c.buf = append(append(c.buf[:0], m.name...), 0)
 	c.buf = appendKey(c.buf, key)
-	if t, ok := c.keys[string(c.buf)]; ok {
+	if t := c.lookup(); t != nil {
 		return t
 	}
-	t := &touched{meta: m, key: key}
+	t := &touched{meta: m, key: key, enc: string(c.buf)}
 	if row != nil {
 		t.before = m.image(row)
 		t.last = t.before
 	}
-	c.keys[string(c.buf)] = t
 	c.order = append(c.order, t)
+	switch {
+	case c.keys != nil:
+		c.keys[t.enc] = t
+	case len(c.order) > maxScan:
+		c.keys = make(map[string]*touched, 2*len(c.order))
+		for _, t := range c.order {
+			c.keys[t.enc] = t
+		}
+	}
 	return t
+}
+
+// maxScan is the most touched rows looked up by a scan of c.order; more are
+// indexed by a map.
+const maxScan = 8
+
+// lookup returns the touched row whose encoded table and key are c.buf.
+func (c *Capture) lookup() *touched {
+	if c.keys != nil {
+		return c.keys[string(c.buf)]
+	}
+	for _, t := range c.order {
+		if t.enc == string(c.buf) {
+			return t
+		}
+	}
+	return nil
 }
 
 // image returns a row's captured columns, by m.names, from col.
@@ -454,8 +550,8 @@ func (cn *conn) readCurrent(rows []*touched, fn func(read func(*touched) ([]any,
 
 // collect builds the net changes from the first before-images and the
 // current images read returns. It stops at the first read error.
-func (c *Capture) collect(read func(*touched) ([]any, []string, error)) []Change {
-	var out []Change
+func (c *Capture) collect(read func(*touched) ([]any, []string, error)) []RowChange {
+	var out []RowChange
 	for _, t := range c.order {
 		after, afterNames, err := read(t)
 		if err != nil {
@@ -464,31 +560,28 @@ func (c *Capture) collect(read func(*touched) ([]any, []string, error)) []Change
 		if t.before == nil && after == nil {
 			continue
 		}
-		ch := Change{Table: t.meta.name, KeyValues: t.key, Key: t.meta.keyMap(t.key)}
-		if t.before != nil {
-			ch.Before = rowMap(t.meta.names, t.before)
-			if afterNames != nil {
-				// Columns added, dropped or rolled back during the capture:
-				// compare the rows in the table's current shape.
-				ch.Before = reshape(ch.Before, afterNames)
+		ch := RowChange{Table: t.meta.name, KeyNames: t.meta.keyNames(), KeyValues: t.key, Names: t.meta.names, Before: t.before, After: after}
+		if afterNames != nil {
+			// Columns added, dropped or rolled back during the capture:
+			// compare the rows in the table's current shape.
+			ch.Names = afterNames
+			if t.before != nil {
+				ch.Before = reshape(t.meta.names, t.before, afterNames)
 			}
-		}
-		if after != nil {
-			ch.After = rowMap(afterNames, after)
 		}
 		switch {
 		case ch.Before == nil:
 			ch.Op = OpInsert
 		case ch.After == nil:
 			ch.Op = OpDelete
-		case mapsEqual(ch.Before, ch.After):
+		case rowsEqual(ch.Before, ch.After):
 			continue
 		default:
 			ch.Op = OpUpdate
 		}
 		out = append(out, ch)
 	}
-	slices.SortStableFunc(out, func(a, b Change) int {
+	slices.SortStableFunc(out, func(a, b RowChange) int {
 		if c := strings.Compare(a.Table, b.Table); c != 0 {
 			return c
 		}
@@ -544,15 +637,12 @@ func (m *tableMeta) keyOf(col func(int) any, rowid int64) []any {
 	return key
 }
 
-func (m *tableMeta) keyMap(key []any) map[string]any {
+// keyNames names the key's columns; ["rowid"] with no declared primary key.
+func (m *tableMeta) keyNames() []string {
 	if len(m.pk) == 0 {
-		return map[string]any{"rowid": key[0]}
+		return rowidKey
 	}
-	out := make(map[string]any, len(key))
-	for i, v := range key {
-		out[m.pkNames[i]] = v
-	}
-	return out
+	return m.pkNames
 }
 
 // watchSchema is the store connection's authorizer: it allows everything and
@@ -696,34 +786,29 @@ func rowMap(names []string, row []any) map[string]any {
 	return m
 }
 
-// reshape returns row with exactly the columns names, missing ones NULL.
-func reshape(row map[string]any, names []string) map[string]any {
-	if len(row) == len(names) {
-		same := true
-		for _, n := range names {
-			if _, ok := row[n]; !ok {
-				same = false
-				break
-			}
-		}
-		if same {
-			return row
-		}
+// reshape returns row, by names, in the shape to: by the columns to, a
+// column of to missing from names NULL. Names match exactly (as map keys
+// would). It returns row itself when the shapes are the same.
+func reshape(names []string, row []any, to []string) []any {
+	if slices.Equal(names, to) {
+		return row
 	}
-	out := make(map[string]any, len(names))
-	for _, n := range names {
-		out[n] = row[n]
+	out := make([]any, len(to))
+	for i, n := range to {
+		if k := slices.Index(names, n); k >= 0 {
+			out[i] = row[k]
+		}
 	}
 	return out
 }
 
-func mapsEqual(a, b map[string]any) bool {
+// rowsEqual reports whether two rows of the same shape hold equal values.
+func rowsEqual(a, b []any) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	for k, va := range a {
-		vb, ok := b[k]
-		if !ok || !valueEqual(va, vb) {
+	for i := range a {
+		if !valueEqual(a[i], b[i]) {
 			return false
 		}
 	}

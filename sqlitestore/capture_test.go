@@ -39,6 +39,28 @@ func capture(t *testing.T, s *sqlitestore.Store, act func(t *testing.T, s *sqlit
 	return formatChanges(changes)
 }
 
+// captureRows is capture through FinishRows: it checks each compact change's
+// shape and formats the changes it converts to.
+func captureRows(t *testing.T, s *sqlitestore.Store, act func(t *testing.T, s *sqlitestore.Store)) string {
+	t.Helper()
+	c := s.StartCapture()
+	act(t, s)
+	rows, err := c.FinishRows(context.Background())
+	if err != nil {
+		t.Fatalf("FinishRows: %v", err)
+	}
+	changes := make([]sqlitestore.Change, len(rows))
+	for i, r := range rows {
+		if len(r.KeyNames) != len(r.KeyValues) ||
+			r.Before != nil && len(r.Before) != len(r.Names) ||
+			r.After != nil && len(r.After) != len(r.Names) {
+			t.Errorf("row change %d out of shape: %+v", i, r)
+		}
+		changes[i] = r.Change()
+	}
+	return formatChanges(changes)
+}
+
 // execAll returns an action running each statement in order.
 func execAll(stmts ...string) func(*testing.T, *sqlitestore.Store) {
 	return func(t *testing.T, s *sqlitestore.Store) {
@@ -403,14 +425,19 @@ func TestCapture_Cases(t *testing.T) {
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s := MustCreate(t, tt.schema, sqlitestore.Options{Untracked: tt.untracked})
-			if tt.setup != "" {
-				if err := s.ExecScript(context.Background(), tt.setup); err != nil {
-					t.Fatal(err)
+			for _, run := range []struct {
+				name    string
+				capture func(*testing.T, *sqlitestore.Store, func(*testing.T, *sqlitestore.Store)) string
+			}{{"Finish", capture}, {"FinishRows", captureRows}} {
+				s := MustCreate(t, tt.schema, sqlitestore.Options{Untracked: tt.untracked})
+				if tt.setup != "" {
+					if err := s.ExecScript(context.Background(), tt.setup); err != nil {
+						t.Fatal(err)
+					}
 				}
-			}
-			if got := capture(t, s, tt.act); got != tt.want {
-				t.Errorf("changes:\n%s\nwant:\n%s", got, tt.want)
+				if got := run.capture(t, s, tt.act); got != tt.want {
+					t.Errorf("%s: changes:\n%s\nwant:\n%s", run.name, got, tt.want)
+				}
 			}
 		})
 	}
@@ -543,6 +570,58 @@ func TestCapture_Finish(t *testing.T) {
 		s.Close()
 		if _, err := c.Finish(ctx); !errors.Is(err, sqlitestore.ErrClosed) {
 			t.Errorf("err = %v, want ErrClosed", err)
+		}
+	})
+}
+
+func TestCapture_FinishRows(t *testing.T) {
+	ctx := context.Background()
+	s := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);
+		CREATE TABLE r (a TEXT, b INTEGER);`, sqlitestore.Options{})
+	MustExec(t, s, `INSERT INTO t VALUES (1, 'a'), (2, 'b')`)
+	MustExec(t, s, `INSERT INTO r VALUES ('x', 1)`)
+
+	c := s.StartCapture()
+	MustExec(t, s, `ALTER TABLE t ADD COLUMN w INTEGER`)
+	MustExec(t, s, `UPDATE t SET w = 7 WHERE id = 1`)
+	MustExec(t, s, `UPDATE t SET v = 'B' WHERE id = 2`)
+	MustExec(t, s, `UPDATE t SET v = 'b' WHERE id = 2`) // back as it was: dropped
+	MustExec(t, s, `UPDATE r SET b = 2`)
+	rows, err := c.FinishRows(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rows {
+		got = append(got, fmt.Sprintf("%s %s %v=%v %v before=%v after=%v", r.Op, r.Table, r.KeyNames, r.KeyValues, r.Names, r.Before, r.After))
+	}
+	want := []string{
+		"update r [rowid]=[1] [a b] before=[x 1] after=[x 2]",
+		"update t [id]=[1] [id v w] before=[1 a <nil>] after=[1 a 7]",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	t.Run("ChangeMapsAreFresh", func(t *testing.T) {
+		a := rows[1].Change()
+		a.Key["id"], a.Before["v"], a.After["w"] = 99, "changed", 0
+		b := rows[1].Change()
+		if got, want := formatChanges([]sqlitestore.Change{b}), lines("update t map[id:1] before=map[id:1 v:a w:<nil>] after=map[id:1 v:a w:7]"); got != want {
+			t.Errorf("after mutating an earlier Change:\n%s\nwant:\n%s", got, want)
+		}
+	})
+
+	t.Run("Twice", func(t *testing.T) {
+		if _, err := c.FinishRows(ctx); !errors.Is(err, sqlitestore.ErrCaptureDone) {
+			t.Errorf("err = %v, want ErrCaptureDone", err)
+		}
+	})
+
+	t.Run("Empty", func(t *testing.T) {
+		rows, err := s.StartCapture().FinishRows(ctx)
+		if err != nil || rows != nil {
+			t.Errorf("rows = %#v, %v; want nil, nil", rows, err)
 		}
 	})
 }
