@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -291,6 +292,9 @@ func (a *activation) layers(ns *nodeState, mws []env.Middleware, def *env.ToolDe
 }
 
 func (a *activation) logCall(info *env.CallInfo, start time.Time, err error) {
+	if !a.inst.log.Enabled(a.ctx, slog.LevelInfo) {
+		return
+	}
 	attrs := []any{"tool", info.Tool, "node", info.Node, "internal", info.Internal, "call", a.id, "duration", time.Since(start)}
 	if err != nil {
 		attrs = append(attrs, "error", err.Error())

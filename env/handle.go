@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -37,23 +38,49 @@ type WorldsImpl interface {
 }
 
 // Worlds reaches the worlds a node's world added, by the name each was added
-// under. It belongs to one activation.
-type Worlds struct{ impl WorldsImpl }
+// under. It belongs to one activation; it is safe for concurrent use.
+type Worlds struct {
+	impl WorldsImpl
+
+	mu   sync.Mutex // guards got
+	got  []namedHandle
+	seen [4]namedHandle // got's first backing array
+}
+
+// namedHandle is a handle Get returned, kept for the next Get of its name.
+type namedHandle struct {
+	name string
+	h    *Handle
+}
 
 // NewWorlds wraps an engine's implementation.
-func NewWorlds(impl WorldsImpl) *Worlds { return &Worlds{impl: impl} }
+func NewWorlds(impl WorldsImpl) *Worlds {
+	w := &Worlds{impl: impl}
+	w.got = w.seen[:0]
+	return w
+}
 
 // Get returns the handle of the child added under name. A name no AddWorld
-// registered yields a handle whose every use fails with a *WorldBug.
+// registered yields a handle whose every use fails with a *WorldBug. Getting
+// a name twice returns the same handle: it is bound to the same activation.
 func (w *Worlds) Get(name string) *Handle {
 	if w == nil || w.impl == nil {
 		return &Handle{err: Bugf("ctx.Worlds.Get(%q): this context has no added worlds", name)}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, g := range w.got {
+		if g.name == name {
+			return g.h
+		}
 	}
 	impl, err := w.impl.Get(name)
 	if err != nil {
 		return &Handle{err: err}
 	}
-	return &Handle{impl: impl}
+	h := &Handle{impl: impl}
+	w.got = append(w.got, namedHandle{name, h})
+	return h
 }
 
 // Names returns the registered child names in AddWorld order.
@@ -187,13 +214,36 @@ func WorldsOf[T any](c *Ctx) T {
 	if rv.Kind() != reflect.Struct {
 		return v
 	}
-	for i := 0; i < rv.NumField(); i++ {
-		f := rv.Type().Field(i)
-		if f.Type == reflect.TypeFor[*Handle]() && f.IsExported() {
-			rv.Field(i).Set(reflect.ValueOf(c.Worlds.Get(childName(f))))
-		}
+	for _, f := range handleFields(rv.Type()) {
+		rv.Field(f.index).Set(reflect.ValueOf(c.Worlds.Get(f.name)))
 	}
 	return v
+}
+
+// handleField is an exported *Handle field of a WorldsOf struct and the
+// child name it stands for.
+type handleField struct {
+	index int
+	name  string
+}
+
+// handleFieldsCache maps a struct type to its []handleField.
+var handleFieldsCache sync.Map
+
+// handleFields returns the *Handle fields of the struct type t.
+func handleFields(t reflect.Type) []handleField {
+	if fs, ok := handleFieldsCache.Load(t); ok {
+		return fs.([]handleField)
+	}
+	var fs []handleField
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Type == reflect.TypeFor[*Handle]() && f.IsExported() {
+			fs = append(fs, handleField{i, childName(f)})
+		}
+	}
+	handleFieldsCache.Store(t, fs)
+	return fs
 }
 
 func childName(f reflect.StructField) string {
