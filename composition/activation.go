@@ -3,7 +3,6 @@ package composition
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -308,11 +307,10 @@ func (a *activation) nested(ns *nodeState, def *env.ToolDef, args any) (any, err
 	if err := a.alive(); err != nil {
 		return nil, err
 	}
-	in, err := def.Accept(args)
+	in, raw, err := def.AcceptJSON(args)
 	if err != nil {
 		return nil, err
 	}
-	raw, _ := json.Marshal(in)
 	info := &env.CallInfo{Tool: def.Name, Own: def.Name, Node: ns.node.Path, Internal: true, Arguments: raw}
 	return a.layers(ns, ns.node.World.Middleware(), def, info, in, nil)
 }

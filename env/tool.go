@@ -61,19 +61,28 @@ func (t *ToolDef) Decode(raw []byte) (any, error) {
 // a map, or raw JSON — into the typed value, with the same validation as
 // Decode.
 func (t *ToolDef) Accept(args any) (any, error) {
+	in, _, err := t.AcceptJSON(args)
+	return in, err
+}
+
+// AcceptJSON is Accept that also returns the arguments as JSON, as given:
+// the raw JSON itself, the typed value or map marshalled, or {} for nil.
+func (t *ToolDef) AcceptJSON(args any) (in any, raw json.RawMessage, err error) {
 	switch a := args.(type) {
 	case nil:
-		return t.Decode(nil)
+		in, err = t.Decode(nil)
+		return in, json.RawMessage(`{}`), err
 	case json.RawMessage:
-		return t.Decode(a)
+		raw = a
 	case []byte:
-		return t.Decode(a)
+		raw = a
+	default:
+		if raw, err = json.Marshal(args); err != nil {
+			return nil, nil, &ToolError{Kind: KindInvalidArgs, Message: fmt.Sprintf("invalid arguments: %v", err), Err: err}
+		}
 	}
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return nil, &ToolError{Kind: KindInvalidArgs, Message: fmt.Sprintf("invalid arguments: %v", err), Err: err}
-	}
-	return t.Decode(raw)
+	in, err = t.Decode(raw)
+	return in, raw, err
 }
 
 // Invoke runs the tool's function with a decoded argument value. Engines call

@@ -14,6 +14,7 @@ const benchSchema = `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL);`
 // BenchmarkStoreInsertTxn is one write tool call on an instance's store: a
 // capture around a frame holding one INSERT.
 func BenchmarkStoreInsertTxn(b *testing.B) {
+	sqlitestore.NoVerifyEvents(b)
 	ctx := context.Background()
 	s := MustCreate(b, benchSchema, sqlitestore.Options{Path: filepath.Join(b.TempDir(), "state.sqlite"), ExclusiveLock: true})
 	s.Pin()

@@ -416,14 +416,16 @@ func (c *Capture) follow(m *tableMeta, op sqlite3.AuthorizerActionCode, oldCol, 
 func (c *Capture) record(m *tableMeta, op sqlite3.AuthorizerActionCode, oldCol, newCol func(int) any, oldRowID, newRowID int64) {
 	switch op {
 	case sqlite3.AUTH_INSERT:
-		c.touch(m, m.keyOf(newCol, newRowID), nil).last = m.image(newCol)
+		img := m.image(newCol)
+		c.touch(m, m.keyIn(img, newRowID), nil).last = img
 	case sqlite3.AUTH_DELETE:
 		c.touch(m, m.keyOf(oldCol, oldRowID), oldCol).last = nil
 	case sqlite3.AUTH_UPDATE:
 		from := c.touch(m, m.keyOf(oldCol, oldRowID), oldCol)
-		from.last = nil                                  // a changed key: the old row is gone…
-		to := c.touch(m, m.keyOf(newCol, newRowID), nil) // …and a new row appears
-		to.last = m.image(newCol)
+		from.last = nil // a changed key: the old row is gone…
+		img := m.image(newCol)
+		to := c.touch(m, m.keyIn(img, newRowID), nil) // …and a new row appears
+		to.last = img
 	}
 }
 
@@ -623,6 +625,7 @@ type tableMeta struct {
 	names     []string // names of captured columns
 	pk        []int    // column indexes of the primary key, in key order; nil: keyed by rowid
 	pkNames   []string
+	pkPos     []int  // positions of the primary-key columns in names
 	selectSQL string // reads one row by key
 }
 
@@ -633,6 +636,18 @@ func (m *tableMeta) keyOf(col func(int) any, rowid int64) []any {
 	key := make([]any, len(m.pk))
 	for i, cid := range m.pk {
 		key[i] = col(cid)
+	}
+	return key
+}
+
+// keyIn returns the key of a row image (by names), sharing its values.
+func (m *tableMeta) keyIn(img []any, rowid int64) []any {
+	if len(m.pk) == 0 {
+		return []any{rowid}
+	}
+	key := make([]any, len(m.pkPos))
+	for i, p := range m.pkPos {
+		key[i] = img[p]
 	}
 	return key
 }
@@ -716,7 +731,8 @@ func (cn *conn) loadMeta(untracked map[string]bool) error {
 		sort.Slice(p, func(i, j int) bool { return p[i].pos < p[j].pos })
 		for _, k := range p {
 			m.pk = append(m.pk, k.cid)
-			m.pkNames = append(m.pkNames, m.names[slices.Index(m.cids, k.cid)])
+			m.pkPos = append(m.pkPos, slices.Index(m.cids, k.cid))
+			m.pkNames = append(m.pkNames, m.names[m.pkPos[len(m.pkPos)-1]])
 		}
 		m.selectSQL = m.buildSelect()
 	}

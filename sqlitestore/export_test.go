@@ -4,6 +4,13 @@ import "time"
 
 func init() { verifyEvents = true }
 
+// NoVerifyEvents turns off, for tb, the cross-check of captured images
+// against rows read back, which benchmarks must not pay.
+func NoVerifyEvents(tb interface{ Cleanup(func()) }) {
+	verifyEvents = false
+	tb.Cleanup(func() { verifyEvents = true })
+}
+
 // ReleaseDue runs the idle release of one sweep as if the time were now,
 // without touching the sweeper goroutine.
 func (p *Pool) ReleaseDue(now time.Time) { p.releaseDue(now) }
