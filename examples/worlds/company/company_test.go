@@ -68,3 +68,37 @@ func TestAcmeIsReproducible(t *testing.T) {
 		}
 	}
 }
+
+// TestAcme_CommonSeedsDoNotReplayItsIds resets from acme with the seeds
+// training loops count episodes by and writes on every node: none collides
+// with acme's own rows, which AcmeSeed generated.
+func TestAcme_CommonSeedsDoNotReplayItsIds(t *testing.T) {
+	ctx := context.Background()
+	for seed := int64(0); seed <= 16; seed++ {
+		inst, err := composition.Open(ctx, company.World, composition.Options{Fixture: company.AcmeID, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct{ tool, args string }{
+			{"hire", `{"name": "Edsger Dijkstra"}`},
+			{"invoice", `{"amount": 500}`},
+			{"shop_place_order", `{"total": 100}`},
+			{"eu_create_charge", `{"amount": 100}`},
+			{"chat_send_message", `{"channel": "general", "text": "hi", "author": "Edsger Dijkstra"}`},
+		} {
+			if _, err := inst.CallJSON(ctx, c.tool, []byte(c.args)); err != nil {
+				t.Errorf("seed %d: %s: %v", seed, c.tool, err)
+			}
+		}
+		inst.Close()
+	}
+	// The build seed itself replays acme's ids: the trap AcmeSeed avoids.
+	inst, err := composition.Open(ctx, company.World, composition.Options{Fixture: company.AcmeID, Seed: company.AcmeSeed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close()
+	if _, err := inst.CallJSON(ctx, "hire", []byte(`{"name": "Edsger Dijkstra"}`)); err == nil || !strings.Contains(err.Error(), "UNIQUE") {
+		t.Errorf("hire with acme's own seed = %v, want a UNIQUE constraint failure", err)
+	}
+}
