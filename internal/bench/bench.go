@@ -240,10 +240,10 @@ func (r *run) prepare(ctx context.Context) error {
 		return fmt.Errorf("bench: connecting to %s: %w", r.wsURL, err)
 	}
 	defer c.close()
-	if _, err := c.roundTrip(ctx, r.resetMessage(0)); err != nil {
+	if _, _, err := c.roundTrip(ctx, r.resetMessage(0)); err != nil {
 		return fmt.Errorf("bench: the first reset failed: %w", err)
 	}
-	reply, err := c.roundTrip(ctx, listToolsMessage)
+	reply, _, err := c.roundTrip(ctx, listToolsMessage)
 	if err != nil {
 		return fmt.Errorf("bench: list_tools failed: %w", err)
 	}
@@ -486,13 +486,12 @@ func (r *run) connect(ctx context.Context, i int, st *stats, ready func()) *wsCl
 
 // reset makes one timed reset.
 func (r *run) reset(ctx context.Context, c *wsClient, i int, st *stats) error {
-	t0 := time.Now()
-	_, err := c.roundTrip(ctx, r.resetMessage(i))
+	_, d, err := c.roundTrip(ctx, r.resetMessage(i))
 	if err != nil {
 		r.fail(fmt.Errorf("reset: %w", err))
 		return err
 	}
-	st.reset = append(st.reset, time.Since(t0))
+	st.reset = append(st.reset, d)
 	r.resets.Add(1)
 	return nil
 }
@@ -536,8 +535,7 @@ func (r *run) session(ctx context.Context, i int, c *wsClient, st *stats, stop <
 			continue
 		}
 		tool := r.picker.pick(rng)
-		t0 := time.Now()
-		reply, err := c.roundTrip(ctx, r.args[tool])
+		reply, d, err := c.roundTrip(ctx, r.args[tool])
 		if err != nil {
 			if ctx.Err() == nil {
 				r.fail(fmt.Errorf("%s: %w", tool, err))
@@ -545,7 +543,6 @@ func (r *run) session(ctx context.Context, i int, c *wsClient, st *stats, stop <
 			}
 			return
 		}
-		d := time.Since(t0)
 		if tool == ListTools {
 			st.listTools = append(st.listTools, d)
 			r.listTools.Add(1)

@@ -85,11 +85,14 @@ func (w *wsClient) readLoop() {
 }
 
 // roundTrip sends msg and reads the one reply; an error frame is an error.
-func (w *wsClient) roundTrip(ctx context.Context, msg []byte) (*reply, error) {
+// It also returns the round trip: from the send to the reply's last byte,
+// before the reply is decoded (as the echo floor is timed).
+func (w *wsClient) roundTrip(ctx context.Context, msg []byte) (*reply, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
+	start := time.Now()
 	if err := w.c.Write(ctx, websocket.MessageText, msg); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var f frame
 	if w.replies == nil {
@@ -98,20 +101,21 @@ func (w *wsClient) roundTrip(ctx context.Context, msg []byte) (*reply, error) {
 		select {
 		case f = <-w.replies:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("no reply: %w", ctx.Err())
+			return nil, 0, fmt.Errorf("no reply: %w", ctx.Err())
 		}
 	}
+	d := time.Since(start)
 	if f.err != nil {
-		return nil, f.err
+		return nil, d, f.err
 	}
 	var rep reply
 	if err := json.Unmarshal(f.b, &rep); err != nil {
-		return nil, fmt.Errorf("reply is not JSON: %w", err)
+		return nil, d, fmt.Errorf("reply is not JSON: %w", err)
 	}
 	if rep.Type == "error" {
-		return nil, fmt.Errorf("error frame %s: %s", rep.Data.Code, rep.Data.Message)
+		return nil, d, fmt.Errorf("error frame %s: %s", rep.Data.Code, rep.Data.Message)
 	}
-	return &rep, nil
+	return &rep, d, nil
 }
 
 // close ends the session with a normal closure and waits for the reader.
