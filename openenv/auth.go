@@ -1,8 +1,10 @@
 package openenv
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"net/http"
 	"strings"
 )
@@ -15,7 +17,8 @@ var openPaths = map[string]bool{"/health": true, "/ready": true}
 
 // RequireToken returns next behind the server's bearer token
 // ([Config.Token]): a request to any route but /health and /ready without
-// "Authorization: Bearer <token>" gets 401 with a JSON body
+// "Authorization: Bearer <token>" (or, from a browser, the session cookie
+// [Server.Login] sets) gets 401 with a JSON body
 // {"detail":"…"} and a WWW-Authenticate: Bearer header, before next sees
 // it, so a WebSocket upgrade is refused before it is accepted. The
 // comparison takes the same time whatever the token sent. With no token
@@ -36,6 +39,10 @@ func (s *Server) RequireToken(next http.Handler) http.Handler {
 		}
 		token, ok := bearerToken(r.Header.Get("Authorization"))
 		if !ok {
+			if s.sessionCookieValid(r) {
+				next.ServeHTTP(w, r)
+				return
+			}
 			s.unauthorized(w, r, `Bearer realm="seahaven"`,
 				"Not authenticated: send the header Authorization: Bearer <token>")
 			return
@@ -82,4 +89,74 @@ func (s *Server) limitBodies(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// SessionCookie is the cookie a browser carries instead of the bearer
+// header, which a page cannot add to its WebSocket: [Server.Login] sets it.
+// Its value is derived from the token (it does not reveal the token) and is
+// valid until the server's token changes.
+const SessionCookie = "seahaven_session"
+
+// sessionValue is the session cookie's value for the configured token.
+func (s *Server) sessionValue() string {
+	m := hmac.New(sha256.New, []byte(s.cfg.Token))
+	m.Write([]byte("seahaven browser session v1"))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// sessionCookieValid reports whether r carries a valid session cookie.
+func (s *Server) sessionCookieValid(r *http.Request) bool {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil {
+		return false
+	}
+	got, want := sha256.Sum256([]byte(c.Value)), sha256.Sum256([]byte(s.sessionValue()))
+	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
+}
+
+// Authorized reports whether r may use the token-protected routes: no token
+// is configured, or r carries a valid bearer header or session cookie. It
+// is safe for concurrent use.
+func (s *Server) Authorized(r *http.Request) bool {
+	if s.cfg.Token == "" {
+		return true
+	}
+	want := sha256.Sum256([]byte(s.cfg.Token))
+	if token, ok := bearerToken(r.Header.Get("Authorization")); ok {
+		got := sha256.Sum256([]byte(token))
+		return subtle.ConstantTimeCompare(got[:], want[:]) == 1
+	}
+	return s.sessionCookieValid(r)
+}
+
+// Login checks token, typed by a person into a login form, against the
+// server's token. When it matches it sets the session cookie on w (HttpOnly,
+// SameSite=Strict, Path=/, Secure on TLS or behind a proxy that says
+// X-Forwarded-Proto: https) and returns true; otherwise it counts an
+// authentication failure and returns false. With no token configured it
+// returns true and sets nothing. It is safe for concurrent use.
+func (s *Server) Login(w http.ResponseWriter, r *http.Request, token string) bool {
+	if s.cfg.Token == "" {
+		return true
+	}
+	got, want := sha256.Sum256([]byte(token)), sha256.Sum256([]byte(s.cfg.Token))
+	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		s.metrics.authFailures.Inc()
+		s.log.Debug("openenv: browser login refused", "remote", r.RemoteAddr)
+		return false
+	}
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: s.sessionValue(), Path: "/",
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secureRequest(r)})
+	return true
+}
+
+// Logout clears the session cookie.
+func (s *Server) Logout(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secureRequest(r)})
+}
+
+// secureRequest reports whether r reached the client over TLS.
+func secureRequest(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }

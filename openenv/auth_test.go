@@ -206,3 +206,113 @@ func TestServer_BodyLimit(t *testing.T) {
 		t.Errorf("%d instances opened by refused bodies", n)
 	}
 }
+
+// login signs in through Server.Login and returns the session cookie it set.
+func login(t *testing.T, srv *openenv.Server, token string) (*http.Cookie, bool) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	ok := srv.Login(rec, httptest.NewRequest("POST", "/web/login", nil), token)
+	for _, c := range rec.Result().Cookies() {
+		if c.Name == openenv.SessionCookie {
+			return c, ok
+		}
+	}
+	return nil, ok
+}
+
+func TestServer_SessionCookie(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{Token: testToken})
+
+	t.Run("WrongTokenSetsNothing", func(t *testing.T) {
+		for _, token := range []string{"", testToken + "x", testToken[:5]} {
+			if c, ok := login(t, s.Server, token); ok || c != nil {
+				t.Errorf("Login(%q) = %v with cookie %v", token, ok, c)
+			}
+		}
+	})
+
+	cookie, ok := login(t, s.Server, testToken)
+	if !ok || cookie == nil {
+		t.Fatalf("Login with the token = %v, cookie %v", ok, cookie)
+	}
+	t.Run("Attributes", func(t *testing.T) {
+		if !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || cookie.Path != "/" || cookie.Secure {
+			t.Errorf("cookie %+v: want HttpOnly, SameSite=Strict, Path=/, not Secure over plain HTTP", cookie)
+		}
+		if strings.Contains(cookie.Value, testToken) {
+			t.Error("the cookie carries the token itself")
+		}
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("POST", "/web/login", nil)
+		req.Header.Set("X-Forwarded-Proto", "https")
+		s.Login(rec, req, testToken)
+		if c := rec.Result().Cookies(); len(c) != 1 || !c[0].Secure {
+			t.Errorf("behind a TLS proxy: cookies %v, want one Secure cookie", c)
+		}
+	})
+
+	t.Run("OpensEveryRoute", func(t *testing.T) {
+		for _, r := range everyRoute {
+			code, body, _ := s.httpDo(t, r.method, r.path, r.body, map[string]string{"Cookie": cookie.String()})
+			if code != r.want {
+				t.Errorf("%s %s with the cookie: status %d, want %d; body %s", r.method, r.path, code, r.want, body)
+			}
+		}
+	})
+
+	t.Run("WebSocket", func(t *testing.T) {
+		c := s.dialWith(t, &websocket.DialOptions{HTTPHeader: http.Header{"Cookie": {cookie.String()}}})
+		reply := roundTrip(t, c, `{"type":"reset","data":{"seed":3}}`)
+		if typ := str(t, reply, "type"); typ != "observation" {
+			t.Errorf("reset reply %s", reply)
+		}
+	})
+
+	t.Run("ForgedCookieRefused", func(t *testing.T) {
+		for _, v := range []string{"", "x", testToken, cookie.Value[:len(cookie.Value)-1] + "0"} {
+			if v == cookie.Value {
+				continue
+			}
+			forged := &http.Cookie{Name: openenv.SessionCookie, Value: v}
+			code, _, _ := s.httpDo(t, "GET", "/state", "", map[string]string{"Cookie": forged.String()})
+			if code != http.StatusUnauthorized {
+				t.Errorf("cookie %q: status %d, want 401", v, code)
+			}
+			req := httptest.NewRequest("GET", "/web/", nil)
+			req.AddCookie(forged)
+			if s.Authorized(req) {
+				t.Errorf("Authorized with cookie %q", v)
+			}
+		}
+	})
+
+	t.Run("AnotherTokensCookieRefused", func(t *testing.T) {
+		other := openenv.NewServer(newFake(t), openenv.Config{Token: "another-token"})
+		t.Cleanup(func() { other.Shutdown(context.Background()) })
+		req := httptest.NewRequest("GET", "/web/", nil)
+		req.AddCookie(cookie)
+		if other.Authorized(req) {
+			t.Error("a server with another token accepted the cookie")
+		}
+	})
+
+	t.Run("Logout", func(t *testing.T) {
+		rec := httptest.NewRecorder()
+		s.Logout(rec, httptest.NewRequest("POST", "/web/logout", nil))
+		c := rec.Result().Cookies()
+		if len(c) != 1 || c[0].Name != openenv.SessionCookie || c[0].MaxAge >= 0 || c[0].Value != "" {
+			t.Errorf("Logout set %v, want the session cookie expired", c)
+		}
+	})
+
+	t.Run("NoTokenConfigured", func(t *testing.T) {
+		open := openenv.NewServer(newFake(t), openenv.Config{})
+		t.Cleanup(func() { open.Shutdown(context.Background()) })
+		if c, ok := login(t, open, "anything"); !ok || c != nil {
+			t.Errorf("Login without a token configured = %v, cookie %v; want true and no cookie", ok, c)
+		}
+		if !open.Authorized(httptest.NewRequest("GET", "/web/", nil)) {
+			t.Error("not Authorized without a token configured")
+		}
+	})
+}

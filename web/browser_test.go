@@ -62,16 +62,27 @@ func mustFixtures(tb testing.TB) (string, *fixture.Sidecar) {
 // mounted at /web as `seahaven serve` mounts it, and returns its base URL.
 func mustServeCompany(tb testing.TB, fixturesDir string) string {
 	tb.Helper()
+	return mustServeCompanyToken(tb, fixturesDir, "")
+}
+
+// mustServeCompanyToken is mustServeCompany for a server with a token: the
+// UI signs in (web.HandlerWithAuth) and the API asks for the token.
+func mustServeCompanyToken(tb testing.TB, fixturesDir, token string) string {
+	tb.Helper()
 	backend, err := openenv.NewWorldBackend(company.World, openenv.WorldBackendConfig{
 		FixturesDir: fixturesDir, DefaultFixture: "acme", InstanceRoot: tb.TempDir(),
 	})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv := openenv.NewServer(backend, openenv.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv := openenv.NewServer(backend, openenv.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Token: token})
 	mux := http.NewServeMux()
-	mux.Handle("/web/", web.Handler())
-	mux.Handle("/web", web.Handler())
+	ui := web.Handler()
+	if token != "" {
+		ui = web.HandlerWithAuth(srv)
+	}
+	mux.Handle("/web/", ui)
+	mux.Handle("/web", ui)
 	mux.Handle("/", srv.Handler())
 	ts := httptest.NewServer(mux)
 	tb.Cleanup(func() {
@@ -449,5 +460,46 @@ func TestUI_Browser(t *testing.T) {
 
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		t.Fatal("the browser test ran past its deadline")
+	}
+}
+
+// TestUI_Browser_Token signs in to a server that has a token: the page asks
+// for it, refuses a wrong one, and with the right one loads the UI, whose
+// fetches and WebSocket then carry the session cookie.
+func TestUI_Browser_Token(t *testing.T) {
+	fixturesDir, _ := mustFixtures(t)
+	const token = "browser-test-token"
+	base := mustServeCompanyToken(t, fixturesDir, token)
+	ctx := mustBrowser(t)
+	pe := listenPageErrors(t, ctx)
+	t.Cleanup(func() { pe.check(t) })
+
+	run(t, ctx, "open /web",
+		chromedp.Navigate(base+"/web"),
+		chromedp.WaitVisible(chromedp.ID("token")))
+	run(t, ctx, "sign in with a wrong token",
+		chromedp.SendKeys(chromedp.ID("token"), "wrong"),
+		chromedp.Submit(chromedp.ID("token")),
+		chromedp.WaitVisible(chromedp.CSS(`[role="alert"]`)))
+	if got := textOf(t, ctx, `[role="alert"]`); !strings.Contains(got, "not this server") {
+		t.Errorf("alert = %q", got)
+	}
+	run(t, ctx, "sign in",
+		chromedp.WaitVisible(chromedp.ID("token")), // the page the refusal served, with an empty field
+		chromedp.SendKeys(chromedp.ID("token"), token),
+		chromedp.Submit(chromedp.ID("token")),
+		chromedp.WaitVisible(chromedp.CSS(`#ws-status[data-state="open"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#tools [data-tool="invoice"]`)))
+	if got := textOf(t, ctx, "#world"); !strings.Contains(got, "company") {
+		t.Errorf("header world = %q, want it to name company (GET /composition with the cookie)", got)
+	}
+	// The API still refuses a request without credentials.
+	res, err := http.Get(base + "/composition")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /composition without credentials = %d, want 401", res.StatusCode)
 	}
 }

@@ -35,6 +35,10 @@
 //	mux.Handle("/web", web.Handler())
 //	mux.Handle("/", srv.Handler())
 //
+// A server with a token mounts [HandlerWithAuth] instead, which asks a
+// browser for the token once and keeps a session cookie (see
+// openenv.Server.Login), as `seahaven serve` does.
+//
 // The assets are plain HTML, CSS and JavaScript modules with no build step
 // and no third-party code; they load nothing from other origins.
 package web

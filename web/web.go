@@ -6,6 +6,7 @@ import (
 	"embed"
 	"encoding/hex"
 	"fmt"
+	"html"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -26,6 +27,11 @@ var files embed.FS
 // server that served it.
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// loginSecurityPolicy is contentSecurityPolicy for the sign-in page, whose
+// form posts to its own origin.
+const loginSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self' data:; " +
+	"base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 // contentTypes fixes the types of the assets' extensions, so they do not
 // depend on the host's MIME tables.
@@ -122,4 +128,84 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hd.Set("Content-Security-Policy", contentSecurityPolicy)
 	}
 	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(a.body))
+}
+
+// Auth is the server's token check, as the UI needs it; *openenv.Server
+// implements it.
+type Auth interface {
+	// Authorized reports whether r carries valid credentials (or none are
+	// needed).
+	Authorized(r *http.Request) bool
+	// Login checks a token typed into the sign-in form and, when it is
+	// right, sets the browser's session cookie on w.
+	Login(w http.ResponseWriter, r *http.Request, token string) bool
+	// Logout clears the session cookie.
+	Logout(w http.ResponseWriter, r *http.Request)
+}
+
+// maxLoginForm bounds the sign-in form's body.
+const maxLoginForm = 8 << 10
+
+// HandlerWithAuth is Handler for a server that requires a token. A browser
+// cannot add the bearer header to the page's WebSocket, so the UI signs in
+// instead: the page itself is replaced by a sign-in form until the request
+// is authorized; POST [Prefix]login with the form field "token" sets the
+// session cookie (auth.Login) and redirects to the page, and POST
+// [Prefix]logout clears it. The other assets (styles, scripts, icon) are the
+// same for everyone and are served without credentials; every route they
+// call stays behind the token. The handler is safe for concurrent use.
+func HandlerWithAuth(auth Auth) http.Handler {
+	h := loadHandler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case Prefix + "login", Prefix + "logout":
+			if r.Method != http.MethodPost {
+				w.Header().Set("Allow", "POST")
+				http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+				return
+			}
+			if r.URL.Path == Prefix+"logout" {
+				auth.Logout(w, r)
+				http.Redirect(w, r, Prefix, http.StatusSeeOther)
+				return
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, maxLoginForm)
+			if err := r.ParseForm(); err != nil {
+				h.login(w, r, http.StatusBadRequest, "The form could not be read: "+err.Error())
+				return
+			}
+			if !auth.Login(w, r, r.PostForm.Get("token")) {
+				h.login(w, r, http.StatusUnauthorized, "That token is not this server's.")
+				return
+			}
+			http.Redirect(w, r, Prefix, http.StatusSeeOther)
+			return
+		case Prefix, Prefix + "index.html":
+			if !auth.Authorized(r) {
+				h.login(w, r, http.StatusOK, "")
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// login serves the sign-in page with status code and, when not empty, an
+// error message.
+func (h *handler) login(w http.ResponseWriter, r *http.Request, code int, message string) {
+	body := h.assets["login.html"].body
+	if message != "" {
+		body = bytes.Replace(body, []byte("<!--error-->"),
+			[]byte(`<div class="banner error" role="alert">`+html.EscapeString(message)+`</div>`), 1)
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", contentTypes[".html"])
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("Content-Security-Policy", loginSecurityPolicy)
+	w.WriteHeader(code)
+	if r.Method != http.MethodHead {
+		w.Write(body)
+	}
 }

@@ -107,7 +107,7 @@ func TestHandler_References(t *testing.T) {
 	srv := httptest.NewServer(web.Handler())
 	defer srv.Close()
 	seen := map[string]bool{}
-	queue := []string{"/web/"}
+	queue := []string{"/web/", "/web/login.html"} // the sign-in page of HandlerWithAuth
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
@@ -150,4 +150,93 @@ func TestHandler_References(t *testing.T) {
 	if len(seen) < 3 {
 		t.Errorf("the page loads only %v", seen)
 	}
+}
+
+// fakeAuth accepts the token "right" and the cookie it sets.
+type fakeAuth struct{}
+
+func (fakeAuth) Authorized(r *http.Request) bool {
+	c, err := r.Cookie("s")
+	return err == nil && c.Value == "ok"
+}
+
+func (fakeAuth) Login(w http.ResponseWriter, _ *http.Request, token string) bool {
+	if token != "right" {
+		return false
+	}
+	http.SetCookie(w, &http.Cookie{Name: "s", Value: "ok"})
+	return true
+}
+
+func (fakeAuth) Logout(w http.ResponseWriter, _ *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: "s", MaxAge: -1})
+}
+
+func TestHandlerWithAuth(t *testing.T) {
+	h := web.HandlerWithAuth(fakeAuth{})
+	do := func(method, path, body string, signedIn bool) *http.Response {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		if body != "" {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		if signedIn {
+			req.AddCookie(&http.Cookie{Name: "s", Value: "ok"})
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Result()
+	}
+	read := func(res *http.Response) string {
+		b, _ := io.ReadAll(res.Body)
+		return string(b)
+	}
+	for _, tc := range []struct {
+		name, method, path, body string
+		signedIn                 bool
+		status                   int
+		contains, header, value  string
+	}{
+		{"PageAsksToSignIn", "GET", "/web/", "", false, 200, `<form method="post" action="login">`, "Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'"},
+		{"PageByNameAsksToSignIn", "GET", "/web/index.html", "", false, 200, `name="token"`, "Cache-Control", "no-store"},
+		{"PageWhenSignedIn", "GET", "/web/", "", true, 200, `<script type="module" src="app.js">`, "", ""},
+		{"AssetsNeedNoSignIn", "GET", "/web/app.js", "", false, 200, "new Session(", "", ""},
+		{"WrongToken", "POST", "/web/login", "token=wrong", false, 401, "That token is not this server", "", ""},
+		{"MessageEscaped", "POST", "/web/login", "token=%3Cb%3E", false, 401, `role="alert"`, "", ""},
+		{"RightToken", "POST", "/web/login", "token=right", false, 303, "", "Location", "/web/"},
+		{"LoginNeedsPost", "GET", "/web/login", "", false, 405, "", "Allow", "POST"},
+		{"FormTooLarge", "POST", "/web/login", "token=" + strings.Repeat("x", 9<<10), false, 400, "could not be read", "", ""},
+		{"Logout", "POST", "/web/logout", "", true, 303, "", "Location", "/web/"},
+		{"BareRedirects", "GET", "/web", "", false, 301, "", "Location", "/web/"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := do(tc.method, tc.path, tc.body, tc.signedIn)
+			body := read(res)
+			if res.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d; body %.200s", res.StatusCode, tc.status, body)
+			}
+			if !strings.Contains(body, tc.contains) {
+				t.Errorf("body does not contain %q: %.300s", tc.contains, body)
+			}
+			if tc.header != "" && !strings.HasPrefix(res.Header.Get(tc.header), tc.value) {
+				t.Errorf("%s = %q, want %q", tc.header, res.Header.Get(tc.header), tc.value)
+			}
+		})
+	}
+	t.Run("CookieSetOnlyForTheRightToken", func(t *testing.T) {
+		if c := do("POST", "/web/login", "token=wrong", false).Cookies(); len(c) != 0 {
+			t.Errorf("wrong token set %v", c)
+		}
+		if c := do("POST", "/web/login", "token=right", false).Cookies(); len(c) != 1 || c[0].Value != "ok" {
+			t.Errorf("right token set %v", c)
+		}
+		if c := do("POST", "/web/logout", "", true).Cookies(); len(c) != 1 || c[0].MaxAge >= 0 {
+			t.Errorf("logout set %v", c)
+		}
+	})
+	t.Run("NoScriptInjection", func(t *testing.T) {
+		body := read(do("POST", "/web/login", "token=%3Cscript%3E", false))
+		if strings.Contains(body, "<script>") {
+			t.Error("the sign-in page echoes markup")
+		}
+	})
 }

@@ -88,7 +88,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	servers := []*http.Server{{Handler: srv.RequireToken(scale.debug(withWeb(srv.Handler()))), ReadHeaderTimeout: 10 * time.Second}}
+	servers := []*http.Server{{Handler: withWeb(srv, srv.RequireToken(scale.debug(srv.Handler()))), ReadHeaderTimeout: 10 * time.Second}}
 	listeners := []net.Listener{ln}
 	if *agentAddr != "" {
 		aln, err := net.Listen("tcp", *agentAddr)
@@ -159,10 +159,10 @@ func securityFromEnv(fs *flag.FlagSet, token *string, production *bool) error {
 	return nil
 }
 
-// withWeb serves the inspector and playground (package web) at /web, and
-// every other path with api.
-func withWeb(api http.Handler) http.Handler {
-	ui := web.Handler()
+// withWeb serves the inspector and playground (package web) at /web, which
+// signs a browser in when the server has a token, and api everywhere else.
+func withWeb(srv *openenv.Server, api http.Handler) http.Handler {
+	ui := web.HandlerWithAuth(srv)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/web" || strings.HasPrefix(r.URL.Path, web.Prefix) {
 			ui.ServeHTTP(w, r)
