@@ -13,6 +13,7 @@ import (
 	"github.com/ncruces/go-sqlite3"
 
 	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/examples/worlds/payments"
 	"github.com/seahaven/seahaven/fixture"
@@ -71,63 +72,69 @@ func uuidish() string {
 	return fmt.Sprintf("%x", b)
 }
 
-// BenchmarkCall_CreateCharge is one agent call of a one-insert tool on a
-// one-node world: validation, activation, transaction, change capture.
-func BenchmarkCall_CreateCharge(b *testing.B) {
-	inst, err := composition.Open(context.Background(), payments.World, composition.Options{Dir: b.TempDir()})
+// engineCall opens an instance of w (from fixture, or genesis when "") for
+// the benchmark and returns one agent call of tool with {"amount": 500}.
+func engineCall(b *testing.B, w *env.World, fixture, tool string) func() {
+	b.Helper()
+	inst, err := composition.Open(context.Background(), w, composition.Options{Fixture: fixture, Dir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer inst.Close()
-	ctx := context.Background()
-	args := []byte(`{"amount": 500}`)
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := inst.CallJSON(ctx, "create_charge", args); err != nil {
+	b.Cleanup(func() { inst.Close() })
+	ctx, args := context.Background(), []byte(`{"amount": 500}`)
+	return func() {
+		if _, err := inst.CallJSON(ctx, tool, args); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-// BenchmarkRaw_CreateCharge is the same insert transaction on a raw
-// connection with prepared BEGIN/INSERT/COMMIT.
-func BenchmarkRaw_CreateCharge(b *testing.B) {
+// rawCreateCharge returns create_charge's SQL on a raw connection: one
+// prepared BEGIN/INSERT/COMMIT.
+func rawCreateCharge(b *testing.B) func() {
 	r := openRaw(b, filepath.Join(b.TempDir(), "raw.sqlite"), payments.World.Spec().Schema,
 		"INSERT INTO charges (id, amount) VALUES (?, ?)")
-	for b.Loop() {
-		r.insertTxn(b, uuidish(), 500)
-	}
+	return func() { r.insertTxn(b, uuidish(), 500) }
 }
 
-// BenchmarkCall_Invoice is the company's invoice call: two nodes, a nested
-// handle call, two transactions, change capture on both.
-func BenchmarkCall_Invoice(b *testing.B) {
-	inst, err := composition.Open(context.Background(), company.World, composition.Options{Fixture: company.AcmeID, Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer inst.Close()
-	ctx := context.Background()
-	args := []byte(`{"amount": 500}`)
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := inst.CallJSON(ctx, "invoice", args); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkRaw_Invoice does the invoice's SQL on two raw connections: one
-// insert transaction on each store.
-func BenchmarkRaw_Invoice(b *testing.B) {
+// rawInvoice returns invoice's SQL on two raw connections: one insert
+// transaction on each store.
+func rawInvoice(b *testing.B) func() {
 	dir := b.TempDir()
 	pay := openRaw(b, filepath.Join(dir, "p.sqlite"), payments.World.Spec().Schema, "INSERT INTO charges (id, amount) VALUES (?, ?)")
 	main := openRaw(b, filepath.Join(dir, "m.sqlite"), company.World.Spec().Schema, "INSERT INTO invoices (id, charge_id, amount) VALUES (?, 'c', ?)")
-	for b.Loop() {
+	return func() {
 		pay.insertTxn(b, uuidish(), 500)
 		main.insertTxn(b, uuidish(), 500)
 	}
 }
+
+// loop runs op once per iteration.
+func loop(b *testing.B, op func()) {
+	for b.Loop() {
+		op()
+	}
+}
+
+// BenchmarkCall_CreateCharge is one agent call of a one-insert tool on a
+// one-node world: validation, activation, transaction, change capture.
+func BenchmarkCall_CreateCharge(b *testing.B) {
+	loop(b, engineCall(b, payments.World, "", "create_charge"))
+}
+
+// BenchmarkRaw_CreateCharge is the same insert transaction on a raw
+// connection with prepared BEGIN/INSERT/COMMIT.
+func BenchmarkRaw_CreateCharge(b *testing.B) { loop(b, rawCreateCharge(b)) }
+
+// BenchmarkCall_Invoice is the company's invoice call: two nodes, a nested
+// handle call, two transactions, change capture on both.
+func BenchmarkCall_Invoice(b *testing.B) {
+	loop(b, engineCall(b, company.World, company.AcmeID, "invoice"))
+}
+
+// BenchmarkRaw_Invoice does the invoice's SQL on two raw connections: one
+// insert transaction on each store.
+func BenchmarkRaw_Invoice(b *testing.B) { loop(b, rawInvoice(b)) }
 
 // BenchmarkOpen_Genesis opens and closes a one-node genesis instance.
 func BenchmarkOpen_Genesis(b *testing.B) {
@@ -244,39 +251,11 @@ const ratioBlock = 100
 // BenchmarkRatio_CreateCharge is BenchmarkCall_CreateCharge against
 // BenchmarkRaw_CreateCharge, interleaved.
 func BenchmarkRatio_CreateCharge(b *testing.B) {
-	inst, err := composition.Open(context.Background(), payments.World, composition.Options{Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer inst.Close()
-	r := openRaw(b, filepath.Join(b.TempDir(), "raw.sqlite"), payments.World.Spec().Schema,
-		"INSERT INTO charges (id, amount) VALUES (?, ?)")
-	ctx, args := context.Background(), []byte(`{"amount": 500}`)
-	interleave(b, func() {
-		if _, err := inst.CallJSON(ctx, "create_charge", args); err != nil {
-			b.Fatal(err)
-		}
-	}, func() { r.insertTxn(b, uuidish(), 500) })
+	interleave(b, engineCall(b, payments.World, "", "create_charge"), rawCreateCharge(b))
 }
 
 // BenchmarkRatio_Invoice is BenchmarkCall_Invoice against
 // BenchmarkRaw_Invoice, interleaved.
 func BenchmarkRatio_Invoice(b *testing.B) {
-	inst, err := composition.Open(context.Background(), company.World, composition.Options{Fixture: company.AcmeID, Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer inst.Close()
-	dir := b.TempDir()
-	pay := openRaw(b, filepath.Join(dir, "p.sqlite"), payments.World.Spec().Schema, "INSERT INTO charges (id, amount) VALUES (?, ?)")
-	main := openRaw(b, filepath.Join(dir, "m.sqlite"), company.World.Spec().Schema, "INSERT INTO invoices (id, charge_id, amount) VALUES (?, 'c', ?)")
-	ctx, args := context.Background(), []byte(`{"amount": 500}`)
-	interleave(b, func() {
-		if _, err := inst.CallJSON(ctx, "invoice", args); err != nil {
-			b.Fatal(err)
-		}
-	}, func() {
-		pay.insertTxn(b, uuidish(), 500)
-		main.insertTxn(b, uuidish(), 500)
-	})
+	interleave(b, engineCall(b, company.World, company.AcmeID, "invoice"), rawInvoice(b))
 }

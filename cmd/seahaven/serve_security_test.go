@@ -66,9 +66,15 @@ func TestServeCommand_Security(t *testing.T) {
 			if got := status(t, "GET", base+"/metadata", "Bearer from-the-env"); got != http.StatusOK {
 				t.Errorf("with the token (its trailing newline dropped): %d", got)
 			}
-			// The web UI mounted beside the protocol routes is behind it too.
-			if got := status(t, "GET", base+"/web/", ""); got != http.StatusUnauthorized {
-				t.Errorf("/web/ without the token: %d", got)
+			// The web UI mounted beside the protocol routes asks for it.
+			resp, err := http.Get(base + "/web/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			page, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), `name="token"`) || strings.Contains(string(page), "app.js") {
+				t.Errorf("/web/ without the token: %d, want the sign-in page, not the inspector:\n%.300s", resp.StatusCode, page)
 			}
 			if got := status(t, "GET", base+"/health", ""); got != http.StatusOK {
 				t.Errorf("/health: %d", got)
