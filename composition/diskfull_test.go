@@ -3,9 +3,7 @@ package composition_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -15,31 +13,8 @@ import (
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/fixture"
+	"github.com/seahaven/seahaven/internal/testfs"
 )
-
-// mountTmpfs mounts a tmpfs of the given size (mount's notation: "512k") on
-// a new directory and unmounts it at cleanup, after everything registered
-// later. It needs root: without it the test is skipped, unless CI is set,
-// where it fails.
-func mountTmpfs(tb testing.TB, size string) string {
-	tb.Helper()
-	dir := tb.TempDir()
-	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0755", "tmpfs", dir).CombinedOutput()
-	if err != nil {
-		msg := fmt.Sprintf("mounting a %s tmpfs on %s failed (%v: %s): this test fills a small file system and needs root",
-			size, dir, err, strings.TrimSpace(string(out)))
-		if os.Getenv("CI") != "" {
-			tb.Fatal(msg + "; CI must run it")
-		}
-		tb.Skip(msg + "; skipped because CI is not set")
-	}
-	tb.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			tb.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
-}
 
 // isDiskFull reports whether err says the file system ran out of space, in
 // SQLite's words or the operating system's, or, when the space came back
@@ -112,7 +87,7 @@ var _ = env.Tool(fillerWorld, "fill", "Insert rows of random bytes, all in this 
 func TestDiskFull_Call(t *testing.T) {
 	ctx := context.Background()
 	t.Run("OneLargeCall", func(t *testing.T) {
-		dir := mountTmpfs(t, "512k")
+		dir := testfs.MountTmpfs(t, "512k")
 		inst, err := composition.Open(ctx, fillerWorld, composition.Options{Dir: dir})
 		if err != nil {
 			t.Fatal(err)
@@ -144,7 +119,7 @@ func TestDiskFull_Call(t *testing.T) {
 		mustIntegrity(t, inst)
 	})
 	t.Run("CompanyChatUntilFull", func(t *testing.T) {
-		dir := mountTmpfs(t, "512k")
+		dir := testfs.MountTmpfs(t, "512k")
 		inst, err := composition.Open(ctx, company.World, composition.Options{Fixture: company.AcmeID, Dir: dir})
 		if err != nil {
 			t.Fatal(err)
@@ -212,7 +187,7 @@ func TestDiskFull_Freeze(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.size, func(t *testing.T) {
-			dir := mountTmpfs(t, tt.size)
+			dir := testfs.MountTmpfs(t, tt.size)
 			s, err := inst.Freeze(ctx, "hired", "Acme with one more hire.", composition.FreezeOptions{FixturesDir: dir})
 			list, lerr := fixture.List(dir)
 			if lerr != nil {

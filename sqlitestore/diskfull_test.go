@@ -3,40 +3,16 @@ package sqlitestore_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/seahaven/seahaven/internal/testfs"
 	"github.com/seahaven/seahaven/sqlitestore"
 )
-
-// mountTmpfs mounts a tmpfs of the given size (mount's notation: "512k") on
-// a new directory, unmounted at cleanup. It needs root: without it the test
-// is skipped, unless CI is set, where it fails.
-func mountTmpfs(tb testing.TB, size string) string {
-	tb.Helper()
-	dir := tb.TempDir()
-	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0755", "tmpfs", dir).CombinedOutput()
-	if err != nil {
-		msg := fmt.Sprintf("mounting a %s tmpfs on %s failed (%v: %s): this test fills a small file system and needs root",
-			size, dir, err, strings.TrimSpace(string(out)))
-		if os.Getenv("CI") != "" {
-			tb.Fatal(msg + "; CI must run it")
-		}
-		tb.Skip(msg + "; skipped because CI is not set")
-	}
-	tb.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			tb.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
-}
 
 // TestStore_DiskFull runs a store out of disk space. The driver reports a
 // failed write as a bare "disk I/O error"; the store's error says the disk
@@ -47,7 +23,7 @@ func mountTmpfs(tb testing.TB, size string) string {
 func TestStore_DiskFull(t *testing.T) {
 	ctx := context.Background()
 	t.Run("Transaction", func(t *testing.T) {
-		dir := mountTmpfs(t, "512k")
+		dir := testfs.MountTmpfs(t, "512k")
 		s := MustCreate(t, `CREATE TABLE blobs (id INTEGER PRIMARY KEY, data BLOB NOT NULL) STRICT;`,
 			sqlitestore.Options{Path: filepath.Join(dir, "state.sqlite")})
 		MustExec(t, s, `INSERT INTO blobs (data) VALUES (x'00')`)
@@ -85,7 +61,7 @@ func TestStore_DiskFull(t *testing.T) {
 		for range 16 {
 			MustExec(t, s, `INSERT INTO blobs (data) VALUES (randomblob(16384))`)
 		}
-		dst := filepath.Join(mountTmpfs(t, "64k"), "copy.sqlite")
+		dst := filepath.Join(testfs.MountTmpfs(t, "64k"), "copy.sqlite")
 		err := s.VacuumInto(ctx, dst)
 		if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "database or disk is full") || !strings.Contains(err.Error(), dst) {
 			t.Fatalf("VacuumInto a full file system: %v, want an error naming the file, saying the disk is full and wrapping ENOSPC", err)

@@ -1,0 +1,35 @@
+// Package testfs holds file-system helpers shared by the tests of several
+// packages. It is imported by tests only.
+package testfs
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// MountTmpfs mounts a tmpfs of the given size (mount's notation: "512k") on
+// a new directory and unmounts it at cleanup, after everything registered
+// later. It needs root: without it the test is skipped, unless CI is set,
+// where it fails.
+func MountTmpfs(tb testing.TB, size string) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0755", "tmpfs", dir).CombinedOutput()
+	if err != nil {
+		msg := fmt.Sprintf("mounting a %s tmpfs on %s failed (%v: %s): this test fills a small file system and needs root",
+			size, dir, err, strings.TrimSpace(string(out)))
+		if os.Getenv("CI") != "" {
+			tb.Fatal(msg + "; CI must run it")
+		}
+		tb.Skip(msg + "; skipped because CI is not set")
+	}
+	tb.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			tb.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
