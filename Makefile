@@ -15,7 +15,7 @@ build:
 
 ## test: every test, with the race detector
 test:
-	$(GO) test -race -count=1 ./...
+	SEAHAVEN_VERIFY_CAPTURE=1 $(GO) test -race -count=1 ./...
 
 ## check: formatting, tidy modules, vet, and the import-direction rule
 check:
@@ -34,4 +34,4 @@ bench:
 
 ## fuzz: a short run of every fuzz target
 fuzz:
-	./.ci/fuzz
+	SEAHAVEN_VERIFY_CAPTURE=1 ./.ci/fuzz

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"os"
 	"reflect"
 	"slices"
 	"sort"
@@ -262,8 +263,11 @@ func (c *Capture) FinishRows(ctx context.Context) ([]RowChange, error) {
 }
 
 // verifyEvents makes Finish also read the rows back when it trusts the
-// events, and panic when the two differ. Tests set it.
-var verifyEvents = false
+// events, and fail when the two differ. This package's tests set it; the
+// environment variable SEAHAVEN_VERIFY_CAPTURE=1 sets it in any process
+// (`make test` runs every package's tests so), at the cost of a read per
+// touched row.
+var verifyEvents = os.Getenv("SEAHAVEN_VERIFY_CAPTURE") == "1"
 
 // eventsComplete reports whether the capture's events account for every
 // change of its rows, so each touched row's last image is its current one.
