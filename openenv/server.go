@@ -168,7 +168,14 @@ type Server struct {
 
 	quit       chan struct{} // closed when Shutdown begins
 	reaperDone chan struct{} // closed when the reaper returns
+
+	closers    sync.WaitGroup // instances a reset replaced, closing in the background
+	closeSlots chan struct{}  // bounds closers: a reset waits for a free slot
 }
+
+// maxBackgroundCloses is how many replaced instances may close at once in
+// the background; a reset beyond them waits for one to finish.
+const maxBackgroundCloses = 64
 
 // NewServer returns a Server for b configured by cfg. b must not be nil. The
 // server starts no goroutine until its first session; call Shutdown to end
@@ -185,6 +192,7 @@ func NewServer(b Backend, cfg Config) *Server {
 		sessions:   map[string]*session{},
 		quit:       make(chan struct{}),
 		reaperDone: make(chan struct{}),
+		closeSlots: make(chan struct{}, maxBackgroundCloses),
 	}
 	s.metrics = newMetrics(s)
 	s.handler = s.RequireToken(s.limitBodies(s.routes()))
@@ -249,6 +257,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("openenv: shutdown: %w", ctx.Err())
 		}
+	}
+	// Every session has ended, so no reset starts another close.
+	closed := make(chan struct{})
+	go func() {
+		s.closers.Wait()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		return fmt.Errorf("openenv: shutdown: %w", ctx.Err())
 	}
 	return nil
 }

@@ -197,6 +197,21 @@ func (s *Server) closeInstance(inst Instance) {
 	}
 }
 
+// closeInstanceLater closes inst in the background, at most
+// maxBackgroundCloses at a time (it waits for a slot when they are all
+// taken); Shutdown waits for every such close.
+func (s *Server) closeInstanceLater(inst Instance) {
+	s.closeSlots <- struct{}{}
+	s.closers.Add(1)
+	go func() {
+		defer func() {
+			<-s.closeSlots
+			s.closers.Done()
+		}()
+		s.closeInstance(inst)
+	}()
+}
+
 // acquire takes the call slot. It fails when ctx ends first or the session
 // has ended.
 func (ss *session) acquire(ctx context.Context) *protoError {
@@ -292,7 +307,8 @@ func (ss *session) reset(ctx context.Context, req resetRequest) *protoError {
 	return ss.openLocked(ctx, opts, false)
 }
 
-// openLocked opens an instance and makes it current, closing the old one.
+// openLocked opens an instance and makes it current; the old one closes in
+// the background (closeInstanceLater).
 // implicit marks the default reset a first step performs; its failure is a
 // FACTORY_ERROR rather than an EXECUTION_ERROR. The slot must be held.
 func (ss *session) openLocked(ctx context.Context, opts OpenOptions, implicit bool) *protoError {
@@ -324,7 +340,8 @@ func (ss *session) openLocked(ctx context.Context, opts OpenOptions, implicit bo
 	ss.episodeID = opts.EpisodeID
 	ss.mu.Unlock()
 	if old != nil {
-		s.closeInstance(old)
+		// The reply need not wait for the old instance's files to go.
+		s.closeInstanceLater(old)
 	}
 	s.log.Debug("openenv: instance opened", "session", ss.ref, "fixture", opts.Fixture, "seed", opts.Seed)
 	return nil
