@@ -167,7 +167,10 @@
 // "Authorization: Bearer <token>"; anything else is 401
 // {"detail":"…"} with WWW-Authenticate: Bearer, and a WebSocket upgrade is
 // refused before it is accepted. [Server.RequireToken] puts handlers
-// mounted beside the server behind the same token.
+// mounted beside the server behind the same token. A browser, which cannot
+// add the header to a WebSocket, signs in instead: [Server.Login] checks a
+// token typed into a form and sets the [SessionCookie], which every
+// protected route accepts in place of the header ([Server.Authorized]).
 //
 // [Config.Production] removes POST /reset, POST /step, GET /state and
 // POST /inspect (404 {"detail":"Not Found"}, as upstream's production mode)
