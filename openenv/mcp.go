@@ -306,13 +306,11 @@ func (s *Server) rpcSessionCreate(ctx context.Context, id json.RawMessage, ws *s
 
 // start opens a new session's instance with the default options.
 func (ss *session) start(ctx context.Context) *protoError {
-	defer ss.begin()()
-	ctx, cancel := ss.bind(ctx)
-	defer cancel()
-	if perr := ss.acquire(ctx); perr != nil {
+	ctx, leave, perr := ss.enter(ctx, true)
+	if perr != nil {
 		return perr
 	}
-	defer ss.release()
+	defer leave()
 	return ss.ensureLocked(ctx)
 }
 

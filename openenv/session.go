@@ -230,6 +230,27 @@ func (ss *session) acquire(ctx context.Context) *protoError {
 // release gives the call slot back.
 func (ss *session) release() { <-ss.slot }
 
+// enter starts an operation on the session: it marks activity (when active;
+// see begin), binds ctx to the session and takes the call slot. On success
+// the caller must call leave, which undoes all three.
+func (ss *session) enter(ctx context.Context, active bool) (_ context.Context, leave func(), perr *protoError) {
+	end := func() {}
+	if active {
+		end = ss.begin()
+	}
+	ctx, cancel := ss.bind(ctx)
+	if perr := ss.acquire(ctx); perr != nil {
+		cancel()
+		end()
+		return nil, nil, perr
+	}
+	return ctx, func() {
+		ss.release()
+		cancel()
+		end()
+	}, nil
+}
+
 // bind returns ctx also cancelled when the session stops.
 func (ss *session) bind(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(withSession(ctx, ss))
@@ -294,16 +315,15 @@ func (s *Server) options(req resetRequest) (OpenOptions, *protoError) {
 // When opening fails, the previous instance stays.
 func (ss *session) reset(ctx context.Context, req resetRequest) *protoError {
 	defer ss.begin()()
-	ctx, cancel := ss.bind(ctx)
-	defer cancel()
 	opts, perr := ss.srv.options(req)
 	if perr != nil {
 		return perr
 	}
-	if perr := ss.acquire(ctx); perr != nil {
+	ctx, leave, perr := ss.enter(ctx, false) // already active
+	if perr != nil {
 		return perr
 	}
-	defer ss.release()
+	defer leave()
 	return ss.openLocked(ctx, opts, false)
 }
 
@@ -364,13 +384,11 @@ func (ss *session) ensureLocked(ctx context.Context) *protoError {
 // step runs one action and returns its step response: the observation, the
 // reward and the done flag.
 func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (object, *protoError) {
-	defer ss.begin()()
-	ctx, cancel := ss.bind(ctx)
-	defer cancel()
-	if perr := ss.acquire(ctx); perr != nil {
+	ctx, leave, perr := ss.enter(ctx, true)
+	if perr != nil {
 		return nil, perr
 	}
-	defer ss.release()
+	defer leave()
 	if perr := ss.ensureLocked(ctx); perr != nil {
 		return nil, perr
 	}
@@ -488,12 +506,11 @@ func toolError(ctx context.Context, err error, name string, timeout time.Duratio
 
 // state returns the session's state document. It does not count as activity.
 func (ss *session) state(ctx context.Context) (env.StateDoc, *protoError) {
-	ctx, cancel := ss.bind(ctx)
-	defer cancel()
-	if perr := ss.acquire(ctx); perr != nil {
+	ctx, leave, perr := ss.enter(ctx, false)
+	if perr != nil {
 		return env.StateDoc{}, perr
 	}
-	defer ss.release()
+	defer leave()
 	var doc env.StateDoc
 	if ss.inst == nil {
 		info, perr := ss.srv.info()
@@ -512,13 +529,11 @@ func (ss *session) state(ctx context.Context) (env.StateDoc, *protoError) {
 
 // inspect runs one read-only query and returns the encoded reply data.
 func (ss *session) inspect(ctx context.Context, req inspectRequest) (json.RawMessage, *protoError) {
-	defer ss.begin()()
-	ctx, cancel := ss.bind(ctx)
-	defer cancel()
-	if perr := ss.acquire(ctx); perr != nil {
+	ctx, leave, perr := ss.enter(ctx, true)
+	if perr != nil {
 		return nil, perr
 	}
-	defer ss.release()
+	defer leave()
 	if perr := ss.ensureLocked(ctx); perr != nil {
 		return nil, perr
 	}
@@ -559,13 +574,11 @@ func (ss *session) inspect(ctx context.Context, req inspectRequest) (json.RawMes
 // mcpTools returns the session's tool listing: its instance's, or the
 // world's before the first reset (discovery needs no reset).
 func (ss *session) mcpTools(ctx context.Context) ([]env.ToolInfo, *protoError) {
-	defer ss.begin()()
-	ctx, cancel := ss.bind(ctx)
-	defer cancel()
-	if perr := ss.acquire(ctx); perr != nil {
+	ctx, leave, perr := ss.enter(ctx, true)
+	if perr != nil {
 		return nil, perr
 	}
-	defer ss.release()
+	defer leave()
 	if ss.inst == nil {
 		info, perr := ss.srv.info()
 		return info.Tools, perr
@@ -575,13 +588,11 @@ func (ss *session) mcpTools(ctx context.Context) ([]env.ToolInfo, *protoError) {
 
 // mcpCall makes one tool call for JSON-RPC tools/call. It counts as a step.
 func (ss *session) mcpCall(ctx context.Context, name string, args json.RawMessage) (toolOutcome, *protoError) {
-	defer ss.begin()()
-	ctx, cancel := ss.bind(ctx)
-	defer cancel()
-	if perr := ss.acquire(ctx); perr != nil {
+	ctx, leave, perr := ss.enter(ctx, true)
+	if perr != nil {
 		return toolOutcome{}, perr
 	}
-	defer ss.release()
+	defer leave()
 	if perr := ss.ensureLocked(ctx); perr != nil {
 		return toolOutcome{}, perr
 	}
