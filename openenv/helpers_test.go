@@ -207,18 +207,24 @@ func waitFor(tb testing.TB, what string, cond func() bool) {
 // httpDo makes one request and returns the status, body and response.
 func (s *testServer) httpDo(tb testing.TB, method, path, body string, header map[string]string) (int, string, *http.Response) {
 	tb.Helper()
+	return do(tb, s.ts, method, path, body, header)
+}
+
+// do makes one request to ts and returns the status, body and response.
+func do(tb testing.TB, ts *httptest.Server, method, path, body string, header map[string]string) (int, string, *http.Response) {
+	tb.Helper()
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
 	}
-	req, err := http.NewRequest(method, s.ts.URL+path, r)
+	req, err := http.NewRequest(method, ts.URL+path, r)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := s.ts.Client().Do(req)
+	resp, err := ts.Client().Do(req)
 	if err != nil {
 		tb.Fatalf("%s %s: %v", method, path, err)
 	}

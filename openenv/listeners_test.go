@@ -3,7 +3,6 @@ package openenv_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -106,23 +105,8 @@ func mustServeAgent(tb testing.TB, cfg openenv.Config) *agentServer {
 // agentDo makes one request to the agent listener.
 func (s *agentServer) agentDo(tb testing.TB, method, path, body string, header map[string]string) (int, string) {
 	tb.Helper()
-	req, err := http.NewRequest(method, s.agent.URL+path, strings.NewReader(body))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := s.agent.Client().Do(req)
-	if err != nil {
-		tb.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
+	code, b, _ := do(tb, s.agent, method, path, body, header)
+	return code, b
 }
 
 func TestServer_AgentHandler(t *testing.T) {
