@@ -326,11 +326,11 @@ func (i *Instance) Call(ctx context.Context, name string, args any) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	in, err := def.Accept(args)
+	in, raw, err := def.AcceptJSON(args)
 	if err != nil {
 		return nil, err
 	}
-	return i.callRoute(ctx, name, route, def, in, nil)
+	return i.callRoute(ctx, name, route, def, in, raw)
 }
 
 func (i *Instance) resolve(name string) (*Route, *env.ToolDef, error) {
@@ -369,19 +369,16 @@ func (i *Instance) CallDef(ctx context.Context, def *env.ToolDef, args any) (any
 	if len(found) == 0 {
 		return nil, &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("tool %s of %s is not on %s's agent surface", def.Name, def.World.Name(), i.world.Name())}
 	}
-	in, err := found[0].Def.Accept(args)
+	in, raw, err := found[0].Def.AcceptJSON(args)
 	if err != nil {
 		return nil, err
 	}
-	return i.callRoute(ctx, found[0].Name, found[0], found[0].Def, in, nil)
+	return i.callRoute(ctx, found[0].Name, found[0], found[0].Def, in, raw)
 }
 
 func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def *env.ToolDef, in any, raw json.RawMessage) (any, error) {
 	if ctx == nil {
 		ctx = context.Background()
-	}
-	if raw == nil {
-		raw, _ = json.Marshal(in)
 	}
 	info := &env.CallInfo{Tool: name, Own: def.Name, Arguments: raw}
 	if route != nil {

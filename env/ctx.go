@@ -61,7 +61,8 @@ type CallInfo struct {
 	Node string
 	// Internal is true for a call made by host code through a handle.
 	Internal bool
-	// Arguments are the call's arguments as JSON.
+	// Arguments are the call's arguments as JSON, as the caller gave them
+	// (a Go value as encoding/json encodes it).
 	Arguments json.RawMessage
 }
 
