@@ -1,6 +1,7 @@
 package composition
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -297,7 +298,7 @@ func (i *Instance) Freeze(ctx context.Context, id, description string, opts Free
 	if err := fixture.ValidID(id); err != nil {
 		return nil, err
 	}
-	root, err := fixturesDir(i.world, cmpOr(opts.FixturesDir, i.opts.FixturesDir))
+	root, err := fixturesDir(i.world, cmp.Or(opts.FixturesDir, i.opts.FixturesDir))
 	if err != nil {
 		return nil, err
 	}
@@ -372,11 +373,4 @@ func (i *Instance) Freeze(ctx context.Context, id, description string, opts Free
 		return nil, fmt.Errorf("freeze %q: %w", id, err)
 	}
 	return s, nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

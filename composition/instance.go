@@ -92,13 +92,11 @@ type Instance struct {
 
 	mu      sync.Mutex // guards everything below
 	nodes   []*nodeState
-	calls   int
-	steps   int
+	calls   int // agent-level calls (activations that log), which are the steps
 	changes changeLog
 	view    *View
 	closed  bool
 	current *activation
-	pinned  bool
 }
 
 // Open creates an instance of world: from a fixture when opts.Fixture is
@@ -411,7 +409,6 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 		return nil, errClosed
 	}
 	err := i.activate(ctx, name, true, run)
-	i.steps++
 	i.clock.stepped()
 	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		kind, msg := env.KindTimeout, "the call ran past its deadline and was rolled back"
@@ -468,7 +465,7 @@ func (i *Instance) State() env.StateDoc {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	doc := env.StateDoc{
-		StepCount: i.steps, StateFormat: i.world.Spec().StateFormat,
+		StepCount: i.calls, StateFormat: i.world.Spec().StateFormat,
 		World: i.world.Name(), WorldVersion: i.world.Version(), Seed: i.opts.Seed,
 		Now: i.clock.Now().Format(env.TimeFormat), ClockMode: i.clock.mode,
 		Composition: map[string]env.CompositionRecord{},
@@ -525,6 +522,6 @@ func (i *Instance) Release() {
 		ns.store.Release()
 	}
 	if i.view != nil {
-		i.view.release()
+		i.view.close() // until the next query
 	}
 }

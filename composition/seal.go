@@ -184,10 +184,7 @@ func seal(root *env.World, gen uint64) (*Sealed, error) {
 			keys[k] = true
 		}
 	}
-	for k := range keys {
-		z.s.StartupKeys = append(z.s.StartupKeys, k)
-	}
-	sort.Strings(z.s.StartupKeys)
+	z.s.StartupKeys = sortedKeys(keys)
 	if added := len(z.s.Nodes) - 1; added > 0 {
 		limit := sqlitestore.AttachLimit()
 		if added > limit {

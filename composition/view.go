@@ -134,7 +134,3 @@ func (v *View) close() error {
 	v.insp = nil
 	return err
 }
-
-// release closes the connection until the next query; the caller holds
-// inst.mu.
-func (v *View) release() { v.close() }

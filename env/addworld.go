@@ -29,8 +29,6 @@ type Edge struct {
 	Startup map[string]any
 	// Where is the file:line of the AddWorld call.
 	Where string
-	// Index is the edge's position among its host's AddWorld calls.
-	Index int
 }
 
 // String names the registration for messages: `company.AddWorld(payments,
@@ -128,7 +126,6 @@ func (w *World) AddWorld(child *World, opts ...AddOption) {
 			bug("name %q is already used by %s", e.Name, other)
 		}
 	}
-	e.Index = len(w.edges)
 	w.edges = append(w.edges, e)
 	w.mu.Unlock()
 	generation.Add(1)
