@@ -31,7 +31,6 @@ func (s *Server) RequireToken(next http.Handler) http.Handler {
 	if s.cfg.Token == "" {
 		return next
 	}
-	want := sha256.Sum256([]byte(s.cfg.Token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if openPaths[r.URL.Path] {
 			next.ServeHTTP(w, r)
@@ -47,9 +46,7 @@ func (s *Server) RequireToken(next http.Handler) http.Handler {
 				"Not authenticated: send the header Authorization: Bearer <token>")
 			return
 		}
-		// Comparing digests keeps the time independent of the token's length too.
-		got := sha256.Sum256([]byte(token))
-		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		if !s.auth.tokenMatches(token) {
 			s.unauthorized(w, r, `Bearer realm="seahaven", error="invalid_token"`, "Invalid bearer token")
 			return
 		}
@@ -97,21 +94,39 @@ func (s *Server) limitBodies(next http.Handler) http.Handler {
 // valid until the server's token changes.
 const SessionCookie = "seahaven_session"
 
-// sessionValue is the session cookie's value for the configured token.
-func (s *Server) sessionValue() string {
-	m := hmac.New(sha256.New, []byte(s.cfg.Token))
-	m.Write([]byte("seahaven browser session v1"))
-	return hex.EncodeToString(m.Sum(nil))
+// secrets holds what a request's credentials are compared with, derived
+// once from the configured token. It is immutable.
+type secrets struct {
+	token   [sha256.Size]byte // digest of the token
+	cookie  string            // the session cookie's value
+	session [sha256.Size]byte // digest of cookie
 }
+
+// newSecrets derives the secrets of token ("": none configured).
+func newSecrets(token string) secrets {
+	if token == "" {
+		return secrets{}
+	}
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("seahaven browser session v1"))
+	cookie := hex.EncodeToString(m.Sum(nil))
+	return secrets{token: sha256.Sum256([]byte(token)), cookie: cookie, session: sha256.Sum256([]byte(cookie))}
+}
+
+// same compares got with the secret whose digest is want. Comparing
+// digests keeps the time independent of got's length too.
+func same(got string, want [sha256.Size]byte) bool {
+	d := sha256.Sum256([]byte(got))
+	return subtle.ConstantTimeCompare(d[:], want[:]) == 1
+}
+
+// tokenMatches reports whether token is the configured one.
+func (a *secrets) tokenMatches(token string) bool { return same(token, a.token) }
 
 // sessionCookieValid reports whether r carries a valid session cookie.
 func (s *Server) sessionCookieValid(r *http.Request) bool {
 	c, err := r.Cookie(SessionCookie)
-	if err != nil {
-		return false
-	}
-	got, want := sha256.Sum256([]byte(c.Value)), sha256.Sum256([]byte(s.sessionValue()))
-	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
+	return err == nil && same(c.Value, s.auth.session)
 }
 
 // Authorized reports whether r may use the token-protected routes: no token
@@ -121,10 +136,8 @@ func (s *Server) Authorized(r *http.Request) bool {
 	if s.cfg.Token == "" {
 		return true
 	}
-	want := sha256.Sum256([]byte(s.cfg.Token))
 	if token, ok := bearerToken(r.Header.Get("Authorization")); ok {
-		got := sha256.Sum256([]byte(token))
-		return subtle.ConstantTimeCompare(got[:], want[:]) == 1
+		return s.auth.tokenMatches(token)
 	}
 	return s.sessionCookieValid(r)
 }
@@ -139,13 +152,12 @@ func (s *Server) Login(w http.ResponseWriter, r *http.Request, token string) boo
 	if s.cfg.Token == "" {
 		return true
 	}
-	got, want := sha256.Sum256([]byte(token)), sha256.Sum256([]byte(s.cfg.Token))
-	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+	if !s.auth.tokenMatches(token) {
 		s.metrics.authFailures.Inc()
 		s.log.Debug("openenv: browser login refused", "remote", r.RemoteAddr)
 		return false
 	}
-	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: s.sessionValue(), Path: "/",
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: s.auth.cookie, Path: "/",
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secureRequest(r)})
 	return true
 }

@@ -159,6 +159,7 @@ type Server struct {
 	handler http.Handler
 	agent   http.Handler // AgentHandler
 	metrics *serverMetrics
+	auth    secrets // derived from cfg.Token
 
 	mu          sync.Mutex // guards sessions, defaultHTTP, shutdown and reaping
 	sessions    map[string]*session
@@ -193,6 +194,7 @@ func NewServer(b Backend, cfg Config) *Server {
 		quit:       make(chan struct{}),
 		reaperDone: make(chan struct{}),
 		closeSlots: make(chan struct{}, maxBackgroundCloses),
+		auth:       newSecrets(cfg.Token),
 	}
 	s.metrics = newMetrics(s)
 	s.handler = s.RequireToken(s.limitBodies(s.routes()))
