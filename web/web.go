@@ -118,15 +118,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	hd := w.Header()
-	hd.Set("Content-Type", a.contentType)
-	hd.Set("ETag", a.etag)
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Referrer-Policy", "no-referrer")
+	policy := ""
 	if name == "index.html" {
-		hd.Set("Content-Security-Policy", contentSecurityPolicy)
+		policy = contentSecurityPolicy
 	}
+	setHeaders(w.Header(), a.contentType, "no-cache", policy)
+	w.Header().Set("ETag", a.etag)
 	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(a.body))
 }
 
@@ -198,14 +195,22 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request, code int, messag
 		body = bytes.Replace(body, []byte("<!--error-->"),
 			[]byte(`<div class="banner error" role="alert">`+html.EscapeString(message)+`</div>`), 1)
 	}
-	hd := w.Header()
-	hd.Set("Content-Type", contentTypes[".html"])
-	hd.Set("Cache-Control", "no-store")
-	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Referrer-Policy", "no-referrer")
-	hd.Set("Content-Security-Policy", loginSecurityPolicy)
+	setHeaders(w.Header(), contentTypes[".html"], "no-store", loginSecurityPolicy)
 	w.WriteHeader(code)
 	if r.Method != http.MethodHead {
 		w.Write(body)
+	}
+}
+
+// setHeaders sets the headers every UI response carries: its type and
+// caching, no sniffing, no referrer, and its Content-Security-Policy when
+// policy is not empty.
+func setHeaders(hd http.Header, contentType, cacheControl, policy string) {
+	hd.Set("Content-Type", contentType)
+	hd.Set("Cache-Control", cacheControl)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "no-referrer")
+	if policy != "" {
+		hd.Set("Content-Security-Policy", policy)
 	}
 }
