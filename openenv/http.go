@@ -27,15 +27,9 @@ var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,255}$`)
 // routes builds the HTTP handler.
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusNotFound, object{{"detail", "Not Found"}})
-	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusMethodNotAllowed, object{{"detail", "Method Not Allowed"}})
-	})
-	r.Get("/health", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, object{{"status", "healthy"}})
-	})
+	r.NotFound(serveNotFound)
+	r.MethodNotAllowed(serveMethodNotAllowed)
+	r.Get("/health", serveHealth)
 	r.Get("/metadata", s.serveMetadata)
 	r.Get("/schema", s.serveSchema)
 	r.Get("/openapi.json", s.serveOpenAPI)

@@ -59,10 +59,5 @@ func openAPIDoc() ([]byte, error) {
 // serveOpenAPI serves GET /openapi.json.
 func (s *Server) serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
 	b, err := s.openAPIServed()
-	if err != nil {
-		writeError(w, newError(codeExecution, "%v", err))
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(b)
+	writeOpenAPI(w, b, err)
 }

@@ -128,16 +128,18 @@ func missing(loc []any, parent json.RawMessage) fieldError {
 // typeError reports a value of the wrong JSON type; kind is a pydantic type
 // name such as "int_type".
 func typeError(kind string, loc []any, raw json.RawMessage) fieldError {
-	msgs := map[string]string{
-		"int_type":    "Input should be a valid integer",
-		"string_type": "Input should be a valid string",
-		"bool_type":   "Input should be a valid boolean",
-		"dict_type":   "Input should be a valid dictionary",
-		"list_type":   "Input should be a valid list",
-		"float_type":  "Input should be a valid number",
-		"scalar_type": "Input should be a valid string, number, boolean or null",
-	}
-	return fieldError{Type: kind, Loc: loc, Msg: msgs[kind], Input: inputOf(raw)}
+	return fieldError{Type: kind, Loc: loc, Msg: typeMessages[kind], Input: inputOf(raw)}
+}
+
+// typeMessages are pydantic's messages for a value of the wrong type.
+var typeMessages = map[string]string{
+	"int_type":    "Input should be a valid integer",
+	"string_type": "Input should be a valid string",
+	"bool_type":   "Input should be a valid boolean",
+	"dict_type":   "Input should be a valid dictionary",
+	"list_type":   "Input should be a valid list",
+	"float_type":  "Input should be a valid number",
+	"scalar_type": "Input should be a valid string, number, boolean or null",
 }
 
 // asString decodes a JSON string.
@@ -300,6 +302,12 @@ type action struct {
 	args     json.RawMessage // for actionCallTool; {} when not given
 }
 
+// actionKeys are the keys each kind of action may have.
+var actionKeys = map[string]map[string]bool{
+	actionListTools: {"type": true, "metadata": true},
+	actionCallTool:  {"type": true, "metadata": true, "tool_name": true, "arguments": true},
+}
+
 // parseAction reads a step's action. loc prefixes every reported location.
 func parseAction(raw json.RawMessage, loc []any) (action, []fieldError) {
 	m, ok := members(raw)
@@ -315,11 +323,7 @@ func parseAction(raw json.RawMessage, loc []any) (action, []fieldError) {
 		}
 		a.kind = s
 	}
-	allowed := map[string]bool{"type": true, "metadata": true}
-	if a.kind == actionCallTool {
-		allowed["tool_name"] = true
-		allowed["arguments"] = true
-	}
+	allowed := actionKeys[a.kind]
 	var errs []fieldError
 	for _, k := range sortedKeys(m) {
 		v := m[k]
