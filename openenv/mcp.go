@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/seahaven/seahaven/env"
 )
@@ -257,29 +255,16 @@ func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMe
 	down := s.shutdown
 	s.mu.Unlock()
 	if down {
-		return toolOutcome{}, newError(codeShuttingDown, "Server is shutting down. Cannot accept new sessions.")
+		return toolOutcome{}, shuttingDown()
 	}
 	opts, perr := s.options(resetRequest{})
 	if perr != nil {
 		return toolOutcome{}, perr
 	}
 	ctx = withoutSession(ctx, TransportMCP)
-	octx, cancel := withTimeout(ctx, s.cfg.StepTimeout)
-	defer cancel()
-	var inst Instance
-	var err error
-	start := time.Now()
-	perr = s.guardCtx(ctx, "Backend.Open", func() { inst, err = s.backend.Open(octx, opts) })
-	if err == nil && inst == nil && perr == nil {
-		err = errors.New("the backend opened no instance")
-	}
-	s.observeOpen(octx, start, opts, err, perr)
+	inst, perr := s.open(ctx, opts, true)
 	if perr != nil {
 		return toolOutcome{}, perr
-	}
-	if err != nil {
-		info, _ := s.info()
-		return toolOutcome{}, &protoError{code: codeFactory, message: err.Error(), extra: object{{"factory_name", info.Name}}}
 	}
 	defer s.closeInstance(inst)
 	return s.call(ctx, inst, name, args, s.cfg.StepTimeout)

@@ -9,8 +9,6 @@ import (
 	"sort"
 	"sync"
 	"time"
-
-	"github.com/coder/websocket"
 )
 
 // Defaults of the Config fields.
@@ -241,10 +239,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 	list := s.snapshot()
 	for _, ss := range list {
-		ss.stop(websocket.StatusGoingAway, "server shutting down")
-		if ss.transport != TransportWS {
-			go ss.end()
-		}
+		ss.expire("server shutting down")
 	}
 	for _, ss := range list {
 		select {

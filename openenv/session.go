@@ -58,11 +58,16 @@ func refOf(id string) string {
 	return hex.EncodeToString(sum[:6])
 }
 
+// shuttingDown is the error a new session gets once Shutdown has begun.
+func shuttingDown() *protoError {
+	return newError(codeShuttingDown, "Server is shutting down. Cannot accept new sessions.")
+}
+
 // newSessionLocked registers a session; s.mu must be held. An empty id gets
 // a new UUID.
 func (s *Server) newSessionLocked(transport, id string) (*session, *protoError) {
 	if s.shutdown {
-		return nil, newError(codeShuttingDown, "Server is shutting down. Cannot accept new sessions.")
+		return nil, shuttingDown()
 	}
 	if len(s.sessions) >= s.cfg.MaxSessions {
 		s.observeRejected(transport)
@@ -195,6 +200,33 @@ func (s *Server) closeInstance(inst Instance) {
 	if err != nil {
 		s.log.Warn("openenv: closing an instance failed", "err", err)
 	}
+}
+
+// open opens an instance with opts, bounded by StepTimeout. A failure is a
+// FACTORY_ERROR when implicit (a default reset the caller did not ask
+// for), else an EXECUTION_ERROR; a panic is a protoError too.
+func (s *Server) open(ctx context.Context, opts OpenOptions, implicit bool) (Instance, *protoError) {
+	octx, cancel := withTimeout(ctx, s.cfg.StepTimeout)
+	defer cancel()
+	var inst Instance
+	var err error
+	start := time.Now()
+	perr := s.guardCtx(ctx, "Backend.Open", func() { inst, err = s.backend.Open(octx, opts) })
+	if err == nil && inst == nil && perr == nil {
+		err = errors.New("the backend opened no instance")
+	}
+	s.observeOpen(octx, start, opts, err, perr)
+	if perr != nil {
+		return nil, perr
+	}
+	if err != nil {
+		if implicit {
+			info, _ := s.info()
+			return nil, &protoError{code: codeFactory, message: err.Error(), extra: object{{"factory_name", info.Name}}}
+		}
+		return nil, newError(codeExecution, "%s", err.Error())
+	}
+	return inst, nil
 }
 
 // closeInstanceLater closes inst in the background, at most
@@ -333,25 +365,9 @@ func (ss *session) reset(ctx context.Context, req resetRequest) *protoError {
 // FACTORY_ERROR rather than an EXECUTION_ERROR. The slot must be held.
 func (ss *session) openLocked(ctx context.Context, opts OpenOptions, implicit bool) *protoError {
 	s := ss.srv
-	octx, cancel := withTimeout(ctx, s.cfg.StepTimeout)
-	defer cancel()
-	var inst Instance
-	var err error
-	start := time.Now()
-	perr := s.guardCtx(ctx, "Backend.Open", func() { inst, err = s.backend.Open(octx, opts) })
-	if err == nil && inst == nil && perr == nil {
-		err = errors.New("the backend opened no instance")
-	}
-	s.observeOpen(octx, start, opts, err, perr)
+	inst, perr := s.open(ctx, opts, implicit)
 	if perr != nil {
 		return perr
-	}
-	if err != nil {
-		if implicit {
-			info, _ := s.info()
-			return &protoError{code: codeFactory, message: err.Error(), extra: object{{"factory_name", info.Name}}}
-		}
-		return newError(codeExecution, "%s", err.Error())
 	}
 	old := ss.inst
 	ss.inst = inst
@@ -624,9 +640,16 @@ func (s *Server) reapIdle(now time.Time) {
 		}
 		s.log.Info("openenv: closing an idle session", "session", ss.ref, "transport", ss.transport)
 		s.observeReaped(ss.transport)
-		ss.stop(websocket.StatusGoingAway, reason)
-		if ss.transport != TransportWS {
-			go ss.end()
-		}
+		ss.expire(reason)
+	}
+}
+
+// expire ends the session from outside (idle reaping, shutdown): it stops
+// the session with a going-away close; a WebSocket session's own goroutine
+// then ends it, any other session is ended here, in the background.
+func (ss *session) expire(reason string) {
+	ss.stop(websocket.StatusGoingAway, reason)
+	if ss.transport != TransportWS {
+		go ss.end()
 	}
 }
