@@ -386,59 +386,76 @@ func (s *Store) onPreUpdate(cn *conn, d sqlite3.PreUpdateData) {
 		}
 		return copyValue(v)
 	}
-	c.record(m, d.Op, oldCol, newCol, d.OldRowID, d.NewRowID)
+	ev := m.event(d.Op, oldCol, newCol, d.OldRowID, d.NewRowID)
+	c.record(m, ev)
 	for _, outer := range s.captures[:n-1] {
-		outer.follow(m, d.Op, oldCol, newCol, d.OldRowID, d.NewRowID)
+		outer.follow(m, ev)
 	}
+}
+
+// event is one row event, keyed once for every capture it concerns.
+type event struct {
+	oldKey []any         // the row's key before the event; nil for an insert
+	oldCol func(int) any // reads the row before the event, for a first touch
+	newKey []any         // the row's key after the event; nil for a delete
+	newImg []any         // the row after the event, by names; nil for a delete
+}
+
+// event keys a row event of op on m.
+func (m *tableMeta) event(op sqlite3.AuthorizerActionCode, oldCol, newCol func(int) any, oldRowID, newRowID int64) event {
+	ev := event{oldCol: oldCol}
+	if op != sqlite3.AUTH_INSERT {
+		ev.oldKey = m.keyOf(oldCol, oldRowID)
+	}
+	if op != sqlite3.AUTH_DELETE {
+		ev.newImg = m.image(newCol)
+		ev.newKey = m.keyIn(ev.newImg, newRowID)
+	}
+	return ev
 }
 
 // follow keeps the images of the rows c touched current while an inner
 // capture receives the events.
-func (c *Capture) follow(m *tableMeta, op sqlite3.AuthorizerActionCode, oldCol, newCol func(int) any, oldRowID, newRowID int64) {
+func (c *Capture) follow(m *tableMeta, ev event) {
 	if len(c.order) == 0 {
 		return
 	}
-	find := func(key []any) *touched {
-		c.buf = append(append(c.buf[:0], m.name...), 0)
-		c.buf = appendKey(c.buf, key)
-		return c.lookup()
-	}
-	if op != sqlite3.AUTH_INSERT {
-		if t := find(m.keyOf(oldCol, oldRowID)); t != nil {
+	if ev.oldKey != nil {
+		if t := c.find(m, ev.oldKey); t != nil {
 			t.last = nil
 		}
 	}
-	if op != sqlite3.AUTH_DELETE {
-		if t := find(m.keyOf(newCol, newRowID)); t != nil {
-			t.last = m.image(newCol)
+	if ev.newKey != nil {
+		if t := c.find(m, ev.newKey); t != nil {
+			t.last = ev.newImg
 		}
 	}
 }
 
-// record keys one event, keeps the first before-image per key and the image
-// after the event.
-func (c *Capture) record(m *tableMeta, op sqlite3.AuthorizerActionCode, oldCol, newCol func(int) any, oldRowID, newRowID int64) {
-	switch op {
-	case sqlite3.AUTH_INSERT:
-		img := m.image(newCol)
-		c.touch(m, m.keyIn(img, newRowID), nil).last = img
-	case sqlite3.AUTH_DELETE:
-		c.touch(m, m.keyOf(oldCol, oldRowID), oldCol).last = nil
-	case sqlite3.AUTH_UPDATE:
-		from := c.touch(m, m.keyOf(oldCol, oldRowID), oldCol)
-		from.last = nil // a changed key: the old row is gone…
-		img := m.image(newCol)
-		to := c.touch(m, m.keyIn(img, newRowID), nil) // …and a new row appears
-		to.last = img
+// record notes one event: it keeps the first before-image per key and the
+// image after the event. An update that changes the key is the old row
+// gone and a new row appearing.
+func (c *Capture) record(m *tableMeta, ev event) {
+	if ev.oldKey != nil {
+		c.touch(m, ev.oldKey, ev.oldCol).last = nil
 	}
+	if ev.newKey != nil {
+		c.touch(m, ev.newKey, nil).last = ev.newImg
+	}
+}
+
+// find returns the touched row of m at key, or nil; it leaves the row's
+// encoded identity in c.buf.
+func (c *Capture) find(m *tableMeta, key []any) *touched {
+	c.buf = append(append(c.buf[:0], m.name...), 0)
+	c.buf = appendKey(c.buf, key)
+	return c.lookup()
 }
 
 // touch notes key and returns its row; on its first touch, row (nil: the row
 // did not exist) gives its before-image.
 func (c *Capture) touch(m *tableMeta, key []any, row func(int) any) *touched {
-	c.buf = append(append(c.buf[:0], m.name...), 0)
-	c.buf = appendKey(c.buf, key)
-	if t := c.lookup(); t != nil {
+	if t := c.find(m, key); t != nil {
 		return t
 	}
 	t := &touched{meta: m, key: key, enc: string(c.buf)}
@@ -522,7 +539,7 @@ func (c *Capture) replay(cn *conn) {
 				return nil
 			}
 		}
-		c.record(m, ev.op, col(ev.old), col(ev.new), ev.oldRowID, ev.newRowID)
+		c.record(m, m.event(ev.op, col(ev.old), col(ev.new), ev.oldRowID, ev.newRowID))
 	}
 	c.raw = nil
 }
