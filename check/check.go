@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -100,27 +101,28 @@ func HasErrors(fs []Finding) bool {
 // (the same finding reached from two worlds) printed once. It does not
 // modify fs.
 func Format(fs []Finding) string {
-	sorted := append([]Finding(nil), fs...)
-	Sort(sorted)
 	var b strings.Builder
-	var prev *Finding
-	for i := range sorted {
-		if prev != nil && *prev == sorted[i] {
-			continue
-		}
-		prev = &sorted[i]
-		b.WriteString(sorted[i].String())
+	for _, f := range Unique(fs) {
+		b.WriteString(f.String())
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// Unique returns a copy of fs sorted (see Sort) with exact duplicates (the
+// same finding reached from two worlds) kept once. It does not modify fs.
+func Unique(fs []Finding) []Finding {
+	out := slices.Clone(fs)
+	Sort(out)
+	return slices.Compact(out)
 }
 
 // Sort sorts findings by file, line, column (numerically), code and
 // message.
 func Sort(fs []Finding) {
 	sort.SliceStable(fs, func(i, j int) bool {
-		fi, li, ci := splitPos(fs[i].Pos)
-		fj, lj, cj := splitPos(fs[j].Pos)
+		fi, li, ci := SplitPos(fs[i].Pos)
+		fj, lj, cj := SplitPos(fs[j].Pos)
 		switch {
 		case fi != fj:
 			return fi < fj
@@ -135,9 +137,11 @@ func Sort(fs []Finding) {
 	})
 }
 
-// splitPos splits "file:line:col" (the file may hold colons); a part that
-// is missing is zero.
-func splitPos(pos string) (file string, line, col int) {
+// SplitPos splits a position "file:line:col" from the right, so the file
+// may hold colons: up to two trailing ":N" parts whose N is an integer
+// (strconv.Atoi) are the line and column; a part that is missing is zero.
+// The file is always a prefix of pos.
+func SplitPos(pos string) (file string, line, col int) {
 	file = pos
 	nums := make([]int, 0, 2)
 	for len(nums) < 2 {

@@ -428,6 +428,43 @@ func TestFormat(t *testing.T) {
 	}
 }
 
+func TestUnique(t *testing.T) {
+	a := check.Finding{Pos: "a.go:2:1", Code: "SH504", Severity: "error", Message: "m"}
+	b := check.Finding{Pos: "a.go:10:1", Code: "SH504", Severity: "error", Message: "m"}
+	in := []check.Finding{b, a, b, a}
+	got := check.Unique(in)
+	if want := []check.Finding{a, b}; !slices.Equal(got, want) {
+		t.Errorf("Unique = %v, want %v", got, want)
+	}
+	if !slices.Equal(in, []check.Finding{b, a, b, a}) {
+		t.Errorf("Unique modified its argument")
+	}
+	if got := check.Unique(nil); len(got) != 0 {
+		t.Errorf("Unique(nil) = %v, want none", got)
+	}
+}
+
+func TestSplitPos(t *testing.T) {
+	for _, tt := range []struct {
+		pos       string // the position
+		file      string // the file part
+		line, col int    // the numbers
+	}{
+		{"a.go:3:4", "a.go", 3, 4},
+		{"a.go:3", "a.go", 3, 0},
+		{"a.go", "a.go", 0, 0},
+		{"c:\\w\\a.go:1:2", "c:\\w\\a.go", 1, 2},
+		{"a:b.go:x:7", "a:b.go:x", 7, 0},
+		{"a.go:03:4", "a.go", 3, 4},
+		{"", "", 0, 0},
+	} {
+		file, line, col := check.SplitPos(tt.pos)
+		if file != tt.file || line != tt.line || col != tt.col {
+			t.Errorf("SplitPos(%q) = %q, %d, %d; want %q, %d, %d", tt.pos, file, line, col, tt.file, tt.line, tt.col)
+		}
+	}
+}
+
 func TestHasErrors(t *testing.T) {
 	for _, tt := range []struct {
 		name string

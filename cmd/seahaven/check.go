@@ -86,7 +86,7 @@ func (c *CheckCommand) Run(ctx context.Context, args []string) error {
 		findings[i].Pos = relativePos(wd, findings[i].Pos)
 	}
 	if *asJSON {
-		out := uniqueSorted(findings)
+		out := check.Unique(findings)
 		if out == nil {
 			out = []check.Finding{}
 		}
@@ -102,13 +102,6 @@ func (c *CheckCommand) Run(ctx context.Context, args []string) error {
 		return &exitError{code: 1}
 	}
 	return nil
-}
-
-// uniqueSorted returns the findings sorted, each once.
-func uniqueSorted(fs []check.Finding) []check.Finding {
-	out := slices.Clone(fs)
-	check.Sort(out)
-	return slices.Compact(out)
 }
 
 // loadPackages loads the packages matching patterns in dir from source,
@@ -442,17 +435,8 @@ func goCommand() string {
 // relativePos rewrites a "file:line:col" position relative to dir when the
 // file is inside it.
 func relativePos(dir, pos string) string {
-	file, rest := pos, ""
-	for range 2 {
-		i := strings.LastIndexByte(file, ':')
-		if i < 0 {
-			break
-		}
-		if _, err := strconv.Atoi(file[i+1:]); err != nil {
-			break
-		}
-		file, rest = file[:i], file[i:]+rest
-	}
+	file, _, _ := check.SplitPos(pos)
+	rest := pos[len(file):]
 	if !filepath.IsAbs(file) {
 		return pos
 	}

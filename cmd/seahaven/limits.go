@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/internal/procstat"
 	"github.com/seahaven/seahaven/openenv"
 	"github.com/seahaven/seahaven/sqlitestore"
 )
@@ -170,23 +169,11 @@ func readHostLimits() (hostLimits, error) {
 
 // parseMemTotal returns the MemTotal of a /proc/meminfo file in bytes, or 0.
 func parseMemTotal(meminfo []byte) uint64 {
-	sc := bufio.NewScanner(bytes.NewReader(meminfo))
-	for sc.Scan() {
-		rest, ok := bytes.CutPrefix(sc.Bytes(), []byte("MemTotal:"))
-		if !ok {
-			continue
-		}
-		f := bytes.Fields(rest)
-		if len(f) != 2 || string(f[1]) != "kB" {
-			return 0
-		}
-		kb, err := strconv.ParseUint(string(f[0]), 10, 64)
-		if err != nil {
-			return 0
-		}
-		return kb << 10
+	n, err := procstat.ParseKB(meminfo, "MemTotal", "meminfo")
+	if err != nil {
+		return 0
 	}
-	return 0
+	return uint64(n)
 }
 
 // scaleFlags are serve's capacity, storage and profiling flags.

@@ -56,21 +56,30 @@ func Maps(pid int) (int, error) {
 
 // ParseVmRSS returns the VmRSS of a /proc/<pid>/status file in bytes.
 func ParseVmRSS(status []byte) (int64, error) {
-	sc := bufio.NewScanner(bytes.NewReader(status))
+	return ParseKB(status, "VmRSS", "status")
+}
+
+// ParseKB returns in bytes the value of the first "key: N kB" line of a
+// /proc file such as /proc/<pid>/status or /proc/meminfo; N is a
+// non-negative int64 (strconv.ParseInt's syntax). file names the file in
+// the error when no line has the key ("status", "meminfo").
+func ParseKB(data []byte, key, file string) (int64, error) {
+	prefix := []byte(key + ":")
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
-		rest, ok := bytes.CutPrefix(sc.Bytes(), []byte("VmRSS:"))
+		rest, ok := bytes.CutPrefix(sc.Bytes(), prefix)
 		if !ok {
 			continue
 		}
 		f := bytes.Fields(rest)
 		if len(f) != 2 || string(f[1]) != "kB" {
-			return 0, fmt.Errorf("procstat: malformed VmRSS line %q", sc.Text())
+			return 0, fmt.Errorf("procstat: malformed %s line %q", key, sc.Text())
 		}
 		kb, err := strconv.ParseInt(string(f[0]), 10, 64)
 		if err != nil || kb < 0 {
-			return 0, fmt.Errorf("procstat: malformed VmRSS line %q", sc.Text())
+			return 0, fmt.Errorf("procstat: malformed %s line %q", key, sc.Text())
 		}
 		return kb << 10, nil
 	}
-	return 0, fmt.Errorf("procstat: no VmRSS line in the status file")
+	return 0, fmt.Errorf("procstat: no %s line in the %s file", key, file)
 }

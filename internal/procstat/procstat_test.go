@@ -42,6 +42,23 @@ func TestParseVmRSS(t *testing.T) {
 	}
 }
 
+func TestParseKB(t *testing.T) {
+	meminfo := "MemTotal:       24576000 kB\nMemFree:  100 kB\n"
+	if got, err := procstat.ParseKB([]byte(meminfo), "MemFree", "meminfo"); err != nil || got != 100<<10 {
+		t.Errorf("ParseKB(MemFree) = %d, %v; want %d", got, err, 100<<10)
+	}
+	if got, err := procstat.ParseKB([]byte(meminfo), "MemTotal", "meminfo"); err != nil || got != 24576000<<10 {
+		t.Errorf("ParseKB(MemTotal) = %d, %v; want %d", got, err, 24576000<<10)
+	}
+	// The key is a whole name: "Mem" matches no line.
+	if _, err := procstat.ParseKB([]byte(meminfo), "Mem", "meminfo"); err == nil || err.Error() != "procstat: no Mem line in the meminfo file" {
+		t.Errorf("ParseKB(Mem): err = %v", err)
+	}
+	if _, err := procstat.ParseKB([]byte("MemTotal: 3 GB\n"), "MemTotal", "meminfo"); err == nil || err.Error() != `procstat: malformed MemTotal line "MemTotal: 3 GB"` {
+		t.Errorf("ParseKB(MemTotal in GB): err = %v", err)
+	}
+}
+
 func TestSelf(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
