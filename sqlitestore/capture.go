@@ -766,16 +766,7 @@ func (cn *conn) loadMeta(untracked map[string]bool) error {
 // schemaVersion reads the schema cookie, which changes with every schema
 // change written to the file.
 func schemaVersion(c *sqlite3.Conn) (int64, error) {
-	st, _, err := c.Prepare("PRAGMA main.schema_version")
-	if err != nil {
-		return 0, err
-	}
-	defer st.Close()
-	var v int64
-	if st.Step() {
-		v = st.ColumnInt64(0)
-	}
-	return v, st.Err()
+	return pragma(c, "PRAGMA main.schema_version", (*sqlite3.Stmt).ColumnInt64)
 }
 
 // buildSelect returns the statement reading one row by key, or "" when the

@@ -356,7 +356,7 @@ func (s *Store) setupLocked(ctx context.Context, cn *conn) error {
 			return formatError(ctx, err)
 		}
 	}
-	if mode, err := pragmaText(cn.c, "PRAGMA journal_mode=MEMORY"); err != nil {
+	if mode, err := pragma(cn.c, "PRAGMA journal_mode=MEMORY", (*sqlite3.Stmt).ColumnText); err != nil {
 		return formatError(ctx, err)
 	} else if mode != "memory" {
 		return fmt.Errorf("sqlitestore: journal_mode stayed %q instead of memory", mode)
@@ -380,17 +380,18 @@ func (s *Store) setupLocked(ctx context.Context, cn *conn) error {
 	return nil
 }
 
-// pragmaText runs a PRAGMA that returns one text value, without caching the
-// statement.
-func pragmaText(c *sqlite3.Conn, sql string) (string, error) {
+// pragma runs a PRAGMA that returns one value, without caching the
+// statement, and reads the value with col (the zero value when there is no
+// row).
+func pragma[T any](c *sqlite3.Conn, sql string, col func(*sqlite3.Stmt, int) T) (T, error) {
+	var v T
 	st, _, err := c.Prepare(sql)
 	if err != nil {
-		return "", err
+		return v, err
 	}
 	defer st.Close()
-	var v string
 	if st.Step() {
-		v = st.ColumnText(0)
+		v = col(st, 0)
 	}
 	return v, st.Err()
 }
