@@ -96,9 +96,6 @@ type Config struct {
 	// FloorTxns is the insert transactions in the floor of the compared
 	// tool (the first of the mix). Default DefaultFloorTxns.
 	FloorTxns int
-	// FloorDir is where the raw SQLite floor writes its scratch file; "" is
-	// the OS temp dir.
-	FloorDir string
 	// SkipFloors skips the floor measurements.
 	SkipFloors bool
 	// Echo, when set, starts a bare WebSocket echo server in its own process
@@ -175,7 +172,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}}
 	if !cfg.SkipFloors {
 		progress(cfg.Progress, "measuring the floors (echo round trip, raw SQLite)")
-		f, err := measureFloors(ctx, cfg.FloorDir, cfg.Echo)
+		f, err := measureFloors(ctx, cfg.Echo)
 		if err != nil {
 			return nil, err
 		}

@@ -7,8 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"strconv"
 	"time"
 
 	"github.com/coder/websocket"
@@ -51,10 +49,9 @@ func (f Floors) Echo() time.Duration {
 	return f.EchoRTT
 }
 
-// measureFloors measures the echo and raw SQL floors. dir holds RawFloor's
-// scratch file ("" is the OS temp dir); echo, when not nil, starts the
-// cross-process echo server.
-func measureFloors(ctx context.Context, dir string, echo *ServerCommand) (Floors, error) {
+// measureFloors measures the echo and raw SQL floors, the raw SQL in the OS
+// temp dir; echo, when not nil, starts the cross-process echo server.
+func measureFloors(ctx context.Context, echo *ServerCommand) (Floors, error) {
 	var f Floors
 	var err error
 	if f.EchoRTT, err = echoFloor(ctx, echoRoundTrips); err != nil {
@@ -65,10 +62,7 @@ func measureFloors(ctx context.Context, dir string, echo *ServerCommand) (Floors
 			return f, err
 		}
 	}
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	if f.RawOpen, f.RawInsertTxn, err = sqlitestore.RawFloor(dir); err != nil {
+	if f.RawOpen, f.RawInsertTxn, err = sqlitestore.RawFloor(os.TempDir()); err != nil {
 		return f, fmt.Errorf("bench: %w", err)
 	}
 	return f, nil
@@ -113,16 +107,9 @@ func echoFloor(ctx context.Context, n int) (time.Duration, error) {
 // appends --addr 127.0.0.1:<port> to its arguments), measures n round trips
 // and stops it.
 func processEchoFloor(ctx context.Context, ec *ServerCommand, n int) (time.Duration, error) {
-	port, err := freePort()
+	cmd, addr, err := startProcess(ec, "the echo server")
 	if err != nil {
-		return 0, fmt.Errorf("bench: echo floor: %w", err)
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	cmd := exec.Command(ec.Path, append(append([]string{}, ec.Args...), "--addr", addr)...)
-	cmd.Env = ec.Env
-	cmd.Stdout, cmd.Stderr = ec.Stderr, ec.Stderr
-	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("bench: starting the echo server: %w", err)
+		return 0, err
 	}
 	defer func() {
 		cmd.Process.Kill()

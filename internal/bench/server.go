@@ -66,24 +66,15 @@ func freePort() (int, error) {
 // startServer starts sc on a free loopback port with a fresh instance root
 // and waits until it answers /health.
 func startServer(ctx context.Context, sc *ServerCommand) (*server, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, fmt.Errorf("bench: finding a free port: %w", err)
-	}
 	scratch, err := os.MkdirTemp(sc.ScratchParent, "seahaven-bench-")
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	instances := filepath.Join(scratch, "instances")
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	args := append(append([]string{}, sc.Args...), "--addr", addr, "--instances", instances)
-	cmd := exec.Command(sc.Path, args...)
-	cmd.Env = sc.Env
-	cmd.Stdout = sc.Stderr
-	cmd.Stderr = sc.Stderr
-	if err := cmd.Start(); err != nil {
+	cmd, addr, err := startProcess(sc, "the server", "--instances", instances)
+	if err != nil {
 		os.RemoveAll(scratch)
-		return nil, fmt.Errorf("bench: starting the server: %w", err)
+		return nil, err
 	}
 	s := &server{base: "http://" + addr, cmd: cmd, exited: make(chan struct{}), instances: instances, scratch: scratch, client: statsClient()}
 	go func() {
@@ -95,6 +86,23 @@ func startServer(ctx context.Context, sc *ServerCommand) (*server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// startProcess starts sc on a free loopback port: its arguments, then
+// --addr 127.0.0.1:<port>, then more. what names it in errors.
+func startProcess(sc *ServerCommand, what string, more ...string) (*exec.Cmd, string, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, "", fmt.Errorf("bench: finding a free port for %s: %w", what, err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	cmd := exec.Command(sc.Path, append(append(append([]string{}, sc.Args...), "--addr", addr), more...)...)
+	cmd.Env = sc.Env
+	cmd.Stdout, cmd.Stderr = sc.Stderr, sc.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, "", fmt.Errorf("bench: starting %s: %w", what, err)
+	}
+	return cmd, addr, nil
 }
 
 // remoteServer is a server already running at base.
