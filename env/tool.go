@@ -118,13 +118,26 @@ func Tool[In, Out any](w *World, name, description string, fn func(c *Ctx, in In
 	case fn == nil:
 		bug("nil function")
 	}
-	in := reflect.TypeFor[In]()
-	schema, err := argschema.Schema(in)
+	def, err := newToolDef(name, description, where, fn)
 	if err != nil {
 		bug("%v", err)
 	}
-	def := &ToolDef{
-		World: w, Name: name, Description: description, InputSchema: schema, Where: where, in: in,
+	def.World = w
+	w.addTool(def)
+	return &ToolRef[In, Out]{def: def}
+}
+
+// newToolDef builds the definition of fn's tool, in no world yet: the input
+// schema derived from In and the typed call. It fails when In has no JSON
+// Schema.
+func newToolDef[In, Out any](name, description, where string, fn func(c *Ctx, in In) (Out, error)) (*ToolDef, error) {
+	in := reflect.TypeFor[In]()
+	schema, err := argschema.Schema(in)
+	if err != nil {
+		return nil, err
+	}
+	return &ToolDef{
+		Name: name, Description: description, InputSchema: schema, Where: where, in: in,
 		invoke: func(c *Ctx, v any) (any, error) {
 			typed, ok := v.(In)
 			if !ok {
@@ -136,9 +149,7 @@ func Tool[In, Out any](w *World, name, description string, fn func(c *Ctx, in In
 			}
 			return out, nil
 		},
-	}
-	w.addTool(def)
-	return &ToolRef[In, Out]{def: def}
+	}, nil
 }
 
 // Caller runs a tool by its definition: an instance (over the whole agent
@@ -176,17 +187,9 @@ func AsToolError(err error) (*ToolError, bool) {
 // BuiltinTool builds a tool that belongs to no world, for engines that serve
 // tools of their own (the control tool). World code uses Tool.
 func BuiltinTool[In, Out any](name, description string, fn func(c *Ctx, in In) (Out, error)) *ToolDef {
-	in := reflect.TypeFor[In]()
-	schema, err := argschema.Schema(in)
+	def, err := newToolDef(name, description, callerLine(1), fn)
 	if err != nil {
 		panic(err)
 	}
-	return &ToolDef{Name: name, Description: description, InputSchema: schema, Where: callerLine(1), in: in,
-		invoke: func(c *Ctx, v any) (any, error) {
-			typed, ok := v.(In)
-			if !ok {
-				return nil, &ToolError{Kind: KindInvalidArgs, Message: fmt.Sprintf("invalid arguments: %s takes %s, got %T", name, in, v)}
-			}
-			return fn(c, typed)
-		}}
+	return def
 }
