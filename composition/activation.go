@@ -369,9 +369,7 @@ type handleImpl struct {
 	ns *nodeState
 }
 
-func (h *handleImpl) Context() context.Context { return h.a.ctx }
-
-func (h *handleImpl) CallName(_ context.Context, tool string, args any) (any, error) {
+func (h *handleImpl) CallName(tool string, args any) (any, error) {
 	if err := h.a.alive(); err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ const StaleHandle = "a world handle was used after the call it belongs to return
 // HandleImpl is what an engine supplies behind a Handle.
 type HandleImpl interface {
 	// CallName runs a tool of the handle's world by its own, unprefixed name.
-	CallName(ctx context.Context, tool string, args any) (any, error)
+	CallName(tool string, args any) (any, error)
 	// CallDef runs a tool by definition, resolved over the handle's subtree.
 	CallDef(ctx context.Context, def *ToolDef, args any) (any, error)
 	// DB returns the node's store.
@@ -25,8 +25,6 @@ type HandleImpl interface {
 	State() (map[string]any, error)
 	// Worlds returns the node's own children.
 	Worlds() *Worlds
-	// Context returns the activation's context.
-	Context() context.Context
 }
 
 // WorldsImpl is what an engine supplies behind a Worlds.
@@ -107,7 +105,7 @@ func (h *Handle) Call(tool string, args any) (any, error) {
 	if h.err != nil {
 		return nil, h.err
 	}
-	return h.impl.CallName(h.impl.Context(), tool, args)
+	return h.impl.CallName(tool, args)
 }
 
 // CallDef runs a tool by definition, resolved over the handle's subtree; it
