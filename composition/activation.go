@@ -118,8 +118,8 @@ func (a *activation) begin(ns *nodeState) (*frame, error) {
 }
 
 // end commits (err == nil) or rolls back a frame and records its changes.
-// A committing frame reads its after-images before COMMIT, inside its own
-// transaction, which saves a lock cycle per call; if COMMIT then fails the
+// A committing frame finishes its capture before COMMIT, so any row it must
+// read back is read inside its own transaction; if COMMIT then fails the
 // records are dropped with the rollback.
 func (a *activation) end(f *frame, info *env.CallInfo, err error) error {
 	var changes []sqlitestore.RowChange

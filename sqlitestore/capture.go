@@ -34,12 +34,9 @@ import (
 // also keeps that image, and Finish uses it when the count did not move
 // since StartCapture: most tool calls then read nothing back.
 //
-// Reading the current rows after a COMMIT costs a read transaction of its own
-// (file locks: about a third of a one-row write call). So when the outermost
-// frame commits while captures run, the current rows are read just before
-// COMMIT, inside the transaction, and kept; Finish uses them when nothing
-// can have changed since: no row event, no schema change, no failed COMMIT
-// and no reopened connection (the store's epoch did not move).
+// When Finish does read rows back after a COMMIT, it takes a read
+// transaction of its own; a capture finished before its frame commits reads
+// inside the transaction.
 
 // Change is the net change of one row during a capture.
 type Change struct {
@@ -126,9 +123,6 @@ type Capture struct {
 	buf   []byte              // key-encoding scratch
 	err   error               // first failure inside the hook
 
-	afterRead  bool   // every touched row's current image was read…
-	afterEpoch uint64 // …at this store epoch
-
 	undoAt uint64 // Store.undo at StartCapture
 }
 
@@ -138,9 +132,6 @@ type touched struct {
 	key    []any      // primary-key values, or the rowid
 	enc    string     // table name, NUL and encoded key: the row's identity
 	before []any      // by meta.names; nil when the row did not exist
-
-	after      []any    // current image read before a COMMIT; see afterRead
-	afterNames []string // its column names
 
 	last []any // by meta.names: the row's image after its last event; nil once deleted
 }
@@ -240,10 +231,6 @@ func (c *Capture) FinishRows(ctx context.Context) ([]RowChange, error) {
 			}
 			return nil
 		}
-		if c.afterRead && c.afterEpoch == s.epoch && len(c.raw) == 0 && (s.cn == nil || !s.cn.metaDirty) {
-			out = c.collect(func(t *touched) ([]any, []string, error) { return t.after, t.afterNames, nil })
-			return nil
-		}
 		return s.doLocked(ctx, true, func(cn *conn) error {
 			if cn.metaDirty {
 				if err := s.loadMetaLocked(cn); err != nil {
@@ -298,10 +285,8 @@ func (s *Store) refreshMetaLocked(cn *conn) error {
 	return nil
 }
 
-// loadMetaLocked reloads the table metadata; rows read before may no longer
-// match it, so the epoch moves.
+// loadMetaLocked reloads the table metadata.
 func (s *Store) loadMetaLocked(cn *conn) error {
-	s.epoch++
 	for _, c := range s.captures {
 		if len(c.order) > 0 {
 			s.undo++ // images kept in the old shape
@@ -309,41 +294,6 @@ func (s *Store) loadMetaLocked(cn *conn) error {
 		}
 	}
 	return cn.loadMeta(s.untracked)
-}
-
-// maxPreread bounds the rows read before a COMMIT; larger captures read
-// theirs in Finish, in one read transaction.
-const maxPreread = 1024
-
-// prereadLocked reads, inside the transaction about to commit, the current
-// image of every row the running captures touched, for Finish to use. A
-// failure only leaves the work to Finish.
-func (s *Store) prereadLocked(cn *conn) {
-	total := 0
-	for _, c := range s.captures {
-		c.afterRead = false
-		if !c.eventsComplete() {
-			total += len(c.order)
-		}
-	}
-	if total == 0 || total > maxPreread || s.refreshMetaLocked(cn) != nil {
-		return
-	}
-	for _, c := range s.captures {
-		if c.eventsComplete() {
-			continue // Finish needs no read
-		}
-		for _, t := range c.order {
-			after, names, err := cn.readRow(t)
-			if err != nil {
-				return
-			}
-			t.after, t.afterNames = after, names
-		}
-	}
-	for _, c := range s.captures {
-		c.afterRead, c.afterEpoch = true, s.epoch
-	}
 }
 
 // onPreUpdate records one row event. It runs inside SQLite, so it copies what
@@ -354,7 +304,6 @@ func (s *Store) onPreUpdate(cn *conn, d sqlite3.PreUpdateData) {
 		return
 	}
 	c := s.captures[n-1]
-	s.epoch++
 	defer func() {
 		if r := recover(); r != nil && c.err == nil {
 			c.err = fmt.Errorf("sqlitestore: change capture lost an event on %s: %v", d.Table, r)

@@ -83,7 +83,7 @@
 //     against 10 µs for a raw prepared BEGIN/INSERT/COMMIT with the same
 //     settings. Without exclusive locking each transaction takes and drops
 //     file locks and rereads the header: 50–70 µs. Finish usually runs no
-//     SQL: the rows are read inside the transaction, just before COMMIT.
+//     SQL: the preupdate events already hold the rows' images.
 //   - A shadowed date function call: 2–4 µs.
 //
 // # Concurrency

@@ -105,14 +105,13 @@ type Store struct {
 	pool      *Pool
 	pins      atomic.Int32
 
-	mu       sync.Mutex // guards cn, closed, data, rng, frames, captures, epoch and meta
+	mu       sync.Mutex // guards cn, closed, data, rng, frames, captures, undo and meta
 	cn       *conn      // nil while released
 	closed   bool
 	data     []byte // the file's content while it is not written yet (Options.Data)
 	rng      *rand.Rand
 	frames   []*Frame
 	captures []*Capture
-	epoch    uint64 // moves whenever rows may have changed unseen by a capture's preread
 	undo     uint64 // moves whenever rows may have changed without a preupdate event
 	// meta and metaVersion keep the capture metadata of the last connection
 	// and the schema cookie it was loaded at, so a reopened connection skips
@@ -413,7 +412,6 @@ func (s *Store) closeConnLocked() error {
 	}
 	cn := s.cn
 	s.cn = nil
-	s.epoch++
 	s.undo++
 	if s.pool != nil {
 		s.pool.remove(s)

@@ -79,11 +79,8 @@ func (f *Frame) Commit() error {
 		sql := "COMMIT"
 		if f.name != "" {
 			sql = "RELEASE " + f.name
-		} else if len(s.captures) > 0 {
-			s.prereadLocked(cn)
 		}
 		if _, err := cn.exec(sql, nil); err != nil {
-			s.epoch++ // the preread rows were not committed
 			s.syncFramesLocked()
 			return err
 		}
