@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -204,7 +203,7 @@ func (fc *fixtureCheck) checkNow(data []byte) bool {
 		switch {
 		case v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str":
 			fc.add(v.Line, "SH404", "now must be a quoted instant like '2026-06-01T09:00:00.000Z', not %s; an instance has one clock, which starts at now", describeYAML(v))
-		case !validInstant(v.Value):
+		case fixture.ValidTime(v.Value) != nil:
 			fc.add(v.Line, "SH404", "now %q is not a valid instant (UTC with milliseconds, like 2026-06-01T09:00:00.000Z); an instance has one clock, which starts at now", v.Value)
 		default:
 			return false
@@ -213,12 +212,6 @@ func (fc *fixtureCheck) checkNow(data []byte) bool {
 	}
 	fc.add(m.Line, "SH404", "now is missing; an instance has one clock, which starts at the fixture's now")
 	return true
-}
-
-// validInstant reports whether v is an instant as a sidecar writes it.
-func validInstant(v string) bool {
-	t, err := time.Parse(fixture.TimeFormat, v)
-	return err == nil && t.Format(fixture.TimeFormat) == v
 }
 
 func describeYAML(n *yaml.Node) string {

@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -103,24 +100,16 @@ func parse(path string, data []byte) ([]env.Task, error) {
 	ferr := func(line int, key, format string, args ...any) error {
 		return &FileError{Path: path, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, ferr(0, "", "is empty: want a mapping with a tasks list")
-		}
+	root, err := yamlnode.DecodeOne(data)
+	var de *yamlnode.DocumentError
+	switch {
+	case errors.Is(err, yamlnode.ErrEmpty):
+		return nil, ferr(0, "", "is empty: want a mapping with a tasks list")
+	case errors.As(err, &de):
+		return nil, ferr(de.Line, "", "%s", de.Msg)
+	case err != nil:
 		return nil, yamlError(path, err)
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		return nil, ferr(extra.Line, "", "holds more than one YAML document")
-	} else if !errors.Is(err, io.EOF) {
-		return nil, yamlError(path, err)
-	}
-	if len(doc.Content) != 1 {
-		return nil, ferr(doc.Line, "", "is not a YAML document")
-	}
-	root := yamlnode.Deref(doc.Content[0])
 	if err := checkNode(root, reflect.TypeFor[fileDoc](), ""); err != nil {
 		var fe *FileError
 		if errors.As(err, &fe) {
@@ -292,18 +281,15 @@ func mustValue(m *yaml.Node, key string) *yaml.Node {
 	return v
 }
 
-var yamlLineRE = regexp.MustCompile(`line (\d+): (.*)`)
-
 // yamlError turns a yaml.v3 error into a *FileError with its line.
 func yamlError(path string, err error) error {
 	var te *yaml.TypeError
 	if errors.As(err, &te) && len(te.Errors) > 0 {
 		err = errors.New(te.Errors[0])
 	}
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &FileError{Path: path, Line: line, Msg: m[2]}
+	line, msg, ok := yamlnode.ErrorLine(err)
+	if ok {
+		return &FileError{Path: path, Line: line, Msg: msg}
 	}
 	return &FileError{Path: path, Msg: "not valid YAML: " + msg}
 }
@@ -404,29 +390,27 @@ func checkNode(n *yaml.Node, t reflect.Type, key string) error {
 // checkMapping checks a mapping's keys (strings, no duplicates) and each
 // value against the type elem returns for its key.
 func checkMapping(n *yaml.Node, key string, elem func(k *yaml.Node, sub string) (reflect.Type, error)) error {
-	first := map[string]int{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k := yamlnode.Deref(n.Content[i])
-		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
-			return &FileError{Line: k.Line, Key: key, Msg: "keys must be strings, not " + yamlnode.Describe(k)}
+	sub := func(k string) string {
+		if key == "" {
+			return k
 		}
-		sub := k.Value
-		if key != "" {
-			sub = key + "." + k.Value
-		}
-		if line, dup := first[k.Value]; dup {
-			return &FileError{Line: k.Line, Key: sub, Msg: fmt.Sprintf("duplicate key (first at line %d)", line)}
-		}
-		first[k.Value] = k.Line
-		t, err := elem(k, sub)
+		return key + "." + k
+	}
+	err := yamlnode.Pairs(n, func(k, v *yaml.Node) error {
+		t, err := elem(k, sub(k.Value))
 		if err != nil {
 			return err
 		}
-		if err := checkNode(n.Content[i+1], t, sub); err != nil {
-			return err
+		return checkNode(v, t, sub(k.Value))
+	})
+	var ke *yamlnode.KeyError
+	if errors.As(err, &ke) {
+		if ke.Duplicate {
+			return &FileError{Line: ke.Key.Line, Key: sub(ke.Key.Value), Msg: ke.Msg}
 		}
+		return &FileError{Line: ke.Key.Line, Key: key, Msg: ke.Msg}
 	}
-	return nil
+	return err
 }
 
 // ForWorld returns the world's tasks: those declared in Go with AddTask,

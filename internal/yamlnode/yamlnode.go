@@ -1,7 +1,8 @@
 // Package yamlnode holds the helpers the project's strict YAML readers
-// (fixture sidecars, tasks.yaml) share for walking gopkg.in/yaml.v3 node
-// trees and naming nodes in error messages. Its functions are safe for
-// concurrent use.
+// (fixture sidecars, tasks.yaml) share for reading exactly one
+// gopkg.in/yaml.v3 document, walking node trees and their mappings' keys,
+// and naming nodes and finding lines for error messages. Its functions are
+// safe for concurrent use.
 package yamlnode
 
 import (
