@@ -31,23 +31,13 @@ func fixtureFindings(ctx context.Context, w *env.World, sealed *composition.Seal
 	if dir == "" {
 		return nil
 	}
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
+	ids, err := fixture.Dirs(dir)
 	if err != nil {
 		return []Finding{finding(dir+":1:1", "SH401", "the fixtures directory of %s cannot be read: %v", w.Name(), err)}
 	}
 	hashes := &schemaHashes{m: map[string]hashResult{}}
 	var out []Finding
-	for _, e := range entries {
-		id := e.Name()
-		if fixture.ValidID(id) != nil {
-			continue
-		}
-		if fi, err := os.Stat(filepath.Join(dir, id)); err != nil || !fi.IsDir() {
-			continue
-		}
+	for _, id := range ids {
 		sidecar := filepath.Join(dir, id, fixture.SidecarName)
 		data, err := os.ReadFile(sidecar)
 		if errors.Is(err, fs.ErrNotExist) {
