@@ -184,6 +184,9 @@ func (s *source) materialise(ctx context.Context, i *Instance, n *Node) (*sqlite
 	opts := i.storeOptions(n)
 	opts.Lazy = true // the bytes were verified against the sidecar's hash
 	opts.Data = s.files[n.Path]
+	// Copies of one frozen file share parked connections (see
+	// sqlitestore.Options.ShareKey): the hash names the content.
+	opts.ShareKey = s.ref.FileSHA256[n.Path]
 	st, err := sqlitestore.Open(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("composition: open fixture node %s: %w", n.Path, err)

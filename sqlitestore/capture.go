@@ -632,14 +632,35 @@ func (m *tableMeta) keyNames() []string {
 
 // watchSchema is the store connection's authorizer: it allows everything and
 // notes statements that change tables, so capture metadata is reloaded
-// before it is trusted again.
-func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, _, _, _, _ string) sqlite3.AuthorizerReturnCode {
+// before it is trusted again, and statements that leave state in the
+// connection or change the file's schema, so the connection is not parked
+// (see Options.ShareKey). It runs when a statement is prepared, so a
+// statement prepared and never run counts too.
+func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, _, _ string) sqlite3.AuthorizerReturnCode {
 	switch action {
 	case sqlite3.AUTH_CREATE_TABLE, sqlite3.AUTH_DROP_TABLE, sqlite3.AUTH_ALTER_TABLE,
-		sqlite3.AUTH_CREATE_VTABLE, sqlite3.AUTH_DROP_VTABLE,
-		sqlite3.AUTH_ATTACH: // VACUUM is reported as ATTACH; it may renumber rowids
+		sqlite3.AUTH_CREATE_VTABLE, sqlite3.AUTH_DROP_VTABLE:
 		cn.metaDirty = true
 		cn.ddlSeq++
+		cn.ddl, cn.tainted = true, true
+	case sqlite3.AUTH_ATTACH: // VACUUM is reported as ATTACH; it may renumber rowids
+		cn.metaDirty = true
+		cn.ddlSeq++
+		cn.tainted = true
+	case sqlite3.AUTH_CREATE_INDEX, sqlite3.AUTH_DROP_INDEX,
+		sqlite3.AUTH_CREATE_TRIGGER, sqlite3.AUTH_DROP_TRIGGER,
+		sqlite3.AUTH_CREATE_VIEW, sqlite3.AUTH_DROP_VIEW, sqlite3.AUTH_ANALYZE:
+		cn.ddl, cn.tainted = true, true
+	case sqlite3.AUTH_CREATE_TEMP_INDEX, sqlite3.AUTH_CREATE_TEMP_TABLE,
+		sqlite3.AUTH_CREATE_TEMP_TRIGGER, sqlite3.AUTH_CREATE_TEMP_VIEW,
+		sqlite3.AUTH_DETACH:
+		cn.tainted = true
+	case sqlite3.AUTH_PRAGMA:
+		// A PRAGMA with an argument may change the connection's settings;
+		// the locking mode is reset whenever a connection is parked.
+		if arg != "" && !strings.EqualFold(name, "locking_mode") {
+			cn.tainted = true
+		}
 	}
 	return sqlite3.AUTH_OK
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net/url"
 	"reflect"
 	"strings"
@@ -48,7 +49,28 @@ type conn struct {
 	hookOn      bool
 	undo        *uint64 // the store's Store.undo; nil for other connections
 	exposed     bool    // handed out by Store.Conn
+
+	// Per-store state the SQL functions read, swapped when a parked
+	// connection is rebound to another store.
+	rng *rand.Rand       // random() and randomblob(); nil outside stores
+	now func() time.Time // 'now' of the date and time functions; nil means time.Now
+
+	// Parking (Options.ShareKey).
+	slot    *rebindFile // the rebindable main file; nil for other connections
+	tainted bool        // per-connection state changed (a PRAGMA, ATTACH, a temp object): never park
+	ddl     bool        // the main schema may have changed: the store's file no longer matches its key
 }
+
+// clockNow is the 'now' of the connection's date and time functions.
+func (cn *conn) clockNow() time.Time {
+	if cn.now == nil {
+		return time.Now()
+	}
+	return cn.now()
+}
+
+// nextRandom is the next value of the connection's seeded random stream.
+func (cn *conn) nextRandom() uint64 { return cn.rng.Uint64() }
 
 // noteUndo records that rows may have changed without a preupdate event: a
 // statement failed (SQLite rolled back its partial work) or a ROLLBACK ran.
@@ -100,12 +122,13 @@ func openConn(ctx context.Context, uri string, maxMemory int64, now func() time.
 	if err := fts5.Register(c); err != nil {
 		return nil, fmt.Errorf("sqlitestore: registering fts5: %w", formatError(ctx, err))
 	}
-	if err := installClock(c, now); err != nil {
+	cn := &conn{c: c, stmts: make(map[string]*sqlite3.Stmt), metaDirty: true, now: now}
+	if err := installClock(c, cn.clockNow); err != nil {
 		return nil, fmt.Errorf("sqlitestore: installing the clock: %w", formatError(ctx, err))
 	}
 	ok = true
 	liveConns.Add(1)
-	return &conn{c: c, stmts: make(map[string]*sqlite3.Stmt), metaDirty: true}, nil
+	return cn, nil
 }
 
 // close finalizes every statement of the connection (the cache and any left

@@ -21,3 +21,10 @@ func (p *Pool) Sweeping() bool {
 	defer p.mu.Unlock()
 	return p.sweeping
 }
+
+// Shares reports whether the store's connections are parked and rebound.
+func (s *Store) Shares() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shares()
+}

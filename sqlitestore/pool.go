@@ -26,7 +26,10 @@ const minSweepEvery = 10 * time.Millisecond
 //     recently used stores are released at once. Open connections may exceed
 //     MaxOpen while stores are pinned, in a transaction or busy.
 //
-// A released store reopens on its next operation.
+// A released store reopens on its next operation. Connections of stores
+// opened with Options.ShareKey are parked in the pool when released, to be
+// rebound to the next store of the same key (at most MaxOpen/4 are parked;
+// the sweeper closes those parked for IdleAfter).
 //
 // A Pool is safe for concurrent use.
 type Pool struct {
@@ -39,9 +42,11 @@ type Pool struct {
 	// SetLimits.
 	IdleAfter time.Duration
 
-	mu       sync.Mutex // guards MaxOpen and IdleAfter after first use, lru, sweeping, and every member store's poolElem and lastUse
+	mu       sync.Mutex // guards MaxOpen and IdleAfter after first use, lru, sweeping, shelves, nParked, and every member store's poolElem and lastUse
 	lru      list.List  // stores with an open connection, most recently used first
 	sweeping bool       // the sweeper goroutine is running
+	shelves  map[string][]parked
+	nParked  int
 }
 
 // NewPool returns a pool that keeps at most maxOpen connections open (at
@@ -98,6 +103,12 @@ func (p *Pool) add(s *Store) {
 	} else {
 		p.lru.MoveToFront(s.poolElem)
 	}
+	p.startSweeperLocked()
+}
+
+// startSweeperLocked starts the sweeper if idle release is on and it is not
+// running.
+func (p *Pool) startSweeperLocked() {
 	if idle := p.idleAfterLocked(); idle > 0 && !p.sweeping {
 		p.sweeping = true
 		go p.sweepLoop()
@@ -178,18 +189,28 @@ func (p *Pool) sweepLoop() {
 // has been cleared under the lock, so the next add starts a new sweeper.
 func (p *Pool) sweep(now time.Time) (next time.Duration, more bool) {
 	p.releaseDue(now)
+	if idle := p.IdleDelay(); idle > 0 {
+		p.closeParked(now.Add(-idle))
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	idle := p.idleAfterLocked()
-	if idle <= 0 || p.lru.Len() == 0 {
+	if idle <= 0 || p.lru.Len()+p.nParked == 0 {
 		p.sweeping = false
 		return 0, false
 	}
-	// Sleep until the least recently used store is due, but at least an
-	// eighth of IdleAfter (and minSweepEvery): stores falling due together
-	// are released in one sweep, and a due store that could not be released
-	// (pinned, busy or in a transaction) does not make the sweeper spin.
-	next = p.lru.Back().Value.(*Store).lastUse.Add(idle).Sub(now)
+	// Sleep until the least recently used store or the oldest parked
+	// connection is due, but at least an eighth of IdleAfter (and
+	// minSweepEvery): stores falling due together are released in one
+	// sweep, and a due store that could not be released (pinned, busy or in
+	// a transaction) does not make the sweeper spin.
+	next = idle
+	if p.lru.Len() > 0 {
+		next = p.lru.Back().Value.(*Store).lastUse.Add(idle).Sub(now)
+	}
+	for _, l := range p.shelves {
+		next = min(next, l[0].since.Add(idle).Sub(now))
+	}
 	return max(next, idle/8, minSweepEvery), true
 }
 

@@ -13,13 +13,14 @@ func newRandom(seed uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 }
 
-// installRandom shadows random() and randomblob(N) on c with rng. The
+// installRandom shadows random() and randomblob(N) on c with the stream
+// next draws from. The
 // functions are INNOCUOUS, so DEFAULT (randomblob(8)) works under
 // trusted_schema=OFF, and not DETERMINISTIC, so SQLite calls them once per
 // use rather than once per statement.
-func installRandom(c *sqlite3.Conn, rng *rand.Rand) error {
+func installRandom(c *sqlite3.Conn, next func() uint64) error {
 	if err := c.CreateFunction("random", 0, sqlite3.INNOCUOUS, func(ctx sqlite3.Context, _ ...sqlite3.Value) {
-		ctx.ResultInt64(int64(rng.Uint64()))
+		ctx.ResultInt64(int64(next()))
 	}); err != nil {
 		return err
 	}
@@ -34,7 +35,7 @@ func installRandom(c *sqlite3.Conn, rng *rand.Rand) error {
 		}
 		b := make([]byte, (n+7)&^7)
 		for i := 0; i < len(b); i += 8 {
-			binary.LittleEndian.PutUint64(b[i:], rng.Uint64())
+			binary.LittleEndian.PutUint64(b[i:], next())
 		}
 		defer func() {
 			if r := recover(); r != nil {

@@ -26,7 +26,7 @@ func SchemaHash(ctx context.Context, schema string) (string, error) {
 			return err
 		}
 		defer cn.close()
-		if err := installRandom(cn.c, newRandom(0)); err != nil {
+		if err := installRandom(cn.c, newRandom(0).Uint64); err != nil {
 			return formatError(ctx, err)
 		}
 		old := cn.c.SetInterrupt(ctx)

@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"container/list"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -48,6 +49,18 @@ type Options struct {
 	// transactions then cost about a third, but another connection (an
 	// Inspector) can read the file only after Yield or Release.
 	ExclusiveLock bool
+	// ShareKey, with Pool and Data, names Data's content (a hash of it):
+	// stores with the same ShareKey start from the same bytes, so their
+	// files have the same schema until one of them changes it. When such a
+	// store's connection is released or the store closes, the connection is
+	// parked in the Pool instead of closed, and the next store of the same
+	// key that needs a connection rebinds a parked one to its own file,
+	// which costs a small fraction of opening one. A store whose schema
+	// changed (any DDL), or whose connection was given PRAGMAs, temporary
+	// objects, attached databases or raw use (Conn), never parks that
+	// connection; after DDL it opens its own connections from then on.
+	// Parking needs Linux; elsewhere ShareKey is ignored.
+	ShareKey string
 }
 
 // Result reports what an Exec statement changed.
@@ -118,6 +131,14 @@ type Store struct {
 	// reloading it while the schema is unchanged.
 	meta        map[string]*tableMeta
 	metaVersion int64
+
+	// shelf is the pool shelf the store's connections park on and are
+	// taken from ("" when the store does not share); baseCookie is the
+	// schema cookie of the store's initial content; private is set once
+	// the store's file may no longer match its shelf.
+	shelf      string
+	baseCookie int64
+	private    bool
 
 	poolElem *list.Element // guarded by pool.mu
 	lastUse  time.Time     // guarded by pool.mu: the last operation or Unpin
@@ -201,6 +222,11 @@ func newStore(opts Options) (*Store, error) {
 	}
 	for _, t := range opts.Untracked {
 		s.untracked[strings.ToLower(t)] = true
+	}
+	if rebindSupported && opts.ShareKey != "" && opts.Pool != nil && len(opts.Data) >= 100 {
+		// The schema cookie is the header's big-endian uint32 at offset 40.
+		s.baseCookie = int64(binary.BigEndian.Uint32(opts.Data[40:44]))
+		s.shelf = fmt.Sprintf("%s\x00%d", opts.ShareKey, opts.MaxMemory)
 	}
 	return s, nil
 }
@@ -308,10 +334,28 @@ func (s *Store) connLocked(ctx context.Context) (*conn, error) {
 	if err := s.materializeLocked(); err != nil {
 		return nil, err
 	}
-	cn, err := openConn(ctx, fileURI(s.path, "rw"), s.maxMemory, s.clock)
+	if cn := s.rebindLocked(ctx); cn != nil {
+		cn.undo = &s.undo
+		s.cn = cn
+		s.pool.add(s)
+		return cn, nil
+	}
+	uri := fileURI(s.path, "rw")
+	var slot *rebindFile
+	if s.shares() {
+		var err error
+		if slot, uri, err = newSlot(s.path); err != nil {
+			return nil, &opError{"open", s.path, err}
+		}
+	}
+	cn, err := openConn(ctx, uri, s.maxMemory, s.clock)
 	if err != nil {
+		if slot != nil {
+			slot.Close()
+		}
 		return nil, &opError{"open", s.path, err}
 	}
+	cn.slot = slot
 	ok := false
 	defer func() {
 		if !ok { // an error, or a panic on its way up
@@ -367,7 +411,8 @@ func (s *Store) setupLocked(ctx context.Context, cn *conn) error {
 			cn.meta, cn.metaVersion, cn.metaDirty = s.meta, v, false
 		}
 	}
-	if err := installRandom(cn.c, s.rng); err != nil {
+	cn.rng = s.rng
+	if err := installRandom(cn.c, cn.nextRandom); err != nil {
 		return formatError(ctx, err)
 	}
 	if err := cn.c.SetAuthorizer(cn.watchSchema); err != nil {
@@ -402,6 +447,7 @@ func (s *Store) afterOOMLocked() {
 	if s.cn == nil || !s.cn.c.GetAutocommit() {
 		return
 	}
+	s.cn.tainted = true // close it, not park it
 	guard(s.closeConnLocked)
 }
 
@@ -419,6 +465,9 @@ func (s *Store) closeConnLocked() error {
 	s.meta = nil
 	if cn.meta != nil && !cn.metaDirty {
 		s.meta, s.metaVersion = cn.meta, cn.metaVersion
+	}
+	if s.parkLocked(cn) {
+		return nil
 	}
 	return formatError(nil, cn.close())
 }

@@ -1,0 +1,287 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/seahaven/seahaven/sqlitestore"
+)
+
+// frozen returns the bytes of a store file made from schema and seed rows,
+// as a fixture's frozen file.
+func frozen(t *testing.T, schema string, rows int) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "frozen.sqlite")
+	s := MustCreate(t, schema, sqlitestore.Options{Path: path})
+	for i := range rows {
+		MustExec(t, s, `INSERT INTO t (v) VALUES (?)`, fmt.Sprintf("seed-%d", i))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+const parkSchema = `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL);`
+
+// openShared opens a store on a private copy of data with the share key.
+func openShared(t *testing.T, pool *sqlitestore.Pool, dir string, i int, data []byte, seed uint64) *sqlitestore.Store {
+	t.Helper()
+	s, err := sqlitestore.Open(context.Background(), sqlitestore.Options{
+		Path: filepath.Join(dir, fmt.Sprintf("s%03d.sqlite", i)), Seed: seed, Pool: pool,
+		Lazy: true, Data: data, ShareKey: "k", ExclusiveLock: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func skipWithoutParking(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("parked connections need Linux")
+	}
+}
+
+// Rebound connections read each store's own file: the stores make the same
+// number of commits (equal change counters) with different rows, and each
+// is released after every use, so a page cached from another file would
+// show up as a wrong count or sum.
+func TestPark_Isolation(t *testing.T) {
+	skipWithoutParking(t)
+	data := frozen(t, parkSchema, 3)
+	pool := sqlitestore.NewPool(64)
+	dir := t.TempDir()
+	before := sqlitestore.OpenConnections()
+	const n = 40
+	stores := make([]*sqlitestore.Store, n)
+	for i := range stores {
+		stores[i] = openShared(t, pool, dir, i, data, uint64(i))
+	}
+	for round := range 5 {
+		for i, s := range stores {
+			MustExec(t, s, `INSERT INTO t (v) VALUES (?)`, fmt.Sprintf("s%d-r%d", i, round))
+			MustExec(t, s, `UPDATE t SET v = v || '+' WHERE id = 1`)
+			if err := s.Release(); err != nil {
+				t.Fatal(err)
+			}
+			if got := sqlitestore.OpenConnections() - before; got > 1 {
+				t.Fatalf("round %d store %d: %d connections open, want the one parked connection", round, i, got)
+			}
+		}
+	}
+	if pool.Parked() != 1 {
+		t.Fatalf("Parked() = %d, want 1", pool.Parked())
+	}
+	for i, s := range stores {
+		rows := MustQuery(t, s, `SELECT v FROM t WHERE id > 3 ORDER BY id`)
+		if len(rows.Values) != 5 {
+			t.Fatalf("store %d has %d new rows, want 5: %v", i, len(rows.Values), rows.Values)
+		}
+		for r, row := range rows.Values {
+			if want := fmt.Sprintf("s%d-r%d", i, r); row[0] != want {
+				t.Fatalf("store %d row %d = %v, want %s", i, r, row[0], want)
+			}
+		}
+		if v := MustOne(t, s, `SELECT v FROM t WHERE id = 1`); v != "seed-0+++++" {
+			t.Fatalf("store %d row 1 = %v", i, v)
+		}
+		if ok := MustOne(t, s, `PRAGMA integrity_check`); ok != "ok" {
+			t.Fatalf("store %d: integrity_check: %v", i, ok)
+		}
+		s.Release()
+	}
+	pool.CloseParked()
+	if got := sqlitestore.OpenConnections(); got != before {
+		t.Fatalf("%d connections open after CloseParked, want %d", got, before)
+	}
+}
+
+// A rebound connection draws each store's own random stream, reads its
+// clock and starts with last_insert_rowid() at zero, as a fresh one would.
+func TestPark_PerStoreState(t *testing.T) {
+	skipWithoutParking(t)
+	ctx := context.Background()
+	data := frozen(t, parkSchema, 0)
+	pool := sqlitestore.NewPool(64)
+	dir := t.TempDir()
+	at := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
+	fresh := func(i int, seed uint64) *sqlitestore.Store { // a store that never shares
+		s, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: filepath.Join(dir, fmt.Sprintf("f%d.sqlite", i)), Seed: seed, Lazy: true, Data: data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a := openShared(t, pool, dir, 1, data, 7)
+	MustExec(t, a, `INSERT INTO t (v) VALUES ('a')`)
+	a.Release()
+	b, err := sqlitestore.Open(ctx, sqlitestore.Options{
+		Path: filepath.Join(dir, "b.sqlite"), Seed: 9, Pool: pool, Lazy: true, Data: data, ShareKey: "k",
+		Clock: func() time.Time { return at },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if got := MustOne(t, b, `SELECT last_insert_rowid()`); got != int64(0) {
+		t.Errorf("last_insert_rowid() after rebind = %v, want 0", got)
+	}
+	if pool.Parked() != 0 {
+		t.Fatalf("b did not take the parked connection (Parked() = %d)", pool.Parked())
+	}
+	ref := fresh(2, 9)
+	for range 3 {
+		got, want := MustOne(t, b, `SELECT random()`), MustOne(t, ref, `SELECT random()`)
+		if got != want {
+			t.Fatalf("random() on a rebound connection = %v, want the store's own stream %v", got, want)
+		}
+	}
+	if got := MustOne(t, b, `SELECT datetime('now')`); got != "2031-05-06 07:08:09" {
+		t.Errorf("datetime('now') = %v, want the store's clock", got)
+	}
+}
+
+// Connections given state of their own are closed, not parked; a store
+// whose schema changed stops sharing, and the others keep theirs.
+func TestPark_RefusesChangedConnections(t *testing.T) {
+	skipWithoutParking(t)
+	ctx := context.Background()
+	data := frozen(t, parkSchema, 1)
+	for _, tc := range []struct {
+		name, sql string
+		private   bool
+	}{
+		{"temp table", `CREATE TEMP TABLE scratch (x)`, false},
+		{"temp trigger", `CREATE TEMP TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END`, false},
+		{"pragma", `PRAGMA foreign_keys=OFF`, false},
+		{"pragma query form", `PRAGMA recursive_triggers=1`, false},
+		{"attach", `ATTACH ':memory:' AS other`, false},
+		{"alter table", `ALTER TABLE t ADD COLUMN extra TEXT`, true},
+		{"create index", `CREATE INDEX t_v ON t (v)`, true},
+		{"drop and create", `DROP TABLE t; CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool := sqlitestore.NewPool(64)
+			dir := t.TempDir()
+			before := sqlitestore.OpenConnections()
+			s := openShared(t, pool, dir, 0, data, 1)
+			if err := s.ExecScript(ctx, tc.sql); err != nil {
+				t.Fatal(err)
+			}
+			s.Release()
+			if pool.Parked() != 0 {
+				t.Fatalf("Parked() = %d after %s, want the connection closed", pool.Parked(), tc.sql)
+			}
+			if got := sqlitestore.OpenConnections(); got != before {
+				t.Fatalf("%d connections open, want %d", got, before)
+			}
+			if s.Shares() == tc.private {
+				t.Fatalf("Shares() = %v after %s", s.Shares(), tc.sql)
+			}
+			// The store works on, and another store of the key is unaffected.
+			MustExec(t, s, `INSERT INTO t (v) VALUES ('after')`)
+			s.Release()
+			o := openShared(t, pool, dir, 1, data, 2)
+			MustExec(t, o, `INSERT INTO t (v) VALUES ('other')`)
+			if cols := MustQuery(t, o, `SELECT * FROM t`).Columns; len(cols) != 2 {
+				t.Fatalf("other store sees columns %v", cols)
+			}
+			o.Release()
+			if pool.Parked() != 1 {
+				t.Fatalf("Parked() = %d after the other store, want 1", pool.Parked())
+			}
+			pool.CloseParked()
+		})
+	}
+}
+
+// An Inspector (the driver's own VFS) reads a shared store's file while the
+// store writes: the two VFSes take the same locks.
+func TestPark_InspectorSeesCommittedRows(t *testing.T) {
+	skipWithoutParking(t)
+	ctx := context.Background()
+	data := frozen(t, parkSchema, 2)
+	pool := sqlitestore.NewPool(64)
+	dir := t.TempDir()
+	a := openShared(t, pool, dir, 0, data, 1)
+	MustExec(t, a, `INSERT INTO t (v) VALUES ('x')`)
+	a.Release()
+	s, err := sqlitestore.Open(ctx, sqlitestore.Options{
+		Path: filepath.Join(dir, "s.sqlite"), Pool: pool, Lazy: true, Data: data, ShareKey: "k",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	MustExec(t, s, `INSERT INTO t (v) VALUES ('committed')`) // rebinds the parked connection
+	insp, err := sqlitestore.OpenInspector(ctx, s.Path(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer insp.Close()
+	if _, err := s.Exec(ctx, `BEGIN`); err != nil {
+		t.Fatal(err)
+	}
+	MustExec(t, s, `INSERT INTO t (v) VALUES ('pending')`)
+	rows, err := insp.Query(ctx, `SELECT count(*) FROM t`)
+	if err != nil {
+		t.Fatalf("inspector read during the store's write transaction: %v", err)
+	}
+	if got := rows.Values[0][0]; got != int64(3) {
+		t.Fatalf("inspector counts %v rows during the write, want the 3 committed", got)
+	}
+	if _, err := s.Exec(ctx, `COMMIT`); err != nil {
+		t.Fatal(err)
+	}
+	rows, err = insp.Query(ctx, `SELECT count(*) FROM t`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rows.Values[0][0]; got != int64(4) {
+		t.Fatalf("inspector counts %v rows after the commit, want 4", got)
+	}
+}
+
+// The sweeper closes connections parked for IdleAfter, and the pool keeps
+// at most MaxOpen/4 parked.
+func TestPark_SweptAndBounded(t *testing.T) {
+	skipWithoutParking(t)
+	data := frozen(t, parkSchema, 0)
+	pool := sqlitestore.NewPool(8) // at most 2 parked
+	pool.IdleAfter = 50 * time.Millisecond
+	dir := t.TempDir()
+	before := sqlitestore.OpenConnections()
+	var stores []*sqlitestore.Store
+	for i := range 5 {
+		s := openShared(t, pool, dir, i, data, uint64(i))
+		s.Pin()
+		MustExec(t, s, `INSERT INTO t (v) VALUES ('x')`)
+		stores = append(stores, s)
+	}
+	for _, s := range stores {
+		s.Unpin()
+		s.Release()
+	}
+	if pool.Parked() != 2 {
+		t.Fatalf("Parked() = %d, want MaxOpen/4 = 2", pool.Parked())
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for sqlitestore.OpenConnections() != before || pool.Sweeping() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after IdleAfter: %d connections open (want %d), %d parked, sweeping %v", sqlitestore.OpenConnections(), before, pool.Parked(), pool.Sweeping())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,22 @@
+//go:build !linux
+
+package sqlitestore
+
+import "errors"
+
+// rebindSupported reports whether connections can be parked and rebound
+// (see Options.ShareKey): only on Linux, whose open file description locks
+// the slot VFS uses.
+const rebindSupported = false
+
+// rebindFile is never made off Linux.
+type rebindFile struct{}
+
+func newSlot(string) (*rebindFile, string, error) {
+	return nil, "", errors.New("sqlitestore: parked connections need Linux")
+}
+
+func (*rebindFile) bind(string) error {
+	return errors.New("sqlitestore: parked connections need Linux")
+}
+func (*rebindFile) unbind() error { return nil }
