@@ -656,13 +656,25 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, _, _
 		sqlite3.AUTH_DETACH:
 		cn.tainted = true
 	case sqlite3.AUTH_PRAGMA:
-		// A PRAGMA with an argument may change the connection's settings;
-		// the locking mode is reset whenever a connection is parked.
-		if arg != "" && !strings.EqualFold(name, "locking_mode") {
+		// A PRAGMA with an argument may change the connection's settings,
+		// unless it only reads (table_info(t) and the table-valued
+		// pragma_* functions); the locking mode is reset whenever a
+		// connection is parked.
+		if arg != "" && !readOnlyPragmas[strings.ToLower(name)] {
 			cn.tainted = true
 		}
 	}
 	return sqlite3.AUTH_OK
+}
+
+// readOnlyPragmas are the PRAGMAs whose argument names what to read, not a
+// setting; locking_mode is reset when a connection is parked.
+var readOnlyPragmas = map[string]bool{
+	"table_info": true, "table_xinfo": true, "table_list": true,
+	"index_info": true, "index_xinfo": true, "index_list": true,
+	"foreign_key_list": true, "foreign_key_check": true,
+	"integrity_check": true, "quick_check": true,
+	"locking_mode": true,
 }
 
 // tablesSQL lists the main schema's tables, views and virtual tables.

@@ -74,7 +74,7 @@ func (s *Store) bindLocked(ctx context.Context, cn *conn) bool {
 			return false
 		}
 	}
-	v, err := schemaVersion(cn.c)
+	v, err := cn.cookie()
 	if err != nil {
 		return false
 	}
@@ -108,7 +108,7 @@ func (s *Store) parkLocked(cn *conn) bool {
 	if !s.shares() || cn.tainted || !cn.c.GetAutocommit() {
 		return false
 	}
-	if v, err := schemaVersion(cn.c); err != nil || v != s.baseCookie {
+	if v, err := cn.cookie(); err != nil || v != s.baseCookie {
 		s.private = err == nil
 		return false
 	}
@@ -116,8 +116,12 @@ func (s *Store) parkLocked(cn *conn) bool {
 		cn.c.PreUpdateHook(nil)
 		cn.hookOn = false
 	}
-	// In normal locking mode the lock goes with the next access.
-	if cn.c.Exec("PRAGMA locking_mode=NORMAL; SELECT 1 FROM main.sqlite_schema LIMIT 1;") != nil {
+	// In normal locking mode the lock goes with the next access. PRAGMA
+	// locking_mode acts when it is prepared, so it is never cached.
+	if cn.c.Exec("PRAGMA locking_mode=NORMAL") != nil {
+		return false
+	}
+	if _, err := cn.query("SELECT 1 FROM main.sqlite_schema LIMIT 1", nil); err != nil {
 		return false
 	}
 	if cn.slot.unbind() != nil {
@@ -125,6 +129,20 @@ func (s *Store) parkLocked(cn *conn) bool {
 	}
 	cn.undo, cn.rng, cn.now = nil, nil, nil
 	return s.pool.park(s.shelf, cn)
+}
+
+// cookie reads the main schema's cookie with a cached statement (PRAGMA
+// schema_version reads it when it runs).
+func (cn *conn) cookie() (int64, error) {
+	st, err := cn.prepare("PRAGMA main.schema_version")
+	if err != nil {
+		return 0, err
+	}
+	defer st.Reset()
+	if !st.Step() {
+		return 0, st.Err()
+	}
+	return st.ColumnInt64(0), nil
 }
 
 // parked is a connection on a pool's shelf.

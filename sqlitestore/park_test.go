@@ -162,15 +162,17 @@ func TestPark_RefusesChangedConnections(t *testing.T) {
 	for _, tc := range []struct {
 		name, sql string
 		private   bool
+		parks     bool // the statement leaves nothing in the connection
 	}{
-		{"temp table", `CREATE TEMP TABLE scratch (x)`, false},
-		{"temp trigger", `CREATE TEMP TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END`, false},
-		{"pragma", `PRAGMA foreign_keys=OFF`, false},
-		{"pragma query form", `PRAGMA recursive_triggers=1`, false},
-		{"attach", `ATTACH ':memory:' AS other`, false},
-		{"alter table", `ALTER TABLE t ADD COLUMN extra TEXT`, true},
-		{"create index", `CREATE INDEX t_v ON t (v)`, true},
-		{"drop and create", `DROP TABLE t; CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)`, true},
+		{"read-only pragma", `SELECT * FROM pragma_table_info('t'); PRAGMA table_info(t); PRAGMA foreign_keys`, false, true},
+		{"temp table", `CREATE TEMP TABLE scratch (x)`, false, false},
+		{"temp trigger", `CREATE TEMP TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END`, false, false},
+		{"pragma", `PRAGMA foreign_keys=OFF`, false, false},
+		{"pragma setting", `PRAGMA recursive_triggers=1`, false, false},
+		{"attach", `ATTACH ':memory:' AS other`, false, false},
+		{"alter table", `ALTER TABLE t ADD COLUMN extra TEXT`, true, false},
+		{"create index", `CREATE INDEX t_v ON t (v)`, true, false},
+		{"drop and create", `DROP TABLE t; CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)`, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pool := sqlitestore.NewPool(64)
@@ -181,6 +183,12 @@ func TestPark_RefusesChangedConnections(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.Release()
+			if tc.parks {
+				if pool.Parked() != 1 {
+					t.Fatalf("Parked() = %d after %s, want the connection parked", pool.Parked(), tc.sql)
+				}
+				pool.CloseParked()
+			}
 			if pool.Parked() != 0 {
 				t.Fatalf("Parked() = %d after %s, want the connection closed", pool.Parked(), tc.sql)
 			}
@@ -283,5 +291,67 @@ func TestPark_SweptAndBounded(t *testing.T) {
 			t.Fatalf("after IdleAfter: %d connections open (want %d), %d parked, sweeping %v", sqlitestore.OpenConnections(), before, pool.Parked(), pool.Sweeping())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// benchReopen makes n stores of one frozen file and returns an operation
+// that, round robin, inserts a row into the next store in a transaction and
+// releases it: the call on a released instance.
+func benchReopen(b *testing.B, share bool) func() {
+	data := frozenB(b)
+	pool := sqlitestore.NewPool(1024)
+	dir := b.TempDir()
+	const n = 64
+	stores := make([]*sqlitestore.Store, n)
+	for i := range stores {
+		opts := sqlitestore.Options{Path: filepath.Join(dir, fmt.Sprintf("s%02d.sqlite", i)), Pool: pool, Lazy: true, Data: data, ExclusiveLock: true}
+		if share {
+			opts.ShareKey = "k"
+		}
+		s, err := sqlitestore.Open(context.Background(), opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		stores[i] = s
+	}
+	b.Cleanup(pool.CloseParked)
+	i := 0
+	return func() {
+		s := stores[i%n]
+		i++
+		MustExec(b, s, `INSERT INTO t (v) VALUES ('x')`)
+		if err := s.Release(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func frozenB(b *testing.B) []byte {
+	path := filepath.Join(b.TempDir(), "frozen.sqlite")
+	s := MustCreate(b, parkSchema, sqlitestore.Options{Path: path})
+	s.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return data
+}
+
+// BenchmarkReopen_Fresh opens a new connection for every use of a released
+// store (no share key).
+func BenchmarkReopen_Fresh(b *testing.B) {
+	op := benchReopen(b, false)
+	for b.Loop() {
+		op()
+	}
+}
+
+// BenchmarkReopen_Rebind rebinds the parked connection of another store of
+// the same frozen file.
+func BenchmarkReopen_Rebind(b *testing.B) {
+	op := benchReopen(b, true)
+	for b.Loop() {
+		op()
 	}
 }
