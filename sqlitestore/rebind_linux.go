@@ -51,7 +51,7 @@ type rebindVFS struct{}
 // opens a connection on it.
 func newSlot(path string) (*rebindFile, string, error) {
 	rebindOnce.Do(func() { vfs.Register(rebindVFSName, rebindVFS{}) })
-	f := &rebindFile{name: slotPrefix + strconv.FormatUint(rebindSeq.Add(1), 10)}
+	f := &rebindFile{name: slotPrefix + strconv.FormatUint(rebindSeq.Add(1), 10), fd: -1}
 	if err := f.bind(path); err != nil {
 		return nil, "", err
 	}
@@ -120,11 +120,13 @@ func (rebindVFS) FullPathname(name string) (string, error) {
 
 // rebindFile is a slot: the main database file of one connection. Its file
 // is swapped only by its connection's owner while the connection runs no
-// statement, so its methods need no lock of their own.
+// statement, so its methods need no lock of their own. The descriptor is not
+// an os.File, so nothing closes it behind the slot's back; closing it also
+// drops the open file description's locks.
 type rebindFile struct {
 	name   string
-	opened bool     // the connection opened it
-	f      *os.File // nil while unbound
+	opened bool // the connection opened it
+	fd     int  // the bound file's descriptor; -1 while unbound
 	lock   vfs.LockLevel
 }
 
@@ -137,30 +139,37 @@ var (
 // it as an I/O error. It means a bug in this package.
 var errUnbound = errors.New("sqlitestore: connection file is not bound")
 
-// bind points the slot at the file at path.
+// bind points the slot at the file at path. The file is used through its
+// descriptor, without an os.File: a rebind then costs one open and one close
+// system call.
 func (r *rebindFile) bind(path string) error {
-	if r.f != nil {
+	if r.fd >= 0 {
 		return errors.New("sqlitestore: connection file is already bound")
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return err
+	for {
+		fd, err := unix.Open(path, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &os.PathError{Op: "open", Path: path, Err: err}
+		}
+		r.fd, r.lock = fd, vfs.LOCK_NONE
+		return nil
 	}
-	r.f, r.lock = f, vfs.LOCK_NONE
-	return nil
 }
 
 // unbind closes the bound file. It fails, binding nothing away, while the
 // connection holds a lock on it.
 func (r *rebindFile) unbind() error {
-	if r.f == nil {
+	if r.fd < 0 {
 		return nil
 	}
 	if r.lock != vfs.LOCK_NONE {
 		return errors.New("sqlitestore: connection still holds its file's lock")
 	}
-	err := r.f.Close()
-	r.f = nil
+	err := unix.Close(r.fd)
+	r.fd = -1
 	return err
 }
 
@@ -168,51 +177,90 @@ func (r *rebindFile) unbind() error {
 // retires the slot.
 func (r *rebindFile) Close() error {
 	rebindSlots.Delete(r.name)
-	if r.f == nil {
+	if r.fd < 0 {
 		return nil
 	}
-	err := r.f.Close() // closing the file description drops its locks
-	r.f, r.lock = nil, vfs.LOCK_NONE
+	err := unix.Close(r.fd) // closing the file description drops its locks
+	r.fd, r.lock = -1, vfs.LOCK_NONE
 	return err
 }
 
+// ReadAt reads len(p) bytes at off; a read past the end returns io.EOF with
+// what was read, which SQLite takes as a short read.
 func (r *rebindFile) ReadAt(p []byte, off int64) (int, error) {
-	if r.f == nil {
+	if r.fd < 0 {
 		return 0, errUnbound
 	}
-	return r.f.ReadAt(p, off)
+	n := 0
+	for n < len(p) {
+		m, err := unix.Pread(r.fd, p[n:], off+int64(n))
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return n, err
+		case m == 0:
+			return n, io.EOF
+		}
+		n += m
+	}
+	return n, nil
 }
 
 func (r *rebindFile) WriteAt(p []byte, off int64) (int, error) {
-	if r.f == nil {
+	if r.fd < 0 {
 		return 0, errUnbound
 	}
-	return r.f.WriteAt(p, off)
+	n := 0
+	for n < len(p) {
+		m, err := unix.Pwrite(r.fd, p[n:], off+int64(n))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		n += m
+	}
+	return n, nil
 }
 
 func (r *rebindFile) Truncate(size int64) error {
-	if r.f == nil {
-		return errUnbound
-	}
-	return r.f.Truncate(size)
-}
-
-func (r *rebindFile) Sync(vfs.SyncFlag) error {
-	if r.f == nil {
+	if r.fd < 0 {
 		return errUnbound
 	}
 	for {
-		if err := unix.Fdatasync(int(r.f.Fd())); err != unix.EINTR {
+		if err := unix.Ftruncate(r.fd, size); err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+func (r *rebindFile) Sync(vfs.SyncFlag) error {
+	if r.fd < 0 {
+		return errUnbound
+	}
+	for {
+		if err := unix.Fdatasync(r.fd); err != unix.EINTR {
 			return err
 		}
 	}
 }
 
 func (r *rebindFile) Size() (int64, error) {
-	if r.f == nil {
+	if r.fd < 0 {
 		return 0, errUnbound
 	}
-	return r.f.Seek(0, io.SeekEnd)
+	var st unix.Stat_t
+	for {
+		err := unix.Fstat(r.fd, &st)
+		if err == nil {
+			return st.Size, nil
+		}
+		if err != unix.EINTR {
+			return 0, err
+		}
+	}
 }
 
 // SizeHint does nothing: instance files grow page by page.
@@ -229,7 +277,7 @@ func (r *rebindFile) LockState() vfs.LockLevel { return r.lock }
 // Lock takes SQLite's locks in the unix VFS's order: SHARED from none,
 // RESERVED from SHARED, EXCLUSIVE through PENDING.
 func (r *rebindFile) Lock(lock vfs.LockLevel) error {
-	if r.f == nil {
+	if r.fd < 0 {
 		return sqlite3.IOERR_LOCK
 	}
 	if r.lock >= lock {
@@ -269,7 +317,7 @@ func (r *rebindFile) Lock(lock vfs.LockLevel) error {
 
 // Unlock drops to SHARED (releasing PENDING and RESERVED) or to none.
 func (r *rebindFile) Unlock(lock vfs.LockLevel) error {
-	if r.f == nil || r.lock <= lock {
+	if r.fd < 0 || r.lock <= lock {
 		return nil
 	}
 	var err error
@@ -292,7 +340,7 @@ func (r *rebindFile) CheckReservedLock() (bool, error) {
 	if r.lock >= vfs.LOCK_RESERVED {
 		return true, nil
 	}
-	if r.f == nil {
+	if r.fd < 0 {
 		return false, sqlite3.IOERR_CHECKRESERVEDLOCK
 	}
 	t, err := r.test(reservedByte, 1)
@@ -308,7 +356,7 @@ func (r *rebindFile) fcntl(typ int16, start, n int64, wait bool, def sqlite3.Ext
 		cmd = unix.F_OFD_SETLKW
 	}
 	for {
-		err := unix.FcntlFlock(r.f.Fd(), cmd, &lk)
+		err := unix.FcntlFlock(uintptr(r.fd), cmd, &lk)
 		switch err {
 		case nil:
 			return nil
@@ -328,7 +376,7 @@ func (r *rebindFile) fcntl(typ int16, start, n int64, wait bool, def sqlite3.Ext
 func (r *rebindFile) test(start, n int64) (int16, error) {
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Start: start, Len: n}
 	for {
-		err := unix.FcntlFlock(r.f.Fd(), unix.F_OFD_GETLK, &lk)
+		err := unix.FcntlFlock(uintptr(r.fd), unix.F_OFD_GETLK, &lk)
 		if err == nil {
 			return lk.Type, nil
 		}
