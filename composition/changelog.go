@@ -31,7 +31,13 @@ type logRecord struct {
 
 // add appends r.
 func (l *changeLog) add(r logRecord) {
-	if k := len(l.chunks); k == 0 || len(l.chunks[k-1]) == changeLogChunk {
+	switch k := len(l.chunks); {
+	case k == 0:
+		// The first chunk grows as appends do: most episodes are short,
+		// and ten thousand live instances each holding a full chunk for
+		// their first few records would cost hundreds of megabytes.
+		l.chunks = append(l.chunks, make([]logRecord, 0, 4))
+	case len(l.chunks[k-1]) == changeLogChunk:
 		l.chunks = append(l.chunks, make([]logRecord, 0, changeLogChunk))
 	}
 	last := &l.chunks[len(l.chunks)-1]

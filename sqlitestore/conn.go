@@ -59,6 +59,9 @@ type conn struct {
 	slot    *rebindFile // the rebindable main file; nil for other connections
 	tainted bool        // per-connection state changed (a PRAGMA, ATTACH, a temp object): never park
 	ddl     bool        // the main schema may have changed: the store's file no longer matches its key
+	txns    int         // write transactions begun since the connection was bound
+
+	exclusive bool // in exclusive locking mode
 }
 
 // clockNow is the 'now' of the connection's date and time functions.

@@ -28,3 +28,11 @@ func (s *Store) Shares() bool {
 	defer s.mu.Unlock()
 	return s.shares()
 }
+
+// LockedExclusive reports whether the store's open connection is in
+// exclusive locking mode.
+func (s *Store) LockedExclusive() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cn != nil && s.cn.exclusive
+}

@@ -64,34 +64,48 @@ func (s *Store) bindLocked(ctx context.Context, cn *conn) bool {
 	if err := cn.slot.bind(s.path); err != nil {
 		return false
 	}
-	if cn.c.ReleaseMemory() != nil {
+	// The header's schema cookie, read from the file: nothing writes the
+	// file while its store is locked and its connection unbound.
+	if v, err := cn.slot.cookie(); err != nil {
 		return false
-	}
-	old := cn.c.SetInterrupt(ctx)
-	defer cn.c.SetInterrupt(old)
-	if s.exclusive {
-		if cn.c.Exec("PRAGMA locking_mode=EXCLUSIVE;") != nil {
-			return false
-		}
-	}
-	v, err := cn.cookie()
-	if err != nil {
-		return false
-	}
-	if v != s.baseCookie {
+	} else if v != s.baseCookie {
 		s.private = true
 		return false
 	}
+	if cn.c.ReleaseMemory() != nil {
+		return false
+	}
 	cn.c.SetLastInsertRowID(0)
-	cn.rng, cn.now = s.rng, s.clock
+	cn.rng, cn.now, cn.txns = s.rng, s.clock, 0
 	cn.meta, cn.metaVersion, cn.metaDirty = nil, 0, true
-	if s.meta != nil && s.metaVersion == v {
-		cn.meta, cn.metaVersion, cn.metaDirty = s.meta, v, false
+	if s.meta != nil && s.metaVersion == s.baseCookie {
+		cn.meta, cn.metaVersion, cn.metaDirty = s.meta, s.baseCookie, false
 	}
 	if len(s.captures) > 0 {
 		s.installHookLocked(cn)
 	}
 	return true
+}
+
+// lockModeLocked runs before a write transaction begins. A parkable
+// connection of an ExclusiveLock store starts each binding in normal locking
+// mode, which costs a few lock calls per transaction but nothing to park; on
+// its second write transaction in one binding (a busy store) it turns to
+// exclusive mode, which makes later transactions cheaper and costs two
+// statements at the next park.
+func (s *Store) lockModeLocked(cn *conn) error {
+	if cn.slot == nil || cn.exclusive || !s.exclusive {
+		return nil
+	}
+	if cn.txns++; cn.txns < 2 {
+		return nil
+	}
+	// PRAGMA locking_mode acts when it is prepared, so it is never cached.
+	if err := cn.c.Exec("PRAGMA locking_mode=EXCLUSIVE"); err != nil {
+		return err
+	}
+	cn.exclusive = true
+	return nil
 }
 
 // parkLocked unbinds the store's released connection and parks it on the
@@ -108,20 +122,27 @@ func (s *Store) parkLocked(cn *conn) bool {
 	if !s.shares() || cn.tainted || !cn.c.GetAutocommit() {
 		return false
 	}
-	if v, err := cn.cookie(); err != nil || v != s.baseCookie {
-		s.private = err == nil
-		return false
-	}
 	if cn.hookOn {
 		cn.c.PreUpdateHook(nil)
 		cn.hookOn = false
 	}
-	// In normal locking mode the lock goes with the next access. PRAGMA
-	// locking_mode acts when it is prepared, so it is never cached.
-	if cn.c.Exec("PRAGMA locking_mode=NORMAL") != nil {
+	if cn.exclusive {
+		// In normal locking mode the lock goes with the next access. PRAGMA
+		// locking_mode acts when it is prepared, so it is never cached.
+		if cn.c.Exec("PRAGMA locking_mode=NORMAL") != nil {
+			return false
+		}
+		cn.exclusive = false
+		if _, err := cn.query("SELECT 1 FROM main.sqlite_schema LIMIT 1", nil); err != nil {
+			return false
+		}
+	}
+	if cn.slot.locked() {
 		return false
 	}
-	if _, err := cn.query("SELECT 1 FROM main.sqlite_schema LIMIT 1", nil); err != nil {
+	// With no lock held every commit is in the file.
+	if v, err := cn.slot.cookie(); err != nil || v != s.baseCookie {
+		s.private = err == nil
 		return false
 	}
 	if cn.slot.unbind() != nil {
@@ -129,20 +150,6 @@ func (s *Store) parkLocked(cn *conn) bool {
 	}
 	cn.undo, cn.rng, cn.now = nil, nil, nil
 	return s.pool.park(s.shelf, cn)
-}
-
-// cookie reads the main schema's cookie with a cached statement (PRAGMA
-// schema_version reads it when it runs).
-func (cn *conn) cookie() (int64, error) {
-	st, err := cn.prepare("PRAGMA main.schema_version")
-	if err != nil {
-		return 0, err
-	}
-	defer st.Reset()
-	if !st.Step() {
-		return 0, st.Err()
-	}
-	return st.ColumnInt64(0), nil
 }
 
 // parked is a connection on a pool's shelf.

@@ -355,3 +355,69 @@ func BenchmarkReopen_Rebind(b *testing.B) {
 		op()
 	}
 }
+
+// A store busy enough for a second write transaction in one binding turns
+// to exclusive locking; it still parks with no lock left on its file, and
+// an Inspector reads the file between its transactions (after Yield).
+func TestPark_BusyStoreTurnsExclusive(t *testing.T) {
+	skipWithoutParking(t)
+	ctx := context.Background()
+	data := frozen(t, parkSchema, 0)
+	pool := sqlitestore.NewPool(64)
+	dir := t.TempDir()
+	txn := func(s *sqlitestore.Store, v string) {
+		t.Helper()
+		f, err := s.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		MustExec(t, s, `INSERT INTO t (v) VALUES (?)`, v)
+		if err := f.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stores := []*sqlitestore.Store{openShared(t, pool, dir, 0, data, 1), openShared(t, pool, dir, 1, data, 2)}
+	for round := range 3 {
+		for i, s := range stores {
+			txn(s, fmt.Sprintf("s%d-r%d-0", i, round))
+			if s.LockedExclusive() {
+				t.Fatal("exclusive locking after one transaction of a binding")
+			}
+			for k := 1; k < 4; k++ {
+				txn(s, fmt.Sprintf("s%d-r%d-%d", i, round, k))
+			}
+			if !s.LockedExclusive() {
+				t.Fatal("not exclusive after four transactions of a binding")
+			}
+			if err := s.Yield(); err != nil {
+				t.Fatal(err)
+			}
+			insp, err := sqlitestore.OpenInspector(ctx, s.Path(), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := insp.Query(ctx, `SELECT count(*) FROM t`)
+			insp.Close()
+			if err != nil {
+				t.Fatalf("inspector after Yield of a busy store: %v", err)
+			}
+			if got := rows.Values[0][0]; got != int64(4*(round+1)) {
+				t.Fatalf("inspector counts %v rows, want %d", got, 4*(round+1))
+			}
+			if err := s.Release(); err != nil {
+				t.Fatal(err)
+			}
+			if pool.Parked() != 1 {
+				t.Fatalf("round %d store %d: Parked() = %d after release, want 1", round, i, pool.Parked())
+			}
+		}
+	}
+	for i, s := range stores {
+		if got := MustOne(t, s, `SELECT count(*) FROM t WHERE v LIKE ?`, fmt.Sprintf("s%d-%%", i)); got != int64(12) {
+			t.Fatalf("store %d has %v of its rows, want 12", i, got)
+		}
+		if got := MustOne(t, s, `SELECT count(*) FROM t`); got != int64(12) {
+			t.Fatalf("store %d has %v rows, want 12", i, got)
+		}
+	}
+}

@@ -3,6 +3,7 @@
 package sqlitestore
 
 import (
+	"encoding/binary"
 	"errors"
 	"io"
 	"os"
@@ -273,6 +274,22 @@ func (r *rebindFile) DeviceCharacteristics() vfs.DeviceCharacteristic {
 }
 
 func (r *rebindFile) LockState() vfs.LockLevel { return r.lock }
+
+// locked reports whether the connection holds any lock on the bound file.
+func (r *rebindFile) locked() bool { return r.lock != vfs.LOCK_NONE }
+
+// cookie reads the schema cookie from the bound file's header (a big-endian
+// uint32 at offset 40).
+func (r *rebindFile) cookie() (int64, error) {
+	var b [4]byte
+	if n, err := r.ReadAt(b[:], 40); n < len(b) {
+		if err == nil || err == io.EOF {
+			err = errors.New("sqlitestore: database header is cut short")
+		}
+		return 0, err
+	}
+	return int64(binary.BigEndian.Uint32(b[:])), nil
+}
 
 // Lock takes SQLite's locks in the unix VFS's order: SHARED from none,
 // RESERVED from SHARED, EXCLUSIVE through PENDING.

@@ -20,3 +20,9 @@ func (*rebindFile) bind(string) error {
 	return errors.New("sqlitestore: parked connections need Linux")
 }
 func (*rebindFile) unbind() error { return nil }
+
+func (*rebindFile) locked() bool { return false }
+func (*rebindFile) cookie() (int64, error) {
+	return 0, errors.New("sqlitestore: parked connections need Linux")
+}
+func (*rebindFile) Close() error { return nil }

@@ -394,10 +394,13 @@ func (s *Store) setupLocked(ctx context.Context, cn *conn) error {
 	if err := cn.c.Exec("PRAGMA synchronous=OFF;"); err != nil {
 		return formatError(ctx, err)
 	}
-	if s.exclusive {
+	if s.exclusive && cn.slot == nil {
+		// A parkable connection turns exclusive on its second write
+		// transaction (see lockModeLocked).
 		if err := cn.c.Exec("PRAGMA locking_mode=EXCLUSIVE;"); err != nil {
 			return formatError(ctx, err)
 		}
+		cn.exclusive = true
 	}
 	if mode, err := pragma(cn.c, "PRAGMA journal_mode=MEMORY", (*sqlite3.Stmt).ColumnText); err != nil {
 		return formatError(ctx, err)
@@ -569,7 +572,7 @@ func (s *Store) Release() error {
 func (s *Store) Yield() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.exclusive || s.closed || s.cn == nil || s.inTxnLocked() {
+	if !s.exclusive || s.closed || s.cn == nil || !s.cn.exclusive || s.inTxnLocked() {
 		return nil
 	}
 	return guard(func() error {

@@ -25,6 +25,9 @@ func (s *Store) Begin(ctx context.Context) (*Frame, error) {
 	err := s.do(ctx, true, func(cn *conn) error {
 		s.syncFramesLocked()
 		if cn.c.GetAutocommit() {
+			if err := s.lockModeLocked(cn); err != nil {
+				return err
+			}
 			if _, err := cn.exec("BEGIN IMMEDIATE", nil); err != nil {
 				return err
 			}
