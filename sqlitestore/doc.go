@@ -65,6 +65,13 @@
 // driver's own cost of an open and a write transaction, the floor under a
 // store's.
 //
+// Stores opened with Options.ShareKey (private copies of one frozen file)
+// do not close a released connection: it is parked in the Pool, unbound from
+// the file, and the next store of the same key rebinds it to its own file
+// with its page cache dropped, which costs about 50 µs instead of an open.
+// The rules that keep this invisible (what is reset, what makes a
+// connection close instead) are in park.go and in docs/scale.md.
+//
 // Measured on the development machine (2 vCPU, ext4, shared with other
 // work, so medians of interleaved runs are given as ranges; the benchmarks in
 // bench_test.go reproduce them):
@@ -75,7 +82,8 @@
 //   - Opening a store, one query and closing it: 1.5–3 ms, most of it the
 //     page faults of the connection's fresh memory (this virtual machine
 //     takes 12–25 µs per first touch of a 4 KiB page); reopening a released
-//     store costs the same. A WAL store cost 3–5.5 ms (its -wal and -shm
+//     store costs the same, unless a parked connection is rebound (about
+//     50 µs, BenchmarkReopen_Rebind). A WAL store cost 3–5.5 ms (its -wal and -shm
 //     files are made on open and removed on the last close), which is why
 //     stores keep their journal in memory.
 //   - A one-row write call with ExclusiveLock (StartCapture, Begin, Exec
@@ -91,7 +99,7 @@
 // A [Store] is used by one goroutine at a time; its methods are serialized by
 // a mutex so that its [Pool] can release it from another goroutine while it is
 // idle. [Frame] and [Capture] values belong to their store's goroutine.
-// [Inspector] and [Pool] are safe for concurrent use. Stores never share a
-// connection: each is an independent SQLite instance, so different stores run
-// in parallel.
+// [Inspector] and [Pool] are safe for concurrent use. A connection belongs
+// to one store at a time (a parked one to none), and each connection is an
+// independent SQLite instance, so different stores run in parallel.
 package sqlitestore
