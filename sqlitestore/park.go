@@ -1,9 +1,6 @@
 package sqlitestore
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // Parked connections (Options.ShareKey).
 //
@@ -37,7 +34,7 @@ func (s *Store) shares() bool { return s.shelf != "" && !s.private }
 // rebindLocked takes a parked connection of the store's shelf and binds it
 // to the store's file; nil when there is none or it does not fit, in which
 // case the caller opens a new connection.
-func (s *Store) rebindLocked(ctx context.Context) *conn {
+func (s *Store) rebindLocked() *conn {
 	if !s.shares() {
 		return nil
 	}
@@ -46,24 +43,29 @@ func (s *Store) rebindLocked(ctx context.Context) *conn {
 		if cn == nil {
 			return nil
 		}
-		if s.bindLocked(ctx, cn) {
+		if err := cn.slot.bind(s.path); err != nil {
+			// The store's file is the problem, not the connection: park it
+			// again, and let a fresh open report the error.
+			if !s.pool.park(s.shelf, cn) {
+				guard(cn.close)
+			}
+			return nil
+		}
+		if s.bindLocked(cn) {
 			return cn
 		}
-		cn.close()
+		guard(cn.close)
 		if !s.shares() {
 			return nil
 		}
 	}
 }
 
-// bindLocked binds a parked connection to the store's file and gives it the
-// store's state. It reports false, with the connection unusable, when the
+// bindLocked checks the file a parked connection was just bound to and gives
+// the connection the store's state. It reports false, with the connection unusable, when the
 // file does not match the connection's schema (then the store stops
 // sharing) or cannot be read.
-func (s *Store) bindLocked(ctx context.Context, cn *conn) bool {
-	if err := cn.slot.bind(s.path); err != nil {
-		return false
-	}
+func (s *Store) bindLocked(cn *conn) bool {
 	// The header's schema cookie, read from the file: nothing writes the
 	// file while its store is locked and its connection unbound.
 	if v, err := cn.slot.cookie(); err != nil {

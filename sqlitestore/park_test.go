@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/seahaven/seahaven/internal/testfs"
 	"github.com/seahaven/seahaven/sqlitestore"
 )
 
@@ -419,5 +421,81 @@ func TestPark_BusyStoreTurnsExclusive(t *testing.T) {
 		if got := MustOne(t, s, `SELECT count(*) FROM t`); got != int64(12) {
 			t.Fatalf("store %d has %v rows, want 12", i, got)
 		}
+	}
+}
+
+// A shared store that runs out of disk reports it as an unshared one does,
+// keeps nothing of the failed transaction, and its connection goes on to
+// serve another store of the key intact.
+func TestPark_DiskFull(t *testing.T) {
+	skipWithoutParking(t)
+	ctx := context.Background()
+	data := frozen(t, `CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB NOT NULL);`, 0)
+	pool := sqlitestore.NewPool(64)
+	full := openShared(t, pool, testfs.MountTmpfs(t, "512k"), 0, data, 1)
+	MustExec(t, full, `INSERT INTO t (v) VALUES (x'00')`)
+	f, err := full.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; err == nil; i++ {
+		if i == 1000 {
+			t.Fatal("1000 rows of 16 KiB fit in a 512 KiB file system")
+		}
+		_, err = full.Exec(ctx, `INSERT INTO t (v) VALUES (randomblob(16384))`)
+	}
+	f.Rollback()
+	if !strings.Contains(err.Error(), "database or disk is full") && !strings.HasSuffix(err.Error(), "writing to the file failed (the disk may be full)") {
+		t.Fatalf("filling the disk: %v, want an error saying the disk is (or may be) full", err)
+	}
+	if got := MustOne(t, full, `SELECT count(*) FROM t`); got != int64(1) {
+		t.Fatalf("%v rows after the rollback, want 1", got)
+	}
+	full.Release()
+	other := openShared(t, pool, t.TempDir(), 1, data, 2)
+	MustExec(t, other, `INSERT INTO t (v) VALUES (x'01')`)
+	if got := MustOne(t, other, `SELECT count(*) FROM t`); got != int64(1) {
+		t.Fatalf("the other store has %v rows, want 1", got)
+	}
+	for _, s := range []*sqlitestore.Store{full, other} {
+		if ok := MustOne(t, s, `PRAGMA integrity_check`); ok != "ok" {
+			t.Fatalf("integrity_check: %v", ok)
+		}
+		s.Release()
+	}
+}
+
+// A store whose file vanished while it was released fails with the file's
+// path, and the parked connection it could not bind is closed, not lost.
+func TestPark_FileGone(t *testing.T) {
+	skipWithoutParking(t)
+	data := frozen(t, parkSchema, 0)
+	pool := sqlitestore.NewPool(64)
+	dir := t.TempDir()
+	before := sqlitestore.OpenConnections()
+	a := openShared(t, pool, dir, 0, data, 1)
+	b := openShared(t, pool, dir, 1, data, 2)
+	MustExec(t, a, `INSERT INTO t (v) VALUES ('a')`)
+	MustExec(t, b, `INSERT INTO t (v) VALUES ('b')`)
+	a.Release()
+	b.Release()
+	if pool.Parked() != 2 {
+		t.Fatalf("Parked() = %d, want 2", pool.Parked())
+	}
+	if err := os.Remove(b.Path()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.Exec(context.Background(), `INSERT INTO t (v) VALUES ('again')`)
+	if err == nil || !strings.Contains(err.Error(), b.Path()) {
+		t.Fatalf("insert into a store whose file is gone: %v, want an error naming %s", err, b.Path())
+	}
+	if pool.Parked() != 2 {
+		t.Fatalf("Parked() = %d after the failed bind, want both connections still parked", pool.Parked())
+	}
+	MustExec(t, a, `INSERT INTO t (v) VALUES ('a2')`)
+	a.Release()
+	pool.CloseParked()
+	if got := sqlitestore.OpenConnections(); got != before {
+		t.Fatalf("%d connections open, want %d", got, before)
 	}
 }

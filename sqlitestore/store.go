@@ -334,7 +334,7 @@ func (s *Store) connLocked(ctx context.Context) (*conn, error) {
 	if err := s.materializeLocked(); err != nil {
 		return nil, err
 	}
-	if cn := s.rebindLocked(ctx); cn != nil {
+	if cn := s.rebindLocked(); cn != nil {
 		cn.undo = &s.undo
 		s.cn = cn
 		s.pool.add(s)
