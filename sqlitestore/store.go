@@ -98,11 +98,11 @@ func (r *Rows) Maps() []map[string]any {
 
 // Store is one node's SQLite store file and its connection.
 //
-// The connection is opened lazily and may be closed by Release or by a Pool
-// while the store is idle; the next operation reopens it transparently, with
-// the same settings, SQL functions and seeded random stream. Temporary tables
-// and PRAGMAs set through Exec belong to the connection and do not survive a
-// reopen.
+// The connection is opened lazily and may be closed (or, with
+// Options.ShareKey, parked) by Release or by a Pool while the store is idle;
+// the next operation reopens it transparently, with the same settings, SQL
+// functions and seeded random stream. Temporary tables and PRAGMAs set
+// through Exec belong to the connection and do not survive a reopen.
 //
 // A Store is not safe for concurrent use: use it from one goroutine at a time
 // (its methods are serialized by a mutex, but transactions and captures belong
