@@ -22,6 +22,19 @@ type ConnectionCounter interface {
 // implements [ConnectionCounter].
 func (b *WorldBackend) OpenConnections() int { return composition.DefaultPool.Open() }
 
+// ParkedCounter is implemented by a Backend whose released connections are
+// kept open for reuse, bound to no instance. GET /debug/runtime reports the
+// count. ParkedConnections must be safe for concurrent use.
+type ParkedCounter interface {
+	ParkedConnections() int
+}
+
+// ParkedConnections returns the SQLite connections parked in
+// composition.DefaultPool: open, bound to no instance, waiting to be rebound
+// to the next store copied from the same frozen file. It implements
+// [ParkedCounter].
+func (b *WorldBackend) ParkedConnections() int { return composition.DefaultPool.Parked() }
+
 // RuntimeStats is the body of GET /debug/runtime: what a load generator
 // samples to watch the server's footprint. A field the server cannot read on
 // this platform or from this backend is -1.
@@ -37,6 +50,10 @@ type RuntimeStats struct {
 	// OpenSQLiteConnections is the backend's open connections
 	// ([ConnectionCounter]).
 	OpenSQLiteConnections int `json:"open_sqlite_connections"`
+	// ParkedSQLiteConnections is the backend's parked connections, open but
+	// held by no instance ([ParkedCounter]); not counted in
+	// OpenSQLiteConnections.
+	ParkedSQLiteConnections int `json:"parked_sqlite_connections"`
 	// InstanceDirs is the backend's instance directories on disk
 	// ([InstanceDirCounter]).
 	InstanceDirs int `json:"instance_dirs"`
@@ -59,13 +76,14 @@ func (s *Server) Runtime() RuntimeStats {
 	}
 	metrics.Read(samples)
 	st := RuntimeStats{
-		PID:                   os.Getpid(),
-		Goroutines:            sampleInt(samples[0]),
-		HeapAlloc:             sampleInt(samples[1]),
-		OpenSQLiteConnections: -1,
-		InstanceDirs:          -1,
-		RSSBytes:              -1,
-		OpenFDs:               -1,
+		PID:                     os.Getpid(),
+		Goroutines:              sampleInt(samples[0]),
+		HeapAlloc:               sampleInt(samples[1]),
+		OpenSQLiteConnections:   -1,
+		ParkedSQLiteConnections: -1,
+		InstanceDirs:            -1,
+		RSSBytes:                -1,
+		OpenFDs:                 -1,
 	}
 	if n, err := procstat.RSS(0); err == nil {
 		st.RSSBytes = n
@@ -78,6 +96,9 @@ func (s *Server) Runtime() RuntimeStats {
 	s.mu.Unlock()
 	if cc, ok := s.backend.(ConnectionCounter); ok {
 		st.OpenSQLiteConnections = cc.OpenConnections()
+	}
+	if pc, ok := s.backend.(ParkedCounter); ok {
+		st.ParkedSQLiteConnections = pc.ParkedConnections()
 	}
 	if dc, ok := s.backend.(InstanceDirCounter); ok {
 		if n, err := dc.InstanceDirs(); err == nil {

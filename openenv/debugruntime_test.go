@@ -35,7 +35,7 @@ func TestServer_DebugRuntime(t *testing.T) {
 		if st.PID != os.Getpid() || st.Sessions != 0 || st.Goroutines <= 0 || st.HeapAlloc <= 0 {
 			t.Errorf("stats %+v: want this pid, no session, some goroutines and heap", st)
 		}
-		if st.OpenSQLiteConnections != -1 || st.InstanceDirs != -1 {
+		if st.OpenSQLiteConnections != -1 || st.ParkedSQLiteConnections != -1 || st.InstanceDirs != -1 {
 			t.Errorf("stats %+v: a backend that counts neither connections nor directories must report -1", st)
 		}
 		if runtime.GOOS == "linux" && (st.RSSBytes <= 0 || st.OpenFDs <= 0) {
@@ -65,8 +65,14 @@ func TestServer_DebugRuntime(t *testing.T) {
 		}
 		send(t, c, `{"type":"close"}`)
 		s.settle(t)
-		if st := s.runtimeStats(t); st.Sessions != 0 || st.InstanceDirs != 0 {
+		st = s.runtimeStats(t)
+		if st.Sessions != 0 || st.InstanceDirs != 0 {
 			t.Errorf("stats after close %+v: want no session and no instance directory", st)
+		}
+		// The closed instance's connections are parked (Linux) until the
+		// pool's idle delay, or closed.
+		if st.ParkedSQLiteConnections < 0 || st.ParkedSQLiteConnections > composition.DefaultPool.Parked()+2 {
+			t.Errorf("parked_sqlite_connections = %d, the pool has %d", st.ParkedSQLiteConnections, composition.DefaultPool.Parked())
 		}
 	})
 }
