@@ -61,14 +61,7 @@ func FuzzCapture(f *testing.F) {
 			in = in[:200]
 		}
 		s := MustCreate(t, captureFuzzSchema, sqlitestore.Options{ExclusiveLock: true})
-		next := func() int {
-			if len(in) == 0 {
-				return 0
-			}
-			b := in[0]
-			in = in[1:]
-			return int(b % 64)
-		}
+		next := byteReader(&in)
 		for call := 0; len(in) > 0 && call < 8; call++ {
 			c := s.StartCapture()
 			fr, err := s.Begin(ctx)
@@ -99,6 +92,19 @@ func FuzzCapture(f *testing.F) {
 			t.Fatalf("integrity_check: %v", got)
 		}
 	})
+}
+
+// byteReader returns a function that takes the next byte of *in, modulo 64
+// (zero once *in is used up).
+func byteReader(in *[]byte) func() int {
+	return func() int {
+		if len(*in) == 0 {
+			return 0
+		}
+		b := (*in)[0]
+		*in = (*in)[1:]
+		return int(b % 64)
+	}
 }
 
 // countVerbs counts the %d verbs of a format.

@@ -14,6 +14,30 @@ import (
 	"github.com/seahaven/seahaven/sqlitestore"
 )
 
+// fillDisk inserts 16 KiB blobs into table.column in one transaction until
+// the store's 512 KiB file system is full, rolls back, and checks that the
+// error says the disk is (or may be) full.
+func fillDisk(t *testing.T, s *sqlitestore.Store, table, column string) {
+	t.Helper()
+	ctx := context.Background()
+	f, err := s.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; err == nil; i++ {
+		if i == 1000 {
+			t.Fatal("1000 rows of 16 KiB fit in a 512 KiB file system")
+		}
+		_, err = s.Exec(ctx, "INSERT INTO "+table+" ("+column+") VALUES (randomblob(16384))")
+	}
+	f.Rollback()
+	var se *sqlitestore.Error
+	if !errors.As(err, &se) || !(strings.Contains(err.Error(), "database or disk is full") ||
+		strings.HasSuffix(err.Error(), "writing to the file failed (the disk may be full)")) {
+		t.Fatalf("filling the disk: %v, want an error saying the disk is (or may be) full", err)
+	}
+}
+
 // TestStore_DiskFull runs a store out of disk space. The driver reports a
 // failed write as a bare "disk I/O error"; the store's error says the disk
 // is full (and wraps syscall.ENOSPC) when the file system is still out of
@@ -27,22 +51,7 @@ func TestStore_DiskFull(t *testing.T) {
 		s := MustCreate(t, `CREATE TABLE blobs (id INTEGER PRIMARY KEY, data BLOB NOT NULL) STRICT;`,
 			sqlitestore.Options{Path: filepath.Join(dir, "state.sqlite")})
 		MustExec(t, s, `INSERT INTO blobs (data) VALUES (x'00')`)
-		f, err := s.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; err == nil; i++ {
-			if i == 1000 {
-				t.Fatal("1000 rows of 16 KiB fit in a 512 KiB file system")
-			}
-			_, err = s.Exec(ctx, `INSERT INTO blobs (data) VALUES (randomblob(16384))`)
-		}
-		f.Rollback()
-		var se *sqlitestore.Error
-		if !errors.As(err, &se) || !(strings.Contains(err.Error(), "database or disk is full") ||
-			strings.HasSuffix(err.Error(), "writing to the file failed (the disk may be full)")) {
-			t.Fatalf("filling the disk: %v, want an error saying the disk is (or may be) full", err)
-		}
+		fillDisk(t, s, "blobs", "data")
 		rows, err := s.Query(ctx, `SELECT count(*), sum(length(data)) FROM blobs`)
 		if err != nil {
 			t.Fatal(err)

@@ -60,14 +60,7 @@ func FuzzPark(f *testing.F) {
 				}
 			}
 		}
-		next := func() int {
-			if len(in) == 0 {
-				return 0
-			}
-			b := in[0]
-			in = in[1:]
-			return int(b % 64)
-		}
+		next := byteReader(&in)
 		// call runs one captured call on s and returns what it observed.
 		call := func(s *sqlitestore.Store, stmts []string, rollback bool) string {
 			c := s.StartCapture()

@@ -55,15 +55,20 @@ func skipWithoutParking(t *testing.T) {
 	}
 }
 
+// parkRig skips the test where connections cannot park, and returns a
+// frozen file with rows seed rows, a pool and a directory for its copies.
+func parkRig(t *testing.T, rows int) (data []byte, pool *sqlitestore.Pool, dir string) {
+	t.Helper()
+	skipWithoutParking(t)
+	return frozen(t, parkSchema, rows), sqlitestore.NewPool(64), t.TempDir()
+}
+
 // Rebound connections read each store's own file: the stores make the same
 // number of commits (equal change counters) with different rows, and each
 // is released after every use, so a page cached from another file would
 // show up as a wrong count or sum.
 func TestPark_Isolation(t *testing.T) {
-	skipWithoutParking(t)
-	data := frozen(t, parkSchema, 3)
-	pool := sqlitestore.NewPool(64)
-	dir := t.TempDir()
+	data, pool, dir := parkRig(t, 3)
 	before := sqlitestore.OpenConnections()
 	const n = 40
 	stores := make([]*sqlitestore.Store, n)
@@ -112,11 +117,8 @@ func TestPark_Isolation(t *testing.T) {
 // A rebound connection draws each store's own random stream, reads its
 // clock and starts with last_insert_rowid() at zero, as a fresh one would.
 func TestPark_PerStoreState(t *testing.T) {
-	skipWithoutParking(t)
 	ctx := context.Background()
-	data := frozen(t, parkSchema, 0)
-	pool := sqlitestore.NewPool(64)
-	dir := t.TempDir()
+	data, pool, dir := parkRig(t, 0)
 	at := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
 	fresh := func(i int, seed uint64) *sqlitestore.Store { // a store that never shares
 		s, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: filepath.Join(dir, fmt.Sprintf("f%d.sqlite", i)), Seed: seed, Lazy: true, Data: data})
@@ -220,11 +222,8 @@ func TestPark_RefusesChangedConnections(t *testing.T) {
 // An Inspector (the driver's own VFS) reads a shared store's file while the
 // store writes: the two VFSes take the same locks.
 func TestPark_InspectorSeesCommittedRows(t *testing.T) {
-	skipWithoutParking(t)
 	ctx := context.Background()
-	data := frozen(t, parkSchema, 2)
-	pool := sqlitestore.NewPool(64)
-	dir := t.TempDir()
+	data, pool, dir := parkRig(t, 2)
 	a := openShared(t, pool, dir, 0, data, 1)
 	MustExec(t, a, `INSERT INTO t (v) VALUES ('x')`)
 	a.Release()
@@ -362,11 +361,8 @@ func BenchmarkReopen_Rebind(b *testing.B) {
 // to exclusive locking; it still parks with no lock left on its file, and
 // an Inspector reads the file between its transactions (after Yield).
 func TestPark_BusyStoreTurnsExclusive(t *testing.T) {
-	skipWithoutParking(t)
 	ctx := context.Background()
-	data := frozen(t, parkSchema, 0)
-	pool := sqlitestore.NewPool(64)
-	dir := t.TempDir()
+	data, pool, dir := parkRig(t, 0)
 	txn := func(s *sqlitestore.Store, v string) {
 		t.Helper()
 		f, err := s.Begin(ctx)
@@ -429,25 +425,11 @@ func TestPark_BusyStoreTurnsExclusive(t *testing.T) {
 // serve another store of the key intact.
 func TestPark_DiskFull(t *testing.T) {
 	skipWithoutParking(t)
-	ctx := context.Background()
 	data := frozen(t, `CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB NOT NULL);`, 0)
 	pool := sqlitestore.NewPool(64)
 	full := openShared(t, pool, testfs.MountTmpfs(t, "512k"), 0, data, 1)
 	MustExec(t, full, `INSERT INTO t (v) VALUES (x'00')`)
-	f, err := full.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; err == nil; i++ {
-		if i == 1000 {
-			t.Fatal("1000 rows of 16 KiB fit in a 512 KiB file system")
-		}
-		_, err = full.Exec(ctx, `INSERT INTO t (v) VALUES (randomblob(16384))`)
-	}
-	f.Rollback()
-	if !strings.Contains(err.Error(), "database or disk is full") && !strings.HasSuffix(err.Error(), "writing to the file failed (the disk may be full)") {
-		t.Fatalf("filling the disk: %v, want an error saying the disk is (or may be) full", err)
-	}
+	fillDisk(t, full, "t", "v")
 	if got := MustOne(t, full, `SELECT count(*) FROM t`); got != int64(1) {
 		t.Fatalf("%v rows after the rollback, want 1", got)
 	}
@@ -466,12 +448,9 @@ func TestPark_DiskFull(t *testing.T) {
 }
 
 // A store whose file vanished while it was released fails with the file's
-// path, and the parked connection it could not bind is closed, not lost.
+// path, and the parked connection it could not bind goes back on the shelf.
 func TestPark_FileGone(t *testing.T) {
-	skipWithoutParking(t)
-	data := frozen(t, parkSchema, 0)
-	pool := sqlitestore.NewPool(64)
-	dir := t.TempDir()
+	data, pool, dir := parkRig(t, 0)
 	before := sqlitestore.OpenConnections()
 	a := openShared(t, pool, dir, 0, data, 1)
 	b := openShared(t, pool, dir, 1, data, 2)
