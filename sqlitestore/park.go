@@ -160,9 +160,13 @@ type parked struct {
 	since time.Time
 }
 
-// maxParkedLocked is the most connections the pool keeps parked: a quarter
-// of MaxOpen, at least one.
-func (p *Pool) maxParkedLocked() int { return max(p.MaxOpen/4, 1) }
+// MaxParked is the most connections a pool with the given MaxOpen keeps
+// parked: a quarter of MaxOpen, at least one. Parked connections hold no
+// file descriptor but keep their memory and memory maps.
+func MaxParked(maxOpen int) int { return max(maxOpen/4, 1) }
+
+// maxParkedLocked is MaxParked for the pool's MaxOpen.
+func (p *Pool) maxParkedLocked() int { return MaxParked(p.MaxOpen) }
 
 // park puts an unbound connection on the shelf; false when the shelf is
 // full (the caller closes the connection).

@@ -68,8 +68,11 @@ func fdsNeeded(c capacity) uint64 {
 	return fdReserve + fdsPerSession*uint64(c.MaxSessions) + fdsPerConn*connsAtPeak(c.MaxOpen)
 }
 
-// mapsNeeded is the memory maps a capacity needs.
-func mapsNeeded(c capacity) uint64 { return mapReserve + mapsPerConn*connsAtPeak(c.MaxOpen) }
+// mapsNeeded is the memory maps a capacity needs: parked connections
+// (sqlitestore.MaxParked) keep theirs.
+func mapsNeeded(c capacity) uint64 {
+	return mapReserve + mapsPerConn*(connsAtPeak(c.MaxOpen)+uint64(sqlitestore.MaxParked(c.MaxOpen)))
+}
 
 // deriveCapacity returns the default capacity for l: the pool's cap is
 // composition.DefaultMaxOpen unless connections would take more than half
@@ -85,7 +88,8 @@ func deriveCapacity(l hostLimits) capacity {
 	}
 	if l.MaxMapCount > 0 {
 		mapAvail := usable(l.MaxMapCount) - min(mapReserve, usable(l.MaxMapCount))
-		c.MaxOpen = min(c.MaxOpen, int(mapAvail*8/9/mapsPerConn))
+		// Open at the cap, an eighth more pinned, a quarter more parked.
+		c.MaxOpen = min(c.MaxOpen, int(mapAvail*8/11/mapsPerConn))
 	}
 	c.MaxOpen = max(c.MaxOpen, 1)
 	c.MaxSessions = noBound
@@ -119,7 +123,7 @@ func checkCapacity(l hostLimits, c capacity) error {
 	if need := mapsNeeded(c); l.MaxMapCount > 0 && need > usable(l.MaxMapCount) {
 		want := roundUp(need * 100 / (100 - headroomPercent))
 		problems = append(problems, fmt.Sprintf(
-			"%d open connections need about %d memory maps (%d per open SQLite connection, %d reserved, %d%% headroom), "+
+			"%d open connections need about %d memory maps (%d per SQLite connection, open or parked, %d reserved, %d%% headroom), "+
 				"but vm.max_map_count is %d. Raise it: `sudo sysctl -w vm.max_map_count=%d` (persist it in /etc/sysctl.d/), or lower --max-open",
 			c.MaxOpen, need, mapsPerConn, mapReserve, headroomPercent, l.MaxMapCount, want))
 	}
