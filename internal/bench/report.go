@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -268,19 +269,30 @@ func yesNo(ok bool) string {
 
 func seconds(s float64) string { return round(time.Duration(s * float64(time.Second))) }
 
-// round prints a duration with three significant digits.
+// round prints a duration with three significant digits, in the largest
+// unit (µs, ms or s) under which it rounds to less than 1000.
 func round(d time.Duration) string {
-	switch {
-	case d <= 0:
+	if d <= 0 {
 		return "0"
-	case d < time.Microsecond:
-		return d.String()
-	case d < time.Millisecond:
-		return fmt.Sprintf("%.3gµs", float64(d)/float64(time.Microsecond))
-	case d < time.Second:
-		return fmt.Sprintf("%.3gms", float64(d)/float64(time.Millisecond))
 	}
-	return fmt.Sprintf("%.3gs", d.Seconds())
+	if d < time.Microsecond {
+		return d.String()
+	}
+	units := []struct {
+		size time.Duration
+		name string
+	}{{time.Microsecond, "µs"}, {time.Millisecond, "ms"}, {time.Second, "s"}}
+	for i, u := range units {
+		v := float64(d) / float64(u.size)
+		s := strconv.FormatFloat(v, 'g', 3, 64)
+		if r, _ := strconv.ParseFloat(s, 64); r < 1000 {
+			return s + u.name
+		}
+		if i == len(units)-1 {
+			return strconv.FormatFloat(v, 'f', 0, 64) + u.name
+		}
+	}
+	panic("unreachable")
 }
 
 func count(n int64) string {
