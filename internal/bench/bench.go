@@ -346,7 +346,7 @@ func (r *run) load(ctx context.Context, rep *Report) error {
 			line := fmt.Sprintf("%s %5.0fs  sessions %d/%d  resets %d  calls %d  errors %d",
 				phase, time.Since(since).Seconds(), r.connected.Load(), cfg.Sessions, r.resets.Load(), r.calls.Load(), r.errs.Load())
 			if err == nil {
-				line += fmt.Sprintf("  server: rss %s, goroutines %d, sqlite conns %d, fds %d", bytesText(s.RSSBytes), s.Goroutines, s.OpenConnections, s.OpenFDs)
+				line += fmt.Sprintf("  server: rss %s, goroutines %d, sqlite conns %d (+%d parked), fds %d", bytesText(s.RSSBytes), s.Goroutines, s.OpenConnections, s.ParkedConnections, s.OpenFDs)
 			}
 			progress(cfg.Progress, "%s", line)
 		}
@@ -603,7 +603,7 @@ func (r *run) settle(ctx context.Context, rep *Report) {
 }
 
 func unknownSample() Sample {
-	return Sample{RSSBytes: -1, Goroutines: -1, HeapAlloc: -1, OpenFDs: -1, Sessions: -1, OpenConnections: -1, InstanceDirs: -1}
+	return Sample{RSSBytes: -1, Goroutines: -1, HeapAlloc: -1, OpenFDs: -1, Sessions: -1, OpenConnections: -1, ParkedConnections: -1, InstanceDirs: -1}
 }
 
 // peak returns the field-wise maximum of two samples.
@@ -611,7 +611,8 @@ func peak(a, b Sample) Sample {
 	return Sample{
 		RSSBytes: max(a.RSSBytes, b.RSSBytes), Goroutines: max(a.Goroutines, b.Goroutines), HeapAlloc: max(a.HeapAlloc, b.HeapAlloc),
 		OpenFDs: max(a.OpenFDs, b.OpenFDs), Sessions: max(a.Sessions, b.Sessions),
-		OpenConnections: max(a.OpenConnections, b.OpenConnections), InstanceDirs: max(a.InstanceDirs, b.InstanceDirs),
+		OpenConnections: max(a.OpenConnections, b.OpenConnections), ParkedConnections: max(a.ParkedConnections, b.ParkedConnections),
+		InstanceDirs: max(a.InstanceDirs, b.InstanceDirs),
 	}
 }
 

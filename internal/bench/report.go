@@ -86,11 +86,12 @@ type Baseline struct {
 	Goroutines bool `json:"goroutines"`
 	// OpenFDs allows baselineSlack more descriptors (the stats connection).
 	OpenFDs bool `json:"open_fds"`
-	// Sessions, OpenConnections and InstanceDirs must be back to no more
-	// than before.
-	Sessions        bool `json:"sessions"`
-	OpenConnections bool `json:"open_sqlite_connections"`
-	InstanceDirs    bool `json:"instance_dirs"`
+	// Sessions, OpenConnections, ParkedConnections and InstanceDirs must be
+	// back to no more than before.
+	Sessions          bool `json:"sessions"`
+	OpenConnections   bool `json:"open_sqlite_connections"`
+	ParkedConnections bool `json:"parked_sqlite_connections"`
+	InstanceDirs      bool `json:"instance_dirs"`
 }
 
 // baselineSlack is how many goroutines and descriptors above the baseline
@@ -102,13 +103,14 @@ const baselineSlack = 4
 // baseline compares after to before.
 func baseline(before, after Sample) Baseline {
 	b := Baseline{
-		Goroutines:      after.Goroutines <= before.Goroutines+baselineSlack,
-		OpenFDs:         after.OpenFDs <= before.OpenFDs+baselineSlack,
-		Sessions:        after.Sessions <= before.Sessions,
-		OpenConnections: after.OpenConnections <= before.OpenConnections,
-		InstanceDirs:    after.InstanceDirs <= before.InstanceDirs,
+		Goroutines:        after.Goroutines <= before.Goroutines+baselineSlack,
+		OpenFDs:           after.OpenFDs <= before.OpenFDs+baselineSlack,
+		Sessions:          after.Sessions <= before.Sessions,
+		OpenConnections:   after.OpenConnections <= before.OpenConnections,
+		ParkedConnections: after.ParkedConnections <= before.ParkedConnections,
+		InstanceDirs:      after.InstanceDirs <= before.InstanceDirs,
 	}
-	b.OK = b.Goroutines && b.OpenFDs && b.Sessions && b.OpenConnections && b.InstanceDirs
+	b.OK = b.Goroutines && b.OpenFDs && b.Sessions && b.OpenConnections && b.ParkedConnections && b.InstanceDirs
 	return b
 }
 
@@ -230,6 +232,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("open files", func(s Sample) string { return count(int64(s.OpenFDs)) }, r.Baseline.OpenFDs)
 	row("sessions", func(s Sample) string { return count(int64(s.Sessions)) }, r.Baseline.Sessions)
 	row("sqlite connections", func(s Sample) string { return count(int64(s.OpenConnections)) }, r.Baseline.OpenConnections)
+	row("parked connections", func(s Sample) string { return count(int64(s.ParkedConnections)) }, r.Baseline.ParkedConnections)
 	row("instance dirs", func(s Sample) string { return count(int64(s.InstanceDirs)) }, r.Baseline.InstanceDirs)
 	tw.Flush()
 	if s.Sessions > 0 && r.RSSPerSession != 0 {

@@ -190,6 +190,9 @@ type Sample struct {
 	Sessions int `json:"sessions"`
 	// OpenConnections is the SQLite connections the server's instances hold.
 	OpenConnections int `json:"open_sqlite_connections"`
+	// ParkedConnections is the SQLite connections the server keeps open for
+	// reuse, held by no instance (-1 when the server does not say).
+	ParkedConnections int `json:"parked_sqlite_connections"`
 	// InstanceDirs is the instance directories on disk.
 	InstanceDirs int `json:"instance_dirs"`
 }
@@ -201,6 +204,7 @@ type runtimeStats struct {
 	HeapAlloc       int64 `json:"heap_alloc"`
 	Sessions        int   `json:"sessions"`
 	OpenConnections int   `json:"open_sqlite_connections"`
+	Parked          *int  `json:"parked_sqlite_connections"`
 	InstanceDirs    int   `json:"instance_dirs"`
 	RSSBytes        int64 `json:"rss_bytes"`
 	OpenFDs         int   `json:"open_fds"`
@@ -225,7 +229,10 @@ func (s *server) sample(ctx context.Context) (Sample, error) {
 	}
 	out := Sample{
 		RSSBytes: rs.RSSBytes, Goroutines: rs.Goroutines, HeapAlloc: rs.HeapAlloc, OpenFDs: rs.OpenFDs,
-		Sessions: rs.Sessions, OpenConnections: rs.OpenConnections, InstanceDirs: rs.InstanceDirs,
+		Sessions: rs.Sessions, OpenConnections: rs.OpenConnections, ParkedConnections: -1, InstanceDirs: rs.InstanceDirs,
+	}
+	if rs.Parked != nil { // a server older than parked connections omits it
+		out.ParkedConnections = *rs.Parked
 	}
 	if s.cmd != nil {
 		pid := s.cmd.Process.Pid
