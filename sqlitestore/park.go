@@ -62,9 +62,9 @@ func (s *Store) rebindLocked() *conn {
 }
 
 // bindLocked checks the file a parked connection was just bound to and gives
-// the connection the store's state. It reports false, with the connection unusable, when the
-// file does not match the connection's schema (then the store stops
-// sharing) or cannot be read.
+// the connection the store's state. It reports false, with the connection
+// unusable, when the file does not match the connection's schema (then the
+// store stops sharing) or cannot be read.
 func (s *Store) bindLocked(cn *conn) bool {
 	// The header's schema cookie, read from the file: nothing writes the
 	// file while its store is locked and its connection unbound.
@@ -80,9 +80,7 @@ func (s *Store) bindLocked(cn *conn) bool {
 	cn.c.SetLastInsertRowID(0)
 	cn.rng, cn.now, cn.txns = s.rng, s.clock, 0
 	cn.meta, cn.metaVersion, cn.metaDirty = nil, 0, true
-	if s.meta != nil && s.metaVersion == s.baseCookie {
-		cn.meta, cn.metaVersion, cn.metaDirty = s.meta, s.baseCookie, false
-	}
+	s.adoptMetaLocked(cn, s.baseCookie)
 	if len(s.captures) > 0 {
 		s.installHookLocked(cn)
 	}
@@ -128,16 +126,8 @@ func (s *Store) parkLocked(cn *conn) bool {
 		cn.c.PreUpdateHook(nil)
 		cn.hookOn = false
 	}
-	if cn.exclusive {
-		// In normal locking mode the lock goes with the next access. PRAGMA
-		// locking_mode acts when it is prepared, so it is never cached.
-		if cn.c.Exec("PRAGMA locking_mode=NORMAL") != nil {
-			return false
-		}
-		cn.exclusive = false
-		if _, err := cn.query("SELECT 1 FROM main.sqlite_schema LIMIT 1", nil); err != nil {
-			return false
-		}
+	if cn.exclusive && cn.unlockNormal() != nil {
+		return false
 	}
 	if cn.slot.locked() {
 		return false
@@ -165,15 +155,12 @@ type parked struct {
 // file descriptor but keep their memory and memory maps.
 func MaxParked(maxOpen int) int { return max(maxOpen/4, 1) }
 
-// maxParkedLocked is MaxParked for the pool's MaxOpen.
-func (p *Pool) maxParkedLocked() int { return MaxParked(p.MaxOpen) }
-
 // park puts an unbound connection on the shelf; false when the shelf is
 // full (the caller closes the connection).
 func (p *Pool) park(shelf string, cn *conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.nParked >= p.maxParkedLocked() {
+	if p.nParked >= MaxParked(p.MaxOpen) {
 		return false
 	}
 	if p.shelves == nil {

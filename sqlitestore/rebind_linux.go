@@ -3,7 +3,6 @@
 package sqlitestore
 
 import (
-	"encoding/binary"
 	"errors"
 	"io"
 	"os"
@@ -278,17 +277,16 @@ func (r *rebindFile) LockState() vfs.LockLevel { return r.lock }
 // locked reports whether the connection holds any lock on the bound file.
 func (r *rebindFile) locked() bool { return r.lock != vfs.LOCK_NONE }
 
-// cookie reads the schema cookie from the bound file's header (a big-endian
-// uint32 at offset 40).
+// cookie reads the schema cookie from the bound file's header.
 func (r *rebindFile) cookie() (int64, error) {
 	var b [4]byte
-	if n, err := r.ReadAt(b[:], 40); n < len(b) {
+	if n, err := r.ReadAt(b[:], cookieOffset); n < len(b) {
 		if err == nil || err == io.EOF {
 			err = errors.New("sqlitestore: database header is cut short")
 		}
 		return 0, err
 	}
-	return int64(binary.BigEndian.Uint32(b[:])), nil
+	return headerCookie(b[:]), nil
 }
 
 // Lock takes SQLite's locks in the unix VFS's order: SHARED from none,

@@ -3,7 +3,6 @@ package sqlitestore
 import (
 	"container/list"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -224,8 +223,7 @@ func newStore(opts Options) (*Store, error) {
 		s.untracked[strings.ToLower(t)] = true
 	}
 	if rebindSupported && opts.ShareKey != "" && opts.Pool != nil && len(opts.Data) >= 100 {
-		// The schema cookie is the header's big-endian uint32 at offset 40.
-		s.baseCookie = int64(binary.BigEndian.Uint32(opts.Data[40:44]))
+		s.baseCookie = headerCookie(opts.Data[cookieOffset:])
 		s.shelf = fmt.Sprintf("%s\x00%d", opts.ShareKey, opts.MaxMemory)
 	}
 	return s, nil
@@ -408,10 +406,8 @@ func (s *Store) setupLocked(ctx context.Context, cn *conn) error {
 		return fmt.Errorf("sqlitestore: journal_mode stayed %q instead of memory", mode)
 	}
 	if s.meta != nil {
-		// The file is changed only through this store: an unchanged schema
-		// cookie means the saved capture metadata still holds.
-		if v, err := schemaVersion(cn.c); err == nil && v == s.metaVersion {
-			cn.meta, cn.metaVersion, cn.metaDirty = s.meta, v, false
+		if v, err := schemaVersion(cn.c); err == nil {
+			s.adoptMetaLocked(cn, v)
 		}
 	}
 	cn.rng = s.rng
@@ -425,6 +421,16 @@ func (s *Store) setupLocked(ctx context.Context, cn *conn) error {
 		s.installHookLocked(cn)
 	}
 	return nil
+}
+
+// adoptMetaLocked gives a connection the capture metadata the store saved
+// from its last connection when the file's schema cookie v is the one it was
+// loaded at: the file is changed only through this store, so the metadata
+// still holds.
+func (s *Store) adoptMetaLocked(cn *conn, v int64) {
+	if s.meta != nil && s.metaVersion == v {
+		cn.meta, cn.metaVersion, cn.metaDirty = s.meta, v, false
+	}
 }
 
 // pragma runs a PRAGMA that returns one value, without caching the
@@ -567,16 +573,21 @@ func (s *Store) Release() error {
 // is open, so that an Inspector reading the file would wait for it. Yield
 // drops the lock and keeps the connection; the store's next operation takes
 // the lock again. It does nothing for a store without ExclusiveLock, a
-// released or closed one, and one in a transaction (whose writes are not
-// committed yet).
+// released or closed one, one whose connection is not in exclusive mode yet
+// (a parkable connection before its second write transaction, which holds
+// no lock between transactions), and one in a transaction (whose writes are
+// not committed yet).
 func (s *Store) Yield() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.exclusive || s.closed || s.cn == nil || !s.cn.exclusive || s.inTxnLocked() {
+	if s.closed || s.cn == nil || !s.cn.exclusive || s.inTxnLocked() {
 		return nil
 	}
 	return guard(func() error {
-		// The lock goes on the first access in normal locking mode.
+		// The lock goes on the first access in normal locking mode. The
+		// three statements run in one Exec: with the last PRAGMA in an Exec
+		// of its own, the file was still locked after Yield
+		// (TestStore_ExclusiveLock).
 		return formatError(nil, s.cn.c.Exec("PRAGMA locking_mode=NORMAL; SELECT 1 FROM main.sqlite_schema LIMIT 1; PRAGMA locking_mode=EXCLUSIVE;"))
 	})
 }
