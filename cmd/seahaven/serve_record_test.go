@@ -16,44 +16,33 @@ import (
 // trajectory with seahaven grade.
 func TestServeCommand_Record(t *testing.T) {
 	dir := t.TempDir()
-	var stderr bytes.Buffer
-	m := NewMain()
-	m.Stdout, m.Stderr = io.Discard, &stderr
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
-	errc := make(chan error, 1)
-	cmd := &ServeCommand{m: m, Listening: func(addr string) { addrc <- addr }}
-	go func() {
-		errc <- cmd.Run(ctx, []string{"--addr", "127.0.0.1:0", "--instances", t.TempDir(), "--log-level", "error", "--record", dir})
-	}()
-	var base string
-	select {
-	case addr := <-addrc:
-		base = "http://" + addr
-	case err := <-errc:
-		t.Fatalf("serve ended before listening: %v\n%s", err, stderr.String())
-	}
-	post := func(path, body string) map[string]any {
-		t.Helper()
-		res, err := http.Post(base+path, "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
+	started := false
+	stderr, err := serveBriefly(t, []string{"--record", dir}, func(base string) {
+		started = true
+		post := func(path, body string) map[string]any {
+			t.Helper()
+			res, err := http.Post(base+path, "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			var out map[string]any
+			if err := json.NewDecoder(res.Body).Decode(&out); err != nil || res.StatusCode != http.StatusOK {
+				t.Fatalf("POST %s: %d %v %v", path, res.StatusCode, out, err)
+			}
+			return out
 		}
-		defer res.Body.Close()
-		var out map[string]any
-		if err := json.NewDecoder(res.Body).Decode(&out); err != nil || res.StatusCode != http.StatusOK {
-			t.Fatalf("POST %s: %d %v %v", path, res.StatusCode, out, err)
+		post("/reset", `{"task": "invoice_750", "episode_id": "cli-1"}`)
+		out := post("/step", `{"action": {"type": "call_tool", "tool_name": "invoice", "arguments": {"amount": 750}}}`)
+		if out["reward"] != float64(1) || out["done"] != true {
+			t.Fatalf("step reply %v, want reward 1 and done", out)
 		}
-		return out
+	})
+	if !started {
+		t.Fatalf("serve ended before listening: %v\n%s", err, stderr)
 	}
-	post("/reset", `{"task": "invoice_750", "episode_id": "cli-1"}`)
-	out := post("/step", `{"action": {"type": "call_tool", "tool_name": "invoice", "arguments": {"amount": 750}}}`)
-	if out["reward"] != float64(1) || out["done"] != true {
-		t.Fatalf("step reply %v, want reward 1 and done", out)
-	}
-	cancel()
-	if err := <-errc; err != nil {
-		t.Fatalf("serve: %v\n%s", err, stderr.String())
+	if err != nil {
+		t.Fatalf("serve: %v\n%s", err, stderr)
 	}
 
 	var stdout bytes.Buffer

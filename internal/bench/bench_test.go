@@ -87,6 +87,22 @@ func newServer(instances string) (*openenv.Server, *openenv.WorldBackend, error)
 	return openenv.NewServer(backend, openenv.Config{Logger: slog.New(slog.DiscardHandler)}), backend, nil
 }
 
+// startServer serves the company world in this process for one test.
+func startServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv, backend, err := newServer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		ts.Close()
+		srv.Shutdown(context.Background())
+		backend.Close()
+	})
+	return ts
+}
+
 // checkSane checks what every report must satisfy.
 func checkSane(t *testing.T, rep *bench.Report, sessions int) {
 	t.Helper()
@@ -166,16 +182,7 @@ func TestRun_Subprocess(t *testing.T) {
 }
 
 func TestRun_URL(t *testing.T) {
-	srv, backend, err := newServer(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		ts.Close()
-		srv.Shutdown(context.Background())
-		backend.Close()
-	})
+	ts := startServer(t)
 	mix, err := bench.ParseToolMix("invoice:3,list_tools:1")
 	if err != nil {
 		t.Fatal(err)
@@ -199,16 +206,7 @@ func TestRun_URL(t *testing.T) {
 }
 
 func TestRun_ResetLoop(t *testing.T) {
-	srv, backend, err := newServer(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		ts.Close()
-		srv.Shutdown(context.Background())
-		backend.Close()
-	})
+	ts := startServer(t)
 	rep, err := bench.Run(context.Background(), bench.Config{
 		URL: ts.URL, Fixture: company.AcmeID, Sessions: 2, Calls: 20, ResetLoop: true, SkipFloors: true, Settle: 10 * time.Second,
 	})
@@ -224,16 +222,7 @@ func TestRun_ResetLoop(t *testing.T) {
 }
 
 func TestRun_Errors(t *testing.T) {
-	srv, backend, err := newServer(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		ts.Close()
-		srv.Shutdown(context.Background())
-		backend.Close()
-	})
+	ts := startServer(t)
 	for _, tt := range []struct {
 		name   string
 		cfg    bench.Config
