@@ -98,9 +98,12 @@
 //
 // Only these end a session from a message; every other error keeps it.
 //
-// The server keeps reading while a message is processed: a reader goroutine
-// feeds a queue of [Config.MaxPending] messages and answers pings, so a
-// client's keepalive succeeds during a long step. A client that pipelines
+// A message that finds no earlier one waiting is answered on the goroutine
+// that read it, with no hand-off between goroutines. The server keeps
+// reading while a message is processed: once a step has run for 10 ms, a
+// new reader takes over, feeds a queue of [Config.MaxPending] messages and
+// answers pings, so a client's keepalive succeeds during a long step and a
+// disconnect cancels it; replies still come back in order. A client that pipelines
 // without reading replies meets TCP backpressure once the queue is full,
 // and one that stops reading altogether is closed when a write takes longer
 // than [Config.WriteTimeout]. The server also pings every

@@ -55,13 +55,38 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	(&wsConn{srv: s, ss: ss, c: c}).run()
 }
 
-// wsConn is one /ws connection and its session. Its reader goroutine reads
-// ahead into a bounded queue and keeps answering pings while the worker (the
-// handler's goroutine) processes messages one at a time, in order.
+// handoverAfter is how long a reader answers a message itself before it
+// hands reading to a new reader goroutine, so pings are answered and a
+// disconnect is noticed while a long step runs.
+const handoverAfter = 10 * time.Millisecond
+
+// wsConn is one /ws connection and its session. One reader goroutine at a
+// time reads the connection. While no earlier message is waiting for an
+// answer, the reader processes a message and writes the reply itself: a
+// round trip then costs no hand-off between goroutines. A step that runs
+// past handoverAfter hands reading to a new reader, which keeps answering
+// pings and reads ahead into a bounded queue; the worker (the handler's
+// goroutine) answers queued messages one at a time, in order, after the
+// reply of the step that was running.
 type wsConn struct {
 	srv *Server
 	ss  *session
 	c   *websocket.Conn
+
+	queue   chan inbound
+	readCtx context.Context
+	readers sync.WaitGroup
+
+	// pending counts the messages queued for the worker and not yet
+	// answered. A reader answers a message itself only when it is 0.
+	pending atomic.Int64
+
+	// handover moves reading to a new goroutine when a step a reader is
+	// answering runs long. mu guards answering and handed.
+	handover  *time.Timer
+	mu        sync.Mutex
+	answering bool
+	handed    chan handedReply
 
 	// blocked is set while the reader waits for room in the queue. It then
 	// cannot read pongs, so the keepalive skips its ping: the peer is
@@ -74,20 +99,29 @@ type inbound struct {
 	data  []byte      // a text message
 	fatal *protoError // a message that ends the session: reply, then close
 	code  websocket.StatusCode
+	// handed, when not nil, delivers the reply to a message a reader was
+	// answering when it handed reading over; the worker writes it in turn.
+	handed <-chan handedReply
+}
+
+// handedReply is handleMessage's result for a message answered across a
+// hand-over.
+type handedReply struct {
+	reply   object
+	closing bool
 }
 
 // run serves the connection until it ends, then ends the session and closes
 // the socket.
 func (wc *wsConn) run() {
 	s := wc.srv
-	queue := make(chan inbound, s.cfg.MaxPending)
+	wc.queue = make(chan inbound, s.cfg.MaxPending)
 	readCtx, stopRead := context.WithCancel(context.Background())
+	wc.readCtx = readCtx
+	wc.handover = time.AfterFunc(time.Hour, wc.handOver)
+	wc.handover.Stop()
+	wc.startReader()
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		wc.readLoop(readCtx, queue)
-	}()
 	if s.cfg.PingInterval > 0 {
 		wg.Add(1)
 		go func() {
@@ -96,7 +130,7 @@ func (wc *wsConn) run() {
 		}()
 	}
 
-	code, reason := wc.work(queue)
+	code, reason := wc.work()
 	wc.ss.end()
 	if code == closeAbort {
 		wc.c.CloseNow()
@@ -105,17 +139,28 @@ func (wc *wsConn) run() {
 	}
 	stopRead()
 	wg.Wait()
+	wc.readers.Wait()
+	wc.handover.Stop()
 }
 
-// work processes messages until the session stops or a message ends it, and
-// returns how to close the socket.
-func (wc *wsConn) work(queue <-chan inbound) (websocket.StatusCode, string) {
+// startReader starts a reader goroutine.
+func (wc *wsConn) startReader() {
+	wc.readers.Add(1)
+	go func() {
+		defer wc.readers.Done()
+		wc.readLoop()
+	}()
+}
+
+// work processes queued messages until the session stops or a message ends
+// it, and returns how to close the socket.
+func (wc *wsConn) work() (websocket.StatusCode, string) {
 	ss := wc.ss
 	for {
 		select {
 		case <-ss.ctx.Done():
 			return ss.closeStatus()
-		case m, ok := <-queue:
+		case m, ok := <-wc.queue:
 			if !ok {
 				return ss.closeStatus()
 			}
@@ -126,21 +171,44 @@ func (wc *wsConn) work(queue <-chan inbound) (websocket.StatusCode, string) {
 				ss.stop(m.code, m.fatal.message)
 				return m.code, closeReason(m.fatal.message)
 			}
-			reply, closing := wc.srv.handleMessage(ss, m.data)
-			if ss.ctx.Err() != nil {
-				return ss.closeStatus()
+			var reply object
+			var closing bool
+			if m.handed != nil {
+				select {
+				case r := <-m.handed:
+					reply, closing = r.reply, r.closing
+				case <-ss.ctx.Done():
+					return ss.closeStatus()
+				}
+			} else {
+				reply, closing = wc.srv.handleMessage(ss, m.data)
 			}
-			if closing {
-				ss.stop(websocket.StatusNormalClosure, "")
-				return websocket.StatusNormalClosure, ""
+			if code, reason, done := wc.answer(reply, closing); done {
+				return code, reason
 			}
-			if err := wc.write(context.Background(), reply); err != nil {
-				wc.srv.log.Info("openenv: websocket write failed", "session", ss.ref, "err", err)
-				ss.stop(closeAbort, "write failed")
-				return closeAbort, ""
-			}
+			wc.pending.Add(-1)
 		}
 	}
+}
+
+// answer writes reply unless the session has stopped or closing is set, and
+// reports done with how to close the socket when the session is over.
+func (wc *wsConn) answer(reply object, closing bool) (_ websocket.StatusCode, _ string, done bool) {
+	ss := wc.ss
+	if ss.ctx.Err() != nil {
+		code, reason := ss.closeStatus()
+		return code, reason, true
+	}
+	if closing {
+		ss.stop(websocket.StatusNormalClosure, "")
+		return websocket.StatusNormalClosure, "", true
+	}
+	if err := wc.write(context.Background(), reply); err != nil {
+		wc.srv.log.Info("openenv: websocket write failed", "session", ss.ref, "err", err)
+		ss.stop(closeAbort, "write failed")
+		return closeAbort, "", true
+	}
+	return 0, "", false
 }
 
 // closeReason fits a message into a close frame's 123-byte reason.
@@ -168,35 +236,95 @@ func (wc *wsConn) write(ctx context.Context, frame object) error {
 	return wc.c.Write(ctx, websocket.MessageText, b)
 }
 
-// readLoop reads messages into queue until the connection fails or a fatal
-// message is read, then closes queue. A read failure stops the session,
-// which cancels a call in progress.
-func (wc *wsConn) readLoop(ctx context.Context, queue chan<- inbound) {
-	defer close(queue)
+// readLoop reads messages until the connection fails, a fatal message is
+// read, the session ends or reading is handed to a new reader. It answers a
+// message itself when none is pending and queues it for the worker
+// otherwise. A read failure stops the session, which cancels a call in
+// progress. The last reader closes the queue.
+func (wc *wsConn) readLoop() {
 	for {
-		m, err := wc.readMessage(ctx)
+		m, err := wc.readMessage(wc.readCtx)
 		if err != nil {
 			code := closeAbort
 			if websocket.CloseStatus(err) != -1 {
 				code = websocket.StatusNormalClosure
 			}
 			wc.ss.stop(code, "connection closed by peer")
+			close(wc.queue)
 			return
 		}
+		if m.fatal == nil && wc.pending.Load() == 0 {
+			reading, done := wc.answerHere(m.data)
+			if !reading {
+				return
+			}
+			if done {
+				close(wc.queue)
+				return
+			}
+			continue
+		}
+		wc.pending.Add(1)
 		select {
-		case queue <- m:
+		case wc.queue <- m:
 		default:
 			wc.blocked.Store(true)
 			select {
-			case queue <- m:
+			case wc.queue <- m:
 			case <-wc.ss.ctx.Done():
 			}
 			wc.blocked.Store(false)
 		}
 		if m.fatal != nil || wc.ss.ctx.Err() != nil {
+			close(wc.queue)
 			return
 		}
 	}
+}
+
+// answerHere processes one message on the reader's goroutine and writes
+// its reply. reading is false when the step ran long enough for reading to
+// be handed over (the worker then writes the reply); done is true when the
+// session is over.
+func (wc *wsConn) answerHere(data []byte) (reading, done bool) {
+	wc.mu.Lock()
+	wc.answering = true
+	wc.mu.Unlock()
+	wc.handover.Reset(handoverAfter)
+	reply, closing := wc.srv.handleMessage(wc.ss, data)
+	wc.handover.Stop()
+	wc.mu.Lock()
+	wc.answering = false
+	handed := wc.handed
+	wc.handed = nil
+	wc.mu.Unlock()
+	if handed != nil {
+		handed <- handedReply{reply, closing}
+		return false, false
+	}
+	if _, _, done := wc.answer(reply, closing); done {
+		// The worker sees the session stopped (answer stops it when it is
+		// not) and closes the socket.
+		return true, true
+	}
+	return true, false
+}
+
+// handOver runs when a step answered on the reader's goroutine outlasts
+// handoverAfter: it queues a place for that step's reply, which keeps the
+// replies in order, and starts a new reader.
+func (wc *wsConn) handOver() {
+	wc.mu.Lock()
+	defer wc.mu.Unlock()
+	if !wc.answering || wc.handed != nil || wc.ss.ctx.Err() != nil {
+		return
+	}
+	handed := make(chan handedReply, 1)
+	wc.handed = handed
+	// The queue is empty: nothing was pending, and the only reader is busy.
+	wc.pending.Add(1)
+	wc.queue <- inbound{handed: handed}
+	wc.startReader()
 }
 
 // readMessage reads one whole message. An oversized or binary message

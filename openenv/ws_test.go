@@ -670,6 +670,35 @@ func TestWS_Pipelined(t *testing.T) {
 	}
 }
 
+// TestWS_HandOverKeepsOrder sends steps behind one that runs long enough for
+// reading to move to another goroutine: every reply comes back in order,
+// and the session answers on the reader again afterwards.
+func TestWS_HandOverKeepsOrder(t *testing.T) {
+	const n = 20
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{StepTimeout: 150 * time.Millisecond})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset"}`)
+	for round := range 3 {
+		send(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"slow"}}`)
+		<-fake.slowStarted
+		for i := range n {
+			send(t, c, fmt.Sprintf(`{"type":"step","data":{"type":"call_tool","tool_name":"add","arguments":{"a":%d,"b":1}}}`, i))
+		}
+		if reply := recvRaw(t, c); !strings.Contains(reply, `"error_type":"timeout"`) {
+			t.Fatalf("round %d: first reply %s, want the slow call's timeout", round, reply)
+		}
+		for i := range n {
+			if reply, want := recvRaw(t, c), fmt.Sprintf(`"data":%d,`, i+1); !strings.Contains(reply, want) {
+				t.Fatalf("round %d: reply %d is %s, want one with %s", round, i, reply, want)
+			}
+		}
+		if got := fmt.Sprint(field(t, roundTrip(t, c, `{"type":"state"}`), "data.step_count")); got != fmt.Sprint((round+1)*(n+1)) {
+			t.Fatalf("round %d: step_count %s, want %d", round, got, (round+1)*(n+1))
+		}
+	}
+}
+
 func TestWS_ClientNeverReads(t *testing.T) {
 	fake := newFake(t)
 	s := mustServe(t, fake, openenv.Config{WriteTimeout: 50 * time.Millisecond, MaxPending: 2})
