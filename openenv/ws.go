@@ -55,16 +55,16 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	(&wsConn{srv: s, ss: ss, c: c}).run()
 }
 
-// handoverAfter is how long a reader answers a message itself before it
-// hands reading to a new reader goroutine, so pings are answered and a
-// disconnect is noticed while a long step runs.
+// handoverAfter is how long a reader answers a message itself (at least
+// that, at most twice that) before it hands reading to a new reader goroutine, so
+// pings are answered and a disconnect is noticed while a long step runs.
 const handoverAfter = 10 * time.Millisecond
 
 // wsConn is one /ws connection and its session. One reader goroutine at a
 // time reads the connection. While no earlier message is waiting for an
 // answer, the reader processes a message and writes the reply itself: a
 // round trip then costs no hand-off between goroutines. A step that runs
-// past handoverAfter hands reading to a new reader, which keeps answering
+// long (handoverAfter) hands reading to a new reader, which keeps answering
 // pings and reads ahead into a bounded queue; the worker (the handler's
 // goroutine) answers queued messages one at a time, in order, after the
 // reply of the step that was running.
@@ -81,12 +81,18 @@ type wsConn struct {
 	// answered. A reader answers a message itself only when it is 0.
 	pending atomic.Int64
 
-	// handover moves reading to a new goroutine when a step a reader is
-	// answering runs long. mu guards answering and handed.
-	handover  *time.Timer
-	mu        sync.Mutex
-	answering bool
-	handed    chan handedReply
+	// watch fires every handoverAfter while a reader answers messages and
+	// hands reading over when one message has been answered across two
+	// fires. It is armed when answering starts after a pause, and not per
+	// message: re-arming a timer per message wakes the network poller.
+	watch *time.Timer
+	mu    sync.Mutex // guards the fields below
+	armed bool       // watch is set to fire
+	// answering is set while a reader answers message number seq; watched
+	// is the seq the last fire saw answering.
+	answering    bool
+	seq, watched uint64
+	handed       chan handedReply
 
 	// blocked is set while the reader waits for room in the queue. It then
 	// cannot read pongs, so the keepalive skips its ping: the peer is
@@ -118,8 +124,8 @@ func (wc *wsConn) run() {
 	wc.queue = make(chan inbound, s.cfg.MaxPending)
 	readCtx, stopRead := context.WithCancel(context.Background())
 	wc.readCtx = readCtx
-	wc.handover = time.AfterFunc(time.Hour, wc.handOver)
-	wc.handover.Stop()
+	wc.watch = time.AfterFunc(time.Hour, wc.watchFired)
+	wc.watch.Stop()
 	wc.startReader()
 	var wg sync.WaitGroup
 	if s.cfg.PingInterval > 0 {
@@ -140,7 +146,7 @@ func (wc *wsConn) run() {
 	stopRead()
 	wg.Wait()
 	wc.readers.Wait()
-	wc.handover.Stop()
+	wc.watch.Stop()
 }
 
 // startReader starts a reader goroutine.
@@ -289,10 +295,13 @@ func (wc *wsConn) readLoop() {
 func (wc *wsConn) answerHere(data []byte) (reading, done bool) {
 	wc.mu.Lock()
 	wc.answering = true
+	wc.seq++
+	if !wc.armed {
+		wc.armed = true
+		wc.watch.Reset(handoverAfter)
+	}
 	wc.mu.Unlock()
-	wc.handover.Reset(handoverAfter)
 	reply, closing := wc.srv.handleMessage(wc.ss, data)
-	wc.handover.Stop()
 	wc.mu.Lock()
 	wc.answering = false
 	handed := wc.handed
@@ -310,15 +319,24 @@ func (wc *wsConn) answerHere(data []byte) (reading, done bool) {
 	return true, false
 }
 
-// handOver runs when a step answered on the reader's goroutine outlasts
-// handoverAfter: it queues a place for that step's reply, which keeps the
-// replies in order, and starts a new reader.
-func (wc *wsConn) handOver() {
+// watchFired runs every handoverAfter while a reader answers messages.
+// When the message being answered is the one the last fire saw, it has run
+// for at least handoverAfter: a place for its reply is queued, which keeps
+// the replies in order, and a new reader starts. The watch stops once no
+// message is being answered.
+func (wc *wsConn) watchFired() {
 	wc.mu.Lock()
 	defer wc.mu.Unlock()
 	if !wc.answering || wc.handed != nil || wc.ss.ctx.Err() != nil {
+		wc.armed = false
 		return
 	}
+	if wc.seq != wc.watched {
+		wc.watched = wc.seq
+		wc.watch.Reset(handoverAfter)
+		return
+	}
+	wc.armed = false
 	handed := make(chan handedReply, 1)
 	wc.handed = handed
 	// The queue is empty: nothing was pending, and the only reader is busy.
