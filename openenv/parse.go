@@ -17,15 +17,100 @@ import (
 // JSON null counts as a key left out.
 
 // members decodes raw as a JSON object; ok is false when it is not one.
+// It reads as json.Unmarshal into the map would (the last of repeated keys
+// wins), without reflection; each value is raw's bytes of that value,
+// sharing raw's memory.
 func members(raw json.RawMessage) (m map[string]json.RawMessage, ok bool) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
+	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
 		return nil, false
 	}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, false
+	m = make(map[string]json.RawMessage, 4)
+	i := skipSpace(raw, 1)
+	if raw[i] == '}' {
+		return m, true
 	}
-	return m, true
+	for {
+		end := stringEnd(raw, i)
+		key, ok := plainKey(raw[i:end])
+		if !ok {
+			if err := json.Unmarshal(raw[i:end], &key); err != nil {
+				return nil, false
+			}
+		}
+		i = skipSpace(raw, skipSpace(raw, end)+1) // past the colon
+		end = valueEnd(raw, i)
+		m[key] = raw[i:end:end]
+		i = skipSpace(raw, end)
+		if raw[i] != ',' {
+			return m, true // the closing brace
+		}
+		i = skipSpace(raw, i+1)
+	}
+}
+
+// The scanners below read JSON that json.Valid has accepted.
+
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON whitespace.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the string starting at b[i].
+func stringEnd(b []byte, i int) int {
+	for i++; ; i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+}
+
+// valueEnd returns the index just past the value starting at b[i].
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for ; ; i++ {
+			switch b[i] {
+			case '"':
+				i = stringEnd(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+	}
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+	}
+	return i
+}
+
+// plainKey returns a quoted key without escapes or bytes outside printable
+// ASCII as a string; ok is false for any other key.
+func plainKey(quoted []byte) (string, bool) {
+	k := quoted[1 : len(quoted)-1]
+	for _, c := range k {
+		if c < 0x20 || c >= 0x7f || c == '\\' {
+			return "", false
+		}
+	}
+	return string(k), true
 }
 
 // sortedKeys returns the keys of m in order.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/seahaven/seahaven/env"
@@ -58,6 +59,21 @@ func appendValue(b []byte, v any) ([]byte, error) {
 			return append(b, "true"...), nil
 		}
 		return append(b, "false"...), nil
+	case string:
+		if plain(v) {
+			return append(append(append(b, '"'), v...), '"'), nil
+		}
+	case int:
+		return strconv.AppendInt(b, int64(v), 10), nil
+	case int64:
+		return strconv.AppendInt(b, v, 10), nil
+	case json.RawMessage:
+		if json.Valid(v) {
+			buf := bytes.NewBuffer(b)
+			if err := json.Compact(buf, v); err == nil {
+				return buf.Bytes(), nil
+			}
+		}
 	}
 	le := leafEncoders.Get().(*leafEncoder)
 	defer func() {
@@ -70,6 +86,17 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, bytes.TrimSuffix(le.buf.Bytes(), []byte("\n"))...), nil
+}
+
+// plain reports whether s encodes as itself between quotes: printable
+// ASCII without a quote or a backslash.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // maxPooledLeaf is the largest buffer a leaf encoder keeps for reuse.

@@ -230,17 +230,31 @@ func closeReason(msg string) string {
 // the close frame follows it; a peer that has stopped reading is cut off by
 // WriteTimeout, and a dead one by pingLoop closing the connection.
 func (wc *wsConn) write(ctx context.Context, frame object) error {
-	b, err := encode(frame)
+	buf := frameBuffers.Get().(*[]byte)
+	defer func() {
+		if cap(*buf) <= maxPooledFrame {
+			frameBuffers.Put(buf)
+		}
+	}()
+	b, err := appendValue((*buf)[:0], frame)
 	if err != nil {
-		b, err = encode(newError(codeExecution, "reply cannot be encoded as JSON: %v", err).frame())
+		b, err = appendValue((*buf)[:0], newError(codeExecution, "reply cannot be encoded as JSON: %v", err).frame())
 		if err != nil {
 			return err
 		}
 	}
+	*buf = b
 	ctx, cancel := withTimeout(ctx, wc.srv.cfg.WriteTimeout)
 	defer cancel()
 	return wc.c.Write(ctx, websocket.MessageText, b)
 }
+
+// frameBuffers holds buffers for encoding replies; Write has copied a
+// frame out by the time it returns.
+var frameBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// maxPooledFrame is the largest reply buffer kept for reuse.
+const maxPooledFrame = 64 << 10
 
 // readLoop reads messages until the connection fails, a fatal message is
 // read, the session ends or reading is handed to a new reader. It answers a
@@ -353,8 +367,14 @@ func (wc *wsConn) readMessage(ctx context.Context) (inbound, error) {
 		return inbound{}, err
 	}
 	limit := wc.srv.cfg.MaxMessageBytes
-	var buf bytes.Buffer
-	n, err := io.Copy(&buf, io.LimitReader(r, limit+1))
+	buf := readBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledFrame {
+			buf.Reset()
+			readBuffers.Put(buf)
+		}
+	}()
+	n, err := io.Copy(buf, io.LimitReader(r, limit+1))
 	if err != nil {
 		return inbound{}, err
 	}
@@ -379,8 +399,12 @@ func (wc *wsConn) readMessage(ctx context.Context) (inbound, error) {
 			code:  websocket.StatusUnsupportedData,
 		}, nil
 	}
-	return inbound{data: buf.Bytes()}, nil
+	// The message outlives the buffer: parsed values share its memory.
+	return inbound{data: bytes.Clone(buf.Bytes())}, nil
 }
+
+// readBuffers holds buffers for reading messages.
+var readBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // pingLoop pings the peer every PingInterval and stops the session when a
 // pong does not come within PongTimeout.
