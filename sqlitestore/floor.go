@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,56 +17,108 @@ const (
 	floorInserts = 1000
 )
 
+// Floor is what RawFloor measures: medians on raw driver connections.
+type Floor struct {
+	// Open is opening a connection to a small file, reading its schema
+	// (which makes SQLite read the file) and closing it.
+	Open time.Duration
+	// InsertTxn is one prepared BEGIN IMMEDIATE, one-row INSERT, COMMIT into
+	// a rowid table of one short text column.
+	InsertTxn time.Duration
+	// KeyedInsertTxn is the same transaction inserting a row shaped as the
+	// example worlds' rows are: a STRICT table keyed by a random UUID text
+	// (so the key's index is written too), a CHECKed integer and a
+	// CURRENT_TIMESTAMP default.
+	KeyedInsertTxn time.Duration
+}
+
 // RawFloor measures the floor under a store's work on raw driver
-// connections, with nothing of this package in between, in a scratch file
-// under dir (removed before it returns):
-//
-//   - open: the median time to open a connection to a small file, read its
-//     schema (which makes SQLite read the file) and close it;
-//   - insertTxn: the median time of one prepared BEGIN IMMEDIATE, one-row
-//     INSERT, COMMIT on an open connection with the settings of a store
-//     opened with ExclusiveLock (rollback journal in memory,
-//     synchronous=OFF, exclusive locking, foreign keys on, the same page
-//     cache).
+// connections, with nothing of this package in between, in scratch files
+// under dir (removed before it returns). The insert transactions run with
+// the settings of a store opened with ExclusiveLock: rollback journal in
+// memory, synchronous=OFF, exclusive locking, foreign keys on, the same
+// page cache.
 //
 // Load generators print their results as ratios to these. RawFloor takes
-// about 100 opens and 1000 transactions; it is safe for concurrent use.
-func RawFloor(dir string) (open, insertTxn time.Duration, err error) {
+// about 100 opens and 2000 transactions; it is safe for concurrent use.
+func RawFloor(dir string) (Floor, error) {
 	scratch, err := os.MkdirTemp(dir, "sqlitestore-floor-")
 	if err != nil {
-		return 0, 0, fmt.Errorf("sqlitestore: raw floor: %w", err)
+		return Floor{}, fmt.Errorf("sqlitestore: raw floor: %w", err)
 	}
 	defer os.RemoveAll(scratch)
-	path := filepath.Join(scratch, "floor.sqlite")
+	var f Floor
 	err = guard(func() error {
 		var err error
-		if insertTxn, err = floorInsert(path); err != nil {
+		rowid := filepath.Join(scratch, "rowid.sqlite")
+		if f.InsertTxn, err = floorInsert(rowid, rowidShape); err != nil {
 			return err
 		}
-		open, err = floorOpen(path)
+		if f.KeyedInsertTxn, err = floorInsert(filepath.Join(scratch, "keyed.sqlite"), keyedShape); err != nil {
+			return err
+		}
+		f.Open, err = floorOpen(rowid)
 		return err
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("sqlitestore: raw floor: %w", formatError(nil, err))
+		return Floor{}, fmt.Errorf("sqlitestore: raw floor: %w", formatError(nil, err))
 	}
-	return open, insertTxn, nil
+	return f, nil
 }
 
-// floorInsert makes the scratch store and times insert transactions on it.
-func floorInsert(path string) (time.Duration, error) {
+// rowShape is a table of the floor and how to bind one insert into it.
+type rowShape struct {
+	schema, insert string
+	bind           func(s *sqlite3.Stmt, i int) error
+}
+
+var (
+	rowidShape = rowShape{
+		schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL);`,
+		insert: `INSERT INTO t (v) VALUES (?)`,
+		bind:   func(s *sqlite3.Stmt, _ int) error { return s.BindText(1, "value") },
+	}
+	keyedShape = rowShape{
+		schema: `CREATE TABLE t (
+			id TEXT PRIMARY KEY,
+			amount INTEGER NOT NULL CHECK (amount > 0),
+			created_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
+		) STRICT;`,
+		insert: `INSERT INTO t (id, amount) VALUES (?, ?)`,
+		bind: func(s *sqlite3.Stmt, i int) error {
+			if err := s.BindText(1, floorKeys[i]); err != nil {
+				return err
+			}
+			return s.BindInt64(2, 500)
+		},
+	}
+)
+
+// floorKeys are the keyed floor's random UUID keys, made before the timing.
+var floorKeys = func() []string {
+	keys := make([]string, floorInserts)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", rand.Uint32(), rand.Uint32()&0xffff,
+			rand.Uint32()&0xfff, 0x8000|rand.Uint32()&0x3fff, rand.Uint64()&0xffffffffffff)
+	}
+	return keys
+}()
+
+// floorInsert makes a scratch store of shape at path and times insert
+// transactions on it.
+func floorInsert(path string, shape rowShape) (time.Duration, error) {
 	c, err := sqlite3.Open(path)
 	if err != nil {
 		return 0, err
 	}
 	defer c.Close()
 	err = c.Exec(fmt.Sprintf(`PRAGMA synchronous=OFF; PRAGMA journal_mode=MEMORY; PRAGMA locking_mode=EXCLUSIVE;
-		PRAGMA foreign_keys=ON; PRAGMA cache_size=-%d;
-		CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL);`, CacheSizeKiB))
+		PRAGMA foreign_keys=ON; PRAGMA cache_size=-%d;`, CacheSizeKiB) + shape.schema)
 	if err != nil {
 		return 0, err
 	}
 	var stmts [3]*sqlite3.Stmt
-	for i, sql := range []string{`BEGIN IMMEDIATE`, `INSERT INTO t (v) VALUES (?)`, `COMMIT`} {
+	for i, sql := range []string{`BEGIN IMMEDIATE`, shape.insert, `COMMIT`} {
 		if stmts[i], _, err = c.Prepare(sql); err != nil {
 			return 0, err
 		}
@@ -78,7 +131,7 @@ func floorInsert(path string) (time.Duration, error) {
 		if err := begin.Exec(); err != nil {
 			return 0, err
 		}
-		if err := insert.BindText(1, "value"); err != nil {
+		if err := shape.bind(insert, i); err != nil {
 			return 0, err
 		}
 		if err := insert.Exec(); err != nil {

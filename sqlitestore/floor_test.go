@@ -14,12 +14,12 @@ import (
 func TestRawFloor(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		dir := t.TempDir()
-		open, insert, err := sqlitestore.RawFloor(dir)
+		f, err := sqlitestore.RawFloor(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if open <= 0 || insert <= 0 {
-			t.Errorf("RawFloor = %v, %v; want positive durations", open, insert)
+		if f.Open <= 0 || f.InsertTxn <= 0 || f.KeyedInsertTxn <= 0 {
+			t.Errorf("RawFloor = %+v; want positive durations", f)
 		}
 		left, err := os.ReadDir(dir)
 		if err != nil {
@@ -30,7 +30,7 @@ func TestRawFloor(t *testing.T) {
 		}
 	})
 	t.Run("ErrMissingDir", func(t *testing.T) {
-		_, _, err := sqlitestore.RawFloor(filepath.Join(t.TempDir(), "missing"))
+		_, err := sqlitestore.RawFloor(filepath.Join(t.TempDir(), "missing"))
 		if err == nil || !strings.HasPrefix(err.Error(), "sqlitestore: raw floor: ") || !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("err = %v, want a raw floor error wrapping fs.ErrNotExist", err)
 		}

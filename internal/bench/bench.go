@@ -216,8 +216,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			key = "list_tools"
 		}
 		if l := rep.Latency[key]; l.Count > 0 {
-			floor := rep.Floors.Echo() + time.Duration(cfg.FloorTxns)*rep.Floors.RawInsertTxn
-			rep.FloorRatio = &FloorRatio{Tool: tool, Txns: cfg.FloorTxns, P50: l.P50, Floor: floor, Ratio: float64(l.P50) / float64(floor)}
+			txns := time.Duration(cfg.FloorTxns)
+			floor := rep.Floors.Echo() + txns*rep.Floors.RawInsertTxn
+			keyed := rep.Floors.Echo() + txns*rep.Floors.RawKeyedInsertTxn
+			rep.FloorRatio = &FloorRatio{Tool: tool, Txns: cfg.FloorTxns, P50: l.P50,
+				Floor: floor, Ratio: float64(l.P50) / float64(floor),
+				KeyedFloor: keyed, KeyedRatio: float64(l.P50) / float64(keyed)}
 		}
 	}
 	if err := srv.stop(); err != nil {

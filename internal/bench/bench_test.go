@@ -166,11 +166,12 @@ func TestRun_Subprocess(t *testing.T) {
 		t.Fatalf("Run: %v\n%s", err, progress.String())
 	}
 	checkSane(t, rep, 5)
-	if rep.Floors.EchoRTT <= 0 || rep.Floors.EchoRTTProcess <= 0 || rep.Floors.RawOpen <= 0 || rep.Floors.RawInsertTxn <= 0 {
+	if rep.Floors.EchoRTT <= 0 || rep.Floors.EchoRTTProcess <= 0 || rep.Floors.RawOpen <= 0 || rep.Floors.RawInsertTxn <= 0 || rep.Floors.RawKeyedInsertTxn <= 0 {
 		t.Errorf("floors not measured: %+v", rep.Floors)
 	}
 	if fr := rep.FloorRatio; fr == nil || fr.Tool != "invoice" || fr.Txns != 2 || fr.Ratio <= 0 ||
-		fr.Floor != rep.Floors.EchoRTTProcess+2*rep.Floors.RawInsertTxn || fr.P50 != rep.Latency["call_tool:invoice"].P50 {
+		fr.Floor != rep.Floors.EchoRTTProcess+2*rep.Floors.RawInsertTxn || fr.P50 != rep.Latency["call_tool:invoice"].P50 ||
+		fr.KeyedFloor != rep.Floors.EchoRTTProcess+2*rep.Floors.RawKeyedInsertTxn || fr.KeyedRatio != float64(fr.P50)/float64(fr.KeyedFloor) {
 		t.Errorf("floor ratio %+v does not follow the floors %+v", fr, rep.Floors)
 	}
 	if rep.RSSPerSession == 0 {

@@ -29,9 +29,13 @@ type Floors struct {
 	// RawOpen is the median open, schema read and close of a small store
 	// (sqlitestore.RawFloor).
 	RawOpen time.Duration `json:"raw_open_ns"`
-	// RawInsertTxn is the median prepared one-row insert transaction
-	// (sqlitestore.RawFloor).
+	// RawInsertTxn is the median prepared one-row insert transaction into
+	// a rowid table (sqlitestore.RawFloor).
 	RawInsertTxn time.Duration `json:"raw_insert_txn_ns"`
+	// RawKeyedInsertTxn is the same transaction inserting a row shaped as
+	// the example worlds' rows: keyed by a random UUID text, with a CHECK
+	// and a timestamp default (sqlitestore.RawFloor).
+	RawKeyedInsertTxn time.Duration `json:"raw_keyed_insert_txn_ns"`
 }
 
 // echoRoundTrips is the sample size of the echo floor.
@@ -62,9 +66,11 @@ func measureFloors(ctx context.Context, echo *ServerCommand) (Floors, error) {
 			return f, err
 		}
 	}
-	if f.RawOpen, f.RawInsertTxn, err = sqlitestore.RawFloor(os.TempDir()); err != nil {
+	raw, err := sqlitestore.RawFloor(os.TempDir())
+	if err != nil {
 		return f, fmt.Errorf("bench: %w", err)
 	}
+	f.RawOpen, f.RawInsertTxn, f.RawKeyedInsertTxn = raw.Open, raw.InsertTxn, raw.KeyedInsertTxn
 	return f, nil
 }
 

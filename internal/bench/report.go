@@ -126,6 +126,11 @@ type FloorRatio struct {
 	Floor time.Duration `json:"floor_ns"`
 	// Ratio is P50 / Floor.
 	Ratio float64 `json:"ratio"`
+	// KeyedFloor is Floors.Echo() + Txns × RawKeyedInsertTxn: the floor
+	// with inserts of the rows the example worlds write.
+	KeyedFloor time.Duration `json:"keyed_floor_ns"`
+	// KeyedRatio is P50 / KeyedFloor.
+	KeyedRatio float64 `json:"keyed_ratio"`
 }
 
 // Report is the outcome of a Run. Durations are in nanoseconds.
@@ -244,13 +249,15 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if fl.EchoRTTProcess > 0 {
 		echo = fmt.Sprintf("echo round trip %s in-process, %s to another process", round(fl.EchoRTT), round(fl.EchoRTTProcess))
 	}
-	fmt.Fprintf(&b, "\nfloors: %s, raw open %s, raw insert transaction %s\n", echo, round(fl.RawOpen), round(fl.RawInsertTxn))
+	fmt.Fprintf(&b, "\nfloors: %s, raw open %s, raw insert transaction %s (rowid), %s (keyed row)\n",
+		echo, round(fl.RawOpen), round(fl.RawInsertTxn), round(fl.RawKeyedInsertTxn))
 	if fr := r.FloorRatio; fr != nil {
 		which := "echo"
 		if fl.EchoRTTProcess > 0 {
 			which = "cross-process echo"
 		}
-		fmt.Fprintf(&b, "%s p50 %s = %.2f x floor (%s + %d x insert transaction = %s)\n", fr.Tool, round(fr.P50), fr.Ratio, which, fr.Txns, round(fr.Floor))
+		fmt.Fprintf(&b, "%s p50 %s = %.2f x floor (%s + %d x rowid insert transaction = %s)\n", fr.Tool, round(fr.P50), fr.Ratio, which, fr.Txns, round(fr.Floor))
+		fmt.Fprintf(&b, "%s p50 %s = %.2f x keyed floor (%s + %d x keyed-row insert transaction = %s)\n", fr.Tool, round(fr.P50), fr.KeyedRatio, which, fr.Txns, round(fr.KeyedFloor))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
