@@ -3,6 +3,7 @@ package openenv
 import (
 	"net/http"
 	"os"
+	"runtime"
 	"runtime/metrics"
 
 	"github.com/seahaven/seahaven/composition"
@@ -108,8 +109,12 @@ func (s *Server) Runtime() RuntimeStats {
 	return st
 }
 
-// serveRuntime serves GET /debug/runtime, an infrastructure route.
-func (s *Server) serveRuntime(w http.ResponseWriter, _ *http.Request) {
+// serveRuntime serves GET /debug/runtime, an infrastructure route. With
+// ?gc=1 it collects garbage first, so heap_alloc counts live objects only.
+func (s *Server) serveRuntime(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("gc") == "1" {
+		runtime.GC()
+	}
 	writeJSON(w, http.StatusOK, s.Runtime())
 }
 

@@ -47,6 +47,19 @@ func TestServer_DebugRuntime(t *testing.T) {
 			t.Errorf("sessions with one socket = %d, want 1", got)
 		}
 	})
+	t.Run("GC", func(t *testing.T) {
+		s := mustServe(t, newFake(t), openenv.Config{})
+		garbage = make([]byte, 64<<20) // dropped below: garbage once unreferenced
+		garbage = nil
+		code, body, _ := s.httpDo(t, "GET", "/debug/runtime?gc=1", "", nil)
+		var st openenv.RuntimeStats
+		if err := json.Unmarshal([]byte(body), &st); code != http.StatusOK || err != nil {
+			t.Fatalf("GET /debug/runtime?gc=1: status %d, %v, body %s", code, err, body)
+		}
+		if st.HeapAlloc <= 0 || st.HeapAlloc >= 64<<20 {
+			t.Errorf("heap_alloc after ?gc=1 = %d, want the live heap without the dropped 64 MiB", st.HeapAlloc)
+		}
+	})
 	t.Run("WorldBackend", func(t *testing.T) {
 		s := mustServeCompany(t, openenv.Config{})
 		base := s.runtimeStats(t)
@@ -76,3 +89,6 @@ func TestServer_DebugRuntime(t *testing.T) {
 		}
 	})
 }
+
+// garbage holds an allocation until the GC subtest drops it.
+var garbage []byte

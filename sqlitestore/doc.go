@@ -62,8 +62,8 @@
 // while some connection is open, and keeps at most MaxOpen connections open
 // by releasing the least recently used idle stores. [OpenConnections]
 // counts the connections open in the process; [RawFloor] measures the
-// driver's own cost of an open and a write transaction, the floor under a
-// store's.
+// driver's own cost of an open and of write transactions (into a rowid
+// table, and of a row keyed by a UUID text), the floor under a store's.
 //
 // Stores opened with Options.ShareKey (private copies of one frozen file)
 // do not close a released connection: it is parked in the Pool, unbound from

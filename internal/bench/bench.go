@@ -194,7 +194,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r := &run{cfg: cfg, srv: srv, wsURL: "ws" + strings.TrimPrefix(srv.base, "http") + "/ws",
 		picker: newPicker(cfg.ToolMix), args: map[string][]byte{}, errText: map[string]bool{}}
 	// The baseline is the idle server, before prepare's session.
-	if rep.Server.Before, err = srv.sample(ctx); err != nil {
+	if rep.Server.Before, err = srv.sample(ctx, true); err != nil {
 		return nil, err
 	}
 	rep.Server.Peak = rep.Server.Before
@@ -339,7 +339,7 @@ func (r *run) load(ctx context.Context, rep *Report) error {
 				return
 			case <-t.C:
 			}
-			s, err := r.srv.sample(runCtx)
+			s, err := r.srv.sample(runCtx, false)
 			if err == nil {
 				rep.Server.Peak = peak(rep.Server.Peak, s)
 			}
@@ -419,7 +419,7 @@ func (r *run) load(ctx context.Context, rep *Report) error {
 		rep.ResetsPerSecond = float64(r.resets.Load()-resets0) / secs
 	}
 	// Sampled before the sessions stop, while every one is live.
-	during, err := r.srv.sample(ctx)
+	during, err := r.srv.sample(ctx, false)
 	if err != nil {
 		during = unknownSample()
 	}
@@ -590,7 +590,10 @@ func (r *run) settle(ctx context.Context, rep *Report) {
 	deadline := time.Now().Add(r.cfg.Settle)
 	progress(r.cfg.Progress, "sessions closed; waiting up to %s for the server to settle", r.cfg.Settle)
 	for {
-		s, err := r.srv.sample(ctx)
+		// Collecting garbage every 250 ms while waiting costs the idle
+		// server little, and an after-sample without it would count the
+		// garbage of the run as heap.
+		s, err := r.srv.sample(ctx, true)
 		if err == nil {
 			rep.Server.After = s
 			if baseline(rep.Server.Before, s).OK {

@@ -210,11 +210,16 @@ type runtimeStats struct {
 	OpenFDs         int   `json:"open_fds"`
 }
 
-// sample reads the server's footprint: GET /debug/runtime, then, for a
+// sample reads the server's footprint: GET /debug/runtime (after a garbage
+// collection when gc is set, so the heap is live objects only), then, for a
 // subprocess, its RSS and open files from /proc and its instance
 // directories from the instance root.
-func (s *server) sample(ctx context.Context) (Sample, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/debug/runtime", nil)
+func (s *server) sample(ctx context.Context, gc bool) (Sample, error) {
+	url := s.base + "/debug/runtime"
+	if gc {
+		url += "?gc=1"
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	res, err := s.client.Do(req)
 	if err != nil {
 		return Sample{}, fmt.Errorf("bench: GET /debug/runtime: %w", err)
