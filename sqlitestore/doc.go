@@ -70,14 +70,19 @@
 // the file, and the next store of the same key rebinds it to its own file
 // with its page cache dropped, which costs about 50 µs instead of an open.
 // The rules that keep this invisible (what is reset, what makes a
-// connection close instead) are in park.go and in docs/scale.md.
+// connection close instead) are in park.go and in docs/scale.md. Such a
+// connection, once it has made 64 reads and writes in one binding, maps its
+// file and reads and writes it by copying memory (filemap_linux.go); the
+// mapping shares the page cache with every other reader of the file, and is
+// dropped when the connection is parked.
 //
 // Measured on the development machine (2 vCPU, ext4, shared with other
 // work, so medians of interleaved runs are given as ranges; the benchmarks in
 // bench_test.go reproduce them):
 //
 //   - An open store costs about 300–400 KiB of resident memory outside the
-//     Go heap, one file descriptor and two memory maps; a released one costs
+//     Go heap, one file descriptor and two memory maps (three once it maps
+//     its file); a released one costs
 //     only its Go structs.
 //   - Opening a store, one query and closing it: 1.5–3 ms, most of it the
 //     page faults of the connection's fresh memory (this virtual machine

@@ -36,3 +36,11 @@ func (s *Store) LockedExclusive() bool {
 	defer s.mu.Unlock()
 	return s.cn != nil && s.cn.exclusive
 }
+
+// FileMapped reports whether the store's open connection reads and writes
+// its file through a memory mapping.
+func (s *Store) FileMapped() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cn != nil && s.cn.slot != nil && s.cn.slot.mapped()
+}

@@ -478,3 +478,80 @@ func TestPark_FileGone(t *testing.T) {
 		t.Fatalf("%d connections open, want %d", got, before)
 	}
 }
+
+// A store that keeps working maps its file: what it writes through the
+// mapping is what another connection (an inspector) and a later rebinding
+// read through system calls, across growth of the file and a rollback that
+// shrinks it; parking drops the mapping.
+func TestPark_MappedFile(t *testing.T) {
+	ctx := context.Background()
+	data, pool, dir := parkRig(t, 3)
+	a := openShared(t, pool, dir, 0, data, 1)
+	big := strings.Repeat("x", 3000) // about a page a row: the file grows as rows go in
+	for i := range 200 {
+		MustExec(t, a, `INSERT INTO t (v) VALUES (?)`, fmt.Sprintf("%d-%s", i, big))
+	}
+	if !a.FileMapped() {
+		t.Fatal("a store after 200 inserts does not map its file")
+	}
+	// A rolled-back transaction that grew the file truncates it again.
+	if _, err := a.Exec(ctx, `BEGIN`); err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		MustExec(t, a, `INSERT INTO t (v) VALUES (?)`, big)
+	}
+	if _, err := a.Exec(ctx, `ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	MustExec(t, a, `UPDATE t SET v = 'seen' WHERE id = 2`)
+	insp, err := sqlitestore.OpenInspector(ctx, a.Path(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer insp.Close()
+	rows, err := insp.Query(ctx, `SELECT count(*), sum(length(v)), (SELECT v FROM t WHERE id = 2) FROM t`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(rows.Values[0]); got != fmt.Sprintf("[203 %d seen]", MustOne(t, a, `SELECT sum(length(v)) FROM t`)) {
+		t.Fatalf("the inspector reads %s", got)
+	}
+	if err := a.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if a.FileMapped() {
+		t.Fatal("a parked store still maps its file")
+	}
+	// Another store rebinds the parked connection, then a takes it back.
+	b := openShared(t, pool, dir, 1, data, 2)
+	MustExec(t, b, `INSERT INTO t (v) VALUES ('b')`)
+	b.Release()
+	if n := MustOne(t, a, `SELECT count(*) FROM t`); n != int64(203) {
+		t.Fatalf("a has %v rows after a rebind, want 203", n)
+	}
+	if ok := MustOne(t, a, `PRAGMA integrity_check`); ok != "ok" {
+		t.Fatalf("integrity_check: %v", ok)
+	}
+}
+
+// A file shrunk behind a mapping store's back makes its next access fail
+// with an I/O error, not crash the process.
+func TestPark_MappedFileTruncated(t *testing.T) {
+	data, pool, dir := parkRig(t, 3)
+	a := openShared(t, pool, dir, 0, data, 1)
+	for i := range 200 {
+		MustExec(t, a, `INSERT INTO t (v) VALUES (?)`, fmt.Sprintf("%d-%s", i, strings.Repeat("y", 1000)))
+	}
+	if !a.FileMapped() {
+		t.Fatal("a store after 200 inserts does not map its file")
+	}
+	if err := os.Truncate(a.Path(), 4096); err != nil {
+		t.Fatal(err)
+	}
+	_, err := a.Query(context.Background(), `SELECT sum(length(v)) FROM t`)
+	if err == nil {
+		t.Fatal("reading a store whose file was truncated under it succeeded")
+	}
+	t.Logf("error: %v", err)
+}

@@ -128,6 +128,7 @@ type rebindFile struct {
 	opened bool // the connection opened it
 	fd     int  // the bound file's descriptor; -1 while unbound
 	lock   vfs.LockLevel
+	fmap   fileMap // the bound file mapped, once it is used enough
 }
 
 var (
@@ -155,6 +156,7 @@ func (r *rebindFile) bind(path string) error {
 			return &os.PathError{Op: "open", Path: path, Err: err}
 		}
 		r.fd, r.lock = fd, vfs.LOCK_NONE
+		r.fmap.reset()
 		return nil
 	}
 }
@@ -168,6 +170,7 @@ func (r *rebindFile) unbind() error {
 	if r.lock != vfs.LOCK_NONE {
 		return errors.New("sqlitestore: connection still holds its file's lock")
 	}
+	r.fmap.unmap()
 	err := unix.Close(r.fd)
 	r.fd = -1
 	return err
@@ -177,6 +180,7 @@ func (r *rebindFile) unbind() error {
 // retires the slot.
 func (r *rebindFile) Close() error {
 	rebindSlots.Delete(r.name)
+	r.fmap.unmap()
 	if r.fd < 0 {
 		return nil
 	}
@@ -190,6 +194,12 @@ func (r *rebindFile) Close() error {
 func (r *rebindFile) ReadAt(p []byte, off int64) (int, error) {
 	if r.fd < 0 {
 		return 0, errUnbound
+	}
+	if done, err := r.fmap.read(r.fd, p, off); done {
+		if err != nil {
+			return 0, err
+		}
+		return len(p), nil
 	}
 	n := 0
 	for n < len(p) {
@@ -211,6 +221,12 @@ func (r *rebindFile) WriteAt(p []byte, off int64) (int, error) {
 	if r.fd < 0 {
 		return 0, errUnbound
 	}
+	if done, err := r.fmap.write(r.fd, p, off); done {
+		if err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
 	n := 0
 	for n < len(p) {
 		m, err := unix.Pwrite(r.fd, p[n:], off+int64(n))
@@ -222,6 +238,7 @@ func (r *rebindFile) WriteAt(p []byte, off int64) (int, error) {
 		}
 		n += m
 	}
+	r.fmap.wrote(off + int64(n))
 	return n, nil
 }
 
@@ -230,7 +247,9 @@ func (r *rebindFile) Truncate(size int64) error {
 		return errUnbound
 	}
 	for {
-		if err := unix.Ftruncate(r.fd, size); err != unix.EINTR {
+		err := unix.Ftruncate(r.fd, size)
+		if err != unix.EINTR {
+			r.fmap.truncated(size, err)
 			return err
 		}
 	}

@@ -26,3 +26,4 @@ func (*rebindFile) cookie() (int64, error) {
 	return 0, errors.New("sqlitestore: parked connections need Linux")
 }
 func (*rebindFile) Close() error { return nil }
+func (*rebindFile) mapped() bool { return false }

@@ -26,9 +26,12 @@ const (
 	fdsPerSession = 1
 	// fdsPerConn is an open store: its file (the journal is in memory).
 	fdsPerConn = 1
-	// mapsPerConn is an open store: its reserved linear memory, as counted
-	// in /proc/<pid>/maps.
+	// mapsPerConn is an open or parked store: its reserved linear memory,
+	// as counted in /proc/<pid>/maps.
 	mapsPerConn = 2
+	// mapsPerFileMap is a bound store's mapping of its file (made once the
+	// store keeps working, dropped when it is parked).
+	mapsPerFileMap = 1
 	// fdReserve covers listeners, log files, fixture reads, the inspection
 	// views of sessions being graded and the driver's helper connections.
 	fdReserve = 256
@@ -68,10 +71,11 @@ func fdsNeeded(c capacity) uint64 {
 	return fdReserve + fdsPerSession*uint64(c.MaxSessions) + fdsPerConn*connsAtPeak(c.MaxOpen)
 }
 
-// mapsNeeded is the memory maps a capacity needs: parked connections
-// (sqlitestore.MaxParked) keep theirs.
+// mapsNeeded is the memory maps a capacity needs: open connections may map
+// their files, and parked connections (sqlitestore.MaxParked) keep their
+// linear memory.
 func mapsNeeded(c capacity) uint64 {
-	return mapReserve + mapsPerConn*(connsAtPeak(c.MaxOpen)+uint64(sqlitestore.MaxParked(c.MaxOpen)))
+	return mapReserve + (mapsPerConn+mapsPerFileMap)*connsAtPeak(c.MaxOpen) + mapsPerConn*uint64(sqlitestore.MaxParked(c.MaxOpen))
 }
 
 // deriveCapacity returns the default capacity for l: the pool's cap is
@@ -88,8 +92,10 @@ func deriveCapacity(l hostLimits) capacity {
 	}
 	if l.MaxMapCount > 0 {
 		mapAvail := usable(l.MaxMapCount) - min(mapReserve, usable(l.MaxMapCount))
-		// Open at the cap, an eighth more pinned, a quarter more parked.
-		c.MaxOpen = min(c.MaxOpen, int(mapAvail*8/11/mapsPerConn))
+		// Open at the cap and an eighth more pinned, each with its file
+		// mapped; a quarter more parked.
+		perEighth := 9*(mapsPerConn+mapsPerFileMap) + 2*mapsPerConn
+		c.MaxOpen = min(c.MaxOpen, int(mapAvail*8/uint64(perEighth)))
 	}
 	c.MaxOpen = max(c.MaxOpen, 1)
 	c.MaxSessions = noBound
@@ -123,9 +129,9 @@ func checkCapacity(l hostLimits, c capacity) error {
 	if need := mapsNeeded(c); l.MaxMapCount > 0 && need > usable(l.MaxMapCount) {
 		want := roundUp(need * 100 / (100 - headroomPercent))
 		problems = append(problems, fmt.Sprintf(
-			"%d open connections need about %d memory maps (%d per SQLite connection, open or parked, %d reserved, %d%% headroom), "+
+			"%d open connections need about %d memory maps (%d per open SQLite connection, %d per parked one, %d reserved, %d%% headroom), "+
 				"but vm.max_map_count is %d. Raise it: `sudo sysctl -w vm.max_map_count=%d` (persist it in /etc/sysctl.d/), or lower --max-open",
-			c.MaxOpen, need, mapsPerConn, mapReserve, headroomPercent, l.MaxMapCount, want))
+			c.MaxOpen, need, mapsPerConn+mapsPerFileMap, mapsPerConn, mapReserve, headroomPercent, l.MaxMapCount, want))
 	}
 	if len(problems) == 0 {
 		return nil

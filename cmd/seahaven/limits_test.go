@@ -17,8 +17,8 @@ func TestDeriveCapacity(t *testing.T) {
 	}{
 		{"ThisMachine", hostLimits{NoFile: 20000, NoFileHard: 20000, MaxMapCount: 65530}, capacity{MaxSessions: 15440, MaxOpen: 2048}},
 		{"DefaultSoftLimit", hostLimits{NoFile: 1024, NoFileHard: 1024, MaxMapCount: 65530}, capacity{MaxSessions: 333, MaxOpen: 296}},
-		{"FewMapsManyFiles", hostLimits{NoFile: 1 << 20, NoFileHard: 1 << 20, MaxMapCount: 8192}, capacity{MaxSessions: 942124, MaxOpen: 1191}},
-		{"MemoryBound", hostLimits{NoFile: 1 << 20, NoFileHard: 1 << 20, MaxMapCount: 8192, MemTotal: 16 << 30}, capacity{MaxSessions: 32768, MaxOpen: 1191}},
+		{"FewMapsManyFiles", hostLimits{NoFile: 1 << 20, NoFileHard: 1 << 20, MaxMapCount: 8192}, capacity{MaxSessions: 942513, MaxOpen: 845}},
+		{"MemoryBound", hostLimits{NoFile: 1 << 20, NoFileHard: 1 << 20, MaxMapCount: 8192, MemTotal: 16 << 30}, capacity{MaxSessions: 32768, MaxOpen: 845}},
 		{"Unknown", hostLimits{}, capacity{MaxSessions: noBound, MaxOpen: 2048}},
 		{"Starved", hostLimits{NoFile: 100, NoFileHard: 100, MaxMapCount: 100}, capacity{MaxSessions: 1, MaxOpen: 1}},
 	}
@@ -51,8 +51,8 @@ func TestCheckCapacity(t *testing.T) {
 		}},
 		{"TooManyConnections", capacity{MaxSessions: 100, MaxOpen: 30000}, []string{
 			"need about 34106 file descriptors",
-			"30000 open connections need about 86596 memory maps",
-			"vm.max_map_count is 65530", "`sudo sysctl -w vm.max_map_count=97000`",
+			"30000 open connections need about 120346 memory maps",
+			"vm.max_map_count is 65530", "`sudo sysctl -w vm.max_map_count=140000`",
 		}},
 	}
 	for _, tt := range tests {
