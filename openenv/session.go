@@ -31,6 +31,9 @@ type session struct {
 
 	ctx    context.Context // cancelled when the session stops
 	cancel context.CancelFunc
+	// tagged is ctx carrying the session's tag: what bind returns for ctx
+	// itself, the context of every message of a /ws session.
+	tagged context.Context
 
 	// slot serialises the use of inst: a call holds the one token for its
 	// whole length. It is a channel, not a mutex, so a waiter can give up
@@ -85,6 +88,7 @@ func (s *Server) newSessionLocked(transport, id string) (*session, *protoError) 
 		lastActivity: now,
 		done:         make(chan struct{}),
 	}
+	ss.tagged = withSession(ctx, ss)
 	s.sessions[id] = ss
 	if !s.reaping && s.cfg.IdleTimeout > 0 {
 		s.reaping = true
@@ -283,8 +287,12 @@ func (ss *session) enter(ctx context.Context, active bool) (_ context.Context, l
 	}, nil
 }
 
-// bind returns ctx also cancelled when the session stops.
+// bind returns ctx also cancelled when the session stops. The session's
+// own context needs nothing more than its tag.
 func (ss *session) bind(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx == ss.ctx {
+		return ss.tagged, func() {}
+	}
 	ctx, cancel := context.WithCancel(withSession(ctx, ss))
 	stop := context.AfterFunc(ss.ctx, cancel)
 	return ctx, func() { stop(); cancel() }

@@ -74,7 +74,6 @@ type wsConn struct {
 	c   *websocket.Conn
 
 	queue   chan inbound
-	readCtx context.Context
 	readers sync.WaitGroup
 
 	// pending counts the messages queued for the worker and not yet
@@ -122,8 +121,7 @@ type handedReply struct {
 func (wc *wsConn) run() {
 	s := wc.srv
 	wc.queue = make(chan inbound, s.cfg.MaxPending)
-	readCtx, stopRead := context.WithCancel(context.Background())
-	wc.readCtx = readCtx
+	pingCtx, stopPing := context.WithCancel(context.Background())
 	wc.watch = time.AfterFunc(time.Hour, wc.watchFired)
 	wc.watch.Stop()
 	wc.startReader()
@@ -132,7 +130,7 @@ func (wc *wsConn) run() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			wc.pingLoop(readCtx)
+			wc.pingLoop(pingCtx)
 		}()
 	}
 
@@ -143,7 +141,7 @@ func (wc *wsConn) run() {
 	} else {
 		wc.c.Close(code, reason)
 	}
-	stopRead()
+	stopPing()
 	wg.Wait()
 	wc.readers.Wait()
 	wc.watch.Stop()
@@ -263,7 +261,9 @@ const maxPooledFrame = 64 << 10
 // progress. The last reader closes the queue.
 func (wc *wsConn) readLoop() {
 	for {
-		m, err := wc.readMessage(wc.readCtx)
+		// Reads take no context: one that can be cancelled costs a
+		// registration per frame, and closing the socket ends a read.
+		m, err := wc.readMessage(context.Background())
 		if err != nil {
 			code := closeAbort
 			if websocket.CloseStatus(err) != -1 {
