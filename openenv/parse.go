@@ -266,8 +266,8 @@ func asBool(raw json.RawMessage) (bool, bool) {
 
 // isObject reports whether raw is a JSON object.
 func isObject(raw json.RawMessage) bool {
-	_, ok := members(raw)
-	return ok
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{' && json.Valid(raw)
 }
 
 // resetRequest is the parsed data of a reset. Nil pointers are keys left out.

@@ -59,6 +59,9 @@ func checkMembers(t *testing.T, in []byte) {
 	if gotOK != wantOK || !reflect.DeepEqual(normalize(got), normalize(want)) {
 		t.Fatalf("members(%q) = %q, %v; json.Unmarshal reads %q, %v", in, got, gotOK, want, wantOK)
 	}
+	if isObject(in) != wantOK {
+		t.Fatalf("isObject(%q) = %v, json.Unmarshal into a map says %v", in, !wantOK, wantOK)
+	}
 }
 
 // normalize drops the difference between a nil and an empty map.
