@@ -62,6 +62,9 @@ type RuntimeStats struct {
 	RSSBytes int64 `json:"rss_bytes"`
 	// OpenFDs is the process's open file descriptors (Linux: /proc/self/fd).
 	OpenFDs int `json:"open_fds"`
+	// CPUNanos is the CPU time, user and system, the process has used
+	// (Linux: /proc/self/stat, in steps of 10 ms).
+	CPUNanos int64 `json:"cpu_ns"`
 }
 
 // runtimeSamples are the runtime/metrics read by Runtime; reading them does
@@ -85,12 +88,16 @@ func (s *Server) Runtime() RuntimeStats {
 		InstanceDirs:            -1,
 		RSSBytes:                -1,
 		OpenFDs:                 -1,
+		CPUNanos:                -1,
 	}
 	if n, err := procstat.RSS(0); err == nil {
 		st.RSSBytes = n
 	}
 	if n, err := procstat.OpenFDs(0); err == nil {
 		st.OpenFDs = n
+	}
+	if d, err := procstat.CPUTime(0); err == nil {
+		st.CPUNanos = int64(d)
 	}
 	s.mu.Lock()
 	st.Sessions = len(s.sessions)

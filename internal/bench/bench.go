@@ -391,6 +391,10 @@ func (r *run) load(ctx context.Context, rep *Report) error {
 	ready.Wait()
 	rep.Ramp = time.Since(start)
 	calls0, resets0 := r.calls.Load(), r.resets.Load()
+	cpu0 := int64(-1)
+	if s, err := r.srv.sample(ctx, false); err == nil {
+		cpu0 = s.CPUNanos
+	}
 
 	// Hold until the duration ends, the calls are made, or ctx ends.
 	holdT0 := time.Now()
@@ -422,6 +426,14 @@ func (r *run) load(ctx context.Context, rep *Report) error {
 	during, err := r.srv.sample(ctx, false)
 	if err != nil {
 		during = unknownSample()
+	}
+	ops := r.calls.Load() - calls0 + r.resets.Load() - resets0
+	if cpu0 >= 0 && during.CPUNanos >= cpu0 && rep.Hold > 0 {
+		cpu := time.Duration(during.CPUNanos - cpu0)
+		rep.ServerCores = cpu.Seconds() / rep.Hold.Seconds()
+		if ops > 0 {
+			rep.ServerCPUPerOp = cpu / time.Duration(ops)
+		}
 	}
 	close(stop)
 	<-samplerDone // the sampler has stopped writing rep.Server.Peak
@@ -610,7 +622,7 @@ func (r *run) settle(ctx context.Context, rep *Report) {
 }
 
 func unknownSample() Sample {
-	return Sample{RSSBytes: -1, Goroutines: -1, HeapAlloc: -1, OpenFDs: -1, Sessions: -1, OpenConnections: -1, ParkedConnections: -1, InstanceDirs: -1}
+	return Sample{RSSBytes: -1, Goroutines: -1, HeapAlloc: -1, OpenFDs: -1, Sessions: -1, OpenConnections: -1, ParkedConnections: -1, InstanceDirs: -1, CPUNanos: -1}
 }
 
 // peak returns the field-wise maximum of two samples.
@@ -619,7 +631,7 @@ func peak(a, b Sample) Sample {
 		RSSBytes: max(a.RSSBytes, b.RSSBytes), Goroutines: max(a.Goroutines, b.Goroutines), HeapAlloc: max(a.HeapAlloc, b.HeapAlloc),
 		OpenFDs: max(a.OpenFDs, b.OpenFDs), Sessions: max(a.Sessions, b.Sessions),
 		OpenConnections: max(a.OpenConnections, b.OpenConnections), ParkedConnections: max(a.ParkedConnections, b.ParkedConnections),
-		InstanceDirs: max(a.InstanceDirs, b.InstanceDirs),
+		InstanceDirs: max(a.InstanceDirs, b.InstanceDirs), CPUNanos: max(a.CPUNanos, b.CPUNanos),
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -131,6 +132,9 @@ func checkSane(t *testing.T, rep *bench.Report, sessions int) {
 	}
 	if f.Before.RSSBytes <= 0 || f.Before.Goroutines <= 0 || f.Peak.Sessions < sessions {
 		t.Errorf("footprint not sampled: %+v", f)
+	}
+	if runtime.GOOS == "linux" && (f.During.CPUNanos <= 0 || rep.ServerCPUPerOp <= 0 || rep.ServerCores <= 0) {
+		t.Errorf("server CPU not measured: during %v ns, %v per op, %.2f cores", f.During.CPUNanos, rep.ServerCPUPerOp, rep.ServerCores)
 	}
 	if !rep.Baseline.OK {
 		t.Errorf("the server did not return to its baseline: before %+v after %+v (%+v)", f.Before, f.After, rep.Baseline)

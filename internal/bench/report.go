@@ -158,6 +158,11 @@ type Report struct {
 	Calls           int64   `json:"calls"`
 	CallsPerSecond  float64 `json:"calls_per_second"`
 	ResetsPerSecond float64 `json:"resets_per_second"`
+	// ServerCPUPerOp is the server's CPU time over the hold divided by the
+	// calls and resets made in it; ServerCores is that CPU time over the
+	// hold's length. Zero when the server's CPU time is unknown.
+	ServerCPUPerOp time.Duration `json:"server_cpu_per_op_ns"`
+	ServerCores    float64       `json:"server_cores"`
 	// Errors counts failed round trips, failed tool calls and lost
 	// connections; ErrorSamples keeps the first few messages.
 	Errors       int64    `json:"errors"`
@@ -227,6 +232,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	tw.Flush()
 	fmt.Fprintf(&b, "\nthroughput: %.0f calls/s, %.0f resets/s over the hold; %d calls, %d resets, %d list_tools in all\n",
 		r.CallsPerSecond, r.ResetsPerSecond, r.Calls, r.Resets, r.ListTools)
+	if r.ServerCPUPerOp > 0 {
+		fmt.Fprintf(&b, "server CPU: %s per call or reset, %.2f cores over the hold\n", round(r.ServerCPUPerOp), r.ServerCores)
+	}
 	fmt.Fprintf(&b, "errors: %d (lost sessions %d)\n", r.Errors, r.LostSessions)
 	for _, e := range r.ErrorSamples {
 		fmt.Fprintf(&b, "  %s\n", e)

@@ -195,19 +195,22 @@ type Sample struct {
 	ParkedConnections int `json:"parked_sqlite_connections"`
 	// InstanceDirs is the instance directories on disk.
 	InstanceDirs int `json:"instance_dirs"`
+	// CPUNanos is the CPU time the server has used (-1 when unknown).
+	CPUNanos int64 `json:"cpu_ns"`
 }
 
 // runtimeStats is the subset of GET /debug/runtime the bench reads.
 type runtimeStats struct {
-	PID             int   `json:"pid"`
-	Goroutines      int64 `json:"goroutines"`
-	HeapAlloc       int64 `json:"heap_alloc"`
-	Sessions        int   `json:"sessions"`
-	OpenConnections int   `json:"open_sqlite_connections"`
-	Parked          *int  `json:"parked_sqlite_connections"`
-	InstanceDirs    int   `json:"instance_dirs"`
-	RSSBytes        int64 `json:"rss_bytes"`
-	OpenFDs         int   `json:"open_fds"`
+	PID             int    `json:"pid"`
+	Goroutines      int64  `json:"goroutines"`
+	HeapAlloc       int64  `json:"heap_alloc"`
+	Sessions        int    `json:"sessions"`
+	OpenConnections int    `json:"open_sqlite_connections"`
+	Parked          *int   `json:"parked_sqlite_connections"`
+	InstanceDirs    int    `json:"instance_dirs"`
+	RSSBytes        int64  `json:"rss_bytes"`
+	OpenFDs         int    `json:"open_fds"`
+	CPUNanos        *int64 `json:"cpu_ns"`
 }
 
 // sample reads the server's footprint: GET /debug/runtime (after a garbage
@@ -239,6 +242,10 @@ func (s *server) sample(ctx context.Context, gc bool) (Sample, error) {
 	if rs.Parked != nil { // a server older than parked connections omits it
 		out.ParkedConnections = *rs.Parked
 	}
+	out.CPUNanos = -1
+	if rs.CPUNanos != nil {
+		out.CPUNanos = *rs.CPUNanos
+	}
 	if s.cmd != nil {
 		pid := s.cmd.Process.Pid
 		if n, err := procstat.RSS(pid); err == nil {
@@ -246,6 +253,9 @@ func (s *server) sample(ctx context.Context, gc bool) (Sample, error) {
 		}
 		if n, err := procstat.OpenFDs(pid); err == nil {
 			out.OpenFDs = n
+		}
+		if d, err := procstat.CPUTime(pid); err == nil {
+			out.CPUNanos = int64(d)
 		}
 	}
 	if s.instances != "" {

@@ -1,5 +1,5 @@
 // Package procstat reads a process's footprint from Linux's /proc file
-// system: resident memory, open file descriptors and memory maps. On other
+// system: resident memory, open file descriptors, memory maps and CPU time. On other
 // systems every function returns an error wrapping fs.ErrNotExist. The
 // functions are safe for concurrent use.
 package procstat
@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 )
 
 // dir returns the /proc directory of pid; 0 is the calling process.
@@ -28,6 +29,44 @@ func RSS(pid int) (int64, error) {
 		return 0, fmt.Errorf("procstat: %w", err)
 	}
 	return ParseVmRSS(b)
+}
+
+// CPUTime returns the CPU time, user and system, that process pid (0: this
+// process) has used, from /proc/<pid>/stat, in steps of 10 ms.
+func CPUTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(dir(pid) + "/stat")
+	if err != nil {
+		return 0, fmt.Errorf("procstat: %w", err)
+	}
+	return ParseStatCPU(b)
+}
+
+// userHZ is the unit of /proc's CPU times: 100 ticks a second on every
+// Linux architecture (USER_HZ), whatever the kernel's own HZ.
+const userHZ = 100
+
+// ParseStatCPU returns utime + stime of a /proc/<pid>/stat line. The
+// command name, field 2, may hold spaces and parentheses, so fields are
+// counted from the last ')'.
+func ParseStatCPU(stat []byte) (time.Duration, error) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("procstat: malformed stat line %q", stat)
+	}
+	fields := bytes.Fields(stat[i+1:])
+	// fields[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("procstat: malformed stat line %q", stat)
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(string(f), 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("procstat: malformed stat line %q", stat)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / userHZ, nil
 }
 
 // OpenFDs returns the number of open file descriptors of process pid (0:

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seahaven/seahaven/internal/procstat"
 )
@@ -59,6 +60,18 @@ func TestParseKB(t *testing.T) {
 	}
 }
 
+func TestParseStatCPU(t *testing.T) {
+	line := []byte("4242 (a (b) c) S 1 4242 4242 0 -1 4194560 1000 0 0 0 150 25 0 0 20 0 9 0 123 456 789\n")
+	if d, err := procstat.ParseStatCPU(line); err != nil || d != 1750*time.Millisecond {
+		t.Errorf("ParseStatCPU = %v, %v; want 1.75s (150 + 25 ticks)", d, err)
+	}
+	for _, bad := range []string{"", "4242 (x S 1", "4242 (x) S 1 2 3", "4242 (x) S 1 4242 4242 0 -1 4194560 1000 0 0 0 1.5 25 0"} {
+		if _, err := procstat.ParseStatCPU([]byte(bad)); err == nil {
+			t.Errorf("ParseStatCPU(%q) succeeded", bad)
+		}
+	}
+}
+
 func TestSelf(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
@@ -66,6 +79,11 @@ func TestSelf(t *testing.T) {
 	rss, err := procstat.RSS(0)
 	if err != nil || rss <= 0 {
 		t.Errorf("RSS(0) = %d, %v", rss, err)
+	}
+	for start := time.Now(); time.Since(start) < 50*time.Millisecond; {
+	}
+	if cpu, err := procstat.CPUTime(0); err != nil || cpu <= 0 {
+		t.Errorf("CPUTime(0) = %v, %v after 50 ms of spinning", cpu, err)
 	}
 	before, err := procstat.OpenFDs(0)
 	if err != nil {
