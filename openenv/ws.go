@@ -56,8 +56,9 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 }
 
 // handoverAfter is how long a reader answers a message itself (at least
-// that, at most twice that) before it hands reading to a new reader goroutine, so
-// pings are answered and a disconnect is noticed while a long step runs.
+// that, at most twice that) before it hands reading to a new reader
+// goroutine, so pings are answered and a disconnect is noticed while a long
+// step runs.
 const handoverAfter = 10 * time.Millisecond
 
 // wsConn is one /ws connection and its session. One reader goroutine at a
@@ -88,7 +89,8 @@ type wsConn struct {
 	mu    sync.Mutex // guards the fields below
 	armed bool       // watch is set to fire
 	// answering is set while a reader answers message number seq; watched
-	// is the seq the last fire saw answering.
+	// is the seq the last fire saw answering; handed is set by a hand-over
+	// for that reader to deliver its reply through.
 	answering    bool
 	seq, watched uint64
 	handed       chan handedReply
