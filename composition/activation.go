@@ -37,6 +37,7 @@ type activation struct {
 	ended   atomic.Bool
 
 	pinned  []*nodeState
+	pinBuf  [4]*nodeState // pinned's first backing array
 	loose   map[*nodeState]*sqlitestore.Capture
 	group   map[*nodeState]*frame // grouped mode: one frame per touched node
 	records []logRecord
@@ -51,6 +52,7 @@ func (i *Instance) activate(ctx context.Context, tool string, logging bool, fn f
 		i.calls++
 	}
 	a := &activation{inst: i, id: i.calls, tool: tool, logging: logging}
+	a.pinned = a.pinBuf[:0]
 	a.ctx = context.WithValue(ctx, activationKey{}, a)
 	i.current = a
 	err := fn(a)
@@ -60,7 +62,8 @@ func (i *Instance) activate(ctx context.Context, tool string, logging bool, fn f
 	a.ended.Store(true)
 	i.current = nil
 	for _, ns := range a.pinned {
-		ns.frames = nil
+		clear(ns.frames)
+		ns.frames = ns.frames[:0] // the backing array serves the next activation
 		ns.store.Unpin()
 	}
 	if logging {
