@@ -233,6 +233,11 @@ func asString(raw json.RawMessage) (string, bool) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", false
 	}
+	if len(raw) >= 2 && raw[len(raw)-1] == '"' && bytes.IndexByte(raw[1:len(raw)-1], '"') < 0 {
+		if s, ok := plainKey(raw); ok {
+			return s, true // printable ASCII without escapes: the bytes are the string
+		}
+	}
 	var s string
 	return s, json.Unmarshal(raw, &s) == nil
 }

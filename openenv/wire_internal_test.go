@@ -36,7 +36,7 @@ var memberSeeds = []string{
 	`{}`, ` { } `, `{"type":"step","data":{"type":"call_tool","tool_name":"add","arguments":{"a":1,"b":2}}}`,
 	`{"a":1,"a":2}`, `{"a" : [1, {"b": "}"}] , "c":"\"}"}`, `{"\u0074ype":"state"}`, `{"k\"ey":null}`,
 	`{"é":true,"\ud800":false}`, "{\"a\":\"\xff\"}", "{\"\xff\":1}", `{"a":-1.5e+3,"b":[],"c":{}}`,
-	`[1]`, `"x"`, `{"a":1,}`, `{"a"}`, `{"a":1} x`, ``, `{`, "{\"a\":\t1\n}",
+	`[1]`, `"x"`, `"`, `"a"b"`, `"tab\t"`, `"\u0041"`, "\"\x7f\"", `{"a":1,}`, `{"a"}`, `{"a":1} x`, ``, `{`, "{\"a\":\t1\n}",
 }
 
 func TestMembers_MatchesUnmarshal(t *testing.T) {
@@ -61,6 +61,12 @@ func checkMembers(t *testing.T, in []byte) {
 	}
 	if isObject(in) != wantOK {
 		t.Fatalf("isObject(%q) = %v, json.Unmarshal into a map says %v", in, !wantOK, wantOK)
+	}
+	var ref string
+	refErr := json.Unmarshal(bytes.TrimSpace(in), &ref)
+	wantStr := len(bytes.TrimSpace(in)) > 0 && bytes.TrimSpace(in)[0] == '"' && refErr == nil
+	if s, ok := asString(in); ok != wantStr || (ok && s != ref) {
+		t.Fatalf("asString(%q) = %q, %v; json.Unmarshal into a string reads %q, %v", in, s, ok, ref, wantStr)
 	}
 }
 
