@@ -25,6 +25,12 @@ func members(raw json.RawMessage) (m map[string]json.RawMessage, ok bool) {
 	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
 		return nil, false
 	}
+	return validMembers(raw)
+}
+
+// validMembers is members for raw that json.Valid has accepted, trimmed
+// and starting with '{'.
+func validMembers(raw json.RawMessage) (m map[string]json.RawMessage, ok bool) {
 	m = make(map[string]json.RawMessage, 4)
 	i := skipSpace(raw, 1)
 	if raw[i] == '}' {
@@ -32,7 +38,7 @@ func members(raw json.RawMessage) (m map[string]json.RawMessage, ok bool) {
 	}
 	for {
 		end := stringEnd(raw, i)
-		key, ok := plainKey(raw[i:end])
+		key, ok := unquotePlain(raw[i:end])
 		if !ok {
 			if err := json.Unmarshal(raw[i:end], &key); err != nil {
 				return nil, false
@@ -101,16 +107,13 @@ func valueEnd(b []byte, i int) int {
 	return i
 }
 
-// plainKey returns a quoted key without escapes or bytes outside printable
-// ASCII as a string; ok is false for any other key.
-func plainKey(quoted []byte) (string, bool) {
-	k := quoted[1 : len(quoted)-1]
-	for _, c := range k {
-		if c < 0x20 || c >= 0x7f || c == '\\' {
-			return "", false
-		}
+// unquotePlain returns a quoted JSON string whose content is plain (see
+// plain) as that content; ok is false for any other input.
+func unquotePlain(quoted []byte) (string, bool) {
+	if len(quoted) < 2 || quoted[0] != '"' || quoted[len(quoted)-1] != '"' || !plain(quoted[1:len(quoted)-1]) {
+		return "", false
 	}
-	return string(k), true
+	return string(quoted[1 : len(quoted)-1]), true
 }
 
 // sortedKeys returns the keys of m in order.
@@ -233,10 +236,8 @@ func asString(raw json.RawMessage) (string, bool) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", false
 	}
-	if len(raw) >= 2 && raw[len(raw)-1] == '"' && bytes.IndexByte(raw[1:len(raw)-1], '"') < 0 {
-		if s, ok := plainKey(raw); ok {
-			return s, true // printable ASCII without escapes: the bytes are the string
-		}
+	if s, ok := unquotePlain(raw); ok {
+		return s, true
 	}
 	var s string
 	return s, json.Unmarshal(raw, &s) == nil

@@ -88,9 +88,10 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	return append(b, bytes.TrimSuffix(le.buf.Bytes(), []byte("\n"))...), nil
 }
 
-// plain reports whether s encodes as itself between quotes: printable
-// ASCII without a quote or a backslash.
-func plain(s string) bool {
+// plain reports whether s encodes as itself between quotes (and so reads
+// back from there as itself): printable ASCII without a quote or a
+// backslash.
+func plain[T ~string | ~[]byte](s T) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
 			return false

@@ -463,7 +463,11 @@ func (s *Server) dispatch(ss *session, raw []byte) (reply object, closing bool) 
 		}
 		return newError(codeInvalidJSON, "Invalid JSON: %v", err).frame(), false
 	}
-	m, ok := members(raw)
+	var m map[string]json.RawMessage
+	ok := false
+	if t := bytes.TrimSpace(raw); t[0] == '{' { // valid JSON is never only space
+		m, ok = validMembers(t) // raw was validated just above
+	}
 	if !ok {
 		s.observeWSMessage("invalid")
 		return invalid([]fieldError{{Type: "model_type", Loc: []any{}, Msg: "Input should be an object", Input: inputOf(raw)}}).frame(), false
