@@ -66,17 +66,19 @@ func RawFloor(dir string) (Floor, error) {
 	return f, nil
 }
 
-// rowShape is a table of the floor and how to bind one insert into it.
+// rowShape is a table of the floor and how to bind one insert into it:
+// bind gets a fresh random UUID key when keyed is set, "" otherwise.
 type rowShape struct {
 	schema, insert string
-	bind           func(s *sqlite3.Stmt, i int) error
+	keyed          bool
+	bind           func(s *sqlite3.Stmt, key string) error
 }
 
 var (
 	rowidShape = rowShape{
 		schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL);`,
 		insert: `INSERT INTO t (v) VALUES (?)`,
-		bind:   func(s *sqlite3.Stmt, _ int) error { return s.BindText(1, "value") },
+		bind:   func(s *sqlite3.Stmt, _ string) error { return s.BindText(1, "value") },
 	}
 	keyedShape = rowShape{
 		schema: `CREATE TABLE t (
@@ -85,8 +87,9 @@ var (
 			created_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
 		) STRICT;`,
 		insert: `INSERT INTO t (id, amount) VALUES (?, ?)`,
-		bind: func(s *sqlite3.Stmt, i int) error {
-			if err := s.BindText(1, floorKeys[i]); err != nil {
+		keyed:  true,
+		bind: func(s *sqlite3.Stmt, key string) error {
+			if err := s.BindText(1, key); err != nil {
 				return err
 			}
 			return s.BindInt64(2, 500)
@@ -94,15 +97,15 @@ var (
 	}
 )
 
-// floorKeys are the keyed floor's random UUID keys, made before the timing.
-var floorKeys = func() []string {
-	keys := make([]string, floorInserts)
+// randomUUIDs returns n random version-4 UUIDs as text.
+func randomUUIDs(n int) []string {
+	keys := make([]string, n)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", rand.Uint32(), rand.Uint32()&0xffff,
 			rand.Uint32()&0xfff, 0x8000|rand.Uint32()&0x3fff, rand.Uint64()&0xffffffffffff)
 	}
 	return keys
-}()
+}
 
 // floorInsert makes a scratch store of shape at path and times insert
 // transactions on it.
@@ -125,13 +128,17 @@ func floorInsert(path string, shape rowShape) (time.Duration, error) {
 		defer stmts[i].Close()
 	}
 	begin, insert, commit := stmts[0], stmts[1], stmts[2]
+	keys := make([]string, floorInserts) // made before the timing
+	if shape.keyed {
+		keys = randomUUIDs(floorInserts)
+	}
 	times := make([]time.Duration, floorInserts)
 	for i := range times {
 		start := time.Now()
 		if err := begin.Exec(); err != nil {
 			return 0, err
 		}
-		if err := shape.bind(insert, i); err != nil {
+		if err := shape.bind(insert, keys[i]); err != nil {
 			return 0, err
 		}
 		if err := insert.Exec(); err != nil {
