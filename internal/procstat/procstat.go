@@ -1,7 +1,7 @@
 // Package procstat reads a process's footprint from Linux's /proc file
-// system: resident memory, open file descriptors, memory maps and CPU time. On other
-// systems every function returns an error wrapping fs.ErrNotExist. The
-// functions are safe for concurrent use.
+// system: resident memory, open file descriptors, memory maps and CPU
+// time. On other systems every function returns an error wrapping
+// fs.ErrNotExist. The functions are safe for concurrent use.
 package procstat
 
 import (
