@@ -410,12 +410,17 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 	}
 	err := i.activate(ctx, name, true, run)
 	i.clock.stepped()
-	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-		kind, msg := env.KindTimeout, "the call ran past its deadline and was rolled back"
-		if errors.Is(err, context.Canceled) {
-			kind, msg = env.KindExecution, "the call was cancelled and rolled back"
+	if err != nil && ctx.Err() != nil {
+		// A context cancelled with context.DeadlineExceeded as its cause
+		// (a server enforcing its own time limit) has run out of time too.
+		cause := context.Cause(ctx)
+		if errors.Is(err, ctx.Err()) || errors.Is(err, cause) {
+			kind, msg := env.KindTimeout, "the call ran past its deadline and was rolled back"
+			if !errors.Is(cause, context.DeadlineExceeded) {
+				kind, msg = env.KindExecution, "the call was cancelled and rolled back"
+			}
+			err = &env.ToolError{Kind: kind, Message: msg, Err: err}
 		}
-		err = &env.ToolError{Kind: kind, Message: msg, Err: err}
 	}
 	return out, err
 }

@@ -47,7 +47,11 @@ type Config struct {
 	// gets 413. Default DefaultMaxMessageBytes.
 	MaxMessageBytes int64
 	// StepTimeout bounds each reset and each tool call. A call past it is
-	// cancelled through its context and reported with error_type "timeout".
+	// cancelled through its context, with context.DeadlineExceeded as the
+	// cause (context.Cause), and reported with error_type "timeout". One
+	// watchdog goroutine keeps the limits of calls and writes, to within a
+	// sixteenth of the shorter of StepTimeout and WriteTimeout (1 ms to 100
+	// ms); a shorter limit (a step's timeout_s) gets a timer of its own.
 	// Default DefaultStepTimeout; negative means no bound.
 	StepTimeout time.Duration
 	// InspectRowLimit caps the rows of an inspect reply; more are dropped and
@@ -106,6 +110,17 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	return c
+}
+
+// shortestLimit is the shortest of the positive durations among ds, or 0.
+func shortestLimit(ds ...time.Duration) time.Duration {
+	var m time.Duration
+	for _, d := range ds {
+		if d > 0 && (m == 0 || d < m) {
+			m = d
+		}
+	}
+	return m
 }
 
 // withTimeout bounds ctx by d, or only makes it cancellable when d <= 0.
@@ -168,6 +183,8 @@ type Server struct {
 	quit       chan struct{} // closed when Shutdown begins
 	reaperDone chan struct{} // closed when the reaper returns
 
+	watch *watchdog // StepTimeout of tool calls and WriteTimeout of WebSocket writes
+
 	closers    sync.WaitGroup // instances a reset replaced, closing in the background
 	closeSlots chan struct{}  // bounds closers: a reset waits for a free slot
 }
@@ -193,6 +210,7 @@ func NewServer(b Backend, cfg Config) *Server {
 		reaperDone: make(chan struct{}),
 		closeSlots: make(chan struct{}, maxBackgroundCloses),
 		auth:       newSecrets(cfg.Token),
+		watch:      newWatchdog(shortestLimit(cfg.StepTimeout, cfg.WriteTimeout)),
 	}
 	s.metrics = newMetrics(s)
 	s.handler = s.RequireToken(s.limitBodies(s.routes()))
@@ -289,9 +307,23 @@ func (s *Server) guard(what string, fn func()) (perr *protoError) {
 // guardCtx is guard for work done under ctx: the log line of a panic also
 // names ctx's session and how long fn ran.
 func (s *Server) guardCtx(ctx context.Context, what string, fn func()) (perr *protoError) {
+	return s.guardNamed(ctx, what, "", fn)
+}
+
+// guardTool is guardCtx for a call of the tool name: the panic names it as
+// tool "name", a string made only when there is a panic.
+func (s *Server) guardTool(ctx context.Context, name string, fn func()) (perr *protoError) {
+	return s.guardNamed(ctx, "", name, fn)
+}
+
+// guardNamed is guardCtx for what, or for the tool named tool when what is "".
+func (s *Server) guardNamed(ctx context.Context, what, tool string, fn func()) (perr *protoError) {
 	start := time.Now()
 	defer func() {
 		if v := recover(); v != nil {
+			if what == "" {
+				what = fmt.Sprintf("tool %q", tool)
+			}
 			s.log.Error("openenv: recovered a panic", append(sessionAttrs(ctx), durationMS(time.Since(start)),
 				"in", what, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))...)
 			perr = newError(codeExecution, "internal error: %s panicked: %v", what, v)

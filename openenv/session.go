@@ -480,10 +480,23 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 		s.observeCall(ctx, start, name, out, nil)
 		return out, nil
 	}
-	cctx, cancel := withTimeout(ctx, timeout)
-	defer cancel()
+	// The limit is the server's watchdog, not a timer of the context: see
+	// watchdog. The context's cause is then context.DeadlineExceeded.
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	switch {
+	case timeout <= 0:
+	case s.watch.covers(timeout):
+		lim := &timeLimit{cancel: cancel}
+		s.watch.set(lim, timeout)
+		defer s.watch.stop(lim)
+	default:
+		var stop context.CancelFunc
+		cctx, stop = context.WithTimeout(cctx, timeout)
+		defer stop()
+	}
 	var out toolOutcome
-	perr := s.guardCtx(ctx, fmt.Sprintf("tool %q", name), func() {
+	perr := s.guardTool(ctx, name, func() {
 		res, err := inst.CallJSON(cctx, name, args)
 		if err != nil {
 			out.err = toolError(cctx, err, name, timeout)
@@ -518,7 +531,7 @@ func toolError(ctx context.Context, err error, name string, timeout time.Duratio
 		}
 		return &env.ToolError{Kind: kind, Message: te.Message}
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 		msg := fmt.Sprintf("tool %q timed out", name)
 		if timeout > 0 {
 			msg += " after " + timeout.String()

@@ -44,15 +44,22 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		if perr.code == codeShuttingDown {
 			code, reason = websocket.StatusGoingAway, "server shutting down"
 		}
-		wc := &wsConn{srv: s, c: c}
-		if err := wc.write(context.Background(), perr.frame()); err != nil {
+		wc := newWSConn(s, nil, c)
+		if err := wc.write(perr.frame()); err != nil {
 			c.CloseNow()
 			return
 		}
 		c.Close(code, reason)
 		return
 	}
-	(&wsConn{srv: s, ss: ss, c: c}).run()
+	newWSConn(s, ss, c).run()
+}
+
+// newWSConn returns the connection c of session ss (nil when c is refused).
+func newWSConn(s *Server, ss *session, c *websocket.Conn) *wsConn {
+	wc := &wsConn{srv: s, ss: ss, c: c}
+	wc.writeLimit.fire = wc.writeTimedOut
+	return wc
 }
 
 // handoverAfter is how long a reader answers a message itself (at least
@@ -94,6 +101,9 @@ type wsConn struct {
 	answering    bool
 	seq, watched uint64
 	handed       chan handedReply
+
+	// writeLimit bounds each write by WriteTimeout.
+	writeLimit timeLimit
 
 	// blocked is set while the reader waits for room in the queue. It then
 	// cannot read pongs, so the keepalive skips its ping: the peer is
@@ -171,7 +181,7 @@ func (wc *wsConn) work() (websocket.StatusCode, string) {
 				return ss.closeStatus()
 			}
 			if m.fatal != nil {
-				if err := wc.write(context.Background(), m.fatal.frame()); err != nil {
+				if err := wc.write(m.fatal.frame()); err != nil {
 					return closeAbort, ""
 				}
 				ss.stop(m.code, m.fatal.message)
@@ -209,7 +219,7 @@ func (wc *wsConn) answer(reply object, closing bool) (_ websocket.StatusCode, _ 
 		ss.stop(websocket.StatusNormalClosure, "")
 		return websocket.StatusNormalClosure, "", true
 	}
-	if err := wc.write(context.Background(), reply); err != nil {
+	if err := wc.write(reply); err != nil {
 		wc.srv.log.Info("openenv: websocket write failed", "session", ss.ref, "err", err)
 		ss.stop(closeAbort, "write failed")
 		return closeAbort, "", true
@@ -225,11 +235,12 @@ func closeReason(msg string) string {
 	return msg[:120] + "..."
 }
 
-// write sends one frame, bounded by WriteTimeout and by ctx. A session
-// stopping does not cut a write short, so a reply in flight completes and
-// the close frame follows it; a peer that has stopped reading is cut off by
-// WriteTimeout, and a dead one by pingLoop closing the connection.
-func (wc *wsConn) write(ctx context.Context, frame object) error {
+// write sends one frame, bounded by WriteTimeout. A session stopping does
+// not cut a write short, so a reply in flight completes and the close frame
+// follows it; a peer that has stopped reading is cut off by WriteTimeout,
+// and a dead one by pingLoop closing the connection. Writes do not overlap:
+// one goroutine at a time answers (see wsConn).
+func (wc *wsConn) write(frame object) error {
 	buf := frameBuffers.Get().(*[]byte)
 	defer func() {
 		if cap(*buf) <= maxPooledFrame {
@@ -244,9 +255,31 @@ func (wc *wsConn) write(ctx context.Context, frame object) error {
 		}
 	}
 	*buf = b
-	ctx, cancel := withTimeout(ctx, wc.srv.cfg.WriteTimeout)
-	defer cancel()
-	return wc.c.Write(ctx, websocket.MessageText, b)
+	// The write takes no context: the library registers a cancellable one
+	// per frame, and the server's watchdog closing the socket ends a write.
+	d := wc.srv.cfg.WriteTimeout
+	if d <= 0 {
+		return wc.c.Write(context.Background(), websocket.MessageText, b)
+	}
+	if !wc.srv.watch.covers(d) {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		return wc.c.Write(ctx, websocket.MessageText, b)
+	}
+	wc.srv.watch.set(&wc.writeLimit, d)
+	err = wc.c.Write(context.Background(), websocket.MessageText, b)
+	wc.srv.watch.stop(&wc.writeLimit)
+	return err
+}
+
+// writeTimedOut runs when a write has taken WriteTimeout: the peer has
+// stopped reading. Closing the socket fails the write, which ends the
+// session.
+func (wc *wsConn) writeTimedOut() {
+	if wc.ss != nil {
+		wc.srv.log.Info("openenv: websocket write timed out", "session", wc.ss.ref, "timeout", wc.srv.cfg.WriteTimeout)
+	}
+	wc.c.CloseNow()
 }
 
 // frameBuffers holds buffers for encoding replies; Write has copied a

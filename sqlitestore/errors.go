@@ -92,7 +92,7 @@ func IsConstraint(err error) bool {
 // formatError is the one place where errors from the SQLite driver become
 // package errors. It keeps SQLite's message and wraps the driver error; when
 // ctx is done and SQLite reports an interruption, the result also wraps
-// ctx.Err(). Errors that did not come from the driver are returned unchanged.
+// ctx.Err() and its cause (context.Cause), and says the cause. Errors that did not come from the driver are returned unchanged.
 func formatError(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
@@ -124,8 +124,8 @@ func formatError(ctx context.Context, err error) error {
 		causes:       []error{err},
 	}
 	if out.Code == codeInterrupt && ctx != nil && ctx.Err() != nil {
-		out.Message = "interrupted: " + ctx.Err().Error()
-		out.causes = append(out.causes, ctx.Err())
+		out.Message = "interrupted: " + context.Cause(ctx).Error()
+		out.causes = append(out.causes, doneCauses(ctx)...)
 	}
 	return out
 }
@@ -135,9 +135,19 @@ func contextError(ctx context.Context) error {
 	return &Error{
 		Code:         codeInterrupt,
 		ExtendedCode: codeInterrupt,
-		Message:      "interrupted: " + ctx.Err().Error(),
-		causes:       []error{ctx.Err()},
+		Message:      "interrupted: " + context.Cause(ctx).Error(),
+		causes:       doneCauses(ctx),
 	}
+}
+
+// doneCauses is why the done ctx is done: its error and, when it was
+// cancelled with a cause (context.WithCancelCause), that cause too.
+func doneCauses(ctx context.Context) []error {
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if cause == err {
+		return []error{err}
+	}
+	return []error{err, cause}
 }
 
 // recoverError turns the value recovered from a driver panic into an error.
