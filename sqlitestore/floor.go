@@ -107,9 +107,44 @@ func randomUUIDs(n int) []string {
 	return keys
 }
 
+// MaxGrownRows caps RawKeyedGrowth's n.
+const MaxGrownRows = 200_000
+
+// RawKeyedGrowth is RawFloor's keyed insert transaction made n times on one
+// table that starts empty, as n calls each inserting one keyed row into a
+// store do: the index grows past the page cache, and the later inserts
+// read pages back from the file. It returns the median of the n, measured
+// in a scratch file under dir (removed before it returns). n is capped at
+// MaxGrownRows; below floorInserts it is raised to that. It is safe for
+// concurrent use.
+func RawKeyedGrowth(dir string, n int) (time.Duration, error) {
+	scratch, err := os.MkdirTemp(dir, "sqlitestore-floor-")
+	if err != nil {
+		return 0, fmt.Errorf("sqlitestore: raw floor: %w", err)
+	}
+	defer os.RemoveAll(scratch)
+	n = min(max(n, floorInserts), MaxGrownRows)
+	var d time.Duration
+	err = guard(func() error {
+		var err error
+		d, err = floorInsertN(filepath.Join(scratch, "grown.sqlite"), keyedShape, n)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlitestore: raw floor: %w", formatError(nil, err))
+	}
+	return d, nil
+}
+
 // floorInsert makes a scratch store of shape at path and times insert
 // transactions on it.
 func floorInsert(path string, shape rowShape) (time.Duration, error) {
+	return floorInsertN(path, shape, floorInserts)
+}
+
+// floorInsertN makes a scratch store of shape at path and times n insert
+// transactions on it.
+func floorInsertN(path string, shape rowShape, n int) (time.Duration, error) {
 	c, err := sqlite3.Open(path)
 	if err != nil {
 		return 0, err
@@ -128,11 +163,11 @@ func floorInsert(path string, shape rowShape) (time.Duration, error) {
 		defer stmts[i].Close()
 	}
 	begin, insert, commit := stmts[0], stmts[1], stmts[2]
-	keys := make([]string, floorInserts) // made before the timing
+	keys := make([]string, n) // made before the timing
 	if shape.keyed {
-		keys = randomUUIDs(floorInserts)
+		keys = randomUUIDs(n)
 	}
-	times := make([]time.Duration, floorInserts)
+	times := make([]time.Duration, n)
 	for i := range times {
 		start := time.Now()
 		if err := begin.Exec(); err != nil {

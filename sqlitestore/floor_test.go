@@ -37,6 +37,24 @@ func TestRawFloor(t *testing.T) {
 	})
 }
 
+func TestRawKeyedGrowth(t *testing.T) {
+	dir := t.TempDir()
+	d, err := sqlitestore.RawKeyedGrowth(dir, 1500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d <= 0 {
+		t.Errorf("RawKeyedGrowth = %v; want a positive duration", d)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("RawKeyedGrowth left %d entries in its directory", len(left))
+	}
+	_, err = sqlitestore.RawKeyedGrowth(filepath.Join(dir, "missing"), 10)
+	if err == nil || !strings.HasPrefix(err.Error(), "sqlitestore: raw floor: ") || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("err = %v, want a raw floor error wrapping fs.ErrNotExist", err)
+	}
+}
+
 func TestOpenConnections(t *testing.T) {
 	base := sqlitestore.OpenConnections()
 	s := MustCreate(t, `CREATE TABLE t (x);`, sqlitestore.Options{})

@@ -96,6 +96,9 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	if *calls > 0 {
 		cfg.Duration = 0
 	}
+	if *url != "" && *instances != "" {
+		cfg.FloorDir = filepath.Dir(*instances)
+	}
 	if *url == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -115,6 +118,7 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 		}
 		if scratch != "" {
 			scratch = filepath.Dir(scratch)
+			cfg.FloorDir = scratch // the raw floors on the instances' file system
 		}
 		sargs = append(sargs, "--storage", *storage)
 		sargs = append(sargs, strings.Fields(*serverArgs)...)

@@ -98,6 +98,10 @@ type Config struct {
 	FloorTxns int
 	// SkipFloors skips the floor measurements.
 	SkipFloors bool
+	// FloorDir is where the raw SQL floors make their scratch files: a
+	// directory on the file system the server's instances live on. Default
+	// the OS temp dir.
+	FloorDir string
 	// Echo, when set, starts a bare WebSocket echo server in its own process
 	// for the cross-process echo floor (Floors.EchoRTTProcess); Run appends
 	// --addr 127.0.0.1:<port> to its arguments and kills it afterwards.
@@ -172,7 +176,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}}
 	if !cfg.SkipFloors {
 		progress(cfg.Progress, "measuring the floors (echo round trip, raw SQLite)")
-		f, err := measureFloors(ctx, cfg.Echo)
+		f, err := measureFloors(ctx, cfg.Echo, cfg.FloorDir)
 		if err != nil {
 			return nil, err
 		}
@@ -216,12 +220,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			key = "list_tools"
 		}
 		if l := rep.Latency[key]; l.Count > 0 {
-			txns := time.Duration(cfg.FloorTxns)
-			floor := rep.Floors.Echo() + txns*rep.Floors.RawInsertTxn
-			keyed := rep.Floors.Echo() + txns*rep.Floors.RawKeyedInsertTxn
-			rep.FloorRatio = &FloorRatio{Tool: tool, Txns: cfg.FloorTxns, P50: l.P50,
-				Floor: floor, Ratio: float64(l.P50) / float64(floor),
-				KeyedFloor: keyed, KeyedRatio: float64(l.P50) / float64(keyed)}
+			progress(cfg.Progress, "measuring the floors again (echo round trip, raw SQLite as the tables grew)")
+			rows := int(l.Count) / cfg.Sessions
+			if err := measureFloorsAfter(ctx, &rep.Floors, cfg.Echo, cfg.FloorDir, rows); err != nil {
+				return rep, err
+			}
+			rep.FloorRatio = floorRatio(tool, cfg.FloorTxns, l.P50, rep.Floors)
 		}
 	}
 	if err := srv.stop(); err != nil {

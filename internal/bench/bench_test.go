@@ -173,10 +173,16 @@ func TestRun_Subprocess(t *testing.T) {
 	if rep.Floors.EchoRTT <= 0 || rep.Floors.EchoRTTProcess <= 0 || rep.Floors.RawOpen <= 0 || rep.Floors.RawInsertTxn <= 0 || rep.Floors.RawKeyedInsertTxn <= 0 {
 		t.Errorf("floors not measured: %+v", rep.Floors)
 	}
+	fl := rep.Floors
+	if fl.EchoAfter <= 0 || fl.RawKeyedGrownTxn <= 0 || fl.GrownRows != int(rep.Latency["call_tool:invoice"].Count)/5 {
+		t.Errorf("floors after the load not measured: %+v (invoice calls %d)", fl, rep.Latency["call_tool:invoice"].Count)
+	}
+	echo := (fl.EchoRTTProcess + fl.EchoAfter) / 2
 	if fr := rep.FloorRatio; fr == nil || fr.Tool != "invoice" || fr.Txns != 2 || fr.Ratio <= 0 ||
-		fr.Floor != rep.Floors.EchoRTTProcess+2*rep.Floors.RawInsertTxn || fr.P50 != rep.Latency["call_tool:invoice"].P50 ||
-		fr.KeyedFloor != rep.Floors.EchoRTTProcess+2*rep.Floors.RawKeyedInsertTxn || fr.KeyedRatio != float64(fr.P50)/float64(fr.KeyedFloor) {
-		t.Errorf("floor ratio %+v does not follow the floors %+v", fr, rep.Floors)
+		fr.Floor != echo+2*fl.RawInsertTxn || fr.P50 != rep.Latency["call_tool:invoice"].P50 ||
+		fr.KeyedFloor != echo+2*fl.RawKeyedInsertTxn || fr.KeyedRatio != float64(fr.P50)/float64(fr.KeyedFloor) ||
+		fr.GrownFloor != echo+2*fl.RawKeyedGrownTxn || fr.GrownRatio != float64(fr.P50)/float64(fr.GrownFloor) {
+		t.Errorf("floor ratio %+v does not follow the floors %+v", fr, fl)
 	}
 	if rep.RSSPerSession == 0 {
 		t.Error("no RSS per session")

@@ -36,6 +36,20 @@ type Floors struct {
 	// the example worlds' rows: keyed by a random UUID text, with a CHECK
 	// and a timestamp default (sqlitestore.RawFloor).
 	RawKeyedInsertTxn time.Duration `json:"raw_keyed_insert_txn_ns"`
+
+	// Measured after the load, when it called a tool:
+
+	// EchoAfter is the round trip Echo counts (cross-process when
+	// measured, else in-process) measured again after the load: a shared
+	// machine's speed drifts over a run, and Echo takes the mean.
+	EchoAfter time.Duration `json:"echo_after_ns,omitempty"`
+	// GrownRows is how many rows a session's store gained in the run: the
+	// compared tool's calls over the sessions.
+	GrownRows int `json:"grown_rows,omitempty"`
+	// RawKeyedGrownTxn is the median of GrownRows keyed insert transactions
+	// into one table starting empty (sqlitestore.RawKeyedGrowth): the raw
+	// SQL of the calls one session made, at the table sizes it made them.
+	RawKeyedGrownTxn time.Duration `json:"raw_keyed_grown_txn_ns,omitempty"`
 }
 
 // echoRoundTrips is the sample size of the echo floor.
@@ -45,17 +59,23 @@ const echoRoundTrips = 2000
 var echoMessage = []byte(`{"type":"step","data":{"type":"call_tool","tool_name":"invoice","arguments":{"amount":500}}}`)
 
 // Echo returns the echo round trip a call's floor counts: the one to another
-// process when it was measured, since the server under test is one.
+// process when it was measured, since the server under test is one; the
+// mean of the medians before and after the load when both were measured.
 func (f Floors) Echo() time.Duration {
+	before := f.EchoRTT
 	if f.EchoRTTProcess > 0 {
-		return f.EchoRTTProcess
+		before = f.EchoRTTProcess
 	}
-	return f.EchoRTT
+	if f.EchoAfter > 0 {
+		return (before + f.EchoAfter) / 2
+	}
+	return before
 }
 
-// measureFloors measures the echo and raw SQL floors, the raw SQL in the OS
-// temp dir; echo, when not nil, starts the cross-process echo server.
-func measureFloors(ctx context.Context, echo *ServerCommand) (Floors, error) {
+// measureFloors measures the echo and raw SQL floors, the raw SQL in dir
+// (the OS temp dir when ""); echo, when not nil, starts the cross-process
+// echo server.
+func measureFloors(ctx context.Context, echo *ServerCommand, dir string) (Floors, error) {
 	var f Floors
 	var err error
 	if f.EchoRTT, err = echoFloor(ctx, echoRoundTrips); err != nil {
@@ -66,12 +86,40 @@ func measureFloors(ctx context.Context, echo *ServerCommand) (Floors, error) {
 			return f, err
 		}
 	}
-	raw, err := sqlitestore.RawFloor(os.TempDir())
+	raw, err := sqlitestore.RawFloor(floorDir(dir))
 	if err != nil {
 		return f, fmt.Errorf("bench: %w", err)
 	}
 	f.RawOpen, f.RawInsertTxn, f.RawKeyedInsertTxn = raw.Open, raw.InsertTxn, raw.KeyedInsertTxn
 	return f, nil
+}
+
+// measureFloorsAfter measures the floors that follow the load: the echo
+// round trip again, and the keyed inserts of rows calls per session.
+func measureFloorsAfter(ctx context.Context, f *Floors, echo *ServerCommand, dir string, rows int) error {
+	var err error
+	if echo != nil {
+		f.EchoAfter, err = processEchoFloor(ctx, echo, echoRoundTrips)
+	} else {
+		f.EchoAfter, err = echoFloor(ctx, echoRoundTrips)
+	}
+	if err != nil {
+		return err
+	}
+	rows = min(rows, sqlitestore.MaxGrownRows)
+	if f.RawKeyedGrownTxn, err = sqlitestore.RawKeyedGrowth(floorDir(dir), rows); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	f.GrownRows = rows
+	return nil
+}
+
+// floorDir is dir, or the OS temp dir when dir is "".
+func floorDir(dir string) string {
+	if dir == "" {
+		return os.TempDir()
+	}
+	return dir
 }
 
 // EchoHandler is a bare WebSocket echo server: every message comes back

@@ -139,6 +139,27 @@ type FloorRatio struct {
 	KeyedFloor time.Duration `json:"keyed_floor_ns"`
 	// KeyedRatio is P50 / KeyedFloor.
 	KeyedRatio float64 `json:"keyed_ratio"`
+	// GrownFloor is Floors.Echo() + Txns × RawKeyedGrownTxn: the floor with
+	// the keyed inserts made at the table sizes the run's calls made them,
+	// the raw cost of the same work. Zero when not measured.
+	GrownFloor time.Duration `json:"grown_floor_ns,omitempty"`
+	// GrownRatio is P50 / GrownFloor.
+	GrownRatio float64 `json:"grown_ratio,omitempty"`
+}
+
+// floorRatio compares p50, the median call of tool, to the floors of txns
+// insert transactions.
+func floorRatio(tool string, txns int, p50 time.Duration, f Floors) *FloorRatio {
+	n := time.Duration(txns)
+	fr := &FloorRatio{Tool: tool, Txns: txns, P50: p50,
+		Floor: f.Echo() + n*f.RawInsertTxn, KeyedFloor: f.Echo() + n*f.RawKeyedInsertTxn}
+	fr.Ratio = float64(p50) / float64(fr.Floor)
+	fr.KeyedRatio = float64(p50) / float64(fr.KeyedFloor)
+	if f.RawKeyedGrownTxn > 0 {
+		fr.GrownFloor = f.Echo() + n*f.RawKeyedGrownTxn
+		fr.GrownRatio = float64(p50) / float64(fr.GrownFloor)
+	}
+	return fr
 }
 
 // Report is the outcome of a Run. Durations are in nanoseconds.
@@ -267,15 +288,29 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if fl.EchoRTTProcess > 0 {
 		echo = fmt.Sprintf("echo round trip %s in-process, %s to another process", round(fl.EchoRTT), round(fl.EchoRTTProcess))
 	}
-	fmt.Fprintf(&b, "\nfloors: %s, raw open %s, raw insert transaction %s (rowid), %s (keyed row)\n",
+	if fl.EchoAfter > 0 {
+		echo += fmt.Sprintf(" (%s after the load)", round(fl.EchoAfter))
+	}
+	fmt.Fprintf(&b, "\nfloors: %s, raw open %s, raw insert transaction %s (rowid), %s (keyed row)",
 		echo, round(fl.RawOpen), round(fl.RawInsertTxn), round(fl.RawKeyedInsertTxn))
+	if fl.RawKeyedGrownTxn > 0 {
+		fmt.Fprintf(&b, ", %s (keyed row, median of %d as the table grows from empty)", round(fl.RawKeyedGrownTxn), fl.GrownRows)
+	}
+	b.WriteString("\n")
 	if fr := r.FloorRatio; fr != nil {
 		which := "echo"
 		if fl.EchoRTTProcess > 0 {
 			which = "cross-process echo"
 		}
+		if fl.EchoAfter > 0 {
+			which += " (mean of before and after)"
+		}
 		fmt.Fprintf(&b, "%s p50 %s = %.2f x floor (%s + %d x rowid insert transaction = %s)\n", fr.Tool, round(fr.P50), fr.Ratio, which, fr.Txns, round(fr.Floor))
 		fmt.Fprintf(&b, "%s p50 %s = %.2f x keyed floor (%s + %d x keyed-row insert transaction = %s)\n", fr.Tool, round(fr.P50), fr.KeyedRatio, which, fr.Txns, round(fr.KeyedFloor))
+		if fr.GrownFloor > 0 {
+			fmt.Fprintf(&b, "%s p50 %s = %.2f x grown floor (%s + %d x keyed-row insert transaction into tables growing to %d rows = %s)\n",
+				fr.Tool, round(fr.P50), fr.GrownRatio, which, fr.Txns, fl.GrownRows, round(fr.GrownFloor))
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
