@@ -113,7 +113,55 @@ func unquotePlain(quoted []byte) (string, bool) {
 	if len(quoted) < 2 || quoted[0] != '"' || quoted[len(quoted)-1] != '"' || !plain(quoted[1:len(quoted)-1]) {
 		return "", false
 	}
-	return string(quoted[1 : len(quoted)-1]), true
+	content := quoted[1 : len(quoted)-1]
+	if s, ok := protocolWord(content); ok {
+		return s, true
+	}
+	return string(content), true
+}
+
+// protocolWord returns b as a string without allocating one when b is a
+// key or a word of the protocol that every message repeats.
+func protocolWord(b []byte) (string, bool) {
+	switch string(b) { // compiled to comparisons, with no conversion
+	case "type":
+		return "type", true
+	case "data":
+		return "data", true
+	case "step":
+		return "step", true
+	case "call_tool":
+		return "call_tool", true
+	case "list_tools":
+		return "list_tools", true
+	case "tool_name":
+		return "tool_name", true
+	case "arguments":
+		return "arguments", true
+	case "reset":
+		return "reset", true
+	case "state":
+		return "state", true
+	case "action":
+		return "action", true
+	case "timeout_s":
+		return "timeout_s", true
+	case "request_id":
+		return "request_id", true
+	case "jsonrpc":
+		return "jsonrpc", true
+	case "method":
+		return "method", true
+	case "params":
+		return "params", true
+	case "id":
+		return "id", true
+	case "name":
+		return "name", true
+	case "mcp":
+		return "mcp", true
+	}
+	return "", false
 }
 
 // sortedKeys returns the keys of m in order.

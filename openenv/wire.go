@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/seahaven/seahaven/env"
 )
@@ -32,7 +33,9 @@ func (o object) appendJSON(b []byte) ([]byte, error) {
 			b = append(b, ',')
 		}
 		var err error
-		if b, err = appendValue(b, f.key); err != nil {
+		if plain(f.key) { // as appendValue writes it, without boxing the key
+			b = append(append(append(b, '"'), f.key...), '"')
+		} else if b, err = appendValue(b, f.key); err != nil {
 			return nil, err
 		}
 		b = append(b, ':')
@@ -60,9 +63,23 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		}
 		return append(b, "false"...), nil
 	case string:
-		if plain(v) {
-			return append(append(append(b, '"'), v...), '"'), nil
+		return appendQuoted(b, v), nil
+	case jsonText:
+		return appendQuoted(b, v), nil
+	case compactJSON:
+		return append(b, v...), nil
+	case []object:
+		b = append(b, '[')
+		for i, o := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = o.appendJSON(b); err != nil {
+				return nil, err
+			}
 		}
+		return append(b, ']'), nil
 	case int:
 		return strconv.AppendInt(b, int64(v), 10), nil
 	case int64:
@@ -86,6 +103,65 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, bytes.TrimSuffix(le.buf.Bytes(), []byte("\n"))...), nil
+}
+
+// jsonText is text, held as bytes, to be written as a JSON string.
+type jsonText []byte
+
+// compactJSON is valid, compact JSON that this package encoded: it is
+// written as it is, where a json.RawMessage is validated and compacted.
+type compactJSON []byte
+
+// appendQuoted appends s as a JSON string, as encoding/json writes it with
+// HTML escaping off: quote, backslash and control characters escaped,
+// invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped.
+func appendQuoted[T ~string | ~[]byte](b []byte, s T) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	return append(append(b, s[start:]...), '"')
 }
 
 // plain reports whether s encodes as itself between quotes (and so reads
@@ -180,13 +256,6 @@ func mcpToolList(tools []env.ToolInfo) object {
 	return object{{"tools", out}}
 }
 
-// textContent is an MCP text content block.
-type textContent struct {
-	Type        string `json:"type"`
-	Text        string `json:"text"`
-	Annotations any    `json:"annotations"`
-	Meta        any    `json:"meta"`
-}
 
 // toolOutcome is what one tool call produced: a JSON result or a tool error.
 type toolOutcome struct {
@@ -206,10 +275,10 @@ func (o toolOutcome) structured() json.RawMessage {
 // resultObject is the flattened CallToolResult, with OpenEnv's snake_case keys.
 func (o toolOutcome) resultObject() object {
 	return object{
-		{"content", []textContent{{Type: "text", Text: string(o.result)}}},
-		{"structured_content", o.structured()},
+		{"content", []object{{{"type", "text"}, {"text", jsonText(o.result)}, {"annotations", nil}, {"meta", nil}}}},
+		{"structured_content", compactJSON(o.structured())},
 		{"meta", nil},
-		{"data", o.result},
+		{"data", compactJSON(o.result)},
 		{"is_error", false},
 	}
 }

@@ -84,6 +84,7 @@ var valueSeeds = []string{"", "plain", `quote"`, `back\slash`, "tab\t", "<html>&
 func TestAppendValue_MatchesEncodingJSON(t *testing.T) {
 	for _, s := range valueSeeds {
 		checkValue(t, s)
+		checkText(t, s)
 		checkValue(t, json.RawMessage(s))
 	}
 	for _, v := range []any{0, -1, 1 << 40, int64(-1 << 62), json.RawMessage(` { "a" : [ 1 , 2 ] } `), json.RawMessage(`"\u2028<"`)} {
@@ -97,10 +98,22 @@ func FuzzAppendValue(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string, n int64) {
 		checkValue(t, s)
+		checkText(t, s)
 		checkValue(t, json.RawMessage(s))
 		checkValue(t, n)
 		checkValue(t, int(n))
 	})
+}
+
+// checkText checks that text held as bytes encodes as the string would.
+func checkText(t *testing.T, s string) {
+	t.Helper()
+	got, err := appendValue(nil, jsonText(s))
+	want, _ := json.Marshal(s)
+	if err != nil || !bytes.Equal(got, bytes.ReplaceAll(bytes.ReplaceAll(bytes.ReplaceAll(want,
+		[]byte(`\u003c`), []byte("<")), []byte(`\u003e`), []byte(">")), []byte(`\u0026`), []byte("&"))) {
+		t.Fatalf("jsonText(%q) = %s, %v; encoding/json writes %s", s, got, err, want)
+	}
 }
 
 func checkValue(t *testing.T, v any) {
