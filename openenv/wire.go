@@ -256,7 +256,6 @@ func mcpToolList(tools []env.ToolInfo) object {
 	return object{{"tools", out}}
 }
 
-
 // toolOutcome is what one tool call produced: a JSON result or a tool error.
 type toolOutcome struct {
 	result json.RawMessage // the tool's result encoded as JSON, when err is nil
