@@ -94,7 +94,14 @@ func (a *activation) alive() error {
 }
 
 func (a *activation) ctxFor(ns *nodeState, info *env.CallInfo) *env.Ctx {
-	return env.NewCtx(a.ctx, a.inst.clock.Now, &nodeDB{a: a, ns: ns}, ns.state, ns.ids, env.NewWorlds(&worldsImpl{a: a, ns: ns}), info)
+	v := &nodeView{db: nodeDB{a: a, ns: ns}, worlds: worldsImpl{a: a, ns: ns}}
+	return env.NewCtx(a.ctx, a.inst.now, &v.db, ns.state, ns.ids, env.NewWorlds(&v.worlds), info)
+}
+
+// nodeView is what a call's env.Ctx sees of its node, in one allocation.
+type nodeView struct {
+	db     nodeDB
+	worlds worldsImpl
 }
 
 // frame is one open transaction on one node.

@@ -84,6 +84,7 @@ type Instance struct {
 	dir    string
 	opts   Options
 	clock  *clock
+	now    func() time.Time // clock.Now, made once: every call's env.Ctx holds it
 	log    *slog.Logger
 	pool   *sqlitestore.Pool
 
@@ -144,6 +145,7 @@ func Open(ctx context.Context, world *env.World, opts Options) (*Instance, error
 	if inst.clock, err = newClock(mode, now, opts.StepTick); err != nil {
 		return nil, err
 	}
+	inst.now = inst.clock.Now
 	if inst.dir, err = os.MkdirTemp(opts.Dir, "seahaven-inst-"); err != nil {
 		return nil, fmt.Errorf("composition: instance directory: %w", err)
 	}
