@@ -107,23 +107,25 @@ func randomUUIDs(n int) []string {
 	return keys
 }
 
-// MaxGrownRows caps RawKeyedGrowth's n.
-const MaxGrownRows = 200_000
+// RawKeyedGrowth's n is raised to MinGrownRows and capped at MaxGrownRows.
+const (
+	MinGrownRows = floorInserts
+	MaxGrownRows = 200_000
+)
 
 // RawKeyedGrowth is RawFloor's keyed insert transaction made n times on one
 // table that starts empty, as n calls each inserting one keyed row into a
 // store do: the index grows past the page cache, and the later inserts
 // read pages back from the file. It returns the median of the n, measured
-// in a scratch file under dir (removed before it returns). n is capped at
-// MaxGrownRows; below floorInserts it is raised to that. It is safe for
-// concurrent use.
+// in a scratch file under dir (removed before it returns). n is raised to
+// MinGrownRows and capped at MaxGrownRows. It is safe for concurrent use.
 func RawKeyedGrowth(dir string, n int) (time.Duration, error) {
 	scratch, err := os.MkdirTemp(dir, "sqlitestore-floor-")
 	if err != nil {
 		return 0, fmt.Errorf("sqlitestore: raw floor: %w", err)
 	}
 	defer os.RemoveAll(scratch)
-	n = min(max(n, floorInserts), MaxGrownRows)
+	n = min(max(n, MinGrownRows), MaxGrownRows)
 	var d time.Duration
 	err = guard(func() error {
 		var err error

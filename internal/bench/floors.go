@@ -43,8 +43,9 @@ type Floors struct {
 	// measured, else in-process) measured again after the load: a shared
 	// machine's speed drifts over a run, and Echo takes the mean.
 	EchoAfter time.Duration `json:"echo_after_ns,omitempty"`
-	// GrownRows is how many rows a session's store gained in the run: the
-	// compared tool's calls over the sessions.
+	// GrownRows is how many rows a session's store gained in the run (the
+	// compared tool's calls over the sessions), within
+	// sqlitestore.MinGrownRows and MaxGrownRows.
 	GrownRows int `json:"grown_rows,omitempty"`
 	// RawKeyedGrownTxn is the median of GrownRows keyed insert transactions
 	// into one table starting empty (sqlitestore.RawKeyedGrowth): the raw
@@ -106,7 +107,7 @@ func measureFloorsAfter(ctx context.Context, f *Floors, echo *ServerCommand, dir
 	if err != nil {
 		return err
 	}
-	rows = min(rows, sqlitestore.MaxGrownRows)
+	rows = min(max(rows, sqlitestore.MinGrownRows), sqlitestore.MaxGrownRows)
 	if f.RawKeyedGrownTxn, err = sqlitestore.RawKeyedGrowth(floorDir(dir), rows); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
