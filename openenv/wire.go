@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/internal/jsonquote"
 )
 
 // object is a JSON object that keeps its keys in order, so replies read the
@@ -63,9 +63,9 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		}
 		return append(b, "false"...), nil
 	case string:
-		return appendQuoted(b, v), nil
+		return jsonquote.Append(b, v), nil
 	case jsonText:
-		return appendQuoted(b, v), nil
+		return jsonquote.Append(b, v), nil
 	case compactJSON:
 		return append(b, v...), nil
 	case []object:
@@ -111,58 +111,6 @@ type jsonText []byte
 // compactJSON is valid, compact JSON that this package encoded: it is
 // written as it is, where a json.RawMessage is validated and compacted.
 type compactJSON []byte
-
-// appendQuoted appends s as a JSON string, as encoding/json writes it with
-// HTML escaping off: quote, backslash and control characters escaped,
-// invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped.
-func appendQuoted[T ~string | ~[]byte](b []byte, s T) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	return append(append(b, s[start:]...), '"')
-}
 
 // plain reports whether s encodes as itself between quotes (and so reads
 // back from there as itself): printable ASCII without a quote or a

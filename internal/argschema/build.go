@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/seahaven/seahaven/internal/jsonquote"
 )
 
 // kind is how a codec reads a value.
@@ -573,7 +575,7 @@ func enumLiterals(cons *constraints, base *codec) []string {
 	switch base.kind {
 	case kindString:
 		for _, s := range cons.enumStrings {
-			out = append(out, string(appendString(nil, s)))
+			out = append(out, string(jsonquote.Append(nil, s)))
 		}
 	case kindInt:
 		for _, i := range cons.enumInts {
@@ -601,7 +603,7 @@ func buildDefault(c *codec, cons *constraints, tag string) (*defaultValue, error
 	var raw []byte
 	switch base.kind {
 	case kindString, kindTime, kindBytes:
-		raw = appendString(nil, tag)
+		raw = jsonquote.Append(nil, tag)
 	default:
 		raw = []byte(tag)
 	}

@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/seahaven/seahaven/internal/jsonquote"
 )
 
 // decoder reads one JSON document as a stream of tokens. It is used by one
@@ -739,7 +741,7 @@ func (d *decoder) rawValue(b []byte, tok json.Token) ([]byte, *Error) {
 					}
 					many[key] = struct{}{}
 				}
-				b = appendString(b, key)
+				b = jsonquote.Append(b, key)
 				b = append(b, ':')
 				d.pushKey(key)
 				vt, e := d.token(false)
@@ -777,7 +779,7 @@ func (d *decoder) rawValue(b []byte, tok json.Token) ([]byte, *Error) {
 		d.leave()
 		return b, nil
 	case string:
-		return appendString(b, tok), nil
+		return jsonquote.Append(b, tok), nil
 	case json.Number:
 		return append(b, tok...), nil
 	case bool:

@@ -3,7 +3,8 @@ package argschema
 import (
 	"slices"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/seahaven/seahaven/internal/jsonquote"
 )
 
 // node is one schema object. appendJSON writes its keywords in a fixed
@@ -60,14 +61,14 @@ func (n *node) appendJSON(b []byte) []byte {
 		if len(b) > start {
 			b = append(b, ',')
 		}
-		b = appendString(b, k)
+		b = jsonquote.Append(b, k)
 		b = append(b, ':')
 	}
 	switch len(n.types) {
 	case 0:
 	case 1:
 		key("type")
-		b = appendString(b, n.types[0])
+		b = jsonquote.Append(b, n.types[0])
 	default:
 		key("type")
 		b = append(b, '[')
@@ -75,21 +76,21 @@ func (n *node) appendJSON(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, t)
+			b = jsonquote.Append(b, t)
 		}
 		b = append(b, ']')
 	}
 	if n.description != "" {
 		key("description")
-		b = appendString(b, n.description)
+		b = jsonquote.Append(b, n.description)
 	}
 	if n.format != "" {
 		key("format")
-		b = appendString(b, n.format)
+		b = jsonquote.Append(b, n.format)
 	}
 	if n.contentEncoding != "" {
 		key("contentEncoding")
-		b = appendString(b, n.contentEncoding)
+		b = jsonquote.Append(b, n.contentEncoding)
 	}
 	if len(n.enum) > 0 {
 		key("enum")
@@ -129,7 +130,7 @@ func (n *node) appendJSON(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, p.name)
+			b = jsonquote.Append(b, p.name)
 			b = append(b, ':')
 			b = p.schema.appendJSON(b)
 		}
@@ -142,7 +143,7 @@ func (n *node) appendJSON(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, r)
+			b = jsonquote.Append(b, r)
 		}
 		b = append(b, ']')
 	}
@@ -154,54 +155,4 @@ func (n *node) appendJSON(b []byte) []byte {
 		b = append(b, "false"...)
 	}
 	return append(b, '}')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD;
-// <, > and & are left as they are.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
