@@ -123,46 +123,19 @@ func unquotePlain(quoted []byte) (string, bool) {
 // protocolWord returns b as a string without allocating one when b is a
 // key or a word of the protocol that every message repeats.
 func protocolWord(b []byte) (string, bool) {
-	switch string(b) { // compiled to comparisons, with no conversion
-	case "type":
-		return "type", true
-	case "data":
-		return "data", true
-	case "step":
-		return "step", true
-	case "call_tool":
-		return "call_tool", true
-	case "list_tools":
-		return "list_tools", true
-	case "tool_name":
-		return "tool_name", true
-	case "arguments":
-		return "arguments", true
-	case "reset":
-		return "reset", true
-	case "state":
-		return "state", true
-	case "action":
-		return "action", true
-	case "timeout_s":
-		return "timeout_s", true
-	case "request_id":
-		return "request_id", true
-	case "jsonrpc":
-		return "jsonrpc", true
-	case "method":
-		return "method", true
-	case "params":
-		return "params", true
-	case "id":
-		return "id", true
-	case "name":
-		return "name", true
-	case "mcp":
-		return "mcp", true
-	}
-	return "", false
+	s, ok := protocolWords[string(b)] // a lookup that converts nothing
+	return s, ok
 }
+
+// protocolWords maps each word protocolWord knows to itself.
+var protocolWords = func() map[string]string {
+	m := map[string]string{}
+	for _, w := range []string{"type", "data", "step", "call_tool", "list_tools", "tool_name", "arguments",
+		"reset", "state", "action", "timeout_s", "request_id", "jsonrpc", "method", "params", "id", "name", "mcp"} {
+		m[w] = w
+	}
+	return m
+}()
 
 // sortedKeys returns the keys of m in order.
 func sortedKeys(m map[string]json.RawMessage) []string {

@@ -32,13 +32,8 @@ func (o object) appendJSON(b []byte) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
+		b = append(jsonquote.Append(b, f.key), ':')
 		var err error
-		if plain(f.key) { // as appendValue writes it, without boxing the key
-			b = append(append(append(b, '"'), f.key...), '"')
-		} else if b, err = appendValue(b, f.key); err != nil {
-			return nil, err
-		}
-		b = append(b, ':')
 		if b, err = appendValue(b, f.value); err != nil {
 			return nil, fmt.Errorf("key %q: %w", f.key, err)
 		}

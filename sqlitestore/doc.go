@@ -28,8 +28,9 @@
 //   - Prepared statements are cached per connection, keyed by SQL text.
 //   - Each statement runs with its context installed as the connection's
 //     interrupt: a done context stops a runaway query with an error wrapping
-//     ctx.Err() and context.Cause(ctx), and the store stays usable. SQLite's out-of-memory panics are
-//     recovered and returned as errors wrapping [ErrOutOfMemory].
+//     ctx.Err() and context.Cause(ctx), and the store stays usable. SQLite's
+//     out-of-memory panics are recovered and returned as errors wrapping
+//     [ErrOutOfMemory].
 //   - SQLite's errors keep SQLite's message ("sqlitestore: UNIQUE constraint
 //     failed: charges.id") and wrap the driver's error; see [Error]. The
 //     driver reports a write that fails for want of space as a bare "disk I/O

@@ -92,7 +92,8 @@ func IsConstraint(err error) bool {
 // formatError is the one place where errors from the SQLite driver become
 // package errors. It keeps SQLite's message and wraps the driver error; when
 // ctx is done and SQLite reports an interruption, the result also wraps
-// ctx.Err() and its cause (context.Cause), and says the cause. Errors that did not come from the driver are returned unchanged.
+// ctx.Err() and its cause (context.Cause), and says the cause. Errors that
+// did not come from the driver are returned unchanged.
 func formatError(ctx context.Context, err error) error {
 	if err == nil {
 		return nil

@@ -42,28 +42,38 @@ type Floor struct {
 // Load generators print their results as ratios to these. RawFloor takes
 // about 100 opens and 2000 transactions; it is safe for concurrent use.
 func RawFloor(dir string) (Floor, error) {
-	scratch, err := os.MkdirTemp(dir, "sqlitestore-floor-")
-	if err != nil {
-		return Floor{}, fmt.Errorf("sqlitestore: raw floor: %w", err)
-	}
-	defer os.RemoveAll(scratch)
 	var f Floor
-	err = guard(func() error {
+	err := inScratch(dir, func(scratch string) error {
 		var err error
 		rowid := filepath.Join(scratch, "rowid.sqlite")
-		if f.InsertTxn, err = floorInsert(rowid, rowidShape); err != nil {
+		if f.InsertTxn, err = floorInsert(rowid, rowidShape, floorInserts); err != nil {
 			return err
 		}
-		if f.KeyedInsertTxn, err = floorInsert(filepath.Join(scratch, "keyed.sqlite"), keyedShape); err != nil {
+		if f.KeyedInsertTxn, err = floorInsert(filepath.Join(scratch, "keyed.sqlite"), keyedShape, floorInserts); err != nil {
 			return err
 		}
 		f.Open, err = floorOpen(rowid)
 		return err
 	})
 	if err != nil {
-		return Floor{}, fmt.Errorf("sqlitestore: raw floor: %w", formatError(nil, err))
+		return Floor{}, err
 	}
 	return f, nil
+}
+
+// inScratch runs fn, which times raw driver work, with a scratch directory
+// under dir that is removed afterwards; driver panics and errors become
+// "sqlitestore: raw floor" errors.
+func inScratch(dir string, fn func(scratch string) error) error {
+	scratch, err := os.MkdirTemp(dir, "sqlitestore-floor-")
+	if err != nil {
+		return fmt.Errorf("sqlitestore: raw floor: %w", err)
+	}
+	defer os.RemoveAll(scratch)
+	if err := guard(func() error { return fn(scratch) }); err != nil {
+		return fmt.Errorf("sqlitestore: raw floor: %w", formatError(nil, err))
+	}
+	return nil
 }
 
 // rowShape is a table of the floor and how to bind one insert into it:
@@ -116,37 +126,25 @@ const (
 // RawKeyedGrowth is RawFloor's keyed insert transaction made n times on one
 // table that starts empty, as n calls each inserting one keyed row into a
 // store do: the index grows past the page cache, and the later inserts
-// read pages back from the file. It returns the median of the n, measured
-// in a scratch file under dir (removed before it returns). n is raised to
-// MinGrownRows and capped at MaxGrownRows. It is safe for concurrent use.
-func RawKeyedGrowth(dir string, n int) (time.Duration, error) {
-	scratch, err := os.MkdirTemp(dir, "sqlitestore-floor-")
-	if err != nil {
-		return 0, fmt.Errorf("sqlitestore: raw floor: %w", err)
-	}
-	defer os.RemoveAll(scratch)
-	n = min(max(n, MinGrownRows), MaxGrownRows)
-	var d time.Duration
-	err = guard(func() error {
-		var err error
-		d, err = floorInsertN(filepath.Join(scratch, "grown.sqlite"), keyedShape, n)
+// read pages back from the file. It returns the median, and how many
+// transactions it made: n raised to MinGrownRows and capped at
+// MaxGrownRows. It works in a scratch file under dir (removed before it
+// returns) and is safe for concurrent use.
+func RawKeyedGrowth(dir string, n int) (median time.Duration, made int, err error) {
+	made = min(max(n, MinGrownRows), MaxGrownRows)
+	err = inScratch(dir, func(scratch string) error {
+		median, err = floorInsert(filepath.Join(scratch, "grown.sqlite"), keyedShape, made)
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("sqlitestore: raw floor: %w", formatError(nil, err))
+		return 0, 0, err
 	}
-	return d, nil
+	return median, made, nil
 }
 
-// floorInsert makes a scratch store of shape at path and times insert
+// floorInsert makes a scratch store of shape at path and times n insert
 // transactions on it.
-func floorInsert(path string, shape rowShape) (time.Duration, error) {
-	return floorInsertN(path, shape, floorInserts)
-}
-
-// floorInsertN makes a scratch store of shape at path and times n insert
-// transactions on it.
-func floorInsertN(path string, shape rowShape, n int) (time.Duration, error) {
+func floorInsert(path string, shape rowShape, n int) (time.Duration, error) {
 	c, err := sqlite3.Open(path)
 	if err != nil {
 		return 0, err

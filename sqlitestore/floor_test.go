@@ -39,17 +39,20 @@ func TestRawFloor(t *testing.T) {
 
 func TestRawKeyedGrowth(t *testing.T) {
 	dir := t.TempDir()
-	d, err := sqlitestore.RawKeyedGrowth(dir, 1500)
+	d, made, err := sqlitestore.RawKeyedGrowth(dir, 1500)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d <= 0 {
-		t.Errorf("RawKeyedGrowth = %v; want a positive duration", d)
+	if d <= 0 || made != 1500 {
+		t.Errorf("RawKeyedGrowth = %v, %d; want a positive duration, 1500", d, made)
+	}
+	if _, made, err := sqlitestore.RawKeyedGrowth(dir, 3); err != nil || made != sqlitestore.MinGrownRows {
+		t.Errorf("RawKeyedGrowth(3) made %d, %v; want %d", made, err, sqlitestore.MinGrownRows)
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Errorf("RawKeyedGrowth left %d entries in its directory", len(left))
 	}
-	_, err = sqlitestore.RawKeyedGrowth(filepath.Join(dir, "missing"), 10)
+	_, _, err = sqlitestore.RawKeyedGrowth(filepath.Join(dir, "missing"), 10)
 	if err == nil || !strings.HasPrefix(err.Error(), "sqlitestore: raw floor: ") || !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("err = %v, want a raw floor error wrapping fs.ErrNotExist", err)
 	}

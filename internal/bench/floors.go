@@ -107,11 +107,9 @@ func measureFloorsAfter(ctx context.Context, f *Floors, echo *ServerCommand, dir
 	if err != nil {
 		return err
 	}
-	rows = min(max(rows, sqlitestore.MinGrownRows), sqlitestore.MaxGrownRows)
-	if f.RawKeyedGrownTxn, err = sqlitestore.RawKeyedGrowth(floorDir(dir), rows); err != nil {
+	if f.RawKeyedGrownTxn, f.GrownRows, err = sqlitestore.RawKeyedGrowth(floorDir(dir), rows); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
-	f.GrownRows = rows
 	return nil
 }
 
