@@ -66,6 +66,9 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	serverArgs := fs.String("server-args", "", `more flags for the started server, e.g. "--idle-release 1s"`)
 	force := fs.Bool("force", false, "pass --force to the started server (start beyond its limits)")
 	storage := fs.String("storage", storageDisk, "the started server's --storage: disk, or memory (instance files on /dev/shm)")
+	attackers := fs.Int("attackers", 0, "hostile sessions beside --sessions, sending the attacks of the hostile scenario in turn (docs/scale.md)")
+	attackPause := fs.Duration("attack-pause", bench.DefaultAttackPause, "pause between two attacks of a hostile session, jittered ±50%")
+	compare := fs.Bool("compare", false, "with --attackers: first run the honest sessions alone, then with the attackers, and compare their p99")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -91,7 +94,7 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 		URL: *url, InstanceRoot: *instances, World: *worldName, Fixture: *fixtureID,
 		Sessions: *sessions, Duration: *duration, Calls: *calls, ToolMix: toolMix, Args: toolArgs,
 		Think: *think, NoSpread: !*spread, ResetLoop: *resetLoop, Ramp: *ramp, FloorTxns: *floorTxns, SkipFloors: *noFloors,
-		Settle: *settle, Progress: c.m.Stderr,
+		Settle: *settle, Progress: c.m.Stderr, Attackers: *attackers, AttackPause: *attackPause,
 	}
 	if *calls > 0 {
 		cfg.Duration = 0
@@ -133,7 +136,31 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 		}
 		cfg.Echo = &bench.ServerCommand{Path: exe, Args: []string{"bench", "echo"}, Stderr: c.m.Stderr}
 	}
+	if *attackers < 0 {
+		return fmt.Errorf("--attackers must be 0 or more, got %d", *attackers)
+	}
+	if *compare && *attackers == 0 {
+		return errors.New("--compare needs --attackers")
+	}
+	var without *bench.Report
+	if *compare {
+		calm := cfg
+		calm.Attackers = 0
+		fmt.Fprintln(c.m.Stderr, "bench: the run without attackers, to compare with")
+		var err error
+		if without, err = bench.Run(ctx, calm); err != nil {
+			return fmt.Errorf("the run without attackers: %w", err)
+		}
+		if werr := without.WriteTable(c.m.Stdout); werr != nil {
+			return werr
+		}
+		fmt.Fprintln(c.m.Stdout)
+		fmt.Fprintln(c.m.Stderr, "bench: the run with attackers")
+	}
 	rep, err := bench.Run(ctx, cfg)
+	if rep != nil && without != nil {
+		rep.CompareHostile(without)
+	}
 	if rep != nil {
 		if werr := rep.WriteTable(c.m.Stdout); werr != nil {
 			err = errors.Join(err, werr)

@@ -115,6 +115,15 @@ type Config struct {
 	RoundTripTimeout time.Duration
 	// Progress, when set, receives a progress line every second.
 	Progress io.Writer
+	// Attackers is the number of hostile sessions run beside Sessions for
+	// the hold phase: each sends the Attacks in turn, pausing AttackPause
+	// (jittered by ±50%) between two, and reconnects when the server drops
+	// it. Their round trips are counted in Report.Hostile, not in Latency,
+	// Errors or LostSessions, which stay the honest sessions' own.
+	Attackers int
+	// AttackPause is the pause between two attacks of a hostile session.
+	// Default DefaultAttackPause.
+	AttackPause time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -139,6 +148,9 @@ func (c Config) withDefaults() Config {
 	if c.RoundTripTimeout <= 0 {
 		c.RoundTripTimeout = DefaultRoundTripTimeout
 	}
+	if c.AttackPause <= 0 {
+		c.AttackPause = DefaultAttackPause
+	}
 	return c
 }
 
@@ -152,6 +164,8 @@ type run struct {
 	wsURL  string
 	picker *picker
 	args   map[string][]byte // step messages by tool
+	// hostile counts the attacks of the hostile sessions; nil without.
+	hostile *hostile
 
 	calls, resets, listTools, errs, lost, connected atomic.Int64
 
@@ -197,6 +211,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer srv.stop()
 	r := &run{cfg: cfg, srv: srv, wsURL: "ws" + strings.TrimPrefix(srv.base, "http") + "/ws",
 		picker: newPicker(cfg.ToolMix), args: map[string][]byte{}, errText: map[string]bool{}}
+	if cfg.Attackers > 0 {
+		r.hostile = newHostile(cfg.AttackPause)
+		rep.Settings.Attackers = cfg.Attackers
+	}
 	// The baseline is the idle server, before prepare's session.
 	if rep.Server.Before, err = srv.sample(ctx, true); err != nil {
 		return nil, err
@@ -400,6 +418,12 @@ func (r *run) load(ctx context.Context, rep *Report) error {
 		cpu0 = s.CPUNanos
 	}
 
+	// The hostile sessions attack for the hold phase.
+	var attackers sync.WaitGroup
+	for i := range cfg.Attackers {
+		attackers.Go(func() { r.attacker(runCtx, i, stop) })
+	}
+
 	// Hold until the duration ends, the calls are made, or ctx ends.
 	holdT0 := time.Now()
 	holdFrom.Store(holdT0.UnixNano())
@@ -446,6 +470,10 @@ func (r *run) load(ctx context.Context, rep *Report) error {
 
 	// Stop: each session finishes its round trip and closes its socket.
 	wg.Wait()
+	attackers.Wait()
+	if r.hostile != nil {
+		rep.Hostile = r.hostile.report(cfg.Attackers)
+	}
 
 	var reset, lt, call []time.Duration
 	byTool := map[string][]time.Duration{}

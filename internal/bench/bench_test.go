@@ -252,3 +252,54 @@ func TestRun_Errors(t *testing.T) {
 		})
 	}
 }
+
+func TestRun_Hostile(t *testing.T) {
+	ts := startServer(t)
+	rep, err := bench.Run(context.Background(), bench.Config{
+		URL: ts.URL, Fixture: company.AcmeID, Sessions: 3, Duration: 4 * time.Second, Think: 20 * time.Millisecond,
+		Attackers: 2, AttackPause: 10 * time.Millisecond, SkipFloors: true, Settle: 15 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The honest sessions lose nothing and the server settles.
+	checkSane(t, rep, 3)
+	h := rep.Hostile
+	if h == nil || h.Attackers != 2 {
+		t.Fatalf("hostile report = %+v, want one for 2 attackers", h)
+	}
+	if n := h.Failures(); n != 0 {
+		t.Errorf("%d attacks got no reply in time or an unreadable one: %+v", n, h.Attacks)
+	}
+	// Each attack was made, and met the bound it aims at.
+	for _, tt := range []struct {
+		attack string
+		ok     func(c *bench.AttackCount) bool
+		want   string
+	}{
+		{"inspect_huge_rows", func(c *bench.AttackCount) bool { return c.Dropped == 0 }, "a truncated reply or a refusal"},
+		{"inspect_open_transaction", func(c *bench.AttackCount) bool { return c.Answered == 0 && c.Dropped == 0 && c.Refused > 0 }, "refused"},
+		{"inspect_temp_shadow", func(c *bench.AttackCount) bool { return c.Answered == 0 && c.Dropped == 0 && c.Refused > 0 }, "refused"},
+		{"inspect_temp_storage", func(c *bench.AttackCount) bool { return c.Dropped == 0 }, "an answer or a refusal"},
+		{"hire_huge_strings", func(c *bench.AttackCount) bool { return c.Answered == 0 && c.Dropped == 0 && c.Refused > 0 }, "refused"},
+		{"state_of_grown_log", func(c *bench.AttackCount) bool { return c.Dropped == 0 && c.Answered+c.Refused > 0 }, "an answer or a refusal"},
+		{"duplicate_envelope_keys", func(c *bench.AttackCount) bool { return c.Answered == 0 && c.Dropped == 0 && c.Refused > 0 }, "refused"},
+		{"oversized_frame", func(c *bench.AttackCount) bool { return c.Answered == 0 && c.Refused+c.Dropped > 0 }, "refused or dropped"},
+	} {
+		c := h.Attacks[tt.attack]
+		if c == nil || c.Answered+c.Refused+c.Dropped+c.Failed == 0 {
+			t.Errorf("%s: never made", tt.attack)
+			continue
+		}
+		if !tt.ok(c) {
+			t.Errorf("%s: %+v, want %s", tt.attack, *c, tt.want)
+		}
+	}
+	var table bytes.Buffer
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "hostile sessions: 2") || !strings.Contains(table.String(), "inspect_open_transaction") {
+		t.Errorf("the table has no hostile part:\n%s", table.String())
+	}
+}

@@ -58,6 +58,8 @@ type Settings struct {
 	NoSpread  bool    `json:"no_spread"`
 	ResetLoop bool    `json:"reset_loop"`
 	Ramp      float64 `json:"ramp_sessions_per_second"`
+	// Attackers is Config.Attackers: hostile sessions beside Sessions.
+	Attackers int `json:"attackers,omitempty"`
 	// CPUs and GoVersion describe the load generator's machine.
 	CPUs      int    `json:"cpus"`
 	GoVersion string `json:"go_version"`
@@ -200,6 +202,8 @@ type Report struct {
 	Floors        Floors   `json:"floors"`
 	// FloorRatio is nil when the mix has no tool call.
 	FloorRatio *FloorRatio `json:"floor_ratio"`
+	// Hostile is nil without hostile sessions (Config.Attackers).
+	Hostile *Hostile `json:"hostile,omitempty"`
 }
 
 // WriteTable prints the report as tables.
@@ -218,6 +222,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "seahaven bench: %s, world %s, fixture %s, %d sessions, %s, think %s; %d CPUs, %s\n",
 		target, s.World, orDefault(s.Fixture), s.Sessions, mode, seconds(s.Think), s.CPUs, s.GoVersion)
+	if s.Attackers > 0 {
+		fmt.Fprintf(&b, "and %d hostile sessions\n", s.Attackers)
+	}
 	fmt.Fprintf(&b, "ramp %s, hold %s\n\n", round(r.Ramp), round(r.Hold))
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -259,6 +266,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, "errors: %d (lost sessions %d)\n", r.Errors, r.LostSessions)
 	for _, e := range r.ErrorSamples {
 		fmt.Fprintf(&b, "  %s\n", e)
+	}
+	if r.Hostile != nil {
+		r.Hostile.write(&b)
 	}
 
 	fmt.Fprintln(&b)
