@@ -48,6 +48,7 @@ type conn struct {
 	metaVersion int64                 // the schema cookie meta was loaded at
 	ddlSeq      uint64                // counts statements prepared that change tables
 	hookOn      bool
+	dropping    string  // the table of the DROP the authorizer saw last, for the delete it authorizes next
 	undo        *uint64 // the store's Store.undo; nil for other connections
 	exposed     bool    // handed out by Store.Conn
 
