@@ -637,6 +637,9 @@ func (m *tableMeta) keyNames() []string {
 // (see Options.ShareKey). It runs when a statement is prepared, so a
 // statement prepared and never run counts too.
 //
+// It notes what the statement does to the transaction (see stmtKind), for
+// Store.Exec to refuse transaction control.
+//
 // It also turns SQLite's truncate optimisation off for every table of the
 // main schema: a DELETE without WHERE would otherwise erase the table whole,
 // with no preupdate event, when its statement was prepared while no capture
@@ -654,6 +657,15 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 		cn.dropping = name
 	}
 	switch action {
+	case sqlite3.AUTH_TRANSACTION:
+		cn.kind = stmtTxn
+	case sqlite3.AUTH_SAVEPOINT:
+		switch {
+		case hasPrefixFold(arg, frameSavepoint):
+			cn.kind = stmtOwnSavepoint
+		case strings.EqualFold(name, "BEGIN"):
+			cn.kind = stmtSavepoint
+		}
 	case sqlite3.AUTH_DELETE:
 		if schema == "main" && !hasPrefixFold(name, "sqlite_") && name != dropping {
 			return sqlite3.AUTH_IGNORE

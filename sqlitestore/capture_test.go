@@ -374,8 +374,17 @@ func TestCapture_Cases(t *testing.T) {
 		{
 			name:   "RollbackToInSQL",
 			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);`,
-			act: execAll(`SAVEPOINT a`, `INSERT INTO t VALUES (1, 'gone')`, `rollback TO a`, `RELEASE a`,
-				`INSERT INTO t VALUES (2, 'kept')`),
+			act: func(t *testing.T, s *sqlitestore.Store) {
+				f, err := s.Begin(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				execAll(`SAVEPOINT a`, `INSERT INTO t VALUES (1, 'gone')`, `rollback TO a`, `RELEASE a`,
+					`INSERT INTO t VALUES (2, 'kept')`)(t, s)
+				if err := f.Commit(); err != nil {
+					t.Fatal(err)
+				}
+			},
 			want: lines("insert t map[id:2] after=map[id:2 v:kept]"),
 		},
 		{

@@ -26,9 +26,15 @@ var (
 	// rolled back.
 	ErrFrameDone = errors.New("sqlitestore: frame already committed or rolled back")
 	// ErrRolledBack is returned by Frame.Commit when SQLite rolled the whole
-	// transaction back on its own (an interrupted write, an out-of-memory error,
-	// or a ROLLBACK statement run through Exec).
+	// transaction back on its own (an interrupted write, an out-of-memory
+	// error, a RAISE(ROLLBACK) or an OR ROLLBACK conflict, a ROLLBACK on the
+	// raw connection), and wrapped by the error of every Exec, Query and
+	// ExecScript statement run while such a frame is open.
 	ErrRolledBack = errors.New("sqlitestore: transaction was rolled back")
+	// ErrTransactionControl is wrapped by the error Exec, Query and
+	// ExecScript return for a statement that would begin, commit or roll
+	// back a transaction, which belong to the store's frames (Begin).
+	ErrTransactionControl = errors.New("sqlitestore: transaction control refused: the store's transactions are its frames")
 	// ErrCaptureOrder is returned by Capture.Finish when a capture started after
 	// it is still running.
 	ErrCaptureOrder = errors.New("sqlitestore: capture finished before the captures started after it")

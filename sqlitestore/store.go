@@ -164,7 +164,7 @@ func Create(ctx context.Context, schema string, opts Options) (*Store, error) {
 		if _, err := cn.exec("BEGIN IMMEDIATE", nil); err != nil {
 			return err
 		}
-		if err := cn.script(schema, nil); err != nil {
+		if err := cn.script(schema, nil, nil); err != nil {
 			return err
 		}
 		_, err := cn.exec("COMMIT", nil)
@@ -490,10 +490,21 @@ func (s *Store) inTxnLocked() bool {
 // as RFC 3339 text in UTC), json.RawMessage (stored as text), named types of
 // those kinds, or pointers to them. A done ctx interrupts the statement with an
 // error wrapping ctx.Err(); the store stays usable.
+//
+// The store's transactions are its frames (Begin): a statement that would
+// begin, commit or roll back a transaction (BEGIN, COMMIT, END, ROLLBACK, a
+// SAVEPOINT outside a transaction, or a savepoint statement naming a frame's
+// savepoint) fails with an error wrapping ErrTransactionControl and does
+// nothing; SAVEPOINT, RELEASE and ROLLBACK TO inside a frame are allowed.
+// While a frame is open whose transaction SQLite rolled back on its own,
+// every statement fails with an error wrapping ErrRolledBack.
 func (s *Store) Exec(ctx context.Context, sql string, args ...any) (Result, error) {
 	var res Result
 	err := s.do(ctx, true, func(cn *conn) error {
 		if err := s.refreshMetaLocked(cn); err != nil {
+			return err
+		}
+		if err := s.allowSQLLocked(cn, sql); err != nil {
 			return err
 		}
 		var err error
@@ -503,11 +514,15 @@ func (s *Store) Exec(ctx context.Context, sql string, args ...any) (Result, erro
 	return res, err
 }
 
-// Query runs one statement with args (as Exec) and reads every row.
+// Query runs one statement with args (as Exec, with its refusals) and reads
+// every row.
 func (s *Store) Query(ctx context.Context, sql string, args ...any) (*Rows, error) {
 	var rows *Rows
 	err := s.do(ctx, true, func(cn *conn) error {
 		if err := s.refreshMetaLocked(cn); err != nil {
+			return err
+		}
+		if err := s.allowSQLLocked(cn, sql); err != nil {
 			return err
 		}
 		var err error
@@ -517,11 +532,14 @@ func (s *Store) Query(ctx context.Context, sql string, args ...any) (*Rows, erro
 	return rows, err
 }
 
-// ExecScript runs several statements, without arguments, in order. It stops at
-// the first failure; the error names the failing statement.
+// ExecScript runs several statements, without arguments, in order, with
+// Exec's refusals. It stops at the first failure; the error names the
+// failing statement.
 func (s *Store) ExecScript(ctx context.Context, sql string) error {
 	return s.do(ctx, true, func(cn *conn) error {
-		return cn.script(sql, func() error { return s.refreshMetaLocked(cn) })
+		return cn.script(sql, func() error { return s.refreshMetaLocked(cn) }, func(text string, kind stmtKind) error {
+			return s.allowLocked(cn, text, kind)
+		})
 	})
 }
 
