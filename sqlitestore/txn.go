@@ -87,8 +87,8 @@ func (s *Store) allowSQLLocked(cn *conn, sql string) error {
 }
 
 // syncFramesLocked ends every frame when SQLite has left the transaction on
-// its own (an interrupted write, an out-of-memory error, a ROLLBACK run
-// through Exec).
+// its own (an interrupted write, an out-of-memory error, a RAISE(ROLLBACK),
+// a ROLLBACK on the raw connection).
 func (s *Store) syncFramesLocked() {
 	if len(s.frames) > 0 && !s.inTxnLocked() {
 		for _, f := range s.frames {
