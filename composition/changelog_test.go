@@ -305,3 +305,32 @@ func TestChangeLog_DirectWritesPastTheDeadline(t *testing.T) {
 		t.Errorf("log:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestDB_TransactionControlIsAWorldBug runs transaction control through
+// every door a world has to a store: each is a WorldBug naming the method
+// and the statement, and changes nothing.
+func TestDB_TransactionControlIsAWorldBug(t *testing.T) {
+	w := kvWorld("tcdb")
+	env.Tool(w, "one", "Roll back through One.", func(c *env.Ctx, _ noArgs) (any, error) {
+		c.DB.Exec("INSERT INTO kv VALUES ('a', 1)")
+		return c.DB.One("rollback")
+	})
+	inst := MustOpen(t, w, composition.Options{})
+	check := func(t *testing.T, err error, want string) {
+		t.Helper()
+		var bug *env.WorldBug
+		if !errors.As(err, &bug) || !strings.HasPrefix(bug.Message, want) {
+			t.Fatalf("err = %v, want a WorldBug beginning %q", err, want)
+		}
+	}
+	_, err := inst.CallJSON(context.Background(), "one", []byte(`{}`))
+	check(t, err, `DB.One("rollback"): a world does not begin, commit or roll back transactions`)
+	_, err = inst.DB().Exec("BEGIN IMMEDIATE")
+	check(t, err, `DB.Exec("BEGIN IMMEDIATE")`)
+	_, err = inst.DB().Rows("SAVEPOINT x")
+	check(t, err, `DB.Rows("SAVEPOINT x")`)
+	row, err := inst.DB().One("SELECT count(*) AS n FROM kv")
+	if err != nil || row["n"] != int64(0) {
+		t.Fatalf("rows after the refusals: %v, %v; want 0", row, err)
+	}
+}

@@ -38,15 +38,24 @@ func (d *nodeDB) Exec(sql string, args ...any) (env.Result, error) {
 }
 
 func (d *nodeDB) Rows(sql string, args ...any) ([]env.Row, error) {
+	return d.query("Rows", sql, args)
+}
+
+func (d *nodeDB) One(sql string, args ...any) (env.Row, error) {
+	return first(d.query("One", sql, args))
+}
+
+// query runs Rows or One (method, for errors).
+func (d *nodeDB) query(method, sql string, args []any) ([]env.Row, error) {
 	if err := d.ready(); err != nil {
 		return nil, err
 	}
 	rows, err := d.ns.store.Query(d.a.ctx, sql, args...)
-	return toRows(rows, dbError("Rows", sql, err))
+	return toRows(rows, dbError(method, sql, err))
 }
 
-func (d *nodeDB) One(sql string, args ...any) (env.Row, error) {
-	rows, err := d.Rows(sql, args...)
+// first returns the first of rows, or nil.
+func first(rows []env.Row, err error) (env.Row, error) {
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
@@ -152,21 +161,22 @@ func (d *instanceDB) Exec(sql string, args ...any) (res env.Result, err error) {
 	return res, err
 }
 
-func (d *instanceDB) Rows(sql string, args ...any) (out []env.Row, err error) {
-	err = d.with(func(s *sqlitestore.Store, ctx context.Context) error {
-		rows, err := s.Query(ctx, sql, args...)
-		out, err = toRows(rows, dbError("Rows", sql, err))
-		return err
-	})
-	return out, err
+func (d *instanceDB) Rows(sql string, args ...any) ([]env.Row, error) {
+	return d.query("Rows", sql, args)
 }
 
 func (d *instanceDB) One(sql string, args ...any) (env.Row, error) {
-	rows, err := d.Rows(sql, args...)
-	if err != nil || len(rows) == 0 {
-		return nil, err
-	}
-	return rows[0], nil
+	return first(d.query("One", sql, args))
+}
+
+// query runs Rows or One (method, for errors).
+func (d *instanceDB) query(method, sql string, args []any) (out []env.Row, err error) {
+	err = d.with(func(s *sqlitestore.Store, ctx context.Context) error {
+		rows, err := s.Query(ctx, sql, args...)
+		out, err = toRows(rows, dbError(method, sql, err))
+		return err
+	})
+	return out, err
 }
 
 func (d *instanceDB) Transaction(fn func() error) error {
