@@ -75,7 +75,7 @@ func ExampleOpenInspector() {
 	pay.Exec(ctx, `INSERT INTO charges VALUES ('c1', 'u1', 500)`)
 
 	in, err := sqlitestore.OpenInspector(ctx, root.Path(),
-		[]sqlitestore.Attachment{{Schema: "payments", Path: pay.Path()}}, nil)
+		[]sqlitestore.Attachment{{Schema: "payments", Path: pay.Path()}}, sqlitestore.InspectorOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}
