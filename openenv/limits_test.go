@@ -36,7 +36,7 @@ func TestServer_InspectReplyBytes(t *testing.T) {
 		if len(rows) == 0 || len(rows) > 6 || field(t, reply, "data.truncated") != true {
 			t.Fatalf("%d rows, truncated %v; want the few that fit, truncated", len(rows), field(t, reply, "data.truncated"))
 		}
-		want := fmt.Sprintf("the rows after the first %d would take the reply past %d bytes (the server's max-reply-bytes)", len(rows), smallReplies)
+		want := fmt.Sprintf("the rows after the first %d would take the reply past the limit of %d bytes on a reply (the server's max-reply-bytes)", len(rows), smallReplies)
 		if got := str(t, reply, "data.truncated_reason"); got != want {
 			t.Errorf("truncated_reason %q, want %q", got, want)
 		}

@@ -285,7 +285,7 @@ func inspectReply(r InspectRows, maxRows, maxReply int) (compactJSON, *protoErro
 	}
 	rowLimit := fmt.Sprintf("the query has more than %d rows; the reply holds the first %d (the server's inspect row limit)", maxRows, maxRows)
 	byteLimit := func(n int) string {
-		return fmt.Sprintf("the rows after the first %d would take the reply past %d bytes (the server's max-reply-bytes)", n, maxReply)
+		return fmt.Sprintf("the rows after the first %d would take the reply past the limit of %d bytes on a reply (the server's max-reply-bytes)", n, maxReply)
 	}
 	rows, reason := r.Rows, ""
 	switch {

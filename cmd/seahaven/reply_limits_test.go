@@ -48,7 +48,7 @@ func TestServeCommand_ReplyLimits(t *testing.T) {
 			if err := json.Unmarshal([]byte(body), &reply); status != http.StatusOK || err != nil {
 				t.Fatalf("POST /inspect: %d %.300s (%v)", status, body, err)
 			}
-			if len(body) > 100000 || len(reply.Rows) != 0 || !reply.Truncated || !strings.Contains(reply.Reason, "past 100000 bytes (the server's max-reply-bytes)") {
+			if len(body) > 100000 || len(reply.Rows) != 0 || !reply.Truncated || !strings.Contains(reply.Reason, "past the limit of 100000 bytes on a reply (the server's max-reply-bytes)") {
 				t.Errorf("reply of %d bytes, %d rows, truncated %v: %q", len(body), len(reply.Rows), reply.Truncated, reply.Reason)
 			}
 
