@@ -604,7 +604,9 @@ func (ss *session) inspect(ctx context.Context, req inspectRequest) (compactJSON
 		return nil, perr
 	}
 	s := ss.srv
-	// The limit bounds the query, the copy of its rows and their encoding.
+	// ictx bounds the query and the copy of its rows (each row is read as
+	// SQLite steps, which a done context interrupts); lim bounds the copy's
+	// memory and, with MaxReplyBytes, the encoding.
 	ictx, icancel := withTimeout(ctx, s.cfg.InspectTimeout)
 	defer icancel()
 	lim := InspectLimit{MaxRows: s.cfg.InspectRowLimit, MaxBytes: int64(s.cfg.MaxReplyBytes)}
