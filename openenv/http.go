@@ -108,11 +108,10 @@ func (s *Server) replyTooLarge(n int) *protoError {
 // client that stops reading cannot hold the handler.
 func (s *Server) writeBody(w http.ResponseWriter, status int, b []byte) {
 	if d := s.cfg.WriteTimeout; d > 0 {
-		rc := http.NewResponseController(w)
-		if rc.SetWriteDeadline(time.Now().Add(d)) == nil {
-			// A keep-alive connection's next request sets its own.
-			defer rc.SetWriteDeadline(time.Time{})
-		}
+		// It covers the flush after the handler returns too; net/http
+		// clears it once the response is finished. A writer that cannot
+		// set one (ErrNotSupported) writes without.
+		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(d))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
