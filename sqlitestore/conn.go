@@ -287,6 +287,13 @@ func (cn *conn) exec(sql string, args []any) (Result, error) {
 
 // query runs one statement with args and reads every row.
 func (cn *conn) query(sql string, args []any) (*Rows, error) {
+	return cn.queryLimit(sql, args, ReadLimit{})
+}
+
+// queryLimit runs one statement with args and reads its rows until lim
+// stops it. A value's size is measured where SQLite holds it, before it is
+// copied, so a row past lim.MaxBytes costs no Go memory.
+func (cn *conn) queryLimit(sql string, args []any, lim ReadLimit) (*Rows, error) {
 	st, err := cn.prepare(sql)
 	if err != nil {
 		return nil, err
@@ -301,7 +308,18 @@ func (cn *conn) query(sql string, args []any) (*Rows, error) {
 	for i := range n {
 		rows.Columns[i] = st.ColumnName(i)
 	}
+	var size int64
 	for st.Step() {
+		if lim.MaxRows > 0 && len(rows.Values) == lim.MaxRows {
+			rows.Truncated = TruncatedRows
+			break
+		}
+		if lim.MaxBytes > 0 {
+			if size += rowSize(st, n); size > lim.MaxBytes {
+				rows.Truncated = TruncatedBytes
+				break
+			}
+		}
 		rows.Values = append(rows.Values, readRow(st, n))
 	}
 	if err := st.Err(); err != nil {
@@ -489,6 +507,41 @@ func readRow(st *sqlite3.Stmt, n int) []any {
 		}
 	}
 	return row
+}
+
+// RowSize is the size of a row as ReadLimit.MaxBytes counts it: the bytes
+// of its text and blob values, and one for every other value. It is never
+// more than the row's length in JSON (strings quoted, blobs in base64).
+func RowSize(row []any) int64 {
+	var n int64
+	for _, v := range row {
+		switch v := v.(type) {
+		case string:
+			n += int64(max(len(v), 1))
+		case []byte:
+			n += int64(max(len(v), 1))
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// rowSize is RowSize of the statement's current row, read without copying
+// a value.
+func rowSize(st *sqlite3.Stmt, n int) int64 {
+	var size int64
+	for i := range n {
+		switch st.ColumnType(i) {
+		case sqlite3.TEXT:
+			size += int64(max(len(st.ColumnRawText(i)), 1))
+		case sqlite3.BLOB:
+			size += int64(max(len(st.ColumnRawBlob(i)), 1))
+		default:
+			size++
+		}
+	}
+	return size
 }
 
 // copyValue copies a value that is only valid during a callback.

@@ -20,6 +20,9 @@ var (
 	// ErrReadOnly is wrapped by the error returned when a statement on an
 	// Inspector tries to write, attach, detach, change the schema or set a pragma.
 	ErrReadOnly = errors.New("sqlitestore: the inspection connection is read-only")
+	// ErrTransaction is wrapped by the error returned when a statement on an
+	// Inspector would begin or end a transaction or a savepoint.
+	ErrTransaction = errors.New("sqlitestore: the inspection connection refuses transaction control")
 	// ErrFrameOrder is returned by Frame.Commit when an inner frame is still open.
 	ErrFrameOrder = errors.New("sqlitestore: frame has open inner frames")
 	// ErrFrameDone is returned by Frame.Commit after the frame was committed or
@@ -216,6 +219,19 @@ func readOnlyError(err error) error {
 		e.causes = append(e.causes, ErrReadOnly)
 	}
 	return err
+}
+
+// transactionError is the refusal of the transaction-control statement stmt
+// (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, RELEASE or ROLLBACK TO) on an
+// Inspector.
+func transactionError(stmt string) error {
+	return &Error{
+		Code:         codeAuth,
+		ExtendedCode: codeAuth,
+		Message: stmt + " is not allowed on the inspection connection: each query reads in a transaction of its own, " +
+			"which ends with the query, so that no lock is held between queries",
+		causes: []error{ErrTransaction},
+	}
 }
 
 func abbreviate(s string, n int) string {

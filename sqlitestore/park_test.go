@@ -235,7 +235,7 @@ func TestPark_InspectorSeesCommittedRows(t *testing.T) {
 	}
 	defer s.Close()
 	MustExec(t, s, `INSERT INTO t (v) VALUES ('committed')`) // rebinds the parked connection
-	insp, err := sqlitestore.OpenInspector(ctx, s.Path(), nil, nil)
+	insp, err := sqlitestore.OpenInspector(ctx, s.Path(), nil, sqlitestore.InspectorOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +391,7 @@ func TestPark_BusyStoreTurnsExclusive(t *testing.T) {
 			if err := s.Yield(); err != nil {
 				t.Fatal(err)
 			}
-			insp, err := sqlitestore.OpenInspector(ctx, s.Path(), nil, nil)
+			insp, err := sqlitestore.OpenInspector(ctx, s.Path(), nil, sqlitestore.InspectorOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -507,7 +507,7 @@ func TestPark_MappedFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	MustExec(t, a, `UPDATE t SET v = 'seen' WHERE id = 2`)
-	insp, err := sqlitestore.OpenInspector(ctx, a.Path(), nil, nil)
+	insp, err := sqlitestore.OpenInspector(ctx, a.Path(), nil, sqlitestore.InspectorOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

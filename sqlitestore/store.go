@@ -72,13 +72,37 @@ type Result struct {
 	LastInsertID int64
 }
 
-// Rows is the complete result of a query.
+// Rows is the result of a query: every row, or the rows read before a
+// ReadLimit stopped reading.
 type Rows struct {
 	// Columns are the result column names.
 	Columns []string
 	// Values holds one slice per row; each value is nil, int64, float64,
 	// string or []byte.
 	Values [][]any
+	// Truncated names the limit that stopped reading before the last row,
+	// TruncatedRows or TruncatedBytes; "" when every row was read.
+	Truncated string
+}
+
+// Values of Rows.Truncated.
+const (
+	// TruncatedRows: the query has more rows than ReadLimit.MaxRows.
+	TruncatedRows = "rows"
+	// TruncatedBytes: the next row would take the rows read past
+	// ReadLimit.MaxBytes.
+	TruncatedBytes = "bytes"
+)
+
+// ReadLimit bounds what one query reads into memory. A zero field sets no
+// bound.
+type ReadLimit struct {
+	// MaxRows is the most rows read.
+	MaxRows int
+	// MaxBytes bounds the size of the rows read, counted as RowSize counts
+	// it. A row that would take the total past it is not read, nor any
+	// after it.
+	MaxBytes int64
 }
 
 // Maps returns each row as column name -> value. When two columns share a
