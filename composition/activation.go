@@ -36,8 +36,11 @@ type activation struct {
 	logging bool
 	ended   atomic.Bool
 
-	pinned  []*nodeState
-	pinBuf  [4]*nodeState // pinned's first backing array
+	pinned []*nodeState
+	pinBuf [4]*nodeState // pinned's first backing array
+	// loose holds each node's capture of statements run on it outside any
+	// of its frames (a handle's DB used directly); a nil capture is one cut
+	// by a frame or a transaction (see cutLoose), resumed when that ends.
 	loose   map[*nodeState]*sqlitestore.Capture
 	group   map[*nodeState]*frame // grouped mode: one frame per touched node
 	records []logRecord
@@ -115,6 +118,9 @@ type frame struct {
 // activation logs.
 func (a *activation) begin(ns *nodeState) (*frame, error) {
 	a.touch(ns)
+	if err := a.cutLoose(ns); err != nil {
+		return nil, err
+	}
 	tx, err := ns.store.Begin(a.ctx)
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", ns.node.Path, err)
@@ -156,6 +162,7 @@ func (a *activation) end(f *frame, info *env.CallInfo, err error) error {
 	}
 	f.ns.frames = slices.DeleteFunc(f.ns.frames, func(x *frame) bool { return x == f })
 	a.record(f.ns, info.Own, info.Internal, changes)
+	a.resumeLoose(f.ns)
 	return err
 }
 
@@ -166,8 +173,8 @@ func (a *activation) record(ns *nodeState, tool string, internal bool, changes [
 	}
 }
 
-// looseCapture starts, once per activation, a capture of statements run on
-// a node outside any frame (a handle's DB used directly).
+// looseCapture starts a capture of statements run on a node outside any
+// frame (a handle's DB used directly), unless one is running.
 func (a *activation) looseCapture(ns *nodeState) {
 	if !a.logging || len(ns.frames) > 0 {
 		return
@@ -175,21 +182,57 @@ func (a *activation) looseCapture(ns *nodeState) {
 	if a.loose == nil {
 		a.loose = map[*nodeState]*sqlitestore.Capture{}
 	}
-	if _, ok := a.loose[ns]; !ok {
+	if a.loose[ns] == nil {
 		a.loose[ns] = ns.store.StartCapture()
 	}
+}
+
+// cutLoose ends the node's running capture of direct statements, if any,
+// and records its changes, so that the frame or transaction about to begin
+// records its own changes apart from them and after them: each record then
+// describes what one stretch of the call did, in order.
+func (a *activation) cutLoose(ns *nodeState) error {
+	c := a.loose[ns]
+	if c == nil {
+		return nil
+	}
+	a.loose[ns] = nil
+	return a.finishCapture(ns, c)
+}
+
+// resumeLoose starts a new capture of direct statements on a node whose
+// capture a frame or a transaction cut, once none is open: statements on a
+// raw connection taken before give no other sign.
+func (a *activation) resumeLoose(ns *nodeState) {
+	if c, cut := a.loose[ns]; cut && c == nil {
+		a.looseCapture(ns)
+	}
+}
+
+// finishCapture ends a capture of direct statements and records its
+// changes. Those statements committed one by one, so the read-back their
+// records may need does not depend on the call's context: past its
+// deadline, the rows stay and so must their records.
+func (a *activation) finishCapture(ns *nodeState, c *sqlitestore.Capture) error {
+	changes, err := c.FinishRows(context.WithoutCancel(a.ctx))
+	a.record(ns, a.tool, false, changes)
+	return err
+}
+
+// dropRecords removes the records of a node kept since mark: the changes of
+// a transaction on its store that rolled back after its nested frames
+// committed their savepoints.
+func (a *activation) dropRecords(ns *nodeState, mark int) {
+	kept := slices.DeleteFunc(a.records[mark:], func(r logRecord) bool { return r.world == ns.node.Path })
+	a.records = a.records[:mark+len(kept)]
 }
 
 func (a *activation) finishLoose() error {
 	var errs []error
 	for _, ns := range a.inst.nodes {
-		c, ok := a.loose[ns]
-		if !ok {
-			continue
+		if c := a.loose[ns]; c != nil {
+			errs = append(errs, a.finishCapture(ns, c))
 		}
-		changes, err := c.FinishRows(a.ctx)
-		errs = append(errs, err)
-		a.record(ns, a.tool, false, changes)
 	}
 	return errors.Join(errs...)
 }

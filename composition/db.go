@@ -2,6 +2,9 @@ package composition
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/seahaven/seahaven/env"
@@ -31,38 +34,75 @@ func (d *nodeDB) Exec(sql string, args ...any) (env.Result, error) {
 		return env.Result{}, err
 	}
 	r, err := d.ns.store.Exec(d.a.ctx, sql, args...)
-	return env.Result{RowsAffected: r.RowsAffected, LastInsertID: r.LastInsertID}, err
+	return env.Result{RowsAffected: r.RowsAffected, LastInsertID: r.LastInsertID}, dbError("Exec", sql, err)
 }
 
 func (d *nodeDB) Rows(sql string, args ...any) ([]env.Row, error) {
+	return d.query("Rows", sql, args)
+}
+
+func (d *nodeDB) One(sql string, args ...any) (env.Row, error) {
+	return first(d.query("One", sql, args))
+}
+
+// query runs Rows or One (method, for errors).
+func (d *nodeDB) query(method, sql string, args []any) ([]env.Row, error) {
 	if err := d.ready(); err != nil {
 		return nil, err
 	}
 	rows, err := d.ns.store.Query(d.a.ctx, sql, args...)
-	return toRows(rows, err)
+	return toRows(rows, dbError(method, sql, err))
 }
 
-func (d *nodeDB) One(sql string, args ...any) (env.Row, error) {
-	rows, err := d.Rows(sql, args...)
+// first returns the first of rows, or nil.
+func first(rows []env.Row, err error) (env.Row, error) {
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
 	return rows[0], nil
 }
 
+// Transaction runs fn in a savepoint of the node's frame or, on a node used
+// directly (a handle's DB), in a transaction of its own. A direct
+// transaction is a stretch of its own in the change log: the direct
+// statements before it are recorded first, and when it rolls back, the
+// records of the nested calls it holds go with their rows.
 func (d *nodeDB) Transaction(fn func() error) error {
 	if err := d.ready(); err != nil {
 		return err
 	}
-	tx, err := d.ns.store.Begin(d.a.ctx)
+	a, ns := d.a, d.ns
+	direct := a.logging && len(ns.frames) == 0
+	if direct {
+		if err := a.cutLoose(ns); err != nil {
+			return err
+		}
+	}
+	mark := len(a.records)
+	tx, err := ns.store.Begin(a.ctx)
 	if err != nil {
+		a.resumeLoose(ns)
 		return err
 	}
-	if err := guard(fn); err != nil {
+	a.looseCapture(ns)
+	err = guard(fn)
+	if err == nil {
+		err = tx.Commit()
+	}
+	if err != nil {
 		tx.Rollback()
-		return err
 	}
-	return tx.Commit()
+	if direct {
+		cerr := a.cutLoose(ns)
+		if err != nil {
+			a.dropRecords(ns, mark)
+		}
+		a.resumeLoose(ns)
+		if err == nil {
+			err = cerr
+		}
+	}
+	return err
 }
 
 func (d *nodeDB) Conn() (any, error) {
@@ -70,6 +110,18 @@ func (d *nodeDB) Conn() (any, error) {
 		return nil, err
 	}
 	return d.ns.store.Conn(d.a.ctx)
+}
+
+// dbError turns the store's refusal of a statement that would begin,
+// commit or roll back a transaction into the WorldBug that says what to do
+// instead; other errors pass unchanged.
+func dbError(method, sql string, err error) error {
+	if !errors.Is(err, sqlitestore.ErrTransactionControl) {
+		return err
+	}
+	return &env.WorldBug{Err: err, Message: fmt.Sprintf("DB.%s(%q): a world does not begin, commit or roll back transactions: "+
+		"a call's statements run in its transaction, which commits when the tool returns and rolls back when it fails, "+
+		"and statements outside calls autocommit; use DB.Transaction for a part that may fail on its own (Bulk outside calls)", method, strings.TrimSpace(sql))}
 }
 
 func toRows(rows *sqlitestore.Rows, err error) ([]env.Row, error) {
@@ -104,25 +156,27 @@ func (d *instanceDB) Exec(sql string, args ...any) (res env.Result, err error) {
 	err = d.with(func(s *sqlitestore.Store, ctx context.Context) error {
 		r, err := s.Exec(ctx, sql, args...)
 		res = env.Result{RowsAffected: r.RowsAffected, LastInsertID: r.LastInsertID}
-		return err
+		return dbError("Exec", sql, err)
 	})
 	return res, err
 }
 
-func (d *instanceDB) Rows(sql string, args ...any) (out []env.Row, err error) {
-	err = d.with(func(s *sqlitestore.Store, ctx context.Context) error {
-		out, err = toRows(s.Query(ctx, sql, args...))
-		return err
-	})
-	return out, err
+func (d *instanceDB) Rows(sql string, args ...any) ([]env.Row, error) {
+	return d.query("Rows", sql, args)
 }
 
 func (d *instanceDB) One(sql string, args ...any) (env.Row, error) {
-	rows, err := d.Rows(sql, args...)
-	if err != nil || len(rows) == 0 {
-		return nil, err
-	}
-	return rows[0], nil
+	return first(d.query("One", sql, args))
+}
+
+// query runs Rows or One (method, for errors).
+func (d *instanceDB) query(method, sql string, args []any) (out []env.Row, err error) {
+	err = d.with(func(s *sqlitestore.Store, ctx context.Context) error {
+		rows, err := s.Query(ctx, sql, args...)
+		out, err = toRows(rows, dbError(method, sql, err))
+		return err
+	})
+	return out, err
 }
 
 func (d *instanceDB) Transaction(fn func() error) error {

@@ -2,6 +2,7 @@ package composition
 
 import (
 	"context"
+	"math/rand/v2"
 	"path/filepath"
 	"time"
 
@@ -19,11 +20,17 @@ import (
 // the view has not been queried for the instance pool's idle delay
 // (sqlitestore.Pool.IdleDelay), so an idle instance holds no connection; the
 // next query reopens it.
+//
+// random() and randomblob() in its queries draw from one stream seeded from
+// the instance's seed (and a salt of its own, so it is not any node's
+// stream), which continues across reopens: the same queries on the same
+// episode read the same samples.
 type View struct {
 	inst *Instance
 
 	// guarded by inst.mu:
 	insp      *sqlitestore.Inspector
+	rng       *rand.Rand  // random() of the queries
 	lastQuery time.Time   // when the last query ended
 	idleTimer *time.Timer // releases insp once idle; nil until the first query
 }
@@ -33,13 +40,19 @@ func (i *Instance) Inspect() *View {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.view == nil {
-		i.view = &View{inst: i}
+		i.view = &View{inst: i, rng: rand.New(rand.NewPCG(env.StreamSeed(i.opts.Seed, "", "inspect")))}
 	}
 	return i.view
 }
 
 // Query runs read-only SQL and returns its columns and rows.
 func (v *View) Query(ctx context.Context, sql string, args ...any) (*sqlitestore.Rows, error) {
+	return v.QueryLimit(ctx, sqlitestore.ReadLimit{}, sql, args...)
+}
+
+// QueryLimit runs read-only SQL and returns its columns and the rows read
+// before lim stopped reading (see sqlitestore.Inspector.QueryLimit).
+func (v *View) QueryLimit(ctx context.Context, lim sqlitestore.ReadLimit, sql string, args ...any) (*sqlitestore.Rows, error) {
 	i := v.inst
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -63,14 +76,14 @@ func (v *View) Query(ctx context.Context, sql string, args ...any) (*sqlitestore
 		for _, n := range i.sealed.Nodes[1:] {
 			attach = append(attach, sqlitestore.Attachment{Schema: SchemaName(n.Path), Path: filepath.Join(i.dir, n.File)})
 		}
-		insp, err := sqlitestore.OpenInspector(ctx, i.StatePath(), attach, i.clock.Now)
+		insp, err := sqlitestore.OpenInspector(ctx, i.StatePath(), attach, sqlitestore.InspectorOptions{Clock: i.clock.Now, Random: v.rng.Uint64})
 		if err != nil {
 			return nil, err
 		}
 		v.insp = insp
 	}
 	defer v.scheduleReleaseLocked()
-	return v.insp.Query(ctx, sql, args...)
+	return v.insp.QueryLimit(ctx, lim, sql, args...)
 }
 
 // scheduleReleaseLocked arms the timer that releases the connection once the

@@ -78,8 +78,13 @@ type Result struct {
 
 // DB is one node's store as world code sees it. Statements run inside the
 // call's transaction when there is one; outside it (a handle's DB used
-// directly) they autocommit one by one unless wrapped in Transaction. A DB
-// belongs to one call and is not safe for concurrent use.
+// directly) they autocommit one by one unless wrapped in Transaction. The
+// transaction is the engine's: BEGIN, COMMIT, END, ROLLBACK and a SAVEPOINT
+// outside a transaction fail with a *WorldBug (SAVEPOINT, RELEASE and
+// ROLLBACK TO inside one work), and once SQLite has rolled the call's
+// transaction back itself (RAISE(ROLLBACK), INSERT OR ROLLBACK) every later
+// statement of the call fails. A DB belongs to one call and is not safe for
+// concurrent use.
 type DB interface {
 	// Exec runs one statement with positional arguments.
 	Exec(sql string, args ...any) (Result, error)

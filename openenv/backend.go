@@ -106,8 +106,42 @@ type Instance interface {
 	CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error)
 	// State returns the state document; the server fills in EpisodeID and StepCount.
 	State() env.StateDoc
-	// Inspect runs one read-only SQL statement over the inspection connection.
-	Inspect(ctx context.Context, sql string, args []any) (columns []string, rows [][]any, err error)
+	// Inspect runs one read-only SQL statement over the inspection
+	// connection. It should stop reading at lim, so that a query with huge
+	// rows costs no more memory than the server can send; the server cuts
+	// whatever it returns past lim.
+	Inspect(ctx context.Context, sql string, args []any, lim InspectLimit) (InspectRows, error)
 	// Close releases the instance.
 	Close() error
 }
+
+// InspectLimit bounds what one inspect query reads.
+type InspectLimit struct {
+	// MaxRows is the most rows a reply holds (Config.InspectRowLimit).
+	MaxRows int
+	// MaxBytes bounds the size of the rows read, counted as
+	// sqlitestore.RowSize counts it: the bytes of text and blob values and
+	// one for every other value (Config.MaxReplyBytes).
+	MaxBytes int64
+}
+
+// InspectRows is what one inspect query read.
+type InspectRows struct {
+	// Columns are the result column names.
+	Columns []string
+	// Rows holds one slice per row; each value is nil, int64, float64,
+	// bool, string or []byte.
+	Rows [][]any
+	// Truncated names the limit that stopped reading before the last row:
+	// TruncatedRows or TruncatedBytes; "" when every row was read.
+	Truncated string
+}
+
+// Values of InspectRows.Truncated.
+const (
+	// TruncatedRows: the query has more rows than InspectLimit.MaxRows.
+	TruncatedRows = "rows"
+	// TruncatedBytes: the next row would take the rows past
+	// InspectLimit.MaxBytes.
+	TruncatedBytes = "bytes"
+)

@@ -120,18 +120,18 @@ func (b *WorldBackend) Composition(ctx context.Context) (*Composition, error) {
 func (s *Server) serveComposition(w http.ResponseWriter, r *http.Request) {
 	src, ok := s.backend.(CompositionSource)
 	if !ok {
-		writeJSON(w, http.StatusNotFound, object{{"detail", "This server's backend does not describe its composition"}})
+		s.respond(w, http.StatusNotFound, object{{"detail", "This server's backend does not describe its composition"}})
 		return
 	}
 	var c *Composition
 	var err error
 	if perr := s.guard("Backend.Composition", func() { c, err = src.Composition(r.Context()) }); perr != nil {
-		writeError(w, perr)
+		s.writeError(w, perr)
 		return
 	}
 	if err != nil {
-		writeError(w, newError(codeExecution, "Describing the composition failed: %v", err))
+		s.writeError(w, newError(codeExecution, "Describing the composition failed: %v", err))
 		return
 	}
-	writeJSON(w, http.StatusOK, c)
+	s.respond(w, http.StatusOK, c)
 }

@@ -122,7 +122,7 @@ func (s *Server) serveRuntime(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("gc") == "1" {
 		runtime.GC()
 	}
-	writeJSON(w, http.StatusOK, s.Runtime())
+	s.respond(w, http.StatusOK, s.Runtime())
 }
 
 func sampleInt(s metrics.Sample) int64 {

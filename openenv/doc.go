@@ -152,7 +152,7 @@
 //	POST /reset         reset data → {"observation":{},"reward":null,"done":false}
 //	POST /step          {"action":{…},"timeout_s"?,"request_id"?} → {"observation":…,"reward":null|number,"done":bool}
 //	GET  /state         the state document
-//	POST /inspect       {"sql","params"?} → {"columns","rows","truncated"}
+//	POST /inspect       {"sql","params"?} → {"columns","rows","truncated","truncated_reason"?}
 //	POST /mcp           JSON-RPC, above
 //	GET  /ws            WebSocket, above
 //
@@ -184,11 +184,18 @@
 // an agent sandbox is allowed to reach, while [Server.Handler] serves
 // everything to the trainer and graders. Both share sessions and capacity.
 //
-// Every request body is capped at MaxMessageBytes. Fixture ids reach the
-// engine, which refuses any that could leave the fixtures directory
+// Every request body is capped at MaxMessageBytes, and every reply at
+// MaxReplyBytes: an inspect reply holds the rows that fit and says
+// truncated, with a truncated_reason naming the limit; a tool result too
+// large to send is an execution_error; any other reply past it is replaced
+// by an error naming its size and the limit. Fixture ids reach the engine,
+// which refuses any that could leave the fixtures directory
 // ("../../etc/passwd" is an EXECUTION_ERROR naming the invalid id); inspect
 // SQL runs only on the read-only inspection connection, which refuses
-// writes, ATTACH and DETACH (its temp schema is the grader's scratch space).
+// writes, ATTACH, DETACH and transaction control (its temp schema is the
+// grader's scratch space), reads no more than InspectRowLimit rows and
+// MaxReplyBytes, and runs in the Backend's inspect slots, apart from tool
+// calls (WorldBackendConfig.MaxInspect).
 //
 // # Metrics and logs
 //

@@ -25,6 +25,7 @@ const (
 	codeUnknownSession = "UNKNOWN_SESSION"   // a session id names no session
 	codeTooLarge       = "MESSAGE_TOO_LARGE" // a frame or body over MaxMessageBytes
 	codeShuttingDown   = "SHUTTING_DOWN"     // Shutdown has begun
+	codeReplyTooLarge  = "REPLY_TOO_LARGE"   // a reply over MaxReplyBytes
 )
 
 // JSON-RPC 2.0 error codes.
@@ -54,6 +55,7 @@ var codes = map[string]struct {
 	codeUnknownSession: {codeSession, http.StatusNotFound, rpcInvalidParams},
 	codeTooLarge:       {codeSession, http.StatusRequestEntityTooLarge, rpcInvalidRequest},
 	codeShuttingDown:   {codeSession, http.StatusServiceUnavailable, rpcServerError},
+	codeReplyTooLarge:  {codeExecution, http.StatusInternalServerError, rpcInternalError},
 }
 
 // protoError is a failure reported to a client: an error frame on /ws, an
@@ -133,6 +135,12 @@ func locString(loc []any) string {
 		parts[i] = fmt.Sprint(l)
 	}
 	return strings.Join(parts, ".")
+}
+
+// replyTooLarge is the error sent instead of a reply of n bytes, more than
+// the limit of limit bytes.
+func replyTooLarge(n, limit int) *protoError {
+	return newError(codeReplyTooLarge, "The reply of %d bytes exceeds the limit of %d bytes on a reply (the server's max-reply-bytes)", n, limit)
 }
 
 // capacityError is the refusal of a session at the limit.

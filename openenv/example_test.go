@@ -60,15 +60,15 @@ func (g *greeting) State() env.StateDoc {
 	return env.StateDoc{World: "greeter", WorldVersion: "1.0.0", Seed: g.opts.Seed, Now: "2026-06-01T09:00:00.000Z", ClockMode: env.ClockFrozen}
 }
 
-func (g *greeting) Inspect(_ context.Context, sql string, _ []any) ([]string, [][]any, error) {
+func (g *greeting) Inspect(_ context.Context, sql string, _ []any, _ openenv.InspectLimit) (openenv.InspectRows, error) {
 	if sql != "SELECT name FROM greeted" {
-		return nil, nil, errors.New("no such table")
+		return openenv.InspectRows{}, errors.New("no such table")
 	}
 	rows := make([][]any, len(g.names))
 	for i, n := range g.names {
 		rows[i] = []any{n}
 	}
-	return []string{"name"}, rows, nil
+	return openenv.InspectRows{Columns: []string{"name"}, Rows: rows}, nil
 }
 
 func (g *greeting) Close() error { return nil }

@@ -29,6 +29,8 @@ type fakeBackend struct {
 
 	// slowStarted receives the episode id of each slow call as it starts.
 	slowStarted chan string
+	// inspectLimit is the limit of the last inspect query.
+	inspectLimit atomic.Pointer[openenv.InspectLimit]
 
 	mu   sync.Mutex // guards errs
 	errs []string
@@ -221,33 +223,51 @@ func (in *fakeInstance) State() env.StateDoc {
 	return doc
 }
 
-func (in *fakeInstance) Inspect(ctx context.Context, sql string, args []any) ([]string, [][]any, error) {
+func (in *fakeInstance) Inspect(ctx context.Context, sql string, args []any, lim openenv.InspectLimit) (openenv.InspectRows, error) {
 	defer in.enter("Inspect")()
+	in.b.inspectLimit.Store(&lim)
 	switch sql {
 	case "SELECT message FROM echoes":
 		rows := [][]any{}
 		for _, e := range in.echoes {
 			rows = append(rows, []any{e})
 		}
-		return []string{"message"}, rows, nil
+		return openenv.InspectRows{Columns: []string{"message"}, Rows: rows}, nil
 	case "SELECT n FROM numbers":
 		rows := make([][]any, 1500)
 		for i := range rows {
 			rows[i] = []any{int64(i + 1)}
 		}
-		return []string{"n"}, rows, nil
+		return openenv.InspectRows{Columns: []string{"n"}, Rows: rows}, nil
 	case "SELECT ? AS value":
 		if len(args) != 1 {
-			return nil, nil, fmt.Errorf("bind: want 1 parameter, got %d", len(args))
+			return openenv.InspectRows{}, fmt.Errorf("bind: want 1 parameter, got %d", len(args))
 		}
-		return []string{"value"}, [][]any{{args[0]}}, nil
+		return openenv.InspectRows{Columns: []string{"value"}, Rows: [][]any{{args[0]}}}, nil
+	case "SELECT wide":
+		// 100 rows of 10 KiB each.
+		rows := make([][]any, 100)
+		for i := range rows {
+			rows[i] = []any{int64(i + 1), strings.Repeat("w", 10<<10)}
+		}
+		return openenv.InspectRows{Columns: []string{"n", "text"}, Rows: rows}, nil
+	case "SELECT cut":
+		// What a backend returns when reading stopped at the byte limit.
+		return openenv.InspectRows{Columns: []string{"n"}, Rows: [][]any{{int64(1)}}, Truncated: openenv.TruncatedBytes}, nil
+	case "SELECT named":
+		// 10 columns with 10 KiB names.
+		cols := make([]string, 10)
+		for i := range cols {
+			cols[i] = strings.Repeat(string(rune('a'+i)), 10<<10)
+		}
+		return openenv.InspectRows{Columns: cols, Rows: [][]any{}}, nil
 	case "SELECT panic":
 		panic("inspector exploded")
 	case "SELECT sleep":
 		<-ctx.Done()
-		return nil, nil, fmt.Errorf("interrupted: %w", ctx.Err())
+		return openenv.InspectRows{}, fmt.Errorf("interrupted: %w", ctx.Err())
 	}
-	return nil, nil, fmt.Errorf("no such table: %s", sql)
+	return openenv.InspectRows{}, fmt.Errorf("no such table: %s", sql)
 }
 
 func (in *fakeInstance) Close() error {

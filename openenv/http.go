@@ -51,7 +51,9 @@ func (s *Server) routes() http.Handler {
 	return r
 }
 
-// writeJSON writes v as a JSON response.
+// writeJSON writes v as a JSON response. It is for the server's own small
+// replies (health, readiness, a refusal); every other reply goes through
+// Server.respond, which bounds it.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := encode(v)
 	if err != nil {
@@ -63,9 +65,62 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(b)
 }
 
+// respond writes v as a JSON response of at most MaxReplyBytes, within
+// WriteTimeout. A larger one is replaced by the error that says so.
+func (s *Server) respond(w http.ResponseWriter, status int, v any) {
+	b, err := encode(v)
+	switch {
+	case err != nil:
+		status = http.StatusInternalServerError
+		b = mustEncode(object{{"detail", fmt.Sprintf("response cannot be encoded as JSON: %v", err)}})
+	case len(b) > s.cfg.MaxReplyBytes:
+		perr := s.replyTooLarge(len(b))
+		status, b = perr.httpStatus(), mustEncode(perr.httpBody())
+	}
+	s.writeBody(w, status, b)
+}
+
+// respondRPC writes a JSON-RPC response as respond does; a response over
+// MaxReplyBytes is replaced by a JSON-RPC error with the same id.
+func (s *Server) respondRPC(w http.ResponseWriter, resp object) {
+	b, err := encode(resp)
+	if err == nil && len(b) > s.cfg.MaxReplyBytes {
+		perr := s.replyTooLarge(len(b))
+		if b, err = encode(rpcProto(rpcIDOf(resp), perr)); err == nil && len(b) > s.cfg.MaxReplyBytes {
+			b, err = encode(rpcProto(nullID, perr)) // the id itself is too long
+		}
+	}
+	if err != nil {
+		s.respond(w, http.StatusOK, rpcFailure(nullID, rpcInternalError, fmt.Sprintf("response cannot be encoded as JSON: %v", err), nil))
+		return
+	}
+	s.writeBody(w, http.StatusOK, b)
+}
+
+// replyTooLarge logs a reply of n bytes over MaxReplyBytes and returns the
+// error sent instead.
+func (s *Server) replyTooLarge(n int) *protoError {
+	s.log.Warn("openenv: a reply exceeds the reply limit", "bytes", n, "limit", s.cfg.MaxReplyBytes)
+	return replyTooLarge(n, s.cfg.MaxReplyBytes)
+}
+
+// writeBody writes an encoded JSON response, bounded by WriteTimeout: a
+// client that stops reading cannot hold the handler.
+func (s *Server) writeBody(w http.ResponseWriter, status int, b []byte) {
+	if d := s.cfg.WriteTimeout; d > 0 {
+		// It covers the flush after the handler returns too; net/http
+		// clears it once the response is finished. A writer that cannot
+		// set one (ErrNotSupported) writes without.
+		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(d))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
 // writeError writes a protoError in FastAPI's error shape.
-func writeError(w http.ResponseWriter, perr *protoError) {
-	writeJSON(w, perr.httpStatus(), perr.httpBody())
+func (s *Server) writeError(w http.ResponseWriter, perr *protoError) {
+	s.respond(w, perr.httpStatus(), perr.httpBody())
 }
 
 // readBody reads a request body of at most MaxMessageBytes.
@@ -140,25 +195,25 @@ func mustEncode(v any) json.RawMessage {
 func (s *Server) serveReset(w http.ResponseWriter, r *http.Request) {
 	body, perr := s.readJSONBody(w, r)
 	if perr != nil {
-		writeError(w, perr)
+		s.writeError(w, perr)
 		return
 	}
 	req, errs := parseReset(body, []any{"body"})
 	if len(errs) > 0 {
-		writeError(w, invalid(errs))
+		s.writeError(w, invalid(errs))
 		return
 	}
 	ss, perr := s.httpSession(r, true)
 	if perr != nil {
-		writeError(w, perr)
+		s.writeError(w, perr)
 		return
 	}
 	w.Header().Set(SessionHeader, ss.id)
 	if perr := ss.reset(r.Context(), req); perr != nil {
-		writeError(w, perr)
+		s.writeError(w, perr)
 		return
 	}
-	writeJSON(w, http.StatusOK, stepResponse(resetObservation))
+	s.respond(w, http.StatusOK, stepResponse(resetObservation))
 }
 
 // serveStep serves POST /step on the selected session. timeout_s, when
@@ -166,7 +221,7 @@ func (s *Server) serveReset(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveStep(w http.ResponseWriter, r *http.Request) {
 	body, perr := s.readJSONBody(w, r)
 	if perr != nil {
-		writeError(w, perr)
+		s.writeError(w, perr)
 		return
 	}
 	if len(body) == 0 {
@@ -174,12 +229,12 @@ func (s *Server) serveStep(w http.ResponseWriter, r *http.Request) {
 	}
 	req, errs := parseStepRequest(body)
 	if len(errs) > 0 {
-		writeError(w, invalid(errs))
+		s.writeError(w, invalid(errs))
 		return
 	}
 	ss, perr := s.httpSession(r, false)
 	if perr != nil {
-		writeError(w, perr)
+		s.writeError(w, perr)
 		return
 	}
 	w.Header().Set(SessionHeader, ss.id)
@@ -191,33 +246,33 @@ func (s *Server) serveStep(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, perr := ss.step(r.Context(), req.action, timeout)
 	if perr != nil {
-		writeError(w, perr)
+		s.writeError(w, perr)
 		return
 	}
-	writeJSON(w, http.StatusOK, resp)
+	s.respond(w, http.StatusOK, resp)
 }
 
 // serveState serves GET /state of the selected session.
 func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
 	ss, perr := s.httpSession(r, false)
 	if perr != nil {
-		writeError(w, perr)
+		s.writeError(w, perr)
 		return
 	}
 	w.Header().Set(SessionHeader, ss.id)
 	doc, perr := ss.state(r.Context())
 	if perr != nil {
-		writeError(w, perr)
+		s.writeError(w, perr)
 		return
 	}
-	writeJSON(w, http.StatusOK, doc)
+	s.respond(w, http.StatusOK, doc)
 }
 
 // serveInspect serves POST /inspect on the selected session.
 func (s *Server) serveInspect(w http.ResponseWriter, r *http.Request) {
 	body, perr := s.readJSONBody(w, r)
 	if perr != nil {
-		writeError(w, perr)
+		s.writeError(w, perr)
 		return
 	}
 	if len(body) == 0 {
@@ -225,31 +280,31 @@ func (s *Server) serveInspect(w http.ResponseWriter, r *http.Request) {
 	}
 	req, errs := parseInspect(body, []any{"body"})
 	if len(errs) > 0 {
-		writeError(w, invalid(errs))
+		s.writeError(w, invalid(errs))
 		return
 	}
 	ss, perr := s.httpSession(r, false)
 	if perr != nil {
-		writeError(w, perr)
+		s.writeError(w, perr)
 		return
 	}
 	w.Header().Set(SessionHeader, ss.id)
 	res, perr := ss.inspect(r.Context(), req)
 	if perr != nil {
-		writeError(w, perr)
+		s.writeError(w, perr)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	s.respond(w, http.StatusOK, res)
 }
 
 // serveMetadata serves GET /metadata in OpenEnv's EnvironmentMetadata shape.
 func (s *Server) serveMetadata(w http.ResponseWriter, _ *http.Request) {
 	info, perr := s.info()
 	if perr != nil {
-		writeError(w, perr)
+		s.writeError(w, perr)
 		return
 	}
-	writeJSON(w, http.StatusOK, object{
+	s.respond(w, http.StatusOK, object{
 		{"name", info.Name}, {"description", info.Description}, {"readme_content", nil},
 		{"version", info.Version}, {"author", nil}, {"documentation_url", nil},
 	})
@@ -261,35 +316,35 @@ func (s *Server) serveSchema(w http.ResponseWriter, _ *http.Request) {
 	for _, name := range []string{"action", "observation", "state"} {
 		b, err := schemas.Get(name)
 		if err != nil {
-			writeError(w, newError(codeExecution, "%v", err))
+			s.writeError(w, newError(codeExecution, "%v", err))
 			return
 		}
 		out = append(out, field{name, b})
 	}
-	writeJSON(w, http.StatusOK, out)
+	s.respond(w, http.StatusOK, out)
 }
 
 // serveFixtures serves GET /fixtures.
 func (s *Server) serveFixtures(w http.ResponseWriter, _ *http.Request) {
 	info, perr := s.info()
 	if perr != nil {
-		writeError(w, perr)
+		s.writeError(w, perr)
 		return
 	}
-	writeJSON(w, http.StatusOK, nonNil(info.Fixtures))
+	s.respond(w, http.StatusOK, nonNil(info.Fixtures))
 }
 
 // serveTasks serves GET /tasks: the tasks a reset may name.
 func (s *Server) serveTasks(w http.ResponseWriter, _ *http.Request) {
 	info, perr := s.info()
 	if perr != nil {
-		writeError(w, perr)
+		s.writeError(w, perr)
 		return
 	}
-	writeJSON(w, http.StatusOK, nonNil(info.Tasks))
+	s.respond(w, http.StatusOK, nonNil(info.Tasks))
 }
 
 // serveSessions serves GET /sessions: the monitoring list, without ids.
 func (s *Server) serveSessions(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, nonNil(s.Sessions()))
+	s.respond(w, http.StatusOK, nonNil(s.Sessions()))
 }

@@ -141,7 +141,7 @@ func (s *Server) openAPIServed() ([]byte, error) {
 // writeOpenAPI writes an OpenAPI description or the error making it.
 func writeOpenAPI(w http.ResponseWriter, b []byte, err error) {
 	if err != nil {
-		writeError(w, newError(codeExecution, "%v", err))
+		writeJSON(w, http.StatusInternalServerError, newError(codeExecution, "%v", err).httpBody())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -27,6 +27,17 @@ func rpcResult(id json.RawMessage, result any) object {
 	return object{{"jsonrpc", "2.0"}, {"id", id}, {"result", result}}
 }
 
+// rpcIDOf is the id of a JSON-RPC response made by rpcResult, rpcFailure
+// or rpcProto.
+func rpcIDOf(resp object) json.RawMessage {
+	for _, f := range resp {
+		if id, ok := f.value.(json.RawMessage); ok && f.key == "id" {
+			return id
+		}
+	}
+	return nullID
+}
+
 // rpcFailure is a JSON-RPC error response.
 func rpcFailure(id json.RawMessage, code int, message string, data any) object {
 	return object{{"jsonrpc", "2.0"}, {"id", id}, {"error", object{{"code", code}, {"message", message}, {"data", data}}}}
@@ -42,7 +53,7 @@ func rpcProto(id json.RawMessage, perr *protoError) object {
 func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	body, perr := s.readBody(w, r)
 	if perr != nil {
-		writeJSON(w, http.StatusOK, rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+perr.message, nil))
+		s.respondRPC(w, rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+perr.message, nil))
 		return
 	}
 	resp, notify := s.handleRPC(r.Context(), body, nil)
@@ -50,7 +61,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	writeJSON(w, http.StatusOK, resp)
+	s.respondRPC(w, resp)
 }
 
 // handleRPC answers one JSON-RPC 2.0 request. ws is the session of the /ws
@@ -130,16 +141,7 @@ func validID(raw json.RawMessage) bool {
 	if _, ok := asString(raw); ok {
 		return true
 	}
-	digits := bytes.TrimPrefix(raw, []byte("-"))
-	if len(digits) == 0 {
-		return false
-	}
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
+	return isInteger(raw)
 }
 
 // rpcInitialize answers the MCP initialize handshake.

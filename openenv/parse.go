@@ -270,6 +270,21 @@ func asInt(raw json.RawMessage) (int64, bool) {
 	return n, err == nil
 }
 
+// isInteger reports whether raw is a JSON integer literal: digits, perhaps
+// after a minus sign, without a fraction or an exponent.
+func isInteger(raw json.RawMessage) bool {
+	raw = bytes.TrimPrefix(bytes.TrimSpace(raw), []byte("-"))
+	if len(raw) == 0 {
+		return false
+	}
+	for _, c := range raw {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // asNumber decodes any JSON number.
 func asNumber(raw json.RawMessage) (float64, bool) {
 	raw = bytes.TrimSpace(raw)
@@ -508,6 +523,15 @@ func parseInspect(raw json.RawMessage, loc []any) (inspectRequest, []fieldError)
 			}
 			req.params = make([]any, len(list))
 			for i, p := range list {
+				if isInteger(p) {
+					if _, ok := asInt(p); !ok {
+						// Read as a float it would be rounded: the query
+						// would silently compare with another number.
+						errs = append(errs, fieldError{Type: "int_parsing_size", Loc: at(loc, k, i),
+							Msg: "Integer does not fit in 64 bits (-9223372036854775808 to 9223372036854775807); send it as a string, or as a float to round it", Input: inputOf(p)})
+						continue
+					}
+				}
 				val, ok := scalar(p)
 				if !ok {
 					errs = append(errs, typeError("scalar_type", at(loc, k, i), p))

@@ -23,6 +23,10 @@ const (
 	DefaultInspectTimeout  = 5 * time.Second
 	DefaultWriteTimeout    = 30 * time.Second
 	DefaultMaxPending      = 16
+	DefaultMaxReplyBytes   = 8 << 20
+	// MinReplyBytes is the smallest MaxReplyBytes: a smaller one is raised
+	// to it, so every error and envelope fits.
+	MinReplyBytes = 64 << 10
 )
 
 // Config configures a Server. A zero field means its Default value; a
@@ -55,8 +59,16 @@ type Config struct {
 	// Default DefaultStepTimeout; negative means no bound.
 	StepTimeout time.Duration
 	// InspectRowLimit caps the rows of an inspect reply; more are dropped and
-	// the reply says truncated. Default DefaultInspectRowLimit.
+	// the reply says truncated, and why. Default DefaultInspectRowLimit.
 	InspectRowLimit int
+	// MaxReplyBytes caps every message the server sends. An inspect reply
+	// holds the rows that fit and says truncated, and why; a tool result
+	// whose reply would not fit becomes an execution_error naming the
+	// limit; any other reply past it (a state document, say) is replaced
+	// by an error naming its size and the limit. An inspect query also
+	// reads no more than this into memory. Default DefaultMaxReplyBytes, at
+	// least MinReplyBytes.
+	MaxReplyBytes int
 	// InspectTimeout bounds each inspect query. Default DefaultInspectTimeout;
 	// negative means no bound.
 	InspectTimeout time.Duration
@@ -103,6 +115,10 @@ func (c Config) withDefaults() Config {
 	if c.InspectRowLimit <= 0 {
 		c.InspectRowLimit = DefaultInspectRowLimit
 	}
+	if c.MaxReplyBytes <= 0 {
+		c.MaxReplyBytes = DefaultMaxReplyBytes
+	}
+	c.MaxReplyBytes = max(c.MaxReplyBytes, MinReplyBytes)
 	if c.MaxPending <= 0 {
 		c.MaxPending = DefaultMaxPending
 	}

@@ -508,10 +508,38 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 				Message: fmt.Sprintf("tool %q returned a result that cannot be encoded as JSON: %v", name, err)}
 			return
 		}
+		if n := s.replyCarrying(raw); n > 0 {
+			out.err = &env.ToolError{Kind: env.KindExecution,
+				Message: fmt.Sprintf("tool %q returned a result too large to send: %d bytes of JSON, in a reply of %d bytes, "+
+					"over the limit of %d bytes on a reply (the server's max-reply-bytes); the call ran, ask for less at a time",
+					name, len(raw), n, s.cfg.MaxReplyBytes)}
+			return
+		}
 		out.result = raw
 	})
 	s.observeCall(ctx, start, name, out, perr)
 	return out, perr
+}
+
+// maxResultCopies is the most times a reply carries a tool's result: as
+// text (escaped, at most twice as long), as structured content, as data,
+// and as MCP's structuredContent.
+const maxResultCopies = 5
+
+// replyCarrying returns the size of the largest reply that carries the
+// tool result raw (a JSON-RPC tools/call result) when it is more than
+// MaxReplyBytes allows, and 0 when it fits. Only a result within a
+// maxResultCopies-th of the limit of fitting is encoded to tell.
+func (s *Server) replyCarrying(raw []byte) int {
+	limit := s.cfg.MaxReplyBytes - replyReserve
+	if len(raw) <= limit/maxResultCopies {
+		return 0
+	}
+	b, err := encode(mcpCallResult(toolOutcome{result: raw}))
+	if err != nil || len(b) <= limit {
+		return 0
+	}
+	return len(b)
 }
 
 // reservedCall is the outcome of calling an orchestration verb as a tool.
@@ -564,8 +592,9 @@ func (ss *session) state(ctx context.Context) (env.StateDoc, *protoError) {
 	return stateDoc(doc, episodeID, steps), nil
 }
 
-// inspect runs one read-only query and returns the encoded reply data.
-func (ss *session) inspect(ctx context.Context, req inspectRequest) (json.RawMessage, *protoError) {
+// inspect runs one read-only query and returns the encoded reply data,
+// holding the rows that fit in InspectRowLimit and MaxReplyBytes.
+func (ss *session) inspect(ctx context.Context, req inspectRequest) (compactJSON, *protoError) {
 	ctx, leave, perr := ss.enter(ctx, true)
 	if perr != nil {
 		return nil, perr
@@ -575,13 +604,16 @@ func (ss *session) inspect(ctx context.Context, req inspectRequest) (json.RawMes
 		return nil, perr
 	}
 	s := ss.srv
+	// ictx bounds the query and the copy of its rows (each row is read as
+	// SQLite steps, which a done context interrupts); lim bounds the copy's
+	// memory and, with MaxReplyBytes, the encoding.
 	ictx, icancel := withTimeout(ctx, s.cfg.InspectTimeout)
 	defer icancel()
-	var cols []string
-	var rows [][]any
+	lim := InspectLimit{MaxRows: s.cfg.InspectRowLimit, MaxBytes: int64(s.cfg.MaxReplyBytes)}
+	var res InspectRows
 	var err error
 	start := time.Now()
-	if perr := s.guardCtx(ctx, "Instance.Inspect", func() { cols, rows, err = ss.inst.Inspect(ictx, req.sql, req.params) }); perr != nil {
+	if perr := s.guardCtx(ctx, "Instance.Inspect", func() { res, err = ss.inst.Inspect(ictx, req.sql, req.params, lim) }); perr != nil {
 		s.observeInspect(ctx, start, perr, true)
 		return nil, perr
 	}
@@ -592,20 +624,7 @@ func (ss *session) inspect(ctx context.Context, req inspectRequest) (json.RawMes
 		}
 		return nil, newError(codeQuery, "%s", err.Error())
 	}
-	truncated := len(rows) > s.cfg.InspectRowLimit
-	if truncated {
-		rows = rows[:s.cfg.InspectRowLimit]
-	}
-	for i, r := range rows {
-		if r == nil {
-			rows[i] = []any{}
-		}
-	}
-	raw, err := encode(inspectResult(cols, rows, truncated))
-	if err != nil {
-		return nil, newError(codeQuery, "inspect result cannot be encoded as JSON: %v", err)
-	}
-	return raw, nil
+	return inspectReply(res, s.cfg.InspectRowLimit, s.cfg.MaxReplyBytes)
 }
 
 // mcpTools returns the session's tool listing: its instance's, or the

@@ -265,7 +265,57 @@ func stateDoc(doc env.StateDoc, episodeID string, steps int) env.StateDoc {
 	return doc
 }
 
-// inspectResult is the reply to an inspect message.
-func inspectResult(columns []string, rows [][]any, truncated bool) object {
-	return object{{"columns", nonNil(columns)}, {"rows", nonNil(rows)}, {"truncated", truncated}}
+// replyReserve is the part of MaxReplyBytes kept for what wraps a reply's
+// data: the /ws envelope, a JSON-RPC id, a step's tool name, an inspect
+// reply's truncated_reason.
+const replyReserve = 4 << 10
+
+// inspectReply encodes the reply to an inspect query, {"columns","rows",
+// "truncated"} and, when truncated, "truncated_reason": the rows up to
+// maxRows that fit, with their envelope, in maxReply bytes.
+func inspectReply(r InspectRows, maxRows, maxReply int) (compactJSON, *protoError) {
+	limit := maxReply - replyReserve
+	b, err := appendValue(append(make([]byte, 0, 256), `{"columns":`...), nonNil(r.Columns))
+	if err != nil {
+		return nil, newError(codeQuery, "inspect result cannot be encoded as JSON: %v", err)
+	}
+	if len(b) > limit {
+		return nil, newError(codeQuery, "the query's %d column names take %d bytes, more than a reply may carry (the server's max-reply-bytes, %d bytes)",
+			len(r.Columns), len(b), maxReply)
+	}
+	rowLimit := fmt.Sprintf("the query has more than %d rows; the reply holds the first %d (the server's inspect row limit)", maxRows, maxRows)
+	byteLimit := func(n int) string {
+		return fmt.Sprintf("the rows after the first %d would take the reply past the limit of %d bytes on a reply (the server's max-reply-bytes)", n, maxReply)
+	}
+	rows, reason := r.Rows, ""
+	switch {
+	case len(rows) > maxRows:
+		rows, reason = rows[:maxRows], rowLimit
+	case r.Truncated == TruncatedRows:
+		reason = rowLimit
+	case r.Truncated == TruncatedBytes:
+		reason = byteLimit(len(rows))
+	}
+	b = append(b, `,"rows":[`...)
+	for i, row := range rows {
+		mark := len(b)
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if row == nil {
+			b = append(b, "[]"...)
+		} else if b, err = appendValue(b, row); err != nil {
+			return nil, newError(codeQuery, "inspect result cannot be encoded as JSON: row %d: %v", i+1, err)
+		}
+		if len(b) > limit {
+			b, reason = b[:mark], byteLimit(i)
+			break
+		}
+	}
+	b = append(b, `],"truncated":`...)
+	if reason == "" {
+		return append(b, "false}"...), nil
+	}
+	b = jsonquote.Append(append(b, `true,"truncated_reason":`...), reason)
+	return append(b, '}'), nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/fixture"
+	"github.com/seahaven/seahaven/sqlitestore"
 	"github.com/seahaven/seahaven/task"
 )
 
@@ -26,7 +27,8 @@ type WorldBackend struct {
 	dir            string
 	release        func() // unlocks dir
 	logger         *slog.Logger
-	gate           gate
+	gate           gate // resets, tool calls and grading
+	inspectGate    gate // inspect queries
 	tasks          []env.Task
 	recorder       *task.Recorder // nil: no recording
 
@@ -46,14 +48,33 @@ type WorldBackendConfig struct {
 	InstanceRoot string
 	// Logger receives one line per tool call; nil discards.
 	Logger *slog.Logger
-	// MaxActive caps the resets, tool calls and inspect queries running in
-	// the engine at once, across sessions; the others wait their turn in
-	// arrival order (within their step timeout). Zero means
-	// DefaultMaxActive; negative means no cap.
+	// MaxActive caps the resets and tool calls running in the engine at
+	// once, across sessions; the others wait their turn in arrival order
+	// (within their step timeout). Zero means DefaultMaxActive; negative
+	// means no cap.
 	MaxActive int
+	// MaxInspect caps the inspect queries running at once, across
+	// sessions, apart from MaxActive: graders polling with slow queries
+	// never hold a slot a tool call waits for. The others wait their turn
+	// within their inspect timeout. Zero means DefaultMaxInspect(MaxActive);
+	// negative means no cap.
+	MaxInspect int
 	// RecordDir, when set, is where every episode's trajectory is written:
 	// one JSONL file per episode (see package task), with or without a task.
 	RecordDir string
+}
+
+// DefaultMaxInspect is WorldBackendConfig.MaxInspect when it is zero: a
+// quarter of maxActive's slots (DefaultMaxActive when zero), at least one;
+// with no cap on calls (negative), no cap on queries either.
+func DefaultMaxInspect(maxActive int) int {
+	switch {
+	case maxActive < 0:
+		return -1
+	case maxActive == 0:
+		maxActive = DefaultMaxActive
+	}
+	return max(1, maxActive/4)
 }
 
 // fixtureListTTL bounds how stale GET /fixtures may be.
@@ -80,6 +101,10 @@ func NewWorldBackend(w *env.World, cfg WorldBackendConfig) (*WorldBackend, error
 		return nil, err
 	}
 	b := &WorldBackend{world: w, fixturesDir: cfg.FixturesDir, defaultFixture: cfg.DefaultFixture, dir: dir, release: release, logger: cfg.Logger, gate: newGate(cfg.MaxActive)}
+	if cfg.MaxInspect == 0 {
+		cfg.MaxInspect = DefaultMaxInspect(cfg.MaxActive)
+	}
+	b.inspectGate = newGate(cfg.MaxInspect)
 	if b.fixturesDir == "" {
 		b.fixturesDir = w.Spec().FixturesDir
 	}
@@ -180,7 +205,7 @@ func (b *WorldBackend) Open(ctx context.Context, opts OpenOptions) (Instance, er
 			return nil, err
 		}
 	}
-	wi := worldInstance{ep: ep, gate: b.gate}
+	wi := worldInstance{ep: ep, gate: b.gate, inspectGate: b.inspectGate}
 	if opts.Task != "" {
 		return taskInstance{wi}, nil
 	}
@@ -200,10 +225,12 @@ func (b *WorldBackend) unknownTask(id string) error {
 }
 
 // worldInstance adapts a task episode (perhaps without a task) to Instance;
-// its calls and queries go through the backend's gate.
+// its calls go through the backend's gate, its queries through its inspect
+// gate.
 type worldInstance struct {
-	ep   *task.Episode
-	gate gate
+	ep          *task.Episode
+	gate        gate
+	inspectGate gate
 }
 
 func (w worldInstance) Tools() []env.ToolInfo { return w.ep.Tools() }
@@ -221,17 +248,24 @@ func (w worldInstance) CallJSON(ctx context.Context, name string, args json.RawM
 	return w.ep.CallJSON(ctx, name, args)
 }
 
-func (w worldInstance) Inspect(ctx context.Context, sql string, args []any) ([]string, [][]any, error) {
-	leave, err := w.gate.enter(ctx)
+func (w worldInstance) Inspect(ctx context.Context, sql string, args []any, lim InspectLimit) (InspectRows, error) {
+	leave, err := w.inspectGate.enter(ctx)
 	if err != nil {
-		return nil, nil, err
+		return InspectRows{}, err
 	}
 	defer leave()
-	rows, err := w.ep.Instance().Inspect().Query(ctx, sql, args...)
+	rows, err := w.ep.Instance().Inspect().QueryLimit(ctx, sqlitestore.ReadLimit{MaxRows: lim.MaxRows, MaxBytes: lim.MaxBytes}, sql, args...)
 	if err != nil {
-		return nil, nil, err
+		return InspectRows{}, err
 	}
-	return rows.Columns, rows.Values, nil
+	out := InspectRows{Columns: rows.Columns, Rows: rows.Values}
+	switch rows.Truncated {
+	case sqlitestore.TruncatedRows:
+		out.Truncated = TruncatedRows
+	case sqlitestore.TruncatedBytes:
+		out.Truncated = TruncatedBytes
+	}
+	return out, nil
 }
 
 // taskInstance is the episode of a task: a Grader.

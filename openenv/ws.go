@@ -248,11 +248,15 @@ func (wc *wsConn) write(frame object) error {
 		}
 	}()
 	b, err := appendValue((*buf)[:0], frame)
-	if err != nil {
+	switch {
+	case err != nil:
 		b, err = appendValue((*buf)[:0], newError(codeExecution, "reply cannot be encoded as JSON: %v", err).frame())
-		if err != nil {
-			return err
-		}
+	case len(b) > wc.srv.cfg.MaxReplyBytes:
+		wc.srv.log.Warn("openenv: a reply exceeds the reply limit", "session", wc.ref(), "bytes", len(b), "limit", wc.srv.cfg.MaxReplyBytes)
+		b, err = appendValue(b[:0], replyTooLarge(len(b), wc.srv.cfg.MaxReplyBytes).frame())
+	}
+	if err != nil {
+		return err
 	}
 	*buf = b
 	// The write takes no context: the library registers a cancellable one
@@ -270,6 +274,14 @@ func (wc *wsConn) write(frame object) error {
 	err = wc.c.Write(context.Background(), websocket.MessageText, b)
 	wc.srv.watch.stop(&wc.writeLimit)
 	return err
+}
+
+// ref is the session's ref for logs, "" on a refused connection.
+func (wc *wsConn) ref() string {
+	if wc.ss == nil {
+		return ""
+	}
+	return wc.ss.ref
 }
 
 // writeTimedOut runs when a write has taken WriteTimeout: the peer has

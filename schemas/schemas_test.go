@@ -140,6 +140,8 @@ func TestValidate(t *testing.T) {
 		{"InspectEmptySQL", "inspect_request", `{"sql":""}`, "want at least 1 characters"},
 		{"InspectObjectParam", "inspect_request", `{"sql":"x","params":[{}]}`, "/params/0: want string or number or boolean or null, got object"},
 		{"InspectResult", "inspect_result", `{"columns":["a"],"rows":[[1],["x"]],"truncated":false}`, ""},
+		{"InspectResultTruncated", "inspect_result", `{"columns":["a"],"rows":[[1]],"truncated":true,"truncated_reason":"the query has more than 1 rows"}`, ""},
+		{"InspectResultBadReason", "inspect_result", `{"columns":["a"],"rows":[],"truncated":true,"truncated_reason":7}`, "/truncated_reason"},
 
 		{"State", "state", state, ""},
 		{"StatePreReset", "state", preReset, ""},

@@ -636,8 +636,40 @@ func (m *tableMeta) keyNames() []string {
 // connection or change the file's schema, so the connection is not parked
 // (see Options.ShareKey). It runs when a statement is prepared, so a
 // statement prepared and never run counts too.
-func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, _, _ string) sqlite3.AuthorizerReturnCode {
+//
+// It notes what the statement does to the transaction (see stmtKind), for
+// Store.Exec to refuse transaction control.
+//
+// It also turns SQLite's truncate optimisation off for every table of the
+// main schema: a DELETE without WHERE would otherwise erase the table whole,
+// with no preupdate event, when its statement was prepared while no capture
+// ran (SQLite checks for the hook when it prepares, and statements are
+// cached and kept across parking). SQLITE_IGNORE on SQLITE_DELETE is
+// SQLite's documented way to have the rows deleted one by one; the deletes
+// from sqlite_schema that DROP statements authorize, and the delete of the
+// dropped table a DROP TABLE or DROP VIEW authorizes right after the drop
+// itself, are left alone, as IGNORE there would skip the DROP.
+func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, schema, _ string) sqlite3.AuthorizerReturnCode {
+	dropping := cn.dropping
+	cn.dropping = ""
 	switch action {
+	case sqlite3.AUTH_DROP_TABLE, sqlite3.AUTH_DROP_VIEW, sqlite3.AUTH_DROP_VTABLE:
+		cn.dropping = name
+	}
+	switch action {
+	case sqlite3.AUTH_TRANSACTION:
+		cn.kind = stmtTxn
+	case sqlite3.AUTH_SAVEPOINT:
+		switch {
+		case hasPrefixFold(arg, frameSavepoint):
+			cn.kind = stmtOwnSavepoint
+		case strings.EqualFold(name, "BEGIN"):
+			cn.kind = stmtSavepoint
+		}
+	case sqlite3.AUTH_DELETE:
+		if schema == "main" && !hasPrefixFold(name, "sqlite_") && name != dropping {
+			return sqlite3.AUTH_IGNORE
+		}
 	case sqlite3.AUTH_CREATE_TABLE, sqlite3.AUTH_DROP_TABLE, sqlite3.AUTH_ALTER_TABLE,
 		sqlite3.AUTH_CREATE_VTABLE, sqlite3.AUTH_DROP_VTABLE:
 		cn.metaDirty = true

@@ -40,6 +40,8 @@ var captureFuzzOps = []string{
 	`ROLLBACK TO s`,
 	`RELEASE s`,
 	`INSERT INTO p (id, u, n) VALUES (%d, 'dup', 1), (%d, 'dup', 2)`,
+	`INSERT OR ROLLBACK INTO w VALUES ('k' || (%d %% 5), %d)`, // a conflict loses the transaction
+	`DELETE FROM w`,
 }
 
 // FuzzCapture runs a fuzz-chosen sequence of statements, some failing,

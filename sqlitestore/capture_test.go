@@ -374,8 +374,17 @@ func TestCapture_Cases(t *testing.T) {
 		{
 			name:   "RollbackToInSQL",
 			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);`,
-			act: execAll(`SAVEPOINT a`, `INSERT INTO t VALUES (1, 'gone')`, `rollback TO a`, `RELEASE a`,
-				`INSERT INTO t VALUES (2, 'kept')`),
+			act: func(t *testing.T, s *sqlitestore.Store) {
+				f, err := s.Begin(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				execAll(`SAVEPOINT a`, `INSERT INTO t VALUES (1, 'gone')`, `rollback TO a`, `RELEASE a`,
+					`INSERT INTO t VALUES (2, 'kept')`)(t, s)
+				if err := f.Commit(); err != nil {
+					t.Fatal(err)
+				}
+			},
 			want: lines("insert t map[id:2] after=map[id:2 v:kept]"),
 		},
 		{
@@ -796,6 +805,64 @@ func TestCapture_AfterCommit(t *testing.T) {
 		}
 		if s.InTransaction() {
 			t.Error("Finish left its read transaction open")
+		}
+	})
+}
+
+// TestCapture_DeleteAllPreparedWithoutCapture runs a DELETE without WHERE
+// whose statement was prepared (and cached) while no capture ran, as a bulk
+// block or a startup hook prepares it, or another store of a parked
+// connection's key: SQLite's truncate optimisation, which fires no preupdate
+// hook, must not have been compiled into it.
+func TestCapture_DeleteAllPreparedWithoutCapture(t *testing.T) {
+	want := lines(
+		"delete t map[id:1] before=map[id:1 v:a]",
+		"delete t map[id:2] before=map[id:2 v:b]",
+	)
+	t.Run("SameStore", func(t *testing.T) {
+		s := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);`, sqlitestore.Options{})
+		MustExec(t, s, `DELETE FROM t`) // prepared and cached with no capture running
+		MustExec(t, s, `INSERT INTO t VALUES (1, 'a'), (2, 'b')`)
+		if got := capture(t, s, execAll(`DELETE FROM t`)); got != want {
+			t.Errorf("changes:\n%s\nwant:\n%s", got, want)
+		}
+	})
+	t.Run("WithoutRowid", func(t *testing.T) {
+		s := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT) WITHOUT ROWID;`, sqlitestore.Options{})
+		MustExec(t, s, `DELETE FROM t`)
+		MustExec(t, s, `INSERT INTO t VALUES (1, 'a'), (2, 'b')`)
+		if got := capture(t, s, execAll(`DELETE FROM t`)); got != want {
+			t.Errorf("changes:\n%s\nwant:\n%s", got, want)
+		}
+	})
+	t.Run("ParkedConnection", func(t *testing.T) {
+		data, pool, dir := parkRig(t, 0)
+		a := openShared(t, pool, dir, 0, data, 1)
+		MustExec(t, a, `DELETE FROM t`)
+		if err := a.Release(); err != nil || pool.Parked() != 1 {
+			t.Fatalf("Release = %v, %d parked; want the connection parked", err, pool.Parked())
+		}
+		b := openShared(t, pool, dir, 1, data, 1)
+		MustExec(t, b, `INSERT INTO t VALUES (1, 'a'), (2, 'b')`) // rebinds a's connection
+		if got := capture(t, b, execAll(`DELETE FROM t`)); got != want {
+			t.Errorf("changes:\n%s\nwant:\n%s", got, want)
+		}
+	})
+	t.Run("DropsStillWork", func(t *testing.T) {
+		// The authorizer that turns the optimisation off must not turn
+		// DROP statements (which authorize deletes) into no-ops.
+		s := MustCreate(t, `CREATE TABLE p (id INTEGER PRIMARY KEY);
+			CREATE TABLE t (id INTEGER PRIMARY KEY, p INTEGER REFERENCES p (id), gone TEXT);
+			CREATE INDEX ti ON t (p);
+			CREATE VIEW tv AS SELECT id FROM t;
+			CREATE TRIGGER tt AFTER INSERT ON t BEGIN SELECT 1; END;
+			CREATE VIRTUAL TABLE f USING fts5 (body);
+			INSERT INTO p VALUES (1); INSERT INTO t VALUES (1, 1, 'x');`, sqlitestore.Options{})
+		for _, q := range []string{`ALTER TABLE t DROP COLUMN gone`, `DROP TRIGGER tt`, `DROP VIEW tv`, `DROP INDEX ti`, `DROP TABLE f`, `DROP TABLE t`, `DROP TABLE p`} {
+			MustExec(t, s, q)
+		}
+		if rows := MustQuery(t, s, `SELECT name FROM sqlite_schema`); len(rows.Values) != 0 {
+			t.Errorf("schema after dropping everything: %v, want none", rows.Values)
 		}
 	})
 }

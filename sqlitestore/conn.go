@@ -39,8 +39,9 @@ const (
 // time, under the lock of the Store or Inspector that owns it.
 type conn struct {
 	c     *sqlite3.Conn
-	stmts map[string]*sqlite3.Stmt
+	stmts map[string]cachedStmt
 	order []string // cache keys, oldest first
+	kind  stmtKind // what the statement being prepared does to the transaction, as the authorizer saw it
 
 	// Change capture (stores only).
 	meta        map[string]*tableMeta // main-schema tables by name, loaded lazily
@@ -48,6 +49,7 @@ type conn struct {
 	metaVersion int64                 // the schema cookie meta was loaded at
 	ddlSeq      uint64                // counts statements prepared that change tables
 	hookOn      bool
+	dropping    string  // the table of the DROP the authorizer saw last, for the delete it authorizes next
 	undo        *uint64 // the store's Store.undo; nil for other connections
 	exposed     bool    // handed out by Store.Conn
 
@@ -64,6 +66,28 @@ type conn struct {
 
 	exclusive bool // in exclusive locking mode
 }
+
+// cachedStmt is a prepared statement of a connection's cache.
+type cachedStmt struct {
+	st   *sqlite3.Stmt
+	kind stmtKind
+}
+
+// stmtKind is what a statement does to the connection's transaction, as the
+// store's authorizer saw it when the statement was prepared.
+type stmtKind uint8
+
+const (
+	stmtPlain stmtKind = iota
+	// stmtTxn begins, commits or rolls back a transaction: BEGIN, COMMIT,
+	// END, ROLLBACK (not ROLLBACK TO).
+	stmtTxn
+	// stmtSavepoint is a SAVEPOINT, which begins a transaction when there
+	// is none.
+	stmtSavepoint
+	// stmtOwnSavepoint names a savepoint of the store's own frames.
+	stmtOwnSavepoint
+)
 
 // clockNow is the 'now' of the connection's date and time functions.
 func (cn *conn) clockNow() time.Time {
@@ -146,7 +170,7 @@ func openConn(ctx context.Context, uri string, maxMemory int64, now func() time.
 	if err := fts5.Register(c); err != nil {
 		return nil, fmt.Errorf("sqlitestore: registering fts5: %w", formatError(ctx, err))
 	}
-	cn := &conn{c: c, stmts: make(map[string]*sqlite3.Stmt), metaDirty: true, now: now}
+	cn := &conn{c: c, stmts: make(map[string]cachedStmt), metaDirty: true, now: now}
 	if err := installClock(c, cn.clockNow); err != nil {
 		return nil, fmt.Errorf("sqlitestore: installing the clock: %w", formatError(ctx, err))
 	}
@@ -173,29 +197,45 @@ func (cn *conn) close() error {
 // prepare returns the cached statement for sql, preparing it on a miss.
 // sql must hold exactly one statement.
 func (cn *conn) prepare(sql string) (*sqlite3.Stmt, error) {
-	if st, ok := cn.stmts[sql]; ok {
-		return st, nil
+	st, _, err := cn.prepareKind(sql)
+	return st, err
+}
+
+// prepareKind is prepare, also reporting what the statement does to the
+// transaction.
+func (cn *conn) prepareKind(sql string) (*sqlite3.Stmt, stmtKind, error) {
+	if c, ok := cn.stmts[sql]; ok {
+		return c.st, c.kind, nil
 	}
-	st, tail, err := cn.c.Prepare(skipFiller(sql))
+	st, tail, kind, err := cn.prepareNext(skipFiller(sql))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if st == nil {
-		return nil, fmt.Errorf("sqlitestore: no statement in %q", abbreviate(sql, 80))
+		return nil, 0, fmt.Errorf("sqlitestore: no statement in %q", abbreviate(sql, 80))
 	}
 	if skipFiller(tail) != "" {
 		st.Close()
-		return nil, fmt.Errorf("sqlitestore: more than one statement in %q; use ExecScript", abbreviate(sql, 80))
+		return nil, 0, fmt.Errorf("sqlitestore: more than one statement in %q; use ExecScript", abbreviate(sql, 80))
 	}
 	if len(cn.order) >= stmtCacheSize {
 		old := cn.order[0]
 		cn.order = cn.order[1:]
-		cn.stmts[old].Close()
+		cn.stmts[old].st.Close()
 		delete(cn.stmts, old)
 	}
-	cn.stmts[sql] = st
+	cn.stmts[sql] = cachedStmt{st, kind}
 	cn.order = append(cn.order, sql)
-	return st, nil
+	return st, kind, nil
+}
+
+// prepareNext prepares the first statement of sql, uncached, and reports
+// what it does to the transaction.
+func (cn *conn) prepareNext(sql string) (st *sqlite3.Stmt, tail string, kind stmtKind, err error) {
+	cn.kind = stmtPlain
+	st, tail, err = cn.c.Prepare(sql)
+	kind, cn.kind = cn.kind, stmtPlain
+	return st, tail, kind, err
 }
 
 // skipFiller drops leading white space, empty statements and comments.
@@ -247,6 +287,13 @@ func (cn *conn) exec(sql string, args []any) (Result, error) {
 
 // query runs one statement with args and reads every row.
 func (cn *conn) query(sql string, args []any) (*Rows, error) {
+	return cn.queryLimit(sql, args, ReadLimit{})
+}
+
+// queryLimit runs one statement with args and reads its rows until lim
+// stops it. A value's size is measured where SQLite holds it, before it is
+// copied, so a row past lim.MaxBytes costs no Go memory.
+func (cn *conn) queryLimit(sql string, args []any, lim ReadLimit) (*Rows, error) {
 	st, err := cn.prepare(sql)
 	if err != nil {
 		return nil, err
@@ -261,7 +308,18 @@ func (cn *conn) query(sql string, args []any) (*Rows, error) {
 	for i := range n {
 		rows.Columns[i] = st.ColumnName(i)
 	}
+	var size int64
 	for st.Step() {
+		if lim.MaxRows > 0 && len(rows.Values) == lim.MaxRows {
+			rows.Truncated = TruncatedRows
+			break
+		}
+		if lim.MaxBytes > 0 {
+			if size += rowSize(st, n); size > lim.MaxBytes {
+				rows.Truncated = TruncatedBytes
+				break
+			}
+		}
 		rows.Values = append(rows.Values, readRow(st, n))
 	}
 	if err := st.Err(); err != nil {
@@ -272,8 +330,9 @@ func (cn *conn) query(sql string, args []any) (*Rows, error) {
 }
 
 // script runs every statement of sql in order. before, when not nil, runs
-// before each statement is prepared.
-func (cn *conn) script(sql string, before func() error) error {
+// before each statement is prepared; check, when not nil, runs once it is
+// prepared, and stops the script with its error.
+func (cn *conn) script(sql string, before func() error, check func(text string, kind stmtKind) error) error {
 	for {
 		sql = skipFiller(sql)
 		if sql == "" {
@@ -284,7 +343,7 @@ func (cn *conn) script(sql string, before func() error) error {
 				return err
 			}
 		}
-		st, tail, err := cn.c.Prepare(sql)
+		st, tail, kind, err := cn.prepareNext(sql)
 		if err != nil {
 			return statementError(err, firstStatement(sql))
 		}
@@ -292,6 +351,12 @@ func (cn *conn) script(sql string, before func() error) error {
 			return nil
 		}
 		text := sql[:len(sql)-len(tail)]
+		if check != nil {
+			if err := check(text, kind); err != nil {
+				st.Close()
+				return err
+			}
+		}
 		cn.noteRollback(text)
 		err = st.Exec()
 		st.Close()
@@ -442,6 +507,41 @@ func readRow(st *sqlite3.Stmt, n int) []any {
 		}
 	}
 	return row
+}
+
+// RowSize is the size of a row as ReadLimit.MaxBytes counts it: the bytes
+// of its text and blob values, and one for every other value. It is never
+// more than the row's length in JSON (strings quoted, blobs in base64).
+func RowSize(row []any) int64 {
+	var n int64
+	for _, v := range row {
+		switch v := v.(type) {
+		case string:
+			n += int64(max(len(v), 1))
+		case []byte:
+			n += int64(max(len(v), 1))
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// rowSize is RowSize of the statement's current row, read without copying
+// a value.
+func rowSize(st *sqlite3.Stmt, n int) int64 {
+	var size int64
+	for i := range n {
+		switch st.ColumnType(i) {
+		case sqlite3.TEXT:
+			size += int64(max(len(st.ColumnRawText(i)), 1))
+		case sqlite3.BLOB:
+			size += int64(max(len(st.ColumnRawBlob(i)), 1))
+		default:
+			size++
+		}
+	}
+	return size
 }
 
 // copyValue copies a value that is only valid during a callback.

@@ -41,13 +41,20 @@
 // # Transactions and change capture
 //
 // [Store.Begin] opens a [Frame]: BEGIN IMMEDIATE at the outermost level, a
-// savepoint inside. [Store.StartCapture] and [Capture.Finish] bracket a call
+// savepoint inside. The frames own the transaction: Exec, Query and
+// ExecScript refuse BEGIN, COMMIT, END and ROLLBACK ([ErrTransactionControl]),
+// and once SQLite rolls a frame's transaction back on its own
+// (RAISE(ROLLBACK), an OR ROLLBACK conflict, an interrupted write) they
+// refuse every statement ([ErrRolledBack]) until the frames end, rather than
+// run it in autocommit. [Store.StartCapture] and [Capture.Finish] bracket a call
 // and return its net row changes, one insert, update or delete per row,
 // sorted by table and key. Capture uses SQLite's preupdate hook for the first
 // before-image of each touched row and reads the rows' current images at the
 // end, so it is exact under ROLLBACK TO, REPLACE, foreign-key cascades,
-// trigger writes, UPSERT, STRICT and WITHOUT ROWID tables, and schema changes
-// inside the call. Temporary tables, FTS5 and R*Tree shadow tables, tables in
+// trigger writes, UPSERT, STRICT and WITHOUT ROWID tables, schema changes
+// inside the call, and a DELETE without WHERE however its statement was
+// prepared (the store's authorizer turns SQLite's truncate optimisation,
+// which fires no preupdate hook, off). Temporary tables, FTS5 and R*Tree shadow tables, tables in
 // Options.Untracked and VIRTUAL generated columns are left out. A row written
 // twice yields one net change; a row changed and changed back yields none.
 //

@@ -20,15 +20,24 @@ var (
 	// ErrReadOnly is wrapped by the error returned when a statement on an
 	// Inspector tries to write, attach, detach, change the schema or set a pragma.
 	ErrReadOnly = errors.New("sqlitestore: the inspection connection is read-only")
+	// ErrTransaction is wrapped by the error returned when a statement on an
+	// Inspector would begin or end a transaction or a savepoint.
+	ErrTransaction = errors.New("sqlitestore: the inspection connection refuses transaction control")
 	// ErrFrameOrder is returned by Frame.Commit when an inner frame is still open.
 	ErrFrameOrder = errors.New("sqlitestore: frame has open inner frames")
 	// ErrFrameDone is returned by Frame.Commit after the frame was committed or
 	// rolled back.
 	ErrFrameDone = errors.New("sqlitestore: frame already committed or rolled back")
 	// ErrRolledBack is returned by Frame.Commit when SQLite rolled the whole
-	// transaction back on its own (an interrupted write, an out-of-memory error,
-	// or a ROLLBACK statement run through Exec).
+	// transaction back on its own (an interrupted write, an out-of-memory
+	// error, a RAISE(ROLLBACK) or an OR ROLLBACK conflict, a ROLLBACK on the
+	// raw connection), and wrapped by the error of every Exec, Query and
+	// ExecScript statement run while such a frame is open.
 	ErrRolledBack = errors.New("sqlitestore: transaction was rolled back")
+	// ErrTransactionControl is wrapped by the error Exec, Query and
+	// ExecScript return for a statement that would begin, commit or roll
+	// back a transaction, which belong to the store's frames (Begin).
+	ErrTransactionControl = errors.New("sqlitestore: transaction control refused: the store's transactions are its frames")
 	// ErrCaptureOrder is returned by Capture.Finish when a capture started after
 	// it is still running.
 	ErrCaptureOrder = errors.New("sqlitestore: capture finished before the captures started after it")
@@ -210,6 +219,19 @@ func readOnlyError(err error) error {
 		e.causes = append(e.causes, ErrReadOnly)
 	}
 	return err
+}
+
+// transactionError is the refusal of the transaction-control statement stmt
+// (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, RELEASE or ROLLBACK TO) on an
+// Inspector.
+func transactionError(stmt string) error {
+	return &Error{
+		Code:         codeAuth,
+		ExtendedCode: codeAuth,
+		Message: stmt + " is not allowed on the inspection connection: each query reads in a transaction of its own, " +
+			"which ends with the query, so that no lock is held between queries",
+		causes: []error{ErrTransaction},
+	}
 }
 
 func abbreviate(s string, n int) string {

@@ -75,7 +75,7 @@ func ExampleOpenInspector() {
 	pay.Exec(ctx, `INSERT INTO charges VALUES ('c1', 'u1', 500)`)
 
 	in, err := sqlitestore.OpenInspector(ctx, root.Path(),
-		[]sqlitestore.Attachment{{Schema: "payments", Path: pay.Path()}}, nil)
+		[]sqlitestore.Attachment{{Schema: "payments", Path: pay.Path()}}, sqlitestore.InspectorOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -90,6 +90,37 @@ func ExampleOpenInspector() {
 	// Output:
 	// [map[amount:500 id:u1]]
 	// sqlitestore: not authorized (the inspection connection is read-only)
+}
+
+func ExampleInspector_QueryLimit() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "sqlitestore")
+	defer os.RemoveAll(dir)
+	root, err := sqlitestore.Create(ctx, `CREATE TABLE notes (body TEXT);`,
+		sqlitestore.Options{Path: filepath.Join(dir, "state.sqlite")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer root.Close()
+	in, err := sqlitestore.OpenInspector(ctx, root.Path(), nil, sqlitestore.InspectorOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer in.Close()
+
+	// A thousand rows of 16 MB: reading stops before the first, unread.
+	rows, err := in.QueryLimit(ctx, sqlitestore.ReadLimit{MaxRows: 1000, MaxBytes: 8 << 20},
+		`WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 1000) SELECT zeroblob(16000000) FROM c`)
+	fmt.Println(len(rows.Values), rows.Truncated, err)
+	rows, err = in.QueryLimit(ctx, sqlitestore.ReadLimit{MaxRows: 2},
+		`WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 5) SELECT x FROM c`)
+	fmt.Println(rows.Values, rows.Truncated, err)
+	_, err = in.Query(ctx, `BEGIN`)
+	fmt.Println(err)
+	// Output:
+	// 0 bytes <nil>
+	// [[1] [2]] rows <nil>
+	// sqlitestore: BEGIN is not allowed on the inspection connection: each query reads in a transaction of its own, which ends with the query, so that no lock is held between queries
 }
 
 func ExampleSchemaHash() {

@@ -44,3 +44,21 @@ func (s *Store) FileMapped() bool {
 	defer s.mu.Unlock()
 	return s.cn != nil && s.cn.slot != nil && s.cn.slot.mapped()
 }
+
+// BeginForTest opens a read transaction on the inspector's connection, as
+// a statement that slipped past the authorizer would, and reads in it.
+func (i *Inspector) BeginForTest() error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.ending = true
+	defer func() { i.ending = false }()
+	return i.cn.c.Exec("BEGIN; SELECT count(*) FROM main.sqlite_schema;")
+}
+
+// Autocommit reports whether the inspector's connection is outside any
+// transaction.
+func (i *Inspector) Autocommit() bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.cn.c.GetAutocommit()
+}

@@ -24,24 +24,44 @@ type Attachment struct {
 // attached read-only, for evals: one statement can join across stores. The
 // root file is opened read-only, every attachment is attached read-only, and
 // an authorizer then denies INSERT, UPDATE and DELETE outside the temp schema,
-// ATTACH, DETACH, schema changes, pragma writes and VACUUM; introspection
-// pragmas and the read-only checks integrity_check and quick_check (over
-// every attached schema when none is named) are allowed. Its date and time
-// functions read the instance clock. Each query sees the rows the stores have
-// committed by then.
+// ATTACH, DETACH, schema changes, pragma writes, VACUUM and transaction
+// control; introspection pragmas and the read-only checks integrity_check
+// and quick_check (over every attached schema when none is named) are
+// allowed. Its date and time functions read the instance clock, and random()
+// and randomblob() draw from InspectorOptions.Random. Each query sees the
+// rows the stores have committed by then, in a read transaction that ends
+// with the query: the connection holds no lock between queries. Temporary
+// storage (sorts, temp tables) is kept in the connection's memory, under its
+// memory cap, never in files.
 //
 // An Inspector is safe for concurrent use; queries run one at a time.
 type Inspector struct {
-	mu     sync.Mutex // guards cn and closed
+	mu     sync.Mutex // guards cn, closed, denied and ending
 	cn     *conn
 	closed bool
+	// denied names the transaction-control statement the authorizer refused
+	// while the current query was prepared ("" for none).
+	denied string
+	// ending is set while the Inspector rolls back a transaction left open,
+	// which the authorizer then lets through.
+	ending bool
+}
+
+// InspectorOptions configures OpenInspector.
+type InspectorOptions struct {
+	// Clock is what 'now' reads in SQL; nil means time.Now.
+	Clock func() time.Time
+	// Random returns the values random() and randomblob() draw from. nil
+	// means a stream seeded with 0, so a query that samples reads the same
+	// rows every time.
+	Random func() uint64
 }
 
 // OpenInspector opens rootPath read-only as the main schema and attaches each
-// attachment read-only under its schema name. clock is what 'now' reads in
-// SQL (nil means time.Now). It refuses more attachments than AttachLimit
-// reports, duplicate or reserved schema names, and relative paths.
-func OpenInspector(ctx context.Context, rootPath string, attach []Attachment, clock func() time.Time) (*Inspector, error) {
+// attachment read-only under its schema name. It refuses more attachments
+// than AttachLimit reports, duplicate or reserved schema names, and relative
+// paths.
+func OpenInspector(ctx context.Context, rootPath string, attach []Attachment, opts InspectorOptions) (*Inspector, error) {
 	if !filepath.IsAbs(rootPath) {
 		return nil, fmt.Errorf("sqlitestore: inspector root must be an absolute path, got %q", rootPath)
 	}
@@ -63,9 +83,13 @@ func OpenInspector(ctx context.Context, rootPath string, attach []Attachment, cl
 		}
 		seen[key] = true
 	}
-	var in *Inspector
+	random := opts.Random
+	if random == nil {
+		random = newRandom(0).Uint64
+	}
+	in := &Inspector{}
 	err := guard(func() error {
-		cn, err := openConn(ctx, fileURI(rootPath, "ro"), 0, clock)
+		cn, err := openConn(ctx, fileURI(rootPath, "ro"), 0, opts.Clock)
 		if err != nil {
 			return &opError{"open", rootPath, err}
 		}
@@ -75,21 +99,33 @@ func OpenInspector(ctx context.Context, rootPath string, attach []Attachment, cl
 				cn.close()
 			}
 		}()
-		if err := setupInspector(ctx, cn, rootPath, attach); err != nil {
+		if err := installRandom(cn.c, random); err != nil {
+			return fmt.Errorf("sqlitestore: installing random(): %w", formatError(ctx, err))
+		}
+		if err := setupInspector(ctx, cn, rootPath, attach, in.authorize); err != nil {
 			return err
 		}
 		ok = true
-		in = &Inspector{cn: cn}
+		in.cn = cn
 		return nil
 	})
-	return in, err
+	if err != nil {
+		return nil, err
+	}
+	return in, nil
 }
 
-func setupInspector(ctx context.Context, cn *conn, rootPath string, attach []Attachment) error {
+func setupInspector(ctx context.Context, cn *conn, rootPath string, attach []Attachment, auth func(sqlite3.AuthorizerActionCode, string, string, string, string) sqlite3.AuthorizerReturnCode) error {
 	old := cn.c.SetInterrupt(ctx)
 	defer cn.c.SetInterrupt(old)
 	if ro, _ := cn.c.ReadOnly("main"); !ro {
 		return fmt.Errorf("sqlitestore: %s did not open read-only", rootPath)
+	}
+	// Sorts, DISTINCT, materialized subqueries and temp tables then live in
+	// the connection's memory, bounded by its cap, instead of unlinked files
+	// in the OS temp directory that nothing bounds.
+	if err := cn.c.Exec("PRAGMA temp_store=MEMORY"); err != nil {
+		return &opError{"open", rootPath, formatError(ctx, err)}
 	}
 	if _, err := cn.query("SELECT count(*) FROM main.sqlite_schema", nil); err != nil {
 		return &opError{"open", rootPath, formatError(ctx, err)}
@@ -112,18 +148,48 @@ func setupInspector(ctx context.Context, cn *conn, rootPath string, attach []Att
 		}
 	}
 	// Set last: statements prepared before are expired by SQLite.
-	if err := cn.c.SetAuthorizer(readOnlyAuthorizer); err != nil {
+	if err := cn.c.SetAuthorizer(auth); err != nil {
 		return formatError(ctx, err)
 	}
 	return nil
 }
 
+// authorize is the Inspector's authorizer: readOnlyAuthorizer, which also
+// refuses transaction control, noting the statement refused so that Query
+// can say why. While the Inspector ends a transaction left open it allows
+// that. The caller of the statement being prepared holds mu.
+func (i *Inspector) authorize(action sqlite3.AuthorizerActionCode, name3rd, name4th, schema, inner string) sqlite3.AuthorizerReturnCode {
+	switch action {
+	case sqlite3.AUTH_TRANSACTION, sqlite3.AUTH_SAVEPOINT:
+		if i.ending {
+			return sqlite3.AUTH_OK
+		}
+		i.denied = transactionStatement(action, name3rd)
+		return sqlite3.AUTH_DENY
+	}
+	return readOnlyAuthorizer(action, name3rd, name4th, schema, inner)
+}
+
+// transactionStatement names the statement of a transaction-control action:
+// BEGIN, COMMIT or ROLLBACK for a transaction (name3rd), SAVEPOINT, RELEASE
+// or ROLLBACK TO for a savepoint.
+func transactionStatement(action sqlite3.AuthorizerActionCode, op string) string {
+	if action == sqlite3.AUTH_SAVEPOINT {
+		switch strings.ToUpper(op) {
+		case "BEGIN":
+			return "SAVEPOINT"
+		case "ROLLBACK":
+			return "ROLLBACK TO"
+		}
+	}
+	return strings.ToUpper(op)
+}
+
 // readOnlyAuthorizer allows reads, introspection and temp-schema scratch
-// tables, and denies everything else.
+// tables, and denies everything else, transaction control included.
 func readOnlyAuthorizer(action sqlite3.AuthorizerActionCode, name3rd, name4th, schema, _ string) sqlite3.AuthorizerReturnCode {
 	switch action {
-	case sqlite3.AUTH_SELECT, sqlite3.AUTH_READ, sqlite3.AUTH_FUNCTION,
-		sqlite3.AUTH_TRANSACTION, sqlite3.AUTH_SAVEPOINT, sqlite3.AUTH_RECURSIVE:
+	case sqlite3.AUTH_SELECT, sqlite3.AUTH_READ, sqlite3.AUTH_FUNCTION, sqlite3.AUTH_RECURSIVE:
 		return sqlite3.AUTH_OK
 	case sqlite3.AUTH_INSERT, sqlite3.AUTH_UPDATE, sqlite3.AUTH_DELETE:
 		if schema == "temp" {
@@ -153,9 +219,20 @@ func readOnlyAuthorizer(action sqlite3.AuthorizerActionCode, name3rd, name4th, s
 }
 
 // Query runs one read-only statement with args (bound as Store.Exec binds
-// them) and reads every row. A done ctx interrupts it. A statement that would
-// write or change the connection fails with an error wrapping ErrReadOnly.
+// them) and reads every row. It is QueryLimit without a limit.
 func (i *Inspector) Query(ctx context.Context, sql string, args ...any) (*Rows, error) {
+	return i.QueryLimit(ctx, ReadLimit{}, sql, args...)
+}
+
+// QueryLimit runs one read-only statement with args (bound as Store.Exec
+// binds them) and reads its rows until lim stops it (Rows.Truncated then
+// says which limit). A done ctx interrupts it. A statement that would write
+// or change the connection fails with an error wrapping ErrReadOnly;
+// BEGIN, COMMIT, ROLLBACK, SAVEPOINT and RELEASE fail with an error
+// wrapping ErrTransaction. Whatever the outcome, no transaction stays open
+// after it. Running out of the connection's memory (a huge sort) fails with
+// an error wrapping ErrOutOfMemory.
+func (i *Inspector) QueryLimit(ctx context.Context, lim ReadLimit, sql string, args ...any) (*Rows, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.closed {
@@ -168,11 +245,38 @@ func (i *Inspector) Query(ctx context.Context, sql string, args ...any) (*Rows, 
 	err := guard(func() error {
 		old := i.cn.c.SetInterrupt(ctx)
 		defer i.cn.c.SetInterrupt(old)
+		i.denied = ""
 		var err error
-		rows, err = i.cn.query(sql, args)
+		rows, err = i.cn.queryLimit(sql, args, lim)
+		if err != nil && i.denied != "" {
+			return transactionError(i.denied)
+		}
 		return readOnlyError(formatError(ctx, err))
 	})
-	return rows, err
+	if endErr := i.endTransactionLocked(); endErr != nil && err == nil {
+		err = endErr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// endTransactionLocked rolls back a transaction the connection is still
+// in, so that it never holds a lock between queries (a read lock kept would
+// make every commit of the stores wait, then fail). The caller holds mu.
+func (i *Inspector) endTransactionLocked() error {
+	return guard(func() error {
+		if i.cn.c.GetAutocommit() {
+			return nil
+		}
+		i.ending = true
+		defer func() { i.ending = false }()
+		// Not interruptible: the rollback must finish whatever ctx says.
+		old := i.cn.c.SetInterrupt(context.Background())
+		defer i.cn.c.SetInterrupt(old)
+		return formatError(nil, i.cn.c.Exec("ROLLBACK"))
+	})
 }
 
 // Close closes the connection. It is idempotent.

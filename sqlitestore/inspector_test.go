@@ -27,7 +27,7 @@ func inspectorFixture(t *testing.T) (root, pay *sqlitestore.Store, in *sqlitesto
 	MustExec(t, pay, `INSERT INTO charges VALUES ('c1', 'u1', 500)`)
 	clock := newTestClock()
 	in, err := sqlitestore.OpenInspector(context.Background(), root.Path(),
-		[]sqlitestore.Attachment{{Schema: "payments", Path: pay.Path()}}, clock.Now)
+		[]sqlitestore.Attachment{{Schema: "payments", Path: pay.Path()}}, sqlitestore.InspectorOptions{Clock: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestInspector_Query(t *testing.T) {
 		}
 		root := MustCreate(t, `CREATE TABLE r (x);`, sqlitestore.Options{Path: filepath.Join(dir, "r.sqlite")})
 		root.Release()
-		in, err := sqlitestore.OpenInspector(ctx, root.Path(), []sqlitestore.Attachment{{Schema: "w", Path: w.Path()}}, nil)
+		in, err := sqlitestore.OpenInspector(ctx, root.Path(), []sqlitestore.Attachment{{Schema: "w", Path: w.Path()}}, sqlitestore.InspectorOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,7 +203,7 @@ func TestOpenInspector_Errors(t *testing.T) {
 		{"MissingRoot", filepath.Join(dir, "missing.sqlite"), nil, "missing.sqlite: no such file or directory"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := sqlitestore.OpenInspector(ctx, tt.root, tt.attach, nil)
+			_, err := sqlitestore.OpenInspector(ctx, tt.root, tt.attach, sqlitestore.InspectorOptions{})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want %q", err, tt.want)
 			}
@@ -211,7 +211,7 @@ func TestOpenInspector_Errors(t *testing.T) {
 	}
 
 	t.Run("AtLimit", func(t *testing.T) {
-		in, err := sqlitestore.OpenInspector(ctx, root.Path(), many[:limit], nil)
+		in, err := sqlitestore.OpenInspector(ctx, root.Path(), many[:limit], sqlitestore.InspectorOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +222,7 @@ func TestOpenInspector_Errors(t *testing.T) {
 	})
 
 	t.Run("QuotedSchemaName", func(t *testing.T) {
-		in, err := sqlitestore.OpenInspector(ctx, root.Path(), []sqlitestore.Attachment{{Schema: `we"ird`, Path: root.Path()}}, nil)
+		in, err := sqlitestore.OpenInspector(ctx, root.Path(), []sqlitestore.Attachment{{Schema: `we"ird`, Path: root.Path()}}, sqlitestore.InspectorOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

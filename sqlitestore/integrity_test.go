@@ -73,7 +73,7 @@ func TestInspector_IntegrityCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 		in, err := sqlitestore.OpenInspector(ctx, root.Path(),
-			[]sqlitestore.Attachment{{Schema: "payments", Path: pay.Path()}}, nil)
+			[]sqlitestore.Attachment{{Schema: "payments", Path: pay.Path()}}, sqlitestore.InspectorOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

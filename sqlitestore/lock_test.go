@@ -41,7 +41,7 @@ func TestStore_ExclusiveLock(t *testing.T) {
 	if err := s.Yield(); err != nil { // the inspector reads the file as it opens
 		t.Fatal(err)
 	}
-	in, err := sqlitestore.OpenInspector(ctx, root.Path(), []sqlitestore.Attachment{{Schema: "s", Path: s.Path()}}, nil)
+	in, err := sqlitestore.OpenInspector(ctx, root.Path(), []sqlitestore.Attachment{{Schema: "s", Path: s.Path()}}, sqlitestore.InspectorOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

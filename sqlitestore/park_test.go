@@ -235,12 +235,13 @@ func TestPark_InspectorSeesCommittedRows(t *testing.T) {
 	}
 	defer s.Close()
 	MustExec(t, s, `INSERT INTO t (v) VALUES ('committed')`) // rebinds the parked connection
-	insp, err := sqlitestore.OpenInspector(ctx, s.Path(), nil, nil)
+	insp, err := sqlitestore.OpenInspector(ctx, s.Path(), nil, sqlitestore.InspectorOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer insp.Close()
-	if _, err := s.Exec(ctx, `BEGIN`); err != nil {
+	f, err := s.Begin(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	MustExec(t, s, `INSERT INTO t (v) VALUES ('pending')`)
@@ -251,7 +252,7 @@ func TestPark_InspectorSeesCommittedRows(t *testing.T) {
 	if got := rows.Values[0][0]; got != int64(3) {
 		t.Fatalf("inspector counts %v rows during the write, want the 3 committed", got)
 	}
-	if _, err := s.Exec(ctx, `COMMIT`); err != nil {
+	if err := f.Commit(); err != nil {
 		t.Fatal(err)
 	}
 	rows, err = insp.Query(ctx, `SELECT count(*) FROM t`)
@@ -390,7 +391,7 @@ func TestPark_BusyStoreTurnsExclusive(t *testing.T) {
 			if err := s.Yield(); err != nil {
 				t.Fatal(err)
 			}
-			insp, err := sqlitestore.OpenInspector(ctx, s.Path(), nil, nil)
+			insp, err := sqlitestore.OpenInspector(ctx, s.Path(), nil, sqlitestore.InspectorOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -495,17 +496,18 @@ func TestPark_MappedFile(t *testing.T) {
 		t.Fatal("a store after 200 inserts does not map its file")
 	}
 	// A rolled-back transaction that grew the file truncates it again.
-	if _, err := a.Exec(ctx, `BEGIN`); err != nil {
+	f, err := a.Begin(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for range 50 {
 		MustExec(t, a, `INSERT INTO t (v) VALUES (?)`, big)
 	}
-	if _, err := a.Exec(ctx, `ROLLBACK`); err != nil {
+	if err := f.Rollback(); err != nil {
 		t.Fatal(err)
 	}
 	MustExec(t, a, `UPDATE t SET v = 'seen' WHERE id = 2`)
-	insp, err := sqlitestore.OpenInspector(ctx, a.Path(), nil, nil)
+	insp, err := sqlitestore.OpenInspector(ctx, a.Path(), nil, sqlitestore.InspectorOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,13 +72,37 @@ type Result struct {
 	LastInsertID int64
 }
 
-// Rows is the complete result of a query.
+// Rows is the result of a query: every row, or the rows read before a
+// ReadLimit stopped reading.
 type Rows struct {
 	// Columns are the result column names.
 	Columns []string
 	// Values holds one slice per row; each value is nil, int64, float64,
 	// string or []byte.
 	Values [][]any
+	// Truncated names the limit that stopped reading before the last row,
+	// TruncatedRows or TruncatedBytes; "" when every row was read.
+	Truncated string
+}
+
+// Values of Rows.Truncated.
+const (
+	// TruncatedRows: the query has more rows than ReadLimit.MaxRows.
+	TruncatedRows = "rows"
+	// TruncatedBytes: the next row would take the rows read past
+	// ReadLimit.MaxBytes.
+	TruncatedBytes = "bytes"
+)
+
+// ReadLimit bounds what one query reads into memory. A zero field sets no
+// bound.
+type ReadLimit struct {
+	// MaxRows is the most rows read.
+	MaxRows int
+	// MaxBytes bounds the size of the rows read, counted as RowSize counts
+	// it. A row that would take the total past it is not read, nor any
+	// after it.
+	MaxBytes int64
 }
 
 // Maps returns each row as column name -> value. When two columns share a
@@ -164,7 +188,7 @@ func Create(ctx context.Context, schema string, opts Options) (*Store, error) {
 		if _, err := cn.exec("BEGIN IMMEDIATE", nil); err != nil {
 			return err
 		}
-		if err := cn.script(schema, nil); err != nil {
+		if err := cn.script(schema, nil, nil); err != nil {
 			return err
 		}
 		_, err := cn.exec("COMMIT", nil)
@@ -490,10 +514,21 @@ func (s *Store) inTxnLocked() bool {
 // as RFC 3339 text in UTC), json.RawMessage (stored as text), named types of
 // those kinds, or pointers to them. A done ctx interrupts the statement with an
 // error wrapping ctx.Err(); the store stays usable.
+//
+// The store's transactions are its frames (Begin): a statement that would
+// begin, commit or roll back a transaction (BEGIN, COMMIT, END, ROLLBACK, a
+// SAVEPOINT outside a transaction, or a savepoint statement naming a frame's
+// savepoint) fails with an error wrapping ErrTransactionControl and does
+// nothing; SAVEPOINT, RELEASE and ROLLBACK TO inside a frame are allowed.
+// While a frame is open whose transaction SQLite rolled back on its own,
+// every statement fails with an error wrapping ErrRolledBack.
 func (s *Store) Exec(ctx context.Context, sql string, args ...any) (Result, error) {
 	var res Result
 	err := s.do(ctx, true, func(cn *conn) error {
 		if err := s.refreshMetaLocked(cn); err != nil {
+			return err
+		}
+		if err := s.allowSQLLocked(cn, sql); err != nil {
 			return err
 		}
 		var err error
@@ -503,11 +538,15 @@ func (s *Store) Exec(ctx context.Context, sql string, args ...any) (Result, erro
 	return res, err
 }
 
-// Query runs one statement with args (as Exec) and reads every row.
+// Query runs one statement with args (as Exec, with its refusals) and reads
+// every row.
 func (s *Store) Query(ctx context.Context, sql string, args ...any) (*Rows, error) {
 	var rows *Rows
 	err := s.do(ctx, true, func(cn *conn) error {
 		if err := s.refreshMetaLocked(cn); err != nil {
+			return err
+		}
+		if err := s.allowSQLLocked(cn, sql); err != nil {
 			return err
 		}
 		var err error
@@ -517,11 +556,14 @@ func (s *Store) Query(ctx context.Context, sql string, args ...any) (*Rows, erro
 	return rows, err
 }
 
-// ExecScript runs several statements, without arguments, in order. It stops at
-// the first failure; the error names the failing statement.
+// ExecScript runs several statements, without arguments, in order, with
+// Exec's refusals. It stops at the first failure; the error names the
+// failing statement.
 func (s *Store) ExecScript(ctx context.Context, sql string) error {
 	return s.do(ctx, true, func(cn *conn) error {
-		return cn.script(sql, func() error { return s.refreshMetaLocked(cn) })
+		return cn.script(sql, func() error { return s.refreshMetaLocked(cn) }, func(text string, kind stmtKind) error {
+			return s.allowLocked(cn, text, kind)
+		})
 	})
 }
 

@@ -3,8 +3,10 @@ package sqlitestore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Frame is one level of a store's transaction: the outermost frame is a
@@ -19,11 +21,16 @@ type Frame struct {
 
 // Begin opens a frame: BEGIN IMMEDIATE when the store is in autocommit mode,
 // otherwise a SAVEPOINT inside the running transaction. Frames nest; end each
-// with Commit or Rollback, innermost first.
+// with Commit or Rollback, innermost first. While a frame is open whose
+// transaction SQLite rolled back on its own, Begin fails with an error
+// wrapping ErrRolledBack: a new transaction would commit what the lost one's
+// owner means to roll back.
 func (s *Store) Begin(ctx context.Context) (*Frame, error) {
 	var f *Frame
 	err := s.do(ctx, true, func(cn *conn) error {
-		s.syncFramesLocked()
+		if len(s.frames) > 0 && cn.c.GetAutocommit() {
+			return errTxnLost
+		}
 		if cn.c.GetAutocommit() {
 			if err := s.lockModeLocked(cn); err != nil {
 				return err
@@ -33,7 +40,7 @@ func (s *Store) Begin(ctx context.Context) (*Frame, error) {
 			}
 			f = &Frame{s: s, ddlSeq: cn.ddlSeq}
 		} else {
-			name := "sqlitestore_" + strconv.Itoa(len(s.frames)+1)
+			name := frameSavepoint + strconv.Itoa(len(s.frames)+1)
 			if _, err := cn.exec("SAVEPOINT "+name, nil); err != nil {
 				return err
 			}
@@ -45,9 +52,43 @@ func (s *Store) Begin(ctx context.Context) (*Frame, error) {
 	return f, err
 }
 
+// frameSavepoint begins the names of the savepoints of inner frames.
+const frameSavepoint = "sqlitestore_"
+
+// errTxnLost is returned for a statement run while a frame is open whose
+// transaction SQLite has rolled back.
+var errTxnLost = fmt.Errorf("%w: statements are refused until its frames end", ErrRolledBack)
+
+// allowLocked refuses a statement a user of the store runs (Exec, Query,
+// ExecScript) when it would take the transaction out of the frames' hands:
+// BEGIN, COMMIT, END, ROLLBACK, a SAVEPOINT outside a transaction (which
+// begins one) or a savepoint statement naming a frame's savepoint. It also
+// refuses every statement while a frame is open whose transaction SQLite
+// rolled back (a RAISE(ROLLBACK), an OR ROLLBACK conflict, an interrupted
+// write): run in autocommit, its writes would stay when the frame's owner
+// rolls back.
+func (s *Store) allowLocked(cn *conn, text string, kind stmtKind) error {
+	switch {
+	case kind == stmtTxn || kind == stmtOwnSavepoint || kind == stmtSavepoint && cn.c.GetAutocommit():
+		return fmt.Errorf("%w: %s", ErrTransactionControl, abbreviate(strings.TrimSpace(text), 200))
+	case len(s.frames) > 0 && cn.c.GetAutocommit():
+		return errTxnLost
+	}
+	return nil
+}
+
+// allowSQLLocked is allowLocked for one statement not prepared yet.
+func (s *Store) allowSQLLocked(cn *conn, sql string) error {
+	_, kind, err := cn.prepareKind(sql)
+	if err != nil {
+		return err
+	}
+	return s.allowLocked(cn, sql, kind)
+}
+
 // syncFramesLocked ends every frame when SQLite has left the transaction on
-// its own (an interrupted write, an out-of-memory error, a ROLLBACK run
-// through Exec).
+// its own (an interrupted write, an out-of-memory error, a RAISE(ROLLBACK),
+// a ROLLBACK on the raw connection).
 func (s *Store) syncFramesLocked() {
 	if len(s.frames) > 0 && !s.inTxnLocked() {
 		for _, f := range s.frames {

@@ -3,6 +3,7 @@ package sqlitestore_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,7 +109,9 @@ func TestFrame(t *testing.T) {
 		s := newStore(t)
 		f := begin(t, s)
 		MustExec(t, s, `INSERT INTO t VALUES (1)`)
-		MustExec(t, s, `ROLLBACK`)
+		if _, err := s.Exec(ctx, `INSERT OR ROLLBACK INTO t VALUES (1)`); !sqlitestore.IsConstraint(err) {
+			t.Fatalf("INSERT OR ROLLBACK of a taken key = %v, want a constraint error", err)
+		}
 		if err := f.Commit(); !errors.Is(err, sqlitestore.ErrRolledBack) {
 			t.Errorf("err = %v, want ErrRolledBack", err)
 		}
@@ -179,6 +182,122 @@ func TestFrame(t *testing.T) {
 		defer s2.Close()
 		if n := count(t, s2); n != 0 {
 			t.Errorf("count = %d after closing mid-transaction, want 0", n)
+		}
+	})
+}
+
+// TestStore_TransactionControl runs statements that would take the
+// transaction out of the frames' hands: they are refused and change
+// nothing, and once SQLite has rolled a frame's transaction back on its
+// own, no statement runs in autocommit until the frames end.
+func TestStore_TransactionControl(t *testing.T) {
+	ctx := context.Background()
+	schema := `CREATE TABLE t (id INTEGER PRIMARY KEY);
+		CREATE TRIGGER no_big BEFORE INSERT ON t WHEN NEW.id > 100 BEGIN SELECT RAISE(ROLLBACK, 'too big'); END;`
+	count := func(t *testing.T, s *sqlitestore.Store) int64 {
+		t.Helper()
+		return MustOne(t, s, `SELECT count(*) FROM t`).(int64)
+	}
+	t.Run("Refused", func(t *testing.T) {
+		run := map[string]func(s *sqlitestore.Store, sql string) error{
+			"Exec":  func(s *sqlitestore.Store, sql string) error { _, err := s.Exec(ctx, sql); return err },
+			"Query": func(s *sqlitestore.Store, sql string) error { _, err := s.Query(ctx, sql); return err },
+			"ExecScript": func(s *sqlitestore.Store, sql string) error {
+				return s.ExecScript(ctx, `INSERT INTO t VALUES (2); `+sql)
+			},
+		}
+		for name, run := range run {
+			for _, tt := range []struct {
+				sql     string
+				inFrame bool // run inside a frame
+			}{
+				{"COMMIT", true}, {"end transaction", true}, {"ROLLBACK", true}, {"BEGIN", true},
+				{"BEGIN IMMEDIATE", false}, {"SAVEPOINT x", false}, {"COMMIT", false},
+				{"RELEASE sqlitestore_1", true}, {"ROLLBACK TO sqlitestore_1", true}, {"SAVEPOINT sqlitestore_2", true},
+			} {
+				t.Run(name+"/"+tt.sql, func(t *testing.T) {
+					s := MustCreate(t, schema, sqlitestore.Options{})
+					var f *sqlitestore.Frame
+					if tt.inFrame {
+						var err error
+						if f, err = s.Begin(ctx); err != nil {
+							t.Fatal(err)
+						}
+						if _, err = s.Begin(ctx); err != nil { // a savepoint frame, sqlitestore_1
+							t.Fatal(err)
+						}
+					}
+					MustExec(t, s, `INSERT INTO t VALUES (1)`)
+					err := run(s, tt.sql)
+					if !errors.Is(err, sqlitestore.ErrTransactionControl) || !strings.Contains(err.Error(), tt.sql) {
+						t.Fatalf("err = %v, want ErrTransactionControl naming %q", err, tt.sql)
+					}
+					if s.InTransaction() != tt.inFrame {
+						t.Fatalf("in a transaction: %v, want %v", s.InTransaction(), tt.inFrame)
+					}
+					if f != nil {
+						if err := f.Rollback(); err != nil {
+							t.Fatal(err)
+						}
+						if n := count(t, s); n != 0 {
+							t.Fatalf("%d rows after the frames rolled back, want 0", n)
+						}
+					}
+				})
+			}
+		}
+	})
+	t.Run("SavepointsInsideAFrame", func(t *testing.T) {
+		s := MustCreate(t, schema, sqlitestore.Options{})
+		f, err := s.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{`SAVEPOINT a`, `INSERT INTO t VALUES (1)`, `ROLLBACK TO a`, `RELEASE a`, `INSERT INTO t VALUES (2)`} {
+			MustExec(t, s, q)
+		}
+		if err := f.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(t, s); n != 1 {
+			t.Fatalf("%d rows, want 1", n)
+		}
+	})
+	t.Run("LostTransaction", func(t *testing.T) {
+		for _, lose := range []string{`INSERT INTO t VALUES (101)`, `INSERT OR ROLLBACK INTO t VALUES (1)`} {
+			t.Run(lose, func(t *testing.T) {
+				s := MustCreate(t, schema, sqlitestore.Options{})
+				f, err := s.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				MustExec(t, s, `INSERT INTO t VALUES (1)`)
+				if _, err := s.Exec(ctx, lose); err == nil || s.InTransaction() {
+					t.Fatalf("err = %v, in a transaction %v; want the transaction lost", err, s.InTransaction())
+				}
+				if _, err := s.Exec(ctx, `INSERT INTO t VALUES (2)`); !errors.Is(err, sqlitestore.ErrRolledBack) {
+					t.Errorf("Exec after the loss = %v, want ErrRolledBack", err)
+				}
+				if _, err := s.Query(ctx, `SELECT count(*) FROM t`); !errors.Is(err, sqlitestore.ErrRolledBack) {
+					t.Errorf("Query after the loss = %v, want ErrRolledBack", err)
+				}
+				if err := s.ExecScript(ctx, `INSERT INTO t VALUES (3)`); !errors.Is(err, sqlitestore.ErrRolledBack) {
+					t.Errorf("ExecScript after the loss = %v, want ErrRolledBack", err)
+				}
+				if g, err := s.Begin(ctx); !errors.Is(err, sqlitestore.ErrRolledBack) {
+					t.Errorf("Begin after the loss = %v, want ErrRolledBack", err)
+					if err == nil {
+						MustExec(t, s, `INSERT INTO t VALUES (4)`)
+						g.Commit()
+					}
+				}
+				if err := f.Commit(); !errors.Is(err, sqlitestore.ErrRolledBack) {
+					t.Errorf("Commit = %v, want ErrRolledBack", err)
+				}
+				if n := count(t, s); n != 0 {
+					t.Fatalf("%d rows after the lost transaction, want 0", n)
+				}
+			})
 		}
 	})
 }

@@ -50,6 +50,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	token := fs.String("token", "", "require Authorization: Bearer <token> on every route but /health and /ready (env SEAHAVEN_TOKEN, preferred: a flag shows in ps)")
 	production := fs.Bool("production", false, "production mode: no POST /reset, POST /step, GET /state, POST /inspect (env SEAHAVEN_PRODUCTION=true)")
 	maxMessage := fs.Int64("max-message-bytes", int64(envInt("SEAHAVEN_MAX_MESSAGE_BYTES", openenv.DefaultMaxMessageBytes)), "the largest WebSocket message or request body (env SEAHAVEN_MAX_MESSAGE_BYTES)")
+	maxReply := fs.Int("max-reply-bytes", envInt("SEAHAVEN_MAX_REPLY_BYTES", openenv.DefaultMaxReplyBytes), fmt.Sprintf("the largest reply: an inspect reply holds the rows that fit, a larger tool result or state is an error; at least %d (env SEAHAVEN_MAX_REPLY_BYTES)", openenv.MinReplyBytes))
 	recordDir := fs.String("record", envOr("SEAHAVEN_RECORD", ""), "write one trajectory (JSONL) per episode into this directory, for seahaven grade (default: off; env SEAHAVEN_RECORD)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", envDuration("SEAHAVEN_SHUTDOWN_TIMEOUT", 30*time.Second), "on SIGTERM, how long to wait for sessions and requests to end (env SEAHAVEN_SHUTDOWN_TIMEOUT)")
 	if err := fs.Parse(args); err != nil {
@@ -57,6 +58,9 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	}
 	if err := securityFromEnv(fs, token, production); err != nil {
 		return err
+	}
+	if *maxReply < openenv.MinReplyBytes {
+		return fmt.Errorf("--max-reply-bytes %d: want at least %d, so that every error and envelope fits", *maxReply, openenv.MinReplyBytes)
 	}
 	logger, err := newLogger(c.m, *logLevel, *logFormat)
 	if err != nil {
@@ -74,7 +78,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	}
 	backend, err := openenv.NewWorldBackend(w, openenv.WorldBackendConfig{
 		FixturesDir: *fixturesDir, DefaultFixture: *fixtureID, InstanceRoot: *instances, Logger: logger.With("component", "calls"),
-		MaxActive: *scale.maxActive, RecordDir: *recordDir,
+		MaxActive: *scale.maxActive, MaxInspect: *scale.maxInspect, RecordDir: *recordDir,
 	})
 	if err != nil {
 		return err
@@ -82,7 +86,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	defer backend.Close()
 	srv := openenv.NewServer(backend, openenv.Config{
 		MaxSessions: *maxSessions, IdleTimeout: *idle, StepTimeout: *stepTimeout, Logger: logger,
-		MaxMessageBytes: *maxMessage, Token: *token, Production: *production,
+		MaxMessageBytes: *maxMessage, MaxReplyBytes: *maxReply, Token: *token, Production: *production,
 	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

@@ -281,7 +281,7 @@ async function runSQL(text) {
     const started = performance.now();
     const res = await ui.session.inspect(sql, params);
     const ms = Math.round(performance.now() - started);
-    $("sql-meta").textContent = `${res.rows.length} row${res.rows.length === 1 ? "" : "s"}${res.truncated ? " (truncated by the server's row limit)" : ""} · ${ms} ms`;
+    $("sql-meta").textContent = `${res.rows.length} row${res.rows.length === 1 ? "" : "s"}${res.truncated ? ` (truncated: ${res.truncated_reason || "a server limit"})` : ""} · ${ms} ms`;
     fill(out, h("table", { class: "grid" },
       h("thead", {}, h("tr", {}, res.columns.map((c) => h("th", {}, c)))),
       h("tbody", {}, res.rows.map((r) => h("tr", {}, r.map((v) => h("td", { class: typeof v === "number" ? "num" : null }, cell(v))))))));

@@ -1,0 +1,336 @@
+package composition_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ncruces/go-sqlite3"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
+)
+
+// formatLog renders change records one per line for comparison:
+// "call tool [internal] world table op key before=… after=…".
+func formatLog(log []env.ChangeRecord) string {
+	var b strings.Builder
+	for _, r := range log {
+		fmt.Fprintf(&b, "%d %s", r.Call, r.Tool)
+		if r.Internal {
+			b.WriteString(" internal")
+		}
+		fmt.Fprintf(&b, " %s %s %s %v", r.World, r.Table, r.Op, r.Key)
+		if r.Before != nil {
+			fmt.Fprintf(&b, " before=%v", r.Before)
+		}
+		if r.After != nil {
+			fmt.Fprintf(&b, " after=%v", r.After)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func logLines(ls ...string) string {
+	if len(ls) == 0 {
+		return ""
+	}
+	return strings.Join(ls, "\n") + "\n"
+}
+
+// kvWorld is a world of one table with tools that touch row 'a'.
+func kvWorld(name string) *env.World {
+	w := env.NewWorld(env.WorldSpec{Name: name, Version: "1.0.0",
+		Schema: "CREATE TABLE kv (id TEXT PRIMARY KEY, v INTEGER NOT NULL) STRICT;"})
+	env.Tool(w, "clear", "Delete every row.", func(c *env.Ctx, _ noArgs) (any, error) {
+		_, err := c.DB.Exec("DELETE FROM kv")
+		return nil, err
+	})
+	env.Tool(w, "bump", "Add one to row a.", func(c *env.Ctx, _ noArgs) (any, error) {
+		_, err := c.DB.Exec("UPDATE kv SET v = v + 1 WHERE id = 'a'")
+		return nil, err
+	})
+	env.Tool(w, "drop", "Delete row a.", func(c *env.Ctx, _ noArgs) (any, error) {
+		_, err := c.DB.Exec("DELETE FROM kv WHERE id = 'a'")
+		return nil, err
+	})
+	return w
+}
+
+// TestChangeLog_DeleteAllPreparedOutsideCalls runs a DELETE without WHERE in
+// a call after the same statement ran where nothing is captured (a bulk
+// block, the instance's DB): every deleted row is in the log.
+func TestChangeLog_DeleteAllPreparedOutsideCalls(t *testing.T) {
+	want := logLines(
+		"1 clear main kv delete map[id:a] before=map[id:a v:1]",
+		"1 clear main kv delete map[id:b] before=map[id:b v:2]",
+	)
+	for _, tt := range []struct {
+		name    string
+		prepare func(inst *composition.Instance) error // runs DELETE FROM kv outside any call
+	}{
+		{"Bulk", func(inst *composition.Instance) error {
+			return inst.Bulk(context.Background(), func(c *env.Ctx) error {
+				_, err := c.DB.Exec("DELETE FROM kv")
+				return err
+			})
+		}},
+		{"InstanceDB", func(inst *composition.Instance) error {
+			_, err := inst.DB().Exec("DELETE FROM kv")
+			return err
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			inst := MustOpen(t, kvWorld("clr"), composition.Options{})
+			if err := tt.prepare(inst); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := inst.DB().Exec("INSERT INTO kv VALUES ('a', 1), ('b', 2)"); err != nil {
+				t.Fatal(err)
+			}
+			call(t, inst, "clear", `{}`)
+			if got := formatLog(inst.ChangeLog()); got != want {
+				t.Errorf("log:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
+
+// TestChangeLog_DirectWritesAroundNestedCalls writes an added world's store
+// directly and calls its tools on the same row in one call: each frame's
+// records describe exactly its own changes, in the order they were made.
+func TestChangeLog_DirectWritesAroundNestedCalls(t *testing.T) {
+	host := env.NewWorld(env.WorldSpec{Name: "dhost", Version: "1.0.0", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
+	host.AddWorld(kvWorld("dkv"), env.Name("kv"))
+	steps := map[string][]string{
+		"insert_bump":        {"INSERT INTO kv VALUES ('a', 1)", "bump"},
+		"insert_drop":        {"INSERT INTO kv VALUES ('a', 1)", "drop"},
+		"insert_bump_update": {"INSERT INTO kv VALUES ('a', 1)", "bump", "UPDATE kv SET v = 10 WHERE id = 'a'"},
+		"tx_insert_bump":     {"tx:INSERT INTO kv VALUES ('a', 1)", "bump", "UPDATE kv SET v = 10 WHERE id = 'a'"},
+		"tx_bump_fails":      {"INSERT INTO kv VALUES ('a', 1)", "txfail:bump"},
+		"raw_insert_bump":    {"raw:INSERT INTO kv VALUES ('a', 1)", "bump", "raw:UPDATE kv SET v = 10 WHERE id = 'a'"},
+	}
+	for name, ss := range steps {
+		env.Tool(host, name, "Write kv directly and through its tools.", func(c *env.Ctx, _ noArgs) (any, error) {
+			kv := c.Worlds.Get("kv")
+			var raw *sqlite3.Conn
+			for _, s := range ss {
+				var err error
+				switch {
+				case strings.HasPrefix(s, "tx:"):
+					err = kv.DB().Transaction(func() error {
+						_, err := kv.DB().Exec(strings.TrimPrefix(s, "tx:"))
+						return err
+					})
+				case strings.HasPrefix(s, "txfail:"):
+					// The nested call's savepoint is released, then the
+					// transaction around it rolls back: nothing stays.
+					kv.DB().Transaction(func() error {
+						kv.DB().Exec("UPDATE kv SET v = 5 WHERE id = 'a'")
+						if _, err := kv.Call(strings.TrimPrefix(s, "txfail:"), map[string]any{}); err != nil {
+							return err
+						}
+						return errors.New("changed my mind")
+					})
+				case strings.HasPrefix(s, "raw:"):
+					// One raw connection, taken before the nested call.
+					if raw == nil {
+						c, err := kv.DB().Conn()
+						if err != nil {
+							return nil, err
+						}
+						raw = c.(*sqlite3.Conn)
+					}
+					err = raw.Exec(strings.TrimPrefix(s, "raw:"))
+				case strings.Contains(s, " "):
+					_, err = kv.DB().Exec(s)
+				default:
+					_, err = kv.Call(s, map[string]any{})
+				}
+				if err != nil {
+					return nil, err
+				}
+			}
+			return nil, nil
+		})
+	}
+	for _, tt := range []struct {
+		tool string
+		want string
+	}{
+		{"insert_bump", logLines(
+			"1 insert_bump kv kv insert map[id:a] after=map[id:a v:1]",
+			"1 bump internal kv kv update map[id:a] before=map[id:a v:1] after=map[id:a v:2]",
+		)},
+		{"insert_drop", logLines(
+			"1 insert_drop kv kv insert map[id:a] after=map[id:a v:1]",
+			"1 drop internal kv kv delete map[id:a] before=map[id:a v:1]",
+		)},
+		{"insert_bump_update", logLines(
+			"1 insert_bump_update kv kv insert map[id:a] after=map[id:a v:1]",
+			"1 bump internal kv kv update map[id:a] before=map[id:a v:1] after=map[id:a v:2]",
+			"1 insert_bump_update kv kv update map[id:a] before=map[id:a v:2] after=map[id:a v:10]",
+		)},
+		{"tx_insert_bump", logLines(
+			"1 tx_insert_bump kv kv insert map[id:a] after=map[id:a v:1]",
+			"1 bump internal kv kv update map[id:a] before=map[id:a v:1] after=map[id:a v:2]",
+			"1 tx_insert_bump kv kv update map[id:a] before=map[id:a v:2] after=map[id:a v:10]",
+		)},
+		{"raw_insert_bump", logLines(
+			"1 raw_insert_bump kv kv insert map[id:a] after=map[id:a v:1]",
+			"1 bump internal kv kv update map[id:a] before=map[id:a v:1] after=map[id:a v:2]",
+			"1 raw_insert_bump kv kv update map[id:a] before=map[id:a v:2] after=map[id:a v:10]",
+		)},
+		{"tx_bump_fails", logLines(
+			"1 tx_bump_fails kv kv insert map[id:a] after=map[id:a v:1]",
+		)},
+	} {
+		t.Run(tt.tool, func(t *testing.T) {
+			inst := MustOpen(t, host, composition.Options{})
+			call(t, inst, tt.tool, `{}`)
+			if got := formatLog(inst.ChangeLog()); got != tt.want {
+				t.Errorf("log:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestChangeLog_FailedCallLeavesNothing ends a call's transaction from
+// inside it, through SQL a tool runs: whatever the tool or its middleware
+// writes afterwards must not run in autocommit, and the failed call leaves
+// no row and no record.
+func TestChangeLog_FailedCallLeavesNothing(t *testing.T) {
+	w := env.NewWorld(env.WorldSpec{Name: "lost", Version: "1.0.0", Schema: `
+CREATE TABLE kv (id TEXT PRIMARY KEY, v INTEGER NOT NULL) STRICT;
+CREATE TABLE audit (n INTEGER PRIMARY KEY, note TEXT NOT NULL) STRICT;
+CREATE TRIGGER no_negative BEFORE INSERT ON kv WHEN NEW.v < 0 BEGIN SELECT RAISE(ROLLBACK, 'negative'); END;`})
+	w.Use(func(c *env.Ctx, next func() (any, error)) (any, error) {
+		out, err := next()
+		// Middleware that writes whatever the tool did.
+		c.DB.Exec("INSERT INTO audit (note) VALUES (?)", c.Call.Tool)
+		return out, err
+	})
+	tools := map[string]string{
+		"raise":       "INSERT INTO kv VALUES ('b', -1)",
+		"or_rollback": "INSERT OR ROLLBACK INTO kv VALUES ('a', 2)",
+		"commit":      "COMMIT",
+		"end":         "END TRANSACTION",
+		"rollback":    "ROLLBACK",
+		"begin":       "BEGIN",
+		"release":     "RELEASE sqlitestore_1",
+	}
+	for name, stmt := range tools {
+		env.Tool(w, name, "Write, end the transaction, write again.", func(c *env.Ctx, _ noArgs) (any, error) {
+			if _, err := c.DB.Exec("INSERT INTO kv VALUES ('a', 1)"); err != nil {
+				return nil, err
+			}
+			_, ctlErr := c.DB.Exec(stmt) // ignored, as careless code would
+			c.DB.Exec("INSERT INTO kv VALUES ('c', 3)")
+			if ctlErr == nil {
+				return nil, errors.New("the statement ran")
+			}
+			return nil, ctlErr
+		})
+	}
+	for name, stmt := range tools {
+		t.Run(name, func(t *testing.T) {
+			inst := MustOpen(t, w, composition.Options{})
+			_, err := inst.CallJSON(context.Background(), name, []byte(`{}`))
+			if err == nil {
+				t.Fatal("the call succeeded")
+			}
+			var bug *env.WorldBug
+			switch name {
+			case "raise", "or_rollback":
+				if errors.As(err, &bug) {
+					t.Errorf("err = %v, want SQLite's error, not a WorldBug", err)
+				}
+			default:
+				if !errors.As(err, &bug) || !strings.Contains(bug.Message, stmt) || !strings.Contains(bug.Message, "DB.Transaction") {
+					t.Errorf("err = %v, want a WorldBug naming %q and DB.Transaction", err, stmt)
+				}
+			}
+			row, err := inst.Inspect().One(context.Background(), "SELECT (SELECT count(*) FROM kv) + (SELECT count(*) FROM audit) AS n")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if row["n"] != int64(0) {
+				t.Errorf("%v rows left by the failed call, want none", row["n"])
+			}
+			if log := inst.ChangeLog(); len(log) != 0 {
+				t.Errorf("records of the failed call:\n%s", formatLog(log))
+			}
+			// The instance keeps working.
+			if _, err := inst.DB().Exec("INSERT INTO kv VALUES ('z', 1)"); err != nil {
+				t.Errorf("a statement after the failed call: %v", err)
+			}
+		})
+	}
+}
+
+// TestChangeLog_DirectWritesPastTheDeadline writes an added world's store
+// directly, has one statement on it fail (so the capture must read the rows
+// back) and runs past the call's deadline: the committed rows keep their
+// records.
+func TestChangeLog_DirectWritesPastTheDeadline(t *testing.T) {
+	host := env.NewWorld(env.WorldSpec{Name: "lhost", Version: "1.0.0", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
+	host.AddWorld(kvWorld("lkv"), env.Name("kv"))
+	// The deadline passes inside the tool (a server's own time limit
+	// cancels with DeadlineExceeded as the cause), with no clock involved.
+	ctx, expire := context.WithCancelCause(context.Background())
+	defer expire(nil)
+	env.Tool(host, "late", "Write kv directly, then run out of time.", func(c *env.Ctx, _ noArgs) (any, error) {
+		db := c.Worlds.Get("kv").DB()
+		if _, err := db.Exec("INSERT INTO kv VALUES ('a', 1)"); err != nil {
+			return nil, err
+		}
+		db.Exec("INSERT INTO kv VALUES ('a', 2)") // fails: the key is taken
+		expire(context.DeadlineExceeded)
+		return nil, nil
+	})
+	inst := MustOpen(t, host, composition.Options{})
+	inst.CallJSON(ctx, "late", []byte(`{}`)) // the tool succeeded; the call may report the lost time
+	row, err := inst.Inspect().One(context.Background(), "SELECT count(*) AS n FROM kv.kv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row["n"] != int64(1) {
+		t.Fatalf("%v rows, want the one committed", row["n"])
+	}
+	want := logLines("1 late kv kv insert map[id:a] after=map[id:a v:1]")
+	if got := formatLog(inst.ChangeLog()); got != want {
+		t.Errorf("log:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestDB_TransactionControlIsAWorldBug runs transaction control through
+// every door a world has to a store: each is a WorldBug naming the method
+// and the statement, and changes nothing.
+func TestDB_TransactionControlIsAWorldBug(t *testing.T) {
+	w := kvWorld("tcdb")
+	env.Tool(w, "one", "Roll back through One.", func(c *env.Ctx, _ noArgs) (any, error) {
+		c.DB.Exec("INSERT INTO kv VALUES ('a', 1)")
+		return c.DB.One("rollback")
+	})
+	inst := MustOpen(t, w, composition.Options{})
+	check := func(t *testing.T, err error, want string) {
+		t.Helper()
+		var bug *env.WorldBug
+		if !errors.As(err, &bug) || !strings.HasPrefix(bug.Message, want) {
+			t.Fatalf("err = %v, want a WorldBug beginning %q", err, want)
+		}
+	}
+	_, err := inst.CallJSON(context.Background(), "one", []byte(`{}`))
+	check(t, err, `DB.One("rollback"): a world does not begin, commit or roll back transactions`)
+	_, err = inst.DB().Exec("BEGIN IMMEDIATE")
+	check(t, err, `DB.Exec("BEGIN IMMEDIATE")`)
+	_, err = inst.DB().Rows("SAVEPOINT x")
+	check(t, err, `DB.Rows("SAVEPOINT x")`)
+	row, err := inst.DB().One("SELECT count(*) AS n FROM kv")
+	if err != nil || row["n"] != int64(0) {
+		t.Fatalf("rows after the refusals: %v, %v; want 0", row, err)
+	}
+}
