@@ -192,8 +192,8 @@
 // which refuses any that could leave the fixtures directory
 // ("../../etc/passwd" is an EXECUTION_ERROR naming the invalid id); inspect
 // SQL runs only on the read-only inspection connection, which refuses
-// writes, ATTACH, DETACH and transaction control (its temp schema is the
-// grader's scratch space), reads no more than InspectRowLimit rows and
+// writes (to its temp schema too, so nothing can shadow a store's table),
+// ATTACH, DETACH and transaction control, reads no more than InspectRowLimit rows and
 // MaxReplyBytes, and runs in the Backend's inspect slots, apart from tool
 // calls (WorldBackendConfig.MaxInspect).
 //

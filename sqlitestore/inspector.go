@@ -192,13 +192,11 @@ func readOnlyAuthorizer(action sqlite3.AuthorizerActionCode, name3rd, name4th, s
 	case sqlite3.AUTH_SELECT, sqlite3.AUTH_READ, sqlite3.AUTH_FUNCTION, sqlite3.AUTH_RECURSIVE:
 		return sqlite3.AUTH_OK
 	case sqlite3.AUTH_INSERT, sqlite3.AUTH_UPDATE, sqlite3.AUTH_DELETE:
-		if schema == "temp" {
-			return sqlite3.AUTH_OK
-		}
+		// The temp schema too: a temp table named like a store's table
+		// would shadow it for every unqualified query after it. Sorts and
+		// materialised subqueries still use temporary storage, which is
+		// not a schema.
 		return sqlite3.AUTH_DENY
-	case sqlite3.AUTH_CREATE_TEMP_TABLE, sqlite3.AUTH_CREATE_TEMP_INDEX,
-		sqlite3.AUTH_DROP_TEMP_TABLE, sqlite3.AUTH_DROP_TEMP_INDEX:
-		return sqlite3.AUTH_OK
 	case sqlite3.AUTH_PRAGMA:
 		switch strings.ToLower(name3rd) {
 		case "table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list",

@@ -117,8 +117,6 @@ func TestInspector_Query(t *testing.T) {
 			`PRAGMA user_version`,
 			`PRAGMA payments.table_info(charges)`,
 			`SELECT * FROM pragma_table_list`,
-			`CREATE TEMP TABLE scratch (x)`,
-			`INSERT INTO temp.scratch VALUES (1)`,
 		} {
 			if _, err := in.Query(ctx, q); err != nil {
 				t.Errorf("%s: %v", q, err)
@@ -133,6 +131,10 @@ func TestInspector_Query(t *testing.T) {
 			`UPDATE payments.charges SET amount = 0`,
 			`DELETE FROM staff`,
 			`REPLACE INTO payments.charges VALUES ('c9', 'u1', 1)`,
+			`CREATE TEMP TABLE staff AS SELECT 1 AS id`, // would shadow main.staff
+			`CREATE TEMP TABLE scratch (x)`,
+			`CREATE TEMP VIEW staff AS SELECT 1 AS id`,
+			`CREATE TEMP TRIGGER tr AFTER INSERT ON staff BEGIN SELECT 1; END`,
 			fmt.Sprintf(`ATTACH '%s' AS other`, other),
 			`DETACH payments`,
 			`PRAGMA user_version = 3`,

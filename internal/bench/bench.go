@@ -118,7 +118,8 @@ type Config struct {
 	// Attackers is the number of hostile sessions run beside Sessions for
 	// the hold phase: each sends the Attacks in turn, pausing AttackPause
 	// (jittered by ±50%) between two, and reconnects when the server drops
-	// it. Their round trips are counted in Report.Hostile, not in Latency,
+	// it. The hold phase lasts until each attack has been made at least
+	// once. Their round trips are counted in Report.Hostile, not in Latency,
 	// Errors or LostSessions, which stay the honest sessions' own.
 	Attackers int
 	// AttackPause is the pause between two attacks of a hostile session.
@@ -435,7 +436,11 @@ func (r *run) load(ctx context.Context, rep *Report) error {
 	for done := false; !done; {
 		select {
 		case <-deadline:
-			done = true
+			// The hold lasts until every attack has been made once.
+			done = r.hostile == nil || r.hostile.allMade()
+			if !done {
+				deadline = time.After(20 * time.Millisecond)
+			}
 		case <-ctx.Done():
 			done = true
 		case <-tick.C:

@@ -304,6 +304,7 @@ func TestRun_Hostile(t *testing.T) {
 	if err := rep.WriteTable(&table); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("%s", table.String())
 	if !strings.Contains(table.String(), "hostile sessions: 2") || !strings.Contains(table.String(), "inspect_open_transaction") {
 		t.Errorf("the table has no hostile part:\n%s", table.String())
 	}

@@ -28,6 +28,9 @@ type attack struct {
 	// Messages are sent in order, each awaiting its reply; the attack's
 	// outcome is the last one's.
 	Messages [][]byte
+	// Closes says the server may end the connection after its reply (a
+	// message past the size limit): the attacker reconnects after it.
+	Closes bool
 }
 
 // hugeName is a free-text argument far past any maxLength an example world
@@ -46,14 +49,14 @@ var Attacks = []attack{
 	{Name: "inspect_temp_shadow", Bound: "inspect: read-only view",
 		Messages: [][]byte{inspectMessage(`CREATE TEMP TABLE staff AS SELECT 1 AS id`)}},
 	{Name: "inspect_temp_storage", Bound: "inspect: temporary storage cap",
-		Messages: [][]byte{inspectMessage(`WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 3000000) SELECT randomblob(400) AS b FROM c ORDER BY b LIMIT 1`)}},
+		Messages: [][]byte{inspectMessage(`WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 3000000) SELECT randomblob(400) AS b FROM c ORDER BY b`)}},
 	{Name: "hire_huge_strings", Bound: "tool argument maxLength",
 		Messages: [][]byte{stepMessage("hire", map[string]any{"name": hugeName, "role": hugeName})}},
 	{Name: "state_of_grown_log", Bound: "--max-reply-bytes, change log in memory",
 		Messages: [][]byte{[]byte(`{"type":"state"}`)}},
 	{Name: "duplicate_envelope_keys", Bound: "strict envelope",
 		Messages: [][]byte{[]byte(`{"type":"state","type":"state"}`)}},
-	{Name: "oversized_frame", Bound: "--max-message-bytes",
+	{Name: "oversized_frame", Bound: "--max-message-bytes", Closes: true,
 		Messages: [][]byte{stepMessage("hire", map[string]any{"name": strings.Repeat("x", 17<<20)})}},
 }
 
@@ -144,6 +147,18 @@ func (h *hostile) record(name string, o outcome, text string) {
 	}
 }
 
+// allMade reports whether every attack has been made at least once.
+func (h *hostile) allMade() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.counts {
+		if c.Answered+c.Refused+c.Dropped+c.Failed == 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // report copies the counts.
 func (h *hostile) report(attackers int) *Hostile {
 	h.mu.Lock()
@@ -203,7 +218,7 @@ func (r *run) attacker(ctx context.Context, i int, stop <-chan struct{}) {
 			return
 		}
 		r.hostile.record(a.Name, o, text)
-		if o == dropped || o == failed {
+		if o == dropped || o == failed || a.Closes {
 			c.close()
 			c = nil
 		}
