@@ -102,9 +102,9 @@ type Hostile struct {
 
 // hostile is the shared state of a run's hostile sessions.
 type hostile struct {
-	mu      sync.Mutex // guards counts
-	counts  map[string]*AttackCount
-	pause   time.Duration
+	mu     sync.Mutex // guards counts
+	counts map[string]*AttackCount
+	pause  time.Duration
 }
 
 func newHostile(pause time.Duration) *hostile {
