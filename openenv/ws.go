@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 )
@@ -394,8 +395,8 @@ func (wc *wsConn) watchFired() {
 	wc.startReader()
 }
 
-// readMessage reads one whole message. An oversized or binary message
-// becomes a fatal inbound; only a broken connection is an error.
+// readMessage reads one whole message. An oversized or binary message, or
+// a text message that is not UTF-8, becomes a fatal inbound; only a broken connection is an error.
 func (wc *wsConn) readMessage(ctx context.Context) (inbound, error) {
 	typ, r, err := wc.c.Reader(ctx)
 	if err != nil {
@@ -432,6 +433,13 @@ func (wc *wsConn) readMessage(ctx context.Context) (inbound, error) {
 		return inbound{
 			fatal: newError(codeSession, "Binary frames are not supported: send each message as a JSON text frame"),
 			code:  websocket.StatusUnsupportedData,
+		}, nil
+	}
+	if !utf8.Valid(buf.Bytes()) {
+		// RFC 6455 §8.1: a text frame must be UTF-8; failing that, close 1007.
+		return inbound{
+			fatal: newError(codeInvalidJSON, "Invalid UTF-8 in a text frame: a message must be UTF-8 encoded JSON"),
+			code:  websocket.StatusInvalidFramePayloadData,
 		}, nil
 	}
 	// The message outlives the buffer: parsed values share its memory.
@@ -495,6 +503,10 @@ func (s *Server) dispatch(ss *session, raw []byte) (reply object, closing bool) 
 			err = errors.New("not a single JSON value")
 		}
 		return newError(codeInvalidJSON, "Invalid JSON: %v", err).frame(), false
+	}
+	if loc, dup := duplicateKey(raw); dup {
+		s.observeWSMessage("invalid")
+		return invalid([]fieldError{duplicateKeyError(nil, loc)}).frame(), false
 	}
 	var m map[string]json.RawMessage
 	ok := false

@@ -1,0 +1,186 @@
+package openenv_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/coder/websocket"
+
+	"github.com/seahaven/seahaven/openenv"
+)
+
+// hasDuplicateKey reports whether an object anywhere in valid JSON b names a
+// key twice, as encoding/json decodes keys. It is the reference the
+// server's own scanner is checked against.
+func hasDuplicateKey(b []byte) bool {
+	d := json.NewDecoder(strings.NewReader(string(b)))
+	type level struct {
+		keys   map[string]bool // nil for an array
+		expect bool            // the next string token is a key
+	}
+	var stack []level
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return false
+		}
+		if n := len(stack); n > 0 && stack[n-1].keys != nil && stack[n-1].expect {
+			if k, ok := tok.(string); ok {
+				if stack[n-1].keys[k] {
+					return true
+				}
+				stack[n-1].keys[k] = true
+				stack[n-1].expect = false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, level{keys: map[string]bool{}, expect: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, level{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		// A value ended: the enclosing object expects a key next.
+		if n := len(stack); n > 0 && stack[n-1].keys != nil {
+			stack[n-1].expect = true
+		}
+	}
+}
+
+func TestWS_DuplicateKeys(t *testing.T) {
+	tests := []struct {
+		name string
+		msg  string // the frame sent
+		loc  string // the location the refusal names, as JSON
+	}{
+		{"Envelope", `{"type":"state","type":"reset"}`, `["type"]`},
+		{"EscapedEnvelope", `{"type":"state","\u0074ype":"state"}`, `["type"]`},
+		{"Data", `{"type":"reset","data":{"seed":1,"seed":2}}`, `["data","seed"]`},
+		{"Action", `{"type":"step","data":{"tool_name":"echo","tool_name":"add","arguments":{"a":1,"b":2}}}`, `["data","tool_name"]`},
+		{"Arguments", `{"type":"step","data":{"tool_name":"echo","arguments":{"message":"a","message":"b"}}}`, `["data","arguments","message"]`},
+		{"Startup", `{"type":"reset","data":{"startup":{"greeting":1,"greeting":2}}}`, `["data","startup","greeting"]`},
+		{"InArray", `{"type":"inspect","data":{"sql":"SELECT 1","params":[1,{"a":1,"a":2}]}}`, `["data","params",1,"a"]`},
+		{"MCP", `{"type":"mcp","data":{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/list"}}`, `["data","method"]`},
+		{"WideObject", `{"type":"reset","data":{"startup":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"k":11,"l":12,"m":13,"n":14,"o":15,"p":16,"q":17,"e":18}}}`, `["data","startup","e"]`},
+	}
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset"}`)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reply := roundTrip(t, c, tt.msg)
+			if code := str(t, reply, "data.code"); code != "VALIDATION_ERROR" {
+				t.Fatalf("reply %s, want a VALIDATION_ERROR", reply)
+			}
+			errs := field(t, reply, "data.errors").([]any)
+			if len(errs) != 1 {
+				t.Fatalf("reply %s: want one error", reply)
+			}
+			loc, _ := json.Marshal(errs[0].(map[string]any)["loc"])
+			key := strings.Trim(tt.loc[strings.LastIndex(tt.loc, ",")+1:], `[]"`)
+			if string(loc) != tt.loc || errs[0].(map[string]any)["type"] != "duplicate_key" ||
+				!strings.Contains(str(t, reply, "data.message"), `Duplicate key "`+key+`"`) {
+				t.Errorf("reply %s: want a duplicate_key error at %s naming %q", reply, tt.loc, key)
+			}
+		})
+	}
+	// The refusals changed nothing: no step ran, and the session goes on.
+	if got := field(t, roundTrip(t, c, `{"type":"state"}`), "data.step_count"); got != json.Number("0") {
+		t.Errorf("step_count %v after refused messages, want 0", got)
+	}
+}
+
+func TestHTTP_DuplicateKeys(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{})
+	tests := []struct {
+		path, body string
+		loc        string // the location the refusal names, as JSON
+	}{
+		{"/reset", `{"seed":1,"seed":2}`, `["body","seed"]`},
+		{"/step", `{"action":{"tool_name":"echo","arguments":{"message":"a"}},"action":{"tool_name":"fail"}}`, `["body","action"]`},
+		{"/step", `{"action":{"tool_name":"echo","arguments":{"message":"a","message":"b"}}}`, `["body","action","arguments","message"]`},
+		{"/inspect", `{"sql":"SELECT 1","sql":"SELECT 2"}`, `["body","sql"]`},
+	}
+	for _, tt := range tests {
+		code, body, _ := s.httpDo(t, http.MethodPost, tt.path, tt.body, nil)
+		if code != http.StatusUnprocessableEntity {
+			t.Errorf("POST %s %s: status %d, want 422; body %s", tt.path, tt.body, code, body)
+			continue
+		}
+		var detail struct {
+			Detail []struct {
+				Type string `json:"type"`
+				Loc  []any  `json:"loc"`
+				Msg  string `json:"msg"`
+			} `json:"detail"`
+		}
+		if err := json.Unmarshal([]byte(body), &detail); err != nil || len(detail.Detail) != 1 {
+			t.Errorf("POST %s: body %s: want one failure", tt.path, body)
+			continue
+		}
+		loc, _ := json.Marshal(detail.Detail[0].Loc)
+		if d := detail.Detail[0]; d.Type != "duplicate_key" || string(loc) != tt.loc || !strings.Contains(d.Msg, "Duplicate key") {
+			t.Errorf("POST %s %s: %s, want a duplicate_key failure at %s", tt.path, tt.body, body, tt.loc)
+		}
+	}
+}
+
+func TestMCP_DuplicateKeys(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{})
+	for body, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/list"}`:                                        `Invalid request: method: Duplicate key \"method\"`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"a":2,"b":1}}}`: `Invalid request: params.arguments.a: Duplicate key \"a\"`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized","method":"notifications/x"}`:                     `Invalid request: method: Duplicate key \"method\"`,
+	} {
+		reply := s.rpc(t, body)
+		if !strings.Contains(reply, `"code":-32600`) || !strings.Contains(reply, want) {
+			t.Errorf("POST /mcp %s: %s, want -32600 with %q", body, reply, want)
+		}
+	}
+}
+
+func TestWS_InvalidUTF8(t *testing.T) {
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset"}`)
+	send(t, c, "{\"type\":\"step\",\"data\":{\"tool_name\":\"echo\",\"arguments\":{\"message\":\"a\xffb\"}}}")
+	jsonEq(t, recv(t, c), `{"type":"error","data":{"message":"Invalid UTF-8 in a text frame: a message must be UTF-8 encoded JSON","code":"INVALID_JSON"}}`)
+	expectClose(t, c, websocket.StatusInvalidFramePayloadData, "Invalid UTF-8")
+	waitFor(t, "the instance to close", func() bool { return fake.open.Load() == 0 })
+	waitFor(t, "the slot to free", func() bool { return len(s.Sessions()) == 0 })
+}
+
+// FuzzDuplicateKey checks the server's duplicate-key scanner against
+// hasDuplicateKey on valid JSON: both find a repeated key or neither does,
+// and the location found ends with a key its object repeats.
+func FuzzDuplicateKey(f *testing.F) {
+	for _, seed := range []string{
+		`{}`, `[]`, `1`, `"a"`, `{"a":1,"a":2}`, `{"a":{"b":1},"c":{"b":2}}`, `{"a":[{"b":1,"b":2}]}`,
+		`{"\u0061":1,"a":2}`, "{\"\xff\":1,\"\xfe\":2}", `{"a\"b":1,"a\u0022b":2}`, ` { "a" : [ 1 , { } ] , "b" : "}" } `,
+		`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"k":11,"l":12,"m":13,"n":14,"o":15,"p":16,"q":17,"a":18}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if !json.Valid(in) {
+			return
+		}
+		loc, found := openenv.DuplicateKey(in)
+		if want := hasDuplicateKey(in); found != want {
+			t.Fatalf("DuplicateKey(%q) = %v, %v; encoding/json finds a duplicate: %v", in, loc, found, want)
+		}
+		if found {
+			if _, isKey := loc[len(loc)-1].(string); !isKey {
+				t.Fatalf("DuplicateKey(%q) = %v: want a location ending with a key", in, loc)
+			}
+		}
+	})
+}
