@@ -135,9 +135,9 @@ func TestHTTP_DuplicateKeys(t *testing.T) {
 func TestMCP_DuplicateKeys(t *testing.T) {
 	s := mustServe(t, newFake(t), openenv.Config{})
 	for body, want := range map[string]string{
-		`{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/list"}`:                                        `Invalid request: method: Duplicate key \"method\"`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/list"}`:                                         `Invalid request: method: Duplicate key \"method\"`,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"a":2,"b":1}}}`: `Invalid request: params.arguments.a: Duplicate key \"a\"`,
-		`{"jsonrpc":"2.0","method":"notifications/initialized","method":"notifications/x"}`:                     `Invalid request: method: Duplicate key \"method\"`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized","method":"notifications/x"}`:                      `Invalid request: method: Duplicate key \"method\"`,
 	} {
 		reply := s.rpc(t, body)
 		if !strings.Contains(reply, `"code":-32600`) || !strings.Contains(reply, want) {
