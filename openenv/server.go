@@ -187,6 +187,10 @@ type Server struct {
 
 	closers    sync.WaitGroup // instances a reset replaced, closing in the background
 	closeSlots chan struct{}  // bounds closers: a reset waits for a free slot
+
+	gcMu    sync.Mutex   // guards gcAt and gcStats; held during a forced collection
+	gcAt    time.Time    // when GET /debug/runtime?gc=1 last forced a collection
+	gcStats RuntimeStats // the statistics sampled right after it
 }
 
 // maxBackgroundCloses is how many replaced instances may close at once in

@@ -3,8 +3,10 @@ package openenv_test
 import (
 	"encoding/json"
 	"net/http"
+	"runtime/metrics"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -183,4 +185,33 @@ func FuzzDuplicateKey(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestServer_DebugRuntimeGC asks for many forced collections in a row: the
+// server forces at most one per DebugGCInterval and answers the rest with
+// the statistics sampled after the last one.
+func TestServer_DebugRuntimeGC(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{})
+	forced := func() uint64 {
+		sample := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+		metrics.Read(sample)
+		return sample[0].Value.Uint64()
+	}
+	const n = 20
+	before, start := forced(), time.Now()
+	var bodies []string
+	for range n {
+		code, body, _ := s.httpDo(t, http.MethodGet, "/debug/runtime?gc=1", "", nil)
+		if code != http.StatusOK {
+			t.Fatalf("GET /debug/runtime?gc=1: status %d, body %s", code, body)
+		}
+		bodies = append(bodies, body)
+	}
+	elapsed, got := time.Since(start), forced()-before
+	if allowed := 1 + uint64(elapsed/openenv.DebugGCInterval); got == 0 || got > allowed {
+		t.Errorf("%d requests in %v forced %d collections, want between 1 and %d", n, elapsed, got, allowed)
+	}
+	if elapsed < openenv.DebugGCInterval && bodies[n-1] != bodies[0] {
+		t.Errorf("within the interval the last request got %s, want the first one's %s", bodies[n-1], bodies[0])
+	}
 }
