@@ -38,8 +38,11 @@ type Config struct {
 	IdleTimeout time.Duration
 	// PingInterval is how often the server pings each WebSocket peer, and
 	// PongTimeout how long it waits for the pong before closing the session
-	// as dead. Defaults DefaultPingInterval and DefaultPongTimeout; a negative
-	// PingInterval disables the pings.
+	// as dead. A reply written to the peer in that time counts as a pong, and
+	// no ping is sent while a reply is being written (WriteTimeout bounds
+	// it), so a slow reader that keeps reading is not dropped. Defaults
+	// DefaultPingInterval and DefaultPongTimeout; a negative PingInterval
+	// disables the pings.
 	PingInterval, PongTimeout time.Duration
 	// MaxMessageBytes caps an incoming WebSocket message or HTTP body. A
 	// larger WebSocket message gets an error frame naming its size and the

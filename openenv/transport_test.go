@@ -1,10 +1,16 @@
 package openenv_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"runtime/metrics"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -213,5 +219,98 @@ func TestServer_DebugRuntimeGC(t *testing.T) {
 	}
 	if elapsed < openenv.DebugGCInterval && bodies[n-1] != bodies[0] {
 		t.Errorf("within the interval the last request got %s, want the first one's %s", bodies[n-1], bodies[0])
+	}
+}
+
+// countHandler is a slog.Handler counting the records whose message
+// contains substr.
+type countHandler struct {
+	substr string
+	n      *atomic.Int64
+}
+
+func (h countHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h countHandler) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.substr) {
+		h.n.Add(1)
+	}
+	return nil
+}
+func (h countHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h countHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestWS_SlowReaderKept has a client read a reply of several MiB slowly,
+// a little at a time, across many ping intervals, each far longer than
+// PongTimeout: the session must survive, since the peer keeps reading and
+// the write's own WriteTimeout has not passed.
+func TestWS_SlowReaderKept(t *testing.T) {
+	var deferred atomic.Int64
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{
+		// PongTimeout exceeds the time a step runs before its reader hands
+		// reading over (and so reads pongs again).
+		PingInterval: 2 * time.Millisecond, PongTimeout: 50 * time.Millisecond, WriteTimeout: waitLimit,
+		Logger: slog.New(countHandler{substr: "ping deferred", n: &deferred}),
+	})
+	// A small receive buffer makes the server's write block after little data.
+	dialer := &net.Dialer{}
+	transport := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dialer.DialContext(ctx, network, addr)
+		if err == nil {
+			err = conn.(*net.TCPConn).SetReadBuffer(64 << 10)
+		}
+		return conn, err
+	}}
+	c := s.dialWith(t, &websocket.DialOptions{HTTPClient: &http.Client{Transport: transport}})
+	roundTrip(t, c, `{"type":"reset"}`)
+	const size = 16 << 20
+	send(t, c, fmt.Sprintf(`{"type":"step","data":{"type":"call_tool","tool_name":"blob","arguments":{"n":%d}}}`, size))
+	// The client reads the reply 4 KiB at a time, pausing after each of the
+	// first slowReads reads until the server has deferred a ping, so the
+	// write spans many ping intervals and more than PongTimeout.
+	const slowReads = 50
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, r, err := c.Reader(context.Background())
+		if err != nil {
+			done <- result{0, err}
+			return
+		}
+		buf := make([]byte, 4096)
+		total := 0
+		for {
+			seen := deferred.Load()
+			n, err := r.Read(buf)
+			total += n
+			if err != nil {
+				if err == io.EOF {
+					err = nil
+				}
+				done <- result{total, err}
+				return
+			}
+			for n := deferred.Load(); n == seen && n < slowReads && len(s.Sessions()) == 1; n = deferred.Load() {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(waitLimit):
+		t.Fatal("gave up waiting for the slow reader")
+	}
+	if res.err != nil || res.n < size {
+		t.Fatalf("read %d bytes of the reply, %v; want the %d-byte blob (dropped: %v)", res.n, res.err, size, len(s.Sessions()) == 0)
+	}
+	if deferred.Load() == 0 {
+		t.Error("no ping was deferred behind the slow write")
+	}
+	if reply := roundTrip(t, c, `{"type":"state"}`); !strings.HasPrefix(reply, `{"type":"state"`) {
+		t.Fatalf("reply %.200s, want a state", reply)
 	}
 }

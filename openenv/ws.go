@@ -110,6 +110,14 @@ type wsConn struct {
 	// cannot read pongs, so the keepalive skips its ping: the peer is
 	// demonstrably alive, it is sending.
 	blocked atomic.Bool
+
+	// writing is set while a reply is being written, and written counts
+	// the replies written. A write to a slow reader holds the socket, and
+	// the pong to a ping sent after it queues behind the reply, so the
+	// keepalive counts a write in progress (bounded by WriteTimeout) or
+	// completed as a sign of life, like a pong.
+	writing atomic.Bool
+	written atomic.Uint64
 }
 
 // inbound is one message read from the peer.
@@ -242,6 +250,17 @@ func closeReason(msg string) string {
 // and a dead one by pingLoop closing the connection. Writes do not overlap:
 // one goroutine at a time answers (see wsConn).
 func (wc *wsConn) write(frame object) error {
+	wc.writing.Store(true)
+	defer wc.writing.Store(false)
+	if err := wc.writeFrame(frame); err != nil {
+		return err
+	}
+	wc.written.Add(1)
+	return nil
+}
+
+// writeFrame does the work of write.
+func (wc *wsConn) writeFrame(frame object) error {
 	buf := frameBuffers.Get().(*[]byte)
 	defer func() {
 		if cap(*buf) <= maxPooledFrame {
@@ -449,8 +468,13 @@ func (wc *wsConn) readMessage(ctx context.Context) (inbound, error) {
 // readBuffers holds buffers for reading messages.
 var readBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// pingLoop pings the peer every PingInterval and stops the session when a
-// pong does not come within PongTimeout.
+// pingLoop pings the peer every PingInterval and stops the session when
+// neither a pong nor a written reply comes within PongTimeout. A ping waits
+// for the socket while a reply is written, and its pong queues behind the
+// replies the peer has yet to read, so a slow reader that keeps reading
+// would otherwise be taken for a dead one. While a write bounded by
+// WriteTimeout is in progress no ping is sent: the write's own limit tells
+// a peer that stopped reading.
 func (wc *wsConn) pingLoop(ctx context.Context) {
 	s := wc.srv
 	t := time.NewTicker(s.cfg.PingInterval)
@@ -466,9 +490,19 @@ func (wc *wsConn) pingLoop(ctx context.Context) {
 		if wc.blocked.Load() {
 			continue
 		}
+		writeBounded := s.cfg.WriteTimeout > 0
+		if writeBounded && wc.writing.Load() {
+			s.log.Debug("openenv: websocket ping deferred: a reply is being written", "session", wc.ss.ref)
+			continue
+		}
+		written := wc.written.Load()
 		pctx, cancel := withTimeout(ctx, s.cfg.PongTimeout)
 		err := wc.c.Ping(pctx)
 		cancel()
+		if err != nil && wc.ss.ctx.Err() == nil && (wc.written.Load() != written || (writeBounded && wc.writing.Load())) {
+			s.log.Debug("openenv: websocket pong late, but the peer is reading replies", "session", wc.ss.ref, "err", err)
+			continue
+		}
 		if err != nil && wc.ss.ctx.Err() == nil {
 			s.log.Info("openenv: websocket peer did not answer a ping", "session", wc.ss.ref, "err", err)
 			wc.ss.stop(closeAbort, "no pong from peer")
