@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,6 +24,8 @@ const (
 	DefaultInspectTimeout  = 5 * time.Second
 	DefaultWriteTimeout    = 30 * time.Second
 	DefaultMaxPending      = 16
+	DefaultMaxPendingBytes = 4 << 20
+	DefaultMaxPendingTotal = 256 << 20
 )
 
 // Config configures a Server. A zero field means its Default value; a
@@ -72,6 +75,15 @@ type Config struct {
 	// that pipelines without reading replies is slowed by TCP backpressure
 	// and the memory held per session stays bounded. Default DefaultMaxPending.
 	MaxPending int
+	// MaxPendingBytes caps the bytes of the messages a WebSocket session
+	// reads ahead, and MaxPendingTotal the same bytes across every session
+	// of the server. When a message does not fit, its reader waits before
+	// reading on (TCP backpressure slows the client) until queued messages
+	// are answered. A message larger than a cap is queued once nothing else
+	// holds that cap. The message being processed and the one being read
+	// are not counted: each is bounded by MaxMessageBytes. Defaults
+	// DefaultMaxPendingBytes and DefaultMaxPendingTotal.
+	MaxPendingBytes, MaxPendingTotal int64
 	// Logger receives the server's logs. Default slog.Default().
 	Logger *slog.Logger
 	// Token, when not empty, is the bearer token every route but /health
@@ -108,6 +120,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxPending <= 0 {
 		c.MaxPending = DefaultMaxPending
+	}
+	if c.MaxPendingBytes <= 0 {
+		c.MaxPendingBytes = DefaultMaxPendingBytes
+	}
+	if c.MaxPendingTotal <= 0 {
+		c.MaxPendingTotal = DefaultMaxPendingTotal
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -188,6 +206,9 @@ type Server struct {
 
 	watch *watchdog // StepTimeout of tool calls and WriteTimeout of WebSocket writes
 
+	pending      *byteBudget  // MaxPendingTotal: the bytes WebSocket sessions read ahead
+	aheadWaiting atomic.Int64 // WebSocket readers waiting for read-ahead room
+
 	closers    sync.WaitGroup // instances a reset replaced, closing in the background
 	closeSlots chan struct{}  // bounds closers: a reset waits for a free slot
 
@@ -218,6 +239,7 @@ func NewServer(b Backend, cfg Config) *Server {
 		closeSlots: make(chan struct{}, maxBackgroundCloses),
 		auth:       newSecrets(cfg.Token),
 		watch:      newWatchdog(shortestLimit(cfg.StepTimeout, cfg.WriteTimeout)),
+		pending:    newByteBudget(cfg.MaxPendingTotal),
 	}
 	s.metrics = newMetrics(s)
 	s.handler = s.RequireToken(s.limitBodies(s.routes()))

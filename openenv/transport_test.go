@@ -314,3 +314,82 @@ func TestWS_SlowReaderKept(t *testing.T) {
 		t.Fatalf("reply %.200s, want a state", reply)
 	}
 }
+
+// TestWS_ReadAheadBytes pipelines messages behind steps that do not end
+// on two connections: each session reads ahead only what fits its
+// MaxPendingBytes and the server's MaxPendingTotal, then stops reading, and
+// ending the sessions leaves no byte held. Behind a step that times out,
+// messages that each fill the budget are all answered in order.
+func TestWS_ReadAheadBytes(t *testing.T) {
+	// echo returns a step message of exactly size bytes.
+	echo := func(size int) string {
+		const frame = `{"type":"step","data":{"tool_name":"echo","arguments":{"message":""}}}`
+		return strings.Replace(frame, `""`, `"`+strings.Repeat("x", size-len(frame))+`"`, 1)
+	}
+	// stall opens a session whose step blocks, then pipelines msgs.
+	stall := func(s *testServer, msgs ...string) *websocket.Conn {
+		c := s.dial(t)
+		roundTrip(t, c, `{"type":"reset"}`)
+		send(t, c, `{"type":"step","data":{"tool_name":"slow"}}`)
+		<-s.fake.slowStarted
+		for _, m := range msgs {
+			send(t, c, m)
+		}
+		return c
+	}
+	// held waits until the server holds want bytes read ahead with waiting
+	// readers waiting for room.
+	held := func(s *testServer, want int64, waiting int) {
+		t.Helper()
+		deadline := time.Now().Add(waitLimit)
+		for {
+			used, w := s.PendingBytes()
+			if used == want && w == waiting {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d bytes read ahead and %d readers waiting, want %d and %d", used, w, want, waiting)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	t.Run("Bounded", func(t *testing.T) {
+		s := mustServe(t, newFake(t), openenv.Config{StepTimeout: time.Hour, MaxPending: 16, MaxPendingBytes: 1000, MaxPendingTotal: 1500})
+		// The first connection queues one 600-byte message; the next does
+		// not fit its 1000 bytes.
+		a := stall(s, echo(600), echo(600), echo(600), echo(600))
+		held(s, 600, 1)
+		// The second one's 1000-byte message fits its own cap but not the
+		// server's 1500.
+		b := stall(s, echo(1000), echo(1000))
+		held(s, 600, 2)
+		// A reader waiting for room does not read, so it cannot see its
+		// peer go; shutting down ends the sessions.
+		a.CloseNow()
+		b.CloseNow()
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		held(s, 0, 0)
+	})
+	t.Run("Drains", func(t *testing.T) {
+		const n = 50
+		s := mustServe(t, newFake(t), openenv.Config{StepTimeout: 50 * time.Millisecond, MaxPendingBytes: 1000, MaxPendingTotal: 1000})
+		var msgs []string
+		for range n {
+			msgs = append(msgs, echo(600))
+		}
+		c := stall(s, msgs...)
+		if reply := recvRaw(t, c); !strings.Contains(reply, `"error_type":"timeout"`) {
+			t.Fatalf("first reply %.200s, want the slow call's timeout", reply)
+		}
+		for i := range n {
+			if reply := recvRaw(t, c); !strings.Contains(reply, `"message":"xxx`) {
+				t.Fatalf("reply %d: %.200s, want the echo", i, reply)
+			}
+		}
+		held(s, 0, 0)
+	})
+}

@@ -84,6 +84,7 @@ type wsConn struct {
 
 	queue   chan inbound
 	readers sync.WaitGroup
+	budget  *byteBudget // MaxPendingBytes: the bytes of the queued messages
 
 	// pending counts the messages queued for the worker and not yet
 	// answered. A reader answers a message itself only when it is 0.
@@ -123,6 +124,7 @@ type wsConn struct {
 // inbound is one message read from the peer.
 type inbound struct {
 	data  []byte      // a text message
+	cost  int64       // the bytes of data taken from the read-ahead budgets (queued messages)
 	fatal *protoError // a message that ends the session: reply, then close
 	code  websocket.StatusCode
 	// handed, when not nil, delivers the reply to a message a reader was
@@ -142,6 +144,7 @@ type handedReply struct {
 func (wc *wsConn) run() {
 	s := wc.srv
 	wc.queue = make(chan inbound, s.cfg.MaxPending)
+	wc.budget = newByteBudget(s.cfg.MaxPendingBytes)
 	pingCtx, stopPing := context.WithCancel(context.Background())
 	wc.watch = time.AfterFunc(time.Hour, wc.watchFired)
 	wc.watch.Stop()
@@ -166,6 +169,10 @@ func (wc *wsConn) run() {
 	wg.Wait()
 	wc.readers.Wait()
 	wc.watch.Stop()
+	// The last reader closed the queue; what is left was never answered.
+	for m := range wc.queue {
+		wc.release(m.cost)
+	}
 }
 
 // startReader starts a reader goroutine.
@@ -190,6 +197,7 @@ func (wc *wsConn) work() (websocket.StatusCode, string) {
 				return ss.closeStatus()
 			}
 			if m.fatal != nil {
+				wc.release(m.cost)
 				if err := wc.write(m.fatal.frame()); err != nil {
 					return closeAbort, ""
 				}
@@ -208,7 +216,9 @@ func (wc *wsConn) work() (websocket.StatusCode, string) {
 			} else {
 				reply, closing = wc.srv.handleMessage(ss, m.data)
 			}
-			if code, reason, done := wc.answer(reply, closing); done {
+			code, reason, done := wc.answer(reply, closing)
+			wc.release(m.cost)
+			if done {
 				return code, reason
 			}
 			wc.pending.Add(-1)
@@ -340,20 +350,72 @@ func (wc *wsConn) readLoop() {
 			continue
 		}
 		wc.pending.Add(1)
-		select {
-		case wc.queue <- m:
-		default:
-			wc.blocked.Store(true)
-			select {
-			case wc.queue <- m:
-			case <-wc.ss.ctx.Done():
-			}
-			wc.blocked.Store(false)
-		}
+		wc.enqueue(m)
 		if m.fatal != nil || wc.ss.ctx.Err() != nil {
 			close(wc.queue)
 			return
 		}
+	}
+}
+
+// enqueue queues m for the worker once its bytes fit the read-ahead
+// budgets (MaxPendingBytes and MaxPendingTotal) and the queue has room,
+// waiting for both without reading on, or gives up when the session ends.
+func (wc *wsConn) enqueue(m inbound) {
+	n := int64(len(m.data))
+	if !wc.reserve(n) {
+		return
+	}
+	m.cost = n
+	select {
+	case wc.queue <- m:
+		return
+	default:
+	}
+	wc.blocked.Store(true)
+	defer wc.blocked.Store(false)
+	select {
+	case wc.queue <- m:
+	case <-wc.ss.ctx.Done():
+		wc.release(n)
+	}
+}
+
+// reserve takes n bytes of the connection's and of the server's read-ahead
+// budgets, waiting for them; it fails, holding nothing, when the session
+// ends first.
+func (wc *wsConn) reserve(n int64) bool {
+	if n == 0 {
+		return true
+	}
+	if wc.budget.tryAcquire(n) {
+		if wc.srv.pending.tryAcquire(n) {
+			return true
+		}
+		wc.budget.release(n)
+	}
+	wc.blocked.Store(true)
+	wc.srv.aheadWaiting.Add(1)
+	defer func() {
+		wc.blocked.Store(false)
+		wc.srv.aheadWaiting.Add(-1)
+	}()
+	ctx := wc.ss.ctx
+	if wc.budget.acquire(ctx, n) != nil {
+		return false
+	}
+	if wc.srv.pending.acquire(ctx, n) != nil {
+		wc.budget.release(n)
+		return false
+	}
+	return true
+}
+
+// release gives back the read-ahead bytes of an answered or dropped message.
+func (wc *wsConn) release(n int64) {
+	if n > 0 {
+		wc.budget.release(n)
+		wc.srv.pending.release(n)
 	}
 }
 
