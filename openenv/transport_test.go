@@ -393,3 +393,16 @@ func TestWS_ReadAheadBytes(t *testing.T) {
 		held(s, 0, 0)
 	})
 }
+
+// BenchmarkDuplicateKey measures the duplicate-key scan every message,
+// body and request gets, on a typical step message.
+func BenchmarkDuplicateKey(b *testing.B) {
+	msg := []byte(`{"type":"step","data":{"type":"call_tool","tool_name":"invoice","arguments":{"amount":500,"customer":"cus_1","memo":"March"}}}`)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(msg)))
+	for b.Loop() {
+		if _, dup := openenv.DuplicateKey(msg); dup {
+			b.Fatal("no key is repeated")
+		}
+	}
+}
