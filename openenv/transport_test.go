@@ -250,7 +250,8 @@ func TestWS_SlowReaderKept(t *testing.T) {
 		// PongTimeout exceeds the time a step runs before its reader hands
 		// reading over (and so reads pongs again).
 		PingInterval: 2 * time.Millisecond, PongTimeout: 50 * time.Millisecond, WriteTimeout: waitLimit,
-		Logger: slog.New(countHandler{substr: "ping deferred", n: &deferred}),
+		MaxReplyBytes: 128 << 20, // the reply (the 16 MiB blob four times over) is sent, not refused
+		Logger:        slog.New(countHandler{substr: "ping deferred", n: &deferred}),
 	})
 	// A small receive buffer makes the server's write block after little data.
 	dialer := &net.Dialer{}
