@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"time"
 
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/internal/procstat"
@@ -116,13 +117,36 @@ func (s *Server) Runtime() RuntimeStats {
 	return st
 }
 
+// DebugGCInterval is the least time between two garbage collections that
+// GET /debug/runtime?gc=1 forces. A collection stops the world's
+// allocations and costs CPU in proportion to the heap, so a client must
+// not be able to force one per request.
+const DebugGCInterval = 5 * time.Second
+
 // serveRuntime serves GET /debug/runtime, an infrastructure route. With
-// ?gc=1 it collects garbage first, so heap_alloc counts live objects only.
+// ?gc=1 it collects garbage first, so heap_alloc counts live objects only;
+// see runtimeAfterGC.
 func (s *Server) serveRuntime(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("gc") == "1" {
-		runtime.GC()
+		writeJSON(w, http.StatusOK, s.runtimeAfterGC())
+		return
 	}
 	s.respond(w, http.StatusOK, s.Runtime())
+}
+
+// runtimeAfterGC forces a garbage collection and samples the statistics,
+// at most once per DebugGCInterval; a request within the interval gets the
+// statistics sampled after the last collection. Concurrent requests wait
+// for one collection rather than each forcing their own.
+func (s *Server) runtimeAfterGC() RuntimeStats {
+	s.gcMu.Lock()
+	defer s.gcMu.Unlock()
+	if !s.gcAt.IsZero() && time.Since(s.gcAt) < DebugGCInterval {
+		return s.gcStats
+	}
+	runtime.GC()
+	s.gcStats, s.gcAt = s.Runtime(), time.Now()
+	return s.gcStats
 }
 
 func sampleInt(s metrics.Sample) int64 {

@@ -81,10 +81,13 @@
 // Error frames are {"type":"error","data":{"message":…,"code":…}} with these
 // codes:
 //
-//   - INVALID_JSON: the frame is not JSON.
+//   - INVALID_JSON: the frame is not JSON; or it is not UTF-8, and the
+//     socket then closes with StatusInvalidFramePayloadData (1007).
 //   - UNKNOWN_TYPE: type is missing or unknown.
 //   - VALIDATION_ERROR: an extra envelope key (state and close take no data),
-//     or bad reset data, action or inspect query; data.errors lists
+//     a key named twice in any object of the frame (error type duplicate_key
+//     at the key's location; HTTP bodies get the same as 422, POST /mcp a
+//     -32600), or bad reset data, action or inspect query; data.errors lists
 //     {type, loc, msg, input} for each, and the message names them all.
 //   - EXECUTION_ERROR: the reset failed (the Backend's message), a call
 //     panicked, an inspect query failed (the SQL error's text), or a step
@@ -96,7 +99,8 @@
 //     or a message over [Config.MaxMessageBytes] (the message names its size
 //     and the limit; then close with StatusMessageTooBig).
 //
-// Only these end a session from a message; every other error keeps it.
+// Only these and a frame that is not UTF-8 end a session from a message;
+// every other error keeps it.
 //
 // A message that finds no earlier one waiting is answered on the goroutine
 // that read it, with no hand-off between goroutines. The server keeps
@@ -104,11 +108,21 @@
 // new reader takes over, feeds a queue of [Config.MaxPending] messages and
 // answers pings, so a client's keepalive succeeds during a long step and a
 // disconnect cancels it; replies still come back in order. A client that pipelines
-// without reading replies meets TCP backpressure once the queue is full,
-// and one that stops reading altogether is closed when a write takes longer
-// than [Config.WriteTimeout]. The server also pings every
-// [Config.PingInterval] and drops a peer that does not answer within
-// [Config.PongTimeout].
+// without reading replies meets TCP backpressure once the queue is full, or
+// once the queued messages reach [Config.MaxPendingBytes] (or all sessions'
+// reach [Config.MaxPendingTotal]), and one that stops reading altogether is
+// closed when a write takes longer than [Config.WriteTimeout]. The server
+// also pings every [Config.PingInterval] and drops a peer that neither
+// answers nor reads a reply within [Config.PongTimeout]; no ping is sent
+// while a reply is being written, so a slow reader that keeps reading stays.
+//
+// # Connections
+//
+// Serve each listener through one [ConnLimit]: it bounds how long a client
+// may take to send a request and how long a keep-alive connection may wait
+// idle, and caps the connections that are not WebSocket sessions, so idle
+// or unauthenticated clients cannot exhaust the file descriptors sessions
+// need.
 //
 // # JSON-RPC /mcp
 //

@@ -30,7 +30,7 @@ var fuzzConfig = openenv.Config{
 // isCloseMessage reports whether frame is a valid close message.
 func isCloseMessage(frame []byte) bool {
 	var m map[string]json.RawMessage
-	if !json.Valid(frame) || json.Unmarshal(frame, &m) != nil || len(m) != 1 {
+	if !json.Valid(frame) || !utf8.Valid(frame) || hasDuplicateKey(frame) || json.Unmarshal(frame, &m) != nil || len(m) != 1 {
 		return false
 	}
 	var typ string
@@ -40,7 +40,8 @@ func isCloseMessage(frame []byte) bool {
 // FuzzWSMessage sends one arbitrary frame on a fresh /ws connection, then a
 // state message. The server must answer the frame with exactly one valid
 // reply and go on to answer the state message, except for a close message
-// (no reply, a normal close) and a binary frame (an error, then a close).
+// (no reply, a normal close), a binary frame (an error, then a close 1003)
+// and a text frame that is not UTF-8 (an error, then a close 1007).
 func FuzzWSMessage(f *testing.F) {
 	for _, seed := range []string{
 		`{"type":"reset","data":{"seed":7,"episode_id":"ep-1"}}`,
@@ -82,6 +83,13 @@ func FuzzWSMessage(f *testing.F) {
 			expectClose(t, c, websocket.StatusUnsupportedData, "")
 			return
 		}
+		if !utf8.Valid(frame) {
+			if reply := recv(t, c); !strings.Contains(reply, `"code":"INVALID_JSON"`) {
+				t.Fatalf("frame that is not UTF-8: reply %s", reply)
+			}
+			expectClose(t, c, websocket.StatusInvalidFramePayloadData, "")
+			return
+		}
 		if isCloseMessage(frame) {
 			_, b, err := c.Read(ctx)
 			if err == nil {
@@ -109,7 +117,7 @@ func FuzzWSMessage(f *testing.F) {
 // isNotification reports whether body is a valid JSON-RPC notification.
 func isNotification(body []byte) bool {
 	var m map[string]json.RawMessage
-	if !json.Valid(body) || !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) || json.Unmarshal(body, &m) != nil {
+	if !json.Valid(body) || hasDuplicateKey(body) || !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) || json.Unmarshal(body, &m) != nil {
 		return false
 	}
 	var version, method string

@@ -106,7 +106,7 @@ func checkRefusals(tb testing.TB, reply []byte) {
 // FuzzWorldWSMessage sends one arbitrary frame on a fresh /ws connection to
 // the company world, then a state message. The frame gets exactly one valid
 // reply that names any problem (none for a close message; an error and a
-// close for a binary frame), the state message is still answered, and
+// close for a binary frame or a text frame that is not UTF-8), the state message is still answered, and
 // closing the connection leaves no session and no instance behind.
 func FuzzWorldWSMessage(f *testing.F) {
 	for _, seed := range []string{
@@ -157,6 +157,11 @@ func FuzzWorldWSMessage(f *testing.F) {
 				t.Fatalf("binary frame: reply %s", reply)
 			}
 			expectClose(t, c, websocket.StatusUnsupportedData, "")
+		case !utf8.Valid(frame):
+			if reply := recv(t, c); !strings.Contains(reply, `"code":"INVALID_JSON"`) {
+				t.Fatalf("frame that is not UTF-8: reply %s", reply)
+			}
+			expectClose(t, c, websocket.StatusInvalidFramePayloadData, "")
 		case isCloseMessage(frame):
 			if _, b, err := c.Read(ctx); err == nil {
 				t.Fatalf("close message got a reply %s", b)
@@ -263,7 +268,7 @@ func mustJSON(tb testing.TB, v any) []byte {
 // company world. The reset either succeeds, and the state document then
 // shows what the data asked for, or is refused with a VALIDATION_ERROR,
 // EXECUTION_ERROR or INVALID_JSON naming the problem, and the session has
-// no instance. Either way closing the connection leaves nothing behind.
+// no instance (data that is not UTF-8 also closes the socket with 1007). Either way closing the connection leaves nothing behind.
 func FuzzResetData(f *testing.F) {
 	for _, seed := range []string{
 		`{}`, `null`, `{"seed":7,"episode_id":"ep-7"}`, `{"fixture":""}`, `{"fixture":"acme"}`,
@@ -294,6 +299,14 @@ func FuzzResetData(f *testing.F) {
 		}
 		reply := recv(t, c)
 		checkRefusals(t, []byte(reply))
+		if !utf8.Valid(frame) {
+			if code := str(t, reply, "data.code"); code != "INVALID_JSON" {
+				t.Errorf("reset that is not UTF-8 refused with %s: %s", code, reply)
+			}
+			expectClose(t, c, websocket.StatusInvalidFramePayloadData, "")
+			s.settle(t)
+			return
+		}
 		state := roundTrip(t, c, `{"type":"state"}`)
 		switch str(t, reply, "type") {
 		case "observation":

@@ -211,8 +211,9 @@ func TestHostile_MegabyteString(t *testing.T) {
 // TestHostile_NULAndInvalidUTF8 sends NUL characters, lone surrogates and
 // bytes that are not UTF-8 in strings. NUL is data (stored and read back
 // whole, and it does not cut a string short); a lone surrogate escape
-// decodes to U+FFFD, as in encoding/json; raw bytes that are not UTF-8 in a
-// tool argument are refused as invalid_args. Every reply is valid UTF-8.
+// decodes to U+FFFD, as in encoding/json; a text frame holding raw bytes
+// that are not UTF-8 is refused with INVALID_JSON and its connection closed
+// with 1007, and nothing it asked for is stored. Every reply is valid UTF-8.
 func TestHostile_NULAndInvalidUTF8(t *testing.T) {
 	s := mustServeCompany(t, openenv.Config{})
 	c := s.dial(t)
@@ -244,17 +245,19 @@ func TestHostile_NULAndInvalidUTF8(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			reply := roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"chat_send_message","arguments":{"channel":`+
-				tt.channel+`,"text":"`+tt.text+`"}}}`)
-			if !utf8.ValidString(reply) {
-				t.Fatalf("reply is not UTF-8: %q", reply)
-			}
+			msg := `{"type":"step","data":{"type":"call_tool","tool_name":"chat_send_message","arguments":{"channel":` +
+				tt.channel + `,"text":"` + tt.text + `"}}}`
 			if tt.want == "" {
-				checkInvalidArgs(t, reply, `field "text"`, "UTF-8")
+				// A text frame that is not UTF-8 ends its connection (1007).
+				expectInvalidUTF8(t, s.dial(t), msg)
 				if got := read(t, tt.channel); len(got) != 0 {
 					t.Errorf("a refused call stored %q", got)
 				}
 				return
+			}
+			reply := roundTrip(t, c, msg)
+			if !utf8.ValidString(reply) {
+				t.Fatalf("reply is not UTF-8: %q", reply)
 			}
 			mustSucceed(t, reply)
 			if got := read(t, tt.channel); len(got) != 1 || got[0] != tt.want {
@@ -267,34 +270,26 @@ func TestHostile_NULAndInvalidUTF8(t *testing.T) {
 			t.Errorf("channel \"n\" holds %q; the NUL cut the channel name short", got)
 		}
 	})
-	t.Run("InvalidUTF8ToolName", func(t *testing.T) {
-		reply := roundTrip(t, c, "{\"type\":\"step\",\"data\":{\"type\":\"call_tool\",\"tool_name\":\"hire\xff\",\"arguments\":{}}}")
-		if !utf8.ValidString(reply) {
-			t.Fatalf("reply is not UTF-8: %q", reply)
-		}
-		if kind, msg := toolFailure(t, reply); kind != "tool_not_found" || !strings.Contains(msg, "hire") {
-			t.Errorf("error %s %q, want tool_not_found naming the tool", kind, msg)
-		}
-	})
-	t.Run("InvalidUTF8EpisodeID", func(t *testing.T) {
-		other := s.dial(t)
-		roundTrip(t, other, "{\"type\":\"reset\",\"data\":{\"episode_id\":\"ep\xff\\u0000\"}}")
-		state := recvRawAfter(t, other, `{"type":"state"}`)
-		if !utf8.ValidString(state) {
-			t.Fatalf("state is not UTF-8: %q", state)
-		}
-		if got := str(t, state, "data.episode_id"); got != "ep\uFFFD\x00" {
-			t.Errorf("episode_id %q, want %q", got, "ep\uFFFD\x00")
-		}
-	})
-	t.Run("InvalidUTF8KeyEchoed", func(t *testing.T) {
-		reply := recvRawAfter(t, c, "{\"type\":\"state\",\"k\xff\":\"v\xfe\"}")
-		if !utf8.ValidString(reply) {
-			t.Fatalf("reply is not UTF-8: %q", reply)
-		}
-		checkError(t, reply, []string{"VALIDATION_ERROR"}, "Extra inputs are not permitted")
-	})
+	for name, msg := range map[string]string{
+		"InvalidUTF8ToolName":  "{\"type\":\"step\",\"data\":{\"type\":\"call_tool\",\"tool_name\":\"hire\xff\",\"arguments\":{}}}",
+		"InvalidUTF8EpisodeID": "{\"type\":\"reset\",\"data\":{\"episode_id\":\"ep\xff\\u0000\"}}",
+		"InvalidUTF8Key":       "{\"type\":\"state\",\"k\xff\":\"v\xfe\"}",
+	} {
+		t.Run(name, func(t *testing.T) { expectInvalidUTF8(t, s.dial(t), msg) })
+	}
 	checkIntegrity(t, c)
+}
+
+// expectInvalidUTF8 sends msg, a text frame that is not UTF-8, on c and
+// checks that the server answers INVALID_JSON and closes with 1007.
+func expectInvalidUTF8(tb testing.TB, c *websocket.Conn, msg string) {
+	tb.Helper()
+	reply := recvRawAfter(tb, c, msg)
+	if !utf8.ValidString(reply) {
+		tb.Fatalf("reply is not UTF-8: %q", reply)
+	}
+	checkError(tb, reply, []string{"INVALID_JSON"}, "Invalid UTF-8 in a text frame")
+	expectClose(tb, c, websocket.StatusInvalidFramePayloadData, "Invalid UTF-8")
 }
 
 // recvRawAfter sends msg and returns the reply without checking its schema.

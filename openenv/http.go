@@ -136,7 +136,8 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *prot
 	return b, nil
 }
 
-// readJSONBody reads a body that must be JSON when present.
+// readJSONBody reads a body that must be JSON when present, with no key
+// named twice in one object.
 func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, *protoError) {
 	b, perr := s.readBody(w, r)
 	if perr != nil {
@@ -147,6 +148,9 @@ func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, *
 		err := json.Unmarshal(b, &v)
 		return nil, &protoError{code: codeInvalidJSON, message: "Invalid JSON: " + fmt.Sprint(err),
 			errors: []fieldError{{Type: "json_invalid", Loc: []any{"body"}, Msg: "JSON decode error", Input: json.RawMessage("{}")}}}
+	}
+	if loc, dup := duplicateKey(b); dup {
+		return nil, invalid([]fieldError{duplicateKeyError([]any{"body"}, loc)})
 	}
 	return b, nil
 }

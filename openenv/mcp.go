@@ -64,13 +64,20 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	s.respondRPC(w, resp)
 }
 
-// handleRPC answers one JSON-RPC 2.0 request. ws is the session of the /ws
+// handleRPC answers one JSON-RPC 2.0 request; one naming a key twice in an
+// object is an invalid request naming it. ws is the session of the /ws
 // connection the request came on (an mcp message), nil for POST /mcp.
 // notify reports a notification: resp is then an empty result that only
 // /ws sends, to keep its one-reply-per-message rule.
 func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session) (resp object, notify bool) {
 	if !json.Valid(body) {
 		return rpcFailure(nullID, rpcParseError, "Parse error", nil), false
+	}
+	if ws == nil { // a /ws message was checked whole
+		if loc, dup := duplicateKey(body); dup {
+			fe := duplicateKeyError(nil, loc)
+			return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+locString(fe.Loc)+": "+fe.Msg, nil), false
+		}
 	}
 	m, ok := members(body)
 	if !ok {

@@ -3,6 +3,7 @@ package openenv
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strconv"
 	"unicode/utf8"
@@ -56,6 +57,111 @@ func validMembers(raw json.RawMessage) (m map[string]json.RawMessage, ok bool) {
 }
 
 // The scanners below read JSON that json.Valid has accepted.
+
+// duplicateKey returns the location of the first key that an object in
+// valid JSON raw names twice ("a" and "\u0061" are the same key), as a
+// pydantic location: object keys and array indexes from the top, ending
+// with the repeated key. json.Valid bounds the nesting, and so the
+// recursion.
+func duplicateKey(raw []byte) (loc []any, found bool) {
+	i := skipSpace(raw, 0)
+	if i == len(raw) {
+		return nil, false
+	}
+	_, loc, found = scanDuplicates(raw, i)
+	return loc, found
+}
+
+// smallObject is how many keys an object may have before scanDuplicates
+// tracks them in a map rather than comparing each with the ones before.
+const smallObject = 16
+
+// scanDuplicates checks the value starting at b[i] and returns the index
+// just past it, or the location of a repeated key.
+func scanDuplicates(b []byte, i int) (end int, loc []any, found bool) {
+	switch b[i] {
+	case '{':
+		var few [smallObject][]byte
+		keys := few[:0]
+		var many map[string]bool
+		i = skipSpace(b, i+1)
+		if b[i] == '}' {
+			return i + 1, nil, false
+		}
+		for {
+			kEnd := stringEnd(b, i)
+			key := keyContent(b[i:kEnd])
+			if many == nil {
+				for _, k := range keys {
+					if bytes.Equal(k, key) {
+						return 0, []any{string(key)}, true
+					}
+				}
+				if keys = append(keys, key); len(keys) == smallObject {
+					many = make(map[string]bool, 2*smallObject)
+					for _, k := range keys {
+						many[string(k)] = true
+					}
+				}
+			} else {
+				if many[string(key)] {
+					return 0, []any{string(key)}, true
+				}
+				many[string(key)] = true
+			}
+			i = skipSpace(b, skipSpace(b, kEnd)+1) // past the colon
+			vEnd, sub, found := scanDuplicates(b, i)
+			if found {
+				return 0, append([]any{string(key)}, sub...), true
+			}
+			i = skipSpace(b, vEnd)
+			if b[i] != ',' {
+				return i + 1, nil, false // the closing brace
+			}
+			i = skipSpace(b, i+1)
+		}
+	case '[':
+		i = skipSpace(b, i+1)
+		if b[i] == ']' {
+			return i + 1, nil, false
+		}
+		for n := 0; ; n++ {
+			vEnd, sub, found := scanDuplicates(b, i)
+			if found {
+				return 0, append([]any{n}, sub...), true
+			}
+			i = skipSpace(b, vEnd)
+			if b[i] != ',' {
+				return i + 1, nil, false // the closing bracket
+			}
+			i = skipSpace(b, i+1)
+		}
+	}
+	return valueEnd(b, i), nil, false
+}
+
+// keyContent returns the key the quoted key q names, as encoding/json
+// decodes it: its bytes when it has no escape and is UTF-8, else its
+// decoded form (invalid UTF-8 becomes U+FFFD).
+func keyContent(q []byte) []byte {
+	content := q[1 : len(q)-1]
+	if plain(content) || (bytes.IndexByte(content, '\\') < 0 && utf8.Valid(content)) {
+		return content
+	}
+	var s string
+	if json.Unmarshal(q, &s) != nil { // valid JSON: cannot fail
+		return content
+	}
+	return []byte(s)
+}
+
+// duplicateKeyError is the validation failure of a message, body or
+// request that names a key twice in one object; prefix comes before loc.
+func duplicateKeyError(prefix, loc []any) fieldError {
+	key := loc[len(loc)-1]
+	return fieldError{Type: "duplicate_key", Loc: at(prefix, loc...),
+		Msg: fmt.Sprintf("Duplicate key %q: an object may name each key once", key), Input: mustEncode(key)}
+}
 
 // skipSpace returns the index of the first byte at or after i that is not
 // JSON whitespace.

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,7 +27,9 @@ const (
 	DefaultMaxReplyBytes   = 8 << 20
 	// MinReplyBytes is the smallest MaxReplyBytes: a smaller one is raised
 	// to it, so every error and envelope fits.
-	MinReplyBytes = 64 << 10
+	MinReplyBytes          = 64 << 10
+	DefaultMaxPendingBytes = 4 << 20
+	DefaultMaxPendingTotal = 256 << 20
 )
 
 // Config configures a Server. A zero field means its Default value; a
@@ -42,8 +45,11 @@ type Config struct {
 	IdleTimeout time.Duration
 	// PingInterval is how often the server pings each WebSocket peer, and
 	// PongTimeout how long it waits for the pong before closing the session
-	// as dead. Defaults DefaultPingInterval and DefaultPongTimeout; a negative
-	// PingInterval disables the pings.
+	// as dead. A reply written to the peer in that time counts as a pong, and
+	// no ping is sent while a reply is being written (WriteTimeout bounds
+	// it), so a slow reader that keeps reading is not dropped. Defaults
+	// DefaultPingInterval and DefaultPongTimeout; a negative PingInterval
+	// disables the pings.
 	PingInterval, PongTimeout time.Duration
 	// MaxMessageBytes caps an incoming WebSocket message or HTTP body. A
 	// larger WebSocket message gets an error frame naming its size and the
@@ -81,6 +87,15 @@ type Config struct {
 	// that pipelines without reading replies is slowed by TCP backpressure
 	// and the memory held per session stays bounded. Default DefaultMaxPending.
 	MaxPending int
+	// MaxPendingBytes caps the bytes of the messages a WebSocket session
+	// reads ahead, and MaxPendingTotal the same bytes across every session
+	// of the server. When a message does not fit, its reader waits before
+	// reading on (TCP backpressure slows the client) until queued messages
+	// are answered. A message larger than a cap is queued once nothing else
+	// holds that cap. The message being processed and the one being read
+	// are not counted: each is bounded by MaxMessageBytes. Defaults
+	// DefaultMaxPendingBytes and DefaultMaxPendingTotal.
+	MaxPendingBytes, MaxPendingTotal int64
 	// Logger receives the server's logs. Default slog.Default().
 	Logger *slog.Logger
 	// Token, when not empty, is the bearer token every route but /health
@@ -121,6 +136,12 @@ func (c Config) withDefaults() Config {
 	c.MaxReplyBytes = max(c.MaxReplyBytes, MinReplyBytes)
 	if c.MaxPending <= 0 {
 		c.MaxPending = DefaultMaxPending
+	}
+	if c.MaxPendingBytes <= 0 {
+		c.MaxPendingBytes = DefaultMaxPendingBytes
+	}
+	if c.MaxPendingTotal <= 0 {
+		c.MaxPendingTotal = DefaultMaxPendingTotal
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -201,8 +222,15 @@ type Server struct {
 
 	watch *watchdog // StepTimeout of tool calls and WriteTimeout of WebSocket writes
 
+	pending      *byteBudget  // MaxPendingTotal: the bytes WebSocket sessions read ahead
+	aheadWaiting atomic.Int64 // WebSocket readers waiting for read-ahead room
+
 	closers    sync.WaitGroup // instances a reset replaced, closing in the background
 	closeSlots chan struct{}  // bounds closers: a reset waits for a free slot
+
+	gcMu    sync.Mutex   // guards gcAt and gcStats; held during a forced collection
+	gcAt    time.Time    // when GET /debug/runtime?gc=1 last forced a collection
+	gcStats RuntimeStats // the statistics sampled right after it
 }
 
 // maxBackgroundCloses is how many replaced instances may close at once in
@@ -227,6 +255,7 @@ func NewServer(b Backend, cfg Config) *Server {
 		closeSlots: make(chan struct{}, maxBackgroundCloses),
 		auth:       newSecrets(cfg.Token),
 		watch:      newWatchdog(shortestLimit(cfg.StepTimeout, cfg.WriteTimeout)),
+		pending:    newByteBudget(cfg.MaxPendingTotal),
 	}
 	s.metrics = newMetrics(s)
 	s.handler = s.RequireToken(s.limitBodies(s.routes()))

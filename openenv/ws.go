@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 )
@@ -83,6 +84,7 @@ type wsConn struct {
 
 	queue   chan inbound
 	readers sync.WaitGroup
+	budget  *byteBudget // MaxPendingBytes: the bytes of the queued messages
 
 	// pending counts the messages queued for the worker and not yet
 	// answered. A reader answers a message itself only when it is 0.
@@ -109,11 +111,20 @@ type wsConn struct {
 	// cannot read pongs, so the keepalive skips its ping: the peer is
 	// demonstrably alive, it is sending.
 	blocked atomic.Bool
+
+	// writing is set while a reply is being written, and written counts
+	// the replies written. A write to a slow reader holds the socket, and
+	// the pong to a ping sent after it queues behind the reply, so the
+	// keepalive counts a write in progress (bounded by WriteTimeout) or
+	// completed as a sign of life, like a pong.
+	writing atomic.Bool
+	written atomic.Uint64
 }
 
 // inbound is one message read from the peer.
 type inbound struct {
 	data  []byte      // a text message
+	cost  int64       // the bytes of data taken from the read-ahead budgets (queued messages)
 	fatal *protoError // a message that ends the session: reply, then close
 	code  websocket.StatusCode
 	// handed, when not nil, delivers the reply to a message a reader was
@@ -133,6 +144,7 @@ type handedReply struct {
 func (wc *wsConn) run() {
 	s := wc.srv
 	wc.queue = make(chan inbound, s.cfg.MaxPending)
+	wc.budget = newByteBudget(s.cfg.MaxPendingBytes)
 	pingCtx, stopPing := context.WithCancel(context.Background())
 	wc.watch = time.AfterFunc(time.Hour, wc.watchFired)
 	wc.watch.Stop()
@@ -157,6 +169,10 @@ func (wc *wsConn) run() {
 	wg.Wait()
 	wc.readers.Wait()
 	wc.watch.Stop()
+	// The last reader closed the queue; what is left was never answered.
+	for m := range wc.queue {
+		wc.release(m.cost)
+	}
 }
 
 // startReader starts a reader goroutine.
@@ -181,6 +197,7 @@ func (wc *wsConn) work() (websocket.StatusCode, string) {
 				return ss.closeStatus()
 			}
 			if m.fatal != nil {
+				wc.release(m.cost)
 				if err := wc.write(m.fatal.frame()); err != nil {
 					return closeAbort, ""
 				}
@@ -199,7 +216,9 @@ func (wc *wsConn) work() (websocket.StatusCode, string) {
 			} else {
 				reply, closing = wc.srv.handleMessage(ss, m.data)
 			}
-			if code, reason, done := wc.answer(reply, closing); done {
+			code, reason, done := wc.answer(reply, closing)
+			wc.release(m.cost)
+			if done {
 				return code, reason
 			}
 			wc.pending.Add(-1)
@@ -241,6 +260,17 @@ func closeReason(msg string) string {
 // and a dead one by pingLoop closing the connection. Writes do not overlap:
 // one goroutine at a time answers (see wsConn).
 func (wc *wsConn) write(frame object) error {
+	wc.writing.Store(true)
+	defer wc.writing.Store(false)
+	if err := wc.writeFrame(frame); err != nil {
+		return err
+	}
+	wc.written.Add(1)
+	return nil
+}
+
+// writeFrame does the work of write.
+func (wc *wsConn) writeFrame(frame object) error {
 	buf := frameBuffers.Get().(*[]byte)
 	defer func() {
 		if cap(*buf) <= maxPooledFrame {
@@ -332,20 +362,72 @@ func (wc *wsConn) readLoop() {
 			continue
 		}
 		wc.pending.Add(1)
-		select {
-		case wc.queue <- m:
-		default:
-			wc.blocked.Store(true)
-			select {
-			case wc.queue <- m:
-			case <-wc.ss.ctx.Done():
-			}
-			wc.blocked.Store(false)
-		}
+		wc.enqueue(m)
 		if m.fatal != nil || wc.ss.ctx.Err() != nil {
 			close(wc.queue)
 			return
 		}
+	}
+}
+
+// enqueue queues m for the worker once its bytes fit the read-ahead
+// budgets (MaxPendingBytes and MaxPendingTotal) and the queue has room,
+// waiting for both without reading on, or gives up when the session ends.
+func (wc *wsConn) enqueue(m inbound) {
+	n := int64(len(m.data))
+	if !wc.reserve(n) {
+		return
+	}
+	m.cost = n
+	select {
+	case wc.queue <- m:
+		return
+	default:
+	}
+	wc.blocked.Store(true)
+	defer wc.blocked.Store(false)
+	select {
+	case wc.queue <- m:
+	case <-wc.ss.ctx.Done():
+		wc.release(n)
+	}
+}
+
+// reserve takes n bytes of the connection's and of the server's read-ahead
+// budgets, waiting for them; it fails, holding nothing, when the session
+// ends first.
+func (wc *wsConn) reserve(n int64) bool {
+	if n == 0 {
+		return true
+	}
+	if wc.budget.tryAcquire(n) {
+		if wc.srv.pending.tryAcquire(n) {
+			return true
+		}
+		wc.budget.release(n)
+	}
+	wc.blocked.Store(true)
+	wc.srv.aheadWaiting.Add(1)
+	defer func() {
+		wc.blocked.Store(false)
+		wc.srv.aheadWaiting.Add(-1)
+	}()
+	ctx := wc.ss.ctx
+	if wc.budget.acquire(ctx, n) != nil {
+		return false
+	}
+	if wc.srv.pending.acquire(ctx, n) != nil {
+		wc.budget.release(n)
+		return false
+	}
+	return true
+}
+
+// release gives back the read-ahead bytes of an answered or dropped message.
+func (wc *wsConn) release(n int64) {
+	if n > 0 {
+		wc.budget.release(n)
+		wc.srv.pending.release(n)
 	}
 }
 
@@ -406,8 +488,8 @@ func (wc *wsConn) watchFired() {
 	wc.startReader()
 }
 
-// readMessage reads one whole message. An oversized or binary message
-// becomes a fatal inbound; only a broken connection is an error.
+// readMessage reads one whole message. An oversized or binary message, or
+// a text message that is not UTF-8, becomes a fatal inbound; only a broken connection is an error.
 func (wc *wsConn) readMessage(ctx context.Context) (inbound, error) {
 	typ, r, err := wc.c.Reader(ctx)
 	if err != nil {
@@ -446,6 +528,13 @@ func (wc *wsConn) readMessage(ctx context.Context) (inbound, error) {
 			code:  websocket.StatusUnsupportedData,
 		}, nil
 	}
+	if !utf8.Valid(buf.Bytes()) {
+		// RFC 6455 §8.1: a text frame must be UTF-8; failing that, close 1007.
+		return inbound{
+			fatal: newError(codeInvalidJSON, "Invalid UTF-8 in a text frame: a message must be UTF-8 encoded JSON"),
+			code:  websocket.StatusInvalidFramePayloadData,
+		}, nil
+	}
 	// The message outlives the buffer: parsed values share its memory.
 	return inbound{data: bytes.Clone(buf.Bytes())}, nil
 }
@@ -453,8 +542,13 @@ func (wc *wsConn) readMessage(ctx context.Context) (inbound, error) {
 // readBuffers holds buffers for reading messages.
 var readBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// pingLoop pings the peer every PingInterval and stops the session when a
-// pong does not come within PongTimeout.
+// pingLoop pings the peer every PingInterval and stops the session when
+// neither a pong nor a written reply comes within PongTimeout. A ping waits
+// for the socket while a reply is written, and its pong queues behind the
+// replies the peer has yet to read, so a slow reader that keeps reading
+// would otherwise be taken for a dead one. While a write bounded by
+// WriteTimeout is in progress no ping is sent: the write's own limit tells
+// a peer that stopped reading.
 func (wc *wsConn) pingLoop(ctx context.Context) {
 	s := wc.srv
 	t := time.NewTicker(s.cfg.PingInterval)
@@ -470,9 +564,19 @@ func (wc *wsConn) pingLoop(ctx context.Context) {
 		if wc.blocked.Load() {
 			continue
 		}
+		writeBounded := s.cfg.WriteTimeout > 0
+		if writeBounded && wc.writing.Load() {
+			s.log.Debug("openenv: websocket ping deferred: a reply is being written", "session", wc.ss.ref)
+			continue
+		}
+		written := wc.written.Load()
 		pctx, cancel := withTimeout(ctx, s.cfg.PongTimeout)
 		err := wc.c.Ping(pctx)
 		cancel()
+		if err != nil && wc.ss.ctx.Err() == nil && (wc.written.Load() != written || (writeBounded && wc.writing.Load())) {
+			s.log.Debug("openenv: websocket pong late, but the peer is reading replies", "session", wc.ss.ref, "err", err)
+			continue
+		}
 		if err != nil && wc.ss.ctx.Err() == nil {
 			s.log.Info("openenv: websocket peer did not answer a ping", "session", wc.ss.ref, "err", err)
 			wc.ss.stop(closeAbort, "no pong from peer")
@@ -507,6 +611,10 @@ func (s *Server) dispatch(ss *session, raw []byte) (reply object, closing bool) 
 			err = errors.New("not a single JSON value")
 		}
 		return newError(codeInvalidJSON, "Invalid JSON: %v", err).frame(), false
+	}
+	if loc, dup := duplicateKey(raw); dup {
+		s.observeWSMessage("invalid")
+		return invalid([]fieldError{duplicateKeyError(nil, loc)}).frame(), false
 	}
 	var m map[string]json.RawMessage
 	ok := false

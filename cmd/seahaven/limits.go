@@ -26,6 +26,14 @@ const (
 	fdsPerSession = 1
 	// fdsPerConn is an open store: its file (the journal is in memory).
 	fdsPerConn = 1
+	// fdsPerHTTPConn is an HTTP connection that is not a WebSocket session
+	// (a probe, an HTTP episode call, a client kept alive or idle).
+	fdsPerHTTPConn = 1
+	// httpConnShare is the share of the file descriptors left after the
+	// reserve that HTTP connections may take, at most
+	// openenv.DefaultMaxConns: the rest stay for sessions' sockets and
+	// SQLite files, so no flood of connections can starve them.
+	httpConnShare = 8
 	// mapsPerConn is an open or parked store: its reserved linear memory,
 	// as counted in /proc/<pid>/maps.
 	mapsPerConn = 2
@@ -57,6 +65,7 @@ type hostLimits struct {
 type capacity struct {
 	MaxSessions int // live sessions
 	MaxOpen     int // SQLite connections kept open by idle instances (the pool's cap)
+	MaxConns    int // HTTP connections that are not WebSocket sessions (openenv.ConnLimit); negative: no bound
 }
 
 // usable returns limit less the headroom.
@@ -68,7 +77,7 @@ func connsAtPeak(maxOpen int) uint64 { return uint64(maxOpen + maxOpen/8) }
 
 // fdsNeeded is the file descriptors a capacity needs.
 func fdsNeeded(c capacity) uint64 {
-	return fdReserve + fdsPerSession*uint64(c.MaxSessions) + fdsPerConn*connsAtPeak(c.MaxOpen)
+	return fdReserve + fdsPerSession*uint64(c.MaxSessions) + fdsPerConn*connsAtPeak(c.MaxOpen) + fdsPerHTTPConn*uint64(max(c.MaxConns, 0))
 }
 
 // mapsNeeded is the memory maps a capacity needs: open connections may map
@@ -80,15 +89,17 @@ func mapsNeeded(c capacity) uint64 {
 
 // deriveCapacity returns the default capacity for l: the pool's cap is
 // composition.DefaultMaxOpen unless connections would take more than half
-// the usable file descriptors or more than the usable memory maps; sessions
-// get the file descriptors left, and no more than half the memory at
-// sessionMemory each.
+// the usable file descriptors or more than the usable memory maps; HTTP
+// connections get an httpConnShare-th of the usable descriptors, at most
+// openenv.DefaultMaxConns; sessions get the file descriptors left, and no
+// more than half the memory at sessionMemory each.
 func deriveCapacity(l hostLimits) capacity {
-	c := capacity{MaxOpen: composition.DefaultMaxOpen}
+	c := capacity{MaxOpen: composition.DefaultMaxOpen, MaxConns: openenv.DefaultMaxConns}
 	var fdAvail uint64
 	if l.NoFile > 0 {
 		fdAvail = usable(l.NoFile) - min(fdReserve, usable(l.NoFile))
 		c.MaxOpen = min(c.MaxOpen, int(fdAvail/2*8/9/fdsPerConn))
+		c.MaxConns = max(min(c.MaxConns, int(fdAvail/httpConnShare/fdsPerHTTPConn)), 1)
 	}
 	if l.MaxMapCount > 0 {
 		mapAvail := usable(l.MaxMapCount) - min(mapReserve, usable(l.MaxMapCount))
@@ -100,7 +111,7 @@ func deriveCapacity(l hostLimits) capacity {
 	c.MaxOpen = max(c.MaxOpen, 1)
 	c.MaxSessions = noBound
 	if l.NoFile > 0 {
-		conns := fdsPerConn * connsAtPeak(c.MaxOpen)
+		conns := fdsPerConn*connsAtPeak(c.MaxOpen) + fdsPerHTTPConn*uint64(c.MaxConns)
 		c.MaxSessions = int((fdAvail - min(conns, fdAvail)) / fdsPerSession)
 	}
 	if l.MemTotal > 0 {
@@ -120,10 +131,10 @@ func checkCapacity(l hostLimits, c capacity) error {
 	if need := fdsNeeded(c); l.NoFile > 0 && need > usable(l.NoFile) {
 		want := roundUp(need * 100 / (100 - headroomPercent))
 		problems = append(problems, fmt.Sprintf(
-			"%d sessions and %d open connections need about %d file descriptors (%d per session, %d per open SQLite connection, %d reserved, %d%% headroom), "+
+			"%d sessions, %d open connections and %d HTTP connections need about %d file descriptors (%d per session, %d per open SQLite connection, %d per HTTP connection, %d reserved, %d%% headroom), "+
 				"but the open-file limit is %d (hard limit %d). Raise it to %d: `ulimit -n %d` in the shell that starts seahaven "+
 				"(above the hard limit as root, or in /etc/security/limits.conf), LimitNOFILE=%d in a systemd unit, or --ulimit nofile=%d:%d with docker",
-			c.MaxSessions, c.MaxOpen, need, fdsPerSession, fdsPerConn, fdReserve, headroomPercent,
+			c.MaxSessions, c.MaxOpen, max(c.MaxConns, 0), need, fdsPerSession, fdsPerConn, fdsPerHTTPConn, fdReserve, headroomPercent,
 			l.NoFile, l.NoFileHard, want, want, want, want, want))
 	}
 	if need := mapsNeeded(c); l.MaxMapCount > 0 && need > usable(l.MaxMapCount) {
@@ -137,8 +148,8 @@ func checkCapacity(l hostLimits, c capacity) error {
 		return nil
 	}
 	fit := deriveCapacity(l)
-	return fmt.Errorf("%s. These limits fit --max-sessions %d --max-open %d; pass --force to start anyway",
-		strings.Join(problems, ". "), fit.MaxSessions, fit.MaxOpen)
+	return fmt.Errorf("%s. These limits fit --max-sessions %d --max-open %d --max-conns %d; pass --force to start anyway",
+		strings.Join(problems, ". "), fit.MaxSessions, fit.MaxOpen, fit.MaxConns)
 }
 
 // roundUp rounds n up to two significant digits, for a limit to suggest.
@@ -189,6 +200,7 @@ func parseMemTotal(meminfo []byte) uint64 {
 // scaleFlags are serve's capacity, storage and profiling flags.
 type scaleFlags struct {
 	maxOpen     *int
+	maxConns    *int
 	idleRelease *time.Duration
 	force       *bool
 	pprof       *bool
@@ -201,6 +213,7 @@ type scaleFlags struct {
 func addScaleFlags(fs *flag.FlagSet) *scaleFlags {
 	return &scaleFlags{
 		maxOpen:     fs.Int("max-open", envInt("SEAHAVEN_MAX_OPEN", 0), "the most SQLite connections idle instances keep open; 0 derives it from the file and memory-map limits (env SEAHAVEN_MAX_OPEN)"),
+		maxConns:    fs.Int("max-conns", envInt("SEAHAVEN_MAX_CONNS", 0), "the most HTTP connections open at once across the listeners, WebSocket sessions not counted; past it an idle keep-alive connection is closed, else the new one gets 503; 0 derives it from the file-descriptor limit (at most 1024); negative: no bound (env SEAHAVEN_MAX_CONNS)"),
 		idleRelease: fs.Duration("idle-release", envDuration("SEAHAVEN_IDLE_RELEASE", sqlitestore.DefaultIdleAfter), "close an instance's SQLite connections after this long without a call; negative keeps them (env SEAHAVEN_IDLE_RELEASE)"),
 		force:       fs.Bool("force", false, "start even when --max-sessions or --max-open exceed the file-descriptor or memory-map limits"),
 		pprof:       fs.Bool("pprof", false, "serve net/http/pprof at /debug/pprof/ on the main listener"),
@@ -215,28 +228,28 @@ func (f *scaleFlags) instances(given string) (string, error) {
 	return instanceRoot(*f.storage, given)
 }
 
-// apply raises the open-file limit, derives a zero maxSessions and
-// --max-open from the host's limits, refuses a capacity the limits cannot
-// hold (unless --force), sizes composition.DefaultPool, and resolves the
-// instance root for --storage. It returns the session cap and the instance
-// root to serve.
-func (f *scaleFlags) apply(log *slog.Logger, maxSessions int, instances string) (int, string, error) {
+// apply raises the open-file limit, derives a zero maxSessions,
+// --max-open and --max-conns from the host's limits, refuses a capacity
+// the limits cannot hold (unless --force), sizes composition.DefaultPool,
+// and resolves the instance root for --storage. It returns the capacity
+// and the instance root to serve.
+func (f *scaleFlags) apply(log *slog.Logger, maxSessions int, instances string) (capacity, string, error) {
 	root, err := f.instances(instances)
 	if err != nil {
-		return 0, "", err
+		return capacity{}, "", err
 	}
-	n, err := f.capacity(log, maxSessions)
-	return n, root, err
+	c, err := f.capacity(log, maxSessions)
+	return c, root, err
 }
 
-// capacity is apply's part for --max-sessions and --max-open.
-func (f *scaleFlags) capacity(log *slog.Logger, maxSessions int) (int, error) {
+// capacity is apply's part for --max-sessions, --max-open and --max-conns.
+func (f *scaleFlags) capacity(log *slog.Logger, maxSessions int) (capacity, error) {
 	l, err := readHostLimits()
 	if err != nil {
-		return 0, err
+		return capacity{}, err
 	}
 	if maxSessions < 0 || *f.maxOpen < 0 {
-		return 0, errors.New("--max-sessions and --max-open must not be negative")
+		return capacity{}, errors.New("--max-sessions and --max-open must not be negative")
 	}
 	c := deriveCapacity(l)
 	if maxSessions > 0 {
@@ -245,9 +258,12 @@ func (f *scaleFlags) capacity(log *slog.Logger, maxSessions int) (int, error) {
 	if *f.maxOpen > 0 {
 		c.MaxOpen = *f.maxOpen
 	}
+	if *f.maxConns != 0 {
+		c.MaxConns = *f.maxConns
+	}
 	if err := checkCapacity(l, c); err != nil {
 		if !*f.force {
-			return 0, err
+			return capacity{}, err
 		}
 		log.Warn("starting beyond the host's limits (--force)", "problem", err.Error())
 	}
@@ -256,9 +272,9 @@ func (f *scaleFlags) capacity(log *slog.Logger, maxSessions int) (int, error) {
 			"idle_session_budget_kib", sessionMemory>>10, "mem_total_mib", l.MemTotal>>20)
 	}
 	composition.DefaultPool.SetLimits(c.MaxOpen, *f.idleRelease)
-	log.Info("capacity", "max_sessions", c.MaxSessions, "max_open", c.MaxOpen, "idle_release", f.idleRelease.String(), "storage", *f.storage,
+	log.Info("capacity", "max_sessions", c.MaxSessions, "max_open", c.MaxOpen, "max_conns", c.MaxConns, "idle_release", f.idleRelease.String(), "storage", *f.storage,
 		"nofile", l.NoFile, "nofile_hard", l.NoFileHard, "max_map_count", l.MaxMapCount, "fds_needed", fdsNeeded(c), "maps_needed", mapsNeeded(c))
-	return c.MaxSessions, nil
+	return c, nil
 }
 
 // debug adds net/http/pprof at /debug/pprof/ in front of h when --pprof is

@@ -15,12 +15,13 @@ func TestDeriveCapacity(t *testing.T) {
 		limits hostLimits // the host's limits (zero: unknown)
 		want   capacity   // the derived defaults
 	}{
-		{"ThisMachine", hostLimits{NoFile: 20000, NoFileHard: 20000, MaxMapCount: 65530}, capacity{MaxSessions: 15440, MaxOpen: 2048}},
-		{"DefaultSoftLimit", hostLimits{NoFile: 1024, NoFileHard: 1024, MaxMapCount: 65530}, capacity{MaxSessions: 333, MaxOpen: 296}},
-		{"FewMapsManyFiles", hostLimits{NoFile: 1 << 20, NoFileHard: 1 << 20, MaxMapCount: 8192}, capacity{MaxSessions: 942513, MaxOpen: 845}},
-		{"MemoryBound", hostLimits{NoFile: 1 << 20, NoFileHard: 1 << 20, MaxMapCount: 8192, MemTotal: 16 << 30}, capacity{MaxSessions: 32768, MaxOpen: 845}},
-		{"Unknown", hostLimits{}, capacity{MaxSessions: noBound, MaxOpen: 2048}},
-		{"Starved", hostLimits{NoFile: 100, NoFileHard: 100, MaxMapCount: 100}, capacity{MaxSessions: 1, MaxOpen: 1}},
+		{"ThisMachine", hostLimits{NoFile: 20000, NoFileHard: 20000, MaxMapCount: 65530}, capacity{MaxSessions: 14416, MaxOpen: 2048, MaxConns: 1024}},
+		{"DefaultSoftLimit", hostLimits{NoFile: 1024, NoFileHard: 1024, MaxMapCount: 65530}, capacity{MaxSessions: 250, MaxOpen: 296, MaxConns: 83}},
+		{"FewMapsManyFiles", hostLimits{NoFile: 1 << 20, NoFileHard: 1 << 20, MaxMapCount: 8192}, capacity{MaxSessions: 941489, MaxOpen: 845, MaxConns: 1024}},
+		{"MemoryBound", hostLimits{NoFile: 1 << 20, NoFileHard: 1 << 20, MaxMapCount: 8192, MemTotal: 16 << 30}, capacity{MaxSessions: 32768, MaxOpen: 845, MaxConns: 1024}},
+		{"Unknown", hostLimits{}, capacity{MaxSessions: noBound, MaxOpen: 2048, MaxConns: 1024}},
+		{"Ulimit512", hostLimits{NoFile: 512, NoFileHard: 512, MaxMapCount: 65530}, capacity{MaxSessions: 79, MaxOpen: 90, MaxConns: 25}},
+		{"Starved", hostLimits{NoFile: 100, NoFileHard: 100, MaxMapCount: 100}, capacity{MaxSessions: 1, MaxOpen: 1, MaxConns: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,15 +43,15 @@ func TestCheckCapacity(t *testing.T) {
 		capacity capacity // what the flags ask for
 		contains []string // substrings of the error; none means no error
 	}{
-		{"Fits", capacity{MaxSessions: 10000, MaxOpen: 2048}, nil},
-		{"TooManySessions", capacity{MaxSessions: 16000, MaxOpen: 2048}, []string{
-			"16000 sessions and 2048 open connections need about 18560 file descriptors",
+		{"Fits", capacity{MaxSessions: 10000, MaxOpen: 2048, MaxConns: 1024}, nil},
+		{"TooManySessions", capacity{MaxSessions: 16000, MaxOpen: 2048, MaxConns: 1024}, []string{
+			"16000 sessions, 2048 open connections and 1024 HTTP connections need about 19584 file descriptors",
 			"the open-file limit is 20000 (hard limit 20000)",
-			"`ulimit -n 21000`", "LimitNOFILE=21000", "--ulimit nofile=21000:21000",
-			"These limits fit --max-sessions 15440 --max-open 2048; pass --force to start anyway",
+			"`ulimit -n 22000`", "LimitNOFILE=22000", "--ulimit nofile=22000:22000",
+			"These limits fit --max-sessions 14416 --max-open 2048 --max-conns 1024; pass --force to start anyway",
 		}},
-		{"TooManyConnections", capacity{MaxSessions: 100, MaxOpen: 30000}, []string{
-			"need about 34106 file descriptors",
+		{"TooManyConnections", capacity{MaxSessions: 100, MaxOpen: 30000, MaxConns: 1024}, []string{
+			"need about 35130 file descriptors",
 			"30000 open connections need about 120346 memory maps",
 			"vm.max_map_count is 65530", "`sudo sysctl -w vm.max_map_count=140000`",
 		}},

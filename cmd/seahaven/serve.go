@@ -52,6 +52,10 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	maxMessage := fs.Int64("max-message-bytes", int64(envInt("SEAHAVEN_MAX_MESSAGE_BYTES", openenv.DefaultMaxMessageBytes)), "the largest WebSocket message or request body (env SEAHAVEN_MAX_MESSAGE_BYTES)")
 	maxReply := fs.Int("max-reply-bytes", envInt("SEAHAVEN_MAX_REPLY_BYTES", openenv.DefaultMaxReplyBytes), fmt.Sprintf("the largest reply: an inspect reply holds the rows that fit, a larger tool result or state is an error; at least %d (env SEAHAVEN_MAX_REPLY_BYTES)", openenv.MinReplyBytes))
 	recordDir := fs.String("record", envOr("SEAHAVEN_RECORD", ""), "write one trajectory (JSONL) per episode into this directory, for seahaven grade (default: off; env SEAHAVEN_RECORD)")
+	readTimeout := fs.Duration("read-timeout", envDuration("SEAHAVEN_READ_TIMEOUT", openenv.DefaultReadTimeout), "bound on reading a request's headers and body; a slower client is cut off (env SEAHAVEN_READ_TIMEOUT)")
+	keepAlive := fs.Duration("keepalive-timeout", envDuration("SEAHAVEN_KEEPALIVE_TIMEOUT", openenv.DefaultKeepAliveTimeout), "close an HTTP keep-alive connection idle this long between requests (env SEAHAVEN_KEEPALIVE_TIMEOUT)")
+	maxPendingBytes := fs.Int64("max-pending-bytes", int64(envInt("SEAHAVEN_MAX_PENDING_BYTES", openenv.DefaultMaxPendingBytes)), "the bytes a WebSocket session reads ahead of the message being processed; past them it stops reading (env SEAHAVEN_MAX_PENDING_BYTES)")
+	maxPendingTotal := fs.Int64("max-pending-total", int64(envInt("SEAHAVEN_MAX_PENDING_TOTAL", openenv.DefaultMaxPendingTotal)), "the bytes all WebSocket sessions together read ahead (env SEAHAVEN_MAX_PENDING_TOTAL)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", envDuration("SEAHAVEN_SHUTDOWN_TIMEOUT", 30*time.Second), "on SIGTERM, how long to wait for sessions and requests to end (env SEAHAVEN_SHUTDOWN_TIMEOUT)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -66,9 +70,11 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *maxSessions, *instances, err = scale.apply(logger, *maxSessions, *instances); err != nil {
+	limits, root, err := scale.apply(logger, *maxSessions, *instances)
+	if err != nil {
 		return err
 	}
+	*maxSessions, *instances = limits.MaxSessions, root
 	w, err := c.m.world(*worldName)
 	if err != nil {
 		return err
@@ -87,21 +93,25 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	srv := openenv.NewServer(backend, openenv.Config{
 		MaxSessions: *maxSessions, IdleTimeout: *idle, StepTimeout: *stepTimeout, Logger: logger,
 		MaxMessageBytes: *maxMessage, MaxReplyBytes: *maxReply, Token: *token, Production: *production,
+		MaxPendingBytes: *maxPendingBytes, MaxPendingTotal: *maxPendingTotal,
 	})
+	// One bound for the connections of both listeners: they share the
+	// process's file descriptors.
+	conns := &openenv.ConnLimit{Max: limits.MaxConns, ReadTimeout: *readTimeout, KeepAliveTimeout: *keepAlive}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
-	servers := []*http.Server{{Handler: withWeb(srv, srv.RequireToken(scale.debug(srv.Handler()))), ReadHeaderTimeout: 10 * time.Second}}
-	listeners := []net.Listener{ln}
+	servers := []*http.Server{conns.Server(withWeb(srv, srv.RequireToken(scale.debug(srv.Handler()))))}
+	listeners := []net.Listener{conns.Listener(ln)}
 	if *agentAddr != "" {
 		aln, err := net.Listen("tcp", *agentAddr)
 		if err != nil {
 			ln.Close()
 			return fmt.Errorf("--agent-addr: %w", err)
 		}
-		servers = append(servers, &http.Server{Handler: srv.AgentHandler(), ReadHeaderTimeout: 10 * time.Second})
-		listeners = append(listeners, aln)
+		servers = append(servers, conns.Server(srv.AgentHandler()))
+		listeners = append(listeners, conns.Listener(aln))
 	}
 	logger.Info("serving", "world", w.Name(), "version", w.Version(), "addr", ln.Addr().String(), "agent_addr", listenerAddr(listeners, 1),
 		"default_fixture", *fixtureID, "max_sessions", *maxSessions, "production", *production, "token", *token != "")

@@ -1,0 +1,177 @@
+package openenv
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Defaults of the ConnLimit fields.
+const (
+	DefaultMaxConns          = 1024
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = time.Minute
+	DefaultKeepAliveTimeout  = time.Minute
+)
+
+// ConnLimit bounds the HTTP connections of the listeners it serves and how
+// long each may hold the server without sending: serve each listener with
+// [ConnLimit.Server] on [ConnLimit.Listener]. One ConnLimit may serve
+// several listeners, which then share Max. Set the fields before the first
+// call; a ConnLimit is safe for concurrent use afterwards. The zero value
+// uses the defaults.
+type ConnLimit struct {
+	// Max caps the connections open at once, not counting WebSocket
+	// connections once upgraded: each of those is a session, bounded by
+	// Config.MaxSessions. A connection accepted at the cap closes an idle
+	// keep-alive connection to make room; when none is idle it is answered
+	// 503 {"detail":"…"} and closed. Default DefaultMaxConns; negative means
+	// no bound.
+	Max int
+	// ReadHeaderTimeout bounds reading a request's headers. Default
+	// DefaultReadHeaderTimeout.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a request, headers and body, from its first
+	// byte; a client that sends its body slower gets an error and the
+	// connection is closed. The handler's work once the body is read is not
+	// bounded by it (a step has StepTimeout). Default DefaultReadTimeout;
+	// negative means no bound.
+	ReadTimeout time.Duration
+	// KeepAliveTimeout is how long a keep-alive connection may wait for its
+	// next request before it is closed. Default DefaultKeepAliveTimeout.
+	KeepAliveTimeout time.Duration
+
+	mu      sync.Mutex        // guards conns and refused
+	conns   map[net.Conn]bool // the counted connections; true while idle between requests
+	refused int64             // connections answered 503
+}
+
+// limit returns Max with its default applied.
+func (l *ConnLimit) limit() int {
+	if l.Max == 0 {
+		return DefaultMaxConns
+	}
+	return l.Max
+}
+
+// orDefault returns d, or def when d is zero.
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// Server returns an http.Server serving h with the limit's timeouts, which
+// tracks its connections for Max. Serve it on a listener from Listener.
+func (l *ConnLimit) Server(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: orDefault(l.ReadHeaderTimeout, DefaultReadHeaderTimeout),
+		// Once a body has been read, net/http lifts the read deadline for
+		// its background read, so a step outlasting ReadTimeout goes on.
+		ReadTimeout: max(orDefault(l.ReadTimeout, DefaultReadTimeout), 0),
+		IdleTimeout: orDefault(l.KeepAliveTimeout, DefaultKeepAliveTimeout),
+		ConnState:   l.track,
+	}
+}
+
+// Listener returns ln with every accepted connection counted against Max.
+func (l *ConnLimit) Listener(ln net.Listener) net.Listener {
+	return &limitListener{Listener: ln, l: l}
+}
+
+// Refused returns how many connections were answered 503 at the cap.
+func (l *ConnLimit) Refused() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.refused
+}
+
+// Open returns how many counted connections are open.
+func (l *ConnLimit) Open() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns)
+}
+
+// limitListener is a listener whose connections a ConnLimit counts.
+type limitListener struct {
+	net.Listener
+	l *ConnLimit
+}
+
+// Accept returns the next connection within the limit, answering those
+// beyond it 503.
+func (ln *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := ln.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		admitted, evicted := ln.l.admit(c)
+		if evicted != nil {
+			evicted.Close()
+		}
+		if admitted {
+			return c, nil
+		}
+		ln.l.refuse(c)
+	}
+}
+
+// admit counts c when there is room, or when an idle connection can make
+// room (it is returned, uncounted, for the caller to close).
+func (l *ConnLimit) admit(c net.Conn) (admitted bool, evicted net.Conn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conns == nil {
+		l.conns = map[net.Conn]bool{}
+	}
+	if max := l.limit(); max > 0 && len(l.conns) >= max {
+		for old, idle := range l.conns {
+			if idle {
+				evicted = old
+				delete(l.conns, old)
+				break
+			}
+		}
+		if evicted == nil {
+			l.refused++
+			return false, nil
+		}
+	}
+	l.conns[c] = false
+	return true, evicted
+}
+
+// refuseWriteTimeout bounds writing the 503 to a refused connection.
+const refuseWriteTimeout = time.Second
+
+// refuse answers c 503 and closes it.
+func (l *ConnLimit) refuse(c net.Conn) {
+	body := fmt.Sprintf(`{"detail":"Too many connections: the server holds its limit of %d; retry later"}`, l.limit())
+	c.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
+	fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: %d\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s", len(body), body)
+	c.Close()
+}
+
+// track follows a counted connection through its states: idle between
+// requests, busy, or gone (closed, or hijacked into a WebSocket session).
+func (l *ConnLimit) track(c net.Conn, state http.ConnState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, counted := l.conns[c]; !counted {
+		return // evicted, or not accepted through Listener
+	}
+	switch state {
+	case http.StateIdle:
+		l.conns[c] = true
+	case http.StateNew, http.StateActive:
+		l.conns[c] = false
+	case http.StateHijacked, http.StateClosed:
+		delete(l.conns, c)
+	}
+}

@@ -1,0 +1,166 @@
+package openenv_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/seahaven/seahaven/openenv"
+)
+
+// limitServer is a Server served through a ConnLimit on a loopback port.
+type limitServer struct {
+	srv   *openenv.Server
+	limit *openenv.ConnLimit
+	addr  string
+}
+
+// mustServeLimited serves fake's Server through limit.
+func mustServeLimited(tb testing.TB, fake *fakeBackend, cfg openenv.Config, limit *openenv.ConnLimit) *limitServer {
+	tb.Helper()
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	srv := openenv.NewServer(fake, cfg)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	hs := limit.Server(srv.Handler())
+	go hs.Serve(limit.Listener(ln))
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		srv.Shutdown(ctx)
+		hs.Close()
+	})
+	return &limitServer{srv: srv, limit: limit, addr: ln.Addr().String()}
+}
+
+// rawConn opens a TCP connection to the server, closed at cleanup.
+func (s *limitServer) rawConn(tb testing.TB) net.Conn {
+	tb.Helper()
+	c, err := net.Dial("tcp", s.addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// get sends GET path on c and reads the response.
+func get(tb testing.TB, c net.Conn, r *bufio.Reader, path string) (int, string) {
+	tb.Helper()
+	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		tb.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(waitLimit))
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil {
+		tb.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// closedByServer waits until the server closes c.
+func closedByServer(tb testing.TB, c net.Conn, r *bufio.Reader) {
+	tb.Helper()
+	c.SetReadDeadline(time.Now().Add(waitLimit))
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		tb.Fatalf("the server did not close the connection: %v", err)
+	}
+}
+
+// TestConnLimit_Max fills the connection cap with connections that send
+// nothing: the next one is answered 503, an idle keep-alive connection
+// gives way to a new one, and a WebSocket session, which does not count,
+// goes on answering throughout.
+func TestConnLimit_Max(t *testing.T) {
+	const max = 3
+	s := mustServeLimited(t, newFake(t), openenv.Config{}, &openenv.ConnLimit{Max: max, ReadHeaderTimeout: time.Hour})
+	ctx := context.Background()
+	ws, _, err := websocket.Dial(ctx, "ws://"+s.addr+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	roundTrip(t, ws, `{"type":"reset"}`)
+	waitFor(t, "the upgraded connection to leave the count", func() bool { return s.limit.Open() == 0 })
+
+	var silent []net.Conn
+	for range max {
+		silent = append(silent, s.rawConn(t))
+	}
+	waitFor(t, "the silent connections to be counted", func() bool { return s.limit.Open() == max })
+	extra := s.rawConn(t)
+	code, body := get(t, extra, bufio.NewReader(extra), "/health")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "Too many connections") || s.limit.Refused() != 1 {
+		t.Fatalf("a connection past the cap got %d %s (refused %d), want 503 naming the limit", code, body, s.limit.Refused())
+	}
+	mustSucceed(t, roundTrip(t, ws, `{"type":"step","data":{"tool_name":"echo","arguments":{"message":"still here"}}}`))
+
+	// A freed place goes to the next connection, which stays open idle.
+	silent[0].Close()
+	waitFor(t, "the closed connection to leave the count", func() bool { return s.limit.Open() == max-1 })
+	keep := s.rawConn(t)
+	keepR := bufio.NewReader(keep)
+	if code, body := get(t, keep, keepR, "/health"); code != http.StatusOK {
+		t.Fatalf("GET /health with a free place: %d %s", code, body)
+	}
+	// At the cap again, a new connection takes the idle one's place.
+	s.rawConn(t)
+	closedByServer(t, keep, keepR)
+	waitFor(t, "the new connection to be counted", func() bool { return s.limit.Open() == max })
+	if n := s.limit.Refused(); n != 1 {
+		t.Errorf("refused %d connections, want only the first one past the cap", n)
+	}
+	mustSucceed(t, roundTrip(t, ws, `{"type":"step","data":{"tool_name":"echo","arguments":{"message":"still here"}}}`))
+}
+
+// TestConnLimit_Timeouts checks that a body sent too slowly and an idle
+// keep-alive connection are closed, and that a step running longer than
+// ReadTimeout is not cut short by it.
+func TestConnLimit_Timeouts(t *testing.T) {
+	limit := &openenv.ConnLimit{Max: -1, ReadTimeout: 50 * time.Millisecond, KeepAliveTimeout: 50 * time.Millisecond}
+	s := mustServeLimited(t, newFake(t), openenv.Config{StepTimeout: 300 * time.Millisecond}, limit)
+	t.Run("SlowBody", func(t *testing.T) {
+		c := s.rawConn(t)
+		io.WriteString(c, "POST /reset HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"seed\":")
+		closedByServer(t, c, bufio.NewReader(c))
+	})
+	t.Run("IdleKeepAlive", func(t *testing.T) {
+		c := s.rawConn(t)
+		r := bufio.NewReader(c)
+		if code, _ := get(t, c, r, "/health"); code != http.StatusOK {
+			t.Fatalf("GET /health: %d", code)
+		}
+		closedByServer(t, c, r)
+	})
+	t.Run("LongStep", func(t *testing.T) {
+		client := &http.Client{Timeout: waitLimit}
+		post := func(path, body string) string {
+			resp, err := client.Post("http://"+s.addr+path, "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatalf("POST %s: %v", path, err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return string(b)
+		}
+		post("/reset", `{}`)
+		// The step runs until StepTimeout, six times ReadTimeout: it must
+		// end by its own timeout, not be cancelled.
+		reply := post("/step", `{"action":{"tool_name":"slow"}}`)
+		if !strings.Contains(reply, `"error_type":"timeout"`) {
+			t.Fatalf("a step longer than ReadTimeout: %s, want its own timeout", reply)
+		}
+	})
+}
