@@ -193,7 +193,9 @@ func blobAffinity(typ string, strict bool) bool {
 	if strict {
 		return t == "ANY"
 	}
-	has := func(s ...string) bool { return slices.ContainsFunc(s, func(s string) bool { return strings.Contains(t, s) }) }
+	has := func(s ...string) bool {
+		return slices.ContainsFunc(s, func(s string) bool { return strings.Contains(t, s) })
+	}
 	switch {
 	case has("INT", "CHAR", "CLOB", "TEXT"):
 		return false
