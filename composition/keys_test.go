@@ -2,7 +2,9 @@ package composition_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -99,5 +101,34 @@ func TestCheckKeys(t *testing.T) {
 	}
 	if err := composition.CheckKeys(newWorld("clean")); err != nil {
 		t.Fatalf("CheckKeys = %v, want nil", err)
+	}
+}
+
+// TestInstance_StateInfinity: a REAL column holding an infinity is logged
+// as the float64 infinity, and the state document encodes it as the JSON
+// number 1e999 (or -1e999) instead of failing.
+func TestInstance_StateInfinity(t *testing.T) {
+	w := env.NewWorld(env.WorldSpec{Name: "limits", Version: "1.0.0",
+		Schema: `CREATE TABLE limits (id TEXT PRIMARY KEY, cap REAL NOT NULL) STRICT;`})
+	env.Tool(w, "unlimit", "Lift the caps.", func(c *env.Ctx, _ struct{}) (string, error) {
+		_, err := c.DB.Exec(`INSERT INTO limits VALUES ('up', 1e999), ('down', -1e999)`)
+		return "ok", err
+	})
+	inst := MustOpen(t, w, composition.Options{})
+	if _, err := inst.CallJSON(context.Background(), "unlimit", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	log := inst.ChangeLog()
+	if len(log) != 2 || !math.IsInf(log[0].After["cap"].(float64), -1) || !math.IsInf(log[1].After["cap"].(float64), 1) {
+		t.Fatalf("log = %v, want the two infinities", log)
+	}
+	b, err := json.Marshal(inst.State())
+	if err != nil {
+		t.Fatalf("the state document cannot be written: %v", err)
+	}
+	for _, want := range []string{`"after":{"cap":-1e999,"id":"down"}`, `"after":{"cap":1e999,"id":"up"}`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("state document lacks %s:\n%s", want, b)
+		}
 	}
 }
