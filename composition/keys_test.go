@@ -132,3 +132,35 @@ func TestInstance_StateInfinity(t *testing.T) {
 		}
 	}
 }
+
+// TestInstance_KeyProblemAtRunTime: a table a tool creates in a shape the
+// change log cannot key fails the call that writes it, which rolls back and
+// leaves no record.
+func TestInstance_KeyProblemAtRunTime(t *testing.T) {
+	w := env.NewWorld(env.WorldSpec{Name: "maker", Version: "1.0.0",
+		Schema: `CREATE TABLE ok (id INTEGER PRIMARY KEY);`})
+	env.Tool(w, "make", "Make a table and write it.", func(c *env.Ctx, _ struct{}) (string, error) {
+		for _, s := range []string{
+			`INSERT INTO ok VALUES (1)`,
+			`CREATE TABLE codes (code TEXT PRIMARY KEY)`,
+			`INSERT INTO codes VALUES (NULL), (NULL)`,
+		} {
+			if _, err := c.DB.Exec(s); err != nil {
+				return "", err
+			}
+		}
+		return "made", nil
+	})
+	inst := MustOpen(t, w, composition.Options{})
+	_, err := inst.CallJSON(context.Background(), "make", []byte(`{}`))
+	var kp *sqlitestore.KeyProblem
+	if !errors.As(err, &kp) || kp.Table != "codes" {
+		t.Fatalf("call = %v, want the KeyProblem of codes", err)
+	}
+	if log := inst.ChangeLog(); len(log) != 0 {
+		t.Fatalf("log = %v, want none", log)
+	}
+	if row, err := inst.Inspect().One(context.Background(), `SELECT (SELECT count(*) FROM ok) AS ok, (SELECT count(*) FROM sqlite_schema WHERE name = 'codes') AS codes`); err != nil || row["ok"] != int64(0) || row["codes"] != int64(0) {
+		t.Fatalf("after the call: %v, %v; want nothing left", row, err)
+	}
+}
