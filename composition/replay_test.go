@@ -35,7 +35,9 @@ import (
 // can break, and a middleware of its own. Programs run statements (some
 // failing, some failures ignored), savepoints (DB.Transaction, some rolled
 // back), nested calls to a child's tool through a handle, direct writes on a
-// child's store, and fail at the end or not.
+// child's store (some in a transaction, some rolled back), statements that
+// fail half-way (ABORT undoes their first rows, OR FAIL keeps them), and
+// fail at the end or not.
 //
 // Left out while they are known to be inexact: DELETE without WHERE (a
 // truncation prepared before capture started fires no hook), direct writes
@@ -85,7 +87,7 @@ const (
 	stepSQL    = iota // run sql on the tool's own store
 	stepTx            // run steps inside DB.Transaction
 	stepCall          // call the child's run tool with program sub
-	stepDirect        // run sql on the child's store directly
+	stepDirect        // run sql, or steps in a transaction, on the child's store directly
 )
 
 // rstep is one step of a replay program.
@@ -94,8 +96,8 @@ type rstep struct {
 	sql   string
 	args  []any
 	must  bool    // a failing step fails the tool (else its error is ignored)
-	steps []rstep // stepTx
-	undo  bool    // stepTx: roll the savepoint back
+	steps []rstep // stepTx, stepDirect in a transaction
+	undo  bool    // stepTx, stepDirect: roll the transaction back
 	child string  // stepCall, stepDirect
 	sub   int     // stepCall
 }
@@ -185,7 +187,24 @@ func (r *replayWorld) steps(c *env.Ctx, db env.DB, steps []rstep) error {
 			_, err = c.Worlds.Get(s.child).Call("run", replayArgs{P: s.sub})
 		case stepDirect:
 			r.direct = true
-			_, err = c.Worlds.Get(s.child).DB().Exec(s.sql, s.args...)
+			db := c.Worlds.Get(s.child).DB()
+			if s.steps == nil {
+				_, err = db.Exec(s.sql, s.args...)
+				break
+			}
+			// A transaction of direct writes, whole or rolled back.
+			err = db.Transaction(func() error {
+				if err := r.steps(c, db, s.steps); err != nil {
+					return err
+				}
+				if s.undo {
+					return errUndo
+				}
+				return nil
+			})
+			if errors.Is(err, errUndo) {
+				err = nil
+			}
 		}
 		if err != nil && s.must {
 			return err
@@ -220,7 +239,7 @@ func (g *replayGen) value() any {
 
 func (g *replayGen) hostSQL() (string, []any) {
 	id, sku := g.n(10)+1, fmt.Sprintf("s%d", g.n(6))
-	switch g.rnd.IntN(18) {
+	switch g.rnd.IntN(20) {
 	case 0:
 		return `INSERT INTO notes (body, n) VALUES (?, ?)`, []any{fmt.Sprintf("b%d", g.n(4)), g.n(6)}
 	case 1:
@@ -255,6 +274,14 @@ func (g *replayGen) hostSQL() (string, []any) {
 		return `DELETE FROM kv WHERE k = ?`, []any{fmt.Sprintf("k%d", g.n(5))}
 	case 16:
 		return `INSERT INTO scratch VALUES (?, ?)`, []any{g.n(5), g.value()}
+	case 17:
+		// The second row may break the CHECK: the statement's first row is
+		// undone.
+		return `INSERT INTO items (id, sku, qty) VALUES (?, ?, 1), (?, ?, ?)`, []any{id, sku, id + 1, sku + "x", g.n(3) - 1}
+	case 18:
+		// OR FAIL keeps the rows written before the failing one (a taken
+		// id or sku, or the last row's qty of -1).
+		return `INSERT OR FAIL INTO items (id, sku, qty) SELECT ?1 + value, 'f' || (?1 + value), ?2 - value FROM generate_series(0, 3)`, []any{id, g.n(3) + 1}
 	}
 	return `UPDATE items SET qty = qty + 1 WHERE id IN (SELECT item FROM tags WHERE tag = ?)`, []any{fmt.Sprintf("t%d", g.n(3))}
 }
@@ -304,9 +331,12 @@ func (g *replayGen) steps(host bool, mode map[string]int, depth int) []rstep {
 		case k <= 2 && host && depth <= 1:
 			s.child = replayChildren[g.rnd.IntN(len(replayChildren))]
 			s.kind = mode[s.child]
-			if s.kind == stepCall {
+			switch {
+			case s.kind == stepCall:
 				s.sub = g.prog(false)
-			} else {
+			case g.rnd.IntN(4) == 0:
+				s.steps, s.undo = g.steps(false, mode, depth+1), g.rnd.IntN(3) == 0
+			default:
 				s.sql, s.args = g.childSQL()
 			}
 		case host:
