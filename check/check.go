@@ -56,6 +56,7 @@ var Rules = []Rule{
 	{"SH207", SeverityWarning, false, "one tool of a shared node contributed under two names"},
 	{"SH208", SeverityError, true, "composition.Open inside a tool, a middleware or a startup hook, or in a tools/ or middleware/ package"},
 	{"SH209", SeverityError, true, "ctx.Worlds.Get naming something that is not a registered child"},
+	{"SH301", SeverityError, false, "a tracked table whose primary key cannot key the change log exactly"},
 	{"SH401", SeverityError, false, "a fixture's sidecar does not parse"},
 	{"SH402", SeverityError, false, "a fixture node's file does not have the sha256 its sidecar records"},
 	{"SH403", SeverityError, false, "a fixture node's schema hash differs from its world's current schema (schema drift)"},
@@ -178,8 +179,9 @@ func at(where string, w *env.World) string {
 }
 
 // World runs every dynamic check on w as the root of a composition:
-// whether it seals (SH504), its declared child names (SH502, SH503), its
-// agent surface (SH206, SH207) and each of its own fixtures (SH401–SH406).
+// whether it seals (SH504), the primary keys of its tree's tables (SH301),
+// its declared child names (SH502, SH503), its agent surface (SH206,
+// SH207) and each of its own fixtures (SH401–SH406).
 // The findings are sorted (see Sort). A world's own test can call it; a nil
 // slice means the world checks clean.
 func World(ctx context.Context, w *env.World) []Finding {
@@ -189,6 +191,7 @@ func World(ctx context.Context, w *env.World) []Finding {
 		fs = append(fs, sealFindings(w, err)...)
 		sealed = nil
 	}
+	fs = append(fs, keyFindings(w)...)
 	fs = append(fs, declaredFindings(w)...)
 	if sealed != nil {
 		fs = append(fs, surfaceFindings(sealed)...)
@@ -199,17 +202,15 @@ func World(ctx context.Context, w *env.World) []Finding {
 }
 
 // sealFindings reports SH504: one finding per seal error, at the
-// registration the WorldBug names. The message does not name the root, so
-// a broken world added by several hosts is one line of Format's output.
+// registration the WorldBug names, but for the tables keyFindings reports
+// (SH301). The message does not name the root, so a broken world added by
+// several hosts is one line of Format's output.
 func sealFindings(w *env.World, err error) []Finding {
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else {
-		errs = []error{err}
-	}
 	var fs []Finding
-	for _, e := range errs {
+	for _, e := range unjoin(err) {
+		if isKeyProblem(e) {
+			continue
+		}
 		where := ""
 		var bug *env.WorldBug
 		if errors.As(e, &bug) {

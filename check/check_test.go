@@ -285,6 +285,35 @@ func TestWorld_Seal(t *testing.T) {
 	}
 }
 
+// TestWorld_Keys: a table whose primary key cannot key the change log is
+// SH301 at its world's NewWorld line, once, and not SH504 too, even in a
+// tree that does not seal for another reason.
+func TestWorld_Keys(t *testing.T) {
+	legacy := env.NewWorld(env.WorldSpec{Name: "legacy", Version: "1.0.0",
+		Schema: `CREATE TABLE codes (code TEXT PRIMARY KEY, label TEXT NOT NULL);`})
+	p := newWorld("payments")
+	addTool(p, "create_charge", "Charge the account.")
+	p.AddWorld(legacy)
+	root := newWorld("company")
+	root.AddWorld(p, env.ToolAllowList("create_chrage"))
+	root.AddWorld(legacy, env.Name("again"))
+	got := check.World(context.Background(), root)
+	keys := only(got, "SH301")
+	want := "world legacy: the change log cannot key the rows of table codes: its primary-key column code may hold NULL"
+	if len(keys) != 1 || keys[0].Pos != legacy.Where()+":1" || keys[0].Severity != check.SeverityError || !strings.HasPrefix(keys[0].Message, want) {
+		t.Fatalf("SH301 findings:\n%s\nwant one at %s:1 starting %q", check.Format(keys), legacy.Where(), want)
+	}
+	if seal := only(got, "SH504"); len(seal) != 1 || strings.Contains(seal[0].Message, "codes") {
+		t.Fatalf("SH504 findings:\n%s\nwant only the allow-list one", check.Format(seal))
+	}
+	// With the key declared NOT NULL, the world checks clean.
+	fixed := env.NewWorld(env.WorldSpec{Name: "legacy", Version: "1.0.0",
+		Schema: `CREATE TABLE codes (code TEXT PRIMARY KEY NOT NULL, label TEXT NOT NULL);`})
+	if fs := check.World(context.Background(), fixed); len(fs) != 0 {
+		t.Fatalf("findings:\n%s", check.Format(fs))
+	}
+}
+
 // Declared child names, for TestWorld_Declared.
 type (
 	bothWorlds struct {
@@ -484,7 +513,7 @@ func TestHasErrors(t *testing.T) {
 }
 
 func TestRules(t *testing.T) {
-	codes := []string{"SH206", "SH207", "SH208", "SH209", "SH401", "SH402", "SH403", "SH404", "SH405", "SH406", "SH502", "SH503", "SH504"}
+	codes := []string{"SH206", "SH207", "SH208", "SH209", "SH301", "SH401", "SH402", "SH403", "SH404", "SH405", "SH406", "SH502", "SH503", "SH504"}
 	var got []string
 	for _, r := range check.Rules {
 		got = append(got, r.Code)

@@ -18,6 +18,9 @@
 //   - SH207 (warning): one tool of a shared node reaches the surface under two
 //     names.
 //   - SH208, SH209 (errors): static; see package check/analyzers.
+//   - SH301 (error): a tracked table of a world of the tree has a primary
+//     key the change log cannot key rows by exactly (see
+//     composition.CheckKeys).
 //   - SH401–SH405 (errors): a fixture of the world does not parse (SH401),
 //     a node file's hash differs from the sidecar's (SH402), a node's schema
 //     drifted from its world's (SH403), the sidecar's now is missing or not

@@ -317,3 +317,19 @@ func Example_typed() {
 	// 500 <nil>
 	// 7 <nil>
 }
+
+// CheckKeys finds, in every world of a tree, the tables whose primary key
+// the change log cannot key rows by; the seal refuses them too.
+func ExampleCheckKeys() {
+	legacy := env.NewWorld(env.WorldSpec{Name: "legacy", Version: "1.0.0",
+		Schema: "CREATE TABLE codes (code PRIMARY KEY NOT NULL, label TEXT);"})
+	host := env.NewWorld(env.WorldSpec{Name: "host", Version: "1.0.0",
+		Schema: "CREATE TABLE staff (id TEXT PRIMARY KEY) STRICT;"})
+	host.AddWorld(legacy)
+	fmt.Println(composition.CheckKeys(host))
+	_, err := composition.Seal(host)
+	fmt.Println(err != nil)
+	// Output:
+	// world legacy: the change log cannot key the rows of table codes: its primary-key column code has no type affinity (declared type ""), so it may hold values SQLite finds equal though they differ, such as 1 and 1.0; declare it INTEGER, REAL, NUMERIC or TEXT
+	// true
+}

@@ -102,7 +102,9 @@ var sealCache struct {
 // Seal resolves a root world's tree, or returns the cached resolution when
 // no registration happened anywhere since. Every whole-tree rule is checked
 // here; a failure is an error wrapping a *env.WorldBug that names the
-// AddWorld behind it.
+// AddWorld behind it. The seal also refuses a world whose schema has a
+// table the change log cannot key exactly (see CheckKeys): an error joining
+// one WorldBug per such table, each at its world's NewWorld line.
 func Seal(root *env.World) (*Sealed, error) {
 	gen := env.Generation()
 	sealCache.Lock()
@@ -191,6 +193,9 @@ func seal(root *env.World, gen uint64) (*Sealed, error) {
 			over := z.s.Nodes[limit+1]
 			return nil, bugAt(over.Adders[0], "the composition has %d added stores, more than SQLite can attach: the limit is %d", added, limit)
 		}
+	}
+	if err := z.sealKeys(); err != nil {
+		return nil, err
 	}
 	return z.s, nil
 }

@@ -1,6 +1,11 @@
 package env
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"math"
+)
 
 // ToolInfo is one entry of a tool listing: what the agent sees.
 type ToolInfo struct {
@@ -38,6 +43,54 @@ type ChangeRecord struct {
 	Before map[string]any `json:"before"`
 	// After is the row after the call; nil for a delete.
 	After map[string]any `json:"after"`
+}
+
+// MarshalJSON writes the record as its field tags say, as encoding/json
+// would, except for an infinite float value in Key, Before or After (a REAL
+// column may hold one, and JSON has no infinity): +Inf is written as the
+// number 1e999 and -Inf as -1e999. JSON's grammar puts no bound on a
+// number, and a reader that holds numbers as doubles (Python's json,
+// JavaScript's JSON.parse) reads them back as the same infinities, where a
+// string such as "Infinity" would read as the text a TEXT column may hold.
+// Go's encoding/json decodes them only as json.Number (Decoder.UseNumber);
+// strconv.ParseFloat then returns the infinity with a range error.
+func (r ChangeRecord) MarshalJSON() ([]byte, error) {
+	type plain ChangeRecord // the same fields, without this method
+	p := plain(r)
+	p.Key, p.Before, p.After = finiteJSON(r.Key), finiteJSON(r.Before), finiteJSON(r.After)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // the caller's encoder escapes, or not, as it is set
+	if err := enc.Encode(p); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// Infinities as ChangeRecord.MarshalJSON writes them.
+const (
+	jsonPosInf = json.Number("1e999")
+	jsonNegInf = json.Number("-1e999")
+)
+
+// finiteJSON returns m, or a copy of it with each infinite float64 value
+// replaced by its JSON number.
+func finiteJSON(m map[string]any) map[string]any {
+	out, copied := m, false
+	for k, v := range m {
+		f, ok := v.(float64)
+		if !ok || !math.IsInf(f, 0) {
+			continue
+		}
+		if !copied {
+			out, copied = maps.Clone(m), true
+		}
+		out[k] = jsonPosInf
+		if f < 0 {
+			out[k] = jsonNegInf
+		}
+	}
+	return out
 }
 
 // CompositionRecord describes one node of an instance.

@@ -238,6 +238,9 @@ func (c *Capture) FinishRows(ctx context.Context) ([]RowChange, error) {
 				}
 			}
 			c.replay(cn)
+			if c.err != nil {
+				return c.err
+			}
 			return cn.readCurrent(c.order, func(read func(*touched) ([]any, []string, error)) {
 				out = c.collect(read)
 			})
@@ -385,6 +388,12 @@ func (c *Capture) follow(m *tableMeta, ev event) {
 // image after the event. An update that changes the key is the old row
 // gone and a new row appearing.
 func (c *Capture) record(m *tableMeta, ev event) {
+	if m.keyProblem != nil {
+		if c.err == nil {
+			c.err = fmt.Errorf("sqlitestore: change capture cannot key the rows of %w", m.keyProblem)
+		}
+		return
+	}
 	if ev.oldKey != nil {
 		c.touch(m, ev.oldKey, ev.oldCol).last = nil
 	}
@@ -597,6 +606,8 @@ type tableMeta struct {
 	pkNames   []string
 	pkPos     []int  // positions of the primary-key columns in names
 	selectSQL string // reads one row by key
+
+	keyProblem *KeyProblem // non-nil: rows cannot be keyed exactly, and a capture touching one fails
 }
 
 func (m *tableMeta) keyOf(col func(int) any, rowid int64) []any {
@@ -770,6 +781,9 @@ func (cn *conn) loadMeta(untracked map[string]bool) error {
 			m.pkNames = append(m.pkNames, m.names[m.pkPos[len(m.pkPos)-1]])
 		}
 		m.selectSQL = m.buildSelect()
+	}
+	if err := cn.loadKeyProblems(meta); err != nil {
+		return err
 	}
 	cn.meta = meta
 	cn.metaVersion = version

@@ -121,7 +121,7 @@ func TestCapture_Cases(t *testing.T) {
 		},
 		{
 			name:   "ReplaceTextKeyIsUpdate",
-			schema: `CREATE TABLE t (id TEXT PRIMARY KEY, v INTEGER);`,
+			schema: `CREATE TABLE t (id TEXT PRIMARY KEY NOT NULL, v INTEGER);`,
 			setup:  `INSERT INTO t VALUES ('a', 1);`,
 			act:    execAll(`REPLACE INTO t VALUES ('a', 2)`),
 			want:   lines("update t map[id:a] before=map[id:a v:1] after=map[id:a v:2]"),
@@ -161,7 +161,7 @@ func TestCapture_Cases(t *testing.T) {
 		},
 		{
 			name:   "UpsertDoUpdate",
-			schema: `CREATE TABLE c (id TEXT PRIMARY KEY, n INTEGER);`,
+			schema: `CREATE TABLE c (id TEXT PRIMARY KEY NOT NULL, n INTEGER);`,
 			setup:  `INSERT INTO c VALUES ('a', 1);`,
 			act:    execAll(`INSERT INTO c VALUES ('a', 1), ('b', 1) ON CONFLICT (id) DO UPDATE SET n = n + 1`),
 			want: lines(
@@ -263,7 +263,7 @@ func TestCapture_Cases(t *testing.T) {
 		},
 		{
 			name:   "BlobsStayBytes",
-			schema: `CREATE TABLE b (id BLOB PRIMARY KEY, data BLOB) WITHOUT ROWID;`,
+			schema: `CREATE TABLE b (id BLOB PRIMARY KEY, data BLOB) STRICT, WITHOUT ROWID;`,
 			setup:  `INSERT INTO b VALUES (x'01', x'00ff');`,
 			act:    execAll(`UPDATE b SET data = x'ff00' WHERE id = x'01'`),
 			want:   lines("update b map[id:[1]] before=map[data:[0 255] id:[1]] after=map[data:[255 0] id:[1]]"),
@@ -280,7 +280,7 @@ func TestCapture_Cases(t *testing.T) {
 		{
 			name:   "TableCreatedDuringCapture",
 			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY);`,
-			act:    execAll(`CREATE TABLE fresh (k TEXT PRIMARY KEY, v INTEGER)`, `INSERT INTO fresh VALUES ('a', 1)`, `INSERT INTO t VALUES (1)`),
+			act:    execAll(`CREATE TABLE fresh (k TEXT PRIMARY KEY NOT NULL, v INTEGER)`, `INSERT INTO fresh VALUES ('a', 1)`, `INSERT INTO t VALUES (1)`),
 			want: lines(
 				"insert fresh map[k:a] after=map[k:a v:1]",
 				"insert t map[id:1] after=map[id:1]",
@@ -420,12 +420,11 @@ func TestCapture_Cases(t *testing.T) {
 		},
 		{
 			name:   "SortedByTableThenKey",
-			schema: `CREATE TABLE b (k PRIMARY KEY); CREATE TABLE a (id INTEGER PRIMARY KEY);`,
-			act:    execAll(`INSERT INTO b VALUES ('x'), (x'00'), (2.5), (10), (NULL)`, `INSERT INTO a VALUES (3), (1)`),
+			schema: `CREATE TABLE b (k NUMERIC PRIMARY KEY NOT NULL); CREATE TABLE a (id INTEGER PRIMARY KEY);`,
+			act:    execAll(`INSERT INTO b VALUES ('x'), (x'00'), (2.5), (10)`, `INSERT INTO a VALUES (3), (1)`),
 			want: lines(
 				"insert a map[id:1] after=map[id:1]",
 				"insert a map[id:3] after=map[id:3]",
-				"insert b map[k:<nil>] after=map[k:<nil>]",
 				"insert b map[k:2.5] after=map[k:2.5]",
 				"insert b map[k:10] after=map[k:10]",
 				"insert b map[k:x] after=map[k:x]",

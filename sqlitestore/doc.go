@@ -57,6 +57,10 @@
 // which fires no preupdate hook, off). Temporary tables, FTS5 and R*Tree shadow tables, tables in
 // Options.Untracked and VIRTUAL generated columns are left out. A row written
 // twice yields one net change; a row changed and changed back yields none.
+// Rows are keyed by primary key (by rowid without one); a table whose key
+// cannot tell its rows apart exactly ([KeyProblems]: a key that may hold
+// NULL, has no type affinity or a collation other than BINARY, or a rowid
+// with no free name) fails the capture that touches it.
 //
 // # Connection lifecycle
 //

@@ -208,3 +208,21 @@ func ExampleCompareKeys() {
 	fmt.Println(keys)
 	// Output: [[<nil>] [1.5] [2] [b] [[1]]]
 }
+
+// KeyProblems names the tables whose primary key cannot key change records
+// exactly, and says how to fix each.
+func ExampleKeyProblems() {
+	problems, err := sqlitestore.KeyProblems(context.Background(), `
+CREATE TABLE codes (code TEXT PRIMARY KEY, label TEXT);
+CREATE TABLE users (email TEXT PRIMARY KEY COLLATE NOCASE) STRICT;
+CREATE TABLE charges (id TEXT PRIMARY KEY, amount INTEGER NOT NULL) STRICT;`, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, p := range problems {
+		fmt.Printf("%s.%s\n", p.Table, p.Column)
+	}
+	// Output:
+	// codes.code
+	// users.email
+}

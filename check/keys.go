@@ -1,0 +1,45 @@
+package check
+
+import (
+	"errors"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/sqlitestore"
+)
+
+// keyFindings reports SH301: one finding per table, in any world of w's
+// tree, whose primary key cannot key change records exactly, at the line
+// that declared its world. The seal refuses the same tables; sealFindings
+// leaves them to this check, which reaches them even when the tree does not
+// seal for another reason.
+func keyFindings(w *env.World) []Finding {
+	var fs []Finding
+	for _, e := range unjoin(composition.CheckKeys(w)) {
+		where := ""
+		var bug *env.WorldBug
+		if errors.As(e, &bug) {
+			where = bug.Where
+		}
+		fs = append(fs, finding(at(where, w), "SH301", "%v", e))
+	}
+	return fs
+}
+
+// isKeyProblem reports whether a seal error is one keyFindings reports.
+func isKeyProblem(err error) bool {
+	var kp *sqlitestore.KeyProblem
+	return errors.As(err, &kp)
+}
+
+// unjoin returns the errors an errors.Join holds, err alone otherwise, and
+// none for nil.
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}

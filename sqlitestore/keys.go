@@ -1,0 +1,216 @@
+package sqlitestore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Keys the change capture cannot use.
+//
+// Capture keys each row by its primary key (by its rowid when the table
+// declares none) and tells two rows apart by their key values, byte for
+// byte. That is exact only when SQLite's own notion of "the same key" is the
+// same: a key no two rows can share and that SQLite compares as the capture
+// writes it. Three shapes break it:
+//
+//   - A primary-key column that may hold NULL: SQLite accepts NULL in the
+//     primary key of a rowid table that is not STRICT (a compatibility
+//     quirk, unlike WITHOUT ROWID and STRICT tables, which refuse it), and
+//     any number of rows may then share the key NULL.
+//   - A primary-key column whose values SQLite finds equal while they
+//     differ: one with no type affinity (declared with no type, or a type
+//     SQLite gives BLOB affinity, or ANY in a STRICT table) may hold 1 and
+//     1.0, or 0 and -0.0; one compared with a collation other than BINARY
+//     (NOCASE, RTRIM) may hold 'a' and 'A'. Every affinity but BLOB turns
+//     numbers into one form (INTEGER and NUMERIC: integral reals become
+//     integers; REAL: integers become reals, -0.0 becomes 0.0; TEXT:
+//     numbers become text), so under BINARY it holds each key one way.
+//   - A rowid table with no primary key whose columns are named rowid, oid
+//     and _rowid_: its rows are keyed by rowid, and no name is left to read
+//     a row by it.
+//
+// Such a table is refused rather than described: KeyProblems reports it for
+// a schema, and a capture that touches one fails (see tableMeta.keyProblem).
+
+// KeyProblem is a table of a schema whose rows change capture cannot key
+// exactly, and why. It is an error.
+type KeyProblem struct {
+	// Table is the table's name.
+	Table string
+	// Column is the primary-key column at fault; "" when the fault is the
+	// table's rowid.
+	Column string
+	// Reason says what is wrong and how to fix it.
+	Reason string
+}
+
+// Error returns "table T: " followed by the reason.
+func (p *KeyProblem) Error() string { return "table " + p.Table + ": " + p.Reason }
+
+// KeyProblems applies schema to an empty in-memory store and returns the
+// tables of its main schema that change capture cannot key exactly (see
+// KeyProblem), in table order; untracked names tables left out of capture,
+// as Options.Untracked does. Views, virtual tables, their shadow tables and
+// sqlite_* tables are never captured and never reported. A schema that does
+// not apply returns SQLite's error.
+func KeyProblems(ctx context.Context, schema string, untracked []string) ([]*KeyProblem, error) {
+	if ctx.Err() != nil {
+		return nil, contextError(ctx)
+	}
+	var out []*KeyProblem
+	err := guard(func() error {
+		cn, err := openConn(ctx, ":memory:", 0, nil)
+		if err != nil {
+			return err
+		}
+		defer cn.close()
+		if err := installRandom(cn.c, newRandom(0).Uint64); err != nil {
+			return formatError(ctx, err)
+		}
+		old := cn.c.SetInterrupt(ctx)
+		defer cn.c.SetInterrupt(old)
+		if err := cn.script(schema, nil); err != nil {
+			return formatError(ctx, err)
+		}
+		skip := make(map[string]bool, len(untracked))
+		for _, t := range untracked {
+			skip[strings.ToLower(t)] = true
+		}
+		if err := cn.loadMeta(skip); err != nil {
+			return formatError(ctx, err)
+		}
+		for _, m := range cn.meta {
+			if m.keyProblem != nil {
+				out = append(out, m.keyProblem)
+			}
+		}
+		slices.SortFunc(out, func(a, b *KeyProblem) int { return strings.Compare(a.Table, b.Table) })
+		return nil
+	})
+	return out, err
+}
+
+// keyColumnsSQL lists, for every ordinary table of the main schema, whether
+// it is STRICT and WITHOUT ROWID, and each primary-key column (or, for a
+// table with none, each column) with its declared type, its NOT NULL
+// constraint and the collation its primary-key index compares it with
+// (NULL for a rowid alias, which has no index).
+const keyColumnsSQL = `SELECT l.name, l.strict, l.wr, x.name, x.type, x."notnull", x.pk,
+  (SELECT ix.coll FROM pragma_index_list(l.name, 'main') AS i
+     JOIN pragma_index_xinfo(i.name, 'main') AS ix
+   WHERE i.origin = 'pk' AND ix.key AND ix.cid = x.cid)
+FROM pragma_table_list AS l JOIN pragma_table_xinfo(l.name, 'main') AS x
+WHERE l.schema = 'main' AND l.type = 'table'
+ORDER BY l.name, x.pk, x.cid`
+
+// loadKeyProblems sets the keyProblem of every captured table of meta.
+func (cn *conn) loadKeyProblems(meta map[string]*tableMeta) error {
+	rows, err := cn.query(keyColumnsSQL, nil)
+	if err != nil {
+		return err
+	}
+	type keyCol struct {
+		name, typ, coll string
+		notNull         bool
+	}
+	type table struct {
+		strict, withoutRowid bool
+		key                  []keyCol // the primary-key columns, in key order
+		names                []string // every column
+	}
+	tables := map[string]*table{}
+	var order []string
+	for _, r := range rows.Values {
+		name := r[0].(string)
+		t := tables[name]
+		if t == nil {
+			t = &table{strict: r[1].(int64) != 0, withoutRowid: r[2].(int64) != 0}
+			tables[name] = t
+			order = append(order, name)
+		}
+		col := r[3].(string)
+		t.names = append(t.names, col)
+		if r[6].(int64) > 0 {
+			coll, _ := r[7].(string)
+			t.key = append(t.key, keyCol{name: col, typ: r[4].(string), notNull: r[5].(int64) != 0, coll: coll})
+		}
+	}
+	for _, name := range order {
+		m := meta[name]
+		if m == nil || m.skip {
+			continue
+		}
+		t := tables[name]
+		m.keyProblem = nil
+		if len(t.key) == 0 {
+			if !t.withoutRowid && hasEveryFold(t.names, "rowid", "oid", "_rowid_") {
+				m.keyProblem = &KeyProblem{Table: name, Reason: "its columns rowid, oid and _rowid_ take every name of its rowid, " +
+					"which keys its change records as it declares no primary key, so a row cannot be read back by its key; " +
+					"rename one of those columns or declare a primary key"}
+			}
+			continue
+		}
+		// A rowid alias (INTEGER PRIMARY KEY) is the only primary key
+		// without an index; its values are integers, never NULL.
+		if len(t.key) == 1 && t.key[0].coll == "" {
+			continue
+		}
+		for _, k := range t.key {
+			if p := keyColumnProblem(t.strict, t.withoutRowid, k.typ, k.coll, k.notNull); p != "" {
+				m.keyProblem = &KeyProblem{Table: name, Column: k.name, Reason: fmt.Sprintf("its primary-key column %s %s", k.name, p)}
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// keyColumnProblem says why a primary-key column (not a rowid alias) cannot
+// key change records exactly, or returns "".
+func keyColumnProblem(strict, withoutRowid bool, typ, coll string, notNull bool) string {
+	switch {
+	case !strict && !withoutRowid && !notNull:
+		return "may hold NULL (SQLite accepts NULL in the primary key of a rowid table that is not STRICT), " +
+			"and rows whose keys are NULL cannot be told apart; declare it NOT NULL, or make the table STRICT or WITHOUT ROWID"
+	case !strings.EqualFold(coll, "BINARY"):
+		return fmt.Sprintf("compares with COLLATE %s, under which different values (such as 'a' and 'A' under NOCASE) are one key; "+
+			"keep the key BINARY (a UNIQUE index may use the collation)", coll)
+	case blobAffinity(typ, strict):
+		return fmt.Sprintf("has no type affinity (declared type %q), so it may hold values SQLite finds equal though they differ, "+
+			"such as 1 and 1.0; declare it INTEGER, REAL, NUMERIC or TEXT", typ)
+	}
+	return ""
+}
+
+// blobAffinity reports whether a column of a declared type keeps every value
+// as given: ANY in a STRICT table; otherwise BLOB affinity, by SQLite's rules
+// (a type naming none of INT, CHAR, CLOB, TEXT, REAL, FLOA, DOUB and either
+// empty or naming BLOB).
+func blobAffinity(typ string, strict bool) bool {
+	t := strings.ToUpper(typ)
+	if strict {
+		return t == "ANY"
+	}
+	has := func(s ...string) bool {
+		return slices.ContainsFunc(s, func(s string) bool { return strings.Contains(t, s) })
+	}
+	switch {
+	case has("INT", "CHAR", "CLOB", "TEXT"):
+		return false
+	case t == "" || has("BLOB"):
+		return true
+	}
+	return false // REAL or NUMERIC
+}
+
+// hasEveryFold reports whether names holds each of want, ignoring case.
+func hasEveryFold(names []string, want ...string) bool {
+	for _, w := range want {
+		if !slices.ContainsFunc(names, func(n string) bool { return strings.EqualFold(n, w) }) {
+			return false
+		}
+	}
+	return true
+}
