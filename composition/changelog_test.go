@@ -199,9 +199,10 @@ func TestChangeLog_DirectWritesAroundNestedCalls(t *testing.T) {
 }
 
 // TestChangeLog_FailedCallLeavesNothing ends a call's transaction from
-// inside it, through SQL a tool runs: whatever the tool or its middleware
-// writes afterwards must not run in autocommit, and the failed call leaves
-// no row and no record.
+// inside it, through SQL a tool runs in the call's transaction or in a
+// savepoint of it: whatever the tool or its middleware writes afterwards
+// must not run in autocommit, and the failed call leaves no row and no
+// record.
 func TestChangeLog_FailedCallLeavesNothing(t *testing.T) {
 	w := env.NewWorld(env.WorldSpec{Name: "lost", Version: "1.0.0", Schema: `
 CREATE TABLE kv (id TEXT PRIMARY KEY, v INTEGER NOT NULL) STRICT;
@@ -223,19 +224,36 @@ CREATE TRIGGER no_negative BEFORE INSERT ON kv WHEN NEW.v < 0 BEGIN SELECT RAISE
 		"release":     "RELEASE sqlitestore_1",
 	}
 	for name, stmt := range tools {
-		env.Tool(w, name, "Write, end the transaction, write again.", func(c *env.Ctx, _ noArgs) (any, error) {
-			if _, err := c.DB.Exec("INSERT INTO kv VALUES ('a', 1)"); err != nil {
-				return nil, err
+		// The statement runs in the tool's transaction, or in a savepoint
+		// (DB.Transaction) that ends before the tool writes again.
+		for _, inTx := range []bool{false, true} {
+			if inTx {
+				name += "_in_transaction"
 			}
-			_, ctlErr := c.DB.Exec(stmt) // ignored, as careless code would
-			c.DB.Exec("INSERT INTO kv VALUES ('c', 3)")
-			if ctlErr == nil {
-				return nil, errors.New("the statement ran")
-			}
-			return nil, ctlErr
-		})
+			env.Tool(w, name, "Write, end the transaction, write again.", func(c *env.Ctx, _ noArgs) (any, error) {
+				if _, err := c.DB.Exec("INSERT INTO kv VALUES ('a', 1)"); err != nil {
+					return nil, err
+				}
+				var ctlErr error
+				if inTx {
+					c.DB.Transaction(func() error {
+						_, ctlErr = c.DB.Exec(stmt)
+						return nil // ignored, as careless code would
+					})
+				} else {
+					_, ctlErr = c.DB.Exec(stmt) // ignored, as careless code would
+				}
+				c.DB.Exec("INSERT INTO kv VALUES ('c', 3)")
+				if ctlErr == nil {
+					return nil, errors.New("the statement ran")
+				}
+				return nil, ctlErr
+			})
+		}
 	}
-	for name, stmt := range tools {
+	for _, tool := range w.Tools() {
+		name := tool.Name
+		stmt := tools[strings.TrimSuffix(name, "_in_transaction")]
 		t.Run(name, func(t *testing.T) {
 			inst := MustOpen(t, w, composition.Options{})
 			_, err := inst.CallJSON(context.Background(), name, []byte(`{}`))
@@ -243,7 +261,7 @@ CREATE TRIGGER no_negative BEFORE INSERT ON kv WHEN NEW.v < 0 BEGIN SELECT RAISE
 				t.Fatal("the call succeeded")
 			}
 			var bug *env.WorldBug
-			switch name {
+			switch strings.TrimSuffix(name, "_in_transaction") {
 			case "raise", "or_rollback":
 				if errors.As(err, &bug) {
 					t.Errorf("err = %v, want SQLite's error, not a WorldBug", err)

@@ -86,16 +86,27 @@ func (s *Store) allowSQLLocked(cn *conn, sql string) error {
 	return s.allowLocked(cn, sql, kind)
 }
 
-// syncFramesLocked ends every frame when SQLite has left the transaction on
-// its own (an interrupted write, an out-of-memory error, a RAISE(ROLLBACK),
-// a ROLLBACK on the raw connection).
-func (s *Store) syncFramesLocked() {
-	if len(s.frames) > 0 && !s.inTxnLocked() {
-		for _, f := range s.frames {
-			f.done = true
-		}
-		s.frames = nil
+// endLostLocked ends f and the frames inside it when SQLite has left the
+// transaction on its own (an interrupted write, an out-of-memory error, a
+// RAISE(ROLLBACK), a ROLLBACK on the raw connection) and reports whether it
+// had. The frames around f stay open, so the store keeps refusing
+// statements (errTxnLost) until their owners end them too: the owner of an
+// outer frame means to roll back whatever runs before it ends.
+func (s *Store) endLostLocked(cn *conn, f *Frame) bool {
+	if s.inTxnLocked() {
+		return false
 	}
+	if i := slices.Index(s.frames, f); i >= 0 {
+		for _, inner := range s.frames[i:] {
+			inner.done = true
+		}
+		s.frames = s.frames[:i]
+	}
+	f.done = true
+	if cn.ddlSeq != f.ddlSeq {
+		cn.metaDirty = true // the rollback undid the frame's schema changes
+	}
+	return true
 }
 
 // Commit commits the frame: COMMIT for the outermost frame, RELEASE for a
@@ -109,11 +120,7 @@ func (f *Frame) Commit() error {
 		if f.done {
 			return ErrFrameDone
 		}
-		s.syncFramesLocked()
-		if f.done {
-			return ErrRolledBack
-		}
-		if len(s.frames) == 0 {
+		if s.endLostLocked(cn, f) || !slices.Contains(s.frames, f) {
 			f.done = true
 			return ErrRolledBack
 		}
@@ -125,7 +132,7 @@ func (f *Frame) Commit() error {
 			sql = "RELEASE " + f.name
 		}
 		if _, err := cn.exec(sql, nil); err != nil {
-			s.syncFramesLocked()
+			s.endLostLocked(cn, f)
 			return err
 		}
 		f.done = true
@@ -140,10 +147,9 @@ func (f *Frame) Commit() error {
 func (f *Frame) Rollback() error {
 	s := f.s
 	err := s.do(context.Background(), false, func(cn *conn) error {
-		if f.done {
+		if f.done || s.endLostLocked(cn, f) {
 			return nil
 		}
-		s.syncFramesLocked()
 		i := slices.Index(s.frames, f)
 		if i < 0 {
 			f.done = true

@@ -300,4 +300,56 @@ func TestStore_TransactionControl(t *testing.T) {
 			})
 		}
 	})
+	t.Run("LostInsideAnInnerFrame", func(t *testing.T) {
+		// The inner frame ends (committed or rolled back) after SQLite lost
+		// the transaction: the outer frame is still open, so statements
+		// stay refused until it ends, rather than run in autocommit.
+		for _, end := range []string{"Commit", "Rollback"} {
+			t.Run(end, func(t *testing.T) {
+				s := MustCreate(t, schema, sqlitestore.Options{})
+				outer, err := s.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				MustExec(t, s, `INSERT INTO t VALUES (1)`)
+				inner, err := s.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Exec(ctx, `INSERT INTO t VALUES (101)`); err == nil || s.InTransaction() {
+					t.Fatalf("err = %v, in a transaction %v; want the transaction lost", err, s.InTransaction())
+				}
+				if end == "Commit" {
+					if err := inner.Commit(); !errors.Is(err, sqlitestore.ErrRolledBack) {
+						t.Errorf("inner Commit = %v, want ErrRolledBack", err)
+					}
+				} else if err := inner.Rollback(); err != nil {
+					t.Errorf("inner Rollback = %v", err)
+				}
+				if _, err := s.Exec(ctx, `INSERT INTO t VALUES (2)`); !errors.Is(err, sqlitestore.ErrRolledBack) {
+					t.Errorf("Exec after the inner frame ended = %v, want ErrRolledBack", err)
+				}
+				if g, err := s.Begin(ctx); !errors.Is(err, sqlitestore.ErrRolledBack) {
+					t.Errorf("Begin after the inner frame ended = %v, want ErrRolledBack", err)
+					if err == nil {
+						g.Rollback()
+					}
+				}
+				if err := outer.Commit(); !errors.Is(err, sqlitestore.ErrRolledBack) {
+					t.Errorf("outer Commit = %v, want ErrRolledBack", err)
+				}
+				if err := outer.Rollback(); err != nil {
+					t.Errorf("outer Rollback = %v", err)
+				}
+				if n := count(t, s); n != 0 {
+					t.Fatalf("%d rows after the lost transaction, want 0", n)
+				}
+				// The store works again once every frame has ended.
+				MustExec(t, s, `INSERT INTO t VALUES (3)`)
+				if n := count(t, s); n != 1 {
+					t.Fatalf("%d rows, want 1", n)
+				}
+			})
+		}
+	})
 }
