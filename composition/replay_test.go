@@ -29,20 +29,25 @@ import (
 // table without a primary key, a rowid alias with UNIQUE, CHECK and VIRTUAL
 // and STORED generated columns, a WITHOUT ROWID composite key with
 // foreign-key cascades, a STRICT table written by UPSERT and a trigger,
-// triggers writing other tables, an untracked table and a middleware that
-// writes before and after its tool; and the same child world added twice
+// triggers writing other tables, a trigger that RAISEs ROLLBACK, an
+// untracked table and a middleware that writes before its tool and after
+// it, whether the tool failed or not; and the same child world added twice
 // (two nodes), with a composite key, cascades, a trigger, a CHECK a trigger
-// can break, and a middleware of its own. Programs run statements (some
-// failing, some failures ignored), savepoints (DB.Transaction, some rolled
-// back), nested calls to a child's tool through a handle, direct writes on a
-// child's store (some in a transaction, some rolled back), statements that
-// fail half-way (ABORT undoes their first rows, OR FAIL keeps them), and
+// can break, a trigger that RAISEs ROLLBACK, and a middleware of its own
+// that writes before and after. Programs run statements (some failing,
+// some failures ignored), savepoints (DB.Transaction, some rolled back),
+// nested calls to a child's tool through a handle, direct writes on a
+// child's store (some in a transaction, some rolled back, some holding
+// nested calls to that child), both on the same child's rows in one call,
+// statements that fail half-way (ABORT undoes their first rows, OR FAIL
+// keeps them), statements that lose the whole transaction (RAISE(ROLLBACK),
+// OR ROLLBACK: what runs after them in the frame must fail), transaction
+// control (BEGIN, COMMIT, END, ROLLBACK: a WorldBug), DELETEs without WHERE
+// whose statements were also prepared where nothing is captured (startup
+// hooks, bulk blocks, the instance's DB, before and between calls), and
+// calls whose deadline passes before they begin or at a step of a program
+// (a cancel with DeadlineExceeded as its cause, no clock involved), and
 // fail at the end or not.
-//
-// Left out while they are known to be inexact: DELETE without WHERE (a
-// truncation prepared before capture started fires no hook), direct writes
-// and a nested call on the same child in one call, transaction control in
-// SQL and RAISE(ROLLBACK) / OR ROLLBACK, and deadlines.
 
 const replayHostSchema = `
 CREATE TABLE notes (body TEXT, n INTEGER);
@@ -65,6 +70,7 @@ CREATE TABLE scratch (k, v);
 CREATE TRIGGER items_ins AFTER INSERT ON items BEGIN INSERT INTO audit (what) VALUES ('ins ' || NEW.id); END;
 CREATE TRIGGER items_del AFTER DELETE ON items BEGIN INSERT INTO audit (what) VALUES ('del ' || OLD.id); END;
 CREATE TRIGGER kv_seven AFTER UPDATE OF v ON kv WHEN NEW.v = 7 BEGIN UPDATE kv SET v = 70 WHERE k = NEW.k; END;
+CREATE TRIGGER notes_five BEFORE INSERT ON notes WHEN NEW.n = 5 BEGIN SELECT RAISE(ROLLBACK, 'no note 5'); END;
 `
 
 const replayChildSchema = `
@@ -77,6 +83,7 @@ CREATE TABLE moves (
 );
 CREATE TABLE log (id INTEGER PRIMARY KEY, msg TEXT);
 CREATE TRIGGER moves_apply AFTER INSERT ON moves BEGIN UPDATE acct SET bal = bal + NEW.amt WHERE id = NEW.acct; END;
+CREATE TRIGGER log_eight BEFORE INSERT ON log WHEN NEW.msg = 'm8' BEGIN SELECT RAISE(ROLLBACK, 'no m8'); END;
 `
 
 // replayChildren are the host's child names: one world added twice.
@@ -88,6 +95,7 @@ const (
 	stepTx            // run steps inside DB.Transaction
 	stepCall          // call the child's run tool with program sub
 	stepDirect        // run sql, or steps in a transaction, on the child's store directly
+	stepExpire        // the call's deadline passes
 )
 
 // rstep is one step of a replay program.
@@ -95,6 +103,7 @@ type rstep struct {
 	kind  int
 	sql   string
 	args  []any
+	ctl   bool    // sql begins, commits or rolls back a transaction: a WorldBug
 	must  bool    // a failing step fails the tool (else its error is ignored)
 	steps []rstep // stepTx, stepDirect in a transaction
 	undo  bool    // stepTx, stepDirect: roll the transaction back
@@ -116,12 +125,40 @@ type replayArgs struct {
 // errUndo rolls a savepoint back.
 var errUndo = errors.New("undo")
 
+// The statements that delete every row of a table (no WHERE, which SQLite
+// would run as a truncation), per store. Each also runs where no change is
+// captured (startup hooks, bulk blocks, the instance's DB), so a captured
+// call may reuse the statement prepared there.
+var (
+	replayHostDeleteAll  = []string{`DELETE FROM notes`, `DELETE FROM kv`, `DELETE FROM audit`, `DELETE FROM tags`, `DELETE FROM items`}
+	replayChildDeleteAll = []string{`DELETE FROM log`, `DELETE FROM moves`, `DELETE FROM acct`}
+)
+
+// replayControl are transaction-control statements a careless tool may run.
+var replayControl = []string{`BEGIN`, `BEGIN IMMEDIATE`, `COMMIT`, `END`, `ROLLBACK`}
+
 // replayWorld is the composed world of the replay property and the
 // programs its tools run.
 type replayWorld struct {
-	host   *env.World
-	progs  []rprog
-	direct bool // the current agent call wrote a child's store directly
+	host  *env.World
+	progs []rprog
+
+	// Set for each agent call.
+	ctx    context.Context
+	expire context.CancelCauseFunc // passes the call's deadline
+	direct map[string]bool         // the children whose stores the call wrote directly
+	called map[string]bool         // the children whose tools the call called
+	// bad is the first thing a tool saw go wrong that is no store's
+	// business to allow: transaction control that was not a WorldBug.
+	bad error
+	replayCounts
+}
+
+// replayCounts counts what the programs met.
+type replayCounts struct {
+	lost      int // statements refused after SQLite rolled their transaction back
+	ctl       int // transaction-control statements refused
+	deleteAll int // DELETEs without WHERE that deleted rows in a call
 }
 
 func newReplayWorld() *replayWorld {
@@ -131,9 +168,16 @@ func newReplayWorld() *replayWorld {
 		if _, err := c.DB.Exec(`INSERT INTO log (msg) VALUES (?)`, "mw "+c.Call.Tool); err != nil {
 			return nil, err
 		}
-		return next()
+		out, err := next()
+		// Written whatever the tool did: after a lost transaction this
+		// fails rather than autocommit.
+		if _, werr := c.DB.Exec(`INSERT INTO log (msg) VALUES ('mw done')`); err == nil {
+			err = werr
+		}
+		return out, err
 	})
 	env.Tool(child, "run", "Run a program.", r.run)
+	env.OnStartup(child, func(c *env.Ctx, _ struct{}) error { return execAll(c.DB, replayChildDeleteAll) })
 	r.host = env.NewWorld(env.WorldSpec{Name: "host", Version: "1.0.0", Schema: replayHostSchema, UntrackedTables: []string{"scratch"}})
 	r.host.Use(func(c *env.Ctx, next func() (any, error)) (any, error) {
 		res, err := c.DB.Exec(`INSERT INTO audit (what) VALUES (?)`, "mw "+c.Call.Tool)
@@ -141,15 +185,30 @@ func newReplayWorld() *replayWorld {
 			return nil, err
 		}
 		out, err := next()
-		if err == nil {
-			_, err = c.DB.Exec(`UPDATE audit SET what = what || ' ok' WHERE seq = ?`, res.LastInsertID)
+		what := " ok"
+		if err != nil {
+			what = " failed"
+		}
+		if _, werr := c.DB.Exec(`UPDATE audit SET what = what || ? WHERE seq = ?`, what, res.LastInsertID); err == nil {
+			err = werr
 		}
 		return out, err
 	})
 	env.Tool(r.host, "run", "Run a program.", r.run)
+	env.OnStartup(r.host, func(c *env.Ctx, _ struct{}) error { return execAll(c.DB, replayHostDeleteAll) })
 	r.host.AddWorld(child, env.Name("child"), env.ToolPrefix("c_"))
 	r.host.AddWorld(child, env.Name("b"), env.Store("b"), env.ToolPrefix("b_"))
 	return r
+}
+
+// execAll runs each statement of sqls on db.
+func execAll(db env.DB, sqls []string) error {
+	for _, q := range sqls {
+		if _, err := db.Exec(q); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // run is the tool of both worlds: it executes program in.P.
@@ -164,47 +223,61 @@ func (r *replayWorld) run(c *env.Ctx, in replayArgs) (string, error) {
 	return "ok", nil
 }
 
+// transaction runs steps in db.Transaction, rolled back when undo.
+func (r *replayWorld) transaction(c *env.Ctx, db env.DB, steps []rstep, undo bool) error {
+	err := db.Transaction(func() error {
+		if err := r.steps(c, db, steps); err != nil {
+			return err
+		}
+		if undo {
+			return errUndo
+		}
+		return nil
+	})
+	if errors.Is(err, errUndo) {
+		err = nil
+	}
+	return err
+}
+
 func (r *replayWorld) steps(c *env.Ctx, db env.DB, steps []rstep) error {
 	for _, s := range steps {
 		var err error
 		switch s.kind {
 		case stepSQL:
-			_, err = db.Exec(s.sql, s.args...)
-		case stepTx:
-			err = db.Transaction(func() error {
-				if err := r.steps(c, db, s.steps); err != nil {
-					return err
+			live := r.ctx.Err() == nil
+			var res env.Result
+			res, err = db.Exec(s.sql, s.args...)
+			var bug *env.WorldBug
+			switch {
+			case s.ctl && live && !errors.As(err, &bug):
+				if r.bad == nil {
+					r.bad = fmt.Errorf("%s: err = %v, want a WorldBug", s.sql, err)
 				}
-				if s.undo {
-					return errUndo
-				}
-				return nil
-			})
-			if errors.Is(err, errUndo) {
-				err = nil
+			case s.ctl && live:
+				r.ctl++
+			case errors.Is(err, sqlitestore.ErrRolledBack):
+				r.lost++
+			case err == nil && res.RowsAffected > 0 && !strings.Contains(s.sql, "WHERE") && strings.HasPrefix(s.sql, "DELETE"):
+				r.deleteAll++
 			}
+		case stepTx:
+			err = r.transaction(c, db, s.steps, s.undo)
 		case stepCall:
+			r.called[s.child] = true
 			_, err = c.Worlds.Get(s.child).Call("run", replayArgs{P: s.sub})
 		case stepDirect:
-			r.direct = true
+			r.direct[s.child] = true
 			db := c.Worlds.Get(s.child).DB()
 			if s.steps == nil {
 				_, err = db.Exec(s.sql, s.args...)
 				break
 			}
-			// A transaction of direct writes, whole or rolled back.
-			err = db.Transaction(func() error {
-				if err := r.steps(c, db, s.steps); err != nil {
-					return err
-				}
-				if s.undo {
-					return errUndo
-				}
-				return nil
-			})
-			if errors.Is(err, errUndo) {
-				err = nil
-			}
+			// A transaction of direct writes (and nested calls on the same
+			// child), whole or rolled back.
+			err = r.transaction(c, db, s.steps, s.undo)
+		case stepExpire:
+			r.expire(context.DeadlineExceeded)
 		}
 		if err != nil && s.must {
 			return err
@@ -239,8 +312,9 @@ func (g *replayGen) value() any {
 
 func (g *replayGen) hostSQL() (string, []any) {
 	id, sku := g.n(10)+1, fmt.Sprintf("s%d", g.n(6))
-	switch g.rnd.IntN(20) {
+	switch g.rnd.IntN(22) {
 	case 0:
+		// n = 5 fires a RAISE(ROLLBACK): the whole transaction is lost.
 		return `INSERT INTO notes (body, n) VALUES (?, ?)`, []any{fmt.Sprintf("b%d", g.n(4)), g.n(6)}
 	case 1:
 		return `UPDATE notes SET n = n + 1 WHERE n % 3 = ?`, []any{g.n(3)}
@@ -282,13 +356,18 @@ func (g *replayGen) hostSQL() (string, []any) {
 		// OR FAIL keeps the rows written before the failing one (a taken
 		// id or sku, or the last row's qty of -1).
 		return `INSERT OR FAIL INTO items (id, sku, qty) SELECT ?1 + value, 'f' || (?1 + value), ?2 - value FROM generate_series(0, 3)`, []any{id, g.n(3) + 1}
+	case 19:
+		// A taken key rolls the whole transaction back.
+		return `INSERT OR ROLLBACK INTO kv VALUES (?, ?)`, []any{fmt.Sprintf("k%d", g.n(12)), g.n(4)}
+	case 20:
+		return replayHostDeleteAll[g.rnd.IntN(len(replayHostDeleteAll))], nil
 	}
 	return `UPDATE items SET qty = qty + 1 WHERE id IN (SELECT item FROM tags WHERE tag = ?)`, []any{fmt.Sprintf("t%d", g.n(3))}
 }
 
 func (g *replayGen) childSQL() (string, []any) {
 	acct := fmt.Sprintf("a%d", g.n(4))
-	switch g.rnd.IntN(8) {
+	switch g.rnd.IntN(10) {
 	case 0:
 		return `INSERT INTO acct (id, bal) VALUES (?, ?)`, []any{acct, g.n(50)}
 	case 1:
@@ -301,44 +380,53 @@ func (g *replayGen) childSQL() (string, []any) {
 		return `DELETE FROM acct WHERE id = ?`, []any{acct}
 	case 6:
 		return `DELETE FROM moves WHERE amt < ?`, []any{g.n(40) - 30}
+	case 7:
+		// A taken key rolls the whole transaction back.
+		return `INSERT OR ROLLBACK INTO acct (id, bal) VALUES (?, ?)`, []any{fmt.Sprintf("a%d", g.n(12)), g.n(50)}
+	case 8:
+		return replayChildDeleteAll[g.rnd.IntN(len(replayChildDeleteAll))], nil
 	}
+	// m8 fires a RAISE(ROLLBACK).
 	return `INSERT INTO log (msg) VALUES (?)`, []any{fmt.Sprintf("m%d", g.n(9))}
 }
 
 // prog adds a random program and returns its index: a host program may
-// call or write directly each child (one of the two per child, per call),
-// a child program only runs statements and savepoints.
+// call and write directly each child, in any order, a child program only
+// runs statements and savepoints.
 func (g *replayGen) prog(host bool) int {
-	mode := map[string]int{}
-	for _, c := range replayChildren {
-		mode[c] = stepCall
-		if g.rnd.IntN(2) == 0 {
-			mode[c] = stepDirect
-		}
-	}
-	p := rprog{steps: g.steps(host, mode, 0), fail: g.rnd.IntN(6) == 0}
+	p := rprog{steps: g.steps(host, "", 0), fail: g.rnd.IntN(6) == 0}
 	g.w.progs = append(g.w.progs, p)
 	return len(g.w.progs) - 1
 }
 
-func (g *replayGen) steps(host bool, mode map[string]int, depth int) []rstep {
+// steps makes the steps of a program (host: a host program) or of a
+// transaction in one. direct names the child whose store the steps run on
+// directly, whose tool they may call too; "" for a tool's own store.
+func (g *replayGen) steps(host bool, direct string, depth int) []rstep {
 	var out []rstep
 	for range 1 + g.rnd.IntN(5) {
 		s := rstep{must: g.rnd.IntN(2) == 0}
-		switch k := g.rnd.IntN(10); {
-		case k == 0 && depth < 2:
-			s.kind, s.steps, s.undo = stepTx, g.steps(host, mode, depth+1), g.rnd.IntN(3) == 0
-		case k <= 2 && host && depth <= 1:
+		switch k := g.rnd.IntN(100); {
+		case k < 8 && depth < 2:
+			s.kind, s.steps, s.undo = stepTx, g.steps(host, direct, depth+1), g.rnd.IntN(3) == 0
+		case k < 30 && host && depth <= 1:
 			s.child = replayChildren[g.rnd.IntN(len(replayChildren))]
-			s.kind = mode[s.child]
-			switch {
-			case s.kind == stepCall:
-				s.sub = g.prog(false)
-			case g.rnd.IntN(4) == 0:
-				s.steps, s.undo = g.steps(false, mode, depth+1), g.rnd.IntN(3) == 0
+			switch g.rnd.IntN(8) {
+			case 0, 1, 2, 3:
+				s.kind, s.sub = stepCall, g.prog(false)
+			case 4:
+				s.kind = stepDirect
+				s.steps, s.undo = g.steps(false, s.child, depth+1), g.rnd.IntN(3) == 0
 			default:
+				s.kind = stepDirect
 				s.sql, s.args = g.childSQL()
 			}
+		case k < 30 && direct != "":
+			s.kind, s.child, s.sub = stepCall, direct, g.prog(false)
+		case k == 30:
+			s.sql, s.ctl = replayControl[g.rnd.IntN(len(replayControl))], true
+		case k == 31:
+			s.kind = stepExpire
 		case host:
 			s.sql, s.args = g.hostSQL()
 		default:
@@ -577,6 +665,46 @@ func copyNodeFiles(t testing.TB, inst *composition.Instance, dir string) map[str
 // replayStats counts what an episode exercised.
 type replayStats struct {
 	records, internal, failed, direct int
+	expired                           int // calls that ran past their deadline
+	mixed                             int // calls that wrote a child's store directly and called its tool
+	replayCounts
+}
+
+// errPrepared rolls back a bulk block that only prepared statements.
+var errPrepared = errors.New("prepared")
+
+// prepareDeleteAll runs the DELETEs without WHERE where nothing is captured,
+// changing nothing: in a bulk block that rolls back, and through the
+// instance's DB on the root's tables that are empty. A call that runs one
+// then reuses the statement prepared here.
+func prepareDeleteAll(t testing.TB, inst *composition.Instance) {
+	t.Helper()
+	err := inst.Bulk(context.Background(), func(c *env.Ctx) error {
+		if err := execAll(c.DB, replayHostDeleteAll); err != nil {
+			return err
+		}
+		for _, child := range replayChildren {
+			if err := execAll(c.Worlds.Get(child).DB(), replayChildDeleteAll); err != nil {
+				return err
+			}
+		}
+		return errPrepared
+	})
+	if !errors.Is(err, errPrepared) {
+		t.Fatalf("bulk: %v", err)
+	}
+	for _, q := range replayHostDeleteAll {
+		table := strings.TrimPrefix(q, "DELETE FROM ")
+		row, err := inst.DB().One("SELECT count(*) AS n FROM " + table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row["n"] == int64(0) {
+			if _, err := inst.DB().Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }
 
 // runReplayEpisode runs one random episode of calls from seed and checks
@@ -593,6 +721,14 @@ func runReplayEpisode(t *testing.T, w *replayWorld, seed uint64, calls int) (st 
 	defer inst.Close()
 	// A starting state, which is not logged.
 	if err := inst.Bulk(ctx, func(c *env.Ctx) error {
+		if err := execAll(c.DB, replayHostDeleteAll); err != nil {
+			return err
+		}
+		for _, child := range replayChildren {
+			if err := execAll(c.Worlds.Get(child).DB(), replayChildDeleteAll); err != nil {
+				return err
+			}
+		}
 		for i := range int64(4) {
 			for _, st := range []struct {
 				sql  string
@@ -624,11 +760,16 @@ func runReplayEpisode(t *testing.T, w *replayWorld, seed uint64, calls int) (st 
 	start := copyNodeFiles(t, inst, t.TempDir())
 
 	type callResult struct {
-		failed, direct bool
-		tool           string
+		failed bool
+		direct map[string]bool // the children whose stores the call wrote directly
+		tool   string
 	}
 	var results []callResult
+	w.replayCounts = replayCounts{}
 	for range calls {
+		if g.rnd.IntN(3) == 0 {
+			prepareDeleteAll(t, inst)
+		}
 		tool := "run"
 		host := true
 		switch g.rnd.IntN(4) {
@@ -638,10 +779,31 @@ func runReplayEpisode(t *testing.T, w *replayWorld, seed uint64, calls int) (st 
 			tool, host = "b_run", false
 		}
 		p := g.prog(host)
-		w.direct = false
-		_, err := inst.Call(ctx, tool, replayArgs{P: p})
+		// The deadline passes when a program says so (stepExpire), or
+		// before the call begins, as a server's time limit would: no clock
+		// is involved.
+		w.ctx, w.expire = context.WithCancelCause(ctx)
+		if g.rnd.IntN(40) == 0 {
+			w.expire(context.DeadlineExceeded)
+		}
+		w.direct, w.called = map[string]bool{}, map[string]bool{}
+		_, err := inst.Call(w.ctx, tool, replayArgs{P: p})
+		if w.bad != nil {
+			t.Fatalf("call %d (%s): %v", len(results)+1, tool, w.bad)
+		}
+		if w.ctx.Err() != nil {
+			st.expired++
+		}
+		for c := range w.direct {
+			if w.called[c] {
+				st.mixed++
+				break
+			}
+		}
+		w.expire(nil)
 		results = append(results, callResult{failed: err != nil, direct: w.direct, tool: tool})
 	}
+	st.replayCounts = w.replayCounts
 	log := inst.ChangeLog()
 	if _, err := json.Marshal(inst.State()); err != nil {
 		t.Fatalf("the state document cannot be written: %v", err)
@@ -662,18 +824,17 @@ func runReplayEpisode(t *testing.T, w *replayWorld, seed uint64, calls int) (st 
 		}
 	}
 	for i, res := range results {
-		if res.direct {
+		if len(res.direct) > 0 {
 			st.direct++
 		}
 		if !res.failed {
 			continue
 		}
 		st.failed++
-		if res.direct {
-			continue
-		}
+		// A failed call keeps the records of its nested calls and of its
+		// direct writes, which committed: nothing of its own frames.
 		for _, r := range byCall[i+1] {
-			if !r.Internal {
+			if !r.Internal && !res.direct[r.World] {
 				t.Fatalf("call %d (%s) failed, but record %d is its own: %+v", i+1, res.tool, r.Seq, r)
 			}
 		}
@@ -729,12 +890,19 @@ func TestChangeLog_Replay(t *testing.T) {
 			total.internal += st.internal
 			total.failed += st.failed
 			total.direct += st.direct
+			total.expired += st.expired
+			total.mixed += st.mixed
+			total.lost += st.lost
+			total.ctl += st.ctl
+			total.deleteAll += st.deleteAll
 		})
 	}
 	// The episodes exercised what the property is about.
-	if total.records < 10*episodes || total.internal == 0 || total.failed == 0 || total.direct == 0 {
+	if total.records < 10*episodes || total.internal == 0 || total.failed == 0 || total.direct == 0 ||
+		total.expired == 0 || total.mixed == 0 || total.lost == 0 || total.ctl == 0 || total.deleteAll == 0 {
 		t.Fatalf("the episodes exercised too little: %+v", total)
 	}
+	t.Logf("%+v", total)
 }
 
 // FuzzChangeLog_Replay checks the replay property on the episode a fuzz
