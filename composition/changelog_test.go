@@ -198,6 +198,56 @@ func TestChangeLog_DirectWritesAroundNestedCalls(t *testing.T) {
 	}
 }
 
+// TestChangeLog_SavepointAcrossANestedCall opens a savepoint on an added
+// world's store in a direct transaction, writes a row, has a nested call
+// update it and rolls back to the savepoint: that would undo what the log
+// already holds (the direct insert and the nested call's update), so it is
+// a WorldBug and the rows stay as the log says.
+func TestChangeLog_SavepointAcrossANestedCall(t *testing.T) {
+	host := env.NewWorld(env.WorldSpec{Name: "shost", Version: "1.0.0", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
+	host.AddWorld(kvWorld("skv"), env.Name("kv"))
+	env.Tool(host, "undo", "Roll back across a nested call.", func(c *env.Ctx, _ noArgs) (any, error) {
+		kv := c.Worlds.Get("kv")
+		var undoErr error
+		err := kv.DB().Transaction(func() error {
+			for _, q := range []string{"SAVEPOINT u", "INSERT INTO kv VALUES ('a', 1)"} {
+				if _, err := kv.DB().Exec(q); err != nil {
+					return err
+				}
+			}
+			if _, err := kv.Call("bump", map[string]any{}); err != nil {
+				return err
+			}
+			_, undoErr = kv.DB().Exec("ROLLBACK TO u") // ignored, as careless code would
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		return nil, undoErr
+	})
+	inst := MustOpen(t, host, composition.Options{})
+	_, err := inst.CallJSON(context.Background(), "undo", []byte(`{}`))
+	var bug *env.WorldBug
+	if !errors.As(err, &bug) || !strings.HasPrefix(bug.Message, `DB.Exec("ROLLBACK TO u"): no savepoint of that name was opened in this frame`) {
+		t.Fatalf("err = %v, want a WorldBug naming ROLLBACK TO u", err)
+	}
+	row, err := inst.Inspect().One(context.Background(), "SELECT group_concat(id || '=' || v) AS rows FROM kv.kv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row["rows"] != "a=2" {
+		t.Errorf("rows %v, want a=2", row["rows"])
+	}
+	want := logLines(
+		"1 undo kv kv insert map[id:a] after=map[id:a v:1]",
+		"1 bump internal kv kv update map[id:a] before=map[id:a v:1] after=map[id:a v:2]",
+	)
+	if got := formatLog(inst.ChangeLog()); got != want {
+		t.Errorf("log:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 // TestChangeLog_FailedCallLeavesNothing ends a call's transaction from
 // inside it, through SQL a tool runs in the call's transaction or in a
 // savepoint of it: whatever the tool or its middleware writes afterwards

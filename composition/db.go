@@ -113,15 +113,22 @@ func (d *nodeDB) Conn() (any, error) {
 }
 
 // dbError turns the store's refusal of a statement that would begin,
-// commit or roll back a transaction into the WorldBug that says what to do
-// instead; other errors pass unchanged.
+// commit or roll back a transaction, or reach a savepoint across a frame,
+// into the WorldBug that says what to do instead; other errors pass
+// unchanged.
 func dbError(method, sql string, err error) error {
-	if !errors.Is(err, sqlitestore.ErrTransactionControl) {
-		return err
+	switch {
+	case errors.Is(err, sqlitestore.ErrTransactionControl):
+		return &env.WorldBug{Err: err, Message: fmt.Sprintf("DB.%s(%q): a world does not begin, commit or roll back transactions: "+
+			"a call's statements run in its transaction, which commits when the tool returns and rolls back when it fails, "+
+			"and statements outside calls autocommit; use DB.Transaction for a part that may fail on its own (Bulk outside calls)", method, strings.TrimSpace(sql))}
+	case errors.Is(err, sqlitestore.ErrSavepointScope):
+		return &env.WorldBug{Err: err, Message: fmt.Sprintf("DB.%s(%q): no savepoint of that name was opened in this frame since its last "+
+			"DB.Transaction or nested call on this store began: RELEASE and ROLLBACK TO reach only those, as one opened before "+
+			"would undo or merge work a transaction or a nested call did (and the change log recorded) from outside it; "+
+			"release or roll back to a savepoint before beginning one, or use DB.Transaction", method, strings.TrimSpace(sql))}
 	}
-	return &env.WorldBug{Err: err, Message: fmt.Sprintf("DB.%s(%q): a world does not begin, commit or roll back transactions: "+
-		"a call's statements run in its transaction, which commits when the tool returns and rolls back when it fails, "+
-		"and statements outside calls autocommit; use DB.Transaction for a part that may fail on its own (Bulk outside calls)", method, strings.TrimSpace(sql))}
+	return err
 }
 
 func toRows(rows *sqlitestore.Rows, err error) ([]env.Row, error) {

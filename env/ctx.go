@@ -81,10 +81,11 @@ type Result struct {
 // directly) they autocommit one by one unless wrapped in Transaction. The
 // transaction is the engine's: BEGIN, COMMIT, END, ROLLBACK and a SAVEPOINT
 // outside a transaction fail with a *WorldBug (SAVEPOINT, RELEASE and
-// ROLLBACK TO inside one work), and once SQLite has rolled the call's
-// transaction back itself (RAISE(ROLLBACK), INSERT OR ROLLBACK) every later
-// statement of the call fails. A DB belongs to one call and is not safe for
-// concurrent use.
+// ROLLBACK TO inside one work, on the savepoints opened since the last
+// Transaction or nested call on the store began), and once SQLite has
+// rolled the call's transaction back itself (RAISE(ROLLBACK), INSERT OR
+// ROLLBACK) every later statement of the call fails. A DB belongs to one
+// call and is not safe for concurrent use.
 type DB interface {
 	// Exec runs one statement with positional arguments.
 	Exec(sql string, args ...any) (Result, error)

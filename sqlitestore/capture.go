@@ -671,11 +671,16 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 	case sqlite3.AUTH_TRANSACTION:
 		cn.kind = stmtTxn
 	case sqlite3.AUTH_SAVEPOINT:
+		cn.savepoint = arg
 		switch {
 		case hasPrefixFold(arg, frameSavepoint):
 			cn.kind = stmtOwnSavepoint
 		case strings.EqualFold(name, "BEGIN"):
 			cn.kind = stmtSavepoint
+		case strings.EqualFold(name, "RELEASE"):
+			cn.kind = stmtRelease
+		default:
+			cn.kind = stmtRollbackTo
 		}
 	case sqlite3.AUTH_DELETE:
 		if schema == "main" && !hasPrefixFold(name, "sqlite_") && name != dropping {

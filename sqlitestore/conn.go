@@ -42,6 +42,9 @@ type conn struct {
 	stmts map[string]cachedStmt
 	order []string // cache keys, oldest first
 	kind  stmtKind // what the statement being prepared does to the transaction, as the authorizer saw it
+	// savepoint is the savepoint the statement being prepared names, as the
+	// authorizer saw it.
+	savepoint string
 
 	// Change capture (stores only).
 	meta        map[string]*tableMeta // main-schema tables by name, loaded lazily
@@ -70,7 +73,14 @@ type conn struct {
 // cachedStmt is a prepared statement of a connection's cache.
 type cachedStmt struct {
 	st   *sqlite3.Stmt
-	kind stmtKind
+	info stmtInfo
+}
+
+// stmtInfo is what the store's authorizer saw of a statement when it was
+// prepared.
+type stmtInfo struct {
+	kind      stmtKind
+	savepoint string // the savepoint a savepoint statement names
 }
 
 // stmtKind is what a statement does to the connection's transaction, as the
@@ -85,6 +95,10 @@ const (
 	// stmtSavepoint is a SAVEPOINT, which begins a transaction when there
 	// is none.
 	stmtSavepoint
+	// stmtRelease is a RELEASE of a savepoint.
+	stmtRelease
+	// stmtRollbackTo is a ROLLBACK TO a savepoint.
+	stmtRollbackTo
 	// stmtOwnSavepoint names a savepoint of the store's own frames.
 	stmtOwnSavepoint
 )
@@ -203,20 +217,20 @@ func (cn *conn) prepare(sql string) (*sqlite3.Stmt, error) {
 
 // prepareKind is prepare, also reporting what the statement does to the
 // transaction.
-func (cn *conn) prepareKind(sql string) (*sqlite3.Stmt, stmtKind, error) {
+func (cn *conn) prepareKind(sql string) (*sqlite3.Stmt, stmtInfo, error) {
 	if c, ok := cn.stmts[sql]; ok {
-		return c.st, c.kind, nil
+		return c.st, c.info, nil
 	}
-	st, tail, kind, err := cn.prepareNext(skipFiller(sql))
+	st, tail, info, err := cn.prepareNext(skipFiller(sql))
 	if err != nil {
-		return nil, 0, err
+		return nil, stmtInfo{}, err
 	}
 	if st == nil {
-		return nil, 0, fmt.Errorf("sqlitestore: no statement in %q", abbreviate(sql, 80))
+		return nil, stmtInfo{}, fmt.Errorf("sqlitestore: no statement in %q", abbreviate(sql, 80))
 	}
 	if skipFiller(tail) != "" {
 		st.Close()
-		return nil, 0, fmt.Errorf("sqlitestore: more than one statement in %q; use ExecScript", abbreviate(sql, 80))
+		return nil, stmtInfo{}, fmt.Errorf("sqlitestore: more than one statement in %q; use ExecScript", abbreviate(sql, 80))
 	}
 	if len(cn.order) >= stmtCacheSize {
 		old := cn.order[0]
@@ -224,18 +238,19 @@ func (cn *conn) prepareKind(sql string) (*sqlite3.Stmt, stmtKind, error) {
 		cn.stmts[old].st.Close()
 		delete(cn.stmts, old)
 	}
-	cn.stmts[sql] = cachedStmt{st, kind}
+	cn.stmts[sql] = cachedStmt{st, info}
 	cn.order = append(cn.order, sql)
-	return st, kind, nil
+	return st, info, nil
 }
 
 // prepareNext prepares the first statement of sql, uncached, and reports
 // what it does to the transaction.
-func (cn *conn) prepareNext(sql string) (st *sqlite3.Stmt, tail string, kind stmtKind, err error) {
-	cn.kind = stmtPlain
+func (cn *conn) prepareNext(sql string) (st *sqlite3.Stmt, tail string, info stmtInfo, err error) {
+	cn.kind, cn.savepoint = stmtPlain, ""
 	st, tail, err = cn.c.Prepare(sql)
-	kind, cn.kind = cn.kind, stmtPlain
-	return st, tail, kind, err
+	info = stmtInfo{kind: cn.kind, savepoint: cn.savepoint}
+	cn.kind, cn.savepoint = stmtPlain, ""
+	return st, tail, info, err
 }
 
 // skipFiller drops leading white space, empty statements and comments.
@@ -331,8 +346,9 @@ func (cn *conn) queryLimit(sql string, args []any, lim ReadLimit) (*Rows, error)
 
 // script runs every statement of sql in order. before, when not nil, runs
 // before each statement is prepared; check, when not nil, runs once it is
-// prepared, and stops the script with its error.
-func (cn *conn) script(sql string, before func() error, check func(text string, kind stmtKind) error) error {
+// prepared, and stops the script with its error; done, when not nil, runs
+// once it ran.
+func (cn *conn) script(sql string, before func() error, check func(text string, info stmtInfo) error, done func(info stmtInfo)) error {
 	for {
 		sql = skipFiller(sql)
 		if sql == "" {
@@ -343,7 +359,7 @@ func (cn *conn) script(sql string, before func() error, check func(text string, 
 				return err
 			}
 		}
-		st, tail, kind, err := cn.prepareNext(sql)
+		st, tail, info, err := cn.prepareNext(sql)
 		if err != nil {
 			return statementError(err, firstStatement(sql))
 		}
@@ -352,7 +368,7 @@ func (cn *conn) script(sql string, before func() error, check func(text string, 
 		}
 		text := sql[:len(sql)-len(tail)]
 		if check != nil {
-			if err := check(text, kind); err != nil {
+			if err := check(text, info); err != nil {
 				st.Close()
 				return err
 			}
@@ -363,6 +379,9 @@ func (cn *conn) script(sql string, before func() error, check func(text string, 
 		if err != nil {
 			cn.noteUndo()
 			return statementError(err, text)
+		}
+		if done != nil {
+			done(info)
 		}
 		sql = tail
 	}

@@ -46,7 +46,10 @@
 // and once SQLite rolls a frame's transaction back on its own
 // (RAISE(ROLLBACK), an OR ROLLBACK conflict, an interrupted write) they
 // refuse every statement ([ErrRolledBack]) until the frames end, rather than
-// run it in autocommit. [Store.StartCapture] and [Capture.Finish] bracket a call
+// run it in autocommit. A RELEASE or ROLLBACK TO may name only a savepoint
+// opened in the innermost frame since it, or the last frame inside it,
+// began ([ErrSavepointScope]), so no statement undoes or merges a frame's
+// work from outside it. [Store.StartCapture] and [Capture.Finish] bracket a call
 // and return its net row changes, one insert, update or delete per row,
 // sorted by table and key. Capture uses SQLite's preupdate hook for the first
 // before-image of each touched row and reads the rows' current images at the

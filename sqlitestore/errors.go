@@ -38,6 +38,12 @@ var (
 	// ExecScript return for a statement that would begin, commit or roll
 	// back a transaction, which belong to the store's frames (Begin).
 	ErrTransactionControl = errors.New("sqlitestore: transaction control refused: the store's transactions are its frames")
+	// ErrSavepointScope is wrapped by the error Exec, Query and ExecScript
+	// return for a RELEASE or ROLLBACK TO, run in a frame, that names no
+	// savepoint opened in that frame since it began or since the last frame
+	// that began inside it: one opened before would undo or merge work of a
+	// frame from outside it.
+	ErrSavepointScope = errors.New("sqlitestore: savepoint refused: it was not opened in the current frame since its last inner frame began")
 	// ErrCaptureOrder is returned by Capture.Finish when a capture started after
 	// it is still running.
 	ErrCaptureOrder = errors.New("sqlitestore: capture finished before the captures started after it")

@@ -71,7 +71,7 @@ func KeyProblems(ctx context.Context, schema string, untracked []string) ([]*Key
 		}
 		old := cn.c.SetInterrupt(ctx)
 		defer cn.c.SetInterrupt(old)
-		if err := cn.script(schema, nil, nil); err != nil {
+		if err := cn.script(schema, nil, nil, nil); err != nil {
 			return formatError(ctx, err)
 		}
 		skip := make(map[string]bool, len(untracked))

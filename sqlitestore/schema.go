@@ -31,7 +31,7 @@ func SchemaHash(ctx context.Context, schema string) (string, error) {
 		}
 		old := cn.c.SetInterrupt(ctx)
 		defer cn.c.SetInterrupt(old)
-		if err := cn.script(schema, nil, nil); err != nil {
+		if err := cn.script(schema, nil, nil, nil); err != nil {
 			return formatError(ctx, err)
 		}
 		h, err = hashSchema(cn)

@@ -188,7 +188,7 @@ func Create(ctx context.Context, schema string, opts Options) (*Store, error) {
 		if _, err := cn.exec("BEGIN IMMEDIATE", nil); err != nil {
 			return err
 		}
-		if err := cn.script(schema, nil, nil); err != nil {
+		if err := cn.script(schema, nil, nil, nil); err != nil {
 			return err
 		}
 		_, err := cn.exec("COMMIT", nil)
@@ -519,20 +519,25 @@ func (s *Store) inTxnLocked() bool {
 // begin, commit or roll back a transaction (BEGIN, COMMIT, END, ROLLBACK, a
 // SAVEPOINT outside a transaction, or a savepoint statement naming a frame's
 // savepoint) fails with an error wrapping ErrTransactionControl and does
-// nothing; SAVEPOINT, RELEASE and ROLLBACK TO inside a frame are allowed.
-// While a frame is open whose transaction SQLite rolled back on its own,
-// every statement fails with an error wrapping ErrRolledBack.
+// nothing; SAVEPOINT, RELEASE and ROLLBACK TO inside a frame are allowed,
+// but a RELEASE or ROLLBACK TO naming a savepoint opened before the
+// innermost frame began, or before the last frame that began inside it,
+// fails with an error wrapping ErrSavepointScope. While a frame is open
+// whose transaction SQLite rolled back on its own, every statement fails
+// with an error wrapping ErrRolledBack.
 func (s *Store) Exec(ctx context.Context, sql string, args ...any) (Result, error) {
 	var res Result
 	err := s.do(ctx, true, func(cn *conn) error {
 		if err := s.refreshMetaLocked(cn); err != nil {
 			return err
 		}
-		if err := s.allowSQLLocked(cn, sql); err != nil {
+		info, err := s.allowSQLLocked(cn, sql)
+		if err != nil {
 			return err
 		}
-		var err error
-		res, err = cn.exec(sql, args)
+		if res, err = cn.exec(sql, args); err == nil {
+			s.noteSavepointLocked(info)
+		}
 		return err
 	})
 	return res, err
@@ -546,11 +551,13 @@ func (s *Store) Query(ctx context.Context, sql string, args ...any) (*Rows, erro
 		if err := s.refreshMetaLocked(cn); err != nil {
 			return err
 		}
-		if err := s.allowSQLLocked(cn, sql); err != nil {
+		info, err := s.allowSQLLocked(cn, sql)
+		if err != nil {
 			return err
 		}
-		var err error
-		rows, err = cn.query(sql, args)
+		if rows, err = cn.query(sql, args); err == nil {
+			s.noteSavepointLocked(info)
+		}
 		return err
 	})
 	return rows, err
@@ -561,9 +568,9 @@ func (s *Store) Query(ctx context.Context, sql string, args ...any) (*Rows, erro
 // failing statement.
 func (s *Store) ExecScript(ctx context.Context, sql string) error {
 	return s.do(ctx, true, func(cn *conn) error {
-		return cn.script(sql, func() error { return s.refreshMetaLocked(cn) }, func(text string, kind stmtKind) error {
-			return s.allowLocked(cn, text, kind)
-		})
+		return cn.script(sql, func() error { return s.refreshMetaLocked(cn) }, func(text string, info stmtInfo) error {
+			return s.allowLocked(cn, text, info)
+		}, s.noteSavepointLocked)
 	})
 }
 

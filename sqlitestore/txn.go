@@ -16,7 +16,12 @@ type Frame struct {
 	s      *Store
 	name   string // savepoint name; "" for the outermost frame
 	ddlSeq uint64 // the connection's ddlSeq at Begin
-	done   bool   // guarded by s.mu
+	// guarded by s.mu:
+	done bool
+	// savepoints are the savepoints a user of the store opened in this
+	// frame (SAVEPOINT) since it began or, when a frame began inside it,
+	// since that frame began: the ones RELEASE and ROLLBACK TO may name.
+	savepoints []string
 }
 
 // Begin opens a frame: BEGIN IMMEDIATE when the store is in autocommit mode,
@@ -46,6 +51,12 @@ func (s *Store) Begin(ctx context.Context) (*Frame, error) {
 			}
 			f = &Frame{s: s, name: name, ddlSeq: cn.ddlSeq}
 		}
+		if len(s.frames) > 0 {
+			// The savepoints opened before the new frame can no longer be
+			// named: releasing or rolling back to one would undo or merge
+			// the new frame's work from outside it.
+			s.frames[len(s.frames)-1].savepoints = nil
+		}
 		s.frames = append(s.frames, f)
 		return nil
 	})
@@ -66,24 +77,60 @@ var errTxnLost = fmt.Errorf("%w: statements are refused until its frames end", E
 // refuses every statement while a frame is open whose transaction SQLite
 // rolled back (a RAISE(ROLLBACK), an OR ROLLBACK conflict, an interrupted
 // write): run in autocommit, its writes would stay when the frame's owner
-// rolls back.
-func (s *Store) allowLocked(cn *conn, text string, kind stmtKind) error {
+// rolls back. And it refuses a RELEASE or ROLLBACK TO naming a savepoint
+// the innermost frame cannot reach (see Frame.savepoints).
+func (s *Store) allowLocked(cn *conn, text string, info stmtInfo) error {
 	switch {
-	case kind == stmtTxn || kind == stmtOwnSavepoint || kind == stmtSavepoint && cn.c.GetAutocommit():
+	case info.kind == stmtTxn || info.kind == stmtOwnSavepoint || info.kind == stmtSavepoint && cn.c.GetAutocommit():
 		return fmt.Errorf("%w: %s", ErrTransactionControl, abbreviate(strings.TrimSpace(text), 200))
 	case len(s.frames) > 0 && cn.c.GetAutocommit():
 		return errTxnLost
+	case (info.kind == stmtRelease || info.kind == stmtRollbackTo) && len(s.frames) > 0 &&
+		s.frames[len(s.frames)-1].savepoint(info.savepoint) < 0:
+		return fmt.Errorf("%w: %s", ErrSavepointScope, abbreviate(strings.TrimSpace(text), 200))
 	}
 	return nil
 }
 
 // allowSQLLocked is allowLocked for one statement not prepared yet.
-func (s *Store) allowSQLLocked(cn *conn, sql string) error {
-	_, kind, err := cn.prepareKind(sql)
+func (s *Store) allowSQLLocked(cn *conn, sql string) (stmtInfo, error) {
+	_, info, err := cn.prepareKind(sql)
 	if err != nil {
-		return err
+		return info, err
 	}
-	return s.allowLocked(cn, sql, kind)
+	return info, s.allowLocked(cn, sql, info)
+}
+
+// noteSavepointLocked updates the innermost frame's savepoints after a
+// savepoint statement ran.
+func (s *Store) noteSavepointLocked(info stmtInfo) {
+	if len(s.frames) == 0 {
+		return
+	}
+	f := s.frames[len(s.frames)-1]
+	switch i := f.savepoint(info.savepoint); info.kind {
+	case stmtSavepoint:
+		f.savepoints = append(f.savepoints, info.savepoint)
+	case stmtRelease:
+		if i >= 0 {
+			f.savepoints = f.savepoints[:i] // it and every savepoint opened after it
+		}
+	case stmtRollbackTo:
+		if i >= 0 {
+			f.savepoints = f.savepoints[:i+1] // the savepoints opened after it
+		}
+	}
+}
+
+// savepoint returns the index in f.savepoints of the savepoint SQLite finds
+// by name (the latest, names compared without case), or -1.
+func (f *Frame) savepoint(name string) int {
+	for i := len(f.savepoints) - 1; i >= 0; i-- {
+		if strings.EqualFold(f.savepoints[i], name) {
+			return i
+		}
+	}
+	return -1
 }
 
 // endLostLocked ends f and the frames inside it when SQLite has left the

@@ -300,6 +300,67 @@ func TestStore_TransactionControl(t *testing.T) {
 			})
 		}
 	})
+	t.Run("SavepointAcrossAFrame", func(t *testing.T) {
+		// A savepoint opened before a frame began cannot be released or
+		// rolled back to, inside that frame or after it: either would undo
+		// or merge the frame's work from outside it.
+		run := map[string]func(s *sqlitestore.Store, sql string) error{
+			"Exec":       func(s *sqlitestore.Store, sql string) error { _, err := s.Exec(ctx, sql); return err },
+			"Query":      func(s *sqlitestore.Store, sql string) error { _, err := s.Query(ctx, sql); return err },
+			"ExecScript": func(s *sqlitestore.Store, sql string) error { return s.ExecScript(ctx, sql) },
+		}
+		for name, run := range run {
+			t.Run(name, func(t *testing.T) {
+				s := MustCreate(t, schema, sqlitestore.Options{})
+				outer, err := s.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer outer.Rollback()
+				refused := func(t *testing.T, sql string) {
+					t.Helper()
+					if err := run(s, sql); !errors.Is(err, sqlitestore.ErrSavepointScope) || !strings.Contains(err.Error(), sql) {
+						t.Errorf("%s: err = %v, want ErrSavepointScope naming it", sql, err)
+					}
+				}
+				allowed := func(t *testing.T, sql string) {
+					t.Helper()
+					if err := run(s, sql); err != nil {
+						t.Errorf("%s: %v", sql, err)
+					}
+				}
+				allowed(t, `SAVEPOINT u`)
+				MustExec(t, s, `INSERT INTO t VALUES (1)`)
+				inner, err := s.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				MustExec(t, s, `INSERT INTO t VALUES (2)`)
+				refused(t, `ROLLBACK TO u`)
+				refused(t, `RELEASE u`)
+				allowed(t, `SAVEPOINT v`) // the inner frame's own savepoints
+				MustExec(t, s, `INSERT INTO t VALUES (3)`)
+				allowed(t, `ROLLBACK TO V`)
+				allowed(t, `RELEASE v`)
+				refused(t, `RELEASE v`) // released: gone
+				if err := inner.Commit(); err != nil {
+					t.Fatalf("inner Commit: %v", err)
+				}
+				refused(t, `ROLLBACK TO u`) // opened before the inner frame began
+				allowed(t, `SAVEPOINT w`)
+				allowed(t, `SAVEPOINT x`)
+				allowed(t, `ROLLBACK TO w`)
+				refused(t, `RELEASE x`) // rolled back with w's work
+				allowed(t, `RELEASE w`)
+				if err := outer.Commit(); err != nil {
+					t.Fatalf("outer Commit: %v", err)
+				}
+				if n := count(t, s); n != 2 {
+					t.Fatalf("%d rows, want 2", n)
+				}
+			})
+		}
+	})
 	t.Run("LostInsideAnInnerFrame", func(t *testing.T) {
 		// The inner frame ends (committed or rolled back) after SQLite lost
 		// the transaction: the outer frame is still open, so statements
