@@ -42,7 +42,9 @@ import (
 // statements that fail half-way (ABORT undoes their first rows, OR FAIL
 // keeps them), statements that lose the whole transaction (RAISE(ROLLBACK),
 // OR ROLLBACK: what runs after them in the frame must fail), transaction
-// control (BEGIN, COMMIT, END, ROLLBACK: a WorldBug), DELETEs without WHERE
+// control (BEGIN, COMMIT, END, ROLLBACK: a WorldBug), savepoint statements
+// of their own (SAVEPOINT, RELEASE, ROLLBACK TO, in any order, across
+// savepoints and nested calls), DELETEs without WHERE
 // whose statements were also prepared where nothing is captured (startup
 // hooks, bulk blocks, the instance's DB, before and between calls), and
 // calls whose deadline passes before they begin or at a step of a program
@@ -136,6 +138,9 @@ var (
 
 // replayControl are transaction-control statements a careless tool may run.
 var replayControl = []string{`BEGIN`, `BEGIN IMMEDIATE`, `COMMIT`, `END`, `ROLLBACK`}
+
+// replaySavepoint are savepoint statements a tool may run itself.
+var replaySavepoint = []string{`SAVEPOINT u`, `RELEASE u`, `ROLLBACK TO u`}
 
 // replayWorld is the composed world of the replay property and the
 // programs its tools run.
@@ -427,6 +432,8 @@ func (g *replayGen) steps(host bool, direct string, depth int) []rstep {
 			s.sql, s.ctl = replayControl[g.rnd.IntN(len(replayControl))], true
 		case k == 31:
 			s.kind = stepExpire
+		case k < 35:
+			s.sql = replaySavepoint[g.rnd.IntN(len(replaySavepoint))]
 		case host:
 			s.sql, s.args = g.hostSQL()
 		default:
@@ -908,7 +915,9 @@ func TestChangeLog_Replay(t *testing.T) {
 // FuzzChangeLog_Replay checks the replay property on the episode a fuzz
 // input seeds.
 func FuzzChangeLog_Replay(f *testing.F) {
-	for _, s := range []uint64{1, 2, 3, 1 << 40} {
+	// 1<<40 + 26 released, from a nested call, a savepoint its host opened
+	// directly on the child's store.
+	for _, s := range []uint64{1, 2, 3, 1 << 40, 1<<40 + 26} {
 		f.Add(s)
 	}
 	w := newReplayWorld()
