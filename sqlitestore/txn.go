@@ -16,7 +16,8 @@ type Frame struct {
 	s      *Store
 	name   string // savepoint name; "" for the outermost frame
 	ddlSeq uint64 // the connection's ddlSeq at Begin
-	// guarded by s.mu:
+
+	// s.mu guards done and savepoints.
 	done bool
 	// savepoints are the savepoints a user of the store opened in this
 	// frame (SAVEPOINT) since it began or, when a frame began inside it,
