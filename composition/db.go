@@ -31,7 +31,7 @@ func (d *nodeDB) Exec(sql string, args ...any) (env.Result, error) {
 		return env.Result{}, err
 	}
 	r, err := d.ns.store.Exec(d.a.ctx, sql, args...)
-	return env.Result{RowsAffected: r.RowsAffected, LastInsertID: r.LastInsertID}, err
+	return env.Result{RowsAffected: r.RowsAffected, LastInsertID: r.LastInsertID}, d.a.note(err)
 }
 
 func (d *nodeDB) Rows(sql string, args ...any) ([]env.Row, error) {
@@ -39,7 +39,7 @@ func (d *nodeDB) Rows(sql string, args ...any) ([]env.Row, error) {
 		return nil, err
 	}
 	rows, err := d.ns.store.Query(d.a.ctx, sql, args...)
-	return toRows(rows, err)
+	return toRows(rows, d.a.note(err))
 }
 
 func (d *nodeDB) One(sql string, args ...any) (env.Row, error) {
@@ -56,20 +56,21 @@ func (d *nodeDB) Transaction(fn func() error) error {
 	}
 	tx, err := d.ns.store.Begin(d.a.ctx)
 	if err != nil {
-		return err
+		return d.a.note(err)
 	}
 	if err := guard(fn); err != nil {
 		tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	return d.a.note(tx.Commit())
 }
 
 func (d *nodeDB) Conn() (any, error) {
 	if err := d.ready(); err != nil {
 		return nil, err
 	}
-	return d.ns.store.Conn(d.a.ctx)
+	c, err := d.ns.store.Conn(d.a.ctx)
+	return c, d.a.note(err)
 }
 
 func toRows(rows *sqlitestore.Rows, err error) ([]env.Row, error) {

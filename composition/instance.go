@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/fixture"
 	"github.com/seahaven/seahaven/sqlitestore"
 )
 
@@ -49,6 +50,13 @@ type Options struct {
 	Pool *sqlitestore.Pool
 	// Logger receives one line per call; nil discards.
 	Logger *slog.Logger
+	// MinFree is the space, in bytes, that must stay free on the instance
+	// directory's file system beyond the files the instance writes (its
+	// fixture's files, written on first use): with less, Open fails with an
+	// *env.InfraError of kind env.FaultDiskFull, so that a full disk fails
+	// the reset rather than the agent's first call. Zero checks only that
+	// the files fit; negative checks nothing.
+	MinFree int64
 }
 
 // DefaultPool manages the SQLite connections of instances opened without
@@ -105,7 +113,22 @@ type Instance struct {
 // transaction open; a hook that fails rolls every node back and leaves no
 // instance. Open refuses to run inside a call: the child name is the only
 // door to another world.
+//
+// A failure of the host (a full disk, no file descriptors left, an instance
+// directory that cannot be made) is an *env.InfraError whose message names
+// no path; a fixture that does not exist is an error wrapping
+// fixture.ErrNotFound.
 func Open(ctx context.Context, world *env.World, opts Options) (*Instance, error) {
+	inst, err := open(ctx, world, opts)
+	if err != nil && !errors.Is(err, fixture.ErrNotFound) {
+		if ie := infraError(err, "no instance was opened"); ie != nil {
+			return nil, ie
+		}
+	}
+	return inst, err
+}
+
+func open(ctx context.Context, world *env.World, opts Options) (*Instance, error) {
 	if a := activationFrom(ctx); a != nil {
 		return nil, env.Bugf("composition.Open: an instance cannot be made inside a call; reach added worlds through ctx.Worlds")
 	}
@@ -156,6 +179,9 @@ func Open(ctx context.Context, world *env.World, opts Options) (*Instance, error
 			os.RemoveAll(inst.dir)
 		}
 	}()
+	if err := checkSpace(inst.dir, src, opts.MinFree); err != nil {
+		return nil, err
+	}
 	if err := inst.openStores(ctx, src); err != nil {
 		return nil, err
 	}
@@ -164,6 +190,30 @@ func Open(ctx context.Context, world *env.World, opts Options) (*Instance, error
 	}
 	ok = true
 	return inst, nil
+}
+
+// checkSpace fails with an *env.InfraError when the file system of dir has
+// less free space than src's files (none for genesis, whose stores are
+// written now) and minFree together.
+func checkSpace(dir string, src *source, minFree int64) error {
+	if minFree < 0 {
+		return nil
+	}
+	free, ok := sqlitestore.FreeSpace(dir)
+	if !ok {
+		return nil
+	}
+	need := minFree
+	if src != nil {
+		for _, b := range src.files {
+			need += int64(len(b))
+		}
+	}
+	if free >= need {
+		return nil
+	}
+	return &env.InfraError{Kind: env.FaultDiskFull, Message: "the server's disk is full; no instance was opened",
+		Err: fmt.Errorf("composition: %s has %d bytes free, fewer than the %d the instance needs (its files and a reserve of %d)", dir, free, need, minFree)}
 }
 
 func checkStartupKeys(s *Sealed, kw map[string]any) error {
@@ -307,7 +357,10 @@ func (i *Instance) Now() time.Time { return i.clock.Now() }
 // CallJSON calls a tool of the agent surface by its published name with JSON
 // arguments and returns the tool's own Go value. Unknown names and bad
 // arguments are *env.ToolError values (KindNotFound, KindInvalidArgs)
-// returned before anything runs; a tool's error rolls its store back.
+// returned before anything runs; a tool's error rolls its store back. A
+// call that fails because the host failed it (a store's disk full, its files
+// gone or unopenable, no file descriptors left) returns an *env.InfraError,
+// whatever error the tool or a middleware made of it.
 func (i *Instance) CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error) {
 	route, def, err := i.resolve(name)
 	if err != nil {
@@ -410,8 +463,23 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 	if i.closed {
 		return nil, errClosed
 	}
-	err := i.activate(ctx, name, true, run)
+	var infra error
+	err := i.activate(ctx, name, true, func(a *activation) error {
+		err := run(a)
+		infra = a.infra
+		return err
+	})
 	i.clock.stepped()
+	if err != nil {
+		// A failure of the host is reported as such, whatever the world
+		// made of it: never as a tool's error the agent would learn from.
+		if infra == nil {
+			infra = err
+		}
+		if ie := infraError(infra, "the call could not complete"); ie != nil {
+			return nil, ie
+		}
+	}
 	if err != nil && ctx.Err() != nil {
 		// A context cancelled with context.DeadlineExceeded as its cause
 		// (a server enforcing its own time limit) has run out of time too.

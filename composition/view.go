@@ -38,8 +38,15 @@ func (i *Instance) Inspect() *View {
 	return i.view
 }
 
-// Query runs read-only SQL and returns its columns and rows.
-func (v *View) Query(ctx context.Context, sql string, args ...any) (*sqlitestore.Rows, error) {
+// Query runs read-only SQL and returns its columns and rows. A failure of
+// the host (the stores' files gone or unopenable, no file descriptors left)
+// is an *env.InfraError.
+func (v *View) Query(ctx context.Context, sql string, args ...any) (rows *sqlitestore.Rows, err error) {
+	defer func() {
+		if ie := infraError(err, "the query failed"); ie != nil {
+			rows, err = nil, ie
+		}
+	}()
 	i := v.inst
 	i.mu.Lock()
 	defer i.mu.Unlock()
