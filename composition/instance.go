@@ -57,6 +57,12 @@ type Options struct {
 	// the reset rather than the agent's first call. Zero checks only that
 	// the files fit; negative checks nothing.
 	MinFree int64
+	// MaxChangeLogBytes bounds the change log in memory: once its records
+	// add up to more (values' bytes plus a fixed part per record and per
+	// value), the oldest are dropped, and the state document says how many
+	// (env.StateDoc.ChangeLogTruncated). Zero means
+	// DefaultMaxChangeLogBytes; negative means no bound.
+	MaxChangeLogBytes int64
 }
 
 // DefaultPool manages the SQLite connections of instances opened without
@@ -144,6 +150,10 @@ func open(ctx context.Context, world *env.World, opts Options) (*Instance, error
 		mode = world.Spec().DefaultClockMode
 	}
 	inst := &Instance{world: world, sealed: sealed, opts: opts, log: opts.Logger, pool: opts.Pool}
+	inst.changes.max = opts.MaxChangeLogBytes
+	if inst.changes.max == 0 {
+		inst.changes.max = DefaultMaxChangeLogBytes
+	}
 	if inst.log == nil {
 		inst.log = discardLogger
 	}
@@ -517,11 +527,22 @@ func (i *Instance) Bulk(ctx context.Context, fn func(c *env.Ctx) error) error {
 
 // ChangeLog returns every change record so far, in call order; nil when
 // there is none. The records and their maps are built on each call and are
-// the caller's to keep or modify.
+// the caller's to keep or modify. When the log outgrew
+// Options.MaxChangeLogBytes its oldest records are gone (ChangeLogDropped
+// says how many) and the first record's Seq is one more than that.
 func (i *Instance) ChangeLog() []env.ChangeRecord {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	return i.changes.all()
+}
+
+// ChangeLogDropped returns how many of the oldest change records were
+// dropped to keep the log within Options.MaxChangeLogBytes; zero when the
+// log is whole.
+func (i *Instance) ChangeLogDropped() int {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.changes.dropped
 }
 
 // Composition returns one record per node, in canonical order: what this
@@ -549,6 +570,9 @@ func (i *Instance) State() env.StateDoc {
 	}
 	if doc.ChangeLog == nil {
 		doc.ChangeLog = []env.ChangeRecord{}
+	}
+	if i.changes.dropped > 0 {
+		doc.ChangeLogTruncated = &env.ChangeLogTruncation{Dropped: i.changes.dropped, MaxBytes: i.changes.max}
 	}
 	if i.opts.EpisodeID != "" {
 		id := i.opts.EpisodeID

@@ -347,7 +347,8 @@ func TestHostile_AmountOverflow(t *testing.T) {
 }
 
 // TestHostile_FixturePathTraversal asks resets for fixture ids that try to
-// leave the fixtures directory. Each is refused (on /ws and POST /reset)
+// leave the fixtures directory. Each is refused as a validation error (on
+// /ws and POST /reset)
 // before any file is opened, which an inotify watch on the target checks,
 // and the session keeps its instance.
 func TestHostile_FixturePathTraversal(t *testing.T) {
@@ -370,10 +371,10 @@ func TestHostile_FixturePathTraversal(t *testing.T) {
 	} {
 		t.Run(id, func(t *testing.T) {
 			reply := roundTrip(t, c, `{"type":"reset","data":{"fixture":"`+id+`"}}`)
-			checkError(t, reply, []string{"EXECUTION_ERROR"}, "fixture")
+			checkError(t, reply, []string{"VALIDATION_ERROR"}, "fixture")
 			status, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{"fixture":"`+id+`"}`, map[string]string{openenv.SessionHeader: "traversal"})
-			if status != http.StatusInternalServerError || !strings.Contains(body, "fixture") {
-				t.Errorf("POST /reset: %d %s, want 500 naming the fixture", status, body)
+			if status != http.StatusUnprocessableEntity || !strings.Contains(body, "fixture") {
+				t.Errorf("POST /reset: %d %s, want 422 naming the fixture", status, body)
 			}
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/openenv"
 	"github.com/seahaven/seahaven/web"
 )
@@ -51,6 +52,8 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	production := fs.Bool("production", false, "production mode: no POST /reset, POST /step, GET /state, POST /inspect (env SEAHAVEN_PRODUCTION=true)")
 	maxMessage := fs.Int64("max-message-bytes", int64(envInt("SEAHAVEN_MAX_MESSAGE_BYTES", openenv.DefaultMaxMessageBytes)), "the largest WebSocket message or request body (env SEAHAVEN_MAX_MESSAGE_BYTES)")
 	recordDir := fs.String("record", envOr("SEAHAVEN_RECORD", ""), "write one trajectory (JSONL) per episode into this directory, for seahaven grade (default: off; env SEAHAVEN_RECORD)")
+	minFreeDisk := fs.Int64("min-free-disk", int64(envInt("SEAHAVEN_MIN_FREE_DISK", openenv.DefaultMinFreeDisk)), "bytes a reset leaves free on the instances' file system beyond the instance's own files; a reset that would leave less fails with an infrastructure error (disk_full); negative disables (env SEAHAVEN_MIN_FREE_DISK)")
+	maxChangeLog := fs.Int64("max-changelog-bytes", int64(envInt("SEAHAVEN_MAX_CHANGELOG_BYTES", composition.DefaultMaxChangeLogBytes)), "bound on each session's change log in memory; past it the oldest records are dropped and the state document's change_log_truncated says how many; negative disables (env SEAHAVEN_MAX_CHANGELOG_BYTES)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", envDuration("SEAHAVEN_SHUTDOWN_TIMEOUT", 30*time.Second), "on SIGTERM, how long to wait for sessions and requests to end (env SEAHAVEN_SHUTDOWN_TIMEOUT)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -74,7 +77,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	}
 	backend, err := openenv.NewWorldBackend(w, openenv.WorldBackendConfig{
 		FixturesDir: *fixturesDir, DefaultFixture: *fixtureID, InstanceRoot: *instances, Logger: logger.With("component", "calls"),
-		MaxActive: *scale.maxActive, RecordDir: *recordDir,
+		MaxActive: *scale.maxActive, RecordDir: *recordDir, MinFreeDisk: *minFreeDisk, MaxChangeLogBytes: *maxChangeLog,
 	})
 	if err != nil {
 		return err
