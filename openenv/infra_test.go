@@ -193,3 +193,27 @@ func TestInfraErrors_InstanceRootRemoved(t *testing.T) {
 		}
 	})
 }
+
+// TestState_ChangeLogTruncated bounds a session's change log: once its
+// records outgrow the bound, the state document (valid against the state
+// schema) keeps the newest and says how many were dropped.
+func TestState_ChangeLogTruncated(t *testing.T) {
+	s := mustServeWorld(t, faultyWorld, openenv.WorldBackendConfig{MaxChangeLogBytes: 4900}, openenv.Config{})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset"}`)
+	mustSucceed(t, callTool(t, c, "note", `{"body":"small"}`))
+	if st := roundTrip(t, c, `{"type":"state"}`); strings.Contains(st, "change_log_truncated") {
+		t.Fatalf("a whole log is marked truncated: %s", st)
+	}
+	for range 3 {
+		mustSucceed(t, callTool(t, c, "note", fmt.Sprintf(`{"body":%q}`, strings.Repeat("b", 1500))))
+	}
+	st := roundTrip(t, c, `{"type":"state"}`)
+	if d, m := fmt.Sprint(field(t, st, "data.change_log_truncated.dropped")), fmt.Sprint(field(t, st, "data.change_log_truncated.max_bytes")); d != "1" || m != "4900" {
+		t.Fatalf("change_log_truncated dropped %s max_bytes %s, want 1 and 4900: %.400s", d, m, st)
+	}
+	log, ok := field(t, st, "data.change_log").([]any)
+	if !ok || len(log) != 3 || fmt.Sprint(log[0].(map[string]any)["seq"]) != "2" {
+		t.Fatalf("change_log %v, want the 3 newest records from seq 2", log)
+	}
+}
