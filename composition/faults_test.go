@@ -162,3 +162,47 @@ func TestCallJSON_InfraError(t *testing.T) {
 		}
 	})
 }
+
+// TestCallJSON_TooManyOpenFiles runs a call that must reopen its store
+// while the process has no file descriptor left: the call fails with an
+// *env.InfraError of kind too_many_open_files that names no path, and the
+// next call, with descriptors back, succeeds.
+func TestCallJSON_TooManyOpenFiles(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	w, _ := ledger("solo")
+	inst := MustOpen(t, w, composition.Options{Dir: root})
+	call(t, inst, "add", `{"amount": 1}`)
+	inst.Release() // the next call opens the store's file again
+
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	// Below a low limit, take every free descriptor.
+	low := lim
+	low.Cur = 64
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	var fillers []*os.File
+	for {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			break
+		}
+		fillers = append(fillers, f)
+	}
+	_, callErr := inst.CallJSON(ctx, "add", []byte(`{"amount": 2}`))
+	for _, f := range fillers {
+		f.Close()
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	mustInfra(t, callErr, root, env.FaultTooManyFiles)
+	call(t, inst, "add", `{"amount": 3}`)
+	if n := inspectInt(t, inst, "SELECT count(*) FROM entries"); n != 2 {
+		t.Errorf("%d entries, want the 2 written with descriptors to spare", n)
+	}
+}
