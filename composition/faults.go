@@ -9,6 +9,17 @@ import (
 	"github.com/seahaven/seahaven/sqlitestore"
 )
 
+// Fault returns err as an *env.InfraError when it reports a failure of the
+// host rather than of a world or an agent, and nil otherwise: a store's
+// storage failure (sqlitestore.ErrStorage), any file-system error (an
+// *fs.PathError), or an operating system out of space or of file
+// descriptors. what says what became of the operation ("the call could not
+// complete") and ends the error's message, which names no path. An
+// *env.InfraError in err's chain is returned as it is. Code around the
+// engine that touches files of its own (recording trajectories) uses it to
+// report its failures the way the engine reports its own.
+func Fault(err error, what string) *env.InfraError { return infraError(err, what) }
+
 // infraError returns err as an *env.InfraError when it reports a failure of
 // the host rather than of the world or the agent, and nil otherwise. The
 // failures are the store's (sqlitestore.ErrStorage) and the file system's

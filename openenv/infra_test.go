@@ -217,3 +217,15 @@ func TestState_ChangeLogTruncated(t *testing.T) {
 		t.Fatalf("change_log %v, want the 3 newest records from seq 2", log)
 	}
 }
+
+// TestInfraErrors_RecordingDiskFull records episodes into a full file
+// system: the reset that cannot start its trajectory fails with an
+// infrastructure error naming no path, not an EXECUTION_ERROR with the
+// recording's path.
+func TestInfraErrors_RecordingDiskFull(t *testing.T) {
+	dir := testfs.MountTmpfs(t, "64k")
+	fillDisk(t, dir)
+	s := mustServeWorld(t, faultyWorld, openenv.WorldBackendConfig{RecordDir: dir}, openenv.Config{})
+	c := s.dial(t)
+	mustInfraFrame(t, roundTrip(t, c, `{"type":"reset","data":{"episode_id":"rec"}}`), "disk_full")
+}

@@ -234,6 +234,9 @@ func (b *WorldBackend) Open(ctx context.Context, opts OpenOptions) (Instance, er
 	if b.recorder != nil {
 		if err := ep.Record(b.recorder); err != nil {
 			ep.Close()
+			if ie := composition.Fault(err, "the episode could not be recorded"); ie != nil {
+				return nil, ie
+			}
 			return nil, err
 		}
 	}
