@@ -44,6 +44,18 @@ type activation struct {
 	loose   map[*nodeState]*sqlitestore.Capture
 	group   map[*nodeState]*frame // grouped mode: one frame per touched node
 	records []logRecord
+	// infra is the first failure of the host a store reported during the
+	// activation (see infraError), kept even when world code replaced the
+	// error with its own.
+	infra error
+}
+
+// note records err when it is a failure of the host, and returns it.
+func (a *activation) note(err error) error {
+	if err != nil && a.infra == nil && infraError(err, "") != nil {
+		a.infra = err
+	}
+	return err
 }
 
 // activate runs fn as a new activation. The caller holds i.mu.
@@ -123,7 +135,7 @@ func (a *activation) begin(ns *nodeState) (*frame, error) {
 	}
 	tx, err := ns.store.Begin(a.ctx)
 	if err != nil {
-		return nil, fmt.Errorf("node %s: %w", ns.node.Path, err)
+		return nil, fmt.Errorf("node %s: %w", ns.node.Path, a.note(err))
 	}
 	f := &frame{ns: ns, tx: tx}
 	if a.logging {
@@ -142,11 +154,12 @@ func (a *activation) end(f *frame, info *env.CallInfo, err error) error {
 	if err == nil {
 		if f.capture != nil {
 			changes, err = f.capture.FinishRows(a.ctx)
+			a.note(err)
 			f.capture = nil
 		}
 		if err == nil {
 			if cerr := f.tx.Commit(); cerr != nil {
-				err = fmt.Errorf("node %s: commit: %w", f.ns.node.Path, cerr)
+				err = fmt.Errorf("node %s: commit: %w", f.ns.node.Path, a.note(cerr))
 			}
 		}
 		if err != nil {
@@ -231,7 +244,7 @@ func (a *activation) finishLoose() error {
 	var errs []error
 	for _, ns := range a.inst.nodes {
 		if c := a.loose[ns]; c != nil {
-			errs = append(errs, a.finishCapture(ns, c))
+			errs = append(errs, a.note(a.finishCapture(ns, c)))
 		}
 	}
 	return errors.Join(errs...)
@@ -283,6 +296,7 @@ func (a *activation) endGroup(err error) error {
 	}
 	for k, f := range frames {
 		if cerr := f.tx.Commit(); cerr != nil {
+			a.note(cerr)
 			for _, rest := range frames[k:] {
 				rest.tx.Rollback()
 			}

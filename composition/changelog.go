@@ -8,14 +8,26 @@ import (
 // changeLogChunk is how many records one chunk of a changeLog holds.
 const changeLogChunk = 256
 
+// DefaultMaxChangeLogBytes is Options.MaxChangeLogBytes's default.
+const DefaultMaxChangeLogBytes = 16 << 20
+
 // changeLog is an instance's append-only change log, kept in fixed-size
 // chunks so that appending never copies the records already kept (a long
 // episode's log is the largest thing an instance holds in Go memory). The
-// records stay in compact form (see logRecord) until the log is read. It is
-// guarded by the instance's lock.
+// records stay in compact form (see logRecord) until the log is read.
+//
+// The log is bounded: once its records' sizes (see logRecord.size) add up
+// to more than max, the oldest records are dropped until they fit again,
+// and dropped counts them. A record keeps its Seq (its position in the
+// whole log) whether or not older ones were dropped. It is guarded by the
+// instance's lock.
 type changeLog struct {
-	chunks [][]logRecord
-	n      int
+	chunks  [][]logRecord
+	head    int   // records at the front of chunks[0] already dropped
+	n       int   // records kept
+	bytes   int64 // the kept records' sizes
+	max     int64 // the bound on bytes; 0 or less is none
+	dropped int   // records dropped from the front
 }
 
 // logRecord is a change record in compact form: the row change as the
@@ -27,10 +39,39 @@ type logRecord struct {
 	internal bool
 	world    string
 	row      sqlitestore.RowChange
+	bytes    int64 // its size, as size computed it when it was added
 }
 
-// add appends r.
+// Sizes of a record, as the change log's bound counts them: a fixed part,
+// and for each key, before and after value its interface and, for text
+// and blobs, its bytes. Names, tools and worlds are shared by many records
+// and not counted.
+const (
+	recordBytes = 64
+	valueBytes  = 16
+)
+
+// size returns the record's size as the change log's bound counts it.
+func (r *logRecord) size() int64 {
+	n := int64(recordBytes)
+	for _, vs := range [...][]any{r.row.KeyValues, r.row.Before, r.row.After} {
+		for _, v := range vs {
+			n += valueBytes
+			switch v := v.(type) {
+			case string:
+				n += int64(len(v))
+			case []byte:
+				n += int64(len(v))
+			}
+		}
+	}
+	return n
+}
+
+// add appends r, then drops the oldest records while the log is over its
+// bound (r itself, when it alone is).
 func (l *changeLog) add(r logRecord) {
+	r.bytes = r.size()
 	switch k := len(l.chunks); {
 	case k == 0:
 		// The first chunk grows as appends do: most episodes are short,
@@ -43,23 +84,47 @@ func (l *changeLog) add(r logRecord) {
 	last := &l.chunks[len(l.chunks)-1]
 	*last = append(*last, r)
 	l.n++
+	l.bytes += r.bytes
+	for l.max > 0 && l.bytes > l.max && l.n > 0 {
+		l.dropFirst()
+	}
 }
 
-// len returns the number of records.
+// dropFirst drops the oldest kept record.
+func (l *changeLog) dropFirst() {
+	first := l.chunks[0]
+	l.bytes -= first[l.head].bytes
+	first[l.head] = logRecord{} // its values can go now
+	l.head++
+	l.n--
+	l.dropped++
+	if l.head == len(first) && (len(l.chunks) > 1 || l.n == 0) {
+		l.chunks = l.chunks[1:]
+		l.head = 0
+		if len(l.chunks) == 0 {
+			l.chunks = nil
+		}
+	}
+}
+
+// len returns the number of records kept.
 func (l *changeLog) len() int { return l.n }
 
-// all returns every record in order, with maps of their own that callers
-// may modify; nil when there is none.
+// all returns every kept record in order, with maps of their own that
+// callers may modify; nil when there is none.
 func (l *changeLog) all() []env.ChangeRecord {
 	if l.n == 0 {
 		return nil
 	}
 	out := make([]env.ChangeRecord, 0, l.n)
-	for _, c := range l.chunks {
+	for k, c := range l.chunks {
+		if k == 0 {
+			c = c[l.head:]
+		}
 		for _, r := range c {
 			ch := r.row.Change()
 			out = append(out, env.ChangeRecord{
-				Seq: len(out) + 1, Call: r.call, Tool: r.tool, Internal: r.internal, World: r.world,
+				Seq: l.dropped + len(out) + 1, Call: r.call, Tool: r.tool, Internal: r.internal, World: r.world,
 				Table: ch.Table, Op: ch.Op, Key: ch.Key, Before: ch.Before, After: ch.After,
 			})
 		}

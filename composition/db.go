@@ -34,7 +34,7 @@ func (d *nodeDB) Exec(sql string, args ...any) (env.Result, error) {
 		return env.Result{}, err
 	}
 	r, err := d.ns.store.Exec(d.a.ctx, sql, args...)
-	return env.Result{RowsAffected: r.RowsAffected, LastInsertID: r.LastInsertID}, dbError("Exec", sql, err)
+	return env.Result{RowsAffected: r.RowsAffected, LastInsertID: r.LastInsertID}, dbError("Exec", sql, d.a.note(err))
 }
 
 func (d *nodeDB) Rows(sql string, args ...any) ([]env.Row, error) {
@@ -51,7 +51,7 @@ func (d *nodeDB) query(method, sql string, args []any) ([]env.Row, error) {
 		return nil, err
 	}
 	rows, err := d.ns.store.Query(d.a.ctx, sql, args...)
-	return toRows(rows, dbError(method, sql, err))
+	return toRows(rows, dbError(method, sql, d.a.note(err)))
 }
 
 // first returns the first of rows, or nil.
@@ -82,7 +82,7 @@ func (d *nodeDB) Transaction(fn func() error) error {
 	tx, err := ns.store.Begin(a.ctx)
 	if err != nil {
 		a.resumeLoose(ns)
-		return err
+		return a.note(err)
 	}
 	a.looseCapture(ns)
 	err = guard(fn)
@@ -102,14 +102,15 @@ func (d *nodeDB) Transaction(fn func() error) error {
 			err = cerr
 		}
 	}
-	return err
+	return a.note(err)
 }
 
 func (d *nodeDB) Conn() (any, error) {
 	if err := d.ready(); err != nil {
 		return nil, err
 	}
-	return d.ns.store.Conn(d.a.ctx)
+	c, err := d.ns.store.Conn(d.a.ctx)
+	return c, d.a.note(err)
 }
 
 // dbError turns the store's refusal of a statement that would begin,

@@ -123,8 +123,8 @@ func loadSource(w *env.World, sealed *Sealed, opts Options) (*source, error) {
 	}
 	s, err := fixture.Read(root, opts.Fixture)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("composition: %s has no fixture %q in %s", w.Name(), opts.Fixture, root)
+		if errors.Is(err, fixture.ErrNotFound) {
+			return nil, &notFoundError{fmt.Sprintf("composition: %s has no fixture %q in %s", w.Name(), opts.Fixture, root)}
 		}
 		return nil, err
 	}
@@ -377,3 +377,12 @@ func (i *Instance) Freeze(ctx context.Context, id, description string, opts Free
 	}
 	return s, nil
 }
+
+// notFoundError is the error of a fixture id naming no fixture: its message
+// names the world and the fixtures directory, and it wraps
+// fixture.ErrNotFound.
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
+
+func (e *notFoundError) Unwrap() error { return fixture.ErrNotFound }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/fixture"
 	"github.com/seahaven/seahaven/sqlitestore"
 )
 
@@ -49,6 +50,19 @@ type Options struct {
 	Pool *sqlitestore.Pool
 	// Logger receives one line per call; nil discards.
 	Logger *slog.Logger
+	// MinFree is the space, in bytes, that must stay free on the instance
+	// directory's file system beyond the files the instance writes (its
+	// fixture's files, written on first use): with less, Open fails with an
+	// *env.InfraError of kind env.FaultDiskFull, so that a full disk fails
+	// the reset rather than the agent's first call. Zero checks only that
+	// the files fit; negative checks nothing.
+	MinFree int64
+	// MaxChangeLogBytes bounds the change log in memory: once its records
+	// add up to more (values' bytes plus a fixed part per record and per
+	// value), the oldest are dropped, and the state document says how many
+	// (env.StateDoc.ChangeLogTruncated). Zero means
+	// DefaultMaxChangeLogBytes; negative means no bound.
+	MaxChangeLogBytes int64
 }
 
 // DefaultPool manages the SQLite connections of instances opened without
@@ -105,7 +119,22 @@ type Instance struct {
 // transaction open; a hook that fails rolls every node back and leaves no
 // instance. Open refuses to run inside a call: the child name is the only
 // door to another world.
+//
+// A failure of the host (a full disk, no file descriptors left, an instance
+// directory that cannot be made) is an *env.InfraError whose message names
+// no path; a fixture that does not exist is an error wrapping
+// fixture.ErrNotFound.
 func Open(ctx context.Context, world *env.World, opts Options) (*Instance, error) {
+	inst, err := open(ctx, world, opts)
+	if err != nil && !errors.Is(err, fixture.ErrNotFound) {
+		if ie := infraError(err, "no instance was opened"); ie != nil {
+			return nil, ie
+		}
+	}
+	return inst, err
+}
+
+func open(ctx context.Context, world *env.World, opts Options) (*Instance, error) {
 	if a := activationFrom(ctx); a != nil {
 		return nil, env.Bugf("composition.Open: an instance cannot be made inside a call; reach added worlds through ctx.Worlds")
 	}
@@ -121,6 +150,10 @@ func Open(ctx context.Context, world *env.World, opts Options) (*Instance, error
 		mode = world.Spec().DefaultClockMode
 	}
 	inst := &Instance{world: world, sealed: sealed, opts: opts, log: opts.Logger, pool: opts.Pool}
+	inst.changes.max = opts.MaxChangeLogBytes
+	if inst.changes.max == 0 {
+		inst.changes.max = DefaultMaxChangeLogBytes
+	}
 	if inst.log == nil {
 		inst.log = discardLogger
 	}
@@ -156,6 +189,9 @@ func Open(ctx context.Context, world *env.World, opts Options) (*Instance, error
 			os.RemoveAll(inst.dir)
 		}
 	}()
+	if err := checkSpace(inst.dir, src, opts.MinFree); err != nil {
+		return nil, err
+	}
 	if err := inst.openStores(ctx, src); err != nil {
 		return nil, err
 	}
@@ -164,6 +200,30 @@ func Open(ctx context.Context, world *env.World, opts Options) (*Instance, error
 	}
 	ok = true
 	return inst, nil
+}
+
+// checkSpace fails with an *env.InfraError when the file system of dir has
+// less free space than src's files (none for genesis, whose stores are
+// written now) and minFree together.
+func checkSpace(dir string, src *source, minFree int64) error {
+	if minFree < 0 {
+		return nil
+	}
+	free, ok := sqlitestore.FreeSpace(dir)
+	if !ok {
+		return nil
+	}
+	need := minFree
+	if src != nil {
+		for _, b := range src.files {
+			need += int64(len(b))
+		}
+	}
+	if free >= need {
+		return nil
+	}
+	return &env.InfraError{Kind: env.FaultDiskFull, Message: "the server's disk is full; no instance was opened",
+		Err: fmt.Errorf("composition: %s has %d bytes free, fewer than the %d the instance needs (its files and a reserve of %d)", dir, free, need, minFree)}
 }
 
 func checkStartupKeys(s *Sealed, kw map[string]any) error {
@@ -307,7 +367,10 @@ func (i *Instance) Now() time.Time { return i.clock.Now() }
 // CallJSON calls a tool of the agent surface by its published name with JSON
 // arguments and returns the tool's own Go value. Unknown names and bad
 // arguments are *env.ToolError values (KindNotFound, KindInvalidArgs)
-// returned before anything runs; a tool's error rolls its store back.
+// returned before anything runs; a tool's error rolls its store back. A
+// call that fails because the host failed it (a store's disk full, its files
+// gone or unopenable, no file descriptors left) returns an *env.InfraError,
+// whatever error the tool or a middleware made of it.
 func (i *Instance) CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error) {
 	route, def, err := i.resolve(name)
 	if err != nil {
@@ -410,8 +473,23 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 	if i.closed {
 		return nil, errClosed
 	}
-	err := i.activate(ctx, name, true, run)
+	var infra error
+	err := i.activate(ctx, name, true, func(a *activation) error {
+		err := run(a)
+		infra = a.infra
+		return err
+	})
 	i.clock.stepped()
+	if err != nil {
+		// A failure of the host is reported as such, whatever the world
+		// made of it: never as a tool's error the agent would learn from.
+		if infra == nil {
+			infra = err
+		}
+		if ie := infraError(infra, "the call could not complete"); ie != nil {
+			return nil, ie
+		}
+	}
 	if err != nil && ctx.Err() != nil {
 		// A context cancelled with context.DeadlineExceeded as its cause
 		// (a server enforcing its own time limit) has run out of time too.
@@ -449,11 +527,22 @@ func (i *Instance) Bulk(ctx context.Context, fn func(c *env.Ctx) error) error {
 
 // ChangeLog returns every change record so far, in call order; nil when
 // there is none. The records and their maps are built on each call and are
-// the caller's to keep or modify.
+// the caller's to keep or modify. When the log outgrew
+// Options.MaxChangeLogBytes its oldest records are gone (ChangeLogDropped
+// says how many) and the first record's Seq is one more than that.
 func (i *Instance) ChangeLog() []env.ChangeRecord {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	return i.changes.all()
+}
+
+// ChangeLogDropped returns how many of the oldest change records were
+// dropped to keep the log within Options.MaxChangeLogBytes; zero when the
+// log is whole.
+func (i *Instance) ChangeLogDropped() int {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.changes.dropped
 }
 
 // Composition returns one record per node, in canonical order: what this
@@ -481,6 +570,9 @@ func (i *Instance) State() env.StateDoc {
 	}
 	if doc.ChangeLog == nil {
 		doc.ChangeLog = []env.ChangeRecord{}
+	}
+	if i.changes.dropped > 0 {
+		doc.ChangeLogTruncated = &env.ChangeLogTruncation{Dropped: i.changes.dropped, MaxBytes: i.changes.max}
 	}
 	if i.opts.EpisodeID != "" {
 		id := i.opts.EpisodeID

@@ -51,8 +51,15 @@ func (v *View) Query(ctx context.Context, sql string, args ...any) (*sqlitestore
 }
 
 // QueryLimit runs read-only SQL and returns its columns and the rows read
-// before lim stopped reading (see sqlitestore.Inspector.QueryLimit).
-func (v *View) QueryLimit(ctx context.Context, lim sqlitestore.ReadLimit, sql string, args ...any) (*sqlitestore.Rows, error) {
+// before lim stopped reading (see sqlitestore.Inspector.QueryLimit). A
+// failure of the host (the stores' files gone or unopenable, no file
+// descriptors left) is an *env.InfraError.
+func (v *View) QueryLimit(ctx context.Context, lim sqlitestore.ReadLimit, sql string, args ...any) (rows *sqlitestore.Rows, err error) {
+	defer func() {
+		if ie := infraError(err, "the query failed"); ie != nil {
+			rows, err = nil, ie
+		}
+	}()
 	i := v.inst
 	i.mu.Lock()
 	defer i.mu.Unlock()

@@ -128,10 +128,24 @@ type StateDoc struct {
 	Composition  map[string]CompositionRecord `json:"composition"`
 	Fixture      *FixtureRef                  `json:"fixture"`
 	ChangeLog    []ChangeRecord               `json:"change_log"`
+	// ChangeLogTruncated is set when the change log outgrew the server's
+	// bound and its oldest records were dropped: ChangeLog then holds only
+	// the newest, from Seq ChangeLogTruncated.Dropped+1. Nil when the log
+	// is whole.
+	ChangeLogTruncated *ChangeLogTruncation `json:"change_log_truncated,omitempty"`
 	// Task is the id of the task the episode runs, when it runs one.
 	Task *string `json:"task,omitempty"`
 	// Checks are the results of the task's latest grading, when it runs one.
 	Checks []CheckResult `json:"checks,omitempty"`
+}
+
+// ChangeLogTruncation says that a change log lost its oldest records to a
+// bound on its size.
+type ChangeLogTruncation struct {
+	// Dropped is how many of the oldest records were dropped.
+	Dropped int `json:"dropped"`
+	// MaxBytes is the bound the log was kept within.
+	MaxBytes int64 `json:"max_bytes"`
 }
 
 // Clock modes of an instance.

@@ -73,3 +73,43 @@ func callerLine(skip int) string {
 	}
 	return fmt.Sprintf("%s:%d", file, line)
 }
+
+// Infrastructure fault kinds: what failed on the host, as InfraError.Kind
+// and the fault label of the server's metrics say it.
+const (
+	// FaultDiskFull is a file system out of space (or over its quota).
+	FaultDiskFull = "disk_full"
+	// FaultTooManyFiles is a process or system out of file descriptors.
+	FaultTooManyFiles = "too_many_open_files"
+	// FaultStorage is any other failure of the files an instance lives in:
+	// an I/O error, a file or directory that is gone or cannot be opened.
+	FaultStorage = "storage_error"
+)
+
+// InfraError is a failure of the host an instance runs on (its disk, its
+// file descriptors, its files), not of the world or of the agent: the same
+// call on a healthy host would have run. The engine returns it instead of
+// whatever a tool made of the failure, so it never becomes a tool result an
+// agent is trained on; a server reports it as its own protocol error.
+// Message is safe to show a client (it names no server path); Err keeps the
+// cause, paths and all, for the server's log.
+type InfraError struct {
+	// Kind is one of the Fault constants.
+	Kind string
+	// Message says what failed and what became of the operation, without
+	// naming any file.
+	Message string
+	// Err is the underlying cause; it is not shown to clients.
+	Err error
+}
+
+// Error returns the message and the cause.
+func (e *InfraError) Error() string {
+	if e.Err == nil {
+		return e.Message
+	}
+	return e.Message + ": " + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *InfraError) Unwrap() error { return e.Err }

@@ -16,8 +16,22 @@ type Backend interface {
 	Info() Info
 	// Open starts one instance. It returns an error for an unknown fixture,
 	// an unknown startup keyword, or a bad Now or ClockMode; the server
-	// reports the error's text to the client. ctx bounds the opening only.
+	// reports the error's text to the client. An unknown fixture or task
+	// should be an *OptionError, which the client gets as a validation
+	// error; a failure of the host an *env.InfraError, which the client gets
+	// as an infrastructure error with only its Message. ctx bounds the
+	// opening only.
 	Open(ctx context.Context, opts OpenOptions) (Instance, error)
+}
+
+// ReadinessChecker is implemented by a Backend that can tell whether it is
+// able to open instances now. GET /ready answers 503 while Ready returns an
+// error (with the fault's kind when it is an *env.InfraError), so a load
+// balancer stops sending new sessions to a server whose resets would all
+// fail. Ready must be safe for concurrent use and quick: it runs on every
+// probe.
+type ReadinessChecker interface {
+	Ready() error
 }
 
 // Info describes the world a Backend serves.

@@ -1,10 +1,14 @@
 package openenv
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/seahaven/seahaven/env"
 )
 
 // Error codes of WebSocket error frames (OpenEnv's WSErrorCode).
@@ -26,6 +30,10 @@ const (
 	codeTooLarge       = "MESSAGE_TOO_LARGE" // a frame or body over MaxMessageBytes
 	codeShuttingDown   = "SHUTTING_DOWN"     // Shutdown has begun
 	codeReplyTooLarge  = "REPLY_TOO_LARGE"   // a reply over MaxReplyBytes
+	// codeInfrastructure is a failure of the host (an *env.InfraError): a
+	// full disk, no file descriptors left, instance files gone. It is never
+	// a tool result: the client gets this error, with the fault's kind.
+	codeInfrastructure = "INFRASTRUCTURE_ERROR"
 )
 
 // JSON-RPC 2.0 error codes.
@@ -56,6 +64,7 @@ var codes = map[string]struct {
 	codeTooLarge:       {codeSession, http.StatusRequestEntityTooLarge, rpcInvalidRequest},
 	codeShuttingDown:   {codeSession, http.StatusServiceUnavailable, rpcServerError},
 	codeReplyTooLarge:  {codeExecution, http.StatusInternalServerError, rpcInternalError},
+	codeInfrastructure: {codeExecution, http.StatusServiceUnavailable, rpcServerError},
 }
 
 // protoError is a failure reported to a client: an error frame on /ws, an
@@ -150,6 +159,56 @@ func capacityError(active, limit int) *protoError {
 		message: fmt.Sprintf("Server at capacity: %d/%d sessions active. Cannot accept new connections.", active, limit),
 		extra:   object{{"active_sessions", active}, {"max_sessions", limit}},
 	}
+}
+
+// Operations an infrastructure error can fail, as the op label of
+// seahaven_infrastructure_errors_total says them.
+const (
+	opReset   = "reset"
+	opCall    = "call"
+	opInspect = "inspect"
+	opGrade   = "grade"
+)
+
+// infraFailure returns the protocol error of err when err is a failure of
+// the host (an *env.InfraError), after counting it and logging it with its
+// cause, paths and all; nil for any other error. The client's message is
+// the InfraError's, which names no path, and the error carries its kind as
+// fault.
+func (s *Server) infraFailure(ctx context.Context, op string, err error) *protoError {
+	var ie *env.InfraError
+	if err == nil || !errors.As(err, &ie) {
+		return nil
+	}
+	s.observeInfra(ctx, op, ie)
+	return &protoError{
+		code:    codeInfrastructure,
+		message: fmt.Sprintf("infrastructure error (%s) during %s: %s", ie.Kind, op, ie.Message),
+		extra:   object{{"fault", ie.Kind}},
+	}
+}
+
+// OptionError is what Backend.Open returns for a reset option that names
+// something the backend does not have: a fixture or a task id. The server
+// reports it as a VALIDATION_ERROR located at the option, with Message,
+// which should name the value and list the ones that exist, and must name
+// no server path.
+type OptionError struct {
+	// Option is the reset data key: "fixture" or "task".
+	Option string
+	// Value is the value the reset gave.
+	Value string
+	// Message says what is wrong.
+	Message string
+}
+
+// Error returns the message.
+func (e *OptionError) Error() string { return e.Message }
+
+// field renders e as a validation failure of the option under loc.
+func (e *OptionError) field(loc []any) fieldError {
+	input, _ := json.Marshal(e.Value)
+	return fieldError{Type: "value_error", Loc: at(loc, e.Option), Msg: e.Message, Input: input}
 }
 
 // nonNil turns a nil slice into an empty one so it encodes as [].

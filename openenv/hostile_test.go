@@ -169,9 +169,9 @@ func TestHostile_Frame17MiB(t *testing.T) {
 	s.settle(t)
 }
 
-// TestHostile_MegabyteString passes 1 MiB strings as tool arguments: refused
-// as invalid_args, naming the field and its limit, where the schema has a
-// maxlen; stored and returned whole where it has none.
+// TestHostile_MegabyteString passes 1 MiB strings as tool arguments: every
+// free-text argument of the example worlds has a maxlen, so each is refused
+// as invalid_args naming the field and its limit, and nothing is stored.
 func TestHostile_MegabyteString(t *testing.T) {
 	s := mustServeCompany(t, openenv.Config{})
 	c := s.dial(t)
@@ -190,11 +190,11 @@ func TestHostile_MegabyteString(t *testing.T) {
 		{"OverMaxLengthNested", "hire", `{"name":"` + mb + `"}`, func(t *testing.T, reply string) {
 			checkInvalidArgs(t, reply, `field "name"`, "200")
 		}},
-		{"StoredWithoutLimit", "chat_send_message", `{"channel":"big","text":"hi","author":"` + mb + `"}`, func(t *testing.T, reply string) {
-			mustSucceed(t, reply)
-			if got := str(t, reply, "data.observation.result.data.author"); got != mb {
-				t.Errorf("author of %d bytes came back as %d bytes", len(mb), len(got))
-			}
+		{"OptionalOverMaxLength", "chat_send_message", `{"channel":"big","text":"hi","author":"` + mb + `"}`, func(t *testing.T, reply string) {
+			checkInvalidArgs(t, reply, `field "author"`, "200")
+		}},
+		{"RoleOverMaxLength", "hire", `{"name":"Ada","role":"` + mb + `"}`, func(t *testing.T, reply string) {
+			checkInvalidArgs(t, reply, `field "role"`, "100")
 		}},
 	}
 	for _, tt := range tests {
@@ -202,8 +202,8 @@ func TestHostile_MegabyteString(t *testing.T) {
 			tt.check(t, callTool(t, c, tt.tool, tt.args))
 		})
 	}
-	if got := inspectValue(t, c, "SELECT length(author) FROM chat.messages WHERE channel = 'big'"); got != strconv.Itoa(len(mb)) {
-		t.Errorf("stored author has length %s, want %d", got, len(mb))
+	if got := inspectValue(t, c, "SELECT count(*) FROM chat.messages WHERE channel = 'big' OR length(body) > 4000"); got != "0" {
+		t.Errorf("%s refused messages were stored", got)
 	}
 	checkIntegrity(t, c)
 }
@@ -342,7 +342,8 @@ func TestHostile_AmountOverflow(t *testing.T) {
 }
 
 // TestHostile_FixturePathTraversal asks resets for fixture ids that try to
-// leave the fixtures directory. Each is refused (on /ws and POST /reset)
+// leave the fixtures directory. Each is refused as a validation error (on
+// /ws and POST /reset)
 // before any file is opened, which an inotify watch on the target checks,
 // and the session keeps its instance.
 func TestHostile_FixturePathTraversal(t *testing.T) {
@@ -365,10 +366,10 @@ func TestHostile_FixturePathTraversal(t *testing.T) {
 	} {
 		t.Run(id, func(t *testing.T) {
 			reply := roundTrip(t, c, `{"type":"reset","data":{"fixture":"`+id+`"}}`)
-			checkError(t, reply, []string{"EXECUTION_ERROR"}, "fixture")
+			checkError(t, reply, []string{"VALIDATION_ERROR"}, "fixture")
 			status, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{"fixture":"`+id+`"}`, map[string]string{openenv.SessionHeader: "traversal"})
-			if status != http.StatusInternalServerError || !strings.Contains(body, "fixture") {
-				t.Errorf("POST /reset: %d %s, want 500 naming the fixture", status, body)
+			if status != http.StatusUnprocessableEntity || !strings.Contains(body, "fixture") {
+				t.Errorf("POST /reset: %d %s, want 422 naming the fixture", status, body)
 			}
 		})
 	}

@@ -37,6 +37,41 @@ func makeInstanceDir(root string) (dir string, release func(), err error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("openenv: instance directory: %w", err)
 	}
+	release, err = lockInstanceDir(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return dir, release, nil
+}
+
+// remakeInstanceDir makes dir, this process's instance directory, and its
+// lock file again after something removed them (a cleaner of the temp
+// directory), and reports whether it had to. release is the lock's current
+// release; the new one is returned in its place when the lock is remade.
+func remakeInstanceDir(dir string, release func()) (remade bool, _ func(), _ error) {
+	if _, err := os.Stat(dir); err == nil {
+		return false, release, nil
+	}
+	instanceRootMu.Lock()
+	defer instanceRootMu.Unlock()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false, release, fmt.Errorf("openenv: making the instance directory again: %w", err)
+	}
+	if _, err := os.Stat(dir + lockSuffix); err == nil {
+		return true, release, nil // only the directory went; the lock is held
+	}
+	newRelease, err := lockInstanceDir(dir)
+	if err != nil {
+		return true, release, err
+	}
+	release()
+	return true, newRelease, nil
+}
+
+// lockInstanceDir creates dir's lock file and takes its lock; release
+// removes the file and drops the lock.
+func lockInstanceDir(dir string) (release func(), err error) {
 	f, err := os.OpenFile(dir+lockSuffix, os.O_CREATE|os.O_RDWR, 0o600)
 	if err == nil {
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
@@ -46,12 +81,20 @@ func makeInstanceDir(root string) (dir string, release func(), err error) {
 		}
 	}
 	if err != nil {
-		os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("openenv: locking the instance directory: %w", err)
+		return nil, fmt.Errorf("openenv: locking the instance directory: %w", err)
 	}
-	return dir, func() {
-		os.Remove(dir + lockSuffix)
-		f.Close()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			// Only the lock this call took: a remade lock file at the same
+			// path belongs to the new lock.
+			if fi, err := os.Stat(dir + lockSuffix); err == nil {
+				if own, err := f.Stat(); err == nil && os.SameFile(fi, own) {
+					os.Remove(dir + lockSuffix)
+				}
+			}
+			f.Close()
+		})
 	}, nil
 }
 

@@ -2,11 +2,14 @@ package openenv
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/seahaven/seahaven/env"
 )
 
 // AgentPaths are the routes of [Server.AgentHandler]: what an agent needs
@@ -67,8 +70,9 @@ func serveMethodNotAllowed(w http.ResponseWriter, _ *http.Request) {
 }
 
 // serveReady serves GET /ready, the readiness probe: 200 {"status":"ready"}
-// while the server takes new sessions, 503 when it is at MaxSessions or
-// shutting down, so a load balancer sends new connections elsewhere.
+// while the server takes new sessions, 503 when it is at MaxSessions,
+// shutting down, or its Backend says it cannot open instances (see
+// [ReadinessChecker]), so a load balancer sends new connections elsewhere.
 // Sessions already open are not affected.
 func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
@@ -80,6 +84,21 @@ func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 	case active >= s.cfg.MaxSessions:
 		writeJSON(w, http.StatusServiceUnavailable, object{{"status", "at_capacity"}})
 	default:
+		if rc, ok := s.backend.(ReadinessChecker); ok {
+			var err error
+			if perr := s.guard("Backend.Ready", func() { err = rc.Ready() }); perr != nil {
+				err = perr
+			}
+			if err != nil {
+				fault := env.FaultStorage
+				if ie := (*env.InfraError)(nil); errors.As(err, &ie) {
+					fault = ie.Kind
+				}
+				s.log.Error("openenv: not ready", "fault", fault, "err", err.Error())
+				writeJSON(w, http.StatusServiceUnavailable, object{{"status", "not_ready"}, {"fault", fault}})
+				return
+			}
+		}
 		writeJSON(w, http.StatusOK, object{{"status", "ready"}})
 	}
 }

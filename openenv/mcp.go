@@ -271,7 +271,7 @@ func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMe
 		return toolOutcome{}, perr
 	}
 	ctx = withoutSession(ctx, TransportMCP)
-	inst, perr := s.open(ctx, opts, true)
+	inst, perr := s.open(ctx, opts, true, nil)
 	if perr != nil {
 		return toolOutcome{}, perr
 	}

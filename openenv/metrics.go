@@ -30,6 +30,7 @@ const (
 	outcomeError   = "error"
 	outcomeTimeout = "timeout"
 	outcomePanic   = "panic"
+	outcomeInfra   = "infrastructure_error"
 )
 
 // unknownTool is the tool label of a call to a tool that does not exist.
@@ -62,6 +63,7 @@ type serverMetrics struct {
 	instances      prometheus.Gauge
 	wsMessages     *prometheus.CounterVec // type
 	authFailures   prometheus.Counter
+	infraErrors    *prometheus.CounterVec // fault, op
 }
 
 // newMetrics makes the series of s and registers them, with the Go runtime
@@ -83,7 +85,7 @@ func newMetrics(s *Server) *serverMetrics {
 		}, []string{"transport"}),
 		resets: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seahaven_resets_total",
-			Help: "Instances opened (explicit resets, the implicit reset of a first step, MCP sessions and sessionless tools/call), by outcome (ok, error, timeout, panic).",
+			Help: "Instances opened (explicit resets, the implicit reset of a first step, MCP sessions and sessionless tools/call), by outcome (ok, error, timeout, panic, infrastructure_error).",
 		}, []string{"outcome"}),
 		resetSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "seahaven_reset_duration_seconds",
@@ -92,7 +94,7 @@ func newMetrics(s *Server) *serverMetrics {
 		}),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seahaven_tool_calls_total",
-			Help: "Tool calls, by tool and outcome (ok, or the error_type: execution_error, invalid_args, tool_not_found, timeout; or panic). Calls to unknown tools have tool=\"_unknown\".",
+			Help: "Tool calls, by tool and outcome (ok, or the error_type: execution_error, invalid_args, tool_not_found, timeout; or panic, or infrastructure_error for a call the host failed). Calls to unknown tools have tool=\"_unknown\".",
 		}, []string{"tool", "outcome"}),
 		callSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "seahaven_tool_call_duration_seconds",
@@ -115,12 +117,16 @@ func newMetrics(s *Server) *serverMetrics {
 			Name: "seahaven_auth_failures_total",
 			Help: "Requests refused with 401 for a missing or wrong bearer token.",
 		}),
+		infraErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seahaven_infrastructure_errors_total",
+			Help: "Operations the host failed (reported to the client as an infrastructure error, never as a tool result), by fault (disk_full, too_many_open_files, storage_error) and op (reset, call, inspect, grade).",
+		}, []string{"fault", "op"}),
 	}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.sessionsOpened, m.rejections, m.reaps, m.resets, m.resetSeconds,
-		m.calls, m.callSeconds, m.inspects, m.instances, m.wsMessages, m.authFailures,
+		m.calls, m.callSeconds, m.inspects, m.instances, m.wsMessages, m.authFailures, m.infraErrors,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "seahaven_sessions_max",
 			Help: "The capacity: the most live sessions (MaxSessions).",
@@ -249,6 +255,8 @@ func (s *Server) observeOpen(ctx context.Context, start time.Time, opts OpenOpti
 	switch {
 	case perr != nil:
 		outcome = outcomePanic // guard has logged it, with the stack
+	case errors.As(err, new(*env.InfraError)):
+		outcome = outcomeInfra // logged by infraFailure
 	case err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded)):
 		outcome = outcomeTimeout
 	case err != nil:
@@ -259,10 +267,17 @@ func (s *Server) observeOpen(ctx context.Context, start time.Time, opts OpenOpti
 		s.metrics.instances.Inc()
 		return
 	}
-	if perr == nil {
+	if perr == nil && outcome != outcomeInfra {
 		s.log.Warn("openenv: reset failed", append(sessionAttrs(ctx), durationMS(d),
 			"fixture", opts.Fixture, "seed", opts.Seed, "outcome", outcome, "err", err.Error())...)
 	}
+}
+
+// observeInfra counts one failure of the host and logs it at error level
+// with its cause, which names the files involved.
+func (s *Server) observeInfra(ctx context.Context, op string, ie *env.InfraError) {
+	s.metrics.infraErrors.WithLabelValues(ie.Kind, op).Inc()
+	s.log.Error("openenv: infrastructure error", append(sessionAttrs(ctx), "op", op, "fault", ie.Kind, "err", ie.Error())...)
 }
 
 // observeInstanceClosed counts an instance the server has closed.
@@ -277,6 +292,8 @@ func (s *Server) observeCall(ctx context.Context, start time.Time, name string, 
 	d := time.Since(start)
 	outcome := outcomeOK
 	switch {
+	case perr != nil && perr.code == codeInfrastructure:
+		outcome = outcomeInfra // infraFailure has logged it
 	case perr != nil:
 		outcome = outcomePanic
 	case out.err != nil:

@@ -428,6 +428,9 @@ type resetRequest struct {
 	startup      map[string]any
 	controlTools bool
 	task         *string
+	// loc is where the reset's data sits in its message ("data" on /ws,
+	// "body" on POST /reset): the prefix of an error about one of its keys.
+	loc []any
 }
 
 // resetKeys are the keys a reset's data may hold.
@@ -440,7 +443,7 @@ const maxEpisodeID = 255
 // parseReset reads the data of a reset (or the body of POST /reset). raw may
 // be empty for "no data". loc prefixes every reported location.
 func parseReset(raw json.RawMessage, loc []any) (resetRequest, []fieldError) {
-	var req resetRequest
+	req := resetRequest{loc: loc}
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return req, nil
 	}

@@ -206,10 +206,13 @@ func (s *Server) closeInstance(inst Instance) {
 	}
 }
 
-// open opens an instance with opts, bounded by StepTimeout. A failure is a
-// FACTORY_ERROR when implicit (a default reset the caller did not ask
-// for), else an EXECUTION_ERROR; a panic is a protoError too.
-func (s *Server) open(ctx context.Context, opts OpenOptions, implicit bool) (Instance, *protoError) {
+// open opens an instance with opts, bounded by StepTimeout. A failure of
+// the host (an *env.InfraError) is an infrastructure error; an option naming
+// nothing (an *OptionError) a VALIDATION_ERROR at loc plus the option, unless
+// implicit; any other failure a FACTORY_ERROR when implicit (a default reset
+// the caller did not ask for), else an EXECUTION_ERROR; a panic is a
+// protoError too.
+func (s *Server) open(ctx context.Context, opts OpenOptions, implicit bool, loc []any) (Instance, *protoError) {
 	octx, cancel := withTimeout(ctx, s.cfg.StepTimeout)
 	defer cancel()
 	var inst Instance
@@ -222,6 +225,13 @@ func (s *Server) open(ctx context.Context, opts OpenOptions, implicit bool) (Ins
 	s.observeOpen(octx, start, opts, err, perr)
 	if perr != nil {
 		return nil, perr
+	}
+	if perr := s.infraFailure(ctx, opReset, err); perr != nil {
+		return nil, perr
+	}
+	var oe *OptionError
+	if err != nil && !implicit && errors.As(err, &oe) {
+		return nil, invalid([]fieldError{oe.field(loc)})
 	}
 	if err != nil {
 		if implicit {
@@ -364,16 +374,17 @@ func (ss *session) reset(ctx context.Context, req resetRequest) *protoError {
 		return perr
 	}
 	defer leave()
-	return ss.openLocked(ctx, opts, false)
+	return ss.openLocked(ctx, opts, false, req.loc)
 }
 
 // openLocked opens an instance and makes it current; the old one closes in
 // the background (closeInstanceLater).
 // implicit marks the default reset a first step performs; its failure is a
-// FACTORY_ERROR rather than an EXECUTION_ERROR. The slot must be held.
-func (ss *session) openLocked(ctx context.Context, opts OpenOptions, implicit bool) *protoError {
+// FACTORY_ERROR rather than an EXECUTION_ERROR. loc locates the reset's
+// data in its message. The slot must be held.
+func (ss *session) openLocked(ctx context.Context, opts OpenOptions, implicit bool, loc []any) *protoError {
 	s := ss.srv
-	inst, perr := s.open(ctx, opts, implicit)
+	inst, perr := s.open(ctx, opts, implicit, loc)
 	if perr != nil {
 		return perr
 	}
@@ -402,7 +413,7 @@ func (ss *session) ensureLocked(ctx context.Context) *protoError {
 	if perr != nil {
 		return perr
 	}
-	return ss.openLocked(ctx, opts, true)
+	return ss.openLocked(ctx, opts, true, nil)
 }
 
 // step runs one action and returns its step response: the observation, the
@@ -448,6 +459,9 @@ func (ss *session) respondLocked(ctx context.Context, obs object, timeout time.D
 	var done bool
 	var err error
 	if perr := ss.srv.guardCtx(ctx, "Instance.Grade", func() { reward, done, err = g.Grade(gctx) }); perr != nil {
+		return nil, perr
+	}
+	if perr := ss.srv.infraFailure(ctx, opGrade, err); perr != nil {
 		return nil, perr
 	}
 	if err != nil {
@@ -496,8 +510,12 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 		defer stop()
 	}
 	var out toolOutcome
+	var infra *protoError
 	perr := s.guardTool(ctx, name, func() {
 		res, err := inst.CallJSON(cctx, name, args)
+		if infra = s.infraFailure(ctx, opCall, err); infra != nil {
+			return
+		}
 		if err != nil {
 			out.err = toolError(cctx, err, name, timeout)
 			return
@@ -517,6 +535,10 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 		}
 		out.result = raw
 	})
+	if infra != nil {
+		s.observeCall(ctx, start, name, out, infra)
+		return out, infra
+	}
 	s.observeCall(ctx, start, name, out, perr)
 	return out, perr
 }
@@ -615,6 +637,10 @@ func (ss *session) inspect(ctx context.Context, req inspectRequest) (compactJSON
 	start := time.Now()
 	if perr := s.guardCtx(ctx, "Instance.Inspect", func() { res, err = ss.inst.Inspect(ictx, req.sql, req.params, lim) }); perr != nil {
 		s.observeInspect(ctx, start, perr, true)
+		return nil, perr
+	}
+	if perr := s.infraFailure(ctx, opInspect, err); perr != nil {
+		s.observeInspect(ctx, start, err, true)
 		return nil, perr
 	}
 	s.observeInspect(ctx, start, err, false)

@@ -178,7 +178,8 @@ func TestTasks_ResetOptions(t *testing.T) {
 	}
 	t.Run("ErrUnknownTask", func(t *testing.T) {
 		reply := roundTrip(t, c, `{"type":"reset","data":{"task":"nope"}}`)
-		if str(t, reply, "data.code") != "EXECUTION_ERROR" || !strings.Contains(str(t, reply, "data.message"), `unknown task "nope" (tasks: hire_liskov, refund_cancelled_order, invoice_750,`) {
+		if str(t, reply, "data.code") != "VALIDATION_ERROR" || firstLoc(t, reply, "data.errors") != "[data task]" ||
+			!strings.Contains(str(t, reply, "data.message"), `unknown task "nope" (tasks: hire_liskov, refund_cancelled_order, invoice_750,`) {
 			t.Fatalf("reply %s", reply)
 		}
 	})

@@ -3,6 +3,7 @@ package openenv
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -25,12 +26,16 @@ type WorldBackend struct {
 	fixturesDir    string
 	defaultFixture string
 	dir            string
-	release        func() // unlocks dir
+	minFree        int64
+	maxChangeLog   int64
 	logger         *slog.Logger
 	gate           gate // resets, tool calls and grading
 	inspectGate    gate // inspect queries
 	tasks          []env.Task
 	recorder       *task.Recorder // nil: no recording
+
+	dirMu   sync.Mutex // guards release and the remaking of dir
+	release func()     // unlocks dir
 
 	mu       sync.Mutex // guards fixtures and listed
 	fixtures []FixtureInfo
@@ -62,6 +67,17 @@ type WorldBackendConfig struct {
 	// RecordDir, when set, is where every episode's trajectory is written:
 	// one JSONL file per episode (see package task), with or without a task.
 	RecordDir string
+	// MinFreeDisk is the space, in bytes, a reset leaves free on the
+	// instance directory's file system beyond the instance's own files: a
+	// reset that would leave less fails with an infrastructure error
+	// (disk_full) instead of opening an instance whose first call fails.
+	// Zero means DefaultMinFreeDisk; negative checks nothing.
+	MinFreeDisk int64
+	// MaxChangeLogBytes bounds each instance's change log in memory (see
+	// composition.Options.MaxChangeLogBytes): past it the oldest records
+	// are dropped and the state document says how many. Zero means
+	// composition.DefaultMaxChangeLogBytes; negative means no bound.
+	MaxChangeLogBytes int64
 }
 
 // DefaultMaxInspect is WorldBackendConfig.MaxInspect when it is zero: a
@@ -76,6 +92,9 @@ func DefaultMaxInspect(maxActive int) int {
 	}
 	return max(1, maxActive/4)
 }
+
+// DefaultMinFreeDisk is WorldBackendConfig.MinFreeDisk's default.
+const DefaultMinFreeDisk = 8 << 20
 
 // fixtureListTTL bounds how stale GET /fixtures may be.
 const fixtureListTTL = 2 * time.Second
@@ -100,7 +119,14 @@ func NewWorldBackend(w *env.World, cfg WorldBackendConfig) (*WorldBackend, error
 	if err != nil {
 		return nil, err
 	}
-	b := &WorldBackend{world: w, fixturesDir: cfg.FixturesDir, defaultFixture: cfg.DefaultFixture, dir: dir, release: release, logger: cfg.Logger, gate: newGate(cfg.MaxActive)}
+	b := &WorldBackend{world: w, fixturesDir: cfg.FixturesDir, defaultFixture: cfg.DefaultFixture, dir: dir, release: release,
+		minFree: cfg.MinFreeDisk, maxChangeLog: cfg.MaxChangeLogBytes, logger: cfg.Logger, gate: newGate(cfg.MaxActive)}
+	if b.minFree == 0 {
+		b.minFree = DefaultMinFreeDisk
+	}
+	if b.logger == nil {
+		b.logger = slog.New(slog.DiscardHandler)
+	}
 	if cfg.MaxInspect == 0 {
 		cfg.MaxInspect = DefaultMaxInspect(cfg.MaxActive)
 	}
@@ -134,8 +160,28 @@ func (b *WorldBackend) InstanceDir() string { return b.dir }
 // has closed every session.
 func (b *WorldBackend) Close() error {
 	err := os.RemoveAll(b.dir)
+	b.dirMu.Lock()
+	defer b.dirMu.Unlock()
 	b.release()
 	return err
+}
+
+// Ready reports whether the backend can open instances: it makes the
+// instance directory again when something removed it (a cleaner of the
+// temp directory), and fails with an *env.InfraError when it cannot. It
+// implements [ReadinessChecker].
+func (b *WorldBackend) Ready() error {
+	b.dirMu.Lock()
+	defer b.dirMu.Unlock()
+	remade, release, err := remakeInstanceDir(b.dir, b.release)
+	b.release = release
+	if err != nil {
+		return &env.InfraError{Kind: env.FaultStorage, Message: "the server's instance directory is gone and cannot be made again", Err: err}
+	}
+	if remade {
+		b.logger.Warn("openenv: the instance directory was removed; made it again", "dir", b.dir)
+	}
+	return nil
 }
 
 // Info describes the world: its surface and fixtures.
@@ -186,6 +232,14 @@ func (b *WorldBackend) Open(ctx context.Context, opts OpenOptions) (Instance, er
 			return nil, b.unknownTask(opts.Task)
 		}
 	}
+	if opts.Fixture != "" {
+		if err := fixture.ValidID(opts.Fixture); err != nil {
+			return nil, &OptionError{Option: "fixture", Value: opts.Fixture, Message: err.Error()}
+		}
+	}
+	if err := b.Ready(); err != nil {
+		return nil, err
+	}
 	leave, err := b.gate.enter(ctx)
 	if err != nil {
 		return nil, err
@@ -194,14 +248,20 @@ func (b *WorldBackend) Open(ctx context.Context, opts OpenOptions) (Instance, er
 	ep, err := task.Open(ctx, b.world, t, composition.Options{
 		Fixture: opts.Fixture, FixturesDir: b.fixturesDir, Now: opts.Now, Seed: opts.Seed,
 		Startup: opts.Startup, ControlTools: opts.ControlTools, ClockMode: opts.ClockMode,
-		Dir: b.dir, EpisodeID: opts.EpisodeID, Logger: b.logger,
+		Dir: b.dir, EpisodeID: opts.EpisodeID, Logger: b.logger, MinFree: b.minFree, MaxChangeLogBytes: b.maxChangeLog,
 	})
+	if errors.Is(err, fixture.ErrNotFound) {
+		return nil, b.unknownFixture(opts.Fixture, t.Fixture)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if b.recorder != nil {
 		if err := ep.Record(b.recorder); err != nil {
 			ep.Close()
+			if ie := composition.Fault(err, "the episode could not be recorded"); ie != nil {
+				return nil, ie
+			}
 			return nil, err
 		}
 	}
@@ -215,13 +275,32 @@ func (b *WorldBackend) Open(ctx context.Context, opts OpenOptions) (Instance, er
 // unknownTask is the error of a reset naming no task of the world.
 func (b *WorldBackend) unknownTask(id string) error {
 	if len(b.tasks) == 0 {
-		return fmt.Errorf("unknown task %q: %s has no tasks", id, b.world.Name())
+		return &OptionError{Option: "task", Value: id, Message: fmt.Sprintf("unknown task %q: %s has no tasks", id, b.world.Name())}
 	}
 	ids := make([]string, len(b.tasks))
 	for i, t := range b.tasks {
 		ids[i] = t.ID
 	}
-	return fmt.Errorf("unknown task %q (tasks: %s)", id, strings.Join(ids, ", "))
+	return &OptionError{Option: "task", Value: id, Message: fmt.Sprintf("unknown task %q (tasks: %s)", id, strings.Join(ids, ", "))}
+}
+
+// unknownFixture is the error of a reset whose fixture does not exist:
+// the reset's own (an *OptionError), or the fixture of the task it names
+// (taskFixture, a fault of the server's setup). Neither names the fixtures
+// directory.
+func (b *WorldBackend) unknownFixture(id, taskFixture string) error {
+	known := "none"
+	if list := b.listFixtures(); len(list) > 0 {
+		ids := make([]string, len(list))
+		for i, f := range list {
+			ids[i] = f.ID
+		}
+		known = strings.Join(ids, ", ")
+	}
+	if id == "" {
+		return fmt.Errorf("the task's fixture %q does not exist on this server (fixtures: %s)", taskFixture, known)
+	}
+	return &OptionError{Option: "fixture", Value: id, Message: fmt.Sprintf("unknown fixture %q (fixtures: %s)", id, known)}
 }
 
 // worldInstance adapts a task episode (perhaps without a task) to Instance;

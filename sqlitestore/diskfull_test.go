@@ -83,3 +83,41 @@ func TestStore_DiskFull(t *testing.T) {
 		}
 	})
 }
+
+// TestError_Storage checks which errors say the store's files failed: a
+// full disk and a file gone wrap ErrStorage (a full disk also
+// syscall.ENOSPC, when the file system still is), a failed statement does
+// not.
+func TestError_Storage(t *testing.T) {
+	ctx := context.Background()
+	t.Run("DiskFull", func(t *testing.T) {
+		dir := testfs.MountTmpfs(t, "512k")
+		s := MustCreate(t, `CREATE TABLE blobs (id INTEGER PRIMARY KEY, data BLOB NOT NULL) STRICT;`,
+			sqlitestore.Options{Path: filepath.Join(dir, "state.sqlite")})
+		_, err := s.Exec(ctx, "INSERT INTO blobs (data) VALUES (randomblob(1048576))")
+		if !errors.Is(err, sqlitestore.ErrStorage) {
+			t.Fatalf("writing more than the disk holds: %v, want an error wrapping ErrStorage", err)
+		}
+	})
+	t.Run("FileGone", func(t *testing.T) {
+		dir := t.TempDir()
+		s := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY) STRICT;`, sqlitestore.Options{Path: filepath.Join(dir, "state.sqlite")})
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		s.Release()
+		_, err := s.Exec(ctx, "INSERT INTO t DEFAULT VALUES")
+		if !errors.Is(err, sqlitestore.ErrStorage) || !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("a store whose file is gone: %v, want an error wrapping ErrStorage and fs.ErrNotExist", err)
+		}
+	})
+	t.Run("StatementIsNot", func(t *testing.T) {
+		s := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY) STRICT;`, sqlitestore.Options{})
+		MustExec(t, s, "INSERT INTO t (id) VALUES (1)")
+		for _, sql := range []string{"INSERT INTO t (id) VALUES (1)", "SELECT * FROM nowhere", "SELEKT 1"} {
+			if _, err := s.Exec(ctx, sql); err == nil || errors.Is(err, sqlitestore.ErrStorage) || errors.Is(err, syscall.ENOSPC) {
+				t.Errorf("%s: %v, want an error that is not a storage failure", sql, err)
+			}
+		}
+	})
+}

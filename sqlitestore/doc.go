@@ -37,6 +37,10 @@
 //     error"; the store's error says the disk is full (wrapping
 //     syscall.ENOSPC) when the file system is still out of space, and that
 //     the disk may be full when the rollback has given the space back.
+//   - An error that reports a failure of the store's files rather than of a
+//     statement (an I/O error, a full disk, a file that cannot be opened or
+//     is gone, a corrupt file) wraps [ErrStorage], so callers can tell a
+//     failing host from failing SQL.
 //
 // # Transactions and change capture
 //

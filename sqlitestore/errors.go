@@ -49,6 +49,17 @@ var (
 	ErrCaptureOrder = errors.New("sqlitestore: capture finished before the captures started after it")
 	// ErrCaptureDone is returned by Capture.Finish on a capture that already ended.
 	ErrCaptureDone = errors.New("sqlitestore: capture already finished")
+	// ErrStorage is wrapped by every *Error that reports a failure of the
+	// store's files rather than of a statement: an I/O error (SQLITE_IOERR),
+	// a full disk (SQLITE_FULL), a file that cannot be opened
+	// (SQLITE_CANTOPEN, a file moved or deleted while open), a file that is
+	// not a database or is corrupt; and so is every error of a store's own
+	// file operations (creating, writing or opening its file) that the file
+	// system failed. Such an error says nothing about the
+	// SQL that ran into it: the same statement on healthy storage would
+	// have run. When the operating system said why (out of space, out of
+	// file descriptors), the error wraps its syscall.Errno too.
+	ErrStorage = errors.New("sqlitestore: storage failure")
 )
 
 // Error is an error reported by SQLite, translated by this package. Its
@@ -77,7 +88,24 @@ const (
 	codeIOErrWrite = int(sqlite3.IOERR_WRITE)
 	codeInterrupt  = int(sqlite3.INTERRUPT)
 	codeAuth       = int(sqlite3.AUTH)
+	codeFull       = int(sqlite3.FULL)
 )
+
+// isStorageCode reports whether an SQLite result code reports a failure of
+// the files under a connection rather than of its statement (see
+// ErrStorage). Of the SQLITE_READONLY codes only those about the file are:
+// writing through a read-only connection is the statement's fault.
+func isStorageCode(code sqlite3.ExtendedErrorCode) bool {
+	switch code.Code() {
+	case sqlite3.IOERR, sqlite3.FULL, sqlite3.CANTOPEN, sqlite3.CORRUPT, sqlite3.NOTADB, sqlite3.NOLFS, sqlite3.PROTOCOL:
+		return true
+	}
+	switch code {
+	case sqlite3.READONLY_DBMOVED, sqlite3.READONLY_DIRECTORY, sqlite3.READONLY_CANTINIT, sqlite3.READONLY_RECOVERY, sqlite3.READONLY_CANTLOCK:
+		return true
+	}
+	return false
+}
 
 // Error returns "sqlitestore: " followed by SQLite's message, and the failing
 // statement of a script when there is one.
@@ -142,6 +170,13 @@ func formatError(ctx context.Context, err error) error {
 	if out.Code == codeInterrupt && ctx != nil && ctx.Err() != nil {
 		out.Message = "interrupted: " + context.Cause(ctx).Error()
 		out.causes = append(out.causes, doneCauses(ctx)...)
+	}
+	if isStorageCode(code) {
+		out.causes = append(out.causes, ErrStorage)
+		if out.Code == codeFull && !errors.Is(err, syscall.ENOSPC) {
+			// Stores set no page limit: SQLITE_FULL is the file system.
+			out.causes = append(out.causes, syscall.ENOSPC)
+		}
 	}
 	return out
 }

@@ -9,9 +9,17 @@ const spaceFloor = 128 << 10
 // noSpaceLeft reports whether the file system holding dir has less than
 // spaceFloor bytes available to this process.
 func noSpaceLeft(dir string) bool {
+	free, ok := FreeSpace(dir)
+	return ok && free < spaceFloor
+}
+
+// FreeSpace returns the bytes available to this process on the file system
+// holding dir, and whether it could tell (false when dir cannot be
+// examined, and outside Linux).
+func FreeSpace(dir string) (int64, bool) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
-		return false
+		return 0, false
 	}
-	return st.Bavail*uint64(st.Bsize) < spaceFloor
+	return int64(st.Bavail) * int64(st.Bsize), true
 }

@@ -263,7 +263,15 @@ func (e *opError) Error() string {
 	return "sqlitestore: " + e.op + " " + e.path + ": " + strings.TrimPrefix(e.err.Error(), "sqlitestore: ")
 }
 
-func (e *opError) Unwrap() error { return e.err }
+// Unwrap returns the cause and, when the file system failed the operation
+// (the cause is an *fs.PathError), ErrStorage.
+func (e *opError) Unwrap() []error {
+	var pe *fs.PathError
+	if errors.As(e.err, &pe) {
+		return []error{e.err, ErrStorage}
+	}
+	return []error{e.err}
+}
 
 // Path returns the store file's path. The file of a store opened with
 // Options.Data exists once the store has been used or materialized.

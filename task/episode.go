@@ -154,6 +154,11 @@ func (e *Episode) CallJSON(ctx context.Context, name string, args json.RawMessag
 	e.calls++
 	if e.rec != nil {
 		if ferr := e.flushLocked(); ferr != nil {
+			// The trajectory cannot be written: a failure of the host, not
+			// a result of the call an agent should see.
+			if ie := composition.Fault(ferr, "the call ran but could not be recorded"); ie != nil {
+				return out, ie
+			}
 			return out, errors.Join(err, ferr)
 		}
 		l, lerr := NewCallLine(name, args, out, err)
@@ -182,7 +187,7 @@ func (e *Episode) Grade(ctx context.Context) (Result, error) {
 	if !e.hasTask {
 		return Result{}, ErrNoTask
 	}
-	res, err := grade(ctx, e.inst.Inspect(), e.inst.ChangeLog(), e.shape, e.task)
+	res, err := grade(ctx, e.inst.Inspect(), changeLog(e.inst), e.shape, e.task)
 	if err != nil {
 		return Result{}, err
 	}

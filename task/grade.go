@@ -72,11 +72,37 @@ func (r Result) WriteText(w io.Writer) error {
 //
 // Grade is safe for concurrent use with the instance's calls; it does not
 // run inside one.
+//
+// When the instance's change log outgrew its bound and lost its oldest
+// records (composition.Options.MaxChangeLogBytes), a change-log check whose
+// answer depends on the lost records is an error that says so: an
+// only_changed or unchanged check that the kept records pass, a
+// must_change check they fail. A Go check gets the kept records, whose
+// first Seq is then above 1.
 func Grade(ctx context.Context, inst *composition.Instance, t env.Task) (Result, error) {
-	return grade(ctx, inst.Inspect(), inst.ChangeLog(), shapeOf(inst.Sealed()), t)
+	return grade(ctx, inst.Inspect(), changeLog(inst), shapeOf(inst.Sealed()), t)
 }
 
-func grade(ctx context.Context, v *composition.View, log []env.ChangeRecord, sh *shape, t env.Task) (Result, error) {
+// changeLog returns an instance's change log and how many of its oldest
+// records were dropped.
+func changeLog(inst *composition.Instance) logView {
+	return logView{records: inst.ChangeLog(), dropped: inst.ChangeLogDropped()}
+}
+
+// logView is the change log a grading reads: the records kept, and how
+// many older ones were dropped.
+type logView struct {
+	records []env.ChangeRecord
+	dropped int
+}
+
+// truncated is the error of a check whose answer depends on dropped
+// records.
+func (l logView) truncated() error {
+	return fmt.Errorf("the change log was truncated (its oldest %s dropped to keep it within the server's bound, --max-changelog-bytes) and this check's answer depends on them", plural(l.dropped, "record"))
+}
+
+func grade(ctx context.Context, v *composition.View, lv logView, sh *shape, t env.Task) (Result, error) {
 	t = t.Normalize()
 	if len(t.Checks) == 0 {
 		return Result{}, fmt.Errorf("task %s: no checks to grade", t.ID)
@@ -85,7 +111,7 @@ func grade(ctx context.Context, v *composition.View, log []env.ChangeRecord, sh 
 	var total, earned float64
 	allPassed, funcDone := true, false
 	for _, c := range t.Checks {
-		out, err := runCheck(ctx, v, log, sh, c)
+		out, err := runCheck(ctx, v, lv, sh, c)
 		if err != nil {
 			return Result{}, fmt.Errorf("task %s: check %q: %w", t.ID, c.Name, err)
 		}
@@ -108,7 +134,8 @@ func grade(ctx context.Context, v *composition.View, log []env.ChangeRecord, sh 
 	return res, nil
 }
 
-func runCheck(ctx context.Context, v *composition.View, log []env.ChangeRecord, sh *shape, c env.Check) (env.GradeResult, error) {
+func runCheck(ctx context.Context, v *composition.View, lv logView, sh *shape, c env.Check) (env.GradeResult, error) {
+	log := lv.records
 	switch c.Kind() {
 	case env.CheckSQL:
 		return sqlCheck(ctx, v, c)
@@ -127,6 +154,9 @@ func runCheck(ctx context.Context, v *composition.View, log []env.ChangeRecord, 
 		}
 		if len(others) > 0 {
 			return env.Fail("expected changes only to %s; found %s", join(pats), countRecords(others, "other")), nil
+		}
+		if lv.dropped > 0 {
+			return env.GradeResult{}, lv.truncated()
 		}
 		if len(log) == 0 {
 			return env.Pass("no changes"), nil
@@ -151,6 +181,9 @@ func runCheck(ctx context.Context, v *composition.View, log []env.ChangeRecord, 
 				found = append(found, fmt.Sprintf("%s (%d)", p, n))
 			}
 		}
+		if len(missing) > 0 && lv.dropped > 0 {
+			return env.GradeResult{}, lv.truncated()
+		}
 		if len(missing) > 0 {
 			return env.Fail("expected a change to %s; found none", strings.Join(missing, ", ")), nil
 		}
@@ -168,6 +201,9 @@ func runCheck(ctx context.Context, v *composition.View, log []env.ChangeRecord, 
 		}
 		if len(hit) > 0 {
 			return env.Fail("expected no change to %s; found %s", join(pats), countRecords(hit, "")), nil
+		}
+		if lv.dropped > 0 {
+			return env.GradeResult{}, lv.truncated()
 		}
 		return env.Pass("no change to %s", join(pats)), nil
 	}

@@ -196,3 +196,49 @@ func TestResult_WriteText(t *testing.T) {
 		t.Error("Passed() with failing checks")
 	}
 }
+
+// TestGrade_TruncatedLog grades an episode whose change log lost its
+// oldest record (a note) to its bound. A change-log check the kept records
+// decide grades as usual; one whose answer depends on the dropped record is
+// an error that says the log was truncated.
+func TestGrade_TruncatedLog(t *testing.T) {
+	tests := []struct {
+		name   string    // case
+		check  env.Check // the only check
+		passed bool      // the check passed, when it is decided
+		err    bool      // the check depends on the dropped record
+	}{
+		{"SQL", env.Check{SQL: "SELECT count(*) FROM notes", Equals: 1}, true, false},
+		{"OnlyChangedDecided", env.Check{OnlyChanged: []string{"main.notes"}}, false, false},
+		{"OnlyChangedUnknown", env.Check{OnlyChanged: []string{"main.entries"}}, false, true},
+		{"MustChangeDecided", env.Check{MustChange: []string{"main.entries"}}, true, false},
+		{"MustChangeUnknown", env.Check{MustChange: []string{"main.notes"}}, false, true},
+		{"UnchangedDecided", env.Check{Unchanged: []string{"main.entries"}}, false, false},
+		{"UnchangedUnknown", env.Check{Unchanged: []string{"main.notes"}}, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newLedger("ledger_truncated_" + strings.ToLower(tt.name))
+			tk := env.Task{ID: "t", Instruction: "Add an entry.", Checks: []env.Check{tt.check}}
+			ep := mustOpen(t, w, tk, composition.Options{MaxChangeLogBytes: 300})
+			mustCall(t, ep, "note", `{"body":"`+strings.Repeat("n", 500)+`"}`)
+			mustCall(t, ep, "add", `{"amount": 5}`)
+			if d := ep.Instance().ChangeLogDropped(); d != 1 {
+				t.Fatalf("%d records dropped, want the note's", d)
+			}
+			res, err := task.Grade(context.Background(), ep.Instance(), tk)
+			if tt.err {
+				if err == nil || !strings.Contains(err.Error(), "the change log was truncated (its oldest 1 record dropped") {
+					t.Fatalf("Grade: %+v, %v; want an error saying the log was truncated", res, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Grade: %v", err)
+			}
+			if res.Checks[0].Passed != tt.passed {
+				t.Errorf("passed %v (%s), want %v", res.Checks[0].Passed, res.Checks[0].Detail, tt.passed)
+			}
+		})
+	}
+}

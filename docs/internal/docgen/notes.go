@@ -12,7 +12,6 @@ var Notes = map[string]string{
 	"State.world_version": "The root world's version.",
 	"State.seed":          "The instance seed. The root's id stream is the seed itself; every other node's, and every node's SQL `random()`, is salted with its path.",
 	"State.clock_mode":    "How the one instance clock moves: `frozen` (only `seahaven_control` moves it), `step` (each agent call advances it one tick), `wall` (real time; not reproducible).",
-	"State.change_log":    "Every row changed since the reset, in call order.",
 
 	"CompositionRecord.path":                 "The node's canonical path: `main` for the root, the added name for a child of the root, `<parent path>/<name>` deeper.",
 	"CompositionRecord.world":                "The name of the node's world.",

@@ -24,7 +24,7 @@ CREATE INDEX messages_by_channel ON messages (channel, sent_at);`,
 type SendArgs struct {
 	Channel string `json:"channel" doc:"The channel, without #." maxlen:"64"`
 	Text    string `json:"text" doc:"The message text." maxlen:"4000"`
-	Author  string `json:"author,omitempty" default:"agent" doc:"Who sends it."`
+	Author  string `json:"author,omitempty" default:"agent" doc:"Who sends it." maxlen:"200"`
 }
 
 // Message is one chat message.
@@ -49,7 +49,7 @@ var SendMessage = env.Tool(World, "send_message", "Post a message to a channel."
 
 // ReadArgs are the arguments of read_channel.
 type ReadArgs struct {
-	Channel string `json:"channel" doc:"The channel, without #."`
+	Channel string `json:"channel" doc:"The channel, without #." maxlen:"64"`
 }
 
 // ReadChannel lists a channel's messages.

@@ -101,7 +101,7 @@ var Accounts = env.Tool(World, "accounts", "What each payments account was confi
 // HireArgs are the arguments of hire.
 type HireArgs struct {
 	Name string `json:"name" doc:"The new colleague's name." maxlen:"200"`
-	Role string `json:"role,omitempty" default:"staff" doc:"Their role."`
+	Role string `json:"role,omitempty" default:"staff" doc:"Their role." maxlen:"100"`
 }
 
 // Hire adds a colleague and announces them in #general.

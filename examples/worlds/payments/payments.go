@@ -43,7 +43,7 @@ var CreateCharge = env.Tool(World, "create_charge", "Charge the account and retu
 
 // RefundArgs are the arguments of refund_charge.
 type RefundArgs struct {
-	ChargeID string `json:"charge_id" doc:"The id of the charge to refund."`
+	ChargeID string `json:"charge_id" doc:"The id of the charge to refund." maxlen:"64"`
 }
 
 // Refund is the result of refund_charge.
@@ -78,8 +78,8 @@ var ListCharges = env.Tool(World, "list_charges", "List the account's charges, n
 
 // Config is the account's configuration, set by a startup hook.
 type Config struct {
-	Region string `json:"region" default:"us" doc:"Where the account is."`
-	Plan   string `json:"plan" default:"free" doc:"The account's plan."`
+	Region string `json:"region" default:"us" doc:"Where the account is." maxlen:"32"`
+	Plan   string `json:"plan" default:"free" doc:"The account's plan." maxlen:"32"`
 }
 
 func init() {

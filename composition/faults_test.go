@@ -1,0 +1,208 @@
+package composition_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/examples/worlds/company"
+	"github.com/seahaven/seahaven/fixture"
+	"github.com/seahaven/seahaven/internal/testfs"
+)
+
+// mustInfra fails unless err is an *env.InfraError of one of kinds whose
+// message names no path.
+func mustInfra(tb testing.TB, err error, dir string, kinds ...string) *env.InfraError {
+	tb.Helper()
+	var ie *env.InfraError
+	if !errors.As(err, &ie) {
+		tb.Fatalf("error %v (%T), want an *env.InfraError", err, err)
+	}
+	if !slices.Contains(kinds, ie.Kind) {
+		tb.Fatalf("kind %q (%v), want one of %q", ie.Kind, err, kinds)
+	}
+	if strings.Contains(ie.Message, dir) || strings.Contains(ie.Message, "/") {
+		tb.Errorf("message %q names a path", ie.Message)
+	}
+	if _, ok := env.AsToolError(err); ok {
+		tb.Errorf("%v is also a tool error", err)
+	}
+	return ie
+}
+
+// fillTo writes a file into dir's file system until only about left bytes
+// are free.
+func fillTo(tb testing.TB, dir string, left int64) {
+	tb.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		tb.Fatal(err)
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if free <= left {
+		tb.Fatalf("%d bytes free, want more than %d", free, left)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "filler"), make([]byte, free-left), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// wrapAll is a world whose middleware turns every error into a tool error
+// of its own words, dropping the cause, as a world's error handler may.
+func wrapAll() *env.World {
+	w := env.NewWorld(env.WorldSpec{Name: "wrapper", Version: "1.0.0",
+		Schema: `CREATE TABLE blobs (id INTEGER PRIMARY KEY, data BLOB NOT NULL) STRICT;`})
+	w.Use(func(c *env.Ctx, next func() (any, error)) (any, error) {
+		out, err := next()
+		if err != nil {
+			return nil, env.Errorf("something went wrong, please try again")
+		}
+		return out, nil
+	})
+	env.Tool(w, "fill", "Insert rows of random bytes.", func(c *env.Ctx, in FillArgs) (int, error) {
+		for i := range in.Rows {
+			if _, err := c.DB.Exec("INSERT INTO blobs (data) VALUES (randomblob(?))", in.Size); err != nil {
+				return i, err
+			}
+		}
+		return in.Rows, nil
+	})
+	return w
+}
+
+// TestOpen_DiskFull opens instances on a file system without room for
+// them. Open fails at once with an *env.InfraError of kind disk_full that
+// names no path, instead of opening an instance whose first call fails.
+func TestOpen_DiskFull(t *testing.T) {
+	ctx := context.Background()
+	t.Run("FixtureFilesDoNotFit", func(t *testing.T) {
+		dir := testfs.MountTmpfs(t, "512k")
+		fillTo(t, dir, 32<<10) // acme's files are larger
+		inst, err := composition.Open(ctx, company.World, composition.Options{Fixture: company.AcmeID, Dir: dir})
+		if err == nil {
+			inst.Close()
+			t.Fatal("Open on a full disk succeeded")
+		}
+		mustInfra(t, err, dir, env.FaultDiskFull)
+		if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+			t.Errorf("Open left %v", ents)
+		}
+	})
+	t.Run("BelowTheReserve", func(t *testing.T) {
+		dir := testfs.MountTmpfs(t, "512k")
+		_, err := composition.Open(ctx, company.World, composition.Options{Fixture: company.AcmeID, Dir: dir, MinFree: 1 << 20})
+		mustInfra(t, err, dir, env.FaultDiskFull)
+		inst, err := composition.Open(ctx, company.World, composition.Options{Fixture: company.AcmeID, Dir: dir, MinFree: 64 << 10})
+		if err != nil {
+			t.Fatalf("Open with room for the reserve: %v", err)
+		}
+		inst.Close()
+	})
+	t.Run("Genesis", func(t *testing.T) {
+		dir := testfs.MountTmpfs(t, "512k")
+		fillTo(t, dir, 0)
+		_, err := composition.Open(ctx, company.World, composition.Options{Dir: dir})
+		mustInfra(t, err, dir, env.FaultDiskFull)
+	})
+}
+
+// TestCallJSON_InfraError runs calls into failures of the host. Each is an
+// *env.InfraError naming no path, never a tool error, even when the world's
+// middleware turned the store's error into a tool error of its own.
+func TestCallJSON_InfraError(t *testing.T) {
+	ctx := context.Background()
+	t.Run("DiskFull", func(t *testing.T) {
+		dir := testfs.MountTmpfs(t, "512k")
+		inst := MustOpen(t, fillerWorld, composition.Options{Dir: dir})
+		// The rollback of the failed write gives the space back before the
+		// store can ask why the write failed: either kind may come.
+		_, err := inst.CallJSON(ctx, "fill", []byte(`{"rows":64,"size":16384}`))
+		mustInfra(t, err, dir, env.FaultDiskFull, env.FaultStorage)
+		if _, err := inst.CallJSON(ctx, "fill", []byte(`{"rows":1,"size":100}`)); err != nil {
+			t.Fatalf("a small call after the failure: %v", err)
+		}
+	})
+	t.Run("MiddlewareDropsTheCause", func(t *testing.T) {
+		dir := testfs.MountTmpfs(t, "512k")
+		inst := MustOpen(t, wrapAll(), composition.Options{Dir: dir})
+		// The rollback of the failed write gives the space back before the
+		// store can ask why the write failed: either kind may come.
+		_, err := inst.CallJSON(ctx, "fill", []byte(`{"rows":64,"size":16384}`))
+		mustInfra(t, err, dir, env.FaultDiskFull, env.FaultStorage)
+	})
+	t.Run("InstanceDirectoryRemoved", func(t *testing.T) {
+		root := t.TempDir()
+		w, _ := ledger("solo")
+		inst := MustOpen(t, w, composition.Options{Dir: root})
+		call(t, inst, "add", `{"amount": 1}`)
+		if err := os.RemoveAll(inst.Dir()); err != nil {
+			t.Fatal(err)
+		}
+		inst.Release() // the next call reopens the store's file
+		_, err := inst.CallJSON(ctx, "add", []byte(`{"amount": 2}`))
+		mustInfra(t, err, root, env.FaultStorage)
+		_, err = inst.Inspect().Query(ctx, "SELECT count(*) FROM entries")
+		mustInfra(t, err, root, env.FaultStorage)
+	})
+	t.Run("UnknownFixtureIsNot", func(t *testing.T) {
+		_, err := composition.Open(ctx, company.World, composition.Options{Fixture: "nope"})
+		if !errors.Is(err, fixture.ErrNotFound) {
+			t.Fatalf("Open(nope): %v, want fixture.ErrNotFound", err)
+		}
+		var ie *env.InfraError
+		if errors.As(err, &ie) {
+			t.Errorf("an unknown fixture is an infrastructure error: %v", err)
+		}
+	})
+}
+
+// TestCallJSON_TooManyOpenFiles runs a call that must reopen its store
+// while the process has no file descriptor left: the call fails with an
+// *env.InfraError of kind too_many_open_files that names no path, and the
+// next call, with descriptors back, succeeds.
+func TestCallJSON_TooManyOpenFiles(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	w, _ := ledger("solo")
+	inst := MustOpen(t, w, composition.Options{Dir: root})
+	call(t, inst, "add", `{"amount": 1}`)
+	inst.Release() // the next call opens the store's file again
+
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	// Below a low limit, take every free descriptor.
+	low := lim
+	low.Cur = 64
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	var fillers []*os.File
+	for {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			break
+		}
+		fillers = append(fillers, f)
+	}
+	_, callErr := inst.CallJSON(ctx, "add", []byte(`{"amount": 2}`))
+	for _, f := range fillers {
+		f.Close()
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	mustInfra(t, callErr, root, env.FaultTooManyFiles)
+	call(t, inst, "add", `{"amount": 3}`)
+	if n := inspectInt(t, inst, "SELECT count(*) FROM entries"); n != 2 {
+		t.Errorf("%d entries, want the 2 written with descriptors to spare", n)
+	}
+}

@@ -1,0 +1,231 @@
+package openenv_test
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/seahaven/seahaven/internal/testfs"
+	"github.com/seahaven/seahaven/openenv"
+)
+
+// fillDisk writes a file into dir's file system until nothing is free.
+func fillDisk(tb testing.TB, dir string) {
+	tb.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "filler"), make([]byte, int64(st.Bavail)*int64(st.Bsize)), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// mustInfraFrame fails unless reply is an error frame reporting an
+// infrastructure error with fault, whose message names no path.
+func mustInfraFrame(tb testing.TB, reply, fault string) {
+	tb.Helper()
+	if typ := str(tb, reply, "type"); typ != "error" {
+		tb.Fatalf("reply %.300s, want an error frame", reply)
+	}
+	if code, got := str(tb, reply, "data.code"), str(tb, reply, "data.fault"); code != "EXECUTION_ERROR" || got != fault {
+		tb.Fatalf("code %s, fault %s in %s, want EXECUTION_ERROR with fault %s", code, got, reply, fault)
+	}
+	if msg := str(tb, reply, "data.message"); strings.Contains(msg, "/") || !strings.HasPrefix(msg, "infrastructure error ("+fault+")") {
+		tb.Fatalf("message %q, want one that says infrastructure error (%s) and names no path", msg, fault)
+	}
+}
+
+// firstLoc returns the loc of the first validation failure listed at path.
+func firstLoc(tb testing.TB, reply, path string) string {
+	tb.Helper()
+	errs, ok := field(tb, reply, path).([]any)
+	if !ok || len(errs) == 0 {
+		tb.Fatalf("%s lists no failures in %s", path, reply)
+	}
+	fe, ok := errs[0].(map[string]any)
+	if !ok {
+		tb.Fatalf("%s: %v is not an object", path, errs[0])
+	}
+	return fmt.Sprint(fe["loc"])
+}
+
+// TestInfraErrors_DiskFull runs a session's disk full. The call that cannot
+// write, and the resets after it, fail with the protocol's own error, which
+// says the fault and names no path, on every transport; never with a tool
+// result. Each is counted by fault and operation.
+func TestInfraErrors_DiskFull(t *testing.T) {
+	dir := testfs.MountTmpfs(t, "1m")
+	s := mustServeWorld(t, faultyWorld, openenv.WorldBackendConfig{InstanceRoot: dir, MinFreeDisk: 64 << 10}, openenv.Config{})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"full"}}`)
+	mustSucceed(t, callTool(t, c, "note", `{"body":"kept"}`))
+	fillDisk(t, dir)
+	big := fmt.Sprintf(`{"body":%q}`, strings.Repeat("x", 64<<10))
+
+	t.Run("WebSocketCall", func(t *testing.T) {
+		mustInfraFrame(t, callTool(t, c, "note", big), "disk_full")
+	})
+	t.Run("MCPOnSocket", func(t *testing.T) {
+		reply := roundTrip(t, c, `{"type":"mcp","data":{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"note","arguments":`+big+`}}}`)
+		if code, fault := fmt.Sprint(field(t, reply, "data.error.code")), str(t, reply, "data.error.data.fault"); code != "-32000" || fault != "disk_full" {
+			t.Fatalf("code %s fault %s in %.300s, want -32000 with fault disk_full", code, fault, reply)
+		}
+		if msg := str(t, reply, "data.error.message"); strings.Contains(msg, "/") {
+			t.Errorf("message %q names a path", msg)
+		}
+	})
+	t.Run("HTTPStep", func(t *testing.T) {
+		id := s.Sessions()[0].ID
+		status, body, _ := s.httpDo(t, http.MethodPost, "/step", `{"action":{"type":"call_tool","tool_name":"note","arguments":`+big+`}}`,
+			map[string]string{openenv.SessionHeader: id})
+		if status != http.StatusServiceUnavailable || str(t, body, "fault") != "disk_full" || strings.Contains(str(t, body, "detail"), "/") {
+			t.Fatalf("status %d %s, want 503 with fault disk_full and no path", status, body)
+		}
+	})
+	t.Run("Reset", func(t *testing.T) {
+		mustInfraFrame(t, roundTrip(t, c, `{"type":"reset","data":{"episode_id":"again"}}`), "disk_full")
+	})
+	t.Run("Counted", func(t *testing.T) {
+		m := s.scrape(t)
+		if got := m.value(t, "seahaven_infrastructure_errors_total", "fault", "disk_full", "op", "call"); got != 3 {
+			t.Errorf("%v calls counted, want 3", got)
+		}
+		if got := m.value(t, "seahaven_infrastructure_errors_total", "fault", "disk_full", "op", "reset"); got != 1 {
+			t.Errorf("%v resets counted, want 1", got)
+		}
+		if got := m.value(t, "seahaven_tool_calls_total", "tool", "note", "outcome", "infrastructure_error"); got != 3 {
+			t.Errorf("%v tool calls with outcome infrastructure_error, want 3", got)
+		}
+	})
+	t.Run("SessionSurvives", func(t *testing.T) {
+		if err := os.Remove(filepath.Join(dir, "filler")); err != nil {
+			t.Fatal(err)
+		}
+		mustSucceed(t, callTool(t, c, "note", big))
+		if got := inspectValue(t, c, "SELECT count(*) FROM notes"); got != "2" {
+			t.Errorf("%s notes, want the 2 written with room", got)
+		}
+		checkIntegrity(t, c)
+	})
+}
+
+// TestInfraErrors_UnknownFixture resets to fixtures that do not exist: a
+// validation error at the fixture key that names the id and lists the
+// fixtures, and no path.
+func TestInfraErrors_UnknownFixture(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{})
+	c := s.dial(t)
+	for _, id := range []string{"nope", "../etc"} {
+		reply := roundTrip(t, c, fmt.Sprintf(`{"type":"reset","data":{"fixture":%q}}`, id))
+		if code := str(t, reply, "data.code"); code != "VALIDATION_ERROR" {
+			t.Fatalf("reset to %s: %s, want a VALIDATION_ERROR", id, reply)
+		}
+		if loc := firstLoc(t, reply, "data.errors"); loc != "[data fixture]" {
+			t.Errorf("loc %s, want [data fixture]", loc)
+		}
+		if msg := str(t, reply, "data.message"); strings.Contains(msg, "/"+id) || strings.Contains(msg, s.backend.InstanceDir()) || !strings.Contains(msg, fmt.Sprintf("%q", id)) {
+			t.Errorf("message %q, want one naming %q and no path", msg, id)
+		}
+	}
+	reply := roundTrip(t, c, `{"type":"reset","data":{"fixture":"nope"}}`)
+	if msg := str(t, reply, "data.message"); msg != `Invalid message: data.fixture: unknown fixture "nope" (fixtures: acme)` {
+		t.Errorf("message %q", msg)
+	}
+	status, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{"fixture":"nope"}`, nil)
+	if status != http.StatusUnprocessableEntity || firstLoc(t, body, "detail") != "[body fixture]" {
+		t.Errorf("POST /reset: %d %s, want 422 at body.fixture", status, body)
+	}
+}
+
+// TestInfraErrors_InstanceRootRemoved removes the instance root under a
+// running server, as a cleaner of the temp directory may. The next reset
+// makes it again; while it cannot be made, resets fail with an
+// infrastructure error and /ready says not ready.
+func TestInfraErrors_InstanceRootRemoved(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "instances")
+	s := mustServeWorld(t, faultyWorld, openenv.WorldBackendConfig{InstanceRoot: root}, openenv.Config{})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset"}`)
+	ready := func() (int, string) {
+		status, body, _ := s.httpDo(t, http.MethodGet, "/ready", "", nil)
+		return status, body
+	}
+
+	t.Run("Remade", func(t *testing.T) {
+		if err := os.RemoveAll(root); err != nil {
+			t.Fatal(err)
+		}
+		if reply := roundTrip(t, c, `{"type":"reset"}`); str(t, reply, "type") != "observation" {
+			t.Fatalf("reset after the root was removed: %s", reply)
+		}
+		mustSucceed(t, callTool(t, c, "note", `{"body":"after"}`))
+		if status, body := ready(); status != http.StatusOK {
+			t.Errorf("/ready: %d %s", status, body)
+		}
+		if _, err := os.Stat(s.backend.InstanceDir() + ".lock"); err != nil {
+			t.Errorf("the lock file was not made again: %v", err)
+		}
+	})
+	t.Run("CannotBeMade", func(t *testing.T) {
+		if err := os.RemoveAll(root); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(root, nil, 0o600); err != nil { // a file where the root was
+			t.Fatal(err)
+		}
+		if status, body := ready(); status != http.StatusServiceUnavailable || body != `{"status":"not_ready","fault":"storage_error"}` {
+			t.Errorf("/ready: %d %s, want 503 not_ready", status, body)
+		}
+		mustInfraFrame(t, roundTrip(t, c, `{"type":"reset"}`), "storage_error")
+		if err := os.Remove(root); err != nil {
+			t.Fatal(err)
+		}
+		if status, body := ready(); status != http.StatusOK {
+			t.Errorf("/ready once the root can be made: %d %s", status, body)
+		}
+		if reply := roundTrip(t, c, `{"type":"reset"}`); str(t, reply, "type") != "observation" {
+			t.Fatalf("reset once the root can be made: %s", reply)
+		}
+	})
+}
+
+// TestState_ChangeLogTruncated bounds a session's change log: once its
+// records outgrow the bound, the state document (valid against the state
+// schema) keeps the newest and says how many were dropped.
+func TestState_ChangeLogTruncated(t *testing.T) {
+	s := mustServeWorld(t, faultyWorld, openenv.WorldBackendConfig{MaxChangeLogBytes: 4900}, openenv.Config{})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset"}`)
+	mustSucceed(t, callTool(t, c, "note", `{"body":"small"}`))
+	if st := roundTrip(t, c, `{"type":"state"}`); strings.Contains(st, "change_log_truncated") {
+		t.Fatalf("a whole log is marked truncated: %s", st)
+	}
+	for range 3 {
+		mustSucceed(t, callTool(t, c, "note", fmt.Sprintf(`{"body":%q}`, strings.Repeat("b", 1500))))
+	}
+	st := roundTrip(t, c, `{"type":"state"}`)
+	if d, m := fmt.Sprint(field(t, st, "data.change_log_truncated.dropped")), fmt.Sprint(field(t, st, "data.change_log_truncated.max_bytes")); d != "1" || m != "4900" {
+		t.Fatalf("change_log_truncated dropped %s max_bytes %s, want 1 and 4900: %.400s", d, m, st)
+	}
+	log, ok := field(t, st, "data.change_log").([]any)
+	if !ok || len(log) != 3 || fmt.Sprint(log[0].(map[string]any)["seq"]) != "2" {
+		t.Fatalf("change_log %v, want the 3 newest records from seq 2", log)
+	}
+}
+
+// TestInfraErrors_RecordingDiskFull records episodes into a full file
+// system: the reset that cannot start its trajectory fails with an
+// infrastructure error naming no path, not an EXECUTION_ERROR with the
+// recording's path.
+func TestInfraErrors_RecordingDiskFull(t *testing.T) {
+	dir := testfs.MountTmpfs(t, "64k")
+	fillDisk(t, dir)
+	s := mustServeWorld(t, faultyWorld, openenv.WorldBackendConfig{RecordDir: dir}, openenv.Config{})
+	c := s.dial(t)
+	mustInfraFrame(t, roundTrip(t, c, `{"type":"reset","data":{"episode_id":"rec"}}`), "disk_full")
+}
