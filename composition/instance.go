@@ -47,7 +47,8 @@ type Options struct {
 	EpisodeID string
 	// Pool caps open connections across instances; nil uses DefaultPool.
 	Pool *sqlitestore.Pool
-	// Logger receives one line per call; nil discards.
+	// Logger receives one line per call and one per fixture repair (see
+	// fixture.Recover); nil discards.
 	Logger *slog.Logger
 }
 
