@@ -12,6 +12,9 @@ import (
 // names none: a fixed instant, so that runs replay.
 var DefaultNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// maxTime is env.MaxTime, which advance_clock may not pass.
+var maxTime, _ = time.Parse(time.RFC3339, env.MaxTime)
+
 // DefaultStepTick is how far a step-mode clock advances per agent call.
 const DefaultStepTick = time.Second
 
@@ -22,10 +25,9 @@ type clock struct {
 	mode string
 	tick time.Duration
 
-	mu     sync.Mutex // guards base, offset and started
-	base   time.Time
-	offset time.Duration
-	start  time.Time // wall mode: when the clock started
+	mu    sync.Mutex // guards base and start
+	base  time.Time  // the clock's time (at start, in wall mode)
+	start time.Time  // wall mode: when base was last set
 }
 
 func newClock(mode string, now time.Time, tick time.Duration) (*clock, error) {
@@ -44,24 +46,44 @@ func newClock(mode string, now time.Time, tick time.Duration) (*clock, error) {
 func (c *clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := c.base.Add(c.offset)
+	return c.nowLocked()
+}
+
+// nowLocked is Now; c.mu must be held.
+func (c *clock) nowLocked() time.Time {
+	t := c.base
 	if c.mode == env.ClockWall {
 		t = t.Add(time.Since(c.start))
 	}
 	return t.UTC()
 }
 
-// advance moves the clock forward by d.
+// advance moves the clock forward by d. The clock is a time.Time, not a
+// sum of durations, so no number of advances overflows it.
 func (c *clock) advance(d time.Duration) {
 	c.mu.Lock()
-	c.offset += d
+	c.base = c.base.Add(d)
 	c.mu.Unlock()
+}
+
+// advanceWithin moves the clock forward by d unless that would take it
+// past limit; it returns the time the clock would show and whether it
+// moved.
+func (c *clock) advanceWithin(d time.Duration, limit time.Time) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.nowLocked().Add(d)
+	if t.After(limit) {
+		return t, false
+	}
+	c.base = c.base.Add(d)
+	return t, true
 }
 
 // set moves the clock to t.
 func (c *clock) set(t time.Time) {
 	c.mu.Lock()
-	c.base, c.offset, c.start = t.UTC(), 0, time.Now()
+	c.base, c.start = t.UTC(), time.Now()
 	c.mu.Unlock()
 }
 
@@ -72,11 +94,15 @@ func (c *clock) stepped() {
 	}
 }
 
-// ParseTime parses an instant in RFC 3339 (UTC or with an offset).
+// ParseTime parses an instant in RFC 3339 (UTC or with an offset) that an
+// instance clock can show: one between env.MinTime and env.MaxTime.
 func ParseTime(s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("composition: now %q is not an RFC 3339 time such as 2026-06-01T09:00:00.000Z", s)
+	}
+	if !env.InClockRange(t) {
+		return time.Time{}, fmt.Errorf("composition: now %q is outside the clock's range, %s to %s", s, env.MinTime, env.MaxTime)
 	}
 	return t.UTC(), nil
 }

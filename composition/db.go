@@ -204,8 +204,8 @@ func (d *instanceDB) Conn() (any, error) {
 // ControlArgs are the arguments of the seahaven_control tool.
 type ControlArgs struct {
 	Action  string   `json:"action" enum:"advance_clock,set_clock" doc:"advance_clock moves the clock forward by seconds; set_clock sets it to now."`
-	Seconds *float64 `json:"seconds,omitempty" doc:"For advance_clock: how many seconds to move forward (>= 0)."`
-	Now     *string  `json:"now,omitempty" doc:"For set_clock: the new time, RFC 3339 in UTC."`
+	Seconds *float64 `json:"seconds,omitempty" doc:"For advance_clock: how many seconds to move forward, from 0 to 3153600000 (100 years); the clock may not pass 9000-01-01T00:00:00.000Z."`
+	Now     *string  `json:"now,omitempty" doc:"For set_clock: the new time, RFC 3339 in UTC, from 1000-01-01T00:00:00.000Z to 9000-01-01T00:00:00.000Z."`
 }
 
 // ControlResult is what the control tool returns.
@@ -223,10 +223,17 @@ func (a *activation) control(in any) (any, error) {
 	c := a.inst.clock
 	switch args.Action {
 	case "advance_clock":
-		if args.Seconds == nil || *args.Seconds < 0 {
-			return nil, &env.ToolError{Kind: env.KindInvalidArgs, Message: `invalid arguments: field "seconds": advance_clock needs seconds >= 0`}
+		// Checked before the conversion: a float beyond time.Duration's
+		// range converts to a duration of either sign, depending on the CPU.
+		if args.Seconds == nil || !(*args.Seconds >= 0 && *args.Seconds <= env.MaxAdvance.Seconds()) {
+			return nil, &env.ToolError{Kind: env.KindInvalidArgs, Message: fmt.Sprintf(
+				`invalid arguments: field "seconds": advance_clock needs 0 <= seconds <= %.0f (100 years)`, env.MaxAdvance.Seconds())}
 		}
-		c.advance(time.Duration(*args.Seconds * float64(time.Second)))
+		d := time.Duration(*args.Seconds * float64(time.Second))
+		if to, ok := c.advanceWithin(d, maxTime); !ok {
+			return nil, &env.ToolError{Kind: env.KindInvalidArgs, Message: fmt.Sprintf(
+				`invalid arguments: field "seconds": advance_clock would move the clock to %s, past its maximum %s`, to.Format(env.TimeFormat), env.MaxTime)}
+		}
 	case "set_clock":
 		if args.Now == nil {
 			return nil, &env.ToolError{Kind: env.KindInvalidArgs, Message: `invalid arguments: field "now": set_clock needs now`}

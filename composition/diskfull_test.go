@@ -212,12 +212,12 @@ func TestDiskFull_Freeze(t *testing.T) {
 			if len(list) != 0 {
 				t.Errorf("a failed Freeze published %d fixtures", len(list))
 			}
-			removed, err := fixture.CleanStale(dir)
+			r, err := fixture.Recover(dir, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(removed) != 0 {
-				t.Errorf("Freeze left temporary directories: %v", removed)
+			if len(r.Removed) != 0 {
+				t.Errorf("Freeze left temporary directories: %v", r.Removed)
 			}
 			if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
 				t.Errorf("fixtures directory holds %v (%v), want nothing", ents, err)

@@ -122,6 +122,13 @@ func loadSource(w *env.World, sealed *Sealed, opts Options) (*source, error) {
 		return src, nil
 	}
 	s, err := fixture.Read(root, opts.Fixture)
+	if errors.Is(err, fixture.ErrNotFound) {
+		// A publish killed between its renames (by another process, perhaps
+		// after this one started) leaves the fixture aside: put it back.
+		if r, rerr := fixture.Recover(root, opts.Logger); rerr == nil && slices.Contains(r.Restored, opts.Fixture) {
+			s, err = fixture.Read(root, opts.Fixture)
+		}
+	}
 	if err != nil {
 		if errors.Is(err, fixture.ErrNotFound) {
 			return nil, &notFoundError{fmt.Sprintf("composition: %s has no fixture %q in %s", w.Name(), opts.Fixture, root)}
@@ -292,9 +299,10 @@ type FreezeOptions struct {
 	FixturesDir string
 }
 
-// Freeze publishes the instance as a fixture: every node is checked against
-// its own world's schema before anything is written, then vacuumed, hashed
-// and published atomically. All or nothing: a drifted node mints nothing and
+// Freeze publishes the instance as a fixture: it repairs what interrupted
+// publishes left in the fixtures directory (fixture.Recover, logged on
+// Options.Logger), checks every node against its own world's schema before
+// anything is written, then vacuums, hashes and publishes atomically. All or nothing: a drifted node mints nothing and
 // the error names its path. An id that exists is refused unless
 // opts.Replace (the error wraps fixture.ErrExists).
 func (i *Instance) Freeze(ctx context.Context, id, description string, opts FreezeOptions) (*fixture.Sidecar, error) {
@@ -304,6 +312,11 @@ func (i *Instance) Freeze(ctx context.Context, id, description string, opts Free
 	root, err := fixturesDir(i.world, cmp.Or(opts.FixturesDir, i.opts.FixturesDir))
 	if err != nil {
 		return nil, err
+	}
+	// Repair what interrupted publishes left first, so that a fixture whose
+	// replacement was killed midway is back before it is checked for.
+	if _, err := fixture.Recover(root, i.log); err != nil {
+		return nil, fmt.Errorf("freeze %q: %w", id, err)
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()

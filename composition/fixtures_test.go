@@ -1,8 +1,10 @@
 package composition_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -260,5 +262,81 @@ func TestInspect_DeniesWrites(t *testing.T) {
 	row, _ := inst.Inspect().One(context.Background(), "SELECT count(*) AS n FROM payments.charges")
 	if row["n"] != int64(1) {
 		t.Fatalf("charges = %v after refused writes", row["n"])
+	}
+}
+
+// interruptPublish leaves in dir what a replace of fixture id killed between
+// its two renames leaves (fixture's TestRecover_KilledBetweenRenames makes
+// that state with a real SIGKILL): the fixture aside under an ".old-" name
+// and the replacement, unfinished here, under a ".tmp-" name.
+func interruptPublish(t *testing.T, dir, id string) {
+	t.Helper()
+	if err := os.Rename(filepath.Join(dir, id), filepath.Join(dir, ".old-"+id+"-0123456789abcdef")); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, ".tmp-"+id+"-42")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, fixture.RootFile), []byte("half"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hidden returns the names in dir that start with a dot.
+func hidden(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+func TestFreeze_RecoversInterruptedPublish(t *testing.T) {
+	tr := newTree(t)
+	base := tr.freeze(t, "base", 1)
+	interruptPublish(t, tr.dir, "base")
+
+	var logged bytes.Buffer
+	inst := MustOpen(t, tr.root, composition.Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	// The old base is back before Freeze checks for it: no new base over it.
+	_, err := inst.Freeze(context.Background(), "base", "again", composition.FreezeOptions{})
+	if !errors.Is(err, fixture.ErrExists) {
+		t.Fatalf("Freeze over an interrupted replace: %v, want fixture.ErrExists", err)
+	}
+	got, err := fixture.Read(tr.dir, "base")
+	if err != nil || got.FileSHA256 != base.FileSHA256 {
+		t.Fatalf("base after Freeze: %v, %v; want the one frozen first", got, err)
+	}
+	if left := hidden(t, tr.dir); len(left) != 0 {
+		t.Errorf("Freeze left %q", left)
+	}
+	if !strings.Contains(logged.String(), "restored a fixture whose replacement was interrupted") {
+		t.Errorf("no repair logged; the log holds:\n%s", logged.String())
+	}
+}
+
+func TestOpen_RecoversInterruptedPublish(t *testing.T) {
+	tr := newTree(t)
+	tr.freeze(t, "base", 1)
+	// Open once so the fixture is cached, as in a server that started
+	// before another process's publish was killed.
+	MustOpen(t, tr.root, composition.Options{Fixture: "base"})
+	interruptPublish(t, tr.dir, "base")
+
+	inst := MustOpen(t, tr.root, composition.Options{Fixture: "base"})
+	row, err := inst.Inspect().One(context.Background(), "SELECT count(*) AS n FROM payments.charges")
+	if err != nil || row["n"] != int64(1) {
+		t.Fatalf("instance from the recovered fixture: %v, %v; want 1 charge", row, err)
+	}
+	if left := hidden(t, tr.dir); len(left) != 0 {
+		t.Errorf("Open left %q", left)
 	}
 }

@@ -571,3 +571,76 @@ func TestInstance_ChangeLogIsTheCallers(t *testing.T) {
 		t.Fatal("State's change log differs from ChangeLog")
 	}
 }
+
+func TestInstance_ControlToolBounds(t *testing.T) {
+	w, _ := ledger("bounds")
+	const start = "2026-06-01T09:00:00.000Z"
+	tests := []struct {
+		name  string
+		calls []string // control tool arguments, the last one checked
+		err   string   // part of the last call's error; "" when it succeeds
+		now   string   // the clock after the calls
+	}{
+		{name: "AdvanceHuge", calls: []string{`{"action":"advance_clock","seconds":1e10}`},
+			err: `invalid arguments: field "seconds": advance_clock needs 0 <= seconds <= 3153600000 (100 years)`, now: start},
+		{name: "AdvancePastDuration", calls: []string{`{"action":"advance_clock","seconds":9.3e9}`},
+			err: `field "seconds": advance_clock needs 0 <= seconds <= 3153600000`, now: start},
+		{name: "AdvanceNegative", calls: []string{`{"action":"advance_clock","seconds":-1}`},
+			err: `field "seconds": advance_clock needs 0 <= seconds <= 3153600000`, now: start},
+		{name: "AdvanceMaxThreeTimes", calls: []string{
+			`{"action":"advance_clock","seconds":3153600000}`,
+			`{"action":"advance_clock","seconds":3153600000}`,
+			`{"action":"advance_clock","seconds":3153600000}`,
+		}, now: "2326-03-21T09:00:00.000Z"}, // 300 years of 365 days: 73 leap days short
+		{name: "AdvancePastMax", calls: []string{
+			`{"action":"set_clock","now":"8999-12-31T00:00:00Z"}`,
+			`{"action":"advance_clock","seconds":172800}`,
+		}, err: `invalid arguments: field "seconds": advance_clock would move the clock to 9000-01-02T00:00:00.000Z, past its maximum 9000-01-01T00:00:00.000Z`,
+			now: "8999-12-31T00:00:00.000Z"},
+		{name: "AdvanceToMax", calls: []string{
+			`{"action":"set_clock","now":"8999-12-31T00:00:00Z"}`,
+			`{"action":"advance_clock","seconds":86400}`,
+		}, now: "9000-01-01T00:00:00.000Z"},
+		{name: "SetPastSQLite", calls: []string{`{"action":"set_clock","now":"9999-12-31T00:00:00Z"}`},
+			err: `invalid arguments: field "now": composition: now "9999-12-31T00:00:00Z" is outside the clock's range, 1000-01-01T00:00:00.000Z to 9000-01-01T00:00:00.000Z`,
+			now: start},
+		{name: "SetTooEarly", calls: []string{`{"action":"set_clock","now":"0999-12-31T23:59:59Z"}`},
+			err: `field "now": composition: now "0999-12-31T23:59:59Z" is outside the clock's range`, now: start},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inst := MustOpen(t, w, composition.Options{Now: start, ControlTools: true})
+			last := len(tt.calls) - 1
+			for _, args := range tt.calls[:last] {
+				call(t, inst, env.ControlTool, args)
+			}
+			_, err := inst.CallJSON(context.Background(), env.ControlTool, []byte(tt.calls[last]))
+			var te *env.ToolError
+			switch {
+			case tt.err == "" && err != nil:
+				t.Fatalf("%s: %v", tt.calls[last], err)
+			case tt.err != "" && (!errors.As(err, &te) || te.Kind != env.KindInvalidArgs || !strings.Contains(err.Error(), tt.err)):
+				t.Fatalf("%s: %v, want an invalid-args error with %q", tt.calls[last], err, tt.err)
+			}
+			if got := inst.State().Now; got != tt.now {
+				t.Errorf("clock %s, want %s", got, tt.now)
+			}
+			// SQLite's date functions still work from the clock.
+			row, err := inst.DB().One("SELECT datetime('now', '+1 year') AS d")
+			if err != nil || row["d"] == nil {
+				t.Errorf("datetime('now', '+1 year') = %v, %v; want a date", row, err)
+			}
+		})
+	}
+}
+
+func TestOpen_NowOutOfRange(t *testing.T) {
+	w, _ := ledger("nowrange")
+	for _, now := range []string{"9999-12-31T00:00:00Z", "0001-01-01T00:00:00Z"} {
+		_, err := composition.Open(context.Background(), w, composition.Options{Now: now})
+		want := `composition: now "` + now + `" is outside the clock's range, 1000-01-01T00:00:00.000Z to 9000-01-01T00:00:00.000Z`
+		if err == nil || err.Error() != want {
+			t.Errorf("Open with now %s: %v, want %q", now, err, want)
+		}
+	}
+}

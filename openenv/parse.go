@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/seahaven/seahaven/env"
@@ -493,7 +494,14 @@ func parseReset(raw json.RawMessage, loc []any) (resetRequest, []fieldError) {
 		case "fixture":
 			req.fixture = str(k)
 		case "now":
-			req.now = str(k)
+			if now := str(k); now != nil {
+				if t, err := time.Parse(time.RFC3339Nano, *now); err != nil || !env.InClockRange(t) {
+					errs = append(errs, fieldError{Type: "value_error", Loc: at(loc, k),
+						Msg: "Value error, now must be an RFC 3339 time from " + env.MinTime + " to " + env.MaxTime, Input: inputOf(v)})
+				} else {
+					req.now = now
+				}
+			}
 		case "task":
 			req.task = str(k)
 		case "clock_mode":
@@ -711,6 +719,9 @@ func parseStepRequest(raw json.RawMessage) (stepRequest, []fieldError) {
 			case f <= 0:
 				errs = append(errs, fieldError{Type: "greater_than", Loc: at([]any{"body"}, k),
 					Msg: "Input should be greater than 0", Input: inputOf(v)})
+			case !(f <= MaxStepTimeoutS): // NaN too
+				errs = append(errs, fieldError{Type: "less_than_equal", Loc: at([]any{"body"}, k),
+					Msg: fmt.Sprintf("Input should be less than or equal to %d", MaxStepTimeoutS), Input: inputOf(v)})
 			default:
 				req.timeout = f
 			}

@@ -241,15 +241,20 @@ func TestTasks_Record(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		file   string  // trajectory file
+		file   string  // the episode id, which names its trajectory file
 		task   string  // its task
 		calls  int     // its calls
 		reward float64 // the replay's reward; -1 without a task
 	}{
-		{"rec-1.jsonl", "invoice_750", 2, 1},
-		{"rec-2.jsonl", "", 1, -1},
+		{"rec-1", "invoice_750", 2, 1},
+		{"rec-2", "", 1, -1},
 	} {
-		tr, err := task.ReadTrajectoryFile(filepath.Join(dir, tc.file))
+		// One file per episode, <episode_id>.<start>.<random>.jsonl.
+		files, err := filepath.Glob(filepath.Join(dir, tc.file+".*.jsonl"))
+		if err != nil || len(files) != 1 {
+			t.Fatalf("episode %s recorded as %q (%v), want one file", tc.file, files, err)
+		}
+		tr, err := task.ReadTrajectoryFile(files[0])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,7 +51,8 @@ type WorldBackendConfig struct {
 	// InstanceRoot is where per-process instance directories are made; ""
 	// is <os temp dir>/seahaven-instances.
 	InstanceRoot string
-	// Logger receives one line per tool call; nil discards.
+	// Logger receives one line per tool call and one per fixture repair;
+	// nil discards.
 	Logger *slog.Logger
 	// MaxActive caps the resets and tool calls running in the engine at
 	// once, across sessions; the others wait their turn in arrival order
@@ -100,10 +101,13 @@ const DefaultMinFreeDisk = 8 << 20
 const fixtureListTTL = 2 * time.Second
 
 // NewWorldBackend returns a Backend for w. It seals the world (so a tree
-// that does not seal fails here, not at the first reset), checks that the
-// default fixture exists, loads the world's tasks (its Go tasks and the
-// tasks.yaml of the fixtures directory; a bad one fails here), makes this process's instance directory, and
-// removes instance directories left by processes that are no longer running.
+// that does not seal fails here, not at the first reset), repairs what
+// interrupted publishes left in the fixtures directory (fixture.Recover,
+// logged on cfg.Logger), checks that the default fixture exists, loads the
+// world's tasks (its Go tasks and the tasks.yaml of the fixtures directory;
+// a bad one fails here), makes this process's instance directory, and
+// removes instance directories left by processes that are no longer
+// running.
 func NewWorldBackend(w *env.World, cfg WorldBackendConfig) (*WorldBackend, error) {
 	if _, err := composition.Seal(w); err != nil {
 		return nil, err
@@ -133,6 +137,13 @@ func NewWorldBackend(w *env.World, cfg WorldBackendConfig) (*WorldBackend, error
 	b.inspectGate = newGate(cfg.MaxInspect)
 	if b.fixturesDir == "" {
 		b.fixturesDir = w.Spec().FixturesDir
+	}
+	if b.fixturesDir != "" {
+		// A failed repair (a read-only directory holding leftovers) is
+		// logged, not fatal: the fixtures that are whole still serve.
+		if _, err := fixture.Recover(b.fixturesDir, cfg.Logger); err != nil && cfg.Logger != nil {
+			cfg.Logger.Error("fixtures: recovery failed", "dir", b.fixturesDir, "err", err)
+		}
 	}
 	if b.defaultFixture != "" {
 		if _, err := fixture.Read(b.fixturesDir, b.defaultFixture); err != nil {

@@ -86,6 +86,9 @@ func TestWS_ResetValidation(t *testing.T) {
 		{"ControlString", `{"control_tools":"yes"}`, []string{"data.control_tools bool_type"}},
 		{"FixtureNumber", `{"fixture":1}`, []string{"data.fixture string_type"}},
 		{"NowBool", `{"now":true}`, []string{"data.now string_type"}},
+		{"NowNotATime", `{"now":"tuesday"}`, []string{"data.now value_error"}},
+		{"NowPastMax", `{"now":"9999-12-31T00:00:00Z"}`, []string{"data.now value_error"}},
+		{"NowBeforeMin", `{"now":"0999-12-31T23:59:59Z"}`, []string{"data.now value_error"}},
 		{"NotObject", `[1]`, []string{"data dict_type"}},
 		{"Null", `null`, []string{"data dict_type"}},
 		{"Several", `{"seed":-1,"colour":"red","clock_mode":"fast","zone":1}`,
@@ -139,7 +142,6 @@ func TestWS_ResetFailureKeepsInstance(t *testing.T) {
 	}{
 		{"UnknownFixture", `{"fixture":"nope"}`, `unknown fixture "nope"`},
 		{"UnknownStartup", `{"startup":{"volume":11}}`, `unknown startup keyword "volume"`},
-		{"BadNow", `{"now":"tuesday"}`, `bad now "tuesday": want RFC 3339`},
 		{"Panic", `{"fixture":"panic"}`, "internal error: Backend.Open panicked: fixture loader exploded"},
 	}
 	fake := newFake(t)

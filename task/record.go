@@ -3,6 +3,8 @@ package task
 import (
 	"bufio"
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,10 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"sync"
-
-	"github.com/google/uuid"
+	"time"
 
 	"github.com/seahaven/seahaven/env"
 )
@@ -159,27 +159,34 @@ func (r *Recorder) Dir() string { return r.dir }
 
 var safeNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$`)
 
+// nameTime is how a recording's file name writes its start (UTC, to the
+// millisecond): sortable as text.
+const nameTime = "20060102T150405.000Z"
+
 // Start creates the file of one episode and writes its header. The file is
-// <episode_id>.jsonl (a new UUID when the id is empty or not a plain file
-// name), with -2, -3, … added when the name is taken.
+// <episode_id>.<start>.<random>.jsonl: the episode id ("episode" when it is
+// empty or not a plain file name), the wall time the recording started in
+// UTC to the millisecond (20261203T093812.123Z), and 8 random hex digits. So
+// any number of episodes with one id are recorded side by side, each file is
+// created with one O_EXCL open (another only on a random collision), and
+// sorted by name one id's files come in the order they started.
 func (r *Recorder) Start(h Header) (*Recording, error) {
 	h.Type = LineHeader
 	base := h.EpisodeID
 	if !safeNameRE.MatchString(base) {
-		base = uuid.NewString()
+		base = "episode"
 	}
 	var f *os.File
-	for n := 1; ; n++ {
-		name := base
-		if n > 1 {
-			name += "-" + strconv.Itoa(n)
-		}
+	for attempt := 1; ; attempt++ {
+		var b [4]byte
+		rand.Read(b[:]) // never fails (crypto/rand panics on failure)
+		name := base + "." + time.Now().UTC().Format(nameTime) + "." + hex.EncodeToString(b[:]) + ".jsonl"
 		var err error
-		f, err = os.OpenFile(filepath.Join(r.dir, name+".jsonl"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err = os.OpenFile(filepath.Join(r.dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, fs.ErrExist) || n == 1000 {
+		if !errors.Is(err, fs.ErrExist) || attempt == 3 {
 			return nil, fmt.Errorf("task: recorder: %w", err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -67,8 +68,8 @@ func recordInvoice(t *testing.T, opts composition.Options) string {
 
 func TestRecorder_Episode(t *testing.T) {
 	path := recordInvoice(t, composition.Options{EpisodeID: "ep-7", Seed: 5})
-	if filepath.Base(path) != "ep-7.jsonl" {
-		t.Errorf("file %s, want ep-7.jsonl", path)
+	if !recordingName("ep-7").MatchString(filepath.Base(path)) {
+		t.Errorf("file %s, want ep-7.<start>.<random>.jsonl", path)
 	}
 	tr, err := task.ReadTrajectoryFile(path)
 	if err != nil {
@@ -233,25 +234,68 @@ func TestReplayTrajectory_WithoutTask(t *testing.T) {
 	}
 }
 
+// recordingName matches the name of a recording of episode base.
+func recordingName(base string) *regexp.Regexp {
+	return regexp.MustCompile(`^` + regexp.QuoteMeta(base) + `\.[0-9]{8}T[0-9]{6}\.[0-9]{3}Z\.[0-9a-f]{8}\.jsonl$`)
+}
+
 func TestRecorder_Names(t *testing.T) {
 	rec, err := task.NewRecorder(filepath.Join(t.TempDir(), "new", "dir"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, id := range []string{"ep", "ep", "../escape", ""} {
-		r, err := rec.Start(task.Header{World: "w", EpisodeID: id})
+	for _, tt := range []struct {
+		id   string // the episode id
+		base string // the name's first part
+	}{
+		{"ep", "ep"},
+		{"ep", "ep"},
+		{"a.b_c-1", "a.b_c-1"},
+		{"../escape", "episode"},
+		{"", "episode"},
+	} {
+		r, err := rec.Start(task.Header{World: "w", EpisodeID: tt.id})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if filepath.Dir(r.Path()) != rec.Dir() {
 			t.Fatalf("file %s outside %s", r.Path(), rec.Dir())
 		}
-		got = append(got, filepath.Base(r.Path()))
+		if name := filepath.Base(r.Path()); !recordingName(tt.base).MatchString(name) {
+			t.Errorf("episode %q recorded as %s, want %s.<start>.<random>.jsonl", tt.id, name, tt.base)
+		}
 		r.Close()
 	}
-	if got[0] != "ep.jsonl" || got[1] != "ep-2.jsonl" || !strings.HasSuffix(got[2], ".jsonl") || strings.Contains(got[2], "escape") || got[3] == ".jsonl" {
-		t.Fatalf("names %v", got)
+	if ents, err := os.ReadDir(rec.Dir()); err != nil || len(ents) != 5 {
+		t.Errorf("%d files (%v), want 5", len(ents), err)
+	}
+}
+
+// TestRecorder_ManyWithOneID records more episodes with one id than the
+// recorder once allowed (1,000), each with one attempt at a name.
+func TestRecorder_ManyWithOneID(t *testing.T) {
+	rec, err := task.NewRecorder(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1100
+	seen := map[string]bool{}
+	for i := range n {
+		r, err := rec.Start(task.Header{World: "w", EpisodeID: "ep-1"})
+		if err != nil {
+			t.Fatalf("recording %d: %v", i+1, err)
+		}
+		seen[filepath.Base(r.Path())] = true
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("%d distinct files for %d recordings", len(seen), n)
+	}
+	ents, err := os.ReadDir(rec.Dir())
+	if err != nil || len(ents) != n {
+		t.Fatalf("%d files (%v), want %d", len(ents), err, n)
 	}
 }
 

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/fixture"
+	"github.com/seahaven/seahaven/task"
 )
 
 // FixturesCommand builds, lists and verifies fixtures.
@@ -20,7 +24,9 @@ var builders = map[string]func(ctx context.Context, dir string, replace bool) er
 	"company": company.BuildAcme,
 }
 
-// Run runs `seahaven fixtures build|list|verify`.
+// Run runs `seahaven fixtures build|list|verify`. Each first repairs what
+// interrupted publishes left in the fixtures directory (fixture.Recover),
+// logging each repair on standard error.
 func (c *FixturesCommand) Run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		return &exitError{code: 2, err: errors.New("fixtures: want build, list or verify")}
@@ -31,6 +37,11 @@ func (c *FixturesCommand) Run(ctx context.Context, args []string) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
+	switch args[0] {
+	case "build", "list", "verify":
+	default:
+		return &exitError{code: 2, err: fmt.Errorf("fixtures: unknown subcommand %q", args[0])}
+	}
 	w, err := c.m.world(*worldName)
 	if err != nil {
 		return err
@@ -38,8 +49,12 @@ func (c *FixturesCommand) Run(ctx context.Context, args []string) error {
 	if *dir == "" {
 		*dir = w.Spec().FixturesDir
 	}
-	switch args[0] {
-	case "build":
+	logger := slog.New(slog.NewTextHandler(c.m.Stderr, nil))
+	_, recoverErr := fixture.Recover(*dir, logger)
+	if args[0] == "build" {
+		if recoverErr != nil {
+			return recoverErr
+		}
 		build, ok := builders[*worldName]
 		if !ok {
 			return fmt.Errorf("fixtures build: world %s has no fixture generator", *worldName)
@@ -49,33 +64,78 @@ func (c *FixturesCommand) Run(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(c.m.Stdout, "built fixtures of %s in %s\n", *worldName, *dir)
 		return nil
-	case "list", "verify":
-		list, err := fixture.List(*dir)
-		if err != nil {
-			return err
-		}
-		tw := tabwriter.NewWriter(c.m.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tFORMAT\tWORLD\tNOW\tPARENT\tSTATUS\tDESCRIPTION")
-		var bad error
-		for _, s := range list {
-			status := "-"
-			if args[0] == "verify" {
-				status = "ok"
-				if err := verifyFixture(ctx, w.WithFixturesDir(*dir), s); err != nil {
-					status = "FAILED"
-					bad = errors.Join(bad, err)
-				}
-			}
-			parent := "-"
-			if s.ParentID != nil {
-				parent = *s.ParentID
-			}
-			fmt.Fprintf(tw, "%s\tv%d\t%s %s\t%s\t%s\t%s\t%s\n", s.ID, s.FormatVersion, s.World, s.WorldVersion, s.Now, parent, status, s.Description)
-		}
-		tw.Flush()
-		return bad
 	}
-	return &exitError{code: 2, err: fmt.Errorf("fixtures: unknown subcommand %q", args[0])}
+	if recoverErr != nil {
+		// Listing what is whole still helps; verify fails below.
+		logger.Error("fixtures: recovery failed", "dir", *dir, "err", recoverErr)
+	}
+	list, err := fixture.List(*dir)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(c.m.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tFORMAT\tWORLD\tNOW\tPARENT\tSTATUS\tDESCRIPTION")
+	var bad error
+	for _, s := range list {
+		status := "-"
+		if args[0] == "verify" {
+			status = "ok"
+			if err := verifyFixture(ctx, w.WithFixturesDir(*dir), s); err != nil {
+				status = "FAILED"
+				bad = errors.Join(bad, err)
+			}
+		}
+		parent := "-"
+		if s.ParentID != nil {
+			parent = *s.ParentID
+		}
+		fmt.Fprintf(tw, "%s\tv%d\t%s %s\t%s\t%s\t%s\t%s\n", s.ID, s.FormatVersion, s.World, s.WorldVersion, s.Now, parent, status, s.Description)
+	}
+	if args[0] == "verify" {
+		bad = errors.Join(recoverErr, bad)
+		named, err := namedFixtures(w, *worldName, *dir, list)
+		bad = errors.Join(bad, err)
+		for _, n := range named {
+			if !slices.ContainsFunc(list, func(s *fixture.Sidecar) bool { return s.ID == n.id }) {
+				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\tMISSING\tnamed by %s\n", n.id, strings.Join(n.by, ", "))
+				bad = errors.Join(bad, fmt.Errorf("fixture %s is missing from %s (named by %s)", n.id, *dir, strings.Join(n.by, ", ")))
+			}
+		}
+	}
+	tw.Flush()
+	return bad
+}
+
+// namedFixture is a fixture id something refers to.
+type namedFixture struct {
+	id string
+	by []string // who names it
+}
+
+// namedFixtures returns, sorted by id, the fixtures that the world's default
+// (the one serve uses), its tasks and the listed sidecars' parent_id name.
+func namedFixtures(w *env.World, worldName, dir string, list []*fixture.Sidecar) ([]namedFixture, error) {
+	by := map[string][]string{}
+	if id := defaultFixtures[worldName]; id != "" {
+		by[id] = append(by[id], "the world's default fixture")
+	}
+	tasks, err := task.ForWorldDir(w, dir)
+	for _, t := range tasks {
+		if t.Fixture != "" {
+			by[t.Fixture] = append(by[t.Fixture], "task "+t.ID)
+		}
+	}
+	for _, s := range list {
+		if s.ParentID != nil {
+			by[*s.ParentID] = append(by[*s.ParentID], "the parent_id of "+s.ID)
+		}
+	}
+	out := make([]namedFixture, 0, len(by))
+	for id, who := range by {
+		out = append(out, namedFixture{id: id, by: who})
+	}
+	slices.SortFunc(out, func(a, b namedFixture) int { return strings.Compare(a.id, b.id) })
+	return out, err
 }
 
 // verifyFixture creates (and closes) an instance from the fixture: every

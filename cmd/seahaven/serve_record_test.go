@@ -48,7 +48,11 @@ func TestServeCommand_Record(t *testing.T) {
 	var stdout bytes.Buffer
 	g := NewMain()
 	g.Stdout, g.Stderr = &stdout, io.Discard
-	file := filepath.Join(dir, "cli-1.jsonl")
+	files, err := filepath.Glob(filepath.Join(dir, "cli-1.*.jsonl"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("recorded %q (%v), want one cli-1.<start>.<random>.jsonl", files, err)
+	}
+	file := files[0]
 	if err := g.Run(context.Background(), []string{"grade", "--world", "company", file}); err != nil {
 		t.Fatalf("grade: %v\n%s", err, stdout.String())
 	}
