@@ -121,14 +121,22 @@ type Instance struct {
 
 // lockCtx takes the instance's lock for what (the operation, for the
 // error), waiting no longer than ctx allows: the error is then ctx's. A
-// wait that could never end is refused at once with a *env.WorldBug: while
-// a Bulk block runs, a call with any context but the block's own (the block
-// holds the instance until it returns, and Go cannot tell a call made
-// inside the block from one made beside it), and during any activation, a
-// call with a context derived from that activation's.
+// wait that could never end is refused at once with a *env.WorldBug: with
+// the running activation's own context (which only calls re-enter with),
+// while a Bulk block runs with any context (the block holds the instance
+// until it returns, and Go cannot tell a call made inside the block from
+// one made beside it), and during any activation with a context derived
+// from that activation's.
 func (i *Instance) lockCtx(ctx context.Context, what string) error {
 	if a := i.running.Load(); a != nil {
 		switch {
+		case ctx == a.ctx:
+			// Only calls re-enter with it (see callRoute).
+			where := "a Bulk block"
+			if a.kind != kindBulk {
+				where = fmt.Sprintf("the call of %s", a.tool)
+			}
+			return env.Bugf("%s cannot run inside %s: it holds the instance until it returns", what, where)
 		case a.kind == kindBulk:
 			return env.Bugf("%s while the instance runs a Bulk block: a call made inside the block must pass the block's context, c.Context(); "+
 				"the block holds the instance until it returns, so any other context would wait for it forever", what)

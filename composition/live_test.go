@@ -321,7 +321,7 @@ func TestBulk_CallContext(t *testing.T) {
 				err = inst.Bulk(ctx, func(c *env.Ctx) error {
 					cctx, cancel := tc.ctx(c)
 					defer cancel()
-					_, err := inst.CallJSON(cctx, "add", []byte(`{"amount": 1}`))
+					_, err := inst.Call(cctx, "add", amountArgs{1})
 					return err
 				})
 			})
@@ -331,6 +331,19 @@ func TestBulk_CallContext(t *testing.T) {
 			}
 		})
 	}
+	t.Run("FreezeInsideTheBlock", func(t *testing.T) {
+		var err error
+		within(t, "Bulk", func() {
+			err = inst.Bulk(ctx, func(c *env.Ctx) error {
+				_, err := inst.Freeze(c.Context(), "inside", "", composition.FreezeOptions{FixturesDir: t.TempDir()})
+				return err
+			})
+		})
+		var bug *env.WorldBug
+		if !errors.As(err, &bug) || bug.Message != "Freeze cannot run inside a Bulk block: it holds the instance until it returns" {
+			t.Fatalf("Bulk: %v", err)
+		}
+	})
 	t.Run("TheBlocksContext", func(t *testing.T) {
 		err := inst.Bulk(ctx, func(c *env.Ctx) error {
 			_, err := inst.CallJSON(c.Context(), "add", []byte(`{"amount": 2}`))
