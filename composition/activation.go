@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +17,11 @@ import (
 	"github.com/seahaven/seahaven/sqlitestore"
 )
 
+// activationKey marks the context an activation hands to world code. It
+// never lets a call re-enter the instance (only the activation's own context
+// does, compared by identity in callRoute): it lets Open refuse to run
+// inside a call, and a call made inside one with a context derived from it
+// be refused rather than wait for it forever.
 type activationKey struct{}
 
 func activationFrom(ctx context.Context) *activation {
@@ -26,6 +32,15 @@ func activationFrom(ctx context.Context) *activation {
 	return a
 }
 
+// activationKind says what opened an activation.
+type activationKind int
+
+const (
+	kindCall    activationKind = iota // an agent call: logged, one step
+	kindBulk                          // a Bulk block
+	kindStartup                       // the startup hooks of Open
+)
+
 // activation is one outermost call (or a bulk block, or startup) of an
 // instance. Handles made during it die when it ends.
 type activation struct {
@@ -33,8 +48,12 @@ type activation struct {
 	id      int
 	ctx     context.Context
 	tool    string
+	kind    activationKind
 	logging bool
 	ended   atomic.Bool
+
+	turnMu sync.Mutex // guards top, and busy and done of every turn of the activation
+	top    *turn      // the innermost turn: the one whose code runs now
 
 	pinned []*nodeState
 	pinBuf [4]*nodeState // pinned's first backing array
@@ -58,24 +77,26 @@ func (a *activation) note(err error) error {
 	return err
 }
 
-// activate runs fn as a new activation. The caller holds i.mu.
-func (i *Instance) activate(ctx context.Context, tool string, logging bool, fn func(a *activation) error) error {
+// activate runs fn as a new activation. The caller holds the instance's
+// lock.
+func (i *Instance) activate(ctx context.Context, tool string, kind activationKind, fn func(a *activation) error) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	logging := kind == kindCall
 	if logging {
 		i.calls++
 	}
-	a := &activation{inst: i, id: i.calls, tool: tool, logging: logging}
+	a := &activation{inst: i, id: i.calls, tool: tool, kind: kind, logging: logging}
 	a.pinned = a.pinBuf[:0]
 	a.ctx = context.WithValue(ctx, activationKey{}, a)
-	i.current = a
+	i.running.Store(a)
 	err := fn(a)
 	if lerr := a.finishLoose(); err == nil {
 		err = lerr
 	}
 	a.ended.Store(true)
-	i.current = nil
+	i.running.Store(nil)
 	for _, ns := range a.pinned {
 		clear(ns.frames)
 		ns.frames = ns.frames[:0] // the backing array serves the next activation
@@ -92,31 +113,108 @@ func (i *Instance) activate(ctx context.Context, tool string, logging bool, fn f
 	return err
 }
 
+// A turn is one stretch of world code in an activation: a startup hook, a
+// Bulk block, or one node's layer of a call (its middleware and its tool).
+// What that code is handed (its Ctx's DB and Worlds, and the handles they
+// make) is bound to its turn. Turns nest as calls do: while a layer's code
+// waits in a nested call or in its next layer, the inner turn's code runs.
+//
+// Go has no goroutine identity, so a turn stands in for the spec's thread:
+// a use of a turn's objects is refused with the stale-handle WorldBug
+// unless the turn is the innermost one and no other use of it is in
+// progress (which only another goroutine can cause), and after the turn
+// has ended. A goroutine that uses them while the turn's own code only
+// waits for it is indistinguishable from that code, and nothing else runs
+// on the instance meanwhile.
+type turn struct {
+	parent *turn
+	busy   bool // a use of the turn's objects, or a turn inside it, is in progress
+	done   bool // the turn's code has returned
+}
+
+// staleErr is the WorldBug a stale turn's objects return.
+func staleErr() error { return env.Bugf(env.StaleHandle) }
+
+// enter starts a use of t's objects (see turn) and marks t busy until
+// leave.
+func (a *activation) enter(t *turn) error {
+	a.turnMu.Lock()
+	defer a.turnMu.Unlock()
+	if a.ended.Load() || t.done || t != a.top || t.busy {
+		return staleErr()
+	}
+	t.busy = true
+	return nil
+}
+
+// leave ends a use of t's objects.
+func (a *activation) leave(t *turn) {
+	a.turnMu.Lock()
+	t.busy = false
+	a.turnMu.Unlock()
+}
+
+// check is enter and leave: it reports whether t's objects may be used now.
+func (a *activation) check(t *turn) error {
+	if err := a.enter(t); err != nil {
+		return err
+	}
+	a.leave(t)
+	return nil
+}
+
+// innermost returns the turn whose code runs now, nil before the first.
+func (a *activation) innermost() *turn {
+	a.turnMu.Lock()
+	defer a.turnMu.Unlock()
+	return a.top
+}
+
+// push opens the turn of code about to run for ns, inside parent (nil for
+// the activation's first turn), and returns what that code sees. parent
+// stays busy until pop: its objects wait, as its code does.
+func (a *activation) push(parent *turn, ns *nodeState, info *env.CallInfo) (*nodeView, error) {
+	if parent != nil {
+		if err := a.enter(parent); err != nil {
+			return nil, err
+		}
+	}
+	v := &nodeView{}
+	v.turn.parent = parent
+	v.db = nodeDB{a: a, ns: ns, t: &v.turn}
+	v.worlds = worldsImpl{a: a, ns: ns, t: &v.turn}
+	v.ctx = env.NewCtx(a.ctx, a.inst.now, &v.db, ns.state, ns.ids, env.NewWorlds(&v.worlds), info)
+	a.turnMu.Lock()
+	a.top = &v.turn
+	a.turnMu.Unlock()
+	return v, nil
+}
+
+// pop ends the turn push opened and hands control back to its parent.
+func (a *activation) pop(v *nodeView) {
+	a.turnMu.Lock()
+	v.turn.done = true
+	a.top = v.turn.parent
+	if a.top != nil {
+		a.top.busy = false
+	}
+	a.turnMu.Unlock()
+}
+
+// nodeView is what one turn's code sees of its node, in one allocation.
+type nodeView struct {
+	turn   turn
+	db     nodeDB
+	worlds worldsImpl
+	ctx    *env.Ctx
+}
+
 // touch pins a node's store for the rest of the activation.
 func (a *activation) touch(ns *nodeState) {
 	if !slices.Contains(a.pinned, ns) {
 		ns.store.Pin()
 		a.pinned = append(a.pinned, ns)
 	}
-}
-
-// alive returns the stale-handle WorldBug once the activation has ended.
-func (a *activation) alive() error {
-	if a.ended.Load() {
-		return env.Bugf(env.StaleHandle)
-	}
-	return nil
-}
-
-func (a *activation) ctxFor(ns *nodeState, info *env.CallInfo) *env.Ctx {
-	v := &nodeView{db: nodeDB{a: a, ns: ns}, worlds: worldsImpl{a: a, ns: ns}}
-	return env.NewCtx(a.ctx, a.inst.now, &v.db, ns.state, ns.ids, env.NewWorlds(&v.worlds), info)
-}
-
-// nodeView is what a call's env.Ctx sees of its node, in one allocation.
-type nodeView struct {
-	db     nodeDB
-	worlds worldsImpl
 }
 
 // frame is one open transaction on one node.
@@ -306,31 +404,37 @@ func (a *activation) endGroup(err error) error {
 	return nil
 }
 
-// descend runs the middleware of route.Path[k] and below, then the tool. A
-// node's layers run inside a transaction frame on that node; nodes with no
-// middleware between the root and the owner are passed through.
-func (a *activation) descend(route *Route, k int, info *env.CallInfo, in any) (any, error) {
+// descend runs the middleware of route.Path[k] and below, then the tool,
+// inside parent (nil when the call opened the activation). A node's layers
+// run in a turn of their own inside a transaction frame on that node; nodes
+// with no middleware between the root and the owner are passed through.
+func (a *activation) descend(parent *turn, route *Route, k int, info *env.CallInfo, in any) (any, error) {
 	n := route.Path[k]
 	ns := a.inst.nodes[n.Index]
 	mws := n.World.Middleware()
 	owner := k == len(route.Path)-1
 	if len(mws) == 0 && !owner {
-		return a.descend(route, k+1, info, in)
+		return a.descend(parent, route, k+1, info, in)
 	}
-	inner := func() (any, error) { return a.descend(route, k+1, info, in) }
+	inner := func(t *turn) (any, error) { return a.descend(t, route, k+1, info, in) }
 	if owner {
 		inner = nil
 	}
-	return a.layers(ns, mws, route.Def, info, in, inner)
+	return a.layers(parent, ns, mws, route.Def, info, in, inner)
 }
 
 // layers runs one node's middleware around inner (or the tool, when inner
-// is nil) inside a frame on that node.
-func (a *activation) layers(ns *nodeState, mws []env.Middleware, def *env.ToolDef, info *env.CallInfo, in any, inner func() (any, error)) (out any, err error) {
+// is nil) in a turn inside parent and a frame on that node.
+func (a *activation) layers(parent *turn, ns *nodeState, mws []env.Middleware, def *env.ToolDef, info *env.CallInfo, in any, inner func(t *turn) (any, error)) (out any, err error) {
 	start := time.Now()
 	if inner == nil {
 		defer func() { a.logCall(info, start, err) }()
 	}
+	v, err := a.push(parent, ns, info)
+	if err != nil {
+		return nil, err
+	}
+	defer a.pop(v)
 	if err := a.ensureGroup(ns); err != nil {
 		return nil, err
 	}
@@ -338,14 +442,14 @@ func (a *activation) layers(ns *nodeState, mws []env.Middleware, def *env.ToolDe
 	if err != nil {
 		return nil, err
 	}
-	c := a.ctxFor(ns, info)
+	c := v.ctx
 	var next func(j int) (any, error)
 	next = func(j int) (any, error) {
 		if j < len(mws) {
 			return mws[j](c, func() (any, error) { return next(j + 1) })
 		}
 		if inner != nil {
-			return inner()
+			return inner(&v.turn)
 		}
 		return def.Invoke(c, in)
 	}
@@ -368,10 +472,10 @@ func (a *activation) logCall(info *env.CallInfo, start time.Time, err error) {
 	a.inst.log.Info("call", attrs...)
 }
 
-// nested runs a tool of a node from host code: only the owning world's
-// chain, its own transaction, marked internal.
-func (a *activation) nested(ns *nodeState, def *env.ToolDef, args any) (any, error) {
-	if err := a.alive(); err != nil {
+// nested runs a tool of a node from host code running in turn t: only the
+// owning world's chain, its own transaction, marked internal.
+func (a *activation) nested(t *turn, ns *nodeState, def *env.ToolDef, args any) (any, error) {
+	if err := a.check(t); err != nil {
 		return nil, err
 	}
 	in, raw, err := def.AcceptJSON(args)
@@ -379,7 +483,7 @@ func (a *activation) nested(ns *nodeState, def *env.ToolDef, args any) (any, err
 		return nil, err
 	}
 	info := &env.CallInfo{Tool: def.Name, Own: def.Name, Node: ns.node.Path, Internal: true, Arguments: raw}
-	return a.layers(ns, ns.node.World.Middleware(), def, info, in, nil)
+	return a.layers(t, ns, ns.node.World.Middleware(), def, info, in, nil)
 }
 
 // guard runs fn, turning a panic into an error: a *env.WorldBug panic (a
@@ -404,19 +508,20 @@ func guardValue(fn func() (any, error)) (out any, err error) {
 	return fn()
 }
 
-// worldsImpl is ctx.Worlds for one node in one activation.
+// worldsImpl is ctx.Worlds for one node in one turn of an activation.
 type worldsImpl struct {
 	a  *activation
 	ns *nodeState
+	t  *turn
 }
 
 func (w *worldsImpl) Get(name string) (env.HandleImpl, error) {
-	if err := w.a.alive(); err != nil {
+	if err := w.a.check(w.t); err != nil {
 		return nil, err
 	}
 	for _, c := range w.ns.node.Children {
 		if c.Edge.Name == name {
-			return &handleImpl{a: w.a, ns: w.a.inst.nodes[c.Node.Index]}, nil
+			return &handleImpl{a: w.a, ns: w.a.inst.nodes[c.Node.Index], t: w.t}, nil
 		}
 	}
 	return nil, env.Bugf("ctx.Worlds.Get(%q): %s added no world named %q (it added: %s)", name, w.ns.node.World.Name(), name, strings.Join(w.Names(), ", "))
@@ -430,25 +535,26 @@ func (w *worldsImpl) Names() []string {
 	return names
 }
 
-// handleImpl is a handle on one node, bound to one activation.
+// handleImpl is a handle on one node, bound to the turn that made it.
 type handleImpl struct {
 	a  *activation
 	ns *nodeState
+	t  *turn
 }
 
 func (h *handleImpl) CallName(tool string, args any) (any, error) {
-	if err := h.a.alive(); err != nil {
+	if err := h.a.check(h.t); err != nil {
 		return nil, err
 	}
 	def := h.ns.node.World.Tool(tool)
 	if def == nil {
 		return nil, env.Bugf("%s (node %s) has no tool %q", h.ns.node.World.Name(), h.ns.node.Path, tool)
 	}
-	return h.a.nested(h.ns, def, args)
+	return h.a.nested(h.t, h.ns, def, args)
 }
 
 func (h *handleImpl) CallDef(_ context.Context, def *env.ToolDef, args any) (any, error) {
-	if err := h.a.alive(); err != nil {
+	if err := h.a.check(h.t); err != nil {
 		return nil, err
 	}
 	var owners []*Node
@@ -471,7 +577,7 @@ func (h *handleImpl) CallDef(_ context.Context, def *env.ToolDef, args any) (any
 	case 0:
 		return nil, env.Bugf("%s is a tool of %s, which is not in the subtree of node %s", def.Name, def.World.Name(), h.ns.node.Path)
 	case 1:
-		return h.a.nested(h.a.inst.nodes[owners[0].Index], owners[0].World.Tool(def.Name), args)
+		return h.a.nested(h.t, h.a.inst.nodes[owners[0].Index], owners[0].World.Tool(def.Name), args)
 	}
 	var cands []string
 	for _, n := range owners {
@@ -480,13 +586,15 @@ func (h *handleImpl) CallDef(_ context.Context, def *env.ToolDef, args any) (any
 	return nil, env.Bugf("%s is a tool of %s, which is a node of this subtree more than once (%s): call it through the handle of the account you mean", def.Name, def.World.Name(), strings.Join(cands, ", "))
 }
 
-func (h *handleImpl) DB() env.DB { return &nodeDB{a: h.a, ns: h.ns} }
+func (h *handleImpl) DB() env.DB { return &nodeDB{a: h.a, ns: h.ns, t: h.t} }
 
 func (h *handleImpl) State() (map[string]any, error) {
-	if err := h.a.alive(); err != nil {
+	if err := h.a.check(h.t); err != nil {
 		return nil, err
 	}
 	return h.ns.state, nil
 }
 
-func (h *handleImpl) Worlds() *env.Worlds { return env.NewWorlds(&worldsImpl{a: h.a, ns: h.ns}) }
+func (h *handleImpl) Worlds() *env.Worlds {
+	return env.NewWorlds(&worldsImpl{a: h.a, ns: h.ns, t: h.t})
+}

@@ -11,28 +11,37 @@ import (
 	"github.com/seahaven/seahaven/sqlitestore"
 )
 
-// nodeDB is a node's store as world code sees it during one activation.
+// nodeDB is a node's store as world code sees it in one turn of an
+// activation.
 type nodeDB struct {
 	a  *activation
 	ns *nodeState
+	t  *turn
 }
 
+// ready starts a use of the store: it enters the turn (see turn), and
+// done must follow when ready succeeds.
 func (d *nodeDB) ready() error {
-	if err := d.a.alive(); err != nil {
+	if err := d.a.enter(d.t); err != nil {
 		return err
 	}
 	d.a.touch(d.ns)
 	if err := d.a.ensureGroup(d.ns); err != nil {
+		d.done()
 		return err
 	}
 	d.a.looseCapture(d.ns)
 	return nil
 }
 
+// done ends a use ready started.
+func (d *nodeDB) done() { d.a.leave(d.t) }
+
 func (d *nodeDB) Exec(sql string, args ...any) (env.Result, error) {
 	if err := d.ready(); err != nil {
 		return env.Result{}, err
 	}
+	defer d.done()
 	r, err := d.ns.store.Exec(d.a.ctx, sql, args...)
 	return env.Result{RowsAffected: r.RowsAffected, LastInsertID: r.LastInsertID}, dbError("Exec", sql, d.a.note(err))
 }
@@ -50,6 +59,7 @@ func (d *nodeDB) query(method, sql string, args []any) ([]env.Row, error) {
 	if err := d.ready(); err != nil {
 		return nil, err
 	}
+	defer d.done()
 	rows, err := d.ns.store.Query(d.a.ctx, sql, args...)
 	return toRows(rows, dbError(method, sql, d.a.note(err)))
 }
@@ -66,7 +76,8 @@ func first(rows []env.Row, err error) (env.Row, error) {
 // directly (a handle's DB), in a transaction of its own. A direct
 // transaction is a stretch of its own in the change log: the direct
 // statements before it are recorded first, and when it rolls back, the
-// records of the nested calls it holds go with their rows.
+// records of the nested calls it holds go with their rows. The turn is in
+// use while the transaction begins, and free for fn's own statements.
 func (d *nodeDB) Transaction(fn func() error) error {
 	if err := d.ready(); err != nil {
 		return err
@@ -75,6 +86,7 @@ func (d *nodeDB) Transaction(fn func() error) error {
 	direct := a.logging && len(ns.frames) == 0
 	if direct {
 		if err := a.cutLoose(ns); err != nil {
+			d.done()
 			return err
 		}
 	}
@@ -82,9 +94,11 @@ func (d *nodeDB) Transaction(fn func() error) error {
 	tx, err := ns.store.Begin(a.ctx)
 	if err != nil {
 		a.resumeLoose(ns)
+		d.done()
 		return a.note(err)
 	}
 	a.looseCapture(ns)
+	d.done()
 	err = guard(fn)
 	if err == nil {
 		err = tx.Commit()
@@ -109,6 +123,7 @@ func (d *nodeDB) Conn() (any, error) {
 	if err := d.ready(); err != nil {
 		return nil, err
 	}
+	defer d.done()
 	c, err := d.ns.store.Conn(d.a.ctx)
 	return c, d.a.note(err)
 }
@@ -144,13 +159,16 @@ func toRows(rows *sqlitestore.Rows, err error) ([]env.Row, error) {
 }
 
 // instanceDB is the root's store for code outside any call: each method
-// takes the instance's lock.
+// takes the instance's lock (and is refused inside a Bulk block, where the
+// block's c.DB is the root's store).
 type instanceDB struct{ inst *Instance }
 
 func (d *instanceDB) with(fn func(s *sqlitestore.Store, ctx context.Context) error) error {
 	i := d.inst
-	i.mu.Lock()
-	defer i.mu.Unlock()
+	if err := i.lockCtx(context.Background(), "inst.DB() (inside a Bulk block, use the block's c.DB)"); err != nil {
+		return err
+	}
+	defer i.unlock()
 	if i.closed {
 		return errClosed
 	}

@@ -9,12 +9,30 @@
 // # Calls and activations
 //
 // An instance runs one call at a time. An agent call (CallJSON, Call,
-// CallDef) takes the instance's lock and starts an activation; a nested call
-// made from host code through a handle runs inside the same activation, on
-// the child's own connection and transaction, without taking the lock again.
-// Handles die with their activation. Each node a call's route descends runs
-// its middleware inside its own transaction frame; a failing frame rolls
-// back only its own store (there is no cross-world atomicity).
+// CallDef) takes the instance's lock, waiting for it no longer than its
+// context allows, and starts an activation; a nested call made from host
+// code through a handle runs inside the same activation, on the child's own
+// connection and transaction, without taking the lock again. So does a call
+// made inside a Bulk block with the block's own context: re-entry is by that
+// context's identity, never by a value a derived context inherits. Each node
+// a call's route descends runs its middleware inside its own transaction
+// frame; a failing frame rolls back only its own store (there is no
+// cross-world atomicity).
+//
+// Within an activation, world code runs in turns: a startup hook, a Bulk
+// block, one node's layer of a call, a nested call's layer. A Ctx's DB and
+// Worlds, and the handles they make, belong to their turn, and are usable
+// while their turn's code is the code running: not while it waits in a
+// nested call or the next layer, not while another use of them is in
+// progress, not after it returned. Go has no goroutine identity; this is
+// the check a handle carried to another goroutine meets.
+//
+// # Re-sealing
+//
+// An instance re-seals its root's tree at its first Tools, call, Bulk or
+// Freeze after any registration in the process (one integer compare
+// otherwise). New tools appear; a tree that no longer seals, or whose nodes
+// changed, fails those with a *env.WorldBug.
 //
 // # Connections and files
 //

@@ -318,8 +318,13 @@ func (i *Instance) Freeze(ctx context.Context, id, description string, opts Free
 	if _, err := fixture.Recover(root, i.log); err != nil {
 		return nil, fmt.Errorf("freeze %q: %w", id, err)
 	}
-	i.mu.Lock()
-	defer i.mu.Unlock()
+	if _, err := i.reseal(); err != nil {
+		return nil, err
+	}
+	if err := i.lockCtx(ctx, "Freeze"); err != nil {
+		return nil, fmt.Errorf("freeze %q: %w", id, err)
+	}
+	defer i.unlock()
 	if i.closed {
 		return nil, errClosed
 	}

@@ -10,8 +10,9 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seahaven/seahaven/env"
@@ -91,11 +92,21 @@ type nodeState struct {
 // Instance is one live composition: one store per node in one directory,
 // one clock, one change log. It runs one call at a time: CallJSON, CallDef,
 // Bulk, Freeze and the readers are safe for concurrent use and serialise on
-// the instance's lock; a nested call made from inside a call re-enters
-// through its context instead of taking the lock again.
+// the instance's lock, and a call waits for it no longer than its context
+// allows. A nested call made through a handle runs inside the call that
+// made it, and a call made inside a Bulk block with the block's context,
+// c.Context(), runs inside the block; neither takes the lock again.
+//
+// The instance runs against its root's tree as sealed at its first use
+// after any registration anywhere in the process (see Seal): a tool
+// registered after Open appears in Tools and can be called. A registration
+// that breaks the tree fails Tools (a panic), every call, Bulk and Freeze
+// with the seal's *env.WorldBug, as Open would; one that changes the tree's
+// nodes fails them with a *env.WorldBug saying so, because the instance
+// keeps the stores it opened with.
 type Instance struct {
 	world  *env.World
-	sealed *Sealed
+	sealed atomic.Pointer[Sealed] // the tree as last sealed; see reseal
 	dir    string
 	opts   Options
 	clock  *clock
@@ -106,13 +117,120 @@ type Instance struct {
 	compRecords []env.CompositionRecord
 	fixture     *env.FixtureRef
 
-	mu      sync.Mutex // guards everything below
+	// lock is the instance's lock: a call, a Bulk block, a Freeze or a
+	// reader holds its one slot. A channel rather than a sync.Mutex, so that
+	// a call waiting for it gives up at its deadline.
+	lock chan struct{}
+	// running is the activation holding lock, nil between activations. It
+	// is read without the lock, to refuse a call that could only wait for
+	// the activation it is made from.
+	running atomic.Pointer[activation]
+
+	// guarded by lock:
 	nodes   []*nodeState
 	calls   int // agent-level calls (activations that log), which are the steps
 	changes changeLog
 	view    *View
 	closed  bool
-	current *activation
+}
+
+// lockCtx takes the instance's lock for what (the operation, for the
+// error), waiting no longer than ctx allows: the error is then ctx's. A
+// wait that could never end is refused at once with a *env.WorldBug: with
+// the running activation's own context (which only calls re-enter with),
+// while a Bulk block runs with any context (the block holds the instance
+// until it returns, and Go cannot tell a call made inside the block from
+// one made beside it), and during any activation with a context derived
+// from that activation's.
+func (i *Instance) lockCtx(ctx context.Context, what string) error {
+	if a := i.running.Load(); a != nil {
+		switch {
+		case ctx == a.ctx:
+			// Only calls re-enter with it (see callRoute).
+			where := "a Bulk block"
+			if a.kind != kindBulk {
+				where = fmt.Sprintf("the call of %s", a.tool)
+			}
+			return env.Bugf("%s cannot run inside %s: it holds the instance until it returns", what, where)
+		case a.kind == kindBulk:
+			return env.Bugf("%s while the instance runs a Bulk block: a call made inside the block must pass the block's context, c.Context(); "+
+				"the block holds the instance until it returns, so any other context would wait for it forever", what)
+		case activationFrom(ctx) == a:
+			return env.Bugf("%s with a context derived from the running call of %s: a call made inside a call must pass that call's own context, c.Context(); "+
+				"any other context would wait for the call forever", what, a.tool)
+		}
+	}
+	select {
+	case i.lock <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case i.lock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// lockWait takes the instance's lock, however long that takes: for readers
+// with no context and no error to return.
+func (i *Instance) lockWait() { i.lock <- struct{}{} }
+
+// unlock releases the instance's lock.
+func (i *Instance) unlock() { <-i.lock }
+
+// reseal returns the tree the instance runs against, sealed again first
+// when a registration happened anywhere since it was last sealed: the
+// seal's error then, or a *env.WorldBug when the tree's nodes changed. It
+// takes no lock: a tree that seals again with the same nodes differs only
+// in its surface, and the instance's nodes stay exact.
+func (i *Instance) reseal() (*Sealed, error) {
+	s := i.sealed.Load()
+	if s.Generation == env.Generation() {
+		return s, nil
+	}
+	now, err := Seal(i.world)
+	if err != nil {
+		return nil, err
+	}
+	if err := sameNodes(s, now); err != nil {
+		return nil, err
+	}
+	i.sealed.Store(now)
+	return now, nil
+}
+
+// sameNodes returns a *env.WorldBug naming every difference between the
+// nodes of two seals of one root: added, removed, or of another world,
+// scope, position or set of aliases.
+func sameNodes(was, now *Sealed) error {
+	scopeText := func(p *string) string {
+		if p == nil {
+			return "null"
+		}
+		return strconv.Quote(*p)
+	}
+	var problems []string
+	for _, n := range now.Nodes {
+		old, ok := was.Node(n.Path)
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("node added: %s (world %s, scope %s)", n.Path, n.World.Name(), scopeText(n.Scope)))
+		case old.World != n.World || scopeText(old.Scope) != scopeText(n.Scope) || old.Index != n.Index || !slices.Equal(old.Aliases, n.Aliases):
+			problems = append(problems, fmt.Sprintf("shape changed: node %s was world %s, scope %s, aliases [%s] and is now world %s, scope %s, aliases [%s]",
+				n.Path, old.World.Name(), scopeText(old.Scope), strings.Join(old.Aliases, ", "), n.World.Name(), scopeText(n.Scope), strings.Join(n.Aliases, ", ")))
+		}
+	}
+	for _, n := range was.Nodes {
+		if _, ok := now.Node(n.Path); !ok {
+			problems = append(problems, fmt.Sprintf("node removed: %s (world %s)", n.Path, n.World.Name()))
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return env.Bugf("%s's tree changed after this instance opened (%s): an instance keeps the stores it opened with; open a new instance", now.Root.Name(), strings.Join(problems, "; "))
 }
 
 // Open creates an instance of world: from a fixture when opts.Fixture is
@@ -150,7 +268,8 @@ func open(ctx context.Context, world *env.World, opts Options) (*Instance, error
 	if mode == "" {
 		mode = world.Spec().DefaultClockMode
 	}
-	inst := &Instance{world: world, sealed: sealed, opts: opts, log: opts.Logger, pool: opts.Pool}
+	inst := &Instance{world: world, opts: opts, log: opts.Logger, pool: opts.Pool, lock: make(chan struct{}, 1)}
+	inst.sealed.Store(sealed)
 	inst.changes.max = opts.MaxChangeLogBytes
 	if inst.changes.max == 0 {
 		inst.changes.max = DefaultMaxChangeLogBytes
@@ -260,7 +379,7 @@ func (i *Instance) storeOptions(n *Node) sqlitestore.Options {
 }
 
 func (i *Instance) openStores(ctx context.Context, src *source) error {
-	for _, n := range i.sealed.Nodes {
+	for _, n := range i.sealed.Load().Nodes {
 		ns := &nodeState{node: n, state: map[string]any{}, ids: env.NewIDs(i.opts.Seed, n.Path)}
 		var err error
 		if src == nil {
@@ -306,8 +425,9 @@ func (i *Instance) closeStores() {
 // runStartup runs every node's hooks in startup order inside one activation
 // with every node's transaction open.
 func (i *Instance) runStartup(ctx context.Context) error {
+	order := i.sealed.Load().StartupOrder
 	hooksExist := false
-	for _, n := range i.sealed.StartupOrder {
+	for _, n := range order {
 		if len(n.World.Hooks()) > 0 {
 			hooksExist = true
 		}
@@ -315,11 +435,11 @@ func (i *Instance) runStartup(ctx context.Context) error {
 	if !hooksExist {
 		return nil
 	}
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	return i.activate(ctx, "startup", false, func(a *activation) error {
+	i.lockWait()
+	defer i.unlock()
+	return i.activate(ctx, "startup", kindStartup, func(a *activation) error {
 		a.startGroup()
-		for _, n := range i.sealed.StartupOrder {
+		for _, n := range order {
 			for _, h := range n.World.Hooks() {
 				kw := map[string]any{}
 				for _, k := range h.Keys {
@@ -329,8 +449,10 @@ func (i *Instance) runStartup(ctx context.Context) error {
 						kw[k] = v
 					}
 				}
-				c := a.ctxFor(i.nodes[n.Index], nil)
-				if err := guard(func() error { return h.Run(c, kw) }); err != nil {
+				v, _ := a.push(nil, i.nodes[n.Index], nil)
+				err := guard(func() error { return h.Run(v.ctx, kw) })
+				a.pop(v)
+				if err != nil {
 					return a.endGroup(fmt.Errorf("startup hook of %s (node %s) at %s: %w", n.World.Name(), n.Path, filepath.Base(h.Where), err))
 				}
 			}
@@ -341,9 +463,15 @@ func (i *Instance) runStartup(ctx context.Context) error {
 
 // Tools returns the agent surface: the root's own tools, then each added
 // world's contribution in AddWorld order, then seahaven_control when the
-// instance has control tools.
+// instance has control tools. It panics with the *env.WorldBug a call would
+// return when a registration since the instance's last seal broke its tree
+// (see Instance).
 func (i *Instance) Tools() []env.ToolInfo {
-	out := i.sealed.Tools()
+	s, err := i.reseal()
+	if err != nil {
+		panic(err)
+	}
+	out := s.Tools()
 	if i.opts.ControlTools {
 		out = append(out, controlDef.Info(env.ControlTool))
 	}
@@ -353,14 +481,14 @@ func (i *Instance) Tools() []env.ToolInfo {
 // World returns the root world.
 func (i *Instance) World() *env.World { return i.world }
 
-// Sealed returns the composition the instance runs against.
-func (i *Instance) Sealed() *Sealed { return i.sealed }
+// Sealed returns the composition the instance runs against, as last sealed.
+func (i *Instance) Sealed() *Sealed { return i.sealed.Load() }
 
 // Dir returns the instance directory.
 func (i *Instance) Dir() string { return i.dir }
 
 // StatePath returns the root store's file.
-func (i *Instance) StatePath() string { return filepath.Join(i.dir, i.sealed.Nodes[0].File) }
+func (i *Instance) StatePath() string { return filepath.Join(i.dir, i.sealed.Load().Nodes[0].File) }
 
 // Now returns the instance clock's time.
 func (i *Instance) Now() time.Time { return i.clock.Now() }
@@ -371,7 +499,9 @@ func (i *Instance) Now() time.Time { return i.clock.Now() }
 // returned before anything runs; a tool's error rolls its store back. A
 // call that fails because the host failed it (a store's disk full, its files
 // gone or unopenable, no file descriptors left) returns an *env.InfraError,
-// whatever error the tool or a middleware made of it.
+// whatever error the tool or a middleware made of it. A
+// call that runs past its context's deadline, or waits that long for the
+// instance, is a *env.ToolError of KindTimeout.
 func (i *Instance) CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error) {
 	route, def, err := i.resolve(name)
 	if err != nil {
@@ -398,10 +528,14 @@ func (i *Instance) Call(ctx context.Context, name string, args any) (any, error)
 }
 
 func (i *Instance) resolve(name string) (*Route, *env.ToolDef, error) {
+	s, err := i.reseal()
+	if err != nil {
+		return nil, nil, err
+	}
 	if name == env.ControlTool && i.opts.ControlTools {
 		return nil, controlDef, nil
 	}
-	r, ok := i.sealed.Lookup(name)
+	r, ok := s.Lookup(name)
 	if !ok {
 		return nil, nil, &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("unknown tool %q", name)}
 	}
@@ -413,8 +547,12 @@ func (i *Instance) resolve(name string) (*Route, *env.ToolDef, error) {
 // off it. A tool whose world is a node of the tree twice is a *env.WorldBug
 // naming every candidate. It makes *Instance an env.Caller.
 func (i *Instance) CallDef(ctx context.Context, def *env.ToolDef, args any) (any, error) {
+	s, err := i.reseal()
+	if err != nil {
+		return nil, err
+	}
 	var found []*Route
-	for _, r := range i.sealed.Surface {
+	for _, r := range s.Surface {
 		if r.Def.Same(def) {
 			found = append(found, r)
 		}
@@ -451,32 +589,43 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 		info.Node = "main"
 	}
 	var out any
-	run := func(a *activation) error {
+	run := func(a *activation, parent *turn) error {
 		var err error
 		if route == nil {
 			out, err = a.control(in)
 			return err
 		}
-		out, err = a.descend(route, 0, info, in)
+		out, err = a.descend(parent, route, 0, info, in)
 		return err
 	}
-	if a := activationFrom(ctx); a != nil && a.inst == i {
-		// Made from inside this instance's own activation (a bulk block):
-		// no new activation, no lock.
-		if err := a.alive(); err != nil {
+	if a := i.running.Load(); a != nil && ctx == a.ctx {
+		// Made with the running activation's own context (a call from inside
+		// a Bulk block): no new activation, no lock; the call runs inside
+		// the innermost turn, whose code is the caller.
+		parent := a.innermost()
+		if parent == nil {
+			return nil, staleErr()
+		}
+		if err := a.check(parent); err != nil {
 			return nil, err
 		}
-		err := run(a)
+		err := run(a, parent)
 		return out, err
 	}
-	i.mu.Lock()
-	defer i.mu.Unlock()
+	if a := activationFrom(ctx); a != nil && a.inst == i && a.ended.Load() {
+		// The context of an activation that has ended: world code kept it.
+		return nil, staleErr()
+	}
+	if err := i.lockCtx(ctx, fmt.Sprintf("call of %q", name)); err != nil {
+		return nil, timeoutError(ctx, err, "waited past its deadline for the instance's previous call; nothing ran", "was cancelled while it waited for the instance's previous call; nothing ran")
+	}
+	defer i.unlock()
 	if i.closed {
 		return nil, errClosed
 	}
 	var infra error
-	err := i.activate(ctx, name, true, func(a *activation) error {
-		err := run(a)
+	err := i.activate(ctx, name, kindCall, func(a *activation) error {
+		err := run(a, nil)
 		infra = a.infra
 		return err
 	})
@@ -491,19 +640,28 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 			return nil, ie
 		}
 	}
-	if err != nil && ctx.Err() != nil {
-		// A context cancelled with context.DeadlineExceeded as its cause
-		// (a server enforcing its own time limit) has run out of time too.
-		cause := context.Cause(ctx)
-		if errors.Is(err, ctx.Err()) || errors.Is(err, cause) {
-			kind, msg := env.KindTimeout, "the call ran past its deadline and was rolled back"
-			if !errors.Is(cause, context.DeadlineExceeded) {
-				kind, msg = env.KindExecution, "the call was cancelled and rolled back"
-			}
-			err = &env.ToolError{Kind: kind, Message: msg, Err: err}
-		}
+	return out, timeoutError(ctx, err, "ran past its deadline and was rolled back", "was cancelled and rolled back")
+}
+
+// timeoutError turns err, when it is ctx's own ending, into the
+// *env.ToolError an agent sees: KindTimeout, "the call " + past, for a
+// deadline (a context cancelled with context.DeadlineExceeded as its cause,
+// as a server enforcing its own time limit does, has run out of time too),
+// KindExecution, "the call " + cancelled, for any other cancellation.
+// Other errors pass unchanged.
+func timeoutError(ctx context.Context, err error, past, cancelled string) error {
+	if err == nil || ctx.Err() == nil {
+		return err
 	}
-	return out, err
+	cause := context.Cause(ctx)
+	if !errors.Is(err, ctx.Err()) && !errors.Is(err, cause) {
+		return err
+	}
+	kind, msg := env.KindTimeout, "the call "+past
+	if !errors.Is(cause, context.DeadlineExceeded) {
+		kind, msg = env.KindExecution, "the call "+cancelled
+	}
+	return &env.ToolError{Kind: kind, Message: msg, Err: err}
 }
 
 var errClosed = errors.New("composition: instance is closed")
@@ -513,16 +671,34 @@ var errClosed = errors.New("composition: instance is closed")
 // commit one at a time, the root last. If a node's commit fails, Bulk
 // returns the error and the nodes that committed before it keep their rows:
 // do not freeze such an instance.
+//
+// The block holds the instance until it returns. A call made inside it must
+// pass the block's context, c.Context(), and then runs inside the block;
+// while the block runs, a call, Bulk, Freeze, DB() statement or view query
+// with any other context fails at once with a *env.WorldBug saying so,
+// rather than wait for the block forever. (State, ChangeLog, Close and the
+// other methods without a context wait for the block: do not call them
+// inside it.)
 func (i *Instance) Bulk(ctx context.Context, fn func(c *env.Ctx) error) error {
-	i.mu.Lock()
-	defer i.mu.Unlock()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if _, err := i.reseal(); err != nil {
+		return err
+	}
+	if err := i.lockCtx(ctx, "Bulk"); err != nil {
+		return err
+	}
+	defer i.unlock()
 	if i.closed {
 		return errClosed
 	}
-	return i.activate(ctx, "bulk", false, func(a *activation) error {
+	return i.activate(ctx, "bulk", kindBulk, func(a *activation) error {
 		a.startGroup()
-		c := a.ctxFor(i.nodes[0], nil)
-		return a.endGroup(guard(func() error { return fn(c) }))
+		v, _ := a.push(nil, i.nodes[0], nil)
+		err := guard(func() error { return fn(v.ctx) })
+		a.pop(v)
+		return a.endGroup(err)
 	})
 }
 
@@ -532,8 +708,8 @@ func (i *Instance) Bulk(ctx context.Context, fn func(c *env.Ctx) error) error {
 // Options.MaxChangeLogBytes its oldest records are gone (ChangeLogDropped
 // says how many) and the first record's Seq is one more than that.
 func (i *Instance) ChangeLog() []env.ChangeRecord {
-	i.mu.Lock()
-	defer i.mu.Unlock()
+	i.lockWait()
+	defer i.unlock()
 	return i.changes.all()
 }
 
@@ -541,8 +717,8 @@ func (i *Instance) ChangeLog() []env.ChangeRecord {
 // dropped to keep the log within Options.MaxChangeLogBytes; zero when the
 // log is whole.
 func (i *Instance) ChangeLogDropped() int {
-	i.mu.Lock()
-	defer i.mu.Unlock()
+	i.lockWait()
+	defer i.unlock()
 	return i.changes.dropped
 }
 
@@ -559,8 +735,8 @@ func (i *Instance) Composition() []env.CompositionRecord {
 
 // State returns the seahaven.state/1 document.
 func (i *Instance) State() env.StateDoc {
-	i.mu.Lock()
-	defer i.mu.Unlock()
+	i.lockWait()
+	defer i.unlock()
 	doc := env.StateDoc{
 		StepCount: i.calls, StateFormat: i.world.Spec().StateFormat,
 		World: i.world.Name(), WorldVersion: i.world.Version(), Seed: i.opts.Seed,
@@ -594,8 +770,8 @@ func (i *Instance) DB() env.DB {
 // Close closes every store and the inspection view and removes the instance
 // directory (unless KeepDir). It is safe to call more than once.
 func (i *Instance) Close() error {
-	i.mu.Lock()
-	defer i.mu.Unlock()
+	i.lockWait()
+	defer i.unlock()
 	if i.closed {
 		return nil
 	}
@@ -616,8 +792,8 @@ func (i *Instance) Close() error {
 // Release closes the instance's idle connections now; the next call reopens
 // them. Servers call it for sessions that go quiet.
 func (i *Instance) Release() {
-	i.mu.Lock()
-	defer i.mu.Unlock()
+	i.lockWait()
+	defer i.unlock()
 	for _, ns := range i.nodes {
 		ns.store.Release()
 	}

@@ -14,7 +14,9 @@ import (
 // main and every added node attached read-only under its path with / as __
 // (payments.charges, payments__tax.rates). Writes, ATTACH and DETACH are
 // denied. Queries take the instance's lock, so they never interleave with a
-// call; do not query a view from inside a call of the same instance.
+// call, and wait for it no longer than their context allows; a query made
+// inside a call or a Bulk block of the same instance is refused with a
+// *env.WorldBug (see Instance.Bulk).
 //
 // The view's connection opens on the first query and is closed again once
 // the view has not been queried for the instance pool's idle delay
@@ -28,7 +30,7 @@ import (
 type View struct {
 	inst *Instance
 
-	// guarded by inst.mu:
+	// guarded by inst.lock:
 	insp      *sqlitestore.Inspector
 	rng       *rand.Rand  // random() of the queries
 	lastQuery time.Time   // when the last query ended
@@ -37,8 +39,8 @@ type View struct {
 
 // Inspect returns the instance's inspection view.
 func (i *Instance) Inspect() *View {
-	i.mu.Lock()
-	defer i.mu.Unlock()
+	i.lockWait()
+	defer i.unlock()
 	if i.view == nil {
 		i.view = &View{inst: i, rng: rand.New(rand.NewPCG(env.StreamSeed(i.opts.Seed, "", "inspect")))}
 	}
@@ -61,8 +63,10 @@ func (v *View) QueryLimit(ctx context.Context, lim sqlitestore.ReadLimit, sql st
 		}
 	}()
 	i := v.inst
-	i.mu.Lock()
-	defer i.mu.Unlock()
+	if err := i.lockCtx(ctx, "View query"); err != nil {
+		return nil, err
+	}
+	defer i.unlock()
 	if i.closed {
 		return nil, errClosed
 	}
@@ -80,7 +84,7 @@ func (v *View) QueryLimit(ctx context.Context, lim sqlitestore.ReadLimit, sql st
 			}
 		}
 		var attach []sqlitestore.Attachment
-		for _, n := range i.sealed.Nodes[1:] {
+		for _, n := range i.sealed.Load().Nodes[1:] {
 			attach = append(attach, sqlitestore.Attachment{Schema: SchemaName(n.Path), Path: filepath.Join(i.dir, n.File)})
 		}
 		insp, err := sqlitestore.OpenInspector(ctx, i.StatePath(), attach, sqlitestore.InspectorOptions{Clock: i.clock.Now, Random: v.rng.Uint64})
@@ -94,7 +98,7 @@ func (v *View) QueryLimit(ctx context.Context, lim sqlitestore.ReadLimit, sql st
 }
 
 // scheduleReleaseLocked arms the timer that releases the connection once the
-// view has been idle for the pool's idle delay. The caller holds inst.mu.
+// view has been idle for the pool's idle delay. The caller holds inst.lock.
 func (v *View) scheduleReleaseLocked() {
 	idle := v.inst.pool.IdleDelay()
 	if idle <= 0 {
@@ -112,8 +116,8 @@ func (v *View) scheduleReleaseLocked() {
 // has not been queried since, and otherwise waits for the rest of the delay.
 func (v *View) releaseIfIdle() {
 	i := v.inst
-	i.mu.Lock()
-	defer i.mu.Unlock()
+	i.lockWait()
+	defer i.unlock()
 	if i.closed || v.insp == nil {
 		return
 	}
@@ -142,7 +146,7 @@ func (v *View) One(ctx context.Context, sql string, args ...any) (env.Row, error
 	return rows[0], nil
 }
 
-// close closes the connection; the caller holds inst.mu.
+// close closes the connection; the caller holds inst.lock.
 func (v *View) close() error {
 	if v.idleTimer != nil {
 		v.idleTimer.Stop()

@@ -32,7 +32,9 @@
 //
 // Registration is safe for concurrent use but is expected to finish during
 // package initialisation; every registration anywhere in the process
-// invalidates sealed compositions (see Generation). A Ctx, its DB and the
-// handles it gives out belong to one call and must not be used from another
-// goroutine or after the call returns. ToolDef and ToolRef are immutable.
+// invalidates sealed compositions (see Generation), which live instances
+// follow at their next use. A Ctx, its DB and the handles it gives out
+// belong to one call and must not be used from another goroutine or after
+// the call returns; the engine refuses such a use with the StaleHandle
+// WorldBug whenever it can tell. ToolDef and ToolRef are immutable.
 package env

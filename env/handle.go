@@ -10,7 +10,11 @@ import (
 )
 
 // StaleHandle is the message of the WorldBug a handle returns when it is used
-// after the activation it belongs to has ended.
+// after the activation it belongs to has ended, and when it is used while the
+// code that made it is not the code running: while that code waits in a
+// nested call, alongside another use, or after that code returned. Go has no
+// goroutine identity; that is how a handle carried to another goroutine is
+// caught.
 const StaleHandle = "a world handle was used after the call it belongs to returned"
 
 // HandleImpl is what an engine supplies behind a Handle.
@@ -93,7 +97,10 @@ func (w *Worlds) Names() []string {
 // (full validation, its own middleware chain, its own transaction), use its
 // store and state, reach its children. A handle is call-scoped: it dies when
 // the activation that made it ends, and every later use fails with the
-// WorldBug whose message is StaleHandle.
+// WorldBug whose message is StaleHandle. Within the activation it belongs to
+// the code that made it (a tool, a middleware layer, a hook, a Bulk block)
+// and fails the same way when used while that code is not the code running
+// (see StaleHandle). A Handle is not safe for concurrent use.
 type Handle struct {
 	impl HandleImpl
 	err  error

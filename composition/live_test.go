@@ -1,0 +1,361 @@
+package composition_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
+)
+
+// hung is how long a test waits for something that, unfixed, never
+// happens: a bound for the failure path, never a measure of speed.
+const hung = time.Minute
+
+// within runs fn in a goroutine and fails the test if it has not returned
+// after hung: the failure a deadlock would otherwise be.
+func within(t *testing.T, what string, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	select {
+	case <-done:
+	case <-time.After(hung):
+		t.Fatalf("%s never returned", what)
+	}
+}
+
+func toolNames(tools []env.ToolInfo) []string {
+	var names []string
+	for _, t := range tools {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+func TestInstance_Reseal(t *testing.T) {
+	ctx := context.Background()
+	t.Run("NewToolAppears", func(t *testing.T) {
+		host := newWorld("rs_host")
+		child := newWorld("rs_child")
+		addTool(child, "c_one")
+		host.AddWorld(child, env.ToolPrefix("k_"))
+		inst := MustOpen(t, host, composition.Options{})
+		if got := toolNames(inst.Tools()); !slices.Equal(got, []string{"k_c_one"}) {
+			t.Fatalf("tools %v", got)
+		}
+		// Registered after the instance opened, on the host and on the child.
+		addTool(host, "h_late")
+		addTool(child, "c_late")
+		if got, want := toolNames(inst.Tools()), []string{"h_late", "k_c_one", "k_c_late"}; !slices.Equal(got, want) {
+			t.Fatalf("tools %v, want %v", got, want)
+		}
+		if out := call(t, inst, "k_c_late", `{}`); out != "c_late" {
+			t.Fatalf("k_c_late returned %v", out)
+		}
+		if out := call(t, inst, "h_late", `{}`); out != "h_late" {
+			t.Fatalf("h_late returned %v", out)
+		}
+	})
+	t.Run("BrokenTreeIsTheSealsWorldBug", func(t *testing.T) {
+		host := newWorld("rb_host")
+		child := newWorld("rb_child")
+		addTool(child, "list")
+		host.AddWorld(child, env.ToolPrefix("c_"))
+		addTool(host, "own")
+		inst := MustOpen(t, host, composition.Options{})
+		call(t, inst, "own", `{}`)
+		// The host now registers the name the child contributes: the tree
+		// no longer seals.
+		addTool(host, "c_list")
+		_, openErr := composition.Open(ctx, host, composition.Options{})
+		var want *env.WorldBug
+		if !errors.As(openErr, &want) || !strings.Contains(want.Message, `two routes produce the tool name "c_list"`) {
+			t.Fatalf("Open: %v", openErr)
+		}
+		check := func(what string, err error) {
+			t.Helper()
+			var bug *env.WorldBug
+			if !errors.As(err, &bug) || bug.Message != want.Message || bug.Where != want.Where {
+				t.Fatalf("%s: %v, want the seal's WorldBug %q", what, err, want.Message)
+			}
+		}
+		_, err := inst.CallJSON(ctx, "own", []byte(`{}`))
+		check("CallJSON", err)
+		_, err = inst.Call(ctx, "own", noArgs{})
+		check("Call", err)
+		_, err = inst.Freeze(ctx, "broken", "", composition.FreezeOptions{FixturesDir: t.TempDir()})
+		check("Freeze", err)
+		check("Bulk", inst.Bulk(ctx, func(c *env.Ctx) error { return nil }))
+		check("Tools", func() (err error) {
+			defer func() { err, _ = recover().(error) }()
+			inst.Tools()
+			return nil
+		}())
+	})
+	t.Run("NodeAddedIsAWorldBug", func(t *testing.T) {
+		host := newWorld("rn_host")
+		addTool(host, "own")
+		inst := MustOpen(t, host, composition.Options{})
+		late := newWorld("rn_late")
+		host.AddWorld(late)
+		_, err := inst.CallJSON(ctx, "own", []byte(`{}`))
+		var bug *env.WorldBug
+		if !errors.As(err, &bug) || !strings.Contains(bug.Message, "node added: rn_late (world rn_late, scope null)") ||
+			!strings.Contains(bug.Message, "open a new instance") {
+			t.Fatalf("err = %v", err)
+		}
+		// A new instance has the new tree.
+		fresh := MustOpen(t, host, composition.Options{})
+		if n := len(fresh.Composition()); n != 2 {
+			t.Fatalf("new instance has %d nodes", n)
+		}
+	})
+}
+
+// slowTree is a host whose tool "wait" signals entered and waits for
+// release, and a child whose tool of the same name does the same.
+type slowTree struct {
+	host, child *env.World
+	entered     chan struct{}
+	release     chan struct{}
+	once        sync.Once
+}
+
+// done releases every waiting tool for good. Register it with t.Cleanup
+// after the instance's, so a failing test does not leave Close waiting.
+func (st *slowTree) done() { st.once.Do(func() { close(st.release) }) }
+
+func newSlowTree(prefix string) *slowTree {
+	st := &slowTree{host: newWorld(prefix + "_host"), child: newWorld(prefix + "_child"),
+		entered: make(chan struct{}, 8), release: make(chan struct{})}
+	wait := func(c *env.Ctx, _ noArgs) (string, error) {
+		st.entered <- struct{}{}
+		<-st.release
+		return "waited", nil
+	}
+	env.Tool(st.child, "wait", "Wait for the test.", wait)
+	st.host.AddWorld(st.child, env.ToolPrefix("c_"))
+	env.Tool(st.host, "wait", "Wait for the test.", wait)
+	return st
+}
+
+func wantStale(t *testing.T, what string, err error) {
+	t.Helper()
+	var bug *env.WorldBug
+	if !errors.As(err, &bug) || err.Error() != env.StaleHandle {
+		t.Fatalf("%s: %v, want the stale-handle WorldBug", what, err)
+	}
+}
+
+func TestHandle_Stale(t *testing.T) {
+	ctx := context.Background()
+	t.Run("UsedWhileItsCallIsInANestedCall", func(t *testing.T) {
+		st := newSlowTree("hs_nested")
+		used := make(chan error, 1)
+		env.Tool(st.host, "fan_out", "Use a handle from another goroutine during a nested call.",
+			func(c *env.Ctx, _ noArgs) (any, error) {
+				h := c.Worlds.Get(st.child.Name())
+				go func() {
+					<-st.entered // the nested call below is running
+					_, err := h.DB().One("SELECT 1 AS one")
+					used <- err
+					st.release <- struct{}{}
+				}()
+				return h.Call("wait", noArgs{})
+			})
+		inst := MustOpen(t, st.host, composition.Options{})
+		t.Cleanup(st.done)
+		within(t, "fan_out", func() { call(t, inst, "fan_out", `{}`) })
+		wantStale(t, "the goroutine's use", <-used)
+	})
+	t.Run("UsedAfterTheCallThatMadeItReturned", func(t *testing.T) {
+		grand := newWorld("hs_after_grand")
+		mid := newWorld("hs_after_mid")
+		mid.AddWorld(grand)
+		host := newWorld("hs_after_host")
+		host.AddWorld(mid, env.ToolAllowList())
+		var kept *env.Handle
+		ready, used := make(chan struct{}), make(chan error)
+		env.Tool(mid, "lend", "Hand a handle to a goroutine that outlives this call.",
+			func(c *env.Ctx, _ noArgs) (string, error) {
+				kept = c.Worlds.Get(grand.Name())
+				go func() {
+					<-ready
+					_, err := kept.DB().Exec("INSERT INTO hs_after_grand_rows VALUES ('x')")
+					used <- err
+				}()
+				return "lent", nil
+			})
+		env.Tool(host, "borrow", "Call lend, then let its goroutine run.",
+			func(c *env.Ctx, _ noArgs) (string, error) {
+				if _, err := c.Worlds.Get(mid.Name()).Call("lend", noArgs{}); err != nil {
+					return "", err
+				}
+				// lend has returned; this call has not.
+				ready <- struct{}{}
+				if err := <-used; err != nil {
+					return "", err
+				}
+				return "borrowed", nil
+			})
+		inst := MustOpen(t, host, composition.Options{})
+		_, err := inst.CallJSON(ctx, "borrow", nil)
+		wantStale(t, "the goroutine's use", err)
+		// The same goes for the code that called lend.
+		env.Tool(host, "borrow_here", "Call lend, then use its handle.",
+			func(c *env.Ctx, _ noArgs) (any, error) {
+				if _, err := c.Worlds.Get(mid.Name()).Call("lend", noArgs{}); err != nil {
+					return nil, err
+				}
+				close(ready) // lend's goroutine gets its turn too
+				<-used
+				return kept.DB().Rows("SELECT * FROM hs_after_grand_rows")
+			})
+		_, err = inst.CallJSON(ctx, "borrow_here", nil)
+		wantStale(t, "borrow_here", err)
+	})
+	t.Run("BlockHandleWhileTheBlockCalls", func(t *testing.T) {
+		st := newSlowTree("hs_bulk")
+		inst := MustOpen(t, st.host, composition.Options{})
+		t.Cleanup(st.done)
+		used := make(chan error, 1)
+		within(t, "Bulk", func() {
+			err := inst.Bulk(ctx, func(c *env.Ctx) error {
+				h := c.Worlds.Get(st.child.Name())
+				go func() {
+					<-st.entered
+					_, err := h.DB().One("SELECT 1 AS one")
+					used <- err
+					st.release <- struct{}{}
+				}()
+				if _, err := inst.CallJSON(c.Context(), "wait", nil); err != nil {
+					return err
+				}
+				// Back from the call, the block's handle is valid again.
+				_, err := h.DB().One("SELECT 1 AS one")
+				return err
+			})
+			if err != nil {
+				t.Errorf("Bulk: %v", err)
+			}
+		})
+		wantStale(t, "the goroutine's use", <-used)
+	})
+}
+
+func TestInstance_LockWait(t *testing.T) {
+	t.Run("DeadlineEndsTheWait", func(t *testing.T) {
+		st := newSlowTree("lw")
+		inst := MustOpen(t, st.host, composition.Options{})
+		t.Cleanup(st.done)
+		first := make(chan error, 1)
+		go func() {
+			_, err := inst.CallJSON(context.Background(), "wait", nil)
+			first <- err
+		}()
+		<-st.entered // the first call holds the instance
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		var err error
+		within(t, "the waiting call", func() { _, err = inst.CallJSON(ctx, "c_wait", nil) })
+		te, ok := env.AsToolError(err)
+		if !ok || te.Kind != env.KindTimeout || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("waiting call: %v, want a timeout", err)
+		}
+		select {
+		case <-first:
+			t.Fatal("the first call finished before the waiting call returned")
+		default:
+		}
+		st.done()
+		if err := <-first; err != nil {
+			t.Fatalf("first call: %v", err)
+		}
+		if got := inst.State().StepCount; got != 1 {
+			t.Fatalf("step count %d: the call that timed out waiting counted", got)
+		}
+	})
+	t.Run("CancelEndsTheWait", func(t *testing.T) {
+		st := newSlowTree("lc")
+		inst := MustOpen(t, st.host, composition.Options{})
+		t.Cleanup(st.done)
+		go inst.CallJSON(context.Background(), "wait", nil)
+		<-st.entered
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		var err error
+		within(t, "Bulk", func() { err = inst.Bulk(ctx, func(c *env.Ctx) error { return nil }) })
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Bulk: %v, want context.Canceled", err)
+		}
+		st.done()
+	})
+}
+
+func TestBulk_CallContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, _ := ledger("bc")
+	inst := MustOpen(t, w, composition.Options{})
+	const want = `call of "add" while the instance runs a Bulk block: a call made inside the block must pass the block's context, c.Context();`
+	for _, tc := range []struct {
+		name string
+		ctx  func(c *env.Ctx) (context.Context, context.CancelFunc) // the context the block calls with
+	}{
+		{"TheBulkCallersContext", func(*env.Ctx) (context.Context, context.CancelFunc) { return ctx, func() {} }},
+		{"Background", func(*env.Ctx) (context.Context, context.CancelFunc) { return context.Background(), func() {} }},
+		{"DerivedFromTheBlocks", func(c *env.Ctx) (context.Context, context.CancelFunc) { return context.WithCancel(c.Context()) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			within(t, "Bulk", func() {
+				err = inst.Bulk(ctx, func(c *env.Ctx) error {
+					cctx, cancel := tc.ctx(c)
+					defer cancel()
+					_, err := inst.Call(cctx, "add", amountArgs{1})
+					return err
+				})
+			})
+			var bug *env.WorldBug
+			if !errors.As(err, &bug) || !strings.HasPrefix(bug.Message, want) {
+				t.Fatalf("Bulk: %v, want a WorldBug starting %q", err, want)
+			}
+		})
+	}
+	t.Run("FreezeInsideTheBlock", func(t *testing.T) {
+		var err error
+		within(t, "Bulk", func() {
+			err = inst.Bulk(ctx, func(c *env.Ctx) error {
+				_, err := inst.Freeze(c.Context(), "inside", "", composition.FreezeOptions{FixturesDir: t.TempDir()})
+				return err
+			})
+		})
+		var bug *env.WorldBug
+		if !errors.As(err, &bug) || bug.Message != "Freeze cannot run inside a Bulk block: it holds the instance until it returns" {
+			t.Fatalf("Bulk: %v", err)
+		}
+	})
+	t.Run("TheBlocksContext", func(t *testing.T) {
+		err := inst.Bulk(ctx, func(c *env.Ctx) error {
+			_, err := inst.CallJSON(c.Context(), "add", []byte(`{"amount": 2}`))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := inst.Inspect().One(ctx, "SELECT count(*) AS n FROM entries")
+		if err != nil || r["n"] != int64(1) {
+			t.Fatalf("rows %v, %v", r, err)
+		}
+	})
+	within(t, "Close", func() { inst.Close() })
+}
