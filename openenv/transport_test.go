@@ -249,7 +249,7 @@ func TestWS_SlowReaderKept(t *testing.T) {
 	s := mustServe(t, fake, openenv.Config{
 		// PongTimeout exceeds the time a step runs before its reader hands
 		// reading over (and so reads pongs again).
-		PingInterval: 2 * time.Millisecond, PongTimeout: 50 * time.Millisecond, WriteTimeout: waitLimit,
+		PingInterval: 2 * time.Millisecond, PongTimeout: 250 * time.Millisecond, WriteTimeout: waitLimit,
 		MaxReplyBytes: 128 << 20, // the reply (the 16 MiB blob four times over) is sent, not refused
 		Logger:        slog.New(countHandler{substr: "ping deferred", n: &deferred}),
 	})
@@ -269,7 +269,7 @@ func TestWS_SlowReaderKept(t *testing.T) {
 	// The client reads the reply 4 KiB at a time, pausing after each of the
 	// first slowReads reads until the server has deferred a ping, so the
 	// write spans many ping intervals and more than PongTimeout.
-	const slowReads = 50
+	const slowReads = 250
 	type result struct {
 		n   int
 		err error
