@@ -315,3 +315,53 @@ func TestDecode_Concurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestDecode_AgreesWithSchema checks that Decode accepts exactly what the
+// published schema allows, as an independent validator reads the schema,
+// for documents that stay within what the schema can say (no kind ranges,
+// date-times or base64).
+func TestDecode_AgreesWithSchema(t *testing.T) {
+	published := compileSchema(t, reflect.TypeFor[Args]())
+	for _, doc := range []string{
+		`{"amount":1}`,
+		`{"amount":1.0,"count":1e1}`,
+		`{"amount":1.5}`,
+		`{"amount":"1"}`,
+		`{"amount":null}`,
+		`{}`,
+		`{"amount":1,"extra":1}`,
+		`{"amount":1,"currency":"eur"}`,
+		`{"amount":1,"currency":"gbp"}`,
+		`{"amount":1,"count":10}`,
+		`{"amount":1,"count":11}`,
+		`{"amount":1,"count":0}`,
+		`{"amount":1,"temp":-273.15}`,
+		`{"amount":1,"temp":-273.16}`,
+		`{"amount":1,"memo":"héllo"}`,
+		`{"amount":1,"memo":"héllo!"}`,
+		`{"amount":1,"level":null}`,
+		`{"amount":1,"level":3}`,
+		`{"amount":1,"level":4}`,
+		`{"amount":1,"items":[{"sku":"a","qty":1}]}`,
+		`{"amount":1,"items":[{"sku":"a"}]}`,
+		`{"amount":1,"items":null}`,
+		`{"amount":1,"nested":null}`,
+		`{"amount":1,"nested":{"sku":"a","qty":1,"x":1}}`,
+		`{"amount":1,"meta":{"a":1}}`,
+		`{"amount":1,"meta":{"a":"1"}}`,
+		`{"amount":1,"names":{"a":null}}`,
+		`{"amount":1,"any":[1,{"a":null}],"raw":{"b":[]}}`,
+	} {
+		t.Run(doc, func(t *testing.T) {
+			_, derr := argschema.Decode(reflect.TypeFor[Args](), []byte(doc))
+			var v any
+			if err := json.Unmarshal([]byte(doc), &v); err != nil {
+				t.Fatal(err)
+			}
+			verr := published.Validate(v)
+			if (derr == nil) != (verr == nil) {
+				t.Errorf("Decode: %v\nschema: %v", derr, verr)
+			}
+		})
+	}
+}
