@@ -2,6 +2,7 @@ package argschema
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"errors"
 	"io"
@@ -129,6 +130,9 @@ func (c *checker) read(key bool) (jsontext.Token, *Error) {
 	return tok, nil
 }
 
+// anything is the schema of a value that may be any JSON value; read-only.
+var anything = &jsonschema.Schema{}
+
 // jsonKinds names the JSON type of a value by its first byte.
 var jsonKinds = map[jsontext.Kind]string{
 	'n': "null", 't': "boolean", 'f': "boolean", '"': "string", '0': "number", '{': "object", '[': "array",
@@ -241,7 +245,7 @@ func (c *checker) object(s *jsonschema.Schema) *Error {
 		case s.AdditionalProperties != nil:
 			sub = s.AdditionalProperties
 		default:
-			sub = &jsonschema.Schema{}
+			sub = anything
 		}
 		if err := c.enc.WriteToken(jsontext.String(key)); err != nil {
 			return c.write(err)
@@ -284,10 +288,7 @@ func (c *checker) array(s *jsonschema.Schema) *Error {
 	} else if err := c.enc.WriteToken(tok); err != nil {
 		return c.write(err)
 	}
-	items := s.Items
-	if items == nil {
-		items = &jsonschema.Schema{}
-	}
+	items := cmp.Or(s.Items, anything)
 	for i := 0; ; i++ {
 		c.path = append(c.path, segment{index: i})
 		if c.dec.PeekKind() == ']' {
