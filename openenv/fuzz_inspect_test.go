@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/seahaven/seahaven/openenv"
-	"github.com/seahaven/seahaven/schemas"
+	"github.com/seahaven/seahaven/schemas/schematest"
 )
 
 // inspectFuzzConfig makes the reply and row limits small enough for fuzzed
@@ -63,7 +63,7 @@ func FuzzWorldInspect(f *testing.F) {
 		if len(reply) > inspectFuzzConfig.MaxReplyBytes {
 			t.Fatalf("reply of %d bytes, over the limit of %d", len(reply), inspectFuzzConfig.MaxReplyBytes)
 		}
-		if err := schemas.Validate("server_message", []byte(reply)); err != nil {
+		if err := schematest.Validate("server_message", []byte(reply)); err != nil {
 			t.Fatalf("reply %.300s: %v", reply, err)
 		}
 		checkRefusals(t, []byte(reply))

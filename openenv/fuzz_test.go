@@ -15,7 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/seahaven/seahaven/openenv"
-	"github.com/seahaven/seahaven/schemas"
+	"github.com/seahaven/seahaven/schemas/schematest"
 )
 
 // fuzzLimit is MaxMessageBytes of the fuzzed servers.
@@ -105,7 +105,7 @@ func FuzzWSMessage(f *testing.F) {
 		if !utf8.ValidString(first) {
 			t.Errorf("reply is not UTF-8: %q", first)
 		}
-		if err := schemas.Validate("server_message", []byte(first)); err != nil {
+		if err := schematest.Validate("server_message", []byte(first)); err != nil {
 			t.Errorf("reply to %q: %v", frame, err)
 		}
 		if second := recv(t, c); !strings.HasPrefix(second, `{"type":"state"`) {

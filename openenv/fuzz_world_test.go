@@ -17,7 +17,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/seahaven/seahaven/openenv"
-	"github.com/seahaven/seahaven/schemas"
+	"github.com/seahaven/seahaven/schemas/schematest"
 )
 
 // The fuzz targets here drive a real server over the company world (fixture
@@ -174,7 +174,7 @@ func FuzzWorldWSMessage(f *testing.F) {
 			if !utf8.ValidString(first) {
 				t.Errorf("reply is not UTF-8: %q", first)
 			}
-			if err := schemas.Validate("server_message", []byte(first)); err != nil {
+			if err := schematest.Validate("server_message", []byte(first)); err != nil {
 				t.Errorf("reply to %q: %v", frame, err)
 			}
 			checkRefusals(t, []byte(first))

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/seahaven/seahaven/openenv"
-	"github.com/seahaven/seahaven/schemas"
+	"github.com/seahaven/seahaven/schemas/schematest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -54,7 +54,7 @@ func TestGolden_WSSession(t *testing.T) {
 		out.WriteString(`{"` + key + `":` + b.String() + "}\n")
 	}
 	for _, step := range goldenSession {
-		err := schemas.Validate("client_message", []byte(step.msg))
+		err := schematest.Validate("client_message", []byte(step.msg))
 		if step.valid && err != nil {
 			t.Errorf("client frame %s: %v", step.msg, err)
 		}

@@ -16,7 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/seahaven/seahaven/openenv"
-	"github.com/seahaven/seahaven/schemas"
+	"github.com/seahaven/seahaven/schemas/schematest"
 )
 
 // waitLimit bounds every wait in these tests; reaching it is a failure
@@ -90,7 +90,7 @@ func send(tb testing.TB, c *websocket.Conn, msg string) {
 func recv(tb testing.TB, c *websocket.Conn) string {
 	tb.Helper()
 	b := recvRaw(tb, c)
-	if err := schemas.Validate("server_message", []byte(b)); err != nil {
+	if err := schematest.Validate("server_message", []byte(b)); err != nil {
 		tb.Errorf("reply %s: %v", b, err)
 	}
 	return b

@@ -8,6 +8,7 @@ import (
 
 	"github.com/seahaven/seahaven/openenv"
 	"github.com/seahaven/seahaven/schemas"
+	"github.com/seahaven/seahaven/schemas/schematest"
 )
 
 func TestHTTP_Routes(t *testing.T) {
@@ -158,12 +159,12 @@ func TestHTTP_StatefulSessions(t *testing.T) {
 		}
 	}
 	jsonEq(t, body, `{"observation":{"tool_name":"echo","result":{"content":[{"type":"text","text":"{\"message\":\"m2\"}","annotations":null,"meta":null}],"structured_content":{"message":"m2"},"meta":null,"data":{"message":"m2"},"is_error":false},"error":null},"reward":null,"done":false}`)
-	if err := schemas.Validate("step_response", []byte(body)); err != nil {
+	if err := schematest.Validate("step_response", []byte(body)); err != nil {
 		t.Error(err)
 	}
 
 	_, state, _ := s.httpDo(t, "GET", "/state", "", grader)
-	if err := schemas.Validate("state", []byte(state)); err != nil {
+	if err := schematest.Validate("state", []byte(state)); err != nil {
 		t.Error(err)
 	}
 	if ep, n, seed := str(t, state, "episode_id"), fmt.Sprint(field(t, state, "step_count")), fmt.Sprint(field(t, state, "seed")); ep != "g1" || n != "3" || seed != "4" {

@@ -39,8 +39,8 @@ import (
 //go:embed *.json
 var FS embed.FS
 
-// ErrUnknown is returned (wrapped) by Get and Validate for a name that has no
-// schema file.
+// ErrUnknown is returned (wrapped) by Get, and by schematest.Validate, for a
+// name that has no schema file.
 var ErrUnknown = errors.New("schemas: unknown schema")
 
 // Names returns the schema names, without the .json suffix, sorted.

@@ -45,7 +45,7 @@ func Example_authoringSchema() {
 		fmt.Println(te.Kind+":", te.Message)
 	}
 	// Output:
-	// {"type":"object","properties":{"email":{"type":"string","description":"The customer's email address.","maxLength":254},"plan":{"type":"string","description":"The customer's plan.","enum":["free","pro","enterprise"],"default":"free"},"seats":{"type":"integer","description":"Seats on the plan.","minimum":1,"maximum":500,"default":1},"note":{"type":["string","null"],"description":"A free-text note, or null.","maxLength":500}},"required":["email"],"additionalProperties":false}
+	// {"type":"object","properties":{"email":{"type":"string","description":"The customer's email address.","maxLength":254},"plan":{"type":"string","description":"The customer's plan.","default":"free","enum":["free","pro","enterprise"]},"seats":{"type":"integer","description":"Seats on the plan.","default":1,"minimum":1,"maximum":500},"note":{"type":["string","null"],"description":"A free-text note, or null.","maxLength":500}},"required":["email"],"additionalProperties":false}
 	// invalid_args: invalid arguments: field "plan": value "gold" is not one of "free", "pro", "enterprise"
 	// invalid_args: invalid arguments: field "seats": value 0 is less than minimum 1
 	// invalid_args: invalid arguments: unknown field "colour"

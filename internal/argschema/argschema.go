@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strconv"
 	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 const (
@@ -50,7 +52,7 @@ func Schema(t reflect.Type) (json.RawMessage, error) {
 	if e.err != nil {
 		return nil, e.err
 	}
-	return append(json.RawMessage(nil), e.schema...), nil
+	return append(json.RawMessage(nil), e.json...), nil
 }
 
 // Decode parses raw as arguments for t and returns a new value of type t
@@ -66,18 +68,15 @@ func Decode(t reflect.Type, raw []byte) (reflect.Value, error) {
 	if len(raw) > MaxInputSize {
 		return reflect.Value{}, &Error{Problem: fmt.Sprintf("input is %d bytes, larger than the %d-byte (8 MiB) limit", len(raw), MaxInputSize)}
 	}
-	v, err := decodeTop(e.codec, t, raw)
-	if err != nil {
-		return reflect.Value{}, err
-	}
-	return v, nil
+	return e.decode(t, raw)
 }
 
-// entry is the cached analysis of one type: its codec and schema, or the
-// reason it is not supported.
+// entry is the cached analysis of one type: its schema, or the reason it is
+// not supported. It is read-only once built.
 type entry struct {
-	codec  *codec
-	schema []byte
+	schema *jsonschema.Schema
+	kinds  map[*jsonschema.Schema]reflect.Kind // Go kind of each integer and number node
+	json   []byte                              // schema, marshalled
 	err    error
 }
 
@@ -104,10 +103,13 @@ func compile(t reflect.Type) *entry {
 	if st.Kind() != reflect.Struct {
 		return &entry{err: fmt.Errorf("argschema: %v is not a struct type or a pointer to one", t)}
 	}
-	b := &builder{root: st, building: make(map[reflect.Type]bool)}
-	c, err := b.build(st, "")
+	s, kinds, err := build(t, st)
 	if err != nil {
 		return &entry{err: err}
 	}
-	return &entry{codec: c, schema: c.schema.appendJSON(nil)}
+	b, err := marshal(s)
+	if err != nil {
+		return &entry{err: fmt.Errorf("argschema: %v: %w", t, err)}
+	}
+	return &entry{schema: s, kinds: kinds, json: b}
 }

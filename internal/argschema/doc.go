@@ -13,14 +13,20 @@
 // [Decode] turns an agent's raw arguments into a ChargeArgs, refusing anything
 // the schema does not allow with an [*Error] that names the offending field.
 //
+// [Schema] derives the schema with github.com/google/jsonschema-go and adapts
+// it to the tags below; [Decode] checks the raw arguments against that schema,
+// then decodes them with json v2 (github.com/go-json-experiment/json). So the
+// schema an agent reads is the one its arguments are held to.
+//
 // # Fields
 //
 // Exported fields are named by their json tag, or by the Go field name when
 // the tag gives none; `json:"-"` fields are skipped, and embedded structs
-// flatten exactly as encoding/json flattens them, so a decoded value
+// flatten as encoding/json and json v2 flatten them, so a decoded value
 // re-encodes with encoding/json under the same names. A field is required
 // unless it is a pointer, has the omitempty or omitzero option, or has a
-// default tag. Further tags:
+// default tag; other json tag options, and embedded fields that are not
+// untagged structs, are refused. Further tags:
 //
 //   - doc:"text" is the field's "description".
 //   - default:"value" is applied when the field is absent and listed as
@@ -29,7 +35,8 @@
 //     and a JSON document for every other type.
 //   - enum:"a,b,c" lists the allowed values of a string or number field;
 //     surrounding spaces are trimmed, so a value cannot contain a comma.
-//   - min:"0" and max:"100" bound a number field (inclusive).
+//   - min:"0" and max:"100" bound a number field (inclusive). Bounds are
+//     JSON numbers, compared as float64: exact up to 2^53.
 //   - maxlen:"N" bounds a string field to N characters (Unicode code points).
 //
 // Tags on a pointer field apply to the value it points to.
@@ -46,25 +53,27 @@
 //	map[string]T                 {"type":"object","additionalProperties":T}
 //	struct                       {"type":"object","properties":…,"required":…,"additionalProperties":false}
 //	*T                           T with "null" added to its type (and enum)
-//	json.RawMessage, any         {} (any JSON value)
+//	json.RawMessage, any         true (any JSON value)
 //
-// An `any` value decodes as encoding/json decodes it with UseNumber:
-// map[string]any, []any, string, bool, json.Number or nil. A json.RawMessage
-// holds the compact form of the value. Channels, functions, complex numbers,
-// arrays, maps with non-string keys, non-empty interfaces, recursive types
-// and types with their own JSON or text encoding (other than time.Time and
-// json.RawMessage) are refused by Schema with an error naming the field.
+// An integer may be written with a fraction or an exponent when its value is
+// integral (2.0, 1e3). An `any` value decodes as encoding/json decodes it
+// with UseNumber: map[string]any, []any, string, bool, json.Number or nil. A
+// json.RawMessage holds the compact form of the value. Channels, functions,
+// complex numbers, arrays, maps with non-string keys, non-empty interfaces,
+// recursive types and types with their own JSON or text encoding (other than
+// time.Time and json.RawMessage) are refused by Schema with an error naming
+// the type.
 //
 // # Validation
 //
-// Decode reads the input as a stream of tokens and refuses, with an [*Error]:
-// input larger than [MaxInputSize]; malformed JSON; anything but an object at
-// the top level (empty input and null mean {}); unknown fields; duplicate
-// keys; missing required fields; values of the wrong JSON type; integers that
-// are not integral or do not fit the field's kind; numbers that do not fit a
-// float32 or float64; enum, minimum, maximum and maxLength violations;
-// invalid UTF-8; and nesting deeper than [MaxDepth] levels, which is refused
-// before reading further, so the work done is bounded by the input size.
+// Decode refuses, with an [*Error]: input larger than [MaxInputSize];
+// malformed JSON; anything but an object at the top level (empty input and
+// null mean {}); unknown fields; duplicate keys; missing required fields;
+// values of the wrong JSON type; integers that are not integral or do not fit
+// the field's kind; numbers that do not fit a float32 or float64; enum,
+// minimum, maximum and maxLength violations; invalid UTF-8 (an escaped lone
+// surrogate decodes to U+FFFD, as in encoding/json); and nesting deeper than [MaxDepth] levels, which is
+// refused before reading further.
 //
 // # Concurrency
 //

@@ -19,7 +19,7 @@ func ExampleSchema() {
 	}
 	fmt.Println(string(schema))
 	// Output:
-	// {"type":"object","properties":{"amount":{"type":"integer","description":"Amount in cents.","minimum":1},"currency":{"type":"string","enum":["usd","eur"],"default":"usd"},"memo":{"type":["string","null"],"maxLength":140}},"required":["amount"],"additionalProperties":false}
+	// {"type":"object","properties":{"amount":{"type":"integer","description":"Amount in cents.","minimum":1},"currency":{"type":"string","default":"usd","enum":["usd","eur"]},"memo":{"type":["string","null"],"maxLength":140}},"required":["amount"],"additionalProperties":false}
 }
 
 func ExampleDecode() {

@@ -1,12 +1,15 @@
 package argschema_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/seahaven/seahaven/internal/argschema"
 )
@@ -64,6 +67,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	typ := reflect.TypeFor[FuzzArgs]()
+	published := compileSchema(f, typ)
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		v, err := argschema.Decode(typ, raw)
 		if err != nil {
@@ -75,6 +79,14 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("message %q", err)
 			}
 			return
+		}
+		// What Decode accepts, the published schema allows, as an
+		// independent validator reads it. (Only the kind ranges, date-times
+		// and base64 that Decode also checks go beyond the schema.)
+		if doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw)); err == nil && len(bytes.TrimSpace(raw)) > 0 && string(bytes.TrimSpace(raw)) != "null" {
+			if err := published.Validate(doc); err != nil {
+				t.Fatalf("Decode accepted %q, which the published schema refuses: %v", raw, err)
+			}
 		}
 		first := v.Interface().(FuzzArgs)
 		enc, err := json.Marshal(first)
@@ -89,4 +101,27 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("round trip differs\ninput  %q\nfirst  %#v\nsecond %#v", raw, first, second)
 		}
 	})
+}
+
+// compileSchema compiles the published schema of typ with an independent
+// validator.
+func compileSchema(tb testing.TB, typ reflect.Type) *jsonschema.Schema {
+	tb.Helper()
+	raw, err := argschema.Schema(typ)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("args.json", doc); err != nil {
+		tb.Fatal(err)
+	}
+	s, err := c.Compile("args.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
 }

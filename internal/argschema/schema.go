@@ -1,158 +1,386 @@
 package argschema
 
 import (
+	"bytes"
+	"cmp"
+	"encoding"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 
-	"github.com/seahaven/seahaven/internal/jsonquote"
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// node is one schema object. appendJSON writes its keywords in a fixed
-// order, so a schema is byte-identical on every call.
-type node struct {
-	types           []string // "type": a string when one, an array when more; absent when none
-	description     string
-	format          string
-	contentEncoding string
-	enum            []string // JSON literals
-	minimum         string   // JSON number literal; "" when absent
-	maximum         string
-	maxLength       int // meaningful when hasMaxLength
-	hasMaxLength    bool
-	def             []byte // JSON of the default; nil when absent
-	items           *node
-	hasProperties   bool
-	properties      []property
-	required        []string
-	additional      *node // additionalProperties schema
-	closed          bool  // additionalProperties false
-}
-
-// property is one named entry of "properties".
-type property struct {
-	name   string
-	schema *node
-}
-
-// clone returns a shallow copy of n whose slices may be appended to freely.
-func (n *node) clone() *node {
-	c := *n
-	c.types = slices.Clip(c.types)
-	c.enum = slices.Clip(c.enum)
-	return &c
-}
-
-// nullable returns a copy of n that also accepts null.
-func (n *node) nullable() *node {
-	c := n.clone()
-	if len(c.types) > 0 && !slices.Contains(c.types, "null") {
-		c.types = append(c.types, "null")
+var (
+	timeType  = reflect.TypeFor[time.Time]()
+	rawType   = reflect.TypeFor[json.RawMessage]()
+	textTypes = []reflect.Type{
+		reflect.TypeFor[json.Marshaler](), reflect.TypeFor[json.Unmarshaler](),
+		reflect.TypeFor[encoding.TextMarshaler](), reflect.TypeFor[encoding.TextUnmarshaler](),
 	}
-	if len(c.enum) > 0 && !slices.Contains(c.enum, "null") {
-		c.enum = append(c.enum, "null")
+)
+
+// build derives the schema of struct type st with jsonschema-go, then adapts
+// it: the project's tags, the nullability of pointers only, and the types
+// json v2 decodes differently from how jsonschema-go describes them.
+func build(root, st reflect.Type) (*jsonschema.Schema, map[*jsonschema.Schema]reflect.Kind, error) {
+	// Types jsonschema-go cannot describe are left out, for the adapter to
+	// refuse by their field.
+	s, err := jsonschema.ForType(st, forOptions)
+	if err != nil {
+		return nil, nil, fmt.Errorf("argschema: %v: %w", root, errors.Unwrap(err))
 	}
-	return c
+	// json v2 validates the type's json tags on first use.
+	if err := jsonv2.Unmarshal([]byte("{}"), reflect.New(st).Interface()); err != nil {
+		return nil, nil, fmt.Errorf("argschema: %v: %w", root, err)
+	}
+	a := &adapter{root: root, kinds: map[*jsonschema.Schema]reflect.Kind{}}
+	if err := a.adapt(st, s, ""); err != nil {
+		return nil, nil, err
+	}
+	return s, a.kinds, nil
 }
 
-func (n *node) appendJSON(b []byte) []byte {
-	b = append(b, '{')
-	start := len(b)
-	key := func(k string) {
-		if len(b) > start {
-			b = append(b, ',')
+var forOptions = &jsonschema.ForOptions{IgnoreInvalidTypes: true}
+
+// adapter walks a Go type and the schema jsonschema-go derived from it.
+type adapter struct {
+	root  reflect.Type
+	kinds map[*jsonschema.Schema]reflect.Kind // Go kind of each integer and number node
+}
+
+// errorf returns a schema error naming the Go field path where.
+func (a *adapter) errorf(where, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	if where == "" {
+		return fmt.Errorf("argschema: %v: %s", a.root, msg)
+	}
+	return fmt.Errorf("argschema: %v field %s: %s", a.root, where, msg)
+}
+
+// adapt rewrites s, the schema of t, in place.
+func (a *adapter) adapt(t reflect.Type, s *jsonschema.Schema, where string) error {
+	nullable := t.Kind() == reflect.Pointer
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if err := a.plain(t, where); err != nil {
+		return err
+	}
+	switch k := t.Kind(); {
+	case t == timeType:
+		*s = jsonschema.Schema{Type: "string", Format: "date-time"}
+	case t == rawType:
+		*s = jsonschema.Schema{}
+	case k == reflect.String:
+		*s = jsonschema.Schema{Type: "string"}
+	case k == reflect.Bool:
+		*s = jsonschema.Schema{Type: "boolean"}
+	case k >= reflect.Int && k <= reflect.Uint64:
+		// The kind's range is checked on decode, in its own words.
+		*s = jsonschema.Schema{Type: "integer"}
+		a.kinds[s] = k
+	case k == reflect.Float32 || k == reflect.Float64:
+		*s = jsonschema.Schema{Type: "number"}
+		a.kinds[s] = k
+	case k == reflect.Interface:
+		if t.NumMethod() != 0 {
+			return a.errorf(where, "unsupported type %v: only the empty interface can hold arguments", t)
 		}
-		b = jsonquote.Append(b, k)
-		b = append(b, ':')
-	}
-	switch len(n.types) {
-	case 0:
-	case 1:
-		key("type")
-		b = jsonquote.Append(b, n.types[0])
+		*s = jsonschema.Schema{}
+	case k == reflect.Slice && t.Elem().Kind() == reflect.Uint8:
+		*s = jsonschema.Schema{Type: "string", ContentEncoding: "base64"}
+	case k == reflect.Slice:
+		// A JSON null is no array: only pointers are nullable.
+		*s = jsonschema.Schema{Type: "array", Items: cmp.Or(s.Items, &jsonschema.Schema{})}
+		if err := a.adapt(t.Elem(), s.Items, where+"[]"); err != nil {
+			return err
+		}
+	case k == reflect.Map:
+		if t.Key().Kind() != reflect.String {
+			return a.errorf(where, "unsupported type %v: map keys must be strings", t)
+		}
+		*s = jsonschema.Schema{Type: "object", AdditionalProperties: cmp.Or(s.AdditionalProperties, &jsonschema.Schema{})}
+		if err := a.adapt(t.Elem(), s.AdditionalProperties, where+"[]"); err != nil {
+			return err
+		}
+	case k == reflect.Struct:
+		if err := a.adaptStruct(t, s, where); err != nil {
+			return err
+		}
 	default:
-		key("type")
-		b = append(b, '[')
-		for i, t := range n.types {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = jsonquote.Append(b, t)
+		return a.errorf(where, "unsupported type %v", t)
+	}
+	if nullable && s.Type != "" {
+		s.Types, s.Type = []string{s.Type, "null"}, ""
+	}
+	return nil
+}
+
+// plain refuses a type with its own JSON or text encoding (other than
+// time.Time and json.RawMessage): its schema would not say what it accepts.
+func (a *adapter) plain(t reflect.Type, where string) error {
+	if t == timeType || t == rawType || t.Kind() == reflect.Interface {
+		return nil
+	}
+	for _, it := range textTypes {
+		if t.Implements(it) || reflect.PointerTo(t).Implements(it) {
+			return a.errorf(where, "type %v implements %v; argument types must be plain data", t, it)
 		}
-		b = append(b, ']')
 	}
-	if n.description != "" {
-		key("description")
-		b = jsonquote.Append(b, n.description)
+	return nil
+}
+
+// field is a struct field that is a JSON property.
+type field struct {
+	sf       reflect.StructField
+	name     string
+	tagged   bool   // named by its json tag
+	optional bool   // omitempty or omitzero
+	shadows  bool   // other fields of t have its name
+	goPath   string // for messages
+}
+
+// adaptStruct adapts the schema of struct type t: its properties are the
+// fields json v2 decodes, with their tags applied.
+func (a *adapter) adaptStruct(t reflect.Type, s *jsonschema.Schema, where string) error {
+	fields, err := a.fields(t, where)
+	if err != nil {
+		return err
 	}
-	if n.format != "" {
-		key("format")
-		b = jsonquote.Append(b, n.format)
-	}
-	if n.contentEncoding != "" {
-		key("contentEncoding")
-		b = jsonquote.Append(b, n.contentEncoding)
-	}
-	if len(n.enum) > 0 {
-		key("enum")
-		b = append(b, '[')
-		for i, lit := range n.enum {
-			if i > 0 {
-				b = append(b, ',')
+	props := make(map[string]*jsonschema.Schema, len(fields))
+	var order, required []string
+	for _, f := range fields {
+		fwhere := joinWhere(where, f.goPath)
+		p := s.Properties[f.name]
+		if f.shadows {
+			// jsonschema-go keeps the last field of a name, json v2 the dominant one.
+			if p, err = jsonschema.ForType(f.sf.Type, forOptions); err != nil {
+				return a.errorf(fwhere, "%v", errors.Unwrap(err))
 			}
-			b = append(b, lit...)
 		}
-		b = append(b, ']')
+		if p == nil {
+			p = &jsonschema.Schema{} // a type jsonschema-go left out: adapt refuses it
+		}
+		if err := a.adapt(f.sf.Type, p, fwhere); err != nil {
+			return err
+		}
+		if err := a.tags(f.sf, p); err != nil {
+			return a.errorf(fwhere, "%v", err)
+		}
+		props[f.name] = p
+		order = append(order, f.name)
+		if f.sf.Type.Kind() != reflect.Pointer && !f.optional && p.Default == nil {
+			required = append(required, f.name)
+		}
 	}
-	if n.minimum != "" {
-		key("minimum")
-		b = append(b, n.minimum...)
-	}
-	if n.maximum != "" {
-		key("maximum")
-		b = append(b, n.maximum...)
-	}
-	if n.hasMaxLength {
-		key("maxLength")
-		b = strconv.AppendInt(b, int64(n.maxLength), 10)
-	}
-	if n.def != nil {
-		key("default")
-		b = append(b, n.def...)
-	}
-	if n.items != nil {
-		key("items")
-		b = n.items.appendJSON(b)
-	}
-	if n.hasProperties {
-		key("properties")
-		b = append(b, '{')
-		for i, p := range n.properties {
-			if i > 0 {
-				b = append(b, ',')
+	*s = jsonschema.Schema{Type: "object", Properties: props, PropertyOrder: order, Required: required,
+		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}}
+	return nil
+}
+
+// fields lists the JSON properties of struct type t in field order, by the
+// rules json v2 (like encoding/json) applies to embedded structs: the
+// shallowest field of a name wins, then a tagged one, and a name left
+// ambiguous is no property.
+func (a *adapter) fields(t reflect.Type, where string) ([]field, error) {
+	var all []field
+	for _, sf := range reflect.VisibleFields(t) {
+		goPath := goPath(t, sf.Index)
+		tag, hasTag := sf.Tag.Lookup("json")
+		name, opts, _ := strings.Cut(tag, ",")
+		if sf.Anonymous {
+			ft := sf.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
 			}
-			b = jsonquote.Append(b, p.name)
-			b = append(b, ':')
-			b = p.schema.appendJSON(b)
-		}
-		b = append(b, '}')
-	}
-	if len(n.required) > 0 {
-		key("required")
-		b = append(b, '[')
-		for i, r := range n.required {
-			if i > 0 {
-				b = append(b, ',')
+			if ft.Kind() == reflect.Struct && name == "" && tag != "-" {
+				continue // inlined: its fields are visible fields of t
 			}
-			b = jsonquote.Append(b, r)
+			if hasTag || sf.IsExported() {
+				return nil, a.errorf(joinWhere(where, goPath), "an embedded field must be an untagged struct")
+			}
+			continue
 		}
-		b = append(b, ']')
+		if !sf.IsExported() || tag == "-" {
+			continue
+		}
+		if p := unexportedEmbeddedPointer(t, sf.Index); p != "" {
+			return nil, a.errorf(joinWhere(where, goPath), "cannot set a field reached through the embedded pointer %s to an unexported struct type", p)
+		}
+		f := field{sf: sf, name: name, tagged: name != "", goPath: goPath}
+		if name == "" {
+			f.name = sf.Name
+		}
+		for opt := range strings.SplitSeq(opts, ",") {
+			switch opt {
+			case "":
+			case "omitempty", "omitzero":
+				f.optional = true
+			default:
+				return nil, a.errorf(joinWhere(where, goPath), "the json tag option %q is not supported", opt)
+			}
+		}
+		all = append(all, f)
 	}
-	if n.additional != nil {
-		key("additionalProperties")
-		b = n.additional.appendJSON(b)
-	} else if n.closed {
-		key("additionalProperties")
-		b = append(b, "false"...)
+	var out []field
+	for _, f := range all {
+		dominant := true
+		for _, g := range all {
+			if g.name != f.name || slices.Equal(g.sf.Index, f.sf.Index) {
+				continue
+			}
+			f.shadows = true
+			if len(g.sf.Index) < len(f.sf.Index) ||
+				len(g.sf.Index) == len(f.sf.Index) && (g.tagged || !f.tagged) {
+				dominant = false
+			}
+		}
+		if dominant {
+			out = append(out, f)
+		}
 	}
-	return append(b, '}')
+	return out, nil
+}
+
+// goPath names the field at index in t by its Go field names, like B.Name.
+func goPath(t reflect.Type, index []int) string {
+	var names []string
+	for _, i := range index {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		sf := t.Field(i)
+		names = append(names, sf.Name)
+		t = sf.Type
+	}
+	return strings.Join(names, ".")
+}
+
+// unexportedEmbeddedPointer returns the Go path of an unexported embedded
+// struct pointer on the way to the field at index, which json v2 cannot
+// allocate, or "".
+func unexportedEmbeddedPointer(t reflect.Type, index []int) string {
+	for n := 1; n < len(index); n++ {
+		sf := t.FieldByIndex(index[:n])
+		if !sf.IsExported() && sf.Type.Kind() == reflect.Pointer {
+			return goPath(t, index[:n])
+		}
+	}
+	return ""
+}
+
+func joinWhere(where, goPath string) string {
+	if where == "" {
+		return goPath
+	}
+	return where + "." + goPath
+}
+
+// tags applies a field's doc, enum, min, max, maxlen and default tags to
+// its schema p.
+func (a *adapter) tags(sf reflect.StructField, p *jsonschema.Schema) error {
+	base := sf.Type
+	for base.Kind() == reflect.Pointer {
+		base = base.Elem()
+	}
+	kind := base.Kind()
+	numeric := kind >= reflect.Int && kind <= reflect.Uint64 || kind == reflect.Float32 || kind == reflect.Float64
+	if doc, ok := sf.Tag.Lookup("doc"); ok {
+		p.Description = doc
+	}
+	if tag, ok := sf.Tag.Lookup("enum"); ok {
+		if kind != reflect.String && !numeric {
+			return fmt.Errorf("the enum tag needs a string or number field, not %v", base)
+		}
+		for item := range strings.SplitSeq(tag, ",") {
+			item = strings.TrimSpace(item)
+			if item == "" {
+				return fmt.Errorf("enum %q has an empty value", tag)
+			}
+			var v any = item
+			if numeric {
+				n, problem := parseNumber(item, kind)
+				if problem != "" {
+					return fmt.Errorf("enum value %q: %s", item, problem)
+				}
+				v = n.value(kind)
+			}
+			if slices.Contains(p.Enum, v) {
+				return fmt.Errorf("enum %q lists %s twice", tag, literal(v))
+			}
+			p.Enum = append(p.Enum, v)
+		}
+		if sf.Type.Kind() == reflect.Pointer {
+			p.Enum = append(p.Enum, nil)
+		}
+	}
+	for _, bound := range []struct {
+		name string
+		dst  **float64
+	}{{"min", &p.Minimum}, {"max", &p.Maximum}} {
+		tag, ok := sf.Tag.Lookup(bound.name)
+		if !ok {
+			continue
+		}
+		if !numeric {
+			return fmt.Errorf("the %s tag needs a number field, not %v", bound.name, base)
+		}
+		n, problem := parseNumber(strings.TrimSpace(tag), kind)
+		if problem != "" {
+			return fmt.Errorf("%s %q: %s", bound.name, tag, problem)
+		}
+		*bound.dst = &n.f
+	}
+	if p.Minimum != nil && p.Maximum != nil && *p.Minimum > *p.Maximum {
+		return fmt.Errorf("min %s is greater than max %s", literal(*p.Minimum), literal(*p.Maximum))
+	}
+	if tag, ok := sf.Tag.Lookup("maxlen"); ok {
+		if kind != reflect.String {
+			return fmt.Errorf("the maxlen tag needs a string field, not %v", base)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(tag))
+		if err != nil || n < 0 {
+			return fmt.Errorf("maxlen %q is not a non-negative integer", tag)
+		}
+		p.MaxLength = &n
+	}
+	if tag, ok := sf.Tag.Lookup("default"); ok {
+		raw := []byte(tag)
+		if kind == reflect.String || base == timeType || kind == reflect.Slice && base.Elem().Kind() == reflect.Uint8 {
+			raw, _ = json.Marshal(tag)
+		}
+		def, e := check(p, a.kinds, raw, "value")
+		if e != nil {
+			if e.Field != "" {
+				return fmt.Errorf("default %q: field %q: %s", tag, e.Field, e.Problem)
+			}
+			return fmt.Errorf("default %q: %s", tag, e.Problem)
+		}
+		p.Default = def
+	}
+	return nil
+}
+
+// literal formats an enum value or bound as JSON, for messages.
+func literal(v any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// marshal encodes a schema as compact JSON, escaping no HTML characters.
+func marshal(s *jsonschema.Schema) ([]byte, error) {
+	return jsonv2.Marshal(s, jsontext.EscapeForJS(true))
 }

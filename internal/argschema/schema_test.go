@@ -182,9 +182,9 @@ func TestSchema_Errors(t *testing.T) {
 		{"Array", reflect.TypeFor[struct{ X [2]int }](), "argschema: struct { X [2]int } field X: unsupported type [2]int"},
 		{"IntKeys", reflect.TypeFor[struct{ M map[int]string }](), "argschema: struct { M map[int]string } field M: unsupported type map[int]string: map keys must be strings"},
 		{"NonEmptyInterface", reflect.TypeFor[struct{ E error }](), "argschema: struct { E error } field E: unsupported type error: only the empty interface can hold arguments"},
-		{"Recursive", reflect.TypeFor[Recursive](), "argschema: argschema_test.Recursive field Children[]: recursive type argschema_test.Recursive is not supported"},
-		{"RecursiveViaPointer", reflect.TypeFor[RecursiveViaPointer](), "argschema: argschema_test.RecursiveViaPointer field Next: recursive type argschema_test.RecursiveViaPointer is not supported"},
-		{"Mutual", reflect.TypeFor[MutualA](), "argschema: argschema_test.MutualA field B.As[]: recursive type argschema_test.MutualA is not supported"},
+		{"Recursive", reflect.TypeFor[Recursive](), "argschema: argschema_test.Recursive: computing element schema: cycle detected for type argschema_test.Recursive"},
+		{"RecursiveViaPointer", reflect.TypeFor[RecursiveViaPointer](), "argschema: argschema_test.RecursiveViaPointer: cycle detected for type argschema_test.RecursiveViaPointer"},
+		{"Mutual", reflect.TypeFor[MutualA](), "argschema: argschema_test.MutualA: computing map value schema: cycle detected for type argschema_test.MutualA"},
 		{"Marshaler", reflect.TypeFor[struct{ M Marshals }](), "argschema: struct { M argschema_test.Marshals } field M: type argschema_test.Marshals implements json.Marshaler; argument types must be plain data"},
 		{"TextMarshaler", reflect.TypeFor[struct{ IP []netip.Addr }](), "argschema: struct { IP []netip.Addr } field IP[]: type netip.Addr implements encoding.TextMarshaler; argument types must be plain data"},
 		{"PointerMethods", reflect.TypeFor[struct{ N *big.Int }](), "argschema: struct { N *big.Int } field N: type big.Int implements json.Marshaler; argument types must be plain data"},
@@ -193,7 +193,7 @@ func TestSchema_Errors(t *testing.T) {
 		}](), "argschema: struct { N int \"json:\\\"n,string\\\"\" } field N: the json tag option \"string\" is not supported"},
 		{"InvalidName", reflect.TypeFor[struct {
 			N int `json:"a\\b"`
-		}](), "argschema: struct { N int \"json:\\\"a\\\\\\\\b\\\"\" } field N: invalid json name \"a\\\\b\""},
+		}](), "argschema: struct { N int \"json:\\\"a\\\\\\\\b\\\"\" }: json: cannot unmarshal JSON object into Go struct { N int \"json:\\\"a\\\\\\\\b\\\"\" }: Go struct field N has malformed `json` tag: invalid character '\\\\' before next option (expecting ',')"},
 		{"EnumOnBool", reflect.TypeFor[struct {
 			B bool `enum:"true"`
 		}](), "argschema: struct { B bool \"enum:\\\"true\\\"\" } field B: the enum tag needs a string or number field, not bool"},
@@ -223,7 +223,7 @@ func TestSchema_Errors(t *testing.T) {
 		}](), "argschema: struct { S string \"maxlen:\\\"-1\\\"\" } field S: maxlen \"-1\" is not a non-negative integer"},
 		{"DefaultWrongType", reflect.TypeFor[struct {
 			N int `default:"abc"`
-		}](), "argschema: struct { N int \"default:\\\"abc\\\"\" } field N: default \"abc\": malformed JSON at byte 1: invalid character 'a' looking for beginning of value"},
+		}](), "argschema: struct { N int \"default:\\\"abc\\\"\" } field N: default \"abc\": malformed JSON at byte 0: invalid character 'a' at start of value"},
 		{"DefaultNotInEnum", reflect.TypeFor[struct {
 			S string `enum:"a,b" default:"c"`
 		}](), "argschema: struct { S string \"enum:\\\"a,b\\\" default:\\\"c\\\"\" } field S: default \"c\": value \"c\" is not one of \"a\", \"b\""},
@@ -236,7 +236,13 @@ func TestSchema_Errors(t *testing.T) {
 		{"DefaultTime", reflect.TypeFor[struct {
 			T time.Time `default:"today"`
 		}](), "argschema: struct { T time.Time \"default:\\\"today\\\"\" } field T: default \"today\": expected an RFC 3339 date-time, got \"today\""},
-		{"UnexportedEmbeddedPointer", reflect.TypeFor[HasUnexportedEmbeddedPtr](), "argschema: argschema_test.HasUnexportedEmbeddedPtr field embeddedPtr.V: cannot set a field reached through an embedded pointer to unexported struct type"},
+		{"CaseOption", reflect.TypeFor[struct {
+			N int `json:"n,case:ignore"`
+		}](), "argschema: struct { N int \"json:\\\"n,case:ignore\\\"\" } field N: the json tag option \"case:ignore\" is not supported"},
+		{"EmbeddedWithName", reflect.TypeFor[struct {
+			Item `json:"item"`
+		}](), "argschema: struct { argschema_test.Item \"json:\\\"item\\\"\" } field Item: an embedded field must be an untagged struct"},
+		{"UnexportedEmbeddedPointer", reflect.TypeFor[HasUnexportedEmbeddedPtr](), "argschema: argschema_test.HasUnexportedEmbeddedPtr field embeddedPtr.V: cannot set a field reached through the embedded pointer embeddedPtr to an unexported struct type"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := argschema.Schema(tt.typ)

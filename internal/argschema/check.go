@@ -1,0 +1,519 @@
+package argschema
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/base64"
+	"errors"
+	"io"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// check reads raw, one JSON value, against the schema s and returns it
+// normalised for json v2 to decode: compact, with the defaults of absent
+// properties filled in, integers written as plain integers and date-times in
+// UTC. kinds gives the Go kind of each integer and number node; what names
+// raw in messages. The error names the first thing in raw that s does not
+// allow.
+func check(s *jsonschema.Schema, kinds map[*jsonschema.Schema]reflect.Kind, raw []byte, what string) ([]byte, *Error) {
+	c := checkers.Get().(*checker)
+	defer c.release()
+	c.kinds, c.bad = kinds, -1
+	if !utf8.Valid(raw) {
+		c.bad = int64(firstInvalidUTF8(raw))
+	}
+	c.in.Reset(raw)
+	// Escaped lone surrogates decode to U+FFFD, as in encoding/json; raw
+	// bytes that are not UTF-8 are refused by read.
+	c.dec.Reset(&c.in, jsontext.AllowInvalidUTF8(true))
+	c.enc.Reset(&c.out, jsontext.EscapeForJS(true))
+	if e := c.value(s); e != nil {
+		return nil, e
+	}
+	if _, err := c.dec.ReadToken(); err != io.EOF {
+		return nil, &Error{Problem: "unexpected data after the " + what}
+	}
+	return bytes.Clone(c.out.Bytes()), nil
+}
+
+// checkers recycles checkers, whose decoder and encoder buffers are most of
+// the allocations of a check.
+var checkers = sync.Pool{New: func() any {
+	c := new(checker)
+	c.dec, c.enc = jsontext.NewDecoder(&c.in), jsontext.NewEncoder(&c.out)
+	return c
+}}
+
+// release returns c to the pool.
+func (c *checker) release() {
+	c.in.Reset(nil)
+	c.dec.Reset(&c.in)
+	c.out.Reset()
+	c.enc.Reset(&c.out)
+	c.kinds, c.depth, c.path = nil, 0, c.path[:0]
+	checkers.Put(c)
+}
+
+// checker is the state of one check.
+type checker struct {
+	in    bytes.Reader
+	dec   *jsontext.Decoder
+	enc   *jsontext.Encoder
+	out   bytes.Buffer
+	kinds map[*jsonschema.Schema]reflect.Kind
+	bad   int64 // offset of the first invalid UTF-8 byte, or -1
+	depth int
+	path  []segment
+}
+
+// segment is one step of a JSON path: an object key or an array index.
+type segment struct {
+	key   string
+	index int // -1 for a key
+}
+
+func firstInvalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return -1
+}
+
+// errorf returns an *Error at the current path.
+func (c *checker) errorf(problem string) *Error {
+	return &Error{Field: c.pathString(), Problem: problem}
+}
+
+// readError turns an error of the decoder into an *Error; key says whether
+// an object key was being read.
+func (c *checker) readError(err error, key bool) *Error {
+	var se *jsontext.SyntacticError
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF:
+		return c.errorf("malformed JSON: unexpected end of input")
+	case errors.Is(err, jsontext.ErrDuplicateName) && errors.As(err, &se):
+		return c.errorf("duplicate field " + strconv.Quote(clip(se.JSONPointer.LastToken())))
+	case errors.As(err, &se) && c.bad >= 0 && se.ByteOffset >= c.bad:
+		if key {
+			return c.errorf("invalid UTF-8 in field name")
+		}
+		return c.errorf("invalid UTF-8")
+	case errors.As(err, &se):
+		return c.errorf("malformed JSON at byte " + strconv.FormatInt(se.ByteOffset, 10) + ": " + se.Err.Error())
+	}
+	return c.errorf("malformed JSON: " + err.Error())
+}
+
+// read reads the next token; key says whether it is an object key.
+func (c *checker) read(key bool) (jsontext.Token, *Error) {
+	tok, err := c.dec.ReadToken()
+	if err != nil {
+		return tok, c.readError(err, key)
+	}
+	if c.bad >= 0 && c.dec.InputOffset() > c.bad {
+		return tok, c.readError(&jsontext.SyntacticError{ByteOffset: c.bad}, key)
+	}
+	return tok, nil
+}
+
+// anything is the schema of a value that may be any JSON value; read-only.
+var anything = &jsonschema.Schema{}
+
+// jsonKinds names the JSON type of a value by its first byte.
+var jsonKinds = map[jsontext.Kind]string{
+	'n': "null", 't': "boolean", 'f': "boolean", '"': "string", '0': "number", '{': "object", '[': "array",
+}
+
+// allows reports whether s admits values of the JSON type typ, and the type
+// it expects, for messages.
+func allows(s *jsonschema.Schema, typ string) (bool, string) {
+	if s.Type == "" && s.Types == nil {
+		return true, ""
+	}
+	types := s.Types
+	if s.Type != "" {
+		types = []string{s.Type}
+	}
+	return slices.Contains(types, typ) || typ == "number" && slices.Contains(types, "integer"), types[0]
+}
+
+// value checks and copies the next value, whose schema is s.
+func (c *checker) value(s *jsonschema.Schema) *Error {
+	k := c.dec.PeekKind()
+	if k == jsontext.KindInvalid {
+		_, e := c.read(false)
+		return e
+	}
+	got := jsonKinds[k]
+	if ok, want := allows(s, got); !ok {
+		return c.errorf("expected " + want + ", got " + got)
+	}
+	switch k {
+	case '{':
+		return c.object(s)
+	case '[':
+		return c.array(s)
+	}
+	tok, e := c.read(false)
+	if e != nil {
+		return e
+	}
+	switch k {
+	case '"':
+		str := tok.String()
+		if e := c.checkString(s, str); e != nil {
+			return e
+		}
+		if s.Format == "date-time" {
+			tm, _ := time.Parse(time.RFC3339, str)
+			str = tm.UTC().Format(time.RFC3339Nano)
+		}
+		tok = jsontext.String(str) // as decoded: escaped lone surrogates are U+FFFD
+	case '0':
+		if s.Type == "" && s.Types == nil {
+			break
+		}
+		lit := tok.String()
+		n, problem := parseNumber(lit, c.kinds[s])
+		if problem != "" {
+			return c.errorf(problem)
+		}
+		if e := c.checkNumber(s, n, lit); e != nil {
+			return e
+		}
+		if n.canonical != "" {
+			return c.write(c.enc.WriteValue(jsontext.Value(n.canonical)))
+		}
+	}
+	return c.write(c.enc.WriteToken(tok))
+}
+
+// write reports a failure to write the output, which is an internal error.
+func (c *checker) write(err error) *Error {
+	if err != nil {
+		return c.errorf("internal error: " + err.Error())
+	}
+	return nil
+}
+
+func (c *checker) enter() *Error {
+	c.depth++
+	if c.depth > MaxDepth {
+		return c.errorf("nesting is deeper than " + strconv.Itoa(MaxDepth) + " levels")
+	}
+	return nil
+}
+
+// object checks and copies an object: unknown and missing properties, then
+// the defaults of absent ones.
+func (c *checker) object(s *jsonschema.Schema) *Error {
+	if e := c.enter(); e != nil {
+		return e
+	}
+	if tok, e := c.read(false); e != nil {
+		return e
+	} else if err := c.enc.WriteToken(tok); err != nil {
+		return c.write(err)
+	}
+	var seen []string
+	for c.dec.PeekKind() != '}' {
+		tok, e := c.read(true)
+		if e != nil {
+			return e
+		}
+		key := tok.String()
+		sub := s.Properties[key]
+		switch {
+		case sub != nil:
+			seen = append(seen, key)
+		case s.AdditionalProperties != nil && s.AdditionalProperties.Not != nil:
+			return c.errorf("unknown field " + strconv.Quote(clip(key)))
+		case s.AdditionalProperties != nil:
+			sub = s.AdditionalProperties
+		default:
+			sub = anything
+		}
+		if err := c.enc.WriteToken(jsontext.String(key)); err != nil {
+			return c.write(err)
+		}
+		c.path = append(c.path, segment{key: key, index: -1})
+		if e := c.value(sub); e != nil {
+			return e
+		}
+		c.path = c.path[:len(c.path)-1]
+	}
+	if _, e := c.read(true); e != nil {
+		return e
+	}
+	for _, name := range s.Required {
+		if !slices.Contains(seen, name) {
+			return c.errorf("missing required field " + strconv.Quote(name))
+		}
+	}
+	for _, name := range s.PropertyOrder {
+		if def := s.Properties[name].Default; def != nil && !slices.Contains(seen, name) {
+			if err := c.enc.WriteToken(jsontext.String(name)); err != nil {
+				return c.write(err)
+			}
+			if err := c.enc.WriteValue(jsontext.Value(def)); err != nil {
+				return c.write(err)
+			}
+		}
+	}
+	c.depth--
+	return c.write(c.enc.WriteToken(jsontext.EndObject))
+}
+
+// array checks and copies an array.
+func (c *checker) array(s *jsonschema.Schema) *Error {
+	if e := c.enter(); e != nil {
+		return e
+	}
+	if tok, e := c.read(false); e != nil {
+		return e
+	} else if err := c.enc.WriteToken(tok); err != nil {
+		return c.write(err)
+	}
+	items := cmp.Or(s.Items, anything)
+	for i := 0; ; i++ {
+		c.path = append(c.path, segment{index: i})
+		if c.dec.PeekKind() == ']' {
+			break
+		}
+		if e := c.value(items); e != nil {
+			return e
+		}
+		c.path = c.path[:len(c.path)-1]
+	}
+	if _, e := c.read(false); e != nil {
+		return e
+	}
+	c.path = c.path[:len(c.path)-1]
+	c.depth--
+	return c.write(c.enc.WriteToken(jsontext.EndArray))
+}
+
+func (c *checker) checkString(s *jsonschema.Schema, str string) *Error {
+	if s.MaxLength != nil && len(str) > *s.MaxLength {
+		if n := utf8.RuneCountInString(str); n > *s.MaxLength {
+			return c.errorf("string length " + strconv.Itoa(n) + " exceeds maxLength " + strconv.Itoa(*s.MaxLength))
+		}
+	}
+	if s.Enum != nil && !slices.Contains(s.Enum, any(str)) {
+		return c.errorf("value " + strconv.Quote(clip(str)) + " is not one of " + enumText(s.Enum))
+	}
+	switch {
+	case s.Format == "date-time":
+		tm, err := time.Parse(time.RFC3339, str)
+		if err != nil {
+			return c.errorf("expected an RFC 3339 date-time, got " + strconv.Quote(clip(str)))
+		}
+		if y := tm.UTC().Year(); y < 0 || y > 9999 {
+			return c.errorf("date-time " + strconv.Quote(clip(str)) + " is outside the years 0000 to 9999 in UTC")
+		}
+	case s.ContentEncoding == "base64":
+		if _, err := base64.StdEncoding.DecodeString(str); err != nil {
+			return c.errorf("invalid base64: " + err.Error())
+		}
+	}
+	return nil
+}
+
+// checkNumber checks n, written as lit, against the enum and bounds of s.
+func (c *checker) checkNumber(s *jsonschema.Schema, n number, lit string) *Error {
+	if s.Enum != nil && !slices.Contains(s.Enum, n.value(c.kinds[s])) {
+		return c.errorf("value " + clip(lit) + " is not one of " + enumText(s.Enum))
+	}
+	if s.Minimum != nil && n.f < *s.Minimum {
+		return c.errorf("value " + clip(lit) + " is less than minimum " + literal(*s.Minimum))
+	}
+	if s.Maximum != nil && n.f > *s.Maximum {
+		return c.errorf("value " + clip(lit) + " is greater than maximum " + literal(*s.Maximum))
+	}
+	return nil
+}
+
+// enumText lists the allowed values of an enum, for messages.
+func enumText(enum []any) string {
+	var b strings.Builder
+	for _, v := range enum {
+		if v == nil {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(literal(v))
+	}
+	return b.String()
+}
+
+// number is a JSON number read for a Go kind.
+type number struct {
+	i         int64
+	u         uint64
+	f         float64 // the value as a float64, for bounds
+	canonical string  // the integer as plain digits when written otherwise; "" when as written
+}
+
+// value returns the number as the Go value an enum holds for kind.
+func (n number) value(kind reflect.Kind) any {
+	switch {
+	case kind >= reflect.Int && kind <= reflect.Int64:
+		return n.i
+	case kind >= reflect.Uint && kind <= reflect.Uint64:
+		return n.u
+	case kind == reflect.Float32:
+		return float32(n.f)
+	}
+	return n.f
+}
+
+var bits = map[reflect.Kind]int{
+	reflect.Int: strconv.IntSize, reflect.Int8: 8, reflect.Int16: 16, reflect.Int32: 32, reflect.Int64: 64,
+	reflect.Uint: strconv.IntSize, reflect.Uint8: 8, reflect.Uint16: 16, reflect.Uint32: 32, reflect.Uint64: 64, reflect.Uintptr: 64,
+	reflect.Float32: 32, reflect.Float64: 64,
+}
+
+// parseNumber reads the JSON number lit for a field of the given kind. An
+// integer may be written with a fraction or an exponent (2.0, 1e3) when its
+// value is integral. The problem is "" on success.
+func parseNumber(lit string, kind reflect.Kind) (number, string) {
+	if !jsontext.Value(lit).IsValid() || jsontext.Value(lit).Kind() != '0' {
+		return number{}, "not a JSON number"
+	}
+	outOfRange := "number " + clip(lit) + " is out of range for " + kind.String()
+	var n number
+	switch {
+	case kind == reflect.Float32 || kind == reflect.Float64:
+		f, err := strconv.ParseFloat(lit, bits[kind])
+		if err != nil && f != 0 { // underflow rounds to zero
+			return n, outOfRange
+		}
+		n.f = f
+		return n, ""
+	case kind >= reflect.Uint && kind <= reflect.Uintptr:
+		u, err := strconv.ParseUint(lit, 10, bits[kind])
+		if err != nil {
+			digits, problem := integral(lit, outOfRange)
+			if problem != "" {
+				return n, problem
+			}
+			if u, err = strconv.ParseUint(strings.TrimPrefix(digits, "-"), 10, bits[kind]); err != nil || digits[0] == '-' && u != 0 {
+				return n, outOfRange
+			}
+			n.canonical = strconv.FormatUint(u, 10)
+		}
+		n.u, n.f = u, float64(u)
+	default:
+		i, err := strconv.ParseInt(lit, 10, bits[kind])
+		if err != nil {
+			digits, problem := integral(lit, outOfRange)
+			if problem != "" {
+				return n, problem
+			}
+			if i, err = strconv.ParseInt(digits, 10, bits[kind]); err != nil {
+				return n, outOfRange
+			}
+			n.canonical = strconv.FormatInt(i, 10)
+		}
+		n.i, n.f = i, float64(i)
+	}
+	return n, ""
+}
+
+// integral returns the integer value of the JSON number lit as decimal
+// digits, or a problem: lit is not integral, or has more digits than any
+// integer kind (outOfRange). Its work is linear in len(lit).
+func integral(lit, outOfRange string) (string, string) {
+	sign, lit := "", lit
+	if rest, ok := strings.CutPrefix(lit, "-"); ok {
+		sign, lit = "-", rest
+	}
+	mant, expText, _ := strings.Cut(strings.ToLower(lit), "e")
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := strings.TrimLeft(intPart+frac, "0")
+	if digits == "" {
+		return "0", ""
+	}
+	exp, err := 0, error(nil)
+	if expText != "" {
+		exp, err = strconv.Atoi(strings.TrimPrefix(expText, "+"))
+	}
+	if err != nil || exp > 1<<30 || exp < -1<<30 { // far too large, or too small
+		if strings.HasPrefix(expText, "-") {
+			return "", "expected integer, got non-integral number " + clip(sign+lit)
+		}
+		return "", outOfRange
+	}
+	trimmed := strings.TrimRight(digits, "0")
+	exp += len(digits) - len(trimmed) - len(frac)
+	switch {
+	case exp < 0:
+		return "", "expected integer, got non-integral number " + clip(sign+lit)
+	case len(trimmed)+exp > 20:
+		return "", outOfRange
+	}
+	return sign + trimmed + strings.Repeat("0", exp), ""
+}
+
+// pathString formats the current path, like items[2].sku or meta["a b"].
+func (c *checker) pathString() string {
+	var b strings.Builder
+	for _, s := range c.path {
+		switch {
+		case s.index >= 0:
+			b.WriteString("[" + strconv.Itoa(s.index) + "]")
+		case plainKey(s.key):
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(s.key)
+		default:
+			b.WriteString("[" + strconv.Quote(clip(s.key)) + "]")
+		}
+	}
+	return b.String()
+}
+
+// plainKey reports whether a key can be written bare in a path.
+func plainKey(k string) bool {
+	if k == "" || len(k) > clipLen {
+		return false
+	}
+	for _, r := range k {
+		if r != '_' && r != '-' && !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// clipLen is the most bytes of untrusted text a message repeats.
+const clipLen = 64
+
+// clip shortens s to at most clipLen bytes, on a character boundary.
+func clip(s string) string {
+	if len(s) <= clipLen {
+		return s
+	}
+	n := clipLen
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
+}
