@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Defaults of the Config fields.
@@ -103,6 +105,15 @@ type Config struct {
 	// are not counted: each is bounded by MaxMessageBytes. Defaults
 	// DefaultMaxPendingBytes and DefaultMaxPendingTotal.
 	MaxPendingBytes, MaxPendingTotal int64
+	// LargeMessageRate bounds, in bytes per second across the server, how
+	// fast the part of WebSocket messages past LargeMessageBytes is read;
+	// a reader past it waits before reading on (TCP backpressure slows its
+	// client). Handling a message is work in proportion to its size that
+	// the Go scheduler cannot interleave finely with other sessions' small
+	// messages, so without this a few clients flooding the server with
+	// megabyte messages would take every CPU and stall everyone's calls.
+	// Default DefaultLargeMessageRate; negative means no bound.
+	LargeMessageRate int64
 	// Logger receives the server's logs. Default slog.Default().
 	Logger *slog.Logger
 	// Token, when not empty, is the bearer token every route but /health
@@ -150,10 +161,35 @@ func (c Config) withDefaults() Config {
 	if c.MaxPendingTotal <= 0 {
 		c.MaxPendingTotal = DefaultMaxPendingTotal
 	}
+	if c.LargeMessageRate == 0 {
+		c.LargeMessageRate = DefaultLargeMessageRate
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 	return c
+}
+
+// LargeMessageBytes is the size past which a WebSocket message is large:
+// the rest of it is read at most Config.LargeMessageRate. Honest messages
+// are far smaller.
+const LargeMessageBytes = 64 << 10
+
+// DefaultLargeMessageRate is Config.LargeMessageRate when it is zero: a
+// 16 MiB message is read in about half a second.
+const DefaultLargeMessageRate = 32 << 20
+
+// largeChunk is how much of a large message is read per wait.
+const largeChunk = 64 << 10
+
+// largeLimiter returns the limiter of Config.LargeMessageRate bytes per
+// second, nil for a negative rate. Its burst lets one chunk of a large
+// message through at a time.
+func largeLimiter(bytesPerSecond int64) *rate.Limiter {
+	if bytesPerSecond <= 0 {
+		return nil
+	}
+	return rate.NewLimiter(rate.Limit(bytesPerSecond), largeChunk)
 }
 
 // shortestLimit is the shortest of the positive durations among ds, or 0.
@@ -229,8 +265,9 @@ type Server struct {
 
 	watch *watchdog // StepTimeout of tool calls and WriteTimeout of WebSocket writes
 
-	pending      *byteBudget  // MaxPendingTotal: the bytes WebSocket sessions read ahead
-	aheadWaiting atomic.Int64 // WebSocket readers waiting for read-ahead room
+	pending      *byteBudget   // MaxPendingTotal: the bytes WebSocket sessions read ahead
+	large        *rate.Limiter // LargeMessageRate: the bytes of messages past LargeMessageBytes; nil: unbounded
+	aheadWaiting atomic.Int64  // WebSocket readers waiting for read-ahead room
 
 	closers    sync.WaitGroup // instances a reset replaced, closing in the background
 	closeSlots chan struct{}  // bounds closers: a reset waits for a free slot
@@ -264,6 +301,7 @@ func NewServer(b Backend, cfg Config) *Server {
 		watch:      newWatchdog(shortestLimit(cfg.StepTimeout, cfg.WriteTimeout)),
 		pending:    newByteBudget(cfg.MaxPendingTotal),
 	}
+	s.large = largeLimiter(cfg.LargeMessageRate)
 	s.metrics = newMetrics(s)
 	s.handler = s.RequireToken(s.limitBodies(s.routes()))
 	s.agent = s.agentRoutes()

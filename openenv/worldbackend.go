@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -29,8 +30,9 @@ type WorldBackend struct {
 	minFree        int64
 	maxChangeLog   int64
 	logger         *slog.Logger
-	gate           gate // resets, tool calls and grading
-	inspectGate    gate // inspect queries
+	gate           gate               // resets, tool calls and grading
+	inspectGate    gate               // inspect queries
+	inspectPacer   *sqlitestore.Pacer // inspect queries' share of the CPU; nil: unpaced
 	tasks          []env.Task
 	recorder       *task.Recorder // nil: no recording
 
@@ -65,6 +67,12 @@ type WorldBackendConfig struct {
 	// within their inspect timeout. Zero means DefaultMaxInspect(MaxActive);
 	// negative means no cap.
 	MaxInspect int
+	// InspectCPU is how many CPUs' worth of time the inspect queries of
+	// all sessions may use together (0.5: half of one CPU): past it they
+	// pause while they run (see sqlitestore.Pacer), so that graders' or
+	// hostile clients' heavy queries leave the rest of the CPU to tool
+	// calls. Zero means DefaultInspectCPU(); negative means unpaced.
+	InspectCPU float64
 	// RecordDir, when set, is where every episode's trajectory is written:
 	// one JSONL file per episode (see package task), with or without a task.
 	RecordDir string
@@ -92,6 +100,13 @@ func DefaultMaxInspect(maxActive int) int {
 		maxActive = DefaultMaxActive
 	}
 	return max(1, maxActive/4)
+}
+
+// DefaultInspectCPU is WorldBackendConfig.InspectCPU when it is zero: a
+// quarter of the CPUs the process may use (runtime.GOMAXPROCS), at least a
+// quarter of one.
+func DefaultInspectCPU() float64 {
+	return max(0.25, float64(runtime.GOMAXPROCS(0))/4)
 }
 
 // DefaultMinFreeDisk is WorldBackendConfig.MinFreeDisk's default.
@@ -135,6 +150,12 @@ func NewWorldBackend(w *env.World, cfg WorldBackendConfig) (*WorldBackend, error
 		cfg.MaxInspect = DefaultMaxInspect(cfg.MaxActive)
 	}
 	b.inspectGate = newGate(cfg.MaxInspect)
+	if cfg.InspectCPU == 0 {
+		cfg.InspectCPU = DefaultInspectCPU()
+	}
+	if cfg.InspectCPU > 0 {
+		b.inspectPacer = sqlitestore.NewPacer(cfg.InspectCPU)
+	}
 	if b.fixturesDir == "" {
 		b.fixturesDir = w.Spec().FixturesDir
 	}
@@ -276,7 +297,7 @@ func (b *WorldBackend) Open(ctx context.Context, opts OpenOptions) (Instance, er
 			return nil, err
 		}
 	}
-	wi := worldInstance{ep: ep, gate: b.gate, inspectGate: b.inspectGate}
+	wi := worldInstance{ep: ep, gate: b.gate, inspectGate: b.inspectGate, inspectPacer: b.inspectPacer}
 	if opts.Task != "" {
 		return taskInstance{wi}, nil
 	}
@@ -321,6 +342,8 @@ type worldInstance struct {
 	ep          *task.Episode
 	gate        gate
 	inspectGate gate
+	// inspectPacer paces inspect queries; nil: unpaced.
+	inspectPacer *sqlitestore.Pacer
 }
 
 func (w worldInstance) Tools() []env.ToolInfo { return w.ep.Tools() }
@@ -344,7 +367,7 @@ func (w worldInstance) Inspect(ctx context.Context, sql string, args []any, lim 
 		return InspectRows{}, err
 	}
 	defer leave()
-	rows, err := w.ep.Instance().Inspect().QueryLimit(ctx, sqlitestore.ReadLimit{MaxRows: lim.MaxRows, MaxBytes: lim.MaxBytes}, sql, args...)
+	rows, err := w.ep.Instance().Inspect().QueryLimit(ctx, sqlitestore.ReadLimit{MaxRows: lim.MaxRows, MaxBytes: lim.MaxBytes, Pacer: w.inspectPacer}, sql, args...)
 	if err != nil {
 		return InspectRows{}, err
 	}

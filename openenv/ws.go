@@ -503,13 +503,20 @@ func (wc *wsConn) readMessage(ctx context.Context) (inbound, error) {
 			readBuffers.Put(buf)
 		}
 	}()
-	n, err := io.Copy(buf, io.LimitReader(r, limit+1))
+	n, err := io.Copy(buf, io.LimitReader(r, min(limit+1, LargeMessageBytes+1)))
 	if err != nil {
 		return inbound{}, err
 	}
+	if n > LargeMessageBytes {
+		more, err := wc.srv.readLarge(wc.ss.ctx, buf, r, limit+1-n)
+		if err != nil {
+			return inbound{}, err
+		}
+		n += more
+	}
 	if n > limit {
 		most := drainFactor * limit
-		rest, err := io.Copy(io.Discard, io.LimitReader(r, most-n+1))
+		rest, err := wc.srv.readLarge(wc.ss.ctx, io.Discard, r, most-n+1)
 		if err != nil {
 			return inbound{}, err
 		}
@@ -537,6 +544,28 @@ func (wc *wsConn) readMessage(ctx context.Context) (inbound, error) {
 	}
 	// The message outlives the buffer: parsed values share its memory.
 	return inbound{data: bytes.Clone(buf.Bytes())}, nil
+}
+
+// readLarge copies at most n more bytes of a large message from r to w, in
+// chunks read no faster than LargeMessageRate allows across the server. It
+// returns the bytes copied.
+func (s *Server) readLarge(ctx context.Context, w io.Writer, r io.Reader, n int64) (int64, error) {
+	if s.large == nil {
+		return io.Copy(w, io.LimitReader(r, n))
+	}
+	var copied int64
+	for copied < n {
+		chunk := min(n-copied, largeChunk)
+		if err := s.large.WaitN(ctx, int(chunk)); err != nil {
+			return copied, err
+		}
+		m, err := io.Copy(w, io.LimitReader(r, chunk))
+		copied += m
+		if err != nil || m < chunk {
+			return copied, err
+		}
+	}
+	return copied, nil
 }
 
 // readBuffers holds buffers for reading messages.

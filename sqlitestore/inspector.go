@@ -229,7 +229,9 @@ func (i *Inspector) Query(ctx context.Context, sql string, args ...any) (*Rows, 
 // BEGIN, COMMIT, ROLLBACK, SAVEPOINT and RELEASE fail with an error
 // wrapping ErrTransaction. Whatever the outcome, no transaction stays open
 // after it. Running out of the connection's memory (a huge sort) fails with
-// an error wrapping ErrOutOfMemory.
+// an error wrapping ErrOutOfMemory. A query given a lim.Pacer pauses
+// while it runs whenever the queries sharing the Pacer have used up their
+// share of the CPU.
 func (i *Inspector) QueryLimit(ctx context.Context, lim ReadLimit, sql string, args ...any) (*Rows, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -241,7 +243,7 @@ func (i *Inspector) QueryLimit(ctx context.Context, lim ReadLimit, sql string, a
 	}
 	var rows *Rows
 	err := guard(func() error {
-		old := i.cn.c.SetInterrupt(ctx)
+		old := i.cn.c.SetInterrupt(lim.Pacer.interrupt(ctx))
 		defer i.cn.c.SetInterrupt(old)
 		i.denied = ""
 		var err error

@@ -103,6 +103,10 @@ type ReadLimit struct {
 	// it. A row that would take the total past it is not read, nor any
 	// after it.
 	MaxBytes int64
+	// Pacer, when set, paces the query: it pauses while the queries
+	// sharing the Pacer have together used up their share of the CPU.
+	// Only Inspector.QueryLimit paces.
+	Pacer *Pacer
 }
 
 // Maps returns each row as column name -> value. When two columns share a

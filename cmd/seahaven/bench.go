@@ -68,6 +68,7 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	storage := fs.String("storage", storageDisk, "the started server's --storage: disk, or memory (instance files on /dev/shm)")
 	attackers := fs.Int("attackers", 0, "hostile sessions beside --sessions, sending the attacks of the hostile scenario in turn (docs/scale.md)")
 	attackPause := fs.Duration("attack-pause", bench.DefaultAttackPause, "pause between two attacks of a hostile session, jittered ±50%")
+	attackList := fs.String("attacks", "", "with --attackers: the attacks to send, comma-separated (default: all; see docs/scale.md)")
 	compare := fs.Bool("compare", false, "with --attackers: first run the honest sessions alone, then with the attackers, and compare their p99")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -90,11 +91,15 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 		return fmt.Errorf("--sessions %d needs about %d file descriptors in this process but the open-file limit is %d: raise it with `ulimit -n %d`",
 			*sessions, *sessions+fdReserve, l.NoFile, roundUp(uint64(*sessions+fdReserve)))
 	}
+	attacks, err := bench.ParseAttacks(*attackList)
+	if err != nil {
+		return fmt.Errorf("--attacks: %w", err)
+	}
 	cfg := bench.Config{
 		URL: *url, InstanceRoot: *instances, World: *worldName, Fixture: *fixtureID,
 		Sessions: *sessions, Duration: *duration, Calls: *calls, ToolMix: toolMix, Args: toolArgs,
 		Think: *think, NoSpread: !*spread, ResetLoop: *resetLoop, Ramp: *ramp, FloorTxns: *floorTxns, SkipFloors: *noFloors,
-		Settle: *settle, Progress: c.m.Stderr, Attackers: *attackers, AttackPause: *attackPause,
+		Settle: *settle, Progress: c.m.Stderr, Attackers: *attackers, AttackPause: *attackPause, Attacks: attacks,
 	}
 	if *calls > 0 {
 		cfg.Duration = 0

@@ -56,6 +56,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	readTimeout := fs.Duration("read-timeout", envDuration("SEAHAVEN_READ_TIMEOUT", openenv.DefaultReadTimeout), "bound on reading a request's headers and body; a slower client is cut off (env SEAHAVEN_READ_TIMEOUT)")
 	keepAlive := fs.Duration("keepalive-timeout", envDuration("SEAHAVEN_KEEPALIVE_TIMEOUT", openenv.DefaultKeepAliveTimeout), "close an HTTP keep-alive connection idle this long between requests (env SEAHAVEN_KEEPALIVE_TIMEOUT)")
 	maxPendingBytes := fs.Int64("max-pending-bytes", int64(envInt("SEAHAVEN_MAX_PENDING_BYTES", openenv.DefaultMaxPendingBytes)), "the bytes a WebSocket session reads ahead of the message being processed; past them it stops reading (env SEAHAVEN_MAX_PENDING_BYTES)")
+	largeRate := fs.Int64("large-message-rate", int64(envInt("SEAHAVEN_LARGE_MESSAGE_RATE", openenv.DefaultLargeMessageRate)), "bytes per second, across the server, at which the part of WebSocket messages past 64 KiB is read; negative: unbounded (env SEAHAVEN_LARGE_MESSAGE_RATE)")
 	maxPendingTotal := fs.Int64("max-pending-total", int64(envInt("SEAHAVEN_MAX_PENDING_TOTAL", openenv.DefaultMaxPendingTotal)), "the bytes all WebSocket sessions together read ahead (env SEAHAVEN_MAX_PENDING_TOTAL)")
 	minFreeDisk := fs.Int64("min-free-disk", int64(envInt("SEAHAVEN_MIN_FREE_DISK", openenv.DefaultMinFreeDisk)), "bytes a reset leaves free on the instances' file system beyond the instance's own files; a reset that would leave less fails with an infrastructure error (disk_full); negative disables (env SEAHAVEN_MIN_FREE_DISK)")
 	maxChangeLog := fs.Int64("max-changelog-bytes", int64(envInt("SEAHAVEN_MAX_CHANGELOG_BYTES", composition.DefaultMaxChangeLogBytes)), "bound on each session's change log in memory; past it the oldest records are dropped and the state document's change_log_truncated says how many; negative disables (env SEAHAVEN_MAX_CHANGELOG_BYTES)")
@@ -87,7 +88,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	}
 	backend, err := openenv.NewWorldBackend(w, openenv.WorldBackendConfig{
 		FixturesDir: *fixturesDir, DefaultFixture: *fixtureID, InstanceRoot: *instances, Logger: logger.With("component", "calls"),
-		MaxActive: *scale.maxActive, MaxInspect: *scale.maxInspect, RecordDir: *recordDir, MinFreeDisk: *minFreeDisk, MaxChangeLogBytes: *maxChangeLog,
+		MaxActive: *scale.maxActive, MaxInspect: *scale.maxInspect, InspectCPU: *scale.inspectCPU, RecordDir: *recordDir, MinFreeDisk: *minFreeDisk, MaxChangeLogBytes: *maxChangeLog,
 	})
 	if err != nil {
 		return err
@@ -96,7 +97,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	srv := openenv.NewServer(backend, openenv.Config{
 		MaxSessions: *maxSessions, IdleTimeout: *idle, StepTimeout: *stepTimeout, Logger: logger,
 		MaxMessageBytes: *maxMessage, MaxReplyBytes: *maxReply, Token: *token, Production: *production,
-		MaxPendingBytes: *maxPendingBytes, MaxPendingTotal: *maxPendingTotal,
+		MaxPendingBytes: *maxPendingBytes, MaxPendingTotal: *maxPendingTotal, LargeMessageRate: *largeRate,
 	})
 	// One bound for the connections of both listeners: they share the
 	// process's file descriptors.
@@ -217,6 +218,15 @@ func envDuration(key string, def time.Duration) time.Duration {
 	if v, ok := os.LookupEnv(key); ok {
 		if d, err := time.ParseDuration(v); err == nil {
 			return d
+		}
+	}
+	return def
+}
+
+func envFloat(key string, def float64) float64 {
+	if v, ok := os.LookupEnv(key); ok {
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			return f
 		}
 	}
 	return def

@@ -125,6 +125,9 @@ type Config struct {
 	// AttackPause is the pause between two attacks of a hostile session.
 	// Default DefaultAttackPause.
 	AttackPause time.Duration
+	// Attacks names the attacks the hostile sessions send (see Attacks);
+	// empty means all of them. ParseAttacks checks a list of names.
+	Attacks []string
 }
 
 func (c Config) withDefaults() Config {
@@ -213,7 +216,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r := &run{cfg: cfg, srv: srv, wsURL: "ws" + strings.TrimPrefix(srv.base, "http") + "/ws",
 		picker: newPicker(cfg.ToolMix), args: map[string][]byte{}, errText: map[string]bool{}}
 	if cfg.Attackers > 0 {
-		r.hostile = newHostile(cfg.AttackPause)
+		r.hostile = newHostile(cfg.AttackPause, cfg.Attacks)
 		rep.Settings.Attackers = cfg.Attackers
 	}
 	// The baseline is the idle server, before prepare's session.

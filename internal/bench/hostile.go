@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -100,17 +101,45 @@ type Hostile struct {
 	P99Ratio    float64       `json:"p99_ratio,omitempty"`
 }
 
-// hostile is the shared state of a run's hostile sessions.
-type hostile struct {
-	mu     sync.Mutex // guards counts
-	counts map[string]*AttackCount
-	pause  time.Duration
+// ParseAttacks splits a comma-separated list of attack names and checks
+// each names one of Attacks. An empty list means every attack.
+func ParseAttacks(list string) ([]string, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var names []string
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		if !slices.ContainsFunc(Attacks, func(a attack) bool { return a.Name == n }) {
+			known := make([]string, len(Attacks))
+			for i, a := range Attacks {
+				known[i] = a.Name
+			}
+			return nil, fmt.Errorf("unknown attack %q: want one of %s", n, strings.Join(known, ", "))
+		}
+		names = append(names, n)
+	}
+	return names, nil
 }
 
-func newHostile(pause time.Duration) *hostile {
+// hostile is the shared state of a run's hostile sessions.
+type hostile struct {
+	attacks []attack // the attacks sent, in turn
+	pause   time.Duration
+
+	mu     sync.Mutex // guards counts
+	counts map[string]*AttackCount
+}
+
+// newHostile returns the state of hostile sessions that send the attacks
+// named (all of Attacks when none is), pausing about pause between two.
+func newHostile(pause time.Duration, names []string) *hostile {
 	h := &hostile{counts: map[string]*AttackCount{}, pause: pause}
 	for _, a := range Attacks {
-		h.counts[a.Name] = &AttackCount{Bound: a.Bound}
+		if len(names) == 0 || slices.Contains(names, a.Name) {
+			h.attacks = append(h.attacks, a)
+			h.counts[a.Name] = &AttackCount{Bound: a.Bound}
+		}
 	}
 	return h
 }
@@ -176,7 +205,8 @@ func (h *hostile) report(attackers int) *Hostile {
 // whenever the server drops it.
 func (r *run) attacker(ctx context.Context, i int, stop <-chan struct{}) {
 	rng := rand.New(rand.NewPCG(uint64(i), 0xa77ac4))
-	next := rng.IntN(len(Attacks))
+	attacks := r.hostile.attacks
+	next := rng.IntN(len(attacks))
 	var c *wsClient
 	defer func() {
 		if c != nil {
@@ -195,7 +225,7 @@ func (r *run) attacker(ctx context.Context, i int, stop <-chan struct{}) {
 			var err error
 			if c, err = r.dial(ctx); err != nil {
 				if ctx.Err() == nil {
-					r.hostile.record(Attacks[next].Name, failed, "reconnect: "+err.Error())
+					r.hostile.record(attacks[next].Name, failed, "reconnect: "+err.Error())
 				}
 				if !r.sleep(time.Second, stop) {
 					return
@@ -211,8 +241,8 @@ func (r *run) attacker(ctx context.Context, i int, stop <-chan struct{}) {
 				continue
 			}
 		}
-		a := Attacks[next]
-		next = (next + 1) % len(Attacks)
+		a := attacks[next]
+		next = (next + 1) % len(attacks)
 		o, text := r.attack(ctx, c, a)
 		if ctx.Err() != nil {
 			return
