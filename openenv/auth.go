@@ -83,6 +83,9 @@ func (s *Server) limitBodies(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxMessageBytes)
+			if s.large != nil {
+				r.Body = &pacedBody{ReadCloser: r.Body, s: s, ctx: r.Context()}
+			}
 		}
 		next.ServeHTTP(w, r)
 	})

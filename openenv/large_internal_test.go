@@ -3,6 +3,7 @@ package openenv
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +54,36 @@ func TestReadLarge(t *testing.T) {
 		}
 		if largeLimiter(-1) != nil {
 			t.Error("a negative rate still paces")
+		}
+	})
+}
+
+func TestPacedBody(t *testing.T) {
+	const size = 1 << 20
+	body := strings.Repeat("x", size)
+
+	t.Run("Whole", func(t *testing.T) {
+		s := &Server{large: largeLimiter(1 << 40)}
+		b := &pacedBody{ReadCloser: io.NopCloser(strings.NewReader(body)), s: s, ctx: context.Background()}
+		got, err := io.ReadAll(b)
+		if err != nil || len(got) != size {
+			t.Fatalf("read %d, %v; want %d", len(got), err, size)
+		}
+	})
+
+	t.Run("Paced", func(t *testing.T) {
+		// The first LargeMessageBytes are read at once; the rest at the rate,
+		// which the one-second deadline cuts short.
+		s := &Server{large: largeLimiter(largeChunk)}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		b := &pacedBody{ReadCloser: io.NopCloser(strings.NewReader(body)), s: s, ctx: ctx}
+		got, err := io.ReadAll(b)
+		if err == nil {
+			t.Fatalf("read %d bytes of %d without waiting for the rate", len(got), size)
+		}
+		if len(got) < LargeMessageBytes || len(got) > LargeMessageBytes+2*largeChunk {
+			t.Errorf("read %d bytes; want the first %d and at most two chunks more", len(got), LargeMessageBytes)
 		}
 	})
 }

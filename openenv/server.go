@@ -106,7 +106,8 @@ type Config struct {
 	// DefaultMaxPendingBytes and DefaultMaxPendingTotal.
 	MaxPendingBytes, MaxPendingTotal int64
 	// LargeMessageRate bounds, in bytes per second across the server, how
-	// fast the part of WebSocket messages past LargeMessageBytes is read;
+	// fast the part of WebSocket messages and HTTP request bodies past
+	// LargeMessageBytes is read;
 	// a reader past it waits before reading on (TCP backpressure slows its
 	// client). Handling a message is work in proportion to its size that
 	// the Go scheduler cannot interleave finely with other sessions' small

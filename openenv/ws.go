@@ -568,6 +568,30 @@ func (s *Server) readLarge(ctx context.Context, w io.Writer, r io.Reader, n int6
 	return copied, nil
 }
 
+// pacedBody is a request body whose bytes past LargeMessageBytes are read
+// no faster than LargeMessageRate allows across the server, as a large
+// WebSocket message's are.
+type pacedBody struct {
+	io.ReadCloser
+	s    *Server
+	ctx  context.Context
+	read int64 // bytes read so far
+}
+
+func (b *pacedBody) Read(p []byte) (int, error) {
+	if b.read >= LargeMessageBytes {
+		p = p[:min(len(p), largeChunk)]
+		if err := b.s.large.WaitN(b.ctx, len(p)); err != nil {
+			return 0, err
+		}
+	} else {
+		p = p[:min(int64(len(p)), LargeMessageBytes-b.read)]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.read += int64(n)
+	return n, err
+}
+
 // readBuffers holds buffers for reading messages.
 var readBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
