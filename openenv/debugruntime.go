@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/seahaven/seahaven/composition"
-	"github.com/seahaven/seahaven/internal/procstat"
 )
 
 // ConnectionCounter is implemented by a Backend whose instances hold
@@ -91,15 +90,7 @@ func (s *Server) Runtime() RuntimeStats {
 		OpenFDs:                 -1,
 		CPUNanos:                -1,
 	}
-	if n, err := procstat.RSS(0); err == nil {
-		st.RSSBytes = n
-	}
-	if n, err := procstat.OpenFDs(0); err == nil {
-		st.OpenFDs = n
-	}
-	if d, err := procstat.CPUTime(0); err == nil {
-		st.CPUNanos = int64(d)
-	}
+	s.processFootprint(&st)
 	s.mu.Lock()
 	st.Sessions = len(s.sessions)
 	s.mu.Unlock()
@@ -154,4 +145,28 @@ func sampleInt(s metrics.Sample) int64 {
 		return -1
 	}
 	return int64(s.Value.Uint64())
+}
+
+// processFootprint fills st's RSS, open files and CPU time from the
+// Prometheus process collector the server's metrics serve; a figure the
+// platform does not report stays -1.
+func (s *Server) processFootprint(st *RuntimeStats) {
+	families, err := s.metrics.process.Gather()
+	if err != nil {
+		return
+	}
+	for _, f := range families {
+		if len(f.GetMetric()) == 0 {
+			continue
+		}
+		m := f.GetMetric()[0]
+		switch f.GetName() {
+		case "process_resident_memory_bytes":
+			st.RSSBytes = int64(m.GetGauge().GetValue())
+		case "process_open_fds":
+			st.OpenFDs = int(m.GetGauge().GetValue())
+		case "process_cpu_seconds_total":
+			st.CPUNanos = int64(m.GetCounter().GetValue() * 1e9)
+		}
+	}
 }

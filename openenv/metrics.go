@@ -51,6 +51,9 @@ var (
 // so that servers in one process (tests) do not share counters.
 type serverMetrics struct {
 	registry *prometheus.Registry
+	// process holds the process collector alone, for GET /debug/runtime's
+	// footprint; the collector is registered on registry too.
+	process *prometheus.Registry
 
 	sessionsOpened *prometheus.CounterVec // transport
 	rejections     *prometheus.CounterVec // transport
@@ -122,9 +125,12 @@ func newMetrics(s *Server) *serverMetrics {
 			Help: "Operations the host failed (reported to the client as an infrastructure error, never as a tool result), by fault (disk_full, too_many_open_files, storage_error) and op (reset, call, inspect, grade).",
 		}, []string{"fault", "op"}),
 	}
+	process := collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})
+	m.process = prometheus.NewRegistry()
+	m.process.MustRegister(process)
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		process,
 		m.sessionsOpened, m.rejections, m.reaps, m.resets, m.resetSeconds,
 		m.calls, m.callSeconds, m.inspects, m.instances, m.wsMessages, m.authFailures, m.infraErrors,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -80,9 +80,7 @@
 // IdleAfter ([DefaultIdleAfter]), from a sweeper goroutine that runs only
 // while some connection is open, and keeps at most MaxOpen connections open
 // by releasing the least recently used idle stores. [OpenConnections]
-// counts the connections open in the process; [RawFloor] measures the
-// driver's own cost of an open and of write transactions (into a rowid
-// table, and of a row keyed by a UUID text), the floor under a store's.
+// counts the connections open in the process.
 //
 // Stores opened with Options.ShareKey (private copies of one frozen file)
 // do not close a released connection: it is parked in the Pool, unbound from

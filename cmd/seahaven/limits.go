@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/pprof"
 	"os"
@@ -14,7 +15,6 @@ import (
 	"time"
 
 	"github.com/seahaven/seahaven/composition"
-	"github.com/seahaven/seahaven/internal/procstat"
 	"github.com/seahaven/seahaven/openenv"
 	"github.com/seahaven/seahaven/sqlitestore"
 )
@@ -190,11 +190,22 @@ func readHostLimits() (hostLimits, error) {
 
 // parseMemTotal returns the MemTotal of a /proc/meminfo file in bytes, or 0.
 func parseMemTotal(meminfo []byte) uint64 {
-	n, err := procstat.ParseKB(meminfo, "MemTotal", "meminfo")
-	if err != nil {
-		return 0
+	for line := range strings.Lines(string(meminfo)) {
+		rest, ok := strings.CutPrefix(line, "MemTotal:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0
+		}
+		kb, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil || kb > math.MaxUint64>>10 {
+			return 0
+		}
+		return kb << 10
 	}
-	return uint64(n)
+	return 0
 }
 
 // scaleFlags are serve's capacity, storage and profiling flags.

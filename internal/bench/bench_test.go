@@ -20,7 +20,6 @@ import (
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/internal/bench"
 	"github.com/seahaven/seahaven/openenv"
-	"github.com/seahaven/seahaven/sqlitestore"
 )
 
 // serverEnv makes the test binary serve the company world instead of
@@ -175,7 +174,7 @@ func TestRun_Subprocess(t *testing.T) {
 		t.Errorf("floors not measured: %+v", rep.Floors)
 	}
 	fl := rep.Floors
-	if fl.EchoAfter <= 0 || fl.RawKeyedGrownTxn <= 0 || fl.GrownRows != max(int(rep.Latency["call_tool:invoice"].Count)/5, sqlitestore.MinGrownRows) {
+	if fl.EchoAfter <= 0 || fl.RawKeyedGrownTxn <= 0 || fl.GrownRows != max(int(rep.Latency["call_tool:invoice"].Count)/5, bench.MinGrownRows) {
 		t.Errorf("floors after the load not measured: %+v (invoice calls %d)", fl, rep.Latency["call_tool:invoice"].Count)
 	}
 	echo := (fl.EchoRTTProcess + fl.EchoAfter) / 2

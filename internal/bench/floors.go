@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-
-	"github.com/seahaven/seahaven/sqlitestore"
 )
 
 // Floors are what the work under a tool call costs with nothing of Seahaven
@@ -27,14 +25,14 @@ type Floors struct {
 	// also wakes another process. Zero when not measured.
 	EchoRTTProcess time.Duration `json:"echo_rtt_process_ns"`
 	// RawOpen is the median open, schema read and close of a small store
-	// (sqlitestore.RawFloor).
+	// (RawFloor).
 	RawOpen time.Duration `json:"raw_open_ns"`
 	// RawInsertTxn is the median prepared one-row insert transaction into
-	// a rowid table (sqlitestore.RawFloor).
+	// a rowid table (RawFloor).
 	RawInsertTxn time.Duration `json:"raw_insert_txn_ns"`
 	// RawKeyedInsertTxn is the same transaction inserting a row shaped as
 	// the example worlds' rows: keyed by a random UUID text, with a CHECK
-	// and a timestamp default (sqlitestore.RawFloor).
+	// and a timestamp default (RawFloor).
 	RawKeyedInsertTxn time.Duration `json:"raw_keyed_insert_txn_ns"`
 
 	// Measured after the load, when it called a tool:
@@ -45,10 +43,10 @@ type Floors struct {
 	EchoAfter time.Duration `json:"echo_after_ns,omitempty"`
 	// GrownRows is how many rows a session's store gained in the run (the
 	// compared tool's calls over the sessions), within
-	// sqlitestore.MinGrownRows and MaxGrownRows.
+	// MinGrownRows and MaxGrownRows.
 	GrownRows int `json:"grown_rows,omitempty"`
 	// RawKeyedGrownTxn is the median of GrownRows keyed insert transactions
-	// into one table starting empty (sqlitestore.RawKeyedGrowth): the raw
+	// into one table starting empty (RawKeyedGrowth): the raw
 	// SQL of the calls one session made, at the table sizes it made them.
 	RawKeyedGrownTxn time.Duration `json:"raw_keyed_grown_txn_ns,omitempty"`
 }
@@ -87,7 +85,7 @@ func measureFloors(ctx context.Context, echo *ServerCommand, dir string) (Floors
 			return f, err
 		}
 	}
-	raw, err := sqlitestore.RawFloor(floorDir(dir))
+	raw, err := RawFloor(floorDir(dir))
 	if err != nil {
 		return f, fmt.Errorf("bench: %w", err)
 	}
@@ -107,7 +105,7 @@ func measureFloorsAfter(ctx context.Context, f *Floors, echo *ServerCommand, dir
 	if err != nil {
 		return err
 	}
-	if f.RawKeyedGrownTxn, f.GrownRows, err = sqlitestore.RawKeyedGrowth(floorDir(dir), rows); err != nil {
+	if f.RawKeyedGrownTxn, f.GrownRows, err = RawKeyedGrowth(floorDir(dir), rows); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
 	return nil

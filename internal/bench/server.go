@@ -15,8 +15,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/seahaven/seahaven/internal/procstat"
 )
 
 // ServerCommand says how to start the server under test as a subprocess, so
@@ -214,9 +212,8 @@ type runtimeStats struct {
 }
 
 // sample reads the server's footprint: GET /debug/runtime (after a garbage
-// collection when gc is set, so the heap is live objects only), then, for a
-// subprocess, its RSS and open files from /proc and its instance
-// directories from the instance root.
+// collection when gc is set, so the heap is live objects only), then its
+// instance directories from the instance root.
 func (s *server) sample(ctx context.Context, gc bool) (Sample, error) {
 	url := s.base + "/debug/runtime"
 	if gc {
@@ -245,18 +242,6 @@ func (s *server) sample(ctx context.Context, gc bool) (Sample, error) {
 	out.CPUNanos = -1
 	if rs.CPUNanos != nil {
 		out.CPUNanos = *rs.CPUNanos
-	}
-	if s.cmd != nil {
-		pid := s.cmd.Process.Pid
-		if n, err := procstat.RSS(pid); err == nil {
-			out.RSSBytes = n
-		}
-		if n, err := procstat.OpenFDs(pid); err == nil {
-			out.OpenFDs = n
-		}
-		if d, err := procstat.CPUTime(pid); err == nil {
-			out.CPUNanos = int64(d)
-		}
 	}
 	if s.instances != "" {
 		if n, err := countInstanceDirs(s.instances); err == nil {

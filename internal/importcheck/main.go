@@ -1,8 +1,9 @@
 // Command importcheck enforces the one-way import direction of DESIGN.md:
 // cmd -> openenv -> composition -> {sqlitestore, fixture} -> env, with
-// schemas and web as leaves, and sqlitestore the only importer of the
-// SQLite driver. It reads `go list` and fails on any edge that flows the
-// wrong way.
+// schemas and web as leaves, sqlitestore the only product importer of the
+// SQLite driver, and the benchmark tooling (internal/bench) imported by the
+// seahaven command alone. It reads `go list` and fails on any edge that
+// flows the wrong way.
 package main
 
 import (
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 )
 
@@ -30,6 +32,14 @@ var forbidden = map[string][]string{
 	"task":        {"openenv", "cmd/", "web"},
 }
 
+// driverImporters are the packages that may import the SQLite driver:
+// sqlitestore, and the benchmark tooling, whose floors time the raw driver.
+var driverImporters = map[string]bool{"sqlitestore": true, "internal/bench": true}
+
+// toolingImporters maps a tooling package to the only packages that may
+// depend on it: no product package does.
+var toolingImporters = map[string][]string{"internal/bench": {"cmd/seahaven"}}
+
 func main() {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}|{{join .Deps \" \"}}", "./...").Output()
 	if err != nil {
@@ -46,11 +56,16 @@ func main() {
 		}
 		pkg := strings.TrimPrefix(parts[0], module)
 		for _, imp := range strings.Fields(parts[1]) {
-			if strings.HasPrefix(imp, "github.com/ncruces/go-sqlite3") && pkg != "sqlitestore" {
+			if strings.HasPrefix(imp, "github.com/ncruces/go-sqlite3") && !driverImporters[pkg] {
 				bad = append(bad, fmt.Sprintf("%s imports %s: only sqlitestore may", pkg, imp))
 			}
 		}
 		for _, dep := range strings.Fields(parts[2]) {
+			if tool, ok := strings.CutPrefix(dep, module); ok {
+				if allowed, ok := toolingImporters[tool]; ok && !slices.Contains(allowed, pkg) {
+					bad = append(bad, fmt.Sprintf("%s depends on %s: tooling only %s may import", pkg, dep, strings.Join(allowed, ", ")))
+				}
+			}
 			for _, rule := range forbidden[pkg] {
 				if matches(dep, rule) {
 					bad = append(bad, fmt.Sprintf("%s depends on %s", pkg, dep))

@@ -1,4 +1,4 @@
-package sqlitestore
+package bench
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/ncruces/go-sqlite3"
+
+	"github.com/seahaven/seahaven/sqlitestore"
 )
 
 // Sample sizes of RawFloor.
@@ -62,16 +64,16 @@ func RawFloor(dir string) (Floor, error) {
 }
 
 // inScratch runs fn, which times raw driver work, with a scratch directory
-// under dir that is removed afterwards; driver panics and errors become
-// "sqlitestore: raw floor" errors.
+// under dir that is removed afterwards; its errors become "bench: raw
+// floor" errors.
 func inScratch(dir string, fn func(scratch string) error) error {
-	scratch, err := os.MkdirTemp(dir, "sqlitestore-floor-")
+	scratch, err := os.MkdirTemp(dir, "bench-floor-")
 	if err != nil {
-		return fmt.Errorf("sqlitestore: raw floor: %w", err)
+		return fmt.Errorf("bench: raw floor: %w", err)
 	}
 	defer os.RemoveAll(scratch)
-	if err := guard(func() error { return fn(scratch) }); err != nil {
-		return fmt.Errorf("sqlitestore: raw floor: %w", formatError(nil, err))
+	if err := fn(scratch); err != nil {
+		return fmt.Errorf("bench: raw floor: %w", err)
 	}
 	return nil
 }
@@ -151,7 +153,7 @@ func floorInsert(path string, shape rowShape, n int) (time.Duration, error) {
 	}
 	defer c.Close()
 	err = c.Exec(fmt.Sprintf(`PRAGMA synchronous=OFF; PRAGMA journal_mode=MEMORY; PRAGMA locking_mode=EXCLUSIVE;
-		PRAGMA foreign_keys=ON; PRAGMA cache_size=-%d;`, CacheSizeKiB) + shape.schema)
+		PRAGMA foreign_keys=ON; PRAGMA cache_size=-%d;`, sqlitestore.CacheSizeKiB) + shape.schema)
 	if err != nil {
 		return 0, err
 	}
