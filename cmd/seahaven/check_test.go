@@ -18,18 +18,13 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files")
 
 // mustCheckModule copies testdata/checkmod into a temporary directory and
-// makes it a module that uses this repository's seahaven through a replace
-// directive, with this repository's requirements and sums. It returns the
-// module's directory.
+// makes it a module that uses this repository's seahaven (see mustModule).
+// It returns the module's directory.
 func mustCheckModule(tb testing.TB) string {
 	tb.Helper()
-	repo, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		tb.Fatal(err)
-	}
 	dir := filepath.Join(tb.TempDir(), "checkmod")
 	src := filepath.Join("testdata", "checkmod")
-	err = filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -49,6 +44,19 @@ func mustCheckModule(tb testing.TB) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	mustModule(tb, dir, "example.com/checkmod")
+	return dir
+}
+
+// mustModule makes dir the module named module that uses this repository's
+// seahaven through a replace directive, with this repository's
+// requirements and sums.
+func mustModule(tb testing.TB, dir, module string) {
+	tb.Helper()
+	repo, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		tb.Fatal(err)
+	}
 	gomod, err := os.ReadFile(filepath.Join(repo, "go.mod"))
 	if err != nil {
 		tb.Fatal(err)
@@ -57,7 +65,7 @@ func mustCheckModule(tb testing.TB) string {
 	requires := regexp.MustCompile(`(?ms)^require \(\n.*?^\)\n`).FindAll(gomod, -1)
 	goLine := regexp.MustCompile(`(?m)^go .*$`).Find(gomod)
 	var b bytes.Buffer
-	b.WriteString("module example.com/checkmod\n\n")
+	b.WriteString("module " + module + "\n\n")
 	b.Write(goLine)
 	b.WriteString("\n\nrequire github.com/seahaven/seahaven v0.0.0\n\n")
 	for _, r := range requires {
@@ -75,7 +83,6 @@ func mustCheckModule(tb testing.TB) string {
 	if err := os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	return dir
 }
 
 // runCheck runs `seahaven check args...` through Main and returns its

@@ -75,6 +75,7 @@ Usage:
   seahaven fixtures build|list|verify [flags]
   seahaven check    [flags] [packages]   lint the worlds of a module (docs/lints.md)
   seahaven grade    [flags] FILE...      replay and grade recorded trajectories (docs/tasks.md)
+  seahaven new world [flags] NAME        write a new world: schema, tools, tests, fixture generator, task
   seahaven healthcheck [--url URL]       exit 0 if a server's /health answers healthy
   seahaven bench    [flags]   load-test a server: sessions, latency, memory (docs/scale.md)
   seahaven bench echo [--addr A]         a bare WebSocket echo server (the benchmark's floor)
@@ -102,6 +103,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return (&BenchCommand{m: m}).Run(ctx, args[1:])
 	case "grade":
 		return (&GradeCommand{m: m}).Run(ctx, args[1:])
+	case "new":
+		return (&NewCommand{m: m}).Run(ctx, args[1:])
 	case "version":
 		fmt.Fprintln(m.Stdout, "seahaven", version())
 		return nil
