@@ -17,6 +17,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/examples/worlds/chat"
@@ -239,7 +240,7 @@ func TestChurn(t *testing.T) {
 	const clients = 16
 	// StepTimeout ends a call whose client has vanished without a trace
 	// (its socket drop unnoticed); reads and pings notice sooner.
-	s := mustServeWorld(t, churnWorld, openenv.WorldBackendConfig{}, openenv.Config{
+	s := mustServeWorld(t, churnWorld, app.Config{}, openenv.Config{
 		StepTimeout: 5 * time.Second, PingInterval: 500 * time.Millisecond, PongTimeout: 2 * time.Second,
 		WriteTimeout: 2 * time.Second,
 	})

@@ -2,12 +2,7 @@ package openenv
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"sync"
-
-	"github.com/seahaven/seahaven/composition"
-	"github.com/seahaven/seahaven/sqlitestore"
 )
 
 // CompositionSource is implemented by a Backend that can describe its
@@ -67,53 +62,6 @@ type CompositionEdge struct {
 	Block []string `json:"block"`
 	// Store is the scope the edge gives its subtree, or null to keep the host's.
 	Store *string `json:"store"`
-}
-
-// compositions caches descriptions by sealed tree: a Sealed is immutable,
-// and a new registration seals a new one.
-var compositions sync.Map // *composition.Sealed -> *Composition
-
-// Composition describes the world's sealed tree. It implements
-// [CompositionSource]; it fails only if the world no longer seals (a
-// registration since NewWorldBackend broke it) or a schema does not apply.
-func (b *WorldBackend) Composition(ctx context.Context) (*Composition, error) {
-	s, err := composition.Seal(b.world)
-	if err != nil {
-		return nil, err
-	}
-	if c, ok := compositions.Load(s); ok {
-		return c.(*Composition), nil
-	}
-	c := &Composition{World: b.world.Name(), WorldVersion: b.world.Version(), Nodes: []CompositionNode{}, Edges: []CompositionEdge{}}
-	hashes := map[string]string{} // by schema text: shared worlds hash once
-	for _, n := range s.Nodes {
-		schema := n.World.Spec().Schema
-		h, ok := hashes[schema]
-		if !ok {
-			if h, err = sqlitestore.SchemaHash(ctx, schema); err != nil {
-				return nil, fmt.Errorf("openenv: world %s: schema hash: %w", n.World.Name(), err)
-			}
-			hashes[schema] = h
-		}
-		aliases := append([]string{}, n.Aliases...)
-		c.Nodes = append(c.Nodes, CompositionNode{
-			Path: n.Path, World: n.World.Name(), WorldVersion: n.World.Version(), Scope: n.Scope,
-			Aliases: aliases, SchemaHash: h, File: n.File,
-		})
-		for _, ch := range n.Children {
-			e := ch.Edge
-			edge := CompositionEdge{From: n.Path, Name: e.Name, To: ch.Node.Path, Prefix: e.Prefix, Store: e.Store}
-			if e.AllowSet {
-				edge.Allow = append([]string{}, e.Allow...)
-			}
-			if e.BlockSet {
-				edge.Block = append([]string{}, e.Block...)
-			}
-			c.Edges = append(c.Edges, edge)
-		}
-	}
-	actual, _ := compositions.LoadOrStore(s, c)
-	return actual.(*Composition), nil
 }
 
 // serveComposition serves GET /composition.

@@ -6,8 +6,6 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"time"
-
-	"github.com/seahaven/seahaven/composition"
 )
 
 // ConnectionCounter is implemented by a Backend whose instances hold
@@ -18,23 +16,12 @@ type ConnectionCounter interface {
 	OpenConnections() int
 }
 
-// OpenConnections returns the SQLite connections held open right now by the
-// node stores of the backend's instances (composition.DefaultPool). It
-// implements [ConnectionCounter].
-func (b *WorldBackend) OpenConnections() int { return composition.DefaultPool.Open() }
-
 // ParkedCounter is implemented by a Backend whose released connections are
 // kept open for reuse, bound to no instance. GET /debug/runtime reports the
 // count. ParkedConnections must be safe for concurrent use.
 type ParkedCounter interface {
 	ParkedConnections() int
 }
-
-// ParkedConnections returns the SQLite connections parked in
-// composition.DefaultPool: open, bound to no instance, waiting to be rebound
-// to the next store copied from the same frozen file. It implements
-// [ParkedCounter].
-func (b *WorldBackend) ParkedConnections() int { return composition.DefaultPool.Parked() }
 
 // RuntimeStats is the body of GET /debug/runtime: what a load generator
 // samples to watch the server's footprint. A field the server cannot read on

@@ -209,7 +209,7 @@
 // writes (to its temp schema too, so nothing can shadow a store's table),
 // ATTACH, DETACH and transaction control, reads no more than InspectRowLimit rows and
 // MaxReplyBytes, and runs in the Backend's inspect slots, apart from tool
-// calls (WorldBackendConfig.MaxInspect).
+// calls (app.Config.MaxInspect).
 //
 // # Metrics and logs
 //

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/openenv"
 )
 
@@ -15,7 +16,7 @@ import (
 // the client sees an execution_error naming the panic, the row is rolled
 // back, and the session goes on serving calls.
 func TestFaults_PanickingTool(t *testing.T) {
-	s := mustServeWorld(t, faultyWorld, openenv.WorldBackendConfig{}, openenv.Config{})
+	s := mustServeWorld(t, faultyWorld, app.Config{}, openenv.Config{})
 	c := s.dial(t)
 	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"panics"}}`)
 
@@ -67,7 +68,7 @@ func TestFaults_PanickingTool(t *testing.T) {
 // rolled back, and the session goes on.
 func TestFaults_Deadline(t *testing.T) {
 	const timeout = 300 * time.Millisecond
-	s := mustServeWorld(t, faultyWorld, openenv.WorldBackendConfig{}, openenv.Config{StepTimeout: timeout})
+	s := mustServeWorld(t, faultyWorld, app.Config{}, openenv.Config{StepTimeout: timeout})
 	c := s.dial(t)
 	roundTrip(t, c, `{"type":"reset"}`)
 	mustSucceed(t, callTool(t, c, "note", `{"body":"kept"}`))

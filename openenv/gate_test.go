@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/openenv"
 )
 
 func TestWorldBackend_MaxActive(t *testing.T) {
-	backend, err := openenv.NewWorldBackend(faultyWorld, openenv.WorldBackendConfig{InstanceRoot: t.TempDir(), MaxActive: 1})
+	backend, err := app.New(faultyWorld, app.Config{InstanceRoot: t.TempDir(), MaxActive: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestWorldBackend_MaxActive(t *testing.T) {
 }
 
 func TestWorldBackend_MaxInspect(t *testing.T) {
-	backend, err := openenv.NewWorldBackend(faultyWorld, openenv.WorldBackendConfig{InstanceRoot: t.TempDir(), MaxActive: 1, MaxInspect: 1})
+	backend, err := app.New(faultyWorld, app.Config{InstanceRoot: t.TempDir(), MaxActive: 1, MaxInspect: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,13 +119,13 @@ func TestDefaultMaxInspect(t *testing.T) {
 	for _, tt := range []struct {
 		active, want int // MaxActive, and its DefaultMaxInspect
 	}{
-		{0, openenv.DefaultMaxActive / 4},
+		{0, app.DefaultMaxActive / 4},
 		{64, 16},
 		{7, 1},
 		{1, 1},
 		{-1, -1},
 	} {
-		if got := openenv.DefaultMaxInspect(tt.active); got != tt.want {
+		if got := app.DefaultMaxInspect(tt.active); got != tt.want {
 			t.Errorf("DefaultMaxInspect(%d) = %d, want %d", tt.active, got, tt.want)
 		}
 	}

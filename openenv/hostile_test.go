@@ -18,6 +18,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/openenv"
 )
@@ -355,7 +356,7 @@ func TestHostile_FixturePathTraversal(t *testing.T) {
 	copyFixtureDir(t, filepath.Join(company.FixturesDir, company.AcmeID), filepath.Join(fixtures, company.AcmeID))
 	canary := filepath.Join(root, "etc", "passwd")
 	copyFixtureDir(t, filepath.Join(company.FixturesDir, company.AcmeID), canary)
-	s := mustServeWorld(t, company.World, openenv.WorldBackendConfig{FixturesDir: fixtures, DefaultFixture: company.AcmeID}, openenv.Config{})
+	s := mustServeWorld(t, company.World, app.Config{FixturesDir: fixtures, DefaultFixture: company.AcmeID}, openenv.Config{})
 	c := s.dial(t)
 	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"before"}}`)
 	watch := newWatchOpens(t, canary, filepath.Join(root, "etc"))

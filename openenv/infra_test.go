@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/internal/testfs"
 	"github.com/seahaven/seahaven/openenv"
 )
@@ -60,7 +61,7 @@ func firstLoc(tb testing.TB, reply, path string) string {
 // result. Each is counted by fault and operation.
 func TestInfraErrors_DiskFull(t *testing.T) {
 	dir := testfs.MountTmpfs(t, "1m")
-	s := mustServeWorld(t, faultyWorld, openenv.WorldBackendConfig{InstanceRoot: dir, MinFreeDisk: 64 << 10}, openenv.Config{})
+	s := mustServeWorld(t, faultyWorld, app.Config{InstanceRoot: dir, MinFreeDisk: 64 << 10}, openenv.Config{})
 	c := s.dial(t)
 	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"full"}}`)
 	mustSucceed(t, callTool(t, c, "note", `{"body":"kept"}`))
@@ -148,7 +149,7 @@ func TestInfraErrors_UnknownFixture(t *testing.T) {
 // infrastructure error and /ready says not ready.
 func TestInfraErrors_InstanceRootRemoved(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "instances")
-	s := mustServeWorld(t, faultyWorld, openenv.WorldBackendConfig{InstanceRoot: root}, openenv.Config{})
+	s := mustServeWorld(t, faultyWorld, app.Config{InstanceRoot: root}, openenv.Config{})
 	c := s.dial(t)
 	roundTrip(t, c, `{"type":"reset"}`)
 	ready := func() (int, string) {
@@ -198,7 +199,7 @@ func TestInfraErrors_InstanceRootRemoved(t *testing.T) {
 // records outgrow the bound, the state document (valid against the state
 // schema) keeps the newest and says how many were dropped.
 func TestState_ChangeLogTruncated(t *testing.T) {
-	s := mustServeWorld(t, faultyWorld, openenv.WorldBackendConfig{MaxChangeLogBytes: 4900}, openenv.Config{})
+	s := mustServeWorld(t, faultyWorld, app.Config{MaxChangeLogBytes: 4900}, openenv.Config{})
 	c := s.dial(t)
 	roundTrip(t, c, `{"type":"reset"}`)
 	mustSucceed(t, callTool(t, c, "note", `{"body":"small"}`))
@@ -225,7 +226,7 @@ func TestState_ChangeLogTruncated(t *testing.T) {
 func TestInfraErrors_RecordingDiskFull(t *testing.T) {
 	dir := testfs.MountTmpfs(t, "64k")
 	fillDisk(t, dir)
-	s := mustServeWorld(t, faultyWorld, openenv.WorldBackendConfig{RecordDir: dir}, openenv.Config{})
+	s := mustServeWorld(t, faultyWorld, app.Config{RecordDir: dir}, openenv.Config{})
 	c := s.dial(t)
 	mustInfraFrame(t, roundTrip(t, c, `{"type":"reset","data":{"episode_id":"rec"}}`), "disk_full")
 }

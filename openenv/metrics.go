@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -341,21 +340,4 @@ func clip(v string, n int) string {
 		return v
 	}
 	return v[:n] + "..."
-}
-
-// InstanceDirs counts the instance directories under InstanceDir: one per
-// open instance, unless instances were closed without removing their files.
-// It implements [InstanceDirCounter].
-func (b *WorldBackend) InstanceDirs() (int, error) {
-	ents, err := os.ReadDir(b.dir)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, e := range ents {
-		if e.IsDir() {
-			n++
-		}
-	}
-	return n, nil
 }

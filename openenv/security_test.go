@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/openenv"
 )
@@ -43,7 +44,7 @@ func TestWorldBackend_FixtureTraversal(t *testing.T) {
 	fixtures := filepath.Join(root, "fixtures")
 	copyDir(t, filepath.Join(company.FixturesDir, company.AcmeID), filepath.Join(fixtures, company.AcmeID))
 	copyDir(t, filepath.Join(company.FixturesDir, company.AcmeID), filepath.Join(root, company.AcmeID))
-	s := mustServeWorld(t, company.World, openenv.WorldBackendConfig{FixturesDir: fixtures, DefaultFixture: company.AcmeID}, openenv.Config{})
+	s := mustServeWorld(t, company.World, app.Config{FixturesDir: fixtures, DefaultFixture: company.AcmeID}, openenv.Config{})
 
 	c := s.dial(t)
 	if reply := roundTrip(t, c, `{"type":"reset","data":{"fixture":"acme"}}`); str(t, reply, "type") != "observation" {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/openenv"
@@ -145,7 +146,7 @@ func TestTasks_WebSocketAllowList(t *testing.T) {
 // A task names its own fixture and seed; a reset may override them.
 func TestTasks_ResetOptions(t *testing.T) {
 	// No default fixture: without a task a reset is genesis.
-	s := mustServeWorld(t, company.World, openenv.WorldBackendConfig{}, openenv.Config{})
+	s := mustServeWorld(t, company.World, app.Config{}, openenv.Config{})
 	c := s.dial(t)
 	defer c.Close(websocket.StatusNormalClosure, "")
 	tests := []struct {
@@ -226,7 +227,7 @@ func TestTasks_List(t *testing.T) {
 // replays to the same state and reward.
 func TestTasks_Record(t *testing.T) {
 	dir := t.TempDir()
-	s := mustServeWorld(t, company.World, openenv.WorldBackendConfig{DefaultFixture: company.AcmeID, RecordDir: dir}, openenv.Config{})
+	s := mustServeWorld(t, company.World, app.Config{DefaultFixture: company.AcmeID, RecordDir: dir}, openenv.Config{})
 	c := s.dial(t)
 	roundTrip(t, c, `{"type":"reset","data":{"task":"invoice_750","episode_id":"rec-1","seed":3}}`)
 	callTool(t, c, "invoice", `{"amount":750}`)

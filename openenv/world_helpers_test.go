@@ -13,22 +13,23 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/openenv"
 )
 
-// worldServer is a Server over a real WorldBackend (the composition engine
+// worldServer is a Server over a real app.Backend (the composition engine
 // and SQLite stores) on a real HTTP listener.
 type worldServer struct {
 	*testServer
-	backend *openenv.WorldBackend
+	backend *app.Backend
 }
 
 // mustServeWorld serves w with its instances in a private instance root. At
 // cleanup it shuts the server down and checks that every session ended and
 // every instance directory was removed.
-func mustServeWorld(tb testing.TB, w *env.World, bcfg openenv.WorldBackendConfig, cfg openenv.Config) *worldServer {
+func mustServeWorld(tb testing.TB, w *env.World, bcfg app.Config, cfg openenv.Config) *worldServer {
 	tb.Helper()
 	if bcfg.InstanceRoot == "" {
 		bcfg.InstanceRoot = tb.TempDir()
@@ -36,9 +37,9 @@ func mustServeWorld(tb testing.TB, w *env.World, bcfg openenv.WorldBackendConfig
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	backend, err := openenv.NewWorldBackend(w, bcfg)
+	backend, err := app.New(w, bcfg)
 	if err != nil {
-		tb.Fatalf("NewWorldBackend(%s): %v", w.Name(), err)
+		tb.Fatalf("app.New(%s): %v", w.Name(), err)
 	}
 	srv := openenv.NewServer(backend, cfg)
 	ts := httptest.NewServer(srv.Handler())
@@ -67,7 +68,7 @@ func mustServeWorld(tb testing.TB, w *env.World, bcfg openenv.WorldBackendConfig
 // from the acme fixture by default.
 func mustServeCompany(tb testing.TB, cfg openenv.Config) *worldServer {
 	tb.Helper()
-	return mustServeWorld(tb, company.World, openenv.WorldBackendConfig{DefaultFixture: company.AcmeID}, cfg)
+	return mustServeWorld(tb, company.World, app.Config{DefaultFixture: company.AcmeID}, cfg)
 }
 
 // instanceDirs lists the instance directories the backend holds now.

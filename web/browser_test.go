@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/fixture"
@@ -69,7 +70,7 @@ func mustServeCompany(tb testing.TB, fixturesDir string) string {
 // UI signs in (web.HandlerWithAuth) and the API asks for the token.
 func mustServeCompanyToken(tb testing.TB, fixturesDir, token string) string {
 	tb.Helper()
-	backend, err := openenv.NewWorldBackend(company.World, openenv.WorldBackendConfig{
+	backend, err := app.New(company.World, app.Config{
 		FixturesDir: fixturesDir, DefaultFixture: "acme", InstanceRoot: tb.TempDir(),
 	})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/internal/bench"
 	"github.com/seahaven/seahaven/openenv"
@@ -28,7 +29,7 @@ func runBench(t *testing.T, args ...string) (string, string, error) {
 }
 
 func TestBenchCommand_URL(t *testing.T) {
-	backend, err := openenv.NewWorldBackend(company.World, openenv.WorldBackendConfig{InstanceRoot: t.TempDir(), DefaultFixture: company.AcmeID})
+	backend, err := app.New(company.World, app.Config{InstanceRoot: t.TempDir(), DefaultFixture: company.AcmeID})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/openenv"
 	"github.com/seahaven/seahaven/sqlitestore"
@@ -229,7 +230,7 @@ func addScaleFlags(fs *flag.FlagSet) *scaleFlags {
 		idleRelease: fs.Duration("idle-release", envDuration("SEAHAVEN_IDLE_RELEASE", sqlitestore.DefaultIdleAfter), "close an instance's SQLite connections after this long without a call; negative keeps them (env SEAHAVEN_IDLE_RELEASE)"),
 		force:       fs.Bool("force", false, "start even when --max-sessions or --max-open exceed the file-descriptor or memory-map limits"),
 		pprof:       fs.Bool("pprof", false, "serve net/http/pprof at /debug/pprof/ on the main listener"),
-		maxActive:   fs.Int("max-active", envInt("SEAHAVEN_MAX_ACTIVE", openenv.DefaultMaxActive), "the most resets and tool calls running at once; more wait their turn; negative: no cap (env SEAHAVEN_MAX_ACTIVE)"),
+		maxActive:   fs.Int("max-active", envInt("SEAHAVEN_MAX_ACTIVE", app.DefaultMaxActive), "the most resets and tool calls running at once; more wait their turn; negative: no cap (env SEAHAVEN_MAX_ACTIVE)"),
 		maxInspect:  fs.Int("max-inspect", envInt("SEAHAVEN_MAX_INSPECT", 0), "the most inspect queries running at once, apart from --max-active; more wait their turn; 0: a quarter of --max-active, at least 1; negative: no cap (env SEAHAVEN_MAX_INSPECT)"),
 		inspectCPU:  fs.Float64("inspect-cpu", envFloat("SEAHAVEN_INSPECT_CPU", 0), "how many CPUs' worth of time inspect queries may use together; past it they pause while they run, leaving the rest to tool calls; 0: a quarter of GOMAXPROCS, at least 0.25; negative: unpaced (env SEAHAVEN_INSPECT_CPU)"),
 		storage:     fs.String("storage", envOr("SEAHAVEN_STORAGE", storageDisk), "where instance files live: disk, or memory (a tmpfs: /dev/shm, or --instances on one); fixtures stay on disk (env SEAHAVEN_STORAGE)"),

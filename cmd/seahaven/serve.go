@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/openenv"
 	"github.com/seahaven/seahaven/web"
@@ -58,7 +59,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	maxPendingBytes := fs.Int64("max-pending-bytes", int64(envInt("SEAHAVEN_MAX_PENDING_BYTES", openenv.DefaultMaxPendingBytes)), "the bytes a WebSocket session reads ahead of the message being processed; past them it stops reading (env SEAHAVEN_MAX_PENDING_BYTES)")
 	largeRate := fs.Int64("large-message-rate", int64(envInt("SEAHAVEN_LARGE_MESSAGE_RATE", openenv.DefaultLargeMessageRate)), "bytes per second, across the server, at which the part of WebSocket messages and request bodies past 64 KiB is read; negative: unbounded (env SEAHAVEN_LARGE_MESSAGE_RATE)")
 	maxPendingTotal := fs.Int64("max-pending-total", int64(envInt("SEAHAVEN_MAX_PENDING_TOTAL", openenv.DefaultMaxPendingTotal)), "the bytes all WebSocket sessions together read ahead (env SEAHAVEN_MAX_PENDING_TOTAL)")
-	minFreeDisk := fs.Int64("min-free-disk", int64(envInt("SEAHAVEN_MIN_FREE_DISK", openenv.DefaultMinFreeDisk)), "bytes a reset leaves free on the instances' file system beyond the instance's own files; a reset that would leave less fails with an infrastructure error (disk_full); negative disables (env SEAHAVEN_MIN_FREE_DISK)")
+	minFreeDisk := fs.Int64("min-free-disk", int64(envInt("SEAHAVEN_MIN_FREE_DISK", app.DefaultMinFreeDisk)), "bytes a reset leaves free on the instances' file system beyond the instance's own files; a reset that would leave less fails with an infrastructure error (disk_full); negative disables (env SEAHAVEN_MIN_FREE_DISK)")
 	maxChangeLog := fs.Int64("max-changelog-bytes", int64(envInt("SEAHAVEN_MAX_CHANGELOG_BYTES", composition.DefaultMaxChangeLogBytes)), "bound on each session's change log in memory; past it the oldest records are dropped and the state document's change_log_truncated says how many; negative disables (env SEAHAVEN_MAX_CHANGELOG_BYTES)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", envDuration("SEAHAVEN_SHUTDOWN_TIMEOUT", 30*time.Second), "on SIGTERM, how long to wait for sessions and requests to end (env SEAHAVEN_SHUTDOWN_TIMEOUT)")
 	if err := fs.Parse(args); err != nil {
@@ -86,7 +87,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if *fixtureID == "" {
 		*fixtureID = defaultFixtures[*worldName]
 	}
-	backend, err := openenv.NewWorldBackend(w, openenv.WorldBackendConfig{
+	backend, err := app.New(w, app.Config{
 		FixturesDir: *fixturesDir, DefaultFixture: *fixtureID, InstanceRoot: *instances, Logger: logger.With("component", "calls"),
 		MaxActive: *scale.maxActive, MaxInspect: *scale.maxInspect, InspectCPU: *scale.inspectCPU, RecordDir: *recordDir, MinFreeDisk: *minFreeDisk, MaxChangeLogBytes: *maxChangeLog,
 	})

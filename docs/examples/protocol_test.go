@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/openenv"
 )
@@ -24,7 +25,7 @@ func serveCompany() (*httptest.Server, func()) {
 	if err != nil {
 		panic(err)
 	}
-	backend, err := openenv.NewWorldBackend(company.World, openenv.WorldBackendConfig{
+	backend, err := app.New(company.World, app.Config{
 		DefaultFixture: "acme", InstanceRoot: instances, Logger: quiet,
 	})
 	if err != nil {

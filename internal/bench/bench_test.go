@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/internal/bench"
 	"github.com/seahaven/seahaven/openenv"
@@ -80,8 +81,8 @@ func serve(args []string) error {
 	return hs.Shutdown(sctx)
 }
 
-func newServer(instances string) (*openenv.Server, *openenv.WorldBackend, error) {
-	backend, err := openenv.NewWorldBackend(company.World, openenv.WorldBackendConfig{InstanceRoot: instances, DefaultFixture: company.AcmeID})
+func newServer(instances string) (*openenv.Server, *app.Backend, error) {
+	backend, err := app.New(company.World, app.Config{InstanceRoot: instances, DefaultFixture: company.AcmeID})
 	if err != nil {
 		return nil, nil, err
 	}

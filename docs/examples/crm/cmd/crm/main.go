@@ -10,12 +10,13 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/docs/examples/crm"
 	"github.com/seahaven/seahaven/openenv"
 )
 
 func main() {
-	backend, err := openenv.NewWorldBackend(crm.World, openenv.WorldBackendConfig{})
+	backend, err := app.New(crm.World, app.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}

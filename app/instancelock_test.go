@@ -1,4 +1,4 @@
-package openenv_test
+package app_test
 
 import (
 	"errors"
@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/examples/worlds/company"
-	"github.com/seahaven/seahaven/openenv"
 )
 
 // deadPID returns a process id no process has now.
@@ -28,7 +28,7 @@ func deadPID(tb testing.TB) int {
 func TestCleanStaleInstances(t *testing.T) {
 	root := t.TempDir()
 	self, dead := strconv.Itoa(os.Getpid()), strconv.Itoa(deadPID(t))
-	live, err := openenv.NewWorldBackend(company.World, openenv.WorldBackendConfig{InstanceRoot: root})
+	live, err := app.New(company.World, app.Config{InstanceRoot: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestCleanStaleInstances(t *testing.T) {
 			}
 		}
 	}
-	removed, err := openenv.CleanStaleInstances(root)
+	removed, err := app.CleanStaleInstances(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestCleanStaleInstances(t *testing.T) {
 	}
 
 	t.Run("CloseRemovesDirAndLock", func(t *testing.T) {
-		b, err := openenv.NewWorldBackend(company.World, openenv.WorldBackendConfig{InstanceRoot: root})
+		b, err := app.New(company.World, app.Config{InstanceRoot: root})
 		if err != nil {
 			t.Fatal(err)
 		}

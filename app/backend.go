@@ -1,4 +1,4 @@
-package openenv
+package app
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seahaven/seahaven/openenv"
+
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/fixture"
@@ -20,9 +22,9 @@ import (
 	"github.com/seahaven/seahaven/task"
 )
 
-// WorldBackend serves one world through the composition engine. It is safe
+// Backend serves one world through the composition engine. It is safe
 // for concurrent use.
-type WorldBackend struct {
+type Backend struct {
 	world          *env.World
 	fixturesDir    string
 	defaultFixture string
@@ -40,12 +42,12 @@ type WorldBackend struct {
 	release func()     // unlocks dir
 
 	mu       sync.Mutex // guards fixtures and listed
-	fixtures []FixtureInfo
+	fixtures []openenv.FixtureInfo
 	listed   time.Time
 }
 
-// WorldBackendConfig configures NewWorldBackend.
-type WorldBackendConfig struct {
+// Config configures New.
+type Config struct {
 	// FixturesDir overrides the world's FixturesDir.
 	FixturesDir string
 	// DefaultFixture is used by resets that name none; "" keeps genesis.
@@ -89,7 +91,7 @@ type WorldBackendConfig struct {
 	MaxChangeLogBytes int64
 }
 
-// DefaultMaxInspect is WorldBackendConfig.MaxInspect when it is zero: a
+// DefaultMaxInspect is Config.MaxInspect when it is zero: a
 // quarter of maxActive's slots (DefaultMaxActive when zero), at least one;
 // with no cap on calls (negative), no cap on queries either.
 func DefaultMaxInspect(maxActive int) int {
@@ -102,20 +104,20 @@ func DefaultMaxInspect(maxActive int) int {
 	return max(1, maxActive/4)
 }
 
-// DefaultInspectCPU is WorldBackendConfig.InspectCPU when it is zero: a
+// DefaultInspectCPU is Config.InspectCPU when it is zero: a
 // quarter of the CPUs the process may use (runtime.GOMAXPROCS), at least a
 // quarter of one.
 func DefaultInspectCPU() float64 {
 	return max(0.25, float64(runtime.GOMAXPROCS(0))/4)
 }
 
-// DefaultMinFreeDisk is WorldBackendConfig.MinFreeDisk's default.
+// DefaultMinFreeDisk is Config.MinFreeDisk's default.
 const DefaultMinFreeDisk = 8 << 20
 
 // fixtureListTTL bounds how stale GET /fixtures may be.
 const fixtureListTTL = 2 * time.Second
 
-// NewWorldBackend returns a Backend for w. It seals the world (so a tree
+// New returns a Backend for w. It seals the world (so a tree
 // that does not seal fails here, not at the first reset), repairs what
 // interrupted publishes left in the fixtures directory (fixture.Recover,
 // logged on cfg.Logger), checks that the default fixture exists, loads the
@@ -123,7 +125,7 @@ const fixtureListTTL = 2 * time.Second
 // a bad one fails here), makes this process's instance directory, and
 // removes instance directories left by processes that are no longer
 // running.
-func NewWorldBackend(w *env.World, cfg WorldBackendConfig) (*WorldBackend, error) {
+func New(w *env.World, cfg Config) (*Backend, error) {
 	if _, err := composition.Seal(w); err != nil {
 		return nil, err
 	}
@@ -132,13 +134,13 @@ func NewWorldBackend(w *env.World, cfg WorldBackendConfig) (*WorldBackend, error
 		root = filepath.Join(os.TempDir(), "seahaven-instances")
 	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, fmt.Errorf("openenv: instance root: %w", err)
+		return nil, fmt.Errorf("app: instance root: %w", err)
 	}
 	dir, release, err := makeInstanceDir(root)
 	if err != nil {
 		return nil, err
 	}
-	b := &WorldBackend{world: w, fixturesDir: cfg.FixturesDir, defaultFixture: cfg.DefaultFixture, dir: dir, release: release,
+	b := &Backend{world: w, fixturesDir: cfg.FixturesDir, defaultFixture: cfg.DefaultFixture, dir: dir, release: release,
 		minFree: cfg.MinFreeDisk, maxChangeLog: cfg.MaxChangeLogBytes, logger: cfg.Logger, gate: newGate(cfg.MaxActive)}
 	if b.minFree == 0 {
 		b.minFree = DefaultMinFreeDisk
@@ -169,28 +171,28 @@ func NewWorldBackend(w *env.World, cfg WorldBackendConfig) (*WorldBackend, error
 	if b.defaultFixture != "" {
 		if _, err := fixture.Read(b.fixturesDir, b.defaultFixture); err != nil {
 			b.Close()
-			return nil, fmt.Errorf("openenv: default fixture: %w", err)
+			return nil, fmt.Errorf("app: default fixture: %w", err)
 		}
 	}
 	if b.tasks, err = task.ForWorldDir(w, b.fixturesDir); err != nil {
 		b.Close()
-		return nil, fmt.Errorf("openenv: tasks: %w", err)
+		return nil, fmt.Errorf("app: tasks: %w", err)
 	}
 	if cfg.RecordDir != "" {
 		if b.recorder, err = task.NewRecorder(cfg.RecordDir); err != nil {
 			b.Close()
-			return nil, fmt.Errorf("openenv: %w", err)
+			return nil, fmt.Errorf("app: %w", err)
 		}
 	}
 	return b, nil
 }
 
 // InstanceDir returns the directory this backend makes instances in.
-func (b *WorldBackend) InstanceDir() string { return b.dir }
+func (b *Backend) InstanceDir() string { return b.dir }
 
 // Close removes the backend's instance directory. Call it after the server
 // has closed every session.
-func (b *WorldBackend) Close() error {
+func (b *Backend) Close() error {
 	err := os.RemoveAll(b.dir)
 	b.dirMu.Lock()
 	defer b.dirMu.Unlock()
@@ -202,7 +204,7 @@ func (b *WorldBackend) Close() error {
 // instance directory again when something removed it (a cleaner of the
 // temp directory), and fails with an *env.InfraError when it cannot. It
 // implements [ReadinessChecker].
-func (b *WorldBackend) Ready() error {
+func (b *Backend) Ready() error {
 	b.dirMu.Lock()
 	defer b.dirMu.Unlock()
 	remade, release, err := remakeInstanceDir(b.dir, b.release)
@@ -211,26 +213,26 @@ func (b *WorldBackend) Ready() error {
 		return &env.InfraError{Kind: env.FaultStorage, Message: "the server's instance directory is gone and cannot be made again", Err: err}
 	}
 	if remade {
-		b.logger.Warn("openenv: the instance directory was removed; made it again", "dir", b.dir)
+		b.logger.Warn("app: the instance directory was removed; made it again", "dir", b.dir)
 	}
 	return nil
 }
 
 // Info describes the world: its surface and fixtures.
-func (b *WorldBackend) Info() Info {
-	info := Info{Name: b.world.Name(), Version: b.world.Version(), Description: b.world.Spec().Description, DefaultFixture: b.defaultFixture}
+func (b *Backend) Info() openenv.Info {
+	info := openenv.Info{Name: b.world.Name(), Version: b.world.Version(), Description: b.world.Spec().Description, DefaultFixture: b.defaultFixture}
 	if s, err := composition.Seal(b.world); err == nil {
 		info.Tools = s.Tools()
 	}
 	info.Fixtures = b.listFixtures()
-	info.Tasks = make([]TaskInfo, len(b.tasks))
+	info.Tasks = make([]openenv.TaskInfo, len(b.tasks))
 	for i, t := range b.tasks {
-		info.Tasks[i] = TaskInfo{ID: t.ID, Instruction: t.Instruction, Fixture: t.Fixture, Difficulty: t.Difficulty}
+		info.Tasks[i] = openenv.TaskInfo{ID: t.ID, Instruction: t.Instruction, Fixture: t.Fixture, Difficulty: t.Difficulty}
 	}
 	return info
 }
 
-func (b *WorldBackend) listFixtures() []FixtureInfo {
+func (b *Backend) listFixtures() []openenv.FixtureInfo {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if time.Since(b.listed) < fixtureListTTL && b.fixtures != nil {
@@ -240,13 +242,13 @@ func (b *WorldBackend) listFixtures() []FixtureInfo {
 	if err != nil {
 		return b.fixtures
 	}
-	out := make([]FixtureInfo, 0, len(list))
+	out := make([]openenv.FixtureInfo, 0, len(list))
 	for _, s := range list {
 		sums := map[string]string{"main": s.FileSHA256}
 		for _, n := range s.Nodes {
 			sums[n.Path] = n.FileSHA256
 		}
-		out = append(out, FixtureInfo{ID: s.ID, Description: s.Description, ParentID: s.ParentID, CreatedAt: s.CreatedAt, WorldVersion: s.WorldVersion, FileSHA256: sums})
+		out = append(out, openenv.FixtureInfo{ID: s.ID, Description: s.Description, ParentID: s.ParentID, CreatedAt: s.CreatedAt, WorldVersion: s.WorldVersion, FileSHA256: sums})
 	}
 	b.fixtures, b.listed = out, time.Now()
 	return out
@@ -256,7 +258,7 @@ func (b *WorldBackend) listFixtures() []FixtureInfo {
 // the task's fixture, now, startup keywords and seed where opts leaves them
 // zero, its tool allow list, and a grader (the Instance is a Grader). With
 // a RecordDir, the episode's calls are recorded.
-func (b *WorldBackend) Open(ctx context.Context, opts OpenOptions) (Instance, error) {
+func (b *Backend) Open(ctx context.Context, opts openenv.OpenOptions) (openenv.Instance, error) {
 	var t env.Task
 	if opts.Task != "" {
 		var ok bool
@@ -266,7 +268,7 @@ func (b *WorldBackend) Open(ctx context.Context, opts OpenOptions) (Instance, er
 	}
 	if opts.Fixture != "" {
 		if err := fixture.ValidID(opts.Fixture); err != nil {
-			return nil, &OptionError{Option: "fixture", Value: opts.Fixture, Message: err.Error()}
+			return nil, &openenv.OptionError{Option: "fixture", Value: opts.Fixture, Message: err.Error()}
 		}
 	}
 	if err := b.Ready(); err != nil {
@@ -305,22 +307,22 @@ func (b *WorldBackend) Open(ctx context.Context, opts OpenOptions) (Instance, er
 }
 
 // unknownTask is the error of a reset naming no task of the world.
-func (b *WorldBackend) unknownTask(id string) error {
+func (b *Backend) unknownTask(id string) error {
 	if len(b.tasks) == 0 {
-		return &OptionError{Option: "task", Value: id, Message: fmt.Sprintf("unknown task %q: %s has no tasks", id, b.world.Name())}
+		return &openenv.OptionError{Option: "task", Value: id, Message: fmt.Sprintf("unknown task %q: %s has no tasks", id, b.world.Name())}
 	}
 	ids := make([]string, len(b.tasks))
 	for i, t := range b.tasks {
 		ids[i] = t.ID
 	}
-	return &OptionError{Option: "task", Value: id, Message: fmt.Sprintf("unknown task %q (tasks: %s)", id, strings.Join(ids, ", "))}
+	return &openenv.OptionError{Option: "task", Value: id, Message: fmt.Sprintf("unknown task %q (tasks: %s)", id, strings.Join(ids, ", "))}
 }
 
 // unknownFixture is the error of a reset whose fixture does not exist:
-// the reset's own (an *OptionError), or the fixture of the task it names
+// the reset's own (an *openenv.OptionError), or the fixture of the task it names
 // (taskFixture, a fault of the server's setup). Neither names the fixtures
 // directory.
-func (b *WorldBackend) unknownFixture(id, taskFixture string) error {
+func (b *Backend) unknownFixture(id, taskFixture string) error {
 	known := "none"
 	if list := b.listFixtures(); len(list) > 0 {
 		ids := make([]string, len(list))
@@ -332,7 +334,7 @@ func (b *WorldBackend) unknownFixture(id, taskFixture string) error {
 	if id == "" {
 		return fmt.Errorf("the task's fixture %q does not exist on this server (fixtures: %s)", taskFixture, known)
 	}
-	return &OptionError{Option: "fixture", Value: id, Message: fmt.Sprintf("unknown fixture %q (fixtures: %s)", id, known)}
+	return &openenv.OptionError{Option: "fixture", Value: id, Message: fmt.Sprintf("unknown fixture %q (fixtures: %s)", id, known)}
 }
 
 // worldInstance adapts a task episode (perhaps without a task) to Instance;
@@ -361,22 +363,22 @@ func (w worldInstance) CallJSON(ctx context.Context, name string, args json.RawM
 	return w.ep.CallJSON(ctx, name, args)
 }
 
-func (w worldInstance) Inspect(ctx context.Context, sql string, args []any, lim InspectLimit) (InspectRows, error) {
+func (w worldInstance) Inspect(ctx context.Context, sql string, args []any, lim openenv.InspectLimit) (openenv.InspectRows, error) {
 	leave, err := w.inspectGate.enter(ctx)
 	if err != nil {
-		return InspectRows{}, err
+		return openenv.InspectRows{}, err
 	}
 	defer leave()
 	rows, err := w.ep.Instance().Inspect().QueryLimit(ctx, sqlitestore.ReadLimit{MaxRows: lim.MaxRows, MaxBytes: lim.MaxBytes, Pacer: w.inspectPacer}, sql, args...)
 	if err != nil {
-		return InspectRows{}, err
+		return openenv.InspectRows{}, err
 	}
-	out := InspectRows{Columns: rows.Columns, Rows: rows.Values}
+	out := openenv.InspectRows{Columns: rows.Columns, Rows: rows.Values}
 	switch rows.Truncated {
 	case sqlitestore.TruncatedRows:
-		out.Truncated = TruncatedRows
+		out.Truncated = openenv.TruncatedRows
 	case sqlitestore.TruncatedBytes:
-		out.Truncated = TruncatedBytes
+		out.Truncated = openenv.TruncatedBytes
 	}
 	return out, nil
 }

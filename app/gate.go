@@ -1,11 +1,11 @@
-package openenv
+package app
 
 import (
 	"context"
 	"fmt"
 )
 
-// DefaultMaxActive is WorldBackendConfig.MaxActive when it is zero.
+// DefaultMaxActive is Config.MaxActive when it is zero.
 const DefaultMaxActive = 64
 
 // gate admits a bounded number of resets, tool calls and inspect queries
@@ -40,6 +40,6 @@ func (g gate) enter(ctx context.Context) (leave func(), err error) {
 	case g <- struct{}{}:
 		return func() { <-g }, nil
 	case <-ctx.Done():
-		return nil, fmt.Errorf("openenv: waited for one of %d engine slots until the deadline: %w", cap(g), ctx.Err())
+		return nil, fmt.Errorf("app: waited for one of %d engine slots until the deadline: %w", cap(g), ctx.Err())
 	}
 }

@@ -1,4 +1,4 @@
-package openenv
+package app
 
 import (
 	"context"

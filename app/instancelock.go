@@ -1,4 +1,4 @@
-package openenv
+package app
 
 import (
 	"errors"
@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 )
 
 // lockSuffix names the file beside a process's instance directory (the
@@ -35,7 +34,7 @@ func makeInstanceDir(root string) (dir string, release func(), err error) {
 	}
 	dir, err = os.MkdirTemp(root, strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
-		return "", nil, fmt.Errorf("openenv: instance directory: %w", err)
+		return "", nil, fmt.Errorf("app: instance directory: %w", err)
 	}
 	release, err = lockInstanceDir(dir)
 	if err != nil {
@@ -56,7 +55,7 @@ func remakeInstanceDir(dir string, release func()) (remade bool, _ func(), _ err
 	instanceRootMu.Lock()
 	defer instanceRootMu.Unlock()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return false, release, fmt.Errorf("openenv: making the instance directory again: %w", err)
+		return false, release, fmt.Errorf("app: making the instance directory again: %w", err)
 	}
 	if _, err := os.Stat(dir + lockSuffix); err == nil {
 		return true, release, nil // only the directory went; the lock is held
@@ -74,14 +73,14 @@ func remakeInstanceDir(dir string, release func()) (remade bool, _ func(), _ err
 func lockInstanceDir(dir string) (release func(), err error) {
 	f, err := os.OpenFile(dir+lockSuffix, os.O_CREATE|os.O_RDWR, 0o600)
 	if err == nil {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		err = tryLock(f)
 		if err != nil {
 			f.Close()
 			os.Remove(dir + lockSuffix)
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("openenv: locking the instance directory: %w", err)
+		return nil, fmt.Errorf("app: locking the instance directory: %w", err)
 	}
 	var once sync.Once
 	return func() {
@@ -160,17 +159,8 @@ func staleInstanceDir(p string, pid int) bool {
 		return !self && !processAlive(pid)
 	}
 	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := tryLock(f); err != nil {
 		return false // its process holds it
 	}
 	return self || !processAlive(pid)
-}
-
-// processAlive reports whether a process with this id runs.
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
