@@ -67,10 +67,7 @@ type Config struct {
 	MaxMessageBytes int64
 	// StepTimeout bounds each reset and each tool call. A call past it is
 	// cancelled through its context, with context.DeadlineExceeded as the
-	// cause (context.Cause), and reported with error_type "timeout". One
-	// watchdog goroutine keeps the limits of calls and writes, to within a
-	// sixteenth of the shorter of StepTimeout and WriteTimeout (1 ms to 100
-	// ms); a shorter limit (a step's timeout_s) gets a timer of its own.
+	// cause (context.Cause), and reported with error_type "timeout".
 	// Default DefaultStepTimeout; negative means no bound.
 	StepTimeout time.Duration
 	// InspectRowLimit caps the rows of an inspect reply; more are dropped and
@@ -193,17 +190,6 @@ func largeLimiter(bytesPerSecond int64) *rate.Limiter {
 	return rate.NewLimiter(rate.Limit(bytesPerSecond), largeChunk)
 }
 
-// shortestLimit is the shortest of the positive durations among ds, or 0.
-func shortestLimit(ds ...time.Duration) time.Duration {
-	var m time.Duration
-	for _, d := range ds {
-		if d > 0 && (m == 0 || d < m) {
-			m = d
-		}
-	}
-	return m
-}
-
 // withTimeout bounds ctx by d, or only makes it cancellable when d <= 0.
 func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	if d > 0 {
@@ -264,8 +250,6 @@ type Server struct {
 	quit       chan struct{} // closed when Shutdown begins
 	reaperDone chan struct{} // closed when the reaper returns
 
-	watch *watchdog // StepTimeout of tool calls and WriteTimeout of WebSocket writes
-
 	pending      *byteBudget   // MaxPendingTotal: the bytes WebSocket sessions read ahead
 	large        *rate.Limiter // LargeMessageRate: the bytes of messages past LargeMessageBytes; nil: unbounded
 	aheadWaiting atomic.Int64  // WebSocket readers waiting for read-ahead room
@@ -299,7 +283,6 @@ func NewServer(b Backend, cfg Config) *Server {
 		reaperDone: make(chan struct{}),
 		closeSlots: make(chan struct{}, maxBackgroundCloses),
 		auth:       newSecrets(cfg.Token),
-		watch:      newWatchdog(shortestLimit(cfg.StepTimeout, cfg.WriteTimeout)),
 		pending:    newByteBudget(cfg.MaxPendingTotal),
 	}
 	s.large = largeLimiter(cfg.LargeMessageRate)

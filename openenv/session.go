@@ -494,21 +494,8 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 		s.observeCall(ctx, start, name, out, nil)
 		return out, nil
 	}
-	// The limit is the server's watchdog, not a timer of the context: see
-	// watchdog. The context's cause is then context.DeadlineExceeded.
-	cctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	switch {
-	case timeout <= 0:
-	case s.watch.covers(timeout):
-		lim := &timeLimit{cancel: cancel}
-		s.watch.set(lim, timeout)
-		defer s.watch.stop(lim)
-	default:
-		var stop context.CancelFunc
-		cctx, stop = context.WithTimeout(cctx, timeout)
-		defer stop()
-	}
+	cctx, cancel := withTimeout(ctx, timeout)
+	defer cancel()
 	var out toolOutcome
 	var infra *protoError
 	perr := s.guardTool(ctx, name, func() {

@@ -58,54 +58,22 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 
 // newWSConn returns the connection c of session ss (nil when c is refused).
 func newWSConn(s *Server, ss *session, c *websocket.Conn) *wsConn {
-	wc := &wsConn{srv: s, ss: ss, c: c}
-	wc.writeLimit.fire = wc.writeTimedOut
-	return wc
+	return &wsConn{srv: s, ss: ss, c: c}
 }
 
-// handoverAfter is how long a reader answers a message itself (at least
-// that, at most twice that) before it hands reading to a new reader
-// goroutine, so pings are answered and a disconnect is noticed while a long
-// step runs.
-const handoverAfter = 10 * time.Millisecond
-
-// wsConn is one /ws connection and its session. One reader goroutine at a
-// time reads the connection. While no earlier message is waiting for an
-// answer, the reader processes a message and writes the reply itself: a
-// round trip then costs no hand-off between goroutines. A step that runs
-// long (handoverAfter) hands reading to a new reader, which keeps answering
-// pings and reads ahead into a bounded queue; the worker (the handler's
-// goroutine) answers queued messages one at a time, in order, after the
-// reply of the step that was running.
+// wsConn is one /ws connection and its session, served by two goroutines.
+// The reader reads messages, which keeps pings answered and a disconnect
+// noticed while a step runs, and queues them for the worker, reading ahead
+// at most MaxPending messages and MaxPendingBytes (MaxPendingTotal across
+// the server). The worker (the handler's goroutine) answers the queued
+// messages one at a time, in order, and is the only writer of replies.
 type wsConn struct {
 	srv *Server
 	ss  *session
 	c   *websocket.Conn
 
-	queue   chan inbound
-	readers sync.WaitGroup
-	budget  *byteBudget // MaxPendingBytes: the bytes of the queued messages
-
-	// pending counts the messages queued for the worker and not yet
-	// answered. A reader answers a message itself only when it is 0.
-	pending atomic.Int64
-
-	// watch fires every handoverAfter while a reader answers messages and
-	// hands reading over when one message has been answered across two
-	// fires. It is armed when answering starts after a pause, and not per
-	// message: re-arming a timer per message wakes the network poller.
-	watch *time.Timer
-	mu    sync.Mutex // guards the fields below
-	armed bool       // watch is set to fire
-	// answering is set while a reader answers message number seq; watched
-	// is the seq the last fire saw answering; handed is set by a hand-over
-	// for that reader to deliver its reply through.
-	answering    bool
-	seq, watched uint64
-	handed       chan handedReply
-
-	// writeLimit bounds each write by WriteTimeout.
-	writeLimit timeLimit
+	queue  chan inbound // messages read and not yet taken by the worker; the reader closes it
+	budget *byteBudget  // MaxPendingBytes: the bytes of the queued messages
 
 	// blocked is set while the reader waits for room in the queue. It then
 	// cannot read pongs, so the keepalive skips its ping: the peer is
@@ -124,19 +92,9 @@ type wsConn struct {
 // inbound is one message read from the peer.
 type inbound struct {
 	data  []byte      // a text message
-	cost  int64       // the bytes of data taken from the read-ahead budgets (queued messages)
+	cost  int64       // the bytes of data taken from the read-ahead budgets
 	fatal *protoError // a message that ends the session: reply, then close
 	code  websocket.StatusCode
-	// handed, when not nil, delivers the reply to a message a reader was
-	// answering when it handed reading over; the worker writes it in turn.
-	handed <-chan handedReply
-}
-
-// handedReply is handleMessage's result for a message answered across a
-// hand-over.
-type handedReply struct {
-	reply   object
-	closing bool
 }
 
 // run serves the connection until it ends, then ends the session and closes
@@ -146,16 +104,10 @@ func (wc *wsConn) run() {
 	wc.queue = make(chan inbound, s.cfg.MaxPending)
 	wc.budget = newByteBudget(s.cfg.MaxPendingBytes)
 	pingCtx, stopPing := context.WithCancel(context.Background())
-	wc.watch = time.AfterFunc(time.Hour, wc.watchFired)
-	wc.watch.Stop()
-	wc.startReader()
 	var wg sync.WaitGroup
+	wg.Go(wc.readLoop)
 	if s.cfg.PingInterval > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wc.pingLoop(pingCtx)
-		}()
+		wg.Go(func() { wc.pingLoop(pingCtx) })
 	}
 
 	code, reason := wc.work()
@@ -167,61 +119,39 @@ func (wc *wsConn) run() {
 	}
 	stopPing()
 	wg.Wait()
-	wc.readers.Wait()
-	wc.watch.Stop()
-	// The last reader closed the queue; what is left was never answered.
+	// The reader closed the queue; what is left was never answered.
 	for m := range wc.queue {
 		wc.release(m.cost)
 	}
 }
 
-// startReader starts a reader goroutine.
-func (wc *wsConn) startReader() {
-	wc.readers.Add(1)
-	go func() {
-		defer wc.readers.Done()
-		wc.readLoop()
-	}()
-}
-
-// work processes queued messages until the session stops or a message ends
-// it, and returns how to close the socket.
+// work answers queued messages in order until the session stops or a
+// message ends it, and returns how to close the socket. A message's bytes
+// leave the read-ahead budgets when the worker takes it.
 func (wc *wsConn) work() (websocket.StatusCode, string) {
 	ss := wc.ss
 	for {
+		var m inbound
+		var ok bool
 		select {
 		case <-ss.ctx.Done():
 			return ss.closeStatus()
-		case m, ok := <-wc.queue:
-			if !ok {
-				return ss.closeStatus()
+		case m, ok = <-wc.queue:
+		}
+		if !ok {
+			return ss.closeStatus()
+		}
+		wc.release(m.cost)
+		if m.fatal != nil {
+			if err := wc.write(m.fatal.frame()); err != nil {
+				return closeAbort, ""
 			}
-			if m.fatal != nil {
-				wc.release(m.cost)
-				if err := wc.write(m.fatal.frame()); err != nil {
-					return closeAbort, ""
-				}
-				ss.stop(m.code, m.fatal.message)
-				return m.code, closeReason(m.fatal.message)
-			}
-			var reply object
-			var closing bool
-			if m.handed != nil {
-				select {
-				case r := <-m.handed:
-					reply, closing = r.reply, r.closing
-				case <-ss.ctx.Done():
-					return ss.closeStatus()
-				}
-			} else {
-				reply, closing = wc.srv.handleMessage(ss, m.data)
-			}
-			code, reason, done := wc.answer(reply, closing)
-			wc.release(m.cost)
-			if done {
-				return code, reason
-			}
-			wc.pending.Add(-1)
+			ss.stop(m.code, m.fatal.message)
+			return m.code, closeReason(m.fatal.message)
+		}
+		reply, closing := wc.srv.handleMessage(ss, m.data)
+		if code, reason, done := wc.answer(reply, closing); done {
+			return code, reason
 		}
 	}
 }
@@ -239,7 +169,11 @@ func (wc *wsConn) answer(reply object, closing bool) (_ websocket.StatusCode, _ 
 		return websocket.StatusNormalClosure, "", true
 	}
 	if err := wc.write(reply); err != nil {
-		wc.srv.log.Info("openenv: websocket write failed", "session", ss.ref, "err", err)
+		if errors.Is(err, context.DeadlineExceeded) {
+			wc.srv.log.Info("openenv: websocket write timed out", "session", ss.ref, "timeout", wc.srv.cfg.WriteTimeout)
+		} else {
+			wc.srv.log.Info("openenv: websocket write failed", "session", ss.ref, "err", err)
+		}
 		ss.stop(closeAbort, "write failed")
 		return closeAbort, "", true
 	}
@@ -289,21 +223,9 @@ func (wc *wsConn) writeFrame(frame object) error {
 		return err
 	}
 	*buf = b
-	// The write takes no context: the library registers a cancellable one
-	// per frame, and the server's watchdog closing the socket ends a write.
-	d := wc.srv.cfg.WriteTimeout
-	if d <= 0 {
-		return wc.c.Write(context.Background(), websocket.MessageText, b)
-	}
-	if !wc.srv.watch.covers(d) {
-		ctx, cancel := context.WithTimeout(context.Background(), d)
-		defer cancel()
-		return wc.c.Write(ctx, websocket.MessageText, b)
-	}
-	wc.srv.watch.set(&wc.writeLimit, d)
-	err = wc.c.Write(context.Background(), websocket.MessageText, b)
-	wc.srv.watch.stop(&wc.writeLimit)
-	return err
+	ctx, cancel := withTimeout(context.Background(), wc.srv.cfg.WriteTimeout)
+	defer cancel()
+	return wc.c.Write(ctx, websocket.MessageText, b)
 }
 
 // ref is the session's ref for logs, "" on a refused connection.
@@ -314,16 +236,6 @@ func (wc *wsConn) ref() string {
 	return wc.ss.ref
 }
 
-// writeTimedOut runs when a write has taken WriteTimeout: the peer has
-// stopped reading. Closing the socket fails the write, which ends the
-// session.
-func (wc *wsConn) writeTimedOut() {
-	if wc.ss != nil {
-		wc.srv.log.Info("openenv: websocket write timed out", "session", wc.ss.ref, "timeout", wc.srv.cfg.WriteTimeout)
-	}
-	wc.c.CloseNow()
-}
-
 // frameBuffers holds buffers for encoding replies; Write has copied a
 // frame out by the time it returns.
 var frameBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
@@ -331,15 +243,14 @@ var frameBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); retur
 // maxPooledFrame is the largest reply buffer kept for reuse.
 const maxPooledFrame = 64 << 10
 
-// readLoop reads messages until the connection fails, a fatal message is
-// read, the session ends or reading is handed to a new reader. It answers a
-// message itself when none is pending and queues it for the worker
-// otherwise. A read failure stops the session, which cancels a call in
-// progress. The last reader closes the queue.
+// readLoop reads messages and queues them for the worker until the
+// connection fails, a fatal message is read or the session ends; then it
+// closes the queue. A read failure stops the session, which cancels a call
+// in progress.
 func (wc *wsConn) readLoop() {
+	defer close(wc.queue)
 	for {
-		// Reads take no context: one that can be cancelled costs a
-		// registration per frame, and closing the socket ends a read.
+		// Reads take no context: closing the socket ends a read.
 		m, err := wc.readMessage(context.Background())
 		if err != nil {
 			code := closeAbort
@@ -347,24 +258,9 @@ func (wc *wsConn) readLoop() {
 				code = websocket.StatusNormalClosure
 			}
 			wc.ss.stop(code, "connection closed by peer")
-			close(wc.queue)
 			return
 		}
-		if m.fatal == nil && wc.pending.Load() == 0 {
-			reading, done := wc.answerHere(m.data)
-			if !reading {
-				return
-			}
-			if done {
-				close(wc.queue)
-				return
-			}
-			continue
-		}
-		wc.pending.Add(1)
-		wc.enqueue(m)
-		if m.fatal != nil || wc.ss.ctx.Err() != nil {
-			close(wc.queue)
+		if !wc.enqueue(m) || m.fatal != nil || wc.ss.ctx.Err() != nil {
 			return
 		}
 	}
@@ -372,24 +268,27 @@ func (wc *wsConn) readLoop() {
 
 // enqueue queues m for the worker once its bytes fit the read-ahead
 // budgets (MaxPendingBytes and MaxPendingTotal) and the queue has room,
-// waiting for both without reading on, or gives up when the session ends.
-func (wc *wsConn) enqueue(m inbound) {
+// waiting for both without reading on. It reports false, holding nothing,
+// when the session ends first.
+func (wc *wsConn) enqueue(m inbound) bool {
 	n := int64(len(m.data))
 	if !wc.reserve(n) {
-		return
+		return false
 	}
 	m.cost = n
 	select {
 	case wc.queue <- m:
-		return
+		return true
 	default:
 	}
 	wc.blocked.Store(true)
 	defer wc.blocked.Store(false)
 	select {
 	case wc.queue <- m:
+		return true
 	case <-wc.ss.ctx.Done():
 		wc.release(n)
+		return false
 	}
 }
 
@@ -423,69 +322,13 @@ func (wc *wsConn) reserve(n int64) bool {
 	return true
 }
 
-// release gives back the read-ahead bytes of an answered or dropped message.
+// release gives back the read-ahead bytes of a message the worker took or
+// that was dropped.
 func (wc *wsConn) release(n int64) {
 	if n > 0 {
 		wc.budget.release(n)
 		wc.srv.pending.release(n)
 	}
-}
-
-// answerHere processes one message on the reader's goroutine and writes
-// its reply. reading is false when the step ran long enough for reading to
-// be handed over (the worker then writes the reply); done is true when the
-// session is over.
-func (wc *wsConn) answerHere(data []byte) (reading, done bool) {
-	wc.mu.Lock()
-	wc.answering = true
-	wc.seq++
-	if !wc.armed {
-		wc.armed = true
-		wc.watch.Reset(handoverAfter)
-	}
-	wc.mu.Unlock()
-	reply, closing := wc.srv.handleMessage(wc.ss, data)
-	wc.mu.Lock()
-	wc.answering = false
-	handed := wc.handed
-	wc.handed = nil
-	wc.mu.Unlock()
-	if handed != nil {
-		handed <- handedReply{reply, closing}
-		return false, false
-	}
-	if _, _, done := wc.answer(reply, closing); done {
-		// The worker sees the session stopped (answer stops it when it is
-		// not) and closes the socket.
-		return true, true
-	}
-	return true, false
-}
-
-// watchFired runs every handoverAfter while a reader answers messages.
-// When the message being answered is the one the last fire saw, it has run
-// for at least handoverAfter: a place for its reply is queued, which keeps
-// the replies in order, and a new reader starts. The watch stops once no
-// message is being answered.
-func (wc *wsConn) watchFired() {
-	wc.mu.Lock()
-	defer wc.mu.Unlock()
-	if !wc.answering || wc.handed != nil || wc.ss.ctx.Err() != nil {
-		wc.armed = false
-		return
-	}
-	if wc.seq != wc.watched {
-		wc.watched = wc.seq
-		wc.watch.Reset(handoverAfter)
-		return
-	}
-	wc.armed = false
-	handed := make(chan handedReply, 1)
-	wc.handed = handed
-	// The queue is empty: nothing was pending, and the only reader is busy.
-	wc.pending.Add(1)
-	wc.queue <- inbound{handed: handed}
-	wc.startReader()
 }
 
 // readMessage reads one whole message. An oversized or binary message, or

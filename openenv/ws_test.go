@@ -672,10 +672,10 @@ func TestWS_Pipelined(t *testing.T) {
 	}
 }
 
-// TestWS_HandOverKeepsOrder sends steps behind one that runs long enough for
-// reading to move to another goroutine: every reply comes back in order,
-// and the session answers on the reader again afterwards.
-func TestWS_HandOverKeepsOrder(t *testing.T) {
+// TestWS_LongStepKeepsOrder sends steps behind one that runs long, which the
+// reader reads ahead while the worker answers it: every reply comes back in
+// order, and the session answers promptly again afterwards.
+func TestWS_LongStepKeepsOrder(t *testing.T) {
 	const n = 20
 	fake := newFake(t)
 	s := mustServe(t, fake, openenv.Config{StepTimeout: 150 * time.Millisecond})
