@@ -13,18 +13,24 @@ run:
 build:
 	$(GO) build -o bin/seahaven ./cmd/seahaven
 
-## test: every test, with the race detector
+## test: every test, with the race detector and every change capture verified
 test:
-	SEAHAVEN_VERIFY_CAPTURE=1 $(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -tags capturecheck ./...
 
-## check: formatting, tidy modules, vet, and the import-direction rule
+## check: formatting, tidy and verified modules, vet, staticcheck, the
+## import-direction rule, and builds for darwin and windows
 check:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@cp go.mod /tmp/seahaven.go.mod.bak && cp go.sum /tmp/seahaven.go.sum.bak && $(GO) mod tidy && \
 	  if ! diff -q go.mod /tmp/seahaven.go.mod.bak >/dev/null || ! diff -q go.sum /tmp/seahaven.go.sum.bak >/dev/null; then \
 	    cp /tmp/seahaven.go.mod.bak go.mod; cp /tmp/seahaven.go.sum.bak go.sum; echo "go mod tidy changes go.mod/go.sum"; exit 1; fi
+	$(GO) mod verify
 	$(GO) vet ./...
+	$(GO) vet -tags capturecheck ./sqlitestore
+	$(GO) tool staticcheck ./...
 	$(GO) run ./internal/importcheck
+	GOOS=darwin $(GO) build ./...
+	GOOS=windows $(GO) build ./...
 
 ## bench: Go benchmarks of the engine, then a short load benchmark (docs/scale.md)
 bench:
@@ -34,4 +40,4 @@ bench:
 
 ## fuzz: a short run of every fuzz target
 fuzz:
-	SEAHAVEN_VERIFY_CAPTURE=1 ./.ci/fuzz
+	GOFLAGS=-tags=capturecheck ./.ci/fuzz

@@ -107,9 +107,6 @@ func (l *changeLog) dropFirst() {
 	}
 }
 
-// len returns the number of records kept.
-func (l *changeLog) len() int { return l.n }
-
 // all returns every kept record in order, with maps of their own that
 // callers may modify; nil when there is none.
 func (l *changeLog) all() []env.ChangeRecord {

@@ -580,7 +580,7 @@ func toolError(ctx context.Context, err error, name string, timeout time.Duratio
 
 // state returns the session's state document. It does not count as activity.
 func (ss *session) state(ctx context.Context) (env.StateDoc, *protoError) {
-	ctx, leave, perr := ss.enter(ctx, false)
+	_, leave, perr := ss.enter(ctx, false)
 	if perr != nil {
 		return env.StateDoc{}, perr
 	}
@@ -643,7 +643,7 @@ func (ss *session) inspect(ctx context.Context, req inspectRequest) (compactJSON
 // mcpTools returns the session's tool listing: its instance's, or the
 // world's before the first reset (discovery needs no reset).
 func (ss *session) mcpTools(ctx context.Context) ([]env.ToolInfo, *protoError) {
-	ctx, leave, perr := ss.enter(ctx, true)
+	_, leave, perr := ss.enter(ctx, true)
 	if perr != nil {
 		return nil, perr
 	}

@@ -2,7 +2,6 @@ package openenv_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
@@ -161,21 +160,6 @@ func mustSucceed(tb testing.TB, reply string) {
 	tb.Helper()
 	if kind, msg := toolFailure(tb, reply); kind != "" {
 		tb.Fatalf("call failed: %s: %.300s", kind, msg)
-	}
-}
-
-// readClose reads frames until the connection ends and returns how it ended.
-func readClose(tb testing.TB, c *websocket.Conn) error {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	for {
-		if _, _, err := c.Read(ctx); err != nil {
-			if errors.Is(err, context.DeadlineExceeded) {
-				tb.Fatal("the server did not close the connection")
-			}
-			return err
-		}
 	}
 }
 

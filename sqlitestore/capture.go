@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"os"
 	"reflect"
 	"slices"
 	"sort"
@@ -253,11 +252,10 @@ func (c *Capture) FinishRows(ctx context.Context) ([]RowChange, error) {
 }
 
 // verifyEvents makes Finish also read the rows back when it trusts the
-// events, and fail when the two differ. This package's tests set it; the
-// environment variable SEAHAVEN_VERIFY_CAPTURE=1 sets it in any process
-// (`make test` runs every package's tests so), at the cost of a read per
-// touched row.
-var verifyEvents = os.Getenv("SEAHAVEN_VERIFY_CAPTURE") == "1"
+// events, and fail when the two differ, at the cost of a read per touched
+// row. This package's tests set it; a build with the capturecheck tag sets
+// it in every package (`make test` and `make fuzz` build so).
+var verifyEvents = captureCheck
 
 // eventsComplete reports whether the capture's events account for every
 // change of its rows, so each touched row's last image is its current one.

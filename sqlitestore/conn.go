@@ -427,7 +427,7 @@ func firstStatement(sql string) string {
 
 // statementError records which statement of a script failed.
 func statementError(err error, stmt string) error {
-	err = formatError(nil, err)
+	err = formatError(context.Background(), err)
 	if e, ok := err.(*Error); ok {
 		e.Statement = strings.TrimSpace(stmt)
 	}

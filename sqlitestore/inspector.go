@@ -275,7 +275,7 @@ func (i *Inspector) endTransactionLocked() error {
 		// Not interruptible: the rollback must finish whatever ctx says.
 		old := i.cn.c.SetInterrupt(context.Background())
 		defer i.cn.c.SetInterrupt(old)
-		return formatError(nil, i.cn.c.Exec("ROLLBACK"))
+		return formatError(context.Background(), i.cn.c.Exec("ROLLBACK"))
 	})
 }
 
@@ -287,5 +287,5 @@ func (i *Inspector) Close() error {
 		return nil
 	}
 	i.closed = true
-	return guard(func() error { return formatError(nil, i.cn.close()) })
+	return guard(func() error { return formatError(context.Background(), i.cn.close()) })
 }

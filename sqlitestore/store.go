@@ -514,7 +514,7 @@ func (s *Store) closeConnLocked() error {
 	if s.parkLocked(cn) {
 		return nil
 	}
-	return formatError(nil, cn.close())
+	return formatError(context.Background(), cn.close())
 }
 
 func (s *Store) inTxnLocked() bool {
@@ -649,7 +649,7 @@ func (s *Store) Yield() error {
 		// three statements run in one Exec: with the last PRAGMA in an Exec
 		// of its own, the file was still locked after Yield
 		// (TestStore_ExclusiveLock).
-		return formatError(nil, s.cn.c.Exec("PRAGMA locking_mode=NORMAL; SELECT 1 FROM main.sqlite_schema LIMIT 1; PRAGMA locking_mode=EXCLUSIVE;"))
+		return formatError(context.Background(), s.cn.c.Exec("PRAGMA locking_mode=NORMAL; SELECT 1 FROM main.sqlite_schema LIMIT 1; PRAGMA locking_mode=EXCLUSIVE;"))
 	})
 }
 

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -423,13 +422,13 @@ func runDynamic(ctx context.Context, modRoot string, worlds []checkedWorld) ([]c
 	return findings, nil
 }
 
-// goCommand returns the go command: the one on PATH, else the one of the
-// toolchain that built this program.
+// goCommand returns the go command on PATH, or "go" (whose failure to
+// start then says it is missing).
 func goCommand() string {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
 	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
+	return "go"
 }
 
 // relativePos rewrites a "file:line:col" position relative to dir when the

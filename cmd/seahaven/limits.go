@@ -11,7 +11,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/seahaven/seahaven/app"
@@ -166,18 +165,10 @@ func roundUp(n uint64) uint64 {
 // the limits of this host. A limit it cannot read stays zero (unknown).
 func readHostLimits() (hostLimits, error) {
 	var l hostLimits
-	var r syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err != nil {
+	var err error
+	if l.NoFile, l.NoFileHard, err = raiseOpenFileLimit(); err != nil {
 		return l, fmt.Errorf("reading the open-file limit: %w", err)
 	}
-	if r.Cur < r.Max {
-		raised := r
-		raised.Cur = r.Max
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised); err == nil {
-			r = raised
-		}
-	}
-	l.NoFile, l.NoFileHard = uint64(r.Cur), uint64(r.Max)
 	if b, err := os.ReadFile("/proc/sys/vm/max_map_count"); err == nil {
 		if n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil {
 			l.MaxMapCount = n

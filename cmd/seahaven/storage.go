@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // Storage modes of serve's instance files (--storage).
@@ -22,21 +21,6 @@ const (
 
 // memoryFSDir is where Linux mounts a tmpfs for everyone.
 const memoryFSDir = "/dev/shm"
-
-// Magic numbers of memory file systems (statfs f_type).
-const (
-	tmpfsMagic = 0x01021994
-	ramfsMagic = 0x858458f6
-)
-
-// onMemoryFS reports whether dir is on a memory file system.
-func onMemoryFS(dir string) (bool, error) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		return false, err
-	}
-	return st.Type == tmpfsMagic || st.Type == ramfsMagic, nil
-}
 
 // instanceRoot returns the instance root for a storage mode: instances as
 // given, or the mode's default ("" lets the backend choose its default on

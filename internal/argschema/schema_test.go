@@ -153,7 +153,7 @@ type MutualB struct {
 	As map[string]MutualA `json:"as"`
 }
 
-type Marshals struct{ v int }
+type Marshals struct{ _ int }
 
 func (m Marshals) MarshalJSON() ([]byte, error) { return []byte("1"), nil }
 
@@ -192,6 +192,7 @@ func TestSchema_Errors(t *testing.T) {
 			N int `json:"n,string"`
 		}](), "argschema: struct { N int \"json:\\\"n,string\\\"\" } field N: the json tag option \"string\" is not supported"},
 		{"InvalidName", reflect.TypeFor[struct {
+			//lint:ignore SA5008 the malformed tag is what this case tests
 			N int `json:"a\\b"`
 		}](), "argschema: struct { N int \"json:\\\"a\\\\\\\\b\\\"\" }: json: cannot unmarshal JSON object into Go struct { N int \"json:\\\"a\\\\\\\\b\\\"\" }: Go struct field N has malformed `json` tag: invalid character '\\\\' before next option (expecting ',')"},
 		{"EnumOnBool", reflect.TypeFor[struct {

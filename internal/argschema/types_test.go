@@ -46,7 +46,7 @@ type RichArgs struct {
 	Options  *Options          `json:"options"`
 	Labels   []string          `json:"labels" default:"[\"new\"]"`
 	Skipped  string            `json:"-"`
-	internal int
+	internal int               //lint:ignore U1000 an unexported field the schema must skip
 	NoTag    int
 }
 
