@@ -19,12 +19,14 @@ import (
 // JSON null counts as a key left out.
 
 // members decodes raw as a JSON object; ok is false when it is not one.
-// It reads as json.Unmarshal into the map would (the last of repeated keys
-// wins), without reflection; each value is raw's bytes of that value,
-// sharing raw's memory.
+// raw is valid JSON: a message json.Valid accepted, or a value within one
+// (every entry point validates a message once, whole, before it is
+// parsed). It reads as json.Unmarshal into the map would (the last of
+// repeated keys wins), without reflection; each value is raw's bytes of
+// that value, sharing raw's memory.
 func members(raw json.RawMessage) (m map[string]json.RawMessage, ok bool) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
+	if len(raw) == 0 || raw[0] != '{' {
 		return nil, false
 	}
 	return validMembers(raw)
@@ -413,10 +415,10 @@ func asBool(raw json.RawMessage) (bool, bool) {
 	return false, false
 }
 
-// isObject reports whether raw is a JSON object.
+// isObject reports whether raw, valid JSON as for members, is an object.
 func isObject(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)
-	return len(raw) > 0 && raw[0] == '{' && json.Valid(raw)
+	return len(raw) > 0 && raw[0] == '{'
 }
 
 // resetRequest is the parsed data of a reset. Nil pointers are keys left out.
