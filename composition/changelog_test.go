@@ -10,6 +10,7 @@ import (
 	"github.com/ncruces/go-sqlite3"
 
 	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/env"
 )
 
@@ -84,14 +85,14 @@ func TestChangeLog_DeleteAllPreparedOutsideCalls(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			inst := MustOpen(t, kvWorld("clr"), composition.Options{})
+			inst := compositiontest.Open(t, kvWorld("clr"), composition.Options{})
 			if err := tt.prepare(inst); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := inst.DB().Exec("INSERT INTO kv VALUES ('a', 1), ('b', 2)"); err != nil {
 				t.Fatal(err)
 			}
-			call(t, inst, "clear", `{}`)
+			compositiontest.Call(t, inst, "clear", `{}`)
 			if got := formatLog(inst.ChangeLog()); got != want {
 				t.Errorf("log:\n%s\nwant:\n%s", got, want)
 			}
@@ -189,8 +190,8 @@ func TestChangeLog_DirectWritesAroundNestedCalls(t *testing.T) {
 		)},
 	} {
 		t.Run(tt.tool, func(t *testing.T) {
-			inst := MustOpen(t, host, composition.Options{})
-			call(t, inst, tt.tool, `{}`)
+			inst := compositiontest.Open(t, host, composition.Options{})
+			compositiontest.Call(t, inst, tt.tool, `{}`)
 			if got := formatLog(inst.ChangeLog()); got != tt.want {
 				t.Errorf("log:\n%s\nwant:\n%s", got, tt.want)
 			}
@@ -226,7 +227,7 @@ func TestChangeLog_SavepointAcrossANestedCall(t *testing.T) {
 		}
 		return nil, undoErr
 	})
-	inst := MustOpen(t, host, composition.Options{})
+	inst := compositiontest.Open(t, host, composition.Options{})
 	_, err := inst.CallJSON(context.Background(), "undo", []byte(`{}`))
 	var bug *env.WorldBug
 	if !errors.As(err, &bug) || !strings.HasPrefix(bug.Message, `DB.Exec("ROLLBACK TO u"): no savepoint of that name was opened in this frame`) {
@@ -305,7 +306,7 @@ CREATE TRIGGER no_negative BEFORE INSERT ON kv WHEN NEW.v < 0 BEGIN SELECT RAISE
 		name := tool.Name
 		stmt := tools[strings.TrimSuffix(name, "_in_transaction")]
 		t.Run(name, func(t *testing.T) {
-			inst := MustOpen(t, w, composition.Options{})
+			inst := compositiontest.Open(t, w, composition.Options{})
 			_, err := inst.CallJSON(context.Background(), name, []byte(`{}`))
 			if err == nil {
 				t.Fatal("the call succeeded")
@@ -359,7 +360,7 @@ func TestChangeLog_DirectWritesPastTheDeadline(t *testing.T) {
 		expire(context.DeadlineExceeded)
 		return nil, nil
 	})
-	inst := MustOpen(t, host, composition.Options{})
+	inst := compositiontest.Open(t, host, composition.Options{})
 	inst.CallJSON(ctx, "late", []byte(`{}`)) // the tool succeeded; the call may report the lost time
 	row, err := inst.Inspect().One(context.Background(), "SELECT count(*) AS n FROM kv.kv")
 	if err != nil {
@@ -383,7 +384,7 @@ func TestDB_TransactionControlIsAWorldBug(t *testing.T) {
 		c.DB.Exec("INSERT INTO kv VALUES ('a', 1)")
 		return c.DB.One("rollback")
 	})
-	inst := MustOpen(t, w, composition.Options{})
+	inst := compositiontest.Open(t, w, composition.Options{})
 	check := func(t *testing.T, err error, want string) {
 		t.Helper()
 		var bug *env.WorldBug

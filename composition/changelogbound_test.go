@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/env"
 )
 
@@ -59,9 +60,9 @@ func checkLog(tb testing.TB, inst *composition.Instance, calls int, max int64) (
 func TestInstance_ChangeLogBound(t *testing.T) {
 	t.Run("DropsTheOldest", func(t *testing.T) {
 		const max = 10_000
-		inst := MustOpen(t, textWorld(), composition.Options{MaxChangeLogBytes: max})
+		inst := compositiontest.Open(t, textWorld(), composition.Options{MaxChangeLogBytes: max})
 		for n := 1; n <= 50; n++ {
-			call(t, inst, "put", `{"size":1000}`)
+			compositiontest.Call(t, inst, "put", `{"size":1000}`)
 			kept := checkLog(t, inst, n, max)
 			if n >= 10 && (kept < 8 || kept > 9) {
 				t.Fatalf("after %d calls of 1000-byte rows, %d records kept within %d bytes", n, kept, max)
@@ -69,30 +70,30 @@ func TestInstance_ChangeLogBound(t *testing.T) {
 		}
 	})
 	t.Run("OneRecordOverTheBound", func(t *testing.T) {
-		inst := MustOpen(t, textWorld(), composition.Options{MaxChangeLogBytes: 10_000})
-		call(t, inst, "put", `{"size":10}`)
-		call(t, inst, "put", `{"size":20000}`)
+		inst := compositiontest.Open(t, textWorld(), composition.Options{MaxChangeLogBytes: 10_000})
+		compositiontest.Call(t, inst, "put", `{"size":10}`)
+		compositiontest.Call(t, inst, "put", `{"size":20000}`)
 		if kept := checkLog(t, inst, 2, 10_000); kept != 0 {
 			t.Errorf("%d records kept, want none: the last alone is over the bound", kept)
 		}
-		call(t, inst, "put", `{"size":10}`)
+		compositiontest.Call(t, inst, "put", `{"size":10}`)
 		if kept := checkLog(t, inst, 3, 10_000); kept != 1 {
 			t.Errorf("%d records kept, want the last", kept)
 		}
 	})
 	t.Run("Unbounded", func(t *testing.T) {
-		inst := MustOpen(t, textWorld(), composition.Options{MaxChangeLogBytes: -1})
+		inst := compositiontest.Open(t, textWorld(), composition.Options{MaxChangeLogBytes: -1})
 		for range 50 {
-			call(t, inst, "put", `{"size":1000}`)
+			compositiontest.Call(t, inst, "put", `{"size":1000}`)
 		}
 		if kept := checkLog(t, inst, 50, -1); kept != 50 {
 			t.Errorf("%d records kept without a bound, want 50", kept)
 		}
 	})
 	t.Run("Default", func(t *testing.T) {
-		inst := MustOpen(t, textWorld(), composition.Options{})
+		inst := compositiontest.Open(t, textWorld(), composition.Options{})
 		for range 4 {
-			call(t, inst, "put", fmt.Sprintf(`{"size":%d}`, composition.DefaultMaxChangeLogBytes/3))
+			compositiontest.Call(t, inst, "put", fmt.Sprintf(`{"size":%d}`, composition.DefaultMaxChangeLogBytes/3))
 		}
 		if dropped := inst.ChangeLogDropped(); dropped != 2 {
 			t.Errorf("%d records of a third of the default bound dropped after 4, want 2", dropped)
@@ -106,7 +107,7 @@ func TestInstance_ChangeLogBound(t *testing.T) {
 // 160 MiB written.
 func TestInstance_ChangeLogMemory(t *testing.T) {
 	const max = 8 << 20
-	inst := MustOpen(t, textWorld(), composition.Options{MaxChangeLogBytes: max})
+	inst := compositiontest.Open(t, textWorld(), composition.Options{MaxChangeLogBytes: max})
 	heap := func() uint64 {
 		runtime.GC()
 		var ms runtime.MemStats
@@ -115,7 +116,7 @@ func TestInstance_ChangeLogMemory(t *testing.T) {
 	}
 	before := heap()
 	for range 40 {
-		call(t, inst, "put", fmt.Sprintf(`{"size":%d}`, 4<<20))
+		compositiontest.Call(t, inst, "put", fmt.Sprintf(`{"size":%d}`, 4<<20))
 	}
 	after := heap()
 	if after > before && after-before > 4*max {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/fixture"
@@ -120,7 +121,7 @@ func TestCallJSON_InfraError(t *testing.T) {
 	ctx := context.Background()
 	t.Run("DiskFull", func(t *testing.T) {
 		dir := testfs.MountTmpfs(t, "512k")
-		inst := MustOpen(t, fillerWorld, composition.Options{Dir: dir})
+		inst := compositiontest.Open(t, fillerWorld, composition.Options{Dir: dir})
 		// The rollback of the failed write gives the space back before the
 		// store can ask why the write failed: either kind may come.
 		_, err := inst.CallJSON(ctx, "fill", []byte(`{"rows":64,"size":16384}`))
@@ -131,7 +132,7 @@ func TestCallJSON_InfraError(t *testing.T) {
 	})
 	t.Run("MiddlewareDropsTheCause", func(t *testing.T) {
 		dir := testfs.MountTmpfs(t, "512k")
-		inst := MustOpen(t, wrapAll(), composition.Options{Dir: dir})
+		inst := compositiontest.Open(t, wrapAll(), composition.Options{Dir: dir})
 		// The rollback of the failed write gives the space back before the
 		// store can ask why the write failed: either kind may come.
 		_, err := inst.CallJSON(ctx, "fill", []byte(`{"rows":64,"size":16384}`))
@@ -140,8 +141,8 @@ func TestCallJSON_InfraError(t *testing.T) {
 	t.Run("InstanceDirectoryRemoved", func(t *testing.T) {
 		root := t.TempDir()
 		w, _ := ledger("solo")
-		inst := MustOpen(t, w, composition.Options{Dir: root})
-		call(t, inst, "add", `{"amount": 1}`)
+		inst := compositiontest.Open(t, w, composition.Options{Dir: root})
+		compositiontest.Call(t, inst, "add", `{"amount": 1}`)
 		if err := os.RemoveAll(inst.Dir()); err != nil {
 			t.Fatal(err)
 		}
@@ -171,8 +172,8 @@ func TestCallJSON_TooManyOpenFiles(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	w, _ := ledger("solo")
-	inst := MustOpen(t, w, composition.Options{Dir: root})
-	call(t, inst, "add", `{"amount": 1}`)
+	inst := compositiontest.Open(t, w, composition.Options{Dir: root})
+	compositiontest.Call(t, inst, "add", `{"amount": 1}`)
 	inst.Release() // the next call opens the store's file again
 
 	var lim syscall.Rlimit
@@ -201,7 +202,7 @@ func TestCallJSON_TooManyOpenFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustInfra(t, callErr, root, env.FaultTooManyFiles)
-	call(t, inst, "add", `{"amount": 3}`)
+	compositiontest.Call(t, inst, "add", `{"amount": 3}`)
 	if n := inspectInt(t, inst, "SELECT count(*) FROM entries"); n != 2 {
 		t.Errorf("%d entries, want the 2 written with descriptors to spare", n)
 	}

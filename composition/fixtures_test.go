@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/fixture"
 )
@@ -44,8 +45,8 @@ func newTree(t *testing.T) *tree {
 
 func (tr *tree) freeze(t *testing.T, id string, seed int64) *fixture.Sidecar {
 	t.Helper()
-	inst := MustOpen(t, tr.root, composition.Options{Seed: seed, Now: "2026-06-01T09:00:00.000Z"})
-	call(t, inst, "pay_create_charge", `{"amount": 500}`)
+	inst := compositiontest.Open(t, tr.root, composition.Options{Seed: seed, Now: "2026-06-01T09:00:00.000Z"})
+	compositiontest.Call(t, inst, "pay_create_charge", `{"amount": 500}`)
 	s, err := inst.Freeze(context.Background(), id, "test", composition.FreezeOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +81,7 @@ func TestFreeze_SameSeedSameHashes(t *testing.T) {
 func TestFreeze_RefusesAnExistingID(t *testing.T) {
 	tr := newTree(t)
 	tr.freeze(t, "acme", 1)
-	inst := MustOpen(t, tr.root, composition.Options{})
+	inst := compositiontest.Open(t, tr.root, composition.Options{})
 	_, err := inst.Freeze(context.Background(), "acme", "again", composition.FreezeOptions{})
 	if !errors.Is(err, fixture.ErrExists) {
 		t.Fatalf("err = %v, want fixture.ErrExists", err)
@@ -93,8 +94,8 @@ func TestFreeze_RefusesAnExistingID(t *testing.T) {
 func TestFork(t *testing.T) {
 	tr := newTree(t)
 	tr.freeze(t, "base", 1)
-	inst := MustOpen(t, tr.root, composition.Options{Fixture: "base"})
-	call(t, inst, "pay_create_charge", `{"amount": 9}`)
+	inst := compositiontest.Open(t, tr.root, composition.Options{Fixture: "base"})
+	compositiontest.Call(t, inst, "pay_create_charge", `{"amount": 9}`)
 	s, err := inst.Freeze(context.Background(), "forked", "a fork", composition.FreezeOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +103,7 @@ func TestFork(t *testing.T) {
 	if s.ParentID == nil || *s.ParentID != "base" {
 		t.Fatalf("parent_id = %v, want base", s.ParentID)
 	}
-	inst2 := MustOpen(t, tr.root, composition.Options{Fixture: "forked"})
+	inst2 := compositiontest.Open(t, tr.root, composition.Options{Fixture: "forked"})
 	row, _ := inst2.Inspect().One(context.Background(), "SELECT count(*) AS n FROM payments.charges")
 	if row["n"] != int64(2) {
 		t.Fatalf("forked fixture has %v charges, want 2", row["n"])
@@ -191,7 +192,7 @@ func TestCreate_Refusals(t *testing.T) {
 			Schema: "CREATE TABLE staff (id TEXT PRIMARY KEY) STRICT;"})
 		root.AddWorld(tr.payments, env.ToolPrefix("pay_"))
 		root.AddWorld(bumped, env.ToolPrefix("shop_"))
-		inst := MustOpen(t, root, composition.Options{Fixture: "acme"})
+		inst := compositiontest.Open(t, root, composition.Options{Fixture: "acme"})
 		for _, r := range inst.Composition() {
 			if r.Path == "shop" && (r.FrozenWorldVersion == nil || *r.FrozenWorldVersion != "1.0.0" || r.WorldVersion != "1.1.0") {
 				t.Fatalf("shop record %+v", r)
@@ -212,7 +213,7 @@ func TestCreate_Refusals(t *testing.T) {
 
 func TestFreeze_DriftedNodeMintsNothing(t *testing.T) {
 	tr := newTree(t)
-	inst := MustOpen(t, tr.root, composition.Options{})
+	inst := compositiontest.Open(t, tr.root, composition.Options{})
 	// Host code changes the shop's schema behind its world's back.
 	err := inst.Bulk(context.Background(), func(c *env.Ctx) error {
 		_, err := c.Worlds.Get("shop").DB().Exec("ALTER TABLE orders ADD COLUMN note TEXT")
@@ -244,8 +245,8 @@ func TestFixtures_OnlyTheHostsOwn(t *testing.T) {
 
 func TestInspect_DeniesWrites(t *testing.T) {
 	tr := newTree(t)
-	inst := MustOpen(t, tr.root, composition.Options{})
-	call(t, inst, "pay_create_charge", `{"amount": 5}`)
+	inst := compositiontest.Open(t, tr.root, composition.Options{})
+	compositiontest.Call(t, inst, "pay_create_charge", `{"amount": 5}`)
 	for _, sql := range []string{
 		"INSERT INTO staff VALUES ('x')",
 		"DELETE FROM payments.charges",
@@ -305,7 +306,7 @@ func TestFreeze_RecoversInterruptedPublish(t *testing.T) {
 	interruptPublish(t, tr.dir, "base")
 
 	var logged bytes.Buffer
-	inst := MustOpen(t, tr.root, composition.Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	inst := compositiontest.Open(t, tr.root, composition.Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	// The old base is back before Freeze checks for it: no new base over it.
 	_, err := inst.Freeze(context.Background(), "base", "again", composition.FreezeOptions{})
 	if !errors.Is(err, fixture.ErrExists) {
@@ -328,10 +329,10 @@ func TestOpen_RecoversInterruptedPublish(t *testing.T) {
 	tr.freeze(t, "base", 1)
 	// Open once so the fixture is cached, as in a server that started
 	// before another process's publish was killed.
-	MustOpen(t, tr.root, composition.Options{Fixture: "base"})
+	compositiontest.Open(t, tr.root, composition.Options{Fixture: "base"})
 	interruptPublish(t, tr.dir, "base")
 
-	inst := MustOpen(t, tr.root, composition.Options{Fixture: "base"})
+	inst := compositiontest.Open(t, tr.root, composition.Options{Fixture: "base"})
 	row, err := inst.Inspect().One(context.Background(), "SELECT count(*) AS n FROM payments.charges")
 	if err != nil || row["n"] != int64(1) {
 		t.Fatalf("instance from the recovered fixture: %v, %v; want 1 charge", row, err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/sqlitestore"
 )
@@ -27,7 +28,7 @@ func TestInstance_IdleRelease(t *testing.T) {
 	ctx := context.Background()
 	base := sqlitestore.OpenConnections()
 	pool := &sqlitestore.Pool{MaxOpen: 100, IdleAfter: 20 * time.Millisecond}
-	inst := MustOpen(t, company.World, composition.Options{Fixture: company.AcmeID, Dir: t.TempDir(), Pool: pool})
+	inst := compositiontest.Open(t, company.World, composition.Options{Fixture: company.AcmeID, Dir: t.TempDir(), Pool: pool})
 	count := func() any {
 		t.Helper()
 		row, err := inst.Inspect().One(ctx, "SELECT (SELECT count(*) FROM invoices) + (SELECT count(*) FROM payments.charges) AS n")
@@ -37,7 +38,7 @@ func TestInstance_IdleRelease(t *testing.T) {
 		return row["n"]
 	}
 	before := count()
-	call(t, inst, "invoice", `{"amount": 700}`)
+	compositiontest.Call(t, inst, "invoice", `{"amount": 700}`)
 	if got := sqlitestore.OpenConnections(); got < base+1 {
 		t.Fatalf("OpenConnections() = %d right after a call, want more than %d", got, base)
 	}
@@ -50,7 +51,7 @@ func TestInstance_IdleRelease(t *testing.T) {
 		t.Errorf("rows after reopening = %v, want %v", got, before.(int64)+2)
 	}
 	waitFor(t, "the view's connection to be released again", func() bool { return sqlitestore.OpenConnections() <= base })
-	call(t, inst, "invoice", `{"amount": 800}`)
+	compositiontest.Call(t, inst, "invoice", `{"amount": 800}`)
 	if got := count(); got != before.(int64)+4 {
 		t.Errorf("rows after a second call = %v, want %v", got, before.(int64)+4)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/sqlitestore"
 )
@@ -15,8 +16,8 @@ var _ env.Inspector = (*composition.View)(nil)
 
 func TestView_Inspector(t *testing.T) {
 	w, _ := ledger("inspected")
-	inst := MustOpen(t, w, composition.Options{})
-	call(t, inst, "add", `{"amount": 5}`)
+	inst := compositiontest.Open(t, w, composition.Options{})
+	compositiontest.Call(t, inst, "add", `{"amount": 5}`)
 	var v env.Inspector = inst.Inspect()
 	rows, err := v.Rows(context.Background(), "SELECT count(*) AS n FROM entries")
 	if err != nil || len(rows) != 1 || rows[0]["n"] != int64(1) {
@@ -32,7 +33,7 @@ func TestView_Random(t *testing.T) {
 	w, _ := ledger("sampled")
 	samples := func(seed int64) []any {
 		t.Helper()
-		inst := MustOpen(t, w, composition.Options{Seed: seed})
+		inst := compositiontest.Open(t, w, composition.Options{Seed: seed})
 		v := inst.Inspect()
 		var out []any
 		for range 2 {
@@ -59,7 +60,7 @@ func TestView_Random(t *testing.T) {
 
 func TestView_QueryLimit(t *testing.T) {
 	w, _ := ledger("limited")
-	inst := MustOpen(t, w, composition.Options{})
+	inst := compositiontest.Open(t, w, composition.Options{})
 	rows, err := inst.Inspect().QueryLimit(context.Background(), sqlitestore.ReadLimit{MaxRows: 2},
 		`WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 3) SELECT x FROM c`)
 	if err != nil {

@@ -15,28 +15,9 @@ import (
 	"time"
 
 	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/env"
 )
-
-// MustOpen opens an instance and closes it when the test ends.
-func MustOpen(tb testing.TB, w *env.World, opts composition.Options) *composition.Instance {
-	tb.Helper()
-	inst, err := composition.Open(context.Background(), w, opts)
-	if err != nil {
-		tb.Fatalf("Open: %v", err)
-	}
-	tb.Cleanup(func() { inst.Close() })
-	return inst
-}
-
-func call(tb testing.TB, inst *composition.Instance, tool, args string) any {
-	tb.Helper()
-	out, err := inst.CallJSON(context.Background(), tool, []byte(args))
-	if err != nil {
-		tb.Fatalf("%s(%s): %v", tool, args, err)
-	}
-	return out
-}
 
 type amountArgs struct {
 	Amount int64 `json:"amount"`
@@ -63,7 +44,7 @@ func ledger(name string) (*env.World, *env.ToolRef[amountArgs, string]) {
 
 func TestInstance_ToolErrorRollsBack(t *testing.T) {
 	w, _ := ledger("solo")
-	inst := MustOpen(t, w, composition.Options{})
+	inst := compositiontest.Open(t, w, composition.Options{})
 	_, err := inst.CallJSON(context.Background(), "add_then_fail", []byte(`{"amount": 3}`))
 	te, ok := env.AsToolError(err)
 	if !ok || te.Kind != env.KindExecution || te.Message != "refused after writing" {
@@ -82,7 +63,7 @@ func TestInstance_BadArgumentsRefusedBeforeTheToolRuns(t *testing.T) {
 	w := env.NewWorld(env.WorldSpec{Name: "args", Version: "1", Schema: "CREATE TABLE t (x INTEGER) STRICT;"})
 	ran := false
 	env.Tool(w, "t", "T.", func(c *env.Ctx, in amountArgs) (int, error) { ran = true; return 0, nil })
-	inst := MustOpen(t, w, composition.Options{})
+	inst := compositiontest.Open(t, w, composition.Options{})
 	for _, args := range []string{`{"amount": "x"}`, `{}`, `{"amount": 1, "extra": 2}`, `[1]`} {
 		_, err := inst.CallJSON(context.Background(), "t", []byte(args))
 		te, ok := env.AsToolError(err)
@@ -104,9 +85,9 @@ func TestInstance_Deterministic(t *testing.T) {
 	host := env.NewWorld(env.WorldSpec{Name: "dethost", Version: "1", Schema: "CREATE TABLE h (id TEXT PRIMARY KEY) STRICT;"})
 	host.AddWorld(w, env.Name("led"))
 	run := func(seed int64) (ids []any, rows string) {
-		inst := MustOpen(t, host, composition.Options{Seed: seed})
+		inst := compositiontest.Open(t, host, composition.Options{Seed: seed})
 		for _, a := range []string{`{"amount": 1}`, `{"amount": 2}`} {
-			ids = append(ids, call(t, inst, "add", a))
+			ids = append(ids, compositiontest.Call(t, inst, "add", a))
 		}
 		r, err := inst.Inspect().Rows(context.Background(), "SELECT id, amount, at, hex(salt) AS salt FROM led.entries ORDER BY amount")
 		if err != nil {
@@ -138,8 +119,8 @@ func TestInstance_IDStreamsSaltedByPath(t *testing.T) {
 			host.AddWorld(o, env.ToolPrefix("o_"))
 		}
 		host.AddWorld(w, env.Name("led"))
-		inst := MustOpen(t, host, composition.Options{Seed: 42})
-		return []any{call(t, inst, "add", `{"amount":1}`), call(t, inst, "rootid", `{}`)}
+		inst := compositiontest.Open(t, host, composition.Options{Seed: 42})
+		return []any{compositiontest.Call(t, inst, "add", `{"amount":1}`), compositiontest.Call(t, inst, "rootid", `{}`)}
 	}
 	a, b := mk(false), mk(true)
 	if !slices.Equal(a, b) {
@@ -164,12 +145,12 @@ func TestInstance_Clock(t *testing.T) {
 	const start = "2026-06-01T09:00:00.000Z"
 	for _, mode := range []string{env.ClockFrozen, env.ClockStep, env.ClockWall} {
 		t.Run(mode, func(t *testing.T) {
-			inst := MustOpen(t, w, composition.Options{Now: start, ClockMode: mode, ControlTools: true})
-			first := call(t, inst, "stamp", `{}`).(out)
+			inst := compositiontest.Open(t, w, composition.Options{Now: start, ClockMode: mode, ControlTools: true})
+			first := compositiontest.Call(t, inst, "stamp", `{}`).(out)
 			if first.Default != "2026-06-01 09:00:00" || first.Query != first.Default || first.Ctx != first.Default {
 				t.Fatalf("first call: %+v", first)
 			}
-			second := call(t, inst, "stamp", `{}`).(out)
+			second := compositiontest.Call(t, inst, "stamp", `{}`).(out)
 			switch mode {
 			case env.ClockFrozen:
 				if second.Default != first.Default {
@@ -184,9 +165,9 @@ func TestInstance_Clock(t *testing.T) {
 					t.Fatalf("wall clock went back: %+v", second)
 				}
 			}
-			call(t, inst, env.ControlTool, `{"action":"set_clock","now":"2030-01-02T03:04:05.000Z"}`)
-			call(t, inst, env.ControlTool, `{"action":"advance_clock","seconds":60}`)
-			third := call(t, inst, "stamp", `{}`).(out)
+			compositiontest.Call(t, inst, env.ControlTool, `{"action":"set_clock","now":"2030-01-02T03:04:05.000Z"}`)
+			compositiontest.Call(t, inst, env.ControlTool, `{"action":"advance_clock","seconds":60}`)
+			third := compositiontest.Call(t, inst, "stamp", `{}`).(out)
 			if !strings.HasPrefix(third.Default, "2030-01-02 03:05") {
 				t.Fatalf("after the control tool: %+v", third)
 			}
@@ -199,7 +180,7 @@ func TestInstance_Clock(t *testing.T) {
 
 func TestInstance_ControlToolOnlyWhenEnabled(t *testing.T) {
 	w, _ := ledger("ctl")
-	inst := MustOpen(t, w, composition.Options{})
+	inst := compositiontest.Open(t, w, composition.Options{})
 	if _, err := inst.CallJSON(context.Background(), env.ControlTool, []byte(`{"action":"advance_clock","seconds":1}`)); err == nil {
 		t.Fatal("control tool callable without ControlTools")
 	}
@@ -208,7 +189,7 @@ func TestInstance_ControlToolOnlyWhenEnabled(t *testing.T) {
 			t.Fatal("control tool listed without ControlTools")
 		}
 	}
-	inst2 := MustOpen(t, w, composition.Options{ControlTools: true})
+	inst2 := compositiontest.Open(t, w, composition.Options{ControlTools: true})
 	tools := inst2.Tools()
 	if tools[len(tools)-1].Name != env.ControlTool {
 		t.Fatal("control tool is not listed last")
@@ -240,15 +221,15 @@ func TestMiddleware_RouteChains(t *testing.T) {
 		return env.Call(c.Context(), c.Worlds.Get("mid"), ping, noArgs{})
 	})
 	var logs bytes.Buffer
-	inst := MustOpen(t, top, composition.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	inst := compositiontest.Open(t, top, composition.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 
-	call(t, inst, "m_l_ping", `{}`)
+	compositiontest.Call(t, inst, "m_l_ping", `{}`)
 	want := []string{"top:top:mid/leaf", "mid:mid:mid/leaf", "leaf:leaf:mid/leaf", "tool:leaf"}
 	if !slices.Equal(trace, want) {
 		t.Fatalf("agent call trace %v, want %v", trace, want)
 	}
 	trace = nil
-	call(t, inst, "host", `{}`)
+	compositiontest.Call(t, inst, "host", `{}`)
 	// The host's chain wraps the host tool; the handle call runs only the
 	// owning world's chain.
 	want = []string{"top:top:main", "leaf:leaf:mid/leaf", "tool:leaf"}
@@ -271,7 +252,7 @@ func TestHandles_NoCrossWorldAtomicity(t *testing.T) {
 		c.DB.Exec("INSERT INTO h VALUES (1)")
 		return "", errors.New("host failed")
 	})
-	inst := MustOpen(t, host, composition.Options{})
+	inst := compositiontest.Open(t, host, composition.Options{})
 	if _, err := inst.CallJSON(context.Background(), "charge_then_fail", nil); err == nil {
 		t.Fatal("no error")
 	}
@@ -302,12 +283,12 @@ func TestHandles_Rules(t *testing.T) {
 		_, err := composition.Open(c.Context(), host, composition.Options{})
 		return nil, err
 	})
-	inst := MustOpen(t, host, composition.Options{})
+	inst := compositiontest.Open(t, host, composition.Options{})
 	var bug *env.WorldBug
 	if _, err := inst.CallJSON(context.Background(), "unknown_child", nil); !errors.As(err, &bug) || !strings.Contains(bug.Message, `added no world named "nope"`) {
 		t.Fatalf("unknown child: %v", err)
 	}
-	call(t, inst, "hidden_by_name", `{}`)
+	compositiontest.Call(t, inst, "hidden_by_name", `{}`)
 	if _, err := inst.CallJSON(context.Background(), "open_inside", nil); !errors.As(err, &bug) || !strings.Contains(bug.Message, "cannot be made inside a call") {
 		t.Fatalf("open inside: %v", err)
 	}
@@ -323,7 +304,7 @@ func TestInstance_TypedCallAmbiguous(t *testing.T) {
 	host := env.NewWorld(env.WorldSpec{Name: "ambhost", Version: "1", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
 	host.AddWorld(p, env.Name("one"), env.ToolPrefix("one_"))
 	host.AddWorld(p, env.Name("two"), env.Store("two"), env.ToolPrefix("two_"))
-	inst := MustOpen(t, host, composition.Options{})
+	inst := compositiontest.Open(t, host, composition.Options{})
 	_, err := env.Call(context.Background(), inst, add, amountArgs{1})
 	var bug *env.WorldBug
 	if !errors.As(err, &bug) || !strings.Contains(bug.Message, "one_add at one") || !strings.Contains(bug.Message, "two_add at two") {
@@ -358,7 +339,7 @@ func TestStartup_Rules(t *testing.T) {
 		return err
 	})
 	host.AddWorld(child)
-	inst := MustOpen(t, host, composition.Options{})
+	inst := compositiontest.Open(t, host, composition.Options{})
 	if !slices.Equal(order, []string{"host", "child"}) {
 		t.Fatalf("order %v", order)
 	}
@@ -393,7 +374,7 @@ func TestInstance_FilesAndRootAccessors(t *testing.T) {
 	pay.AddWorld(tax)
 	root := newWorld("rooty")
 	root.AddWorld(pay, env.Name("payments"))
-	inst := MustOpen(t, root, composition.Options{})
+	inst := compositiontest.Open(t, root, composition.Options{})
 	var names []string
 	ents, _ := os.ReadDir(inst.Dir())
 	for _, e := range ents {
@@ -426,7 +407,7 @@ func TestBulk_FailureSemantics(t *testing.T) {
 CREATE TABLE c (id INTEGER PRIMARY KEY, p INTEGER REFERENCES p(id) DEFERRABLE INITIALLY DEFERRED);`})
 	host := env.NewWorld(env.WorldSpec{Name: "bhost", Version: "1", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
 	host.AddWorld(child)
-	inst := MustOpen(t, host, composition.Options{})
+	inst := compositiontest.Open(t, host, composition.Options{})
 	ctx := context.Background()
 	count := func(sql string) int64 {
 		r, err := inst.Inspect().One(ctx, sql)
@@ -465,14 +446,14 @@ func TestInstance_CancelledContextInterrupts(t *testing.T) {
 		return c.DB.One("WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM r) SELECT count(*) FROM r")
 	})
 	env.Tool(w, "ok", "Fine.", func(c *env.Ctx, _ noArgs) (any, error) { return c.DB.Exec("INSERT INTO t VALUES (1)") })
-	inst := MustOpen(t, w, composition.Options{})
+	inst := compositiontest.Open(t, w, composition.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	_, err := inst.CallJSON(ctx, "spin", nil)
 	if te, ok := env.AsToolError(err); !ok || te.Kind != env.KindTimeout {
 		t.Fatalf("err = %v, want a timeout", err)
 	}
-	call(t, inst, "ok", `{}`)
+	compositiontest.Call(t, inst, "ok", `{}`)
 }
 
 // productError is an added world's own error type, shaped by its own error
@@ -499,7 +480,7 @@ func TestMiddleware_ChildErrorsPropagateUnwrapped(t *testing.T) {
 		seen = err
 		return nil, err
 	})
-	inst := MustOpen(t, host, composition.Options{})
+	inst := compositiontest.Open(t, host, composition.Options{})
 	_, err := inst.CallJSON(context.Background(), "wrap", nil)
 	var pe *productError
 	if !errors.As(seen, &pe) || pe.Code != "E42" || !errors.As(err, &pe) {
@@ -520,7 +501,7 @@ func TestClone_TypedCallsReachTheCopy(t *testing.T) {
 	root.AddWorld(p, env.Name("led"), env.ToolPrefix("l_"))
 	// Copy the root, as a test pointing a world at another fixtures dir does.
 	copied := root.WithFixturesDir(t.TempDir())
-	inst := MustOpen(t, copied, composition.Options{})
+	inst := compositiontest.Open(t, copied, composition.Options{})
 	if _, err := env.Call(context.Background(), inst, own, noArgs{}); err != nil {
 		t.Fatalf("the original's tool on the copy: %v", err)
 	}
@@ -538,7 +519,7 @@ func TestClone_TypedCallsReachTheCopy(t *testing.T) {
 // changing them changes nothing kept.
 func TestInstance_ChangeLogIsTheCallers(t *testing.T) {
 	w, _ := ledger("logcopy")
-	inst := MustOpen(t, w, composition.Options{})
+	inst := compositiontest.Open(t, w, composition.Options{})
 	if log := inst.ChangeLog(); log != nil {
 		t.Fatalf("empty log = %#v, want nil", log)
 	}
@@ -547,7 +528,7 @@ func TestInstance_ChangeLogIsTheCallers(t *testing.T) {
 	}
 	const n = 600 // more than two chunks
 	for k := range n {
-		call(t, inst, "add", `{"amount": `+strconv.Itoa(k)+`}`)
+		compositiontest.Call(t, inst, "add", `{"amount": `+strconv.Itoa(k)+`}`)
 	}
 	log := inst.ChangeLog()
 	if len(log) != n {
@@ -609,10 +590,10 @@ func TestInstance_ControlToolBounds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			inst := MustOpen(t, w, composition.Options{Now: start, ControlTools: true})
+			inst := compositiontest.Open(t, w, composition.Options{Now: start, ControlTools: true})
 			last := len(tt.calls) - 1
 			for _, args := range tt.calls[:last] {
-				call(t, inst, env.ControlTool, args)
+				compositiontest.Call(t, inst, env.ControlTool, args)
 			}
 			_, err := inst.CallJSON(context.Background(), env.ControlTool, []byte(tt.calls[last]))
 			var te *env.ToolError

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/sqlitestore"
 )
@@ -114,7 +115,7 @@ func TestInstance_StateInfinity(t *testing.T) {
 		_, err := c.DB.Exec(`INSERT INTO limits VALUES ('up', 1e999), ('down', -1e999)`)
 		return "ok", err
 	})
-	inst := MustOpen(t, w, composition.Options{})
+	inst := compositiontest.Open(t, w, composition.Options{})
 	if _, err := inst.CallJSON(context.Background(), "unlimit", []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestInstance_KeyProblemAtRunTime(t *testing.T) {
 		}
 		return "made", nil
 	})
-	inst := MustOpen(t, w, composition.Options{})
+	inst := compositiontest.Open(t, w, composition.Options{})
 	_, err := inst.CallJSON(context.Background(), "make", []byte(`{}`))
 	var kp *sqlitestore.KeyProblem
 	if !errors.As(err, &kp) || kp.Table != "codes" {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/env"
 )
 
@@ -48,7 +49,7 @@ func TestInstance_Reseal(t *testing.T) {
 		child := newWorld("rs_child")
 		addTool(child, "c_one")
 		host.AddWorld(child, env.ToolPrefix("k_"))
-		inst := MustOpen(t, host, composition.Options{})
+		inst := compositiontest.Open(t, host, composition.Options{})
 		if got := toolNames(inst.Tools()); !slices.Equal(got, []string{"k_c_one"}) {
 			t.Fatalf("tools %v", got)
 		}
@@ -58,10 +59,10 @@ func TestInstance_Reseal(t *testing.T) {
 		if got, want := toolNames(inst.Tools()), []string{"h_late", "k_c_one", "k_c_late"}; !slices.Equal(got, want) {
 			t.Fatalf("tools %v, want %v", got, want)
 		}
-		if out := call(t, inst, "k_c_late", `{}`); out != "c_late" {
+		if out := compositiontest.Call(t, inst, "k_c_late", `{}`); out != "c_late" {
 			t.Fatalf("k_c_late returned %v", out)
 		}
-		if out := call(t, inst, "h_late", `{}`); out != "h_late" {
+		if out := compositiontest.Call(t, inst, "h_late", `{}`); out != "h_late" {
 			t.Fatalf("h_late returned %v", out)
 		}
 	})
@@ -71,8 +72,8 @@ func TestInstance_Reseal(t *testing.T) {
 		addTool(child, "list")
 		host.AddWorld(child, env.ToolPrefix("c_"))
 		addTool(host, "own")
-		inst := MustOpen(t, host, composition.Options{})
-		call(t, inst, "own", `{}`)
+		inst := compositiontest.Open(t, host, composition.Options{})
+		compositiontest.Call(t, inst, "own", `{}`)
 		// The host now registers the name the child contributes: the tree
 		// no longer seals.
 		addTool(host, "c_list")
@@ -104,7 +105,7 @@ func TestInstance_Reseal(t *testing.T) {
 	t.Run("NodeAddedIsAWorldBug", func(t *testing.T) {
 		host := newWorld("rn_host")
 		addTool(host, "own")
-		inst := MustOpen(t, host, composition.Options{})
+		inst := compositiontest.Open(t, host, composition.Options{})
 		late := newWorld("rn_late")
 		host.AddWorld(late)
 		_, err := inst.CallJSON(ctx, "own", []byte(`{}`))
@@ -114,7 +115,7 @@ func TestInstance_Reseal(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 		// A new instance has the new tree.
-		fresh := MustOpen(t, host, composition.Options{})
+		fresh := compositiontest.Open(t, host, composition.Options{})
 		if n := len(fresh.Composition()); n != 2 {
 			t.Fatalf("new instance has %d nodes", n)
 		}
@@ -172,9 +173,9 @@ func TestHandle_Stale(t *testing.T) {
 				}()
 				return h.Call("wait", noArgs{})
 			})
-		inst := MustOpen(t, st.host, composition.Options{})
+		inst := compositiontest.Open(t, st.host, composition.Options{})
 		t.Cleanup(st.done)
-		within(t, "fan_out", func() { call(t, inst, "fan_out", `{}`) })
+		within(t, "fan_out", func() { compositiontest.Call(t, inst, "fan_out", `{}`) })
 		wantStale(t, "the goroutine's use", <-used)
 	})
 	t.Run("UsedAfterTheCallThatMadeItReturned", func(t *testing.T) {
@@ -207,7 +208,7 @@ func TestHandle_Stale(t *testing.T) {
 				}
 				return "borrowed", nil
 			})
-		inst := MustOpen(t, host, composition.Options{})
+		inst := compositiontest.Open(t, host, composition.Options{})
 		_, err := inst.CallJSON(ctx, "borrow", nil)
 		wantStale(t, "the goroutine's use", err)
 		// The same goes for the code that called lend.
@@ -225,7 +226,7 @@ func TestHandle_Stale(t *testing.T) {
 	})
 	t.Run("BlockHandleWhileTheBlockCalls", func(t *testing.T) {
 		st := newSlowTree("hs_bulk")
-		inst := MustOpen(t, st.host, composition.Options{})
+		inst := compositiontest.Open(t, st.host, composition.Options{})
 		t.Cleanup(st.done)
 		used := make(chan error, 1)
 		within(t, "Bulk", func() {
@@ -255,7 +256,7 @@ func TestHandle_Stale(t *testing.T) {
 func TestInstance_LockWait(t *testing.T) {
 	t.Run("DeadlineEndsTheWait", func(t *testing.T) {
 		st := newSlowTree("lw")
-		inst := MustOpen(t, st.host, composition.Options{})
+		inst := compositiontest.Open(t, st.host, composition.Options{})
 		t.Cleanup(st.done)
 		first := make(chan error, 1)
 		go func() {
@@ -286,7 +287,7 @@ func TestInstance_LockWait(t *testing.T) {
 	})
 	t.Run("CancelEndsTheWait", func(t *testing.T) {
 		st := newSlowTree("lc")
-		inst := MustOpen(t, st.host, composition.Options{})
+		inst := compositiontest.Open(t, st.host, composition.Options{})
 		t.Cleanup(st.done)
 		go inst.CallJSON(context.Background(), "wait", nil)
 		<-st.entered
@@ -305,7 +306,7 @@ func TestBulk_CallContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w, _ := ledger("bc")
-	inst := MustOpen(t, w, composition.Options{})
+	inst := compositiontest.Open(t, w, composition.Options{})
 	const want = `call of "add" while the instance runs a Bulk block: a call made inside the block must pass the block's context, c.Context();`
 	for _, tc := range []struct {
 		name string

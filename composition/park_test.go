@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/sqlitestore"
 )
@@ -27,11 +28,11 @@ func TestInstance_ParkedConnectionsChangeNothing(t *testing.T) {
 		dir := t.TempDir()
 		insts := make([]*composition.Instance, instances)
 		for i := range insts {
-			insts[i] = MustOpen(t, company.World, composition.Options{Fixture: company.AcmeID, Dir: dir, Pool: pool, Seed: int64(100 + i)})
+			insts[i] = compositiontest.Open(t, company.World, composition.Options{Fixture: company.AcmeID, Dir: dir, Pool: pool, Seed: int64(100 + i)})
 		}
 		for r := range rounds {
 			for i, inst := range insts {
-				res := call(t, inst, "invoice", fmt.Sprintf(`{"amount": %d}`, 100*(i+1)+r))
+				res := compositiontest.Call(t, inst, "invoice", fmt.Sprintf(`{"amount": %d}`, 100*(i+1)+r))
 				b, _ := json.Marshal(res)
 				out = append(out, string(b))
 				if release {

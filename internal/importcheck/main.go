@@ -33,8 +33,9 @@ var forbidden = map[string][]string{
 	"task":        {"openenv", "cmd/", "web"},
 	// openenv is the protocol adapter only: it sees the application through
 	// the Backend interface it declares (DESIGN.md §1).
-	"openenv": {"app", "task", "composition", "sqlitestore", "fixture", "check", "cmd/", "web", "examples/", "internal/yamlnode", "github.com/ncruces/", "gopkg.in/yaml.v3"},
-	"app":     {"cmd/", "web", "examples/"},
+	"openenv":         {"app", "task", "composition", "sqlitestore", "fixture", "check", "cmd/", "web", "examples/", "internal/yamlnode", "github.com/ncruces/", "gopkg.in/yaml.v3"},
+	"app":             {"cmd/", "web", "examples/"},
+	"compositiontest": {"openenv", "app", "cmd/", "web", "examples/"},
 }
 
 // driverImporters are the packages that may import the SQLite driver:

@@ -8,25 +8,15 @@ import (
 
 	"github.com/seahaven/seahaven/check"
 	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/docs/examples/crm"
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/fixture"
 )
 
-// MustOpen opens a genesis instance of the CRM that closes when the test ends.
-func MustOpen(tb testing.TB, opts composition.Options) *composition.Instance {
-	tb.Helper()
-	inst, err := composition.Open(context.Background(), crm.World, opts)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { inst.Close() })
-	return inst
-}
-
 func TestChargeCustomer(t *testing.T) {
 	ctx := context.Background()
-	inst := MustOpen(t, composition.Options{Seed: 7})
+	inst := compositiontest.Open(t, crm.World, composition.Options{Seed: 7})
 	ada, err := env.Call(ctx, inst, crm.AddCustomer, crm.AddCustomerArgs{Email: "ada@example.com", Plan: "pro", Seats: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +73,7 @@ func TestAddCustomer_Refusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			inst := MustOpen(t, composition.Options{})
+			inst := compositiontest.Open(t, crm.World, composition.Options{})
 			if _, err := inst.CallJSON(ctx, "add_customer", []byte(`{"email": "grace@example.com"}`)); err != nil {
 				t.Fatal(err)
 			}
@@ -111,7 +101,7 @@ func TestStartup_Principal(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			inst := MustOpen(t, composition.Options{Startup: tt.startup})
+			inst := compositiontest.Open(t, crm.World, composition.Options{Startup: tt.startup})
 			if _, err := inst.CallJSON(ctx, "pay_create_charge", []byte(`{"amount": 5}`)); err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +150,7 @@ func TestBuildDemo(t *testing.T) {
 		t.Fatalf("two builds froze different files: %s/%s, then %s/%s",
 			first.FileSHA256, first.Nodes[0].FileSHA256, second.FileSHA256, second.Nodes[0].FileSHA256)
 	}
-	inst := MustOpen(t, composition.Options{Fixture: crm.DemoID, FixturesDir: dir})
+	inst := compositiontest.Open(t, crm.World, composition.Options{Fixture: crm.DemoID, FixturesDir: dir})
 	row, err := inst.Inspect().One(ctx, `SELECT (SELECT count(*) FROM customers) AS customers,
 		(SELECT sum(amount) FROM payments.charges) AS charged`)
 	if err != nil {
