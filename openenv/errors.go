@@ -30,6 +30,7 @@ const (
 	codeTooLarge       = "MESSAGE_TOO_LARGE" // a frame or body over MaxMessageBytes
 	codeShuttingDown   = "SHUTTING_DOWN"     // Shutdown has begun
 	codeReplyTooLarge  = "REPLY_TOO_LARGE"   // a reply over MaxReplyBytes
+	codeEpisodeDone    = "EPISODE_DONE"      // a step after the task graded the episode done
 	// codeInfrastructure is a failure of the host (an *env.InfraError): a
 	// full disk, no file descriptors left, instance files gone. It is never
 	// a tool result: the client gets this error, with the fault's kind.
@@ -64,6 +65,7 @@ var codes = map[string]struct {
 	codeTooLarge:       {codeSession, http.StatusRequestEntityTooLarge, rpcInvalidRequest},
 	codeShuttingDown:   {codeSession, http.StatusServiceUnavailable, rpcServerError},
 	codeReplyTooLarge:  {codeExecution, http.StatusInternalServerError, rpcInternalError},
+	codeEpisodeDone:    {codeSession, http.StatusConflict, rpcServerError},
 	codeInfrastructure: {codeExecution, http.StatusServiceUnavailable, rpcServerError},
 }
 

@@ -46,6 +46,8 @@ type session struct {
 	lastActivity time.Time
 	busy         int    // calls in progress; the reaper spares a busy session
 	steps        int    // tool calls since the last reset
+	over         bool   // the task graded the episode done: later steps are refused
+	doneAt       int    // the step count when it did
 	episodeID    string // "" before the first reset
 	stopped      bool   // stop was called; closeCode and closeReason are set
 	closeCode    websocket.StatusCode
@@ -392,6 +394,7 @@ func (ss *session) openLocked(ctx context.Context, opts OpenOptions, implicit bo
 	ss.inst = inst
 	ss.mu.Lock()
 	ss.steps = 0
+	ss.over, ss.doneAt = false, 0
 	ss.episodeID = opts.EpisodeID
 	ss.mu.Unlock()
 	if old != nil {
@@ -425,6 +428,9 @@ func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (o
 	}
 	defer leave()
 	if perr := ss.ensureLocked(ctx); perr != nil {
+		return nil, perr
+	}
+	if perr := ss.overLocked(); perr != nil {
 		return nil, perr
 	}
 	var obs object
@@ -467,7 +473,26 @@ func (ss *session) respondLocked(ctx context.Context, obs object, timeout time.D
 	if err != nil {
 		return nil, newError(codeExecution, "the step ran, but grading its task failed: %s", err.Error())
 	}
+	if done {
+		// done latches for the episode: later steps are refused (overLocked).
+		ss.mu.Lock()
+		ss.over, ss.doneAt = true, ss.steps
+		ss.mu.Unlock()
+	}
 	return gradedResponse(obs, reward, done), nil
+}
+
+// overLocked refuses a step of an episode its task has graded done: done
+// never returns to false within an episode, and a trainer that steps past
+// it is told to reset. The slot must be held.
+func (ss *session) overLocked() *protoError {
+	ss.mu.Lock()
+	over, doneAt := ss.over, ss.doneAt
+	ss.mu.Unlock()
+	if !over {
+		return nil
+	}
+	return newError(codeEpisodeDone, "The episode is over: its task graded it done after step %d. Reset to start a new episode.", doneAt)
 }
 
 // callLocked counts and makes one tool call. The slot must be held.
@@ -663,6 +688,9 @@ func (ss *session) mcpCall(ctx context.Context, name string, args json.RawMessag
 	}
 	defer leave()
 	if perr := ss.ensureLocked(ctx); perr != nil {
+		return toolOutcome{}, perr
+	}
+	if perr := ss.overLocked(); perr != nil {
 		return toolOutcome{}, perr
 	}
 	return ss.callLocked(ctx, name, args, ss.srv.cfg.StepTimeout)

@@ -96,16 +96,16 @@ func TestTasks_WebSocketSolve(t *testing.T) {
 	}
 }
 
-// A wrong action over the wire: the right refund plus an extra write
-// elsewhere fails the collateral check, and the episode is not done.
+// A wrong action over the wire: an extra write elsewhere, then the right
+// refund, fails the collateral check, and the episode is not done.
 func TestTasks_WebSocketCollateralDamage(t *testing.T) {
 	s := mustServeCompany(t, openenv.Config{})
 	c := s.dial(t)
 	defer c.Close(websocket.StatusNormalClosure, "")
 	roundTrip(t, c, `{"type":"reset","data":{"task":"refund_eu_charge"}}`)
 	id := inspectValue(t, c, "SELECT id FROM payments_eu.charges")
-	callTool(t, c, "eu_refund_charge", fmt.Sprintf(`{"charge_id":%q}`, id))
-	reply := callTool(t, c, "chat_send_message", `{"channel":"general","text":"refunded"}`)
+	callTool(t, c, "chat_send_message", `{"channel":"general","text":"refunding"}`)
+	reply := callTool(t, c, "eu_refund_charge", fmt.Sprintf(`{"charge_id":%q}`, id))
 	if reward, done := rewardOf(t, reply); reward == "1" || done {
 		t.Fatalf("reward %s done %v, want below 1 and not done", reward, done)
 	}
@@ -230,8 +230,8 @@ func TestTasks_Record(t *testing.T) {
 	s := mustServeWorld(t, company.World, app.Config{DefaultFixture: company.AcmeID, RecordDir: dir}, openenv.Config{})
 	c := s.dial(t)
 	roundTrip(t, c, `{"type":"reset","data":{"task":"invoice_750","episode_id":"rec-1","seed":3}}`)
-	callTool(t, c, "invoice", `{"amount":750}`)
 	callTool(t, c, "hire", `{"name":"Eve"}`) // refused: recorded too
+	callTool(t, c, "invoice", `{"amount":750}`)
 	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"rec-2"}}`)
 	callTool(t, c, "hire", `{"name":"Eve"}`)
 	c.Close(websocket.StatusNormalClosure, "")
@@ -276,4 +276,90 @@ func TestTasks_Record(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
 		t.Fatalf("%d files recorded, want 2", len(ents))
 	}
+}
+
+// done latches: once a step's grading says done, the episode is over on
+// every transport; a later step is refused and says to reset, and a reset
+// starts a new episode.
+func TestTasks_DoneLatches(t *testing.T) {
+	const over = "The episode is over: its task graded it done after step 2. Reset to start a new episode."
+	solve := func(t *testing.T, call func(tool, args string) string, lookup func(sql string) string) {
+		t.Helper()
+		call("eu_list_charges", `{}`)
+		call("eu_refund_charge", fmt.Sprintf(`{"charge_id":%q}`, lookup("SELECT id FROM payments_eu.charges")))
+	}
+
+	t.Run("WebSocket", func(t *testing.T) {
+		s := mustServeCompany(t, openenv.Config{})
+		c := s.dial(t)
+		defer c.Close(websocket.StatusNormalClosure, "")
+		roundTrip(t, c, `{"type":"reset","data":{"task":"refund_eu_charge"}}`)
+		var last string
+		solve(t, func(tool, args string) string { last = callTool(t, c, tool, args); return last },
+			func(sql string) string { return inspectValue(t, c, sql) })
+		if reward, done := rewardOf(t, last); reward != "1" || !done {
+			t.Fatalf("solved: reward %s done %v", reward, done)
+		}
+		for _, msg := range []string{
+			`{"type":"step","data":{"type":"call_tool","tool_name":"chat_send_message","arguments":{"channel":"general","text":"done"}}}`,
+			`{"type":"step","data":{"type":"list_tools"}}`,
+			`{"type":"mcp","data":{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"eu_list_charges","arguments":{}}}}`,
+		} {
+			reply := roundTrip(t, c, msg)
+			if strings.Contains(msg, `"mcp"`) {
+				if got := fmt.Sprint(field(t, reply, "data.error.message")); got != over {
+					t.Errorf("%s: %s", msg, reply)
+				}
+				continue
+			}
+			if str(t, reply, "type") != "error" || str(t, reply, "data.code") != "SESSION_ERROR" || str(t, reply, "data.message") != over {
+				t.Errorf("%s after done: %s", msg, reply)
+			}
+		}
+		// Nothing was written after done; state and inspect still answer.
+		if n := inspectValue(t, c, "SELECT count(*) FROM chat.messages WHERE body = 'done'"); n != "0" {
+			t.Errorf("a refused step wrote: %s", n)
+		}
+		if st := stateOf(t, c); st["step_count"] != float64(2) {
+			t.Errorf("step_count %v, want 2", st["step_count"])
+		}
+		// A reset starts over.
+		roundTrip(t, c, `{"type":"reset","data":{"task":"refund_eu_charge"}}`)
+		if reward, done := rewardOf(t, callTool(t, c, "eu_list_charges", `{}`)); done || reward == "1" {
+			t.Errorf("after a reset: reward %s done %v", reward, done)
+		}
+	})
+
+	t.Run("HTTP", func(t *testing.T) {
+		s := mustServeCompany(t, openenv.Config{})
+		h := map[string]string{"X-Seahaven-Session": "latch-1"}
+		if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{"task":"refund_eu_charge"}`, h); status != http.StatusOK {
+			t.Fatalf("reset: %d %s", status, body)
+		}
+		var last string
+		step := func(tool, args string) string {
+			status, body, _ := s.httpDo(t, http.MethodPost, "/step", fmt.Sprintf(`{"action":{"type":"call_tool","tool_name":%q,"arguments":%s}}`, tool, args), h)
+			if status != http.StatusOK {
+				t.Fatalf("step %s: %d %s", tool, status, body)
+			}
+			last = body
+			return body
+		}
+		lookup := func(sql string) string {
+			_, body, _ := s.httpDo(t, http.MethodPost, "/inspect", fmt.Sprintf(`{"sql":%q}`, sql), h)
+			rows, ok := field(t, body, "rows").([]any)
+			if !ok || len(rows) != 1 {
+				t.Fatalf("%s: %s", sql, body)
+			}
+			return fmt.Sprint(rows[0].([]any)[0])
+		}
+		solve(t, step, lookup)
+		if field(t, last, "done") != true {
+			t.Fatalf("solved: %s", last)
+		}
+		status, body, _ := s.httpDo(t, http.MethodPost, "/step", `{"action":{"type":"list_tools"}}`, h)
+		if status != http.StatusConflict || fmt.Sprint(field(t, body, "detail")) != over || fmt.Sprint(field(t, body, "code")) != "SESSION_ERROR" {
+			t.Errorf("a step after done: %d %s", status, body)
+		}
+	})
 }
