@@ -41,6 +41,11 @@ type Task struct {
 	Tools []string
 	// Checks grade the episode. There is at least one.
 	Checks []Check
+	// NoChangeCorrect says that changing nothing can be the right answer
+	// (a task that asks the agent to refuse, or only to look). Without
+	// it, an episode whose calls changed no store scores 0 and is not
+	// done, whatever its checks say (see package task, Grade).
+	NoChangeCorrect bool
 	// Source says where the task was declared (file:line); AddTask and the
 	// tasks.yaml loader set it.
 	Source string

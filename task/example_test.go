@@ -36,7 +36,7 @@ func ExampleOpen() {
 	res.WriteText(os.Stdout)
 	// Output:
 	// Refund the charge on the EU payments account.
-	// reward 0.33 done false
+	// reward 0.00 done false
 	//   PASS  EU charge refunded (weight 2): expected 1, found 1
 	//   PASS  no collateral damage (weight 1): 1 change, all to payments_eu.charges:update
 	//   reward 1.00  done true

@@ -68,6 +68,8 @@ type fileTask struct {
 	Startup     map[string]yaml.Node `yaml:"startup"`
 	Tools       []string             `yaml:"tools"`
 	Checks      []fileCheck          `yaml:"checks"`
+	// NoChangeCorrect is env.Task.NoChangeCorrect.
+	NoChangeCorrect bool `yaml:"no_change_correct"`
 }
 
 // fileCheck is one check of a task.
@@ -157,7 +159,7 @@ func parse(path string, data []byte) ([]env.Task, error) {
 func (ft fileTask) task(ferr func(int, string, string, ...any) error, key string) (env.Task, error) {
 	t := env.Task{
 		ID: ft.ID, Instruction: ft.Instruction, Difficulty: ft.Difficulty, Fixture: ft.Fixture,
-		Now: ft.Now, Seed: ft.Seed, Tools: ft.Tools,
+		Now: ft.Now, Seed: ft.Seed, Tools: ft.Tools, NoChangeCorrect: ft.NoChangeCorrect,
 	}
 	if ft.Startup != nil {
 		t.Startup = map[string]any{}

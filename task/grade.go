@@ -21,10 +21,14 @@ import (
 type Result struct {
 	// Task is the task's id.
 	Task string `json:"task"`
-	// Reward is the weighted fraction of the checks passed, in [0, 1].
+	// Reward is in [0, 1]: the weighted fraction of the goal checks passed,
+	// times the weighted fraction of the guard checks passed (see Grade).
 	Reward float64 `json:"reward"`
-	// Done is true when every check passed or a Go check said so.
+	// Done is true when the reward is 1 or a Go check said so.
 	Done bool `json:"done"`
+	// Idle is true when the episode changed no store and its task does not
+	// say that changing nothing can be correct: the reward is then 0.
+	Idle bool `json:"idle,omitempty"`
 	// Checks are the per-check results, in the task's order.
 	Checks []env.CheckResult `json:"checks"`
 }
@@ -56,12 +60,27 @@ func (r Result) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "  %-4s  %s (weight %s): %s\n", mark, c.Name, strconv.FormatFloat(c.Weight, 'g', -1, 64), c.Detail)
 	}
-	fmt.Fprintf(&b, "  reward %s  done %t\n", strconv.FormatFloat(r.Reward, 'f', 2, 64), r.Done)
+	fmt.Fprintf(&b, "  reward %s  done %t", strconv.FormatFloat(r.Reward, 'f', 2, 64), r.Done)
+	if r.Idle {
+		b.WriteString("  (nothing changed: the task is not no_change_correct)")
+	}
+	b.WriteString("\n")
 	_, err := w.Write(b.Bytes())
 	return err
 }
 
-// Grade grades an instance against a task. Every check runs on the
+// Grade grades an instance against a task, in two kinds of checks. Goal
+// checks (sql, func, must_change) say what the agent achieved; guard
+// checks (only_changed, unchanged) say what it must not have done. The
+// reward is the weighted fraction of the goal checks passed (1 when the
+// task has none) times the weighted fraction of the guard checks passed
+// (1 when it has none): a guard can only take reward away, never grant
+// it. An episode whose calls changed no store (an empty change log) scores
+// 0 unless the task is NoChangeCorrect, so that a check true of the
+// fixture already (a row count, "the EU account untouched") pays nothing
+// for doing nothing. Every check still reports what it found.
+//
+// Every check runs on the
 // instance's read-only inspection view and its change log, never on the
 // stores the agent's calls write: a check that tries to write is refused by
 // the view, and Grade returns that error. Grade returns an error, naming
@@ -108,7 +127,7 @@ func grade(ctx context.Context, v *composition.View, lv logView, sh *shape, t en
 		return Result{}, fmt.Errorf("task %s: no checks to grade", t.ID)
 	}
 	res := Result{Task: t.ID, Checks: make([]env.CheckResult, 0, len(t.Checks))}
-	var total, earned float64
+	var goalTotal, goalEarned, guardTotal, guardEarned float64
 	allPassed, funcDone := true, false
 	for _, c := range t.Checks {
 		out, err := runCheck(ctx, v, lv, sh, c)
@@ -121,17 +140,39 @@ func grade(ctx context.Context, v *composition.View, lv logView, sh *shape, t en
 		w := c.EffectiveWeight()
 		passed := out.Score == 1
 		res.Checks = append(res.Checks, env.CheckResult{Name: c.Name, Passed: passed, Score: out.Score, Weight: w, Detail: out.Detail})
-		total += w
-		earned += w * out.Score
+		if isGuard(c) {
+			guardTotal += w
+			guardEarned += w * out.Score
+		} else {
+			goalTotal += w
+			goalEarned += w * out.Score
+		}
 		allPassed = allPassed && passed
 		funcDone = funcDone || out.Done
 	}
-	res.Reward = earned / total
+	goals, guards := 1.0, 1.0
+	if goalTotal > 0 {
+		goals = goalEarned / goalTotal
+	}
+	if guardTotal > 0 {
+		guards = guardEarned / guardTotal
+	}
+	res.Reward = goals * guards
 	if allPassed {
 		res.Reward = 1 // no rounding below 1 when every check passed
 	}
+	if len(lv.records) == 0 && lv.dropped == 0 && !t.NoChangeCorrect {
+		res.Idle, res.Reward, allPassed = true, 0, false
+	}
 	res.Done = allPassed || funcDone
 	return res, nil
+}
+
+// isGuard reports whether c is a guard check, which can only take reward
+// away: only_changed and unchanged.
+func isGuard(c env.Check) bool {
+	k := c.Kind()
+	return k == env.CheckOnlyChanged || k == env.CheckUnchanged
 }
 
 func runCheck(ctx context.Context, v *composition.View, lv logView, sh *shape, c env.Check) (env.GradeResult, error) {

@@ -112,6 +112,13 @@ func TestGrade_Reward(t *testing.T) {
 			return env.GradeResult{Score: 0.5}, nil
 		}}}, 0.75, false},
 		{"FuncEndsEpisode", []env.Check{{SQL: "SELECT 1"}, {Func: stop}}, 0.5, true},
+		// Guards (only_changed, unchanged) multiply: they take reward away,
+		// never grant it.
+		{"GuardPassesGoalFails", []env.Check{{SQL: "SELECT 0"}, {Unchanged: []string{"main.notes"}}}, 0, false},
+		{"GoalPassesGuardFails", []env.Check{{SQL: "SELECT 1"}, {OnlyChanged: []string{"main.notes"}}}, 0, false},
+		{"HalfTheGuards", []env.Check{{SQL: "SELECT 1"}, {Unchanged: []string{"main.notes"}}, {OnlyChanged: []string{"main.notes"}}}, 0.5, false},
+		{"WeightedGoalsTimesGuards", []env.Check{{SQL: "SELECT 1", Weight: 3}, {SQL: "SELECT 0"}, {Unchanged: []string{"main.notes"}, Weight: 2}, {Unchanged: []string{"main.entries"}, Weight: 2}}, 0.375, false},
+		{"GuardsAlone", []env.Check{{Unchanged: []string{"main.notes"}}}, 1, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -238,6 +245,39 @@ func TestGrade_TruncatedLog(t *testing.T) {
 			}
 			if res.Checks[0].Passed != tt.passed {
 				t.Errorf("passed %v (%s), want %v", res.Checks[0].Passed, res.Checks[0].Detail, tt.passed)
+			}
+		})
+	}
+}
+
+// An episode that changed nothing scores 0 and is not done, whatever its
+// checks find, unless its task says changing nothing can be correct.
+func TestGrade_Idle(t *testing.T) {
+	checks := []env.Check{{SQL: "SELECT count(*) FROM entries", Equals: 0}, {Unchanged: []string{"main.entries"}}}
+	for _, tt := range []struct {
+		name            string
+		noChangeCorrect bool
+		reward          float64
+		done, idle      bool
+	}{
+		{"Idle", false, 0, false, true},
+		{"NoChangeCorrect", true, 1, true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newLedger("ledger_idle_" + strings.ToLower(tt.name))
+			tk := env.Task{ID: "t", Instruction: "Leave the ledger alone.", Checks: checks, NoChangeCorrect: tt.noChangeCorrect}
+			ep := mustOpen(t, w, tk, composition.Options{})
+			res, err := task.Grade(context.Background(), ep.Instance(), tk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Reward != tt.reward || res.Done != tt.done || res.Idle != tt.idle {
+				t.Fatalf("got %+v, want reward %v done %v idle %v", res, tt.reward, tt.done, tt.idle)
+			}
+			for _, c := range res.Checks {
+				if !c.Passed {
+					t.Errorf("check %s: %s; every check passes on the untouched ledger", c.Name, c.Detail)
+				}
 			}
 		})
 	}

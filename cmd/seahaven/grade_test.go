@@ -78,7 +78,7 @@ func TestGradeCommand(t *testing.T) {
   FAIL  invoice filed (weight 1): expected 1, found 0
   FAIL  charged on the company account (weight 1): expected 1, found 0
   PASS  no collateral damage (weight 1): 2 changes, all to main.invoices:insert, payments.charges:insert
-  reward 0.33  done false
+  reward 0.00  done false
 `
 		if stdout != want {
 			t.Fatalf("stdout:\n%s\nwant:\n%s", stdout, want)

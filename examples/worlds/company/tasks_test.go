@@ -168,8 +168,8 @@ func TestTasks_DoingNothing(t *testing.T) {
 	for _, tk := range mustTasks(t) {
 		t.Run(tk.ID, func(t *testing.T) {
 			res := mustGrade(t, mustOpen(t, tk.ID))
-			if res.Reward >= 1 || res.Done {
-				t.Fatalf("reward %v done %v with no calls, want below 1 and not done", res.Reward, res.Done)
+			if res.Reward != 0 || res.Done || !res.Idle {
+				t.Fatalf("reward %v done %v idle %v with no calls, want 0, not done, idle", res.Reward, res.Done, res.Idle)
 			}
 		})
 	}
