@@ -386,12 +386,15 @@ func (w worldInstance) Inspect(ctx context.Context, sql string, args []any, lim 
 // taskInstance is the episode of a task: a Grader.
 type taskInstance struct{ worldInstance }
 
-func (t taskInstance) Grade(ctx context.Context) (float64, bool, error) {
+func (t taskInstance) Grade(ctx context.Context) (openenv.Grading, error) {
 	leave, err := t.gate.enter(ctx)
 	if err != nil {
-		return 0, false, err
+		return openenv.Grading{}, err
 	}
 	defer leave()
 	res, err := t.ep.Grade(ctx)
-	return res.Reward, res.Done, err
+	if err != nil {
+		return openenv.Grading{}, err
+	}
+	return openenv.Grading{Reward: res.Reward, Done: res.Done, Checks: res.Checks}, nil
 }

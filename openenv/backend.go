@@ -98,13 +98,24 @@ type OpenOptions struct {
 
 // Grader is implemented by an Instance that runs a task. After every step
 // the server grades the instance and sends the reward and done flag with
-// the observation; without a Grader they are null and false.
+// the observation; without a Grader they are null and false. A grade
+// request (/ws {"type":"grade"}, POST /grade, JSON-RPC seahaven/grade)
+// returns the whole Grading.
 type Grader interface {
-	// Grade grades the instance's current state against its task and
-	// returns the reward, in [0, 1], and whether the episode is done. An
+	// Grade grades the instance's current state against its task. An
 	// error means the grader could not run; the server reports it as an
 	// EXECUTION_ERROR. The server serialises Grade with the other calls.
-	Grade(ctx context.Context) (reward float64, done bool, err error)
+	Grade(ctx context.Context) (Grading, error)
+}
+
+// Grading is one grading of a task episode: the reply to a grade request.
+type Grading struct {
+	// Reward is in [0, 1].
+	Reward float64 `json:"reward"`
+	// Done says the episode is over.
+	Done bool `json:"done"`
+	// Checks are the per-check results, in the task's order.
+	Checks []env.CheckResult `json:"checks"`
 }
 
 // Instance is one live episode. An Instance is not safe for concurrent use:

@@ -31,6 +31,7 @@ const (
 	codeShuttingDown   = "SHUTTING_DOWN"     // Shutdown has begun
 	codeReplyTooLarge  = "REPLY_TOO_LARGE"   // a reply over MaxReplyBytes
 	codeEpisodeDone    = "EPISODE_DONE"      // a step after the task graded the episode done
+	codeNoTask         = "NO_TASK"           // a grade request for an episode without a task
 	// codeInfrastructure is a failure of the host (an *env.InfraError): a
 	// full disk, no file descriptors left, instance files gone. It is never
 	// a tool result: the client gets this error, with the fault's kind.
@@ -66,6 +67,7 @@ var codes = map[string]struct {
 	codeShuttingDown:   {codeSession, http.StatusServiceUnavailable, rpcServerError},
 	codeReplyTooLarge:  {codeExecution, http.StatusInternalServerError, rpcInternalError},
 	codeEpisodeDone:    {codeSession, http.StatusConflict, rpcServerError},
+	codeNoTask:         {codeSession, http.StatusConflict, rpcInvalidParams},
 	codeInfrastructure: {codeExecution, http.StatusServiceUnavailable, rpcServerError},
 }
 

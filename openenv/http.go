@@ -45,6 +45,7 @@ func (s *Server) routes() http.Handler {
 		r.Post("/step", s.serveStep)
 		r.Get("/state", s.serveState)
 		r.Post("/inspect", s.serveInspect)
+		r.Post("/grade", s.serveGrade)
 	}
 	r.Post("/mcp", s.serveMCP)
 	r.Get("/ws", s.serveWS)
@@ -351,4 +352,39 @@ func (s *Server) serveTasks(w http.ResponseWriter, _ *http.Request) {
 // serveSessions serves GET /sessions: the monitoring list, without ids.
 func (s *Server) serveSessions(w http.ResponseWriter, _ *http.Request) {
 	s.respond(w, http.StatusOK, nonNil(s.Sessions()))
+}
+
+// serveGrade serves POST /grade: the task's grading of the session named
+// by X-Seahaven-Session (or the default session), with every check's
+// result. It takes no body (an empty object at most) and is not a step.
+func (s *Server) serveGrade(w http.ResponseWriter, r *http.Request) {
+	body, perr := s.readJSONBody(w, r)
+	if perr != nil {
+		s.writeError(w, perr)
+		return
+	}
+	if m, ok := members(body); len(body) > 0 && (!ok || len(m) > 0) {
+		if !ok {
+			s.writeError(w, invalid([]fieldError{typeError("dict_type", []any{"body"}, body)}))
+			return
+		}
+		var errs []fieldError
+		for _, k := range sortedKeys(m) {
+			errs = append(errs, extraForbidden([]any{"body", k}, m[k]))
+		}
+		s.writeError(w, invalid(errs))
+		return
+	}
+	ss, perr := s.httpSession(r, false)
+	if perr != nil {
+		s.writeError(w, perr)
+		return
+	}
+	w.Header().Set(SessionHeader, ss.id)
+	res, perr := ss.grade(r.Context())
+	if perr != nil {
+		s.writeError(w, perr)
+		return
+	}
+	s.respond(w, http.StatusOK, res)
 }

@@ -1,6 +1,7 @@
 package openenv
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,7 +19,7 @@ import (
 var AgentPaths = []string{"/health", "/metadata", "/schema", "/openapi.json", "/mcp"}
 
 // episodePaths are the HTTP episode routes, absent in production mode.
-var episodePaths = map[string]bool{"/reset": true, "/step": true, "/state": true, "/inspect": true}
+var episodePaths = map[string]bool{"/reset": true, "/step": true, "/state": true, "/inspect": true, "/grade": true}
 
 // AgentHandler returns the handler of the agent-facing listener: POST /mcp,
 // GET /health, /metadata, /schema and /openapi.json (which lists only
@@ -41,7 +42,9 @@ func (s *Server) agentRoutes() http.Handler {
 		b, err := agentOpenAPI.get(func(path string) bool { return agentPathSet[path] })
 		writeOpenAPI(w, b, err)
 	})
-	r.Post("/mcp", s.serveMCP)
+	r.Post("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		s.serveMCP(w, r.WithContext(context.WithValue(r.Context(), agentListenerKey{}, true)))
+	})
 	return s.RequireToken(s.limitBodies(r))
 }
 

@@ -135,6 +135,10 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session) (resp 
 		return s.rpcSessionCreate(ctx, id, ws), false
 	case "openenv/session/close":
 		return s.rpcSessionClose(id, params, ws), false
+	case "seahaven/grade":
+		if !onAgentListener(ctx) {
+			return s.rpcGrade(ctx, id, params, ws), false
+		}
 	}
 	return rpcFailure(id, rpcMethodNotFound, "Method not found: "+method, nil), false
 }
@@ -321,4 +325,28 @@ func (s *Server) rpcSessionClose(id json.RawMessage, params map[string]json.RawM
 	ss.stop(closeAbort, "closed by openenv/session/close")
 	ss.end()
 	return rpcResult(id, object{{"session_id", ss.id}, {"closed", true}})
+}
+
+// rpcGrade answers seahaven/grade, the trainer's grade request: the task's
+// grading of the session named by session_id (the /ws connection's own on
+// /ws) with every check's result. The agent listener does not serve it.
+func (s *Server) rpcGrade(ctx context.Context, id json.RawMessage, params map[string]json.RawMessage, ws *session) object {
+	ss, err := s.rpcSession(params, ws, ws == nil)
+	if err != nil {
+		return rpcFailure(id, rpcInvalidParams, err.Error(), nil)
+	}
+	res, perr := ss.grade(ctx)
+	if perr != nil {
+		return rpcProto(id, perr)
+	}
+	return rpcResult(id, res)
+}
+
+// agentListenerKey marks the context of a request the agent listener
+// serves.
+type agentListenerKey struct{}
+
+// onAgentListener reports whether ctx is a request's on the agent listener.
+func onAgentListener(ctx context.Context) bool {
+	return ctx.Value(agentListenerKey{}) != nil
 }

@@ -26,6 +26,7 @@ var openAPIComponents = map[string]string{
 	"State":          "state",
 	"InspectRequest": "inspect_request",
 	"InspectResult":  "inspect_result",
+	"Grading":        "grading",
 }
 
 var (

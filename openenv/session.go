@@ -459,27 +459,60 @@ func (ss *session) respondLocked(ctx context.Context, obs object, timeout time.D
 	if !ok {
 		return stepResponse(obs), nil
 	}
+	res, perr := ss.gradeLocked(ctx, g, timeout, "the step ran, but grading its task failed: %s")
+	if perr != nil {
+		return nil, perr
+	}
+	return gradedResponse(obs, res.Reward, res.Done), nil
+}
+
+// gradeLocked grades the session's task episode, bounded by timeout, and
+// latches done: once a grading says done, later steps are refused
+// (overLocked). failed formats a grader's error. The slot must be held.
+func (ss *session) gradeLocked(ctx context.Context, g Grader, timeout time.Duration, failed string) (Grading, *protoError) {
 	gctx, cancel := withTimeout(ctx, timeout)
 	defer cancel()
-	var reward float64
-	var done bool
+	var res Grading
 	var err error
-	if perr := ss.srv.guardCtx(ctx, "Instance.Grade", func() { reward, done, err = g.Grade(gctx) }); perr != nil {
-		return nil, perr
+	if perr := ss.srv.guardCtx(ctx, "Instance.Grade", func() { res, err = g.Grade(gctx) }); perr != nil {
+		return Grading{}, perr
 	}
 	if perr := ss.srv.infraFailure(ctx, opGrade, err); perr != nil {
-		return nil, perr
+		return Grading{}, perr
 	}
 	if err != nil {
-		return nil, newError(codeExecution, "the step ran, but grading its task failed: %s", err.Error())
+		return Grading{}, newError(codeExecution, failed, err.Error())
 	}
-	if done {
-		// done latches for the episode: later steps are refused (overLocked).
+	if res.Checks == nil {
+		res.Checks = []env.CheckResult{}
+	}
+	if res.Done {
 		ss.mu.Lock()
-		ss.over, ss.doneAt = true, ss.steps
+		if !ss.over {
+			ss.over, ss.doneAt = true, ss.steps
+		}
 		ss.mu.Unlock()
 	}
-	return gradedResponse(obs, reward, done), nil
+	return res, nil
+}
+
+// grade answers a grade request: the task's grading of the episode now,
+// with every check's result. It is not a step. A session whose episode
+// runs no task is refused.
+func (ss *session) grade(ctx context.Context) (Grading, *protoError) {
+	ctx, leave, perr := ss.enter(ctx, true)
+	if perr != nil {
+		return Grading{}, perr
+	}
+	defer leave()
+	if perr := ss.ensureLocked(ctx); perr != nil {
+		return Grading{}, perr
+	}
+	g, ok := ss.inst.(Grader)
+	if !ok {
+		return Grading{}, newError(codeNoTask, "The episode runs no task, so there is nothing to grade: reset with a task (reset data \"task\": one of GET /tasks).")
+	}
+	return ss.gradeLocked(ctx, g, ss.srv.cfg.StepTimeout, "grading the task failed: %s")
 }
 
 // overLocked refuses a step of an episode its task has graded done: done

@@ -17,6 +17,7 @@ import (
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/openenv"
+	"github.com/seahaven/seahaven/schemas/schematest"
 	"github.com/seahaven/seahaven/task"
 )
 
@@ -362,4 +363,82 @@ func TestTasks_DoneLatches(t *testing.T) {
 			t.Errorf("a step after done: %d %s", status, body)
 		}
 	})
+}
+
+// A grade request answers the task's grading now, with every check, on
+// /ws, POST /grade and JSON-RPC seahaven/grade; it is not a step, it
+// latches done like one, and the agent listener does not serve it.
+func TestTasks_GradeRequest(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{})
+	c := s.dial(t)
+	defer c.Close(websocket.StatusNormalClosure, "")
+
+	// No task: nothing to grade.
+	roundTrip(t, c, `{"type":"reset","data":{}}`)
+	reply := roundTrip(t, c, `{"type":"grade"}`)
+	if str(t, reply, "type") != "error" || !strings.HasPrefix(str(t, reply, "data.message"), "The episode runs no task, so there is nothing to grade") {
+		t.Fatalf("grade without a task: %s", reply)
+	}
+
+	roundTrip(t, c, `{"type":"reset","data":{"task":"refund_eu_charge"}}`)
+	reply = roundTrip(t, c, `{"type":"grade"}`)
+	if str(t, reply, "type") != "grade" || fmt.Sprint(field(t, reply, "data.reward")) != "0" || field(t, reply, "data.done") != false {
+		t.Fatalf("grade of an idle episode: %s", reply)
+	}
+	if checks := field(t, reply, "data.checks").([]any); len(checks) != 2 {
+		t.Fatalf("checks: %s", reply)
+	}
+	if reply := roundTrip(t, c, `{"type":"grade","data":{}}`); str(t, reply, "data.code") != "VALIDATION_ERROR" {
+		t.Errorf("grade with data: %s", reply)
+	}
+	id := inspectValue(t, c, "SELECT id FROM payments_eu.charges")
+	// The refund through MCP (not graded as a step), then the grade request.
+	send(t, c, fmt.Sprintf(`{"type":"mcp","data":{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"eu_refund_charge","arguments":{"charge_id":%q}}}}`, id))
+	recvRaw(t, c)
+	reply = roundTrip(t, c, `{"type":"mcp","data":{"jsonrpc":"2.0","id":2,"method":"seahaven/grade"}}`)
+	if fmt.Sprint(field(t, reply, "data.result.reward")) != "1" || field(t, reply, "data.result.done") != true {
+		t.Fatalf("seahaven/grade after the refund: %s", reply)
+	}
+	if st := stateOf(t, c); st["step_count"] != float64(1) {
+		t.Errorf("grade requests counted as steps: step_count %v", st["step_count"])
+	}
+	// done latched.
+	if reply := roundTrip(t, c, `{"type":"step","data":{"type":"list_tools"}}`); str(t, reply, "data.code") != "SESSION_ERROR" {
+		t.Errorf("a step after a grade said done: %s", reply)
+	}
+
+	// HTTP and POST /mcp name the session.
+	h := map[string]string{"X-Seahaven-Session": "grade-1"}
+	if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{"task":"invoice_750"}`, h); status != http.StatusOK {
+		t.Fatalf("reset: %d %s", status, body)
+	}
+	status, body, _ := s.httpDo(t, http.MethodPost, "/grade", "", h)
+	if status != http.StatusOK || fmt.Sprint(field(t, body, "reward")) != "0" || len(field(t, body, "checks").([]any)) != 3 {
+		t.Fatalf("POST /grade: %d %s", status, body)
+	}
+	if err := schematest.Validate("grading", []byte(body)); err != nil {
+		t.Errorf("POST /grade: %v", err)
+	}
+	if status, body, _ := s.httpDo(t, http.MethodPost, "/grade", `{"x":1}`, h); status != http.StatusUnprocessableEntity {
+		t.Errorf("POST /grade with a body: %d %s", status, body)
+	}
+	rpc := s.rpc(t, `{"jsonrpc":"2.0","id":3,"method":"seahaven/grade","params":{"session_id":"grade-1"}}`)
+	if field(t, rpc, "result.done") != false {
+		t.Errorf("seahaven/grade: %s", rpc)
+	}
+	rpc = s.rpc(t, `{"jsonrpc":"2.0","id":4,"method":"seahaven/grade"}`)
+	if fmt.Sprint(field(t, rpc, "error.code")) != "-32602" {
+		t.Errorf("seahaven/grade without a session_id: %s", rpc)
+	}
+
+	// The agent listener has no grade request.
+	agent := httptest.NewServer(s.AgentHandler())
+	defer agent.Close()
+	_, body, _ = do(t, agent, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":5,"method":"seahaven/grade","params":{"session_id":"grade-1"}}`, nil)
+	if fmt.Sprint(field(t, body, "error.code")) != "-32601" {
+		t.Errorf("agent listener seahaven/grade: %s", body)
+	}
+	if status, _, _ := do(t, agent, http.MethodPost, "/grade", "", h); status != http.StatusNotFound {
+		t.Errorf("agent listener POST /grade: %d", status)
+	}
 }

@@ -483,7 +483,7 @@ func (wc *wsConn) pingLoop(ctx context.Context) {
 }
 
 // wsTypes are the message types a client may send, with whether each takes data.
-var wsTypes = map[string]bool{"reset": true, "step": true, "state": false, "close": false, "mcp": true, "inspect": true}
+var wsTypes = map[string]bool{"reset": true, "step": true, "state": false, "close": false, "mcp": true, "inspect": true, "grade": false}
 
 // handleMessage processes one text message and returns exactly one reply,
 // or closing for a valid close message (which gets none). A panic, a defect
@@ -575,6 +575,12 @@ func (s *Server) dispatch(ss *session, raw []byte) (reply object, closing bool) 
 			return perr.frame(), false
 		}
 		return frameOf("observation", resp), false
+	case "grade":
+		res, perr := ss.grade(ctx)
+		if perr != nil {
+			return perr.frame(), false
+		}
+		return frameOf("grade", res), false
 	case "inspect":
 		req, errs := parseInspect(data, []any{"data"})
 		if len(errs) > 0 {
