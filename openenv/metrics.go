@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -66,6 +67,15 @@ type serverMetrics struct {
 	wsMessages     *prometheus.CounterVec // type
 	authFailures   prometheus.Counter
 	infraErrors    *prometheus.CounterVec // fault, op
+
+	// Episodes, by task ("none" for an episode without one). Task ids come
+	// from the backend's list, so the label's values are few.
+	episodesStarted  *prometheus.CounterVec   // task
+	episodesFinished *prometheus.CounterVec   // task: graded done
+	episodeReward    *prometheus.HistogramVec // task: the last grading's reward when the episode ends
+	episodeSteps     *prometheus.HistogramVec // task: steps when the episode ends
+	gradingFailures  *prometheus.CounterVec   // task
+	refusedAfterDone *prometheus.CounterVec   // task
 }
 
 // newMetrics makes the series of s and registers them, with the Go runtime
@@ -127,6 +137,48 @@ func newMetrics(s *Server) *serverMetrics {
 	process := collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})
 	m.process = prometheus.NewRegistry()
 	m.process.MustRegister(process)
+	m.episodesStarted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "seahaven_episodes_started_total",
+		Help: "Episodes begun (an instance opened for a session), by task (none for an episode without one).",
+	}, []string{"task"})
+	m.episodesFinished = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "seahaven_episodes_finished_total",
+		Help: "Episodes their task graded done, by task.",
+	}, []string{"task"})
+	m.episodeReward = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "seahaven_episode_reward",
+		Help:    "The reward of each graded task episode when it ends (done, a reset or the session's end), by task.",
+		Buckets: []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99, 1},
+	}, []string{"task"})
+	m.episodeSteps = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "seahaven_episode_steps",
+		Help:    "Steps (tool calls) of each episode when it ends, by task.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 11),
+	}, []string{"task"})
+	m.gradingFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "seahaven_grading_failures_total",
+		Help: "Gradings that could not run (a grader's error), by task.",
+	}, []string{"task"})
+	m.refusedAfterDone = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "seahaven_steps_refused_after_done_total",
+		Help: "Steps refused because the episode's task had graded it done, by task.",
+	}, []string{"task"})
+	info := s.backend.Info()
+	m.registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "seahaven_build_info",
+			Help:        "Always 1: the server's version and the world it serves.",
+			ConstLabels: prometheus.Labels{"version": buildVersion(), "world": info.Name, "world_version": info.Version},
+		}, func() float64 { return 1 }),
+		m.episodesStarted, m.episodesFinished, m.episodeReward, m.episodeSteps, m.gradingFailures, m.refusedAfterDone,
+	)
+	for _, t := range append([]TaskInfo{{}}, info.Tasks...) {
+		l := taskLabel(t.ID)
+		m.episodesStarted.WithLabelValues(l)
+		m.episodesFinished.WithLabelValues(l)
+		m.gradingFailures.WithLabelValues(l)
+		m.refusedAfterDone.WithLabelValues(l)
+	}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		process,
@@ -340,4 +392,51 @@ func clip(v string, n int) string {
 		return v
 	}
 	return v[:n] + "..."
+}
+
+// taskLabel is the task label of an episode's series.
+func taskLabel(task string) string {
+	if task == "" {
+		return "none"
+	}
+	return task
+}
+
+// buildVersion is the main module's version, or "devel" for a build from
+// a checkout.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// observeEpisodeStarted counts an episode begun.
+func (s *Server) observeEpisodeStarted(task string) {
+	s.metrics.episodesStarted.WithLabelValues(taskLabel(task)).Inc()
+}
+
+// observeEpisodeEnded records an episode's steps, and its last reward when
+// it was graded.
+func (s *Server) observeEpisodeEnded(task string, steps int, graded bool, reward float64) {
+	t := taskLabel(task)
+	s.metrics.episodeSteps.WithLabelValues(t).Observe(float64(steps))
+	if graded {
+		s.metrics.episodeReward.WithLabelValues(t).Observe(reward)
+	}
+}
+
+// observeEpisodeFinished counts an episode its task graded done.
+func (s *Server) observeEpisodeFinished(task string) {
+	s.metrics.episodesFinished.WithLabelValues(taskLabel(task)).Inc()
+}
+
+// observeGradingFailure counts a grading that could not run.
+func (s *Server) observeGradingFailure(task string) {
+	s.metrics.gradingFailures.WithLabelValues(taskLabel(task)).Inc()
+}
+
+// observeRefusedAfterDone counts a step refused after done.
+func (s *Server) observeRefusedAfterDone(task string) {
+	s.metrics.refusedAfterDone.WithLabelValues(taskLabel(task)).Inc()
 }

@@ -44,12 +44,16 @@ type session struct {
 
 	mu           sync.Mutex // guards the fields below
 	lastActivity time.Time
-	busy         int    // calls in progress; the reaper spares a busy session
-	steps        int    // tool calls since the last reset
-	over         bool   // the task graded the episode done: later steps are refused
-	doneAt       int    // the step count when it did
-	episodeID    string // "" before the first reset
-	stopped      bool   // stop was called; closeCode and closeReason are set
+	busy         int     // calls in progress; the reaper spares a busy session
+	steps        int     // tool calls since the last reset
+	over         bool    // the task graded the episode done: later steps are refused
+	doneAt       int     // the step count when it did
+	task         string  // the episode's task; "" for none
+	graded       bool    // the episode has been graded
+	lastReward   float64 // its latest grading's reward
+	episodeEnded bool    // the episode's end is observed (it finished, or the instance went)
+	episodeID    string  // "" before the first reset
+	stopped      bool    // stop was called; closeCode and closeReason are set
 	closeCode    websocket.StatusCode
 	closeReason  string
 
@@ -179,6 +183,11 @@ func (ss *session) end() {
 		ss.ended = true
 		inst := ss.inst
 		ss.inst = nil
+		if inst != nil {
+			ss.mu.Lock()
+			ss.endEpisodeLocked()
+			ss.mu.Unlock()
+		}
 		<-ss.slot
 		if inst != nil {
 			ss.srv.closeInstance(inst)
@@ -393,10 +402,15 @@ func (ss *session) openLocked(ctx context.Context, opts OpenOptions, implicit bo
 	old := ss.inst
 	ss.inst = inst
 	ss.mu.Lock()
+	if old != nil {
+		ss.endEpisodeLocked()
+	}
 	ss.steps = 0
 	ss.over, ss.doneAt = false, 0
+	ss.task, ss.graded, ss.lastReward, ss.episodeEnded = opts.Task, false, 0, false
 	ss.episodeID = opts.EpisodeID
 	ss.mu.Unlock()
+	s.observeEpisodeStarted(opts.Task)
 	if old != nil {
 		// The reply need not wait for the old instance's files to go.
 		s.closeInstanceLater(old)
@@ -481,17 +495,22 @@ func (ss *session) gradeLocked(ctx context.Context, g Grader, timeout time.Durat
 		return Grading{}, perr
 	}
 	if err != nil {
+		ss.mu.Lock()
+		task := ss.task
+		ss.mu.Unlock()
+		ss.srv.observeGradingFailure(task)
 		return Grading{}, newError(codeExecution, failed, err.Error())
 	}
 	if res.Checks == nil {
 		res.Checks = []env.CheckResult{}
 	}
-	if res.Done {
-		ss.mu.Lock()
-		if !ss.over {
-			ss.over, ss.doneAt = true, ss.steps
-		}
-		ss.mu.Unlock()
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.graded, ss.lastReward = true, res.Reward
+	if res.Done && !ss.over {
+		ss.over, ss.doneAt = true, ss.steps
+		ss.srv.observeEpisodeFinished(ss.task)
+		ss.endEpisodeLocked()
 	}
 	return res, nil
 }
@@ -520,11 +539,12 @@ func (ss *session) grade(ctx context.Context) (Grading, *protoError) {
 // it is told to reset. The slot must be held.
 func (ss *session) overLocked() *protoError {
 	ss.mu.Lock()
-	over, doneAt := ss.over, ss.doneAt
+	over, doneAt, task := ss.over, ss.doneAt, ss.task
 	ss.mu.Unlock()
 	if !over {
 		return nil
 	}
+	ss.srv.observeRefusedAfterDone(task)
 	return newError(codeEpisodeDone, "The episode is over: its task graded it done after step %d. Reset to start a new episode.", doneAt)
 }
 
@@ -766,4 +786,15 @@ func (ss *session) expire(reason string) {
 	if ss.transport != TransportWS {
 		go ss.end()
 	}
+}
+
+// endEpisodeLocked observes the end of the current episode once: when its
+// task grades it done, or when its instance is replaced or closed. ss.mu
+// must be held.
+func (ss *session) endEpisodeLocked() {
+	if ss.episodeEnded {
+		return
+	}
+	ss.episodeEnded = true
+	ss.srv.observeEpisodeEnded(ss.task, ss.steps, ss.graded, ss.lastReward)
 }

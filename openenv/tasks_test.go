@@ -442,3 +442,52 @@ func TestTasks_GradeRequest(t *testing.T) {
 		t.Errorf("agent listener POST /grade: %d", status)
 	}
 }
+
+// /metrics counts episodes by task: started, finished, their reward and
+// steps when they end, and steps refused after done.
+func TestTasks_Metrics(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{})
+	c := s.dial(t)
+	defer c.Close(websocket.StatusNormalClosure, "")
+	before := s.scrape(t)
+	if got := before.value(t, "seahaven_build_info", "version", "devel", "world", "company", "world_version", "0.1.0"); got != 1 {
+		t.Errorf("build_info = %v", got)
+	}
+	roundTrip(t, c, `{"type":"reset","data":{"task":"refund_eu_charge"}}`)
+	id := inspectValue(t, c, "SELECT id FROM payments_eu.charges")
+	callTool(t, c, "eu_refund_charge", fmt.Sprintf(`{"charge_id":%q}`, id))
+	roundTrip(t, c, `{"type":"step","data":{"type":"list_tools"}}`) // refused: done
+	roundTrip(t, c, `{"type":"reset","data":{}}`)                   // an episode without a task
+	callTool(t, c, "hire", `{"name":"Eve"}`)
+	roundTrip(t, c, `{"type":"reset","data":{}}`)
+
+	after := s.scrape(t)
+	for _, tc := range []struct {
+		name string
+		task string
+		want float64 // the increase
+	}{
+		{"seahaven_episodes_started_total", "refund_eu_charge", 1},
+		{"seahaven_episodes_finished_total", "refund_eu_charge", 1},
+		{"seahaven_steps_refused_after_done_total", "refund_eu_charge", 1},
+		{"seahaven_grading_failures_total", "refund_eu_charge", 0},
+		{"seahaven_episodes_started_total", "none", 2},
+		{"seahaven_episodes_finished_total", "none", 0},
+	} {
+		if d := after.value(t, tc.name, "task", tc.task) - before.value(t, tc.name, "task", tc.task); d != tc.want {
+			t.Errorf("%s{task=%q} rose by %v, want %v", tc.name, tc.task, d, tc.want)
+		}
+	}
+	// Histograms: one ended task episode (reward 1, 1 step), one ended
+	// episode without a task (1 step, no reward).
+	if n := after.value(t, "seahaven_episode_reward", "task", "refund_eu_charge"); n != 1 {
+		t.Errorf("reward samples %v, want 1", n)
+	}
+	if n := after.value(t, "seahaven_episode_steps", "task", "none"); n != 1 {
+		t.Errorf("steps samples for task none %v, want 1", n)
+	}
+	h := after["seahaven_episode_reward"].GetMetric()[0].GetHistogram()
+	if h.GetSampleSum() != 1 {
+		t.Errorf("reward sum %v, want 1", h.GetSampleSum())
+	}
+}
