@@ -225,6 +225,12 @@ func FuzzWorldJSONRPC(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if sid := resp.Header.Get(openenv.MCPSessionHeader); sid != "" {
+			// An initialize started a standard MCP session: end it.
+			if status, body, _ := s.httpDo(t, http.MethodDelete, "/mcp", "", map[string]string{openenv.MCPSessionHeader: sid}); status != http.StatusNoContent {
+				t.Fatalf("DELETE /mcp of the session initialize made: %d %s", status, body)
+			}
+		}
 		if isNotification(body) {
 			if resp.StatusCode != http.StatusAccepted || len(out) != 0 {
 				t.Fatalf("notification %q: %d %q, want 202 and no body", body, resp.StatusCode, out)

@@ -48,6 +48,8 @@ func (s *Server) routes() http.Handler {
 		r.Post("/grade", s.serveGrade)
 	}
 	r.Post("/mcp", s.serveMCP)
+	r.Delete("/mcp", s.serveMCPDelete)
+	r.Get("/mcp", serveMCPGet)
 	r.Get("/ws", s.serveWS)
 	return r
 }

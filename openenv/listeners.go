@@ -45,6 +45,8 @@ func (s *Server) agentRoutes() http.Handler {
 	r.Post("/mcp", func(w http.ResponseWriter, r *http.Request) {
 		s.serveMCP(w, r.WithContext(context.WithValue(r.Context(), agentListenerKey{}, true)))
 	})
+	r.Delete("/mcp", s.serveMCPDelete)
+	r.Get("/mcp", serveMCPGet)
 	return s.RequireToken(s.limitBodies(r))
 }
 

@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/seahaven/seahaven/env"
@@ -51,12 +55,58 @@ func rpcProto(id json.RawMessage, perr *protoError) object {
 // serveMCP serves POST /mcp. The reply is always HTTP 200 with a JSON-RPC
 // response, except for a notification, which gets 202 and no body.
 func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
+	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !protocolVersions[v] {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		b, _ := encode(rpcFailure(nullID, rpcInvalidRequest, "Unsupported MCP-Protocol-Version "+v+" (supported: "+supportedVersions()+")", nil))
+		w.Write(b)
+		return
+	}
+	if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r.Host) {
+		// The Streamable HTTP transport: servers must validate Origin, so
+		// a web page cannot drive an episode (DNS rebinding included).
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		b, _ := encode(rpcFailure(nullID, rpcInvalidRequest, "Origin "+o+" is not allowed: /mcp answers pages of its own origin only", nil))
+		w.Write(b)
+		return
+	}
 	body, perr := s.readBody(w, r)
 	if perr != nil {
 		s.respondRPC(w, rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+perr.message, nil))
 		return
 	}
-	resp, notify := s.handleRPC(r.Context(), body, nil)
+	ctx := r.Context()
+	if r.URL.RawQuery != "" {
+		req, perr := resetFromQuery(r.URL.Query())
+		if perr != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			b, _ := encode(rpcProto(nullID, perr))
+			w.Write(b)
+			return
+		}
+		ctx = context.WithValue(ctx, mcpSetupKey{}, req)
+	}
+	r = r.WithContext(ctx)
+	mode, bound := rpcPost, (*session)(nil)
+	if sid := r.Header.Get(MCPSessionHeader); sid != "" {
+		bound = s.lookup(sid)
+		if bound == nil || bound.transport != TransportMCP {
+			// The spec: an unknown or ended session is 404, and the client
+			// starts a new one with initialize.
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			b, _ := encode(rpcFailure(nullID, rpcInvalidParams, "Unknown "+MCPSessionHeader+": "+sid+" (it ended, or never existed): initialize a new session", nil))
+			w.Write(b)
+			return
+		}
+		mode = rpcStandard
+	}
+	resp, notify, created := s.handleRPC(r.Context(), body, bound, mode)
+	if created != "" {
+		w.Header().Set(MCPSessionHeader, created)
+	}
 	if notify {
 		w.WriteHeader(http.StatusAccepted)
 		return
@@ -64,24 +114,62 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	s.respondRPC(w, resp)
 }
 
+// MCPSessionHeader carries a standard MCP client's session: initialize
+// issues it, every later request sends it, DELETE /mcp ends it.
+const MCPSessionHeader = "Mcp-Session-Id"
+
+// rpcMode is how a JSON-RPC request reached the server.
+type rpcMode int
+
+const (
+	rpcWS       rpcMode = iota // an mcp message on /ws, bound to the socket's session (OpenEnv's dialect)
+	rpcPost                    // POST /mcp without a session header: OpenEnv's dialect, or a standard client's initialize
+	rpcStandard                // POST /mcp with Mcp-Session-Id: a standard MCP client's session
+)
+
+// serveMCPDelete serves DELETE /mcp: a standard MCP client ends the
+// session its Mcp-Session-Id names.
+func (s *Server) serveMCPDelete(w http.ResponseWriter, r *http.Request) {
+	sid := r.Header.Get(MCPSessionHeader)
+	if sid == "" {
+		s.writeError(w, newError(codeValidation, "DELETE /mcp needs the %s header of the session to end", MCPSessionHeader))
+		return
+	}
+	ss := s.lookup(sid)
+	if ss == nil || ss.transport != TransportMCP {
+		s.writeError(w, unknownSession(sid))
+		return
+	}
+	ss.stop(closeAbort, "ended by DELETE /mcp")
+	ss.end()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// serveMCPGet answers GET /mcp: the server offers no event stream of its
+// own (every reply comes with its request), so 405 with the methods it takes.
+func serveMCPGet(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Allow", "POST, DELETE")
+	writeJSON(w, http.StatusMethodNotAllowed, object{{"detail", "Method Not Allowed: /mcp takes POST (JSON-RPC) and DELETE (end a session); it has no event stream"}})
+}
+
 // handleRPC answers one JSON-RPC 2.0 request; one naming a key twice in an
 // object is an invalid request naming it. ws is the session of the /ws
 // connection the request came on (an mcp message), nil for POST /mcp.
 // notify reports a notification: resp is then an empty result that only
 // /ws sends, to keep its one-reply-per-message rule.
-func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session) (resp object, notify bool) {
+func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode rpcMode) (resp object, notify bool, created string) {
 	if !json.Valid(body) {
-		return rpcFailure(nullID, rpcParseError, "Parse error", nil), false
+		return rpcFailure(nullID, rpcParseError, "Parse error", nil), false, ""
 	}
-	if ws == nil { // a /ws message was checked whole
+	if mode != rpcWS { // a /ws message was checked whole
 		if loc, dup := duplicateKey(body); dup {
 			fe := duplicateKeyError(nil, loc)
-			return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+locString(fe.Loc)+": "+fe.Msg, nil), false
+			return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+locString(fe.Loc)+": "+fe.Msg, nil), false, ""
 		}
 	}
 	m, ok := members(body)
 	if !ok {
-		return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: Input should be an object", nil), false
+		return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: Input should be an object", nil), false, ""
 	}
 	rawID, hasID := m["id"]
 	id := nullID
@@ -116,31 +204,31 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session) (resp 
 		}
 	}
 	if len(problems) > 0 {
-		return rpcFailure(id, rpcInvalidRequest, "Invalid request: "+strings.Join(problems, "; "), nil), false
+		return rpcFailure(id, rpcInvalidRequest, "Invalid request: "+strings.Join(problems, "; "), nil), false, ""
 	}
 	if strings.HasPrefix(method, "notifications/") {
-		return rpcResult(id, object{}), !hasID
+		return rpcResult(id, object{}), !hasID, ""
 	}
 
 	switch method {
 	case "initialize":
-		return rpcResult(id, s.rpcInitialize(params)), false
+		return s.rpcInitializeSession(ctx, id, params, mode)
 	case "ping":
-		return rpcResult(id, object{}), false
+		return rpcResult(id, object{}), false, ""
 	case "tools/list":
-		return s.rpcToolsList(ctx, id, params, ws), false
+		return s.rpcToolsList(ctx, id, params, ws), false, ""
 	case "tools/call":
-		return s.rpcToolsCall(ctx, id, params, ws), false
+		return s.rpcToolsCall(ctx, id, params, ws, mode == rpcStandard), false, ""
 	case "openenv/session/create":
-		return s.rpcSessionCreate(ctx, id, ws), false
+		return s.rpcSessionCreate(ctx, id, m["params"], ws), false, ""
 	case "openenv/session/close":
-		return s.rpcSessionClose(id, params, ws), false
+		return s.rpcSessionClose(id, params, ws), false, ""
 	case "seahaven/grade":
 		if !onAgentListener(ctx) {
-			return s.rpcGrade(ctx, id, params, ws), false
+			return s.rpcGrade(ctx, id, params, ws), false, ""
 		}
 	}
-	return rpcFailure(id, rpcMethodNotFound, "Method not found: "+method, nil), false
+	return rpcFailure(id, rpcMethodNotFound, "Method not found: "+method, nil), false, ""
 }
 
 // validID reports whether raw is a JSON-RPC id: a string, an integer or null.
@@ -221,7 +309,7 @@ func (s *Server) rpcToolsList(ctx context.Context, id json.RawMessage, params ma
 
 // rpcToolsCall answers tools/call. A tool failure is a -32603 error whose
 // data names its error_type.
-func (s *Server) rpcToolsCall(ctx context.Context, id json.RawMessage, params map[string]json.RawMessage, ws *session) object {
+func (s *Server) rpcToolsCall(ctx context.Context, id json.RawMessage, params map[string]json.RawMessage, ws *session, std bool) object {
 	rawName, present := params["name"]
 	if !present || isNull(rawName) {
 		return rpcFailure(id, rpcInvalidParams, "Missing 'name' in params", nil)
@@ -250,6 +338,15 @@ func (s *Server) rpcToolsCall(ctx context.Context, id json.RawMessage, params ma
 	}
 	if perr != nil {
 		return rpcProto(id, perr)
+	}
+	if std {
+		// The MCP specification: the tool's own failures, invalid arguments
+		// included, are results the model reads and corrects from; an
+		// unknown tool is a protocol error.
+		if out.err != nil && out.err.Kind == env.KindNotFound {
+			return rpcFailure(id, rpcInvalidParams, out.err.Message, nil)
+		}
+		return rpcResult(id, mcpStandardResult(out))
 	}
 	if out.err != nil {
 		return rpcFailure(id, rpcInternalError, out.err.Message, object{{"error_type", out.err.Kind}})
@@ -286,15 +383,24 @@ func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMe
 // rpcSessionCreate answers openenv/session/create. On /ws it returns the
 // connection's own session; on POST /mcp it makes a session (counted against
 // MaxSessions) and opens its instance with the default options at once.
-func (s *Server) rpcSessionCreate(ctx context.Context, id json.RawMessage, ws *session) object {
+func (s *Server) rpcSessionCreate(ctx context.Context, id json.RawMessage, rawParams json.RawMessage, ws *session) object {
 	if ws != nil {
 		return rpcResult(id, object{{"session_id", ws.id}})
+	}
+	// The params are reset data (fixture, seed, task, …), unknown keys
+	// refused: the episode starts as a reset with them would.
+	if len(bytes.TrimSpace(rawParams)) > 0 && !isNull(rawParams) {
+		req, errs := parseReset(rawParams, []any{"params"})
+		if len(errs) > 0 {
+			return rpcProto(id, invalid(errs))
+		}
+		ctx = context.WithValue(ctx, mcpSetupKey{}, req)
 	}
 	ss, perr := s.newSession(TransportMCP)
 	if perr != nil {
 		return rpcProto(id, perr)
 	}
-	if perr := ss.start(ctx); perr != nil {
+	if perr := ss.setUp(ctx); perr != nil {
 		ss.stop(closeAbort, "opening the instance failed")
 		ss.end()
 		return rpcProto(id, perr)
@@ -349,4 +455,95 @@ type agentListenerKey struct{}
 // onAgentListener reports whether ctx is a request's on the agent listener.
 func onAgentListener(ctx context.Context) bool {
 	return ctx.Value(agentListenerKey{}) != nil
+}
+
+// rpcInitializeSession answers initialize. A standard MCP client's
+// initialize on POST /mcp without a session header starts its episode: a
+// session of its own (counted against MaxSessions, idling out like any
+// other) with its instance opened at once, whose id the reply carries in
+// the Mcp-Session-Id header. Elsewhere (an mcp message on /ws, or a
+// session that exists) it only negotiates.
+func (s *Server) rpcInitializeSession(ctx context.Context, id json.RawMessage, params map[string]json.RawMessage, mode rpcMode) (object, bool, string) {
+	result := s.rpcInitialize(params)
+	if mode != rpcPost {
+		return rpcResult(id, result), false, ""
+	}
+	ss, perr := s.newSession(TransportMCP)
+	if perr != nil {
+		return rpcProto(id, perr), false, ""
+	}
+	if perr := ss.setUp(ctx); perr != nil {
+		ss.stop(closeAbort, "opening the instance failed")
+		ss.end()
+		return rpcProto(id, perr), false, ""
+	}
+	return rpcResult(id, result), false, ss.id
+}
+
+// mcpSetupKey carries the reset data of a POST /mcp URL's query (see
+// resetFromQuery) to the initialize that starts the session.
+type mcpSetupKey struct{}
+
+// setUp opens a new MCP session's instance: with the reset data of the
+// request's URL query when it has one, with the default options otherwise.
+func (ss *session) setUp(ctx context.Context) *protoError {
+	if req, ok := ctx.Value(mcpSetupKey{}).(resetRequest); ok {
+		return ss.reset(ctx, req)
+	}
+	return ss.start(ctx)
+}
+
+// resetFromQuery reads a standard MCP client's episode set-up from the
+// /mcp URL's query, which takes the keys of reset data: fixture, seed,
+// task, now, clock_mode, episode_id, control_tools (true or false) and
+// startup (a JSON object). Unknown keys and repeated keys are refused, as
+// in a reset.
+func resetFromQuery(q url.Values) (resetRequest, *protoError) {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, k := range slices.Sorted(maps.Keys(q)) {
+		if len(q[k]) > 1 {
+			return resetRequest{}, newError(codeValidation, "The /mcp URL names %s %d times; name each reset key once", k, len(q[k]))
+		}
+		v := q[k][0]
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kq, _ := json.Marshal(k)
+		b.Write(kq)
+		b.WriteByte(':')
+		switch {
+		case k == "seed" || k == "control_tools" || k == "startup":
+			if !json.Valid([]byte(v)) {
+				return resetRequest{}, newError(codeValidation, "The /mcp URL's %s=%s is not a JSON value", k, v)
+			}
+			b.WriteString(v)
+		default:
+			vq, _ := json.Marshal(v)
+			b.Write(vq)
+		}
+	}
+	b.WriteByte('}')
+	req, errs := parseReset(json.RawMessage(b.String()), []any{"query"})
+	if len(errs) > 0 {
+		return resetRequest{}, invalid(errs)
+	}
+	return req, nil
+}
+
+// supportedVersions lists the protocol versions initialize negotiates.
+func supportedVersions() string {
+	vs := make([]string, 0, len(protocolVersions))
+	for v := range protocolVersions {
+		vs = append(vs, v)
+	}
+	sort.Strings(vs)
+	return strings.Join(vs, ", ")
+}
+
+// sameOrigin reports whether the Origin header origin names host, the
+// request's own Host.
+func sameOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, host)
 }

@@ -14,9 +14,18 @@ func TestMCP_Lifecycle(t *testing.T) {
 	fake := newFake(t)
 	s := mustServe(t, fake, openenv.Config{})
 
-	jsonEq(t, s.rpc(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`),
-		`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-03-26","capabilities":{"tools":{"listChanged":false}},"serverInfo":{"name":"fake","version":"1.2.3"}}}`)
-	code, body, _ := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil)
+	// A standard client's initialize starts a session of its own, named by
+	// the Mcp-Session-Id header; DELETE /mcp ends it.
+	code, body, resp := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, nil)
+	jsonEq(t, body, `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-03-26","capabilities":{"tools":{"listChanged":false}},"serverInfo":{"name":"fake","version":"1.2.3"}}}`)
+	std := resp.Header.Get(openenv.MCPSessionHeader)
+	if code != http.StatusOK || std == "" || fake.open.Load() != 1 {
+		t.Fatalf("initialize: %d, session %q, %d instances open", code, std, fake.open.Load())
+	}
+	if code, body, _ := s.httpDo(t, "DELETE", "/mcp", "", map[string]string{openenv.MCPSessionHeader: std}); code != http.StatusNoContent || fake.open.Load() != 0 {
+		t.Fatalf("DELETE /mcp: %d %s, %d instances open", code, body, fake.open.Load())
+	}
+	code, body, _ = s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil)
 	if code != http.StatusAccepted || body != "" {
 		t.Errorf("notification: %d %q, want 202 and no body", code, body)
 	}
@@ -110,7 +119,16 @@ func TestMCP_Requests(t *testing.T) {
 	s := mustServe(t, fake, openenv.Config{StepTimeout: 20 * time.Millisecond})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := s.rpc(t, tt.body)
+			code, got, resp := s.httpDo(t, http.MethodPost, "/mcp", tt.body, nil)
+			if code != http.StatusOK {
+				t.Fatalf("POST /mcp %s: %d %s", tt.body, code, got)
+			}
+			if sid := resp.Header.Get(openenv.MCPSessionHeader); sid != "" {
+				// initialize started a standard MCP session: end it.
+				if code, body, _ := s.httpDo(t, http.MethodDelete, "/mcp", "", map[string]string{openenv.MCPSessionHeader: sid}); code != http.StatusNoContent {
+					t.Fatalf("DELETE /mcp: %d %s", code, body)
+				}
+			}
 			if tt.want == "" {
 				if n := len(field(t, got, "result.tools").([]any)); n != 6 {
 					t.Errorf("%d tools, want 6: %s", n, got)
@@ -169,9 +187,13 @@ func TestMCP_CannotCloseWebSocketSession(t *testing.T) {
 
 func TestMCP_NotPOST(t *testing.T) {
 	s := mustServe(t, newFake(t), openenv.Config{})
-	code, body, _ := s.httpDo(t, "GET", "/mcp", "", nil)
-	if code != http.StatusMethodNotAllowed || compact(t, body) != `{"detail":"Method Not Allowed"}` {
-		t.Errorf("GET /mcp: %d %s", code, body)
+	code, body, resp := s.httpDo(t, "GET", "/mcp", "", nil)
+	if code != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST, DELETE" || !strings.HasPrefix(str(t, body, "detail"), "Method Not Allowed") {
+		t.Errorf("GET /mcp: %d %s (Allow %q)", code, body, resp.Header.Get("Allow"))
+	}
+	code, body, _ = s.httpDo(t, "PUT", "/mcp", "", nil)
+	if code != http.StatusMethodNotAllowed {
+		t.Errorf("PUT /mcp: %d %s", code, body)
 	}
 }
 

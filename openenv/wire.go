@@ -239,6 +239,24 @@ func callToolObservation(name string, o toolOutcome) object {
 
 // mcpCallResult is the result of a JSON-RPC tools/call: OpenEnv's snake_case
 // keys plus the standard MCP camelCase ones.
+// mcpStandardResult is a tools/call result as the MCP specification has
+// it, for standard clients: the result's JSON as text content, the
+// structured content, and isError with the error's text for the tool's own
+// failures. No optional field is null.
+func mcpStandardResult(o toolOutcome) object {
+	if o.err != nil {
+		return object{
+			{"content", []object{{{"type", "text"}, {"text", o.err.Message}}}},
+			{"isError", true},
+		}
+	}
+	return object{
+		{"content", []object{{{"type", "text"}, {"text", jsonText(o.result)}}}},
+		{"structuredContent", o.structured()},
+		{"isError", false},
+	}
+}
+
 func mcpCallResult(o toolOutcome) object {
 	return append(o.resultObject(),
 		field{"structuredContent", o.structured()},

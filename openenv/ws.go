@@ -595,7 +595,7 @@ func (s *Server) dispatch(ss *session, raw []byte) (reply object, closing bool) 
 		if !isObject(data) {
 			return invalid([]fieldError{typeError("dict_type", []any{"data"}, data)}).frame(), false
 		}
-		resp, _ := s.handleRPC(ctx, data, ss)
+		resp, _, _ := s.handleRPC(ctx, data, ss, rpcWS)
 		return frameOf("mcp", resp), false
 	}
 }

@@ -1,0 +1,148 @@
+package openenv_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/seahaven/seahaven/openenv"
+)
+
+// The official MCP Go SDK's client plays episodes on /mcp over Streamable
+// HTTP: each client its own session, a second call seeing the first call's
+// write, tool errors as isError results, an unknown tool a protocol error,
+// and Close ending the session.
+func TestMCP_GoSDKClient(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{})
+	ctx := context.Background()
+	connect := func(t *testing.T) *mcp.ClientSession {
+		t.Helper()
+		client := mcp.NewClient(&mcp.Implementation{Name: "sdk-test", Version: "1"}, nil)
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.ts.URL + "/mcp", MaxRetries: -1}, nil)
+		if err != nil {
+			t.Fatalf("connect: %v", err)
+		}
+		return cs
+	}
+	text := func(t *testing.T, res *mcp.CallToolResult) string {
+		t.Helper()
+		var b strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		return b.String()
+	}
+
+	a := connect(t)
+	tools, err := a.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools.Tools) != 14 {
+		t.Errorf("%d tools, want 14", len(tools.Tools))
+	}
+	res, err := a.CallTool(ctx, &mcp.CallToolParams{Name: "hire", Arguments: map[string]any{"name": "Eve Example", "role": "engineer"}})
+	if err != nil || res.IsError {
+		t.Fatalf("hire: %v %v", err, res)
+	}
+	res, err = a.CallTool(ctx, &mcp.CallToolParams{Name: "list_staff", Arguments: map[string]any{}})
+	if err != nil || res.IsError || !strings.Contains(text(t, res), "Eve Example") {
+		t.Fatalf("list_staff after hire: %v %s", err, text(t, res))
+	}
+	// structuredContent is an object: a list result comes as {"result": [...]}.
+	var staff struct{ Result []map[string]any }
+	if b, _ := json.Marshal(res.StructuredContent); json.Unmarshal(b, &staff) != nil || len(staff.Result) != 4 {
+		t.Errorf("structured content %v, want 4 staff", res.StructuredContent)
+	}
+
+	// The tool's own refusal and invalid arguments: results the model reads.
+	res, err = a.CallTool(ctx, &mcp.CallToolParams{Name: "invoice", Arguments: map[string]any{"amount": 0}})
+	if err != nil || !res.IsError || !strings.Contains(text(t, res), `field "amount"`) {
+		t.Errorf("invoice with amount 0: %v %+v", err, res)
+	}
+	// An unknown tool: a protocol error.
+	var rpcErr *jsonrpc.Error
+	if _, err := a.CallTool(ctx, &mcp.CallToolParams{Name: "fly", Arguments: map[string]any{}}); !errors.As(err, &rpcErr) || rpcErr.Code != -32602 {
+		t.Errorf("unknown tool: %v", err)
+	}
+
+	// A second client is a second episode.
+	b := connect(t)
+	res, err = b.CallTool(ctx, &mcp.CallToolParams{Name: "list_staff", Arguments: map[string]any{}})
+	if err != nil || strings.Contains(text(t, res), "Eve Example") {
+		t.Errorf("the second client sees the first's hire: %v %s", err, text(t, res))
+	}
+	if n := len(s.Sessions()); n != 2 {
+		t.Errorf("%d sessions, want 2", n)
+	}
+	if err := a.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	if n := len(s.Sessions()); n != 0 {
+		t.Errorf("%d sessions after both closed, want 0", n)
+	}
+}
+
+// An MCP client sets its episode up with reset data: in the /mcp URL's
+// query for a standard client, in openenv/session/create's params for
+// OpenEnv's dialect. A task session lists only the task's tools, and the
+// trainer reads its reward with seahaven/grade.
+func TestMCP_TaskSession(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{})
+	ctx := context.Background()
+	client := mcp.NewClient(&mcp.Implementation{Name: "sdk-test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.ts.URL + "/mcp?task=invoice_750&seed=3", MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	if strings.Join(names, " ") != "invoice list_staff pay_list_charges" {
+		t.Errorf("task session tools %v", names)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "invoice", Arguments: map[string]any{"amount": 750}}); err != nil || res.IsError {
+		t.Fatalf("invoice: %v %+v", err, res)
+	}
+	graded := s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"seahaven/grade","params":{"session_id":"`+cs.ID()+`"}}`)
+	if fmt.Sprint(field(t, graded, "result.reward")) != "1" || field(t, graded, "result.done") != true {
+		t.Errorf("the trainer's grading of the MCP session: %s", graded)
+	}
+
+	// A bad set-up is refused before any session exists.
+	code, body, _ := s.httpDo(t, http.MethodPost, "/mcp?colour=red", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
+	if code != http.StatusBadRequest || !strings.Contains(body, "colour") {
+		t.Errorf("initialize with an unknown set-up key: %d %s", code, body)
+	}
+
+	// OpenEnv's dialect: openenv/session/create takes the same data.
+	created := s.rpc(t, `{"jsonrpc":"2.0","id":2,"method":"openenv/session/create","params":{"task":"invoice_750"}}`)
+	sid := str(t, created, "result.session_id")
+	list := s.rpc(t, `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"session_id":"`+sid+`"}}`)
+	if n := len(field(t, list, "result.tools").([]any)); n != 3 {
+		t.Errorf("openenv/session/create with a task lists %d tools, want 3", n)
+	}
+	bad := s.rpc(t, `{"jsonrpc":"2.0","id":4,"method":"openenv/session/create","params":{"tsak":"invoice_750"}}`)
+	if fmt.Sprint(field(t, bad, "error.code")) != "-32602" || !strings.Contains(bad, "tsak") {
+		t.Errorf("openenv/session/create with an unknown key: %s", bad)
+	}
+	s.rpc(t, `{"jsonrpc":"2.0","id":5,"method":"openenv/session/close","params":{"session_id":"`+sid+`"}}`)
+}
