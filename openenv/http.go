@@ -1,6 +1,7 @@
 package openenv
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -261,18 +262,24 @@ func (s *Server) serveStep(w http.ResponseWriter, r *http.Request) {
 
 // serveState serves GET /state of the selected session.
 func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
+	serveOnSession(s, w, r, (*session).state)
+}
+
+// serveOnSession answers a request on the live session it names
+// (X-Seahaven-Session, or the default session) with what act returns.
+func serveOnSession[T any](s *Server, w http.ResponseWriter, r *http.Request, act func(*session, context.Context) (T, *protoError)) {
 	ss, perr := s.httpSession(r, false)
 	if perr != nil {
 		s.writeError(w, perr)
 		return
 	}
 	w.Header().Set(SessionHeader, ss.id)
-	doc, perr := ss.state(r.Context())
+	res, perr := act(ss, r.Context())
 	if perr != nil {
 		s.writeError(w, perr)
 		return
 	}
-	s.respond(w, http.StatusOK, doc)
+	s.respond(w, http.StatusOK, res)
 }
 
 // serveInspect serves POST /inspect on the selected session.
@@ -290,18 +297,7 @@ func (s *Server) serveInspect(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, invalid(errs))
 		return
 	}
-	ss, perr := s.httpSession(r, false)
-	if perr != nil {
-		s.writeError(w, perr)
-		return
-	}
-	w.Header().Set(SessionHeader, ss.id)
-	res, perr := ss.inspect(r.Context(), req)
-	if perr != nil {
-		s.writeError(w, perr)
-		return
-	}
-	s.respond(w, http.StatusOK, res)
+	serveOnSession(s, w, r, func(ss *session, ctx context.Context) (compactJSON, *protoError) { return ss.inspect(ctx, req) })
 }
 
 // serveMetadata serves GET /metadata in OpenEnv's EnvironmentMetadata shape.
@@ -377,16 +373,5 @@ func (s *Server) serveGrade(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, invalid(errs))
 		return
 	}
-	ss, perr := s.httpSession(r, false)
-	if perr != nil {
-		s.writeError(w, perr)
-		return
-	}
-	w.Header().Set(SessionHeader, ss.id)
-	res, perr := ss.grade(r.Context())
-	if perr != nil {
-		s.writeError(w, perr)
-		return
-	}
-	s.respond(w, http.StatusOK, res)
+	serveOnSession(s, w, r, (*session).grade)
 }
