@@ -50,6 +50,10 @@ func (e *entry) decode(t reflect.Type, raw []byte) (reflect.Value, error) {
 		if errors.As(err, &se) {
 			field = strings.TrimPrefix(string(se.JSONPointer), "/")
 		}
+		if se != nil && se.Err != nil {
+			// json v2's own wording varies from one process to the next.
+			err = se.Err
+		}
 		return reflect.Value{}, &Error{Field: field, Problem: "cannot decode: " + err.Error()}
 	}
 	return v.Elem(), nil

@@ -37,8 +37,14 @@ func build(root, st reflect.Type) (*jsonschema.Schema, map[*jsonschema.Schema]re
 	if err != nil {
 		return nil, nil, fmt.Errorf("argschema: %v: %w", root, errors.Unwrap(err))
 	}
-	// json v2 validates the type's json tags on first use.
+	// json v2 validates the type's json tags on first use. Its message
+	// words the failure differently from one process to the next ("cannot"
+	// or "unable to"), so the error names the cause alone.
 	if err := jsonv2.Unmarshal([]byte("{}"), reflect.New(st).Interface()); err != nil {
+		var se *jsonv2.SemanticError
+		if errors.As(err, &se) && se.Err != nil {
+			err = se.Err
+		}
 		return nil, nil, fmt.Errorf("argschema: %v: %w", root, err)
 	}
 	a := &adapter{root: root, kinds: map[*jsonschema.Schema]reflect.Kind{}}
