@@ -97,7 +97,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			// starts a new one with initialize.
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusNotFound)
-			b, _ := encode(rpcFailure(nullID, rpcInvalidParams, "Unknown "+MCPSessionHeader+": "+sid+" (it ended, or never existed): initialize a new session", nil))
+			b, _ := encode(standardReply(rpcFailure(nullID, rpcInvalidParams, "Unknown "+MCPSessionHeader+": "+sid+" (it ended, or never existed): initialize a new session", nil)))
 			w.Write(b)
 			return
 		}
@@ -106,6 +106,9 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	resp, notify, created := s.handleRPC(r.Context(), body, bound, mode)
 	if created != "" {
 		w.Header().Set(MCPSessionHeader, created)
+	}
+	if mode == rpcStandard || created != "" {
+		resp = standardReply(resp)
 	}
 	if notify {
 		w.WriteHeader(http.StatusAccepted)
@@ -546,4 +549,29 @@ func supportedVersions() string {
 func sameOrigin(origin, host string) bool {
 	u, err := url.Parse(origin)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, host)
+}
+
+// standardReply drops a JSON-RPC error's null data: the MCP specification
+// has no null optional fields, while OpenEnv's dialect sends "data": null.
+func standardReply(resp object) object {
+	for i, f := range resp {
+		if f.key != "error" {
+			continue
+		}
+		e, ok := f.value.(object)
+		if !ok {
+			return resp
+		}
+		kept := make(object, 0, len(e))
+		for _, ef := range e {
+			if ef.key == "data" && ef.value == nil {
+				continue
+			}
+			kept = append(kept, ef)
+		}
+		out := slices.Clone(resp)
+		out[i] = field{f.key, kept}
+		return out
+	}
+	return resp
 }

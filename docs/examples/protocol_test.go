@@ -116,14 +116,12 @@ func firstTool(reply string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"result":{"tools":[%s, … %d more]}}`, r.Result.Tools[0], len(r.Result.Tools)-1)
 }
 
-// JSON-RPC on POST /mcp: the MCP handshake, a session, tools/list and
-// tools/call on it, and the session's end.
+// JSON-RPC on POST /mcp in OpenEnv's dialect: a session made by
+// openenv/session/create, tools/list and tools/call naming it, and its end.
 func Example_protocolMCP() {
 	ts, stop := serveCompany()
 	defer stop()
 	c := &client{ts: ts}
-	c.do("POST", "/mcp", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"8"}}}`, nil)
-	c.do("POST", "/mcp", "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil)
 	c.do("POST", "/mcp", "", `{"jsonrpc":"2.0","id":2,"method":"openenv/session/create","params":{}}`, nil)
 	c.do("POST", "/mcp", "", c.with(`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"session_id":"<session>"}}`), firstTool)
 	c.do("POST", "/mcp", "", c.with(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"session_id":"<session>","name":"pay_list_charges","arguments":{"limit":1}}}`), nil)
@@ -131,10 +129,6 @@ func Example_protocolMCP() {
 	c.do("POST", "/mcp", "", c.with(`{"jsonrpc":"2.0","id":6,"method":"openenv/session/close","params":{"session_id":"<session>"}}`), nil)
 	c.do("POST", "/mcp", "", `{"jsonrpc":"2.0","id":7,"method":"reset"}`, nil)
 	// Output:
-	// → POST /mcp {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"8"}}}
-	// ← 200 {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":false}},"serverInfo":{"name":"company","version":"0.1.0"}}}
-	// → POST /mcp {"jsonrpc":"2.0","method":"notifications/initialized"}
-	// ← 202
 	// → POST /mcp {"jsonrpc":"2.0","id":2,"method":"openenv/session/create","params":{}}
 	// ← 200 {"jsonrpc":"2.0","id":2,"result":{"session_id":"<session>"}}
 	// → POST /mcp {"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"session_id":"<session>"}}
@@ -208,4 +202,83 @@ func stateSummary(reply string) string {
 	json.Unmarshal(doc["change_log"], &log)
 	return fmt.Sprintf(`{"episode_id":%s,"step_count":%s,"world":%s,"now":%s,"clock_mode":%s, … %d nodes, %d change records}`,
 		doc["episode_id"], doc["step_count"], doc["world"], doc["now"], doc["clock_mode"], len(nodes), len(log))
+}
+
+// mcpDo sends one JSON-RPC request as a standard MCP client does, with the
+// Mcp-Session-Id header when sid is set, and prints it and the reply with
+// the session header the reply carries. It returns that header.
+func (c *client) mcpDo(method, path, sid, body string, shorten func(string) string) string {
+	req, err := http.NewRequest(method, c.ts.URL+path, strings.NewReader(body))
+	if err != nil {
+		panic(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if sid != "" {
+		req.Header.Set(openenv.MCPSessionHeader, sid)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	got := resp.Header.Get(openenv.MCPSessionHeader)
+	if got != "" {
+		c.sessions = append(c.sessions, got)
+	}
+	line := method + " " + path
+	if sid != "" {
+		line += " (" + openenv.MCPSessionHeader + ": " + sid + ")"
+	}
+	if body != "" {
+		line += " " + body
+	}
+	shown := string(b)
+	if shorten != nil {
+		shown = shorten(shown)
+	}
+	if got != "" {
+		shown += " (" + openenv.MCPSessionHeader + ": " + got + ")"
+	}
+	fmt.Println("→", c.hide(line))
+	fmt.Println(strings.TrimSpace(fmt.Sprint("← ", resp.StatusCode, " ", c.hide(shown))))
+	return got
+}
+
+// Standard MCP on POST /mcp: initialize starts an episode (here a task's,
+// from the URL's query) named by Mcp-Session-Id; tools/call results carry
+// isError; the trainer reads the reward; DELETE ends the session.
+func Example_protocolMCPStandard() {
+	ts, stop := serveCompany()
+	defer stop()
+	c := &client{ts: ts}
+	sid := c.mcpDo("POST", "/mcp?task=invoice_750&seed=3", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"8"}}}`, nil)
+	c.mcpDo("POST", "/mcp", sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil)
+	c.mcpDo("POST", "/mcp", sid, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, firstTool)
+	c.mcpDo("POST", "/mcp", sid, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"invoice","arguments":{"amount":0}}}`, nil)
+	c.mcpDo("POST", "/mcp", sid, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"invoice","arguments":{"amount":750}}}`, nil)
+	c.mcpDo("POST", "/mcp", sid, `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"fly"}}`, nil)
+	// The trainer, on its own listener, reads the episode's reward.
+	c.mcpDo("POST", "/mcp", "", `{"jsonrpc":"2.0","id":7,"method":"seahaven/grade","params":{"session_id":"`+sid+`"}}`, nil)
+	c.mcpDo("DELETE", "/mcp", sid, "", nil)
+	c.mcpDo("POST", "/mcp", sid, `{"jsonrpc":"2.0","id":8,"method":"tools/list"}`, nil)
+	// Output:
+	// → POST /mcp?task=invoice_750&seed=3 {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"8"}}}
+	// ← 200 {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":false}},"serverInfo":{"name":"company","version":"0.1.0"}}} (Mcp-Session-Id: <session>)
+	// → POST /mcp (Mcp-Session-Id: <session>) {"jsonrpc":"2.0","method":"notifications/initialized"}
+	// ← 202
+	// → POST /mcp (Mcp-Session-Id: <session>) {"jsonrpc":"2.0","id":3,"method":"tools/list"}
+	// ← 200 {"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"invoice","description":"Charge the company's payment account and file an invoice against the charge.","inputSchema":{"type":"object","properties":{"amount":{"type":"integer","description":"Amount in cents.","minimum":1}},"required":["amount"],"additionalProperties":false}}, … 2 more]}}
+	// → POST /mcp (Mcp-Session-Id: <session>) {"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"invoice","arguments":{"amount":0}}}
+	// ← 200 {"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"invalid arguments: field \"amount\": value 0 is less than minimum 1"}],"isError":true}}
+	// → POST /mcp (Mcp-Session-Id: <session>) {"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"invoice","arguments":{"amount":750}}}
+	// ← 200 {"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"{\"id\":\"247be86e-b21f-4dfe-a16a-e11514b2de21\",\"charge_id\":\"1375897a-7758-41b6-a61c-52fe3bdba975\",\"amount\":750}"}],"structuredContent":{"id":"247be86e-b21f-4dfe-a16a-e11514b2de21","charge_id":"1375897a-7758-41b6-a61c-52fe3bdba975","amount":750},"isError":false}}
+	// → POST /mcp (Mcp-Session-Id: <session>) {"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"fly"}}
+	// ← 200 {"jsonrpc":"2.0","id":6,"error":{"code":-32602,"message":"unknown tool \"fly\": task invoice_750 allows invoice, list_staff, pay_list_charges"}}
+	// → POST /mcp {"jsonrpc":"2.0","id":7,"method":"seahaven/grade","params":{"session_id":"<session>"}}
+	// ← 200 {"jsonrpc":"2.0","id":7,"result":{"reward":1,"done":true,"checks":[{"name":"invoice filed","passed":true,"score":1,"weight":1,"detail":"expected 1, found 1"},{"name":"charged on the company account","passed":true,"score":1,"weight":1,"detail":"expected 1, found 1"},{"name":"no collateral damage","passed":true,"score":1,"weight":1,"detail":"2 changes, all to main.invoices:insert, payments.charges:insert"}]}}
+	// → DELETE /mcp (Mcp-Session-Id: <session>)
+	// ← 204
+	// → POST /mcp (Mcp-Session-Id: <session>) {"jsonrpc":"2.0","id":8,"method":"tools/list"}
+	// ← 404 {"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"Unknown Mcp-Session-Id: <session> (it ended, or never existed): initialize a new session"}}
 }
