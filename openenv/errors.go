@@ -32,6 +32,7 @@ const (
 	codeReplyTooLarge  = "REPLY_TOO_LARGE"   // a reply over MaxReplyBytes
 	codeEpisodeDone    = "EPISODE_DONE"      // a step after the task graded the episode done
 	codeNoTask         = "NO_TASK"           // a grade request for an episode without a task
+	codeMediaType      = "UNSUPPORTED_MEDIA" // a request body that is not application/json
 	// codeInfrastructure is a failure of the host (an *env.InfraError): a
 	// full disk, no file descriptors left, instance files gone. It is never
 	// a tool result: the client gets this error, with the fault's kind.
@@ -68,6 +69,7 @@ var codes = map[string]struct {
 	codeReplyTooLarge:  {codeExecution, http.StatusInternalServerError, rpcInternalError},
 	codeEpisodeDone:    {codeSession, http.StatusConflict, rpcServerError},
 	codeNoTask:         {codeSession, http.StatusConflict, rpcInvalidParams},
+	codeMediaType:      {codeValidation, http.StatusUnsupportedMediaType, rpcInvalidRequest},
 	codeInfrastructure: {codeExecution, http.StatusServiceUnavailable, rpcServerError},
 }
 

@@ -26,6 +26,7 @@ func ExampleServer_AgentHandler() {
 
 	call := func(base, method, path, token string) {
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Header.Set("Content-Type", "application/json")
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}

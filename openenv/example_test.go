@@ -133,6 +133,7 @@ func ExampleServer_Sessions() {
 	defer ts.Close()
 
 	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/reset", strings.NewReader(`{"episode_id":"grading-1"}`))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(openenv.SessionHeader, "grader")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -221,6 +221,9 @@ func do(tb testing.TB, ts *httptest.Server, method, path, body string, header ma
 	if err != nil {
 		tb.Fatal(err)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -137,7 +139,19 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *prot
 	case err != nil:
 		return nil, newError(codeSession, "Reading the request body failed: %v", err)
 	}
+	if len(b) > 0 && !jsonMediaType(r.Header.Get("Content-Type")) {
+		// A page of any site may send a text/plain body without asking
+		// first (a "simple" cross-origin request); a JSON body is never one.
+		return nil, newError(codeMediaType, "Content-Type %q is not supported: send the body as application/json", r.Header.Get("Content-Type"))
+	}
 	return b, nil
+}
+
+// jsonMediaType reports whether a Content-Type header names JSON:
+// application/json or a +json type, with any parameters.
+func jsonMediaType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
 // readJSONBody reads a body that must be JSON when present, with no key

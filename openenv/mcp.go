@@ -72,6 +72,13 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, perr := s.readBody(w, r)
+	if perr != nil && perr.code == codeMediaType {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnsupportedMediaType)
+		b, _ := encode(rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+perr.message, nil))
+		w.Write(b)
+		return
+	}
 	if perr != nil {
 		s.respondRPC(w, rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+perr.message, nil))
 		return

@@ -2,6 +2,7 @@ package openenv_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -183,4 +184,45 @@ func TestWorldBackend_InspectReadOnly(t *testing.T) {
 			t.Errorf("staff changed through inspect: %s, then %s", before, after)
 		}
 	})
+}
+
+// A request body that is not JSON by its Content-Type is refused with 415
+// on every JSON route: a page of another site can send text/plain without
+// asking first. A body-less request needs no Content-Type.
+func TestServer_JSONContentType(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{})
+	for _, tt := range []struct {
+		path, body, ctype string
+		want              int
+	}{
+		{"/reset", `{"seed":1}`, "text/plain", http.StatusUnsupportedMediaType},
+		{"/reset", `{"seed":1}`, "", http.StatusUnsupportedMediaType},
+		{"/reset", `{"seed":1}`, "application/x-www-form-urlencoded", http.StatusUnsupportedMediaType},
+		{"/reset", `{"seed":1}`, "application/json; charset=utf-8", http.StatusOK},
+		{"/reset", ``, "", http.StatusOK},
+		{"/step", `{"action":{"type":"list_tools"}}`, "text/plain;charset=UTF-8", http.StatusUnsupportedMediaType},
+		{"/inspect", `{"sql":"SELECT 1"}`, "multipart/form-data", http.StatusUnsupportedMediaType},
+		{"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "text/plain", http.StatusUnsupportedMediaType},
+		{"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "application/json", http.StatusOK},
+	} {
+		req, err := http.NewRequest(http.MethodPost, s.ts.URL+tt.path, strings.NewReader(tt.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tt.ctype != "" {
+			req.Header.Set("Content-Type", tt.ctype)
+		}
+		resp, err := s.ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.want {
+			t.Errorf("POST %s (Content-Type %q): %d %s, want %d", tt.path, tt.ctype, resp.StatusCode, b, tt.want)
+		}
+		if tt.want == http.StatusUnsupportedMediaType && !strings.Contains(string(b), "send the body as application/json") {
+			t.Errorf("POST %s: %s", tt.path, b)
+		}
+	}
 }

@@ -225,6 +225,7 @@ func inspectHTTP(t *testing.T, base, sql string) [][]any {
 			t.Fatal(err)
 		}
 		req.Header.Set(openenv.SessionHeader, "browser-test-reference")
+		req.Header.Set("Content-Type", "application/json")
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

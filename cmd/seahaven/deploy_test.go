@@ -180,6 +180,9 @@ func (s *liveServer) get(tb testing.TB, method, url, body string, withToken bool
 	if err != nil {
 		tb.Fatal(err)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if withToken {
 		req.Header.Set("Authorization", "Bearer "+s.token)
 	}

@@ -45,6 +45,7 @@ func status(t *testing.T, method, url, auth string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Content-Type", "application/json")
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}

@@ -55,6 +55,7 @@ func (c *client) do(method, path, header, body string, shorten func(string) stri
 	if err != nil {
 		panic(err)
 	}
+	req.Header.Set("Content-Type", "application/json")
 	if header != "" {
 		req.Header.Set(openenv.SessionHeader, header)
 	}
