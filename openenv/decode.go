@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -31,6 +31,9 @@ var readOpts = jsonv2.JoinOptions(jsontext.AllowInvalidUTF8(true), jsonv2.Reject
 // encoding/json's words (clients see them); dup is the pydantic location of
 // the first repeated key.
 func checkJSON(raw []byte) (dup []any, syntax error) {
+	if jsontext.Value(raw).IsValid(jsontext.AllowInvalidUTF8(true)) {
+		return nil, nil
+	}
 	d := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowInvalidUTF8(true))
 	_, err := d.ReadValue()
 	if err == nil {
@@ -125,17 +128,16 @@ var typeMessages = map[string]string{
 // reads as the key left out. Other fields refuse null, but for types that
 // read it themselves (their UnmarshalJSON) and raw JSON.
 func decodeMembers(m map[string]jsontext.Value, loc []any, dst any) []fieldError {
-	fields := map[string]reflect.Value{}
 	v := reflect.ValueOf(dst).Elem()
-	for i := range v.NumField() {
-		if name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
-			fields[name] = v.Field(i)
-		}
-	}
+	fields := fieldsOf(v.Type())
 	var errs []fieldError
-	for _, k := range slices.Sorted(maps.Keys(m)) {
+	for _, k := range sortedKeys(m) {
 		val := m[k]
-		f, ok := fields[k]
+		i, ok := fields[k]
+		var f reflect.Value
+		if ok {
+			f = v.Field(i)
+		}
 		switch {
 		case !ok:
 			errs = append(errs, extraForbidden(at(loc, k), val))
@@ -168,6 +170,35 @@ func decodeMembers(m map[string]jsontext.Value, loc []any, dst any) []fieldError
 	return errs
 }
 
+// sortedKeys returns the keys of m in order.
+func sortedKeys(m map[string]jsontext.Value) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// structFields caches fieldsOf.
+var structFields sync.Map // reflect.Type -> map[string]int
+
+// fieldsOf maps the json tag names of a struct type's fields to their
+// indexes.
+func fieldsOf(t reflect.Type) map[string]int {
+	if m, ok := structFields.Load(t); ok {
+		return m.(map[string]int)
+	}
+	m := map[string]int{}
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			m[name] = i
+		}
+	}
+	structFields.Store(t, m)
+	return m
+}
+
 // decodeObject decodes raw, JSON that checkJSON accepted, into dst as
 // decodeMembers does, and reports each required key raw lacks.
 func decodeObject(raw jsontext.Value, loc []any, dst any, required ...string) []fieldError {
@@ -175,6 +206,11 @@ func decodeObject(raw jsontext.Value, loc []any, dst any, required ...string) []
 	if !ok {
 		return []fieldError{typeError("dict_type", at(loc), raw)}
 	}
+	return decodeRequired(m, raw, loc, dst, required...)
+}
+
+// decodeRequired is decodeObject for raw's members m.
+func decodeRequired(m map[string]jsontext.Value, raw []byte, loc []any, dst any, required ...string) []fieldError {
 	errs := decodeMembers(m, loc, dst)
 	for _, k := range required {
 		if _, present := m[k]; !present {

@@ -85,7 +85,7 @@ func parseAction(raw []byte, loc []any) (action, []fieldError) {
 		errs := decodeMembers(m, loc, &l)
 		return action{Type: actionListTools}, errs
 	}
-	return a, decodeObject(raw, loc, &a, "tool_name")
+	return a, decodeRequired(m, raw, loc, &a, "tool_name")
 }
 
 // inspectData is an inspect query: one read-only statement and its
@@ -518,8 +518,8 @@ func (o toolOutcome) standardResult() mcpStandardResult {
 type rpcResponse struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
-	Result  any             `json:"result,omitempty"`
-	Error   any             `json:"error,omitempty"` // an *rpcError, or one without data (standardReply)
+	Result  any             `json:"result,omitzero"`
+	Error   any             `json:"error,omitzero"` // an *rpcError, or one without data (standardReply)
 }
 
 // rpcError is the error of a JSON-RPC response.
@@ -535,7 +535,7 @@ type empty struct{}
 // sessionResult is the result of openenv/session/create and close.
 type sessionResult struct {
 	SessionID string `json:"session_id"`
-	Closed    bool   `json:"closed,omitempty"`
+	Closed    bool   `json:"closed,omitzero"`
 }
 
 // initializeResult is the result of the MCP initialize handshake.
@@ -563,8 +563,8 @@ type errorData struct {
 
 // errorExtra is what some errors carry beside their message.
 type errorExtra struct {
-	ActiveSessions int    `json:"active_sessions,omitempty"` // a capacity refusal
-	MaxSessions    int    `json:"max_sessions,omitempty"`
+	ActiveSessions int    `json:"active_sessions,omitzero"` // a capacity refusal
+	MaxSessions    int    `json:"max_sessions,omitzero"`
 	FactoryName    string `json:"factory_name,omitempty"` // a factory failure
 	Fault          string `json:"fault,omitempty"`        // an infrastructure error's kind
 }
@@ -598,16 +598,21 @@ type metadata struct {
 	DocumentationURL *string `json:"documentation_url"`
 }
 
+// writeOpts make json v2 write what encoding/json writes, without its
+// HTML escaping: map keys sorted, nil slices and maps as null, U+2028 and
+// U+2029 escaped, invalid UTF-8 as U+FFFD. Unlike encoding/json it does not
+// compact raw JSON again, which for a tool's result repeated in a reply
+// was most of the cost of writing it.
+var writeOpts = jsonv2.JoinOptions(
+	jsonv2.Deterministic(true),
+	jsonv2.FormatNilSliceAsNull(true),
+	jsonv2.FormatNilMapAsNull(true),
+	jsontext.EscapeForJS(true),
+	jsontext.AllowInvalidUTF8(true),
+)
+
 // encode marshals v compactly without escaping <, > and &.
-func encode(v any) ([]byte, error) {
-	var b bytes.Buffer
-	e := json.NewEncoder(&b)
-	e.SetEscapeHTML(false)
-	if err := e.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
+func encode(v any) ([]byte, error) { return jsonv2.Marshal(v, writeOpts) }
 
 // mustEncode encodes a value that always encodes.
 func mustEncode(v any) json.RawMessage {

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -516,7 +514,7 @@ func (s *Server) dispatch(ss *session, raw []byte) (reply any, closing bool) {
 	}
 	s.observeWSMessage(typ)
 	var errs []fieldError
-	for _, k := range slices.Sorted(maps.Keys(m)) {
+	for _, k := range sortedKeys(m) {
 		if k != "type" && (k != "data" || !takesData) {
 			errs = append(errs, extraForbidden([]any{k}, m[k]))
 		}
