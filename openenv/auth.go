@@ -68,11 +68,11 @@ func bearerToken(header string) (string, bool) {
 // unauthorized answers 401 and counts the refusal. It is logged at debug
 // level only: a client probing for the token must not flood the logs, and
 // seahaven_auth_failures_total shows the rate.
-func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, challenge, detail string) {
+func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, challenge, why string) {
 	s.metrics.authFailures.Inc()
 	s.log.Debug("openenv: request refused without a valid token", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
 	w.Header().Set("WWW-Authenticate", challenge)
-	writeJSON(w, http.StatusUnauthorized, object{{"detail", detail}})
+	writeJSON(w, http.StatusUnauthorized, detail{why})
 }
 
 // limitBodies caps every request body at MaxMessageBytes, so each route,

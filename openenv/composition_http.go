@@ -68,7 +68,7 @@ type CompositionEdge struct {
 func (s *Server) serveComposition(w http.ResponseWriter, r *http.Request) {
 	src, ok := s.backend.(CompositionSource)
 	if !ok {
-		s.respond(w, http.StatusNotFound, object{{"detail", "This server's backend does not describe its composition"}})
+		s.respond(w, http.StatusNotFound, detail{"This server's backend does not describe its composition"})
 		return
 	}
 	var c *Composition

@@ -79,7 +79,7 @@ type protoError struct {
 	code    string       // one of the code constants
 	message string       // the text the client sees
 	errors  []fieldError // the failures of a validation error
-	extra   object       // extra data keys (active_sessions, factory_name, ...)
+	extra   errorExtra   // what the error carries beside its message
 }
 
 // Error returns the message.
@@ -94,13 +94,13 @@ type fieldError struct {
 }
 
 // frame renders e as a /ws error frame.
-func (e *protoError) frame() object {
-	data := object{{"message", e.message}, {"code", codes[e.code].ws}}
+func (e *protoError) frame() wsFrame {
+	data := errorData{Message: e.message, Code: codes[e.code].ws, errorExtra: e.extra}
 	if e.code == codeValidation {
-		data = append(data, field{"errors", nonNil(e.errors)})
+		errs := nonNil(e.errors)
+		data.Errors = &errs
 	}
-	data = append(data, e.extra...)
-	return object{{"type", "error"}, {"data", data}}
+	return wsFrame{"error", data}
 }
 
 // httpStatus is the HTTP status of e on the stateful routes.
@@ -108,20 +108,20 @@ func (e *protoError) httpStatus() int { return codes[e.code].http }
 
 // httpBody renders e as a FastAPI-style error body: a list of failures for a
 // validation error, else the message, with the code alongside.
-func (e *protoError) httpBody() object {
+func (e *protoError) httpBody() httpError {
 	if e.code == codeValidation || e.code == codeInvalidJSON {
-		return object{{"detail", nonNil(e.errors)}}
+		return httpError{Detail: nonNil(e.errors)}
 	}
-	return append(object{{"detail", e.message}, {"code", codes[e.code].ws}}, e.extra...)
+	return httpError{Detail: e.message, Code: codes[e.code].ws, errorExtra: e.extra}
 }
 
 // rpcError renders e as a JSON-RPC error object.
-func (e *protoError) rpcError() object {
+func (e *protoError) rpcError() *rpcError {
 	var data any
-	if len(e.extra) > 0 {
+	if e.extra != (errorExtra{}) {
 		data = e.extra
 	}
-	return object{{"code", codes[e.code].rpc}, {"message", e.message}, {"data", data}}
+	return &rpcError{Code: codes[e.code].rpc, Message: e.message, Data: data}
 }
 
 // newError returns a protoError with a formatted message.
@@ -163,7 +163,7 @@ func capacityError(active, limit int) *protoError {
 	return &protoError{
 		code:    codeCapacity,
 		message: fmt.Sprintf("Server at capacity: %d/%d sessions active. Cannot accept new connections.", active, limit),
-		extra:   object{{"active_sessions", active}, {"max_sessions", limit}},
+		extra:   errorExtra{ActiveSessions: active, MaxSessions: limit},
 	}
 }
 
@@ -190,7 +190,7 @@ func (s *Server) infraFailure(ctx context.Context, op string, err error) *protoE
 	return &protoError{
 		code:    codeInfrastructure,
 		message: fmt.Sprintf("infrastructure error (%s) during %s: %s", ie.Kind, op, ie.Message),
-		extra:   object{{"fault", ie.Kind}},
+		extra:   errorExtra{Fault: ie.Kind},
 	}
 }
 

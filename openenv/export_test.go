@@ -1,8 +1,11 @@
 package openenv
 
-// DuplicateKey exposes duplicateKey to the external tests, which check it
-// against a reference built on encoding/json.
-var DuplicateKey = duplicateKey
+// DuplicateKey exposes checkJSON's duplicate-key location to the external
+// tests, which check it against a reference built on encoding/json.
+func DuplicateKey(b []byte) ([]any, bool) {
+	dup, _ := checkJSON(b)
+	return dup, dup != nil
+}
 
 // PendingBytes returns the bytes WebSocket sessions have read ahead (held
 // in the server's MaxPendingTotal budget) and the readers waiting for room

@@ -64,7 +64,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := encode(v)
 	if err != nil {
 		status = http.StatusInternalServerError
-		b, _ = encode(object{{"detail", fmt.Sprintf("response cannot be encoded as JSON: %v", err)}})
+		b, _ = encode(detail{fmt.Sprintf("response cannot be encoded as JSON: %v", err)})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -78,7 +78,7 @@ func (s *Server) respond(w http.ResponseWriter, status int, v any) {
 	switch {
 	case err != nil:
 		status = http.StatusInternalServerError
-		b = mustEncode(object{{"detail", fmt.Sprintf("response cannot be encoded as JSON: %v", err)}})
+		b = mustEncode(detail{fmt.Sprintf("response cannot be encoded as JSON: %v", err)})
 	case len(b) > s.cfg.MaxReplyBytes:
 		perr := s.replyTooLarge(len(b))
 		status, b = perr.httpStatus(), mustEncode(perr.httpBody())
@@ -88,11 +88,11 @@ func (s *Server) respond(w http.ResponseWriter, status int, v any) {
 
 // respondRPC writes a JSON-RPC response as respond does; a response over
 // MaxReplyBytes is replaced by a JSON-RPC error with the same id.
-func (s *Server) respondRPC(w http.ResponseWriter, resp object) {
+func (s *Server) respondRPC(w http.ResponseWriter, resp rpcResponse) {
 	b, err := encode(resp)
 	if err == nil && len(b) > s.cfg.MaxReplyBytes {
 		perr := s.replyTooLarge(len(b))
-		if b, err = encode(rpcProto(rpcIDOf(resp), perr)); err == nil && len(b) > s.cfg.MaxReplyBytes {
+		if b, err = encode(rpcProto(resp.ID, perr)); err == nil && len(b) > s.cfg.MaxReplyBytes {
 			b, err = encode(rpcProto(nullID, perr)) // the id itself is too long
 		}
 	}
@@ -161,14 +161,16 @@ func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, *
 	if perr != nil {
 		return nil, perr
 	}
-	if len(b) > 0 && !json.Valid(b) {
-		var v any
-		err := json.Unmarshal(b, &v)
-		return nil, &protoError{code: codeInvalidJSON, message: "Invalid JSON: " + fmt.Sprint(err),
-			errors: []fieldError{{Type: "json_invalid", Loc: []any{"body"}, Msg: "JSON decode error", Input: json.RawMessage("{}")}}}
+	if len(b) == 0 {
+		return b, nil
 	}
-	if loc, dup := duplicateKey(b); dup {
-		return nil, invalid([]fieldError{duplicateKeyError([]any{"body"}, loc)})
+	dup, syntax := checkJSON(b)
+	switch {
+	case syntax != nil:
+		return nil, &protoError{code: codeInvalidJSON, message: "Invalid JSON: " + syntax.Error(),
+			errors: []fieldError{{Type: "json_invalid", Loc: []any{"body"}, Msg: "JSON decode error", Input: json.RawMessage("{}")}}}
+	case dup != nil:
+		return nil, invalid([]fieldError{duplicateKeyError([]any{"body"}, dup)})
 	}
 	return b, nil
 }
@@ -204,15 +206,6 @@ func (s *Server) httpSession(r *http.Request, create bool) (*session, *protoErro
 	return s.newSessionLocked(TransportHTTP, id)
 }
 
-// mustEncode encodes a value that always encodes.
-func mustEncode(v any) json.RawMessage {
-	b, err := encode(v)
-	if err != nil {
-		panic(fmt.Sprintf("openenv: encoding %T: %v", v, err))
-	}
-	return b
-}
-
 // serveReset serves POST /reset on the selected session.
 func (s *Server) serveReset(w http.ResponseWriter, r *http.Request) {
 	body, perr := s.readJSONBody(w, r)
@@ -235,7 +228,7 @@ func (s *Server) serveReset(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, perr)
 		return
 	}
-	s.respond(w, http.StatusOK, stepResponse(resetObservation))
+	s.respond(w, http.StatusOK, stepReply{Observation: resetObservation})
 }
 
 // serveStep serves POST /step on the selected session. timeout_s, when
@@ -249,7 +242,7 @@ func (s *Server) serveStep(w http.ResponseWriter, r *http.Request) {
 	if len(body) == 0 {
 		body = []byte("{}")
 	}
-	req, errs := parseStepRequest(body)
+	a, timeoutS, errs := parseStepBody(body)
 	if len(errs) > 0 {
 		s.writeError(w, invalid(errs))
 		return
@@ -261,12 +254,12 @@ func (s *Server) serveStep(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set(SessionHeader, ss.id)
 	timeout := s.cfg.StepTimeout
-	if req.timeout > 0 {
-		if d := time.Duration(req.timeout * float64(time.Second)); timeout <= 0 || d < timeout {
+	if timeoutS > 0 {
+		if d := time.Duration(timeoutS * float64(time.Second)); timeout <= 0 || d < timeout {
 			timeout = d
 		}
 	}
-	resp, perr := ss.step(r.Context(), req.action, timeout)
+	resp, perr := ss.step(r.Context(), a, timeout)
 	if perr != nil {
 		s.writeError(w, perr)
 		return
@@ -311,7 +304,7 @@ func (s *Server) serveInspect(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, invalid(errs))
 		return
 	}
-	serveOnSession(s, w, r, func(ss *session, ctx context.Context) (compactJSON, *protoError) { return ss.inspect(ctx, req) })
+	serveOnSession(s, w, r, func(ss *session, ctx context.Context) (json.RawMessage, *protoError) { return ss.inspect(ctx, req) })
 }
 
 // serveMetadata serves GET /metadata in OpenEnv's EnvironmentMetadata shape.
@@ -321,22 +314,26 @@ func (s *Server) serveMetadata(w http.ResponseWriter, _ *http.Request) {
 		s.writeError(w, perr)
 		return
 	}
-	s.respond(w, http.StatusOK, object{
-		{"name", info.Name}, {"description", info.Description}, {"readme_content", nil},
-		{"version", info.Version}, {"author", nil}, {"documentation_url", nil},
-	})
+	s.respond(w, http.StatusOK, metadata{Name: info.Name, Description: info.Description, Version: info.Version})
 }
 
 // serveSchema serves GET /schema: the action, observation and state schemas.
 func (s *Server) serveSchema(w http.ResponseWriter, _ *http.Request) {
-	out := object{}
-	for _, name := range []string{"action", "observation", "state"} {
-		b, err := schemas.Get(name)
+	var out struct {
+		Action      json.RawMessage `json:"action"`
+		Observation json.RawMessage `json:"observation"`
+		State       json.RawMessage `json:"state"`
+	}
+	for _, f := range []struct {
+		name string
+		dst  *json.RawMessage
+	}{{"action", &out.Action}, {"observation", &out.Observation}, {"state", &out.State}} {
+		b, err := schemas.Get(f.name)
 		if err != nil {
 			s.writeError(w, newError(codeExecution, "%v", err))
 			return
 		}
-		out = append(out, field{name, b})
+		*f.dst = b
 	}
 	s.respond(w, http.StatusOK, out)
 }
@@ -375,17 +372,11 @@ func (s *Server) serveGrade(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, perr)
 		return
 	}
-	if m, ok := members(body); len(body) > 0 && (!ok || len(m) > 0) {
-		if !ok {
-			s.writeError(w, invalid([]fieldError{typeError("dict_type", []any{"body"}, body)}))
+	if len(body) > 0 {
+		if errs := decodeObject(body, []any{"body"}, &struct{}{}); len(errs) > 0 {
+			s.writeError(w, invalid(errs))
 			return
 		}
-		var errs []fieldError
-		for _, k := range sortedKeys(m) {
-			errs = append(errs, extraForbidden([]any{"body", k}, m[k]))
-		}
-		s.writeError(w, invalid(errs))
-		return
 	}
 	serveOnSession(s, w, r, (*session).grade)
 }

@@ -61,17 +61,17 @@ var agentPathSet = func() map[string]bool {
 
 // serveHealth serves GET /health.
 func serveHealth(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, object{{"status", "healthy"}})
+	writeJSON(w, http.StatusOK, health{Status: "healthy"})
 }
 
 // serveNotFound answers an unknown route as FastAPI does.
 func serveNotFound(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusNotFound, object{{"detail", "Not Found"}})
+	writeJSON(w, http.StatusNotFound, detail{"Not Found"})
 }
 
 // serveMethodNotAllowed answers a known route with the wrong method as FastAPI does.
 func serveMethodNotAllowed(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusMethodNotAllowed, object{{"detail", "Method Not Allowed"}})
+	writeJSON(w, http.StatusMethodNotAllowed, detail{"Method Not Allowed"})
 }
 
 // serveReady serves GET /ready, the readiness probe: 200 {"status":"ready"}
@@ -85,9 +85,9 @@ func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Unlock()
 	switch {
 	case down:
-		writeJSON(w, http.StatusServiceUnavailable, object{{"status", "shutting_down"}})
+		writeJSON(w, http.StatusServiceUnavailable, health{Status: "shutting_down"})
 	case active >= s.cfg.MaxSessions:
-		writeJSON(w, http.StatusServiceUnavailable, object{{"status", "at_capacity"}})
+		writeJSON(w, http.StatusServiceUnavailable, health{Status: "at_capacity"})
 	default:
 		if rc, ok := s.backend.(ReadinessChecker); ok {
 			var err error
@@ -100,11 +100,11 @@ func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 					fault = ie.Kind
 				}
 				s.log.Error("openenv: not ready", "fault", fault, "err", err.Error())
-				writeJSON(w, http.StatusServiceUnavailable, object{{"status", "not_ready"}, {"fault", fault}})
+				writeJSON(w, http.StatusServiceUnavailable, health{"not_ready", fault})
 				return
 			}
 		}
-		writeJSON(w, http.StatusOK, object{{"status", "ready"}})
+		writeJSON(w, http.StatusOK, health{Status: "ready"})
 	}
 }
 

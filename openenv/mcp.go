@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/seahaven/seahaven/env"
 )
 
@@ -27,29 +29,57 @@ var protocolVersions = map[string]bool{
 var nullID = json.RawMessage("null")
 
 // rpcResult is a successful JSON-RPC response.
-func rpcResult(id json.RawMessage, result any) object {
-	return object{{"jsonrpc", "2.0"}, {"id", id}, {"result", result}}
-}
-
-// rpcIDOf is the id of a JSON-RPC response made by rpcResult, rpcFailure
-// or rpcProto.
-func rpcIDOf(resp object) json.RawMessage {
-	for _, f := range resp {
-		if id, ok := f.value.(json.RawMessage); ok && f.key == "id" {
-			return id
-		}
-	}
-	return nullID
+func rpcResult(id json.RawMessage, result any) rpcResponse {
+	return rpcResponse{JSONRPC: "2.0", ID: id, Result: result}
 }
 
 // rpcFailure is a JSON-RPC error response.
-func rpcFailure(id json.RawMessage, code int, message string, data any) object {
-	return object{{"jsonrpc", "2.0"}, {"id", id}, {"error", object{{"code", code}, {"message", message}, {"data", data}}}}
+func rpcFailure(id json.RawMessage, code int, message string, data any) rpcResponse {
+	return rpcResponse{JSONRPC: "2.0", ID: id, Error: &rpcError{Code: code, Message: message, Data: data}}
 }
 
 // rpcProto renders a protoError as a JSON-RPC error response.
-func rpcProto(id json.RawMessage, perr *protoError) object {
-	return object{{"jsonrpc", "2.0"}, {"id", id}, {"error", perr.rpcError()}}
+func rpcProto(id json.RawMessage, perr *protoError) rpcResponse {
+	return rpcResponse{JSONRPC: "2.0", ID: id, Error: perr.rpcError()}
+}
+
+// rpcRequest is a JSON-RPC 2.0 request, or a notification when it has no
+// id. Params are read by each method.
+type rpcRequest struct {
+	JSONRPC rpcVersion `json:"jsonrpc"`
+	ID      rpcID      `json:"id"`
+	Method  string     `json:"method"`
+	Params  jsonObject `json:"params"`
+}
+
+// rpcVersion is a request's jsonrpc: "2.0".
+type rpcVersion string
+
+func (v *rpcVersion) UnmarshalJSON(b []byte) error {
+	if string(b) != `"2.0"` {
+		return &problem{"literal_error", "Input should be '2.0'"}
+	}
+	*v = "2.0"
+	return nil
+}
+
+// rpcID is a request's id: a string, an integer or null, kept as its JSON
+// (valid UTF-8) to echo in the response.
+type rpcID json.RawMessage
+
+func (id *rpcID) UnmarshalJSON(b []byte) error {
+	switch jsontext.Value(b).Kind() {
+	case 'n', '"':
+	case '0':
+		if !bytes.ContainsAny(b, ".eE") {
+			break
+		}
+		fallthrough
+	default:
+		return &problem{"type_error", "Input should be a valid string or integer"}
+	}
+	*id = rpcID(inputOf(b))
+	return nil
 }
 
 // serveMCP serves POST /mcp. The reply is always HTTP 200 with a JSON-RPC
@@ -159,7 +189,7 @@ func (s *Server) serveMCPDelete(w http.ResponseWriter, r *http.Request) {
 // own (every reply comes with its request), so 405 with the methods it takes.
 func serveMCPGet(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Allow", "POST, DELETE")
-	writeJSON(w, http.StatusMethodNotAllowed, object{{"detail", "Method Not Allowed: /mcp takes POST (JSON-RPC) and DELETE (end a session); it has no event stream"}})
+	writeJSON(w, http.StatusMethodNotAllowed, detail{"Method Not Allowed: /mcp takes POST (JSON-RPC) and DELETE (end a session); it has no event stream"})
 }
 
 // handleRPC answers one JSON-RPC 2.0 request; one naming a key twice in an
@@ -167,70 +197,58 @@ func serveMCPGet(w http.ResponseWriter, _ *http.Request) {
 // connection the request came on (an mcp message), nil for POST /mcp.
 // notify reports a notification: resp is then an empty result that only
 // /ws sends, to keep its one-reply-per-message rule.
-func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode rpcMode) (resp object, notify bool, created string) {
-	if !json.Valid(body) {
+func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode rpcMode) (resp rpcResponse, notify bool, created string) {
+	dup, syntax := checkJSON(body)
+	if syntax != nil {
 		return rpcFailure(nullID, rpcParseError, "Parse error", nil), false, ""
 	}
-	if mode != rpcWS { // a /ws message was checked whole
-		if loc, dup := duplicateKey(body); dup {
-			fe := duplicateKeyError(nil, loc)
-			return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+locString(fe.Loc)+": "+fe.Msg, nil), false, ""
-		}
+	if dup != nil {
+		fe := duplicateKeyError(nil, dup)
+		return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+locString(fe.Loc)+": "+fe.Msg, nil), false, ""
 	}
+	var req rpcRequest
 	m, ok := members(body)
 	if !ok {
 		return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: Input should be an object", nil), false, ""
 	}
-	rawID, hasID := m["id"]
+	errs := decodeMembers(m, nil, &req)
+	for _, k := range []string{"jsonrpc", "method"} {
+		if _, present := m[k]; !present {
+			errs = append(errs, missing([]any{k}, body))
+		}
+	}
 	id := nullID
-	var problems []string
-	if hasID {
-		if validID(rawID) {
-			id = sanitize(bytes.TrimSpace(rawID))
-		} else {
-			problems = append(problems, "id: Input should be a valid string or integer")
+	if req.ID != nil {
+		id = json.RawMessage(req.ID)
+	}
+	if len(errs) > 0 {
+		problems := make([]string, len(errs))
+		for i, fe := range errs {
+			problems[i] = locString(fe.Loc) + ": " + fe.Msg
 		}
-	}
-	for _, k := range sortedKeys(m) {
-		if k != "jsonrpc" && k != "method" && k != "params" && k != "id" {
-			problems = append(problems, k+": Extra inputs are not permitted")
-		}
-	}
-	if v, ok := m["jsonrpc"]; !ok {
-		problems = append(problems, "jsonrpc: Field required")
-	} else if s, _ := asString(v); s != "2.0" {
-		problems = append(problems, "jsonrpc: Input should be '2.0'")
-	}
-	method, isString := asString(m["method"])
-	if _, ok := m["method"]; !ok {
-		problems = append(problems, "method: Field required")
-	} else if !isString {
-		problems = append(problems, "method: Input should be a valid string")
-	}
-	params := map[string]json.RawMessage{}
-	if v, ok := m["params"]; ok {
-		if params, ok = members(v); !ok {
-			problems = append(problems, "params: Input should be a valid dictionary")
-		}
-	}
-	if len(problems) > 0 {
 		return rpcFailure(id, rpcInvalidRequest, "Invalid request: "+strings.Join(problems, "; "), nil), false, ""
 	}
+	_, hasID := m["id"]
+	method := req.Method
+	params := map[string]jsontext.Value{}
+	if req.Params != nil {
+		params, _ = members(jsontext.Value(req.Params))
+	}
 	if strings.HasPrefix(method, "notifications/") {
-		return rpcResult(id, object{}), !hasID, ""
+		return rpcResult(id, empty{}), !hasID, ""
 	}
 
 	switch method {
 	case "initialize":
 		return s.rpcInitializeSession(ctx, id, params, mode)
 	case "ping":
-		return rpcResult(id, object{}), false, ""
+		return rpcResult(id, empty{}), false, ""
 	case "tools/list":
 		return s.rpcToolsList(ctx, id, params, ws), false, ""
 	case "tools/call":
 		return s.rpcToolsCall(ctx, id, params, ws, mode == rpcStandard), false, ""
 	case "openenv/session/create":
-		return s.rpcSessionCreate(ctx, id, m["params"], ws), false, ""
+		return s.rpcSessionCreate(ctx, id, req.Params, ws), false, ""
 	case "openenv/session/close":
 		return s.rpcSessionClose(id, params, ws), false, ""
 	case "seahaven/grade":
@@ -241,30 +259,16 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 	return rpcFailure(id, rpcMethodNotFound, "Method not found: "+method, nil), false, ""
 }
 
-// validID reports whether raw is a JSON-RPC id: a string, an integer or null.
-func validID(raw json.RawMessage) bool {
-	raw = bytes.TrimSpace(raw)
-	if isNull(raw) {
-		return true
-	}
-	if _, ok := asString(raw); ok {
-		return true
-	}
-	return isInteger(raw)
-}
-
 // rpcInitialize answers the MCP initialize handshake.
-func (s *Server) rpcInitialize(params map[string]json.RawMessage) object {
-	version := defaultProtocolVersion
-	if v, ok := asString(params["protocolVersion"]); ok && protocolVersions[v] {
-		version = v
+func (s *Server) rpcInitialize(params map[string]jsontext.Value) initializeResult {
+	var r initializeResult
+	r.ProtocolVersion = defaultProtocolVersion
+	if v, ok := str(params["protocolVersion"]); ok && protocolVersions[v] {
+		r.ProtocolVersion = v
 	}
 	info, _ := s.info()
-	return object{
-		{"protocolVersion", version},
-		{"capabilities", object{{"tools", object{{"listChanged", false}}}}},
-		{"serverInfo", object{{"name", info.Name}, {"version", info.Version}}},
-	}
+	r.ServerInfo.Name, r.ServerInfo.Version = info.Name, info.Version
+	return r
 }
 
 // errRPCParams is a JSON-RPC invalid-params failure.
@@ -274,15 +278,15 @@ func (e errRPCParams) Error() string { return string(e) }
 
 // rpcSession resolves params.session_id. Without one it returns ws (nil on
 // POST /mcp), or the error when required.
-func (s *Server) rpcSession(params map[string]json.RawMessage, ws *session, required bool) (*session, error) {
+func (s *Server) rpcSession(params map[string]jsontext.Value, ws *session, required bool) (*session, error) {
 	raw, present := params["session_id"]
-	if !present || isNull(raw) {
+	if !present || raw.Kind() == 'n' {
 		if required {
 			return nil, errRPCParams("Invalid params - 'session_id' is required")
 		}
 		return ws, nil
 	}
-	id, ok := asString(raw)
+	id, ok := str(raw)
 	if !ok {
 		return nil, errRPCParams("Invalid params - 'session_id' must be a string")
 	}
@@ -297,7 +301,7 @@ func (s *Server) rpcSession(params map[string]json.RawMessage, ws *session, requ
 }
 
 // rpcToolsList answers tools/list.
-func (s *Server) rpcToolsList(ctx context.Context, id json.RawMessage, params map[string]json.RawMessage, ws *session) object {
+func (s *Server) rpcToolsList(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, ws *session) rpcResponse {
 	ss, err := s.rpcSession(params, ws, false)
 	if err != nil {
 		return rpcFailure(id, rpcInvalidParams, err.Error(), nil)
@@ -314,26 +318,26 @@ func (s *Server) rpcToolsList(ctx context.Context, id json.RawMessage, params ma
 	if perr != nil {
 		return rpcProto(id, perr)
 	}
-	return rpcResult(id, mcpToolList(tools))
+	return rpcResult(id, mcpTools(tools))
 }
 
 // rpcToolsCall answers tools/call. A tool failure is a -32603 error whose
 // data names its error_type.
-func (s *Server) rpcToolsCall(ctx context.Context, id json.RawMessage, params map[string]json.RawMessage, ws *session, std bool) object {
+func (s *Server) rpcToolsCall(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, ws *session, std bool) rpcResponse {
 	rawName, present := params["name"]
-	if !present || isNull(rawName) {
+	if !present || rawName.Kind() == 'n' {
 		return rpcFailure(id, rpcInvalidParams, "Missing 'name' in params", nil)
 	}
-	name, ok := asString(rawName)
+	name, ok := str(rawName)
 	if !ok {
 		return rpcFailure(id, rpcInvalidParams, "Invalid params - 'name' must be a string", nil)
 	}
 	args := json.RawMessage(`{}`)
-	if v, ok := params["arguments"]; ok && !isNull(v) {
-		if !isObject(v) {
+	if v, ok := params["arguments"]; ok && v.Kind() != 'n' {
+		if v.Kind() != '{' {
 			return rpcFailure(id, rpcInvalidParams, "Invalid params - 'arguments' must be an object", nil)
 		}
-		args = bytes.TrimSpace(v)
+		args = json.RawMessage(v)
 	}
 	ss, err := s.rpcSession(params, ws, false)
 	if err != nil {
@@ -356,12 +360,14 @@ func (s *Server) rpcToolsCall(ctx context.Context, id json.RawMessage, params ma
 		if out.err != nil && out.err.Kind == env.KindNotFound {
 			return rpcFailure(id, rpcInvalidParams, out.err.Message, nil)
 		}
-		return rpcResult(id, mcpStandardResult(out))
+		return rpcResult(id, out.standardResult())
 	}
 	if out.err != nil {
-		return rpcFailure(id, rpcInternalError, out.err.Message, object{{"error_type", out.err.Kind}})
+		return rpcFailure(id, rpcInternalError, out.err.Message, struct {
+			ErrorType string `json:"error_type"`
+		}{out.err.Kind})
 	}
-	return rpcResult(id, mcpCallResult(out))
+	return rpcResult(id, out.mcpResult())
 }
 
 // callThrowaway makes one call on an instance opened with the default
@@ -377,7 +383,7 @@ func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMe
 	if down {
 		return toolOutcome{}, shuttingDown()
 	}
-	opts, perr := s.options(resetRequest{})
+	opts, perr := s.options(resetData{})
 	if perr != nil {
 		return toolOutcome{}, perr
 	}
@@ -393,13 +399,13 @@ func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMe
 // rpcSessionCreate answers openenv/session/create. On /ws it returns the
 // connection's own session; on POST /mcp it makes a session (counted against
 // MaxSessions) and opens its instance with the default options at once.
-func (s *Server) rpcSessionCreate(ctx context.Context, id json.RawMessage, rawParams json.RawMessage, ws *session) object {
+func (s *Server) rpcSessionCreate(ctx context.Context, id json.RawMessage, rawParams jsonObject, ws *session) rpcResponse {
 	if ws != nil {
-		return rpcResult(id, object{{"session_id", ws.id}})
+		return rpcResult(id, sessionResult{SessionID: ws.id})
 	}
 	// The params are reset data (fixture, seed, task, …), unknown keys
 	// refused: the episode starts as a reset with them would.
-	if len(bytes.TrimSpace(rawParams)) > 0 && !isNull(rawParams) {
+	if rawParams != nil {
 		req, errs := parseReset(rawParams, []any{"params"})
 		if len(errs) > 0 {
 			return rpcProto(id, invalid(errs))
@@ -415,7 +421,7 @@ func (s *Server) rpcSessionCreate(ctx context.Context, id json.RawMessage, rawPa
 		ss.end()
 		return rpcProto(id, perr)
 	}
-	return rpcResult(id, object{{"session_id", ss.id}})
+	return rpcResult(id, sessionResult{SessionID: ss.id})
 }
 
 // start opens a new session's instance with the default options.
@@ -430,7 +436,7 @@ func (ss *session) start(ctx context.Context) *protoError {
 
 // rpcSessionClose answers openenv/session/close. A WebSocket's session
 // lives as long as its socket and cannot be closed this way.
-func (s *Server) rpcSessionClose(id json.RawMessage, params map[string]json.RawMessage, ws *session) object {
+func (s *Server) rpcSessionClose(id json.RawMessage, params map[string]jsontext.Value, ws *session) rpcResponse {
 	ss, err := s.rpcSession(params, ws, true)
 	if err != nil {
 		return rpcFailure(id, rpcInvalidParams, err.Error(), nil)
@@ -440,13 +446,13 @@ func (s *Server) rpcSessionClose(id json.RawMessage, params map[string]json.RawM
 	}
 	ss.stop(closeAbort, "closed by openenv/session/close")
 	ss.end()
-	return rpcResult(id, object{{"session_id", ss.id}, {"closed", true}})
+	return rpcResult(id, sessionResult{SessionID: ss.id, Closed: true})
 }
 
 // rpcGrade answers seahaven/grade, the trainer's grade request: the task's
 // grading of the session named by session_id (the /ws connection's own on
 // /ws) with every check's result. The agent listener does not serve it.
-func (s *Server) rpcGrade(ctx context.Context, id json.RawMessage, params map[string]json.RawMessage, ws *session) object {
+func (s *Server) rpcGrade(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, ws *session) rpcResponse {
 	ss, err := s.rpcSession(params, ws, ws == nil)
 	if err != nil {
 		return rpcFailure(id, rpcInvalidParams, err.Error(), nil)
@@ -473,7 +479,7 @@ func onAgentListener(ctx context.Context) bool {
 // other) with its instance opened at once, whose id the reply carries in
 // the Mcp-Session-Id header. Elsewhere (an mcp message on /ws, or a
 // session that exists) it only negotiates.
-func (s *Server) rpcInitializeSession(ctx context.Context, id json.RawMessage, params map[string]json.RawMessage, mode rpcMode) (object, bool, string) {
+func (s *Server) rpcInitializeSession(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, mode rpcMode) (rpcResponse, bool, string) {
 	result := s.rpcInitialize(params)
 	if mode != rpcPost {
 		return rpcResult(id, result), false, ""
@@ -497,7 +503,7 @@ type mcpSetupKey struct{}
 // setUp opens a new MCP session's instance: with the reset data of the
 // request's URL query when it has one, with the default options otherwise.
 func (ss *session) setUp(ctx context.Context) *protoError {
-	if req, ok := ctx.Value(mcpSetupKey{}).(resetRequest); ok {
+	if req, ok := ctx.Value(mcpSetupKey{}).(resetData); ok {
 		return ss.reset(ctx, req)
 	}
 	return ss.start(ctx)
@@ -508,12 +514,12 @@ func (ss *session) setUp(ctx context.Context) *protoError {
 // task, now, clock_mode, episode_id, control_tools (true or false) and
 // startup (a JSON object). Unknown keys and repeated keys are refused, as
 // in a reset.
-func resetFromQuery(q url.Values) (resetRequest, *protoError) {
+func resetFromQuery(q url.Values) (resetData, *protoError) {
 	var b strings.Builder
 	b.WriteByte('{')
 	for i, k := range slices.Sorted(maps.Keys(q)) {
 		if len(q[k]) > 1 {
-			return resetRequest{}, newError(codeValidation, "The /mcp URL names %s %d times; name each reset key once", k, len(q[k]))
+			return resetData{}, newError(codeValidation, "The /mcp URL names %s %d times; name each reset key once", k, len(q[k]))
 		}
 		v := q[k][0]
 		if i > 0 {
@@ -525,7 +531,7 @@ func resetFromQuery(q url.Values) (resetRequest, *protoError) {
 		switch {
 		case k == "seed" || k == "control_tools" || k == "startup":
 			if !json.Valid([]byte(v)) {
-				return resetRequest{}, newError(codeValidation, "The /mcp URL's %s=%s is not a JSON value", k, v)
+				return resetData{}, newError(codeValidation, "The /mcp URL's %s=%s is not a JSON value", k, v)
 			}
 			b.WriteString(v)
 		default:
@@ -534,9 +540,9 @@ func resetFromQuery(q url.Values) (resetRequest, *protoError) {
 		}
 	}
 	b.WriteByte('}')
-	req, errs := parseReset(json.RawMessage(b.String()), []any{"query"})
+	req, errs := parseReset([]byte(b.String()), []any{"query"})
 	if len(errs) > 0 {
-		return resetRequest{}, invalid(errs)
+		return resetData{}, invalid(errs)
 	}
 	return req, nil
 }
@@ -560,25 +566,12 @@ func sameOrigin(origin, host string) bool {
 
 // standardReply drops a JSON-RPC error's null data: the MCP specification
 // has no null optional fields, while OpenEnv's dialect sends "data": null.
-func standardReply(resp object) object {
-	for i, f := range resp {
-		if f.key != "error" {
-			continue
-		}
-		e, ok := f.value.(object)
-		if !ok {
-			return resp
-		}
-		kept := make(object, 0, len(e))
-		for _, ef := range e {
-			if ef.key == "data" && ef.value == nil {
-				continue
-			}
-			kept = append(kept, ef)
-		}
-		out := slices.Clone(resp)
-		out[i] = field{f.key, kept}
-		return out
+func standardReply(resp rpcResponse) rpcResponse {
+	if e, ok := resp.Error.(*rpcError); ok && e.Data == nil {
+		resp.Error = &struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		}{e.Code, e.Message}
 	}
 	return resp
 }

@@ -247,7 +247,7 @@ func (s *Server) open(ctx context.Context, opts OpenOptions, implicit bool, loc 
 	if err != nil {
 		if implicit {
 			info, _ := s.info()
-			return nil, &protoError{code: codeFactory, message: err.Error(), extra: object{{"factory_name", info.Name}}}
+			return nil, &protoError{code: codeFactory, message: err.Error(), extra: errorExtra{FactoryName: info.Name}}
 		}
 		return nil, newError(codeExecution, "%s", err.Error())
 	}
@@ -342,39 +342,43 @@ func (ss *session) idle(now time.Time, d time.Duration) bool {
 }
 
 // options turns a reset request into OpenOptions, filling the defaults.
-func (s *Server) options(req resetRequest) (OpenOptions, *protoError) {
+func (s *Server) options(req resetData) (OpenOptions, *protoError) {
 	info, perr := s.info()
 	if perr != nil {
 		return OpenOptions{}, perr
 	}
-	opts := OpenOptions{Fixture: info.DefaultFixture, Startup: req.startup, ControlTools: req.controlTools}
-	if req.task != nil && *req.task != "" {
+	opts := OpenOptions{Fixture: info.DefaultFixture, EpisodeID: uuid.NewString()}
+	if req.Startup != nil {
+		opts.Startup = *req.Startup
+	}
+	if req.ControlTools != nil {
+		opts.ControlTools = *req.ControlTools
+	}
+	if req.Task != nil && *req.Task != "" {
 		// A task names its own fixture: the world's default does not apply.
-		opts.Task, opts.Fixture = *req.task, ""
+		opts.Task, opts.Fixture = *req.Task, ""
 	}
-	if req.seed != nil {
-		opts.Seed = *req.seed
+	if req.Seed != nil {
+		opts.Seed = int64(*req.Seed)
 	}
-	if req.episodeID != nil {
-		opts.EpisodeID = *req.episodeID
-	} else {
-		opts.EpisodeID = uuid.NewString()
+	if req.EpisodeID != nil {
+		opts.EpisodeID = string(*req.EpisodeID)
 	}
-	if req.fixture != nil {
-		opts.Fixture = *req.fixture
+	if req.Fixture != nil {
+		opts.Fixture = *req.Fixture
 	}
-	if req.now != nil {
-		opts.Now = *req.now
+	if req.Now != nil {
+		opts.Now = string(*req.Now)
 	}
-	if req.clockMode != nil {
-		opts.ClockMode = *req.clockMode
+	if req.ClockMode != nil {
+		opts.ClockMode = string(*req.ClockMode)
 	}
 	return opts, nil
 }
 
 // reset replaces the session's instance with a new one opened from req.
 // When opening fails, the previous instance stays.
-func (ss *session) reset(ctx context.Context, req resetRequest) *protoError {
+func (ss *session) reset(ctx context.Context, req resetData) *protoError {
 	defer ss.begin()()
 	opts, perr := ss.srv.options(req)
 	if perr != nil {
@@ -426,7 +430,7 @@ func (ss *session) ensureLocked(ctx context.Context) *protoError {
 	if ss.inst != nil {
 		return nil
 	}
-	opts, perr := ss.srv.options(resetRequest{})
+	opts, perr := ss.srv.options(resetData{})
 	if perr != nil {
 		return perr
 	}
@@ -435,31 +439,31 @@ func (ss *session) ensureLocked(ctx context.Context) *protoError {
 
 // step runs one action and returns its step response: the observation, the
 // reward and the done flag.
-func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (object, *protoError) {
+func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (stepReply, *protoError) {
 	ctx, leave, perr := ss.enter(ctx, true)
 	if perr != nil {
-		return nil, perr
+		return stepReply{}, perr
 	}
 	defer leave()
 	if perr := ss.ensureLocked(ctx); perr != nil {
-		return nil, perr
+		return stepReply{}, perr
 	}
 	if perr := ss.overLocked(); perr != nil {
-		return nil, perr
+		return stepReply{}, perr
 	}
-	var obs object
-	if a.kind == actionListTools {
+	var obs any
+	if a.Type == actionListTools {
 		tools, perr := ss.srv.tools(ss.inst)
 		if perr != nil {
-			return nil, perr
+			return stepReply{}, perr
 		}
 		obs = listToolsObservation(tools)
 	} else {
-		out, perr := ss.callLocked(ctx, a.toolName, a.args, timeout)
+		out, perr := ss.callLocked(ctx, a.ToolName, json.RawMessage(a.Arguments), timeout)
 		if perr != nil {
-			return nil, perr
+			return stepReply{}, perr
 		}
-		obs = callToolObservation(a.toolName, out)
+		obs = out.observation(a.ToolName)
 	}
 	return ss.respondLocked(ctx, obs, timeout)
 }
@@ -468,16 +472,16 @@ func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (o
 // instance runs a task (it is a Grader) the reward and done flag are the
 // task's grading after the step; otherwise null and false. The slot must
 // be held.
-func (ss *session) respondLocked(ctx context.Context, obs object, timeout time.Duration) (object, *protoError) {
+func (ss *session) respondLocked(ctx context.Context, obs any, timeout time.Duration) (stepReply, *protoError) {
 	g, ok := ss.inst.(Grader)
 	if !ok {
-		return stepResponse(obs), nil
+		return stepReply{Observation: obs}, nil
 	}
 	res, perr := ss.gradeLocked(ctx, g, timeout, "the step ran, but grading its task failed: %s")
 	if perr != nil {
-		return nil, perr
+		return stepReply{}, perr
 	}
-	return gradedResponse(obs, res.Reward, res.Done), nil
+	return stepReply{Observation: obs, Reward: &res.Reward, Done: res.Done}, nil
 }
 
 // gradeLocked grades the session's task episode, bounded by timeout, and
@@ -622,7 +626,7 @@ func (s *Server) replyCarrying(raw []byte) int {
 	if len(raw) <= limit/maxResultCopies {
 		return 0
 	}
-	b, err := encode(mcpCallResult(toolOutcome{result: raw}))
+	b, err := encode(toolOutcome{result: raw}.mcpResult())
 	if err != nil || len(b) <= limit {
 		return 0
 	}
@@ -681,7 +685,7 @@ func (ss *session) state(ctx context.Context) (env.StateDoc, *protoError) {
 
 // inspect runs one read-only query and returns the encoded reply data,
 // holding the rows that fit in InspectRowLimit and MaxReplyBytes.
-func (ss *session) inspect(ctx context.Context, req inspectRequest) (compactJSON, *protoError) {
+func (ss *session) inspect(ctx context.Context, req inspectData) (json.RawMessage, *protoError) {
 	ctx, leave, perr := ss.enter(ctx, true)
 	if perr != nil {
 		return nil, perr
@@ -700,7 +704,7 @@ func (ss *session) inspect(ctx context.Context, req inspectRequest) (compactJSON
 	var res InspectRows
 	var err error
 	start := time.Now()
-	if perr := s.guardCtx(ctx, "Instance.Inspect", func() { res, err = ss.inst.Inspect(ictx, req.sql, req.params, lim) }); perr != nil {
+	if perr := s.guardCtx(ctx, "Instance.Inspect", func() { res, err = ss.inst.Inspect(ictx, string(req.SQL), req.args(), lim) }); perr != nil {
 		s.observeInspect(ctx, start, perr, true)
 		return nil, perr
 	}

@@ -3,7 +3,6 @@ package openenv
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -158,7 +157,7 @@ func (wc *wsConn) work() (websocket.StatusCode, string) {
 
 // answer writes reply unless the session has stopped or closing is set, and
 // reports done with how to close the socket when the session is over.
-func (wc *wsConn) answer(reply object, closing bool) (_ websocket.StatusCode, _ string, done bool) {
+func (wc *wsConn) answer(reply any, closing bool) (_ websocket.StatusCode, _ string, done bool) {
 	ss := wc.ss
 	if ss.ctx.Err() != nil {
 		code, reason := ss.closeStatus()
@@ -193,7 +192,7 @@ func closeReason(msg string) string {
 // follows it; a peer that has stopped reading is cut off by WriteTimeout,
 // and a dead one by pingLoop closing the connection. Writes do not overlap:
 // one goroutine at a time answers (see wsConn).
-func (wc *wsConn) write(frame object) error {
+func (wc *wsConn) write(frame any) error {
 	wc.writing.Store(true)
 	defer wc.writing.Store(false)
 	if err := wc.writeFrame(frame); err != nil {
@@ -204,25 +203,18 @@ func (wc *wsConn) write(frame object) error {
 }
 
 // writeFrame does the work of write.
-func (wc *wsConn) writeFrame(frame object) error {
-	buf := frameBuffers.Get().(*[]byte)
-	defer func() {
-		if cap(*buf) <= maxPooledFrame {
-			frameBuffers.Put(buf)
-		}
-	}()
-	b, err := appendValue((*buf)[:0], frame)
+func (wc *wsConn) writeFrame(frame any) error {
+	b, err := encode(frame)
 	switch {
 	case err != nil:
-		b, err = appendValue((*buf)[:0], newError(codeExecution, "reply cannot be encoded as JSON: %v", err).frame())
+		b, err = encode(newError(codeExecution, "reply cannot be encoded as JSON: %v", err).frame())
 	case len(b) > wc.srv.cfg.MaxReplyBytes:
 		wc.srv.log.Warn("openenv: a reply exceeds the reply limit", "session", wc.ref(), "bytes", len(b), "limit", wc.srv.cfg.MaxReplyBytes)
-		b, err = appendValue(b[:0], replyTooLarge(len(b), wc.srv.cfg.MaxReplyBytes).frame())
+		b, err = encode(replyTooLarge(len(b), wc.srv.cfg.MaxReplyBytes).frame())
 	}
 	if err != nil {
 		return err
 	}
-	*buf = b
 	ctx, cancel := withTimeout(context.Background(), wc.srv.cfg.WriteTimeout)
 	defer cancel()
 	return wc.c.Write(ctx, websocket.MessageText, b)
@@ -235,10 +227,6 @@ func (wc *wsConn) ref() string {
 	}
 	return wc.ss.ref
 }
-
-// frameBuffers holds buffers for encoding replies; Write has copied a
-// frame out by the time it returns.
-var frameBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // maxPooledFrame is the largest reply buffer kept for reuse.
 const maxPooledFrame = 64 << 10
@@ -489,7 +477,7 @@ var wsTypes = map[string]bool{"reset": true, "step": true, "state": false, "clos
 // or closing for a valid close message (which gets none). A panic, a defect
 // of the server itself since Backend panics are caught closer to the call,
 // becomes an EXECUTION_ERROR reply rather than ending the process.
-func (s *Server) handleMessage(ss *session, raw []byte) (reply object, closing bool) {
+func (s *Server) handleMessage(ss *session, raw []byte) (reply any, closing bool) {
 	if perr := s.guard("handling a message", func() { reply, closing = s.dispatch(ss, raw) }); perr != nil {
 		return perr.frame(), false
 	}
@@ -497,32 +485,24 @@ func (s *Server) handleMessage(ss *session, raw []byte) (reply object, closing b
 }
 
 // dispatch does the work of handleMessage.
-func (s *Server) dispatch(ss *session, raw []byte) (reply object, closing bool) {
+func (s *Server) dispatch(ss *session, raw []byte) (reply any, closing bool) {
 	ctx := ss.ctx
-	if !json.Valid(raw) {
+	dup, syntax := checkJSON(raw)
+	switch {
+	case syntax != nil:
 		s.observeWSMessage("invalid")
-		var v any
-		err := json.Unmarshal(raw, &v)
-		if err == nil { // json.Valid and Unmarshal disagree only on pathological input
-			err = errors.New("not a single JSON value")
-		}
-		return newError(codeInvalidJSON, "Invalid JSON: %v", err).frame(), false
-	}
-	if loc, dup := duplicateKey(raw); dup {
+		return newError(codeInvalidJSON, "Invalid JSON: %v", syntax).frame(), false
+	case dup != nil:
 		s.observeWSMessage("invalid")
-		return invalid([]fieldError{duplicateKeyError(nil, loc)}).frame(), false
+		return invalid([]fieldError{duplicateKeyError(nil, dup)}).frame(), false
 	}
-	var m map[string]json.RawMessage
-	ok := false
-	if t := bytes.TrimSpace(raw); t[0] == '{' { // valid JSON is never only space
-		m, ok = validMembers(t) // raw was validated just above
-	}
+	m, ok := members(raw)
 	if !ok {
 		s.observeWSMessage("invalid")
 		return invalid([]fieldError{{Type: "model_type", Loc: []any{}, Msg: "Input should be an object", Input: inputOf(raw)}}).frame(), false
 	}
 	t, present := m["type"]
-	typ, isString := asString(t)
+	typ, isString := str(t)
 	takesData, known := wsTypes[typ]
 	if !present || !isString || !known {
 		s.observeWSMessage("invalid")
@@ -555,7 +535,7 @@ func (s *Server) dispatch(ss *session, raw []byte) (reply object, closing bool) 
 		if perr != nil {
 			return perr.frame(), false
 		}
-		return frameOf("state", doc), false
+		return wsFrame{"state", doc}, false
 	case "reset":
 		req, errs := parseReset(data, []any{"data"})
 		if len(errs) > 0 {
@@ -564,7 +544,7 @@ func (s *Server) dispatch(ss *session, raw []byte) (reply object, closing bool) 
 		if perr := ss.reset(ctx, req); perr != nil {
 			return perr.frame(), false
 		}
-		return frameOf("observation", stepResponse(resetObservation)), false
+		return wsFrame{"observation", stepReply{Observation: resetObservation}}, false
 	case "step":
 		a, errs := parseAction(data, []any{"data"})
 		if len(errs) > 0 {
@@ -574,13 +554,13 @@ func (s *Server) dispatch(ss *session, raw []byte) (reply object, closing bool) 
 		if perr != nil {
 			return perr.frame(), false
 		}
-		return frameOf("observation", resp), false
+		return wsFrame{"observation", resp}, false
 	case "grade":
 		res, perr := ss.grade(ctx)
 		if perr != nil {
 			return perr.frame(), false
 		}
-		return frameOf("grade", res), false
+		return wsFrame{"grade", res}, false
 	case "inspect":
 		req, errs := parseInspect(data, []any{"data"})
 		if len(errs) > 0 {
@@ -590,12 +570,12 @@ func (s *Server) dispatch(ss *session, raw []byte) (reply object, closing bool) 
 		if perr != nil {
 			return perr.frame(), false
 		}
-		return frameOf("inspect", res), false
+		return wsFrame{"inspect", res}, false
 	default: // "mcp"
-		if !isObject(data) {
+		if data.Kind() != '{' {
 			return invalid([]fieldError{typeError("dict_type", []any{"data"}, data)}).frame(), false
 		}
 		resp, _, _ := s.handleRPC(ctx, data, ss, rpcWS)
-		return frameOf("mcp", resp), false
+		return wsFrame{"mcp", resp}, false
 	}
 }

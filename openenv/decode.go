@@ -1,0 +1,292 @@
+package openenv
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Messages are read strictly, with json v2: names match exactly (not
+// case-insensitively, as encoding/json's struct decoding would), no object
+// names a key twice, unknown keys are refused, and every failure is
+// reported in pydantic's shape with its location, so clients written
+// against OpenEnv read them unchanged. A JSON null counts as a key left
+// out. Invalid UTF-8 in a string reads as U+FFFD, as encoding/json reads it.
+
+// readOpts are the json v2 options of every read.
+var readOpts = jsonv2.JoinOptions(jsontext.AllowInvalidUTF8(true), jsonv2.RejectUnknownMembers(true))
+
+// checkJSON reports whether raw is one JSON value in which no object names
+// a key twice. syntax is the failure of JSON that does not parse, in
+// encoding/json's words (clients see them); dup is the pydantic location of
+// the first repeated key.
+func checkJSON(raw []byte) (dup []any, syntax error) {
+	if jsontext.Value(raw).IsValid(jsontext.AllowInvalidUTF8(true)) {
+		return nil, nil
+	}
+	d := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowInvalidUTF8(true))
+	_, err := d.ReadValue()
+	if err == nil {
+		if _, err = d.ReadToken(); err == io.EOF {
+			return nil, nil
+		}
+	}
+	var se *jsontext.SyntacticError
+	if errors.As(err, &se) && errors.Is(se.Err, jsontext.ErrDuplicateName) {
+		return locOf(raw, se.JSONPointer), nil
+	}
+	var v any
+	if err = json.Unmarshal(raw, &v); err == nil { // the two disagree only on pathological input
+		err = errors.New("not a single JSON value")
+	}
+	return nil, err
+}
+
+// locOf turns a JSON pointer into raw into a pydantic location: object keys
+// as strings, array indexes as numbers.
+func locOf(raw []byte, ptr jsontext.Pointer) []any {
+	var loc []any
+	v := jsontext.Value(raw)
+	for tok := range ptr.Tokens() {
+		switch v.Kind() {
+		case '[':
+			var elems []jsontext.Value
+			n, _ := strconv.Atoi(tok)
+			loc = append(loc, n)
+			if jsonv2.Unmarshal(v, &elems, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) != nil || n >= len(elems) {
+				return loc
+			}
+			v = elems[n]
+		default:
+			var m map[string]jsontext.Value
+			loc = append(loc, tok)
+			if jsonv2.Unmarshal(v, &m, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) != nil {
+				return loc
+			}
+			v = m[tok]
+		}
+	}
+	return loc
+}
+
+// duplicateKeyError is the validation failure of a message, body or
+// request that names a key twice in one object; prefix comes before loc.
+func duplicateKeyError(prefix, loc []any) fieldError {
+	key := loc[len(loc)-1]
+	return fieldError{Type: "duplicate_key", Loc: at(prefix, loc...),
+		Msg: fmt.Sprintf("Duplicate key %q: an object may name each key once", key), Input: mustEncode(key)}
+}
+
+// members decodes raw, JSON that checkJSON accepted, as an object; ok is
+// false when it is not one.
+func members(raw jsontext.Value) (m map[string]jsontext.Value, ok bool) {
+	if raw.Kind() != '{' {
+		return nil, false
+	}
+	return m, jsonv2.Unmarshal(raw, &m, readOpts) == nil
+}
+
+// problem is a value that has the right JSON type but breaks a rule of the
+// protocol: the pydantic type and message of its failure.
+type problem struct{ typ, msg string }
+
+func (p *problem) Error() string { return p.msg }
+
+// pydanticTypes name a value of the wrong JSON type by the Go kind it
+// decodes into.
+var pydanticTypes = map[reflect.Kind]string{
+	reflect.String: "string_type", reflect.Int64: "int_type", reflect.Float64: "float_type",
+	reflect.Bool: "bool_type", reflect.Map: "dict_type", reflect.Slice: "list_type",
+}
+
+// typeMessages are pydantic's messages for a value of the wrong type.
+var typeMessages = map[string]string{
+	"int_type":    "Input should be a valid integer",
+	"string_type": "Input should be a valid string",
+	"bool_type":   "Input should be a valid boolean",
+	"dict_type":   "Input should be a valid dictionary",
+	"list_type":   "Input should be a valid list",
+	"float_type":  "Input should be a valid number",
+	"scalar_type": "Input should be a valid string, number, boolean or null",
+}
+
+// decodeMembers decodes the members of m into the fields of the struct dst
+// points to, by their json tags, in key order: a key dst has no field for is
+// extra_forbidden, a value that fails to decode is reported at loc and its
+// key, as the *problem its type returned or as the type error its field's
+// kind names. A pointer field is optional, as pydantic's Optional: null
+// reads as the key left out. Other fields refuse null, but for types that
+// read it themselves (their UnmarshalJSON) and raw JSON.
+func decodeMembers(m map[string]jsontext.Value, loc []any, dst any) []fieldError {
+	v := reflect.ValueOf(dst).Elem()
+	fields := fieldsOf(v.Type())
+	var errs []fieldError
+	for _, k := range sortedKeys(m) {
+		val := m[k]
+		i, ok := fields[k]
+		var f reflect.Value
+		if ok {
+			f = v.Field(i)
+		}
+		switch {
+		case !ok:
+			errs = append(errs, extraForbidden(at(loc, k), val))
+			continue
+		case val.Kind() == 'n' && f.Kind() == reflect.Pointer:
+			continue
+		}
+		var err error
+		_, custom := f.Addr().Interface().(json.Unmarshaler)
+		if val.Kind() == 'n' && !custom && f.Type() != reflect.TypeFor[jsontext.Value]() {
+			err = errors.New("null")
+		} else if err = jsonv2.Unmarshal(val, f.Addr().Interface(), readOpts); err == nil {
+			continue
+		}
+		var p *problem
+		if errors.As(err, &p) {
+			errs = append(errs, fieldError{Type: p.typ, Loc: at(loc, k), Msg: p.msg, Input: inputOf(val)})
+			continue
+		}
+		t := f.Type()
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		kind := pydanticTypes[t.Kind()]
+		if t == reflect.TypeFor[jsonObject]() || t == reflect.TypeFor[startupData]() {
+			kind = "dict_type"
+		}
+		errs = append(errs, typeError(kind, at(loc, k), val))
+	}
+	return errs
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys(m map[string]jsontext.Value) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// structFields caches fieldsOf.
+var structFields sync.Map // reflect.Type -> map[string]int
+
+// fieldsOf maps the json tag names of a struct type's fields to their
+// indexes.
+func fieldsOf(t reflect.Type) map[string]int {
+	if m, ok := structFields.Load(t); ok {
+		return m.(map[string]int)
+	}
+	m := map[string]int{}
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			m[name] = i
+		}
+	}
+	structFields.Store(t, m)
+	return m
+}
+
+// decodeObject decodes raw, JSON that checkJSON accepted, into dst as
+// decodeMembers does, and reports each required key raw lacks.
+func decodeObject(raw jsontext.Value, loc []any, dst any, required ...string) []fieldError {
+	m, ok := members(raw)
+	if !ok {
+		return []fieldError{typeError("dict_type", at(loc), raw)}
+	}
+	return decodeRequired(m, raw, loc, dst, required...)
+}
+
+// decodeRequired is decodeObject for raw's members m.
+func decodeRequired(m map[string]jsontext.Value, raw []byte, loc []any, dst any, required ...string) []fieldError {
+	errs := decodeMembers(m, loc, dst)
+	for _, k := range required {
+		if _, present := m[k]; !present {
+			errs = append(errs, missing(at(loc, k), raw))
+		}
+	}
+	return errs
+}
+
+// at returns a fresh location: prefix followed by more.
+func at(prefix []any, more ...any) []any {
+	loc := make([]any, 0, len(prefix)+len(more))
+	return append(append(loc, prefix...), more...)
+}
+
+// maxEchoDepth bounds the nesting of an input echoed in a validation error.
+// A reply wraps the input a few levels deeper, and encoding/json refuses
+// JSON nested more than 10000 levels, so echoing input nested that deep
+// would leave the refusal itself unencodable.
+const maxEchoDepth = 1000
+
+// deepInput stands in for an input nested more than maxEchoDepth levels.
+var deepInput = json.RawMessage(`"(input nested more than 1000 levels deep, not echoed)"`)
+
+// inputOf returns raw for a fieldError's input, null when absent, and as
+// valid UTF-8: echoing a client's input never puts invalid UTF-8 in a text
+// frame.
+func inputOf(raw []byte) json.RawMessage {
+	if raw = bytes.TrimSpace(raw); len(raw) == 0 {
+		return json.RawMessage("null")
+	}
+	depth := 0
+	for tok, err := range tokens(raw) {
+		if err != nil {
+			break
+		}
+		switch tok {
+		case '[', '{':
+			if depth++; depth > maxEchoDepth {
+				return deepInput
+			}
+		case ']', '}':
+			depth--
+		}
+	}
+	return bytes.ToValidUTF8(raw, []byte("\uFFFD"))
+}
+
+// tokens yields the kind of each token of raw.
+func tokens(raw []byte) func(yield func(jsontext.Kind, error) bool) {
+	return func(yield func(jsontext.Kind, error) bool) {
+		d := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
+		for {
+			tok, err := d.ReadToken()
+			if err == io.EOF || !yield(tok.Kind(), err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+func extraForbidden(loc []any, raw []byte) fieldError {
+	return fieldError{Type: "extra_forbidden", Loc: loc, Msg: "Extra inputs are not permitted", Input: inputOf(raw)}
+}
+
+func missing(loc []any, parent []byte) fieldError {
+	return fieldError{Type: "missing", Loc: loc, Msg: "Field required", Input: inputOf(parent)}
+}
+
+// typeError reports a value of the wrong JSON type; kind is a pydantic type
+// name such as "int_type".
+func typeError(kind string, loc []any, raw []byte) fieldError {
+	return fieldError{Type: kind, Loc: loc, Msg: typeMessages[kind], Input: inputOf(raw)}
+}
+
+// str decodes a JSON string; ok is false for any other value.
+func str(v jsontext.Value) (s string, ok bool) {
+	return s, v.Kind() == '"' && jsonv2.Unmarshal(v, &s, readOpts) == nil
+}
