@@ -25,8 +25,9 @@ var episodePaths = map[string]bool{"/reset": true, "/step": true, "/state": true
 // GET /health, /metadata, /schema and /openapi.json (which lists only
 // these). Every other path is 404 {"detail":"Not Found"}, so an agent
 // sandbox that can reach only this listener cannot open /ws, reset, read
-// the state or inspect, whatever the mode. It shares the server's sessions,
-// capacity and token. The same handler is returned on each call; it is safe
+// the state or inspect, whatever the mode. It reaches only the sessions it
+// started (an id of any other session is unknown there), at most
+// Config.AgentMaxSessions of them at once, and shares the server's token. The same handler is returned on each call; it is safe
 // for concurrent use.
 func (s *Server) AgentHandler() http.Handler { return s.agent }
 
@@ -42,10 +43,13 @@ func (s *Server) agentRoutes() http.Handler {
 		b, err := agentOpenAPI.get(func(path string) bool { return agentPathSet[path] })
 		writeOpenAPI(w, b, err)
 	})
-	r.Post("/mcp", func(w http.ResponseWriter, r *http.Request) {
-		s.serveMCP(w, r.WithContext(context.WithValue(r.Context(), agentListenerKey{}, true)))
-	})
-	r.Delete("/mcp", s.serveMCPDelete)
+	agent := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			h(w, r.WithContext(context.WithValue(r.Context(), agentListenerKey{}, true)))
+		}
+	}
+	r.Post("/mcp", agent(s.serveMCP))
+	r.Delete("/mcp", agent(s.serveMCPDelete))
 	r.Get("/mcp", serveMCPGet)
 	return s.RequireToken(s.limitBodies(r))
 }

@@ -3,6 +3,7 @@ package openenv_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -184,6 +185,67 @@ func TestServer_AgentHandler(t *testing.T) {
 		code, state, _ := s.httpDo(t, "GET", "/state", "", map[string]string{openenv.SessionHeader: id})
 		if code != http.StatusOK || field(t, state, "step_count") != json.Number("1") {
 			t.Errorf("GET /state of the agent's session: %d %s", code, state)
+		}
+	})
+
+	t.Run("ReachesOnlyItsOwnSessions", func(t *testing.T) {
+		// A trainer's HTTP session (its id chosen by the trainer), an MCP
+		// session and a standard MCP session of the main listener.
+		if code, body, _ := s.httpDo(t, "POST", "/reset", `{}`, map[string]string{openenv.SessionHeader: "grader-1"}); code != http.StatusOK {
+			t.Fatalf("POST /reset: %d %s", code, body)
+		}
+		_, body, _ := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create"}`, nil)
+		mcpID := str(t, body, "result.session_id")
+		_, _, hdr := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
+		stdID := hdr.Header.Get(openenv.MCPSessionHeader)
+		if stdID == "" {
+			t.Fatal("initialize on the main listener issued no session")
+		}
+		before := len(s.Sessions())
+		for _, id := range []string{"grader-1", mcpID, stdID} {
+			for _, req := range []string{
+				`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"session_id":"` + id + `","name":"echo","arguments":{"message":"x"}}}`,
+				`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"session_id":"` + id + `"}}`,
+				`{"jsonrpc":"2.0","id":1,"method":"openenv/session/close","params":{"session_id":"` + id + `"}}`,
+			} {
+				_, body := s.agentDo(t, "POST", "/mcp", req, nil)
+				if got := str(t, body, "error.message"); got != "Unknown session_id: "+id {
+					t.Errorf("agent %s: %s, want Unknown session_id", req, body)
+				}
+			}
+		}
+		if code, body := s.agentDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, map[string]string{openenv.MCPSessionHeader: stdID}); code != http.StatusNotFound {
+			t.Errorf("agent POST /mcp with the main listener's Mcp-Session-Id: %d %s, want 404", code, body)
+		}
+		if code, body := s.agentDo(t, "DELETE", "/mcp", "", map[string]string{openenv.MCPSessionHeader: stdID}); code != http.StatusNotFound {
+			t.Errorf("agent DELETE /mcp of the main listener's session: %d %s, want 404", code, body)
+		}
+		if after := len(s.Sessions()); after != before {
+			t.Errorf("%d sessions live after the agent's attempts, want %d", after, before)
+		}
+		if code, state, _ := s.httpDo(t, "GET", "/state", "", map[string]string{openenv.SessionHeader: "grader-1"}); code != http.StatusOK || field(t, state, "step_count") != json.Number("0") {
+			t.Errorf("the trainer's session after the agent's attempts: %d %s", code, state)
+		}
+	})
+
+	t.Run("AgentQuota", func(t *testing.T) {
+		s := mustServeAgent(t, openenv.Config{MaxSessions: 8, AgentMaxSessions: 2})
+		create := `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create"}`
+		for i := range 2 {
+			if _, body := s.agentDo(t, "POST", "/mcp", create, nil); str(t, body, "result.session_id") == "" {
+				t.Fatalf("agent session %d: %s", i+1, body)
+			}
+		}
+		_, body := s.agentDo(t, "POST", "/mcp", create, nil)
+		if msg := str(t, body, "error.message"); !strings.Contains(msg, "Agent sessions at capacity: 2/2") {
+			t.Fatalf("a third agent session: %s, want the agent quota's refusal", body)
+		}
+		// The trainers' share stays free.
+		for i := range 6 {
+			id := fmt.Sprintf("trainer-%d", i)
+			if code, body, _ := s.httpDo(t, "POST", "/reset", `{}`, map[string]string{openenv.SessionHeader: id}); code != http.StatusOK {
+				t.Fatalf("trainer reset %d with the agents at their quota: %d %s", i, code, body)
+			}
 		}
 	})
 

@@ -129,7 +129,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	mode, bound := rpcPost, (*session)(nil)
 	if sid := r.Header.Get(MCPSessionHeader); sid != "" {
 		bound = s.lookup(sid)
-		if bound == nil || bound.transport != TransportMCP {
+		if !reachable(ctx, bound) || bound.transport != TransportMCP {
 			// The spec: an unknown or ended session is 404, and the client
 			// starts a new one with initialize.
 			w.Header().Set("Content-Type", "application/json")
@@ -176,7 +176,7 @@ func (s *Server) serveMCPDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ss := s.lookup(sid)
-	if ss == nil || ss.transport != TransportMCP {
+	if !reachable(r.Context(), ss) || ss.transport != TransportMCP {
 		s.writeError(w, unknownSession(sid))
 		return
 	}
@@ -250,7 +250,7 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 	case "openenv/session/create":
 		return s.rpcSessionCreate(ctx, id, req.Params, ws), false, ""
 	case "openenv/session/close":
-		return s.rpcSessionClose(id, params, ws), false, ""
+		return s.rpcSessionClose(ctx, id, params, ws), false, ""
 	case "seahaven/grade":
 		if !onAgentListener(ctx) {
 			return s.rpcGrade(ctx, id, params, ws), false, ""
@@ -278,7 +278,7 @@ func (e errRPCParams) Error() string { return string(e) }
 
 // rpcSession resolves params.session_id. Without one it returns ws (nil on
 // POST /mcp), or the error when required.
-func (s *Server) rpcSession(params map[string]jsontext.Value, ws *session, required bool) (*session, error) {
+func (s *Server) rpcSession(ctx context.Context, params map[string]jsontext.Value, ws *session, required bool) (*session, error) {
 	raw, present := params["session_id"]
 	if !present || raw.Kind() == 'n' {
 		if required {
@@ -294,7 +294,7 @@ func (s *Server) rpcSession(params map[string]jsontext.Value, ws *session, requi
 		return ws, nil
 	}
 	ss := s.lookup(id)
-	if ss == nil {
+	if !reachable(ctx, ss) {
 		return nil, errRPCParams("Unknown session_id: " + id)
 	}
 	return ss, nil
@@ -302,7 +302,7 @@ func (s *Server) rpcSession(params map[string]jsontext.Value, ws *session, requi
 
 // rpcToolsList answers tools/list.
 func (s *Server) rpcToolsList(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, ws *session) rpcResponse {
-	ss, err := s.rpcSession(params, ws, false)
+	ss, err := s.rpcSession(ctx, params, ws, false)
 	if err != nil {
 		return rpcFailure(id, rpcInvalidParams, err.Error(), nil)
 	}
@@ -339,7 +339,7 @@ func (s *Server) rpcToolsCall(ctx context.Context, id json.RawMessage, params ma
 		}
 		args = json.RawMessage(v)
 	}
-	ss, err := s.rpcSession(params, ws, false)
+	ss, err := s.rpcSession(ctx, params, ws, false)
 	if err != nil {
 		return rpcFailure(id, rpcInvalidParams, err.Error(), nil)
 	}
@@ -412,7 +412,7 @@ func (s *Server) rpcSessionCreate(ctx context.Context, id json.RawMessage, rawPa
 		}
 		ctx = context.WithValue(ctx, mcpSetupKey{}, req)
 	}
-	ss, perr := s.newSession(TransportMCP)
+	ss, perr := s.newMCPSession(ctx)
 	if perr != nil {
 		return rpcProto(id, perr)
 	}
@@ -436,8 +436,8 @@ func (ss *session) start(ctx context.Context) *protoError {
 
 // rpcSessionClose answers openenv/session/close. A WebSocket's session
 // lives as long as its socket and cannot be closed this way.
-func (s *Server) rpcSessionClose(id json.RawMessage, params map[string]jsontext.Value, ws *session) rpcResponse {
-	ss, err := s.rpcSession(params, ws, true)
+func (s *Server) rpcSessionClose(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, ws *session) rpcResponse {
+	ss, err := s.rpcSession(ctx, params, ws, true)
 	if err != nil {
 		return rpcFailure(id, rpcInvalidParams, err.Error(), nil)
 	}
@@ -453,7 +453,7 @@ func (s *Server) rpcSessionClose(id json.RawMessage, params map[string]jsontext.
 // grading of the session named by session_id (the /ws connection's own on
 // /ws) with every check's result. The agent listener does not serve it.
 func (s *Server) rpcGrade(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, ws *session) rpcResponse {
-	ss, err := s.rpcSession(params, ws, ws == nil)
+	ss, err := s.rpcSession(ctx, params, ws, ws == nil)
 	if err != nil {
 		return rpcFailure(id, rpcInvalidParams, err.Error(), nil)
 	}
@@ -484,7 +484,7 @@ func (s *Server) rpcInitializeSession(ctx context.Context, id json.RawMessage, p
 	if mode != rpcPost {
 		return rpcResult(id, result), false, ""
 	}
-	ss, perr := s.newSession(TransportMCP)
+	ss, perr := s.newMCPSession(ctx)
 	if perr != nil {
 		return rpcProto(id, perr), false, ""
 	}

@@ -47,6 +47,11 @@ type Config struct {
 	// MaxSessions caps the live sessions. WebSocket sessions, /mcp sessions
 	// and HTTP sessions share the one pool. Default DefaultMaxSessions.
 	MaxSessions int
+	// AgentMaxSessions caps the live sessions started through the agent
+	// listener (AgentHandler), within MaxSessions: agents cannot take the
+	// rest, which stays for trainers. Default a quarter of MaxSessions, at
+	// least one.
+	AgentMaxSessions int
 	// IdleTimeout closes a session that has had no reset, step, mcp or inspect
 	// for this long (state does not count; a call in progress keeps it
 	// alive). A WebSocket is closed with StatusGoingAway and a reason.
@@ -129,6 +134,10 @@ func (c Config) withDefaults() Config {
 	if c.MaxSessions <= 0 {
 		c.MaxSessions = DefaultMaxSessions
 	}
+	if c.AgentMaxSessions <= 0 {
+		c.AgentMaxSessions = max(c.MaxSessions/4, 1)
+	}
+	c.AgentMaxSessions = min(c.AgentMaxSessions, c.MaxSessions)
 	dur := func(d *time.Duration, def time.Duration) {
 		if *d == 0 {
 			*d = def
@@ -246,6 +255,8 @@ type Server struct {
 	defaultHTTP *session // the session of HTTP requests without a session header
 	shutdown    bool     // Shutdown has begun; no new sessions
 	reaping     bool     // the idle reaper goroutine is running
+	// agentSessions counts the live sessions of the agent listener.
+	agentSessions int
 
 	quit       chan struct{} // closed when Shutdown begins
 	reaperDone chan struct{} // closed when the reaper returns

@@ -28,6 +28,10 @@ type session struct {
 	ref       string
 	transport string
 	created   time.Time
+	// agent marks a session started through the agent listener: only that
+	// listener's requests reach it there, and no other session is reached
+	// from there.
+	agent bool
 
 	ctx    context.Context // cancelled when the session stops
 	cancel context.CancelFunc
@@ -105,6 +109,36 @@ func (s *Server) newSessionLocked(transport, id string) (*session, *protoError) 
 	return ss, nil
 }
 
+// newMCPSession registers a session with a new id for an MCP request,
+// marked as the agent's and counted against AgentMaxSessions when the
+// request came through the agent listener.
+func (s *Server) newMCPSession(ctx context.Context) (*session, *protoError) {
+	agent := onAgentListener(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if agent && s.agentSessions >= s.cfg.AgentMaxSessions && !s.shutdown {
+		s.observeRejected(TransportMCP)
+		return nil, &protoError{
+			code: codeCapacity,
+			message: fmt.Sprintf("Agent sessions at capacity: %d/%d sessions started through the agent listener are live (the server's agent-max-sessions). End one (DELETE /mcp or openenv/session/close) before starting another.",
+				s.agentSessions, s.cfg.AgentMaxSessions),
+			extra: errorExtra{ActiveSessions: s.agentSessions, MaxSessions: s.cfg.AgentMaxSessions},
+		}
+	}
+	ss, perr := s.newSessionLocked(TransportMCP, "")
+	if perr == nil && agent {
+		ss.agent = true
+		s.agentSessions++
+	}
+	return ss, perr
+}
+
+// reachable reports whether a request with ctx may use ss: on the agent
+// listener only the agent's own sessions are reachable, elsewhere all.
+func reachable(ctx context.Context, ss *session) bool {
+	return ss != nil && (ss.agent || !onAgentListener(ctx))
+}
+
 // newSession registers a session with a new id.
 func (s *Server) newSession(transport string) (*session, *protoError) {
 	s.mu.Lock()
@@ -125,6 +159,9 @@ func (s *Server) remove(ss *session) {
 	defer s.mu.Unlock()
 	if s.sessions[ss.id] == ss {
 		delete(s.sessions, ss.id)
+		if ss.agent {
+			s.agentSessions--
+		}
 	}
 	if s.defaultHTTP == ss {
 		s.defaultHTTP = nil

@@ -48,6 +48,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	instances := fs.String("instances", envOr("SEAHAVEN_INSTANCES", ""), "where instance directories are made (default: <tmp>/seahaven-instances; env SEAHAVEN_INSTANCES)")
 	logLevel := fs.String("log-level", envOr("SEAHAVEN_LOG_LEVEL", "info"), "debug, info, warn or error (env SEAHAVEN_LOG_LEVEL)")
 	logFormat := fs.String("log-format", envOr("SEAHAVEN_LOG_FORMAT", "json"), "json or text (env SEAHAVEN_LOG_FORMAT)")
+	agentMax := fs.Int("agent-max-sessions", envInt("SEAHAVEN_AGENT_MAX_SESSIONS", 0), "the most live sessions started through --agent-addr, within --max-sessions; 0 is a quarter of --max-sessions (env SEAHAVEN_AGENT_MAX_SESSIONS)")
 	agentAddr := fs.String("agent-addr", envOr("SEAHAVEN_AGENT_ADDR", ""), "also listen here serving only the agent routes: /mcp, /health, /metadata, /schema, /openapi.json (default: off; env SEAHAVEN_AGENT_ADDR)")
 	token := fs.String("token", "", "require Authorization: Bearer <token> on every route but /health and /ready (env SEAHAVEN_TOKEN, preferred: a flag shows in ps)")
 	production := fs.Bool("production", false, "production mode: no POST /reset, POST /step, GET /state, POST /inspect (env SEAHAVEN_PRODUCTION=true)")
@@ -96,7 +97,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	}
 	defer backend.Close()
 	srv := openenv.NewServer(backend, openenv.Config{
-		MaxSessions: *maxSessions, IdleTimeout: *idle, StepTimeout: *stepTimeout, Logger: logger,
+		MaxSessions: *maxSessions, AgentMaxSessions: *agentMax, IdleTimeout: *idle, StepTimeout: *stepTimeout, Logger: logger,
 		MaxMessageBytes: *maxMessage, MaxReplyBytes: *maxReply, Token: *token, Production: *production,
 		MaxPendingBytes: *maxPendingBytes, MaxPendingTotal: *maxPendingTotal, LargeMessageRate: *largeRate,
 	})
