@@ -31,6 +31,21 @@ func (s *Server) RequireToken(next http.Handler) http.Handler {
 	if s.cfg.Token == "" {
 		return next
 	}
+	return s.requireSecret(&s.auth, true, next)
+}
+
+// requireAgentToken is RequireToken for the agent listener: with an
+// AgentToken configured, that token alone (no cookie) opens it.
+func (s *Server) requireAgentToken(next http.Handler) http.Handler {
+	if s.cfg.AgentToken == "" {
+		return s.RequireToken(next)
+	}
+	return s.requireSecret(&s.agentAuth, false, next)
+}
+
+// requireSecret refuses a request to any route but the open ones without
+// the bearer token of a, or with cookies, the session cookie.
+func (s *Server) requireSecret(a *secrets, cookies bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if openPaths[r.URL.Path] {
 			next.ServeHTTP(w, r)
@@ -38,7 +53,7 @@ func (s *Server) RequireToken(next http.Handler) http.Handler {
 		}
 		token, ok := bearerToken(r.Header.Get("Authorization"))
 		if !ok {
-			if s.sessionCookieValid(r) {
+			if cookies && s.sessionCookieValid(r) {
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -46,7 +61,7 @@ func (s *Server) RequireToken(next http.Handler) http.Handler {
 				"Not authenticated: send the header Authorization: Bearer <token>")
 			return
 		}
-		if !s.auth.tokenMatches(token) {
+		if !a.tokenMatches(token) {
 			s.unauthorized(w, r, `Bearer realm="seahaven", error="invalid_token"`, "Invalid bearer token")
 			return
 		}

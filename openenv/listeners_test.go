@@ -264,6 +264,48 @@ func TestServer_AgentHandler(t *testing.T) {
 	})
 }
 
+// With an agent token, each listener takes its own credential only: an
+// agent sandbox's token opens /mcp on the agent listener and nothing on the
+// main one, and the trainer's token does not open the agent listener.
+func TestServer_AgentToken(t *testing.T) {
+	s := mustServeAgent(t, openenv.Config{Token: testToken, AgentToken: "agent-secret"})
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	bearer := func(tok string) map[string]string { return map[string]string{"Authorization": "Bearer " + tok} }
+	tests := []struct {
+		name  string
+		agent bool   // the agent listener, else the main one
+		token string // "" sends none
+		want  int
+	}{
+		{"AgentWithAgentToken", true, "agent-secret", http.StatusOK},
+		{"AgentWithMainToken", true, testToken, http.StatusUnauthorized},
+		{"AgentWithout", true, "", http.StatusUnauthorized},
+		{"MainWithMainToken", false, testToken, http.StatusOK},
+		{"MainWithAgentToken", false, "agent-secret", http.StatusUnauthorized},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var hdr map[string]string
+			if tt.token != "" {
+				hdr = bearer(tt.token)
+			}
+			var code int
+			var body string
+			if tt.agent {
+				code, body = s.agentDo(t, "POST", "/mcp", list, hdr)
+			} else {
+				code, body, _ = s.httpDo(t, "POST", "/mcp", list, hdr)
+			}
+			if code != tt.want {
+				t.Errorf("status %d, want %d; body %s", code, tt.want, body)
+			}
+		})
+	}
+	if code, _ := s.agentDo(t, "GET", "/health", "", nil); code != http.StatusOK {
+		t.Errorf("agent /health without a token: status %d", code)
+	}
+}
+
 func TestServer_Ready(t *testing.T) {
 	s := mustServe(t, newFake(t), openenv.Config{MaxSessions: 2})
 	ready := func(want int, status string) {

@@ -122,6 +122,12 @@ type Config struct {
 	// Token, when not empty, is the bearer token every route but /health
 	// and /ready requires (see [Server.RequireToken]).
 	Token string
+	// AgentToken, when not empty, is the bearer token the agent listener
+	// (AgentHandler) requires instead of Token, so an agent sandbox holds
+	// a credential that opens only the agent routes; the main listener does
+	// not accept it, and the agent listener then takes neither Token nor
+	// the browser session cookie. Empty: the agent listener takes Token.
+	AgentToken string
 	// Production removes the HTTP episode routes, as OpenEnv's production
 	// mode does: POST /reset, POST /step, GET /state and POST /inspect answer
 	// 404 {"detail":"Not Found"} and /openapi.json does not list them.
@@ -242,13 +248,14 @@ type SessionInfo struct {
 // Server is safe for concurrent use. Every session it opens ends through
 // one path that closes the session's instance exactly once and frees its slot.
 type Server struct {
-	backend Backend
-	cfg     Config
-	log     *slog.Logger
-	handler http.Handler
-	agent   http.Handler // AgentHandler
-	metrics *serverMetrics
-	auth    secrets // derived from cfg.Token
+	backend   Backend
+	cfg       Config
+	log       *slog.Logger
+	handler   http.Handler
+	agent     http.Handler // AgentHandler
+	metrics   *serverMetrics
+	auth      secrets // derived from cfg.Token
+	agentAuth secrets // derived from cfg.AgentToken
 
 	mu          sync.Mutex // guards sessions, defaultHTTP, shutdown and reaping
 	sessions    map[string]*session
@@ -294,6 +301,7 @@ func NewServer(b Backend, cfg Config) *Server {
 		reaperDone: make(chan struct{}),
 		closeSlots: make(chan struct{}, maxBackgroundCloses),
 		auth:       newSecrets(cfg.Token),
+		agentAuth:  newSecrets(cfg.AgentToken),
 		pending:    newByteBudget(cfg.MaxPendingTotal),
 	}
 	s.large = largeLimiter(cfg.LargeMessageRate)

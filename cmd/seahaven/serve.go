@@ -50,6 +50,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	logFormat := fs.String("log-format", envOr("SEAHAVEN_LOG_FORMAT", "json"), "json or text (env SEAHAVEN_LOG_FORMAT)")
 	agentMax := fs.Int("agent-max-sessions", envInt("SEAHAVEN_AGENT_MAX_SESSIONS", 0), "the most live sessions started through --agent-addr, within --max-sessions; 0 is a quarter of --max-sessions (env SEAHAVEN_AGENT_MAX_SESSIONS)")
 	agentAddr := fs.String("agent-addr", envOr("SEAHAVEN_AGENT_ADDR", ""), "also listen here serving only the agent routes: /mcp, /health, /metadata, /schema, /openapi.json (default: off; env SEAHAVEN_AGENT_ADDR)")
+	agentToken := fs.String("agent-token", "", "require Authorization: Bearer <token> on --agent-addr instead of --token, which that listener then refuses (env SEAHAVEN_AGENT_TOKEN, preferred)")
 	token := fs.String("token", "", "require Authorization: Bearer <token> on every route but /health and /ready (env SEAHAVEN_TOKEN, preferred: a flag shows in ps)")
 	production := fs.Bool("production", false, "production mode: no POST /reset, POST /step, GET /state, POST /inspect (env SEAHAVEN_PRODUCTION=true)")
 	maxMessage := fs.Int64("max-message-bytes", int64(envInt("SEAHAVEN_MAX_MESSAGE_BYTES", openenv.DefaultMaxMessageBytes)), "the largest WebSocket message or request body (env SEAHAVEN_MAX_MESSAGE_BYTES)")
@@ -66,7 +67,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := securityFromEnv(fs, token, production); err != nil {
+	if err := securityFromEnv(fs, token, agentToken, production); err != nil {
 		return err
 	}
 	if *maxReply < openenv.MinReplyBytes {
@@ -98,7 +99,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	defer backend.Close()
 	srv := openenv.NewServer(backend, openenv.Config{
 		MaxSessions: *maxSessions, AgentMaxSessions: *agentMax, IdleTimeout: *idle, StepTimeout: *stepTimeout, Logger: logger,
-		MaxMessageBytes: *maxMessage, MaxReplyBytes: *maxReply, Token: *token, Production: *production,
+		MaxMessageBytes: *maxMessage, MaxReplyBytes: *maxReply, Token: *token, AgentToken: *agentToken, Production: *production,
 		MaxPendingBytes: *maxPendingBytes, MaxPendingTotal: *maxPendingTotal, LargeMessageRate: *largeRate,
 	})
 	// One bound for the connections of both listeners: they share the
@@ -157,18 +158,22 @@ func listenerAddr(listeners []net.Listener, i int) string {
 	return listeners[i].Addr().String()
 }
 
-// securityFromEnv fills --token and --production from SEAHAVEN_TOKEN and
-// SEAHAVEN_PRODUCTION when they are not given as flags. The token's default
-// is not a flag default, so that -h never prints it; surrounding white space
+// securityFromEnv fills --token, --agent-token and --production from
+// SEAHAVEN_TOKEN, SEAHAVEN_AGENT_TOKEN and SEAHAVEN_PRODUCTION when they are
+// not given as flags. A token's default is not a flag default, so that -h
+// never prints it; surrounding white space
 // (a trailing newline from a secret file) is dropped. A SEAHAVEN_PRODUCTION
 // that is not a boolean is an error, not a silent simulation mode.
-func securityFromEnv(fs *flag.FlagSet, token *string, production *bool) error {
+func securityFromEnv(fs *flag.FlagSet, token, agentToken *string, production *bool) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if !set["token"] {
 		*token = os.Getenv("SEAHAVEN_TOKEN")
 	}
-	*token = strings.TrimSpace(*token)
+	if !set["agent-token"] {
+		*agentToken = os.Getenv("SEAHAVEN_AGENT_TOKEN")
+	}
+	*token, *agentToken = strings.TrimSpace(*token), strings.TrimSpace(*agentToken)
 	if v, ok := os.LookupEnv("SEAHAVEN_PRODUCTION"); ok && !set["production"] && v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
