@@ -491,3 +491,61 @@ func TestTasks_Metrics(t *testing.T) {
 		t.Errorf("reward sum %v, want 1", h.GetSampleSum())
 	}
 }
+
+// An idle episode (no change to any store) scores 0 on every example task,
+// graded on each transport: a /ws grade message, POST /grade, and
+// seahaven/grade in a standard MCP session that a tools/list did not change.
+// In production mode the trainer still grades, over /ws and /mcp.
+func TestTasks_IdleEpisodeScoresZero(t *testing.T) {
+	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	for _, production := range []bool{false, true} {
+		t.Run(fmt.Sprintf("production=%v", production), func(t *testing.T) {
+			s := mustServeCompany(t, openenv.Config{Production: production})
+			_, body, _ := s.httpDo(t, http.MethodGet, "/tasks", "", nil)
+			var tasks []struct {
+				ID string `json:"id"`
+			}
+			if err := json.Unmarshal([]byte(body), &tasks); err != nil || len(tasks) == 0 {
+				t.Fatalf("GET /tasks: %s (%v)", body, err)
+			}
+			c := s.dial(t)
+			defer c.Close(websocket.StatusNormalClosure, "")
+			idle := func(how, reward string, done any) {
+				t.Helper()
+				if reward != "0" || done != false {
+					t.Errorf("%s: idle episode graded reward %s done %v, want 0 and false", how, reward, done)
+				}
+			}
+			for _, task := range tasks {
+				roundTrip(t, c, fmt.Sprintf(`{"type":"reset","data":{"task":%q}}`, task.ID))
+				reply := roundTrip(t, c, `{"type":"grade"}`)
+				idle(task.ID+" on /ws", fmt.Sprint(field(t, reply, "data.reward")), field(t, reply, "data.done"))
+
+				if !production {
+					h := map[string]string{openenv.SessionHeader: "idle-" + task.ID}
+					if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", fmt.Sprintf(`{"task":%q}`, task.ID), h); status != http.StatusOK {
+						t.Fatalf("POST /reset: %d %s", status, body)
+					}
+					status, body, _ := s.httpDo(t, http.MethodPost, "/grade", "", h)
+					if status != http.StatusOK {
+						t.Fatalf("POST /grade: %d %s", status, body)
+					}
+					idle(task.ID+" on POST /grade", fmt.Sprint(field(t, body, "reward")), field(t, body, "done"))
+				}
+
+				status, body, resp := s.httpDo(t, http.MethodPost, "/mcp?task="+task.ID, initialize, nil)
+				sid := resp.Header.Get(openenv.MCPSessionHeader)
+				if status != http.StatusOK || sid == "" {
+					t.Fatalf("initialize with task %s: %d %s", task.ID, status, body)
+				}
+				h := map[string]string{openenv.MCPSessionHeader: sid}
+				if status, body, _ := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, h); status != http.StatusOK {
+					t.Fatalf("tools/list: %d %s", status, body)
+				}
+				_, body, _ = s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":3,"method":"seahaven/grade"}`, h)
+				idle(task.ID+" on /mcp", fmt.Sprint(field(t, body, "result.reward")), field(t, body, "result.done"))
+				s.httpDo(t, http.MethodDelete, "/mcp", "", h)
+			}
+		})
+	}
+}
