@@ -17,8 +17,9 @@ var openPaths = map[string]bool{"/health": true, "/ready": true}
 
 // RequireToken returns next behind the server's bearer token
 // ([Config.Token]): a request to any route but /health and /ready without
-// "Authorization: Bearer <token>" (or, from a browser, the session cookie
-// [Server.Login] sets) gets 401 with a JSON body
+// "Authorization: Bearer <token>" (or HTTP Basic auth whose password is the
+// token, as a client sends the user-info of http://seahaven:TOKEN@host; or,
+// from a browser, the session cookie [Server.Login] sets) gets 401 with a JSON body
 // {"detail":"…"} and a WWW-Authenticate: Bearer header, before next sees
 // it, so a WebSocket upgrade is refused before it is accepted. The
 // comparison takes the same time whatever the token sent. With no token
@@ -51,7 +52,7 @@ func (s *Server) requireSecret(a *secrets, cookies bool, next http.Handler) http
 			next.ServeHTTP(w, r)
 			return
 		}
-		token, ok := bearerToken(r.Header.Get("Authorization"))
+		token, ok := credential(r)
 		if !ok {
 			if cookies && s.sessionCookieValid(r) {
 				next.ServeHTTP(w, r)
@@ -67,6 +68,17 @@ func (s *Server) requireSecret(a *secrets, cookies bool, next http.Handler) http
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// credential returns the token a request carries: the Bearer token of its
+// Authorization header, or the password of HTTP Basic auth (any user name),
+// which clients that cannot add a header send from the URL's user-info
+// (http://seahaven:TOKEN@host:8000).
+func credential(r *http.Request) (string, bool) {
+	if _, password, ok := r.BasicAuth(); ok {
+		return password, password != ""
+	}
+	return bearerToken(r.Header.Get("Authorization"))
 }
 
 // bearerToken returns the token of an Authorization header value of the
@@ -154,7 +166,7 @@ func (s *Server) Authorized(r *http.Request) bool {
 	if s.cfg.Token == "" {
 		return true
 	}
-	if token, ok := bearerToken(r.Header.Get("Authorization")); ok {
+	if token, ok := credential(r); ok {
 		return s.auth.tokenMatches(token)
 	}
 	return s.sessionCookieValid(r)

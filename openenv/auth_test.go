@@ -2,6 +2,7 @@ package openenv_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -54,6 +55,8 @@ func TestServer_RequireToken(t *testing.T) {
 				{"PrefixOfToken", "Bearer " + testToken[:5], `Bearer realm="seahaven", error="invalid_token"`},
 				{"WrongScheme", "Basic " + testToken, `Bearer realm="seahaven"`},
 				{"EmptyBearer", "Bearer ", `Bearer realm="seahaven"`},
+				{"WrongBasicPassword", "Basic " + base64.StdEncoding.EncodeToString([]byte("seahaven:"+testToken+"x")), `Bearer realm="seahaven", error="invalid_token"`},
+				{"EmptyBasicPassword", "Basic " + base64.StdEncoding.EncodeToString([]byte(testToken+":")), `Bearer realm="seahaven"`},
 			} {
 				header := map[string]string{}
 				if tt.auth != "" {
@@ -71,7 +74,9 @@ func TestServer_RequireToken(t *testing.T) {
 					t.Errorf("%s: empty detail in %s", tt.name, body)
 				}
 			}
-			for _, auth := range []string{"Bearer " + testToken, "bearer " + testToken, "BEARER  " + testToken + " "} {
+			for _, auth := range []string{"Bearer " + testToken, "bearer " + testToken, "BEARER  " + testToken + " ",
+				"Basic " + base64.StdEncoding.EncodeToString([]byte("seahaven:"+testToken)),
+				"Basic " + base64.StdEncoding.EncodeToString([]byte(":"+testToken))} {
 				code, body, _ := s.httpDo(t, r.method, r.path, r.body, map[string]string{"Authorization": auth})
 				if code != r.want {
 					t.Errorf("%q: status %d, want %d; body %s", auth, code, r.want, body)
@@ -132,6 +137,22 @@ func TestServer_RequireToken_WebSocket(t *testing.T) {
 			}
 		})
 	}
+	t.Run("TokenInURL", func(t *testing.T) {
+		// The handshake of a client that cannot add a header (OpenEnv's
+		// Python clients): the token as the URL's user-info, which the
+		// client sends as HTTP Basic auth.
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		u := strings.Replace(s.wsURL(), "://", "://seahaven:"+testToken+"@", 1)
+		c, _, err := websocket.Dial(ctx, u, nil)
+		if err != nil {
+			t.Fatalf("dial %s: %v", u, err)
+		}
+		defer c.CloseNow()
+		if typ := str(t, roundTrip(t, c, `{"type":"state"}`), "type"); typ != "state" {
+			t.Errorf("state reply type %s", typ)
+		}
+	})
 	t.Run("OK", func(t *testing.T) {
 		c := s.dialWith(t, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + testToken}}})
 		reply := roundTrip(t, c, `{"type":"reset","data":{"seed":3}}`)

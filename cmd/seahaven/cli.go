@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -149,4 +150,44 @@ func newFlagSet(m *Main, name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("seahaven "+name, flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	return fs
+}
+
+// envName finds the variable a flag's usage names: "env SEAHAVEN_X".
+var envName = regexp.MustCompile(`\benv (SEAHAVEN_[A-Z0-9_]+)`)
+
+// envExpect says what each kind of flag value takes.
+var envExpect = map[string]string{
+	"*flag.intValue":      "an integer",
+	"*flag.int64Value":    "an integer",
+	"*flag.float64Value":  "a number",
+	"*flag.durationValue": "a duration such as 30s, 5m or 1h",
+	"*flag.boolValue":     "true or false",
+}
+
+// applyEnv sets each flag not given on the command line from the
+// variable its usage names, when that is set and not empty, with the
+// flag's own parser: a value it refuses is an error naming the variable,
+// the value and what is expected, never a silent default.
+func applyEnv(fs *flag.FlagSet) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		m := envName.FindStringSubmatch(f.Usage)
+		if m == nil || given[f.Name] {
+			return
+		}
+		v, ok := os.LookupEnv(m[1])
+		if !ok || v == "" {
+			return
+		}
+		if err := fs.Set(f.Name, v); err != nil {
+			want := envExpect[fmt.Sprintf("%T", f.Value)]
+			if want == "" {
+				want = "a valid value"
+			}
+			errs = append(errs, fmt.Errorf("%s=%q: want %s (the variable of --%s)", m[1], v, want, f.Name))
+		}
+	})
+	return errors.Join(errs...)
 }

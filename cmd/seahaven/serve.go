@@ -67,6 +67,9 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := applyEnv(fs); err != nil {
+		return err
+	}
 	if err := securityFromEnv(fs, token, agentToken, production); err != nil {
 		return err
 	}

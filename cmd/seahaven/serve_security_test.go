@@ -148,6 +148,9 @@ func TestServeCommand_Security(t *testing.T) {
 		err  string
 	}{
 		{"BadProductionEnv", map[string]string{"SEAHAVEN_PRODUCTION": "ture"}, nil, `SEAHAVEN_PRODUCTION="ture": want true or false`},
+		{"BadMaxSessionsEnv", map[string]string{"SEAHAVEN_MAX_SESSIONS": "lots"}, nil, `SEAHAVEN_MAX_SESSIONS="lots": want an integer (the variable of --max-sessions)`},
+		{"BadIdleTimeoutEnv", map[string]string{"SEAHAVEN_IDLE_TIMEOUT": "forever"}, nil, `SEAHAVEN_IDLE_TIMEOUT="forever": want a duration such as 30s, 5m or 1h (the variable of --idle-timeout)`},
+		{"BadRateEnv", map[string]string{"SEAHAVEN_LARGE_MESSAGE_RATE": "fast"}, nil, `SEAHAVEN_LARGE_MESSAGE_RATE="fast": want an integer`},
 		{"WorldTraversal", nil, []string{"--world", "../../etc"}, `unknown world "../../etc"`},
 		{"DefaultFixtureTraversal", nil, []string{"--fixture", "../acme"}, `invalid id "../acme"`},
 	} {
