@@ -1,6 +1,6 @@
 # Seahaven — make targets. CI calls these only.
 GO      ?= go
-ADDR    ?= :8000
+ADDR    ?= 127.0.0.1:8000
 WORLD   ?= company
 
 .PHONY: run test check bench build fuzz

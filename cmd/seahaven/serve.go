@@ -38,7 +38,8 @@ type ServeCommand struct {
 func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	fs := newFlagSet(c.m, "serve")
 	worldName := fs.String("world", envOr("SEAHAVEN_WORLD", "company"), "the world to serve (env SEAHAVEN_WORLD)")
-	addr := fs.String("addr", envOr("SEAHAVEN_ADDR", ":8000"), "the address to listen on (env SEAHAVEN_ADDR)")
+	addr := fs.String("addr", envOr("SEAHAVEN_ADDR", "127.0.0.1:8000"), "the address to listen on; one other hosts reach needs a token or --insecure-no-token (env SEAHAVEN_ADDR)")
+	insecure := fs.Bool("insecure-no-token", false, "serve without a token on an address other hosts reach, where anyone who reaches it drives every episode (env SEAHAVEN_INSECURE_NO_TOKEN)")
 	fixturesDir := fs.String("fixtures", envOr("SEAHAVEN_FIXTURES", ""), "the fixtures directory (default: the world's own; env SEAHAVEN_FIXTURES)")
 	fixtureID := fs.String("fixture", envOr("SEAHAVEN_FIXTURE", ""), "the fixture a reset uses when it names none (default: acme for company, else genesis; env SEAHAVEN_FIXTURE)")
 	maxSessions := fs.Int("max-sessions", envInt("SEAHAVEN_MAX_SESSIONS", 0), "the most live sessions; 0 derives it from the file-descriptor, memory-map and memory limits (env SEAHAVEN_MAX_SESSIONS)")
@@ -122,6 +123,12 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		}
 		servers = append(servers, conns.Server(srv.AgentHandler()))
 		listeners = append(listeners, conns.Listener(aln))
+	}
+	if err := checkExposure(logger, listeners, []string{*addr, *agentAddr}, *token, *agentToken, *insecure); err != nil {
+		for _, l := range listeners {
+			l.Close()
+		}
+		return err
 	}
 	logger.Info("serving", "world", w.Name(), "version", w.Version(), "addr", ln.Addr().String(), "agent_addr", listenerAddr(listeners, 1),
 		"default_fixture", *fixtureID, "max_sessions", *maxSessions, "production", *production, "token", *token != "")
@@ -240,4 +247,28 @@ func envFloat(key string, def float64) float64 {
 		}
 	}
 	return def
+}
+
+// checkExposure refuses to serve without a token on a listener that other
+// hosts can reach (not a loopback address), unless insecure is set, which
+// logs a warning instead. The agent listener counts as protected by the
+// agent token too. addrs are the listeners' addresses as configured.
+func checkExposure(log *slog.Logger, listeners []net.Listener, addrs []string, token, agentToken string, insecure bool) error {
+	for i, l := range listeners {
+		tcp, ok := l.Addr().(*net.TCPAddr)
+		if !ok || tcp.IP.IsLoopback() || token != "" || (i == 1 && agentToken != "") {
+			continue
+		}
+		flag := "--addr"
+		if i == 1 {
+			flag = "--agent-addr"
+		}
+		if insecure {
+			log.Warn("serving without a token on an address other hosts reach: anyone who reaches it drives every episode", flag, addrs[i])
+			continue
+		}
+		return fmt.Errorf("%s %s is reachable from other hosts and no token is set, so anyone who reaches it could drive every episode: "+
+			"set SEAHAVEN_TOKEN (or --token), listen on 127.0.0.1, or pass --insecure-no-token", flag, addrs[i])
+	}
+	return nil
 }

@@ -112,6 +112,30 @@ func TestServeCommand_Security(t *testing.T) {
 		}
 	})
 
+	t.Run("OpenAddressServes", func(t *testing.T) {
+		// With a token, or told to, the server listens where other hosts
+		// reach it.
+		for _, args := range [][]string{
+			{"--addr", "0.0.0.0:0", "--token", "t0ken"},
+			{"--addr", "0.0.0.0:0", "--insecure-no-token"},
+			{"--agent-addr", "0.0.0.0:0", "--agent-token", "ag3nt"},
+		} {
+			if err := serveOnce(t, args, func(string) {}); err != nil {
+				t.Errorf("%v: %v", args, err)
+			}
+		}
+	})
+
+	t.Run("LoopbackByDefault", func(t *testing.T) {
+		var out bytes.Buffer
+		m := NewMain()
+		m.Stdout, m.Stderr = &out, &out
+		(&ServeCommand{m: m}).Run(context.Background(), []string{"-h"})
+		if !strings.Contains(out.String(), `(default "127.0.0.1:8000")`) {
+			t.Errorf("serve -h does not show the loopback default address:\n%s", out.String())
+		}
+	})
+
 	t.Run("ProductionFromEnv", func(t *testing.T) {
 		t.Setenv("SEAHAVEN_PRODUCTION", "true")
 		err := serveOnce(t, nil, func(base string) {
@@ -151,6 +175,8 @@ func TestServeCommand_Security(t *testing.T) {
 		{"BadMaxSessionsEnv", map[string]string{"SEAHAVEN_MAX_SESSIONS": "lots"}, nil, `SEAHAVEN_MAX_SESSIONS="lots": want an integer (the variable of --max-sessions)`},
 		{"BadIdleTimeoutEnv", map[string]string{"SEAHAVEN_IDLE_TIMEOUT": "forever"}, nil, `SEAHAVEN_IDLE_TIMEOUT="forever": want a duration such as 30s, 5m or 1h (the variable of --idle-timeout)`},
 		{"BadRateEnv", map[string]string{"SEAHAVEN_LARGE_MESSAGE_RATE": "fast"}, nil, `SEAHAVEN_LARGE_MESSAGE_RATE="fast": want an integer`},
+		{"OpenAddressWithoutToken", nil, []string{"--addr", "0.0.0.0:0"}, "is reachable from other hosts and no token is set"},
+		{"OpenAgentAddressWithoutToken", nil, []string{"--agent-addr", "0.0.0.0:0"}, "--agent-addr 0.0.0.0:"},
 		{"WorldTraversal", nil, []string{"--world", "../../etc"}, `unknown world "../../etc"`},
 		{"DefaultFixtureTraversal", nil, []string{"--fixture", "../acme"}, `invalid id "../acme"`},
 	} {
