@@ -225,6 +225,10 @@ func do(tb testing.TB, ts *httptest.Server, method, path, body string, header ma
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for k, v := range header {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	resp, err := ts.Client().Do(req)

@@ -51,7 +51,7 @@ func (s *Server) agentRoutes() http.Handler {
 	r.Post("/mcp", agent(s.serveMCP))
 	r.Delete("/mcp", agent(s.serveMCPDelete))
 	r.Get("/mcp", serveMCPGet)
-	return s.requireAgentToken(s.limitBodies(r))
+	return s.browserGuard(s.requireAgentToken(s.limitBodies(r)))
 }
 
 // agentPathSet is AgentPaths as a set.

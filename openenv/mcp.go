@@ -92,7 +92,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		w.Write(b)
 		return
 	}
-	if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r.Host) {
+	if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o, r.Host) {
 		// The Streamable HTTP transport: servers must validate Origin, so
 		// a web page cannot drive an episode (DNS rebinding included).
 		w.Header().Set("Content-Type", "application/json")
@@ -555,13 +555,6 @@ func supportedVersions() string {
 	}
 	sort.Strings(vs)
 	return strings.Join(vs, ", ")
-}
-
-// sameOrigin reports whether the Origin header origin names host, the
-// request's own Host.
-func sameOrigin(origin, host string) bool {
-	u, err := url.Parse(origin)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, host)
 }
 
 // standardReply drops a JSON-RPC error's null data: the MCP specification

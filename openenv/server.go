@@ -122,6 +122,15 @@ type Config struct {
 	// Token, when not empty, is the bearer token every route but /health
 	// and /ready requires (see [Server.RequireToken]).
 	Token string
+	// AllowedHosts are the host names (without port) the server answers to
+	// besides IP literals and localhost; see [Server.Handler]. Empty: a
+	// listener on a loopback address answers to no other name, any other
+	// listener to every name.
+	AllowedHosts []string
+	// AllowedOrigins are the origins ("https://ui.example.com") of web pages
+	// other than the server's own that may change state (reset, step,
+	// inspect, /mcp, /ws).
+	AllowedOrigins []string
 	// AgentToken, when not empty, is the bearer token the agent listener
 	// (AgentHandler) requires instead of Token, so an agent sandbox holds
 	// a credential that opens only the agent routes; the main listener does
@@ -306,7 +315,7 @@ func NewServer(b Backend, cfg Config) *Server {
 	}
 	s.large = largeLimiter(cfg.LargeMessageRate)
 	s.metrics = newMetrics(s)
-	s.handler = s.RequireToken(s.limitBodies(s.routes()))
+	s.handler = s.browserGuard(s.RequireToken(s.limitBodies(s.routes())))
 	s.agent = s.agentRoutes()
 	return s
 }

@@ -31,7 +31,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Time{})
 	rc.SetWriteDeadline(time.Time{})
-	c, err := websocket.Accept(w, r, nil)
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.originPatterns()})
 	if err != nil {
 		// Accept has written the HTTP error.
 		s.log.Debug("openenv: websocket upgrade refused", "err", err)

@@ -39,6 +39,8 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	fs := newFlagSet(c.m, "serve")
 	worldName := fs.String("world", envOr("SEAHAVEN_WORLD", "company"), "the world to serve (env SEAHAVEN_WORLD)")
 	addr := fs.String("addr", envOr("SEAHAVEN_ADDR", "127.0.0.1:8000"), "the address to listen on; one other hosts reach needs a token or --insecure-no-token (env SEAHAVEN_ADDR)")
+	allowedHosts := fs.String("allowed-hosts", envOr("SEAHAVEN_ALLOWED_HOSTS", ""), "comma-separated host names the server answers to besides IP addresses and localhost; default: any on a public address, none else on a loopback one (env SEAHAVEN_ALLOWED_HOSTS)")
+	allowedOrigins := fs.String("allowed-origins", envOr("SEAHAVEN_ALLOWED_ORIGINS", ""), "comma-separated origins (https://ui.example.com) of other sites' pages that may reset, step, inspect and use /mcp and /ws (env SEAHAVEN_ALLOWED_ORIGINS)")
 	insecure := fs.Bool("insecure-no-token", false, "serve without a token on an address other hosts reach, where anyone who reaches it drives every episode (env SEAHAVEN_INSECURE_NO_TOKEN)")
 	fixturesDir := fs.String("fixtures", envOr("SEAHAVEN_FIXTURES", ""), "the fixtures directory (default: the world's own; env SEAHAVEN_FIXTURES)")
 	fixtureID := fs.String("fixture", envOr("SEAHAVEN_FIXTURE", ""), "the fixture a reset uses when it names none (default: acme for company, else genesis; env SEAHAVEN_FIXTURE)")
@@ -103,7 +105,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	defer backend.Close()
 	srv := openenv.NewServer(backend, openenv.Config{
 		MaxSessions: *maxSessions, AgentMaxSessions: *agentMax, IdleTimeout: *idle, StepTimeout: *stepTimeout, Logger: logger,
-		MaxMessageBytes: *maxMessage, MaxReplyBytes: *maxReply, Token: *token, AgentToken: *agentToken, Production: *production,
+		MaxMessageBytes: *maxMessage, MaxReplyBytes: *maxReply, Token: *token, AgentToken: *agentToken, AllowedHosts: commaList(*allowedHosts), AllowedOrigins: commaList(*allowedOrigins), Production: *production,
 		MaxPendingBytes: *maxPendingBytes, MaxPendingTotal: *maxPendingTotal, LargeMessageRate: *largeRate,
 	})
 	// One bound for the connections of both listeners: they share the
@@ -271,4 +273,16 @@ func checkExposure(log *slog.Logger, listeners []net.Listener, addrs []string, t
 			"set SEAHAVEN_TOKEN (or --token), listen on 127.0.0.1, or pass --insecure-no-token", flag, addrs[i])
 	}
 	return nil
+}
+
+// commaList splits a comma-separated flag value, dropping empty items and
+// surrounding space.
+func commaList(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

@@ -1,0 +1,101 @@
+package openenv
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// browserGuard refuses what a web page of another site can make a browser
+// send, before any route sees it:
+//
+//   - a Host the server does not answer to: a DNS name of the attacker's
+//     that resolves to the server (DNS rebinding) makes the page same-origin
+//     with it. IP literals and localhost always pass; a listener on a
+//     loopback address answers to nothing else unless Config.AllowedHosts
+//     names it, and when AllowedHosts is set every listener answers to
+//     those names only. /health and /ready pass, for probes.
+//   - a state-changing request (any method but GET, HEAD and OPTIONS) whose
+//     Origin is neither the server's own nor in Config.AllowedOrigins. A
+//     request without Origin (not from a page) passes. /mcp checks Origin
+//     itself, answering in JSON-RPC's shape, and /ws through the WebSocket
+//     handshake.
+//
+// Both refusals are 403 {"detail": …}.
+func (s *Server) browserGuard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if openPaths[r.URL.Path] {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if !s.hostAllowed(r) {
+			writeJSON(w, http.StatusForbidden, detail{"Host " + r.Host + " is not one this server answers to (a page of another site reaching it by DNS rebinding is refused): " +
+				"use its address, localhost, or a name the server's allowed hosts list"})
+			return
+		}
+		switch r.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		default:
+			if o := r.Header.Get("Origin"); o != "" && r.URL.Path != "/mcp" && !s.originAllowed(o, r.Host) {
+				writeJSON(w, http.StatusForbidden, detail{"Origin " + o + " is not allowed: this server answers pages of its own origin and of its allowed origins only"})
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// hostAllowed applies browserGuard's Host rule.
+func (s *Server) hostAllowed(r *http.Request) bool {
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.Trim(host, "[]"))
+	if net.ParseIP(host) != nil || host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	if len(s.cfg.AllowedHosts) > 0 {
+		return slices.ContainsFunc(s.cfg.AllowedHosts, func(a string) bool { return strings.EqualFold(a, host) })
+	}
+	return !loopbackListener(r.Context())
+}
+
+// loopbackListener reports whether the request came in on a loopback
+// address.
+func loopbackListener(ctx context.Context) bool {
+	a, ok := ctx.Value(http.LocalAddrContextKey).(*net.TCPAddr)
+	return ok && a.IP.IsLoopback()
+}
+
+// originAllowed reports whether a page of origin may change state: it is
+// the server's own (its host is the request's Host) or one of
+// Config.AllowedOrigins.
+func (s *Server) originAllowed(origin, host string) bool {
+	if sameOrigin(origin, host) {
+		return true
+	}
+	return slices.ContainsFunc(s.cfg.AllowedOrigins, func(a string) bool { return strings.EqualFold(strings.TrimSuffix(a, "/"), origin) })
+}
+
+// sameOrigin reports whether the Origin header origin names host, the
+// request's own Host.
+func sameOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, host)
+}
+
+// originPatterns are the hosts of Config.AllowedOrigins, for the WebSocket
+// handshake's own Origin check.
+func (s *Server) originPatterns() []string {
+	var hosts []string
+	for _, o := range s.cfg.AllowedOrigins {
+		if u, err := url.Parse(o); err == nil && u.Host != "" {
+			hosts = append(hosts, u.Host)
+		}
+	}
+	return hosts
+}
