@@ -453,7 +453,9 @@ func (i *Instance) runStartup(ctx context.Context) error {
 				err := guard(func() error { return h.Run(v.ctx, kw) })
 				a.pop(v)
 				if err != nil {
-					return a.endGroup(fmt.Errorf("startup hook of %s (node %s) at %s: %w", n.World.Name(), n.Path, filepath.Base(h.Where), err))
+					// No source location: the message reaches clients,
+					// and the world and node name the hook.
+					return a.endGroup(fmt.Errorf("startup hook of %s (node %s): %w", n.World.Name(), n.Path, err))
 				}
 			}
 		}

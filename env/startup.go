@@ -49,7 +49,7 @@ func OnStartup[K any](w *World, fn func(c *Ctx, k K) error) {
 		}
 		v, err := argschema.Decode(t, raw)
 		if err != nil {
-			return fmt.Errorf("startup hook at %s: %w", shortWhere(where), err)
+			return fmt.Errorf("startup keywords: %w", err)
 		}
 		return fn(c, v.Interface().(K))
 	}}

@@ -226,3 +226,16 @@ func TestServer_JSONContentType(t *testing.T) {
 		}
 	}
 }
+
+// Error replies name no server file or source location: a startup hook
+// refusing its keywords is named by its world and node, with the field.
+func TestServer_ErrorsNameNoSource(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{})
+	status, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{"startup":{"plan":5}}`, nil)
+	if status == http.StatusOK || !strings.Contains(body, `field \"plan\": expected string, got number`) {
+		t.Fatalf("reset with a bad startup keyword: %d %s", status, body)
+	}
+	if strings.Contains(body, ".go:") || strings.Contains(body, "/") {
+		t.Errorf("the reply names a source location or a path: %s", body)
+	}
+}
