@@ -26,6 +26,9 @@ import (
 // readOpts are the json v2 options of every read.
 var readOpts = jsonv2.JoinOptions(jsontext.AllowInvalidUTF8(true), jsonv2.RejectUnknownMembers(true))
 
+// looseOpts read JSON that may repeat a name, to locate or measure it.
+var looseOpts = jsonv2.JoinOptions(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
+
 // checkJSON reports whether raw is one JSON value in which no object names
 // a key twice. syntax is the failure of JSON that does not parse, in
 // encoding/json's words (clients see them); dup is the pydantic location of
@@ -63,14 +66,14 @@ func locOf(raw []byte, ptr jsontext.Pointer) []any {
 			var elems []jsontext.Value
 			n, _ := strconv.Atoi(tok)
 			loc = append(loc, n)
-			if jsonv2.Unmarshal(v, &elems, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) != nil || n >= len(elems) {
+			if jsonv2.Unmarshal(v, &elems, looseOpts) != nil || n >= len(elems) {
 				return loc
 			}
 			v = elems[n]
 		default:
 			var m map[string]jsontext.Value
 			loc = append(loc, tok)
-			if jsonv2.Unmarshal(v, &m, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) != nil {
+			if jsonv2.Unmarshal(v, &m, looseOpts) != nil {
 				return loc
 			}
 			v = m[tok]
@@ -161,11 +164,7 @@ func decodeMembers(m map[string]jsontext.Value, loc []any, dst any) []fieldError
 		for t.Kind() == reflect.Pointer {
 			t = t.Elem()
 		}
-		kind := pydanticTypes[t.Kind()]
-		if t == reflect.TypeFor[jsonObject]() || t == reflect.TypeFor[startupData]() {
-			kind = "dict_type"
-		}
-		errs = append(errs, typeError(kind, at(loc, k), val))
+		errs = append(errs, typeError(pydanticTypes[t.Kind()], at(loc, k), val))
 	}
 	return errs
 }
@@ -242,34 +241,16 @@ func inputOf(raw []byte) json.RawMessage {
 	if raw = bytes.TrimSpace(raw); len(raw) == 0 {
 		return json.RawMessage("null")
 	}
-	depth := 0
-	for tok, err := range tokens(raw) {
-		if err != nil {
+	d := jsontext.NewDecoder(bytes.NewReader(raw), looseOpts)
+	for {
+		if _, err := d.ReadToken(); err != nil {
 			break
 		}
-		switch tok {
-		case '[', '{':
-			if depth++; depth > maxEchoDepth {
-				return deepInput
-			}
-		case ']', '}':
-			depth--
+		if d.StackDepth() > maxEchoDepth {
+			return deepInput
 		}
 	}
 	return bytes.ToValidUTF8(raw, []byte("\uFFFD"))
-}
-
-// tokens yields the kind of each token of raw.
-func tokens(raw []byte) func(yield func(jsontext.Kind, error) bool) {
-	return func(yield func(jsontext.Kind, error) bool) {
-		d := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
-		for {
-			tok, err := d.ReadToken()
-			if err == io.EOF || !yield(tok.Kind(), err) || err != nil {
-				return
-			}
-		}
-	}
 }
 
 func extraForbidden(loc []any, raw []byte) fieldError {

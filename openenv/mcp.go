@@ -1,7 +1,6 @@
 package openenv
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"maps"
@@ -71,7 +70,7 @@ func (id *rpcID) UnmarshalJSON(b []byte) error {
 	switch jsontext.Value(b).Kind() {
 	case 'n', '"':
 	case '0':
-		if !bytes.ContainsAny(b, ".eE") {
+		if integerLiteral(b) {
 			break
 		}
 		fallthrough
@@ -198,9 +197,12 @@ func serveMCPGet(w http.ResponseWriter, _ *http.Request) {
 // notify reports a notification: resp is then an empty result that only
 // /ws sends, to keep its one-reply-per-message rule.
 func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode rpcMode) (resp rpcResponse, notify bool, created string) {
-	dup, syntax := checkJSON(body)
-	if syntax != nil {
-		return rpcFailure(nullID, rpcParseError, "Parse error", nil), false, ""
+	var dup []any
+	if mode != rpcWS { // a /ws message was checked whole
+		var syntax error
+		if dup, syntax = checkJSON(body); syntax != nil {
+			return rpcFailure(nullID, rpcParseError, "Parse error", nil), false, ""
+		}
 	}
 	if dup != nil {
 		fe := duplicateKeyError(nil, dup)

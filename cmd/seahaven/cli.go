@@ -165,8 +165,8 @@ var envExpect = map[string]string{
 }
 
 // applyEnv sets each flag not given on the command line from the
-// variable its usage names, when that is set and not empty, with the
-// flag's own parser: a value it refuses is an error naming the variable,
+// variable its usage names, when that is set (and, but for a string flag,
+// not empty), with the flag's own parser: a value it refuses is an error naming the variable,
 // the value and what is expected, never a silent default.
 func applyEnv(fs *flag.FlagSet) error {
 	given := map[string]bool{}
@@ -178,8 +178,8 @@ func applyEnv(fs *flag.FlagSet) error {
 			return
 		}
 		v, ok := os.LookupEnv(m[1])
-		if !ok || v == "" {
-			return
+		if !ok || (v == "" && fmt.Sprintf("%T", f.Value) != "*flag.stringValue") {
+			return // an empty string is a string flag's value, and no other's
 		}
 		if err := fs.Set(f.Name, v); err != nil {
 			want := envExpect[fmt.Sprintf("%T", f.Value)]

@@ -216,15 +216,15 @@ type scaleFlags struct {
 // addScaleFlags registers the capacity and profiling flags on fs.
 func addScaleFlags(fs *flag.FlagSet) *scaleFlags {
 	return &scaleFlags{
-		maxOpen:     fs.Int("max-open", envInt("SEAHAVEN_MAX_OPEN", 0), "the most SQLite connections idle instances keep open; 0 derives it from the file and memory-map limits (env SEAHAVEN_MAX_OPEN)"),
-		maxConns:    fs.Int("max-conns", envInt("SEAHAVEN_MAX_CONNS", 0), "the most HTTP connections open at once across the listeners, WebSocket sessions not counted; past it an idle keep-alive connection is closed, else the new one gets 503; 0 derives it from the file-descriptor limit (at most 1024); negative: no bound (env SEAHAVEN_MAX_CONNS)"),
-		idleRelease: fs.Duration("idle-release", envDuration("SEAHAVEN_IDLE_RELEASE", sqlitestore.DefaultIdleAfter), "close an instance's SQLite connections after this long without a call; negative keeps them (env SEAHAVEN_IDLE_RELEASE)"),
+		maxOpen:     fs.Int("max-open", 0, "the most SQLite connections idle instances keep open; 0 derives it from the file and memory-map limits (env SEAHAVEN_MAX_OPEN)"),
+		maxConns:    fs.Int("max-conns", 0, "the most HTTP connections open at once across the listeners, WebSocket sessions not counted; past it an idle keep-alive connection is closed, else the new one gets 503; 0 derives it from the file-descriptor limit (at most 1024); negative: no bound (env SEAHAVEN_MAX_CONNS)"),
+		idleRelease: fs.Duration("idle-release", sqlitestore.DefaultIdleAfter, "close an instance's SQLite connections after this long without a call; negative keeps them (env SEAHAVEN_IDLE_RELEASE)"),
 		force:       fs.Bool("force", false, "start even when --max-sessions or --max-open exceed the file-descriptor or memory-map limits"),
 		pprof:       fs.Bool("pprof", false, "serve net/http/pprof at /debug/pprof/ on the main listener"),
-		maxActive:   fs.Int("max-active", envInt("SEAHAVEN_MAX_ACTIVE", app.DefaultMaxActive), "the most resets and tool calls running at once; more wait their turn; negative: no cap (env SEAHAVEN_MAX_ACTIVE)"),
-		maxInspect:  fs.Int("max-inspect", envInt("SEAHAVEN_MAX_INSPECT", 0), "the most inspect queries running at once, apart from --max-active; more wait their turn; 0: a quarter of --max-active, at least 1; negative: no cap (env SEAHAVEN_MAX_INSPECT)"),
-		inspectCPU:  fs.Float64("inspect-cpu", envFloat("SEAHAVEN_INSPECT_CPU", 0), "how many CPUs' worth of time inspect queries may use together; past it they pause while they run, leaving the rest to tool calls; 0: a quarter of GOMAXPROCS, at least 0.25; negative: unpaced (env SEAHAVEN_INSPECT_CPU)"),
-		storage:     fs.String("storage", envOr("SEAHAVEN_STORAGE", storageDisk), "where instance files live: disk, or memory (a tmpfs: /dev/shm, or --instances on one); fixtures stay on disk (env SEAHAVEN_STORAGE)"),
+		maxActive:   fs.Int("max-active", app.DefaultMaxActive, "the most resets and tool calls running at once; more wait their turn; negative: no cap (env SEAHAVEN_MAX_ACTIVE)"),
+		maxInspect:  fs.Int("max-inspect", 0, "the most inspect queries running at once, apart from --max-active; more wait their turn; 0: a quarter of --max-active, at least 1; negative: no cap (env SEAHAVEN_MAX_INSPECT)"),
+		inspectCPU:  fs.Float64("inspect-cpu", 0, "how many CPUs' worth of time inspect queries may use together; past it they pause while they run, leaving the rest to tool calls; 0: a quarter of GOMAXPROCS, at least 0.25; negative: unpaced (env SEAHAVEN_INSPECT_CPU)"),
+		storage:     fs.String("storage", storageDisk, "where instance files live: disk, or memory (a tmpfs: /dev/shm, or --instances on one); fixtures stay on disk (env SEAHAVEN_STORAGE)"),
 	}
 }
 

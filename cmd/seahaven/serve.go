@@ -3,13 +3,10 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -37,45 +34,45 @@ type ServeCommand struct {
 // Run runs `seahaven serve`.
 func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	fs := newFlagSet(c.m, "serve")
-	worldName := fs.String("world", envOr("SEAHAVEN_WORLD", "company"), "the world to serve (env SEAHAVEN_WORLD)")
-	addr := fs.String("addr", envOr("SEAHAVEN_ADDR", "127.0.0.1:8000"), "the address to listen on; one other hosts reach needs a token or --insecure-no-token (env SEAHAVEN_ADDR)")
-	allowedHosts := fs.String("allowed-hosts", envOr("SEAHAVEN_ALLOWED_HOSTS", ""), "comma-separated host names the server answers to besides IP addresses and localhost; default: any on a public address, none else on a loopback one (env SEAHAVEN_ALLOWED_HOSTS)")
-	allowedOrigins := fs.String("allowed-origins", envOr("SEAHAVEN_ALLOWED_ORIGINS", ""), "comma-separated origins (https://ui.example.com) of other sites' pages that may reset, step, inspect and use /mcp and /ws (env SEAHAVEN_ALLOWED_ORIGINS)")
+	worldName := fs.String("world", "company", "the world to serve (env SEAHAVEN_WORLD)")
+	addr := fs.String("addr", "127.0.0.1:8000", "the address to listen on; one other hosts reach needs a token or --insecure-no-token (env SEAHAVEN_ADDR)")
+	allowedHosts := fs.String("allowed-hosts", "", "comma-separated host names the server answers to besides IP addresses and localhost; default: any on a public address, none else on a loopback one (env SEAHAVEN_ALLOWED_HOSTS)")
+	allowedOrigins := fs.String("allowed-origins", "", "comma-separated origins (https://ui.example.com) of other sites' pages that may reset, step, inspect and use /mcp and /ws (env SEAHAVEN_ALLOWED_ORIGINS)")
 	insecure := fs.Bool("insecure-no-token", false, "serve without a token on an address other hosts reach, where anyone who reaches it drives every episode (env SEAHAVEN_INSECURE_NO_TOKEN)")
-	fixturesDir := fs.String("fixtures", envOr("SEAHAVEN_FIXTURES", ""), "the fixtures directory (default: the world's own; env SEAHAVEN_FIXTURES)")
-	fixtureID := fs.String("fixture", envOr("SEAHAVEN_FIXTURE", ""), "the fixture a reset uses when it names none (default: acme for company, else genesis; env SEAHAVEN_FIXTURE)")
-	maxSessions := fs.Int("max-sessions", envInt("SEAHAVEN_MAX_SESSIONS", 0), "the most live sessions; 0 derives it from the file-descriptor, memory-map and memory limits (env SEAHAVEN_MAX_SESSIONS)")
+	fixturesDir := fs.String("fixtures", "", "the fixtures directory (default: the world's own; env SEAHAVEN_FIXTURES)")
+	fixtureID := fs.String("fixture", "", "the fixture a reset uses when it names none (default: acme for company, else genesis; env SEAHAVEN_FIXTURE)")
+	maxSessions := fs.Int("max-sessions", 0, "the most live sessions; 0 derives it from the file-descriptor, memory-map and memory limits (env SEAHAVEN_MAX_SESSIONS)")
 	scale := addScaleFlags(fs)
-	idle := fs.Duration("idle-timeout", envDuration("SEAHAVEN_IDLE_TIMEOUT", openenv.DefaultIdleTimeout), "close sessions idle this long; negative disables (env SEAHAVEN_IDLE_TIMEOUT)")
-	stepTimeout := fs.Duration("step-timeout", envDuration("SEAHAVEN_STEP_TIMEOUT", openenv.DefaultStepTimeout), "bound on each reset and tool call (env SEAHAVEN_STEP_TIMEOUT)")
-	instances := fs.String("instances", envOr("SEAHAVEN_INSTANCES", ""), "where instance directories are made (default: <tmp>/seahaven-instances; env SEAHAVEN_INSTANCES)")
-	logLevel := fs.String("log-level", envOr("SEAHAVEN_LOG_LEVEL", "info"), "debug, info, warn or error (env SEAHAVEN_LOG_LEVEL)")
-	logFormat := fs.String("log-format", envOr("SEAHAVEN_LOG_FORMAT", "json"), "json or text (env SEAHAVEN_LOG_FORMAT)")
-	agentMax := fs.Int("agent-max-sessions", envInt("SEAHAVEN_AGENT_MAX_SESSIONS", 0), "the most live sessions started through --agent-addr, within --max-sessions; 0 is a quarter of --max-sessions (env SEAHAVEN_AGENT_MAX_SESSIONS)")
-	agentAddr := fs.String("agent-addr", envOr("SEAHAVEN_AGENT_ADDR", ""), "also listen here serving only the agent routes: /mcp, /health, /metadata, /schema, /openapi.json (default: off; env SEAHAVEN_AGENT_ADDR)")
+	idle := fs.Duration("idle-timeout", openenv.DefaultIdleTimeout, "close sessions idle this long; negative disables (env SEAHAVEN_IDLE_TIMEOUT)")
+	stepTimeout := fs.Duration("step-timeout", openenv.DefaultStepTimeout, "bound on each reset and tool call (env SEAHAVEN_STEP_TIMEOUT)")
+	instances := fs.String("instances", "", "where instance directories are made (default: <tmp>/seahaven-instances; env SEAHAVEN_INSTANCES)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error (env SEAHAVEN_LOG_LEVEL)")
+	logFormat := fs.String("log-format", "json", "json or text (env SEAHAVEN_LOG_FORMAT)")
+	agentMax := fs.Int("agent-max-sessions", 0, "the most live sessions started through --agent-addr, within --max-sessions; 0 is a quarter of --max-sessions (env SEAHAVEN_AGENT_MAX_SESSIONS)")
+	agentAddr := fs.String("agent-addr", "", "also listen here serving only the agent routes: /mcp, /health, /metadata, /schema, /openapi.json (default: off; env SEAHAVEN_AGENT_ADDR)")
 	agentToken := fs.String("agent-token", "", "require Authorization: Bearer <token> on --agent-addr instead of --token, which that listener then refuses (env SEAHAVEN_AGENT_TOKEN, preferred)")
 	token := fs.String("token", "", "require Authorization: Bearer <token> on every route but /health and /ready (env SEAHAVEN_TOKEN, preferred: a flag shows in ps)")
 	production := fs.Bool("production", false, "production mode: no POST /reset, POST /step, GET /state, POST /inspect (env SEAHAVEN_PRODUCTION=true)")
-	maxMessage := fs.Int64("max-message-bytes", int64(envInt("SEAHAVEN_MAX_MESSAGE_BYTES", openenv.DefaultMaxMessageBytes)), "the largest WebSocket message or request body (env SEAHAVEN_MAX_MESSAGE_BYTES)")
-	maxReply := fs.Int("max-reply-bytes", envInt("SEAHAVEN_MAX_REPLY_BYTES", openenv.DefaultMaxReplyBytes), fmt.Sprintf("the largest reply: an inspect reply holds the rows that fit, a larger tool result or state is an error; at least %d (env SEAHAVEN_MAX_REPLY_BYTES)", openenv.MinReplyBytes))
-	recordDir := fs.String("record", envOr("SEAHAVEN_RECORD", ""), "write one trajectory (JSONL) per episode into this directory, for seahaven grade (default: off; env SEAHAVEN_RECORD)")
-	readTimeout := fs.Duration("read-timeout", envDuration("SEAHAVEN_READ_TIMEOUT", openenv.DefaultReadTimeout), "bound on reading a request's headers and body; a slower client is cut off (env SEAHAVEN_READ_TIMEOUT)")
-	keepAlive := fs.Duration("keepalive-timeout", envDuration("SEAHAVEN_KEEPALIVE_TIMEOUT", openenv.DefaultKeepAliveTimeout), "close an HTTP keep-alive connection idle this long between requests (env SEAHAVEN_KEEPALIVE_TIMEOUT)")
-	maxPendingBytes := fs.Int64("max-pending-bytes", int64(envInt("SEAHAVEN_MAX_PENDING_BYTES", openenv.DefaultMaxPendingBytes)), "the bytes a WebSocket session reads ahead of the message being processed; past them it stops reading (env SEAHAVEN_MAX_PENDING_BYTES)")
-	largeRate := fs.Int64("large-message-rate", int64(envInt("SEAHAVEN_LARGE_MESSAGE_RATE", openenv.DefaultLargeMessageRate)), "bytes per second, across the server, at which the part of WebSocket messages and request bodies past 64 KiB is read; negative: unbounded (env SEAHAVEN_LARGE_MESSAGE_RATE)")
-	maxPendingTotal := fs.Int64("max-pending-total", int64(envInt("SEAHAVEN_MAX_PENDING_TOTAL", openenv.DefaultMaxPendingTotal)), "the bytes all WebSocket sessions together read ahead (env SEAHAVEN_MAX_PENDING_TOTAL)")
-	minFreeDisk := fs.Int64("min-free-disk", int64(envInt("SEAHAVEN_MIN_FREE_DISK", app.DefaultMinFreeDisk)), "bytes a reset leaves free on the instances' file system beyond the instance's own files; a reset that would leave less fails with an infrastructure error (disk_full); negative disables (env SEAHAVEN_MIN_FREE_DISK)")
-	maxChangeLog := fs.Int64("max-changelog-bytes", int64(envInt("SEAHAVEN_MAX_CHANGELOG_BYTES", composition.DefaultMaxChangeLogBytes)), "bound on each session's change log in memory; past it the oldest records are dropped and the state document's change_log_truncated says how many; negative disables (env SEAHAVEN_MAX_CHANGELOG_BYTES)")
-	shutdownTimeout := fs.Duration("shutdown-timeout", envDuration("SEAHAVEN_SHUTDOWN_TIMEOUT", 30*time.Second), "on SIGTERM, how long to wait for sessions and requests to end (env SEAHAVEN_SHUTDOWN_TIMEOUT)")
+	maxMessage := fs.Int64("max-message-bytes", int64(openenv.DefaultMaxMessageBytes), "the largest WebSocket message or request body (env SEAHAVEN_MAX_MESSAGE_BYTES)")
+	maxReply := fs.Int("max-reply-bytes", openenv.DefaultMaxReplyBytes, fmt.Sprintf("the largest reply: an inspect reply holds the rows that fit, a larger tool result or state is an error; at least %d (env SEAHAVEN_MAX_REPLY_BYTES)", openenv.MinReplyBytes))
+	recordDir := fs.String("record", "", "write one trajectory (JSONL) per episode into this directory, for seahaven grade (default: off; env SEAHAVEN_RECORD)")
+	readTimeout := fs.Duration("read-timeout", openenv.DefaultReadTimeout, "bound on reading a request's headers and body; a slower client is cut off (env SEAHAVEN_READ_TIMEOUT)")
+	keepAlive := fs.Duration("keepalive-timeout", openenv.DefaultKeepAliveTimeout, "close an HTTP keep-alive connection idle this long between requests (env SEAHAVEN_KEEPALIVE_TIMEOUT)")
+	maxPendingBytes := fs.Int64("max-pending-bytes", int64(openenv.DefaultMaxPendingBytes), "the bytes a WebSocket session reads ahead of the message being processed; past them it stops reading (env SEAHAVEN_MAX_PENDING_BYTES)")
+	largeRate := fs.Int64("large-message-rate", int64(openenv.DefaultLargeMessageRate), "bytes per second, across the server, at which the part of WebSocket messages and request bodies past 64 KiB is read; negative: unbounded (env SEAHAVEN_LARGE_MESSAGE_RATE)")
+	maxPendingTotal := fs.Int64("max-pending-total", int64(openenv.DefaultMaxPendingTotal), "the bytes all WebSocket sessions together read ahead (env SEAHAVEN_MAX_PENDING_TOTAL)")
+	minFreeDisk := fs.Int64("min-free-disk", int64(app.DefaultMinFreeDisk), "bytes a reset leaves free on the instances' file system beyond the instance's own files; a reset that would leave less fails with an infrastructure error (disk_full); negative disables (env SEAHAVEN_MIN_FREE_DISK)")
+	maxChangeLog := fs.Int64("max-changelog-bytes", int64(composition.DefaultMaxChangeLogBytes), "bound on each session's change log in memory; past it the oldest records are dropped and the state document's change_log_truncated says how many; negative disables (env SEAHAVEN_MAX_CHANGELOG_BYTES)")
+	shutdownTimeout := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long to wait for sessions and requests to end (env SEAHAVEN_SHUTDOWN_TIMEOUT)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if err := applyEnv(fs); err != nil {
 		return err
 	}
-	if err := securityFromEnv(fs, token, agentToken, production); err != nil {
-		return err
-	}
+	// A token from a secret file may end in a newline. (Tokens have no
+	// flag default, so that -h never prints one; applyEnv read them.)
+	*token, *agentToken = strings.TrimSpace(*token), strings.TrimSpace(*agentToken)
 	if *maxReply < openenv.MinReplyBytes {
 		return fmt.Errorf("--max-reply-bytes %d: want at least %d, so that every error and envelope fits", *maxReply, openenv.MinReplyBytes)
 	}
@@ -170,32 +167,6 @@ func listenerAddr(listeners []net.Listener, i int) string {
 	return listeners[i].Addr().String()
 }
 
-// securityFromEnv fills --token, --agent-token and --production from
-// SEAHAVEN_TOKEN, SEAHAVEN_AGENT_TOKEN and SEAHAVEN_PRODUCTION when they are
-// not given as flags. A token's default is not a flag default, so that -h
-// never prints it; surrounding white space
-// (a trailing newline from a secret file) is dropped. A SEAHAVEN_PRODUCTION
-// that is not a boolean is an error, not a silent simulation mode.
-func securityFromEnv(fs *flag.FlagSet, token, agentToken *string, production *bool) error {
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if !set["token"] {
-		*token = os.Getenv("SEAHAVEN_TOKEN")
-	}
-	if !set["agent-token"] {
-		*agentToken = os.Getenv("SEAHAVEN_AGENT_TOKEN")
-	}
-	*token, *agentToken = strings.TrimSpace(*token), strings.TrimSpace(*agentToken)
-	if v, ok := os.LookupEnv("SEAHAVEN_PRODUCTION"); ok && !set["production"] && v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("SEAHAVEN_PRODUCTION=%q: want true or false", v)
-		}
-		*production = b
-	}
-	return nil
-}
-
 // withWeb serves the inspector and playground (package web) at /web, which
 // signs a browser in when the server has a token, and api everywhere else.
 func withWeb(srv *openenv.Server, api http.Handler) http.Handler {
@@ -222,33 +193,6 @@ func newLogger(m *Main, level, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewTextHandler(m.Stderr, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want json or text", format)
-}
-
-func envInt(key string, def int) int {
-	if v, ok := os.LookupEnv(key); ok {
-		if n, err := strconv.Atoi(v); err == nil {
-			return n
-		}
-	}
-	return def
-}
-
-func envDuration(key string, def time.Duration) time.Duration {
-	if v, ok := os.LookupEnv(key); ok {
-		if d, err := time.ParseDuration(v); err == nil {
-			return d
-		}
-	}
-	return def
-}
-
-func envFloat(key string, def float64) float64 {
-	if v, ok := os.LookupEnv(key); ok {
-		if f, err := strconv.ParseFloat(v, 64); err == nil {
-			return f
-		}
-	}
-	return def
 }
 
 // checkExposure refuses to serve without a token on a listener that other

@@ -1,0 +1,348 @@
+package openenv
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/seahaven/seahaven/env"
+)
+
+// This file and reply.go declare the messages of the protocol as Go types.
+// Here is what a client sends, read by decodeObject (decode.go) into the
+// types below, whose own UnmarshalJSON methods hold the protocol's rules.
+
+// resetData is the data of a reset: a /ws reset message's data, the body of
+// POST /reset, the params of openenv/session/create, the query of a /mcp
+// URL. A nil field is a key left out.
+type resetData struct {
+	Seed         *seed        `json:"seed"`
+	EpisodeID    *label       `json:"episode_id"`
+	Fixture      *string      `json:"fixture"`
+	Now          *clockTime   `json:"now"`
+	ClockMode    *clockMode   `json:"clock_mode"`
+	Startup      *startupData `json:"startup"`
+	ControlTools *bool        `json:"control_tools"`
+	Task         *string      `json:"task"`
+
+	// loc is where the reset's data sits in its message ("data" on /ws,
+	// "body" on POST /reset): the prefix of an error about one of its keys.
+	loc []any
+}
+
+// parseReset reads the data of a reset; raw may be empty for "no data".
+// loc prefixes every reported location.
+func parseReset(raw []byte, loc []any) (resetData, []fieldError) {
+	req := resetData{loc: loc}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return req, nil
+	}
+	return req, decodeObject(raw, loc, &req)
+}
+
+// Action kinds of a step.
+const (
+	actionListTools = "list_tools"
+	actionCallTool  = "call_tool"
+)
+
+// action is a step's action: a list_tools action has only the type and
+// metadata; a call_tool action (the type when none is given) names a tool
+// and its arguments ({} when not given).
+type action struct {
+	Type      actionType `json:"type"`
+	Metadata  jsonObject `json:"metadata"`
+	ToolName  string     `json:"tool_name"`
+	Arguments jsonObject `json:"arguments"`
+}
+
+// listToolsAction is the shape of a list_tools action.
+type listToolsAction struct {
+	Type     actionType `json:"type"`
+	Metadata jsonObject `json:"metadata"`
+}
+
+// parseAction reads a step's action. loc prefixes every reported location.
+func parseAction(raw []byte, loc []any) (action, []fieldError) {
+	m, ok := members(raw)
+	if !ok {
+		return action{}, []fieldError{typeError("dict_type", at(loc), raw)}
+	}
+	a := action{Type: actionCallTool, Arguments: jsonObject(`{}`)}
+	if t, present := m["type"]; present {
+		if errs := decodeMembers(map[string]jsontext.Value{"type": t}, loc, &a); len(errs) > 0 {
+			return action{}, errs
+		}
+	}
+	if a.Type == actionListTools {
+		var l listToolsAction
+		errs := decodeMembers(m, loc, &l)
+		return action{Type: actionListTools}, errs
+	}
+	return a, decodeRequired(m, raw, loc, &a, "tool_name")
+}
+
+// inspectData is an inspect query: one read-only statement and its
+// parameters.
+type inspectData struct {
+	SQL    nonEmpty     `json:"sql"`
+	Params []inspectArg `json:"params"`
+}
+
+// parseInspect reads an inspect query. loc prefixes every reported location.
+func parseInspect(raw []byte, loc []any) (inspectData, []fieldError) {
+	var req inspectData
+	m, ok := members(raw)
+	if !ok {
+		return req, []fieldError{typeError("dict_type", at(loc), raw)}
+	}
+	var params []jsontext.Value
+	if p := m["params"]; p.Kind() == '[' || p.Kind() == 'n' {
+		// Each parameter is read on its own, to report each that fails.
+		delete(m, "params")
+		if err := jsonv2.Unmarshal(p, &params, readOpts); err != nil {
+			return req, []fieldError{typeError("list_type", at(loc, "params"), p)}
+		}
+	}
+	errs := decodeMembers(m, loc, &req)
+	if _, present := m["sql"]; !present {
+		errs = append(errs, missing(at(loc, "sql"), raw))
+	}
+	if params != nil {
+		req.Params = make([]inspectArg, len(params))
+	}
+	for i, p := range params {
+		if err := req.Params[i].UnmarshalJSON(p); err != nil {
+			fe := typeError("scalar_type", at(loc, "params", i), p)
+			if pr, ok := err.(*problem); ok {
+				fe.Type, fe.Msg = pr.typ, pr.msg
+			}
+			errs = append(errs, fe)
+		}
+	}
+	return req, errs
+}
+
+// stepBody is the body of POST /step.
+type stepBody struct {
+	Action    jsontext.Value `json:"action"`
+	TimeoutS  *timeoutS      `json:"timeout_s"`
+	RequestID *label         `json:"request_id"`
+}
+
+// parseStepBody reads the body of POST /step. Action failures are located
+// relative to the action, as upstream reports them.
+func parseStepBody(raw []byte) (action, float64, []fieldError) {
+	var body stepBody
+	errs := decodeObject(raw, []any{"body"}, &body, "action")
+	var a action
+	if body.Action != nil {
+		var aerrs []fieldError
+		a, aerrs = parseAction(body.Action, nil)
+		errs = append(aerrs, errs...)
+	}
+	var timeout float64
+	if body.TimeoutS != nil {
+		timeout = float64(*body.TimeoutS)
+	}
+	return a, timeout, errs
+}
+
+// The types below read one value each under a rule of the protocol. A value
+// of the wrong JSON type fails with a plain error, which decodeMembers
+// reports as the type error of the type's kind; one that breaks the rule
+// fails with a *problem.
+
+// seed is a reset's seed: an integer from 0.
+type seed int64
+
+func (s *seed) UnmarshalJSON(b []byte) error {
+	var n int64
+	if err := jsonv2.Unmarshal(b, &n); err != nil {
+		return err
+	}
+	if n < 0 {
+		return &problem{"greater_than_equal", "Input should be greater than or equal to 0"}
+	}
+	*s = seed(n)
+	return nil
+}
+
+// maxLabel is the most characters of an episode_id or request_id, as
+// upstream.
+const maxLabel = 255
+
+// label is an episode_id or a request_id: at most 255 characters.
+type label string
+
+func (l *label) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := jsonv2.Unmarshal(b, &s, readOpts); err != nil {
+		return err
+	}
+	if len([]rune(s)) > maxLabel {
+		return &problem{"string_too_long", fmt.Sprintf("String should have at most %d characters", maxLabel)}
+	}
+	*l = label(s)
+	return nil
+}
+
+// clockTime is a reset's now: an RFC 3339 time within the clock's range.
+type clockTime string
+
+func (c *clockTime) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := jsonv2.Unmarshal(b, &s, readOpts); err != nil {
+		return err
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err != nil || !env.InClockRange(t) {
+		return &problem{"value_error", "Value error, now must be an RFC 3339 time from " + env.MinTime + " to " + env.MaxTime}
+	}
+	*c = clockTime(s)
+	return nil
+}
+
+// clockMode is a reset's clock_mode.
+type clockMode string
+
+func (c *clockMode) UnmarshalJSON(b []byte) error {
+	var s string
+	if jsonv2.Unmarshal(b, &s) != nil || (s != env.ClockFrozen && s != env.ClockStep && s != env.ClockWall) {
+		return &problem{"literal_error", "Input should be 'frozen', 'step' or 'wall'"}
+	}
+	*c = clockMode(s)
+	return nil
+}
+
+// actionType is an action's type.
+type actionType string
+
+func (a *actionType) UnmarshalJSON(b []byte) error {
+	var s string
+	if jsonv2.Unmarshal(b, &s) != nil || (s != actionListTools && s != actionCallTool) {
+		return &problem{"literal_error", "Input should be 'list_tools' or 'call_tool'"}
+	}
+	*a = actionType(s)
+	return nil
+}
+
+// nonEmpty is a string of at least one character.
+type nonEmpty string
+
+func (n *nonEmpty) UnmarshalJSON(b []byte) error {
+	if b[0] == 'n' {
+		return errors.New("null")
+	}
+	var s string
+	if err := jsonv2.Unmarshal(b, &s, readOpts); err != nil {
+		return err
+	}
+	if s == "" {
+		return &problem{"string_too_short", "String should have at least 1 character"}
+	}
+	*n = nonEmpty(s)
+	return nil
+}
+
+// timeoutS is POST /step's timeout_s: seconds, more than 0 and at most
+// MaxStepTimeoutS.
+type timeoutS float64
+
+func (t *timeoutS) UnmarshalJSON(b []byte) error {
+	var f float64
+	if err := jsonv2.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	switch {
+	case f <= 0:
+		return &problem{"greater_than", "Input should be greater than 0"}
+	case f > MaxStepTimeoutS:
+		return &problem{"less_than_equal", fmt.Sprintf("Input should be less than or equal to %d", MaxStepTimeoutS)}
+	}
+	*t = timeoutS(f)
+	return nil
+}
+
+// notObject is the failure of a value that must be an object: its Go
+// types (a byte slice, a map) would name another pydantic type.
+var notObject = &problem{"dict_type", "Input should be a valid dictionary"}
+
+// jsonObject is a JSON object kept as its bytes.
+type jsonObject json.RawMessage
+
+func (o *jsonObject) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 || b[0] != '{' {
+		return notObject
+	}
+	*o = append((*o)[:0], b...)
+	return nil
+}
+
+// startupData is a reset's startup values, numbers kept as json.Number.
+type startupData map[string]any
+
+func (s *startupData) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 || b[0] != '{' {
+		return notObject
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	return d.Decode((*map[string]any)(s))
+}
+
+// inspectArg is an inspect parameter: a JSON scalar read as a SQL value:
+// string, int64 (an integer literal, which must fit), float64, bool or nil.
+type inspectArg struct{ v any }
+
+func (a *inspectArg) UnmarshalJSON(b []byte) error {
+	switch b[0] {
+	case '"':
+		var s string
+		err := jsonv2.Unmarshal(b, &s, readOpts)
+		a.v = s
+		return err
+	case 't', 'f':
+		a.v = b[0] == 't'
+	case 'n':
+		a.v = nil
+	case '{', '[':
+		return &problem{"scalar_type", typeMessages["scalar_type"]}
+	default:
+		if integerLiteral(b) {
+			var n int64
+			if jsonv2.Unmarshal(b, &n) != nil {
+				// Read as a float it would be rounded: the query would
+				// silently compare with another number.
+				return &problem{"int_parsing_size", "Integer does not fit in 64 bits (-9223372036854775808 to 9223372036854775807); send it as a string, or as a float to round it"}
+			}
+			a.v = n
+			return nil
+		}
+		var f float64
+		err := jsonv2.Unmarshal(b, &f)
+		a.v = f
+		return err
+	}
+	return nil
+}
+
+// integerLiteral reports whether b, a JSON number, is written without a
+// fraction or an exponent.
+func integerLiteral(b []byte) bool { return !bytes.ContainsAny(b, ".eE") }
+
+// args returns the parameters as SQL values.
+func (req inspectData) args() []any {
+	if req.Params == nil {
+		return nil
+	}
+	out := make([]any, len(req.Params))
+	for i, p := range req.Params {
+		out[i] = p.v
+	}
+	return out
+}
