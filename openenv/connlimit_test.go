@@ -115,7 +115,10 @@ func TestConnLimit_Max(t *testing.T) {
 	if code, body := get(t, keep, keepR, "/health"); code != http.StatusOK {
 		t.Fatalf("GET /health with a free place: %d %s", code, body)
 	}
-	// At the cap again, a new connection takes the idle one's place.
+	// At the cap again, a new connection takes the idle one's place. The
+	// client can read the response before the server marks the connection
+	// idle, so the test waits for that first.
+	waitFor(t, "the kept connection to be idle", func() bool { return s.limit.IdleConns() == 1 })
 	s.rawConn(t)
 	closedByServer(t, keep, keepR)
 	waitFor(t, "the new connection to be counted", func() bool { return s.limit.Open() == max })

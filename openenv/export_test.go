@@ -13,3 +13,17 @@ func DuplicateKey(b []byte) ([]any, bool) {
 func (s *Server) PendingBytes() (used int64, waiting int) {
 	return s.pending.held(), int(s.aheadWaiting.Load())
 }
+
+// IdleConns returns how many counted connections are idle between requests
+// (those a connection at the cap may close to make room).
+func (l *ConnLimit) IdleConns() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, idle := range l.conns {
+		if idle {
+			n++
+		}
+	}
+	return n
+}
