@@ -240,16 +240,18 @@ func (h countHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h countHandler) WithGroup(string) slog.Handler      { return h }
 
 // TestWS_SlowReaderKept has a client read a reply of several MiB slowly,
-// a little at a time, across many ping intervals, each far longer than
+// a little at a time, across many ping intervals and for longer than
 // PongTimeout: the session must survive, since the peer keeps reading and
 // the write's own WriteTimeout has not passed.
 func TestWS_SlowReaderKept(t *testing.T) {
 	var deferred atomic.Int64
 	fake := newFake(t)
+	const pongTimeout = 2 * time.Second
 	s := mustServe(t, fake, openenv.Config{
-		// PongTimeout exceeds the time a step runs before its reader hands
-		// reading over (and so reads pongs again).
-		PingInterval: 2 * time.Millisecond, PongTimeout: 250 * time.Millisecond, WriteTimeout: waitLimit,
+		// PongTimeout exceeds the time the step runs before its reply is
+		// written, even on a loaded machine: until then the client's
+		// reader answers pings.
+		PingInterval: 2 * time.Millisecond, PongTimeout: pongTimeout, WriteTimeout: waitLimit,
 		MaxReplyBytes: 128 << 20, // the reply (the 16 MiB blob four times over) is sent, not refused
 		Logger:        slog.New(countHandler{substr: "ping deferred", n: &deferred}),
 	})
@@ -266,23 +268,27 @@ func TestWS_SlowReaderKept(t *testing.T) {
 	roundTrip(t, c, `{"type":"reset"}`)
 	const size = 16 << 20
 	send(t, c, fmt.Sprintf(`{"type":"step","data":{"type":"call_tool","tool_name":"blob","arguments":{"n":%d}}}`, size))
-	// The client reads the reply 4 KiB at a time, pausing after each of the
-	// first slowReads reads until the server has deferred a ping, so the
-	// write spans many ping intervals and more than PongTimeout.
-	const slowReads = 250
+	// The client reads the reply 1 KiB at a time, pausing after each read
+	// until the server has deferred another ping, for 1.5 PongTimeout: the
+	// write spans many ping intervals and more than PongTimeout. It reads
+	// the rest at once, and as soon as a pause sees no ping deferred for a
+	// quarter of PongTimeout (the write is over and the rest is buffered).
 	type result struct {
-		n   int
-		err error
+		n    int
+		slow time.Duration // how long the client read slowly
+		err  error
 	}
 	done := make(chan result, 1)
 	go func() {
 		_, r, err := c.Reader(context.Background())
 		if err != nil {
-			done <- result{0, err}
+			done <- result{err: err}
 			return
 		}
-		buf := make([]byte, 4096)
+		buf := make([]byte, 1024)
 		total := 0
+		start := time.Now()
+		slow, slowFor := true, time.Duration(0)
 		for {
 			seen := deferred.Load()
 			n, err := r.Read(buf)
@@ -291,11 +297,18 @@ func TestWS_SlowReaderKept(t *testing.T) {
 				if err == io.EOF {
 					err = nil
 				}
-				done <- result{total, err}
+				done <- result{total, slowFor, err}
 				return
 			}
-			for n := deferred.Load(); n == seen && n < slowReads && len(s.Sessions()) == 1; n = deferred.Load() {
+			if !slow {
+				continue
+			}
+			pause := time.Now()
+			for deferred.Load() == seen && len(s.Sessions()) == 1 && time.Since(pause) < pongTimeout/4 {
 				time.Sleep(time.Millisecond)
+			}
+			if slowFor = time.Since(start); deferred.Load() == seen || slowFor > pongTimeout*3/2 {
+				slow, buf = false, make([]byte, 64<<10)
 			}
 		}
 	}()
@@ -311,6 +324,7 @@ func TestWS_SlowReaderKept(t *testing.T) {
 	if deferred.Load() == 0 {
 		t.Error("no ping was deferred behind the slow write")
 	}
+	t.Logf("read slowly for %v, %d pings deferred", res.slow, deferred.Load())
 	if reply := roundTrip(t, c, `{"type":"state"}`); !strings.HasPrefix(reply, `{"type":"state"`) {
 		t.Fatalf("reply %.200s, want a state", reply)
 	}
