@@ -12,6 +12,12 @@ type ToolInfo struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"input_schema"`
+	// OutputSchema is the JSON Schema of the tool's structured result (MCP's
+	// structuredContent, always an object); empty when not declared.
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	// ResultWrapped says the structured result is {"result": <result>}
+	// rather than the result itself, which is then not always an object.
+	ResultWrapped bool `json:"-"`
 }
 
 // Change operations of a ChangeRecord.

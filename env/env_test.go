@@ -149,7 +149,7 @@ func TestDeclareWorlds(t *testing.T) {
 }
 
 // A world declares its schema and typed tools; the input schema is derived
-// from the argument struct.
+// from the argument struct, the output schema from the result type.
 func ExampleTool() {
 	payments := env.NewWorld(env.WorldSpec{
 		Name: "payments", Version: "1.0.0",
@@ -172,8 +172,10 @@ func ExampleTool() {
 	fmt.Println(info.Name)
 	fmt.Println(info.Description)
 	fmt.Println(string(info.InputSchema))
+	fmt.Println(string(info.OutputSchema), info.ResultWrapped)
 	// Output:
 	// create_charge
 	// Charge the account and return the charge.
 	// {"type":"object","properties":{"amount":{"type":"integer","description":"Amount in cents."}},"required":["amount"],"additionalProperties":false}
+	// {"type":"object","properties":{"id":{"type":"string"},"amount":{"type":"integer"}},"required":["id","amount"],"additionalProperties":false} false
 }

@@ -23,6 +23,11 @@ type ToolDef struct {
 	Description string
 	// InputSchema is the JSON Schema of the arguments.
 	InputSchema json.RawMessage
+	// OutputSchema is the JSON Schema of the structured result, derived
+	// from the result type; ResultWrapped says the structured result is
+	// {"result": <result>}, as it is for every result type but a struct.
+	OutputSchema  json.RawMessage
+	ResultWrapped bool
 	// Where is the file:line of the registration.
 	Where string
 
@@ -44,7 +49,8 @@ func (t *ToolDef) root() *ToolDef {
 
 // Info returns the listing entry for the tool under a published name.
 func (t *ToolDef) Info(name string) ToolInfo {
-	return ToolInfo{Name: name, Description: t.Description, InputSchema: t.InputSchema}
+	return ToolInfo{Name: name, Description: t.Description, InputSchema: t.InputSchema,
+		OutputSchema: t.OutputSchema, ResultWrapped: t.ResultWrapped}
 }
 
 // Decode validates raw JSON arguments and returns the typed argument value.
@@ -136,8 +142,10 @@ func newToolDef[In, Out any](name, description, where string, fn func(c *Ctx, in
 	if err != nil {
 		return nil, err
 	}
+	out := argschema.OutputOf(reflect.TypeFor[Out]())
 	return &ToolDef{
 		Name: name, Description: description, InputSchema: schema, Where: where, in: in,
+		OutputSchema: out.Schema, ResultWrapped: out.Wrapped,
 		invoke: func(c *Ctx, v any) (any, error) {
 			typed, ok := v.(In)
 			if !ok {

@@ -134,7 +134,8 @@
 //   - initialize: {"protocolVersion","capabilities":{"tools":{"listChanged":false}},"serverInfo":{"name","version"}};
 //     the client's protocolVersion is echoed when known, else 2025-06-18.
 //   - ping: {}.
-//   - tools/list {session_id?}: {"tools":[{"name","description","inputSchema"}]}.
+//   - tools/list {session_id?}: {"tools":[{"name","description","inputSchema","outputSchema"?}]};
+//     structuredContent matches outputSchema (see env.ToolInfo.ResultWrapped).
 //   - tools/call {name, arguments?, session_id?}: {"content","structured_content","meta","data","is_error",
 //     "structuredContent","isError"}; a tool failure is -32603 with its message and data {"error_type":…}.
 //     Without session_id (on POST /mcp), the call runs on an instance opened

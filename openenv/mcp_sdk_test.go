@@ -1,6 +1,7 @@
 package openenv_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/seahaven/seahaven/openenv"
 )
@@ -50,13 +52,53 @@ func TestMCP_GoSDKClient(t *testing.T) {
 	if len(tools.Tools) != 14 {
 		t.Errorf("%d tools, want 14", len(tools.Tools))
 	}
+	// Every tool declares an output schema, and each result's structured
+	// content matches it (checked with an independent validator).
+	outputs := map[string]*jsonschema.Schema{}
+	for _, tl := range tools.Tools {
+		if tl.OutputSchema == nil {
+			t.Errorf("tool %s has no output schema", tl.Name)
+			continue
+		}
+		raw, _ := json.Marshal(tl.OutputSchema)
+		outputs[tl.Name] = compileJSONSchema(t, raw)
+	}
+	conforms := func(t *testing.T, name string, res *mcp.CallToolResult) {
+		t.Helper()
+		raw, _ := json.Marshal(res.StructuredContent)
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := outputs[name]; s != nil {
+			if err := s.Validate(doc); err != nil {
+				t.Errorf("%s: structured content %s does not match the output schema: %v", name, raw, err)
+			}
+		}
+	}
 	res, err := a.CallTool(ctx, &mcp.CallToolParams{Name: "hire", Arguments: map[string]any{"name": "Eve Example", "role": "engineer"}})
 	if err != nil || res.IsError {
 		t.Fatalf("hire: %v %v", err, res)
 	}
+	conforms(t, "hire", res)
 	res, err = a.CallTool(ctx, &mcp.CallToolParams{Name: "list_staff", Arguments: map[string]any{}})
 	if err != nil || res.IsError || !strings.Contains(text(t, res), "Eve Example") {
 		t.Fatalf("list_staff after hire: %v %s", err, text(t, res))
+	}
+	conforms(t, "list_staff", res)
+	for _, call := range []struct {
+		name string
+		args map[string]any
+	}{
+		{"accounts", nil}, {"pay_list_charges", nil}, {"eu_list_charges", nil},
+		{"invoice", map[string]any{"amount": 750}},
+	} {
+		res, err := a.CallTool(ctx, &mcp.CallToolParams{Name: call.name, Arguments: cmpOr(call.args, map[string]any{})})
+		if err != nil || res.IsError {
+			t.Errorf("%s: %v %s", call.name, err, text(t, res))
+			continue
+		}
+		conforms(t, call.name, res)
 	}
 	// structuredContent is an object: a list result comes as {"result": [...]}.
 	var staff struct{ Result []map[string]any }
@@ -93,6 +135,31 @@ func TestMCP_GoSDKClient(t *testing.T) {
 	if n := len(s.Sessions()); n != 0 {
 		t.Errorf("%d sessions after both closed, want 0", n)
 	}
+}
+
+// compileJSONSchema compiles a schema document with an independent validator.
+func compileJSONSchema(tb testing.TB, raw []byte) *jsonschema.Schema {
+	tb.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("schema.json", doc); err != nil {
+		tb.Fatal(err)
+	}
+	s, err := c.Compile("schema.json")
+	if err != nil {
+		tb.Fatalf("%s: %v", raw, err)
+	}
+	return s
+}
+
+func cmpOr(m, fallback map[string]any) map[string]any {
+	if m == nil {
+		return fallback
+	}
+	return m
 }
 
 // An MCP client sets its episode up with reset data: in the /mcp URL's

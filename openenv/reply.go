@@ -54,9 +54,10 @@ type mcpToolList struct {
 
 // mcpTool is one entry of a JSON-RPC tools/list result (camelCase).
 type mcpTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"inputSchema"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 }
 
 // inputSchema returns a tool's schema, or the empty one.
@@ -80,7 +81,7 @@ func listToolsObservation(tools []env.ToolInfo) toolsObservation {
 func mcpTools(tools []env.ToolInfo) mcpToolList {
 	out := make([]mcpTool, len(tools))
 	for i, t := range tools {
-		out[i] = mcpTool{Name: t.Name, Description: t.Description, InputSchema: inputSchema(t)}
+		out[i] = mcpTool{Name: t.Name, Description: t.Description, InputSchema: inputSchema(t), OutputSchema: t.OutputSchema}
 	}
 	return mcpToolList{out}
 }
@@ -89,12 +90,39 @@ func mcpTools(tools []env.ToolInfo) mcpToolList {
 type toolOutcome struct {
 	result json.RawMessage // the tool's result encoded as JSON, when err is nil
 	err    *env.ToolError  // the failure the agent sees
+	shape  resultShape     // how the result becomes structured content
 }
 
-// structured returns the result as MCP structured content: the result when it
-// is a JSON object, else {"result": <result>}.
+// resultShape says how a tool's result becomes MCP structured content,
+// which is always an object.
+type resultShape int
+
+const (
+	// shapeByValue: the tool declares no output schema; the result when it
+	// is a JSON object, else {"result": <result>}.
+	shapeByValue resultShape = iota
+	// shapeWrapped: the tool's output schema is {"result": <its result type>}.
+	shapeWrapped
+	// shapeObject: the tool's result type is a struct, its output schema
+	// that struct's; a result that is not an object (a middleware put
+	// another in its place) is wrapped.
+	shapeObject
+)
+
+// shapeOf returns the result shape tool t declares.
+func shapeOf(t env.ToolInfo) resultShape {
+	switch {
+	case len(t.OutputSchema) == 0:
+		return shapeByValue
+	case t.ResultWrapped:
+		return shapeWrapped
+	}
+	return shapeObject
+}
+
+// structured returns the result as MCP structured content.
 func (o toolOutcome) structured() json.RawMessage {
-	if t := bytes.TrimSpace(o.result); len(t) > 0 && t[0] == '{' {
+	if t := bytes.TrimSpace(o.result); o.shape != shapeWrapped && len(t) > 0 && t[0] == '{' {
 		return o.result
 	}
 	return json.RawMessage(`{"result":` + string(o.result) + `}`)
@@ -170,6 +198,9 @@ func (o toolOutcome) observation(name string) callToolObservation {
 	if o.err != nil {
 		return callToolObservation{ToolName: name, Error: &toolErrorData{o.err.Kind, o.err.Message}}
 	}
+	// The step path lists no output schemas: its structured content is
+	// the result when it is an object, whatever the tool declares.
+	o.shape = shapeByValue
 	return callToolObservation{ToolName: name, Result: o.resultOf()}
 }
 

@@ -639,7 +639,7 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 					name, len(raw), n, s.cfg.MaxReplyBytes)}
 			return
 		}
-		out.result = raw
+		out.result, out.shape = raw, s.resultShape(inst, name)
 	})
 	if infra != nil {
 		s.observeCall(ctx, start, name, out, infra)
@@ -647,6 +647,16 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 	}
 	s.observeCall(ctx, start, name, out, perr)
 	return out, perr
+}
+
+// resultShape returns the result shape tool name of inst declares.
+func (s *Server) resultShape(inst Instance, name string) resultShape {
+	for _, t := range inst.Tools() {
+		if t.Name == name {
+			return shapeOf(t)
+		}
+	}
+	return shapeByValue
 }
 
 // maxResultCopies is the most times a reply carries a tool's result: as

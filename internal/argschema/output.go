@@ -1,0 +1,226 @@
+package argschema
+
+import (
+	"encoding"
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// Output is the JSON Schema of what a tool returning values of type t puts
+// in MCP's structuredContent, which must be an object: the result itself
+// when t is a struct type (its JSON is always an object), else the result
+// wrapped as {"result": <result>}, which Wrapped reports.
+//
+// The schema describes the result as the server encodes it (json v2, nil
+// slices and maps as null): pointers, slices and maps are nullable, a field
+// is required unless it is omitempty or omitzero or reached through an
+// embedded pointer, and a type with its own JSON or text encoding, an
+// interface or a type seen again inside itself is described as any value.
+// Output never fails; it is safe for concurrent use, and the caller owns
+// the returned slice.
+type Output struct {
+	Schema  json.RawMessage
+	Wrapped bool
+}
+
+// outputs caches OutputOf by type.
+var outputs sync.Map // reflect.Type -> Output
+
+// OutputOf returns the output schema of results of type t.
+func OutputOf(t reflect.Type) Output {
+	if o, ok := outputs.Load(t); ok {
+		return o.(Output).clone()
+	}
+	var o Output
+	s := outSchema(t, map[reflect.Type]bool{})
+	if t.Kind() != reflect.Struct || s.Type != "object" {
+		o.Wrapped = true
+		s = &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"result": s}, Required: []string{"result"}}
+	}
+	b, err := marshal(s)
+	if err != nil { // a schema of plain values always encodes
+		b = []byte(`{"type":"object"}`)
+	}
+	o.Schema = b
+	outputs.Store(t, o)
+	return o.clone()
+}
+
+func (o Output) clone() Output {
+	o.Schema = append(json.RawMessage(nil), o.Schema...)
+	return o
+}
+
+var (
+	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
+// outSchema describes values of type t as encoded; seen holds the struct
+// types being described, so a recursive type ends in "any value".
+func outSchema(t reflect.Type, seen map[reflect.Type]bool) *jsonschema.Schema {
+	if t.Kind() == reflect.Pointer {
+		return nullable(outSchema(t.Elem(), seen))
+	}
+	switch k := t.Kind(); {
+	case t == timeType:
+		return &jsonschema.Schema{Type: "string", Format: "date-time"}
+	case t == rawType || k == reflect.Interface:
+		return &jsonschema.Schema{}
+	case t.Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(jsonMarshaler):
+		return &jsonschema.Schema{}
+	case t.Implements(textMarshaler) || reflect.PointerTo(t).Implements(textMarshaler):
+		return &jsonschema.Schema{Type: "string"}
+	case k == reflect.String:
+		return &jsonschema.Schema{Type: "string"}
+	case k == reflect.Bool:
+		return &jsonschema.Schema{Type: "boolean"}
+	case k >= reflect.Int && k <= reflect.Uint64:
+		return &jsonschema.Schema{Type: "integer"}
+	case k == reflect.Float32 || k == reflect.Float64:
+		return &jsonschema.Schema{Type: "number"}
+	case k == reflect.Slice && t.Elem().Kind() == reflect.Uint8:
+		return nullable(&jsonschema.Schema{Type: "string", ContentEncoding: "base64"})
+	case k == reflect.Slice:
+		return nullable(&jsonschema.Schema{Type: "array", Items: outSchema(t.Elem(), seen)})
+	case k == reflect.Array:
+		n := t.Len()
+		return &jsonschema.Schema{Type: "array", Items: outSchema(t.Elem(), seen), MinItems: &n, MaxItems: &n}
+	case k == reflect.Map:
+		return nullable(&jsonschema.Schema{Type: "object", AdditionalProperties: outSchema(t.Elem(), seen)})
+	case k == reflect.Struct && !seen[t]:
+		seen[t] = true
+		defer delete(seen, t)
+		return outStruct(t, seen)
+	}
+	return &jsonschema.Schema{}
+}
+
+// outStruct describes a struct's JSON object: its fields by json v2's
+// rules for names and embedding (see fields). A tag option other than
+// omitempty and omitzero (string, inline, format) makes the field, or the
+// object's other members, any value.
+func outStruct(t reflect.Type, seen map[reflect.Type]bool) *jsonschema.Schema {
+	s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}}
+	closed := true
+	for _, f := range outFields(t) {
+		var p *jsonschema.Schema
+		switch {
+		case f.inline:
+			closed = false
+			continue
+		case f.special:
+			p = &jsonschema.Schema{}
+		default:
+			p = outSchema(f.sf.Type, seen)
+		}
+		if doc, ok := f.sf.Tag.Lookup("doc"); ok {
+			p.Description = doc
+		}
+		s.Properties[f.name] = p
+		s.PropertyOrder = append(s.PropertyOrder, f.name)
+		if !f.optional {
+			s.Required = append(s.Required, f.name)
+		}
+	}
+	if closed {
+		s.AdditionalProperties = &jsonschema.Schema{Not: &jsonschema.Schema{}}
+	}
+	return s
+}
+
+// outField is a struct field that is a member of the encoded object.
+type outField struct {
+	sf       reflect.StructField
+	name     string
+	tagged   bool
+	optional bool // omitempty, omitzero, or reached through an embedded pointer
+	special  bool // a tag option that changes the encoding (string, format)
+	inline   bool // inline or unknown: members of its own
+}
+
+// outFields lists the members of t's encoded object in field order: the
+// shallowest field of a name wins, then a tagged one, and a name left
+// ambiguous is no member.
+func outFields(t reflect.Type) []outField {
+	var all []outField
+	for _, sf := range reflect.VisibleFields(t) {
+		tag := sf.Tag.Get("json")
+		name, opts, _ := strings.Cut(tag, ",")
+		if tag == "-" {
+			continue
+		}
+		if sf.Anonymous {
+			ft := sf.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct && name == "" {
+				continue // inlined: its fields are visible fields of t
+			}
+		}
+		if !sf.IsExported() {
+			continue
+		}
+		f := outField{sf: sf, name: name, tagged: name != "", optional: throughPointer(t, sf.Index)}
+		if name == "" {
+			f.name = sf.Name
+		}
+		for opt := range strings.SplitSeq(opts, ",") {
+			switch {
+			case opt == "":
+			case opt == "omitempty" || opt == "omitzero":
+				f.optional = true
+			case opt == "inline" || opt == "unknown":
+				f.inline = true
+			default:
+				f.special = true
+			}
+		}
+		all = append(all, f)
+	}
+	var out []outField
+	for _, f := range all {
+		dominant := true
+		for _, g := range all {
+			if g.name != f.name || g.inline || f.inline || slices.Equal(g.sf.Index, f.sf.Index) {
+				continue
+			}
+			if len(g.sf.Index) < len(f.sf.Index) || len(g.sf.Index) == len(f.sf.Index) && (g.tagged || !f.tagged) {
+				dominant = false
+			}
+		}
+		if dominant {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// throughPointer reports whether the field at index is reached through an
+// embedded pointer, which may be nil and then leaves the field out.
+func throughPointer(t reflect.Type, index []int) bool {
+	for n := 1; n < len(index); n++ {
+		if t.FieldByIndex(index[:n]).Type.Kind() == reflect.Pointer {
+			return true
+		}
+	}
+	return false
+}
+
+// nullable adds null to the types s allows; s allowing any value already
+// allows null.
+func nullable(s *jsonschema.Schema) *jsonschema.Schema {
+	switch {
+	case s.Type != "":
+		s.Types, s.Type = []string{s.Type, "null"}, ""
+	case len(s.Types) > 0 && !slices.Contains(s.Types, "null"):
+		s.Types = append(s.Types, "null")
+	}
+	return s
+}

@@ -1,0 +1,134 @@
+package argschema_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/netip"
+	"reflect"
+	"testing"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/seahaven/seahaven/internal/argschema"
+)
+
+type outLine struct {
+	SKU   string  `json:"sku" doc:"Stock keeping unit."`
+	Qty   int     `json:"qty"`
+	Price float64 `json:"price"`
+}
+
+type outBase struct {
+	ID      int64 `json:"id"`
+	Created time.Time
+}
+
+type outExtra struct {
+	Tag string `json:"tag"`
+}
+
+type outOrder struct {
+	outBase
+	*outExtra
+	Lines    []outLine         `json:"lines"`
+	Meta     map[string]string `json:"meta"`
+	Note     *string           `json:"note"`
+	Coupon   string            `json:"coupon,omitempty"`
+	Raw      json.RawMessage   `json:"raw"`
+	Any      any               `json:"any"`
+	Blob     []byte            `json:"blob"`
+	Addr     netip.Addr        `json:"addr"`
+	Count    int               `json:"count,string"`
+	Fixed    [2]bool           `json:"fixed"`
+	Parent   *outOrder         `json:"parent"`
+	internal int
+	Skipped  int `json:"-"`
+}
+
+// TestOutputOf pins the output schema and wrapping of each kind of result.
+func TestOutputOf(t *testing.T) {
+	for _, tc := range []struct {
+		typ     reflect.Type
+		wrapped bool
+		schema  string
+	}{
+		{reflect.TypeFor[outLine](), false,
+			`{"type":"object","properties":{"sku":{"type":"string","description":"Stock keeping unit."},"qty":{"type":"integer"},"price":{"type":"number"}},"required":["sku","qty","price"],"additionalProperties":false}`},
+		{reflect.TypeFor[*outLine](), true,
+			`{"type":"object","properties":{"result":{"type":["object","null"],"properties":{"sku":{"type":"string","description":"Stock keeping unit."},"qty":{"type":"integer"},"price":{"type":"number"}},"required":["sku","qty","price"],"additionalProperties":false}},"required":["result"]}`},
+		{reflect.TypeFor[[]string](), true,
+			`{"type":"object","properties":{"result":{"type":["array","null"],"items":{"type":"string"}}},"required":["result"]}`},
+		{reflect.TypeFor[map[string]int](), true,
+			`{"type":"object","properties":{"result":{"type":["object","null"],"additionalProperties":{"type":"integer"}}},"required":["result"]}`},
+		{reflect.TypeFor[int](), true,
+			`{"type":"object","properties":{"result":{"type":"integer"}},"required":["result"]}`},
+		{reflect.TypeFor[any](), true,
+			`{"type":"object","properties":{"result":true},"required":["result"]}`},
+		{reflect.TypeFor[time.Time](), true,
+			`{"type":"object","properties":{"result":{"type":"string","format":"date-time"}},"required":["result"]}`},
+		{reflect.TypeFor[struct{}](), false,
+			`{"type":"object","properties":{},"additionalProperties":false}`},
+	} {
+		t.Run(tc.typ.String(), func(t *testing.T) {
+			o := argschema.OutputOf(tc.typ)
+			if o.Wrapped != tc.wrapped || string(o.Schema) != tc.schema {
+				t.Errorf("OutputOf(%v) = wrapped %v, %s\nwant wrapped %v, %s", tc.typ, o.Wrapped, o.Schema, tc.wrapped, tc.schema)
+			}
+		})
+	}
+}
+
+// TestOutputOf_Validates encodes results as the server does (json v2, nil
+// slices and maps as null) and checks each against its output schema with
+// an independent validator: zero values, nil pointers, embedded pointers
+// left nil, and full values.
+func TestOutputOf_Validates(t *testing.T) {
+	note := "n"
+	full := outOrder{
+		outBase: outBase{ID: 7, Created: time.Unix(0, 0).UTC()}, outExtra: &outExtra{Tag: "t"},
+		Lines: []outLine{{"a", 1, 2.5}}, Meta: map[string]string{"k": "v"}, Note: &note, Coupon: "c",
+		Raw: json.RawMessage(`[1,{"x":null}]`), Any: map[string]any{"y": []int{1}}, Blob: []byte("hi"),
+		Addr: netip.MustParseAddr("10.0.0.1"), Count: 3, Fixed: [2]bool{true, false},
+		Parent: &outOrder{Lines: []outLine{}},
+	}
+	for _, v := range []any{
+		outOrder{}, full, &full, (*outOrder)(nil), []outLine(nil), []outLine{{}}, map[string]outLine(nil),
+		map[string]*outLine{"a": nil}, 3, "text", true, 2.5, []byte(nil), struct{}{},
+	} {
+		typ := reflect.TypeOf(v)
+		o := argschema.OutputOf(typ)
+		raw, err := jsonv2.Marshal(v, jsonv2.FormatNilSliceAsNull(true), jsonv2.FormatNilMapAsNull(true))
+		if err != nil {
+			t.Fatalf("%v: %v", typ, err)
+		}
+		if o.Wrapped {
+			raw = []byte(`{"result":` + string(raw) + `}`)
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatalf("%v: %v", typ, err)
+		}
+		if err := compileOutput(t, o.Schema).Validate(doc); err != nil {
+			t.Errorf("%v: %s does not match its output schema %s: %v", typ, raw, o.Schema, err)
+		}
+	}
+}
+
+func compileOutput(tb testing.TB, raw []byte) *jsonschema.Schema {
+	tb.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("out.json", doc); err != nil {
+		tb.Fatal(err)
+	}
+	s, err := c.Compile("out.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
