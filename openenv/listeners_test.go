@@ -11,6 +11,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/coder/websocket"
 
@@ -228,6 +231,32 @@ func TestServer_AgentHandler(t *testing.T) {
 		}
 	})
 
+	t.Run("IDsAreServerIssuedSecrets", func(t *testing.T) {
+		// An agent session's id is its only key: random (a version 4 UUID,
+		// 122 random bits), issued by the server, never chosen by the client.
+		_, body := s.agentDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create"}`, nil)
+		created := str(t, body, "result.session_id")
+		code, _, resp := do(t, s.agent, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
+		if code != http.StatusOK {
+			t.Fatalf("agent initialize: %d", code)
+		}
+		ids := map[string]bool{}
+		for _, id := range []string{created, resp.Header.Get(openenv.MCPSessionHeader)} {
+			if u, err := uuid.Parse(id); err != nil || u.Version() != 4 || u.Variant() != uuid.RFC4122 || u.String() != id {
+				t.Errorf("agent session id %q is not a server-issued random UUID", id)
+			}
+			ids[id] = true
+		}
+		if len(ids) < 2 {
+			t.Errorf("agent session ids %v, want two distinct", ids)
+		}
+		// Asking for an id is refused, not ignored.
+		_, body = s.agentDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{"session_id":"mine"}}`, nil)
+		if msg := str(t, body, "error.message"); !strings.Contains(msg, "params.session_id: Extra inputs are not permitted") {
+			t.Errorf("openenv/session/create naming its id: %s, want the key refused", body)
+		}
+	})
+
 	t.Run("AgentQuota", func(t *testing.T) {
 		s := mustServeAgent(t, openenv.Config{MaxSessions: 8, AgentMaxSessions: 2})
 		create := `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create"}`
@@ -246,6 +275,25 @@ func TestServer_AgentHandler(t *testing.T) {
 			if code, body, _ := s.httpDo(t, "POST", "/reset", `{}`, map[string]string{openenv.SessionHeader: id}); code != http.StatusOK {
 				t.Fatalf("trainer reset %d with the agents at their quota: %d %s", i, code, body)
 			}
+		}
+	})
+
+	t.Run("AgentIdleTimeout", func(t *testing.T) {
+		// An agent's idle session is closed after AgentIdleTimeout while a
+		// trainer's, idle as long, lives on until IdleTimeout.
+		s := mustServeAgent(t, openenv.Config{IdleTimeout: time.Hour, AgentIdleTimeout: 30 * time.Millisecond})
+		_, body := s.agentDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create"}`, nil)
+		agentID := str(t, body, "result.session_id")
+		if code, body, _ := s.httpDo(t, "POST", "/reset", `{}`, map[string]string{openenv.SessionHeader: "trainer"}); code != http.StatusOK {
+			t.Fatalf("trainer reset: %d %s", code, body)
+		}
+		waitFor(t, "the agent's idle session to close", func() bool { return len(s.Sessions()) == 1 })
+		_, body = s.agentDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"session_id":"`+agentID+`"}}`, nil)
+		if got := str(t, body, "error.message"); got != "Unknown session_id: "+agentID {
+			t.Errorf("the agent's session after its idle timeout: %s", body)
+		}
+		if code, body, _ := s.httpDo(t, "GET", "/state", "", map[string]string{openenv.SessionHeader: "trainer"}); code != http.StatusOK {
+			t.Errorf("the trainer's session: %d %s", code, body)
 		}
 	})
 

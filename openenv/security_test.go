@@ -228,14 +228,28 @@ func TestServer_JSONContentType(t *testing.T) {
 }
 
 // Error replies name no server file or source location: a startup hook
-// refusing its keywords is named by its world and node, with the field.
+// refusing its keywords is named by its world and node, with the field, and
+// an unknown fixture or task, or a fixture id that climbs out of the
+// fixtures directory, is named as the client sent it.
 func TestServer_ErrorsNameNoSource(t *testing.T) {
 	s := mustServeCompany(t, openenv.Config{})
-	status, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{"startup":{"plan":5}}`, nil)
-	if status == http.StatusOK || !strings.Contains(body, `field \"plan\": expected string, got number`) {
-		t.Fatalf("reset with a bad startup keyword: %d %s", status, body)
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if strings.Contains(body, ".go:") || strings.Contains(body, "/") {
-		t.Errorf("the reply names a source location or a path: %s", body)
+	root := filepath.Dir(wd) // the module, where the example worlds' fixtures live
+	for _, tt := range []struct{ body, want string }{
+		{`{"startup":{"plan":5}}`, `field \"plan\": expected string, got number`},
+		{`{"fixture":"nope"}`, `nope`},
+		{`{"task":"nope"}`, `nope`},
+		{`{"fixture":"../../etc/passwd"}`, `../../etc/passwd`},
+	} {
+		status, body, _ := s.httpDo(t, http.MethodPost, "/reset", tt.body, nil)
+		if status == http.StatusOK || !strings.Contains(body, tt.want) {
+			t.Errorf("reset %s: %d %s, want a refusal naming %s", tt.body, status, body, tt.want)
+		}
+		if strings.Contains(body, ".go:") || strings.Contains(body, root) {
+			t.Errorf("reset %s: the reply names a source location or a server path: %s", tt.body, body)
+		}
 	}
 }

@@ -16,17 +16,20 @@ import (
 
 // Defaults of the Config fields.
 const (
-	DefaultMaxSessions     = 1024
-	DefaultIdleTimeout     = 10 * time.Minute
-	DefaultPingInterval    = 20 * time.Second
-	DefaultPongTimeout     = 20 * time.Second
-	DefaultMaxMessageBytes = 16 << 20
-	DefaultStepTimeout     = 30 * time.Second
-	DefaultInspectRowLimit = 1000
-	DefaultInspectTimeout  = 5 * time.Second
-	DefaultWriteTimeout    = 30 * time.Second
-	DefaultMaxPending      = 16
-	DefaultMaxReplyBytes   = 8 << 20
+	DefaultMaxSessions = 1024
+	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultAgentIdleTimeout is the idle timeout of agent sessions, unless
+	// IdleTimeout is shorter.
+	DefaultAgentIdleTimeout = 2 * time.Minute
+	DefaultPingInterval     = 20 * time.Second
+	DefaultPongTimeout      = 20 * time.Second
+	DefaultMaxMessageBytes  = 16 << 20
+	DefaultStepTimeout      = 30 * time.Second
+	DefaultInspectRowLimit  = 1000
+	DefaultInspectTimeout   = 5 * time.Second
+	DefaultWriteTimeout     = 30 * time.Second
+	DefaultMaxPending       = 16
+	DefaultMaxReplyBytes    = 8 << 20
 	// MinReplyBytes is the smallest MaxReplyBytes: a smaller one is raised
 	// to it, so every error and envelope fits.
 	MinReplyBytes          = 64 << 10
@@ -55,8 +58,13 @@ type Config struct {
 	// IdleTimeout closes a session that has had no reset, step, mcp or inspect
 	// for this long (state does not count; a call in progress keeps it
 	// alive). A WebSocket is closed with StatusGoingAway and a reason.
-	// Default DefaultIdleTimeout; negative disables the reaper.
+	// Default DefaultIdleTimeout; negative disables it.
 	IdleTimeout time.Duration
+	// AgentIdleTimeout is IdleTimeout for the sessions started through the
+	// agent listener, so an agent that walks away frees its share soon.
+	// Default DefaultAgentIdleTimeout, or IdleTimeout when that is shorter;
+	// negative disables it.
+	AgentIdleTimeout time.Duration
 	// PingInterval is how often the server pings each WebSocket peer, and
 	// PongTimeout how long it waits for the pong before closing the session
 	// as dead. A reply written to the peer in that time counts as a pong, and
@@ -159,6 +167,12 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	dur(&c.IdleTimeout, DefaultIdleTimeout)
+	if c.AgentIdleTimeout == 0 {
+		c.AgentIdleTimeout = DefaultAgentIdleTimeout
+		if c.IdleTimeout > 0 {
+			c.AgentIdleTimeout = min(c.IdleTimeout, DefaultAgentIdleTimeout)
+		}
+	}
 	dur(&c.PingInterval, DefaultPingInterval)
 	dur(&c.PongTimeout, DefaultPongTimeout)
 	dur(&c.StepTimeout, DefaultStepTimeout)

@@ -100,7 +100,7 @@ func (s *Server) newSessionLocked(transport, id string) (*session, *protoError) 
 	}
 	ss.tagged = withSession(ctx, ss)
 	s.sessions[id] = ss
-	if !s.reaping && s.cfg.IdleTimeout > 0 {
+	if !s.reaping && (s.cfg.IdleTimeout > 0 || s.cfg.AgentIdleTimeout > 0) {
 		s.reaping = true
 		go s.reap()
 	}
@@ -803,7 +803,11 @@ func (ss *session) mcpCall(ctx context.Context, name string, args json.RawMessag
 // reap closes idle sessions until Shutdown.
 func (s *Server) reap() {
 	defer close(s.reaperDone)
-	every := min(max(s.cfg.IdleTimeout/4, 10*time.Millisecond), time.Minute)
+	shortest := s.cfg.IdleTimeout
+	if shortest <= 0 || s.cfg.AgentIdleTimeout > 0 && s.cfg.AgentIdleTimeout < shortest {
+		shortest = s.cfg.AgentIdleTimeout
+	}
+	every := min(max(shortest/4, 10*time.Millisecond), time.Minute)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -816,13 +820,18 @@ func (s *Server) reap() {
 	}
 }
 
-// reapIdle stops every session idle for IdleTimeout at now.
+// reapIdle stops every session idle for its idle timeout at now:
+// AgentIdleTimeout for an agent's session, IdleTimeout for the others.
 func (s *Server) reapIdle(now time.Time) {
-	reason := fmt.Sprintf("session idle for more than %s", s.cfg.IdleTimeout)
 	for _, ss := range s.snapshot() {
-		if !ss.idle(now, s.cfg.IdleTimeout) || ss.isStopped() {
+		limit := s.cfg.IdleTimeout
+		if ss.agent {
+			limit = s.cfg.AgentIdleTimeout
+		}
+		if limit <= 0 || !ss.idle(now, limit) || ss.isStopped() {
 			continue
 		}
+		reason := fmt.Sprintf("session idle for more than %s", limit)
 		s.log.Info("openenv: closing an idle session", "session", ss.ref, "transport", ss.transport)
 		s.observeReaped(ss.transport)
 		ss.expire(reason)

@@ -49,6 +49,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error (env SEAHAVEN_LOG_LEVEL)")
 	logFormat := fs.String("log-format", "json", "json or text (env SEAHAVEN_LOG_FORMAT)")
 	agentMax := fs.Int("agent-max-sessions", 0, "the most live sessions started through --agent-addr, within --max-sessions; 0 is a quarter of --max-sessions (env SEAHAVEN_AGENT_MAX_SESSIONS)")
+	agentIdle := fs.Duration("agent-idle-timeout", 0, "close sessions started through --agent-addr idle this long; 0 is 2m or --idle-timeout if shorter, negative disables (env SEAHAVEN_AGENT_IDLE_TIMEOUT)")
 	agentAddr := fs.String("agent-addr", "", "also listen here serving only the agent routes: /mcp, /health, /metadata, /schema, /openapi.json (default: off; env SEAHAVEN_AGENT_ADDR)")
 	agentToken := fs.String("agent-token", "", "require Authorization: Bearer <token> on --agent-addr instead of --token, which that listener then refuses (env SEAHAVEN_AGENT_TOKEN, preferred)")
 	token := fs.String("token", "", "require Authorization: Bearer <token> on every route but /health and /ready (env SEAHAVEN_TOKEN, preferred: a flag shows in ps)")
@@ -101,7 +102,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	}
 	defer backend.Close()
 	srv := openenv.NewServer(backend, openenv.Config{
-		MaxSessions: *maxSessions, AgentMaxSessions: *agentMax, IdleTimeout: *idle, StepTimeout: *stepTimeout, Logger: logger,
+		MaxSessions: *maxSessions, AgentMaxSessions: *agentMax, IdleTimeout: *idle, AgentIdleTimeout: *agentIdle, StepTimeout: *stepTimeout, Logger: logger,
 		MaxMessageBytes: *maxMessage, MaxReplyBytes: *maxReply, Token: *token, AgentToken: *agentToken, AllowedHosts: commaList(*allowedHosts), AllowedOrigins: commaList(*allowedOrigins), Production: *production,
 		MaxPendingBytes: *maxPendingBytes, MaxPendingTotal: *maxPendingTotal, LargeMessageRate: *largeRate,
 	})
