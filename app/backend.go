@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -48,9 +49,11 @@ type Backend struct {
 
 // Config configures New.
 type Config struct {
-	// FixturesDir overrides the world's FixturesDir.
+	// FixturesDir overrides the world's fixtures (its FixturesDir or
+	// Fixtures).
 	FixturesDir string
-	// DefaultFixture is used by resets that name none; "" keeps genesis.
+	// DefaultFixture is used by resets that name none; "" is the world's
+	// DefaultFixture, which "" there keeps genesis.
 	DefaultFixture string
 	// InstanceRoot is where per-process instance directories are made; ""
 	// is <os temp dir>/seahaven-instances.
@@ -140,7 +143,7 @@ func New(w *env.World, cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{world: w, fixturesDir: cfg.FixturesDir, defaultFixture: cfg.DefaultFixture, dir: dir, release: release,
+	b := &Backend{world: w, fixturesDir: cfg.FixturesDir, defaultFixture: cmp.Or(cfg.DefaultFixture, w.Spec().DefaultFixture), dir: dir, release: release,
 		minFree: cfg.MinFreeDisk, maxChangeLog: cfg.MaxChangeLogBytes, logger: cfg.Logger, gate: newGate(cfg.MaxActive)}
 	if b.minFree == 0 {
 		b.minFree = DefaultMinFreeDisk
@@ -159,7 +162,9 @@ func New(w *env.World, cfg Config) (*Backend, error) {
 		b.inspectPacer = sqlitestore.NewPacer(cfg.InspectCPU)
 	}
 	if b.fixturesDir == "" {
-		b.fixturesDir = w.Spec().FixturesDir
+		if b.fixturesDir, err = composition.FixturesDir(w); err != nil {
+			return nil, err
+		}
 	}
 	if b.fixturesDir != "" {
 		// A failed repair (a read-only directory holding leftovers) is

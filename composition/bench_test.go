@@ -13,6 +13,7 @@ import (
 	"github.com/ncruces/go-sqlite3"
 
 	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/examples/worlds/payments"
@@ -166,8 +167,8 @@ func BenchmarkOpen_Acme(b *testing.B) {
 // BenchmarkRaw_CopyAndOpen is the floor of BenchmarkOpen_Acme: copy the
 // fixture's files and open one bare connection per node, then close.
 func BenchmarkRaw_CopyAndOpen(b *testing.B) {
-	src := filepath.Join(company.FixturesDir, company.AcmeID)
-	s, err := fixture.Read(company.FixturesDir, company.AcmeID)
+	src := filepath.Join(compositiontest.FixturesDir(b, company.World), company.AcmeID)
+	s, err := fixture.Read(compositiontest.FixturesDir(b, company.World), company.AcmeID)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -46,14 +48,53 @@ func schemaHash(ctx context.Context, w *env.World) (string, error) {
 	return h, nil
 }
 
-// fixturesDir returns where a root world's own fixtures live.
+// fixturesDir returns where a root world's own fixtures live: override
+// when set, else the world's (FixturesDir).
 func fixturesDir(w *env.World, override string) (string, error) {
-	dir := override
-	if dir == "" {
-		dir = w.Spec().FixturesDir
+	if override != "" {
+		return override, nil
 	}
-	if dir == "" {
-		return "", fmt.Errorf("composition: world %s has no FixturesDir", w.Name())
+	dir, err := FixturesDir(w)
+	if err == nil && dir == "" {
+		err = fmt.Errorf("composition: world %s has no fixtures (neither FixturesDir nor Fixtures)", w.Name())
+	}
+	return dir, err
+}
+
+// materialized caches the directories Fixtures file systems were copied to,
+// by file system.
+var materialized struct {
+	sync.Mutex // guards m
+	m          map[fs.FS]string
+}
+
+// FixturesDir returns the directory of the world's own fixtures: its
+// FixturesDir when set, else a copy on disk of its Fixtures file system,
+// made on first use (fixture.Materialize) and kept for the process; ""
+// when the world has neither.
+func FixturesDir(w *env.World) (string, error) {
+	spec := w.Spec()
+	if spec.FixturesDir != "" || spec.Fixtures == nil {
+		return spec.FixturesDir, nil
+	}
+	key := spec.Fixtures
+	cacheable := reflect.TypeOf(key).Comparable()
+	if cacheable {
+		materialized.Lock()
+		defer materialized.Unlock()
+		if dir, ok := materialized.m[key]; ok {
+			return dir, nil
+		}
+	}
+	dir, err := fixture.Materialize(spec.Fixtures, w.Name())
+	if err != nil {
+		return "", err
+	}
+	if cacheable {
+		if materialized.m == nil {
+			materialized.m = map[fs.FS]string{}
+		}
+		materialized.m[key] = dir
 	}
 	return dir, nil
 }
@@ -309,7 +350,11 @@ func (i *Instance) Freeze(ctx context.Context, id, description string, opts Free
 	if err := fixture.ValidID(id); err != nil {
 		return nil, err
 	}
-	root, err := fixturesDir(i.world, cmp.Or(opts.FixturesDir, i.opts.FixturesDir))
+	override := cmp.Or(opts.FixturesDir, i.opts.FixturesDir)
+	if spec := i.world.Spec(); override == "" && spec.FixturesDir == "" && spec.Fixtures != nil {
+		return nil, fmt.Errorf("freeze %q: world %s carries its fixtures as a file system (Fixtures), which is read-only: name the directory to write to (FreezeOptions.FixturesDir)", id, i.world.Name())
+	}
+	root, err := fixturesDir(i.world, override)
 	if err != nil {
 		return nil, err
 	}

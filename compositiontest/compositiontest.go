@@ -67,3 +67,14 @@ func Fixture(tb testing.TB, w *env.World, opts composition.Options, id string, b
 	}
 	return dir
 }
+
+// FixturesDir returns the directory of w's own fixtures (see
+// composition.FixturesDir), failing tb when there is none.
+func FixturesDir(tb testing.TB, w *env.World) string {
+	tb.Helper()
+	dir, err := composition.FixturesDir(w)
+	if err != nil || dir == "" {
+		tb.Fatalf("the fixtures of %s: %q %v", w.Name(), dir, err)
+	}
+	return dir
+}

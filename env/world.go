@@ -1,7 +1,9 @@
 package env
 
 import (
+	"context"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -62,8 +64,18 @@ type WorldSpec struct {
 	Schema string
 	// StateFormat names the state document format; "" means StateFormat.
 	StateFormat string
-	// FixturesDir is where this world's own fixtures live.
+	// FixturesDir is where this world's own fixtures live on disk. When it
+	// is set it wins over Fixtures.
 	FixturesDir string
+	// Fixtures holds the world's own fixtures (and its tasks.yaml) as a file
+	// system, such as a directory embedded in the binary with //go:embed, so
+	// a world carries them wherever it is built. Instances are still made
+	// from files: the first use copies them to a directory of their own (see
+	// composition.FixturesDir).
+	Fixtures fs.FS
+	// DefaultFixture is the fixture a server's reset uses when it names
+	// none; "" means a genesis instance.
+	DefaultFixture string
 	// DefaultClockMode is the clock mode of instances of this world when it is
 	// the root and the caller names none; "" means ClockFrozen.
 	DefaultClockMode string
@@ -89,6 +101,27 @@ type World struct {
 	edges      []*Edge
 	declared   []*Declared
 	tasks      []Task
+	generate   FixtureGenerator
+}
+
+// FixtureGenerator builds a world's fixtures reproducibly into the fixtures
+// directory dir (`seahaven fixtures build`), replacing fixtures of the same
+// id when replace is set.
+type FixtureGenerator func(ctx context.Context, dir string, replace bool) error
+
+// SetFixtureGenerator registers the generator of w's fixtures, typically
+// in an init function, since it refers to the world.
+func (w *World) SetFixtureGenerator(g FixtureGenerator) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.generate = g
+}
+
+// FixtureGenerator returns w's fixture generator, or nil.
+func (w *World) FixtureGenerator() FixtureGenerator {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.generate
 }
 
 // NewWorld declares a world. It panics with a *WorldBug when the spec is
@@ -163,6 +196,7 @@ func (w *World) Clone() *World {
 	}
 	c.declared = slices.Clone(w.declared)
 	c.tasks = slices.Clone(w.tasks)
+	c.generate = w.generate
 	generation.Add(1)
 	return c
 }

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/fixture"
 	"github.com/seahaven/seahaven/openenv"
@@ -27,7 +28,7 @@ func TestServer_Composition(t *testing.T) {
 	}
 	// The schema hashes are checked against the acme sidecar, which the
 	// fixture code computed on its own when it froze acme.
-	acme, err := fixture.Read(company.FixturesDir, company.AcmeID)
+	acme, err := fixture.Read(compositiontest.FixturesDir(t, company.World), company.AcmeID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestServer_FixtureHashes(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &list); err != nil {
 		t.Fatal(err)
 	}
-	acme, err := fixture.Read(company.FixturesDir, company.AcmeID)
+	acme, err := fixture.Read(compositiontest.FixturesDir(t, company.World), company.AcmeID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/seahaven/seahaven/app"
+	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/openenv"
 )
@@ -353,9 +354,9 @@ func TestHostile_FixturePathTraversal(t *testing.T) {
 	// leave the fixtures directory, the reset would succeed and read it.
 	root := t.TempDir()
 	fixtures := filepath.Join(root, "a", "fixtures")
-	copyFixtureDir(t, filepath.Join(company.FixturesDir, company.AcmeID), filepath.Join(fixtures, company.AcmeID))
+	copyFixtureDir(t, filepath.Join(compositiontest.FixturesDir(t, company.World), company.AcmeID), filepath.Join(fixtures, company.AcmeID))
 	canary := filepath.Join(root, "etc", "passwd")
-	copyFixtureDir(t, filepath.Join(company.FixturesDir, company.AcmeID), canary)
+	copyFixtureDir(t, filepath.Join(compositiontest.FixturesDir(t, company.World), company.AcmeID), canary)
 	s := mustServeWorld(t, company.World, app.Config{FixturesDir: fixtures, DefaultFixture: company.AcmeID}, openenv.Config{})
 	c := s.dial(t)
 	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"before"}}`)

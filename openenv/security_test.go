@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/seahaven/seahaven/app"
+	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/openenv"
 )
@@ -43,8 +44,8 @@ func TestWorldBackend_FixtureTraversal(t *testing.T) {
 	// that joined the id to the directory would find ../acme and succeed.
 	root := t.TempDir()
 	fixtures := filepath.Join(root, "fixtures")
-	copyDir(t, filepath.Join(company.FixturesDir, company.AcmeID), filepath.Join(fixtures, company.AcmeID))
-	copyDir(t, filepath.Join(company.FixturesDir, company.AcmeID), filepath.Join(root, company.AcmeID))
+	copyDir(t, filepath.Join(compositiontest.FixturesDir(t, company.World), company.AcmeID), filepath.Join(fixtures, company.AcmeID))
+	copyDir(t, filepath.Join(compositiontest.FixturesDir(t, company.World), company.AcmeID), filepath.Join(root, company.AcmeID))
 	s := mustServeWorld(t, company.World, app.Config{FixturesDir: fixtures, DefaultFixture: company.AcmeID}, openenv.Config{})
 
 	c := s.dial(t)

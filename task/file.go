@@ -13,6 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/internal/yamlnode"
 
 	"github.com/seahaven/seahaven/env"
@@ -416,10 +417,14 @@ func checkMapping(n *yaml.Node, key string, elem func(k *yaml.Node, sub string) 
 }
 
 // ForWorld returns the world's tasks: those declared in Go with AddTask,
-// then those of the tasks file beside its fixtures
-// (<FixturesDir>/tasks.yaml), if there is one. See ForWorldDir.
+// then those of the tasks file beside its fixtures (tasks.yaml in its
+// FixturesDir or Fixtures), if there is one. See ForWorldDir.
 func ForWorld(w *env.World) ([]env.Task, error) {
-	return ForWorldDir(w, w.Spec().FixturesDir)
+	dir, err := composition.FixturesDir(w)
+	if err != nil {
+		return nil, err
+	}
+	return ForWorldDir(w, dir)
 }
 
 // ForWorldDir is ForWorld reading the tasks file of fixturesDir instead of

@@ -22,6 +22,7 @@ import (
 
 	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/fixture"
 	"github.com/seahaven/seahaven/openenv"
@@ -39,7 +40,7 @@ var screenshots = flag.String("screenshots", "", "save a PNG of each panel of th
 func mustFixtures(tb testing.TB) (string, *fixture.Sidecar) {
 	tb.Helper()
 	dir := tb.TempDir()
-	src := filepath.Join(company.FixturesDir, "acme")
+	src := filepath.Join(compositiontest.FixturesDir(tb, company.World), "acme")
 	if err := os.CopyFS(filepath.Join(dir, "acme"), os.DirFS(src)); err != nil {
 		tb.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 )
 
@@ -223,7 +224,7 @@ func TestServe_KillAndRestart(t *testing.T) {
 	if err := os.MkdirAll(acme, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	src := filepath.Join(company.FixturesDir, company.AcmeID)
+	src := filepath.Join(compositiontest.FixturesDir(t, company.World), company.AcmeID)
 	for name := range hashDir(t, src) {
 		b, err := os.ReadFile(filepath.Join(src, name))
 		if err != nil {

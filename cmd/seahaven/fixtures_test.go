@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 )
 
@@ -20,7 +21,7 @@ func copyAcme(t *testing.T) string {
 	if err := os.MkdirAll(acme, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	src := filepath.Join(company.FixturesDir, company.AcmeID)
+	src := filepath.Join(compositiontest.FixturesDir(t, company.World), company.AcmeID)
 	for name := range hashDir(t, src) {
 		b, err := os.ReadFile(filepath.Join(src, name))
 		if err != nil {

@@ -7,7 +7,7 @@ import (
 	"github.com/seahaven/seahaven/composition"
 )
 
-//go:generate go run ../../../cmd/seahaven fixtures build --world company
+//go:generate go run ../../../cmd/seahaven fixtures build --world company --dir fixtures
 
 // AcmeID is the id of the company's default fixture.
 const AcmeID = "acme"
@@ -20,6 +20,8 @@ const AcmeNow = "2026-06-01T09:00:00.000Z"
 // and its first insert then collides with the fixture's rows; so acme uses
 // a seed no one picks by counting episodes from 0 or 1.
 const AcmeSeed = 0x5EA4A7E
+
+func init() { World.SetFixtureGenerator(BuildAcme) }
 
 // BuildAcme generates the acme fixture into fixturesDir: three staff, an
 // invoice and a charge on the company account, an order through the shop

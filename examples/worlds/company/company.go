@@ -11,8 +11,8 @@
 package company
 
 import (
-	"path/filepath"
-	"runtime"
+	"embed"
+	"io/fs"
 
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/examples/worlds/chat"
@@ -20,18 +20,28 @@ import (
 	"github.com/seahaven/seahaven/examples/worlds/shop"
 )
 
-// FixturesDir is where the company's own fixtures live in the source tree.
-var FixturesDir = func() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "fixtures")
+// fixtures holds the company's own fixtures and tasks file, built into
+// the binary.
+//
+//go:embed fixtures
+var fixtures embed.FS
+
+// Fixtures is the company's fixtures directory, as a file system.
+var Fixtures = func() fs.FS {
+	sub, err := fs.Sub(fixtures, "fixtures")
+	if err != nil {
+		panic(err)
+	}
+	return sub
 }()
 
 // World is the company world.
 var World = env.NewWorld(env.WorldSpec{
-	Name:        "company",
-	Version:     "0.1.0",
-	Description: "A small company: staff, invoices, two payment accounts, a shop and team chat.",
-	FixturesDir: FixturesDir,
+	Name:           "company",
+	Version:        "0.1.0",
+	Description:    "A small company: staff, invoices, two payment accounts, a shop and team chat.",
+	Fixtures:       Fixtures,
+	DefaultFixture: AcmeID,
 	Schema: `CREATE TABLE staff (
   id TEXT PRIMARY KEY,
   name TEXT NOT NULL,

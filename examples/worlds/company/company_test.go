@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/fixture"
 )
@@ -55,7 +56,7 @@ func TestAcmeIsReproducible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	committed, err := fixture.Read(company.FixturesDir, company.AcmeID)
+	committed, err := fixture.Read(compositiontest.FixturesDir(t, company.World), company.AcmeID)
 	if err != nil {
 		t.Fatal(err)
 	}
