@@ -48,17 +48,20 @@ func schemaHash(ctx context.Context, w *env.World) (string, error) {
 	return h, nil
 }
 
-// fixturesDir returns where a root world's own fixtures live: override
-// when set, else the world's (FixturesDir).
+// fixturesDir returns where a root world's own fixtures live, as an
+// absolute path: override when set, else the world's (FixturesDir).
 func fixturesDir(w *env.World, override string) (string, error) {
-	if override != "" {
-		return override, nil
+	dir := override
+	if dir == "" {
+		var err error
+		if dir, err = FixturesDir(w); err != nil {
+			return "", err
+		}
+		if dir == "" {
+			return "", fmt.Errorf("composition: world %s has no fixtures (neither FixturesDir nor Fixtures)", w.Name())
+		}
 	}
-	dir, err := FixturesDir(w)
-	if err == nil && dir == "" {
-		err = fmt.Errorf("composition: world %s has no fixtures (neither FixturesDir nor Fixtures)", w.Name())
-	}
-	return dir, err
+	return filepath.Abs(dir)
 }
 
 // materialized caches the directories Fixtures file systems were copied to,

@@ -69,6 +69,9 @@ type FixtureInfo struct {
 	// FileSHA256 is the SHA-256 (hex) of each node's frozen file, by node
 	// path ("main" for the root); omitted when the Backend does not say.
 	FileSHA256 map[string]string `json:"file_sha256,omitempty"`
+	// Default marks the fixture a reset that names none starts from
+	// (Info.DefaultFixture); the server sets it.
+	Default bool `json:"default,omitempty"`
 }
 
 // OpenOptions are the options of one instance, taken from a reset.

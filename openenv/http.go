@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -345,7 +346,11 @@ func (s *Server) serveFixtures(w http.ResponseWriter, _ *http.Request) {
 		s.writeError(w, perr)
 		return
 	}
-	s.respond(w, http.StatusOK, nonNil(info.Fixtures))
+	list := slices.Clone(nonNil(info.Fixtures))
+	for i := range list {
+		list[i].Default = list[i].ID == info.DefaultFixture
+	}
+	s.respond(w, http.StatusOK, list)
 }
 
 // serveTasks serves GET /tasks: the tasks a reset may name.

@@ -1,20 +1,13 @@
-// Command seahaven serves, checks and manages Seahaven worlds.
+// Command seahaven serves, checks and manages the example worlds; a world
+// author's own command is the same few lines over their worlds.
 package main
 
 import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
+	"github.com/seahaven/seahaven/cli"
+	"github.com/seahaven/seahaven/examples/worlds/chat"
+	"github.com/seahaven/seahaven/examples/worlds/company"
+	"github.com/seahaven/seahaven/examples/worlds/payments"
+	"github.com/seahaven/seahaven/examples/worlds/shop"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	m := NewMain()
-	if err := m.Run(ctx, os.Args[1:]); err != nil {
-		m.fail(err)
-		stop()
-		os.Exit(exitCode(err))
-	}
-}
+func main() { cli.Run(company.World, payments.World, shop.World, chat.World) }

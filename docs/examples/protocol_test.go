@@ -166,7 +166,7 @@ func Example_protocolHTTP() {
 	// → GET /metadata
 	// ← 200 {"name":"company","description":"A small company: staff, invoices, two payment accounts, a shop and team chat.","readme_content":null,"version":"0.1.0","author":null,"documentation_url":null}
 	// → GET /fixtures
-	// ← 200 [{"id":"acme","description":"Acme Corp: three staff, an invoice, a shop order, an EU charge and some chat.","parent_id":null,"created_at":"…","world_version":"0.1.0","file_sha256":{"chat":"97240c3a41a2886d948c398c973b35f5a5b98403a740b79c1ddcb2db075f308a","main":"39319d855719cceac4389e9db026b877dbe8374096d95a557fcbaf2f4112c913","payments":"3bbc069d0f5de0b87fec6ae763a8ee4d0bddd4d412a992e2f02262dbea52dd9f","payments_eu":"77a0fce3940a7a33ab897bd2725420dc5de7913b8dd5781bfbbfc4288850bcbe","shop":"bbb94ce9e9ae93ea2eae67a7068fab8de9596f7d2d28cb1b5ff94f791ff49fb5"}}]
+	// ← 200 [{"id":"acme","description":"Acme Corp: three staff, an invoice, a shop order, an EU charge and some chat.","parent_id":null,"created_at":"…","world_version":"0.1.0","file_sha256":{"chat":"97240c3a41a2886d948c398c973b35f5a5b98403a740b79c1ddcb2db075f308a","main":"39319d855719cceac4389e9db026b877dbe8374096d95a557fcbaf2f4112c913","payments":"3bbc069d0f5de0b87fec6ae763a8ee4d0bddd4d412a992e2f02262dbea52dd9f","payments_eu":"77a0fce3940a7a33ab897bd2725420dc5de7913b8dd5781bfbbfc4288850bcbe","shop":"bbb94ce9e9ae93ea2eae67a7068fab8de9596f7d2d28cb1b5ff94f791ff49fb5"},"default":true}]
 	// → POST /reset (X-Seahaven-Session: grader-1) {"seed":7,"episode_id":"ep-1","fixture":"acme","clock_mode":"step","control_tools":true}
 	// ← 200 {"observation":{},"reward":null,"done":false}
 	// → POST /step (X-Seahaven-Session: grader-1) {"action":{"type":"call_tool","tool_name":"accounts","arguments":{}}}

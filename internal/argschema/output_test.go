@@ -43,8 +43,8 @@ type outOrder struct {
 	Count    int               `json:"count,string"`
 	Fixed    [2]bool           `json:"fixed"`
 	Parent   *outOrder         `json:"parent"`
-	internal int
-	Skipped  int `json:"-"`
+	internal int               //lint:ignore U1000 an unexported field is no member
+	Skipped  int               `json:"-"`
 }
 
 // TestOutputOf pins the output schema and wrapping of each kind of result.

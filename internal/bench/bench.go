@@ -60,7 +60,8 @@ type Config struct {
 	InstanceRoot string
 	// World and Fixture name what the server serves and the fixture each
 	// reset names ("" lets the server use its default fixture). World is
-	// only recorded: the server decides what it serves.
+	// the started server's --world; the report names the world and default
+	// fixture the server itself describes.
 	World, Fixture string
 	// Sessions is the number of concurrent sessions. Default DefaultSessions.
 	Sessions int
@@ -189,7 +190,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep := &Report{Latency: map[string]Latency{}, Settings: Settings{
 		URL: cfg.URL, World: cfg.World, Fixture: cfg.Fixture, Sessions: cfg.Sessions,
 		Duration: cfg.Duration.Seconds(), Calls: cfg.Calls, ToolMix: FormatToolMix(cfg.ToolMix),
-		Think: cfg.Think.Seconds(), NoSpread: cfg.NoSpread, ResetLoop: cfg.ResetLoop, Ramp: cfg.Ramp,
+		Think: cfg.Think.Seconds(), NoSpread: cfg.NoSpread, ResetLoop: cfg.ResetLoop, Ramp: cfg.Ramp, NoFloors: cfg.SkipFloors,
 		CPUs: runtime.NumCPU(), GoVersion: runtime.Version(),
 	}}
 	if !cfg.SkipFloors {
@@ -213,6 +214,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer srv.stop()
+	// The report names what the server serves, as it says.
+	world, fixture, err := srv.describe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep.Settings.World = world
+	if cfg.Fixture == "" {
+		rep.Settings.Fixture = fixture
+	}
 	r := &run{cfg: cfg, srv: srv, wsURL: "ws" + strings.TrimPrefix(srv.base, "http") + "/ws",
 		picker: newPicker(cfg.ToolMix), args: map[string][]byte{}, errText: map[string]bool{}}
 	if cfg.Attackers > 0 {

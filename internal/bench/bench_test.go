@@ -194,20 +194,22 @@ func TestRun_Subprocess(t *testing.T) {
 }
 
 func TestRun_URL(t *testing.T) {
+	// 400 calls keep the hold long enough for the server's CPU time, counted
+	// in clock ticks, to move.
 	ts := startServer(t)
 	mix, err := bench.ParseToolMix("invoice:3,list_tools:1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep, err := bench.Run(context.Background(), bench.Config{
-		URL: ts.URL, Fixture: company.AcmeID, Sessions: 3, Calls: 40, ToolMix: mix, SkipFloors: true, Settle: 10 * time.Second,
+		URL: ts.URL, Fixture: company.AcmeID, Sessions: 3, Calls: 400, ToolMix: mix, SkipFloors: true, Settle: 10 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkSane(t, rep, 3)
-	if rep.Calls < 40 {
-		t.Errorf("calls = %d, want at least the 40 asked for", rep.Calls)
+	if rep.Calls < 400 {
+		t.Errorf("calls = %d, want at least the 400 asked for", rep.Calls)
 	}
 	if rep.ListTools == 0 || rep.Latency["list_tools"].Count == 0 {
 		t.Errorf("no list_tools in a mix with list_tools: %d", rep.ListTools)
@@ -220,10 +222,19 @@ func TestRun_URL(t *testing.T) {
 func TestRun_ResetLoop(t *testing.T) {
 	ts := startServer(t)
 	rep, err := bench.Run(context.Background(), bench.Config{
-		URL: ts.URL, Fixture: company.AcmeID, Sessions: 2, Calls: 20, ResetLoop: true, SkipFloors: true, Settle: 10 * time.Second,
+		URL: ts.URL, Sessions: 2, Calls: 20, ResetLoop: true, SkipFloors: true, Settle: 10 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The report names what the server says it serves, and its floors as
+	// not measured.
+	if rep.Settings.World != "company" || rep.Settings.Fixture != company.AcmeID {
+		t.Errorf("report of world %q, fixture %q; want the server's company and its default acme", rep.Settings.World, rep.Settings.Fixture)
+	}
+	var text strings.Builder
+	if err := rep.WriteTable(&text); err != nil || !strings.Contains(text.String(), "floors: not measured (--no-floors)") {
+		t.Errorf("report %s, %v: want the floors named as not measured", text.String(), err)
 	}
 	if rep.Resets < 20 || rep.Calls != 0 || rep.Errors != 0 {
 		t.Errorf("resets %d, calls %d, errors %d: want at least 20 resets and nothing else", rep.Resets, rep.Calls, rep.Errors)

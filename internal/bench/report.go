@@ -45,9 +45,12 @@ func percentile(d []time.Duration, p int) time.Duration {
 type Settings struct {
 	// URL is the server measured, "" for a subprocess server.
 	URL string `json:"url,omitempty"`
-	// World and Fixture are Config.World and Config.Fixture.
+	// World is the world the server serves, and Fixture the fixture each
+	// reset starts from: Config.Fixture, else the server's default.
 	World   string `json:"world"`
 	Fixture string `json:"fixture"`
+	// NoFloors is Config.SkipFloors: the floors were not measured.
+	NoFloors bool `json:"no_floors,omitempty"`
 	// Sessions, Duration (seconds), Calls, ToolMix (FormatToolMix), Think
 	// (seconds), NoSpread, ResetLoop and Ramp are the Config fields.
 	Sessions  int     `json:"sessions"`
@@ -293,6 +296,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(&b, "rss per session: %s ((during - before) / %d sessions)\n", bytesText(r.RSSPerSession), s.Sessions)
 	}
 
+	if s.NoFloors {
+		b.WriteString("\nfloors: not measured (--no-floors)\n")
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	fl := r.Floors
 	echo := "echo round trip " + round(fl.EchoRTT)
 	if fl.EchoRTTProcess > 0 {

@@ -251,6 +251,45 @@ func (s *server) sample(ctx context.Context, gc bool) (Sample, error) {
 	return out, nil
 }
 
+// getJSON decodes the JSON body of GET path into v.
+func (s *server) getJSON(ctx context.Context, path string, v any) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.base+path, nil)
+	res, err := s.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("bench: GET %s: %w", path, err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("bench: GET %s: %s", path, res.Status)
+	}
+	if err := json.NewDecoder(res.Body).Decode(v); err != nil {
+		return fmt.Errorf("bench: GET %s: %w", path, err)
+	}
+	return nil
+}
+
+// describe returns the world the server serves (GET /metadata) and the
+// fixture a reset naming none starts from (GET /fixtures; "" for genesis).
+func (s *server) describe(ctx context.Context) (world, fixture string, err error) {
+	var meta struct{ Name string }
+	if err := s.getJSON(ctx, "/metadata", &meta); err != nil {
+		return "", "", err
+	}
+	var fixtures []struct {
+		ID      string
+		Default bool
+	}
+	if err := s.getJSON(ctx, "/fixtures", &fixtures); err != nil {
+		return "", "", err
+	}
+	for _, f := range fixtures {
+		if f.Default {
+			fixture = f.ID
+		}
+	}
+	return meta.Name, fixture, nil
+}
+
 // countInstanceDirs counts the instance directories under an instance root:
 // the directories inside each server process's own directory.
 func countInstanceDirs(root string) (int, error) {

@@ -1,9 +1,10 @@
 // Command importcheck enforces the one-way import direction of DESIGN.md:
-// cmd -> {openenv, app} -> composition -> {sqlitestore, fixture} -> env, with
+// cmd -> cli -> {openenv, app} -> composition -> {sqlitestore, fixture} -> env, with
 // openenv importing no project package but env and leaf helpers, with
 // schemas and web as leaves, sqlitestore the only product importer of the
-// SQLite driver, and the benchmark tooling (internal/bench) imported by the
-// seahaven command alone. It reads `go list` and fails on any edge that
+// SQLite driver, the benchmark tooling (internal/bench) imported by the
+// command (cli, and cmd/seahaven through it) alone, and cli knowing no
+// example world. It reads `go list` and fails on any edge that
 // flows the wrong way.
 package main
 
@@ -23,19 +24,21 @@ const module = "github.com/seahaven/seahaven/"
 // directly or transitively: project packages by path relative to the
 // module (a trailing "/" means a whole tree), or third-party path prefixes.
 var forbidden = map[string][]string{
-	"env":         {"composition", "sqlitestore", "fixture", "openenv", "cmd/", "web", "examples/", "github.com/ncruces/", "github.com/go-chi/", "github.com/coder/", "gopkg.in/yaml.v3"},
-	"sqlitestore": {"composition", "fixture", "openenv", "cmd/", "web", "examples/"},
-	"fixture":     {"composition", "sqlitestore", "openenv", "cmd/", "web", "examples/", "github.com/ncruces/"},
-	"composition": {"openenv", "cmd/", "web", "examples/"},
-	"schemas":     {"env", "composition", "sqlitestore", "fixture", "openenv", "cmd/", "web"},
-	"web":         {"env", "composition", "sqlitestore", "fixture", "openenv", "cmd/"},
-	"check":       {"openenv", "cmd/", "web"},
-	"task":        {"openenv", "cmd/", "web"},
+	"env":         {"composition", "sqlitestore", "fixture", "openenv", "cmd/", "cli", "web", "examples/", "github.com/ncruces/", "github.com/go-chi/", "github.com/coder/", "gopkg.in/yaml.v3"},
+	"sqlitestore": {"composition", "fixture", "openenv", "cmd/", "cli", "web", "examples/"},
+	"fixture":     {"composition", "sqlitestore", "openenv", "cmd/", "cli", "web", "examples/", "github.com/ncruces/"},
+	"composition": {"openenv", "cmd/", "cli", "web", "examples/"},
+	"schemas":     {"env", "composition", "sqlitestore", "fixture", "openenv", "cmd/", "cli", "web"},
+	"web":         {"env", "composition", "sqlitestore", "fixture", "openenv", "cmd/", "cli"},
+	"check":       {"openenv", "cmd/", "cli", "web"},
+	"task":        {"openenv", "cmd/", "cli", "web"},
 	// openenv is the protocol adapter only: it sees the application through
 	// the Backend interface it declares (DESIGN.md §1).
-	"openenv":         {"app", "task", "composition", "sqlitestore", "fixture", "check", "cmd/", "web", "examples/", "internal/yamlnode", "github.com/ncruces/", "gopkg.in/yaml.v3"},
-	"app":             {"cmd/", "web", "examples/"},
-	"compositiontest": {"openenv", "app", "cmd/", "web", "examples/"},
+	"openenv":         {"app", "task", "composition", "sqlitestore", "fixture", "check", "cmd/", "cli", "web", "examples/", "internal/yamlnode", "github.com/ncruces/", "gopkg.in/yaml.v3"},
+	"app":             {"cmd/", "cli", "web", "examples/"},
+	"compositiontest": {"openenv", "app", "cmd/", "cli", "web", "examples/"},
+	// The command knows worlds only as its caller gives them.
+	"cli": {"cmd/", "examples/"},
 }
 
 // driverImporters are the packages that may import the SQLite driver:
@@ -44,7 +47,7 @@ var driverImporters = map[string]bool{"sqlitestore": true, "internal/bench": tru
 
 // toolingImporters maps a tooling package to the only packages that may
 // depend on it: no product package does.
-var toolingImporters = map[string][]string{"internal/bench": {"cmd/seahaven"}}
+var toolingImporters = map[string][]string{"internal/bench": {"cli", "cmd/seahaven"}}
 
 func main() {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}|{{join .Deps \" \"}}", "./...").Output()

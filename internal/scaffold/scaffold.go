@@ -27,7 +27,7 @@ var worldFiles embed.FS
 var validName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
 
 // World writes a new world named name into dir, a directory that must not
-// exist or be empty. importPath is the Go import path dir has in its module
+// exist, be empty, or hold only a module's go.mod and go.sum. importPath is the Go import path dir has in its module
 // (the test and the fixture generator import the world by it). It returns
 // the paths of the files written, relative to dir.
 func World(dir, name, importPath string) ([]string, error) {
@@ -37,14 +37,19 @@ func World(dir, name, importPath string) ([]string, error) {
 	if importPath == "" {
 		return nil, errors.New("no import path for the world's package")
 	}
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return nil, fmt.Errorf("%s is not empty: a new world needs a directory of its own", dir)
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
+	}
+	for _, e := range entries {
+		// A module's root, just made by go mod init, is a directory of its own.
+		if n := e.Name(); n != "go.mod" && n != "go.sum" {
+			return nil, fmt.Errorf("%s is not empty: a new world needs a directory of its own (or one holding only go.mod and go.sum)", dir)
+		}
 	}
 	data := struct{ Name, ImportPath string }{name, importPath}
 	var written []string
-	err := fs.WalkDir(worldFiles, "world", func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(worldFiles, "world", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}

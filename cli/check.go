@@ -1,0 +1,459 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"go/types"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/packages"
+
+	"github.com/seahaven/seahaven/check"
+	"github.com/seahaven/seahaven/check/analyzers"
+)
+
+// CheckCommand runs `seahaven check [-C dir] [-json] [-v] [packages]`: the
+// lints of docs/lints.md over the worlds of a module. It runs the static
+// analyzers of package check/analyzers over the named packages (default
+// ./...), then checks every exported package-level *env.World variable they
+// declare with check.World, in a program it generates inside the module and
+// runs with `go run`. Findings print as `file:line:col: SHnnn severity:
+// message`, sorted; the command fails when any is an error.
+type CheckCommand struct{ m *Main }
+
+// checkedWorld is a package-level *env.World variable the generated
+// program checks.
+type checkedWorld struct{ pkgPath, name string }
+
+// Run runs the command.
+func (c *CheckCommand) Run(ctx context.Context, args []string) error {
+	fs := newFlagSet(c.m, "check")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: seahaven check [-C dir] [-json] [-v] [packages]\n\nRun the lints of docs/lints.md over the worlds of the named packages (default ./...).\n\n")
+		fs.PrintDefaults()
+	}
+	dir := fs.String("C", "", "run in `dir` instead of the current directory")
+	asJSON := fs.Bool("json", false, "print the findings as a JSON array")
+	verbose := fs.Bool("v", false, "say which worlds are checked dynamically and which cannot be")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	patterns := fs.Args()
+	if len(patterns) == 0 {
+		patterns = []string{"./..."}
+	}
+	wd, err := filepath.Abs(*dir) // "" is the current directory
+	if err != nil {
+		return err
+	}
+
+	pkgs, roots, modRoot, err := loadPackages(ctx, wd, patterns)
+	if err != nil {
+		return err
+	}
+	findings, worlds, skipped, err := analyse(pkgs, roots)
+	if err != nil {
+		return err
+	}
+	if *verbose {
+		for _, w := range worlds {
+			fmt.Fprintf(c.m.Stderr, "seahaven check: checking %s.%s\n", w.pkgPath, w.name)
+		}
+		for _, s := range skipped {
+			fmt.Fprintf(c.m.Stderr, "seahaven check: not checked dynamically: %s\n", s)
+		}
+	}
+	if len(worlds) > 0 {
+		dynamic, err := runDynamic(ctx, modRoot, worlds)
+		if err != nil {
+			return err
+		}
+		findings = append(findings, dynamic...)
+	}
+	for i := range findings {
+		findings[i].Pos = relativePos(wd, findings[i].Pos)
+	}
+	if *asJSON {
+		out := check.Unique(findings)
+		if out == nil {
+			out = []check.Finding{}
+		}
+		enc := json.NewEncoder(c.m.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprint(c.m.Stdout, check.Format(findings))
+	}
+	if check.HasErrors(findings) {
+		return &exitError{code: 1}
+	}
+	if !*asJSON {
+		fmt.Fprintf(c.m.Stdout, "seahaven check: ok: %s, %s checked, %s\n",
+			plural(len(roots), "package"), plural(len(worlds), "world"), plural(len(check.Unique(findings)), "warning"))
+	}
+	return nil
+}
+
+// plural formats n things, as "1 world" or "2 worlds".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return strconv.Itoa(n) + " " + thing + "s"
+}
+
+// loadPackages loads the packages matching patterns in dir from source,
+// with their dependencies' types from export data, and returns them with
+// the root directory of the main module. Dependencies that import env (the
+// worlds they add) are loaded from source too, so the analyzers see their
+// facts; roots holds the import paths of the packages matching patterns.
+func loadPackages(ctx context.Context, dir string, patterns []string) (all []*packages.Package, roots map[string]bool, modRoot string, err error) {
+	// First the import graph alone, which is cheap, to find the world
+	// packages among the dependencies.
+	graph, err := packages.Load(&packages.Config{
+		Context: ctx, Dir: dir,
+		Mode: packages.NeedName | packages.NeedImports | packages.NeedDeps,
+	}, patterns...)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("check: loading %s: %w", strings.Join(patterns, " "), err)
+	}
+	if len(graph) == 0 {
+		return nil, nil, "", fmt.Errorf("check: %s matched no packages in %s", strings.Join(patterns, " "), dir)
+	}
+	roots = map[string]bool{}
+	for _, p := range graph {
+		roots[p.PkgPath] = true
+	}
+	extra := []string{}
+	packages.Visit(graph, nil, func(p *packages.Package) {
+		if _, ok := p.Imports[analyzers.EnvPath]; ok && !roots[p.PkgPath] {
+			extra = append(extra, p.PkgPath)
+		}
+	})
+	sort.Strings(extra)
+
+	cfg := &packages.Config{
+		Context: ctx,
+		Dir:     dir,
+		Mode: packages.NeedName | packages.NeedFiles | packages.NeedCompiledGoFiles | packages.NeedImports |
+			packages.NeedTypes | packages.NeedTypesInfo | packages.NeedTypesSizes | packages.NeedSyntax | packages.NeedModule,
+	}
+	all, err = packages.Load(cfg, append(slices.Clone(patterns), extra...)...)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("check: loading %s: %w", strings.Join(patterns, " "), err)
+	}
+	var problems []string
+	for _, p := range all {
+		for _, e := range p.Errors {
+			problems = append(problems, e.Error())
+		}
+	}
+	if len(problems) > 0 {
+		return nil, nil, "", fmt.Errorf("check: the packages do not load, so they cannot be checked:\n\t%s", strings.Join(problems, "\n\t"))
+	}
+	for _, p := range all {
+		if p.Module != nil && p.Module.Main {
+			modRoot = p.Module.Dir
+			break
+		}
+	}
+	return all, roots, modRoot, nil
+}
+
+// analyse runs the analyzers over the loaded packages, dependencies first,
+// and returns the findings in the root packages, their exported worlds to
+// check dynamically and a description of each of their worlds that cannot
+// be.
+func analyse(pkgs []*packages.Package, roots map[string]bool) (findings []check.Finding, worlds []checkedWorld, skipped []string, err error) {
+	r := &analysisRun{facts: map[factKey]analysis.Fact{}}
+	for _, p := range topoSort(pkgs) {
+		results := map[*analysis.Analyzer]outcome{}
+		if !roots[p.PkgPath] {
+			// A dependency: only its facts are wanted.
+			r.run(analyzers.WorldsAnalyzer, p, results)
+			continue
+		}
+		for _, a := range analyzers.Analyzers {
+			r.run(a, p, results)
+		}
+		out, _ := r.run(analyzers.WorldsAnalyzer, p, results)
+		res, ok := out.(*analyzers.Result)
+		if !ok {
+			continue
+		}
+		for _, w := range res.Worlds {
+			desc := fmt.Sprintf("%s.%s", p.PkgPath, w.Var.Name())
+			switch {
+			case p.Name == "main":
+				skipped = append(skipped, desc+" (a main package cannot be imported)")
+			case !w.Var.Exported():
+				skipped = append(skipped, desc+" (unexported)")
+			case !importableFromRoot(p.PkgPath, p.Module):
+				skipped = append(skipped, desc+" (an internal package below the module root)")
+			default:
+				worlds = append(worlds, checkedWorld{pkgPath: p.PkgPath, name: w.Var.Name()})
+			}
+		}
+	}
+	return r.findings, worlds, skipped, errors.Join(r.errs...)
+}
+
+// importableFromRoot reports whether a package can be imported by a
+// package at its module's root: it is not below an internal directory
+// deeper than the root.
+func importableFromRoot(pkgPath string, mod *packages.Module) bool {
+	rel := pkgPath
+	if mod != nil {
+		rel = strings.TrimPrefix(strings.TrimPrefix(pkgPath, mod.Path), "/")
+	}
+	elems := strings.Split(rel, "/")
+	for i, e := range elems {
+		if e == "internal" && i > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// topoSort orders packages so each comes after the packages it imports.
+func topoSort(pkgs []*packages.Package) []*packages.Package {
+	in := map[*packages.Package]bool{}
+	for _, p := range pkgs {
+		in[p] = true
+	}
+	var out []*packages.Package
+	done := map[*packages.Package]bool{}
+	var visit func(p *packages.Package)
+	visit = func(p *packages.Package) {
+		if done[p] {
+			return
+		}
+		done[p] = true
+		paths := make([]string, 0, len(p.Imports))
+		for path := range p.Imports {
+			paths = append(paths, path)
+		}
+		sort.Strings(paths)
+		for _, path := range paths {
+			if imp := p.Imports[path]; in[imp] {
+				visit(imp)
+			}
+		}
+		out = append(out, p)
+	}
+	for _, p := range pkgs {
+		visit(p)
+	}
+	return out
+}
+
+// factKey names one fact: of an analyzer, about an object, of a type.
+type factKey struct {
+	a   *analysis.Analyzer
+	obj types.Object
+	t   reflect.Type
+}
+
+// analysisRun runs analyzers over source packages in dependency order,
+// keeping facts in memory: a package imported by another package of the run
+// is the same types.Package in both, so its objects are the facts' keys.
+type analysisRun struct {
+	facts    map[factKey]analysis.Fact
+	findings []check.Finding
+	errs     []error
+}
+
+// outcome is one analyzer's run on one package.
+type outcome struct {
+	result any
+	ok     bool // false when the analyzer, or one it requires, failed
+}
+
+// run runs a on p after the analyzers it requires, once per package, and
+// returns its result; ok is false when it could not run.
+func (r *analysisRun) run(a *analysis.Analyzer, p *packages.Package, results map[*analysis.Analyzer]outcome) (any, bool) {
+	if o, done := results[a]; done {
+		return o.result, o.ok
+	}
+	results[a] = outcome{}
+	resultOf := map[*analysis.Analyzer]any{}
+	for _, req := range a.Requires {
+		res, ok := r.run(req, p, results)
+		if !ok {
+			return nil, false
+		}
+		resultOf[req] = res
+	}
+	pass := &analysis.Pass{
+		Analyzer: a, Fset: p.Fset, Files: p.Syntax, OtherFiles: p.OtherFiles, IgnoredFiles: p.IgnoredFiles,
+		Pkg: p.Types, TypesInfo: p.TypesInfo, TypesSizes: p.TypesSizes, TypeErrors: p.TypeErrors,
+		ResultOf: resultOf, ReadFile: os.ReadFile,
+		Report: func(d analysis.Diagnostic) {
+			rule, ok := check.Lookup(d.Category)
+			if !ok {
+				return
+			}
+			pos := p.Fset.Position(d.Pos)
+			r.findings = append(r.findings, check.Finding{
+				Pos: fmt.Sprintf("%s:%d:%d", pos.Filename, pos.Line, pos.Column), Code: rule.Code, Severity: rule.Severity, Message: d.Message,
+			})
+		},
+		ImportObjectFact: func(obj types.Object, fact analysis.Fact) bool {
+			f, ok := r.facts[factKey{a, obj, reflect.TypeOf(fact)}]
+			if ok {
+				reflect.ValueOf(fact).Elem().Set(reflect.ValueOf(f).Elem())
+			}
+			return ok
+		},
+		ExportObjectFact: func(obj types.Object, fact analysis.Fact) {
+			if obj.Pkg() != p.Types {
+				panic(fmt.Sprintf("%s: fact about %s, an object of another package", a.Name, obj))
+			}
+			r.facts[factKey{a, obj, reflect.TypeOf(fact)}] = fact
+		},
+		ImportPackageFact: func(*types.Package, analysis.Fact) bool { return false },
+		ExportPackageFact: func(analysis.Fact) {},
+		AllObjectFacts: func() []analysis.ObjectFact {
+			var out []analysis.ObjectFact
+			for k, f := range r.facts {
+				if k.a == a {
+					out = append(out, analysis.ObjectFact{Object: k.obj, Fact: f})
+				}
+			}
+			return out
+		},
+		AllPackageFacts: func() []analysis.PackageFact { return nil },
+	}
+	if p.Module != nil {
+		pass.Module = &analysis.Module{Path: p.Module.Path, Version: p.Module.Version, GoVersion: p.Module.GoVersion}
+	}
+	res, err := a.Run(pass)
+	if err != nil {
+		r.errs = append(r.errs, fmt.Errorf("check: %s on %s: %w", a.Name, p.PkgPath, err))
+		return nil, false
+	}
+	results[a] = outcome{result: res, ok: true}
+	return res, true
+}
+
+// dynamicMain is the program that runs check.World on the worlds found.
+const dynamicMain = `// Code generated by seahaven check; DO NOT EDIT.
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/seahaven/seahaven/check"
+	"github.com/seahaven/seahaven/env"
+%s)
+
+func main() {
+	ctx := context.Background()
+	seen := map[*env.World]bool{}
+	findings := []check.Finding{}
+	for _, w := range []*env.World{
+%s	} {
+		if w == nil || seen[w] {
+			continue
+		}
+		seen[w] = true
+		findings = append(findings, check.World(ctx, w)...)
+	}
+	out, err := json.Marshal(findings)
+	if err == nil {
+		err = os.WriteFile(os.Args[1], out, 0o600)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+`
+
+// runDynamic generates a program in a temporary directory of the module
+// root that imports every world's package and runs check.World on each
+// world, runs it with `go run`, and returns its findings. The directory is
+// removed afterwards.
+func runDynamic(ctx context.Context, modRoot string, worlds []checkedWorld) ([]check.Finding, error) {
+	if modRoot == "" {
+		return nil, errors.New("check: the packages are not in a module, so their worlds cannot be checked")
+	}
+	tmp, err := os.MkdirTemp(modRoot, ".seahaven-check-")
+	if err != nil {
+		return nil, fmt.Errorf("check: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	var imports, list strings.Builder
+	alias := map[string]string{}
+	for _, w := range worlds {
+		a, ok := alias[w.pkgPath]
+		if !ok {
+			a = "w" + strconv.Itoa(len(alias))
+			alias[w.pkgPath] = a
+			fmt.Fprintf(&imports, "\t%s %q\n", a, w.pkgPath)
+		}
+		fmt.Fprintf(&list, "\t\t%s.%s,\n", a, w.name)
+	}
+	src := filepath.Join(tmp, "main.go")
+	if err := os.WriteFile(src, fmt.Appendf(nil, dynamicMain, imports.String(), list.String()), 0o600); err != nil {
+		return nil, fmt.Errorf("check: %w", err)
+	}
+	out := filepath.Join(tmp, "findings.json")
+	cmd := exec.CommandContext(ctx, goCommand(), "run", "-trimpath=false", src, out)
+	cmd.Dir = modRoot
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("check: running the worlds' checks failed (%v):\n%s", err, strings.TrimSpace(stderr.String()))
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		return nil, fmt.Errorf("check: reading the worlds' findings: %w", err)
+	}
+	var findings []check.Finding
+	if err := json.Unmarshal(data, &findings); err != nil {
+		return nil, fmt.Errorf("check: reading the worlds' findings: %w", err)
+	}
+	return findings, nil
+}
+
+// goCommand returns the go command on PATH, or "go" (whose failure to
+// start then says it is missing).
+func goCommand() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return "go"
+}
+
+// relativePos rewrites a "file:line:col" position relative to dir when the
+// file is inside it.
+func relativePos(dir, pos string) string {
+	file, _, _ := check.SplitPos(pos)
+	rest := pos[len(file):]
+	if !filepath.IsAbs(file) {
+		return pos
+	}
+	rel, err := filepath.Rel(dir, file)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return pos
+	}
+	return rel + rest
+}

@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/fixture"
+	"github.com/seahaven/seahaven/task"
+)
+
+// FixturesCommand builds, lists and verifies fixtures.
+type FixturesCommand struct{ m *Main }
+
+// Run runs `seahaven fixtures build|list|verify`. Each first repairs what
+// interrupted publishes left in the fixtures directory (fixture.Recover),
+// logging each repair on standard error.
+func (c *FixturesCommand) Run(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		out := c.m.Stdout
+		if len(args) == 0 {
+			out = c.m.Stderr
+		}
+		fmt.Fprint(out, `Usage: seahaven fixtures build|list|verify [--world W] [--dir DIR]
+
+  build    run the world's fixture generator into DIR (the world's FixturesDir;
+           a world that embeds its fixtures needs --dir, its source directory)
+  list     list the fixtures of DIR (default: the world's own)
+  verify   make an instance from each fixture: hashes, shape, named fixtures
+
+Worlds: `+strings.Join(c.m.names(), ", ")+"\n")
+		if len(args) == 0 {
+			return &exitError{code: 2, err: errors.New("fixtures: want build, list or verify")}
+		}
+		return nil
+	}
+	fs := newFlagSet(c.m, "fixtures "+args[0])
+	worldName := fs.String("world", envOr("SEAHAVEN_WORLD", c.m.Default), "the world: "+strings.Join(c.m.names(), ", ")+" (env SEAHAVEN_WORLD)")
+	dir := fs.String("dir", "", "the fixtures directory (default: the world's own)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	switch args[0] {
+	case "build", "list", "verify":
+	default:
+		return &exitError{code: 2, err: fmt.Errorf("fixtures: unknown subcommand %q", args[0])}
+	}
+	w, err := c.m.world(*worldName)
+	if err != nil {
+		return err
+	}
+	if *dir == "" && args[0] == "build" {
+		if *dir = w.Spec().FixturesDir; *dir == "" {
+			return fmt.Errorf("fixtures build: world %s has no fixtures directory to build into (its fixtures are embedded in the binary, or it has none): give --dir, the source directory they are embedded from", w.Name())
+		}
+	}
+	if *dir == "" {
+		if *dir, err = composition.FixturesDir(w); err != nil {
+			return err
+		}
+		if *dir == "" {
+			return fmt.Errorf("fixtures %s: world %s has no fixtures (neither FixturesDir nor Fixtures)", args[0], w.Name())
+		}
+	}
+	logger := slog.New(slog.NewTextHandler(c.m.Stderr, nil))
+	_, recoverErr := fixture.Recover(*dir, logger)
+	if args[0] == "build" {
+		if recoverErr != nil {
+			return recoverErr
+		}
+		build := w.FixtureGenerator()
+		if build == nil {
+			return fmt.Errorf("fixtures build: world %s has no fixture generator (env.World.SetFixtureGenerator)", w.Name())
+		}
+		if err := build(ctx, *dir, true); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.m.Stdout, "built fixtures of %s in %s\n", *worldName, *dir)
+		return nil
+	}
+	if recoverErr != nil {
+		// Listing what is whole still helps; verify fails below.
+		logger.Error("fixtures: recovery failed", "dir", *dir, "err", recoverErr)
+	}
+	list, err := fixture.List(*dir)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(c.m.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tFORMAT\tWORLD\tNOW\tPARENT\tSTATUS\tDESCRIPTION")
+	var bad error
+	for _, s := range list {
+		status := "-"
+		if args[0] == "verify" {
+			status = "ok"
+			if err := verifyFixture(ctx, w.WithFixturesDir(*dir), s); err != nil {
+				status = "FAILED"
+				bad = errors.Join(bad, err)
+			}
+		}
+		parent := "-"
+		if s.ParentID != nil {
+			parent = *s.ParentID
+		}
+		fmt.Fprintf(tw, "%s\tv%d\t%s %s\t%s\t%s\t%s\t%s\n", s.ID, s.FormatVersion, s.World, s.WorldVersion, s.Now, parent, status, s.Description)
+	}
+	if args[0] == "verify" {
+		bad = errors.Join(recoverErr, bad)
+		named, err := namedFixtures(w, *worldName, *dir, list)
+		bad = errors.Join(bad, err)
+		for _, n := range named {
+			if !slices.ContainsFunc(list, func(s *fixture.Sidecar) bool { return s.ID == n.id }) {
+				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\tMISSING\tnamed by %s\n", n.id, strings.Join(n.by, ", "))
+				bad = errors.Join(bad, fmt.Errorf("fixture %s is missing from %s (named by %s)", n.id, *dir, strings.Join(n.by, ", ")))
+			}
+		}
+	}
+	tw.Flush()
+	return bad
+}
+
+// namedFixture is a fixture id something refers to.
+type namedFixture struct {
+	id string
+	by []string // who names it
+}
+
+// namedFixtures returns, sorted by id, the fixtures that the world's default
+// (the one serve uses), its tasks and the listed sidecars' parent_id name.
+func namedFixtures(w *env.World, worldName, dir string, list []*fixture.Sidecar) ([]namedFixture, error) {
+	by := map[string][]string{}
+	if id := w.Spec().DefaultFixture; id != "" {
+		by[id] = append(by[id], "the world's default fixture")
+	}
+	tasks, err := task.ForWorldDir(w, dir)
+	for _, t := range tasks {
+		if t.Fixture != "" {
+			by[t.Fixture] = append(by[t.Fixture], "task "+t.ID)
+		}
+	}
+	for _, s := range list {
+		if s.ParentID != nil {
+			by[*s.ParentID] = append(by[*s.ParentID], "the parent_id of "+s.ID)
+		}
+	}
+	out := make([]namedFixture, 0, len(by))
+	for id, who := range by {
+		out = append(out, namedFixture{id: id, by: who})
+	}
+	slices.SortFunc(out, func(a, b namedFixture) int { return strings.Compare(a.id, b.id) })
+	return out, err
+}
+
+// verifyFixture creates (and closes) an instance from the fixture: every
+// hash and the node shape are checked on the way.
+func verifyFixture(ctx context.Context, w *env.World, s *fixture.Sidecar) error {
+	inst, err := composition.Open(ctx, w, composition.Options{Fixture: s.ID})
+	if err != nil {
+		return fmt.Errorf("fixture %s: %w", s.ID, err)
+	}
+	return inst.Close()
+}

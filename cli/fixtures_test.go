@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/seahaven/seahaven/compositiontest"
+	"github.com/seahaven/seahaven/examples/worlds/company"
+)
+
+// copyAcme copies the company world's acme fixture into a new fixtures
+// directory and returns that directory.
+func copyAcme(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "fixtures")
+	acme := filepath.Join(dir, company.AcmeID)
+	if err := os.MkdirAll(acme, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(compositiontest.FixturesDir(t, company.World), company.AcmeID)
+	for name := range hashDir(t, src) {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(acme, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// interruptAcme leaves in dir what a replace of acme killed between its two
+// renames leaves (package fixture's TestRecover_KilledBetweenRenames makes
+// that state with a real SIGKILL): acme aside under an ".old-" name, its
+// unfinished replacement under a ".tmp-" name.
+func interruptAcme(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.Rename(filepath.Join(dir, company.AcmeID), filepath.Join(dir, ".old-acme-0123456789abcdef")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, ".tmp-acme-42"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantRecovered fails unless dir holds acme and nothing hidden, and the log
+// says acme was restored.
+func wantRecovered(t *testing.T, dir, log string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range ents {
+		got = append(got, e.Name())
+	}
+	if strings.Join(got, " ") != company.AcmeID {
+		t.Errorf("fixtures directory holds %q, want only acme", got)
+	}
+	if !strings.Contains(log, `msg="fixture: restored a fixture whose replacement was interrupted"`) &&
+		!strings.Contains(log, `"msg":"fixture: restored a fixture whose replacement was interrupted"`) {
+		t.Errorf("the repair is not logged; stderr:\n%s", log)
+	}
+}
+
+// runFixtures runs `seahaven fixtures args...` through Main.
+func runFixtures(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	m := exampleMain()
+	m.Stdout, m.Stderr = &out, &errOut
+	err = m.Run(context.Background(), append([]string{"fixtures"}, args...))
+	return out.String(), errOut.String(), err
+}
+
+func TestFixturesCommand_Recovers(t *testing.T) {
+	for _, sub := range []string{"list", "verify", "build"} {
+		t.Run(sub, func(t *testing.T) {
+			dir := copyAcme(t)
+			interruptAcme(t, dir)
+			stdout, stderr, err := runFixtures(t, sub, "--world", "company", "--dir", dir)
+			if err != nil {
+				t.Fatalf("fixtures %s: %v\n%s", sub, err, stderr)
+			}
+			if sub != "build" && !strings.Contains(stdout, "\nacme ") {
+				t.Errorf("fixtures %s does not show acme:\n%s", sub, stdout)
+			}
+			wantRecovered(t, dir, stderr)
+		})
+	}
+}
+
+func TestFixturesCommand_VerifyMissing(t *testing.T) {
+	dir := copyAcme(t)
+	if err := os.RemoveAll(filepath.Join(dir, company.AcmeID)); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, err := runFixtures(t, "verify", "--world", "company", "--dir", dir)
+	if code := exitCode(err); code != 1 {
+		t.Fatalf("fixtures verify without acme: exit code %d (%v), want 1", code, err)
+	}
+	if !strings.Contains(err.Error(), "fixture acme is missing from "+dir+" (named by the world's default fixture, task ") {
+		t.Errorf("error %q does not name the missing fixture and who names it", err)
+	}
+	if !strings.Contains(stdout, "\nacme ") || !strings.Contains(stdout, "MISSING") {
+		t.Errorf("no MISSING row for acme:\n%s", stdout)
+	}
+}
+
+func TestServeCommand_RecoversFixtures(t *testing.T) {
+	dir := copyAcme(t)
+	interruptAcme(t, dir)
+	started := false
+	stderr, err := serveBriefly(t, []string{"--fixtures", dir, "--log-level", "warn"}, func(string) { started = true })
+	if err != nil || !started {
+		t.Fatalf("serve over an interrupted publish: started %v, err %v\n%s", started, err, stderr)
+	}
+	wantRecovered(t, dir, stderr)
+}

@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/task"
+)
+
+// GradeCommand re-grades recorded trajectories without an agent: it replays
+// each file's calls from the same fixture and seed, grades the task, and
+// reports every way the replay differed from the recording.
+type GradeCommand struct {
+	m *Main
+}
+
+// gradeReport is one file's outcome, as -json prints it.
+type gradeReport struct {
+	File        string            `json:"file"`
+	Task        string            `json:"task"`
+	EpisodeID   string            `json:"episode_id"`
+	Calls       int               `json:"calls"`
+	Result      *task.Result      `json:"result"`
+	StateSHA256 map[string]string `json:"state_sha256"`
+	Mismatches  []string          `json:"mismatches"`
+	Warnings    []string          `json:"warnings"`
+	Error       string            `json:"error,omitempty"`
+}
+
+// Run runs `seahaven grade`. It exits 1 when a file cannot be replayed or
+// did not replay as recorded (a non-deterministic world, or a trajectory
+// recorded against other fixtures), and 2 on a usage error.
+func (c *GradeCommand) Run(ctx context.Context, args []string) error {
+	fs := newFlagSet(c.m, "grade")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: seahaven grade [flags] FILE...\n\nReplay recorded trajectories (JSONL, one per episode) from their fixture and seed, grade each, and print per-check results and the reward.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	worldName := fs.String("world", envOr("SEAHAVEN_WORLD", c.m.Default), "the world the trajectories were recorded on: "+strings.Join(c.m.names(), ", ")+" (env SEAHAVEN_WORLD)")
+	fixturesDir := fs.String("fixtures", envOr("SEAHAVEN_FIXTURES", ""), "the fixtures directory, with its tasks.yaml (default: the world's own; env SEAHAVEN_FIXTURES)")
+	asJSON := fs.Bool("json", false, "print one JSON object per file instead of text")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return &exitError{code: 2, err: errors.New("grade: no trajectory files given")}
+	}
+	w, err := c.m.world(*worldName)
+	if err != nil {
+		return err
+	}
+	dir := *fixturesDir
+	if dir == "" {
+		if dir, err = composition.FixturesDir(w); err != nil {
+			return err
+		}
+	}
+	tasks, err := task.ForWorldDir(w, dir)
+	if err != nil {
+		return err
+	}
+	failed := 0
+	enc := json.NewEncoder(c.m.Stdout)
+	for _, file := range fs.Args() {
+		r := c.gradeFile(file, func(tr *task.Trajectory) (*task.Replay, error) {
+			return task.ReplayTrajectory(ctx, w, tasks, tr, composition.Options{FixturesDir: *fixturesDir})
+		})
+		if r.Error != "" || len(r.Mismatches) > 0 {
+			failed++
+		}
+		if *asJSON {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+			continue
+		}
+		c.print(r)
+	}
+	if failed > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("grade: %d of %d trajectories did not replay as recorded", failed, fs.NArg())}
+	}
+	return nil
+}
+
+func (c *GradeCommand) gradeFile(file string, replay func(*task.Trajectory) (*task.Replay, error)) gradeReport {
+	r := gradeReport{File: file, Mismatches: []string{}, Warnings: []string{}}
+	tr, err := task.ReadTrajectoryFile(file)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	r.Task, r.EpisodeID = tr.Header.Task, tr.Header.EpisodeID
+	rep, err := replay(tr)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	r.Calls, r.Result, r.StateSHA256 = rep.Calls, rep.Result, rep.StateSHA256
+	r.Mismatches = append(r.Mismatches, rep.Mismatches...)
+	r.Warnings = append(r.Warnings, rep.Warnings...)
+	return r
+}
+
+func (c *GradeCommand) print(r gradeReport) {
+	out := c.m.Stdout
+	if r.Error != "" {
+		fmt.Fprintf(out, "%s: ERROR %s\n", r.File, r.Error)
+		return
+	}
+	what := "no task"
+	if r.Task != "" {
+		what = "task " + r.Task
+	}
+	calls := fmt.Sprintf("%d calls", r.Calls)
+	if r.Calls == 1 {
+		calls = "1 call"
+	}
+	fmt.Fprintf(out, "%s: %s, episode %s, %s replayed\n", r.File, what, r.EpisodeID, calls)
+	for _, w := range r.Warnings {
+		fmt.Fprintf(out, "  warning: %s\n", w)
+	}
+	for _, m := range r.Mismatches {
+		fmt.Fprintf(out, "  NON-DETERMINISTIC: %s\n", m)
+	}
+	if r.Result != nil {
+		r.Result.WriteText(out)
+	}
+}

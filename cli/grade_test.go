@@ -1,0 +1,142 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/examples/worlds/company"
+	"github.com/seahaven/seahaven/task"
+)
+
+// mustRecord records an episode of a company task: the calls, then close.
+// It returns the trajectory file.
+func mustRecord(tb testing.TB, id string, seed int64, calls ...[2]string) string {
+	tb.Helper()
+	ctx := context.Background()
+	tasks, err := task.ForWorld(company.World)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tk, ok := task.Find(tasks, id)
+	if !ok {
+		tb.Fatalf("no task %s", id)
+	}
+	rec, err := task.NewRecorder(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ep, err := task.Open(ctx, company.World, tk, composition.Options{Seed: seed, EpisodeID: id, Dir: tb.TempDir()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := ep.Record(rec); err != nil {
+		tb.Fatal(err)
+	}
+	for _, c := range calls {
+		ep.CallJSON(ctx, c[0], []byte(c[1]))
+	}
+	path := ep.Recording().Path()
+	if err := ep.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
+func runGrade(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	m := exampleMain()
+	m.Stdout, m.Stderr = &out, &errOut
+	err = m.Run(context.Background(), append([]string{"grade"}, args...))
+	if err != nil {
+		m.fail(err)
+	}
+	return out.String(), errOut.String(), err
+}
+
+func TestGradeCommand(t *testing.T) {
+	solved := mustRecord(t, "invoice_750", 3, [2]string{"invoice", `{"amount": 750}`})
+	unsolved := mustRecord(t, "invoice_750", 3, [2]string{"invoice", `{"amount": 75}`})
+
+	t.Run("OK", func(t *testing.T) {
+		stdout, stderr, err := runGrade(t, "--world", "company", solved, unsolved)
+		if err != nil {
+			t.Fatalf("err %v; stderr %s", err, stderr)
+		}
+		want := solved + `: task invoice_750, episode invoice_750, 1 call replayed
+  PASS  invoice filed (weight 1): expected 1, found 1
+  PASS  charged on the company account (weight 1): expected 1, found 1
+  PASS  no collateral damage (weight 1): 2 changes, all to main.invoices:insert, payments.charges:insert
+  reward 1.00  done true
+` + unsolved + `: task invoice_750, episode invoice_750, 1 call replayed
+  FAIL  invoice filed (weight 1): expected 1, found 0
+  FAIL  charged on the company account (weight 1): expected 1, found 0
+  PASS  no collateral damage (weight 1): 2 changes, all to main.invoices:insert, payments.charges:insert
+  reward 0.00  done false
+`
+		if stdout != want {
+			t.Fatalf("stdout:\n%s\nwant:\n%s", stdout, want)
+		}
+	})
+	t.Run("JSON", func(t *testing.T) {
+		stdout, _, err := runGrade(t, "-json", solved)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			Task   string      `json:"task"`
+			Result task.Result `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &r); err != nil || r.Task != "invoice_750" || r.Result.Reward != 1 || len(r.Result.Checks) != 3 {
+			t.Fatalf("%s: %+v, %v", stdout, r, err)
+		}
+	})
+	t.Run("ErrNonDeterministic", func(t *testing.T) {
+		data, err := os.ReadFile(solved)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// As if the world minted other ids on replay: the recorded seed no
+		// longer matches the recorded results.
+		tampered := filepath.Join(t.TempDir(), "tampered.jsonl")
+		if err := os.WriteFile(tampered, bytes.Replace(data, []byte(`"seed":3`), []byte(`"seed":4`), 1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr, err := runGrade(t, solved, tampered)
+		if code := exitCode(err); code != 1 {
+			t.Fatalf("exit code %d, want 1", code)
+		}
+		if !strings.Contains(stdout, "  NON-DETERMINISTIC: call 1 (invoice): recorded result {") {
+			t.Errorf("stdout lacks the mismatch:\n%s", stdout)
+		}
+		if stderr != "seahaven: grade: 1 of 2 trajectories did not replay as recorded\n" {
+			t.Errorf("stderr %q", stderr)
+		}
+	})
+	t.Run("ErrUnreadable", func(t *testing.T) {
+		bad := filepath.Join(t.TempDir(), "bad.jsonl")
+		os.WriteFile(bad, []byte("{}\n"), 0o644)
+		stdout, _, err := runGrade(t, bad)
+		if code := exitCode(err); code != 1 || !strings.Contains(stdout, `bad.jsonl: ERROR task: `+bad+`: line 1: type "", want "header"`) {
+			t.Fatalf("exit code %d, stdout %q", code, stdout)
+		}
+	})
+	t.Run("ErrNoFiles", func(t *testing.T) {
+		_, stderr, err := runGrade(t)
+		if code := exitCode(err); code != 2 || !strings.Contains(stderr, "Usage: seahaven grade") {
+			t.Fatalf("exit code %d, stderr %q", code, stderr)
+		}
+	})
+	t.Run("ErrUnknownWorld", func(t *testing.T) {
+		_, _, err := runGrade(t, "--world", "bank", solved)
+		if err == nil || !strings.Contains(err.Error(), `unknown world "bank"`) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}

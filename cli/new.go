@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/mod/modfile"
+
+	"github.com/seahaven/seahaven/internal/scaffold"
+)
+
+// NewCommand is `seahaven new world NAME`: it writes a new world's package.
+type NewCommand struct{ m *Main }
+
+// Run runs `seahaven new world [--dir DIR] [--import PATH] NAME`.
+func (c *NewCommand) Run(_ context.Context, args []string) error {
+	if len(args) == 0 || args[0] != "world" {
+		return &exitError{code: 2, err: errors.New(`new: want "seahaven new world NAME"`)}
+	}
+	fs := flag.NewFlagSet("new world", flag.ContinueOnError)
+	fs.SetOutput(c.m.Stderr)
+	dir := fs.String("dir", "", "the directory to write the world into (default ./NAME); it must not exist or be empty")
+	importPath := fs.String("import", "", "the Go import path of that directory (default: derived from the go.mod above it)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: seahaven new world [--dir DIR] [--import PATH] NAME")
+		fmt.Fprintln(fs.Output(), "Writes a new world: a schema, typed tools, an error handler that passes tool errors through, tests, a fixture generator and a task.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return &exitError{code: 2, err: fmt.Errorf("new world takes one NAME, got %d arguments", fs.NArg())}
+	}
+	name := fs.Arg(0)
+	if *dir == "" {
+		*dir = name
+	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	if *importPath == "" {
+		if *importPath, err = importPathOf(abs); err != nil {
+			return fmt.Errorf("new world: %w; pass --import, or run `go mod init` first", err)
+		}
+	}
+	files, err := scaffold.World(abs, name, *importPath)
+	if err != nil {
+		return fmt.Errorf("new world: %w", err)
+	}
+	fmt.Fprintf(c.m.Stdout, "wrote world %s (%s) into %s:\n", name, *importPath, *dir)
+	for _, f := range files {
+		fmt.Fprintf(c.m.Stdout, "  %s\n", f)
+	}
+	fmt.Fprintf(c.m.Stdout, "next: go generate ./%s/... && go test ./%s/... && seahaven check ./%s/...\n",
+		filepath.ToSlash(*dir), filepath.ToSlash(*dir), filepath.ToSlash(*dir))
+	return nil
+}
+
+// importPathOf returns the import path dir has in the module whose go.mod
+// is in dir or the nearest directory above it.
+func importPathOf(dir string) (string, error) {
+	for d := dir; ; d = filepath.Dir(d) {
+		data, err := os.ReadFile(filepath.Join(d, "go.mod"))
+		if err == nil {
+			mod := modfile.ModulePath(data)
+			if mod == "" {
+				return "", fmt.Errorf("%s has no module line", filepath.Join(d, "go.mod"))
+			}
+			rel, err := filepath.Rel(d, dir)
+			if err != nil {
+				return "", err
+			}
+			if rel == "." {
+				return mod, nil
+			}
+			return mod + "/" + filepath.ToSlash(rel), nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no go.mod in %s or above it", strings.TrimSuffix(dir, string(filepath.Separator)))
+		}
+	}
+}

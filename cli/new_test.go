@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runNew(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	m := exampleMain()
+	m.Stdout, m.Stderr = &out, &errOut
+	err = m.Run(context.Background(), append([]string{"new"}, args...))
+	return out.String(), errOut.String(), err
+}
+
+// A new world builds its fixture, passes its own tests, vet and
+// `seahaven check` in a module of its own.
+func TestNewWorld(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and tests a module of its own")
+	}
+	dir := filepath.Join(t.TempDir(), "lib")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustModule(t, dir, "example.com/lib")
+	stdout, stderr, err := runNew(t, "world", "--dir", filepath.Join(dir, "library"), "library")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.HasPrefix(stdout, "wrote world library (example.com/lib/library) into ") {
+		t.Errorf("stdout:\n%s", stdout)
+	}
+	for _, args := range [][]string{
+		{"generate", "./..."},
+		{"vet", "./..."},
+		{"test", "-count=1", "./..."},
+	} {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "library", "fixtures", "demo", "fixture.yaml")); err != nil {
+		t.Errorf("go generate made no demo fixture: %v", err)
+	}
+	if out, errOut, err := runCheck(t, "-C", dir, "./..."); err != nil {
+		t.Errorf("seahaven check: %v\n%s%s", err, out, errOut)
+	}
+}
+
+func TestNewWorld_Refused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "lib")
+	if err := os.MkdirAll(filepath.Join(dir, "full"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "full", "x.go"), []byte("package full\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/lib\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	noMod := t.TempDir()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"world", "--dir", filepath.Join(dir, "x"), "Library"}, `new world: world name "Library": want a lower-case Go package name`},
+		{[]string{"world", "--dir", filepath.Join(dir, "x"), "func"}, `new world: world name "func": want a lower-case Go package name`},
+		{[]string{"world", "--dir", filepath.Join(dir, "x"), "my-world"}, `new world: world name "my-world"`},
+		{[]string{"world", "--dir", filepath.Join(dir, "full"), "full"}, "new world: " + filepath.Join(dir, "full") + " is not empty"},
+		{[]string{"world", "--dir", filepath.Join(noMod, "w"), "w"}, "new world: no go.mod in " + filepath.Join(noMod, "w") + " or above it; pass --import"},
+		{[]string{"world"}, "new world takes one NAME, got 0 arguments"},
+		{[]string{"planet", "x"}, `new: want "seahaven new world NAME"`},
+	} {
+		_, _, err := runNew(t, tt.args...)
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("new %q: %v, want %q…", tt.args, err, tt.want)
+		}
+	}
+	// An explicit import path needs no go.mod.
+	if _, stderr, err := runNew(t, "world", "--dir", filepath.Join(noMod, "w"), "--import", "example.com/w", "w"); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(noMod, "w", "w_test.go"))
+	if err != nil || !bytes.Contains(b, []byte(`"example.com/w"`)) {
+		t.Errorf("w_test.go does not import example.com/w: %v", err)
+	}
+}

@@ -1,0 +1,226 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/seahaven/seahaven/app"
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/openenv"
+	"github.com/seahaven/seahaven/web"
+)
+
+// ServeCommand serves a world over OpenEnv.
+type ServeCommand struct {
+	m *Main
+	// Listening, when set, is called with the bound address once the server
+	// accepts connections (tests serve on ":0").
+	Listening func(addr string)
+	// AgentListening, when set, is called with the agent listener's bound
+	// address (--agent-addr) once it accepts connections.
+	AgentListening func(addr string)
+}
+
+// Run runs `seahaven serve`.
+func (c *ServeCommand) Run(ctx context.Context, args []string) error {
+	fs := newFlagSet(c.m, "serve")
+	worldName := fs.String("world", c.m.Default, "the world to serve: "+strings.Join(c.m.names(), ", ")+" (env SEAHAVEN_WORLD)")
+	addr := fs.String("addr", "127.0.0.1:8000", "the address to listen on; one other hosts reach needs a token or --insecure-no-token (env SEAHAVEN_ADDR)")
+	allowedHosts := fs.String("allowed-hosts", "", "comma-separated host names the server answers to besides IP addresses and localhost; default: any on a public address, none else on a loopback one (env SEAHAVEN_ALLOWED_HOSTS)")
+	allowedOrigins := fs.String("allowed-origins", "", "comma-separated origins (https://ui.example.com) of other sites' pages that may reset, step, inspect and use /mcp and /ws (env SEAHAVEN_ALLOWED_ORIGINS)")
+	insecure := fs.Bool("insecure-no-token", false, "serve without a token on an address other hosts reach, where anyone who reaches it drives every episode (env SEAHAVEN_INSECURE_NO_TOKEN)")
+	fixturesDir := fs.String("fixtures", "", "the fixtures directory (default: the world's own; env SEAHAVEN_FIXTURES)")
+	fixtureID := fs.String("fixture", "", "the fixture a reset uses when it names none (default: the world's own default, else genesis; env SEAHAVEN_FIXTURE)")
+	maxSessions := fs.Int("max-sessions", 0, "the most live sessions; 0 derives it from the file-descriptor, memory-map and memory limits (env SEAHAVEN_MAX_SESSIONS)")
+	scale := addScaleFlags(fs)
+	idle := fs.Duration("idle-timeout", openenv.DefaultIdleTimeout, "close sessions idle this long; negative disables (env SEAHAVEN_IDLE_TIMEOUT)")
+	stepTimeout := fs.Duration("step-timeout", openenv.DefaultStepTimeout, "bound on each reset and tool call (env SEAHAVEN_STEP_TIMEOUT)")
+	instances := fs.String("instances", "", "where instance directories are made (default: <tmp>/seahaven-instances; env SEAHAVEN_INSTANCES)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error (env SEAHAVEN_LOG_LEVEL)")
+	logFormat := fs.String("log-format", "json", "json or text (env SEAHAVEN_LOG_FORMAT)")
+	agentMax := fs.Int("agent-max-sessions", 0, "the most live sessions started through --agent-addr, within --max-sessions; 0 is a quarter of --max-sessions (env SEAHAVEN_AGENT_MAX_SESSIONS)")
+	agentIdle := fs.Duration("agent-idle-timeout", 0, "close sessions started through --agent-addr idle this long; 0 is 2m or --idle-timeout if shorter, negative disables (env SEAHAVEN_AGENT_IDLE_TIMEOUT)")
+	agentAddr := fs.String("agent-addr", "", "also listen here serving only the agent routes: /mcp, /health, /metadata, /schema, /openapi.json (default: off; env SEAHAVEN_AGENT_ADDR)")
+	agentToken := fs.String("agent-token", "", "require Authorization: Bearer <token> on --agent-addr instead of --token, which that listener then refuses (env SEAHAVEN_AGENT_TOKEN, preferred)")
+	token := fs.String("token", "", "require Authorization: Bearer <token> on every route but /health and /ready (env SEAHAVEN_TOKEN, preferred: a flag shows in ps)")
+	production := fs.Bool("production", false, "production mode: no POST /reset, POST /step, GET /state, POST /inspect (env SEAHAVEN_PRODUCTION=true)")
+	maxMessage := fs.Int64("max-message-bytes", int64(openenv.DefaultMaxMessageBytes), "the largest WebSocket message or request body (env SEAHAVEN_MAX_MESSAGE_BYTES)")
+	maxReply := fs.Int("max-reply-bytes", openenv.DefaultMaxReplyBytes, fmt.Sprintf("the largest reply: an inspect reply holds the rows that fit, a larger tool result or state is an error; at least %d (env SEAHAVEN_MAX_REPLY_BYTES)", openenv.MinReplyBytes))
+	recordDir := fs.String("record", "", "write one trajectory (JSONL) per episode into this directory, for seahaven grade (default: off; env SEAHAVEN_RECORD)")
+	readTimeout := fs.Duration("read-timeout", openenv.DefaultReadTimeout, "bound on reading a request's headers and body; a slower client is cut off (env SEAHAVEN_READ_TIMEOUT)")
+	keepAlive := fs.Duration("keepalive-timeout", openenv.DefaultKeepAliveTimeout, "close an HTTP keep-alive connection idle this long between requests (env SEAHAVEN_KEEPALIVE_TIMEOUT)")
+	maxPendingBytes := fs.Int64("max-pending-bytes", int64(openenv.DefaultMaxPendingBytes), "the bytes a WebSocket session reads ahead of the message being processed; past them it stops reading (env SEAHAVEN_MAX_PENDING_BYTES)")
+	largeRate := fs.Int64("large-message-rate", int64(openenv.DefaultLargeMessageRate), "bytes per second, across the server, at which the part of WebSocket messages and request bodies past 64 KiB is read; negative: unbounded (env SEAHAVEN_LARGE_MESSAGE_RATE)")
+	maxPendingTotal := fs.Int64("max-pending-total", int64(openenv.DefaultMaxPendingTotal), "the bytes all WebSocket sessions together read ahead (env SEAHAVEN_MAX_PENDING_TOTAL)")
+	minFreeDisk := fs.Int64("min-free-disk", int64(app.DefaultMinFreeDisk), "bytes a reset leaves free on the instances' file system beyond the instance's own files; a reset that would leave less fails with an infrastructure error (disk_full); negative disables (env SEAHAVEN_MIN_FREE_DISK)")
+	maxChangeLog := fs.Int64("max-changelog-bytes", int64(composition.DefaultMaxChangeLogBytes), "bound on each session's change log in memory; past it the oldest records are dropped and the state document's change_log_truncated says how many; negative disables (env SEAHAVEN_MAX_CHANGELOG_BYTES)")
+	shutdownTimeout := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long to wait for sessions and requests to end (env SEAHAVEN_SHUTDOWN_TIMEOUT)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := applyEnv(fs); err != nil {
+		return err
+	}
+	// A token from a secret file may end in a newline. (Tokens have no
+	// flag default, so that -h never prints one; applyEnv read them.)
+	*token, *agentToken = strings.TrimSpace(*token), strings.TrimSpace(*agentToken)
+	if *maxReply < openenv.MinReplyBytes {
+		return fmt.Errorf("--max-reply-bytes %d: want at least %d, so that every error and envelope fits", *maxReply, openenv.MinReplyBytes)
+	}
+	logger, err := newLogger(c.m, *logLevel, *logFormat)
+	if err != nil {
+		return err
+	}
+	limits, root, err := scale.apply(logger, *maxSessions, *instances)
+	if err != nil {
+		return err
+	}
+	*maxSessions, *instances = limits.MaxSessions, root
+	w, err := c.m.world(*worldName)
+	if err != nil {
+		return err
+	}
+	backend, err := app.New(w, app.Config{
+		FixturesDir: *fixturesDir, DefaultFixture: *fixtureID, InstanceRoot: *instances, Logger: logger.With("component", "calls"),
+		MaxActive: *scale.maxActive, MaxInspect: *scale.maxInspect, InspectCPU: *scale.inspectCPU, RecordDir: *recordDir, MinFreeDisk: *minFreeDisk, MaxChangeLogBytes: *maxChangeLog,
+	})
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
+	srv := openenv.NewServer(backend, openenv.Config{
+		MaxSessions: *maxSessions, AgentMaxSessions: *agentMax, IdleTimeout: *idle, AgentIdleTimeout: *agentIdle, StepTimeout: *stepTimeout, Logger: logger,
+		MaxMessageBytes: *maxMessage, MaxReplyBytes: *maxReply, Token: *token, AgentToken: *agentToken, AllowedHosts: commaList(*allowedHosts), AllowedOrigins: commaList(*allowedOrigins), Production: *production,
+		MaxPendingBytes: *maxPendingBytes, MaxPendingTotal: *maxPendingTotal, LargeMessageRate: *largeRate,
+	})
+	// One bound for the connections of both listeners: they share the
+	// process's file descriptors.
+	conns := &openenv.ConnLimit{Max: limits.MaxConns, ReadTimeout: *readTimeout, KeepAliveTimeout: *keepAlive}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	servers := []*http.Server{conns.Server(withWeb(srv, srv.RequireToken(scale.debug(srv.Handler()))))}
+	listeners := []net.Listener{conns.Listener(ln)}
+	if *agentAddr != "" {
+		aln, err := net.Listen("tcp", *agentAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("--agent-addr: %w", err)
+		}
+		servers = append(servers, conns.Server(srv.AgentHandler()))
+		listeners = append(listeners, conns.Listener(aln))
+	}
+	if err := checkExposure(logger, listeners, []string{*addr, *agentAddr}, *token, *agentToken, *insecure); err != nil {
+		for _, l := range listeners {
+			l.Close()
+		}
+		return err
+	}
+	logger.Info("serving", "world", w.Name(), "version", w.Version(), "addr", ln.Addr().String(), "agent_addr", listenerAddr(listeners, 1),
+		"default_fixture", *fixtureID, "max_sessions", *maxSessions, "production", *production, "token", *token != "")
+	if c.Listening != nil {
+		c.Listening(ln.Addr().String())
+	}
+	if c.AgentListening != nil && len(listeners) > 1 {
+		c.AgentListening(listeners[1].Addr().String())
+	}
+	errc := make(chan error, len(servers))
+	for i, hs := range servers {
+		go func() { errc <- hs.Serve(listeners[i]) }()
+	}
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *shutdownTimeout)
+	defer cancel()
+	errs := []error{err, srv.Shutdown(sctx)}
+	for _, hs := range servers {
+		errs = append(errs, hs.Shutdown(sctx))
+	}
+	err = errors.Join(errs...)
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// listenerAddr returns the address of listeners[i], or "" when there is none.
+func listenerAddr(listeners []net.Listener, i int) string {
+	if i >= len(listeners) {
+		return ""
+	}
+	return listeners[i].Addr().String()
+}
+
+// withWeb serves the inspector and playground (package web) at /web, which
+// signs a browser in when the server has a token, and api everywhere else.
+func withWeb(srv *openenv.Server, api http.Handler) http.Handler {
+	ui := web.HandlerWithAuth(srv)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/web" || strings.HasPrefix(r.URL.Path, web.Prefix) {
+			ui.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
+}
+
+func newLogger(m *Main, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(format) {
+	case "json":
+		return slog.New(slog.NewJSONHandler(m.Stderr, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(m.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want json or text", format)
+}
+
+// checkExposure refuses to serve without a token on a listener that other
+// hosts can reach (not a loopback address), unless insecure is set, which
+// logs a warning instead. The agent listener counts as protected by the
+// agent token too. addrs are the listeners' addresses as configured.
+func checkExposure(log *slog.Logger, listeners []net.Listener, addrs []string, token, agentToken string, insecure bool) error {
+	for i, l := range listeners {
+		tcp, ok := l.Addr().(*net.TCPAddr)
+		if !ok || tcp.IP.IsLoopback() || token != "" || (i == 1 && agentToken != "") {
+			continue
+		}
+		flag := "--addr"
+		if i == 1 {
+			flag = "--agent-addr"
+		}
+		if insecure {
+			log.Warn("serving without a token on an address other hosts reach: anyone who reaches it drives every episode", flag, addrs[i])
+			continue
+		}
+		return fmt.Errorf("%s %s is reachable from other hosts and no token is set, so anyone who reaches it could drive every episode: "+
+			"set SEAHAVEN_TOKEN (or --token), listen on 127.0.0.1, or pass --insecure-no-token", flag, addrs[i])
+	}
+	return nil
+}
+
+// commaList splits a comma-separated flag value, dropping empty items and
+// surrounding space.
+func commaList(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}

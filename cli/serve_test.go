@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestServeCommand_Web serves the company world on :0 and checks that the
+// inspector is mounted at /web beside the protocol routes.
+func TestServeCommand_Web(t *testing.T) {
+	started := false
+	stderr, err := serveBriefly(t, nil, func(base string) {
+		started = true
+		for _, tc := range []struct {
+			name     string
+			path     string
+			status   int
+			contains string // a string the body must contain
+		}{
+			{"WebRedirectsToPage", "/web", http.StatusOK, `<script type="module" src="app.js">`},
+			{"WebAsset", "/web/session.js", http.StatusOK, "export class Session"},
+			{"WebUnknownAsset", "/web/missing.js", http.StatusNotFound, ""},
+			{"Protocol", "/health", http.StatusOK, `{"status":"healthy"}`},
+			{"ProtocolNotFound", "/website", http.StatusNotFound, `{"detail":"Not Found"}`},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				res, err := http.Get(base + tc.path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer res.Body.Close()
+				body, err := io.ReadAll(res.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.StatusCode != tc.status || !strings.Contains(string(body), tc.contains) {
+					t.Errorf("GET %s = %d %.200q, want %d containing %q", tc.path, res.StatusCode, body, tc.status, tc.contains)
+				}
+			})
+		}
+	})
+	if !started {
+		t.Fatalf("serve ended before listening: %v\n%s", err, stderr)
+	}
+	if err != nil {
+		t.Errorf("serve: %v\n%s", err, stderr)
+	}
+}
