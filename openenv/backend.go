@@ -71,7 +71,7 @@ type FixtureInfo struct {
 	FileSHA256 map[string]string `json:"file_sha256,omitempty"`
 	// Default marks the fixture a reset that names none starts from
 	// (Info.DefaultFixture); the server sets it.
-	Default bool `json:"default,omitempty"`
+	Default bool `json:"default,omitzero"`
 }
 
 // OpenOptions are the options of one instance, taken from a reset.

@@ -21,7 +21,7 @@ func TestHTTP_Routes(t *testing.T) {
 	}{
 		{"Health", "GET", "/health", 200, `{"status":"healthy"}`},
 		{"Metadata", "GET", "/metadata", 200, `{"name":"fake","description":"A fake world for tests.","readme_content":null,"version":"1.2.3","author":null,"documentation_url":null}`},
-		{"Fixtures", "GET", "/fixtures", 200, `[{"id":"base","description":"Two customers.","parent_id":null,"created_at":"2026-01-01T00:00:00.000Z","world_version":"1.2.3"},` +
+		{"Fixtures", "GET", "/fixtures", 200, `[{"id":"base","description":"Two customers.","parent_id":null,"created_at":"2026-01-01T00:00:00.000Z","world_version":"1.2.3","default":true},` +
 			`{"id":"child","description":"Base plus a refund.","parent_id":"base","created_at":"2026-01-02T00:00:00.000Z","world_version":"1.2.3"}]`},
 		{"SessionsEmpty", "GET", "/sessions", 200, `[]`},
 		{"NotFound", "GET", "/nowhere", 404, `{"detail":"Not Found"}`},

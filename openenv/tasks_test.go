@@ -146,21 +146,22 @@ func TestTasks_WebSocketAllowList(t *testing.T) {
 
 // A task names its own fixture and seed; a reset may override them.
 func TestTasks_ResetOptions(t *testing.T) {
-	// No default fixture: without a task a reset is genesis.
+	// No default fixture configured: without a task a reset starts from
+	// the world's own default, acme.
 	s := mustServeWorld(t, company.World, app.Config{}, openenv.Config{})
 	c := s.dial(t)
 	defer c.Close(websocket.StatusNormalClosure, "")
 	tests := []struct {
 		name    string // case
 		reset   string // reset data
-		fixture any    // the state's fixture id (nil for genesis)
+		fixture any    // the state's fixture id
 		seed    any    // the state's seed
 	}{
-		{"NoTask", `{}`, nil, float64(0)},
+		{"NoTask", `{}`, "acme", float64(0)},
 		{"TaskFixtureAndSeed", `{"task":"shop_order_1999"}`, "acme", float64(7)},
 		{"ResetSeedWins", `{"task":"shop_order_1999","seed":11}`, "acme", float64(11)},
-		{"EmptyTaskIsNone", `{"task":""}`, nil, float64(0)},
-		{"NullTaskIsNone", `{"task":null}`, nil, float64(0)},
+		{"EmptyTaskIsNone", `{"task":""}`, "acme", float64(0)},
+		{"NullTaskIsNone", `{"task":null}`, "acme", float64(0)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
