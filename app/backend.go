@@ -357,6 +357,8 @@ func (w worldInstance) Tools() []env.ToolInfo { return w.ep.Tools() }
 
 func (w worldInstance) State() env.StateDoc { return w.ep.State() }
 
+func (w worldInstance) ChangeCount() int { return w.ep.Instance().ChangeCount() }
+
 func (w worldInstance) Close() error { return w.ep.Close() }
 
 func (w worldInstance) CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error) {

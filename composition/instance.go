@@ -715,6 +715,15 @@ func (i *Instance) ChangeLog() []env.ChangeRecord {
 	return i.changes.all()
 }
 
+// ChangeCount returns how many change records the instance has made so
+// far, those dropped from the log included: the Seq of the newest record.
+// It is cheap, for marking where a call's records start and end.
+func (i *Instance) ChangeCount() int {
+	i.lockWait()
+	defer i.unlock()
+	return i.changes.dropped + i.changes.n
+}
+
 // ChangeLogDropped returns how many of the oldest change records were
 // dropped to keep the log within Options.MaxChangeLogBytes; zero when the
 // log is whole.

@@ -31,6 +31,7 @@ var everyRoute = []route{
 	{"GET", "/openapi.json", "", 200},
 	{"GET", "/fixtures", "", 200},
 	{"GET", "/sessions", "", 200},
+	{"GET", "/sessions/x/watch", "", 404},
 	{"GET", "/metrics", "", 200},
 	{"POST", "/reset", `{"seed":1}`, 200},
 	{"POST", "/step", `{"action":{"type":"list_tools"}}`, 200},

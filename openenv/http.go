@@ -41,6 +41,7 @@ func (s *Server) routes() http.Handler {
 	r.Get("/composition", s.serveComposition)
 	r.Get("/tasks", s.serveTasks)
 	r.Get("/sessions", s.serveSessions)
+	r.Get("/sessions/{ref}/watch", s.serveWatch)
 	r.Get("/debug/runtime", s.serveRuntime)
 	r.Get("/ready", s.serveReady)
 	r.Method(http.MethodGet, "/metrics", s.serveMetrics())

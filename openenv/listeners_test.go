@@ -138,6 +138,7 @@ func TestServer_AgentHandler(t *testing.T) {
 			{"GET", "/state", ""},
 			{"POST", "/inspect", `{"sql":"SELECT message FROM echoes"}`},
 			{"GET", "/sessions", ""},
+			{"GET", "/sessions/x/watch", ""},
 			{"GET", "/fixtures", ""},
 			{"GET", "/metrics", ""},
 			{"GET", "/ready", ""},

@@ -48,16 +48,17 @@ type session struct {
 
 	mu           sync.Mutex // guards the fields below
 	lastActivity time.Time
-	busy         int     // calls in progress; the reaper spares a busy session
-	steps        int     // tool calls since the last reset
-	over         bool    // the task graded the episode done: later steps are refused
-	doneAt       int     // the step count when it did
-	task         string  // the episode's task; "" for none
-	graded       bool    // the episode has been graded
-	lastReward   float64 // its latest grading's reward
-	episodeEnded bool    // the episode's end is observed (it finished, or the instance went)
-	episodeID    string  // "" before the first reset
-	stopped      bool    // stop was called; closeCode and closeReason are set
+	busy         int            // calls in progress; the reaper spares a busy session
+	steps        int            // tool calls since the last reset
+	over         bool           // the task graded the episode done: later steps are refused
+	doneAt       int            // the step count when it did
+	task         string         // the episode's task; "" for none
+	graded       bool           // the episode has been graded
+	lastReward   float64        // its latest grading's reward
+	episodeEnded bool           // the episode's end is observed (it finished, or the instance went)
+	episodeID    string         // "" before the first reset
+	timeline     []timelineStep // the episode's newest tool calls, for the inspector
+	stopped      bool           // stop was called; closeCode and closeReason are set
 	closeCode    websocket.StatusCode
 	closeReason  string
 
@@ -450,6 +451,7 @@ func (ss *session) openLocked(ctx context.Context, opts OpenOptions, implicit bo
 	ss.over, ss.doneAt = false, 0
 	ss.task, ss.graded, ss.lastReward, ss.episodeEnded = opts.Task, false, 0, false
 	ss.episodeID = opts.EpisodeID
+	ss.timeline = nil
 	ss.mu.Unlock()
 	s.observeEpisodeStarted(opts.Task)
 	if old != nil {
@@ -518,6 +520,7 @@ func (ss *session) respondLocked(ctx context.Context, obs any, timeout time.Dura
 	if perr != nil {
 		return stepReply{}, perr
 	}
+	ss.gradeStepLocked(res.Reward, res.Done)
 	return stepReply{Observation: obs, Reward: &res.Reward, Done: res.Done}, nil
 }
 
@@ -594,7 +597,12 @@ func (ss *session) callLocked(ctx context.Context, name string, args json.RawMes
 	ss.mu.Lock()
 	ss.steps++
 	ss.mu.Unlock()
-	return ss.srv.call(ctx, ss.inst, name, args, timeout)
+	before := changeCount(ss.inst)
+	out, perr := ss.srv.call(ctx, ss.inst, name, args, timeout)
+	if perr == nil {
+		ss.recordStepLocked(name, args, out, before)
+	}
+	return out, perr
 }
 
 // tools returns inst's tool listing.

@@ -1,0 +1,131 @@
+package openenv
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/seahaven/seahaven/env"
+)
+
+// ChangeCounter is implemented by an Instance that can tell, cheaply, how
+// many change records its episode has made so far (the Seq of the newest).
+// The timeline then names the records each step made. It is called with
+// the session's calls serialised, like every Instance method.
+type ChangeCounter interface {
+	ChangeCount() int
+}
+
+// maxTimeline is how many steps a session's timeline keeps: the newest.
+const maxTimeline = 200
+
+// maxTimelineJSON is the most bytes of a step's arguments or result the
+// timeline keeps; a larger one is kept as a JSON string that says so.
+const maxTimelineJSON = 4 << 10
+
+// timelineStep is one tool call of an episode, as the inspector shows it.
+type timelineStep struct {
+	Step      int             `json:"step"`
+	At        time.Time       `json:"at"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	Error     *toolErrorData  `json:"error,omitempty"`
+	// Reward and Done are the task's grading after the step; null and false
+	// without one (an MCP tools/call is not graded).
+	Reward *float64 `json:"reward"`
+	Done   bool     `json:"done"`
+	// Changes is the Seq range [first, last] of the change records the call
+	// made; null when the instance cannot tell, [n+1, n] for none.
+	Changes *[2]int `json:"changes"`
+}
+
+// clipJSON returns raw, or a JSON string saying how long it was when it is
+// longer than maxTimelineJSON.
+func clipJSON(raw []byte) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("{}")
+	}
+	if len(raw) <= maxTimelineJSON {
+		return json.RawMessage(raw)
+	}
+	b, _ := json.Marshal(fmt.Sprintf("(%d bytes, not kept)", len(raw)))
+	return b
+}
+
+// changeCount returns inst's change count, or -1.
+func changeCount(inst Instance) int {
+	if c, ok := inst.(ChangeCounter); ok {
+		return c.ChangeCount()
+	}
+	return -1
+}
+
+// recordStepLocked appends a call to the timeline. before is the change
+// count before it. The slot must be held.
+func (ss *session) recordStepLocked(name string, args json.RawMessage, out toolOutcome, before int) {
+	st := timelineStep{At: time.Now().UTC(), Tool: name, Arguments: clipJSON(args)}
+	if out.err != nil {
+		st.Error = &toolErrorData{out.err.Kind, out.err.Message}
+	} else {
+		st.Result = clipJSON(out.result)
+	}
+	if before >= 0 {
+		if after := changeCount(ss.inst); after >= before {
+			st.Changes = &[2]int{before + 1, after}
+		}
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	st.Step = ss.steps
+	if len(ss.timeline) == maxTimeline {
+		ss.timeline = append(ss.timeline[:0], ss.timeline[1:]...)
+	}
+	ss.timeline = append(ss.timeline, st)
+}
+
+// gradeStepLocked sets the newest step's reward and done.
+func (ss *session) gradeStepLocked(reward float64, done bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if n := len(ss.timeline); n > 0 && ss.timeline[n-1].Step == ss.steps {
+		ss.timeline[n-1].Reward, ss.timeline[n-1].Done = &reward, done
+	}
+}
+
+// watchReply is the body of GET /sessions/{ref}/watch.
+type watchReply struct {
+	Session SessionInfo    `json:"session"`
+	Steps   []timelineStep `json:"steps"`
+	State   env.StateDoc   `json:"state"`
+}
+
+// serveWatch serves GET /sessions/{ref}/watch, an infrastructure route for
+// the inspector: a live session's facts, its timeline (the newest
+// maxTimeline steps) and its state document, read without touching the
+// episode. A session is named by its ref, as GET /sessions lists it.
+func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
+	ref := chi.URLParam(r, "ref")
+	var ss *session
+	for _, c := range s.snapshot() {
+		if c.ref == ref {
+			ss = c
+		}
+	}
+	if ss == nil {
+		s.writeError(w, newError(codeUnknownSession, "No live session has ref %q (GET /sessions lists the live ones)", ref))
+		return
+	}
+	state, perr := ss.state(r.Context())
+	if perr != nil {
+		s.writeError(w, perr)
+		return
+	}
+	ss.mu.Lock()
+	steps := append([]timelineStep{}, ss.timeline...)
+	ss.mu.Unlock()
+	s.respond(w, http.StatusOK, watchReply{Session: ss.info(), Steps: steps, State: state})
+}

@@ -1,0 +1,82 @@
+package openenv_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/coder/websocket"
+
+	"github.com/seahaven/seahaven/openenv"
+)
+
+// GET /sessions/{ref}/watch shows a live session as the inspector watches
+// it: each tool call with its arguments, its result or error, the reward
+// and done after it, and the change records it made; a reset starts the
+// timeline over, and an unknown ref is a 404.
+func TestWatch(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{})
+	c := s.dial(t)
+	defer c.Close(websocket.StatusNormalClosure, "")
+	roundTrip(t, c, `{"type":"reset","data":{"task":"invoice_750","episode_id":"watched"}}`)
+	roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"invoice","arguments":{"amount":0}}}`)
+	roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"invoice","arguments":{"amount":750}}}`)
+
+	list := s.Sessions()
+	if len(list) != 1 {
+		t.Fatalf("%d sessions", len(list))
+	}
+	var w struct {
+		Session struct {
+			Ref       string
+			EpisodeID string `json:"episode_id"`
+		}
+		Steps []struct {
+			Step      int
+			Tool      string
+			Arguments map[string]any
+			Result    map[string]any
+			Error     *struct{ ErrorType, Message string } `json:"error"`
+			Reward    *float64
+			Done      bool
+			Changes   *[2]int
+		}
+		State struct {
+			ChangeLog []struct {
+				Seq   int
+				World string
+				Table string
+			} `json:"change_log"`
+		}
+	}
+	code, body, _ := s.httpDo(t, "GET", "/sessions/"+list[0].Ref+"/watch", "", nil)
+	if code != http.StatusOK {
+		t.Fatalf("watch: %d %s", code, body)
+	}
+	if err := json.Unmarshal([]byte(body), &w); err != nil {
+		t.Fatal(err)
+	}
+	if w.Session.Ref != list[0].Ref || w.Session.EpisodeID != "watched" || len(w.Steps) != 2 {
+		t.Fatalf("watch: %s", body)
+	}
+	refused, filed := w.Steps[0], w.Steps[1]
+	if refused.Step != 1 || refused.Error == nil || refused.Result != nil || refused.Changes == nil || refused.Changes[1] != refused.Changes[0]-1 {
+		t.Errorf("the refused call: %+v", refused)
+	}
+	if filed.Step != 2 || filed.Tool != "invoice" || filed.Arguments["amount"] != float64(750) || filed.Result["amount"] != float64(750) ||
+		filed.Reward == nil || *filed.Reward != 1 || !filed.Done {
+		t.Errorf("the invoice: %+v", filed)
+	}
+	if filed.Changes == nil || filed.Changes[1]-filed.Changes[0]+1 != 2 || len(w.State.ChangeLog) != 2 || w.State.ChangeLog[0].Seq != filed.Changes[0] {
+		t.Errorf("the invoice's changes %v, the state's change log %+v", filed.Changes, w.State.ChangeLog)
+	}
+
+	roundTrip(t, c, `{"type":"reset"}`)
+	_, body, _ = s.httpDo(t, "GET", "/sessions/"+list[0].Ref+"/watch", "", nil)
+	if err := json.Unmarshal([]byte(body), &w); err != nil || len(w.Steps) != 0 {
+		t.Errorf("after a reset: %s", body)
+	}
+	if code, body, _ := s.httpDo(t, "GET", "/sessions/nope/watch", "", nil); code != http.StatusNotFound {
+		t.Errorf("an unknown ref: %d %s", code, body)
+	}
+}
