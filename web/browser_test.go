@@ -301,8 +301,8 @@ func TestUI_Browser(t *testing.T) {
 			chromedp.SendKeys(chromedp.CSS(`#tool-fields input[name="amount"]`), "500"),
 			chromedp.Click(chromedp.ID("call-btn")),
 			chromedp.WaitVisible(chromedp.ID("call-output")),
-			chromedp.WaitVisible(chromedp.CSS(`#changelog .change[data-where="main/invoices"]`)),
-			chromedp.WaitVisible(chromedp.CSS(`#changelog .change[data-where="payments/charges"]`)))
+			chromedp.WaitVisible(chromedp.CSS(`#changelog .change[data-where="main.invoices"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#changelog .change[data-where="payments.charges"]`)))
 		var result struct {
 			Amount   int    `json:"amount"`
 			ChargeID string `json:"charge_id"`
@@ -313,8 +313,8 @@ func TestUI_Browser(t *testing.T) {
 		if result.Amount != 500 || result.ChargeID == "" {
 			t.Errorf("result = %+v, want amount 500 and a charge id", result)
 		}
-		inv := textOf(t, ctx, `#changelog .change[data-where="main/invoices"]`)
-		charge := textOf(t, ctx, `#changelog .change[data-where="payments/charges"]`)
+		inv := textOf(t, ctx, `#changelog .change[data-where="main.invoices"]`)
+		charge := textOf(t, ctx, `#changelog .change[data-where="payments.charges"]`)
 		for _, c := range []struct{ name, text, want string }{
 			{"invoice op", inv, "insert"},
 			{"invoice amount", inv, "500"},

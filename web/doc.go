@@ -4,17 +4,19 @@
 // The page talks to the server only through its public protocol: one
 // WebSocket to /ws for its playground session (reset, step, state and
 // inspect messages) and the JSON GET endpoints /metadata, /composition,
-// /fixtures and /sessions. It has no private back door, so what it shows is
-// exactly what a remote client or grader can see.
+// /fixtures, /tasks, /sessions and /sessions/{ref}/watch. It has no private
+// back door, so what it shows is exactly what a remote client or grader can
+// see.
 //
 // # Panels
 //
-//   - Playground: reset options (fixture, seed, now, clock mode, startup
-//     keywords, control tools), the tool surface with descriptions and input
-//     schemas, a form generated from the selected tool's input schema, the
-//     call's result, and the session's change log grouped per call with a
-//     before/after diff of every row, read from the state document after
-//     each call.
+//   - Playground: reset options (task with its instruction, fixture, seed,
+//     now, clock mode, startup keywords, control tools), the tool surface
+//     with descriptions and input schemas, a form generated from the
+//     selected tool's input schema, the call's result, the task's grading
+//     (reward, done, every check) and the timeline of the episode's calls
+//     with the rows each changed, and the session's change log grouped per
+//     call with a before/after diff of every row (tables named node.table).
 //   - Composition: the sealed tree of the served world drawn as a tree
 //     (canonical paths, worlds and versions, scopes, aliases, schema hashes,
 //     store files) with its AddWorld edges (name, tool prefix, allow and
@@ -23,7 +25,10 @@
 //     results as a table and errors as the server reports them.
 //   - Fixtures: every fixture with its parent chain and per-node file hashes.
 //   - Sessions: the server's live sessions (transport, age, idle time, step
-//     count), refreshed periodically.
+//     count), refreshed periodically, each with a Watch button.
+//   - Watch: one live session, read-only, polled every second: its facts,
+//     its task's grading and the timeline of its calls, as its own client
+//     (a trainer, an MCP agent) steps it.
 //
 // # Mounting
 //

@@ -1,6 +1,7 @@
 // The inspector and playground. It talks to the server only through the
 // public protocol: one WebSocket to /ws for the playground session, and the
-// JSON GET endpoints /metadata, /composition, /fixtures and /sessions.
+// JSON GET endpoints /metadata, /composition, /fixtures, /tasks, /sessions
+// and /sessions/{ref}/watch.
 
 import { $, h, fill, showError, pretty, cell, getJSON } from "./dom.js";
 import { Session } from "./session.js";
@@ -8,8 +9,10 @@ import { buildForm } from "./form.js";
 import { renderTree, renderEdges } from "./tree.js";
 import { renderChangeLog } from "./changelog.js";
 import { renderFixtures, renderSessions } from "./lists.js";
+import { renderGrading, renderTimeline } from "./timeline.js";
 
 const SESSIONS_EVERY_MS = 3000;
+const WATCH_EVERY_MS = 1000;
 
 const ui = {
   session: null,
@@ -21,6 +24,9 @@ const ui = {
   callTools: new Map(), // engine call number -> tool the page called
   seenCalls: new Set(),
   fixtures: [],
+  tasks: [],
+  watchRef: null, // the session the Watch tab shows
+  sessions: [], // the latest GET /sessions
 };
 
 // ---- tabs -------------------------------------------------------------
@@ -31,6 +37,7 @@ function showTab() {
   for (const a of document.querySelectorAll("#tabs a")) a.classList.toggle("active", a.dataset.tab === tab);
   for (const s of document.querySelectorAll("main > section")) s.hidden = s.id !== tab;
   if (tab === "sessions") refreshSessions();
+  if (tab === "watch") refreshWatch();
 }
 
 // ---- banner and connection status --------------------------------------
@@ -68,10 +75,13 @@ async function connect() {
   setStatus("open", "connected");
   banner(null);
   await reset();
+  refreshSessions();
 }
 
 function resetOptions() {
   const opts = {};
+  const task = $("reset-task").value;
+  if (task) opts.task = task;
   const fixture = $("reset-fixture").value;
   if (fixture === "__genesis") opts.fixture = "";
   else if (fixture !== "__default") opts.fixture = fixture;
@@ -114,6 +124,7 @@ async function reset() {
     $("call-result").hidden = true;
     showError($("call-error"), null);
     await Promise.all([loadTools(), refreshState(), loadTables()]);
+    await refreshTimeline();
   } catch (err) {
     showError($("reset-error"), err);
   } finally {
@@ -193,6 +204,7 @@ async function callTool() {
       $("call-result").hidden = false;
     }
     await refreshState(name);
+    await refreshTimeline();
   } catch (err) {
     showError($("call-error"), err);
   } finally {
@@ -238,6 +250,72 @@ function renderEpisode(doc) {
     fact("now", h("code", {}, doc.now)),
     fact("clock", doc.clock_mode),
     fact("seed", String(doc.seed)));
+}
+
+// ownRef finds this page's session among the live ones by its episode id.
+async function ownRef() {
+  const list = await getJSON("/sessions");
+  ui.sessions = list;
+  const mine = list.find((s) => s.transport === "ws" && ui.episode && s.episode_id === ui.episode);
+  return mine ? mine.ref : null;
+}
+
+// refreshTimeline draws this page's episode: its grading and the timeline
+// of its tool calls, read from the server as the Watch tab reads any.
+async function refreshTimeline() {
+  showError($("timeline-error"), null);
+  try {
+    const ref = await ownRef();
+    if (!ref) throw new Error("this page's session is not among the live ones");
+    const w = await getJSON(`/sessions/${encodeURIComponent(ref)}/watch`);
+    renderGrading($("grading"), w.steps, w.state);
+    renderTimeline($("timeline"), w.steps, w.state);
+    $("timeline-count").textContent = w.steps.length ? `${w.steps.length} step${w.steps.length === 1 ? "" : "s"}` : "";
+  } catch (err) {
+    showError($("timeline-error"), err);
+  }
+}
+
+// ---- Watch ---------------------------------------------------------------
+
+function watch(ref) {
+  ui.watchRef = ref;
+  if (location.hash === "#watch") refreshWatch();
+  else location.hash = "#watch";
+}
+
+// refreshWatch draws the watched session, read-only; the Watch tab polls it
+// while it is shown.
+async function refreshWatch() {
+  const ref = ui.watchRef;
+  $("watch-empty").hidden = !!ref;
+  $("watch-ref").textContent = ref || "—";
+  if (!ref) return;
+  let w;
+  try {
+    w = await getJSON(`/sessions/${encodeURIComponent(ref)}/watch`);
+  } catch (err) {
+    showError($("watch-error"), `${err.message || err} (the session may have ended)`);
+    return;
+  }
+  if (ui.watchRef !== ref) return;
+  showError($("watch-error"), null);
+  const s = w.session;
+  const fact = (k, v) => [h("dt", {}, k), h("dd", {}, v)];
+  const el = $("watch-facts");
+  el.dataset.ref = s.ref;
+  el.dataset.steps = s.step_count;
+  fill(el,
+    fact("transport", s.transport),
+    fact("episode", s.episode_id ? h("code", {}, s.episode_id) : h("span", { class: "muted" }, "no reset yet")),
+    fact("task", w.state.task ? h("code", {}, w.state.task) : h("span", { class: "muted" }, "none")),
+    fact("fixture", w.state.fixture ? h("code", {}, w.state.fixture.id) : h("span", { class: "muted" }, "genesis")),
+    fact("steps", String(s.step_count)),
+    fact("now", h("code", {}, w.state.now)));
+  renderGrading($("watch-grading"), w.steps, w.state);
+  renderTimeline($("watch-timeline"), w.steps, w.state);
+  $("watch-count").textContent = w.steps.length ? `${w.steps.length} step${w.steps.length === 1 ? "" : "s"}` : "";
+  $("watch-updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
 }
 
 // ---- SQL console --------------------------------------------------------
@@ -341,14 +419,35 @@ async function loadFixtures() {
   });
 }
 
+async function loadTasks() {
+  try {
+    ui.tasks = await getJSON("/tasks");
+  } catch (err) {
+    showError($("reset-error"), err);
+    return;
+  }
+  const sel = $("reset-task");
+  fill(sel, h("option", { value: "" }, "none (no grading)"),
+    ui.tasks.map((t) => h("option", { value: t.id, title: t.instruction }, t.difficulty ? `${t.id} (${t.difficulty})` : t.id)));
+  showInstruction();
+}
+
+function showInstruction() {
+  const t = ui.tasks.find((x) => x.id === $("reset-task").value);
+  const el = $("task-instruction");
+  el.hidden = !t;
+  el.textContent = t ? `${t.instruction}${t.fixture ? ` (from ${t.fixture})` : ""}` : "";
+}
+
 async function refreshSessions() {
   try {
     const list = await getJSON("/sessions");
+    ui.sessions = list;
     showError($("sessions-error"), null);
     $("sessions-pill").textContent = `sessions: ${list.length}`;
     $("sessions-count").textContent = list.length;
     $("sessions-updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
-    renderSessions($("session-table"), list, ui.episode);
+    renderSessions($("session-table"), list, ui.episode, watch);
   } catch (err) {
     showError($("sessions-error"), err);
     $("sessions-pill").textContent = "sessions: ?";
@@ -382,6 +481,7 @@ function wire() {
     }
   });
   $("reconnect").addEventListener("click", () => connect());
+  $("reset-task").addEventListener("change", showInstruction);
   window.addEventListener("pagehide", () => ui.session && ui.session.close());
 }
 
@@ -389,6 +489,8 @@ wire();
 showTab();
 loadMetadata();
 loadComposition();
+loadTasks();
 loadFixtures().then(connect);
 refreshSessions();
 setInterval(refreshSessions, SESSIONS_EVERY_MS);
+setInterval(() => location.hash === "#watch" && refreshWatch(), WATCH_EVERY_MS);

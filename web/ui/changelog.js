@@ -26,8 +26,10 @@ function diffTable(r) {
     })));
 }
 
-function record(r) {
-  const where = `${r.world}/${r.table}`;
+// record draws one change record; its table is named as SQL and task
+// patterns name it, node.table.
+export function record(r) {
+  const where = `${r.world}.${r.table}`;
   return h("div", { class: `change ${r.op}`, dataset: { where, op: r.op, seq: r.seq } },
     h("div", { class: "change-head" },
       h("span", { class: `op ${r.op}` }, r.op),
