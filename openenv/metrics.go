@@ -76,6 +76,7 @@ type serverMetrics struct {
 	episodeSteps     *prometheus.HistogramVec // task: steps when the episode ends
 	gradingFailures  *prometheus.CounterVec   // task
 	refusedAfterDone *prometheus.CounterVec   // task
+	replayed         prometheus.Counter       // steps answered from their request_id
 }
 
 // newMetrics makes the series of s and registers them, with the Go runtime
@@ -163,8 +164,12 @@ func newMetrics(s *Server) *serverMetrics {
 		Name: "seahaven_steps_refused_after_done_total",
 		Help: "Steps refused because the episode's task had graded it done, by task.",
 	}, []string{"task"})
+	m.replayed = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "seahaven_steps_replayed_total",
+		Help: "Steps retried under a request_id the episode had answered: the recorded reply was sent, nothing ran.",
+	})
 	info := s.backend.Info()
-	m.registry.MustRegister(
+	m.registry.MustRegister(m.replayed,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "seahaven_build_info",
 			Help:        "Always 1: the server's version and the world it serves.",
@@ -437,6 +442,8 @@ func (s *Server) observeGradingFailure(task string) {
 }
 
 // observeRefusedAfterDone counts a step refused after done.
+func (s *Server) observeReplayed() { s.metrics.replayed.Inc() }
+
 func (s *Server) observeRefusedAfterDone(task string) {
 	s.metrics.refusedAfterDone.WithLabelValues(taskLabel(task)).Inc()
 }

@@ -59,12 +59,30 @@ type action struct {
 	Metadata  jsonObject `json:"metadata"`
 	ToolName  string     `json:"tool_name"`
 	Arguments jsonObject `json:"arguments"`
+	// RequestID makes the step idempotent within the episode: a retry
+	// with the same id gets the recorded reply (see session.step).
+	RequestID *label `json:"request_id"`
+
+	idLoc []any // where RequestID was read, for a refusal
+}
+
+// key identifies what the action does, for comparing a retry under the
+// same request_id with the step that used it: its type, tool and
+// arguments in canonical form (RFC 8785), so a client that re-encodes them
+// with another key order or spacing still matches.
+func (a action) key() string {
+	args := jsontext.Value(bytes.Clone(a.Arguments))
+	if args.Canonicalize() != nil {
+		args = jsontext.Value(a.Arguments)
+	}
+	return string(a.Type) + "\x00" + a.ToolName + "\x00" + string(args)
 }
 
 // listToolsAction is the shape of a list_tools action.
 type listToolsAction struct {
-	Type     actionType `json:"type"`
-	Metadata jsonObject `json:"metadata"`
+	Type      actionType `json:"type"`
+	Metadata  jsonObject `json:"metadata"`
+	RequestID *label     `json:"request_id"`
 }
 
 // parseAction reads a step's action. loc prefixes every reported location.
@@ -82,8 +100,9 @@ func parseAction(raw []byte, loc []any) (action, []fieldError) {
 	if a.Type == actionListTools {
 		var l listToolsAction
 		errs := decodeMembers(m, loc, &l)
-		return action{Type: actionListTools}, errs
+		return action{Type: actionListTools, RequestID: l.RequestID, idLoc: at(loc, "request_id")}, errs
 	}
+	a.idLoc = at(loc, "request_id")
 	return a, decodeRequired(m, raw, loc, &a, "tool_name")
 }
 
@@ -145,6 +164,9 @@ func parseStepBody(raw []byte) (action, float64, []fieldError) {
 		var aerrs []fieldError
 		a, aerrs = parseAction(body.Action, nil)
 		errs = append(aerrs, errs...)
+	}
+	if body.RequestID != nil {
+		a.RequestID, a.idLoc = body.RequestID, []any{"body", "request_id"}
 	}
 	var timeout float64
 	if body.TimeoutS != nil {

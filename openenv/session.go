@@ -45,6 +45,10 @@ type session struct {
 	slot  chan struct{}
 	inst  Instance // guarded by slot; nil before the first reset
 	ended bool     // guarded by slot; inst is closed and the session is gone
+	// replays are the episode's step replies by request_id, and ids their
+	// ids oldest first (at most maxReplays); guarded by slot.
+	replays map[string]replayed
+	ids     []string
 
 	mu           sync.Mutex // guards the fields below
 	lastActivity time.Time
@@ -443,6 +447,7 @@ func (ss *session) openLocked(ctx context.Context, opts OpenOptions, implicit bo
 	}
 	old := ss.inst
 	ss.inst = inst
+	ss.replays, ss.ids = nil, nil
 	ss.mu.Lock()
 	if old != nil {
 		ss.endEpisodeLocked()
@@ -487,9 +492,21 @@ func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (s
 	if perr := ss.ensureLocked(ctx); perr != nil {
 		return stepReply{}, perr
 	}
+	if reply, ok, perr := ss.replayLocked(a); ok || perr != nil {
+		return reply, perr
+	}
 	if perr := ss.overLocked(); perr != nil {
 		return stepReply{}, perr
 	}
+	reply, perr := ss.stepLocked(ctx, a, timeout)
+	if perr == nil {
+		ss.rememberLocked(a, reply)
+	}
+	return reply, perr
+}
+
+// stepLocked runs a step. The slot must be held.
+func (ss *session) stepLocked(ctx context.Context, a action, timeout time.Duration) (stepReply, *protoError) {
 	var obs any
 	if a.Type == actionListTools {
 		tools, perr := ss.srv.tools(ss.inst)
@@ -505,6 +522,58 @@ func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (s
 		obs = out.observation(a.ToolName)
 	}
 	return ss.respondLocked(ctx, obs, timeout)
+}
+
+// maxReplays is how many step replies a session keeps by request_id: the
+// episode's newest.
+const maxReplays = 1024
+
+// replayed is a step reply kept under its request_id.
+type replayed struct {
+	key   string // the action it answered (action.key)
+	step  int    // the step it was
+	reply stepReply
+}
+
+// replayLocked answers a step whose request_id the episode has seen: ok
+// with the recorded reply when the action is the same, a validation error
+// when it is not. The slot must be held.
+func (ss *session) replayLocked(a action) (stepReply, bool, *protoError) {
+	if a.RequestID == nil {
+		return stepReply{}, false, nil
+	}
+	rec, seen := ss.replays[string(*a.RequestID)]
+	if !seen {
+		return stepReply{}, false, nil
+	}
+	if rec.key != a.key() {
+		id, _ := json.Marshal(string(*a.RequestID))
+		return stepReply{}, false, invalid([]fieldError{{Type: "value_error", Loc: a.idLoc, Input: id,
+			Msg: fmt.Sprintf("Value error, request_id %s answered another action at step %d of this episode; a new action needs a new request_id", id, rec.step)}})
+	}
+	ss.srv.observeReplayed()
+	return rec.reply, true, nil
+}
+
+// rememberLocked keeps a step's reply under its request_id, forgetting
+// the oldest past maxReplays. The slot must be held.
+func (ss *session) rememberLocked(a action, reply stepReply) {
+	if a.RequestID == nil {
+		return
+	}
+	if ss.replays == nil {
+		ss.replays = map[string]replayed{}
+	}
+	id := string(*a.RequestID)
+	if len(ss.ids) == maxReplays {
+		delete(ss.replays, ss.ids[0])
+		ss.ids = ss.ids[1:]
+	}
+	ss.mu.Lock()
+	step := ss.steps
+	ss.mu.Unlock()
+	ss.replays[id] = replayed{key: a.key(), step: step, reply: reply}
+	ss.ids = append(ss.ids, id)
 }
 
 // respondLocked wraps a step's observation in the step response. When the

@@ -1,0 +1,97 @@
+package openenv_test
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/coder/websocket"
+
+	"github.com/seahaven/seahaven/openenv"
+)
+
+// A step that carries a request_id is idempotent within its episode: a
+// retry (its arguments encoded any way) gets the recorded reply and runs
+// nothing, another action under a used id is refused, the id is free
+// again after a reset, and a retry after the task graded the episode done
+// still gets its reply.
+func TestStep_RequestID(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{})
+
+	t.Run("WebSocket", func(t *testing.T) {
+		c := s.dial(t)
+		defer c.Close(websocket.StatusNormalClosure, "")
+		roundTrip(t, c, `{"type":"reset"}`)
+		charges := func() string { return inspectValue(t, c, "SELECT count(*) FROM payments.charges") }
+		before := charges()
+		first := roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"pay_create_charge","arguments":{"amount":500},"request_id":"r-1"}}`)
+		retry := roundTrip(t, c, `{"type":"step","data":{"request_id":"r-1","tool_name":"pay_create_charge","type":"call_tool","arguments":{ "amount" : 500 }}}`)
+		if retry != first {
+			t.Errorf("the retry's reply\n%s\ndiffers from the step's\n%s", retry, first)
+		}
+		if got := charges(); got == before || atoi(t, got) != atoi(t, before)+1 {
+			t.Errorf("%s charges after a step and its retry, want %s + 1", got, before)
+		}
+		other := roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"pay_create_charge","arguments":{"amount":600},"request_id":"r-1"}}`)
+		if want := `request_id \"r-1\" answered another action at step 1 of this episode`; !strings.Contains(other, want) || !strings.Contains(other, `"loc":["data","request_id"]`) {
+			t.Errorf("another action under r-1: %s", other)
+		}
+		roundTrip(t, c, `{"type":"reset"}`)
+		after := roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"pay_create_charge","arguments":{"amount":600},"request_id":"r-1"}}`)
+		if !strings.Contains(after, `"type":"observation"`) || !strings.Contains(after, `"amount":600`) {
+			t.Errorf("r-1 in a new episode: %s", after)
+		}
+	})
+
+	t.Run("HTTP", func(t *testing.T) {
+		hdr := map[string]string{openenv.SessionHeader: "idempotent"}
+		if code, body, _ := s.httpDo(t, "POST", "/reset", `{}`, hdr); code != http.StatusOK {
+			t.Fatalf("reset: %d %s", code, body)
+		}
+		step := `{"action":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Eve","role":"x"}},"request_id":"h-1"}`
+		_, first, _ := s.httpDo(t, "POST", "/step", step, hdr)
+		_, retry, _ := s.httpDo(t, "POST", "/step", step, hdr)
+		if retry != first {
+			t.Errorf("the retry's reply %s differs from the step's %s", retry, first)
+		}
+		code, other, _ := s.httpDo(t, "POST", "/step", `{"action":{"type":"list_tools"},"request_id":"h-1"}`, hdr)
+		if code != http.StatusUnprocessableEntity || !strings.Contains(other, `"loc":["body","request_id"]`) {
+			t.Errorf("another action under h-1: %d %s", code, other)
+		}
+		_, state, _ := s.httpDo(t, "GET", "/state", "", hdr)
+		if n := strings.Count(state, `"name":"Eve"`); n != 1 {
+			t.Errorf("Eve hired %d times, want once", n)
+		}
+	})
+
+	t.Run("RetryAfterDone", func(t *testing.T) {
+		c := s.dial(t)
+		defer c.Close(websocket.StatusNormalClosure, "")
+		roundTrip(t, c, `{"type":"reset","data":{"task":"invoice_750"}}`)
+		last := `{"type":"step","data":{"type":"call_tool","tool_name":"invoice","arguments":{"amount":750},"request_id":"fin"}}`
+		first := roundTrip(t, c, last)
+		if !strings.Contains(first, `"done":true`) {
+			t.Fatalf("the solving step: %s", first)
+		}
+		if retry := roundTrip(t, c, last); retry != first {
+			t.Errorf("a retry after done: %s, want the recorded %s", retry, first)
+		}
+		if next := roundTrip(t, c, `{"type":"step","data":{"type":"list_tools","request_id":"new"}}`); !strings.Contains(next, "The episode is over") {
+			t.Errorf("a new step after done: %s", next)
+		}
+	})
+
+	if _, body, _ := s.httpDo(t, "GET", "/metrics", "", nil); !strings.Contains(body, "seahaven_steps_replayed_total 3") {
+		t.Errorf("/metrics does not count the 3 replayed steps")
+	}
+}
+
+func atoi(tb testing.TB, s string) int {
+	tb.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		tb.Fatalf("%q is not an integer", s)
+	}
+	return n
+}
