@@ -395,7 +395,11 @@ func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMe
 		return toolOutcome{}, perr
 	}
 	defer s.closeInstance(inst)
-	return s.call(ctx, inst, name, args, s.cfg.StepTimeout)
+	out, perr := s.call(ctx, inst, name, args, s.cfg.StepTimeout)
+	if perr == nil && out.err == nil {
+		out.shape = s.resultShapes(inst)[name]
+	}
+	return out, perr
 }
 
 // rpcSessionCreate answers openenv/session/create. On /ws it returns the

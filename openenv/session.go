@@ -49,20 +49,23 @@ type session struct {
 	// ids oldest first (at most maxReplays); guarded by slot.
 	replays map[string]replayed
 	ids     []string
+	// shapes are the result shapes of inst's tools, by name, read once per
+	// instance; guarded by slot.
+	shapes map[string]resultShape
 
 	mu           sync.Mutex // guards the fields below
 	lastActivity time.Time
-	busy         int            // calls in progress; the reaper spares a busy session
-	steps        int            // tool calls since the last reset
-	over         bool           // the task graded the episode done: later steps are refused
-	doneAt       int            // the step count when it did
-	task         string         // the episode's task; "" for none
-	graded       bool           // the episode has been graded
-	lastReward   float64        // its latest grading's reward
-	episodeEnded bool           // the episode's end is observed (it finished, or the instance went)
-	episodeID    string         // "" before the first reset
-	timeline     []timelineStep // the episode's newest tool calls, for the inspector
-	stopped      bool           // stop was called; closeCode and closeReason are set
+	busy         int      // calls in progress; the reaper spares a busy session
+	steps        int      // tool calls since the last reset
+	over         bool     // the task graded the episode done: later steps are refused
+	doneAt       int      // the step count when it did
+	task         string   // the episode's task; "" for none
+	graded       bool     // the episode has been graded
+	lastReward   float64  // its latest grading's reward
+	episodeEnded bool     // the episode's end is observed (it finished, or the instance went)
+	episodeID    string   // "" before the first reset
+	timeline     timeline // the episode's newest tool calls, for the inspector
+	stopped      bool     // stop was called; closeCode and closeReason are set
 	closeCode    websocket.StatusCode
 	closeReason  string
 
@@ -447,7 +450,7 @@ func (ss *session) openLocked(ctx context.Context, opts OpenOptions, implicit bo
 	}
 	old := ss.inst
 	ss.inst = inst
-	ss.replays, ss.ids = nil, nil
+	ss.replays, ss.ids, ss.shapes = nil, nil, nil
 	ss.mu.Lock()
 	if old != nil {
 		ss.endEpisodeLocked()
@@ -456,7 +459,7 @@ func (ss *session) openLocked(ctx context.Context, opts OpenOptions, implicit bo
 	ss.over, ss.doneAt = false, 0
 	ss.task, ss.graded, ss.lastReward, ss.episodeEnded = opts.Task, false, 0, false
 	ss.episodeID = opts.EpisodeID
-	ss.timeline = nil
+	ss.timeline = timeline{}
 	ss.mu.Unlock()
 	s.observeEpisodeStarted(opts.Task)
 	if old != nil {
@@ -669,6 +672,12 @@ func (ss *session) callLocked(ctx context.Context, name string, args json.RawMes
 	before := changeCount(ss.inst)
 	out, perr := ss.srv.call(ctx, ss.inst, name, args, timeout)
 	if perr == nil {
+		if out.err == nil {
+			if ss.shapes == nil {
+				ss.shapes = ss.srv.resultShapes(ss.inst)
+			}
+			out.shape = ss.shapes[name]
+		}
 		ss.recordStepLocked(name, args, out, before)
 	}
 	return out, perr
@@ -716,7 +725,7 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 					name, len(raw), n, s.cfg.MaxReplyBytes)}
 			return
 		}
-		out.result, out.shape = raw, s.resultShape(inst, name)
+		out.result = raw
 	})
 	if infra != nil {
 		s.observeCall(ctx, start, name, out, infra)
@@ -726,14 +735,16 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 	return out, perr
 }
 
-// resultShape returns the result shape tool name of inst declares.
-func (s *Server) resultShape(inst Instance, name string) resultShape {
-	for _, t := range inst.Tools() {
-		if t.Name == name {
-			return shapeOf(t)
-		}
+// resultShapes returns the result shape each tool of inst declares, by
+// name (none when listing the tools panics: their results are shaped by
+// value).
+func (s *Server) resultShapes(inst Instance) map[string]resultShape {
+	tools, _ := s.tools(inst)
+	shapes := make(map[string]resultShape, len(tools))
+	for _, t := range tools {
+		shapes[t.Name] = shapeOf(t)
 	}
-	return shapeByValue
+	return shapes
 }
 
 // maxResultCopies is the most times a reply carries a tool's result: as

@@ -81,19 +81,46 @@ func (ss *session) recordStepLocked(name string, args json.RawMessage, out toolO
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	st.Step = ss.steps
-	if len(ss.timeline) == maxTimeline {
-		ss.timeline = append(ss.timeline[:0], ss.timeline[1:]...)
-	}
-	ss.timeline = append(ss.timeline, st)
+	ss.timeline.add(st)
 }
 
 // gradeStepLocked sets the newest step's reward and done.
 func (ss *session) gradeStepLocked(reward float64, done bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if n := len(ss.timeline); n > 0 && ss.timeline[n-1].Step == ss.steps {
-		ss.timeline[n-1].Reward, ss.timeline[n-1].Done = &reward, done
+	if last := ss.timeline.newest(); last != nil && last.Step == ss.steps {
+		last.Reward, last.Done = &reward, done
 	}
+}
+
+// timeline is a ring of an episode's newest maxTimeline steps.
+type timeline struct {
+	steps []timelineStep
+	next  int // where the next step goes once the ring is full
+}
+
+func (t *timeline) add(st timelineStep) {
+	if len(t.steps) < maxTimeline {
+		t.steps = append(t.steps, st)
+		return
+	}
+	t.steps[t.next] = st
+	t.next = (t.next + 1) % maxTimeline
+}
+
+// newest returns the newest step, or nil.
+func (t *timeline) newest() *timelineStep {
+	if len(t.steps) == 0 {
+		return nil
+	}
+	return &t.steps[(t.next+len(t.steps)-1)%len(t.steps)]
+}
+
+// list returns a copy of the steps, oldest first.
+func (t *timeline) list() []timelineStep {
+	out := make([]timelineStep, 0, len(t.steps))
+	out = append(out, t.steps[t.next:]...)
+	return append(out, t.steps[:t.next]...)
 }
 
 // watchReply is the body of GET /sessions/{ref}/watch.
@@ -125,7 +152,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ss.mu.Lock()
-	steps := append([]timelineStep{}, ss.timeline...)
+	steps := ss.timeline.list()
 	ss.mu.Unlock()
 	s.respond(w, http.StatusOK, watchReply{Session: ss.info(), Steps: steps, State: state})
 }

@@ -111,13 +111,12 @@
 //     Go heap, one file descriptor and two memory maps (three once it maps
 //     its file); a released one costs
 //     only its Go structs.
-//   - Opening a store, one query and closing it: 1.5–3 ms, most of it the
-//     page faults of the connection's fresh memory (this virtual machine
-//     takes 12–25 µs per first touch of a 4 KiB page); reopening a released
-//     store costs the same, unless a parked connection is rebound (about
-//     50 µs, BenchmarkReopen_Rebind). A WAL store cost 3–5.5 ms (its -wal and -shm
-//     files are made on open and removed on the last close), which is why
-//     stores keep their journal in memory.
+//   - Opening a store, one query and closing it: about 1.1 ms, as above;
+//     reopening a released store costs the same, unless a parked
+//     connection is rebound (about 50 µs, BenchmarkReopen_Rebind). A WAL
+//     store cost 3–5.5 ms (its -wal and -shm files are made on open and
+//     removed on the last close), which is why stores keep their journal
+//     in memory.
 //   - A one-row write call with ExclusiveLock (StartCapture, Begin, Exec
 //     INSERT, Commit, Finish): 27–31 µs, 12–26 µs without the capture,
 //     against 10 µs for a raw prepared BEGIN/INSERT/COMMIT with the same
