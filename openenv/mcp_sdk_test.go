@@ -1,7 +1,6 @@
 package openenv_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,9 +11,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/seahaven/seahaven/openenv"
+	"github.com/seahaven/seahaven/schemas/schematest"
 )
 
 // The official MCP Go SDK's client plays episodes on /mcp over Streamable
@@ -54,24 +53,24 @@ func TestMCP_GoSDKClient(t *testing.T) {
 	}
 	// Every tool declares an output schema, and each result's structured
 	// content matches it (checked with an independent validator).
-	outputs := map[string]*jsonschema.Schema{}
+	outputs := map[string]*schematest.Schema{}
 	for _, tl := range tools.Tools {
 		if tl.OutputSchema == nil {
 			t.Errorf("tool %s has no output schema", tl.Name)
 			continue
 		}
 		raw, _ := json.Marshal(tl.OutputSchema)
-		outputs[tl.Name] = compileJSONSchema(t, raw)
+		s, err := schematest.Compile(raw)
+		if err != nil {
+			t.Fatalf("tool %s: %v", tl.Name, err)
+		}
+		outputs[tl.Name] = s
 	}
 	conforms := func(t *testing.T, name string, res *mcp.CallToolResult) {
 		t.Helper()
 		raw, _ := json.Marshal(res.StructuredContent)
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-		if err != nil {
-			t.Fatal(err)
-		}
 		if s := outputs[name]; s != nil {
-			if err := s.Validate(doc); err != nil {
+			if err := s.Validate(raw); err != nil {
 				t.Errorf("%s: structured content %s does not match the output schema: %v", name, raw, err)
 			}
 		}
@@ -135,24 +134,6 @@ func TestMCP_GoSDKClient(t *testing.T) {
 	if n := len(s.Sessions()); n != 0 {
 		t.Errorf("%d sessions after both closed, want 0", n)
 	}
-}
-
-// compileJSONSchema compiles a schema document with an independent validator.
-func compileJSONSchema(tb testing.TB, raw []byte) *jsonschema.Schema {
-	tb.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("schema.json", doc); err != nil {
-		tb.Fatal(err)
-	}
-	s, err := c.Compile("schema.json")
-	if err != nil {
-		tb.Fatalf("%s: %v", raw, err)
-	}
-	return s
 }
 
 func cmpOr(m, fallback map[string]any) map[string]any {

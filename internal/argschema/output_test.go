@@ -1,7 +1,6 @@
 package argschema_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/netip"
 	"reflect"
@@ -9,9 +8,9 @@ import (
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/seahaven/seahaven/internal/argschema"
+	"github.com/seahaven/seahaven/schemas/schematest"
 )
 
 type outLine struct {
@@ -106,29 +105,12 @@ func TestOutputOf_Validates(t *testing.T) {
 		if o.Wrapped {
 			raw = []byte(`{"result":` + string(raw) + `}`)
 		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		schema, err := schematest.Compile(o.Schema)
 		if err != nil {
 			t.Fatalf("%v: %v", typ, err)
 		}
-		if err := compileOutput(t, o.Schema).Validate(doc); err != nil {
+		if err := schema.Validate(raw); err != nil {
 			t.Errorf("%v: %s does not match its output schema %s: %v", typ, raw, o.Schema, err)
 		}
 	}
-}
-
-func compileOutput(tb testing.TB, raw []byte) *jsonschema.Schema {
-	tb.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("out.json", doc); err != nil {
-		tb.Fatal(err)
-	}
-	s, err := c.Compile("out.json")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return s
 }

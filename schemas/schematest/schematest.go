@@ -69,3 +69,35 @@ var load = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
 	}
 	return set, nil
 })
+
+// Schema is a JSON Schema document compiled by the independent validator,
+// such as a tool's input or output schema.
+type Schema struct{ s *jsonschema.Schema }
+
+// Compile compiles the JSON Schema document schema.
+func Compile(schema []byte) (*Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		return nil, fmt.Errorf("schematest: schema is not JSON: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("schema.json", doc); err != nil {
+		return nil, fmt.Errorf("schematest: %w", err)
+	}
+	s, err := c.Compile("schema.json")
+	if err != nil {
+		return nil, fmt.Errorf("schematest: %w", err)
+	}
+	return &Schema{s}, nil
+}
+
+// Validate checks the JSON document doc against s: nil when it matches, a
+// *jsonschema.ValidationError when it does not, another error when doc is
+// not one JSON value.
+func (s *Schema) Validate(doc []byte) error {
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		return fmt.Errorf("schematest: document is not JSON: %w", err)
+	}
+	return s.s.Validate(inst)
+}
