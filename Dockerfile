@@ -26,16 +26,16 @@ COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=linux go build -trimpath -buildvcs=false -ldflags="-s -w" -o /out/seahaven "$CMD"
 # The directories the server writes: instance files (one directory per
-# open episode), and the temp directory, where embedded fixtures are copied
-# on start. The final image has no shell, so they are made here.
-RUN mkdir -p /out/var/instances /out/tmp && chmod 1777 /out/tmp
+# open episode), and its temp directory (TMPDIR), where embedded fixtures
+# are copied on start. The final image has no shell, so they are made here.
+RUN mkdir -p /out/var/instances /out/var/tmp
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/seahaven /usr/local/bin/seahaven
 COPY --from=build --chown=65532:65532 /out/var /var/lib/seahaven
-COPY --from=build /out/tmp /tmp
 ENV SEAHAVEN_ADDR=:8000 \
     SEAHAVEN_INSTANCES=/var/lib/seahaven/instances \
+    TMPDIR=/var/lib/seahaven/tmp \
     SEAHAVEN_LOG_FORMAT=json
 USER 65532:65532
 EXPOSE 8000

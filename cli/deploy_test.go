@@ -372,19 +372,17 @@ func TestDockerfile(t *testing.T) {
 		flags := surf.checkServeArgs(t, "Dockerfile CMD", execForm(t, cmds[0]))
 		noWorldNamed(t, "Dockerfile CMD", flags)
 		// Embedded fixtures are copied to the temp directory on start: the
-		// image's /tmp is copied from a directory open to every user.
-		var tmp bool
+		// image's TMPDIR is a directory copied with --chown to the USER,
+		// like the instance directory below.
+		var tmpOwned bool
 		for _, in := range find(final, "COPY") {
-			if f := strings.Fields(in.args); f[len(f)-1] == "/tmp" {
-				tmp = true
+			f := strings.Fields(in.args)
+			if slices.Contains(f, "--chown=65532:65532") && strings.HasPrefix(env["TMPDIR"], f[len(f)-1]+"/") {
+				tmpOwned = true
 			}
 		}
-		var sticky bool
-		for _, in := range find(build, "RUN") {
-			sticky = sticky || strings.Contains(in.args, "chmod 1777 /out/tmp")
-		}
-		if !tmp || !sticky {
-			t.Errorf("the image's /tmp is not copied from a directory made with chmod 1777 (COPY to /tmp: %v, chmod: %v)", tmp, sticky)
+		if !tmpOwned {
+			t.Errorf("TMPDIR=%q is not in a directory copied with --chown to the USER", env["TMPDIR"])
 		}
 		// The instance directory is the nonroot user's.
 		var owned bool
@@ -854,7 +852,12 @@ func TestKubernetes(t *testing.T) {
 				emptyDirs[v.Name] = true
 			}
 		}
-		for _, dir := range []string{env["SEAHAVEN_INSTANCES"], "/tmp"} {
+		// TMPDIR, where embedded fixtures are copied, too: the image's
+		// would be on the read-only root.
+		if env["TMPDIR"] == "" {
+			t.Error("TMPDIR is not set to a writable volume")
+		}
+		for _, dir := range []string{env["SEAHAVEN_INSTANCES"], env["TMPDIR"]} {
 			var mounted bool
 			for _, m := range c.VolumeMounts {
 				if m.MountPath == dir && emptyDirs[m.Name] {
