@@ -397,7 +397,7 @@ func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMe
 	defer s.closeInstance(inst)
 	out, perr := s.call(ctx, inst, name, args, s.cfg.StepTimeout)
 	if perr == nil && out.err == nil {
-		out.shape = s.resultShapes(inst)[name]
+		out.wrapped = s.wrappedResults(inst)[name]
 	}
 	return out, perr
 }

@@ -90,39 +90,18 @@ func mcpTools(tools []env.ToolInfo) mcpToolList {
 type toolOutcome struct {
 	result json.RawMessage // the tool's result encoded as JSON, when err is nil
 	err    *env.ToolError  // the failure the agent sees
-	shape  resultShape     // how the result becomes structured content
+	// wrapped says the tool's output schema declares its structured
+	// content as {"result": <result>} (env.ToolInfo.ResultWrapped).
+	wrapped bool
 }
 
-// resultShape says how a tool's result becomes MCP structured content,
-// which is always an object.
-type resultShape int
-
-const (
-	// shapeByValue: the tool declares no output schema; the result when it
-	// is a JSON object, else {"result": <result>}.
-	shapeByValue resultShape = iota
-	// shapeWrapped: the tool's output schema is {"result": <its result type>}.
-	shapeWrapped
-	// shapeObject: the tool's result type is a struct, its output schema
-	// that struct's; a result that is not an object (a middleware put
-	// another in its place) is wrapped.
-	shapeObject
-)
-
-// shapeOf returns the result shape tool t declares.
-func shapeOf(t env.ToolInfo) resultShape {
-	switch {
-	case len(t.OutputSchema) == 0:
-		return shapeByValue
-	case t.ResultWrapped:
-		return shapeWrapped
-	}
-	return shapeObject
-}
-
-// structured returns the result as MCP structured content.
+// structured returns the result as MCP structured content, which is always
+// an object: the result itself when it is one, unless the tool declares it
+// wrapped, else {"result": <result>}. (A tool declares its result unwrapped
+// only when its type is a struct, so the declared shape holds unless a
+// middleware put a value of another type in its place.)
 func (o toolOutcome) structured() json.RawMessage {
-	if t := bytes.TrimSpace(o.result); o.shape != shapeWrapped && len(t) > 0 && t[0] == '{' {
+	if t := bytes.TrimSpace(o.result); !o.wrapped && len(t) > 0 && t[0] == '{' {
 		return o.result
 	}
 	return json.RawMessage(`{"result":` + string(o.result) + `}`)
@@ -200,7 +179,7 @@ func (o toolOutcome) observation(name string) callToolObservation {
 	}
 	// The step path lists no output schemas: its structured content is
 	// the result when it is an object, whatever the tool declares.
-	o.shape = shapeByValue
+	o.wrapped = false
 	return callToolObservation{ToolName: name, Result: o.resultOf()}
 }
 

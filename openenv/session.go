@@ -49,9 +49,9 @@ type session struct {
 	// ids oldest first (at most maxReplays); guarded by slot.
 	replays map[string]replayed
 	ids     []string
-	// shapes are the result shapes of inst's tools, by name, read once per
-	// instance; guarded by slot.
-	shapes map[string]resultShape
+	// wrapped holds the names of inst's tools whose structured content is
+	// {"result": <result>}, read once per instance; guarded by slot.
+	wrapped map[string]bool
 
 	mu           sync.Mutex // guards the fields below
 	lastActivity time.Time
@@ -450,7 +450,7 @@ func (ss *session) openLocked(ctx context.Context, opts OpenOptions, implicit bo
 	}
 	old := ss.inst
 	ss.inst = inst
-	ss.replays, ss.ids, ss.shapes = nil, nil, nil
+	ss.replays, ss.ids, ss.wrapped = nil, nil, nil
 	ss.mu.Lock()
 	if old != nil {
 		ss.endEpisodeLocked()
@@ -673,10 +673,10 @@ func (ss *session) callLocked(ctx context.Context, name string, args json.RawMes
 	out, perr := ss.srv.call(ctx, ss.inst, name, args, timeout)
 	if perr == nil {
 		if out.err == nil {
-			if ss.shapes == nil {
-				ss.shapes = ss.srv.resultShapes(ss.inst)
+			if ss.wrapped == nil {
+				ss.wrapped = ss.srv.wrappedResults(ss.inst)
 			}
-			out.shape = ss.shapes[name]
+			out.wrapped = ss.wrapped[name]
 		}
 		ss.recordStepLocked(name, args, out, before)
 	}
@@ -735,16 +735,16 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 	return out, perr
 }
 
-// resultShapes returns the result shape each tool of inst declares, by
-// name (none when listing the tools panics: their results are shaped by
-// value).
-func (s *Server) resultShapes(inst Instance) map[string]resultShape {
+// wrappedResults returns the names of inst's tools whose structured
+// content is {"result": <result>} (none when listing the tools panics:
+// their results are then shaped by value).
+func (s *Server) wrappedResults(inst Instance) map[string]bool {
 	tools, _ := s.tools(inst)
-	shapes := make(map[string]resultShape, len(tools))
+	wrapped := make(map[string]bool, len(tools))
 	for _, t := range tools {
-		shapes[t.Name] = shapeOf(t)
+		wrapped[t.Name] = t.ResultWrapped
 	}
-	return shapes
+	return wrapped
 }
 
 // maxResultCopies is the most times a reply carries a tool's result: as
