@@ -22,7 +22,6 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 )
 
@@ -228,21 +227,8 @@ func loadSession(ctx context.Context, addr string, seed, limit int, calls *atomi
 func TestServe_KillAndRestart(t *testing.T) {
 	bin := buildSeahaven(t)
 	root := t.TempDir()
-	fixtures := filepath.Join(t.TempDir(), "fixtures")
+	fixtures := copyAcme(t)
 	acme := filepath.Join(fixtures, company.AcmeID)
-	if err := os.MkdirAll(acme, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	src := filepath.Join(compositiontest.FixturesDir(t, company.World), company.AcmeID)
-	for name := range hashDir(t, src) {
-		b, err := os.ReadFile(filepath.Join(src, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(acme, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	before := hashDir(t, acme)
 	args := []string{"--world", "company", "--instances", root, "--fixtures", fixtures, "--log-level", "info"}
 

@@ -371,29 +371,20 @@ func TestDockerfile(t *testing.T) {
 		}
 		flags := surf.checkServeArgs(t, "Dockerfile CMD", execForm(t, cmds[0]))
 		noWorldNamed(t, "Dockerfile CMD", flags)
-		// Embedded fixtures are copied to the temp directory on start: the
-		// image's TMPDIR is a directory copied with --chown to the USER,
-		// like the instance directory below.
-		var tmpOwned bool
-		for _, in := range find(final, "COPY") {
-			f := strings.Fields(in.args)
-			if slices.Contains(f, "--chown=65532:65532") && strings.HasPrefix(env["TMPDIR"], f[len(f)-1]+"/") {
-				tmpOwned = true
+		// The directories the server writes are the nonroot user's: the
+		// instances, and the temp directory, where embedded fixtures are
+		// copied on start.
+		for _, v := range []string{"SEAHAVEN_INSTANCES", "TMPDIR"} {
+			var owned bool
+			for _, in := range find(final, "COPY") {
+				f := strings.Fields(in.args)
+				if slices.Contains(f, "--chown=65532:65532") && strings.HasPrefix(env[v], f[len(f)-1]+"/") {
+					owned = true
+				}
 			}
-		}
-		if !tmpOwned {
-			t.Errorf("TMPDIR=%q is not in a directory copied with --chown to the USER", env["TMPDIR"])
-		}
-		// The instance directory is the nonroot user's.
-		var owned bool
-		for _, in := range find(final, "COPY") {
-			f := strings.Fields(in.args)
-			if slices.Contains(f, "--chown=65532:65532") && strings.HasPrefix(env["SEAHAVEN_INSTANCES"], f[len(f)-1]+"/") {
-				owned = true
+			if !owned {
+				t.Errorf("%s=%q is not in a directory copied with --chown to the USER", v, env[v])
 			}
-		}
-		if !owned {
-			t.Errorf("SEAHAVEN_INSTANCES=%s is not in a directory copied with --chown to the USER", env["SEAHAVEN_INSTANCES"])
 		}
 	})
 }

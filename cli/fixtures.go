@@ -112,7 +112,7 @@ Worlds: `+strings.Join(c.m.names(), ", ")+"\n")
 	}
 	if args[0] == "verify" {
 		bad = errors.Join(recoverErr, bad)
-		named, err := namedFixtures(w, *worldName, *dir, list)
+		named, err := namedFixtures(w, *dir, list)
 		bad = errors.Join(bad, err)
 		for _, n := range named {
 			if !slices.ContainsFunc(list, func(s *fixture.Sidecar) bool { return s.ID == n.id }) {
@@ -133,7 +133,7 @@ type namedFixture struct {
 
 // namedFixtures returns, sorted by id, the fixtures that the world's default
 // (the one serve uses), its tasks and the listed sidecars' parent_id name.
-func namedFixtures(w *env.World, worldName, dir string, list []*fixture.Sidecar) ([]namedFixture, error) {
+func namedFixtures(w *env.World, dir string, list []*fixture.Sidecar) ([]namedFixture, error) {
 	by := map[string][]string{}
 	if id := w.Spec().DefaultFixture; id != "" {
 		by[id] = append(by[id], "the world's default fixture")

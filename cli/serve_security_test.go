@@ -14,26 +14,16 @@ import (
 // serve ends before listening.
 func serveOnce(t *testing.T, args []string, check func(base string)) error {
 	t.Helper()
-	var stderr bytes.Buffer
-	m := exampleMain()
-	m.Stdout, m.Stderr = io.Discard, &stderr
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addrc := make(chan string, 1)
-	errc := make(chan error, 1)
-	cmd := &ServeCommand{m: m, Listening: func(a string) { addrc <- a }}
-	go func() {
-		errc <- cmd.Run(ctx, append([]string{"--addr", "127.0.0.1:0", "--instances", t.TempDir(), "--log-level", "error"}, args...))
-	}()
-	select {
-	case a := <-addrc:
-		check("http://" + a)
-	case err := <-errc:
+	started := false
+	stderr, err := serveBriefly(t, args, func(base string) {
+		started = true
+		check(base)
+	})
+	if !started {
 		return err
 	}
-	cancel()
-	if err := <-errc; err != nil {
-		t.Errorf("serve: %v\n%s", err, stderr.String())
+	if err != nil {
+		t.Errorf("serve: %v\n%s", err, stderr)
 	}
 	return nil
 }

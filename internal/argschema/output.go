@@ -144,9 +144,9 @@ type outField struct {
 	inline   bool // inline or unknown: members of its own
 }
 
-// outFields lists the members of t's encoded object in field order: the
-// shallowest field of a name wins, then a tagged one, and a name left
-// ambiguous is no member.
+// outFields lists the members of t's encoded object in field order, the
+// fields of one name settled by losesTo, as fields settles an argument
+// struct's (which refuses what outFields describes as any value).
 func outFields(t reflect.Type) []outField {
 	var all []outField
 	for _, sf := range reflect.VisibleFields(t) {
@@ -191,7 +191,7 @@ func outFields(t reflect.Type) []outField {
 			if g.name != f.name || g.inline || f.inline || slices.Equal(g.sf.Index, f.sf.Index) {
 				continue
 			}
-			if len(g.sf.Index) < len(f.sf.Index) || len(g.sf.Index) == len(f.sf.Index) && (g.tagged || !f.tagged) {
+			if losesTo(f.sf.Index, f.tagged, g.sf.Index, g.tagged) {
 				dominant = false
 			}
 		}

@@ -244,8 +244,7 @@ func (a *adapter) fields(t reflect.Type, where string) ([]field, error) {
 				continue
 			}
 			f.shadows = true
-			if len(g.sf.Index) < len(f.sf.Index) ||
-				len(g.sf.Index) == len(f.sf.Index) && (g.tagged || !f.tagged) {
+			if losesTo(f.sf.Index, f.tagged, g.sf.Index, g.tagged) {
 				dominant = false
 			}
 		}
@@ -254,6 +253,15 @@ func (a *adapter) fields(t reflect.Type, where string) ([]field, error) {
 		}
 	}
 	return out, nil
+}
+
+// losesTo reports whether a field at index f gives its name up to another
+// field of the same name at index g, by the rule json v2 (like
+// encoding/json) applies to embedded structs: the shallower field wins,
+// then the tagged one; two equally deep fields, both tagged or both not,
+// both lose, and the name is no member.
+func losesTo(f []int, fTagged bool, g []int, gTagged bool) bool {
+	return len(g) < len(f) || len(g) == len(f) && (gTagged || !fTagged)
 }
 
 // goPath names the field at index in t by its Go field names, like B.Name.
