@@ -215,22 +215,13 @@ type runtimeStats struct {
 // collection when gc is set, so the heap is live objects only), then its
 // instance directories from the instance root.
 func (s *server) sample(ctx context.Context, gc bool) (Sample, error) {
-	url := s.base + "/debug/runtime"
+	path := "/debug/runtime"
 	if gc {
-		url += "?gc=1"
-	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	res, err := s.client.Do(req)
-	if err != nil {
-		return Sample{}, fmt.Errorf("bench: GET /debug/runtime: %w", err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return Sample{}, fmt.Errorf("bench: GET /debug/runtime: %s", res.Status)
+		path += "?gc=1"
 	}
 	var rs runtimeStats
-	if err := json.NewDecoder(res.Body).Decode(&rs); err != nil {
-		return Sample{}, fmt.Errorf("bench: GET /debug/runtime: %w", err)
+	if err := s.getJSON(ctx, path, &rs); err != nil {
+		return Sample{}, err
 	}
 	out := Sample{
 		RSSBytes: rs.RSSBytes, Goroutines: rs.Goroutines, HeapAlloc: rs.HeapAlloc, OpenFDs: rs.OpenFDs,
