@@ -236,13 +236,15 @@ async function refreshState(tool) {
   renderEpisode(doc);
 }
 
+// fact is one term and its value in a facts list.
+const fact = (k, v) => [h("dt", {}, k), h("dd", {}, v)];
+
 function renderEpisode(doc) {
   const el = $("episode");
   el.dataset.steps = doc.step_count;
   el.dataset.fixture = doc.fixture ? doc.fixture.id : "";
   el.dataset.episode = doc.episode_id || "";
   el.dataset.now = doc.now;
-  const fact = (k, v) => [h("dt", {}, k), h("dd", {}, v)];
   fill(el,
     fact("episode", h("code", {}, doc.episode_id || "—")),
     fact("fixture", doc.fixture ? h("code", {}, doc.fixture.id) : h("span", { class: "muted" }, "genesis")),
@@ -301,7 +303,6 @@ async function refreshWatch() {
   if (ui.watchRef !== ref) return;
   showError($("watch-error"), null);
   const s = w.session;
-  const fact = (k, v) => [h("dt", {}, k), h("dd", {}, v)];
   const el = $("watch-facts");
   el.dataset.ref = s.ref;
   el.dataset.steps = s.step_count;
