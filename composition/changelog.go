@@ -114,17 +114,24 @@ func (l *changeLog) all() []env.ChangeRecord {
 		return nil
 	}
 	out := make([]env.ChangeRecord, 0, l.n)
+	l.each(func(r *logRecord) {
+		ch := r.row.Change()
+		out = append(out, env.ChangeRecord{
+			Seq: l.dropped + len(out) + 1, Call: r.call, Tool: r.tool, Internal: r.internal, World: r.world,
+			Table: ch.Table, Op: ch.Op, Key: ch.Key, Before: ch.Before, After: ch.After,
+		})
+	})
+	return out
+}
+
+// each calls fn with every kept record, oldest first.
+func (l *changeLog) each(fn func(r *logRecord)) {
 	for k, c := range l.chunks {
 		if k == 0 {
 			c = c[l.head:]
 		}
-		for _, r := range c {
-			ch := r.row.Change()
-			out = append(out, env.ChangeRecord{
-				Seq: l.dropped + len(out) + 1, Call: r.call, Tool: r.tool, Internal: r.internal, World: r.world,
-				Table: ch.Table, Op: ch.Op, Key: ch.Key, Before: ch.Before, After: ch.After,
-			})
+		for j := range c {
+			fn(&c[j])
 		}
 	}
-	return out
 }

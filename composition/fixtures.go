@@ -393,31 +393,12 @@ func (i *Instance) Freeze(ctx context.Context, id, description string, opts Free
 		}
 		hashes[k] = want
 	}
-	parent := opts.ParentID
-	if parent == nil && i.fixture != nil {
-		p := i.fixture.ID
-		parent = &p
-	}
-	rootNode := i.nodes[0].node
-	s := &fixture.Sidecar{
-		FormatVersion: 1, ID: id, World: rootNode.World.Name(), WorldVersion: rootNode.World.Version(),
-		SchemaHash: hashes[0], Now: i.clock.Now().Format(env.TimeFormat), ParentID: parent,
-		CreatedAt: time.Now().UTC().Format(env.TimeFormat), Description: description,
-	}
-	if len(i.nodes) > 1 {
-		s.FormatVersion = 2
-		s.Nodes = []fixture.Node{}
-		for k, ns := range i.nodes[1:] {
-			n := ns.node
-			var scope *string
-			if n.Scope != nil {
-				sc := *n.Scope
-				scope = &sc
-			}
-			s.Nodes = append(s.Nodes, fixture.Node{
-				Path: n.Path, World: n.World.Name(), WorldVersion: n.World.Version(), SchemaHash: hashes[k+1],
-				Scope: scope, File: n.File, Aliases: append([]string{}, n.Aliases...),
-			})
+	s := i.sidecar(id, description, nil, opts.ParentID)
+	for k := range i.nodes {
+		if k == 0 {
+			s.SchemaHash = hashes[0]
+		} else {
+			s.Nodes[k-1].SchemaHash = hashes[k]
 		}
 	}
 	err = fixture.Publish(root, s, opts.Replace, func(tmp string) error {
@@ -442,6 +423,41 @@ func (i *Instance) Freeze(ctx context.Context, id, description string, opts Free
 		return nil, fmt.Errorf("freeze %q: %w", id, err)
 	}
 	return s, nil
+}
+
+// sidecar describes the instance's nodes as a fixture sidecar of id: their
+// worlds, versions, scopes, files and aliases, the schema hashes it runs
+// against and, when files is set, the files' hashes by node path. The
+// parent is parent, or by default the fixture the instance started from.
+// The caller holds the instance's lock.
+func (i *Instance) sidecar(id, description string, files map[string]string, parent *string) *fixture.Sidecar {
+	if parent == nil && i.fixture != nil {
+		p := i.fixture.ID
+		parent = &p
+	}
+	rootNode := i.nodes[0].node
+	s := &fixture.Sidecar{
+		FormatVersion: 1, ID: id, World: rootNode.World.Name(), WorldVersion: rootNode.World.Version(),
+		SchemaHash: i.compRecords[0].SchemaHash, FileSHA256: files["main"], Now: i.clock.Now().Format(env.TimeFormat), ParentID: parent,
+		CreatedAt: time.Now().UTC().Format(env.TimeFormat), Description: description,
+	}
+	if len(i.nodes) > 1 {
+		s.FormatVersion = 2
+		s.Nodes = []fixture.Node{}
+		for k, ns := range i.nodes[1:] {
+			n := ns.node
+			var scope *string
+			if n.Scope != nil {
+				sc := *n.Scope
+				scope = &sc
+			}
+			s.Nodes = append(s.Nodes, fixture.Node{
+				Path: n.Path, World: n.World.Name(), WorldVersion: n.World.Version(), SchemaHash: i.compRecords[k+1].SchemaHash,
+				Scope: scope, File: n.File, Aliases: append([]string{}, n.Aliases...), FileSHA256: files[n.Path],
+			})
+		}
+	}
+	return s
 }
 
 // notFoundError is the error of a fixture id naming no fixture: its message

@@ -65,6 +65,13 @@ type Options struct {
 	// (env.StateDoc.ChangeLogTruncated). Zero means
 	// DefaultMaxChangeLogBytes; negative means no bound.
 	MaxChangeLogBytes int64
+	// Resume, with Fixture naming a checkpoint's files written as a
+	// fixture (see Checkpoint), is the checkpoint's State: the instance
+	// continues the checkpointed one instead of starting. Its seed,
+	// startup keywords, control tools, episode id, clock and step tick are
+	// the checkpoint's (those of opts are ignored), and no startup hook
+	// runs.
+	Resume []byte
 }
 
 // DefaultPool manages the SQLite connections of instances opened without
@@ -116,6 +123,7 @@ type Instance struct {
 
 	compRecords []env.CompositionRecord
 	fixture     *env.FixtureRef
+	resumed     *runState // the checkpoint being resumed, while Open runs
 
 	// lock is the instance's lock: a call, a Bulk block, a Freeze or a
 	// reader holds its one slot. A channel rather than a sync.Mutex, so that
@@ -261,6 +269,16 @@ func open(ctx context.Context, world *env.World, opts Options) (*Instance, error
 	if err != nil {
 		return nil, err
 	}
+	var resumed *runState
+	if opts.Resume != nil {
+		if opts.Fixture == "" {
+			return nil, errResumeGenesis
+		}
+		if resumed, err = decodeRunState(opts.Resume, sealed); err != nil {
+			return nil, err
+		}
+		opts = resumeOptions(opts, resumed)
+	}
 	if err := checkStartupKeys(sealed, opts.Startup); err != nil {
 		return nil, err
 	}
@@ -268,7 +286,7 @@ func open(ctx context.Context, world *env.World, opts Options) (*Instance, error
 	if mode == "" {
 		mode = world.Spec().DefaultClockMode
 	}
-	inst := &Instance{world: world, opts: opts, log: opts.Logger, pool: opts.Pool, lock: make(chan struct{}, 1)}
+	inst := &Instance{world: world, opts: opts, log: opts.Logger, pool: opts.Pool, lock: make(chan struct{}, 1), resumed: resumed}
 	inst.sealed.Store(sealed)
 	inst.changes.max = opts.MaxChangeLogBytes
 	if inst.changes.max == 0 {
@@ -295,6 +313,9 @@ func open(ctx context.Context, world *env.World, opts Options) (*Instance, error
 			return nil, err
 		}
 	}
+	if resumed != nil {
+		now = resumed.Now
+	}
 	if inst.clock, err = newClock(mode, now, opts.StepTick); err != nil {
 		return nil, err
 	}
@@ -315,7 +336,13 @@ func open(ctx context.Context, world *env.World, opts Options) (*Instance, error
 	if err := inst.openStores(ctx, src); err != nil {
 		return nil, err
 	}
-	if err := inst.runStartup(ctx); err != nil {
+	if resumed != nil {
+		err = inst.resume(resumed)
+		inst.resumed = nil
+	} else {
+		err = inst.runStartup(ctx)
+	}
+	if err != nil {
 		return nil, err
 	}
 	ok = true
@@ -366,9 +393,14 @@ func checkStartupKeys(s *Sealed, kw map[string]any) error {
 
 func (i *Instance) storeOptions(n *Node) sqlitestore.Options {
 	s1, _ := env.StreamSeed(i.opts.Seed, n.Path, "sql")
+	var random []byte
+	if i.resumed != nil {
+		random = i.resumed.Nodes[n.Index].Random
+	}
 	return sqlitestore.Options{
-		Path:      filepath.Join(i.dir, n.File),
-		Seed:      s1,
+		Path:        filepath.Join(i.dir, n.File),
+		Seed:        s1,
+		RandomState: random,
 		Clock:     i.clock.Now,
 		Untracked: n.World.Spec().UntrackedTables,
 		Pool:      i.pool,

@@ -3,6 +3,7 @@ package env
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 )
 
@@ -10,13 +11,32 @@ import (
 // untouched; every other node's is salted with its canonical path, so adding
 // or removing a node never perturbs another node's ids. An IDs is not safe
 // for concurrent use; an instance runs one call at a time.
-type IDs struct{ rng *rand.Rand }
+//
+// An IDs is an encoding.BinaryMarshaler and BinaryUnmarshaler: its state
+// is where the stream stands, so that a checkpointed instance goes on
+// drawing the ids it would have drawn.
+type IDs struct {
+	rng *rand.Rand
+	src *rand.PCG
+}
 
 // NewIDs returns the id stream for a seed and a node path ("" or "main" for
 // the root, which uses the seed untouched).
 func NewIDs(seed int64, path string) *IDs {
 	s1, s2 := StreamSeed(seed, path, "ids")
-	return &IDs{rng: rand.New(rand.NewPCG(s1, s2))}
+	src := rand.NewPCG(s1, s2)
+	return &IDs{rng: rand.New(src), src: src}
+}
+
+// MarshalBinary returns where the stream stands.
+func (i *IDs) MarshalBinary() ([]byte, error) { return i.src.MarshalBinary() }
+
+// UnmarshalBinary moves the stream to where MarshalBinary said it stood.
+func (i *IDs) UnmarshalBinary(b []byte) error {
+	if err := i.src.UnmarshalBinary(b); err != nil {
+		return fmt.Errorf("env: id stream state: %w", err)
+	}
+	return nil
 }
 
 // StreamSeed derives the two PCG seed words of a named stream of a node.

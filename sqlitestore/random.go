@@ -8,10 +8,12 @@ import (
 )
 
 // newRandom returns the seeded stream behind a store's SQL random() and
-// randomblob(). It lives in the Store, so it continues across reopens.
-func newRandom(seed uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-}
+// randomblob(). A Store keeps it, so it continues across reopens.
+func newRandom(seed uint64) *rand.Rand { return rand.New(newSource(seed)) }
+
+// newSource returns newRandom's source, whose state Store.RandomState
+// reads.
+func newSource(seed uint64) *rand.PCG { return rand.NewPCG(seed, seed^0x9e3779b97f4a7c15) }
 
 // installRandom shadows random() and randomblob(N) on c with the stream
 // next draws from. The

@@ -3,6 +3,8 @@ package sqlitestore
 import (
 	"container/list"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -23,6 +25,9 @@ type Options struct {
 	Path string
 	// Seed seeds this store's SQL random() and randomblob() stream.
 	Seed uint64
+	// RandomState, when set, is where that stream stands instead, as
+	// RandomState returned it from another store: a checkpoint's.
+	RandomState []byte
 	// Clock is the instance clock every SQL date and time function reads for
 	// 'now'; nil means time.Now.
 	Clock func() time.Time
@@ -150,6 +155,7 @@ type Store struct {
 	closed   bool
 	data     []byte // the file's content while it is not written yet (Options.Data)
 	rng      *rand.Rand
+	rngSrc   *rand.PCG // rng's source
 	frames   []*Frame
 	captures []*Capture
 	undo     uint64 // moves whenever rows may have changed without a preupdate event
@@ -241,8 +247,14 @@ func newStore(opts Options) (*Store, error) {
 		maxMemory: opts.MaxMemory,
 		exclusive: opts.ExclusiveLock,
 		pool:      opts.Pool,
-		rng:       newRandom(opts.Seed),
 		untracked: make(map[string]bool, len(opts.Untracked)),
+	}
+	s.rngSrc = newSource(opts.Seed)
+	s.rng = rand.New(s.rngSrc)
+	if opts.RandomState != nil {
+		if err := s.rngSrc.UnmarshalBinary(opts.RandomState); err != nil {
+			return nil, fmt.Errorf("sqlitestore: Options.RandomState: %w", err)
+		}
 	}
 	if s.clock == nil {
 		s.clock = time.Now
@@ -693,6 +705,41 @@ func (s *Store) Conn(ctx context.Context) (*sqlite3.Conn, error) {
 	return c, err
 }
 
+// RandomState returns where the store's random() and randomblob() stream
+// stands, for Options.RandomState.
+func (s *Store) RandomState() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, _ := s.rngSrc.MarshalBinary() // a PCG's never fails
+	return b
+}
+
+// Snapshot returns the store file's content as it stands between
+// transactions: every committed write, byte for byte, so that a store
+// opened on a copy (Options.Data) goes on exactly as this one would. It
+// fails inside a transaction. The bytes are the caller's, except for a
+// store that has not written its Options.Data yet, whose Data they are:
+// do not modify them.
+func (s *Store) Snapshot(ctx context.Context) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return nil, ErrClosed
+	case s.inTxnLocked():
+		return nil, errors.New("sqlitestore: Snapshot inside a transaction: the file does not hold its writes yet")
+	case ctx.Err() != nil:
+		return nil, contextError(ctx)
+	case s.data != nil:
+		return s.data, nil
+	}
+	b, err := os.ReadFile(s.path)
+	if err != nil {
+		return nil, &opError{"snapshot", s.path, err}
+	}
+	return b, nil
+}
+
 // SchemaHash returns the normalised schema hash of the live file, computed as
 // the package function SchemaHash computes it for a schema.
 func (s *Store) SchemaHash(ctx context.Context) (string, error) {
@@ -773,4 +820,27 @@ func (s *Store) Close() error {
 	}
 	s.captures = nil
 	return guard(s.closeConnLocked)
+}
+
+// ContentDigest returns the hex SHA-256 of a store file's bytes with
+// SQLite's two change counters (header bytes 24–27 and 92–95) zeroed. The
+// counters record how often connections took the file's lock to write,
+// which depends on when connections were released, parked or reopened
+// (see Pool), not on what the file holds: two files with the same pages
+// have the same digest. A checkpointed episode's restored files and the
+// uninterrupted episode's files have the same digests after the same
+// calls.
+func ContentDigest(file []byte) string {
+	h := sha256.New()
+	if len(file) < 100 {
+		h.Write(file)
+	} else {
+		var zero [4]byte
+		h.Write(file[:24])
+		h.Write(zero[:])
+		h.Write(file[28:92])
+		h.Write(zero[:])
+		h.Write(file[96:])
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

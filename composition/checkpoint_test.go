@@ -1,0 +1,259 @@
+package composition_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/examples/worlds/company"
+	"github.com/seahaven/seahaven/sqlitestore"
+)
+
+// dice draws from every stream an instance has: its ids, SQL random() and
+// randomblob(), and its clock; a startup hook keeps a value in ctx.State.
+var dice = func() *env.World {
+	w := env.NewWorld(env.WorldSpec{Name: "dice", Version: "1.0.0", DefaultClockMode: env.ClockStep,
+		Schema: `CREATE TABLE rolls (id TEXT PRIMARY KEY, n INTEGER NOT NULL, salt BLOB, at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP, label TEXT) STRICT;`})
+	type rollArgs struct {
+		Fail bool `json:"fail,omitempty"`
+	}
+	env.Tool(w, "roll", "Roll.", func(c *env.Ctx, in rollArgs) (env.Row, error) {
+		id := c.IDs.UUID()
+		if _, err := c.DB.Exec("INSERT INTO rolls (id, n, salt, label) VALUES (?, random(), randomblob(4), ?)", id, c.State["label"]); err != nil {
+			return nil, err
+		}
+		if in.Fail {
+			return nil, env.Errorf("rolled back on purpose")
+		}
+		rows, err := c.DB.Rows("SELECT id, n, hex(salt) AS salt, at, label FROM rolls WHERE id = ?", id)
+		if err != nil {
+			return nil, err
+		}
+		return rows[0], nil
+	})
+	env.OnStartup(w, func(c *env.Ctx, k struct {
+		Label string `json:"label"`
+	}) error {
+		c.State["label"] = k.Label
+		c.State["counts"] = map[string]any{"n": int64(3)}
+		return nil
+	})
+	return w
+}()
+
+type ckStep struct{ tool, args string }
+
+// companySteps mutate every node of the company, in composite calls, with a
+// failed call and moves of the clock between them.
+var companySteps = []ckStep{
+	{"hire", `{"name":"Ada","role":"cto"}`},
+	{"invoice", `{"amount":1200}`},
+	{"pay_create_charge", `{"amount":300}`},
+	{"eu_refund_charge", `{"charge_id":"nope"}`},
+	{"seahaven_control", `{"action":"advance_clock","seconds":3600}`},
+	{"chat_send_message", `{"channel":"general","text":"hi","author":"ada"}`},
+	{"shop_place_order", `{"item":"mug","quantity":2}`},
+	{"accounts", `{}`},
+	{"invoice", `{"amount":0}`},
+	{"hire", `{"name":"Grace"}`},
+	{"list_staff", `{}`},
+	{"seahaven_control", `{"action":"set_clock","now":"2027-02-03T04:05:06.000Z"}`},
+	{"eu_create_charge", `{"amount":77}`},
+	{"invoice", `{"amount":5}`},
+}
+
+var diceSteps = []ckStep{
+	{"roll", `{}`}, {"roll", `{"fail":true}`}, {"roll", `{}`}, {"roll", `{}`}, {"roll", `{"fail":true}`}, {"roll", `{}`},
+}
+
+// outcome is a call's result or error as JSON.
+func outcome(t *testing.T, inst *composition.Instance, s ckStep) string {
+	t.Helper()
+	out, err := inst.CallJSON(context.Background(), s.tool, json.RawMessage(s.args))
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func stateJSON(t *testing.T, inst *composition.Instance) string {
+	t.Helper()
+	b, err := json.Marshal(inst.State())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// fileHashes returns the content digest of every node's store file now.
+func fileHashes(t *testing.T, inst *composition.Instance) map[string]string {
+	t.Helper()
+	cp, err := inst.Checkpoint(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for p, b := range cp.Files {
+		out[p] = sqlitestore.ContentDigest(b)
+	}
+	return out
+}
+
+// restore writes cp as checkpoint id under root and opens it.
+func restore(t *testing.T, w *env.World, cp *composition.Checkpoint, root, id string) *composition.Instance {
+	t.Helper()
+	dir := filepath.Join(root, id)
+	if _, err := os.Stat(dir); err != nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cp.Sidecar.ID = id
+		if err := cp.WriteDir(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inst, err := composition.Open(context.Background(), w, composition.Options{FixturesDir: root, Fixture: id, Resume: cp.State, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inst.Close() })
+	return inst
+}
+
+// TestCheckpoint_ContinuesExactly checkpoints an episode after many
+// mutations (composite calls, failed calls, clock moves, draws from every
+// stream), restores it, and checks that the restored instance and the
+// uninterrupted one agree on every later call's result, the state
+// document and the store files' bytes, and that two restores of one
+// checkpoint diverge only through their own calls.
+func TestCheckpoint_ContinuesExactly(t *testing.T) {
+	cases := []struct {
+		name  string
+		world *env.World
+		opts  composition.Options
+		steps []ckStep
+	}{
+		{"company", company.World, composition.Options{Fixture: company.AcmeID, ControlTools: true, ClockMode: env.ClockStep, Seed: 7}, companySteps},
+		{"dice", dice, composition.Options{Seed: 11, Startup: map[string]any{"label": "blue"}}, diceSteps},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.opts.Dir = t.TempDir()
+			a, err := composition.Open(context.Background(), c.world, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			half := len(c.steps) / 2
+			for _, s := range c.steps[:half] {
+				outcome(t, a, s)
+			}
+			before := stateJSON(t, a)
+			cp, err := a.Checkpoint(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := stateJSON(t, a); got != before {
+				t.Fatalf("taking the checkpoint changed the state document:\n%s\n%s", before, got)
+			}
+			root := t.TempDir()
+			b := restore(t, c.world, cp, root, "ck")
+			if got := stateJSON(t, b); got != before {
+				t.Fatalf("restored state document differs:\nwant %s\ngot  %s", before, got)
+			}
+			fork := restore(t, c.world, cp, root, "ck")
+			for k, s := range c.steps[half:] {
+				want, got, forked := outcome(t, a, s), outcome(t, b, s), outcome(t, fork, s)
+				if got != want || forked != want {
+					t.Fatalf("step %d (%s %s) after the restore:\nuninterrupted %s\nrestored      %s\nfork          %s", half+k+1, s.tool, s.args, want, got, forked)
+				}
+			}
+			if want, got := stateJSON(t, a), stateJSON(t, b); got != want {
+				t.Fatalf("final state documents differ:\nwant %s\ngot  %s", want, got)
+			}
+			want := fileHashes(t, a)
+			for name, inst := range map[string]*composition.Instance{"restored": b, "fork": fork} {
+				got := fileHashes(t, inst)
+				for p, h := range want {
+					if got[p] != h {
+						t.Errorf("%s: node %s's file has sha256 %s, the uninterrupted one's %s", name, p, got[p], h)
+					}
+				}
+			}
+			// A sibling's own call changes it alone.
+			sib := restore(t, c.world, cp, root, "ck")
+			outcome(t, sib, c.steps[0])
+			if stateJSON(t, sib) == stateJSON(t, restore(t, c.world, cp, root, "ck")) {
+				t.Error("a sibling's call did not change its state document")
+			}
+		})
+	}
+}
+
+// TestCheckpoint_Refused covers what a checkpoint cannot carry and what a
+// restore refuses.
+func TestCheckpoint_Refused(t *testing.T) {
+	ctx := context.Background()
+	w := env.NewWorld(env.WorldSpec{Name: "keeper", Version: "1.0.0", Schema: `CREATE TABLE t (x INTEGER);`})
+	env.OnStartup(w, func(c *env.Ctx, _ struct{}) error {
+		c.State["hook"] = func() {}
+		return nil
+	})
+	inst, err := composition.Open(ctx, w, composition.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close()
+	_, err = inst.Checkpoint(ctx)
+	const want = `checkpoint: node main: ctx.State["hook"] holds a func(), which a checkpoint cannot carry`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("got %v, want an error starting %q", err, want)
+	}
+
+	d, err := composition.Open(ctx, dice, composition.Options{Dir: t.TempDir(), Startup: map[string]any{"label": "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	cp, err := d.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	cp.Sidecar.ID = "ck"
+	os.MkdirAll(filepath.Join(root, "ck"), 0o755)
+	if err := cp.WriteDir(filepath.Join(root, "ck")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		opts composition.Options
+		want string
+	}{
+		{"no files", composition.Options{Resume: cp.State}, "composition: Options.Resume needs Options.Fixture"},
+		{"garbage", composition.Options{FixturesDir: root, Fixture: "ck", Resume: []byte("nope")}, "composition: the checkpoint's state does not decode"},
+		{"other world", composition.Options{FixturesDir: root, Fixture: "ck", Resume: cp.State}, "composition: the checkpoint is of world dice, not keeper"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.opts.Dir = t.TempDir()
+			c.opts.Startup = map[string]any{"label": "x"}
+			wd := dice
+			if c.name == "other world" {
+				wd = w
+			}
+			_, err := composition.Open(ctx, wd, c.opts)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+}
