@@ -38,6 +38,7 @@ type Backend struct {
 	inspectPacer   *sqlitestore.Pacer // inspect queries' share of the CPU; nil: unpaced
 	tasks          []env.Task
 	recorder       *task.Recorder // nil: no recording
+	checkpoints    *checkpoints
 
 	dirMu   sync.Mutex // guards release and the remaking of dir
 	release func()     // unlocks dir
@@ -92,6 +93,17 @@ type Config struct {
 	// are dropped and the state document says how many. Zero means
 	// composition.DefaultMaxChangeLogBytes; negative means no bound.
 	MaxChangeLogBytes int64
+	// Checkpoints is the directory checkpoints are written to and restored
+	// from; "" is <os temp dir>/seahaven-checkpoints. Servers that share
+	// it restore each other's checkpoints.
+	Checkpoints string
+	// CheckpointTTL is how long a checkpoint is kept: zero means
+	// DefaultCheckpointTTL, negative forever.
+	CheckpointTTL time.Duration
+	// CheckpointMaxBytes bounds the checkpoint directory's size: past it,
+	// the oldest checkpoints are removed. Zero means
+	// DefaultCheckpointMaxBytes; negative is no bound.
+	CheckpointMaxBytes int64
 }
 
 // DefaultMaxInspect is Config.MaxInspect when it is zero: a
@@ -182,6 +194,14 @@ func New(w *env.World, cfg Config) (*Backend, error) {
 	if b.tasks, err = task.ForWorldDir(w, b.fixturesDir); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("app: tasks: %w", err)
+	}
+	ckdir := cfg.Checkpoints
+	if ckdir == "" {
+		ckdir = filepath.Join(os.TempDir(), "seahaven-checkpoints")
+	}
+	if b.checkpoints, err = newCheckpoints(ckdir, cfg.CheckpointTTL, cfg.CheckpointMaxBytes, b.logger); err != nil {
+		b.Close()
+		return nil, err
 	}
 	if cfg.RecordDir != "" {
 		if b.recorder, err = task.NewRecorder(cfg.RecordDir); err != nil {
@@ -304,12 +324,66 @@ func (b *Backend) Open(ctx context.Context, opts openenv.OpenOptions) (openenv.I
 			return nil, err
 		}
 	}
-	wi := worldInstance{ep: ep, gate: b.gate, inspectGate: b.inspectGate, inspectPacer: b.inspectPacer}
-	if opts.Task != "" {
-		return taskInstance{wi}, nil
-	}
-	return wi, nil
+	return b.instance(ep), nil
 }
+
+// instance adapts an episode to openenv.Instance: a taskInstance when it
+// runs a task.
+func (b *Backend) instance(ep *task.Episode) openenv.Instance {
+	wi := worldInstance{ep: ep, gate: b.gate, inspectGate: b.inspectGate, inspectPacer: b.inspectPacer, checkpoints: b.checkpoints}
+	if _, ok := ep.Task(); ok {
+		return taskInstance{wi}
+	}
+	return wi
+}
+
+// Restore opens an instance that continues checkpoint id (see
+// openenv.Restorer): it verifies the checkpoint, finds the task it runs
+// among the world's, and opens the instance on the checkpoint's files.
+func (b *Backend) Restore(ctx context.Context, id string) (openenv.Instance, openenv.CheckpointInfo, openenv.CheckpointRequest, error) {
+	m, state, saved, err := b.checkpoints.load(id)
+	if err != nil {
+		return nil, openenv.CheckpointInfo{}, openenv.CheckpointRequest{}, err
+	}
+	if m.World != b.world.Name() {
+		return nil, openenv.CheckpointInfo{}, openenv.CheckpointRequest{}, b.checkpoints.unknown(id, fmt.Sprintf("is of world %s; this server serves %s", m.World, b.world.Name()))
+	}
+	var t env.Task
+	if saved.Episode.Task != "" {
+		var ok bool
+		if t, ok = task.Find(b.tasks, saved.Episode.Task); !ok {
+			return nil, openenv.CheckpointInfo{}, openenv.CheckpointRequest{}, b.checkpoints.unknown(id, fmt.Sprintf("runs task %q, which this server does not have", saved.Episode.Task))
+		}
+	}
+	if err := b.Ready(); err != nil {
+		return nil, openenv.CheckpointInfo{}, openenv.CheckpointRequest{}, err
+	}
+	leave, err := b.gate.enter(ctx)
+	if err != nil {
+		return nil, openenv.CheckpointInfo{}, openenv.CheckpointRequest{}, err
+	}
+	defer leave()
+	ep, err := task.Resume(ctx, b.world, t, saved.Episode, composition.Options{
+		FixturesDir: b.checkpoints.dir, Fixture: id, Resume: state,
+		Dir: b.dir, Logger: b.logger, MinFree: b.minFree, MaxChangeLogBytes: b.maxChangeLog,
+	}, b.recorder, id)
+	if err != nil {
+		if ie := composition.Fault(err, "nothing was restored"); ie != nil {
+			return nil, openenv.CheckpointInfo{}, openenv.CheckpointRequest{}, ie
+		}
+		return nil, openenv.CheckpointInfo{}, openenv.CheckpointRequest{}, b.checkpoints.unknown(id, fmt.Sprintf("cannot be restored: %v", err))
+	}
+	b.logger.Info("app: checkpoint restored", "checkpoint", id, "episode", m.EpisodeID, "revision", m.Revision)
+	req := openenv.CheckpointRequest{Revision: m.Revision, Attempt: m.Attempt, Session: saved.Session}
+	return b.instance(ep), m.CheckpointInfo, req, nil
+}
+
+// Fence records that attempt was superseded (see openenv.Restorer), in
+// the checkpoint store, so every server sharing it sees it.
+func (b *Backend) Fence(attempt, by string) error { return b.checkpoints.fence(attempt, by) }
+
+// FencedBy reports whether attempt was fenced, and by what.
+func (b *Backend) FencedBy(attempt string) (string, bool) { return b.checkpoints.fencedBy(attempt) }
 
 // unknownTask is the error of a reset naming no task of the world.
 func (b *Backend) unknownTask(id string) error {
@@ -351,6 +425,33 @@ type worldInstance struct {
 	inspectGate gate
 	// inspectPacer paces inspect queries; nil: unpaced.
 	inspectPacer *sqlitestore.Pacer
+	checkpoints  *checkpoints
+}
+
+// Checkpoint captures the episode and writes it to the checkpoint store
+// (see openenv.Checkpointer).
+func (w worldInstance) Checkpoint(ctx context.Context, req openenv.CheckpointRequest) (openenv.CheckpointInfo, error) {
+	leave, err := w.gate.enter(ctx)
+	if err != nil {
+		return openenv.CheckpointInfo{}, err
+	}
+	defer leave()
+	cp, saved, err := w.ep.Checkpoint(ctx)
+	if err != nil {
+		var bug *env.WorldBug
+		if errors.As(err, &bug) {
+			return openenv.CheckpointInfo{}, &openenv.OptionError{Option: "checkpoint", Message: bug.Message}
+		}
+		return openenv.CheckpointInfo{}, err
+	}
+	info, err := w.checkpoints.save(cp, saved, req)
+	if err != nil {
+		if ie := composition.Fault(err, "no checkpoint was written"); ie != nil {
+			return openenv.CheckpointInfo{}, ie
+		}
+		return openenv.CheckpointInfo{}, fmt.Errorf("app: checkpoint: %w", err)
+	}
+	return info, nil
 }
 
 func (w worldInstance) Tools() []env.ToolInfo { return w.ep.Tools() }

@@ -60,6 +60,9 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	maxPendingTotal := fs.Int64("max-pending-total", int64(openenv.DefaultMaxPendingTotal), "the bytes all WebSocket sessions together read ahead (env SEAHAVEN_MAX_PENDING_TOTAL)")
 	minFreeDisk := fs.Int64("min-free-disk", int64(app.DefaultMinFreeDisk), "bytes a reset leaves free on the instances' file system beyond the instance's own files; a reset that would leave less fails with an infrastructure error (disk_full); negative disables (env SEAHAVEN_MIN_FREE_DISK)")
 	maxChangeLog := fs.Int64("max-changelog-bytes", int64(composition.DefaultMaxChangeLogBytes), "bound on each session's change log in memory; past it the oldest records are dropped and the state document's change_log_truncated says how many; negative disables (env SEAHAVEN_MAX_CHANGELOG_BYTES)")
+	checkpoints := fs.String("checkpoints", "", "the directory checkpoints are written to and restored from; servers sharing it restore each other's (default <temp dir>/seahaven-checkpoints; env SEAHAVEN_CHECKPOINTS)")
+	checkpointTTL := fs.Duration("checkpoint-ttl", app.DefaultCheckpointTTL, "how long a checkpoint is kept; negative: forever (env SEAHAVEN_CHECKPOINT_TTL)")
+	checkpointMax := fs.Int64("checkpoint-max-bytes", app.DefaultCheckpointMaxBytes, "the checkpoint directory's size budget: past it the oldest checkpoints are removed; negative: none (env SEAHAVEN_CHECKPOINT_MAX_BYTES)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long to wait for sessions and requests to end (env SEAHAVEN_SHUTDOWN_TIMEOUT)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -89,6 +92,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	backend, err := app.New(w, app.Config{
 		FixturesDir: *fixturesDir, DefaultFixture: *fixtureID, InstanceRoot: *instances, Logger: logger.With("component", "calls"),
 		MaxActive: *scale.maxActive, MaxInspect: *scale.maxInspect, InspectCPU: *scale.inspectCPU, RecordDir: *recordDir, MinFreeDisk: *minFreeDisk, MaxChangeLogBytes: *maxChangeLog,
+		Checkpoints: *checkpoints, CheckpointTTL: *checkpointTTL, CheckpointMaxBytes: *checkpointMax,
 	})
 	if err != nil {
 		return err

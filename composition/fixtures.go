@@ -123,9 +123,17 @@ type source struct {
 }
 
 var sources struct {
-	sync.Mutex // guards m
+	sync.Mutex // guards m and checkpoints
 	m          map[string]*source
+	// checkpoints are the directories of checkpoints in m (sources of
+	// Options.Resume), oldest first: many and short-lived, they are not
+	// kept past maxCheckpointSources.
+	checkpoints []string
 }
+
+// maxCheckpointSources is how many checkpoints' files stay cached for
+// further restores (forks).
+const maxCheckpointSources = 32
 
 // stampOf summarises the size and modification time of a fixture's files,
 // so a changed fixture is read and verified again.
@@ -210,6 +218,13 @@ func loadSource(w *env.World, sealed *Sealed, opts Options) (*source, error) {
 		sources.Lock()
 		if sources.m == nil {
 			sources.m = map[string]*source{}
+		}
+		if _, ok := sources.m[dir]; !ok && opts.Resume != nil {
+			sources.checkpoints = append(sources.checkpoints, dir)
+			if len(sources.checkpoints) > maxCheckpointSources {
+				delete(sources.m, sources.checkpoints[0])
+				sources.checkpoints = sources.checkpoints[1:]
+			}
 		}
 		sources.m[dir] = src
 		sources.Unlock()

@@ -173,3 +173,66 @@ const (
 	// InspectLimit.MaxBytes.
 	TruncatedBytes = "bytes"
 )
+
+// Checkpointer is implemented by an Instance whose episodes can be
+// checkpointed: /ws {"type":"checkpoint"}, POST /checkpoint and the
+// JSON-RPC method seahaven/checkpoint. The server serialises Checkpoint
+// with the other calls on the session, so it runs between steps.
+type Checkpointer interface {
+	// Checkpoint captures the instance as it stands, with req (the
+	// server's own record of the session), as an immutable checkpoint a
+	// Restorer restores, and describes it. Taking it must not change the
+	// episode. An error the client may see is an *OptionError (the
+	// episode holds something a checkpoint cannot carry) or an
+	// *env.InfraError.
+	Checkpoint(ctx context.Context, req CheckpointRequest) (CheckpointInfo, error)
+}
+
+// CheckpointRequest is what the server keeps in a checkpoint of its own.
+type CheckpointRequest struct {
+	// Revision is the session's revision: its step count.
+	Revision int
+	// Attempt names the session's attempt at the episode; a restore may
+	// fence it (Restorer.Fence).
+	Attempt string
+	// Session is the server's record of the session, opaque to the
+	// Backend: Restore returns it.
+	Session json.RawMessage
+}
+
+// CheckpointInfo describes a checkpoint: the reply to a checkpoint request.
+type CheckpointInfo struct {
+	// ID names the checkpoint for a restore (reset data "checkpoint").
+	ID string `json:"checkpoint_id"`
+	// Revision is the session's revision when it was taken.
+	Revision int `json:"revision"`
+	// FileSHA256 is the SHA-256 (hex) of each node's store file as the
+	// checkpoint holds it, by node path ("main" for the root).
+	FileSHA256 map[string]string `json:"file_sha256"`
+	// EpisodeID is the episode's id.
+	EpisodeID string `json:"episode_id"`
+	// Attempt is the attempt that took it: the one a restore names in
+	// "replaces" to fence it.
+	Attempt string `json:"attempt"`
+	// CreatedAt is when it was taken (env.TimeFormat).
+	CreatedAt string `json:"created_at"`
+	// ExpiresAt is when it may be removed (env.TimeFormat); "" is never.
+	ExpiresAt string `json:"expires_at,omitempty"`
+}
+
+// Restorer is implemented by a Backend that restores checkpoints: a reset
+// whose data names "checkpoint" continues the episode it holds. It must be
+// safe for concurrent use.
+type Restorer interface {
+	// Restore opens an instance that continues checkpoint id exactly, and
+	// returns it with the checkpoint's description and the request it was
+	// taken with. An unknown, expired, incomplete or corrupt checkpoint is
+	// an *OptionError on option "checkpoint", and nothing is opened.
+	Restore(ctx context.Context, id string) (Instance, CheckpointInfo, CheckpointRequest, error)
+	// Fence records that attempt was superseded by the restore described
+	// by by, so that every server sharing the checkpoint store refuses
+	// its further steps.
+	Fence(attempt, by string) error
+	// FencedBy reports whether attempt was fenced, and by what.
+	FencedBy(attempt string) (by string, fenced bool)
+}

@@ -32,6 +32,8 @@ const (
 	codeReplyTooLarge  = "REPLY_TOO_LARGE"   // a reply over MaxReplyBytes
 	codeEpisodeDone    = "EPISODE_DONE"      // a step after the task graded the episode done
 	codeNoTask         = "NO_TASK"           // a grade request for an episode without a task
+	codeSuperseded     = "SUPERSEDED"        // a request of an attempt a restore fenced
+	codeNoCheckpoints  = "NO_CHECKPOINTS"    // a checkpoint or restore the backend cannot do
 	codeMediaType      = "UNSUPPORTED_MEDIA" // a request body that is not application/json
 	// codeInfrastructure is a failure of the host (an *env.InfraError): a
 	// full disk, no file descriptors left, instance files gone. It is never
@@ -69,6 +71,8 @@ var codes = map[string]struct {
 	codeReplyTooLarge:  {codeExecution, http.StatusInternalServerError, rpcInternalError},
 	codeEpisodeDone:    {codeSession, http.StatusConflict, rpcServerError},
 	codeNoTask:         {codeSession, http.StatusConflict, rpcInvalidParams},
+	codeSuperseded:     {codeSession, http.StatusConflict, rpcServerError},
+	codeNoCheckpoints:  {codeSession, http.StatusNotImplemented, rpcServerError},
 	codeMediaType:      {codeValidation, http.StatusUnsupportedMediaType, rpcInvalidRequest},
 	codeInfrastructure: {codeExecution, http.StatusServiceUnavailable, rpcServerError},
 }

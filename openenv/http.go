@@ -51,6 +51,7 @@ func (s *Server) routes() http.Handler {
 		r.Get("/state", s.serveState)
 		r.Post("/inspect", s.serveInspect)
 		r.Post("/grade", s.serveGrade)
+		r.Post("/checkpoint", s.serveCheckpoint)
 	}
 	r.Post("/mcp", s.serveMCP)
 	r.Delete("/mcp", s.serveMCPDelete)
@@ -373,16 +374,33 @@ func (s *Server) serveSessions(w http.ResponseWriter, _ *http.Request) {
 // by X-Seahaven-Session (or the default session), with every check's
 // result. It takes no body (an empty object at most) and is not a step.
 func (s *Server) serveGrade(w http.ResponseWriter, r *http.Request) {
+	if s.emptyBody(w, r) {
+		serveOnSession(s, w, r, (*session).grade)
+	}
+}
+
+// serveCheckpoint serves POST /checkpoint: a checkpoint of the session
+// named by X-Seahaven-Session (or the default session). It takes no body
+// (an empty object at most) and is not a step.
+func (s *Server) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
+	if s.emptyBody(w, r) {
+		serveOnSession(s, w, r, (*session).checkpoint)
+	}
+}
+
+// emptyBody reads a request body that must be empty or an empty object;
+// when it is not, it writes the error and returns false.
+func (s *Server) emptyBody(w http.ResponseWriter, r *http.Request) bool {
 	body, perr := s.readJSONBody(w, r)
 	if perr != nil {
 		s.writeError(w, perr)
-		return
+		return false
 	}
 	if len(body) > 0 {
 		if errs := decodeObject(body, []any{"body"}, &struct{}{}); len(errs) > 0 {
 			s.writeError(w, invalid(errs))
-			return
+			return false
 		}
 	}
-	serveOnSession(s, w, r, (*session).grade)
+	return true
 }

@@ -19,7 +19,7 @@ import (
 var AgentPaths = []string{"/health", "/metadata", "/schema", "/openapi.json", "/mcp"}
 
 // episodePaths are the HTTP episode routes, absent in production mode.
-var episodePaths = map[string]bool{"/reset": true, "/step": true, "/state": true, "/inspect": true, "/grade": true}
+var episodePaths = map[string]bool{"/reset": true, "/step": true, "/state": true, "/inspect": true, "/grade": true, "/checkpoint": true}
 
 // AgentHandler returns the handler of the agent-facing listener: POST /mcp,
 // GET /health, /metadata, /schema and /openapi.json (which lists only

@@ -257,6 +257,10 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 		if !onAgentListener(ctx) {
 			return s.rpcGrade(ctx, id, params, ws), false, ""
 		}
+	case "seahaven/checkpoint":
+		if !onAgentListener(ctx) {
+			return s.rpcCheckpoint(ctx, id, params, ws), false, ""
+		}
 	}
 	return rpcFailure(id, rpcMethodNotFound, "Method not found: "+method, nil), false, ""
 }
@@ -468,6 +472,21 @@ func (s *Server) rpcGrade(ctx context.Context, id json.RawMessage, params map[st
 		return rpcProto(id, perr)
 	}
 	return rpcResult(id, res)
+}
+
+// rpcCheckpoint answers seahaven/checkpoint, the trainer's checkpoint
+// request, for the session named by session_id (the /ws connection's own
+// on /ws). The agent listener does not serve it.
+func (s *Server) rpcCheckpoint(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, ws *session) rpcResponse {
+	ss, err := s.rpcSession(ctx, params, ws, ws == nil)
+	if err != nil {
+		return rpcFailure(id, rpcInvalidParams, err.Error(), nil)
+	}
+	info, perr := ss.checkpoint(ctx)
+	if perr != nil {
+		return rpcProto(id, perr)
+	}
+	return rpcResult(id, info)
 }
 
 // agentListenerKey marks the context of a request the agent listener

@@ -77,6 +77,9 @@ type serverMetrics struct {
 	gradingFailures  *prometheus.CounterVec   // task
 	refusedAfterDone *prometheus.CounterVec   // task
 	replayed         prometheus.Counter       // steps answered from their request_id
+	checkpoints      *prometheus.CounterVec   // op (checkpoint, restore), outcome
+	checkpointSecs   *prometheus.HistogramVec // op
+	fencedSteps      prometheus.Counter       // steps refused to a superseded attempt
 }
 
 // newMetrics makes the series of s and registers them, with the Go runtime
@@ -168,8 +171,21 @@ func newMetrics(s *Server) *serverMetrics {
 		Name: "seahaven_steps_replayed_total",
 		Help: "Steps retried under a request_id the episode had answered: the recorded reply was sent, nothing ran.",
 	})
+	m.checkpoints = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "seahaven_checkpoints_total",
+		Help: "Checkpoints taken (op=checkpoint) and restored (op=restore), by outcome (ok, error, timeout, panic, infrastructure_error).",
+	}, []string{"op", "outcome"})
+	m.checkpointSecs = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "seahaven_checkpoint_duration_seconds",
+		Help:    "Time to take (op=checkpoint) or restore (op=restore) a checkpoint, successful or not.",
+		Buckets: resetBuckets,
+	}, []string{"op"})
+	m.fencedSteps = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "seahaven_steps_refused_superseded_total",
+		Help: "Requests refused because the session's attempt was superseded by a restore that named it (replaces).",
+	})
 	info := s.backend.Info()
-	m.registry.MustRegister(m.replayed,
+	m.registry.MustRegister(m.replayed, m.checkpoints, m.checkpointSecs, m.fencedSteps,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "seahaven_build_info",
 			Help:        "Always 1: the server's version and the world it serves.",
@@ -443,6 +459,33 @@ func (s *Server) observeGradingFailure(task string) {
 
 // observeRefusedAfterDone counts a step refused after done.
 func (s *Server) observeReplayed() { s.metrics.replayed.Inc() }
+
+// observeCheckpoint counts and times one checkpoint or restore (op), and
+// logs it: at info level when it succeeded, at warning level when it
+// failed other than through the host (infraFailure logs those) or a panic
+// (guard logs those).
+func (s *Server) observeCheckpoint(ctx context.Context, op string, start time.Time, id string, err error, perr *protoError) {
+	d := time.Since(start)
+	s.metrics.checkpointSecs.WithLabelValues(op).Observe(d.Seconds())
+	outcome := outcomeOK
+	switch {
+	case perr != nil:
+		outcome = outcomePanic
+	case errors.As(err, new(*env.InfraError)):
+		outcome = outcomeInfra
+	case err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded)):
+		outcome = outcomeTimeout
+	case err != nil:
+		outcome = outcomeError
+	}
+	s.metrics.checkpoints.WithLabelValues(op, outcome).Inc()
+	switch outcome {
+	case outcomeOK:
+		s.log.Info("openenv: "+op, append(sessionAttrs(ctx), durationMS(d), "checkpoint", id)...)
+	case outcomeError, outcomeTimeout:
+		s.log.Warn("openenv: "+op+" failed", append(sessionAttrs(ctx), durationMS(d), "checkpoint", id, "outcome", outcome, "err", err.Error())...)
+	}
+}
 
 func (s *Server) observeRefusedAfterDone(task string) {
 	s.metrics.refusedAfterDone.WithLabelValues(taskLabel(task)).Inc()

@@ -27,6 +27,7 @@ var openAPIComponents = map[string]string{
 	"InspectRequest": "inspect_request",
 	"InspectResult":  "inspect_result",
 	"Grading":        "grading",
+	"Checkpoint":     "checkpoint",
 }
 
 var (

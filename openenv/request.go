@@ -29,6 +29,10 @@ type resetData struct {
 	Startup      *startupData `json:"startup"`
 	ControlTools *bool        `json:"control_tools"`
 	Task         *string      `json:"task"`
+	// Checkpoint restores a checkpoint instead of opening an instance;
+	// Replaces names the attempt the restore supersedes (fences).
+	Checkpoint *string `json:"checkpoint"`
+	Replaces   *string `json:"replaces"`
 
 	// loc is where the reset's data sits in its message ("data" on /ws,
 	// "body" on POST /reset): the prefix of an error about one of its keys.

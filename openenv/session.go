@@ -64,6 +64,8 @@ type session struct {
 	lastReward   float64  // its latest grading's reward
 	episodeEnded bool     // the episode's end is observed (it finished, or the instance went)
 	episodeID    string   // "" before the first reset
+	attempt      string   // this session's attempt at the episode: new at every reset and restore
+	exposed      bool     // a checkpoint reply named attempt, so a restore may fence it
 	timeline     timeline // the episode's newest tool calls, for the inspector
 	stopped      bool     // stop was called; closeCode and closeReason are set
 	closeCode    websocket.StatusCode
@@ -425,6 +427,17 @@ func (s *Server) options(req resetData) (OpenOptions, *protoError) {
 // When opening fails, the previous instance stays.
 func (ss *session) reset(ctx context.Context, req resetData) *protoError {
 	defer ss.begin()()
+	if errs := checkRestore(req); len(errs) > 0 {
+		return invalid(errs)
+	}
+	if req.Checkpoint != nil {
+		ctx, leave, perr := ss.enter(ctx, false)
+		if perr != nil {
+			return perr
+		}
+		defer leave()
+		return ss.restoreLocked(ctx, req)
+	}
 	opts, perr := ss.srv.options(req)
 	if perr != nil {
 		return perr
@@ -448,6 +461,16 @@ func (ss *session) openLocked(ctx context.Context, opts OpenOptions, implicit bo
 	if perr != nil {
 		return perr
 	}
+	ss.installLocked(inst, opts.Task, opts.EpisodeID, uuid.NewString())
+	s.log.Debug("openenv: instance opened", "session", ss.ref, "fixture", opts.Fixture, "seed", opts.Seed)
+	return nil
+}
+
+// installLocked makes inst the session's instance, for a new episode (or
+// a restored one) of task and episodeID, run by attempt; the old one
+// closes in the background (closeInstanceLater). The slot must be held.
+func (ss *session) installLocked(inst Instance, task, episodeID, attempt string) {
+	s := ss.srv
 	old := ss.inst
 	ss.inst = inst
 	ss.replays, ss.ids, ss.wrapped = nil, nil, nil
@@ -457,17 +480,15 @@ func (ss *session) openLocked(ctx context.Context, opts OpenOptions, implicit bo
 	}
 	ss.steps = 0
 	ss.over, ss.doneAt = false, 0
-	ss.task, ss.graded, ss.lastReward, ss.episodeEnded = opts.Task, false, 0, false
-	ss.episodeID = opts.EpisodeID
+	ss.task, ss.graded, ss.lastReward, ss.episodeEnded = task, false, 0, false
+	ss.episodeID, ss.attempt, ss.exposed = episodeID, attempt, false
 	ss.timeline = timeline{}
 	ss.mu.Unlock()
-	s.observeEpisodeStarted(opts.Task)
+	s.observeEpisodeStarted(task)
 	if old != nil {
 		// The reply need not wait for the old instance's files to go.
 		s.closeInstanceLater(old)
 	}
-	s.log.Debug("openenv: instance opened", "session", ss.ref, "fixture", opts.Fixture, "seed", opts.Seed)
-	return nil
 }
 
 // ensureLocked performs the implicit default reset of a session that has no
@@ -493,6 +514,9 @@ func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (s
 	}
 	defer leave()
 	if perr := ss.ensureLocked(ctx); perr != nil {
+		return stepReply{}, perr
+	}
+	if perr := ss.fencedLocked(); perr != nil {
 		return stepReply{}, perr
 	}
 	if reply, ok, perr := ss.replayLocked(a); ok || perr != nil {
@@ -564,18 +588,23 @@ func (ss *session) rememberLocked(a action, reply stepReply) {
 	if a.RequestID == nil {
 		return
 	}
+	ss.mu.Lock()
+	step := ss.steps
+	ss.mu.Unlock()
+	ss.keepLocked(string(*a.RequestID), replayed{key: a.key(), step: step, reply: reply})
+}
+
+// keepLocked keeps a step reply under its request_id, forgetting the
+// oldest past maxReplays. The slot must be held.
+func (ss *session) keepLocked(id string, r replayed) {
 	if ss.replays == nil {
 		ss.replays = map[string]replayed{}
 	}
-	id := string(*a.RequestID)
 	if len(ss.ids) == maxReplays {
 		delete(ss.replays, ss.ids[0])
 		ss.ids = ss.ids[1:]
 	}
-	ss.mu.Lock()
-	step := ss.steps
-	ss.mu.Unlock()
-	ss.replays[id] = replayed{key: a.key(), step: step, reply: reply}
+	ss.replays[id] = r
 	ss.ids = append(ss.ids, id)
 }
 

@@ -471,7 +471,7 @@ func (wc *wsConn) pingLoop(ctx context.Context) {
 }
 
 // wsTypes are the message types a client may send, with whether each takes data.
-var wsTypes = map[string]bool{"reset": true, "step": true, "state": false, "close": false, "mcp": true, "inspect": true, "grade": false}
+var wsTypes = map[string]bool{"reset": true, "step": true, "state": false, "close": false, "mcp": true, "inspect": true, "grade": false, "checkpoint": false}
 
 // handleMessage processes one text message and returns exactly one reply,
 // or closing for a valid close message (which gets none). A panic, a defect
@@ -561,6 +561,12 @@ func (s *Server) dispatch(ss *session, raw []byte) (reply any, closing bool) {
 			return perr.frame(), false
 		}
 		return wsFrame{"grade", res}, false
+	case "checkpoint":
+		info, perr := ss.checkpoint(ctx)
+		if perr != nil {
+			return perr.frame(), false
+		}
+		return wsFrame{"checkpoint", info}, false
 	case "inspect":
 		req, errs := parseInspect(data, []any{"data"})
 		if len(errs) > 0 {

@@ -11,7 +11,7 @@ import (
 )
 
 func TestNames(t *testing.T) {
-	want := "action client_message error_frame grading inspect_request inspect_result observation reset_data server_message state step_response"
+	want := "action checkpoint client_message error_frame grading inspect_request inspect_result observation reset_data server_message state step_response"
 	if got := strings.Join(schemas.Names(), " "); got != want {
 		t.Errorf("Names() = %s\nwant %s", got, want)
 	}

@@ -79,17 +79,8 @@ func Open(ctx context.Context, w *env.World, t env.Task, opts composition.Option
 		return nil, err
 	}
 	e := &Episode{inst: inst, task: t, hasTask: hasTask, shape: shapeOf(inst.Sealed())}
-	if hasTask {
-		if err := e.shape.fits(t); err != nil {
-			inst.Close()
-			return nil, fmt.Errorf("task %s: %w", t.ID, err)
-		}
-		if t.Tools != nil {
-			e.allowed = map[string]bool{}
-			for _, name := range t.Tools {
-				e.allowed[name] = true
-			}
-		}
+	if err := e.fitTask(); err != nil {
+		return nil, err
 	}
 	st := inst.State()
 	e.header = Header{
@@ -100,6 +91,25 @@ func Open(ctx context.Context, w *env.World, t env.Task, opts composition.Option
 		e.header.Fixture = st.Fixture.ID
 	}
 	return e, nil
+}
+
+// fitTask checks that the episode's task fits its instance's composition
+// and sets its tool allow list; on failure it closes the instance.
+func (e *Episode) fitTask() error {
+	if !e.hasTask {
+		return nil
+	}
+	if err := e.shape.fits(e.task); err != nil {
+		e.inst.Close()
+		return fmt.Errorf("task %s: %w", e.task.ID, err)
+	}
+	if e.task.Tools != nil {
+		e.allowed = map[string]bool{}
+		for _, name := range e.task.Tools {
+			e.allowed[name] = true
+		}
+	}
+	return nil
 }
 
 // Task returns the episode's task; ok is false for an episode without one.
@@ -292,4 +302,68 @@ func (e *Episode) Close() error {
 	}
 	errs = append(errs, e.inst.Close())
 	return errors.Join(errs...)
+}
+
+// Saved is what a checkpoint keeps of an episode beside its instance's
+// (composition.Checkpoint): its task, its calls and its latest grading. It
+// encodes as JSON.
+type Saved struct {
+	// Task is the task's id; "" for an episode without one.
+	Task string `json:"task"`
+	// Calls counts the calls made through the episode.
+	Calls int `json:"calls"`
+	// Last is the latest grading, or nil.
+	Last *Result `json:"last"`
+	// Header describes the episode as its recording's header does.
+	Header Header `json:"header"`
+}
+
+// Checkpoint captures the episode between calls: its instance (see
+// composition.Instance.Checkpoint) and the rest, Saved.
+func (e *Episode) Checkpoint(ctx context.Context) (*composition.Checkpoint, Saved, error) {
+	cp, err := e.inst.Checkpoint(ctx)
+	if err != nil {
+		return nil, Saved{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	sv := Saved{Task: e.task.ID, Calls: e.calls, Header: e.header}
+	if e.last != nil {
+		last := *e.last
+		sv.Last = &last
+	}
+	return cp, sv, nil
+}
+
+// Resume opens the episode a checkpoint saved: its instance from opts (the
+// checkpoint's files as a fixture, and Options.Resume), with t the task it
+// runs (the zero Task for none), whose id must be saved's. A recorder, when
+// not nil, records the calls from here on, in a new recording whose header
+// names the checkpoint id.
+func Resume(ctx context.Context, w *env.World, t env.Task, saved Saved, opts composition.Options, rec *Recorder, id string) (*Episode, error) {
+	if t.ID != saved.Task {
+		return nil, fmt.Errorf("task: the checkpoint ran task %q, not %q", saved.Task, t.ID)
+	}
+	hasTask := !reflect.ValueOf(t).IsZero()
+	if hasTask {
+		t = t.Normalize()
+	}
+	inst, err := composition.Open(ctx, w, opts)
+	if err != nil {
+		return nil, err
+	}
+	e := &Episode{inst: inst, task: t, hasTask: hasTask, shape: shapeOf(inst.Sealed()), header: saved.Header, last: saved.Last}
+	if err := e.fitTask(); err != nil {
+		return nil, err
+	}
+	if rec != nil {
+		e.header.Checkpoint = id
+		if err := e.Record(rec); err != nil {
+			inst.Close()
+			return nil, err
+		}
+		e.header.Checkpoint = saved.Header.Checkpoint
+	}
+	e.calls = saved.Calls
+	return e, nil
 }

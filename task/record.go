@@ -50,6 +50,10 @@ type Header struct {
 	Startup map[string]any `json:"startup,omitempty"`
 	// ControlTools is true when the seahaven_control tool was available.
 	ControlTools bool `json:"control_tools,omitempty"`
+	// Checkpoint is the checkpoint the episode was restored from: the
+	// calls before it are in the recording of the episode that took it,
+	// and this recording holds the calls after.
+	Checkpoint string `json:"checkpoint,omitempty"`
 }
 
 // CallLine is one tool call of a trajectory.

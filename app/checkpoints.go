@@ -1,0 +1,369 @@
+package app
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/fixture"
+	"github.com/seahaven/seahaven/openenv"
+	"github.com/seahaven/seahaven/task"
+)
+
+// Defaults of Config's checkpoint retention.
+const (
+	DefaultCheckpointTTL      = 24 * time.Hour
+	DefaultCheckpointMaxBytes = 4 << 30
+)
+
+// Files of a checkpoint directory beside the fixture sidecar and the
+// store files (see composition.Checkpoint.WriteDir).
+const (
+	manifestName = "checkpoint.json" // written last: its presence marks a whole checkpoint
+	stateName    = "state.gob"       // composition.Checkpoint.State
+	episodeName  = "episode.json"    // savedEpisode
+	fencesDir    = "fences"          // one file per fenced attempt
+	tmpPrefix    = ".ckpt-"          // a checkpoint being written
+	trashPrefix  = ".gone-"          // a checkpoint being removed
+)
+
+// manifest is a checkpoint's checkpoint.json.
+type manifest struct {
+	Format int `json:"format"`
+	openenv.CheckpointInfo
+	World        string `json:"world"`
+	WorldVersion string `json:"world_version"`
+	// SHA256 holds the hash of each file of the checkpoint that is not a
+	// store file (those are in the sidecar and FileSHA256).
+	SHA256 map[string]string `json:"sha256"`
+}
+
+// savedEpisode is a checkpoint's episode.json: the episode's part and the
+// server's.
+type savedEpisode struct {
+	Episode task.Saved      `json:"episode"`
+	Session json.RawMessage `json:"session"`
+}
+
+// checkpoints is a directory of checkpoints, one directory each, named by
+// id. A checkpoint is written in a temporary directory and renamed into
+// place, with its manifest written last and every file hashed in it: a
+// process killed while writing leaves only a temporary directory, which no
+// id names; a file changed or cut short afterwards fails its hash at the
+// restore. Checkpoints older than ttl are removed, and the oldest when
+// the directory holds more than maxBytes. Several servers may share the
+// directory. A checkpoints is safe for concurrent use.
+type checkpoints struct {
+	dir      string
+	ttl      time.Duration
+	maxBytes int64
+	logger   *slog.Logger
+
+	sweeping atomic.Bool
+	mu       sync.Mutex // guards lastSweep and written
+	// lastSweep is when retention last ran; written counts the bytes
+	// written since.
+	lastSweep time.Time
+	written   int64
+}
+
+// newCheckpoints makes (if needed) and returns the checkpoint directory.
+func newCheckpoints(dir string, ttl time.Duration, maxBytes int64, logger *slog.Logger) (*checkpoints, error) {
+	if err := os.MkdirAll(filepath.Join(dir, fencesDir), 0o700); err != nil {
+		return nil, fmt.Errorf("app: checkpoint directory: %w", err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if ttl == 0 {
+		ttl = DefaultCheckpointTTL
+	}
+	if maxBytes == 0 {
+		maxBytes = DefaultCheckpointMaxBytes
+	}
+	return &checkpoints{dir: abs, ttl: ttl, maxBytes: maxBytes, logger: logger, lastSweep: time.Now()}, nil
+}
+
+// testHookWrote, when set (by tests), runs after each file a checkpoint
+// writes, with the file's name.
+var testHookWrote func(name string)
+
+// save writes a checkpoint and returns its description.
+func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openenv.CheckpointRequest) (openenv.CheckpointInfo, error) {
+	id := uuid.NewString()
+	now := time.Now().UTC()
+	m := manifest{Format: 1, World: cp.Sidecar.World, WorldVersion: cp.Sidecar.WorldVersion, SHA256: map[string]string{}}
+	m.CheckpointInfo = openenv.CheckpointInfo{
+		ID: id, Revision: req.Revision, EpisodeID: ep.Header.EpisodeID, Attempt: req.Attempt,
+		CreatedAt: now.Format(env.TimeFormat), FileSHA256: map[string]string{"main": cp.Sidecar.FileSHA256},
+	}
+	if c.ttl > 0 {
+		m.ExpiresAt = now.Add(c.ttl).Format(env.TimeFormat)
+	}
+	for _, n := range cp.Sidecar.Nodes {
+		m.FileSHA256[n.Path] = n.FileSHA256
+	}
+	cp.Sidecar.ID = id
+	cp.Sidecar.CreatedAt = m.CreatedAt
+	episode, err := json.Marshal(savedEpisode{Episode: ep, Session: req.Session})
+	if err != nil {
+		return openenv.CheckpointInfo{}, fmt.Errorf("app: checkpoint: %w", err)
+	}
+	tmp, err := os.MkdirTemp(c.dir, tmpPrefix+id+"-")
+	if err != nil {
+		return openenv.CheckpointInfo{}, err
+	}
+	done := false
+	defer func() {
+		if !done {
+			os.RemoveAll(tmp)
+		}
+	}()
+	if err := cp.WriteDir(tmp); err != nil {
+		return openenv.CheckpointInfo{}, err
+	}
+	if testHookWrote != nil {
+		testHookWrote(fixture.SidecarName)
+	}
+	size := int64(len(cp.State) + len(episode))
+	for _, b := range cp.Files {
+		size += int64(len(b))
+	}
+	sidecar, err := os.ReadFile(filepath.Join(tmp, fixture.SidecarName))
+	if err != nil {
+		return openenv.CheckpointInfo{}, err
+	}
+	m.SHA256[fixture.SidecarName] = fixture.HashBytes(sidecar)
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{stateName, cp.State}, {episodeName, episode}} {
+		if err := os.WriteFile(filepath.Join(tmp, f.name), f.data, 0o600); err != nil {
+			return openenv.CheckpointInfo{}, err
+		}
+		m.SHA256[f.name] = fixture.HashBytes(f.data)
+		if testHookWrote != nil {
+			testHookWrote(f.name)
+		}
+	}
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return openenv.CheckpointInfo{}, err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, manifestName), data, 0o600); err != nil {
+		return openenv.CheckpointInfo{}, err
+	}
+	if testHookWrote != nil {
+		testHookWrote(manifestName)
+	}
+	if err := os.Rename(tmp, filepath.Join(c.dir, id)); err != nil {
+		return openenv.CheckpointInfo{}, err
+	}
+	done = true
+	c.wrote(size)
+	return m.CheckpointInfo, nil
+}
+
+// unknown is the error of a restore naming no checkpoint.
+func (c *checkpoints) unknown(id, why string) error {
+	return &openenv.OptionError{Option: "checkpoint", Value: id, Message: fmt.Sprintf("checkpoint %q %s; nothing was restored", id, why)}
+}
+
+// load reads and verifies a checkpoint's manifest, state and episode. The
+// store files are verified when the instance opens on them (their hashes
+// are in the sidecar, which is verified here).
+func (c *checkpoints) load(id string) (manifest, []byte, savedEpisode, error) {
+	var m manifest
+	var ep savedEpisode
+	if u, err := uuid.Parse(id); err != nil || u.String() != id {
+		return m, nil, ep, c.unknown(id, "is not a checkpoint id (checkpoint ids are the lowercase UUIDs checkpoint replies carry)")
+	}
+	dir := filepath.Join(c.dir, id)
+	data, err := os.ReadFile(filepath.Join(dir, manifestName))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if _, serr := os.Stat(dir); serr == nil {
+			return m, nil, ep, c.unknown(id, "is incomplete: it has no manifest")
+		}
+		return m, nil, ep, c.unknown(id, fmt.Sprintf("does not exist in this server's checkpoint store (checkpoints are kept %s, fewer when the store is over its size budget)", c.ttl))
+	case err != nil:
+		return m, nil, ep, &env.InfraError{Kind: env.FaultStorage, Message: "the checkpoint store cannot be read; nothing was restored", Err: err}
+	}
+	if err := json.Unmarshal(data, &m); err != nil || m.Format != 1 || m.ID != id {
+		return m, nil, ep, c.unknown(id, "is corrupt: its manifest does not parse")
+	}
+	files := map[string][]byte{}
+	for _, name := range []string{fixture.SidecarName, stateName, episodeName} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return m, nil, ep, c.unknown(id, fmt.Sprintf("is incomplete: %s cannot be read", name))
+		}
+		if got, want := fixture.HashBytes(b), m.SHA256[name]; got != want {
+			return m, nil, ep, c.unknown(id, fmt.Sprintf("is corrupt: %s has sha256 %s, its manifest says %s", name, got, want))
+		}
+		files[name] = b
+	}
+	s, err := fixture.Parse(files[fixture.SidecarName])
+	if err != nil {
+		return m, nil, ep, c.unknown(id, fmt.Sprintf("is corrupt: %v", err))
+	}
+	sums := map[string]string{"main": s.FileSHA256}
+	for _, n := range s.Nodes {
+		sums[n.Path] = n.FileSHA256
+	}
+	for p, h := range m.FileSHA256 {
+		if sums[p] != h || len(sums) != len(m.FileSHA256) {
+			return m, nil, ep, c.unknown(id, "is corrupt: its sidecar and its manifest disagree on the store files' hashes")
+		}
+	}
+	if err := json.Unmarshal(files[episodeName], &ep); err != nil {
+		return m, nil, ep, c.unknown(id, fmt.Sprintf("is corrupt: %s does not parse", episodeName))
+	}
+	return m, files[stateName], ep, nil
+}
+
+// fencePath is the file that fences attempt.
+func (c *checkpoints) fencePath(attempt string) (string, bool) {
+	if u, err := uuid.Parse(attempt); err != nil || u.String() != attempt {
+		return "", false
+	}
+	return filepath.Join(c.dir, fencesDir, attempt), true
+}
+
+// fence records that attempt was superseded, by what.
+func (c *checkpoints) fence(attempt, by string) error {
+	p, ok := c.fencePath(attempt)
+	if !ok {
+		return &openenv.OptionError{Option: "replaces", Value: attempt, Message: fmt.Sprintf("%q is not an attempt id (attempt ids are the lowercase UUIDs checkpoint replies carry)", attempt)}
+	}
+	return os.WriteFile(p, []byte(by), 0o600)
+}
+
+// fencedBy reports whether attempt was fenced, and by what.
+func (c *checkpoints) fencedBy(attempt string) (string, bool) {
+	p, ok := c.fencePath(attempt)
+	if !ok {
+		return "", false
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+// wrote counts size bytes written and starts retention in the background
+// when a minute has passed since it last ran, or a tenth of the budget has
+// been written since.
+func (c *checkpoints) wrote(size int64) {
+	c.mu.Lock()
+	c.written += size
+	due := time.Since(c.lastSweep) > time.Minute || c.written > c.maxBytes/10
+	c.mu.Unlock()
+	if due && c.sweeping.CompareAndSwap(false, true) {
+		go func() {
+			defer c.sweeping.Store(false)
+			c.sweep(time.Now())
+		}()
+	}
+}
+
+// sweep removes the checkpoints and fences older than the TTL, the
+// temporary directories of checkpoints whose writing was killed (older
+// than a minute), and then the oldest checkpoints while the rest take more
+// than the size budget. A checkpoint is removed by renaming it aside
+// first, so a restore never reads half of one.
+func (c *checkpoints) sweep(now time.Time) {
+	c.mu.Lock()
+	c.lastSweep, c.written = now, 0
+	c.mu.Unlock()
+	entries, err := os.ReadDir(c.dir)
+	if err != nil {
+		c.logger.Error("app: checkpoint retention: cannot list the checkpoint store", "err", err)
+		return
+	}
+	type kept struct {
+		id   string
+		at   time.Time
+		size int64
+	}
+	var live []kept
+	var total int64
+	removed := 0
+	for _, e := range entries {
+		name := e.Name()
+		fi, err := e.Info()
+		if err != nil || !e.IsDir() || name == fencesDir {
+			continue
+		}
+		age := now.Sub(fi.ModTime())
+		switch {
+		case strings.HasPrefix(name, tmpPrefix) || strings.HasPrefix(name, trashPrefix):
+			if age > time.Minute {
+				os.RemoveAll(filepath.Join(c.dir, name))
+			}
+			continue
+		case c.ttl > 0 && age > c.ttl:
+			c.remove(name)
+			removed++
+			continue
+		}
+		size := dirSize(filepath.Join(c.dir, name))
+		live = append(live, kept{name, fi.ModTime(), size})
+		total += size
+	}
+	sort.Slice(live, func(a, b int) bool { return live[a].at.Before(live[b].at) })
+	for len(live) > 0 && c.maxBytes > 0 && total > c.maxBytes {
+		c.remove(live[0].id)
+		total -= live[0].size
+		live = live[1:]
+		removed++
+	}
+	if fences, err := os.ReadDir(filepath.Join(c.dir, fencesDir)); err == nil && c.ttl > 0 {
+		for _, f := range fences {
+			if fi, err := f.Info(); err == nil && now.Sub(fi.ModTime()) > c.ttl {
+				os.Remove(filepath.Join(c.dir, fencesDir, f.Name()))
+			}
+		}
+	}
+	if removed > 0 {
+		c.logger.Info("app: checkpoint retention removed checkpoints", "removed", removed, "kept", len(live), "bytes", total)
+	}
+}
+
+// remove renames a checkpoint aside, then removes it.
+func (c *checkpoints) remove(id string) {
+	aside := filepath.Join(c.dir, trashPrefix+id)
+	if err := os.Rename(filepath.Join(c.dir, id), aside); err == nil {
+		os.RemoveAll(aside)
+	}
+}
+
+// dirSize sums the sizes of a directory's files.
+func dirSize(dir string) int64 {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}

@@ -1,0 +1,217 @@
+package openenv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// sessionRecord is the server's part of a checkpoint
+// (CheckpointRequest.Session): what the session knows of its episode
+// beyond the instance.
+type sessionRecord struct {
+	Steps      int            `json:"steps"`
+	Over       bool           `json:"over"`
+	DoneAt     int            `json:"done_at"`
+	Task       string         `json:"task"`
+	Graded     bool           `json:"graded"`
+	LastReward float64        `json:"last_reward"`
+	EpisodeID  string         `json:"episode_id"`
+	Replays    []replayRecord `json:"replays"`
+}
+
+// replayRecord is a step reply kept under its request_id, encoded.
+type replayRecord struct {
+	ID          string          `json:"id"`
+	Key         string          `json:"key"`
+	Step        int             `json:"step"`
+	Observation json.RawMessage `json:"observation"`
+	Reward      *float64        `json:"reward"`
+	Done        bool            `json:"done"`
+}
+
+// recordLocked returns the session's record of its episode. The slot
+// must be held.
+func (ss *session) recordLocked() (json.RawMessage, error) {
+	ss.mu.Lock()
+	rec := sessionRecord{Steps: ss.steps, Over: ss.over, DoneAt: ss.doneAt, Task: ss.task, Graded: ss.graded, LastReward: ss.lastReward, EpisodeID: ss.episodeID}
+	ss.mu.Unlock()
+	for _, id := range ss.ids {
+		r := ss.replays[id]
+		obs, err := encode(r.reply.Observation)
+		if err != nil {
+			return nil, err
+		}
+		rec.Replays = append(rec.Replays, replayRecord{ID: id, Key: r.key, Step: r.step, Observation: obs, Reward: r.reply.Reward, Done: r.reply.Done})
+	}
+	return json.Marshal(rec)
+}
+
+// checkpoint answers a checkpoint request: the episode, as it stands
+// between steps, kept as a checkpoint a reset can restore. It is not a
+// step, and the episode goes on unchanged.
+func (ss *session) checkpoint(ctx context.Context) (CheckpointInfo, *protoError) {
+	ctx, leave, perr := ss.enter(ctx, true)
+	if perr != nil {
+		return CheckpointInfo{}, perr
+	}
+	defer leave()
+	if perr := ss.ensureLocked(ctx); perr != nil {
+		return CheckpointInfo{}, perr
+	}
+	if perr := ss.fencedLocked(); perr != nil {
+		return CheckpointInfo{}, perr
+	}
+	c, ok := ss.inst.(Checkpointer)
+	if !ok {
+		return CheckpointInfo{}, newError(codeNoCheckpoints, "This server cannot checkpoint episodes: its backend keeps no checkpoints.")
+	}
+	s := ss.srv
+	rec, err := ss.recordLocked()
+	if err != nil {
+		return CheckpointInfo{}, newError(codeExecution, "the checkpoint could not be taken: %v", err)
+	}
+	ss.mu.Lock()
+	req := CheckpointRequest{Revision: ss.steps, Attempt: ss.attempt, Session: rec}
+	ss.mu.Unlock()
+	cctx, cancel := withTimeout(ctx, s.cfg.StepTimeout)
+	defer cancel()
+	var info CheckpointInfo
+	start := time.Now()
+	perr = s.guardCtx(ctx, "Instance.Checkpoint", func() { info, err = c.Checkpoint(cctx, req) })
+	s.observeCheckpoint(ctx, "checkpoint", start, info.ID, err, perr)
+	if perr != nil {
+		return CheckpointInfo{}, perr
+	}
+	if perr := s.infraFailure(ctx, "checkpoint", err); perr != nil {
+		return CheckpointInfo{}, perr
+	}
+	if err != nil {
+		return CheckpointInfo{}, newError(codeExecution, "the checkpoint could not be taken: %v", err)
+	}
+	ss.mu.Lock()
+	ss.exposed = true
+	ss.mu.Unlock()
+	return info, nil
+}
+
+// restoreLocked replaces the session's instance with one restored from
+// the checkpoint req names, and fences the attempt it replaces, if any.
+// The slot must be held.
+func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError {
+	s := ss.srv
+	r, ok := s.backend.(Restorer)
+	if !ok {
+		return newError(codeNoCheckpoints, "This server cannot restore checkpoints: its backend keeps none.")
+	}
+	id := *req.Checkpoint
+	octx, cancel := withTimeout(ctx, s.cfg.StepTimeout)
+	defer cancel()
+	var inst Instance
+	var info CheckpointInfo
+	var saved CheckpointRequest
+	var err error
+	start := time.Now()
+	perr := s.guardCtx(ctx, "Backend.Restore", func() { inst, info, saved, err = r.Restore(octx, id) })
+	if err == nil && perr == nil && inst == nil {
+		err = errors.New("the backend restored no instance")
+	}
+	var rec sessionRecord
+	if err == nil && perr == nil {
+		if jerr := json.Unmarshal(saved.Session, &rec); jerr != nil {
+			err = &OptionError{Option: "checkpoint", Value: id, Message: fmt.Sprintf("checkpoint %q is corrupt: the server's record of its session does not parse; nothing was restored", id)}
+			s.closeInstanceLater(inst)
+		}
+	}
+	s.observeCheckpoint(ctx, "restore", start, id, err, perr)
+	if perr != nil {
+		return perr
+	}
+	if perr := s.infraFailure(ctx, opReset, err); perr != nil {
+		return perr
+	}
+	var oe *OptionError
+	if errors.As(err, &oe) {
+		return invalid([]fieldError{oe.field(req.loc)})
+	}
+	if err != nil {
+		return newError(codeExecution, "%s", err.Error())
+	}
+	attempt := uuid.NewString()
+	if req.Replaces != nil {
+		by := fmt.Sprintf("checkpoint %s, restored as attempt %s", id, attempt)
+		if err := r.Fence(*req.Replaces, by); err != nil {
+			s.closeInstanceLater(inst)
+			if errors.As(err, &oe) {
+				return invalid([]fieldError{oe.field(req.loc)})
+			}
+			return s.infraFailure(ctx, opReset, err)
+		}
+		s.log.Info("openenv: attempt fenced", append(sessionAttrs(ctx), "attempt", *req.Replaces, "by", by)...)
+	}
+	ss.installLocked(inst, rec.Task, rec.EpisodeID, attempt)
+	ss.mu.Lock()
+	ss.steps, ss.over, ss.doneAt, ss.graded, ss.lastReward = rec.Steps, rec.Over, rec.DoneAt, rec.Graded, rec.LastReward
+	ss.mu.Unlock()
+	for _, r := range rec.Replays {
+		ss.keepLocked(r.ID, replayed{key: r.Key, step: r.Step, reply: stepReply{Observation: r.Observation, Reward: r.Reward, Done: r.Done}})
+	}
+	s.log.Debug("openenv: checkpoint restored", "session", ss.ref, "checkpoint", id, "revision", info.Revision, "attempt", attempt)
+	return nil
+}
+
+// fencedLocked refuses a request of a session whose attempt a restore
+// superseded. Only an attempt a checkpoint reply named can be fenced, so
+// only those sessions ask. The slot must be held.
+func (ss *session) fencedLocked() *protoError {
+	ss.mu.Lock()
+	exposed, attempt := ss.exposed, ss.attempt
+	ss.mu.Unlock()
+	if !exposed {
+		return nil
+	}
+	r, ok := ss.srv.backend.(Restorer)
+	if !ok {
+		return nil
+	}
+	by, fenced := r.FencedBy(attempt)
+	if !fenced {
+		return nil
+	}
+	ss.srv.metrics.fencedSteps.Inc()
+	return newError(codeSuperseded, "This session's attempt %s was superseded by %s: it can no longer step. Continue on the session that restored it.", attempt, by)
+}
+
+// checkRestore refuses reset data that names a checkpoint beside options
+// a checkpoint fixes, or replaces without a checkpoint.
+func checkRestore(req resetData) []fieldError {
+	if req.Checkpoint == nil {
+		if req.Replaces != nil {
+			in, _ := json.Marshal(*req.Replaces)
+			return []fieldError{{Type: "value_error", Loc: at(req.loc, "replaces"), Input: in,
+				Msg: "Value error, replaces names the attempt a restore supersedes: it needs checkpoint"}}
+		}
+		return nil
+	}
+	var errs []fieldError
+	for _, f := range []struct {
+		name  string
+		value any
+		set   bool
+	}{
+		{"seed", req.Seed, req.Seed != nil}, {"episode_id", req.EpisodeID, req.EpisodeID != nil}, {"fixture", req.Fixture, req.Fixture != nil},
+		{"now", req.Now, req.Now != nil}, {"clock_mode", req.ClockMode, req.ClockMode != nil}, {"startup", req.Startup, req.Startup != nil},
+		{"control_tools", req.ControlTools, req.ControlTools != nil}, {"task", req.Task, req.Task != nil},
+	} {
+		if f.set {
+			in, _ := json.Marshal(f.value)
+			errs = append(errs, fieldError{Type: "value_error", Loc: at(req.loc, f.name), Input: in,
+				Msg: fmt.Sprintf("Value error, %s cannot be given with checkpoint: a restore continues the checkpointed episode as it was", f.name)})
+		}
+	}
+	return errs
+}
