@@ -198,6 +198,13 @@ func checkRestore(req resetData) []fieldError {
 		return nil
 	}
 	var errs []fieldError
+	if req.Replaces != nil {
+		if u, err := uuid.Parse(*req.Replaces); err != nil || u.String() != *req.Replaces {
+			in, _ := json.Marshal(*req.Replaces)
+			errs = append(errs, fieldError{Type: "value_error", Loc: at(req.loc, "replaces"), Input: in,
+				Msg: fmt.Sprintf("Value error, %s is not an attempt id (attempt ids are the lowercase UUIDs checkpoint replies carry)", in)})
+		}
+	}
 	for _, f := range []struct {
 		name  string
 		value any

@@ -1,0 +1,221 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seahaven/seahaven/examples/worlds/company"
+	"github.com/seahaven/seahaven/openenv"
+)
+
+// checkpointed opens a company instance on a backend over dir, makes a
+// call, and checkpoints it.
+func checkpointed(tb testing.TB, b *Backend) openenv.CheckpointInfo {
+	tb.Helper()
+	ctx := context.Background()
+	inst, err := b.Open(ctx, openenv.OpenOptions{Fixture: company.AcmeID, EpisodeID: "ep"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer inst.Close()
+	if _, err := inst.CallJSON(ctx, "hire", json.RawMessage(`{"name":"Ada"}`)); err != nil {
+		tb.Fatal(err)
+	}
+	info, err := inst.(openenv.Checkpointer).Checkpoint(ctx, openenv.CheckpointRequest{Revision: 1, Attempt: "a", Session: json.RawMessage(`{}`)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return info
+}
+
+func newTestBackend(tb testing.TB, cfg Config) *Backend {
+	tb.Helper()
+	cfg.InstanceRoot = tb.TempDir()
+	b, err := New(company.World, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { b.Close() })
+	return b
+}
+
+// restoreErr restores id and returns the error's message.
+func restoreErr(tb testing.TB, b *Backend, id string) string {
+	tb.Helper()
+	inst, _, _, err := b.Restore(context.Background(), id)
+	if err == nil {
+		inst.Close()
+		return ""
+	}
+	var oe *openenv.OptionError
+	if !errors.As(err, &oe) || oe.Option != "checkpoint" {
+		tb.Fatalf("restore of %s: %v (%T), want an *openenv.OptionError on checkpoint", id, err, err)
+	}
+	return err.Error()
+}
+
+// TestCheckpoints_Refused: a checkpoint whose files were changed, cut or
+// lost is refused with an error saying so, and so is an id naming none.
+func TestCheckpoints_Refused(t *testing.T) {
+	dir := t.TempDir()
+	b := newTestBackend(t, Config{Checkpoints: dir})
+	for _, c := range []struct {
+		name    string
+		corrupt func(dir string)
+		want    string
+	}{
+		{"store file changed", func(d string) { flipByte(t, filepath.Join(d, "state.payments.sqlite"), 5000) }, "hash mismatch"},
+		{"state cut short", func(d string) { os.Truncate(filepath.Join(d, stateName), 10) }, "is corrupt: state.gob has sha256"},
+		{"episode changed", func(d string) { os.WriteFile(filepath.Join(d, episodeName), []byte(`{}`), 0o600) }, "is corrupt: episode.json has sha256"},
+		{"sidecar gone", func(d string) { os.Remove(filepath.Join(d, "fixture.yaml")) }, "is incomplete: fixture.yaml cannot be read"},
+		{"manifest gone", func(d string) { os.Remove(filepath.Join(d, manifestName)) }, "is incomplete: it has no manifest"},
+		{"manifest garbled", func(d string) { os.WriteFile(filepath.Join(d, manifestName), []byte(`{"format":`), 0o600) }, "is corrupt: its manifest does not parse"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			info := checkpointed(t, b)
+			if msg := restoreErr(t, b, info.ID); msg != "" {
+				t.Fatalf("the whole checkpoint was refused: %s", msg)
+			}
+			c.corrupt(filepath.Join(dir, info.ID))
+			msg := restoreErr(t, b, info.ID)
+			if !strings.Contains(msg, c.want) || !strings.HasSuffix(msg, "nothing was restored") {
+				t.Fatalf("got %q, want it to contain %q and end in %q", msg, c.want, "nothing was restored")
+			}
+		})
+	}
+	for id, want := range map[string]string{
+		"../../etc":                            "is not a checkpoint id",
+		"6F9619FF-8B86-D011-B42D-00C04FC964FF": "is not a checkpoint id",
+		"6f9619ff-8b86-d011-b42d-00c04fc964ff": "does not exist in this server's checkpoint store",
+	} {
+		if msg := restoreErr(t, b, id); !strings.Contains(msg, want) {
+			t.Errorf("restore of %q: got %q, want %q", id, msg, want)
+		}
+	}
+}
+
+func flipByte(tb testing.TB, path string, off int64) {
+	tb.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, off); err != nil {
+		tb.Fatal(err)
+	}
+	b[0] ^= 0xff
+	if _, err := f.WriteAt(b, off); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// crashDirEnv makes TestCheckpoints_Killed's helper process the one that
+// writes a checkpoint and is killed.
+const crashDirEnv = "SEAHAVEN_CHECKPOINT_CRASH_DIR"
+
+// TestCheckpoints_Killed kills (SIGKILL) a process while it writes a
+// checkpoint, after each of the files it writes, and checks that what it
+// left is never restorable, and that retention removes it.
+func TestCheckpoints_Killed(t *testing.T) {
+	if dir := os.Getenv(crashDirEnv); dir != "" {
+		b := newTestBackend(t, Config{Checkpoints: dir})
+		in := bufio.NewReader(os.Stdin)
+		testHookWrote = func(name string) {
+			fmt.Printf("wrote %s\n", name)
+			in.ReadByte()
+		}
+		checkpointed(t, b)
+		return
+	}
+	files := []string{"fixture.yaml", stateName, episodeName, manifestName}
+	for k, last := range files {
+		t.Run("after "+last, func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := exec.Command(os.Args[0], "-test.run=^TestCheckpoints_Killed$")
+			cmd.Env = append(os.Environ(), crashDirEnv+"="+dir)
+			stdin, _ := cmd.StdinPipe()
+			stdout, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			sc := bufio.NewScanner(stdout)
+			for n := 0; n <= k; n++ {
+				if !sc.Scan() {
+					t.Fatalf("the helper stopped before writing %s", last)
+				}
+				if want := "wrote " + files[n]; sc.Text() != want {
+					t.Fatalf("the helper said %q, want %q", sc.Text(), want)
+				}
+				if n < k {
+					stdin.Write([]byte{1})
+				}
+			}
+			cmd.Process.Kill()
+			cmd.Wait()
+			entries, _ := os.ReadDir(dir)
+			var id string
+			for _, e := range entries {
+				if rest, ok := strings.CutPrefix(e.Name(), tmpPrefix); ok {
+					id = rest[:36]
+				} else if e.Name() != fencesDir {
+					t.Errorf("the killed checkpoint left %s", e.Name())
+				}
+			}
+			if id == "" {
+				t.Fatal("the killed checkpoint left no temporary directory")
+			}
+			b := newTestBackend(t, Config{Checkpoints: dir})
+			if msg := restoreErr(t, b, id); !strings.Contains(msg, "does not exist") {
+				t.Fatalf("restore of the killed checkpoint: %q", msg)
+			}
+			b.checkpoints.sweep(time.Now().Add(2 * time.Minute))
+			if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+				t.Errorf("retention left %d entries, want only %s", len(entries), fencesDir)
+			}
+		})
+	}
+}
+
+// TestCheckpoints_Retention: checkpoints past the TTL go, then the oldest
+// while the directory is over its budget; those kept still restore.
+func TestCheckpoints_Retention(t *testing.T) {
+	dir := t.TempDir()
+	b := newTestBackend(t, Config{Checkpoints: dir, CheckpointTTL: time.Hour, CheckpointMaxBytes: 1 << 40})
+	var ids []string
+	for range 4 {
+		ids = append(ids, checkpointed(t, b).ID)
+	}
+	now := time.Now()
+	old := now.Add(-2 * time.Hour)
+	os.Chtimes(filepath.Join(dir, ids[0]), old, old)
+	for k, id := range ids[1:] {
+		at := now.Add(time.Duration(k-3) * time.Minute)
+		os.Chtimes(filepath.Join(dir, id), at, at)
+	}
+	b.checkpoints.sweep(now)
+	if msg := restoreErr(t, b, ids[0]); !strings.Contains(msg, "does not exist") {
+		t.Fatalf("the expired checkpoint: %q", msg)
+	}
+	size := dirSize(filepath.Join(dir, ids[3]))
+	b.checkpoints.maxBytes = 2*size + size/2
+	b.checkpoints.sweep(now)
+	if msg := restoreErr(t, b, ids[1]); !strings.Contains(msg, "does not exist") {
+		t.Fatalf("the oldest checkpoint over the budget: %q", msg)
+	}
+	for _, id := range ids[2:] {
+		if msg := restoreErr(t, b, id); msg != "" {
+			t.Fatalf("a checkpoint within the budget: %q", msg)
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package openenv_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/seahaven/seahaven/app"
+	"github.com/seahaven/seahaven/examples/worlds/company"
+	"github.com/seahaven/seahaven/openenv"
+	"github.com/seahaven/seahaven/schemas/schematest"
+)
+
+// TestCheckpoint_Transports takes checkpoints on every transport and
+// restores them on others: /ws, POST /checkpoint with X-Seahaven-Session,
+// and JSON-RPC seahaven/checkpoint; the agent listener has none. It covers
+// the reset data a restore refuses, and the metrics.
+func TestCheckpoint_Transports(t *testing.T) {
+	s := mustServeWorld(t, company.World, app.Config{DefaultFixture: company.AcmeID, Checkpoints: t.TempDir()}, openenv.Config{})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{"seed":3}}`)
+	roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Ada"},"request_id":"r-1"}}`)
+	reply := roundTrip(t, c, `{"type":"checkpoint"}`)
+	id := str(t, reply, "data.checkpoint_id")
+	if str(t, reply, "type") != "checkpoint" || fmt.Sprint(field(t, reply, "data.revision")) != "1" || len(field(t, reply, "data.file_sha256").(map[string]any)) != 5 {
+		t.Fatalf("checkpoint: %s", reply)
+	}
+	wsState := roundTrip(t, c, `{"type":"state"}`)
+
+	// Restored over HTTP, the episode is the checkpointed one.
+	h := map[string]string{"X-Seahaven-Session": "restored-1"}
+	if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", fmt.Sprintf(`{"checkpoint":%q}`, id), h); status != http.StatusOK {
+		t.Fatalf("restore: %d %s", status, body)
+	}
+	_, state, _ := s.httpDo(t, http.MethodGet, "/state", "", h)
+	if field(t, state, "episode_id") != field(t, wsState, "data.episode_id") || fmt.Sprint(field(t, state, "step_count")) != "1" {
+		t.Fatalf("restored state %s\nwant the state of %s", state, wsState)
+	}
+	status, body, _ := s.httpDo(t, http.MethodPost, "/checkpoint", "", h)
+	if status != http.StatusOK || fmt.Sprint(field(t, body, "revision")) != "1" {
+		t.Fatalf("POST /checkpoint: %d %s", status, body)
+	}
+	if err := schematest.Validate("checkpoint", []byte(body)); err != nil {
+		t.Errorf("POST /checkpoint: %v", err)
+	}
+	if status, body, _ := s.httpDo(t, http.MethodPost, "/checkpoint", `{"x":1}`, h); status != http.StatusUnprocessableEntity {
+		t.Errorf("POST /checkpoint with a body: %d %s", status, body)
+	}
+	rpc := s.rpc(t, `{"jsonrpc":"2.0","id":3,"method":"seahaven/checkpoint","params":{"session_id":"restored-1"}}`)
+	if field(t, rpc, "result.episode_id") != field(t, wsState, "data.episode_id") {
+		t.Errorf("seahaven/checkpoint: %s", rpc)
+	}
+
+	// What a restore refuses.
+	for _, tc := range []struct{ data, code, msg string }{
+		{fmt.Sprintf(`{"checkpoint":%q,"seed":4,"task":"hire_liskov"}`, id), "VALIDATION_ERROR", "seed cannot be given with checkpoint"},
+		{`{"replaces":"6f9619ff-8b86-d011-b42d-00c04fc964ff"}`, "VALIDATION_ERROR", "it needs checkpoint"},
+		{`{"checkpoint":"nope"}`, "VALIDATION_ERROR", `checkpoint \"nope\" is not a checkpoint id`},
+		{`{"checkpoint":"6f9619ff-8b86-d011-b42d-00c04fc964ff"}`, "VALIDATION_ERROR", "does not exist in this server's checkpoint store"},
+		{fmt.Sprintf(`{"checkpoint":%q,"replaces":"attempt-1"}`, id), "VALIDATION_ERROR", "is not an attempt id"},
+	} {
+		r := roundTrip(t, c, `{"type":"reset","data":`+tc.data+`}`)
+		if str(t, r, "data.code") != tc.code || !strings.Contains(r, tc.msg) {
+			t.Errorf("reset %s: %s\nwant %s with %q", tc.data, r, tc.code, tc.msg)
+		}
+	}
+	// A refused restore leaves the episode as it was.
+	if got := roundTrip(t, c, `{"type":"state"}`); got != wsState {
+		t.Errorf("a refused restore changed the episode:\n%s\n%s", wsState, got)
+	}
+
+	// A retried request_id after a restore is answered from the checkpoint.
+	r1 := roundTrip(t, c, fmt.Sprintf(`{"type":"reset","data":{"checkpoint":%q}}`, id))
+	if !strings.Contains(r1, `"observation"`) {
+		t.Fatal(r1)
+	}
+	again := roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Ada"},"request_id":"r-1"}}`)
+	if !strings.Contains(again, `Ada`) || !strings.Contains(roundTrip(t, c, `{"type":"state"}`), `"step_count":1`) {
+		t.Errorf("retried request_id after a restore: %s", again)
+	}
+
+	// The agent listener has no checkpoint request.
+	agent := httptest.NewServer(s.AgentHandler())
+	defer agent.Close()
+	_, body, _ = do(t, agent, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":5,"method":"seahaven/checkpoint","params":{"session_id":"restored-1"}}`, nil)
+	if fmt.Sprint(field(t, body, "error.code")) != "-32601" {
+		t.Errorf("agent listener seahaven/checkpoint: %s", body)
+	}
+	if status, _, _ := do(t, agent, http.MethodPost, "/checkpoint", "", h); status != http.StatusNotFound {
+		t.Errorf("agent listener POST /checkpoint: %d", status)
+	}
+
+	_, metrics, _ := s.httpDo(t, http.MethodGet, "/metrics", "", nil)
+	for _, want := range []string{
+		`seahaven_checkpoints_total{op="checkpoint",outcome="ok"} 3`,
+		`seahaven_checkpoints_total{op="restore",outcome="ok"} 2`,
+		`seahaven_checkpoints_total{op="restore",outcome="error"} 2`,
+		`seahaven_checkpoint_duration_seconds_count{op="checkpoint"} 3`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// TestCheckpoint_Unsupported: a backend without checkpoints says so.
+func TestCheckpoint_Unsupported(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{})
+	c := s.dial(t)
+	if r := roundTrip(t, c, `{"type":"checkpoint"}`); !strings.Contains(r, "This server cannot checkpoint episodes") {
+		t.Errorf("checkpoint: %s", r)
+	}
+	if r := roundTrip(t, c, `{"type":"reset","data":{"checkpoint":"6f9619ff-8b86-d011-b42d-00c04fc964ff"}}`); !strings.Contains(r, "This server cannot restore checkpoints") {
+		t.Errorf("restore: %s", r)
+	}
+}
