@@ -44,6 +44,9 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	if len(args) > 0 && args[0] == "echo" {
 		return c.echo(ctx, args[1:])
 	}
+	if len(args) > 0 && args[0] == "checkpoint" {
+		return c.checkpoint(ctx, args[1:])
+	}
 	fs := newFlagSet(c.m, "bench")
 	url := fs.String("url", "", "benchmark the server at this base URL (http://host:port) instead of starting one")
 	instances := fs.String("instances", "", "with --url: the server's instance root, to count instance directories (default: trust its /debug/runtime)")
@@ -204,6 +207,70 @@ func (c *BenchCommand) echo(ctx context.Context, args []string) error {
 	}()
 	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
+	}
+	return nil
+}
+
+// checkpoint runs `seahaven bench checkpoint`: checkpoints and restores
+// against resets (bench.RunCheckpoints).
+func (c *BenchCommand) checkpoint(ctx context.Context, args []string) error {
+	fs := newFlagSet(c.m, "bench checkpoint")
+	url := fs.String("url", "", "measure the server at this base URL (http://host:port) instead of starting one")
+	instances := fs.String("instances", "", "with --url: the server's instance root, for the forks' disk use")
+	worldName := fs.String("world", c.m.Default, "the world the started server serves: "+strings.Join(c.m.names(), ", "))
+	calls := fs.Int("calls", 50, "calls before each checkpoint")
+	rounds := fs.Int("rounds", 200, "resets, checkpoints and restores measured")
+	fork := fs.Int("fork", 16, "sessions one checkpoint is restored into")
+	tool := fs.String("tool", "invoice", "the tool each call calls")
+	toolArgs := fs.String("args", "", "its JSON arguments (default: the least its input schema accepts)")
+	storage := fs.String("storage", storageDisk, "the started server's --storage: disk, or memory")
+	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("bench checkpoint takes no arguments, got %q", fs.Args())
+	}
+	raw := json.RawMessage(*toolArgs)
+	if *toolArgs == "" {
+		raw = json.RawMessage(`{}`)
+		if *tool == "invoice" {
+			raw = json.RawMessage(`{"amount":1}`)
+		}
+	} else if !json.Valid(raw) {
+		return fmt.Errorf("--args is not JSON: %s", *toolArgs)
+	}
+	step, err := json.Marshal(map[string]any{"type": "step", "data": map[string]any{"type": "call_tool", "tool_name": *tool, "arguments": raw}})
+	if err != nil {
+		return err
+	}
+	cfg := bench.CheckpointConfig{URL: *url, InstanceRoot: *instances, Step: step, Calls: *calls, Rounds: *rounds, Fork: *fork, Progress: c.m.Stderr}
+	if *url == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("finding this executable to start the server: %w", err)
+		}
+		scratch, err := instanceRoot(*storage, "")
+		if err != nil {
+			return err
+		}
+		if scratch != "" {
+			scratch = filepath.Dir(scratch)
+		}
+		cfg.Server = &bench.ServerCommand{Path: exe, Stderr: c.m.Stderr, ScratchParent: scratch,
+			Args: []string{"serve", "--world", *worldName, "--log-level", "warn", "--log-format", "text", "--storage", *storage}}
+	}
+	rep, err := bench.RunCheckpoints(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	rep.Print(c.m.Stdout)
+	if *jsonOut != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(*jsonOut, append(b, '\n'), 0o644)
 	}
 	return nil
 }

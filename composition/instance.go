@@ -401,9 +401,9 @@ func (i *Instance) storeOptions(n *Node) sqlitestore.Options {
 		Path:        filepath.Join(i.dir, n.File),
 		Seed:        s1,
 		RandomState: random,
-		Clock:     i.clock.Now,
-		Untracked: n.World.Spec().UntrackedTables,
-		Pool:      i.pool,
+		Clock:       i.clock.Now,
+		Untracked:   n.World.Spec().UntrackedTables,
+		Pool:        i.pool,
 		// Calls and the inspection view take turns under the instance's
 		// lock; the view yields the stores' locks before it reads.
 		ExclusiveLock: true,

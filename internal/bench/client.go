@@ -33,9 +33,10 @@ type frame struct {
 type reply struct {
 	Type string `json:"type"`
 	Data struct {
-		Code        string `json:"code"`
-		Message     string `json:"message"`
-		Observation struct {
+		Code         string `json:"code"`
+		Message      string `json:"message"`
+		CheckpointID string `json:"checkpoint_id"` // of a checkpoint reply
+		Observation  struct {
 			Tools []struct {
 				Name        string          `json:"name"`
 				InputSchema json.RawMessage `json:"input_schema"`
