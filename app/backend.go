@@ -341,10 +341,11 @@ func (b *Backend) instance(ep *task.Episode) openenv.Instance {
 // openenv.Restorer): it verifies the checkpoint, finds the task it runs
 // among the world's, and opens the instance on the checkpoint's files.
 func (b *Backend) Restore(ctx context.Context, id string) (openenv.Instance, openenv.CheckpointInfo, openenv.CheckpointRequest, error) {
-	m, state, saved, err := b.checkpoints.load(id)
+	l, err := b.checkpoints.load(id)
 	if err != nil {
 		return nil, openenv.CheckpointInfo{}, openenv.CheckpointRequest{}, err
 	}
+	m, saved := l.m, l.ep
 	if m.World != b.world.Name() {
 		return nil, openenv.CheckpointInfo{}, openenv.CheckpointRequest{}, b.checkpoints.unknown(id, fmt.Sprintf("is of world %s; this server serves %s", m.World, b.world.Name()))
 	}
@@ -364,8 +365,7 @@ func (b *Backend) Restore(ctx context.Context, id string) (openenv.Instance, ope
 	}
 	defer leave()
 	ep, err := task.Resume(ctx, b.world, t, saved.Episode, composition.Options{
-		FixturesDir: b.checkpoints.dir, Fixture: id, Resume: state,
-		Dir: b.dir, Logger: b.logger, MinFree: b.minFree, MaxChangeLogBytes: b.maxChangeLog,
+		Checkpoint: l.cp, Dir: b.dir, Logger: b.logger, MinFree: b.minFree, MaxChangeLogBytes: b.maxChangeLog,
 	}, b.recorder, id)
 	if err != nil {
 		if ie := composition.Fault(err, "nothing was restored"); ie != nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -73,11 +74,27 @@ type checkpoints struct {
 	logger   *slog.Logger
 
 	sweeping atomic.Bool
-	mu       sync.Mutex // guards lastSweep and written
+	mu       sync.Mutex // guards lastSweep, written, loaded and order
 	// lastSweep is when retention last ran; written counts the bytes
 	// written since.
 	lastSweep time.Time
 	written   int64
+	// loaded caches the checkpoints restored last, by id (order holds
+	// their ids oldest first, at most maxLoaded): the restores of a fork
+	// read and verify the files once, and share their bytes.
+	loaded map[string]*loadedCheckpoint
+	order  []string
+}
+
+// maxLoaded is how many restored checkpoints stay in memory for more
+// restores.
+const maxLoaded = 32
+
+// loadedCheckpoint is a checkpoint read and verified.
+type loadedCheckpoint struct {
+	m  manifest
+	cp *composition.Checkpoint
+	ep savedEpisode
 }
 
 // newCheckpoints makes (if needed) and returns the checkpoint directory.
@@ -175,6 +192,9 @@ func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openen
 	}
 	done = true
 	c.wrote(size)
+	// The bytes are at hand: a restore here (a fork, a branch) needs not
+	// read them back.
+	c.keep(id, &loadedCheckpoint{m: m, cp: cp, ep: savedEpisode{Episode: ep, Session: req.Session}})
 	return m.CheckpointInfo, nil
 }
 
@@ -183,57 +203,94 @@ func (c *checkpoints) unknown(id, why string) error {
 	return &openenv.OptionError{Option: "checkpoint", Value: id, Message: fmt.Sprintf("checkpoint %q %s; nothing was restored", id, why)}
 }
 
-// load reads and verifies a checkpoint's manifest, state and episode. The
-// store files are verified when the instance opens on them (their hashes
-// are in the sidecar, which is verified here).
-func (c *checkpoints) load(id string) (manifest, []byte, savedEpisode, error) {
-	var m manifest
-	var ep savedEpisode
+// load returns a checkpoint, read and verified (the store files against
+// the sidecar's hashes when the first instance opens from it), from the
+// cache when it was written or restored here lately.
+func (c *checkpoints) load(id string) (*loadedCheckpoint, error) {
+	c.mu.Lock()
+	l, ok := c.loaded[id]
+	c.mu.Unlock()
+	if ok && l.m.ExpiresAt != "" && l.m.ExpiresAt < time.Now().UTC().Format(env.TimeFormat) {
+		c.forget(id)
+		ok = false
+	}
+	if ok {
+		return l, nil
+	}
+	l, err := c.read(id)
+	if err != nil {
+		return nil, err
+	}
+	c.keep(id, l)
+	return l, nil
+}
+
+// keep caches a checkpoint read or written, forgetting the oldest past
+// maxLoaded.
+func (c *checkpoints) keep(id string, l *loadedCheckpoint) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.loaded == nil {
+		c.loaded = map[string]*loadedCheckpoint{}
+	}
+	if _, ok := c.loaded[id]; !ok {
+		c.order = append(c.order, id)
+		if len(c.order) > maxLoaded {
+			delete(c.loaded, c.order[0])
+			c.order = c.order[1:]
+		}
+	}
+	c.loaded[id] = l
+}
+
+// read reads a checkpoint and verifies every file but the store files
+// against its manifest.
+func (c *checkpoints) read(id string) (*loadedCheckpoint, error) {
 	if u, err := uuid.Parse(id); err != nil || u.String() != id {
-		return m, nil, ep, c.unknown(id, "is not a checkpoint id (checkpoint ids are the lowercase UUIDs checkpoint replies carry)")
+		return nil, c.unknown(id, "is not a checkpoint id (checkpoint ids are the lowercase UUIDs checkpoint replies carry)")
 	}
 	dir := filepath.Join(c.dir, id)
 	data, err := os.ReadFile(filepath.Join(dir, manifestName))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if _, serr := os.Stat(dir); serr == nil {
-			return m, nil, ep, c.unknown(id, "is incomplete: it has no manifest")
+			return nil, c.unknown(id, "is incomplete: it has no manifest")
 		}
-		return m, nil, ep, c.unknown(id, fmt.Sprintf("does not exist in this server's checkpoint store (checkpoints are kept %s, fewer when the store is over its size budget)", c.ttl))
+		return nil, c.unknown(id, fmt.Sprintf("does not exist in this server's checkpoint store (checkpoints are kept %s, fewer when the store is over its size budget)", c.ttl))
 	case err != nil:
-		return m, nil, ep, &env.InfraError{Kind: env.FaultStorage, Message: "the checkpoint store cannot be read; nothing was restored", Err: err}
+		return nil, &env.InfraError{Kind: env.FaultStorage, Message: "the checkpoint store cannot be read; nothing was restored", Err: err}
 	}
-	if err := json.Unmarshal(data, &m); err != nil || m.Format != 1 || m.ID != id {
-		return m, nil, ep, c.unknown(id, "is corrupt: its manifest does not parse")
+	l := &loadedCheckpoint{}
+	if err := json.Unmarshal(data, &l.m); err != nil || l.m.Format != 1 || l.m.ID != id {
+		return nil, c.unknown(id, "is corrupt: its manifest does not parse")
 	}
 	files := map[string][]byte{}
 	for _, name := range []string{fixture.SidecarName, stateName, episodeName} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
-			return m, nil, ep, c.unknown(id, fmt.Sprintf("is incomplete: %s cannot be read", name))
+			return nil, c.unknown(id, fmt.Sprintf("is incomplete: %s cannot be read", name))
 		}
-		if got, want := fixture.HashBytes(b), m.SHA256[name]; got != want {
-			return m, nil, ep, c.unknown(id, fmt.Sprintf("is corrupt: %s has sha256 %s, its manifest says %s", name, got, want))
+		if got, want := fixture.HashBytes(b), l.m.SHA256[name]; got != want {
+			return nil, c.unknown(id, fmt.Sprintf("is corrupt: %s has sha256 %s, its manifest says %s", name, got, want))
 		}
 		files[name] = b
 	}
-	s, err := fixture.Parse(files[fixture.SidecarName])
-	if err != nil {
-		return m, nil, ep, c.unknown(id, fmt.Sprintf("is corrupt: %v", err))
+	if l.cp, err = composition.ReadCheckpoint(dir, files[fixture.SidecarName], files[stateName]); err != nil {
+		return nil, c.unknown(id, fmt.Sprintf("is incomplete: %v", err))
 	}
-	sums := map[string]string{"main": s.FileSHA256}
-	for _, n := range s.Nodes {
+	sums := map[string]string{"main": l.cp.Sidecar.FileSHA256}
+	for _, n := range l.cp.Sidecar.Nodes {
 		sums[n.Path] = n.FileSHA256
 	}
-	for p, h := range m.FileSHA256 {
-		if sums[p] != h || len(sums) != len(m.FileSHA256) {
-			return m, nil, ep, c.unknown(id, "is corrupt: its sidecar and its manifest disagree on the store files' hashes")
+	for p, h := range l.m.FileSHA256 {
+		if sums[p] != h || len(sums) != len(l.m.FileSHA256) {
+			return nil, c.unknown(id, "is corrupt: its sidecar and its manifest disagree on the store files' hashes")
 		}
 	}
-	if err := json.Unmarshal(files[episodeName], &ep); err != nil {
-		return m, nil, ep, c.unknown(id, fmt.Sprintf("is corrupt: %s does not parse", episodeName))
+	if err := json.Unmarshal(files[episodeName], &l.ep); err != nil {
+		return nil, c.unknown(id, fmt.Sprintf("is corrupt: %s does not parse", episodeName))
 	}
-	return m, files[stateName], ep, nil
+	return l, nil
 }
 
 // fencePath is the file that fences attempt.
@@ -345,8 +402,19 @@ func (c *checkpoints) sweep(now time.Time) {
 	}
 }
 
+// forget drops a checkpoint from the cache.
+func (c *checkpoints) forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.loaded[id]; ok {
+		delete(c.loaded, id)
+		c.order = slices.DeleteFunc(c.order, func(o string) bool { return o == id })
+	}
+}
+
 // remove renames a checkpoint aside, then removes it.
 func (c *checkpoints) remove(id string) {
+	c.forget(id)
 	aside := filepath.Join(c.dir, trashPrefix+id)
 	if err := os.Rename(filepath.Join(c.dir, id), aside); err == nil {
 		os.RemoveAll(aside)

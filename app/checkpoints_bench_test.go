@@ -8,17 +8,27 @@ import (
 	"github.com/seahaven/seahaven/openenv"
 )
 
-// BenchmarkRestore restores a fresh checkpoint of an acme episode per
-// iteration (none is cached), beside BenchmarkReset, a reset from acme.
+// BenchmarkRestore restores a new checkpoint of an acme episode per
+// iteration: one the server wrote itself (warm), or one another server
+// sharing the directory wrote (cold: read and verified from disk); beside
+// BenchmarkReset, a reset from acme.
 func BenchmarkRestore(b *testing.B) {
-	be := newTestBackend(b, Config{Checkpoints: b.TempDir()})
-	ids := make([]string, b.N)
-	for i := range ids {
-		ids[i] = checkpointed(b, be).ID
+	b.Run("warm", func(b *testing.B) { benchRestore(b, false) })
+	b.Run("cold", func(b *testing.B) { benchRestore(b, true) })
+}
+
+func benchRestore(b *testing.B, cold bool) {
+	dir := b.TempDir()
+	be := newTestBackend(b, Config{Checkpoints: dir})
+	restorer := be
+	if cold {
+		restorer = newTestBackend(b, Config{Checkpoints: dir})
 	}
-	b.ResetTimer()
-	for _, id := range ids {
-		inst, _, _, err := be.Restore(context.Background(), id)
+	for b.Loop() {
+		b.StopTimer()
+		id := checkpointed(b, be).ID
+		b.StartTimer()
+		inst, _, _, err := restorer.Restore(context.Background(), id)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -7,12 +7,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/fixture"
@@ -21,10 +26,12 @@ import (
 
 // Checkpoint is an instance as it stands between calls: its stores' files,
 // described by a fixture sidecar, and everything else that decides what its
-// next calls do, encoded in State. Written out as a fixture directory (the
-// sidecar and the files) with State beside it, it restores through Open
-// with Options.Resume: the restored instance's next calls, state document
-// and store files are those the checkpointed instance would have produced.
+// next calls do, encoded in State. Open with Options.Checkpoint restores
+// it: the restored instance's next calls, state document and store files'
+// contents are those the checkpointed instance would have produced. Any
+// number of instances may restore one Checkpoint, at once: they share its
+// files' bytes until each writes its own. WriteDir and ReadCheckpoint keep
+// it on disk. A Checkpoint is safe for concurrent use; do not modify it.
 type Checkpoint struct {
 	// Sidecar describes Files as a fixture sidecar does, with every file's
 	// hash; its ID is "" until the caller names the checkpoint, and its
@@ -35,59 +42,180 @@ type Checkpoint struct {
 	// path ("main" for the root). Do not modify them: a node the instance
 	// never wrote shares its fixture's bytes.
 	Files map[string][]byte
-	// State is the rest of the instance, for Options.Resume: the clock and
-	// its mode, each node's id and random() streams, ctx.State and the
-	// options of its startup, the step count and the change log.
+	// State is the rest of the instance: the clock and its mode, each
+	// node's id and random() streams, ctx.State and the options of its
+	// startup, the step count and the change log.
 	State []byte
+
+	once   sync.Once
+	src    *source // Files, verified against Sidecar
+	srcErr error
+
+	decodeOnce sync.Once
+	run        *runState   // State, decoded; read-only
+	records    []logRecord // run's change log; read-only
+	runErr     error
+}
+
+// decode returns the checkpoint's State decoded, and its change log,
+// decoding them the first time: every instance restored from the
+// checkpoint shares them and changes neither.
+func (cp *Checkpoint) decode() (*runState, []logRecord, error) {
+	cp.decodeOnce.Do(func() {
+		var st runState
+		if err := jsonv2.Unmarshal(cp.State, &st); err != nil {
+			cp.runErr = fmt.Errorf("composition: the checkpoint's state does not decode: %w", err)
+			return
+		}
+		if st.Format != checkpointFormat {
+			cp.runErr = fmt.Errorf("composition: the checkpoint's state is of format %d; this version reads format %d", st.Format, checkpointFormat)
+			return
+		}
+		for _, c := range st.Changes {
+			if c.Shape < 0 || c.Shape >= len(st.Shapes) {
+				cp.runErr = fmt.Errorf("composition: the checkpoint's state names change shape %d of %d", c.Shape, len(st.Shapes))
+				return
+			}
+			sh := st.Shapes[c.Shape]
+			row := sqlitestore.RowChange{Table: sh.Table, Op: c.Op, KeyNames: sh.KeyNames, Names: sh.Names,
+				KeyValues: anyOf(c.Key), Before: anyOf(c.Before), After: anyOf(c.After)}
+			cp.records = append(cp.records, logRecord{call: c.Call, tool: c.Tool, internal: c.Internal, world: c.World, row: row})
+		}
+		st.Changes, st.Shapes = nil, nil // kept as records
+		cp.run = &st
+	})
+	return cp.run, cp.records, cp.runErr
+}
+
+// source returns the checkpoint's files as a source, verified against the
+// sidecar's hashes the first time.
+func (cp *Checkpoint) source() (*source, error) {
+	cp.once.Do(func() {
+		if cp.Sidecar == nil {
+			cp.srcErr = errors.New("composition: the checkpoint has no sidecar")
+			return
+		}
+		cp.src, cp.srcErr = newSource(cp.Sidecar, cp.Files)
+	})
+	return cp.src, cp.srcErr
 }
 
 // checkpointFormat is the version of the encoded State; a checkpoint of
 // another version is refused.
 const checkpointFormat = 1
 
-// runState is the encoded part of a Checkpoint.
+// runState is the encoded part of a Checkpoint, as JSON. Store values
+// (change images) are values; ctx.State maps, which hold any Go values
+// their worlds put there, are encoded with encoding/gob.
 type runState struct {
-	Format       int
-	World        string
-	Seed         int64
-	Startup      map[string]any
-	ControlTools bool
-	EpisodeID    string
-	ClockMode    string
-	StepTick     time.Duration
-	Now          time.Time
-	Calls        int
-	Fixture      *env.FixtureRef
-	Composition  []env.CompositionRecord
-	Nodes        []nodeRun
-	Dropped      int
-	Changes      []changeRun
+	Format       int                     `json:"format"`
+	World        string                  `json:"world"`
+	Seed         int64                   `json:"seed"`
+	Startup      json.RawMessage         `json:"startup,omitempty"` // JSON of Options.Startup
+	ControlTools bool                    `json:"control_tools"`
+	EpisodeID    string                  `json:"episode_id"`
+	ClockMode    string                  `json:"clock_mode"`
+	StepTickNS   int64                   `json:"step_tick_ns"`
+	Now          time.Time               `json:"now"`
+	Calls        int                     `json:"calls"`
+	Fixture      *env.FixtureRef         `json:"fixture"`
+	Composition  []env.CompositionRecord `json:"composition"`
+	Nodes        []nodeRun               `json:"nodes"`
+	Dropped      int                     `json:"dropped"`
+	// Shapes are the tables and column lists the changes name, each once.
+	Shapes  []changeShape `json:"shapes"`
+	Changes []changeRun   `json:"changes"`
 }
 
 // nodeRun is one node's part of a runState.
 type nodeRun struct {
-	Path   string
-	IDs    []byte // env.IDs state
-	Random []byte // the store's random() state
-	State  map[string]any
+	Path   string `json:"path"`
+	IDs    []byte `json:"ids"`             // env.IDs state
+	Random []byte `json:"random"`          // the store's random() state
+	State  []byte `json:"state,omitempty"` // ctx.State, gob-encoded; none when empty
+}
+
+// changeShape is a table and the columns of its changes' keys and images.
+type changeShape struct {
+	Table    string   `json:"table"`
+	KeyNames []string `json:"key_names"`
+	Names    []string `json:"names"`
 }
 
 // changeRun is one change record of a runState.
 type changeRun struct {
-	Call     int
-	Tool     string
-	Internal bool
-	World    string
-	Row      sqlitestore.RowChange
+	Call     int     `json:"call"`
+	Tool     string  `json:"tool"`
+	Internal bool    `json:"internal,omitempty"`
+	World    string  `json:"world"`
+	Shape    int     `json:"shape"`
+	Op       string  `json:"op"`
+	Key      []value `json:"key"`
+	Before   []value `json:"before"` // null for an insert
+	After    []value `json:"after"`  // null for a delete
 }
 
+// value is one store value, typed: exactly one field is set, none for
+// NULL. A REAL is kept as its bits, so every float (infinities too)
+// returns exactly.
+type value struct {
+	I *int64  `json:"i,omitempty"`
+	F *uint64 `json:"f,omitempty"`
+	S *string `json:"s,omitempty"`
+	B *[]byte `json:"b,omitempty"`
+}
+
+func valuesOf(vs []any) []value {
+	if vs == nil {
+		return nil
+	}
+	out := make([]value, len(vs))
+	for k, v := range vs {
+		switch v := v.(type) {
+		case int64:
+			out[k].I = &v
+		case float64:
+			bits := math.Float64bits(v)
+			out[k].F = &bits
+		case string:
+			out[k].S = &v
+		case []byte:
+			out[k].B = &v
+		}
+	}
+	return out
+}
+
+func anyOf(vs []value) []any {
+	if vs == nil {
+		return nil
+	}
+	out := make([]any, len(vs))
+	for k, v := range vs {
+		switch {
+		case v.I != nil:
+			out[k] = *v.I
+		case v.F != nil:
+			out[k] = math.Float64frombits(*v.F)
+		case v.S != nil:
+			out[k] = *v.S
+		case v.B != nil:
+			out[k] = *v.B
+		}
+	}
+	return out
+}
+
+// stateOpts encode a runState: a nil slice as null, so that an insert's
+// before-image returns as nil.
+var stateOpts = jsonv2.FormatNilSliceAsNull(true)
+
 func init() {
-	// JSON numbers in startup keywords (see openenv.OpenOptions.Startup)
-	// and the containers JSON decodes to.
-	gob.Register(json.Number(""))
+	// The containers JSON decodes to, and times, in ctx.State.
 	gob.Register([]any{})
 	gob.Register(map[string]any{})
 	gob.Register(time.Time{})
+	gob.Register(json.Number(""))
 }
 
 // Checkpoint captures the instance between calls (see Checkpoint). It waits
@@ -111,10 +239,17 @@ func (i *Instance) Checkpoint(ctx context.Context) (*Checkpoint, error) {
 		return nil, errClosed
 	}
 	st := runState{
-		Format: checkpointFormat, World: i.world.Name(), Seed: i.opts.Seed, Startup: i.opts.Startup,
+		Format: checkpointFormat, World: i.world.Name(), Seed: i.opts.Seed,
 		ControlTools: i.opts.ControlTools, EpisodeID: i.opts.EpisodeID, ClockMode: i.clock.mode,
-		StepTick: i.clock.tick, Now: i.clock.Now(), Calls: i.calls, Fixture: i.fixture,
+		StepTickNS: int64(i.clock.tick), Now: i.clock.Now(), Calls: i.calls, Fixture: i.fixture,
 		Composition: i.compRecords, Dropped: i.changes.dropped,
+	}
+	if i.opts.Startup != nil {
+		b, err := json.Marshal(i.opts.Startup)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: startup keywords: %w", err)
+		}
+		st.Startup = b
 	}
 	cp := &Checkpoint{Files: map[string][]byte{}}
 	hashes := map[string]string{}
@@ -126,27 +261,51 @@ func (i *Instance) Checkpoint(ctx context.Context) (*Checkpoint, error) {
 		cp.Files[ns.node.Path] = b
 		hashes[ns.node.Path] = fixture.HashBytes(b)
 		ids, _ := ns.ids.MarshalBinary() // a PCG's never fails
-		if err := encodable(ns.node.Path, ns.state); err != nil {
+		state, err := encodeState(ns.node.Path, ns.state)
+		if err != nil {
 			return nil, err
 		}
-		st.Nodes = append(st.Nodes, nodeRun{Path: ns.node.Path, IDs: ids, Random: ns.store.RandomState(), State: ns.state})
+		st.Nodes = append(st.Nodes, nodeRun{Path: ns.node.Path, IDs: ids, Random: ns.store.RandomState(), State: state})
 	}
+	shapes := map[string]int{}
+	var records []logRecord
 	i.changes.each(func(r *logRecord) {
-		st.Changes = append(st.Changes, changeRun{Call: r.call, Tool: r.tool, Internal: r.internal, World: r.world, Row: r.row})
+		records = append(records, *r)
+		key := r.row.Table + "\x00" + strings.Join(r.row.KeyNames, "\x00") + "\x01" + strings.Join(r.row.Names, "\x00")
+		n, ok := shapes[key]
+		if !ok {
+			n = len(st.Shapes)
+			shapes[key] = n
+			st.Shapes = append(st.Shapes, changeShape{Table: r.row.Table, KeyNames: r.row.KeyNames, Names: r.row.Names})
+		}
+		st.Changes = append(st.Changes, changeRun{Call: r.call, Tool: r.tool, Internal: r.internal, World: r.world, Shape: n, Op: r.row.Op,
+			Key: valuesOf(r.row.KeyValues), Before: valuesOf(r.row.Before), After: valuesOf(r.row.After)})
 	})
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(&st); err != nil {
+	var err error
+	if cp.State, err = jsonv2.Marshal(&st, stateOpts); err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	cp.State = buf.Bytes()
 	cp.Sidecar = i.sidecar("", "checkpoint", hashes, nil)
 	cp.Sidecar.Now = st.Now.Format(env.TimeFormat)
+	// What State decodes to is at hand: restores in this process need
+	// not decode it.
+	cp.decodeOnce.Do(func() {
+		st.Shapes, st.Changes = nil, nil
+		cp.run, cp.records = &st, records
+	})
 	return cp, nil
 }
 
-// encodable checks that a node's ctx.State can be encoded, key by key, so
-// the error names the key.
-func encodable(path string, state map[string]any) error {
+// encodeState encodes a node's ctx.State with encoding/gob, nil when it is
+// empty. A value gob cannot encode is a *env.WorldBug naming the key.
+func encodeState(path string, state map[string]any) ([]byte, error) {
+	if len(state) == 0 {
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(state); err == nil {
+		return buf.Bytes(), nil
+	}
 	keys := make([]string, 0, len(state))
 	for k := range state {
 		keys = append(keys, k)
@@ -154,29 +313,17 @@ func encodable(path string, state map[string]any) error {
 	sort.Strings(keys)
 	for _, k := range keys {
 		v := state[k]
-		if err := gob.NewEncoder(discard{}).Encode(map[string]any{k: v}); err != nil {
-			return env.Bugf("checkpoint: node %s: ctx.State[%q] holds a %T, which a checkpoint cannot carry (%v): keep values encoding/gob encodes there (strings, numbers, booleans, slices, maps and structs of them; register other types with gob.Register)", path, k, v, err)
+		if err := gob.NewEncoder(io.Discard).Encode(map[string]any{k: v}); err != nil {
+			return nil, env.Bugf("checkpoint: node %s: ctx.State[%q] holds a %T, which a checkpoint cannot carry (%v): keep values encoding/gob encodes there (strings, numbers, booleans, slices, maps and structs of them; register other types with gob.Register)", path, k, v, err)
 		}
 	}
-	return nil
+	return nil, env.Bugf("checkpoint: node %s: ctx.State cannot be encoded", path)
 }
 
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
-// decodeRunState decodes a Checkpoint's State and checks it against the
-// sealed tree.
-func decodeRunState(b []byte, s *Sealed) (*runState, error) {
-	var st runState
-	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&st); err != nil {
-		return nil, fmt.Errorf("composition: the checkpoint's state does not decode: %w", err)
-	}
-	if st.Format != checkpointFormat {
-		return nil, fmt.Errorf("composition: the checkpoint's state is of format %d; this version reads format %d", st.Format, checkpointFormat)
-	}
+// checkRunState checks a decoded checkpoint state against the sealed tree.
+func checkRunState(st *runState, s *Sealed) error {
 	if st.World != s.Root.Name() {
-		return nil, fmt.Errorf("composition: the checkpoint is of world %s, not %s", st.World, s.Root.Name())
+		return fmt.Errorf("composition: the checkpoint is of world %s, not %s", st.World, s.Root.Name())
 	}
 	var paths []string
 	for _, n := range st.Nodes {
@@ -187,65 +334,53 @@ func decodeRunState(b []byte, s *Sealed) (*runState, error) {
 		want = append(want, n.Path)
 	}
 	if !slices.Equal(paths, want) || len(st.Composition) != len(want) {
-		return nil, fmt.Errorf("composition: the checkpoint's nodes (%s) are not %s's (%s)", strings.Join(paths, ", "), s.Root.Name(), strings.Join(want, ", "))
+		return fmt.Errorf("composition: the checkpoint's nodes (%s) are not %s's (%s)", strings.Join(paths, ", "), s.Root.Name(), strings.Join(want, ", "))
 	}
-	// Gob has no empty slices: put back those the state document shows.
-	for k := range st.Composition {
-		if st.Composition[k].Aliases == nil {
-			st.Composition[k].Aliases = []string{}
-		}
-	}
-	for k := range st.Changes {
-		row := &st.Changes[k].Row
-		for _, vs := range [...][]any{row.KeyValues, row.Before, row.After} {
-			for j, v := range vs {
-				if b, ok := v.([]byte); ok && b == nil {
-					vs[j] = []byte{} // a store never reads a blob as nil
-				}
-			}
-		}
-	}
-	return &st, nil
+	return nil
 }
 
-// resume applies a decoded checkpoint state to an instance being opened
-// from the checkpoint's files, in place of the startup hooks.
-func (i *Instance) resume(st *runState) error {
+// resume applies a decoded checkpoint state and change log to an instance
+// being opened from the checkpoint's files, in place of the startup hooks.
+func (i *Instance) resume(st *runState, records []logRecord) error {
 	for k, ns := range i.nodes {
 		n := st.Nodes[k]
 		if err := ns.ids.UnmarshalBinary(n.IDs); err != nil {
 			return fmt.Errorf("composition: the checkpoint's node %s: %w", n.Path, err)
 		}
 		if n.State != nil {
-			ns.state = n.State
+			ns.state = map[string]any{}
+			if err := gob.NewDecoder(bytes.NewReader(n.State)).Decode(&ns.state); err != nil {
+				return fmt.Errorf("composition: the checkpoint's node %s: ctx.State does not decode: %w", n.Path, err)
+			}
 		}
 	}
 	i.calls = st.Calls
 	i.fixture = st.Fixture
 	i.compRecords = st.Composition
 	i.changes.dropped = st.Dropped
-	for _, c := range st.Changes {
-		i.changes.add(logRecord{call: c.Call, tool: c.Tool, internal: c.Internal, world: c.World, row: c.Row})
+	for _, r := range records {
+		i.changes.add(r)
 	}
 	return nil
 }
 
 // resumeOptions returns opts with what the checkpoint state fixes.
 func resumeOptions(opts Options, st *runState) Options {
-	opts.Seed, opts.Startup, opts.ControlTools, opts.EpisodeID = st.Seed, st.Startup, st.ControlTools, st.EpisodeID
-	opts.ClockMode, opts.StepTick, opts.Now = st.ClockMode, st.StepTick, ""
+	opts.Seed, opts.ControlTools, opts.EpisodeID = st.Seed, st.ControlTools, st.EpisodeID
+	opts.ClockMode, opts.StepTick, opts.Now, opts.Fixture = st.ClockMode, time.Duration(st.StepTickNS), "", ""
+	opts.Startup = nil
+	if st.Startup != nil {
+		d := json.NewDecoder(bytes.NewReader(st.Startup))
+		d.UseNumber()
+		d.Decode(&opts.Startup) // it was encoded from such a map
+	}
 	return opts
 }
 
-// errResumeGenesis refuses Options.Resume without a checkpoint's files.
-var errResumeGenesis = errors.New("composition: Options.Resume needs Options.Fixture, the checkpoint's files written as a fixture")
-
-// WriteDir writes the checkpoint's sidecar (fixture.yaml) and store files
-// into dir, an existing directory, so that dir is a fixture directory named
-// by the sidecar's ID, which must be set: Open restores from it with
-// Options.Fixture set to that ID, Options.FixturesDir to dir's parent and
-// Options.Resume to State. WriteDir does not fsync, and State is the
-// caller's to keep.
+// WriteDir writes the checkpoint's sidecar (fixture.yaml), whose ID must be
+// set, and store files into dir, an existing directory; ReadCheckpoint
+// reads them back. WriteDir does not fsync, and State is the caller's to
+// keep.
 func (cp *Checkpoint) WriteDir(dir string) error {
 	data, err := fixture.Marshal(cp.Sidecar)
 	if err != nil {
@@ -260,4 +395,27 @@ func (cp *Checkpoint) WriteDir(dir string) error {
 		}
 	}
 	return nil
+}
+
+// ReadCheckpoint reads the checkpoint WriteDir wrote into dir: sidecar is
+// its fixture.yaml's content, state its State. The store files are checked
+// against the sidecar's hashes when the first instance opens from it.
+func ReadCheckpoint(dir string, sidecar, state []byte) (*Checkpoint, error) {
+	s, err := fixture.Parse(sidecar)
+	if err != nil {
+		return nil, err
+	}
+	cp := &Checkpoint{Sidecar: s, Files: map[string][]byte{}, State: state}
+	files := map[string]string{fixture.RootPath: fixture.RootFile}
+	for _, n := range s.Nodes {
+		files[n.Path] = n.File
+	}
+	for path, name := range files {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, fmt.Errorf("composition: checkpoint %q: node %s: %w", s.ID, path, err)
+		}
+		cp.Files[path] = b
+	}
+	return cp, nil
 }

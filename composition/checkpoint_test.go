@@ -108,20 +108,30 @@ func fileHashes(t *testing.T, inst *composition.Instance) map[string]string {
 	return out
 }
 
-// restore writes cp as checkpoint id under root and opens it.
+// restore opens cp: through WriteDir and ReadCheckpoint when root is set
+// (as checkpoint id under root), else from memory.
 func restore(t *testing.T, w *env.World, cp *composition.Checkpoint, root, id string) *composition.Instance {
 	t.Helper()
-	dir := filepath.Join(root, id)
-	if _, err := os.Stat(dir); err != nil {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+	if root != "" {
+		dir := filepath.Join(root, id)
+		if _, err := os.Stat(dir); err != nil {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cp.Sidecar.ID = id
+			if err := cp.WriteDir(dir); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sidecar, err := os.ReadFile(filepath.Join(dir, "fixture.yaml"))
+		if err != nil {
 			t.Fatal(err)
 		}
-		cp.Sidecar.ID = id
-		if err := cp.WriteDir(dir); err != nil {
+		if cp, err = composition.ReadCheckpoint(dir, sidecar, cp.State); err != nil {
 			t.Fatal(err)
 		}
 	}
-	inst, err := composition.Open(context.Background(), w, composition.Options{FixturesDir: root, Fixture: id, Resume: cp.State, Dir: t.TempDir()})
+	inst, err := composition.Open(context.Background(), w, composition.Options{Checkpoint: cp, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +180,7 @@ func TestCheckpoint_ContinuesExactly(t *testing.T) {
 			if got := stateJSON(t, b); got != before {
 				t.Fatalf("restored state document differs:\nwant %s\ngot  %s", before, got)
 			}
-			fork := restore(t, c.world, cp, root, "ck")
+			fork := restore(t, c.world, cp, "", "")
 			for k, s := range c.steps[half:] {
 				want, got, forked := outcome(t, a, s), outcome(t, b, s), outcome(t, fork, s)
 				if got != want || forked != want {
@@ -190,9 +200,9 @@ func TestCheckpoint_ContinuesExactly(t *testing.T) {
 				}
 			}
 			// A sibling's own call changes it alone.
-			sib := restore(t, c.world, cp, root, "ck")
+			sib := restore(t, c.world, cp, "", "")
 			outcome(t, sib, c.steps[0])
-			if stateJSON(t, sib) == stateJSON(t, restore(t, c.world, cp, root, "ck")) {
+			if stateJSON(t, sib) == stateJSON(t, restore(t, c.world, cp, "", "")) {
 				t.Error("a sibling's call did not change its state document")
 			}
 		})
@@ -228,29 +238,20 @@ func TestCheckpoint_Refused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := t.TempDir()
-	cp.Sidecar.ID = "ck"
-	os.MkdirAll(filepath.Join(root, "ck"), 0o755)
-	if err := cp.WriteDir(filepath.Join(root, "ck")); err != nil {
-		t.Fatal(err)
-	}
+	changed := &composition.Checkpoint{Sidecar: cp.Sidecar, Files: map[string][]byte{"main": append([]byte{}, cp.Files["main"]...)}, State: cp.State}
+	changed.Files["main"][200] ^= 0xff
 	for _, c := range []struct {
-		name string
-		opts composition.Options
-		want string
+		name  string
+		world *env.World
+		cp    *composition.Checkpoint
+		want  string
 	}{
-		{"no files", composition.Options{Resume: cp.State}, "composition: Options.Resume needs Options.Fixture"},
-		{"garbage", composition.Options{FixturesDir: root, Fixture: "ck", Resume: []byte("nope")}, "composition: the checkpoint's state does not decode"},
-		{"other world", composition.Options{FixturesDir: root, Fixture: "ck", Resume: cp.State}, "composition: the checkpoint is of world dice, not keeper"},
+		{"garbage", dice, &composition.Checkpoint{Sidecar: cp.Sidecar, Files: cp.Files, State: []byte("nope")}, "composition: the checkpoint's state does not decode"},
+		{"other world", w, cp, "composition: the checkpoint is of world dice, not keeper"},
+		{"file changed", dice, changed, "fixture: hash mismatch"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			c.opts.Dir = t.TempDir()
-			c.opts.Startup = map[string]any{"label": "x"}
-			wd := dice
-			if c.name == "other world" {
-				wd = w
-			}
-			_, err := composition.Open(ctx, wd, c.opts)
+			_, err := composition.Open(ctx, c.world, composition.Options{Checkpoint: c.cp, Dir: t.TempDir()})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want an error containing %q", err, c.want)
 			}

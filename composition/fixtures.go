@@ -123,17 +123,9 @@ type source struct {
 }
 
 var sources struct {
-	sync.Mutex // guards m and checkpoints
+	sync.Mutex // guards m
 	m          map[string]*source
-	// checkpoints are the directories of checkpoints in m (sources of
-	// Options.Resume), oldest first: many and short-lived, they are not
-	// kept past maxCheckpointSources.
-	checkpoints []string
 }
-
-// maxCheckpointSources is how many checkpoints' files stay cached for
-// further restores (forks).
-const maxCheckpointSources = 32
 
 // stampOf summarises the size and modification time of a fixture's files,
 // so a changed fixture is read and verified again.
@@ -187,52 +179,51 @@ func loadSource(w *env.World, sealed *Sealed, opts Options) (*source, error) {
 		}
 		return nil, err
 	}
-	// A fixture's files are hashed on disk first, so that a corrupt one is
-	// reported as fixture.Verify reports it; a checkpoint's (read once,
-	// by a restore) only as read, below.
-	if opts.Resume == nil {
-		if err := fixture.Verify(dir, s); err != nil {
-			return nil, err
-		}
+	if err := fixture.Verify(dir, s); err != nil {
+		return nil, err
 	}
 	if err := CompareShape(context.Background(), s, sealed); err != nil {
 		return nil, err
 	}
-	now, err := ParseTime(s.Now)
-	if err != nil {
-		return nil, err
-	}
-	src = &source{sidecar: s, now: now, files: map[string][]byte{}, stamp: stamp}
-	src.ref = &env.FixtureRef{ID: s.ID, FormatVersion: s.FormatVersion, FileSHA256: map[string]string{"main": s.FileSHA256}}
-	for _, n := range s.Nodes {
-		src.ref.FileSHA256[n.Path] = n.FileSHA256
-	}
+	files := map[string][]byte{}
 	for _, n := range sealed.Nodes {
 		b, err := os.ReadFile(filepath.Join(dir, n.File))
 		if err != nil {
 			return nil, fmt.Errorf("composition: fixture %q: node %s: %w", s.ID, n.Path, err)
 		}
-		src.files[n.Path] = b
+		files[n.Path] = b
 	}
-	// The bytes were read after Verify; check them against the sidecar too,
-	// so a file swapped in between is never used.
-	if err := src.verifyBytes(); err != nil {
+	// The bytes were read after Verify; newSource checks them against the
+	// sidecar too, so a file swapped in between is never used.
+	if src, err = newSource(s, files); err != nil {
 		return nil, err
 	}
+	src.stamp = stamp
 	if stampErr == nil {
 		sources.Lock()
 		if sources.m == nil {
 			sources.m = map[string]*source{}
 		}
-		if _, ok := sources.m[dir]; !ok && opts.Resume != nil {
-			sources.checkpoints = append(sources.checkpoints, dir)
-			if len(sources.checkpoints) > maxCheckpointSources {
-				delete(sources.m, sources.checkpoints[0])
-				sources.checkpoints = sources.checkpoints[1:]
-			}
-		}
 		sources.m[dir] = src
 		sources.Unlock()
+	}
+	return src, nil
+}
+
+// newSource makes the source of a verified sidecar and its files' bytes,
+// by node path, which it checks against the sidecar's hashes.
+func newSource(s *fixture.Sidecar, files map[string][]byte) (*source, error) {
+	now, err := ParseTime(s.Now)
+	if err != nil {
+		return nil, err
+	}
+	src := &source{sidecar: s, now: now, files: files}
+	src.ref = &env.FixtureRef{ID: s.ID, FormatVersion: s.FormatVersion, FileSHA256: map[string]string{"main": s.FileSHA256}}
+	for _, n := range s.Nodes {
+		src.ref.FileSHA256[n.Path] = n.FileSHA256
+	}
+	if err := src.verifyBytes(); err != nil {
+		return nil, err
 	}
 	return src, nil
 }

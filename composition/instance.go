@@ -65,13 +65,12 @@ type Options struct {
 	// (env.StateDoc.ChangeLogTruncated). Zero means
 	// DefaultMaxChangeLogBytes; negative means no bound.
 	MaxChangeLogBytes int64
-	// Resume, with Fixture naming a checkpoint's files written as a
-	// fixture (see Checkpoint), is the checkpoint's State: the instance
-	// continues the checkpointed one instead of starting. Its seed,
-	// startup keywords, control tools, episode id, clock and step tick are
-	// the checkpoint's (those of opts are ignored), and no startup hook
-	// runs.
-	Resume []byte
+	// Checkpoint, when set, is what the instance continues instead of
+	// starting (see Checkpoint): its files, seed, startup keywords,
+	// control tools, episode id, clock and step tick are the checkpoint's
+	// (Fixture, FixturesDir, Now, Seed, Startup, ControlTools, EpisodeID,
+	// ClockMode and StepTick are ignored), and no startup hook runs.
+	Checkpoint *Checkpoint
 }
 
 // DefaultPool manages the SQLite connections of instances opened without
@@ -270,11 +269,19 @@ func open(ctx context.Context, world *env.World, opts Options) (*Instance, error
 		return nil, err
 	}
 	var resumed *runState
-	if opts.Resume != nil {
-		if opts.Fixture == "" {
-			return nil, errResumeGenesis
+	var records []logRecord
+	var src *source
+	if cp := opts.Checkpoint; cp != nil {
+		if resumed, records, err = cp.decode(); err != nil {
+			return nil, err
 		}
-		if resumed, err = decodeRunState(opts.Resume, sealed); err != nil {
+		if err := checkRunState(resumed, sealed); err != nil {
+			return nil, err
+		}
+		if src, err = cp.source(); err != nil {
+			return nil, err
+		}
+		if err := CompareShape(ctx, src.sidecar, sealed); err != nil {
 			return nil, err
 		}
 		opts = resumeOptions(opts, resumed)
@@ -298,7 +305,6 @@ func open(ctx context.Context, world *env.World, opts Options) (*Instance, error
 	if inst.pool == nil {
 		inst.pool = DefaultPool
 	}
-	var src *source
 	if opts.Fixture != "" {
 		if src, err = loadSource(world, sealed, opts); err != nil {
 			return nil, err
@@ -337,7 +343,7 @@ func open(ctx context.Context, world *env.World, opts Options) (*Instance, error
 		return nil, err
 	}
 	if resumed != nil {
-		err = inst.resume(resumed)
+		err = inst.resume(resumed, records)
 		inst.resumed = nil
 	} else {
 		err = inst.runStartup(ctx)

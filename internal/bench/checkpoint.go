@@ -58,8 +58,9 @@ type CheckpointReport struct {
 }
 
 // RunCheckpoints measures checkpoints against resets: Rounds times, a
-// session resets from the fixture, makes Calls calls, checkpoints and
-// restores the checkpoint; then one checkpoint is restored into Fork
+// session resets from the fixture, makes Calls calls and checkpoints
+// (measured), resets twice (the second measured) and restores the
+// checkpoint (measured); then one checkpoint is restored into Fork
 // sessions.
 func RunCheckpoints(ctx context.Context, cfg CheckpointConfig) (*CheckpointReport, error) {
 	if cfg.URL == "" && cfg.Server == nil {
@@ -114,19 +115,15 @@ func RunCheckpoints(ctx context.Context, cfg CheckpointConfig) (*CheckpointRepor
 	ids := make([]string, 0, cfg.Rounds)
 	progress(cfg.Progress, "%d rounds: reset, %d calls, checkpoint, restore", cfg.Rounds, cfg.Calls)
 	for range cfg.Rounds {
-		before := cpu()
-		_, d, err := send([]byte(`{"type":"reset"}`), "reset")
-		if err != nil {
+		if _, _, err := send([]byte(`{"type":"reset"}`), "reset"); err != nil {
 			return nil, err
 		}
-		resetCPU += cpu() - before
-		resets = append(resets, d)
 		for range cfg.Calls {
 			if _, _, err := send(cfg.Step, "step"); err != nil {
 				return nil, err
 			}
 		}
-		before = cpu()
+		before := cpu()
 		rp, d, err := send([]byte(`{"type":"checkpoint"}`), "checkpoint")
 		if err != nil {
 			return nil, err
@@ -138,6 +135,19 @@ func RunCheckpoints(ctx context.Context, cfg CheckpointConfig) (*CheckpointRepor
 			return nil, errors.New("bench: the checkpoint reply names no checkpoint")
 		}
 		ids = append(ids, id)
+		// The measured reset and restore each replace a fresh instance:
+		// this reset replaces the one that made the calls, whose files
+		// are removed in the background meanwhile.
+		if _, _, err := send([]byte(`{"type":"reset"}`), "reset"); err != nil {
+			return nil, err
+		}
+		time.Sleep(settleAfterClose)
+		before = cpu()
+		if _, d, err = send([]byte(`{"type":"reset"}`), "reset"); err != nil {
+			return nil, err
+		}
+		resetCPU += cpu() - before
+		resets = append(resets, d)
 		before = cpu()
 		if _, d, err = send(restoreMessage(id), "restore"); err != nil {
 			return nil, err
@@ -159,13 +169,15 @@ func RunCheckpoints(ctx context.Context, cfg CheckpointConfig) (*CheckpointRepor
 				s.close()
 			}
 		}()
-		start := time.Now()
 		for range cfg.Fork {
 			s, err := r.dial(ctx)
 			if err != nil {
 				return nil, err
 			}
 			siblings = append(siblings, s)
+		}
+		start := time.Now()
+		for _, s := range siblings {
 			rp, _, err := s.roundTrip(ctx, restoreMessage(ids[len(ids)-1]))
 			if err == nil && rp.Type == "error" {
 				err = fmt.Errorf("bench: fork: %s", rp.Data.Message)
@@ -181,6 +193,10 @@ func RunCheckpoints(ctx context.Context, cfg CheckpointConfig) (*CheckpointRepor
 	}
 	return rep, srv.stop()
 }
+
+// settleAfterClose is how long a round waits for the server to close
+// the instance a reset replaced, before it measures.
+const settleAfterClose = 20 * time.Millisecond
 
 func restoreMessage(id string) []byte {
 	return []byte(fmt.Sprintf(`{"type":"reset","data":{"checkpoint":%q}}`, id))
