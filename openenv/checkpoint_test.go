@@ -81,16 +81,7 @@ func TestCheckpoint_Transports(t *testing.T) {
 		t.Errorf("retried request_id after a restore: %s", again)
 	}
 
-	// The agent listener has no checkpoint request.
-	agent := httptest.NewServer(s.AgentHandler())
-	defer agent.Close()
-	_, body, _ = do(t, agent, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":5,"method":"seahaven/checkpoint","params":{"session_id":"restored-1"}}`, nil)
-	if fmt.Sprint(field(t, body, "error.code")) != "-32601" {
-		t.Errorf("agent listener seahaven/checkpoint: %s", body)
-	}
-	if status, _, _ := do(t, agent, http.MethodPost, "/checkpoint", "", h); status != http.StatusNotFound {
-		t.Errorf("agent listener POST /checkpoint: %d", status)
-	}
+	agentRefuses(t, s.testServer, "seahaven/checkpoint", "/checkpoint", "restored-1")
 
 	_, metrics, _ := s.httpDo(t, http.MethodGet, "/metrics", "", nil)
 	for _, want := range []string{
@@ -102,6 +93,21 @@ func TestCheckpoint_Transports(t *testing.T) {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// agentRefuses checks that the agent listener of s serves neither the
+// JSON-RPC method nor the HTTP route of a trainer's request on session.
+func agentRefuses(t *testing.T, s *testServer, method, path, session string) {
+	t.Helper()
+	agent := httptest.NewServer(s.AgentHandler())
+	defer agent.Close()
+	_, body, _ := do(t, agent, http.MethodPost, "/mcp", fmt.Sprintf(`{"jsonrpc":"2.0","id":5,"method":%q,"params":{"session_id":%q}}`, method, session), nil)
+	if fmt.Sprint(field(t, body, "error.code")) != "-32601" {
+		t.Errorf("agent listener %s: %s", method, body)
+	}
+	if status, _, _ := do(t, agent, http.MethodPost, path, "", map[string]string{"X-Seahaven-Session": session}); status != http.StatusNotFound {
+		t.Errorf("agent listener POST %s: %d", path, status)
 	}
 }
 

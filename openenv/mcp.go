@@ -255,11 +255,11 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 		return s.rpcSessionClose(ctx, id, params, ws), false, ""
 	case "seahaven/grade":
 		if !onAgentListener(ctx) {
-			return s.rpcGrade(ctx, id, params, ws), false, ""
+			return rpcOnSession(s, ctx, id, params, ws, (*session).grade), false, ""
 		}
 	case "seahaven/checkpoint":
 		if !onAgentListener(ctx) {
-			return s.rpcCheckpoint(ctx, id, params, ws), false, ""
+			return rpcOnSession(s, ctx, id, params, ws, (*session).checkpoint), false, ""
 		}
 	}
 	return rpcFailure(id, rpcMethodNotFound, "Method not found: "+method, nil), false, ""
@@ -459,34 +459,20 @@ func (s *Server) rpcSessionClose(ctx context.Context, id json.RawMessage, params
 	return rpcResult(id, sessionResult{SessionID: ss.id, Closed: true})
 }
 
-// rpcGrade answers seahaven/grade, the trainer's grade request: the task's
-// grading of the session named by session_id (the /ws connection's own on
-// /ws) with every check's result. The agent listener does not serve it.
-func (s *Server) rpcGrade(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, ws *session) rpcResponse {
+// rpcOnSession answers a trainer's request on one session (seahaven/grade,
+// seahaven/checkpoint): the session named by session_id (the /ws
+// connection's own on /ws), and act's result. The agent listener does not
+// serve these.
+func rpcOnSession[T any](s *Server, ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, ws *session, act func(*session, context.Context) (T, *protoError)) rpcResponse {
 	ss, err := s.rpcSession(ctx, params, ws, ws == nil)
 	if err != nil {
 		return rpcFailure(id, rpcInvalidParams, err.Error(), nil)
 	}
-	res, perr := ss.grade(ctx)
+	res, perr := act(ss, ctx)
 	if perr != nil {
 		return rpcProto(id, perr)
 	}
 	return rpcResult(id, res)
-}
-
-// rpcCheckpoint answers seahaven/checkpoint, the trainer's checkpoint
-// request, for the session named by session_id (the /ws connection's own
-// on /ws). The agent listener does not serve it.
-func (s *Server) rpcCheckpoint(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, ws *session) rpcResponse {
-	ss, err := s.rpcSession(ctx, params, ws, ws == nil)
-	if err != nil {
-		return rpcFailure(id, rpcInvalidParams, err.Error(), nil)
-	}
-	info, perr := ss.checkpoint(ctx)
-	if perr != nil {
-		return rpcProto(id, perr)
-	}
-	return rpcResult(id, info)
 }
 
 // agentListenerKey marks the context of a request the agent listener

@@ -433,15 +433,7 @@ func TestTasks_GradeRequest(t *testing.T) {
 	}
 
 	// The agent listener has no grade request.
-	agent := httptest.NewServer(s.AgentHandler())
-	defer agent.Close()
-	_, body, _ = do(t, agent, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":5,"method":"seahaven/grade","params":{"session_id":"grade-1"}}`, nil)
-	if fmt.Sprint(field(t, body, "error.code")) != "-32601" {
-		t.Errorf("agent listener seahaven/grade: %s", body)
-	}
-	if status, _, _ := do(t, agent, http.MethodPost, "/grade", "", h); status != http.StatusNotFound {
-		t.Errorf("agent listener POST /grade: %d", status)
-	}
+	agentRefuses(t, s.testServer, "seahaven/grade", "/grade", "grade-1")
 }
 
 // /metrics counts episodes by task: started, finished, their reward and

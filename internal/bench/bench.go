@@ -202,14 +202,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Floors = f
 	}
 
-	var srv *server
-	var err error
-	if cfg.URL != "" {
-		srv, err = remoteServer(ctx, strings.TrimRight(cfg.URL, "/"), cfg.InstanceRoot)
-	} else {
-		progress(cfg.Progress, "starting the server: %s %s", cfg.Server.Path, strings.Join(cfg.Server.Args, " "))
-		srv, err = startServer(ctx, cfg.Server)
-	}
+	srv, err := openServer(ctx, cfg.URL, cfg.InstanceRoot, cfg.Server, cfg.Progress)
 	if err != nil {
 		return nil, err
 	}

@@ -66,14 +66,7 @@ func RunCheckpoints(ctx context.Context, cfg CheckpointConfig) (*CheckpointRepor
 	if cfg.URL == "" && cfg.Server == nil {
 		return nil, errors.New("bench: CheckpointConfig needs a URL or a Server command")
 	}
-	var srv *server
-	var err error
-	if cfg.URL != "" {
-		srv, err = remoteServer(ctx, strings.TrimRight(cfg.URL, "/"), cfg.InstanceRoot)
-	} else {
-		progress(cfg.Progress, "starting the server: %s %s", cfg.Server.Path, strings.Join(cfg.Server.Args, " "))
-		srv, err = startServer(ctx, cfg.Server)
-	}
+	srv, err := openServer(ctx, cfg.URL, cfg.InstanceRoot, cfg.Server, cfg.Progress)
 	if err != nil {
 		return nil, err
 	}

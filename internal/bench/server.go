@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -101,6 +102,15 @@ func startProcess(sc *ServerCommand, what string, more ...string) (*exec.Cmd, st
 		return nil, "", fmt.Errorf("bench: starting %s: %w", what, err)
 	}
 	return cmd, addr, nil
+}
+
+// openServer returns the server at url, or starts sc when url is "".
+func openServer(ctx context.Context, url, instances string, sc *ServerCommand, progressTo io.Writer) (*server, error) {
+	if url != "" {
+		return remoteServer(ctx, strings.TrimRight(url, "/"), instances)
+	}
+	progress(progressTo, "starting the server: %s %s", sc.Path, strings.Join(sc.Args, " "))
+	return startServer(ctx, sc)
 }
 
 // remoteServer is a server already running at base.
