@@ -13,10 +13,10 @@ import (
 // orchestrator sends, which cannot carry a secret (a Kubernetes httpGet
 // probe takes no header from a Secret). They disclose only whether the
 // server is up and has room.
-var openPaths = map[string]bool{"/health": true, "/ready": true}
+var openPaths = map[string]bool{"/health": true, "/ready": true, "/accepting": true}
 
 // RequireToken returns next behind the server's bearer token
-// ([Config.Token]): a request to any route but /health and /ready without
+// ([Config.Token]): a request to any route but /health, /ready and /accepting without
 // "Authorization: Bearer <token>" (or HTTP Basic auth whose password is the
 // token, as a client sends the user-info of http://seahaven:TOKEN@host; or,
 // from a browser, the session cookie [Server.Login] sets) gets 401 with a JSON body

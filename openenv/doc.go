@@ -162,7 +162,8 @@
 //	GET  /fixtures      the fixtures a reset may name
 //	GET  /tasks         the tasks a reset may name: [{"id","instruction","fixture","difficulty"?}]
 //	GET  /sessions      the live sessions, without their ids (see [SessionInfo])
-//	GET  /ready         200 {"status":"ready"}, or 503 at MaxSessions or during shutdown
+//	GET  /ready         200 {"status":"ready"} while serving (at MaxSessions too), 503 during shutdown
+//	GET  /accepting     200 {"status":"accepting"} while taking new sessions, 503 at MaxSessions or during shutdown
 //	GET  /metrics       Prometheus text exposition (see Metrics and logs)
 //	POST /reset         reset data → {"observation":{},"reward":null,"done":false}
 //	POST /step          {"action":{…},"timeout_s"?,"request_id"?} → {"observation":…,"reward":null|number,"done":bool}
@@ -180,7 +181,7 @@
 //
 // # Security
 //
-// With [Config.Token] set, every route but /health and /ready (the probes,
+// With [Config.Token] set, every route but /health, /ready and /accepting (the probes,
 // which an orchestrator cannot send a secret with) requires
 // "Authorization: Bearer <token>"; anything else is 401
 // {"detail":"…"} with WWW-Authenticate: Bearer, and a WebSocket upgrade is

@@ -44,6 +44,7 @@ func (s *Server) routes() http.Handler {
 	r.Get("/sessions/{ref}/watch", s.serveWatch)
 	r.Get("/debug/runtime", s.serveRuntime)
 	r.Get("/ready", s.serveReady)
+	r.Get("/accepting", s.serveAccepting)
 	r.Method(http.MethodGet, "/metrics", s.serveMetrics())
 	if !s.cfg.Production {
 		r.Post("/reset", s.serveReset)

@@ -78,19 +78,32 @@ func serveMethodNotAllowed(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusMethodNotAllowed, detail{"Method Not Allowed"})
 }
 
-// serveReady serves GET /ready, the readiness probe: 200 {"status":"ready"}
-// while the server takes new sessions, 503 when it is at MaxSessions,
-// shutting down, or its Backend says it cannot open instances (see
-// [ReadinessChecker]), so a load balancer sends new connections elsewhere.
-// Sessions already open are not affected.
+// serveReady serves GET /ready, the readiness probe of a replica that
+// serves its sessions: 200 {"status":"ready"}, at MaxSessions too (its
+// sessions live there: a probe that took it out of rotation would strand
+// them); 503 while it shuts down or its Backend cannot open instances (see
+// [ReadinessChecker]).
 func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
+	s.probe(w, false)
+}
+
+// serveAccepting serves GET /accepting: 200 {"status":"accepting"} while
+// the server takes new sessions, 503 at MaxSessions ("at_capacity") and
+// whenever /ready is 503, for a load balancer that sends new sessions
+// apart from the requests of live ones.
+func (s *Server) serveAccepting(w http.ResponseWriter, _ *http.Request) {
+	s.probe(w, true)
+}
+
+// probe answers /ready, or /accepting when accepting.
+func (s *Server) probe(w http.ResponseWriter, accepting bool) {
 	s.mu.Lock()
 	active, down := len(s.sessions), s.shutdown
 	s.mu.Unlock()
 	switch {
 	case down:
 		writeJSON(w, http.StatusServiceUnavailable, health{Status: "shutting_down"})
-	case active >= s.cfg.MaxSessions:
+	case accepting && active >= s.cfg.MaxSessions:
 		writeJSON(w, http.StatusServiceUnavailable, health{Status: "at_capacity"})
 	default:
 		if rc, ok := s.backend.(ReadinessChecker); ok {
@@ -108,7 +121,11 @@ func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 				return
 			}
 		}
-		writeJSON(w, http.StatusOK, health{Status: "ready"})
+		status := "ready"
+		if accepting {
+			status = "accepting"
+		}
+		writeJSON(w, http.StatusOK, health{Status: status})
 	}
 }
 

@@ -357,35 +357,40 @@ func TestServer_AgentToken(t *testing.T) {
 
 func TestServer_Ready(t *testing.T) {
 	s := mustServe(t, newFake(t), openenv.Config{MaxSessions: 2})
-	ready := func(want int, status string) {
+	probe := func(path string, want int, status string) {
 		t.Helper()
-		code, body, _ := s.httpDo(t, "GET", "/ready", "", nil)
+		code, body, _ := s.httpDo(t, "GET", path, "", nil)
 		if code != want {
-			t.Errorf("GET /ready: status %d, want %d; body %s", code, want, body)
+			t.Errorf("GET %s: status %d, want %d; body %s", path, code, want, body)
 		}
 		jsonEq(t, body, `{"status":"`+status+`"}`)
 	}
-	ready(http.StatusOK, "ready")
+	probe("/ready", http.StatusOK, "ready")
+	probe("/accepting", http.StatusOK, "accepting")
 	c1 := s.dial(t)
 	roundTrip(t, c1, `{"type":"state"}`) // the session exists once its first reply comes
-	ready(http.StatusOK, "ready")
+	probe("/accepting", http.StatusOK, "accepting")
 	c2 := s.dial(t)
 	roundTrip(t, c2, `{"type":"state"}`)
-	ready(http.StatusServiceUnavailable, "at_capacity")
+	// Full: no new sessions, but the replica serves its own and stays in
+	// rotation.
+	probe("/accepting", http.StatusServiceUnavailable, "at_capacity")
+	probe("/ready", http.StatusOK, "ready")
 	// /health says the process is fine: a full server is not restarted.
 	if code, _, _ := s.httpDo(t, "GET", "/health", "", nil); code != http.StatusOK {
 		t.Errorf("GET /health at capacity: %d", code)
 	}
 	send(t, c2, `{"type":"close"}`)
 	waitFor(t, "a free slot", func() bool { return len(s.Sessions()) < 2 })
-	ready(http.StatusOK, "ready")
+	probe("/accepting", http.StatusOK, "accepting")
 
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	if err := s.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ready(http.StatusServiceUnavailable, "shutting_down")
+	probe("/ready", http.StatusServiceUnavailable, "shutting_down")
+	probe("/accepting", http.StatusServiceUnavailable, "shutting_down")
 }
 
 func TestServer_OpenAPIByMode(t *testing.T) {
