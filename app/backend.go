@@ -385,6 +385,23 @@ func (b *Backend) Fence(attempt, by string) error { return b.checkpoints.fence(a
 // FencedBy reports whether attempt was fenced, and by what.
 func (b *Backend) FencedBy(attempt string) (string, bool) { return b.checkpoints.fencedBy(attempt) }
 
+// Latest returns the newest checkpoint of an episode in the checkpoint
+// store (see openenv.Restorer).
+func (b *Backend) Latest(episodeID string) (openenv.CheckpointInfo, bool) {
+	return b.checkpoints.pointer(latestDir, episodeID)
+}
+
+// Drained records the checkpoint a draining server took of a session
+// (see openenv.Restorer).
+func (b *Backend) Drained(sessionID string, info openenv.CheckpointInfo) error {
+	return b.checkpoints.setPointer(drainedDir, sessionID, info)
+}
+
+// DrainedTo returns the checkpoint a draining server took of a session.
+func (b *Backend) DrainedTo(sessionID string) (openenv.CheckpointInfo, bool) {
+	return b.checkpoints.pointer(drainedDir, sessionID)
+}
+
 // unknownTask is the error of a reset naming no task of the world.
 func (b *Backend) unknownTask(id string) error {
 	if len(b.tasks) == 0 {

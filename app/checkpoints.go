@@ -37,6 +37,8 @@ const (
 	stateName    = "state.gob"       // composition.Checkpoint.State
 	episodeName  = "episode.json"    // savedEpisode
 	fencesDir    = "fences"          // one file per fenced attempt
+	latestDir    = "episodes"        // one file per episode: its newest checkpoint
+	drainedDir   = "drained"         // one file per drained session: its checkpoint
 	tmpPrefix    = ".ckpt-"          // a checkpoint being written
 	trashPrefix  = ".gone-"          // a checkpoint being removed
 )
@@ -99,8 +101,10 @@ type loadedCheckpoint struct {
 
 // newCheckpoints makes (if needed) and returns the checkpoint directory.
 func newCheckpoints(dir string, ttl time.Duration, maxBytes int64, logger *slog.Logger) (*checkpoints, error) {
-	if err := os.MkdirAll(filepath.Join(dir, fencesDir), 0o700); err != nil {
-		return nil, fmt.Errorf("app: checkpoint directory: %w", err)
+	for _, sub := range []string{fencesDir, latestDir, drainedDir} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+			return nil, fmt.Errorf("app: checkpoint directory: %w", err)
+		}
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -192,6 +196,11 @@ func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openen
 	}
 	done = true
 	c.wrote(size)
+	if m.EpisodeID != "" {
+		if err := c.setPointer(latestDir, m.EpisodeID, m.CheckpointInfo); err != nil {
+			c.logger.Warn("app: the episode's newest checkpoint could not be recorded", "checkpoint", id, "err", err)
+		}
+	}
 	// The bytes are at hand: a restore here (a fork, a branch) needs not
 	// read them back.
 	c.keep(id, &loadedCheckpoint{m: m, cp: cp, ep: savedEpisode{Episode: ep, Session: req.Session}})
@@ -323,6 +332,50 @@ func (c *checkpoints) fencedBy(attempt string) (string, bool) {
 	return string(b), true
 }
 
+// pointerPath is the file of key in a pointer directory (latestDir,
+// drainedDir): named by the key's hash, which keeps ids out of file names.
+func (c *checkpoints) pointerPath(dir, key string) string {
+	return filepath.Join(c.dir, dir, fixture.HashBytes([]byte(key)))
+}
+
+// setPointer records info under key in dir, atomically.
+func (c *checkpoints) setPointer(dir, key string, info openenv.CheckpointInfo) error {
+	data, err := json.Marshal(info)
+	if err != nil {
+		return err
+	}
+	p := c.pointerPath(dir, key)
+	f, err := os.CreateTemp(filepath.Dir(p), ".tmp-")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), p)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
+// pointer returns what setPointer recorded under key in dir, unless the
+// checkpoint it names expired.
+func (c *checkpoints) pointer(dir, key string) (openenv.CheckpointInfo, bool) {
+	var info openenv.CheckpointInfo
+	data, err := os.ReadFile(c.pointerPath(dir, key))
+	if err != nil || json.Unmarshal(data, &info) != nil || info.ID == "" {
+		return openenv.CheckpointInfo{}, false
+	}
+	if info.ExpiresAt != "" && info.ExpiresAt < time.Now().UTC().Format(env.TimeFormat) {
+		return openenv.CheckpointInfo{}, false
+	}
+	return info, true
+}
+
 // wrote counts size bytes written and starts retention in the background
 // when a minute has passed since it last ran, or a tenth of the budget has
 // been written since.
@@ -364,7 +417,7 @@ func (c *checkpoints) sweep(now time.Time) {
 	for _, e := range entries {
 		name := e.Name()
 		fi, err := e.Info()
-		if err != nil || !e.IsDir() || name == fencesDir {
+		if err != nil || !e.IsDir() || name == fencesDir || name == latestDir || name == drainedDir {
 			continue
 		}
 		age := now.Sub(fi.ModTime())
@@ -390,10 +443,14 @@ func (c *checkpoints) sweep(now time.Time) {
 		live = live[1:]
 		removed++
 	}
-	if fences, err := os.ReadDir(filepath.Join(c.dir, fencesDir)); err == nil && c.ttl > 0 {
-		for _, f := range fences {
+	for _, sub := range []string{fencesDir, latestDir, drainedDir} {
+		files, err := os.ReadDir(filepath.Join(c.dir, sub))
+		if err != nil || c.ttl <= 0 {
+			continue
+		}
+		for _, f := range files {
 			if fi, err := f.Info(); err == nil && now.Sub(fi.ModTime()) > c.ttl {
-				os.Remove(filepath.Join(c.dir, fencesDir, f.Name()))
+				os.Remove(filepath.Join(c.dir, sub, f.Name()))
 			}
 		}
 	}

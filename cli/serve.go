@@ -63,6 +63,9 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	checkpoints := fs.String("checkpoints", "", "the directory checkpoints are written to and restored from; servers sharing it restore each other's (default <temp dir>/seahaven-checkpoints; env SEAHAVEN_CHECKPOINTS)")
 	checkpointTTL := fs.Duration("checkpoint-ttl", app.DefaultCheckpointTTL, "how long a checkpoint is kept; negative: forever (env SEAHAVEN_CHECKPOINT_TTL)")
 	checkpointMax := fs.Int64("checkpoint-max-bytes", app.DefaultCheckpointMaxBytes, "the checkpoint directory's size budget: past it the oldest checkpoints are removed; negative: none (env SEAHAVEN_CHECKPOINT_MAX_BYTES)")
+	replica := fs.String("replica", "", "this replica's name among those behind one proxy: every reply carries it in X-Seahaven-Replica (env SEAHAVEN_REPLICA; default: none)")
+	checkpointEvery := fs.Int("checkpoint-every", 0, "checkpoint every session after every N steps, so a replica killed outright loses at most N steps of each; GET /checkpoints/latest names an episode's newest (env SEAHAVEN_CHECKPOINT_EVERY; default 0: off)")
+	drainCheckpoints := fs.Bool("drain-checkpoints", true, "on SIGTERM, checkpoint every live session before closing it, and tell its client the checkpoint to restore (env SEAHAVEN_DRAIN_CHECKPOINTS)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long to wait for sessions and requests to end (env SEAHAVEN_SHUTDOWN_TIMEOUT)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -102,6 +105,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		MaxSessions: *maxSessions, AgentMaxSessions: *agentMax, IdleTimeout: *idle, AgentIdleTimeout: *agentIdle, StepTimeout: *stepTimeout, Logger: logger,
 		MaxMessageBytes: *maxMessage, MaxReplyBytes: *maxReply, Token: *token, AgentToken: *agentToken, AllowedHosts: commaList(*allowedHosts), AllowedOrigins: commaList(*allowedOrigins), Production: *production,
 		MaxPendingBytes: *maxPendingBytes, MaxPendingTotal: *maxPendingTotal, LargeMessageRate: *largeRate,
+		Replica: *replica, CheckpointEvery: *checkpointEvery, DrainCheckpoints: *drainCheckpoints,
 	})
 	// One bound for the connections of both listeners: they share the
 	// process's file descriptors.

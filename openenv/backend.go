@@ -235,4 +235,13 @@ type Restorer interface {
 	Fence(attempt, by string) error
 	// FencedBy reports whether attempt was fenced, and by what.
 	FencedBy(attempt string) (by string, fenced bool)
+	// Latest returns the newest checkpoint taken of an episode, on any
+	// server sharing the checkpoint store; ok is false when there is none
+	// (or it expired).
+	Latest(episodeID string) (info CheckpointInfo, ok bool)
+	// Drained records that a draining server checkpointed a session and
+	// closed it; DrainedTo returns that checkpoint to whichever server the
+	// session's next request reaches.
+	Drained(sessionID string, info CheckpointInfo) error
+	DrainedTo(sessionID string) (info CheckpointInfo, ok bool)
 }

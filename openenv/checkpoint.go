@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/google/uuid"
 )
 
@@ -66,6 +68,12 @@ func (ss *session) checkpoint(ctx context.Context) (CheckpointInfo, *protoError)
 	if perr := ss.fencedLocked(); perr != nil {
 		return CheckpointInfo{}, perr
 	}
+	return ss.checkpointLocked(ctx)
+}
+
+// checkpointLocked checkpoints the session's instance. The slot must be
+// held and the session must have an instance.
+func (ss *session) checkpointLocked(ctx context.Context) (CheckpointInfo, *protoError) {
 	c, ok := ss.inst.(Checkpointer)
 	if !ok {
 		return CheckpointInfo{}, newError(codeNoCheckpoints, "This server cannot checkpoint episodes: its backend keeps no checkpoints.")
@@ -82,7 +90,7 @@ func (ss *session) checkpoint(ctx context.Context) (CheckpointInfo, *protoError)
 	defer cancel()
 	var info CheckpointInfo
 	start := time.Now()
-	perr = s.guardCtx(ctx, "Instance.Checkpoint", func() { info, err = c.Checkpoint(cctx, req) })
+	perr := s.guardCtx(ctx, "Instance.Checkpoint", func() { info, err = c.Checkpoint(cctx, req) })
 	s.observeCheckpoint(ctx, "checkpoint", start, info.ID, err, perr)
 	if perr != nil {
 		return CheckpointInfo{}, perr
@@ -97,6 +105,77 @@ func (ss *session) checkpoint(ctx context.Context) (CheckpointInfo, *protoError)
 	ss.exposed = true
 	ss.mu.Unlock()
 	return info, nil
+}
+
+// autoCheckpointLocked checkpoints the session after every
+// Config.CheckpointEvery-th step; a failure is logged (and counted), and
+// the step's reply goes out all the same. The slot must be held.
+func (ss *session) autoCheckpointLocked(ctx context.Context) {
+	every := ss.srv.cfg.CheckpointEvery
+	ss.mu.Lock()
+	steps := ss.steps
+	ss.mu.Unlock()
+	if every <= 0 || steps == 0 || steps%every != 0 {
+		return
+	}
+	if _, ok := ss.srv.backend.(Restorer); !ok {
+		return
+	}
+	if _, perr := ss.checkpointLocked(ctx); perr != nil {
+		ss.srv.log.Warn("openenv: periodic checkpoint failed", "session", ss.ref, "steps", steps, "err", perr.message)
+	}
+}
+
+// drain checkpoints the session once its step in progress is done, records
+// the checkpoint for its next request (Restorer.Drained) and stops it: a
+// /ws session closes with status 1012 and the reason "checkpoint <id>".
+// A session without an instance, or whose checkpoint fails, just stops.
+func (ss *session) drain(ctx context.Context) {
+	r, ok := ss.srv.backend.(Restorer)
+	if !ok || ss.acquire(ctx) != nil {
+		return
+	}
+	var info CheckpointInfo
+	var perr *protoError = newError(codeNoCheckpoints, "no instance")
+	if ss.inst != nil && !ss.ended {
+		info, perr = ss.checkpointLocked(ss.tagged)
+	}
+	if perr != nil {
+		ss.release()
+		ss.srv.log.Warn("openenv: drain: the session closes without a checkpoint", "session", ss.ref, "err", perr.message)
+		return
+	}
+	if err := r.Drained(ss.id, info); err != nil {
+		ss.srv.log.Warn("openenv: drain: the checkpoint could not be recorded for the session's next request", "session", ss.ref, "checkpoint", info.ID, "err", err)
+	}
+	// No step may run past the checkpoint: the session's next request
+	// gets the checkpoint instead (acquire, Server.unknownSession).
+	ss.ended = true
+	ss.stop(websocket.StatusServiceRestart, "checkpoint "+info.ID)
+	ss.release()
+	ss.srv.log.Info("openenv: drain: session checkpointed", "session", ss.ref, "checkpoint", info.ID, "revision", info.Revision)
+}
+
+// serveLatest serves GET /checkpoints/latest?episode_id=…: the newest
+// checkpoint of an episode on any server sharing the checkpoint store, so
+// that a trainer whose replica died finds where to restore from.
+func (s *Server) serveLatest(w http.ResponseWriter, r *http.Request) {
+	id := r.URL.Query().Get("episode_id")
+	rs, ok := s.backend.(Restorer)
+	switch {
+	case !ok:
+		s.writeError(w, newError(codeNoCheckpoints, "This server keeps no checkpoints."))
+	case id == "":
+		s.writeError(w, invalid([]fieldError{{Type: "missing", Loc: []any{"query", "episode_id"}, Msg: "Field required", Input: json.RawMessage(`null`)}}))
+	default:
+		info, found := rs.Latest(id)
+		if !found {
+			w.Header().Set("Content-Type", "application/json")
+			writeJSON(w, http.StatusNotFound, httpError{Detail: fmt.Sprintf("Episode %s has no checkpoint in this server's checkpoint store.", id)})
+			return
+		}
+		s.respond(w, http.StatusOK, info)
+	}
 }
 
 // restoreLocked replaces the session's instance with one restored from

@@ -1,12 +1,15 @@
 package openenv_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/coder/websocket"
 	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/openenv"
@@ -82,6 +85,12 @@ func TestCheckpoint_Transports(t *testing.T) {
 	}
 
 	agentRefuses(t, s.testServer, "seahaven/checkpoint", "/checkpoint", "restored-1")
+	agent := httptest.NewServer(s.AgentHandler())
+	defer agent.Close()
+	_, body, _ = do(t, agent, http.MethodPost, "/mcp", fmt.Sprintf(`{"jsonrpc":"2.0","id":6,"method":"openenv/session/create","params":{"checkpoint":%q}}`, id), nil)
+	if !strings.Contains(body, "the agent listener does not serve them") {
+		t.Errorf("agent listener restore: %s", body)
+	}
 
 	_, metrics, _ := s.httpDo(t, http.MethodGet, "/metrics", "", nil)
 	for _, want := range []string{
@@ -120,5 +129,70 @@ func TestCheckpoint_Unsupported(t *testing.T) {
 	}
 	if r := roundTrip(t, c, `{"type":"reset","data":{"checkpoint":"6f9619ff-8b86-d011-b42d-00c04fc964ff"}}`); !strings.Contains(r, "This server cannot restore checkpoints") {
 		t.Errorf("restore: %s", r)
+	}
+}
+
+// TestCheckpoint_Drain: with DrainCheckpoints, Shutdown checkpoints every
+// live session before closing it; a /ws client gets the checkpoint id in
+// the close reason (status 1012), an HTTP client in its next request's
+// error, from another server sharing the checkpoint store too; with
+// CheckpointEvery, GET /checkpoints/latest names an episode's newest.
+func TestCheckpoint_Drain(t *testing.T) {
+	dir := t.TempDir()
+	bcfg := app.Config{DefaultFixture: company.AcmeID, Checkpoints: dir}
+	s := mustServeWorld(t, company.World, bcfg, openenv.Config{DrainCheckpoints: true, CheckpointEvery: 2, Replica: "r1"})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"ep-ws"}}`)
+	for range 3 {
+		roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Ada"}}}`)
+	}
+	h := map[string]string{"X-Seahaven-Session": "drain-http"}
+	if status, body, resp := s.httpDo(t, http.MethodPost, "/reset", `{"episode_id":"ep-http"}`, h); status != http.StatusOK || resp.Header.Get("X-Seahaven-Replica") != "r1" {
+		t.Fatalf("reset: %d %s (replica %q)", status, body, resp.Header.Get("X-Seahaven-Replica"))
+	}
+	s.httpDo(t, http.MethodPost, "/step", `{"action":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Bo"}}}`, h)
+
+	// Step 2 of the /ws episode was checkpointed, and is its newest.
+	status, body, _ := s.httpDo(t, http.MethodGet, "/checkpoints/latest?episode_id=ep-ws", "", nil)
+	if status != http.StatusOK || fmt.Sprint(field(t, body, "revision")) != "2" {
+		t.Fatalf("latest: %d %s", status, body)
+	}
+	if status, body, _ := s.httpDo(t, http.MethodGet, "/checkpoints/latest?episode_id=nope", "", nil); status != http.StatusNotFound || !strings.Contains(body, "has no checkpoint") {
+		t.Errorf("latest of an unknown episode: %d %s", status, body)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := c.Read(ctx)
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.StatusServiceRestart || !strings.HasPrefix(ce.Reason, "checkpoint ") {
+		t.Fatalf("the /ws session closed with %v, want 1012 and the checkpoint", err)
+	}
+	wsCheckpoint := strings.TrimPrefix(ce.Reason, "checkpoint ")
+	if _, body, _ := s.httpDo(t, http.MethodGet, "/checkpoints/latest?episode_id=ep-ws", "", nil); field(t, body, "checkpoint_id") != wsCheckpoint || fmt.Sprint(field(t, body, "revision")) != "3" {
+		t.Errorf("the drain's checkpoint is not the episode's newest: %s", body)
+	}
+
+	// Another server on the same checkpoint store tells the HTTP client
+	// where its session went, and restores both.
+	other := mustServeWorld(t, company.World, bcfg, openenv.Config{})
+	status, body, _ = other.httpDo(t, http.MethodGet, "/state", "", h)
+	id, _ := field(t, body, "checkpoint_id").(string)
+	if status != http.StatusNotFound || id == "" || !strings.Contains(body, "was checkpointed and closed when its server drained") {
+		t.Fatalf("the drained HTTP session on another server: %d %s", status, body)
+	}
+	if status, body, _ := other.httpDo(t, http.MethodPost, "/reset", fmt.Sprintf(`{"checkpoint":%q}`, id), h); status != http.StatusOK {
+		t.Fatalf("restore of the drained HTTP session: %d %s", status, body)
+	}
+	if _, body, _ := other.httpDo(t, http.MethodGet, "/state", "", h); field(t, body, "episode_id") != "ep-http" || fmt.Sprint(field(t, body, "step_count")) != "1" {
+		t.Errorf("restored HTTP session: %s", body)
+	}
+	c2 := other.dial(t)
+	roundTrip(t, c2, fmt.Sprintf(`{"type":"reset","data":{"checkpoint":%q}}`, wsCheckpoint))
+	if st := roundTrip(t, c2, `{"type":"state"}`); !strings.Contains(st, `"step_count":3`) || !strings.Contains(st, `"episode_id":"ep-ws"`) {
+		t.Errorf("restored /ws session: %.200s", st)
 	}
 }

@@ -45,6 +45,7 @@ func (s *Server) routes() http.Handler {
 	r.Get("/debug/runtime", s.serveRuntime)
 	r.Get("/ready", s.serveReady)
 	r.Get("/accepting", s.serveAccepting)
+	r.Get("/checkpoints/latest", s.serveLatest)
 	r.Method(http.MethodGet, "/metrics", s.serveMetrics())
 	if !s.cfg.Production {
 		r.Post("/reset", s.serveReset)
@@ -201,7 +202,7 @@ func (s *Server) httpSession(r *http.Request, create bool) (*session, *protoErro
 		return ss, nil
 	}
 	if !create {
-		return nil, unknownSession(id)
+		return nil, s.unknownSession(id)
 	}
 	if !sessionIDPattern.MatchString(id) {
 		return nil, invalid([]fieldError{{Type: "string_pattern_mismatch", Loc: []any{"header", SessionHeader},

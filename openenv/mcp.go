@@ -176,7 +176,7 @@ func (s *Server) serveMCPDelete(w http.ResponseWriter, r *http.Request) {
 	}
 	ss := s.lookup(sid)
 	if !reachable(r.Context(), ss) || ss.transport != TransportMCP {
-		s.writeError(w, unknownSession(sid))
+		s.writeError(w, s.unknownSession(sid))
 		return
 	}
 	ss.stop(closeAbort, "ended by DELETE /mcp")
@@ -301,6 +301,9 @@ func (s *Server) rpcSession(ctx context.Context, params map[string]jsontext.Valu
 	}
 	ss := s.lookup(id)
 	if !reachable(ctx, ss) {
+		if ss == nil && !onAgentListener(ctx) {
+			return nil, errRPCParams(s.unknownSession(id).message)
+		}
 		return nil, errRPCParams("Unknown session_id: " + id)
 	}
 	return ss, nil

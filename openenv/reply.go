@@ -247,8 +247,9 @@ type errorData struct {
 type errorExtra struct {
 	ActiveSessions int    `json:"active_sessions,omitzero"` // a capacity refusal
 	MaxSessions    int    `json:"max_sessions,omitzero"`
-	FactoryName    string `json:"factory_name,omitempty"` // a factory failure
-	Fault          string `json:"fault,omitempty"`        // an infrastructure error's kind
+	FactoryName    string `json:"factory_name,omitempty"`  // a factory failure
+	Fault          string `json:"fault,omitempty"`         // an infrastructure error's kind
+	CheckpointID   string `json:"checkpoint_id,omitempty"` // a drained session's checkpoint
 }
 
 // httpError is the FastAPI-style body of an HTTP error: a list of failures

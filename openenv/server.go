@@ -145,6 +145,23 @@ type Config struct {
 	// not accept it, and the agent listener then takes neither Token nor
 	// the browser session cookie. Empty: the agent listener takes Token.
 	AgentToken string
+	// Replica names this server among the replicas behind one proxy: every
+	// reply carries it in the X-Seahaven-Replica header, and the logs name
+	// it. Empty: no header.
+	Replica string
+	// CheckpointEvery, when positive, checkpoints every session after
+	// every CheckpointEvery-th step (a tool call) of its episode, so that
+	// a replica killed outright loses at most that many steps of each: GET
+	// /checkpoints/latest names an episode's newest checkpoint. Needs a
+	// Backend that is a Restorer.
+	CheckpointEvery int
+	// DrainCheckpoints makes Shutdown checkpoint every live session before
+	// closing it, once its step in progress is done: a /ws session is
+	// closed with status 1012 (service restart) and the reason
+	// "checkpoint <id>"; the next request of an HTTP or /mcp session, on
+	// any server sharing the checkpoint store, gets its checkpoint id in
+	// the unknown-session error. Needs a Backend that is a Restorer.
+	DrainCheckpoints bool
 	// Production removes the HTTP episode routes, as OpenEnv's production
 	// mode does: POST /reset, POST /step, GET /state and POST /inspect answer
 	// 404 {"detail":"Not Found"} and /openapi.json does not list them.
@@ -330,6 +347,9 @@ func NewServer(b Backend, cfg Config) *Server {
 	s.large = largeLimiter(cfg.LargeMessageRate)
 	s.metrics = newMetrics(s)
 	s.handler = s.browserGuard(s.RequireToken(s.limitBodies(s.routes())))
+	if s.cfg.Replica != "" {
+		s.handler = withHeader(s.handler, ReplicaHeader, s.cfg.Replica)
+	}
 	s.agent = s.agentRoutes()
 	return s
 }
@@ -339,6 +359,17 @@ func NewServer(b Backend, cfg Config) *Server {
 // with every request body capped at MaxMessageBytes. The same handler is
 // returned on each call.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// ReplicaHeader names the replica that answered (Config.Replica).
+const ReplicaHeader = "X-Seahaven-Replica"
+
+// withHeader sets a response header on every reply of h.
+func withHeader(h http.Handler, name, value string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(name, value)
+		h.ServeHTTP(w, r)
+	})
+}
 
 // Sessions returns the live sessions, oldest first.
 func (s *Server) Sessions() []SessionInfo {
@@ -372,6 +403,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 
 	list := s.snapshot()
+	if s.cfg.DrainCheckpoints {
+		s.drain(ctx, list)
+	}
 	for _, ss := range list {
 		ss.expire("server shutting down")
 	}
@@ -401,6 +435,30 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("openenv: shutdown: %w", ctx.Err())
 	}
 	return nil
+}
+
+// drainParallel is how many sessions Shutdown checkpoints at once.
+const drainParallel = 4
+
+// drain checkpoints the sessions of list (see session.drain), a few at a
+// time, within ctx.
+func (s *Server) drain(ctx context.Context, list []*session) {
+	start := time.Now()
+	sem := make(chan struct{}, drainParallel)
+	var wg sync.WaitGroup
+	for _, ss := range list {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() {
+				<-sem
+				wg.Done()
+			}()
+			ss.drain(ctx)
+		}()
+	}
+	wg.Wait()
+	s.log.Info("openenv: drained", "sessions", len(list), durationMS(time.Since(start)))
 }
 
 // snapshot returns the live sessions.

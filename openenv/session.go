@@ -183,6 +183,20 @@ func unknownSession(id string) *protoError {
 	return newError(codeUnknownSession, "Unknown session_id: %s", id)
 }
 
+// unknownSession is the error of a request naming no live session here:
+// when a draining server checkpointed that session (Restorer.DrainedTo),
+// it says so and carries the checkpoint id to restore.
+func (s *Server) unknownSession(id string) *protoError {
+	if r, ok := s.backend.(Restorer); ok && id != "" {
+		if info, ok := r.DrainedTo(id); ok {
+			perr := newError(codeUnknownSession, "Session %s was checkpointed and closed when its server drained: restore checkpoint %s (reset data {\"checkpoint\": %q}) to continue its episode at step %d.", id, info.ID, info.ID, info.Revision)
+			perr.extra.CheckpointID = info.ID
+			return perr
+		}
+	}
+	return unknownSession(id)
+}
+
 // info describes ss for monitoring.
 func (ss *session) info() SessionInfo {
 	ss.mu.Lock()
@@ -322,11 +336,11 @@ func (ss *session) acquire(ctx context.Context) *protoError {
 	select {
 	case ss.slot <- struct{}{}:
 	case <-ctx.Done():
-		return unknownSession(ss.id)
+		return ss.srv.unknownSession(ss.id)
 	}
 	if ss.ended {
 		<-ss.slot
-		return unknownSession(ss.id)
+		return ss.srv.unknownSession(ss.id)
 	}
 	return nil
 }
@@ -431,6 +445,11 @@ func (ss *session) reset(ctx context.Context, req resetData) *protoError {
 		return invalid(errs)
 	}
 	if req.Checkpoint != nil {
+		if onAgentListener(ctx) {
+			in, _ := json.Marshal(*req.Checkpoint)
+			return invalid([]fieldError{{Type: "value_error", Loc: at(req.loc, "checkpoint"), Input: in,
+				Msg: "Value error, checkpoint: restores are the trainer's; the agent listener does not serve them"}})
+		}
 		ctx, leave, perr := ss.enter(ctx, false)
 		if perr != nil {
 			return perr
@@ -528,6 +547,9 @@ func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (s
 	reply, perr := ss.stepLocked(ctx, a, timeout)
 	if perr == nil {
 		ss.rememberLocked(a, reply)
+		if a.Type != actionListTools {
+			ss.autoCheckpointLocked(ctx)
+		}
 	}
 	return reply, perr
 }
