@@ -26,15 +26,17 @@ COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=linux go build -trimpath -buildvcs=false -ldflags="-s -w" -o /out/seahaven "$CMD"
 # The directories the server writes: instance files (one directory per
-# open episode), and its temp directory (TMPDIR), where embedded fixtures
-# are copied on start. The final image has no shell, so they are made here.
-RUN mkdir -p /out/var/instances /out/var/tmp
+# open episode), checkpoints (mount a volume the replicas share there), and
+# its temp directory (TMPDIR), where embedded fixtures are copied on start.
+# The final image has no shell, so they are made here.
+RUN mkdir -p /out/var/instances /out/var/checkpoints /out/var/tmp
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/seahaven /usr/local/bin/seahaven
 COPY --from=build --chown=65532:65532 /out/var /var/lib/seahaven
 ENV SEAHAVEN_ADDR=:8000 \
     SEAHAVEN_INSTANCES=/var/lib/seahaven/instances \
+    SEAHAVEN_CHECKPOINTS=/var/lib/seahaven/checkpoints \
     TMPDIR=/var/lib/seahaven/tmp \
     SEAHAVEN_LOG_FORMAT=json
 USER 65532:65532

@@ -496,6 +496,13 @@ func TestCompose(t *testing.T) {
 		t.Errorf("stop_grace_period %s is not longer than the shutdown timeout %s", grace, shutdown)
 	}
 	noWorldNamed(t, "the compose command", flags)
+	shared := false
+	for _, v := range srv.Volumes {
+		shared = shared || v.Type == "volume" && v.Target == srv.Environment["SEAHAVEN_CHECKPOINTS"]
+	}
+	if !shared {
+		t.Errorf("the replicas share no checkpoint volume at SEAHAVEN_CHECKPOINTS (%q)", srv.Environment["SEAHAVEN_CHECKPOINTS"])
+	}
 
 	proxy, ok := cf.Services["proxy"]
 	if !ok {
@@ -521,9 +528,13 @@ func TestCompose(t *testing.T) {
 	_, published, _ := strings.Cut(proxy.Ports[0], ":")
 	for _, want := range []string{
 		"bind :" + published,                               // the published port
-		"balance source",                                   // affinity by client address
-		"hash-type consistent",                             // scaling moves few clients
-		"option httpchk GET /health",                       // a route open without the token
+		"balance roundrobin",                               // new sessions spread
+		"balance hdr(X-Seahaven-Session)",                  // HTTP sessions by their header
+		"hash-type consistent",                             // scaling moves few sessions
+		"stick store-response res.hdr(Mcp-Session-Id)",     // MCP sessions where they were made
+		"stick match req.hdr(Mcp-Session-Id)",              //
+		"option httpchk GET /accepting",                    // new sessions to replicas taking them
+		"option httpchk GET /ready",                        // live sessions while their replica serves
 		" seahaven:" + strconv.Itoa(port) + " ",            // the service and its port
 		"timeout tunnel",                                   // WebSockets outlive a request
 		"timeout server " + strconv.Itoa(60) + "s",         // longer than a step
@@ -745,8 +756,8 @@ func TestKubernetes(t *testing.T) {
 			if err := svc.Spec.Decode(&s); err != nil {
 				t.Fatal(err)
 			}
-			if s.SessionAffinity != "ClientIP" {
-				t.Errorf("Service %v: sessionAffinity %q, want ClientIP", svc.Metadata["name"], s.SessionAffinity)
+			if s.SessionAffinity != "" && s.SessionAffinity != "None" {
+				t.Errorf("Service %v: sessionAffinity %q: one client's sessions would all land on one pod", svc.Metadata["name"], s.SessionAffinity)
 			}
 			for _, p := range s.Ports {
 				if _, ok := ports[p.TargetPort]; !ok {
