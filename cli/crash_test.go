@@ -89,7 +89,15 @@ func startServe(tb testing.TB, bin string, args ...string) *served {
 // process's directory).
 func startServeIn(tb testing.TB, dir, bin string, args ...string) *served {
 	tb.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--log-format", "json"}, args...)...)
+	return startServeCmd(tb, dir, nil, bin, args...)
+}
+
+// startServeCmd is startServeIn with the command run through wrap (such
+// as "ip netns exec NAME"), which must exec it.
+func startServeCmd(tb testing.TB, dir string, wrap []string, bin string, args ...string) *served {
+	tb.Helper()
+	argv := append(append(append([]string{}, wrap...), bin, "serve", "--addr", "127.0.0.1:0", "--log-format", "json"), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = childEnv()
 	stderr, err := cmd.StderrPipe()

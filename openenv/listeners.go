@@ -81,8 +81,9 @@ func serveMethodNotAllowed(w http.ResponseWriter, _ *http.Request) {
 // serveReady serves GET /ready, the readiness probe of a replica that
 // serves its sessions: 200 {"status":"ready"}, at MaxSessions too (its
 // sessions live there: a probe that took it out of rotation would strand
-// them); 503 while it shuts down or its Backend cannot open instances (see
-// [ReadinessChecker]).
+// them) and while Shutdown drains them (see Config.DrainCheckpoints); 503
+// once Shutdown closes them, or while its Backend cannot open instances
+// (see [ReadinessChecker]).
 func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 	s.probe(w, false)
 }
@@ -98,7 +99,7 @@ func (s *Server) serveAccepting(w http.ResponseWriter, _ *http.Request) {
 // probe answers /ready, or /accepting when accepting.
 func (s *Server) probe(w http.ResponseWriter, accepting bool) {
 	s.mu.Lock()
-	active, down := len(s.sessions), s.shutdown
+	active, down := len(s.sessions), s.closing || accepting && s.shutdown
 	s.mu.Unlock()
 	switch {
 	case down:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"runtime/debug"
 	"sort"
 	"sync"
@@ -301,6 +302,7 @@ type Server struct {
 	sessions    map[string]*session
 	defaultHTTP *session // the session of HTTP requests without a session header
 	shutdown    bool     // Shutdown has begun; no new sessions
+	closing     bool     // Shutdown closes the sessions (after draining them): /ready fails
 	reaping     bool     // the idle reaper goroutine is running
 	// agentSessions counts the live sessions of the agent listener.
 	agentSessions int
@@ -404,8 +406,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 	list := s.snapshot()
 	if s.cfg.DrainCheckpoints {
+		// The sessions are served until each is checkpointed: /ready
+		// holds, so a proxy keeps sending their requests here.
 		s.drain(ctx, list)
 	}
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
 	for _, ss := range list {
 		ss.expire("server shutting down")
 	}
@@ -437,14 +444,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// drainParallel is how many sessions Shutdown checkpoints at once.
-const drainParallel = 4
+// drainParallel is how many sessions Shutdown checkpoints at once: half
+// the CPUs, so that the sessions of other servers on the host, or of this
+// one still stepping, keep their share.
+func drainParallel() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
 // drain checkpoints the sessions of list (see session.drain), a few at a
 // time, within ctx.
 func (s *Server) drain(ctx context.Context, list []*session) {
 	start := time.Now()
-	sem := make(chan struct{}, drainParallel)
+	sem := make(chan struct{}, drainParallel())
 	var wg sync.WaitGroup
 	for _, ss := range list {
 		wg.Add(1)

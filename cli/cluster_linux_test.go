@@ -1,0 +1,658 @@
+//go:build linux
+
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"golang.org/x/sys/unix"
+)
+
+// The cluster test's addresses: replica k at 10.213.k.2, the proxy at
+// 10.213.k.1 facing it and 10.213.9.1 facing the client at 10.213.9.2.
+const (
+	clusterReplicas = 3
+	clusterProxy    = "10.213.9.1:8000"
+	clusterPort     = 8000
+)
+
+// clusterToken is the replicas' bearer token.
+const clusterToken = "cluster-test-token"
+
+// bearer adds a bearer token to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// cluster is three seahaven replicas, HAProxy and a client, each in a
+// network namespace of its own.
+type cluster struct {
+	t        *testing.T
+	bin      string
+	prefix   string   // of the namespaces' names
+	args     []string // the replicas' flags
+	replicas []*served
+	haproxy  *exec.Cmd
+	client   *http.Client // dials from the client's namespace
+}
+
+// ns names a namespace of the cluster: r1..r3, px, cl.
+func (c *cluster) ns(name string) string { return c.prefix + "-" + name }
+
+func (c *cluster) replicaAddr(k int) string { return fmt.Sprintf("10.213.%d.2:%d", k, clusterPort) }
+
+// ip runs an ip command, failing the test when it fails.
+func (c *cluster) ip(args ...string) {
+	c.t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		c.t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// newCluster makes the namespaces and links, starts the replicas and
+// HAProxy with the project's configuration, its servers replaced by the
+// replicas. It skips the test where namespaces cannot be made, unless CI
+// is set: CI runs it.
+func newCluster(t *testing.T) *cluster {
+	skip := t.Skipf
+	if os.Getenv("CI") != "" {
+		skip = t.Fatalf
+	}
+	if os.Geteuid() != 0 {
+		skip("the cluster test makes network namespaces, which needs root (CI runs as root)")
+	}
+	if _, err := exec.LookPath("haproxy"); err != nil {
+		skip("the cluster test needs HAProxy (Debian package haproxy; .ci/run installs it)")
+	}
+	c := &cluster{t: t, prefix: fmt.Sprintf("shc%d", os.Getpid()%100000)}
+	if out, err := exec.Command("ip", "netns", "add", c.ns("px")).CombinedOutput(); err != nil {
+		skip("cannot make a network namespace here: %v: %s", err, out)
+	}
+	names := []string{"px", "cl"}
+	for k := 1; k <= clusterReplicas; k++ {
+		names = append(names, fmt.Sprintf("r%d", k))
+	}
+	t.Cleanup(func() {
+		for _, n := range names {
+			exec.Command("ip", "netns", "del", c.ns(n)).Run()
+		}
+	})
+	for _, n := range names[1:] {
+		c.ip("netns", "add", c.ns(n))
+	}
+	for _, n := range names {
+		c.ip("-n", c.ns(n), "link", "set", "lo", "up")
+	}
+	link := func(ns string, subnet int) {
+		a, b := fmt.Sprintf("shv%da", subnet), fmt.Sprintf("shv%db", subnet)
+		c.ip("link", "add", a, "netns", c.ns(ns), "type", "veth", "peer", "name", b, "netns", c.ns("px"))
+		c.ip("-n", c.ns(ns), "addr", "add", fmt.Sprintf("10.213.%d.2/24", subnet), "dev", a)
+		c.ip("-n", c.ns("px"), "addr", "add", fmt.Sprintf("10.213.%d.1/24", subnet), "dev", b)
+		c.ip("-n", c.ns(ns), "link", "set", a, "up")
+		c.ip("-n", c.ns("px"), "link", "set", b, "up")
+		c.ip("-n", c.ns(ns), "route", "add", "default", "via", fmt.Sprintf("10.213.%d.1", subnet))
+	}
+	for k := 1; k <= clusterReplicas; k++ {
+		link(fmt.Sprintf("r%d", k), k)
+	}
+	link("cl", 9)
+	c.client = &http.Client{Timeout: 30 * time.Second, Transport: bearer{clusterToken, &http.Transport{DialContext: c.dialIn(c.ns("cl")), MaxIdleConnsPerHost: 256}}}
+
+	c.bin = buildSeahaven(t)
+	ckdir := t.TempDir()
+	c.args = []string{"--world", "company", "--token", clusterToken, "--checkpoints", ckdir, "--checkpoint-every", "5", "--max-sessions", "1024",
+		"--shutdown-timeout", "30s", "--log-level", "info"}
+	c.replicas = make([]*served, clusterReplicas+1)
+	for k := 1; k <= clusterReplicas; k++ {
+		c.start(k)
+	}
+	c.startHAProxy()
+	return c
+}
+
+// start starts replica k (again).
+func (c *cluster) start(k int) {
+	c.t.Helper()
+	args := append(slices.Clone(c.args), "--addr", c.replicaAddr(k), "--replica", fmt.Sprintf("r%d", k), "--instances", c.t.TempDir())
+	c.replicas[k] = startServeCmd(c.t, "", []string{"ip", "netns", "exec", c.ns(fmt.Sprintf("r%d", k))}, c.bin, args...)
+}
+
+// startHAProxy runs deploy/compose/haproxy.cfg in the proxy's namespace,
+// with the client-facing address and the replicas as its servers.
+func (c *cluster) startHAProxy() {
+	c.t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "compose", "haproxy.cfg"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var servers []string
+	for k := 1; k <= clusterReplicas; k++ {
+		servers = append(servers, fmt.Sprintf("    server r%d %s check", k, c.replicaAddr(k)))
+	}
+	cfg := string(b)
+	cfg = regexp.MustCompile(`(?m)^resolvers docker\n(    .*\n)*`).ReplaceAllString(cfg, "")
+	cfg = regexp.MustCompile(`(?m)^    server-template .*$`).ReplaceAllString(cfg, strings.Join(servers, "\n"))
+	cfg = strings.Replace(cfg, "bind :8000", "bind "+clusterProxy, 1)
+	if regexp.MustCompile(`(?m)^\s*(server-template|resolvers)`).MatchString(cfg) || !strings.Contains(cfg, "bind "+clusterProxy) {
+		c.t.Fatalf("the HAProxy configuration did not take the cluster's servers:\n%s", cfg)
+	}
+	path := filepath.Join(c.t.TempDir(), "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		c.t.Fatal(err)
+	}
+	var out bytes.Buffer
+	c.haproxy = exec.Command("ip", "netns", "exec", c.ns("px"), "haproxy", "-db", "-f", path)
+	c.haproxy.Stdout, c.haproxy.Stderr = &out, &out
+	if err := c.haproxy.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() {
+		c.haproxy.Process.Kill()
+		c.haproxy.Wait()
+	})
+	deadline := time.Now().Add(crashWait)
+	for {
+		resp, err := c.client.Get("http://" + clusterProxy + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("HAProxy did not answer within %s: %v\n%s", crashWait, err, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// dialIn returns a dial function whose sockets are made in the network
+// namespace name: the dialling goroutine's thread joins it for the
+// socket's creation, then returns to its own.
+func (c *cluster) dialIn(name string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		runtime.LockOSThread()
+		self, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			return nil, err
+		}
+		defer unix.Close(self)
+		target, err := unix.Open("/run/netns/"+name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			return nil, err
+		}
+		defer unix.Close(target)
+		if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			return nil, err
+		}
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, network, addr)
+		if unix.Setns(self, unix.CLONE_NEWNET) != nil {
+			// The thread stays in the namespace: it ends with the
+			// goroutine (locked, never unlocked).
+			return conn, err
+		}
+		runtime.UnlockOSThread()
+		return conn, err
+	}
+}
+
+// wsSession is a /ws session through the proxy.
+type wsSession struct {
+	c       *websocket.Conn
+	replica string
+	episode string
+	seed    int
+	steps   int
+	ckRev   int  // the revision of its episode's newest checkpoint
+	loader  bool // it steps in the background load, uncounted
+}
+
+// dialWS opens a /ws session through the proxy.
+func (c *cluster) dialWS(ctx context.Context) (*wsSession, error) {
+	conn, resp, err := websocket.Dial(ctx, "ws://"+clusterProxy+"/ws", &websocket.DialOptions{HTTPClient: c.client})
+	if err != nil {
+		return nil, err
+	}
+	conn.SetReadLimit(16 << 20)
+	return &wsSession{c: conn, replica: resp.Header.Get("X-Seahaven-Replica")}, nil
+}
+
+func (w *wsSession) send(ctx context.Context, msg string) (string, error) {
+	if err := w.c.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+		return "", err
+	}
+	_, b, err := w.c.Read(ctx)
+	return string(b), err
+}
+
+// restoreWS opens a /ws session through the proxy and restores checkpoint
+// id in it. A connection that reaches a replica that is draining, before
+// the proxy's health check has taken it out of rotation, is refused
+// ("Server is shutting down"): it tries again, as a trainer would.
+func (c *cluster) restoreWS(ctx context.Context, id string) (*wsSession, error) {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		w, err := c.dialWS(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r, err := w.send(ctx, fmt.Sprintf(`{"type":"reset","data":{"checkpoint":%q}}`, id))
+		switch {
+		case err == nil && strings.Contains(r, `"observation"`):
+			return w, nil
+		case err == nil && strings.Contains(r, "Server is shutting down") && time.Now().Before(deadline):
+			w.c.CloseNow()
+			time.Sleep(100 * time.Millisecond)
+		default:
+			return nil, fmt.Errorf("restore on %s: %v %.300s", w.replica, err, r)
+		}
+	}
+}
+
+// hireStep is the step n of session seed's program.
+func hireStep(seed, n int) string {
+	return fmt.Sprintf(`{"type":"step","data":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Hire %d-%d"}}}`, seed, n)
+}
+
+// program resets w as session seed and runs its first n steps.
+func (w *wsSession) program(ctx context.Context, seed, n int) error {
+	w.seed, w.episode = seed, fmt.Sprintf("ws-%d", seed)
+	if r, err := w.send(ctx, fmt.Sprintf(`{"type":"reset","data":{"seed":%d,"episode_id":%q}}`, seed, w.episode)); err != nil || !strings.Contains(r, `"observation"`) {
+		return fmt.Errorf("reset: %v %.200s", err, r)
+	}
+	for w.steps < n {
+		r, err := w.send(ctx, hireStep(seed, w.steps+1))
+		if err != nil || !strings.Contains(r, `"error":null`) {
+			return fmt.Errorf("step %d: %v %.200s", w.steps+1, err, r)
+		}
+		w.steps++
+	}
+	w.ckRev = n / 5 * 5 // --checkpoint-every 5
+	return nil
+}
+
+// do makes one HTTP request through the proxy.
+func (c *cluster) do(method, path, body string, header map[string]string) (int, string, http.Header) {
+	c.t.Helper()
+	req, err := http.NewRequest(method, "http://"+clusterProxy+path, strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+// latencies records the steps of the background load.
+type latencies struct {
+	mu sync.Mutex
+	at []time.Time
+	d  []time.Duration
+}
+
+func (l *latencies) add(at time.Time, d time.Duration) {
+	l.mu.Lock()
+	l.at, l.d = append(l.at, at), append(l.d, d)
+	l.mu.Unlock()
+}
+
+// p99 returns the 99th percentile of the steps that started in [from, to).
+func (l *latencies) p99(from, to time.Time) (time.Duration, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var ds []time.Duration
+	for i, at := range l.at {
+		if !at.Before(from) && at.Before(to) {
+			ds = append(ds, l.d[i])
+		}
+	}
+	if len(ds) == 0 {
+		return 0, 0
+	}
+	slices.Sort(ds)
+	return ds[len(ds)*99/100], len(ds)
+}
+
+// TestCluster runs three replicas behind HAProxy with the project's
+// configuration, in network namespaces, and a trainer-like client: its
+// sessions spread over the replicas; HTTP and MCP sessions stay on theirs;
+// a replica drained with SIGTERM checkpoints its sessions, which continue
+// on the others exactly as they would have; a replica killed with SIGKILL
+// leaves rotation within the health checks and its sessions restore from
+// their newest checkpoints; it rejoins and takes new sessions; the other
+// sessions lose nothing and keep their p99 within twice the steady
+// state's.
+func TestCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the cluster test takes a minute")
+	}
+	c := newCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	// 256 /ws sessions from one client spread over the replicas; each
+	// runs six steps (checkpointed at the fifth).
+	const sessions, steps = 256, 6
+	ws := make([]*wsSession, sessions)
+	perReplica := map[string]int{}
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions)
+	for k := range ws {
+		w, err := c.dialWS(ctx)
+		if err != nil {
+			t.Fatalf("session %d: %v", k, err)
+		}
+		ws[k] = w
+		perReplica[w.replica]++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.program(ctx, k, steps); err != nil {
+				errs <- fmt.Errorf("session %d on %s: %w", k, w.replica, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for k := 1; k <= clusterReplicas; k++ {
+		n, want := perReplica[fmt.Sprintf("r%d", k)], sessions/clusterReplicas
+		if n < want*8/10 || n > want*12/10 {
+			t.Errorf("replica r%d holds %d of %d sessions, outside ±20%% of %d (%v)", k, n, sessions, want, perReplica)
+		}
+	}
+	t.Logf("spread of %d sessions from one client: %v", sessions, perReplica)
+
+	// HTTP sessions stay on the replica their header hashes to; MCP
+	// sessions on the replica that made them.
+	httpReplica := map[string]string{}
+	for k := range 24 {
+		id := fmt.Sprintf("h-%d", k)
+		h := map[string]string{"X-Seahaven-Session": id}
+		status, body, hdr := c.do(http.MethodPost, "/reset", fmt.Sprintf(`{"seed":%d,"episode_id":"http-%d"}`, k, k), h)
+		if status != http.StatusOK {
+			t.Fatalf("HTTP reset %s: %d %s", id, status, body)
+		}
+		httpReplica[id] = hdr.Get("X-Seahaven-Replica")
+		for n := 1; n <= 5; n++ {
+			status, body, hdr := c.do(http.MethodPost, "/step", fmt.Sprintf(`{"action":{"type":"call_tool","tool_name":"hire","arguments":{"name":"H %d-%d"}}}`, k, n), h)
+			if status != http.StatusOK || hdr.Get("X-Seahaven-Replica") != httpReplica[id] {
+				t.Fatalf("HTTP session %s step %d: %d on %s, made on %s: %s", id, n, status, hdr.Get("X-Seahaven-Replica"), httpReplica[id], body)
+			}
+		}
+	}
+	mcpReplica := map[string]string{}
+	for k := range 24 {
+		status, body, hdr := c.do(http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"cluster","version":"1"}}}`, nil)
+		sid := hdr.Get("Mcp-Session-Id")
+		if status != http.StatusOK || sid == "" {
+			t.Fatalf("MCP initialize: %d %s", status, body)
+		}
+		mcpReplica[sid] = hdr.Get("X-Seahaven-Replica")
+		for n := 1; n <= 3; n++ {
+			status, body, hdr := c.do(http.MethodPost, "/mcp", fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"hire","arguments":{"name":"M %d-%d"}}}`, n+1, k, n),
+				map[string]string{"Mcp-Session-Id": sid})
+			if status != http.StatusOK || strings.Contains(body, `"error"`) || strings.Contains(body, `"isError":true`) || hdr.Get("X-Seahaven-Replica") != mcpReplica[sid] {
+				t.Fatalf("MCP session on %s, call %d: %d on %s: %s", mcpReplica[sid], n, status, hdr.Get("X-Seahaven-Replica"), body)
+			}
+		}
+	}
+
+	// The expected continuation of the sessions on r2: their step 7, run
+	// by a twin session (the same seed and steps) before the drain.
+	want := map[int]string{}
+	for k, w := range ws {
+		if w.replica != "r2" || len(want) == 8 {
+			continue
+		}
+		twin, err := c.dialWS(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := twin.program(ctx, k, steps); err != nil {
+			t.Fatal(err)
+		}
+		if want[k], err = twin.send(ctx, hireStep(k, steps+1)); err != nil {
+			t.Fatal(err)
+		}
+		twin.c.Close(websocket.StatusNormalClosure, "")
+	}
+
+	// Background load on sessions of r1 and r3: the p99 of their steps.
+	var lat latencies
+	stopLoad := make(chan struct{})
+	var loadWG sync.WaitGroup
+	loadErrs := make(chan error, 16)
+	loaders := map[string]int{}
+	for _, w := range ws {
+		if w.replica == "r2" || loaders[w.replica] == 8 {
+			continue
+		}
+		loaders[w.replica]++
+		w.loader = true
+		loadWG.Add(1)
+		go func() {
+			defer loadWG.Done()
+			for {
+				select {
+				case <-stopLoad:
+					return
+				default:
+				}
+				start := time.Now()
+				r, err := w.send(ctx, `{"type":"step","data":{"type":"call_tool","tool_name":"list_staff","arguments":{}}}`)
+				if err != nil || !strings.Contains(r, `"error":null`) {
+					if w.replica != "r3" { // r3 is killed below
+						loadErrs <- fmt.Errorf("load on %s: %v %.200s", w.replica, err, r)
+					}
+					return
+				}
+				lat.add(start, time.Since(start))
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+	}
+	time.Sleep(3 * time.Second)
+	steadyFrom, drainAt := time.Now().Add(-3*time.Second), time.Now()
+
+	// Drain r2.
+	r2 := c.replicas[2]
+	r2.cmd.Process.Signal(syscall.SIGTERM)
+	drained := 0
+	for k, w := range ws {
+		if w.replica != "r2" {
+			continue
+		}
+		_, _, err := w.c.Read(ctx)
+		var ce websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != websocket.StatusServiceRestart || !strings.HasPrefix(ce.Reason, "checkpoint ") {
+			t.Fatalf("session %d on r2 closed with %v, want 1012 and its checkpoint", k, err)
+		}
+		nw, err := c.restoreWS(ctx, strings.TrimPrefix(ce.Reason, "checkpoint "))
+		if err != nil {
+			t.Fatalf("session %d: %v", k, err)
+		}
+		nw.seed, nw.episode, nw.steps, nw.ckRev = w.seed, w.episode, w.steps, w.steps
+		if exp, ok := want[k]; ok {
+			if got, err := nw.send(ctx, hireStep(k, steps+1)); err != nil || got != exp {
+				t.Fatalf("session %d's step %d after the drain:\nuninterrupted %s\nrestored      %s (%v)", k, steps+1, exp, got, err)
+			}
+			nw.steps++
+		}
+		ws[k] = nw
+		drained++
+	}
+	if err := r2.wait(t); err != nil {
+		t.Logf("r2 exited: %v", err)
+	}
+	drainDone := time.Now()
+	// HTTP sessions of r2: the next request says where each went.
+	for id, rep := range httpReplica {
+		if rep != "r2" {
+			continue
+		}
+		h := map[string]string{"X-Seahaven-Session": id}
+		status, body, _ := c.do(http.MethodGet, "/state", "", h)
+		var e struct {
+			CheckpointID string `json:"checkpoint_id"`
+		}
+		json.Unmarshal([]byte(body), &e)
+		if status != http.StatusNotFound || e.CheckpointID == "" {
+			t.Fatalf("HTTP session %s of the drained replica: %d %s", id, status, body)
+		}
+		if status, body, _ := c.do(http.MethodPost, "/reset", fmt.Sprintf(`{"checkpoint":%q}`, e.CheckpointID), h); status != http.StatusOK {
+			t.Fatalf("restore of HTTP session %s: %d %s", id, status, body)
+		}
+		if _, body, _ := c.do(http.MethodGet, "/state", "", h); !strings.Contains(body, `"step_count":5`) {
+			t.Fatalf("restored HTTP session %s: %.200s", id, body)
+		}
+	}
+	time.Sleep(time.Second)
+	steadyP99, steadyN := lat.p99(steadyFrom, drainAt)
+	drainP99, drainN := lat.p99(drainAt, drainDone)
+	t.Logf("drain of r2: %d sessions checkpointed and restored elsewhere in %s; other sessions' step p99 %s over %d steps (steady %s over %d)",
+		drained, drainDone.Sub(drainAt).Round(time.Millisecond), drainP99, drainN, steadyP99, steadyN)
+	if drainP99 > 2*steadyP99 {
+		t.Errorf("during the drain the other sessions' p99 was %s, more than twice the steady %s", drainP99, steadyP99)
+	}
+
+	// Kill r3 outright: it leaves rotation within the health checks, and
+	// its sessions restore from their newest checkpoints.
+	var r3HTTP string
+	for id, rep := range httpReplica {
+		if rep == "r3" {
+			r3HTTP = id
+		}
+	}
+	// The host vanishes: its link goes down (nothing answers, not even a
+	// refusal) and its process is killed.
+	r3 := c.replicas[3]
+	c.ip("-n", c.ns("r3"), "link", "set", "shv3a", "down")
+	r3.cmd.Process.Kill()
+	killedAt := time.Now()
+	r3.wait(t)
+	// Its /ws clients give up on their connections (a trainer's read
+	// timeout or ping would).
+	for _, w := range ws {
+		if w.replica == "r3" {
+			w.c.CloseNow()
+		}
+	}
+	var failover time.Duration
+	for failover == 0 {
+		status, _, _ := c.do(http.MethodGet, "/state", "", map[string]string{"X-Seahaven-Session": r3HTTP})
+		if status == http.StatusNotFound { // answered by a live replica
+			failover = time.Since(killedAt)
+		}
+		if time.Since(killedAt) > 30*time.Second {
+			t.Fatalf("HAProxy still routes to the killed replica after 30s (last status %d)", status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	recovered := 0
+	for k, w := range ws {
+		if w.replica != "r3" {
+			continue
+		}
+		status, body, _ := c.do(http.MethodGet, "/checkpoints/latest?episode_id="+w.episode, "", nil)
+		var info struct {
+			ID       string `json:"checkpoint_id"`
+			Revision int    `json:"revision"`
+		}
+		if status != http.StatusOK || json.Unmarshal([]byte(body), &info) != nil ||
+			!w.loader && info.Revision != w.ckRev || w.loader && (info.Revision < w.ckRev || info.Revision%5 != 0) {
+			t.Fatalf("newest checkpoint of session %d of the killed replica: %d %s, want revision %d", k, status, body, w.ckRev)
+		}
+		nw, err := c.restoreWS(ctx, info.ID)
+		if err != nil {
+			t.Fatalf("session %d: %v", k, err)
+		}
+		nw.seed, nw.episode, nw.steps, nw.ckRev = w.seed, w.episode, info.Revision, info.Revision
+		ws[k] = nw
+		recovered++
+	}
+	t.Logf("SIGKILL of r3: out of rotation after %s; %d sessions restored from their newest checkpoints", failover.Round(time.Millisecond), recovered)
+	if failover > 5*time.Second {
+		t.Errorf("HAProxy routed to the killed replica for %s", failover)
+	}
+
+	close(stopLoad)
+	loadWG.Wait()
+	close(loadErrs)
+	for err := range loadErrs {
+		t.Error(err)
+	}
+
+	// r3 rejoins and takes new sessions.
+	c.ip("-n", c.ns("r3"), "link", "set", "shv3a", "up")
+	c.ip("-n", c.ns("r3"), "route", "add", "default", "via", "10.213.3.1")
+	c.start(3)
+	deadline := time.Now().Add(30 * time.Second)
+	onR3 := 0
+	for onR3 == 0 && time.Now().Before(deadline) {
+		for range 6 {
+			w, err := c.dialWS(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w.replica == "r3" {
+				onR3++
+			}
+			w.c.Close(websocket.StatusNormalClosure, "")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if onR3 == 0 {
+		t.Fatal("the restarted replica took no new session within 30s")
+	}
+
+	// Nothing else was lost: every session steps on.
+	for k, w := range ws {
+		r, err := w.send(ctx, hireStep(k, w.steps+1))
+		if err != nil || !strings.Contains(r, `"error":null`) {
+			t.Fatalf("session %d (%s) after it all: %v %.200s", k, w.replica, err, r)
+		}
+	}
+}
