@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -679,6 +680,7 @@ func TestKubernetes(t *testing.T) {
 	for kind, api := range map[string]string{
 		"Deployment": "apps/v1", "Service": "v1", "HorizontalPodAutoscaler": "autoscaling/v2",
 		"PodDisruptionBudget": "policy/v1", "Kustomization": "kustomize.config.k8s.io/v1beta1",
+		"Ingress": "networking.k8s.io/v1", "PersistentVolumeClaim": "v1",
 	} {
 		if len(byKind[kind]) == 0 {
 			t.Errorf("no %s", kind)
@@ -914,6 +916,53 @@ func TestKubernetes(t *testing.T) {
 		}
 		if h.MinReplicas < 2 || h.MaxReplicas <= h.MinReplicas {
 			t.Errorf("replicas %d..%d", h.MinReplicas, h.MaxReplicas)
+		}
+	})
+
+	t.Run("Ingress", func(t *testing.T) {
+		ing := byKind["Ingress"][0]
+		if got := ing.Metadata["annotations"]; !strings.Contains(fmt.Sprint(got), "upstream-hash-by:$http_x_seahaven_session") {
+			t.Errorf("the Ingress does not hash on X-Seahaven-Session: %v", got)
+		}
+		var sp struct {
+			Rules []struct {
+				HTTP struct {
+					Paths []struct {
+						Backend struct {
+							Service struct {
+								Name string `yaml:"name"`
+								Port struct {
+									Name string `yaml:"name"`
+								} `yaml:"port"`
+							} `yaml:"service"`
+						} `yaml:"backend"`
+					} `yaml:"paths"`
+				} `yaml:"http"`
+			} `yaml:"rules"`
+		}
+		if err := ing.Spec.Decode(&sp); err != nil || len(sp.Rules) == 0 || len(sp.Rules[0].HTTP.Paths) == 0 {
+			t.Fatalf("the Ingress has no backend (%v)", err)
+		}
+		b := sp.Rules[0].HTTP.Paths[0].Backend.Service
+		found := false
+		for _, svc := range byKind["Service"] {
+			found = found || svc.Metadata["name"] == b.Name
+		}
+		if !found || b.Port.Name != "http" {
+			t.Errorf("the Ingress's backend %s:%s is not the http port of a Service", b.Name, b.Port.Name)
+		}
+	})
+	t.Run("CheckpointVolume", func(t *testing.T) {
+		var claim struct {
+			AccessModes []string `yaml:"accessModes"`
+		}
+		pvc := byKind["PersistentVolumeClaim"][0]
+		if err := pvc.Spec.Decode(&claim); err != nil || !slices.Contains(claim.AccessModes, "ReadWriteMany") {
+			t.Errorf("the checkpoint claim is not ReadWriteMany: %v (%v)", claim.AccessModes, err)
+		}
+		dj, _ := yaml.Marshal(dep.Spec)
+		if !strings.Contains(string(dj), "claimName: "+fmt.Sprint(pvc.Metadata["name"])) || !strings.Contains(string(dj), "/var/lib/seahaven/checkpoints") {
+			t.Error("the pods do not mount the checkpoint claim at SEAHAVEN_CHECKPOINTS")
 		}
 	})
 
