@@ -71,9 +71,13 @@ func (cp *Checkpoint) decode() (*runState, []logRecord, error) {
 			cp.runErr = fmt.Errorf("composition: the checkpoint's state is of format %d; this version reads format %d", st.Format, checkpointFormat)
 			return
 		}
-		for _, c := range st.Changes {
-			if c.Shape < 0 || c.Shape >= len(st.Shapes) {
-				cp.runErr = fmt.Errorf("composition: the checkpoint's state names change shape %d of %d", c.Shape, len(st.Shapes))
+		if st.Calls < 0 || st.Dropped < 0 {
+			cp.runErr = fmt.Errorf("composition: the checkpoint's state counts %d calls and %d dropped changes", st.Calls, st.Dropped)
+			return
+		}
+		for k, c := range st.Changes {
+			if err := c.check(st.Shapes); err != nil {
+				cp.runErr = fmt.Errorf("composition: the checkpoint's change %d: %w", k+1, err)
 				return
 			}
 			sh := st.Shapes[c.Shape]
@@ -153,6 +157,32 @@ type changeRun struct {
 	Key      []value `json:"key"`
 	Before   []value `json:"before"` // null for an insert
 	After    []value `json:"after"`  // null for a delete
+}
+
+// check reports what makes c no change record of a store: a shape it
+// does not name, an operation that is not one, or images that do not fit
+// the shape's columns.
+func (c *changeRun) check(shapes []changeShape) error {
+	if c.Shape < 0 || c.Shape >= len(shapes) {
+		return fmt.Errorf("it names shape %d of %d", c.Shape, len(shapes))
+	}
+	sh := shapes[c.Shape]
+	before, after := c.Before != nil, c.After != nil
+	switch {
+	case sh.Table == "" || len(sh.KeyNames) == 0:
+		return errors.New("its table or key columns are not named")
+	case len(c.Key) != len(sh.KeyNames):
+		return fmt.Errorf("its key has %d values for %d columns", len(c.Key), len(sh.KeyNames))
+	case before && len(c.Before) != len(sh.Names) || after && len(c.After) != len(sh.Names):
+		return fmt.Errorf("its images do not have the %d columns of %s", len(sh.Names), sh.Table)
+	case c.Op == sqlitestore.OpInsert && (before || !after),
+		c.Op == sqlitestore.OpUpdate && (!before || !after),
+		c.Op == sqlitestore.OpDelete && (!before || after):
+		return fmt.Errorf("its images do not fit a %s", c.Op)
+	case c.Op != sqlitestore.OpInsert && c.Op != sqlitestore.OpUpdate && c.Op != sqlitestore.OpDelete:
+		return fmt.Errorf("its operation %q is not insert, update or delete", c.Op)
+	}
+	return nil
 }
 
 // value is one store value, typed: exactly one field is set, none for

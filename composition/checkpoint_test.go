@@ -3,6 +3,7 @@ package composition_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -257,4 +258,41 @@ func TestCheckpoint_Refused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzCheckpointState restores a checkpoint whose State is arbitrary
+// bytes (a file on a shared volume): Open fails with an error or opens an
+// instance that works, and never panics.
+func FuzzCheckpointState(f *testing.F) {
+	ctx := context.Background()
+	base, err := composition.Open(ctx, dice, composition.Options{Startup: map[string]any{"label": "f"}, Dir: f.TempDir()})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer base.Close()
+	outcome(&testing.T{}, base, diceSteps[0])
+	cp, err := base.Checkpoint(ctx)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(cp.State)
+	f.Add(cp.State[:len(cp.State)/2])
+	f.Add([]byte(`{"format":1,"world":"dice","nodes":[{"path":"main","ids":"AAAA","random":"AAAA","state":"AAAA"}],"composition":[{}],"shapes":[],"changes":[{"shape":3}]}`))
+	f.Add([]byte(`{"format":1,"world":"dice","nodes":[{"path":"main"}],"composition":[{}],"changes":[{"shape":0,"key":[{"i":1,"s":"x"}]}],"shapes":[{"table":"rolls"}]}`))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, state []byte) {
+		c := &composition.Checkpoint{Sidecar: cp.Sidecar, Files: cp.Files, State: state}
+		inst, err := composition.Open(ctx, dice, composition.Options{Checkpoint: c, Dir: dir})
+		if err != nil {
+			return
+		}
+		defer inst.Close()
+		inst.State()
+		if _, err := inst.CallJSON(ctx, "roll", json.RawMessage(`{}`)); err != nil {
+			var te *env.ToolError
+			if !errors.As(err, &te) {
+				t.Fatalf("a restored instance's call failed: %v", err)
+			}
+		}
+	})
 }
