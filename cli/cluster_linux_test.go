@@ -136,11 +136,29 @@ func newCluster(t *testing.T) *cluster {
 	return c
 }
 
+// drainedReplica is the replica TestCluster drains.
+const drainedReplica = 2
+
+// cpus returns the taskset prefix that pins replica k (0: HAProxy): the
+// drained replica on the last CPU, every other process on the rest, as
+// if the drained replica had a host of its own; nothing on one CPU.
+func cpus(k int) []string {
+	n := runtime.NumCPU()
+	if n < 2 {
+		return nil
+	}
+	if k == drainedReplica {
+		return []string{"taskset", "-c", fmt.Sprint(n - 1)}
+	}
+	return []string{"taskset", "-c", fmt.Sprintf("0-%d", n-2)}
+}
+
 // start starts replica k (again).
 func (c *cluster) start(k int) {
 	c.t.Helper()
 	args := append(slices.Clone(c.args), "--addr", c.replicaAddr(k), "--replica", fmt.Sprintf("r%d", k), "--instances", c.t.TempDir())
-	c.replicas[k] = startServeCmd(c.t, "", []string{"ip", "netns", "exec", c.ns(fmt.Sprintf("r%d", k))}, c.bin, args...)
+	wrap := append([]string{"ip", "netns", "exec", c.ns(fmt.Sprintf("r%d", k))}, cpus(k)...)
+	c.replicas[k] = startServeCmd(c.t, "", wrap, c.bin, args...)
 }
 
 // startHAProxy runs deploy/compose/haproxy.cfg in the proxy's namespace,
@@ -167,7 +185,8 @@ func (c *cluster) startHAProxy() {
 		c.t.Fatal(err)
 	}
 	var out bytes.Buffer
-	c.haproxy = exec.Command("ip", "netns", "exec", c.ns("px"), "haproxy", "-db", "-f", path)
+	argv := append(append([]string{"ip", "netns", "exec", c.ns("px")}, cpus(0)...), "haproxy", "-db", "-f", path)
+	c.haproxy = exec.Command(argv[0], argv[1:]...)
 	c.haproxy.Stdout, c.haproxy.Stderr = &out, &out
 	if err := c.haproxy.Start(); err != nil {
 		c.t.Fatal(err)
@@ -226,15 +245,24 @@ func (c *cluster) dialIn(name string) func(ctx context.Context, network, addr st
 	}
 }
 
-// wsSession is a /ws session through the proxy.
+// wsSession is a /ws session through the proxy. A reader goroutine reads
+// every frame, as a client's WebSocket library does, which also answers
+// the server's pings while the session is idle.
 type wsSession struct {
 	c       *websocket.Conn
+	frames  chan wsFrame // read by the reader; closed after its last
 	replica string
 	episode string
 	seed    int
 	steps   int
 	ckRev   int  // the revision of its episode's newest checkpoint
 	loader  bool // it steps in the background load, uncounted
+}
+
+// wsFrame is one read: a message, or the error that ended the reads.
+type wsFrame struct {
+	msg string
+	err error
 }
 
 // dialWS opens a /ws session through the proxy.
@@ -244,15 +272,38 @@ func (c *cluster) dialWS(ctx context.Context) (*wsSession, error) {
 		return nil, err
 	}
 	conn.SetReadLimit(16 << 20)
-	return &wsSession{c: conn, replica: resp.Header.Get("X-Seahaven-Replica")}, nil
+	w := &wsSession{c: conn, frames: make(chan wsFrame, 1), replica: resp.Header.Get("X-Seahaven-Replica")}
+	go func() {
+		defer close(w.frames)
+		for {
+			_, b, err := conn.Read(context.Background())
+			w.frames <- wsFrame{string(b), err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return w, nil
+}
+
+// read returns the next message, or the error that ended the session.
+func (w *wsSession) read(ctx context.Context) (string, error) {
+	select {
+	case f, ok := <-w.frames:
+		if !ok {
+			return "", net.ErrClosed
+		}
+		return f.msg, f.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 }
 
 func (w *wsSession) send(ctx context.Context, msg string) (string, error) {
 	if err := w.c.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
 		return "", err
 	}
-	_, b, err := w.c.Read(ctx)
-	return string(b), err
+	return w.read(ctx)
 }
 
 // restoreWS opens a /ws session through the proxy and restores checkpoint
@@ -497,15 +548,15 @@ func TestCluster(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	steadyFrom, drainAt := time.Now().Add(-3*time.Second), time.Now()
 
-	// Drain r2.
-	r2 := c.replicas[2]
+	// Drain r2 (on a CPU of its own: see cpus).
+	r2 := c.replicas[drainedReplica]
 	r2.cmd.Process.Signal(syscall.SIGTERM)
 	drained := 0
 	for k, w := range ws {
 		if w.replica != "r2" {
 			continue
 		}
-		_, _, err := w.c.Read(ctx)
+		_, err := w.read(ctx)
 		var ce websocket.CloseError
 		if !errors.As(err, &ce) || ce.Code != websocket.StatusServiceRestart || !strings.HasPrefix(ce.Reason, "checkpoint ") {
 			t.Fatalf("session %d on r2 closed with %v, want 1012 and its checkpoint", k, err)
