@@ -373,7 +373,6 @@ func (b *Backend) Restore(ctx context.Context, id string) (openenv.Instance, ope
 		}
 		return nil, openenv.CheckpointInfo{}, openenv.CheckpointRequest{}, b.checkpoints.unknown(id, fmt.Sprintf("cannot be restored: %v", err))
 	}
-	b.logger.Info("app: checkpoint restored", "checkpoint", id, "episode", m.EpisodeID, "revision", m.Revision)
 	req := openenv.CheckpointRequest{Revision: m.Revision, Attempt: m.Attempt, Session: saved.Session}
 	return b.instance(ep), m.CheckpointInfo, req, nil
 }

@@ -135,11 +135,11 @@ func (ss *session) drain(ctx context.Context) {
 	if !ok || ss.acquire(ctx) != nil {
 		return
 	}
-	var info CheckpointInfo
-	var perr *protoError = newError(codeNoCheckpoints, "no instance")
-	if ss.inst != nil && !ss.ended {
-		info, perr = ss.checkpointLocked(ss.tagged)
+	if ss.inst == nil || ss.ended { // no episode to keep
+		ss.release()
+		return
 	}
+	info, perr := ss.checkpointLocked(ss.tagged)
 	if perr != nil {
 		ss.release()
 		ss.srv.log.Warn("openenv: drain: the session closes without a checkpoint", "session", ss.ref, "err", perr.message)
@@ -191,11 +191,10 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 	octx, cancel := withTimeout(ctx, s.cfg.StepTimeout)
 	defer cancel()
 	var inst Instance
-	var info CheckpointInfo
 	var saved CheckpointRequest
 	var err error
 	start := time.Now()
-	perr := s.guardCtx(ctx, "Backend.Restore", func() { inst, info, saved, err = r.Restore(octx, id) })
+	perr := s.guardCtx(ctx, "Backend.Restore", func() { inst, _, saved, err = r.Restore(octx, id) })
 	if err == nil && perr == nil && inst == nil {
 		err = errors.New("the backend restored no instance")
 	}
@@ -239,7 +238,6 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 	for _, r := range rec.Replays {
 		ss.keepLocked(r.ID, replayed{key: r.Key, step: r.Step, reply: stepReply{Observation: r.Observation, Reward: r.Reward, Done: r.Done}})
 	}
-	s.log.Debug("openenv: checkpoint restored", "session", ss.ref, "checkpoint", id, "revision", info.Revision, "attempt", attempt)
 	return nil
 }
 
