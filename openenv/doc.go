@@ -72,6 +72,13 @@
 // reward is null and done false. An MCP tools/call is not a step and is not
 // graded. See docs/tasks.md.
 //
+// With a Backend that is a [Restorer] (and instances that are
+// [Checkpointer]s), {"type":"checkpoint"} keeps the episode as an
+// immutable checkpoint, answered by {"type":"checkpoint","data":
+// {"checkpoint_id","revision","file_sha256",…}}, and a reset whose data is
+// {"checkpoint":"<id>"} (with "replaces":"<attempt>" to fence the attempt
+// it supersedes) continues that episode exactly. See docs/checkpoints.md.
+//
 // A tool failure is part of the observation, not an error frame:
 // {"tool_name":"pay","result":null,"error":{"error_type":"execution_error","message":"card declined"}},
 // with error_type one of execution_error, invalid_args, tool_not_found and
@@ -169,6 +176,9 @@
 //	POST /step          {"action":{…},"timeout_s"?,"request_id"?} → {"observation":…,"reward":null|number,"done":bool}
 //	GET  /state         the state document
 //	POST /inspect       {"sql","params"?} → {"columns","rows","truncated","truncated_reason"?}
+//	POST /grade         the task's grading now: {"reward","done","checks"}
+//	POST /checkpoint    a checkpoint of the session's episode: {"checkpoint_id","revision",…}
+//	GET  /checkpoints/latest?episode_id=…  an episode's newest checkpoint
 //	POST /mcp           JSON-RPC, above
 //	GET  /ws            WebSocket, above
 //
