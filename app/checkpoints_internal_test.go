@@ -15,6 +15,7 @@ import (
 
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/openenv"
+	"github.com/seahaven/seahaven/task"
 )
 
 // checkpointed opens a company instance on a backend over dir, makes a
@@ -221,5 +222,37 @@ func TestCheckpoints_Retention(t *testing.T) {
 		if msg := restoreErr(t, b, id); msg != "" {
 			t.Fatalf("a checkpoint within the budget: %q", msg)
 		}
+	}
+}
+
+// TestCheckpoints_Recorded: a restored episode is recorded in a new
+// trajectory whose header names the checkpoint it continues.
+func TestCheckpoints_Recorded(t *testing.T) {
+	rec := t.TempDir()
+	b := newTestBackend(t, Config{Checkpoints: t.TempDir(), RecordDir: rec})
+	info := checkpointed(t, b)
+	inst, _, _, err := b.Restore(context.Background(), info.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inst.CallJSON(context.Background(), "hire", json.RawMessage(`{"name":"Bo"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := inst.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(rec, "*.jsonl"))
+	var restored []string
+	for _, f := range files {
+		tr, err := task.ReadTrajectoryFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr.Header.Checkpoint != "" {
+			restored = append(restored, fmt.Sprintf("%s:%d calls", tr.Header.Checkpoint, len(tr.Calls)))
+		}
+	}
+	if want := []string{info.ID + ":1 calls"}; fmt.Sprint(restored) != fmt.Sprint(want) {
+		t.Errorf("recordings of restored episodes: %v, want %v", restored, want)
 	}
 }
