@@ -242,8 +242,8 @@ func (s *source) verifyBytes() error {
 // in the instance directory, written when the store is first used (a reset
 // writes no file for the nodes its episode never touches). Frozen files are
 // never opened by SQLite.
-func (s *source) materialise(ctx context.Context, i *Instance, n *Node) (*sqlitestore.Store, error) {
-	opts := i.storeOptions(n)
+// opts are the node's store options (Instance.storeOptions).
+func (s *source) materialise(ctx context.Context, n *Node, opts sqlitestore.Options) (*sqlitestore.Store, error) {
 	opts.Lazy = true // the bytes were verified against the sidecar's hash
 	opts.Data = s.files[n.Path]
 	// Copies of one frozen file share parked connections (see

@@ -122,7 +122,6 @@ type Instance struct {
 
 	compRecords []env.CompositionRecord
 	fixture     *env.FixtureRef
-	resumed     *runState // the checkpoint being resumed, while Open runs
 
 	// lock is the instance's lock: a call, a Bulk block, a Freeze or a
 	// reader holds its one slot. A channel rather than a sync.Mutex, so that
@@ -293,7 +292,7 @@ func open(ctx context.Context, world *env.World, opts Options) (*Instance, error
 	if mode == "" {
 		mode = world.Spec().DefaultClockMode
 	}
-	inst := &Instance{world: world, opts: opts, log: opts.Logger, pool: opts.Pool, lock: make(chan struct{}, 1), resumed: resumed}
+	inst := &Instance{world: world, opts: opts, log: opts.Logger, pool: opts.Pool, lock: make(chan struct{}, 1)}
 	inst.sealed.Store(sealed)
 	inst.changes.max = opts.MaxChangeLogBytes
 	if inst.changes.max == 0 {
@@ -339,12 +338,11 @@ func open(ctx context.Context, world *env.World, opts Options) (*Instance, error
 	if err := checkSpace(inst.dir, src, opts.MinFree); err != nil {
 		return nil, err
 	}
-	if err := inst.openStores(ctx, src); err != nil {
+	if err := inst.openStores(ctx, src, resumed); err != nil {
 		return nil, err
 	}
 	if resumed != nil {
 		err = inst.resume(resumed, records)
-		inst.resumed = nil
 	} else {
 		err = inst.runStartup(ctx)
 	}
@@ -399,34 +397,36 @@ func checkStartupKeys(s *Sealed, kw map[string]any) error {
 
 func (i *Instance) storeOptions(n *Node) sqlitestore.Options {
 	s1, _ := env.StreamSeed(i.opts.Seed, n.Path, "sql")
-	var random []byte
-	if i.resumed != nil {
-		random = i.resumed.Nodes[n.Index].Random
-	}
 	return sqlitestore.Options{
-		Path:        filepath.Join(i.dir, n.File),
-		Seed:        s1,
-		RandomState: random,
-		Clock:       i.clock.Now,
-		Untracked:   n.World.Spec().UntrackedTables,
-		Pool:        i.pool,
+		Path:      filepath.Join(i.dir, n.File),
+		Seed:      s1,
+		Clock:     i.clock.Now,
+		Untracked: n.World.Spec().UntrackedTables,
+		Pool:      i.pool,
 		// Calls and the inspection view take turns under the instance's
 		// lock; the view yields the stores' locks before it reads.
 		ExclusiveLock: true,
 	}
 }
 
-func (i *Instance) openStores(ctx context.Context, src *source) error {
+// openStores opens every node's store: from src's files, or genesis when
+// src is nil; with the random() streams where resumed (a checkpoint's
+// state, or nil) left them.
+func (i *Instance) openStores(ctx context.Context, src *source, resumed *runState) error {
 	for _, n := range i.sealed.Load().Nodes {
 		ns := &nodeState{node: n, state: map[string]any{}, ids: env.NewIDs(i.opts.Seed, n.Path)}
+		opts := i.storeOptions(n)
+		if resumed != nil {
+			opts.RandomState = resumed.Nodes[n.Index].Random
+		}
 		var err error
 		if src == nil {
-			ns.store, err = sqlitestore.Create(ctx, n.World.Spec().Schema, i.storeOptions(n))
+			ns.store, err = sqlitestore.Create(ctx, n.World.Spec().Schema, opts)
 			if err != nil {
 				err = fmt.Errorf("composition: genesis of node %s: %w", n.Path, err)
 			}
 		} else {
-			ns.store, err = src.materialise(ctx, i, n)
+			ns.store, err = src.materialise(ctx, n, opts)
 		}
 		if err != nil {
 			return err
