@@ -269,11 +269,7 @@ func (b *Backend) listFixtures() []openenv.FixtureInfo {
 	}
 	out := make([]openenv.FixtureInfo, 0, len(list))
 	for _, s := range list {
-		sums := map[string]string{"main": s.FileSHA256}
-		for _, n := range s.Nodes {
-			sums[n.Path] = n.FileSHA256
-		}
-		out = append(out, openenv.FixtureInfo{ID: s.ID, Description: s.Description, ParentID: s.ParentID, CreatedAt: s.CreatedAt, WorldVersion: s.WorldVersion, FileSHA256: sums})
+		out = append(out, openenv.FixtureInfo{ID: s.ID, Description: s.Description, ParentID: s.ParentID, CreatedAt: s.CreatedAt, WorldVersion: s.WorldVersion, FileSHA256: s.FileHashes()})
 	}
 	b.fixtures, b.listed = out, time.Now()
 	return out

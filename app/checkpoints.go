@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -130,13 +131,10 @@ func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openen
 	m := manifest{Format: 1, World: cp.Sidecar.World, WorldVersion: cp.Sidecar.WorldVersion, SHA256: map[string]string{}}
 	m.CheckpointInfo = openenv.CheckpointInfo{
 		ID: id, Revision: req.Revision, EpisodeID: ep.Header.EpisodeID, Attempt: req.Attempt,
-		CreatedAt: now.Format(env.TimeFormat), FileSHA256: map[string]string{"main": cp.Sidecar.FileSHA256},
+		CreatedAt: now.Format(env.TimeFormat), FileSHA256: cp.Sidecar.FileHashes(),
 	}
 	if c.ttl > 0 {
 		m.ExpiresAt = now.Add(c.ttl).Format(env.TimeFormat)
-	}
-	for _, n := range cp.Sidecar.Nodes {
-		m.FileSHA256[n.Path] = n.FileSHA256
 	}
 	cp.Sidecar.ID = id
 	cp.Sidecar.CreatedAt = m.CreatedAt
@@ -287,14 +285,8 @@ func (c *checkpoints) read(id string) (*loadedCheckpoint, error) {
 	if l.cp, err = composition.ReadCheckpoint(dir, files[fixture.SidecarName], files[stateName]); err != nil {
 		return nil, c.unknown(id, fmt.Sprintf("is incomplete: %v", err))
 	}
-	sums := map[string]string{"main": l.cp.Sidecar.FileSHA256}
-	for _, n := range l.cp.Sidecar.Nodes {
-		sums[n.Path] = n.FileSHA256
-	}
-	for p, h := range l.m.FileSHA256 {
-		if sums[p] != h || len(sums) != len(l.m.FileSHA256) {
-			return nil, c.unknown(id, "is corrupt: its sidecar and its manifest disagree on the store files' hashes")
-		}
+	if !maps.Equal(l.cp.Sidecar.FileHashes(), l.m.FileSHA256) {
+		return nil, c.unknown(id, "is corrupt: its sidecar and its manifest disagree on the store files' hashes")
 	}
 	if err := json.Unmarshal(files[episodeName], &l.ep); err != nil {
 		return nil, c.unknown(id, fmt.Sprintf("is corrupt: %s does not parse", episodeName))

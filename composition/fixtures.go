@@ -218,10 +218,7 @@ func newSource(s *fixture.Sidecar, files map[string][]byte) (*source, error) {
 		return nil, err
 	}
 	src := &source{sidecar: s, now: now, files: files}
-	src.ref = &env.FixtureRef{ID: s.ID, FormatVersion: s.FormatVersion, FileSHA256: map[string]string{"main": s.FileSHA256}}
-	for _, n := range s.Nodes {
-		src.ref.FileSHA256[n.Path] = n.FileSHA256
-	}
+	src.ref = &env.FixtureRef{ID: s.ID, FormatVersion: s.FormatVersion, FileSHA256: s.FileHashes()}
 	if err := src.verifyBytes(); err != nil {
 		return nil, err
 	}
