@@ -35,7 +35,7 @@ const (
 // store files (see composition.Checkpoint.WriteDir).
 const (
 	manifestName = "checkpoint.json" // written last: its presence marks a whole checkpoint
-	stateName    = "state.gob"       // composition.Checkpoint.State
+	stateName    = "state.json"      // composition.Checkpoint.State
 	episodeName  = "episode.json"    // savedEpisode
 	fencesDir    = "fences"          // one file per fenced attempt
 	latestDir    = "episodes"        // one file per episode: its newest checkpoint
@@ -152,7 +152,8 @@ func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openen
 			os.RemoveAll(tmp)
 		}
 	}()
-	if err := cp.WriteDir(tmp); err != nil {
+	sidecar, err := cp.WriteDir(tmp)
+	if err != nil {
 		return openenv.CheckpointInfo{}, err
 	}
 	if testHookWrote != nil {
@@ -161,10 +162,6 @@ func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openen
 	size := int64(len(cp.State) + len(episode))
 	for _, b := range cp.Files {
 		size += int64(len(b))
-	}
-	sidecar, err := os.ReadFile(filepath.Join(tmp, fixture.SidecarName))
-	if err != nil {
-		return openenv.CheckpointInfo{}, err
 	}
 	m.SHA256[fixture.SidecarName] = fixture.HashBytes(sidecar)
 	for _, f := range []struct {
@@ -205,6 +202,18 @@ func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openen
 	return m.CheckpointInfo, nil
 }
 
+// isID reports whether s is an id the store issued: a UUID in its
+// canonical, lowercase form (which also keeps it a plain file name).
+func isID(s string) bool {
+	u, err := uuid.Parse(s)
+	return err == nil && u.String() == s
+}
+
+// expired reports whether a checkpoint is past its expiry.
+func expired(info openenv.CheckpointInfo) bool {
+	return info.ExpiresAt != "" && info.ExpiresAt < time.Now().UTC().Format(env.TimeFormat)
+}
+
 // unknown is the error of a restore naming no checkpoint.
 func (c *checkpoints) unknown(id, why string) error {
 	return &openenv.OptionError{Option: "checkpoint", Value: id, Message: fmt.Sprintf("checkpoint %q %s; nothing was restored", id, why)}
@@ -217,7 +226,7 @@ func (c *checkpoints) load(id string) (*loadedCheckpoint, error) {
 	c.mu.Lock()
 	l, ok := c.loaded[id]
 	c.mu.Unlock()
-	if ok && l.m.ExpiresAt != "" && l.m.ExpiresAt < time.Now().UTC().Format(env.TimeFormat) {
+	if ok && expired(l.m.CheckpointInfo) {
 		c.forget(id)
 		ok = false
 	}
@@ -253,7 +262,7 @@ func (c *checkpoints) keep(id string, l *loadedCheckpoint) {
 // read reads a checkpoint and verifies every file but the store files
 // against its manifest.
 func (c *checkpoints) read(id string) (*loadedCheckpoint, error) {
-	if u, err := uuid.Parse(id); err != nil || u.String() != id {
+	if !isID(id) {
 		return nil, c.unknown(id, "is not a checkpoint id (checkpoint ids are the lowercase UUIDs checkpoint replies carry)")
 	}
 	dir := filepath.Join(c.dir, id)
@@ -296,7 +305,7 @@ func (c *checkpoints) read(id string) (*loadedCheckpoint, error) {
 
 // fencePath is the file that fences attempt.
 func (c *checkpoints) fencePath(attempt string) (string, bool) {
-	if u, err := uuid.Parse(attempt); err != nil || u.String() != attempt {
+	if !isID(attempt) {
 		return "", false
 	}
 	return filepath.Join(c.dir, fencesDir, attempt), true
@@ -362,7 +371,7 @@ func (c *checkpoints) pointer(dir, key string) (openenv.CheckpointInfo, bool) {
 	if err != nil || json.Unmarshal(data, &info) != nil || info.ID == "" {
 		return openenv.CheckpointInfo{}, false
 	}
-	if info.ExpiresAt != "" && info.ExpiresAt < time.Now().UTC().Format(env.TimeFormat) {
+	if expired(info) {
 		return openenv.CheckpointInfo{}, false
 	}
 	return info, true

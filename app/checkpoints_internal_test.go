@@ -77,7 +77,7 @@ func TestCheckpoints_Refused(t *testing.T) {
 		want    string
 	}{
 		{"store file changed", func(d string) { flipByte(t, filepath.Join(d, "state.payments.sqlite"), 5000) }, "hash mismatch"},
-		{"state cut short", func(d string) { os.Truncate(filepath.Join(d, stateName), 10) }, "is corrupt: state.gob has sha256"},
+		{"state cut short", func(d string) { os.Truncate(filepath.Join(d, stateName), 10) }, "is corrupt: state.json has sha256"},
 		{"episode changed", func(d string) { os.WriteFile(filepath.Join(d, episodeName), []byte(`{}`), 0o600) }, "is corrupt: episode.json has sha256"},
 		{"sidecar gone", func(d string) { os.Remove(filepath.Join(d, "fixture.yaml")) }, "is incomplete: fixture.yaml cannot be read"},
 		{"manifest gone", func(d string) { os.Remove(filepath.Join(d, manifestName)) }, "is incomplete: it has no manifest"},

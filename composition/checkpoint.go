@@ -408,23 +408,23 @@ func resumeOptions(opts Options, st *runState) Options {
 }
 
 // WriteDir writes the checkpoint's sidecar (fixture.yaml), whose ID must be
-// set, and store files into dir, an existing directory; ReadCheckpoint
-// reads them back. WriteDir does not fsync, and State is the caller's to
-// keep.
-func (cp *Checkpoint) WriteDir(dir string) error {
+// set, and store files into dir, an existing directory, and returns the
+// sidecar's bytes; ReadCheckpoint reads them back. WriteDir does not
+// fsync, and State is the caller's to keep.
+func (cp *Checkpoint) WriteDir(dir string) ([]byte, error) {
 	data, err := fixture.Marshal(cp.Sidecar)
 	if err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
+		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, fixture.SidecarName), data, 0o644); err != nil {
-		return err
+		return nil, err
 	}
 	for path, b := range cp.Files {
 		if err := os.WriteFile(filepath.Join(dir, fixture.FileName(path)), b, 0o644); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return data, nil
 }
 
 // ReadCheckpoint reads the checkpoint WriteDir wrote into dir: sidecar is

@@ -1,6 +1,7 @@
 package composition_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -115,18 +116,22 @@ func restore(t *testing.T, w *env.World, cp *composition.Checkpoint, root, id st
 	t.Helper()
 	if root != "" {
 		dir := filepath.Join(root, id)
+		var written []byte
 		if _, err := os.Stat(dir); err != nil {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
 			cp.Sidecar.ID = id
-			if err := cp.WriteDir(dir); err != nil {
+			if written, err = cp.WriteDir(dir); err != nil {
 				t.Fatal(err)
 			}
 		}
 		sidecar, err := os.ReadFile(filepath.Join(dir, "fixture.yaml"))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if written != nil && !bytes.Equal(written, sidecar) {
+			t.Fatal("WriteDir returned other bytes than the sidecar it wrote")
 		}
 		if cp, err = composition.ReadCheckpoint(dir, sidecar, cp.State); err != nil {
 			t.Fatal(err)
