@@ -317,7 +317,13 @@ func (c *checkpoints) fence(attempt, by string) error {
 	if !ok {
 		return &openenv.OptionError{Option: "replaces", Value: attempt, Message: fmt.Sprintf("%q is not an attempt id (attempt ids are the lowercase UUIDs checkpoint replies carry)", attempt)}
 	}
-	return os.WriteFile(p, []byte(by), 0o600)
+	if err := os.WriteFile(p, []byte(by), 0o600); err != nil {
+		if ie := composition.Fault(err, "the attempt could not be fenced"); ie != nil {
+			return ie
+		}
+		return fmt.Errorf("app: fence: %w", err)
+	}
+	return nil
 }
 
 // fencedBy reports whether attempt was fenced, and by what.

@@ -223,11 +223,15 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 	if req.Replaces != nil {
 		by := fmt.Sprintf("checkpoint %s, restored as attempt %s", id, attempt)
 		if err := r.Fence(*req.Replaces, by); err != nil {
+			// The session keeps its episode: nothing was restored.
 			s.closeInstanceLater(inst)
 			if errors.As(err, &oe) {
 				return invalid([]fieldError{oe.field(req.loc)})
 			}
-			return s.infraFailure(ctx, opReset, err)
+			if perr := s.infraFailure(ctx, opReset, err); perr != nil {
+				return perr
+			}
+			return newError(codeExecution, "the attempt %s could not be fenced, so nothing was restored: %v", *req.Replaces, err)
 		}
 		s.log.Info("openenv: attempt fenced", append(sessionAttrs(ctx), "attempt", *req.Replaces, "by", by)...)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -102,6 +104,34 @@ func TestCheckpoint_Transports(t *testing.T) {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// TestCheckpoint_FenceFails: a restore whose fence cannot be written
+// restores nothing, says so, and leaves the session's episode as it was.
+func TestCheckpoint_FenceFails(t *testing.T) {
+	dir := t.TempDir()
+	s := mustServeWorld(t, company.World, app.Config{DefaultFixture: company.AcmeID, Checkpoints: dir}, openenv.Config{})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Ada"}}}`)
+	reply := roundTrip(t, c, `{"type":"checkpoint"}`)
+	id, attempt := str(t, reply, "data.checkpoint_id"), str(t, reply, "data.attempt")
+	roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Bo"}}}`)
+	before := roundTrip(t, c, `{"type":"state"}`)
+	// The fences directory is a file now: no fence can be written.
+	fences := filepath.Join(dir, "fences")
+	if err := os.RemoveAll(fences); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(fences, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := roundTrip(t, c, fmt.Sprintf(`{"type":"reset","data":{"checkpoint":%q,"replaces":%q}}`, id, attempt))
+	if str(t, r, "type") != "error" || !strings.Contains(r, "the attempt could not be fenced") {
+		t.Fatalf("a restore whose fence failed: %s", r)
+	}
+	if after := roundTrip(t, c, `{"type":"state"}`); after != before {
+		t.Errorf("the failed restore changed the episode:\n%s\n%s", before, after)
 	}
 }
 
