@@ -235,13 +235,7 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 		}
 		s.log.Info("openenv: attempt fenced", append(sessionAttrs(ctx), "attempt", *req.Replaces, "by", by)...)
 	}
-	ss.installLocked(inst, rec.Task, rec.EpisodeID, attempt)
-	ss.mu.Lock()
-	ss.steps, ss.over, ss.doneAt, ss.graded, ss.lastReward = rec.Steps, rec.Over, rec.DoneAt, rec.Graded, rec.LastReward
-	ss.mu.Unlock()
-	for _, r := range rec.Replays {
-		ss.keepLocked(r.ID, replayed{key: r.Key, step: r.Step, reply: stepReply{Observation: r.Observation, Reward: r.Reward, Done: r.Done}})
-	}
+	ss.installLocked(inst, rec, attempt)
 	return nil
 }
 

@@ -480,30 +480,34 @@ func (ss *session) openLocked(ctx context.Context, opts OpenOptions, implicit bo
 	if perr != nil {
 		return perr
 	}
-	ss.installLocked(inst, opts.Task, opts.EpisodeID, uuid.NewString())
+	ss.installLocked(inst, sessionRecord{Task: opts.Task, EpisodeID: opts.EpisodeID}, uuid.NewString())
 	s.log.Debug("openenv: instance opened", "session", ss.ref, "fixture", opts.Fixture, "seed", opts.Seed)
 	return nil
 }
 
-// installLocked makes inst the session's instance, for a new episode (or
-// a restored one) of task and episodeID, run by attempt; the old one
-// closes in the background (closeInstanceLater). The slot must be held.
-func (ss *session) installLocked(inst Instance, task, episodeID, attempt string) {
+// installLocked makes inst the session's instance, for the episode rec
+// describes (a new one: its task and episode id alone; or a restored one,
+// as its checkpoint recorded it), run by attempt; the old instance closes
+// in the background (closeInstanceLater). The slot must be held.
+func (ss *session) installLocked(inst Instance, rec sessionRecord, attempt string) {
 	s := ss.srv
 	old := ss.inst
 	ss.inst = inst
 	ss.replays, ss.ids, ss.wrapped = nil, nil, nil
+	for _, r := range rec.Replays {
+		ss.keepLocked(r.ID, replayed{key: r.Key, step: r.Step, reply: stepReply{Observation: r.Observation, Reward: r.Reward, Done: r.Done}})
+	}
 	ss.mu.Lock()
 	if old != nil {
 		ss.endEpisodeLocked()
 	}
-	ss.steps = 0
-	ss.over, ss.doneAt = false, 0
-	ss.task, ss.graded, ss.lastReward, ss.episodeEnded = task, false, 0, false
-	ss.episodeID, ss.attempt, ss.exposed = episodeID, attempt, false
+	ss.steps = rec.Steps
+	ss.over, ss.doneAt = rec.Over, rec.DoneAt
+	ss.task, ss.graded, ss.lastReward, ss.episodeEnded = rec.Task, rec.Graded, rec.LastReward, false
+	ss.episodeID, ss.attempt, ss.exposed = rec.EpisodeID, attempt, false
 	ss.timeline = timeline{}
 	ss.mu.Unlock()
-	s.observeEpisodeStarted(task)
+	s.observeEpisodeStarted(rec.Task)
 	if old != nil {
 		// The reply need not wait for the old instance's files to go.
 		s.closeInstanceLater(old)
