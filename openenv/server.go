@@ -147,8 +147,8 @@ type Config struct {
 	// the browser session cookie. Empty: the agent listener takes Token.
 	AgentToken string
 	// Replica names this server among the replicas behind one proxy: every
-	// reply carries it in the X-Seahaven-Replica header, and the logs name
-	// it. Empty: no header.
+	// reply of the main listener carries it in the X-Seahaven-Replica
+	// header. Empty: no header.
 	Replica string
 	// CheckpointEvery, when positive, checkpoints every session after
 	// every CheckpointEvery-th step (a tool call) of its episode, so that

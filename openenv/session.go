@@ -65,7 +65,7 @@ type session struct {
 	episodeEnded bool     // the episode's end is observed (it finished, or the instance went)
 	episodeID    string   // "" before the first reset
 	attempt      string   // this session's attempt at the episode: new at every reset and restore
-	exposed      bool     // a checkpoint reply named attempt, so a restore may fence it
+	exposed      bool     // a checkpoint of the episode names attempt, so a restore may fence it
 	timeline     timeline // the episode's newest tool calls, for the inspector
 	stopped      bool     // stop was called; closeCode and closeReason are set
 	closeCode    websocket.StatusCode
@@ -178,11 +178,6 @@ func (s *Server) remove(ss *session) {
 	}
 }
 
-// unknownSession is the error for a session id that names no live session.
-func unknownSession(id string) *protoError {
-	return newError(codeUnknownSession, "Unknown session_id: %s", id)
-}
-
 // unknownSession is the error of a request naming no live session here:
 // when a draining server checkpointed that session (Restorer.DrainedTo),
 // it says so and carries the checkpoint id to restore.
@@ -194,7 +189,7 @@ func (s *Server) unknownSession(id string) *protoError {
 			return perr
 		}
 	}
-	return unknownSession(id)
+	return newError(codeUnknownSession, "Unknown session_id: %s", id)
 }
 
 // info describes ss for monitoring.
