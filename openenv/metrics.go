@@ -323,23 +323,30 @@ func (s *Server) observeWSMessage(typ string) {
 	s.metrics.wsMessages.WithLabelValues(typ).Inc()
 }
 
+// backendOutcome is the outcome label of a call into the Backend or an
+// Instance that returned err, or panicked (perr, which guard has logged
+// with the stack); an infrastructure error is logged by infraFailure.
+func backendOutcome(ctx context.Context, err error, perr *protoError) string {
+	switch {
+	case perr != nil:
+		return outcomePanic
+	case errors.As(err, new(*env.InfraError)):
+		return outcomeInfra
+	case err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded)):
+		return outcomeTimeout
+	case err != nil:
+		return outcomeError
+	}
+	return outcomeOK
+}
+
 // observeOpen records one Backend.Open that started at start: its latency,
 // its outcome and, when it failed, one log line. err is Open's error, perr
 // a recovered panic.
 func (s *Server) observeOpen(ctx context.Context, start time.Time, opts OpenOptions, err error, perr *protoError) {
 	d := time.Since(start)
 	s.metrics.resetSeconds.Observe(d.Seconds())
-	outcome := outcomeOK
-	switch {
-	case perr != nil:
-		outcome = outcomePanic // guard has logged it, with the stack
-	case errors.As(err, new(*env.InfraError)):
-		outcome = outcomeInfra // logged by infraFailure
-	case err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded)):
-		outcome = outcomeTimeout
-	case err != nil:
-		outcome = outcomeError
-	}
+	outcome := backendOutcome(ctx, err, perr)
 	s.metrics.resets.WithLabelValues(outcome).Inc()
 	if outcome == outcomeOK {
 		s.metrics.instances.Inc()
@@ -467,17 +474,7 @@ func (s *Server) observeReplayed() { s.metrics.replayed.Inc() }
 func (s *Server) observeCheckpoint(ctx context.Context, op string, start time.Time, id string, err error, perr *protoError) {
 	d := time.Since(start)
 	s.metrics.checkpointSecs.WithLabelValues(op).Observe(d.Seconds())
-	outcome := outcomeOK
-	switch {
-	case perr != nil:
-		outcome = outcomePanic
-	case errors.As(err, new(*env.InfraError)):
-		outcome = outcomeInfra
-	case err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded)):
-		outcome = outcomeTimeout
-	case err != nil:
-		outcome = outcomeError
-	}
+	outcome := backendOutcome(ctx, err, perr)
 	s.metrics.checkpoints.WithLabelValues(op, outcome).Inc()
 	switch outcome {
 	case outcomeOK:
