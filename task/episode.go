@@ -335,11 +335,10 @@ func (e *Episode) Checkpoint(ctx context.Context) (*composition.Checkpoint, Save
 	return cp, sv, nil
 }
 
-// Resume opens the episode a checkpoint saved: its instance from opts (the
-// checkpoint's files as a fixture, and Options.Resume), with t the task it
-// runs (the zero Task for none), whose id must be saved's. A recorder, when
-// not nil, records the calls from here on, in a new recording whose header
-// names the checkpoint id.
+// Resume opens the episode checkpoint id saved: its instance from opts
+// (Options.Checkpoint), with t the task it runs (the zero Task for none),
+// whose id must be saved's. Its header names the checkpoint. A recorder,
+// when not nil, records the calls from here on, in a new recording.
 func Resume(ctx context.Context, w *env.World, t env.Task, saved Saved, opts composition.Options, rec *Recorder, id string) (*Episode, error) {
 	if t.ID != saved.Task {
 		return nil, fmt.Errorf("task: the checkpoint ran task %q, not %q", saved.Task, t.ID)
@@ -353,16 +352,15 @@ func Resume(ctx context.Context, w *env.World, t env.Task, saved Saved, opts com
 		return nil, err
 	}
 	e := &Episode{inst: inst, task: t, hasTask: hasTask, shape: shapeOf(inst.Sealed()), header: saved.Header, last: saved.Last}
+	e.header.Checkpoint = id
 	if err := e.fitTask(); err != nil {
 		return nil, err
 	}
 	if rec != nil {
-		e.header.Checkpoint = id
 		if err := e.Record(rec); err != nil {
 			inst.Close()
 			return nil, err
 		}
-		e.header.Checkpoint = saved.Header.Checkpoint
 	}
 	e.calls = saved.Calls
 	return e, nil
