@@ -108,29 +108,19 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 		cfg.FloorDir = filepath.Dir(*instances)
 	}
 	if *url == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("finding this executable to start the server: %w", err)
-		}
-		sargs := []string{"serve", "--world", *worldName, "--log-level", "warn", "--log-format", "text",
-			"--max-sessions", strconv.Itoa(*sessions + 16)}
+		sargs := []string{"--max-sessions", strconv.Itoa(*sessions + 16)}
 		if *fixtureID != "" {
 			sargs = append(sargs, "--fixture", *fixtureID)
 		}
 		if *force {
 			sargs = append(sargs, "--force")
 		}
-		scratch, err := instanceRoot(*storage, "")
-		if err != nil {
+		if cfg.Server, err = c.serverCommand(*worldName, *storage, append(sargs, strings.Fields(*serverArgs)...)...); err != nil {
 			return err
 		}
-		if scratch != "" {
-			scratch = filepath.Dir(scratch)
-			cfg.FloorDir = scratch // the raw floors on the instances' file system
+		if cfg.Server.ScratchParent != "" {
+			cfg.FloorDir = cfg.Server.ScratchParent // the raw floors on the instances' file system
 		}
-		sargs = append(sargs, "--storage", *storage)
-		sargs = append(sargs, strings.Fields(*serverArgs)...)
-		cfg.Server = &bench.ServerCommand{Path: exe, Args: sargs, Stderr: c.m.Stderr, ScratchParent: scratch}
 	}
 	if !*noFloors {
 		// The server under test runs in its own process, so the echo floor
@@ -170,14 +160,8 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 		if werr := rep.WriteTable(c.m.Stdout); werr != nil {
 			err = errors.Join(err, werr)
 		}
-		if *jsonOut != "" {
-			b, jerr := json.MarshalIndent(rep, "", "  ")
-			if jerr == nil {
-				jerr = os.WriteFile(*jsonOut, append(b, '\n'), 0o644)
-			}
-			if jerr != nil {
-				err = errors.Join(err, fmt.Errorf("--json: %w", jerr))
-			}
+		if jerr := writeJSONReport(*jsonOut, rep); jerr != nil {
+			err = errors.Join(err, jerr)
 		}
 	}
 	return err
@@ -246,31 +230,49 @@ func (c *BenchCommand) checkpoint(ctx context.Context, args []string) error {
 	}
 	cfg := bench.CheckpointConfig{URL: *url, InstanceRoot: *instances, Step: step, Calls: *calls, Rounds: *rounds, Fork: *fork, Progress: c.m.Stderr}
 	if *url == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("finding this executable to start the server: %w", err)
-		}
-		scratch, err := instanceRoot(*storage, "")
-		if err != nil {
+		if cfg.Server, err = c.serverCommand(*worldName, *storage); err != nil {
 			return err
 		}
-		if scratch != "" {
-			scratch = filepath.Dir(scratch)
-		}
-		cfg.Server = &bench.ServerCommand{Path: exe, Stderr: c.m.Stderr, ScratchParent: scratch,
-			Args: []string{"serve", "--world", *worldName, "--log-level", "warn", "--log-format", "text", "--storage", *storage}}
 	}
 	rep, err := bench.RunCheckpoints(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	rep.Print(c.m.Stdout)
-	if *jsonOut != "" {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(*jsonOut, append(b, '\n'), 0o644)
+	return writeJSONReport(*jsonOut, rep)
+}
+
+// serverCommand is the `seahaven serve` a bench starts: this executable,
+// serving world with storage (its instances on a scratch directory made
+// under the command's ScratchParent), quiet, with more flags.
+func (c *BenchCommand) serverCommand(world, storage string, more ...string) (*bench.ServerCommand, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding this executable to start the server: %w", err)
+	}
+	scratch, err := instanceRoot(storage, "")
+	if err != nil {
+		return nil, err
+	}
+	if scratch != "" {
+		scratch = filepath.Dir(scratch)
+	}
+	args := append([]string{"serve", "--world", world, "--log-level", "warn", "--log-format", "text", "--storage", storage}, more...)
+	return &bench.ServerCommand{Path: exe, Args: args, Stderr: c.m.Stderr, ScratchParent: scratch}, nil
+}
+
+// writeJSONReport writes a report as indented JSON to path (--json); it
+// does nothing when path is "".
+func writeJSONReport(path string, rep any) error {
+	if path == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err == nil {
+		err = os.WriteFile(path, append(b, '\n'), 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("--json: %w", err)
 	}
 	return nil
 }
