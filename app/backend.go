@@ -336,28 +336,28 @@ func (b *Backend) instance(ep *task.Episode) openenv.Instance {
 // Restore opens an instance that continues checkpoint id (see
 // openenv.Restorer): it verifies the checkpoint, finds the task it runs
 // among the world's, and opens the instance on the checkpoint's files.
-func (b *Backend) Restore(ctx context.Context, id string) (openenv.Instance, openenv.CheckpointInfo, openenv.CheckpointRequest, error) {
+func (b *Backend) Restore(ctx context.Context, id string) (openenv.Instance, openenv.CheckpointRequest, error) {
 	l, err := b.checkpoints.load(id)
 	if err != nil {
-		return nil, openenv.CheckpointInfo{}, openenv.CheckpointRequest{}, err
+		return nil, openenv.CheckpointRequest{}, err
 	}
 	m, saved := l.m, l.ep
 	if m.World != b.world.Name() {
-		return nil, openenv.CheckpointInfo{}, openenv.CheckpointRequest{}, b.checkpoints.unknown(id, fmt.Sprintf("is of world %s; this server serves %s", m.World, b.world.Name()))
+		return nil, openenv.CheckpointRequest{}, b.checkpoints.unknown(id, fmt.Sprintf("is of world %s; this server serves %s", m.World, b.world.Name()))
 	}
 	var t env.Task
 	if saved.Episode.Task != "" {
 		var ok bool
 		if t, ok = task.Find(b.tasks, saved.Episode.Task); !ok {
-			return nil, openenv.CheckpointInfo{}, openenv.CheckpointRequest{}, b.checkpoints.unknown(id, fmt.Sprintf("runs task %q, which this server does not have", saved.Episode.Task))
+			return nil, openenv.CheckpointRequest{}, b.checkpoints.unknown(id, fmt.Sprintf("runs task %q, which this server does not have", saved.Episode.Task))
 		}
 	}
 	if err := b.Ready(); err != nil {
-		return nil, openenv.CheckpointInfo{}, openenv.CheckpointRequest{}, err
+		return nil, openenv.CheckpointRequest{}, err
 	}
 	leave, err := b.gate.enter(ctx)
 	if err != nil {
-		return nil, openenv.CheckpointInfo{}, openenv.CheckpointRequest{}, err
+		return nil, openenv.CheckpointRequest{}, err
 	}
 	defer leave()
 	ep, err := task.Resume(ctx, b.world, t, saved.Episode, composition.Options{
@@ -365,12 +365,12 @@ func (b *Backend) Restore(ctx context.Context, id string) (openenv.Instance, ope
 	}, b.recorder, id)
 	if err != nil {
 		if ie := composition.Fault(err, "nothing was restored"); ie != nil {
-			return nil, openenv.CheckpointInfo{}, openenv.CheckpointRequest{}, ie
+			return nil, openenv.CheckpointRequest{}, ie
 		}
-		return nil, openenv.CheckpointInfo{}, openenv.CheckpointRequest{}, b.checkpoints.unknown(id, fmt.Sprintf("cannot be restored: %v", err))
+		return nil, openenv.CheckpointRequest{}, b.checkpoints.unknown(id, fmt.Sprintf("cannot be restored: %v", err))
 	}
 	req := openenv.CheckpointRequest{Revision: m.Revision, Attempt: m.Attempt, Session: saved.Session}
-	return b.instance(ep), m.CheckpointInfo, req, nil
+	return b.instance(ep), req, nil
 }
 
 // Fence records that attempt was superseded (see openenv.Restorer), in

@@ -28,7 +28,7 @@ func benchRestore(b *testing.B, cold bool) {
 		b.StopTimer()
 		id := checkpointed(b, be).ID
 		b.StartTimer()
-		inst, _, _, err := restorer.Restore(context.Background(), id)
+		inst, _, err := restorer.Restore(context.Background(), id)
 		if err != nil {
 			b.Fatal(err)
 		}

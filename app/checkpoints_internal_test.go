@@ -52,7 +52,7 @@ func newTestBackend(tb testing.TB, cfg Config) *Backend {
 // restoreErr restores id and returns the error's message.
 func restoreErr(tb testing.TB, b *Backend, id string) string {
 	tb.Helper()
-	inst, _, _, err := b.Restore(context.Background(), id)
+	inst, _, err := b.Restore(context.Background(), id)
 	if err == nil {
 		inst.Close()
 		return ""
@@ -231,7 +231,7 @@ func TestCheckpoints_Recorded(t *testing.T) {
 	rec := t.TempDir()
 	b := newTestBackend(t, Config{Checkpoints: t.TempDir(), RecordDir: rec})
 	info := checkpointed(t, b)
-	inst, _, _, err := b.Restore(context.Background(), info.ID)
+	inst, _, err := b.Restore(context.Background(), info.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -225,10 +225,10 @@ type CheckpointInfo struct {
 // safe for concurrent use.
 type Restorer interface {
 	// Restore opens an instance that continues checkpoint id exactly, and
-	// returns it with the checkpoint's description and the request it was
-	// taken with. An unknown, expired, incomplete or corrupt checkpoint is
-	// an *OptionError on option "checkpoint", and nothing is opened.
-	Restore(ctx context.Context, id string) (Instance, CheckpointInfo, CheckpointRequest, error)
+	// returns it with the request the checkpoint was taken with. An
+	// unknown, expired, incomplete or corrupt checkpoint is an
+	// *OptionError on option "checkpoint", and nothing is opened.
+	Restore(ctx context.Context, id string) (Instance, CheckpointRequest, error)
 	// Fence records that attempt was superseded by the restore described
 	// by by, so that every server sharing the checkpoint store refuses
 	// its further steps.

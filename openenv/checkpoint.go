@@ -194,7 +194,7 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 	var saved CheckpointRequest
 	var err error
 	start := time.Now()
-	perr := s.guardCtx(ctx, "Backend.Restore", func() { inst, _, saved, err = r.Restore(octx, id) })
+	perr := s.guardCtx(ctx, "Backend.Restore", func() { inst, saved, err = r.Restore(octx, id) })
 	if err == nil && perr == nil && inst == nil {
 		err = errors.New("the backend restored no instance")
 	}
