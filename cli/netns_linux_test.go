@@ -1,0 +1,243 @@
+//go:build linux
+
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The cluster of TestCluster: network namespaces, the replicas and HAProxy
+// in them, and a client that dials from its own.
+
+// The cluster test's addresses: replica k at 10.213.k.2, the proxy at
+// 10.213.k.1 facing it and 10.213.9.1 facing the client at 10.213.9.2.
+const (
+	clusterReplicas = 3
+	clusterProxy    = "10.213.9.1:8000"
+	clusterPort     = 8000
+)
+
+// clusterToken is the replicas' bearer token.
+const clusterToken = "cluster-test-token"
+
+// bearer adds a bearer token to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// cluster is three seahaven replicas, HAProxy and a client, each in a
+// network namespace of its own.
+type cluster struct {
+	t        *testing.T
+	bin      string
+	prefix   string   // of the namespaces' names
+	args     []string // the replicas' flags
+	replicas []*served
+	haproxy  *exec.Cmd
+	client   *http.Client // dials from the client's namespace
+}
+
+// ns names a namespace of the cluster: r1..r3, px, cl.
+func (c *cluster) ns(name string) string { return c.prefix + "-" + name }
+
+func (c *cluster) replicaAddr(k int) string { return fmt.Sprintf("10.213.%d.2:%d", k, clusterPort) }
+
+// ip runs an ip command, failing the test when it fails.
+func (c *cluster) ip(args ...string) {
+	c.t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		c.t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// newCluster makes the namespaces and links, starts the replicas and
+// HAProxy with the project's configuration, its servers replaced by the
+// replicas. It skips the test where namespaces cannot be made, unless CI
+// is set: CI runs it.
+func newCluster(t *testing.T) *cluster {
+	skip := t.Skipf
+	if os.Getenv("CI") != "" {
+		skip = t.Fatalf
+	}
+	if os.Geteuid() != 0 {
+		skip("the cluster test makes network namespaces, which needs root (CI runs as root)")
+	}
+	if _, err := exec.LookPath("haproxy"); err != nil {
+		skip("the cluster test needs HAProxy (Debian package haproxy; .ci/run installs it)")
+	}
+	c := &cluster{t: t, prefix: fmt.Sprintf("shc%d", os.Getpid()%100000)}
+	if out, err := exec.Command("ip", "netns", "add", c.ns("px")).CombinedOutput(); err != nil {
+		skip("cannot make a network namespace here: %v: %s", err, out)
+	}
+	names := []string{"px", "cl"}
+	for k := 1; k <= clusterReplicas; k++ {
+		names = append(names, fmt.Sprintf("r%d", k))
+	}
+	t.Cleanup(func() {
+		for _, n := range names {
+			exec.Command("ip", "netns", "del", c.ns(n)).Run()
+		}
+	})
+	for _, n := range names[1:] {
+		c.ip("netns", "add", c.ns(n))
+	}
+	for _, n := range names {
+		c.ip("-n", c.ns(n), "link", "set", "lo", "up")
+	}
+	link := func(ns string, subnet int) {
+		a, b := fmt.Sprintf("shv%da", subnet), fmt.Sprintf("shv%db", subnet)
+		c.ip("link", "add", a, "netns", c.ns(ns), "type", "veth", "peer", "name", b, "netns", c.ns("px"))
+		c.ip("-n", c.ns(ns), "addr", "add", fmt.Sprintf("10.213.%d.2/24", subnet), "dev", a)
+		c.ip("-n", c.ns("px"), "addr", "add", fmt.Sprintf("10.213.%d.1/24", subnet), "dev", b)
+		c.ip("-n", c.ns(ns), "link", "set", a, "up")
+		c.ip("-n", c.ns("px"), "link", "set", b, "up")
+		c.ip("-n", c.ns(ns), "route", "add", "default", "via", fmt.Sprintf("10.213.%d.1", subnet))
+	}
+	for k := 1; k <= clusterReplicas; k++ {
+		link(fmt.Sprintf("r%d", k), k)
+	}
+	link("cl", 9)
+	c.client = &http.Client{Timeout: 30 * time.Second, Transport: bearer{clusterToken, &http.Transport{DialContext: c.dialIn(c.ns("cl")), MaxIdleConnsPerHost: 256}}}
+
+	c.bin = buildSeahaven(t)
+	ckdir := t.TempDir()
+	c.args = []string{"--world", "company", "--token", clusterToken, "--checkpoints", ckdir, "--checkpoint-every", "5", "--max-sessions", "1024",
+		"--shutdown-timeout", "30s", "--log-level", "info"}
+	c.replicas = make([]*served, clusterReplicas+1)
+	for k := 1; k <= clusterReplicas; k++ {
+		c.start(k)
+	}
+	c.startHAProxy()
+	return c
+}
+
+// drainedReplica is the replica TestCluster drains.
+const drainedReplica = 2
+
+// cpus returns the taskset prefix that pins replica k (0: HAProxy): the
+// drained replica on the last CPU, every other process on the rest, as
+// if the drained replica had a host of its own; nothing on one CPU.
+func cpus(k int) []string {
+	n := runtime.NumCPU()
+	if n < 2 {
+		return nil
+	}
+	if k == drainedReplica {
+		return []string{"taskset", "-c", fmt.Sprint(n - 1)}
+	}
+	return []string{"taskset", "-c", fmt.Sprintf("0-%d", n-2)}
+}
+
+// start starts replica k (again).
+func (c *cluster) start(k int) {
+	c.t.Helper()
+	args := append(slices.Clone(c.args), "--addr", c.replicaAddr(k), "--replica", fmt.Sprintf("r%d", k), "--instances", c.t.TempDir())
+	wrap := append([]string{"ip", "netns", "exec", c.ns(fmt.Sprintf("r%d", k))}, cpus(k)...)
+	c.replicas[k] = startServeCmd(c.t, "", wrap, c.bin, args...)
+}
+
+// startHAProxy runs deploy/compose/haproxy.cfg in the proxy's namespace,
+// with the client-facing address and the replicas as its servers.
+func (c *cluster) startHAProxy() {
+	c.t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "compose", "haproxy.cfg"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var servers []string
+	for k := 1; k <= clusterReplicas; k++ {
+		servers = append(servers, fmt.Sprintf("    server r%d %s check", k, c.replicaAddr(k)))
+	}
+	cfg := string(b)
+	cfg = regexp.MustCompile(`(?m)^resolvers docker\n(    .*\n)*`).ReplaceAllString(cfg, "")
+	cfg = regexp.MustCompile(`(?m)^    server-template .*$`).ReplaceAllString(cfg, strings.Join(servers, "\n"))
+	cfg = strings.Replace(cfg, "bind :8000", "bind "+clusterProxy, 1)
+	if regexp.MustCompile(`(?m)^\s*(server-template|resolvers)`).MatchString(cfg) || !strings.Contains(cfg, "bind "+clusterProxy) {
+		c.t.Fatalf("the HAProxy configuration did not take the cluster's servers:\n%s", cfg)
+	}
+	path := filepath.Join(c.t.TempDir(), "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		c.t.Fatal(err)
+	}
+	var out bytes.Buffer
+	argv := append(append([]string{"ip", "netns", "exec", c.ns("px")}, cpus(0)...), "haproxy", "-db", "-f", path)
+	c.haproxy = exec.Command(argv[0], argv[1:]...)
+	c.haproxy.Stdout, c.haproxy.Stderr = &out, &out
+	if err := c.haproxy.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() {
+		c.haproxy.Process.Kill()
+		c.haproxy.Wait()
+	})
+	deadline := time.Now().Add(crashWait)
+	for {
+		resp, err := c.client.Get("http://" + clusterProxy + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("HAProxy did not answer within %s: %v\n%s", crashWait, err, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// dialIn returns a dial function whose sockets are made in the network
+// namespace name: the dialling goroutine's thread joins it for the
+// socket's creation, then returns to its own.
+func (c *cluster) dialIn(name string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		runtime.LockOSThread()
+		self, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			return nil, err
+		}
+		defer unix.Close(self)
+		target, err := unix.Open("/run/netns/"+name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			return nil, err
+		}
+		defer unix.Close(target)
+		if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			return nil, err
+		}
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, network, addr)
+		if unix.Setns(self, unix.CLONE_NEWNET) != nil {
+			// The thread stays in the namespace: it ends with the
+			// goroutine (locked, never unlocked).
+			return conn, err
+		}
+		runtime.UnlockOSThread()
+		return conn, err
+	}
+}
