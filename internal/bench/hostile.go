@@ -26,17 +26,19 @@ type attack struct {
 	Name string
 	// Bound is the bound the attack tests, for the report.
 	Bound string
-	// Messages are sent in order, each awaiting its reply; the attack's
-	// outcome is the last one's.
-	Messages [][]byte
+	// Messages builds the messages sent in order, each awaiting its reply;
+	// the attack's outcome is the last one's. They are built when a run
+	// chooses its attacks: some are tens of megabytes, which every process
+	// linking this package, the server included, would otherwise hold.
+	Messages func() [][]byte
 	// Closes says the server may end the connection after its reply (a
 	// message past the size limit): the attacker reconnects after it.
 	Closes bool
 }
 
-// hugeName is a free-text argument far past any maxLength an example world
-// declares: an agent that writes a novel into a name.
-var hugeName = strings.Repeat("n", 7_500_000)
+// hugeNameLen is the length of a free-text argument far past any maxLength
+// an example world declares: an agent that writes a novel into a name.
+const hugeNameLen = 7_500_000
 
 // Attacks are what the hostile sessions send, in turn. Each aims at a bound
 // of docs/deploy.md's Limits table: reply size, rows, the inspector's
@@ -44,26 +46,49 @@ var hugeName = strings.Repeat("n", 7_500_000)
 // memory, the message size and the envelope's strictness.
 var Attacks = []attack{
 	{Name: "inspect_huge_rows", Bound: "--max-reply-bytes, inspect rows",
-		Messages: [][]byte{inspectMessage(`WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 1000) SELECT zeroblob(16000000) FROM c`)}},
+		Messages: inspects(`WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 1000) SELECT zeroblob(16000000) FROM c`)},
 	{Name: "inspect_open_transaction", Bound: "inspect: no transaction control",
-		Messages: [][]byte{inspectMessage(`BEGIN`), inspectMessage(`SELECT count(*) FROM staff`)}},
+		Messages: inspects(`BEGIN`, `SELECT count(*) FROM staff`)},
 	{Name: "inspect_temp_shadow", Bound: "inspect: read-only view",
-		Messages: [][]byte{inspectMessage(`CREATE TEMP TABLE staff AS SELECT 1 AS id`)}},
+		Messages: inspects(`CREATE TEMP TABLE staff AS SELECT 1 AS id`)},
 	{Name: "inspect_temp_storage", Bound: "inspect: temporary storage cap",
-		Messages: [][]byte{inspectMessage(`WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 3000000) SELECT randomblob(400) AS b FROM c ORDER BY b`)}},
+		Messages: inspects(`WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 3000000) SELECT randomblob(400) AS b FROM c ORDER BY b`)},
 	{Name: "hire_huge_strings", Bound: "tool argument maxLength",
-		Messages: [][]byte{stepMessage("hire", map[string]any{"name": hugeName, "role": hugeName})}},
+		Messages: func() [][]byte {
+			huge := strings.Repeat("n", hugeNameLen)
+			return [][]byte{stepMessage("hire", map[string]any{"name": huge, "role": huge})}
+		}},
 	{Name: "state_of_grown_log", Bound: "--max-reply-bytes, change log in memory",
-		Messages: [][]byte{[]byte(`{"type":"state"}`)}},
+		Messages: raw(`{"type":"state"}`)},
 	{Name: "duplicate_envelope_keys", Bound: "strict envelope",
-		Messages: [][]byte{[]byte(`{"type":"state","type":"state"}`)}},
+		Messages: raw(`{"type":"state","type":"state"}`)},
 	{Name: "oversized_frame", Bound: "--max-message-bytes", Closes: true,
-		Messages: [][]byte{stepMessage("hire", map[string]any{"name": strings.Repeat("x", 17<<20)})}},
+		Messages: func() [][]byte {
+			return [][]byte{stepMessage("hire", map[string]any{"name": strings.Repeat("x", 17<<20)})}
+		}},
 }
 
-func inspectMessage(sql string) []byte {
-	b, _ := json.Marshal(map[string]any{"type": "inspect", "data": map[string]any{"sql": sql}})
-	return b
+// inspects builds one inspect message for each query.
+func inspects(queries ...string) func() [][]byte {
+	return func() [][]byte {
+		var msgs [][]byte
+		for _, sql := range queries {
+			b, _ := json.Marshal(map[string]any{"type": "inspect", "data": map[string]any{"sql": sql}})
+			msgs = append(msgs, b)
+		}
+		return msgs
+	}
+}
+
+// raw builds messages written out.
+func raw(msgs ...string) func() [][]byte {
+	return func() [][]byte {
+		var out [][]byte
+		for _, m := range msgs {
+			out = append(out, []byte(m))
+		}
+		return out
+	}
 }
 
 func stepMessage(tool string, args map[string]any) []byte {
@@ -124,7 +149,8 @@ func ParseAttacks(list string) ([]string, error) {
 
 // hostile is the shared state of a run's hostile sessions.
 type hostile struct {
-	attacks []attack // the attacks sent, in turn
+	attacks []attack   // the attacks sent, in turn
+	sent    [][][]byte // the messages of each of attacks, built once
 	pause   time.Duration
 
 	mu     sync.Mutex // guards counts
@@ -138,6 +164,7 @@ func newHostile(pause time.Duration, names []string) *hostile {
 	for _, a := range Attacks {
 		if len(names) == 0 || slices.Contains(names, a.Name) {
 			h.attacks = append(h.attacks, a)
+			h.sent = append(h.sent, a.Messages())
 			h.counts[a.Name] = &AttackCount{Bound: a.Bound}
 		}
 	}
@@ -241,9 +268,9 @@ func (r *run) attacker(ctx context.Context, i int, stop <-chan struct{}) {
 				continue
 			}
 		}
-		a := attacks[next]
+		a, msgs := attacks[next], r.hostile.sent[next]
 		next = (next + 1) % len(attacks)
-		o, text := r.attack(ctx, c, a)
+		o, text := r.attack(ctx, c, msgs)
 		if ctx.Err() != nil {
 			return
 		}
@@ -258,11 +285,11 @@ func (r *run) attacker(ctx context.Context, i int, stop <-chan struct{}) {
 	}
 }
 
-// attack sends a's messages and classifies the last reply.
-func (r *run) attack(ctx context.Context, c *wsClient, a attack) (outcome, string) {
+// attack sends msgs, an attack's messages, and classifies the last reply.
+func (r *run) attack(ctx context.Context, c *wsClient, msgs [][]byte) (outcome, string) {
 	var rep *reply
 	var err error
-	for _, m := range a.Messages {
+	for _, m := range msgs {
 		if rep, _, err = c.roundTrip(ctx, m); err != nil {
 			break
 		}
