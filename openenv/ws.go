@@ -60,7 +60,8 @@ func newWSConn(s *Server, ss *session, c *websocket.Conn) *wsConn {
 	return &wsConn{srv: s, ss: ss, c: c}
 }
 
-// wsConn is one /ws connection and its session, served by two goroutines.
+// wsConn is one /ws connection and its session, served by two goroutines
+// and a timer for its keepalive pings (see keepalive).
 // The reader reads messages, which keeps pings answered and a disconnect
 // noticed while a step runs, and queues them for the worker, reading ahead
 // at most MaxPending messages and MaxPendingBytes (MaxPendingTotal across
@@ -102,11 +103,11 @@ func (wc *wsConn) run() {
 	s := wc.srv
 	wc.queue = make(chan inbound, s.cfg.MaxPending)
 	wc.budget = newByteBudget(s.cfg.MaxPendingBytes)
-	pingCtx, stopPing := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(wc.readLoop)
+	var reading sync.WaitGroup
+	reading.Go(wc.readLoop)
+	stopPings := func() {}
 	if s.cfg.PingInterval > 0 {
-		wg.Go(func() { wc.pingLoop(pingCtx) })
+		stopPings = wc.keepalive()
 	}
 
 	code, reason := wc.work()
@@ -116,8 +117,8 @@ func (wc *wsConn) run() {
 	} else {
 		wc.c.Close(code, reason)
 	}
-	stopPing()
-	wg.Wait()
+	stopPings()
+	reading.Wait()
 	// The reader closed the queue; what is left was never answered.
 	for m := range wc.queue {
 		wc.release(m.cost)
@@ -190,7 +191,7 @@ func closeReason(msg string) string {
 // write sends one frame, bounded by WriteTimeout. A session stopping does
 // not cut a write short, so a reply in flight completes and the close frame
 // follows it; a peer that has stopped reading is cut off by WriteTimeout,
-// and a dead one by pingLoop closing the connection. Writes do not overlap:
+// and a dead one by keepalive closing the connection. Writes do not overlap:
 // one goroutine at a time answers (see wsConn).
 func (wc *wsConn) write(frame any) error {
 	wc.writing.Store(true)
@@ -426,48 +427,84 @@ func (b *pacedBody) Read(p []byte) (int, error) {
 // readBuffers holds buffers for reading messages.
 var readBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// pingLoop pings the peer every PingInterval and stops the session when
-// neither a pong nor a written reply comes within PongTimeout. A ping waits
-// for the socket while a reply is written, and its pong queues behind the
-// replies the peer has yet to read, so a slow reader that keeps reading
-// would otherwise be taken for a dead one. While a write bounded by
+// keepalive pings the peer every PingInterval and stops the session when
+// neither a pong nor a written reply comes within PongTimeout. The pings
+// run from a timer, so a session holds no goroutine for them between two.
+// The returned stop ends the pings, cutting short one waiting for its
+// pong, and waits for it.
+func (wc *wsConn) keepalive() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	interval := wc.srv.cfg.PingInterval
+	var (
+		mu      sync.Mutex // guards stopped, t, and Add on pinging
+		stopped bool
+		t       *time.Timer
+		pinging sync.WaitGroup
+	)
+	mu.Lock()
+	defer mu.Unlock()
+	t = time.AfterFunc(interval, func() {
+		mu.Lock()
+		if stopped {
+			mu.Unlock()
+			return
+		}
+		pinging.Add(1)
+		mu.Unlock()
+		defer pinging.Done()
+		if !wc.ping(ctx) {
+			return
+		}
+		mu.Lock()
+		if !stopped {
+			t.Reset(interval)
+		}
+		mu.Unlock()
+	})
+	return func() {
+		mu.Lock()
+		stopped = true
+		t.Stop()
+		mu.Unlock()
+		cancel()
+		pinging.Wait()
+	}
+}
+
+// ping is one keepalive ping; it reports whether to go on pinging. A ping
+// waits for the socket while a reply is written, and its pong queues
+// behind the replies the peer has yet to read, so a slow reader that keeps
+// reading would otherwise be taken for a dead one. While a write bounded by
 // WriteTimeout is in progress no ping is sent: the write's own limit tells
 // a peer that stopped reading.
-func (wc *wsConn) pingLoop(ctx context.Context) {
+func (wc *wsConn) ping(ctx context.Context) bool {
 	s := wc.srv
-	t := time.NewTicker(s.cfg.PingInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-wc.ss.ctx.Done():
-			return
-		case <-t.C:
-		}
-		if wc.blocked.Load() {
-			continue
-		}
-		writeBounded := s.cfg.WriteTimeout > 0
-		if writeBounded && wc.writing.Load() {
-			s.log.Debug("openenv: websocket ping deferred: a reply is being written", "session", wc.ss.ref)
-			continue
-		}
-		written := wc.written.Load()
-		pctx, cancel := withTimeout(ctx, s.cfg.PongTimeout)
-		err := wc.c.Ping(pctx)
-		cancel()
-		if err != nil && wc.ss.ctx.Err() == nil && (wc.written.Load() != written || (writeBounded && wc.writing.Load())) {
-			s.log.Debug("openenv: websocket pong late, but the peer is reading replies", "session", wc.ss.ref, "err", err)
-			continue
-		}
-		if err != nil && wc.ss.ctx.Err() == nil {
-			s.log.Info("openenv: websocket peer did not answer a ping", "session", wc.ss.ref, "err", err)
-			wc.ss.stop(closeAbort, "no pong from peer")
-			wc.c.CloseNow() // unblocks a write to the dead peer
-			return
-		}
+	if wc.ss.ctx.Err() != nil {
+		return false
 	}
+	if wc.blocked.Load() {
+		return true
+	}
+	writeBounded := s.cfg.WriteTimeout > 0
+	if writeBounded && wc.writing.Load() {
+		s.log.Debug("openenv: websocket ping deferred: a reply is being written", "session", wc.ss.ref)
+		return true
+	}
+	written := wc.written.Load()
+	pctx, cancel := withTimeout(ctx, s.cfg.PongTimeout)
+	err := wc.c.Ping(pctx)
+	cancel()
+	if err == nil || wc.ss.ctx.Err() != nil || ctx.Err() != nil {
+		return err == nil
+	}
+	if wc.written.Load() != written || (writeBounded && wc.writing.Load()) {
+		s.log.Debug("openenv: websocket pong late, but the peer is reading replies", "session", wc.ss.ref, "err", err)
+		return true
+	}
+	s.log.Info("openenv: websocket peer did not answer a ping", "session", wc.ss.ref, "err", err)
+	wc.ss.stop(closeAbort, "no pong from peer")
+	wc.c.CloseNow() // unblocks a write to the dead peer
+	return false
 }
 
 // wsTypes are the message types a client may send, with whether each takes data.
