@@ -1,0 +1,369 @@
+package openenv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/seahaven/seahaven/env"
+)
+
+// step runs one action and returns its step response: the observation, the
+// reward and the done flag.
+func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (stepReply, *protoError) {
+	ctx, leave, perr := ss.enter(ctx, true)
+	if perr != nil {
+		return stepReply{}, perr
+	}
+	defer leave()
+	if perr := ss.ensureLocked(ctx); perr != nil {
+		return stepReply{}, perr
+	}
+	if perr := ss.fencedLocked(); perr != nil {
+		return stepReply{}, perr
+	}
+	if reply, ok, perr := ss.replayLocked(a); ok || perr != nil {
+		return reply, perr
+	}
+	if perr := ss.overLocked(); perr != nil {
+		return stepReply{}, perr
+	}
+	reply, perr := ss.stepLocked(ctx, a, timeout)
+	if perr == nil {
+		ss.rememberLocked(a, reply)
+		if a.Type != actionListTools {
+			ss.autoCheckpointLocked(ctx)
+		}
+	}
+	return reply, perr
+}
+
+// stepLocked runs a step. The slot must be held.
+func (ss *session) stepLocked(ctx context.Context, a action, timeout time.Duration) (stepReply, *protoError) {
+	var obs any
+	if a.Type == actionListTools {
+		tools, perr := ss.srv.tools(ss.inst)
+		if perr != nil {
+			return stepReply{}, perr
+		}
+		obs = listToolsObservation(tools)
+	} else {
+		out, perr := ss.callLocked(ctx, a.ToolName, json.RawMessage(a.Arguments), timeout)
+		if perr != nil {
+			return stepReply{}, perr
+		}
+		obs = out.observation(a.ToolName)
+	}
+	return ss.respondLocked(ctx, obs, timeout)
+}
+
+// respondLocked wraps a step's observation in the step response. When the
+// instance runs a task (it is a Grader) the reward and done flag are the
+// task's grading after the step; otherwise null and false. The slot must
+// be held.
+func (ss *session) respondLocked(ctx context.Context, obs any, timeout time.Duration) (stepReply, *protoError) {
+	g, ok := ss.inst.(Grader)
+	if !ok {
+		return stepReply{Observation: obs}, nil
+	}
+	res, perr := ss.gradeLocked(ctx, g, timeout, "the step ran, but grading its task failed: %s")
+	if perr != nil {
+		return stepReply{}, perr
+	}
+	ss.gradeStepLocked(res.Reward, res.Done)
+	return stepReply{Observation: obs, Reward: &res.Reward, Done: res.Done}, nil
+}
+
+// gradeLocked grades the session's task episode, bounded by timeout, and
+// latches done: once a grading says done, later steps are refused
+// (overLocked). failed formats a grader's error. The slot must be held.
+func (ss *session) gradeLocked(ctx context.Context, g Grader, timeout time.Duration, failed string) (Grading, *protoError) {
+	gctx, cancel := withTimeout(ctx, timeout)
+	defer cancel()
+	var res Grading
+	var err error
+	if perr := ss.srv.guardCtx(ctx, "Instance.Grade", func() { res, err = g.Grade(gctx) }); perr != nil {
+		return Grading{}, perr
+	}
+	if perr := ss.srv.infraFailure(ctx, opGrade, err); perr != nil {
+		return Grading{}, perr
+	}
+	if err != nil {
+		ss.mu.Lock()
+		task := ss.task
+		ss.mu.Unlock()
+		ss.srv.observeGradingFailure(task)
+		return Grading{}, newError(codeExecution, failed, err.Error())
+	}
+	if res.Checks == nil {
+		res.Checks = []env.CheckResult{}
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.graded, ss.lastReward = true, res.Reward
+	if res.Done && !ss.over {
+		ss.over, ss.doneAt = true, ss.steps
+		ss.srv.observeEpisodeFinished(ss.task)
+		ss.endEpisodeLocked()
+	}
+	return res, nil
+}
+
+// grade answers a grade request: the task's grading of the episode now,
+// with every check's result. It is not a step. A session whose episode
+// runs no task is refused.
+func (ss *session) grade(ctx context.Context) (Grading, *protoError) {
+	ctx, leave, perr := ss.enter(ctx, true)
+	if perr != nil {
+		return Grading{}, perr
+	}
+	defer leave()
+	if perr := ss.ensureLocked(ctx); perr != nil {
+		return Grading{}, perr
+	}
+	g, ok := ss.inst.(Grader)
+	if !ok {
+		return Grading{}, newError(codeNoTask, "The episode runs no task, so there is nothing to grade: reset with a task (reset data \"task\": one of GET /tasks).")
+	}
+	return ss.gradeLocked(ctx, g, ss.srv.cfg.StepTimeout, "grading the task failed: %s")
+}
+
+// overLocked refuses a step of an episode its task has graded done: done
+// never returns to false within an episode, and a trainer that steps past
+// it is told to reset. The slot must be held.
+func (ss *session) overLocked() *protoError {
+	ss.mu.Lock()
+	over, doneAt, task := ss.over, ss.doneAt, ss.task
+	ss.mu.Unlock()
+	if !over {
+		return nil
+	}
+	ss.srv.observeRefusedAfterDone(task)
+	return newError(codeEpisodeDone, "The episode is over: its task graded it done after step %d. Reset to start a new episode.", doneAt)
+}
+
+// callLocked counts and makes one tool call. The slot must be held.
+func (ss *session) callLocked(ctx context.Context, name string, args json.RawMessage, timeout time.Duration) (toolOutcome, *protoError) {
+	ss.mu.Lock()
+	ss.steps++
+	ss.mu.Unlock()
+	before := changeCount(ss.inst)
+	out, perr := ss.srv.call(ctx, ss.inst, name, args, timeout)
+	if perr == nil {
+		if out.err == nil {
+			if ss.wrapped == nil {
+				ss.wrapped = ss.srv.wrappedResults(ss.inst)
+			}
+			out.wrapped = ss.wrapped[name]
+		}
+		ss.recordStepLocked(name, args, out, before)
+	}
+	return out, perr
+}
+
+// tools returns inst's tool listing.
+func (s *Server) tools(inst Instance) ([]env.ToolInfo, *protoError) {
+	var tools []env.ToolInfo
+	perr := s.guard("Instance.Tools", func() { tools = inst.Tools() })
+	return tools, perr
+}
+
+// call makes one tool call on inst, bounded by timeout. Tool failures come
+// back in the outcome; only a panic is a protoError.
+func (s *Server) call(ctx context.Context, inst Instance, name string, args json.RawMessage, timeout time.Duration) (toolOutcome, *protoError) {
+	start := time.Now()
+	if reservedNames[name] {
+		out := reservedCall(name)
+		s.observeCall(ctx, start, name, out, nil)
+		return out, nil
+	}
+	cctx, cancel := withTimeout(ctx, timeout)
+	defer cancel()
+	var out toolOutcome
+	var infra *protoError
+	perr := s.guardTool(ctx, name, func() {
+		res, err := inst.CallJSON(cctx, name, args)
+		if infra = s.infraFailure(ctx, opCall, err); infra != nil {
+			return
+		}
+		if err != nil {
+			out.err = toolError(cctx, err, name, timeout)
+			return
+		}
+		raw, err := encode(res)
+		if err != nil {
+			out.err = &env.ToolError{Kind: env.KindExecution,
+				Message: fmt.Sprintf("tool %q returned a result that cannot be encoded as JSON: %v", name, err)}
+			return
+		}
+		if n := s.replyCarrying(raw); n > 0 {
+			out.err = &env.ToolError{Kind: env.KindExecution,
+				Message: fmt.Sprintf("tool %q returned a result too large to send: %d bytes of JSON, in a reply of %d bytes, "+
+					"over the limit of %d bytes on a reply (the server's max-reply-bytes); the call ran, ask for less at a time",
+					name, len(raw), n, s.cfg.MaxReplyBytes)}
+			return
+		}
+		out.result = raw
+	})
+	if infra != nil {
+		s.observeCall(ctx, start, name, out, infra)
+		return out, infra
+	}
+	s.observeCall(ctx, start, name, out, perr)
+	return out, perr
+}
+
+// wrappedResults returns the names of inst's tools whose structured
+// content is {"result": <result>} (none when listing the tools panics:
+// their results are then shaped by value).
+func (s *Server) wrappedResults(inst Instance) map[string]bool {
+	tools, _ := s.tools(inst)
+	wrapped := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		wrapped[t.Name] = t.ResultWrapped
+	}
+	return wrapped
+}
+
+// maxResultCopies is the most times a reply carries a tool's result: as
+// text (escaped, at most twice as long), as structured content, as data,
+// and as MCP's structuredContent.
+const maxResultCopies = 5
+
+// replyCarrying returns the size of the largest reply that carries the
+// tool result raw (a JSON-RPC tools/call result) when it is more than
+// MaxReplyBytes allows, and 0 when it fits. Only a result within a
+// maxResultCopies-th of the limit of fitting is encoded to tell.
+func (s *Server) replyCarrying(raw []byte) int {
+	limit := s.cfg.MaxReplyBytes - replyReserve
+	if len(raw) <= limit/maxResultCopies {
+		return 0
+	}
+	b, err := encode(toolOutcome{result: raw}.mcpResult())
+	if err != nil || len(b) <= limit {
+		return 0
+	}
+	return len(b)
+}
+
+// reservedCall is the outcome of calling an orchestration verb as a tool.
+func reservedCall(name string) toolOutcome {
+	return toolOutcome{err: &env.ToolError{Kind: env.KindNotFound, Message: "Unknown tool: " + name}}
+}
+
+// toolError classifies a failed call for the agent: a *env.ToolError keeps
+// its kind and message, a deadline is a timeout, anything else an
+// execution_error with the error's text.
+func toolError(ctx context.Context, err error, name string, timeout time.Duration) *env.ToolError {
+	var te *env.ToolError
+	if errors.As(err, &te) {
+		kind := te.Kind
+		if kind == "" {
+			kind = env.KindExecution
+		}
+		return &env.ToolError{Kind: kind, Message: te.Message}
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		msg := fmt.Sprintf("tool %q timed out", name)
+		if timeout > 0 {
+			msg += " after " + timeout.String()
+		}
+		return &env.ToolError{Kind: env.KindTimeout, Message: msg}
+	}
+	return &env.ToolError{Kind: env.KindExecution, Message: err.Error()}
+}
+
+// state returns the session's state document. It does not count as activity.
+func (ss *session) state(ctx context.Context) (env.StateDoc, *protoError) {
+	_, leave, perr := ss.enter(ctx, false)
+	if perr != nil {
+		return env.StateDoc{}, perr
+	}
+	defer leave()
+	var doc env.StateDoc
+	if ss.inst == nil {
+		info, perr := ss.srv.info()
+		if perr != nil {
+			return env.StateDoc{}, perr
+		}
+		doc = env.StateDoc{StateFormat: env.StateFormat, World: info.Name, WorldVersion: info.Version}
+	} else if perr := ss.srv.guard("Instance.State", func() { doc = ss.inst.State() }); perr != nil {
+		return env.StateDoc{}, perr
+	}
+	ss.mu.Lock()
+	episodeID, steps := ss.episodeID, ss.steps
+	ss.mu.Unlock()
+	return stateDoc(doc, episodeID, steps), nil
+}
+
+// inspect runs one read-only query and returns the encoded reply data,
+// holding the rows that fit in InspectRowLimit and MaxReplyBytes.
+func (ss *session) inspect(ctx context.Context, req inspectData) (json.RawMessage, *protoError) {
+	ctx, leave, perr := ss.enter(ctx, true)
+	if perr != nil {
+		return nil, perr
+	}
+	defer leave()
+	if perr := ss.ensureLocked(ctx); perr != nil {
+		return nil, perr
+	}
+	s := ss.srv
+	// ictx bounds the query and the copy of its rows (each row is read as
+	// SQLite steps, which a done context interrupts); lim bounds the copy's
+	// memory and, with MaxReplyBytes, the encoding.
+	ictx, icancel := withTimeout(ctx, s.cfg.InspectTimeout)
+	defer icancel()
+	lim := InspectLimit{MaxRows: s.cfg.InspectRowLimit, MaxBytes: int64(s.cfg.MaxReplyBytes)}
+	var res InspectRows
+	var err error
+	start := time.Now()
+	if perr := s.guardCtx(ctx, "Instance.Inspect", func() { res, err = ss.inst.Inspect(ictx, string(req.SQL), req.args(), lim) }); perr != nil {
+		s.observeInspect(ctx, start, perr, true)
+		return nil, perr
+	}
+	if perr := s.infraFailure(ctx, opInspect, err); perr != nil {
+		s.observeInspect(ctx, start, err, true)
+		return nil, perr
+	}
+	s.observeInspect(ctx, start, err, false)
+	if err != nil {
+		if errors.Is(ictx.Err(), context.DeadlineExceeded) && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, newError(codeQuery, "inspect timed out after %s: %v", s.cfg.InspectTimeout, err)
+		}
+		return nil, newError(codeQuery, "%s", err.Error())
+	}
+	return inspectReply(res, s.cfg.InspectRowLimit, s.cfg.MaxReplyBytes)
+}
+
+// mcpTools returns the session's tool listing: its instance's, or the
+// world's before the first reset (discovery needs no reset).
+func (ss *session) mcpTools(ctx context.Context) ([]env.ToolInfo, *protoError) {
+	_, leave, perr := ss.enter(ctx, true)
+	if perr != nil {
+		return nil, perr
+	}
+	defer leave()
+	if ss.inst == nil {
+		info, perr := ss.srv.info()
+		return info.Tools, perr
+	}
+	return ss.srv.tools(ss.inst)
+}
+
+// mcpCall makes one tool call for JSON-RPC tools/call. It counts as a step.
+func (ss *session) mcpCall(ctx context.Context, name string, args json.RawMessage) (toolOutcome, *protoError) {
+	ctx, leave, perr := ss.enter(ctx, true)
+	if perr != nil {
+		return toolOutcome{}, perr
+	}
+	defer leave()
+	if perr := ss.ensureLocked(ctx); perr != nil {
+		return toolOutcome{}, perr
+	}
+	if perr := ss.overLocked(); perr != nil {
+		return toolOutcome{}, perr
+	}
+	return ss.callLocked(ctx, name, args, ss.srv.cfg.StepTimeout)
+}
