@@ -1,0 +1,220 @@
+package composition
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/seahaven/seahaven/env"
+)
+
+// CallJSON calls a tool of the agent surface by its published name with JSON
+// arguments and returns the tool's own Go value. Unknown names and bad
+// arguments are *env.ToolError values (KindNotFound, KindInvalidArgs)
+// returned before anything runs; a tool's error rolls its store back. A
+// call that fails because the host failed it (a store's disk full, its files
+// gone or unopenable, no file descriptors left) returns an *env.InfraError,
+// whatever error the tool or a middleware made of it. A
+// call that runs past its context's deadline, or waits that long for the
+// instance, is a *env.ToolError of KindTimeout.
+func (i *Instance) CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error) {
+	route, def, err := i.resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	in, err := def.Decode(args)
+	if err != nil {
+		return nil, err
+	}
+	return i.callRoute(ctx, name, route, def, in, args)
+}
+
+// Call is CallJSON with arguments given as a Go value (a struct or a map).
+func (i *Instance) Call(ctx context.Context, name string, args any) (any, error) {
+	route, def, err := i.resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	in, raw, err := def.AcceptJSON(args)
+	if err != nil {
+		return nil, err
+	}
+	return i.callRoute(ctx, name, route, def, in, raw)
+}
+
+func (i *Instance) resolve(name string) (*Route, *env.ToolDef, error) {
+	s, err := i.reseal()
+	if err != nil {
+		return nil, nil, err
+	}
+	if name == env.ControlTool && i.opts.ControlTools {
+		return nil, controlDef, nil
+	}
+	r, ok := s.Lookup(name)
+	if !ok {
+		return nil, nil, &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("unknown tool %q", name)}
+	}
+	return r, r.Def, nil
+}
+
+// CallDef calls a tool by its definition, resolved over the whole agent
+// surface: it reaches any tool the agent could call and nothing a list keeps
+// off it. A tool whose world is a node of the tree twice is a *env.WorldBug
+// naming every candidate. It makes *Instance an env.Caller.
+func (i *Instance) CallDef(ctx context.Context, def *env.ToolDef, args any) (any, error) {
+	s, err := i.reseal()
+	if err != nil {
+		return nil, err
+	}
+	var found []*Route
+	for _, r := range s.Surface {
+		if r.Def.Same(def) {
+			found = append(found, r)
+		}
+	}
+	owners := map[*Node]bool{}
+	for _, r := range found {
+		owners[r.Owner] = true
+	}
+	if len(owners) > 1 {
+		var cands []string
+		for _, r := range found {
+			cands = append(cands, fmt.Sprintf("%s at %s", r.Name, r.Owner.Path))
+		}
+		return nil, env.Bugf("%s is a tool of %s, which is a node of this tree more than once (%s): call it through the handle of the account you mean, ctx.Worlds.Get(name)", def.Name, def.World.Name(), strings.Join(cands, ", "))
+	}
+	if len(found) == 0 {
+		return nil, &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("tool %s of %s is not on %s's agent surface", def.Name, def.World.Name(), i.world.Name())}
+	}
+	in, raw, err := found[0].Def.AcceptJSON(args)
+	if err != nil {
+		return nil, err
+	}
+	return i.callRoute(ctx, found[0].Name, found[0], found[0].Def, in, raw)
+}
+
+func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def *env.ToolDef, in any, raw json.RawMessage) (any, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	info := &env.CallInfo{Tool: name, Own: def.Name, Arguments: raw}
+	if route != nil {
+		info.Node = route.Owner.Path
+	} else {
+		info.Node = "main"
+	}
+	var out any
+	run := func(a *activation, parent *turn) error {
+		var err error
+		if route == nil {
+			out, err = a.control(in)
+			return err
+		}
+		out, err = a.descend(parent, route, 0, info, in)
+		return err
+	}
+	if a := i.running.Load(); a != nil && ctx == a.ctx {
+		// Made with the running activation's own context (a call from inside
+		// a Bulk block): no new activation, no lock; the call runs inside
+		// the innermost turn, whose code is the caller.
+		parent := a.innermost()
+		if parent == nil {
+			return nil, staleErr()
+		}
+		if err := a.check(parent); err != nil {
+			return nil, err
+		}
+		err := run(a, parent)
+		return out, err
+	}
+	if a := activationFrom(ctx); a != nil && a.inst == i && a.ended.Load() {
+		// The context of an activation that has ended: world code kept it.
+		return nil, staleErr()
+	}
+	if err := i.lockCtx(ctx, fmt.Sprintf("call of %q", name)); err != nil {
+		return nil, timeoutError(ctx, err, "waited past its deadline for the instance's previous call; nothing ran", "was cancelled while it waited for the instance's previous call; nothing ran")
+	}
+	defer i.unlock()
+	if i.closed {
+		return nil, errClosed
+	}
+	var infra error
+	err := i.activate(ctx, name, kindCall, func(a *activation) error {
+		err := run(a, nil)
+		infra = a.infra
+		return err
+	})
+	i.clock.stepped()
+	if err != nil {
+		// A failure of the host is reported as such, whatever the world
+		// made of it: never as a tool's error the agent would learn from.
+		if infra == nil {
+			infra = err
+		}
+		if ie := infraError(infra, "the call could not complete"); ie != nil {
+			return nil, ie
+		}
+	}
+	return out, timeoutError(ctx, err, "ran past its deadline and was rolled back", "was cancelled and rolled back")
+}
+
+// timeoutError turns err, when it is ctx's own ending, into the
+// *env.ToolError an agent sees: KindTimeout, "the call " + past, for a
+// deadline (a context cancelled with context.DeadlineExceeded as its cause,
+// as a server enforcing its own time limit does, has run out of time too),
+// KindExecution, "the call " + cancelled, for any other cancellation.
+// Other errors pass unchanged.
+func timeoutError(ctx context.Context, err error, past, cancelled string) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	cause := context.Cause(ctx)
+	if !errors.Is(err, ctx.Err()) && !errors.Is(err, cause) {
+		return err
+	}
+	kind, msg := env.KindTimeout, "the call "+past
+	if !errors.Is(cause, context.DeadlineExceeded) {
+		kind, msg = env.KindExecution, "the call "+cancelled
+	}
+	return &env.ToolError{Kind: kind, Message: msg, Err: err}
+}
+
+var errClosed = errors.New("composition: instance is closed")
+
+// Bulk runs fn with the root's context and a live ctx.Worlds, inside one
+// transaction per node. If fn fails every node rolls back; otherwise nodes
+// commit one at a time, the root last. If a node's commit fails, Bulk
+// returns the error and the nodes that committed before it keep their rows:
+// do not freeze such an instance.
+//
+// The block holds the instance until it returns. A call made inside it must
+// pass the block's context, c.Context(), and then runs inside the block;
+// while the block runs, a call, Bulk, Freeze, DB() statement or view query
+// with any other context fails at once with a *env.WorldBug saying so,
+// rather than wait for the block forever. (State, ChangeLog, Close and the
+// other methods without a context wait for the block: do not call them
+// inside it.)
+func (i *Instance) Bulk(ctx context.Context, fn func(c *env.Ctx) error) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if _, err := i.reseal(); err != nil {
+		return err
+	}
+	if err := i.lockCtx(ctx, "Bulk"); err != nil {
+		return err
+	}
+	defer i.unlock()
+	if i.closed {
+		return errClosed
+	}
+	return i.activate(ctx, "bulk", kindBulk, func(a *activation) error {
+		a.startGroup()
+		v, _ := a.push(nil, i.nodes[0], nil)
+		err := guard(func() error { return fn(v.ctx) })
+		a.pop(v)
+		return a.endGroup(err)
+	})
+}
