@@ -44,6 +44,10 @@ const (
 	trashPrefix  = ".gone-"          // a checkpoint being removed
 )
 
+// subDirs are the directories of the store beside its checkpoints: small
+// files, each removed once older than the store's TTL.
+var subDirs = []string{fencesDir, latestDir, drainedDir}
+
 // manifest is a checkpoint's checkpoint.json.
 type manifest struct {
 	Format int `json:"format"`
@@ -102,7 +106,7 @@ type loadedCheckpoint struct {
 
 // newCheckpoints makes (if needed) and returns the checkpoint directory.
 func newCheckpoints(dir string, ttl time.Duration, maxBytes int64, logger *slog.Logger) (*checkpoints, error) {
-	for _, sub := range []string{fencesDir, latestDir, drainedDir} {
+	for _, sub := range subDirs {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			return nil, fmt.Errorf("app: checkpoint directory: %w", err)
 		}
@@ -424,7 +428,7 @@ func (c *checkpoints) sweep(now time.Time) {
 	for _, e := range entries {
 		name := e.Name()
 		fi, err := e.Info()
-		if err != nil || !e.IsDir() || name == fencesDir || name == latestDir || name == drainedDir {
+		if err != nil || !e.IsDir() || slices.Contains(subDirs, name) {
 			continue
 		}
 		age := now.Sub(fi.ModTime())
@@ -450,7 +454,7 @@ func (c *checkpoints) sweep(now time.Time) {
 		live = live[1:]
 		removed++
 	}
-	for _, sub := range []string{fencesDir, latestDir, drainedDir} {
+	for _, sub := range subDirs {
 		files, err := os.ReadDir(filepath.Join(c.dir, sub))
 		if err != nil || c.ttl <= 0 {
 			continue
