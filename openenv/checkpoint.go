@@ -170,7 +170,6 @@ func (s *Server) serveLatest(w http.ResponseWriter, r *http.Request) {
 	default:
 		info, found := rs.Latest(id)
 		if !found {
-			w.Header().Set("Content-Type", "application/json")
 			writeJSON(w, http.StatusNotFound, httpError{Detail: fmt.Sprintf("Episode %s has no checkpoint in this server's checkpoint store.", id)})
 			return
 		}
