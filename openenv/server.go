@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 )
 
@@ -453,20 +454,15 @@ func drainParallel() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 // time, within ctx.
 func (s *Server) drain(ctx context.Context, list []*session) {
 	start := time.Now()
-	sem := make(chan struct{}, drainParallel())
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(drainParallel())
 	for _, ss := range list {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() {
-				<-sem
-				wg.Done()
-			}()
+		g.Go(func() error {
 			ss.drain(ctx)
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	g.Wait()
 	s.log.Info("openenv: drained", "sessions", len(list), durationMS(time.Since(start)))
 }
 
