@@ -31,6 +31,7 @@ type attack struct {
 	// chooses its attacks: some are tens of megabytes, which every process
 	// linking this package, the server included, would otherwise hold.
 	Messages func() [][]byte
+	msgs     [][]byte // Messages, built once a run chose the attack
 	// Closes says the server may end the connection after its reply (a
 	// message past the size limit): the attacker reconnects after it.
 	Closes bool
@@ -149,8 +150,7 @@ func ParseAttacks(list string) ([]string, error) {
 
 // hostile is the shared state of a run's hostile sessions.
 type hostile struct {
-	attacks []attack   // the attacks sent, in turn
-	sent    [][][]byte // the messages of each of attacks, built once
+	attacks []attack // the attacks sent, in turn, with their messages built
 	pause   time.Duration
 
 	mu     sync.Mutex // guards counts
@@ -163,8 +163,8 @@ func newHostile(pause time.Duration, names []string) *hostile {
 	h := &hostile{counts: map[string]*AttackCount{}, pause: pause}
 	for _, a := range Attacks {
 		if len(names) == 0 || slices.Contains(names, a.Name) {
+			a.msgs = a.Messages()
 			h.attacks = append(h.attacks, a)
-			h.sent = append(h.sent, a.Messages())
 			h.counts[a.Name] = &AttackCount{Bound: a.Bound}
 		}
 	}
@@ -268,9 +268,9 @@ func (r *run) attacker(ctx context.Context, i int, stop <-chan struct{}) {
 				continue
 			}
 		}
-		a, msgs := attacks[next], r.hostile.sent[next]
+		a := attacks[next]
 		next = (next + 1) % len(attacks)
-		o, text := r.attack(ctx, c, msgs)
+		o, text := r.attack(ctx, c, a)
 		if ctx.Err() != nil {
 			return
 		}
@@ -285,11 +285,11 @@ func (r *run) attacker(ctx context.Context, i int, stop <-chan struct{}) {
 	}
 }
 
-// attack sends msgs, an attack's messages, and classifies the last reply.
-func (r *run) attack(ctx context.Context, c *wsClient, msgs [][]byte) (outcome, string) {
+// attack sends a's messages and classifies the last reply.
+func (r *run) attack(ctx context.Context, c *wsClient, a attack) (outcome, string) {
 	var rep *reply
 	var err error
-	for _, m := range msgs {
+	for _, m := range a.msgs {
 		if rep, _, err = c.roundTrip(ctx, m); err != nil {
 			break
 		}
