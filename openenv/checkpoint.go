@@ -112,10 +112,13 @@ func (ss *session) checkpointLocked(ctx context.Context) (CheckpointInfo, *proto
 // the step's reply goes out all the same. The slot must be held.
 func (ss *session) autoCheckpointLocked(ctx context.Context) {
 	every := ss.srv.cfg.CheckpointEvery
+	if every <= 0 {
+		return
+	}
 	ss.mu.Lock()
 	steps := ss.steps
 	ss.mu.Unlock()
-	if every <= 0 || steps == 0 || steps%every != 0 {
+	if steps == 0 || steps%every != 0 {
 		return
 	}
 	if _, ok := ss.srv.backend.(Restorer); !ok {
