@@ -299,8 +299,8 @@ func (i *Instance) Checkpoint(ctx context.Context) (*Checkpoint, error) {
 	}
 	shapes := map[string]int{}
 	var records []logRecord
-	i.changes.each(func(r *logRecord) {
-		records = append(records, *r)
+	i.changes.each(func(r logRecord) {
+		records = append(records, r)
 		key := r.row.Table + "\x00" + strings.Join(r.row.KeyNames, "\x00") + "\x01" + strings.Join(r.row.Names, "\x00")
 		n, ok := shapes[key]
 		if !ok {
