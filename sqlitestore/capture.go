@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -294,7 +295,27 @@ func (s *Store) loadMetaLocked(cn *conn) error {
 			break
 		}
 	}
-	return cn.loadMeta(s.untracked)
+	if s.shareKey == "" || s.private {
+		return cn.loadMeta(s.untracked)
+	}
+	// Stores of one ShareKey start with the same schema, and the metadata
+	// depends on nothing else but the untracked tables.
+	key := s.shareKey + "\x00" + strings.Join(slices.Sorted(maps.Keys(s.untracked)), "\x00")
+	v, err := schemaVersion(cn.c)
+	if err != nil {
+		return err
+	}
+	if m := s.pool.sharedMeta(key); m != nil && v == s.baseCookie {
+		cn.meta, cn.metaVersion, cn.metaDirty = m, v, false
+		return nil
+	}
+	if err := cn.loadMeta(s.untracked); err != nil {
+		return err
+	}
+	if cn.metaVersion == s.baseCookie {
+		s.pool.shareMeta(key, cn.meta)
+	}
+	return nil
 }
 
 // onPreUpdate records one row event. It runs inside SQLite, so it copies what

@@ -1,6 +1,9 @@
 package sqlitestore
 
-import "time"
+import (
+	"reflect"
+	"time"
+)
 
 func init() { verifyEvents = true }
 
@@ -61,4 +64,15 @@ func (i *Inspector) Autocommit() bool {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	return i.cn.c.GetAutocommit()
+}
+
+// MetaTables returns the address of the capture metadata the store's open
+// connection uses (0 when it has none loaded).
+func (s *Store) MetaTables() uintptr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cn == nil || s.cn.meta == nil {
+		return 0
+	}
+	return reflect.ValueOf(s.cn.meta).Pointer()
 }

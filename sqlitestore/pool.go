@@ -42,11 +42,38 @@ type Pool struct {
 	// SetLimits.
 	IdleAfter time.Duration
 
-	mu       sync.Mutex // guards MaxOpen and IdleAfter after first use, lru, sweeping, shelves, nParked, and every member store's poolElem and lastUse
+	mu       sync.Mutex // guards MaxOpen and IdleAfter after first use, lru, sweeping, shelves, nParked, metas, and every member store's poolElem and lastUse
 	lru      list.List  // stores with an open connection, most recently used first
 	sweeping bool       // the sweeper goroutine is running
 	shelves  map[string][]parked
 	nParked  int
+	metas    map[string]map[string]*tableMeta // see sharedMeta
+}
+
+// maxSharedMetas bounds how many schemas' capture metadata a pool keeps.
+const maxSharedMetas = 256
+
+// sharedMeta returns the capture metadata shareMeta kept for key (a
+// ShareKey and the untracked tables), or nil. Stores of one ShareKey start
+// from the same file, so until one changes its schema they share one
+// read-only copy of it instead of loading their own: ten thousand live
+// instances would otherwise hold ten thousand copies of each node's.
+func (p *Pool) sharedMeta(key string) map[string]*tableMeta {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.metas[key]
+}
+
+// shareMeta keeps meta, which no one changes, for key. When the pool keeps
+// maxSharedMetas already, it forgets them first (checkpoints make a new
+// ShareKey each; the stores keep their own references).
+func (p *Pool) shareMeta(key string, meta map[string]*tableMeta) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.metas == nil || len(p.metas) >= maxSharedMetas {
+		p.metas = make(map[string]map[string]*tableMeta)
+	}
+	p.metas[key] = meta
 }
 
 // NewPool returns a pool that keeps at most maxOpen connections open (at

@@ -170,6 +170,10 @@ type Store struct {
 	shelf      string
 	baseCookie int64
 	private    bool
+	// shareKey is Options.ShareKey when the store starts from Data in a
+	// pool; the store then takes the capture metadata of its initial
+	// schema from the pool (see Pool.sharedMeta).
+	shareKey string
 
 	poolElem *list.Element // guarded by pool.mu
 	lastUse  time.Time     // guarded by pool.mu: the last operation or Unpin
@@ -260,9 +264,12 @@ func newStore(opts Options) (*Store, error) {
 	for _, t := range opts.Untracked {
 		s.untracked[strings.ToLower(t)] = true
 	}
-	if rebindSupported && opts.ShareKey != "" && opts.Pool != nil && len(opts.Data) >= 100 {
+	if opts.ShareKey != "" && opts.Pool != nil && len(opts.Data) >= 100 {
 		s.baseCookie = headerCookie(opts.Data[cookieOffset:])
-		s.shelf = fmt.Sprintf("%s\x00%d", opts.ShareKey, opts.MaxMemory)
+		s.shareKey = opts.ShareKey
+		if rebindSupported {
+			s.shelf = fmt.Sprintf("%s\x00%d", opts.ShareKey, opts.MaxMemory)
+		}
 	}
 	return s, nil
 }
