@@ -140,14 +140,11 @@ const fixtureListTTL = 2 * time.Second
 // a bad one fails here), makes this process's instance directory, and
 // removes instance directories left by processes that are no longer
 // running.
-func New(w *env.World, cfg Config) (*Backend, error) {
+func New(w *env.World, cfg Config) (_ *Backend, err error) {
 	if _, err := composition.Seal(w); err != nil {
 		return nil, err
 	}
-	root := cfg.InstanceRoot
-	if root == "" {
-		root = filepath.Join(os.TempDir(), "seahaven-instances")
-	}
+	root := cmp.Or(cfg.InstanceRoot, filepath.Join(os.TempDir(), "seahaven-instances"))
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("app: instance root: %w", err)
 	}
@@ -156,22 +153,15 @@ func New(w *env.World, cfg Config) (*Backend, error) {
 		return nil, err
 	}
 	b := &Backend{world: w, fixturesDir: cfg.FixturesDir, defaultFixture: cmp.Or(cfg.DefaultFixture, w.Spec().DefaultFixture), dir: dir, release: release,
-		minFree: cfg.MinFreeDisk, maxChangeLog: cfg.MaxChangeLogBytes, logger: cfg.Logger, gate: newGate(cfg.MaxActive)}
-	if b.minFree == 0 {
-		b.minFree = DefaultMinFreeDisk
-	}
-	if b.logger == nil {
-		b.logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.MaxInspect == 0 {
-		cfg.MaxInspect = DefaultMaxInspect(cfg.MaxActive)
-	}
-	b.inspectGate = newGate(cfg.MaxInspect)
-	if cfg.InspectCPU == 0 {
-		cfg.InspectCPU = DefaultInspectCPU()
-	}
-	if cfg.InspectCPU > 0 {
-		b.inspectPacer = sqlitestore.NewPacer(cfg.InspectCPU)
+		minFree: cmp.Or(cfg.MinFreeDisk, DefaultMinFreeDisk), maxChangeLog: cfg.MaxChangeLogBytes, logger: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		gate: newGate(cfg.MaxActive), inspectGate: newGate(cmp.Or(cfg.MaxInspect, DefaultMaxInspect(cfg.MaxActive)))}
+	defer func() {
+		if err != nil {
+			b.Close()
+		}
+	}()
+	if cpu := cmp.Or(cfg.InspectCPU, DefaultInspectCPU()); cpu > 0 {
+		b.inspectPacer = sqlitestore.NewPacer(cpu)
 	}
 	if b.fixturesDir == "" {
 		if b.fixturesDir, err = composition.FixturesDir(w); err != nil {
@@ -187,25 +177,18 @@ func New(w *env.World, cfg Config) (*Backend, error) {
 	}
 	if b.defaultFixture != "" {
 		if _, err := fixture.Read(b.fixturesDir, b.defaultFixture); err != nil {
-			b.Close()
 			return nil, fmt.Errorf("app: default fixture: %w", err)
 		}
 	}
 	if b.tasks, err = task.ForWorldDir(w, b.fixturesDir); err != nil {
-		b.Close()
 		return nil, fmt.Errorf("app: tasks: %w", err)
 	}
-	ckdir := cfg.Checkpoints
-	if ckdir == "" {
-		ckdir = filepath.Join(os.TempDir(), "seahaven-checkpoints")
-	}
+	ckdir := cmp.Or(cfg.Checkpoints, filepath.Join(os.TempDir(), "seahaven-checkpoints"))
 	if b.checkpoints, err = newCheckpoints(ckdir, cfg.CheckpointTTL, cfg.CheckpointMaxBytes, b.logger); err != nil {
-		b.Close()
 		return nil, err
 	}
 	if cfg.RecordDir != "" {
 		if b.recorder, err = task.NewRecorder(cfg.RecordDir); err != nil {
-			b.Close()
 			return nil, fmt.Errorf("app: %w", err)
 		}
 	}
@@ -326,7 +309,7 @@ func (b *Backend) Open(ctx context.Context, opts openenv.OpenOptions) (openenv.I
 // instance adapts an episode to openenv.Instance: a taskInstance when it
 // runs a task.
 func (b *Backend) instance(ep *task.Episode) openenv.Instance {
-	wi := worldInstance{ep: ep, gate: b.gate, inspectGate: b.inspectGate, inspectPacer: b.inspectPacer, checkpoints: b.checkpoints}
+	wi := worldInstance{ep: ep, b: b}
 	if _, ok := ep.Task(); ok {
 		return taskInstance{wi}
 	}
@@ -432,18 +415,14 @@ func (b *Backend) unknownFixture(id, taskFixture string) error {
 // its calls go through the backend's gate, its queries through its inspect
 // gate.
 type worldInstance struct {
-	ep          *task.Episode
-	gate        gate
-	inspectGate gate
-	// inspectPacer paces inspect queries; nil: unpaced.
-	inspectPacer *sqlitestore.Pacer
-	checkpoints  *checkpoints
+	ep *task.Episode
+	b  *Backend
 }
 
 // Checkpoint captures the episode and writes it to the checkpoint store
 // (see openenv.Checkpointer).
 func (w worldInstance) Checkpoint(ctx context.Context, req openenv.CheckpointRequest) (openenv.CheckpointInfo, error) {
-	leave, err := w.gate.enter(ctx)
+	leave, err := w.b.gate.enter(ctx)
 	if err != nil {
 		return openenv.CheckpointInfo{}, err
 	}
@@ -456,7 +435,7 @@ func (w worldInstance) Checkpoint(ctx context.Context, req openenv.CheckpointReq
 		}
 		return openenv.CheckpointInfo{}, err
 	}
-	info, err := w.checkpoints.save(cp, saved, req)
+	info, err := w.b.checkpoints.save(cp, saved, req)
 	if err != nil {
 		if ie := composition.Fault(err, "no checkpoint was written"); ie != nil {
 			return openenv.CheckpointInfo{}, ie
@@ -475,7 +454,7 @@ func (w worldInstance) ChangeCount() int { return w.ep.Instance().ChangeCount() 
 func (w worldInstance) Close() error { return w.ep.Close() }
 
 func (w worldInstance) CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error) {
-	leave, err := w.gate.enter(ctx)
+	leave, err := w.b.gate.enter(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -484,12 +463,12 @@ func (w worldInstance) CallJSON(ctx context.Context, name string, args json.RawM
 }
 
 func (w worldInstance) Inspect(ctx context.Context, sql string, args []any, lim openenv.InspectLimit) (openenv.InspectRows, error) {
-	leave, err := w.inspectGate.enter(ctx)
+	leave, err := w.b.inspectGate.enter(ctx)
 	if err != nil {
 		return openenv.InspectRows{}, err
 	}
 	defer leave()
-	rows, err := w.ep.Instance().Inspect().QueryLimit(ctx, sqlitestore.ReadLimit{MaxRows: lim.MaxRows, MaxBytes: lim.MaxBytes, Pacer: w.inspectPacer}, sql, args...)
+	rows, err := w.ep.Instance().Inspect().QueryLimit(ctx, sqlitestore.ReadLimit{MaxRows: lim.MaxRows, MaxBytes: lim.MaxBytes, Pacer: w.b.inspectPacer}, sql, args...)
 	if err != nil {
 		return openenv.InspectRows{}, err
 	}
@@ -507,7 +486,7 @@ func (w worldInstance) Inspect(ctx context.Context, sql string, args []any, lim 
 type taskInstance struct{ worldInstance }
 
 func (t taskInstance) Grade(ctx context.Context) (openenv.Grading, error) {
-	leave, err := t.gate.enter(ctx)
+	leave, err := t.b.gate.enter(ctx)
 	if err != nil {
 		return openenv.Grading{}, err
 	}

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -115,13 +116,7 @@ func newCheckpoints(dir string, ttl time.Duration, maxBytes int64, logger *slog.
 	if err != nil {
 		return nil, err
 	}
-	if ttl == 0 {
-		ttl = DefaultCheckpointTTL
-	}
-	if maxBytes == 0 {
-		maxBytes = DefaultCheckpointMaxBytes
-	}
-	return &checkpoints{dir: abs, ttl: ttl, maxBytes: maxBytes, logger: logger, lastSweep: time.Now()}, nil
+	return &checkpoints{dir: abs, ttl: cmp.Or(ttl, DefaultCheckpointTTL), maxBytes: cmp.Or(maxBytes, DefaultCheckpointMaxBytes), logger: logger, lastSweep: time.Now()}, nil
 }
 
 // testHookWrote, when set (by tests), runs after each file a checkpoint

@@ -235,28 +235,11 @@ func topoSort(pkgs []*packages.Package) []*packages.Package {
 		in[p] = true
 	}
 	var out []*packages.Package
-	done := map[*packages.Package]bool{}
-	var visit func(p *packages.Package)
-	visit = func(p *packages.Package) {
-		if done[p] {
-			return
+	packages.Visit(pkgs, func(p *packages.Package) bool { return in[p] }, func(p *packages.Package) {
+		if in[p] {
+			out = append(out, p)
 		}
-		done[p] = true
-		paths := make([]string, 0, len(p.Imports))
-		for path := range p.Imports {
-			paths = append(paths, path)
-		}
-		sort.Strings(paths)
-		for _, path := range paths {
-			if imp := p.Imports[path]; in[imp] {
-				visit(imp)
-			}
-		}
-		out = append(out, p)
-	}
-	for _, p := range pkgs {
-		visit(p)
-	}
+	})
 	return out
 }
 
@@ -416,7 +399,7 @@ func runDynamic(ctx context.Context, modRoot string, worlds []checkedWorld) ([]c
 		return nil, fmt.Errorf("check: %w", err)
 	}
 	out := filepath.Join(tmp, "findings.json")
-	cmd := exec.CommandContext(ctx, goCommand(), "run", "-trimpath=false", src, out)
+	cmd := exec.CommandContext(ctx, "go", "run", "-trimpath=false", src, out)
 	cmd.Dir = modRoot
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
@@ -432,15 +415,6 @@ func runDynamic(ctx context.Context, modRoot string, worlds []checkedWorld) ([]c
 		return nil, fmt.Errorf("check: reading the worlds' findings: %w", err)
 	}
 	return findings, nil
-}
-
-// goCommand returns the go command on PATH, or "go" (whose failure to
-// start then says it is missing).
-func goCommand() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return "go"
 }
 
 // relativePos rewrites a "file:line:col" position relative to dir when the

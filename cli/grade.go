@@ -116,11 +116,7 @@ func (c *GradeCommand) print(r gradeReport) {
 	if r.Task != "" {
 		what = "task " + r.Task
 	}
-	calls := fmt.Sprintf("%d calls", r.Calls)
-	if r.Calls == 1 {
-		calls = "1 call"
-	}
-	fmt.Fprintf(out, "%s: %s, episode %s, %s replayed\n", r.File, what, r.EpisodeID, calls)
+	fmt.Fprintf(out, "%s: %s, episode %s, %s replayed\n", r.File, what, r.EpisodeID, plural(r.Calls, "call"))
 	for _, w := range r.Warnings {
 		fmt.Fprintf(out, "  warning: %s\n", w)
 	}

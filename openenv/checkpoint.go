@@ -57,18 +57,12 @@ func (ss *session) recordLocked() (json.RawMessage, error) {
 // between steps, kept as a checkpoint a reset can restore. It is not a
 // step, and the episode goes on unchanged.
 func (ss *session) checkpoint(ctx context.Context) (CheckpointInfo, *protoError) {
-	ctx, leave, perr := ss.enter(ctx, true)
-	if perr != nil {
-		return CheckpointInfo{}, perr
-	}
-	defer leave()
-	if perr := ss.ensureLocked(ctx); perr != nil {
-		return CheckpointInfo{}, perr
-	}
-	if perr := ss.fencedLocked(); perr != nil {
-		return CheckpointInfo{}, perr
-	}
-	return ss.checkpointLocked(ctx)
+	return withInstance(ss, ctx, func(ctx context.Context) (CheckpointInfo, *protoError) {
+		if perr := ss.fencedLocked(); perr != nil {
+			return CheckpointInfo{}, perr
+		}
+		return ss.checkpointLocked(ctx)
+	})
 }
 
 // checkpointLocked checkpoints the session's instance. The slot must be
@@ -208,18 +202,8 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 		}
 	}
 	s.observeCheckpoint(ctx, "restore", start, id, err, perr)
-	if perr != nil {
+	if perr := s.openFailure(ctx, err, perr, false, req.loc); perr != nil {
 		return perr
-	}
-	if perr := s.infraFailure(ctx, opReset, err); perr != nil {
-		return perr
-	}
-	var oe *OptionError
-	if errors.As(err, &oe) {
-		return invalid([]fieldError{oe.field(req.loc)})
-	}
-	if err != nil {
-		return newError(codeExecution, "%s", err.Error())
 	}
 	attempt := uuid.NewString()
 	if req.Replaces != nil {
@@ -227,7 +211,7 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 		if err := r.Fence(*req.Replaces, by); err != nil {
 			// The session keeps its episode: nothing was restored.
 			s.closeInstanceLater(inst)
-			if errors.As(err, &oe) {
+			if oe := (*OptionError)(nil); errors.As(err, &oe) {
 				return invalid([]fieldError{oe.field(req.loc)})
 			}
 			if perr := s.infraFailure(ctx, opReset, err); perr != nil {

@@ -1,6 +1,7 @@
 package openenv
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/http"
@@ -49,31 +50,18 @@ type ConnLimit struct {
 }
 
 // limit returns Max with its default applied.
-func (l *ConnLimit) limit() int {
-	if l.Max == 0 {
-		return DefaultMaxConns
-	}
-	return l.Max
-}
-
-// orDefault returns d, or def when d is zero.
-func orDefault(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
-}
+func (l *ConnLimit) limit() int { return cmp.Or(l.Max, DefaultMaxConns) }
 
 // Server returns an http.Server serving h with the limit's timeouts, which
 // tracks its connections for Max. Serve it on a listener from Listener.
 func (l *ConnLimit) Server(h http.Handler) *http.Server {
 	return &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: orDefault(l.ReadHeaderTimeout, DefaultReadHeaderTimeout),
+		ReadHeaderTimeout: cmp.Or(l.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 		// Once a body has been read, net/http lifts the read deadline for
 		// its background read, so a step outlasting ReadTimeout goes on.
-		ReadTimeout: max(orDefault(l.ReadTimeout, DefaultReadTimeout), 0),
-		IdleTimeout: orDefault(l.KeepAliveTimeout, DefaultKeepAliveTimeout),
+		ReadTimeout: max(cmp.Or(l.ReadTimeout, DefaultReadTimeout), 0),
+		IdleTimeout: cmp.Or(l.KeepAliveTimeout, DefaultKeepAliveTimeout),
 		ConnState:   l.track,
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -134,7 +135,7 @@ func decodeMembers(m map[string]jsontext.Value, loc []any, dst any) []fieldError
 	v := reflect.ValueOf(dst).Elem()
 	fields := fieldsOf(v.Type())
 	var errs []fieldError
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		val := m[k]
 		i, ok := fields[k]
 		var f reflect.Value
@@ -167,16 +168,6 @@ func decodeMembers(m map[string]jsontext.Value, loc []any, dst any) []fieldError
 		errs = append(errs, typeError(pydanticTypes[t.Kind()], at(loc, k), val))
 	}
 	return errs
-}
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys(m map[string]jsontext.Value) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // structFields caches fieldsOf.

@@ -137,11 +137,16 @@ func newError(code, format string, args ...any) *protoError {
 // offending location, so a client that shows only the message still learns
 // what to fix.
 func invalid(errs []fieldError) *protoError {
+	return &protoError{code: codeValidation, message: "Invalid message: " + summary(errs), errors: errs}
+}
+
+// summary names each failure of errs at its location.
+func summary(errs []fieldError) string {
 	parts := make([]string, len(errs))
 	for i, fe := range errs {
 		parts[i] = locString(fe.Loc) + ": " + fe.Msg
 	}
-	return &protoError{code: codeValidation, message: "Invalid message: " + strings.Join(parts, "; "), errors: errs}
+	return strings.Join(parts, "; ")
 }
 
 // locString joins a loc as a dotted path ("data.seed").

@@ -211,76 +211,65 @@ func (s *Server) httpSession(r *http.Request, create bool) (*session, *protoErro
 	return s.newSessionLocked(TransportHTTP, id)
 }
 
-// serveReset serves POST /reset on the selected session.
+// serveReset serves POST /reset on the selected session, which it makes
+// when the session header names an id that is not live.
 func (s *Server) serveReset(w http.ResponseWriter, r *http.Request) {
-	body, perr := s.readJSONBody(w, r)
-	if perr != nil {
-		s.writeError(w, perr)
-		return
+	if req, ok := parseBody(s, w, r, func(b []byte) (resetData, []fieldError) { return parseReset(b, []any{"body"}) }); ok {
+		serveOnSession(s, w, r, true, func(ss *session, ctx context.Context) (stepReply, *protoError) {
+			return stepReply{Observation: resetObservation}, ss.reset(ctx, req)
+		})
 	}
-	req, errs := parseReset(body, []any{"body"})
-	if len(errs) > 0 {
-		s.writeError(w, invalid(errs))
-		return
-	}
-	ss, perr := s.httpSession(r, true)
-	if perr != nil {
-		s.writeError(w, perr)
-		return
-	}
-	w.Header().Set(SessionHeader, ss.id)
-	if perr := ss.reset(r.Context(), req); perr != nil {
-		s.writeError(w, perr)
-		return
-	}
-	s.respond(w, http.StatusOK, stepReply{Observation: resetObservation})
 }
 
 // serveStep serves POST /step on the selected session. timeout_s, when
 // given, shortens the call's timeout (it never extends StepTimeout).
 func (s *Server) serveStep(w http.ResponseWriter, r *http.Request) {
-	body, perr := s.readJSONBody(w, r)
-	if perr != nil {
-		s.writeError(w, perr)
+	req, ok := parseBody(s, w, r, parseStepBody)
+	if !ok {
 		return
 	}
-	if len(body) == 0 {
-		body = []byte("{}")
-	}
-	a, timeoutS, errs := parseStepBody(body)
-	if len(errs) > 0 {
-		s.writeError(w, invalid(errs))
-		return
-	}
-	ss, perr := s.httpSession(r, false)
-	if perr != nil {
-		s.writeError(w, perr)
-		return
-	}
-	w.Header().Set(SessionHeader, ss.id)
 	timeout := s.cfg.StepTimeout
-	if timeoutS > 0 {
-		if d := time.Duration(timeoutS * float64(time.Second)); timeout <= 0 || d < timeout {
+	if req.timeoutS > 0 {
+		if d := time.Duration(req.timeoutS * float64(time.Second)); timeout <= 0 || d < timeout {
 			timeout = d
 		}
 	}
-	resp, perr := ss.step(r.Context(), a, timeout)
-	if perr != nil {
-		s.writeError(w, perr)
-		return
-	}
-	s.respond(w, http.StatusOK, resp)
+	serveOnSession(s, w, r, false, func(ss *session, ctx context.Context) (stepReply, *protoError) {
+		return ss.step(ctx, req.action, timeout)
+	})
 }
 
 // serveState serves GET /state of the selected session.
 func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
-	serveOnSession(s, w, r, (*session).state)
+	serveOnSession(s, w, r, false, (*session).state)
+}
+
+// parseBody reads a request's JSON body ({} when empty) with parse; on a
+// failure it writes the error and reports false.
+func parseBody[T any](s *Server, w http.ResponseWriter, r *http.Request, parse func([]byte) (T, []fieldError)) (T, bool) {
+	var req T
+	body, perr := s.readJSONBody(w, r)
+	if len(body) == 0 {
+		body = []byte("{}")
+	}
+	if perr == nil {
+		var errs []fieldError
+		if req, errs = parse(body); len(errs) > 0 {
+			perr = invalid(errs)
+		}
+	}
+	if perr != nil {
+		s.writeError(w, perr)
+		return req, false
+	}
+	return req, true
 }
 
 // serveOnSession answers a request on the live session it names
-// (X-Seahaven-Session, or the default session) with what act returns.
-func serveOnSession[T any](s *Server, w http.ResponseWriter, r *http.Request, act func(*session, context.Context) (T, *protoError)) {
-	ss, perr := s.httpSession(r, false)
+// (X-Seahaven-Session, or the default session; create as httpSession) with
+// what act returns.
+func serveOnSession[T any](s *Server, w http.ResponseWriter, r *http.Request, create bool, act func(*session, context.Context) (T, *protoError)) {
+	ss, perr := s.httpSession(r, create)
 	if perr != nil {
 		s.writeError(w, perr)
 		return
@@ -296,30 +285,26 @@ func serveOnSession[T any](s *Server, w http.ResponseWriter, r *http.Request, ac
 
 // serveInspect serves POST /inspect on the selected session.
 func (s *Server) serveInspect(w http.ResponseWriter, r *http.Request) {
-	body, perr := s.readJSONBody(w, r)
-	if perr != nil {
-		s.writeError(w, perr)
-		return
+	if req, ok := parseBody(s, w, r, func(b []byte) (inspectData, []fieldError) { return parseInspect(b, []any{"body"}) }); ok {
+		serveOnSession(s, w, r, false, func(ss *session, ctx context.Context) (json.RawMessage, *protoError) { return ss.inspect(ctx, req) })
 	}
-	if len(body) == 0 {
-		body = []byte("{}")
-	}
-	req, errs := parseInspect(body, []any{"body"})
-	if len(errs) > 0 {
-		s.writeError(w, invalid(errs))
-		return
-	}
-	serveOnSession(s, w, r, func(ss *session, ctx context.Context) (json.RawMessage, *protoError) { return ss.inspect(ctx, req) })
 }
 
 // serveMetadata serves GET /metadata in OpenEnv's EnvironmentMetadata shape.
-func (s *Server) serveMetadata(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) serveMetadata(w http.ResponseWriter, r *http.Request) {
+	s.serveInfo(w, func(info Info) any {
+		return metadata{Name: info.Name, Description: info.Description, Version: info.Version}
+	})
+}
+
+// serveInfo answers with what of the Backend's Info reply returns.
+func (s *Server) serveInfo(w http.ResponseWriter, reply func(Info) any) {
 	info, perr := s.info()
 	if perr != nil {
 		s.writeError(w, perr)
 		return
 	}
-	s.respond(w, http.StatusOK, metadata{Name: info.Name, Description: info.Description, Version: info.Version})
+	s.respond(w, http.StatusOK, reply(info))
 }
 
 // serveSchema serves GET /schema: the action, observation and state schemas.
@@ -345,26 +330,18 @@ func (s *Server) serveSchema(w http.ResponseWriter, _ *http.Request) {
 
 // serveFixtures serves GET /fixtures.
 func (s *Server) serveFixtures(w http.ResponseWriter, _ *http.Request) {
-	info, perr := s.info()
-	if perr != nil {
-		s.writeError(w, perr)
-		return
-	}
-	list := slices.Clone(nonNil(info.Fixtures))
-	for i := range list {
-		list[i].Default = list[i].ID == info.DefaultFixture
-	}
-	s.respond(w, http.StatusOK, list)
+	s.serveInfo(w, func(info Info) any {
+		list := slices.Clone(nonNil(info.Fixtures))
+		for i := range list {
+			list[i].Default = list[i].ID == info.DefaultFixture
+		}
+		return list
+	})
 }
 
 // serveTasks serves GET /tasks: the tasks a reset may name.
 func (s *Server) serveTasks(w http.ResponseWriter, _ *http.Request) {
-	info, perr := s.info()
-	if perr != nil {
-		s.writeError(w, perr)
-		return
-	}
-	s.respond(w, http.StatusOK, nonNil(info.Tasks))
+	s.serveInfo(w, func(info Info) any { return nonNil(info.Tasks) })
 }
 
 // serveSessions serves GET /sessions: the monitoring list, without ids.
@@ -376,8 +353,8 @@ func (s *Server) serveSessions(w http.ResponseWriter, _ *http.Request) {
 // by X-Seahaven-Session (or the default session), with every check's
 // result. It takes no body (an empty object at most) and is not a step.
 func (s *Server) serveGrade(w http.ResponseWriter, r *http.Request) {
-	if s.emptyBody(w, r) {
-		serveOnSession(s, w, r, (*session).grade)
+	if _, ok := parseBody(s, w, r, noBody); ok {
+		serveOnSession(s, w, r, false, (*session).grade)
 	}
 }
 
@@ -385,24 +362,12 @@ func (s *Server) serveGrade(w http.ResponseWriter, r *http.Request) {
 // named by X-Seahaven-Session (or the default session). It takes no body
 // (an empty object at most) and is not a step.
 func (s *Server) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
-	if s.emptyBody(w, r) {
-		serveOnSession(s, w, r, (*session).checkpoint)
+	if _, ok := parseBody(s, w, r, noBody); ok {
+		serveOnSession(s, w, r, false, (*session).checkpoint)
 	}
 }
 
-// emptyBody reads a request body that must be empty or an empty object;
-// when it is not, it writes the error and returns false.
-func (s *Server) emptyBody(w http.ResponseWriter, r *http.Request) bool {
-	body, perr := s.readJSONBody(w, r)
-	if perr != nil {
-		s.writeError(w, perr)
-		return false
-	}
-	if len(body) > 0 {
-		if errs := decodeObject(body, []any{"body"}, &struct{}{}); len(errs) > 0 {
-			s.writeError(w, invalid(errs))
-			return false
-		}
-	}
-	return true
+// noBody parses a body that must be an empty object.
+func noBody(b []byte) (struct{}, []fieldError) {
+	return struct{}{}, decodeObject(b, []any{"body"}, &struct{}{})
 }

@@ -2,11 +2,8 @@ package openenv
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"sync"
 
 	"github.com/go-chi/chi/v5"
 
@@ -40,7 +37,7 @@ func (s *Server) agentRoutes() http.Handler {
 	r.Get("/metadata", s.serveMetadata)
 	r.Get("/schema", s.serveSchema)
 	r.Get("/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
-		b, err := agentOpenAPI.get(func(path string) bool { return agentPathSet[path] })
+		b, err := agentOpenAPI()
 		writeOpenAPI(w, b, err)
 	})
 	agent := func(h http.HandlerFunc) http.HandlerFunc {
@@ -53,15 +50,6 @@ func (s *Server) agentRoutes() http.Handler {
 	r.Get("/mcp", serveMCPGet)
 	return s.browserGuard(s.requireAgentToken(s.limitBodies(r)))
 }
-
-// agentPathSet is AgentPaths as a set.
-var agentPathSet = func() map[string]bool {
-	m := map[string]bool{}
-	for _, p := range AgentPaths {
-		m[p] = true
-	}
-	return m
-}()
 
 // serveHealth serves GET /health.
 func serveHealth(w http.ResponseWriter, _ *http.Request) {
@@ -130,56 +118,11 @@ func (s *Server) probe(w http.ResponseWriter, accepting bool) {
 	}
 }
 
-// openAPIVariant is a filtered OpenAPI description, made once.
-type openAPIVariant struct {
-	once sync.Once
-	doc  []byte
-	err  error
-}
-
-var (
-	agentOpenAPI      openAPIVariant // the agent listener's routes
-	productionOpenAPI openAPIVariant // every route but the episode routes
-)
-
-// get returns the description of openAPIDoc restricted to the paths keep
-// accepts; keep is used on the first call only.
-func (v *openAPIVariant) get(keep func(path string) bool) ([]byte, error) {
-	v.once.Do(func() {
-		full, err := openAPIDoc()
-		if err != nil {
-			v.err = err
-			return
-		}
-		var doc map[string]json.RawMessage
-		var paths map[string]json.RawMessage
-		if err := json.Unmarshal(full, &doc); err != nil {
-			v.err = fmt.Errorf("openenv: openapi.json: %w", err)
-			return
-		}
-		if err := json.Unmarshal(doc["paths"], &paths); err != nil {
-			v.err = fmt.Errorf("openenv: openapi.json paths: %w", err)
-			return
-		}
-		for p := range paths {
-			if !keep(p) {
-				delete(paths, p)
-			}
-		}
-		if doc["paths"], err = encode(paths); err != nil {
-			v.err = err
-			return
-		}
-		v.doc, v.err = encode(doc)
-	})
-	return v.doc, v.err
-}
-
 // openAPIServed returns the description of the routes Handler serves: all
 // of them, or without the episode routes in production mode.
 func (s *Server) openAPIServed() ([]byte, error) {
 	if s.cfg.Production {
-		return productionOpenAPI.get(func(path string) bool { return !episodePaths[path] })
+		return productionOpenAPI()
 	}
 	return openAPIDoc()
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -85,27 +84,18 @@ func (id *rpcID) UnmarshalJSON(b []byte) error {
 // response, except for a notification, which gets 202 and no body.
 func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !protocolVersions[v] {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		b, _ := encode(rpcFailure(nullID, rpcInvalidRequest, "Unsupported MCP-Protocol-Version "+v+" (supported: "+supportedVersions()+")", nil))
-		w.Write(b)
+		writeJSON(w, http.StatusBadRequest, rpcFailure(nullID, rpcInvalidRequest, "Unsupported MCP-Protocol-Version "+v+" (supported: "+supportedVersions()+")", nil))
 		return
 	}
 	if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o, r.Host) {
 		// The Streamable HTTP transport: servers must validate Origin, so
 		// a web page cannot drive an episode (DNS rebinding included).
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusForbidden)
-		b, _ := encode(rpcFailure(nullID, rpcInvalidRequest, "Origin "+o+" is not allowed: /mcp answers pages of its own origin only", nil))
-		w.Write(b)
+		writeJSON(w, http.StatusForbidden, rpcFailure(nullID, rpcInvalidRequest, "Origin "+o+" is not allowed: /mcp answers pages of its own origin only", nil))
 		return
 	}
 	body, perr := s.readBody(w, r)
 	if perr != nil && perr.code == codeMediaType {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUnsupportedMediaType)
-		b, _ := encode(rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+perr.message, nil))
-		w.Write(b)
+		writeJSON(w, http.StatusUnsupportedMediaType, rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+perr.message, nil))
 		return
 	}
 	if perr != nil {
@@ -116,10 +106,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.RawQuery != "" {
 		req, perr := resetFromQuery(r.URL.Query())
 		if perr != nil {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			b, _ := encode(rpcProto(nullID, perr))
-			w.Write(b)
+			writeJSON(w, http.StatusBadRequest, rpcProto(nullID, perr))
 			return
 		}
 		ctx = context.WithValue(ctx, mcpSetupKey{}, req)
@@ -131,10 +118,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		if !reachable(ctx, bound) || bound.transport != TransportMCP {
 			// The spec: an unknown or ended session is 404, and the client
 			// starts a new one with initialize.
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusNotFound)
-			b, _ := encode(standardReply(rpcFailure(nullID, rpcInvalidParams, "Unknown "+MCPSessionHeader+": "+sid+" (it ended, or never existed): initialize a new session", nil)))
-			w.Write(b)
+			writeJSON(w, http.StatusNotFound, standardReply(rpcFailure(nullID, rpcInvalidParams, "Unknown "+MCPSessionHeader+": "+sid+" (it ended, or never existed): initialize a new session", nil)))
 			return
 		}
 		mode = rpcStandard
@@ -205,8 +189,7 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 		}
 	}
 	if dup != nil {
-		fe := duplicateKeyError(nil, dup)
-		return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+locString(fe.Loc)+": "+fe.Msg, nil), false, ""
+		return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+summary([]fieldError{duplicateKeyError(nil, dup)}), nil), false, ""
 	}
 	var req rpcRequest
 	m, ok := members(body)
@@ -224,11 +207,7 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 		id = json.RawMessage(req.ID)
 	}
 	if len(errs) > 0 {
-		problems := make([]string, len(errs))
-		for i, fe := range errs {
-			problems[i] = locString(fe.Loc) + ": " + fe.Msg
-		}
-		return rpcFailure(id, rpcInvalidRequest, "Invalid request: "+strings.Join(problems, "; "), nil), false, ""
+		return rpcFailure(id, rpcInvalidRequest, "Invalid request: "+summary(errs), nil), false, ""
 	}
 	_, hasID := m["id"]
 	method := req.Method
@@ -265,36 +244,19 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 	return rpcFailure(id, rpcMethodNotFound, "Method not found: "+method, nil), false, ""
 }
 
-// rpcInitialize answers the MCP initialize handshake.
-func (s *Server) rpcInitialize(params map[string]jsontext.Value) initializeResult {
-	var r initializeResult
-	r.ProtocolVersion = defaultProtocolVersion
-	if v, ok := str(params["protocolVersion"]); ok && protocolVersions[v] {
-		r.ProtocolVersion = v
-	}
-	info, _ := s.info()
-	r.ServerInfo.Name, r.ServerInfo.Version = info.Name, info.Version
-	return r
-}
-
-// errRPCParams is a JSON-RPC invalid-params failure.
-type errRPCParams string
-
-func (e errRPCParams) Error() string { return string(e) }
-
 // rpcSession resolves params.session_id. Without one it returns ws (nil on
 // POST /mcp), or the error when required.
-func (s *Server) rpcSession(ctx context.Context, params map[string]jsontext.Value, ws *session, required bool) (*session, error) {
+func (s *Server) rpcSession(ctx context.Context, params map[string]jsontext.Value, ws *session, required bool) (*session, *protoError) {
 	raw, present := params["session_id"]
 	if !present || raw.Kind() == 'n' {
 		if required {
-			return nil, errRPCParams("Invalid params - 'session_id' is required")
+			return nil, newError(codeValidation, "Invalid params - 'session_id' is required")
 		}
 		return ws, nil
 	}
 	id, ok := str(raw)
 	if !ok {
-		return nil, errRPCParams("Invalid params - 'session_id' must be a string")
+		return nil, newError(codeValidation, "Invalid params - 'session_id' must be a string")
 	}
 	if ws != nil && id == ws.id {
 		return ws, nil
@@ -302,21 +264,20 @@ func (s *Server) rpcSession(ctx context.Context, params map[string]jsontext.Valu
 	ss := s.lookup(id)
 	if !reachable(ctx, ss) {
 		if ss == nil && !onAgentListener(ctx) {
-			return nil, errRPCParams(s.unknownSession(id).message)
+			return nil, newError(codeValidation, "%s", s.unknownSession(id).message)
 		}
-		return nil, errRPCParams("Unknown session_id: " + id)
+		return nil, newError(codeValidation, "Unknown session_id: %s", id)
 	}
 	return ss, nil
 }
 
 // rpcToolsList answers tools/list.
 func (s *Server) rpcToolsList(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, ws *session) rpcResponse {
-	ss, err := s.rpcSession(ctx, params, ws, false)
-	if err != nil {
-		return rpcFailure(id, rpcInvalidParams, err.Error(), nil)
+	ss, perr := s.rpcSession(ctx, params, ws, false)
+	if perr != nil {
+		return rpcProto(id, perr)
 	}
 	var tools []env.ToolInfo
-	var perr *protoError
 	if ss == nil {
 		var info Info
 		info, perr = s.info()
@@ -348,12 +309,11 @@ func (s *Server) rpcToolsCall(ctx context.Context, id json.RawMessage, params ma
 		}
 		args = json.RawMessage(v)
 	}
-	ss, err := s.rpcSession(ctx, params, ws, false)
-	if err != nil {
-		return rpcFailure(id, rpcInvalidParams, err.Error(), nil)
+	ss, perr := s.rpcSession(ctx, params, ws, false)
+	if perr != nil {
+		return rpcProto(id, perr)
 	}
 	var out toolOutcome
-	var perr *protoError
 	if ss == nil {
 		out, perr = s.callThrowaway(ctx, name, args)
 	} else {
@@ -425,13 +385,8 @@ func (s *Server) rpcSessionCreate(ctx context.Context, id json.RawMessage, rawPa
 		}
 		ctx = context.WithValue(ctx, mcpSetupKey{}, req)
 	}
-	ss, perr := s.newMCPSession(ctx)
+	ss, perr := s.startMCPSession(ctx)
 	if perr != nil {
-		return rpcProto(id, perr)
-	}
-	if perr := ss.setUp(ctx); perr != nil {
-		ss.stop(closeAbort, "opening the instance failed")
-		ss.end()
 		return rpcProto(id, perr)
 	}
 	return rpcResult(id, sessionResult{SessionID: ss.id})
@@ -439,20 +394,16 @@ func (s *Server) rpcSessionCreate(ctx context.Context, id json.RawMessage, rawPa
 
 // start opens a new session's instance with the default options.
 func (ss *session) start(ctx context.Context) *protoError {
-	ctx, leave, perr := ss.enter(ctx, true)
-	if perr != nil {
-		return perr
-	}
-	defer leave()
-	return ss.ensureLocked(ctx)
+	_, perr := withInstance(ss, ctx, func(context.Context) (any, *protoError) { return nil, nil })
+	return perr
 }
 
 // rpcSessionClose answers openenv/session/close. A WebSocket's session
 // lives as long as its socket and cannot be closed this way.
 func (s *Server) rpcSessionClose(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, ws *session) rpcResponse {
-	ss, err := s.rpcSession(ctx, params, ws, true)
-	if err != nil {
-		return rpcFailure(id, rpcInvalidParams, err.Error(), nil)
+	ss, perr := s.rpcSession(ctx, params, ws, true)
+	if perr != nil {
+		return rpcProto(id, perr)
 	}
 	if ss.transport == TransportWS {
 		return rpcFailure(id, rpcInvalidRequest, "Cannot close active WebSocket-managed session via MCP method", nil)
@@ -467,11 +418,11 @@ func (s *Server) rpcSessionClose(ctx context.Context, id json.RawMessage, params
 // connection's own on /ws), and act's result. The agent listener does not
 // serve these.
 func rpcOnSession[T any](s *Server, ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, ws *session, act func(*session, context.Context) (T, *protoError)) rpcResponse {
-	ss, err := s.rpcSession(ctx, params, ws, ws == nil)
-	if err != nil {
-		return rpcFailure(id, rpcInvalidParams, err.Error(), nil)
+	ss, perr := s.rpcSession(ctx, params, ws, ws == nil)
+	var res T
+	if perr == nil {
+		res, perr = act(ss, ctx)
 	}
-	res, perr := act(ss, ctx)
 	if perr != nil {
 		return rpcProto(id, perr)
 	}
@@ -494,20 +445,34 @@ func onAgentListener(ctx context.Context) bool {
 // the Mcp-Session-Id header. Elsewhere (an mcp message on /ws, or a
 // session that exists) it only negotiates.
 func (s *Server) rpcInitializeSession(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, mode rpcMode) (rpcResponse, bool, string) {
-	result := s.rpcInitialize(params)
+	var result initializeResult
+	result.ProtocolVersion = defaultProtocolVersion
+	if v, ok := str(params["protocolVersion"]); ok && protocolVersions[v] {
+		result.ProtocolVersion = v
+	}
+	info, _ := s.info()
+	result.ServerInfo.Name, result.ServerInfo.Version = info.Name, info.Version
 	if mode != rpcPost {
 		return rpcResult(id, result), false, ""
 	}
-	ss, perr := s.newMCPSession(ctx)
+	ss, perr := s.startMCPSession(ctx)
 	if perr != nil {
 		return rpcProto(id, perr), false, ""
 	}
-	if perr := ss.setUp(ctx); perr != nil {
-		ss.stop(closeAbort, "opening the instance failed")
-		ss.end()
-		return rpcProto(id, perr), false, ""
-	}
 	return rpcResult(id, result), false, ss.id
+}
+
+// startMCPSession makes an MCP session (newMCPSession) and opens its
+// instance (setUp), ending it again when that fails.
+func (s *Server) startMCPSession(ctx context.Context) (*session, *protoError) {
+	ss, perr := s.newMCPSession(ctx)
+	if perr == nil {
+		if perr = ss.setUp(ctx); perr != nil {
+			ss.stop(closeAbort, "opening the instance failed")
+			ss.end()
+		}
+	}
+	return ss, perr
 }
 
 // mcpSetupKey carries the reset data of a POST /mcp URL's query (see
@@ -563,12 +528,7 @@ func resetFromQuery(q url.Values) (resetData, *protoError) {
 
 // supportedVersions lists the protocol versions initialize negotiates.
 func supportedVersions() string {
-	vs := make([]string, 0, len(protocolVersions))
-	for v := range protocolVersions {
-		vs = append(vs, v)
-	}
-	sort.Strings(vs)
-	return strings.Join(vs, ", ")
+	return strings.Join(slices.Sorted(maps.Keys(protocolVersions)), ", ")
 }
 
 // standardReply drops a JSON-RPC error's null data: the MCP specification

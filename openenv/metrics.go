@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/seahaven/seahaven/env"
@@ -85,114 +86,114 @@ type serverMetrics struct {
 // newMetrics makes the series of s and registers them, with the Go runtime
 // and process collectors, on a new registry.
 func newMetrics(s *Server) *serverMetrics {
-	m := &serverMetrics{
-		registry: prometheus.NewRegistry(),
-		sessionsOpened: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seahaven_sessions_opened_total",
-			Help: "Sessions opened, by transport (ws, mcp, http).",
-		}, []string{"transport"}),
-		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seahaven_capacity_rejections_total",
-			Help: "Sessions refused because the server was at MaxSessions, by transport.",
-		}, []string{"transport"}),
-		reaps: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seahaven_idle_reaps_total",
-			Help: "Sessions closed by the idle reaper, by transport.",
-		}, []string{"transport"}),
-		resets: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seahaven_resets_total",
-			Help: "Instances opened (explicit resets, the implicit reset of a first step, MCP sessions and sessionless tools/call), by outcome (ok, error, timeout, panic, infrastructure_error).",
-		}, []string{"outcome"}),
-		resetSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "seahaven_reset_duration_seconds",
-			Help:    "Time to open an instance, successful or not.",
-			Buckets: resetBuckets,
-		}),
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seahaven_tool_calls_total",
-			Help: "Tool calls, by tool and outcome (ok, or the error_type: execution_error, invalid_args, tool_not_found, timeout; or panic, or infrastructure_error for a call the host failed). Calls to unknown tools have tool=\"_unknown\".",
-		}, []string{"tool", "outcome"}),
-		callSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "seahaven_tool_call_duration_seconds",
-			Help:    "Tool call latency, by tool.",
-			Buckets: callBuckets,
-		}, []string{"tool"}),
-		inspects: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seahaven_inspect_queries_total",
-			Help: "Inspect queries, by outcome (ok, error).",
-		}, []string{"outcome"}),
-		instances: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "seahaven_instances_open",
-			Help: "Instances open now, in sessions or serving a sessionless call.",
-		}),
-		wsMessages: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seahaven_ws_messages_total",
-			Help: "WebSocket messages received, by type (reset, step, state, close, mcp, inspect, or invalid for one that is not JSON or names no known type).",
-		}, []string{"type"}),
-		authFailures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seahaven_auth_failures_total",
-			Help: "Requests refused with 401 for a missing or wrong bearer token.",
-		}),
-		infraErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seahaven_infrastructure_errors_total",
-			Help: "Operations the host failed (reported to the client as an infrastructure error, never as a tool result), by fault (disk_full, too_many_open_files, storage_error) and op (reset, call, inspect, grade).",
-		}, []string{"fault", "op"}),
-	}
-	process := collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})
-	m.process = prometheus.NewRegistry()
-	m.process.MustRegister(process)
-	m.episodesStarted = prometheus.NewCounterVec(prometheus.CounterOpts{
+	m := &serverMetrics{registry: prometheus.NewRegistry(), process: prometheus.NewRegistry()}
+	f := promauto.With(m.registry)
+	m.sessionsOpened = f.NewCounterVec(prometheus.CounterOpts{
+		Name: "seahaven_sessions_opened_total",
+		Help: "Sessions opened, by transport (ws, mcp, http).",
+	}, []string{"transport"})
+	m.rejections = f.NewCounterVec(prometheus.CounterOpts{
+		Name: "seahaven_capacity_rejections_total",
+		Help: "Sessions refused because the server was at MaxSessions, by transport.",
+	}, []string{"transport"})
+	m.reaps = f.NewCounterVec(prometheus.CounterOpts{
+		Name: "seahaven_idle_reaps_total",
+		Help: "Sessions closed by the idle reaper, by transport.",
+	}, []string{"transport"})
+	m.resets = f.NewCounterVec(prometheus.CounterOpts{
+		Name: "seahaven_resets_total",
+		Help: "Instances opened (explicit resets, the implicit reset of a first step, MCP sessions and sessionless tools/call), by outcome (ok, error, timeout, panic, infrastructure_error).",
+	}, []string{"outcome"})
+	m.resetSeconds = f.NewHistogram(prometheus.HistogramOpts{
+		Name:    "seahaven_reset_duration_seconds",
+		Help:    "Time to open an instance, successful or not.",
+		Buckets: resetBuckets,
+	})
+	m.calls = f.NewCounterVec(prometheus.CounterOpts{
+		Name: "seahaven_tool_calls_total",
+		Help: "Tool calls, by tool and outcome (ok, or the error_type: execution_error, invalid_args, tool_not_found, timeout; or panic, or infrastructure_error for a call the host failed). Calls to unknown tools have tool=\"_unknown\".",
+	}, []string{"tool", "outcome"})
+	m.callSeconds = f.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "seahaven_tool_call_duration_seconds",
+		Help:    "Tool call latency, by tool.",
+		Buckets: callBuckets,
+	}, []string{"tool"})
+	m.inspects = f.NewCounterVec(prometheus.CounterOpts{
+		Name: "seahaven_inspect_queries_total",
+		Help: "Inspect queries, by outcome (ok, error).",
+	}, []string{"outcome"})
+	m.instances = f.NewGauge(prometheus.GaugeOpts{
+		Name: "seahaven_instances_open",
+		Help: "Instances open now, in sessions or serving a sessionless call.",
+	})
+	m.wsMessages = f.NewCounterVec(prometheus.CounterOpts{
+		Name: "seahaven_ws_messages_total",
+		Help: "WebSocket messages received, by type (reset, step, state, close, mcp, inspect, or invalid for one that is not JSON or names no known type).",
+	}, []string{"type"})
+	m.authFailures = f.NewCounter(prometheus.CounterOpts{
+		Name: "seahaven_auth_failures_total",
+		Help: "Requests refused with 401 for a missing or wrong bearer token.",
+	})
+	m.infraErrors = f.NewCounterVec(prometheus.CounterOpts{
+		Name: "seahaven_infrastructure_errors_total",
+		Help: "Operations the host failed (reported to the client as an infrastructure error, never as a tool result), by fault (disk_full, too_many_open_files, storage_error) and op (reset, call, inspect, grade).",
+	}, []string{"fault", "op"})
+	m.episodesStarted = f.NewCounterVec(prometheus.CounterOpts{
 		Name: "seahaven_episodes_started_total",
 		Help: "Episodes begun (an instance opened for a session), by task (none for an episode without one).",
 	}, []string{"task"})
-	m.episodesFinished = prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.episodesFinished = f.NewCounterVec(prometheus.CounterOpts{
 		Name: "seahaven_episodes_finished_total",
 		Help: "Episodes their task graded done, by task.",
 	}, []string{"task"})
-	m.episodeReward = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	m.episodeReward = f.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "seahaven_episode_reward",
 		Help:    "The reward of each graded task episode when it ends (done, a reset or the session's end), by task.",
 		Buckets: []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99, 1},
 	}, []string{"task"})
-	m.episodeSteps = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	m.episodeSteps = f.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "seahaven_episode_steps",
 		Help:    "Steps (tool calls) of each episode when it ends, by task.",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 11),
 	}, []string{"task"})
-	m.gradingFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.gradingFailures = f.NewCounterVec(prometheus.CounterOpts{
 		Name: "seahaven_grading_failures_total",
 		Help: "Gradings that could not run (a grader's error), by task.",
 	}, []string{"task"})
-	m.refusedAfterDone = prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.refusedAfterDone = f.NewCounterVec(prometheus.CounterOpts{
 		Name: "seahaven_steps_refused_after_done_total",
 		Help: "Steps refused because the episode's task had graded it done, by task.",
 	}, []string{"task"})
-	m.replayed = prometheus.NewCounter(prometheus.CounterOpts{
+	m.replayed = f.NewCounter(prometheus.CounterOpts{
 		Name: "seahaven_steps_replayed_total",
 		Help: "Steps retried under a request_id the episode had answered: the recorded reply was sent, nothing ran.",
 	})
-	m.checkpoints = prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.checkpoints = f.NewCounterVec(prometheus.CounterOpts{
 		Name: "seahaven_checkpoints_total",
 		Help: "Checkpoints taken (op=checkpoint) and restored (op=restore), by outcome (ok, error, timeout, panic, infrastructure_error).",
 	}, []string{"op", "outcome"})
-	m.checkpointSecs = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	m.checkpointSecs = f.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "seahaven_checkpoint_duration_seconds",
 		Help:    "Time to take (op=checkpoint) or restore (op=restore) a checkpoint, successful or not.",
 		Buckets: resetBuckets,
 	}, []string{"op"})
-	m.fencedSteps = prometheus.NewCounter(prometheus.CounterOpts{
+	m.fencedSteps = f.NewCounter(prometheus.CounterOpts{
 		Name: "seahaven_steps_refused_superseded_total",
 		Help: "Requests refused because the session's attempt was superseded by a restore that named it (replaces).",
 	})
 	info := s.backend.Info()
-	m.registry.MustRegister(m.replayed, m.checkpoints, m.checkpointSecs, m.fencedSteps,
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name:        "seahaven_build_info",
-			Help:        "Always 1: the server's version and the world it serves.",
-			ConstLabels: prometheus.Labels{"version": buildVersion(), "world": info.Name, "world_version": info.Version},
-		}, func() float64 { return 1 }),
-		m.episodesStarted, m.episodesFinished, m.episodeReward, m.episodeSteps, m.gradingFailures, m.refusedAfterDone,
-	)
+	f.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "seahaven_build_info",
+		Help:        "Always 1: the server's version and the world it serves.",
+		ConstLabels: prometheus.Labels{"version": buildVersion(), "world": info.Name, "world_version": info.Version},
+	}, func() float64 { return 1 })
+	f.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "seahaven_sessions_max",
+		Help: "The capacity: the most live sessions (MaxSessions).",
+	}, func() float64 { return float64(s.cfg.MaxSessions) })
+	process := collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})
+	m.process.MustRegister(process)
+	m.registry.MustRegister(collectors.NewGoCollector(), process)
 	for _, t := range append([]TaskInfo{{}}, info.Tasks...) {
 		l := taskLabel(t.ID)
 		m.episodesStarted.WithLabelValues(l)
@@ -200,25 +201,20 @@ func newMetrics(s *Server) *serverMetrics {
 		m.gradingFailures.WithLabelValues(l)
 		m.refusedAfterDone.WithLabelValues(l)
 	}
-	m.registry.MustRegister(
-		collectors.NewGoCollector(),
-		process,
-		m.sessionsOpened, m.rejections, m.reaps, m.resets, m.resetSeconds,
-		m.calls, m.callSeconds, m.inspects, m.instances, m.wsMessages, m.authFailures, m.infraErrors,
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "seahaven_sessions_max",
-			Help: "The capacity: the most live sessions (MaxSessions).",
-		}, func() float64 { return float64(s.cfg.MaxSessions) }),
-	)
+	// Every labelled series the server can produce exists from the start, at
+	// zero, so that rate() and alerts see the first event.
 	for _, t := range []string{TransportWS, TransportMCP, TransportHTTP} {
-		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		f.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "seahaven_sessions",
 			Help:        "Live sessions, by transport. Their sum is what MaxSessions caps.",
 			ConstLabels: prometheus.Labels{"transport": t},
-		}, func() float64 { return float64(s.countSessions(t)) }))
+		}, func() float64 { return float64(s.countSessions(t)) })
+		m.sessionsOpened.WithLabelValues(t)
+		m.rejections.WithLabelValues(t)
+		m.reaps.WithLabelValues(t)
 	}
 	if dc, ok := s.backend.(InstanceDirCounter); ok {
-		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		f.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "seahaven_instance_dirs",
 			Help: "Instance directories on disk under the backend's instance directory.",
 		}, func() float64 {
@@ -228,14 +224,7 @@ func newMetrics(s *Server) *serverMetrics {
 				return -1
 			}
 			return float64(n)
-		}))
-	}
-	// Every labelled series the server can produce exists from the start, at
-	// zero, so that rate() and alerts see the first event.
-	for _, t := range []string{TransportWS, TransportMCP, TransportHTTP} {
-		m.sessionsOpened.WithLabelValues(t)
-		m.rejections.WithLabelValues(t)
-		m.reaps.WithLabelValues(t)
+		})
 	}
 	for _, o := range []string{outcomeOK, outcomeError, outcomeTimeout, outcomePanic} {
 		m.resets.WithLabelValues(o)
@@ -302,27 +291,6 @@ func durationMS(d time.Duration) slog.Attr {
 	return slog.Float64("duration_ms", float64(d.Microseconds())/1000)
 }
 
-// observeSessionOpened counts a new session.
-func (s *Server) observeSessionOpened(transport string) {
-	s.metrics.sessionsOpened.WithLabelValues(transport).Inc()
-}
-
-// observeRejected counts a session refused at capacity.
-func (s *Server) observeRejected(transport string) {
-	s.metrics.rejections.WithLabelValues(transport).Inc()
-}
-
-// observeReaped counts a session closed by the idle reaper.
-func (s *Server) observeReaped(transport string) {
-	s.metrics.reaps.WithLabelValues(transport).Inc()
-}
-
-// observeWSMessage counts one WebSocket message; typ is "invalid" for one
-// that is not JSON or names no known type.
-func (s *Server) observeWSMessage(typ string) {
-	s.metrics.wsMessages.WithLabelValues(typ).Inc()
-}
-
 // backendOutcome is the outcome label of a call into the Backend or an
 // Instance that returned err, or panicked (perr, which guard has logged
 // with the stack); an infrastructure error is logged by infraFailure.
@@ -364,9 +332,6 @@ func (s *Server) observeInfra(ctx context.Context, op string, ie *env.InfraError
 	s.metrics.infraErrors.WithLabelValues(ie.Kind, op).Inc()
 	s.log.Error("openenv: infrastructure error", append(sessionAttrs(ctx), "op", op, "fault", ie.Kind, "err", ie.Error())...)
 }
-
-// observeInstanceClosed counts an instance the server has closed.
-func (s *Server) observeInstanceClosed() { s.metrics.instances.Dec() }
 
 // observeCall records one tool call that started at start: its latency and
 // outcome, and one log line when it failed. A failure the agent caused (a
@@ -439,11 +404,6 @@ func buildVersion() string {
 	return "devel"
 }
 
-// observeEpisodeStarted counts an episode begun.
-func (s *Server) observeEpisodeStarted(task string) {
-	s.metrics.episodesStarted.WithLabelValues(taskLabel(task)).Inc()
-}
-
 // observeEpisodeEnded records an episode's steps, and its last reward when
 // it was graded.
 func (s *Server) observeEpisodeEnded(task string, steps int, graded bool, reward float64) {
@@ -453,19 +413,6 @@ func (s *Server) observeEpisodeEnded(task string, steps int, graded bool, reward
 		s.metrics.episodeReward.WithLabelValues(t).Observe(reward)
 	}
 }
-
-// observeEpisodeFinished counts an episode its task graded done.
-func (s *Server) observeEpisodeFinished(task string) {
-	s.metrics.episodesFinished.WithLabelValues(taskLabel(task)).Inc()
-}
-
-// observeGradingFailure counts a grading that could not run.
-func (s *Server) observeGradingFailure(task string) {
-	s.metrics.gradingFailures.WithLabelValues(taskLabel(task)).Inc()
-}
-
-// observeRefusedAfterDone counts a step refused after done.
-func (s *Server) observeReplayed() { s.metrics.replayed.Inc() }
 
 // observeCheckpoint counts and times one checkpoint or restore (op), and
 // logs it: at info level when it succeeded, at warning level when it
@@ -482,8 +429,4 @@ func (s *Server) observeCheckpoint(ctx context.Context, op string, start time.Ti
 	case outcomeError, outcomeTimeout:
 		s.log.Warn("openenv: "+op+" failed", append(sessionAttrs(ctx), durationMS(d), "checkpoint", id, "outcome", outcome, "err", err.Error())...)
 	}
-}
-
-func (s *Server) observeRefusedAfterDone(task string) {
-	s.metrics.refusedAfterDone.WithLabelValues(taskLabel(task)).Inc()
 }

@@ -4,7 +4,9 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/seahaven/seahaven/schemas"
@@ -30,33 +32,54 @@ var openAPIComponents = map[string]string{
 	"Checkpoint":     "checkpoint",
 }
 
-var (
-	openAPIOnce  sync.Once
-	openAPIBytes []byte
-	openAPIErr   error
-)
-
 // openAPIDoc returns the OpenAPI 3.1 description of the HTTP routes.
-func openAPIDoc() ([]byte, error) {
-	openAPIOnce.Do(func() {
-		var doc map[string]any
-		if err := json.Unmarshal(openAPITemplate, &doc); err != nil {
-			openAPIErr = fmt.Errorf("openenv: openapi.json: %w", err)
-			return
+var openAPIDoc = sync.OnceValues(func() ([]byte, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(openAPITemplate, &doc); err != nil {
+		return nil, fmt.Errorf("openenv: openapi.json: %w", err)
+	}
+	comps := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	for comp, name := range openAPIComponents {
+		b, err := schemas.Get(name)
+		if err != nil {
+			return nil, err
 		}
-		comps := doc["components"].(map[string]any)["schemas"].(map[string]any)
-		for comp, name := range openAPIComponents {
-			b, err := schemas.Get(name)
-			if err != nil {
-				openAPIErr = err
-				return
-			}
-			comps[comp] = json.RawMessage(b)
-		}
-		openAPIBytes, openAPIErr = encode(doc)
-	})
-	return openAPIBytes, openAPIErr
+		comps[comp] = json.RawMessage(b)
+	}
+	return encode(doc)
+})
+
+// openAPIPaths returns openAPIDoc restricted to the paths keep accepts.
+func openAPIPaths(keep func(path string) bool) ([]byte, error) {
+	full, err := openAPIDoc()
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]json.RawMessage
+	var paths map[string]json.RawMessage
+	if err := json.Unmarshal(full, &doc); err != nil {
+		return nil, fmt.Errorf("openenv: openapi.json: %w", err)
+	}
+	if err := json.Unmarshal(doc["paths"], &paths); err != nil {
+		return nil, fmt.Errorf("openenv: openapi.json paths: %w", err)
+	}
+	maps.DeleteFunc(paths, func(p string, _ json.RawMessage) bool { return !keep(p) })
+	if doc["paths"], err = encode(paths); err != nil {
+		return nil, err
+	}
+	return encode(doc)
 }
+
+var (
+	// agentOpenAPI describes the agent listener's routes.
+	agentOpenAPI = sync.OnceValues(func() ([]byte, error) {
+		return openAPIPaths(func(p string) bool { return slices.Contains(AgentPaths, p) })
+	})
+	// productionOpenAPI describes every route but the episode routes.
+	productionOpenAPI = sync.OnceValues(func() ([]byte, error) {
+		return openAPIPaths(func(p string) bool { return !episodePaths[p] })
+	})
+)
 
 // serveOpenAPI serves GET /openapi.json.
 func (s *Server) serveOpenAPI(w http.ResponseWriter, _ *http.Request) {

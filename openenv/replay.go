@@ -35,7 +35,7 @@ func (ss *session) replayLocked(a action) (stepReply, bool, *protoError) {
 		return stepReply{}, false, invalid([]fieldError{{Type: "value_error", Loc: a.idLoc, Input: id,
 			Msg: fmt.Sprintf("Value error, request_id %s answered another action at step %d of this episode; a new action needs a new request_id", id, rec.step)}})
 	}
-	ss.srv.observeReplayed()
+	ss.srv.metrics.replayed.Inc()
 	return rec.reply, true, nil
 }
 

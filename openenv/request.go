@@ -160,7 +160,7 @@ type stepBody struct {
 
 // parseStepBody reads the body of POST /step. Action failures are located
 // relative to the action, as upstream reports them.
-func parseStepBody(raw []byte) (action, float64, []fieldError) {
+func parseStepBody(raw []byte) (stepRequest, []fieldError) {
 	var body stepBody
 	errs := decodeObject(raw, []any{"body"}, &body, "action")
 	var a action
@@ -172,11 +172,17 @@ func parseStepBody(raw []byte) (action, float64, []fieldError) {
 	if body.RequestID != nil {
 		a.RequestID, a.idLoc = body.RequestID, []any{"body", "request_id"}
 	}
-	var timeout float64
+	req := stepRequest{action: a}
 	if body.TimeoutS != nil {
-		timeout = float64(*body.TimeoutS)
+		req.timeoutS = float64(*body.TimeoutS)
 	}
-	return a, timeout, errs
+	return req, errs
+}
+
+// stepRequest is a POST /step: the action, and timeout_s or 0.
+type stepRequest struct {
+	action   action
+	timeoutS float64
 }
 
 // The types below read one value each under a rule of the protocol. A value

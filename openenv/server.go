@@ -1,13 +1,16 @@
 package openenv
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"runtime"
 	"runtime/debug"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -173,56 +176,37 @@ type Config struct {
 
 // withDefaults returns c with zero fields replaced by their defaults.
 func (c Config) withDefaults() Config {
-	if c.MaxSessions <= 0 {
-		c.MaxSessions = DefaultMaxSessions
-	}
-	if c.AgentMaxSessions <= 0 {
-		c.AgentMaxSessions = max(c.MaxSessions/4, 1)
-	}
-	c.AgentMaxSessions = min(c.AgentMaxSessions, c.MaxSessions)
-	dur := func(d *time.Duration, def time.Duration) {
-		if *d == 0 {
-			*d = def
-		}
-	}
-	dur(&c.IdleTimeout, DefaultIdleTimeout)
+	c.MaxSessions = positiveOr(c.MaxSessions, DefaultMaxSessions)
+	c.AgentMaxSessions = min(positiveOr(c.AgentMaxSessions, max(c.MaxSessions/4, 1)), c.MaxSessions)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
 	if c.AgentIdleTimeout == 0 {
 		c.AgentIdleTimeout = DefaultAgentIdleTimeout
 		if c.IdleTimeout > 0 {
 			c.AgentIdleTimeout = min(c.IdleTimeout, DefaultAgentIdleTimeout)
 		}
 	}
-	dur(&c.PingInterval, DefaultPingInterval)
-	dur(&c.PongTimeout, DefaultPongTimeout)
-	dur(&c.StepTimeout, DefaultStepTimeout)
-	dur(&c.InspectTimeout, DefaultInspectTimeout)
-	dur(&c.WriteTimeout, DefaultWriteTimeout)
-	if c.MaxMessageBytes <= 0 {
-		c.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	if c.InspectRowLimit <= 0 {
-		c.InspectRowLimit = DefaultInspectRowLimit
-	}
-	if c.MaxReplyBytes <= 0 {
-		c.MaxReplyBytes = DefaultMaxReplyBytes
-	}
-	c.MaxReplyBytes = max(c.MaxReplyBytes, MinReplyBytes)
-	if c.MaxPending <= 0 {
-		c.MaxPending = DefaultMaxPending
-	}
-	if c.MaxPendingBytes <= 0 {
-		c.MaxPendingBytes = DefaultMaxPendingBytes
-	}
-	if c.MaxPendingTotal <= 0 {
-		c.MaxPendingTotal = DefaultMaxPendingTotal
-	}
-	if c.LargeMessageRate == 0 {
-		c.LargeMessageRate = DefaultLargeMessageRate
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.PingInterval = cmp.Or(c.PingInterval, DefaultPingInterval)
+	c.PongTimeout = cmp.Or(c.PongTimeout, DefaultPongTimeout)
+	c.StepTimeout = cmp.Or(c.StepTimeout, DefaultStepTimeout)
+	c.InspectTimeout = cmp.Or(c.InspectTimeout, DefaultInspectTimeout)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, DefaultWriteTimeout)
+	c.MaxMessageBytes = positiveOr(c.MaxMessageBytes, DefaultMaxMessageBytes)
+	c.InspectRowLimit = positiveOr(c.InspectRowLimit, DefaultInspectRowLimit)
+	c.MaxReplyBytes = max(positiveOr(c.MaxReplyBytes, DefaultMaxReplyBytes), MinReplyBytes)
+	c.MaxPending = positiveOr(c.MaxPending, DefaultMaxPending)
+	c.MaxPendingBytes = positiveOr(c.MaxPendingBytes, DefaultMaxPendingBytes)
+	c.MaxPendingTotal = positiveOr(c.MaxPendingTotal, DefaultMaxPendingTotal)
+	c.LargeMessageRate = cmp.Or(c.LargeMessageRate, DefaultLargeMessageRate)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
+}
+
+// positiveOr returns v when it is positive, else def.
+func positiveOr[T int | int64](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
 }
 
 // LargeMessageBytes is the size past which a WebSocket message is large:
@@ -381,11 +365,8 @@ func (s *Server) Sessions() []SessionInfo {
 	for i, ss := range list {
 		out[i] = ss.info()
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Created.Equal(out[j].Created) {
-			return out[i].Created.Before(out[j].Created)
-		}
-		return out[i].ID < out[j].ID
+	slices.SortFunc(out, func(a, b SessionInfo) int {
+		return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.ID, b.ID))
 	})
 	return out
 }
@@ -417,18 +398,22 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, ss := range list {
 		ss.expire("server shutting down")
 	}
-	for _, ss := range list {
+	wait := func(done <-chan struct{}) error {
 		select {
-		case <-ss.done:
+		case <-done:
+			return nil
 		case <-ctx.Done():
 			return fmt.Errorf("openenv: shutdown: %w", ctx.Err())
 		}
 	}
+	for _, ss := range list {
+		if err := wait(ss.done); err != nil {
+			return err
+		}
+	}
 	if reaping {
-		select {
-		case <-s.reaperDone:
-		case <-ctx.Done():
-			return fmt.Errorf("openenv: shutdown: %w", ctx.Err())
+		if err := wait(s.reaperDone); err != nil {
+			return err
 		}
 	}
 	// Every session has ended, so no reset starts another close.
@@ -437,12 +422,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.closers.Wait()
 		close(closed)
 	}()
-	select {
-	case <-closed:
-	case <-ctx.Done():
-		return fmt.Errorf("openenv: shutdown: %w", ctx.Err())
-	}
-	return nil
+	return wait(closed)
 }
 
 // drainParallel is how many sessions Shutdown checkpoints at once: half
@@ -470,11 +450,7 @@ func (s *Server) drain(ctx context.Context, list []*session) {
 func (s *Server) snapshot() []*session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	list := make([]*session, 0, len(s.sessions))
-	for _, ss := range s.sessions {
-		list = append(list, ss)
-	}
-	return list
+	return slices.Collect(maps.Values(s.sessions))
 }
 
 // guard runs fn, which calls into the Backend or an Instance, and turns a

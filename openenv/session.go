@@ -91,7 +91,7 @@ func (s *Server) newSessionLocked(transport, id string) (*session, *protoError) 
 		return nil, shuttingDown()
 	}
 	if len(s.sessions) >= s.cfg.MaxSessions {
-		s.observeRejected(transport)
+		s.metrics.rejections.WithLabelValues(transport).Inc()
 		return nil, capacityError(len(s.sessions), s.cfg.MaxSessions)
 	}
 	if id == "" {
@@ -112,7 +112,7 @@ func (s *Server) newSessionLocked(transport, id string) (*session, *protoError) 
 		s.reaping = true
 		go s.reap()
 	}
-	s.observeSessionOpened(transport)
+	s.metrics.sessionsOpened.WithLabelValues(transport).Inc()
 	s.log.Info("openenv: session opened", "session", ss.ref, "transport", transport, "active", len(s.sessions))
 	return ss, nil
 }
@@ -125,7 +125,7 @@ func (s *Server) newMCPSession(ctx context.Context) (*session, *protoError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if agent && s.agentSessions >= s.cfg.AgentMaxSessions && !s.shutdown {
-		s.observeRejected(TransportMCP)
+		s.metrics.rejections.WithLabelValues(TransportMCP).Inc()
 		return nil, &protoError{
 			code: codeCapacity,
 			message: fmt.Sprintf("Agent sessions at capacity: %d/%d sessions started through the agent listener are live (the server's agent-max-sessions). End one (DELETE /mcp or openenv/session/close) before starting another.",
@@ -261,7 +261,7 @@ func (ss *session) end() {
 
 // closeInstance closes inst, logging a failure.
 func (s *Server) closeInstance(inst Instance) {
-	defer s.observeInstanceClosed()
+	defer s.metrics.instances.Dec()
 	var err error
 	if perr := s.guard("Instance.Close", func() { err = inst.Close() }); perr != nil {
 		return
@@ -288,24 +288,33 @@ func (s *Server) open(ctx context.Context, opts OpenOptions, implicit bool, loc 
 		err = errors.New("the backend opened no instance")
 	}
 	s.observeOpen(octx, start, opts, err, perr)
-	if perr != nil {
+	if perr := s.openFailure(ctx, err, perr, implicit, loc); perr != nil {
 		return nil, perr
-	}
-	if perr := s.infraFailure(ctx, opReset, err); perr != nil {
-		return nil, perr
-	}
-	var oe *OptionError
-	if err != nil && !implicit && errors.As(err, &oe) {
-		return nil, invalid([]fieldError{oe.field(loc)})
-	}
-	if err != nil {
-		if implicit {
-			info, _ := s.info()
-			return nil, &protoError{code: codeFactory, message: err.Error(), extra: errorExtra{FactoryName: info.Name}}
-		}
-		return nil, newError(codeExecution, "%s", err.Error())
 	}
 	return inst, nil
+}
+
+// openFailure is the protocol error of a Backend.Open or Restorer.Restore
+// that returned err or panicked (perr); nil when neither. A failure of the
+// host is an infrastructure error; an *OptionError a VALIDATION_ERROR at loc
+// plus the option, unless implicit; any other failure a FACTORY_ERROR when
+// implicit, else an EXECUTION_ERROR.
+func (s *Server) openFailure(ctx context.Context, err error, perr *protoError, implicit bool, loc []any) *protoError {
+	if perr != nil || err == nil {
+		return perr
+	}
+	if perr := s.infraFailure(ctx, opReset, err); perr != nil {
+		return perr
+	}
+	var oe *OptionError
+	switch {
+	case implicit:
+		info, _ := s.info()
+		return &protoError{code: codeFactory, message: err.Error(), extra: errorExtra{FactoryName: info.Name}}
+	case errors.As(err, &oe):
+		return invalid([]fieldError{oe.field(loc)})
+	}
+	return newError(codeExecution, "%s", err.Error())
 }
 
 // closeInstanceLater closes inst in the background, at most
@@ -498,9 +507,9 @@ func (ss *session) installLocked(inst Instance, rec sessionRecord, attempt strin
 	ss.over, ss.doneAt = rec.Over, rec.DoneAt
 	ss.task, ss.graded, ss.lastReward, ss.episodeEnded = rec.Task, rec.Graded, rec.LastReward, false
 	ss.episodeID, ss.attempt, ss.exposed = rec.EpisodeID, attempt, false
-	ss.timeline = timeline{}
+	ss.timeline = nil
 	ss.mu.Unlock()
-	s.observeEpisodeStarted(rec.Task)
+	s.metrics.episodesStarted.WithLabelValues(taskLabel(rec.Task)).Inc()
 	if old != nil {
 		// The reply need not wait for the old instance's files to go.
 		s.closeInstanceLater(old)
@@ -554,7 +563,7 @@ func (s *Server) reapIdle(now time.Time) {
 		}
 		reason := fmt.Sprintf("session idle for more than %s", limit)
 		s.log.Info("openenv: closing an idle session", "session", ss.ref, "transport", ss.transport)
-		s.observeReaped(ss.transport)
+		s.metrics.reaps.WithLabelValues(ss.transport).Inc()
 		ss.expire(reason)
 	}
 }

@@ -13,31 +13,25 @@ import (
 // step runs one action and returns its step response: the observation, the
 // reward and the done flag.
 func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (stepReply, *protoError) {
-	ctx, leave, perr := ss.enter(ctx, true)
-	if perr != nil {
-		return stepReply{}, perr
-	}
-	defer leave()
-	if perr := ss.ensureLocked(ctx); perr != nil {
-		return stepReply{}, perr
-	}
-	if perr := ss.fencedLocked(); perr != nil {
-		return stepReply{}, perr
-	}
-	if reply, ok, perr := ss.replayLocked(a); ok || perr != nil {
-		return reply, perr
-	}
-	if perr := ss.overLocked(); perr != nil {
-		return stepReply{}, perr
-	}
-	reply, perr := ss.stepLocked(ctx, a, timeout)
-	if perr == nil {
-		ss.rememberLocked(a, reply)
-		if a.Type != actionListTools {
-			ss.autoCheckpointLocked(ctx)
+	return withInstance(ss, ctx, func(ctx context.Context) (stepReply, *protoError) {
+		if perr := ss.fencedLocked(); perr != nil {
+			return stepReply{}, perr
 		}
-	}
-	return reply, perr
+		if reply, ok, perr := ss.replayLocked(a); ok || perr != nil {
+			return reply, perr
+		}
+		if perr := ss.overLocked(); perr != nil {
+			return stepReply{}, perr
+		}
+		reply, perr := ss.stepLocked(ctx, a, timeout)
+		if perr == nil {
+			ss.rememberLocked(a, reply)
+			if a.Type != actionListTools {
+				ss.autoCheckpointLocked(ctx)
+			}
+		}
+		return reply, perr
+	})
 }
 
 // stepLocked runs a step. The slot must be held.
@@ -94,7 +88,7 @@ func (ss *session) gradeLocked(ctx context.Context, g Grader, timeout time.Durat
 		ss.mu.Lock()
 		task := ss.task
 		ss.mu.Unlock()
-		ss.srv.observeGradingFailure(task)
+		ss.srv.metrics.gradingFailures.WithLabelValues(taskLabel(task)).Inc()
 		return Grading{}, newError(codeExecution, failed, err.Error())
 	}
 	if res.Checks == nil {
@@ -105,7 +99,7 @@ func (ss *session) gradeLocked(ctx context.Context, g Grader, timeout time.Durat
 	ss.graded, ss.lastReward = true, res.Reward
 	if res.Done && !ss.over {
 		ss.over, ss.doneAt = true, ss.steps
-		ss.srv.observeEpisodeFinished(ss.task)
+		ss.srv.metrics.episodesFinished.WithLabelValues(taskLabel(ss.task)).Inc()
 		ss.endEpisodeLocked()
 	}
 	return res, nil
@@ -115,19 +109,13 @@ func (ss *session) gradeLocked(ctx context.Context, g Grader, timeout time.Durat
 // with every check's result. It is not a step. A session whose episode
 // runs no task is refused.
 func (ss *session) grade(ctx context.Context) (Grading, *protoError) {
-	ctx, leave, perr := ss.enter(ctx, true)
-	if perr != nil {
-		return Grading{}, perr
-	}
-	defer leave()
-	if perr := ss.ensureLocked(ctx); perr != nil {
-		return Grading{}, perr
-	}
-	g, ok := ss.inst.(Grader)
-	if !ok {
-		return Grading{}, newError(codeNoTask, "The episode runs no task, so there is nothing to grade: reset with a task (reset data \"task\": one of GET /tasks).")
-	}
-	return ss.gradeLocked(ctx, g, ss.srv.cfg.StepTimeout, "grading the task failed: %s")
+	return withInstance(ss, ctx, func(ctx context.Context) (Grading, *protoError) {
+		g, ok := ss.inst.(Grader)
+		if !ok {
+			return Grading{}, newError(codeNoTask, "The episode runs no task, so there is nothing to grade: reset with a task (reset data \"task\": one of GET /tasks).")
+		}
+		return ss.gradeLocked(ctx, g, ss.srv.cfg.StepTimeout, "grading the task failed: %s")
+	})
 }
 
 // overLocked refuses a step of an episode its task has graded done: done
@@ -140,7 +128,7 @@ func (ss *session) overLocked() *protoError {
 	if !over {
 		return nil
 	}
-	ss.srv.observeRefusedAfterDone(task)
+	ss.srv.metrics.refusedAfterDone.WithLabelValues(taskLabel(task)).Inc()
 	return newError(codeEpisodeDone, "The episode is over: its task graded it done after step %d. Reset to start a new episode.", doneAt)
 }
 
@@ -301,14 +289,11 @@ func (ss *session) state(ctx context.Context) (env.StateDoc, *protoError) {
 // inspect runs one read-only query and returns the encoded reply data,
 // holding the rows that fit in InspectRowLimit and MaxReplyBytes.
 func (ss *session) inspect(ctx context.Context, req inspectData) (json.RawMessage, *protoError) {
-	ctx, leave, perr := ss.enter(ctx, true)
-	if perr != nil {
-		return nil, perr
-	}
-	defer leave()
-	if perr := ss.ensureLocked(ctx); perr != nil {
-		return nil, perr
-	}
+	return withInstance(ss, ctx, func(ctx context.Context) (json.RawMessage, *protoError) { return ss.inspectLocked(ctx, req) })
+}
+
+// inspectLocked runs an inspect query. The slot must be held.
+func (ss *session) inspectLocked(ctx context.Context, req inspectData) (json.RawMessage, *protoError) {
 	s := ss.srv
 	// ictx bounds the query and the copy of its rows (each row is read as
 	// SQLite steps, which a done context interrupts); lim bounds the copy's
@@ -354,16 +339,25 @@ func (ss *session) mcpTools(ctx context.Context) ([]env.ToolInfo, *protoError) {
 
 // mcpCall makes one tool call for JSON-RPC tools/call. It counts as a step.
 func (ss *session) mcpCall(ctx context.Context, name string, args json.RawMessage) (toolOutcome, *protoError) {
+	return withInstance(ss, ctx, func(ctx context.Context) (toolOutcome, *protoError) {
+		if perr := ss.overLocked(); perr != nil {
+			return toolOutcome{}, perr
+		}
+		return ss.callLocked(ctx, name, args, ss.srv.cfg.StepTimeout)
+	})
+}
+
+// withInstance runs fn as an activity of the session, with its call slot
+// held and its instance opened (ensureLocked).
+func withInstance[T any](ss *session, ctx context.Context, fn func(context.Context) (T, *protoError)) (T, *protoError) {
+	var zero T
 	ctx, leave, perr := ss.enter(ctx, true)
 	if perr != nil {
-		return toolOutcome{}, perr
+		return zero, perr
 	}
 	defer leave()
 	if perr := ss.ensureLocked(ctx); perr != nil {
-		return toolOutcome{}, perr
+		return zero, perr
 	}
-	if perr := ss.overLocked(); perr != nil {
-		return toolOutcome{}, perr
-	}
-	return ss.callLocked(ctx, name, args, ss.srv.cfg.StepTimeout)
+	return fn(ctx)
 }

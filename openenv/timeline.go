@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -93,35 +94,26 @@ func (ss *session) gradeStepLocked(reward float64, done bool) {
 	}
 }
 
-// timeline is a ring of an episode's newest maxTimeline steps.
-type timeline struct {
-	steps []timelineStep
-	next  int // where the next step goes once the ring is full
-}
+// timeline is an episode's newest maxTimeline steps, oldest first.
+type timeline []timelineStep
 
 func (t *timeline) add(st timelineStep) {
-	if len(t.steps) < maxTimeline {
-		t.steps = append(t.steps, st)
-		return
+	if len(*t) == maxTimeline {
+		*t = slices.Delete(*t, 0, 1) // in place: the backing array stays maxTimeline long
 	}
-	t.steps[t.next] = st
-	t.next = (t.next + 1) % maxTimeline
+	*t = append(*t, st)
 }
 
 // newest returns the newest step, or nil.
-func (t *timeline) newest() *timelineStep {
-	if len(t.steps) == 0 {
+func (t timeline) newest() *timelineStep {
+	if len(t) == 0 {
 		return nil
 	}
-	return &t.steps[(t.next+len(t.steps)-1)%len(t.steps)]
+	return &t[len(t)-1]
 }
 
 // list returns a copy of the steps, oldest first.
-func (t *timeline) list() []timelineStep {
-	out := make([]timelineStep, 0, len(t.steps))
-	out = append(out, t.steps[t.next:]...)
-	return append(out, t.steps[:t.next]...)
-}
+func (t timeline) list() []timelineStep { return append([]timelineStep{}, t...) }
 
 // watchReply is the body of GET /sessions/{ref}/watch.
 type watchReply struct {

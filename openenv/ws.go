@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,20 +46,14 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		if perr.code == codeShuttingDown {
 			code, reason = websocket.StatusGoingAway, "server shutting down"
 		}
-		wc := newWSConn(s, nil, c)
-		if err := wc.write(perr.frame()); err != nil {
+		if err := (&wsConn{srv: s, c: c}).write(perr.frame()); err != nil {
 			c.CloseNow()
 			return
 		}
 		c.Close(code, reason)
 		return
 	}
-	newWSConn(s, ss, c).run()
-}
-
-// newWSConn returns the connection c of session ss (nil when c is refused).
-func newWSConn(s *Server, ss *session, c *websocket.Conn) *wsConn {
-	return &wsConn{srv: s, ss: ss, c: c}
+	(&wsConn{srv: s, ss: ss, c: c}).run()
 }
 
 // wsConn is one /ws connection and its session, served by two goroutines
@@ -196,15 +192,6 @@ func closeReason(msg string) string {
 func (wc *wsConn) write(frame any) error {
 	wc.writing.Store(true)
 	defer wc.writing.Store(false)
-	if err := wc.writeFrame(frame); err != nil {
-		return err
-	}
-	wc.written.Add(1)
-	return nil
-}
-
-// writeFrame does the work of write.
-func (wc *wsConn) writeFrame(frame any) error {
 	b, err := encode(frame)
 	switch {
 	case err != nil:
@@ -218,7 +205,11 @@ func (wc *wsConn) writeFrame(frame any) error {
 	}
 	ctx, cancel := withTimeout(context.Background(), wc.srv.cfg.WriteTimeout)
 	defer cancel()
-	return wc.c.Write(ctx, websocket.MessageText, b)
+	if err := wc.c.Write(ctx, websocket.MessageText, b); err != nil {
+		return err
+	}
+	wc.written.Add(1)
+	return nil
 }
 
 // ref is the session's ref for logs, "" on a refused connection.
@@ -527,31 +518,31 @@ func (s *Server) dispatch(ss *session, raw []byte) (reply any, closing bool) {
 	dup, syntax := checkJSON(raw)
 	switch {
 	case syntax != nil:
-		s.observeWSMessage("invalid")
+		s.metrics.wsMessages.WithLabelValues("invalid").Inc()
 		return newError(codeInvalidJSON, "Invalid JSON: %v", syntax).frame(), false
 	case dup != nil:
-		s.observeWSMessage("invalid")
+		s.metrics.wsMessages.WithLabelValues("invalid").Inc()
 		return invalid([]fieldError{duplicateKeyError(nil, dup)}).frame(), false
 	}
 	m, ok := members(raw)
 	if !ok {
-		s.observeWSMessage("invalid")
+		s.metrics.wsMessages.WithLabelValues("invalid").Inc()
 		return invalid([]fieldError{{Type: "model_type", Loc: []any{}, Msg: "Input should be an object", Input: inputOf(raw)}}).frame(), false
 	}
 	t, present := m["type"]
 	typ, isString := str(t)
 	takesData, known := wsTypes[typ]
 	if !present || !isString || !known {
-		s.observeWSMessage("invalid")
+		s.metrics.wsMessages.WithLabelValues("invalid").Inc()
 		label := typ
 		if !isString {
 			label = string(inputOf(t))
 		}
 		return newError(codeUnknownType, "Unknown message type: %s", label).frame(), false
 	}
-	s.observeWSMessage(typ)
+	s.metrics.wsMessages.WithLabelValues(typ).Inc()
 	var errs []fieldError
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if k != "type" && (k != "data" || !takesData) {
 			errs = append(errs, extraForbidden([]any{k}, m[k]))
 		}
@@ -564,61 +555,45 @@ func (s *Server) dispatch(ss *session, raw []byte) (reply any, closing bool) {
 		return invalid([]fieldError{missing([]any{"data"}, raw)}).frame(), false
 	}
 
+	var res any
+	var perr *protoError
 	switch typ {
 	case "close":
 		return nil, true
 	case "state":
-		doc, perr := ss.state(ctx)
-		if perr != nil {
-			return perr.frame(), false
-		}
-		return wsFrame{"state", doc}, false
+		res, perr = ss.state(ctx)
 	case "reset":
-		req, errs := parseReset(data, []any{"data"})
-		if len(errs) > 0 {
-			return invalid(errs).frame(), false
+		var req resetData
+		if req, errs = parseReset(data, []any{"data"}); len(errs) == 0 {
+			typ, res, perr = "observation", stepReply{Observation: resetObservation}, ss.reset(ctx, req)
 		}
-		if perr := ss.reset(ctx, req); perr != nil {
-			return perr.frame(), false
-		}
-		return wsFrame{"observation", stepReply{Observation: resetObservation}}, false
 	case "step":
-		a, errs := parseAction(data, []any{"data"})
-		if len(errs) > 0 {
-			return invalid(errs).frame(), false
+		var a action
+		if a, errs = parseAction(data, []any{"data"}); len(errs) == 0 {
+			typ = "observation"
+			res, perr = ss.step(ctx, a, s.cfg.StepTimeout)
 		}
-		resp, perr := ss.step(ctx, a, s.cfg.StepTimeout)
-		if perr != nil {
-			return perr.frame(), false
-		}
-		return wsFrame{"observation", resp}, false
 	case "grade":
-		res, perr := ss.grade(ctx)
-		if perr != nil {
-			return perr.frame(), false
-		}
-		return wsFrame{"grade", res}, false
+		res, perr = ss.grade(ctx)
 	case "checkpoint":
-		info, perr := ss.checkpoint(ctx)
-		if perr != nil {
-			return perr.frame(), false
-		}
-		return wsFrame{"checkpoint", info}, false
+		res, perr = ss.checkpoint(ctx)
 	case "inspect":
-		req, errs := parseInspect(data, []any{"data"})
-		if len(errs) > 0 {
-			return invalid(errs).frame(), false
+		var req inspectData
+		if req, errs = parseInspect(data, []any{"data"}); len(errs) == 0 {
+			res, perr = ss.inspect(ctx, req)
 		}
-		res, perr := ss.inspect(ctx, req)
-		if perr != nil {
-			return perr.frame(), false
-		}
-		return wsFrame{"inspect", res}, false
 	default: // "mcp"
 		if data.Kind() != '{' {
-			return invalid([]fieldError{typeError("dict_type", []any{"data"}, data)}).frame(), false
+			errs = []fieldError{typeError("dict_type", []any{"data"}, data)}
+		} else {
+			res, _, _ = s.handleRPC(ctx, data, ss, rpcWS)
 		}
-		resp, _, _ := s.handleRPC(ctx, data, ss, rpcWS)
-		return wsFrame{"mcp", resp}, false
 	}
+	switch {
+	case len(errs) > 0:
+		return invalid(errs).frame(), false
+	case perr != nil:
+		return perr.frame(), false
+	}
+	return wsFrame{typ, res}, false
 }
