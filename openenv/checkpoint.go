@@ -194,6 +194,9 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 	if err == nil && perr == nil && inst == nil {
 		err = errors.New("the backend restored no instance")
 	}
+	if err == nil && perr == nil {
+		s.metrics.instances.Inc() // every way it leaves goes through closeInstance
+	}
 	var rec sessionRecord
 	if err == nil && perr == nil {
 		if jerr := json.Unmarshal(saved.Session, &rec); jerr != nil {

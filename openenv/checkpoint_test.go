@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/seahaven/seahaven/app"
@@ -104,6 +105,15 @@ func TestCheckpoint_Transports(t *testing.T) {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+	// Two sessions hold an instance: the /ws one and restored-1. The
+	// instances the restores replaced close in the background.
+	deadline := time.Now().Add(5 * time.Second)
+	for n := s.scrape(t).value(t, "seahaven_instances_open"); n != 2; n = s.scrape(t).value(t, "seahaven_instances_open") {
+		if time.Now().After(deadline) {
+			t.Fatalf("seahaven_instances_open = %v, want 2", n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

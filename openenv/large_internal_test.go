@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -73,7 +74,8 @@ func TestPacedBody(t *testing.T) {
 
 	t.Run("Paced", func(t *testing.T) {
 		// The first LargeMessageBytes are read at once; the rest at the rate,
-		// which the one-second deadline cuts short.
+		// which the one-second deadline cuts short: a burst of one chunk, a
+		// second's worth, and the read that found the deadline too close.
 		s := &Server{large: largeLimiter(largeChunk)}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -82,8 +84,23 @@ func TestPacedBody(t *testing.T) {
 		if err == nil {
 			t.Fatalf("read %d bytes of %d without waiting for the rate", len(got), size)
 		}
-		if len(got) < LargeMessageBytes || len(got) > LargeMessageBytes+2*largeChunk {
-			t.Errorf("read %d bytes; want the first %d and at most two chunks more", len(got), LargeMessageBytes)
+		if len(got) < LargeMessageBytes || len(got) > LargeMessageBytes+3*largeChunk {
+			t.Errorf("read %d bytes; want the first %d and at most three chunks more", len(got), LargeMessageBytes)
+		}
+	})
+
+	t.Run("ShortReads", func(t *testing.T) {
+		// A body that yields a few bytes per Read is charged for the bytes
+		// it gives, not for the buffer: at 64 KiB/s, with a burst of one
+		// chunk, 64 KiB past the first LargeMessageBytes take no wait.
+		s := &Server{large: largeLimiter(largeChunk)}
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		want := LargeMessageBytes + largeChunk
+		b := &pacedBody{ReadCloser: io.NopCloser(iotest.HalfReader(strings.NewReader(body[:want]))), s: s, ctx: ctx}
+		got, err := io.ReadAll(b)
+		if err != nil || len(got) != want {
+			t.Fatalf("read %d bytes, %v; want %d", len(got), err, want)
 		}
 	})
 }

@@ -128,7 +128,7 @@ func newMetrics(s *Server) *serverMetrics {
 	})
 	m.wsMessages = f.NewCounterVec(prometheus.CounterOpts{
 		Name: "seahaven_ws_messages_total",
-		Help: "WebSocket messages received, by type (reset, step, state, close, mcp, inspect, or invalid for one that is not JSON or names no known type).",
+		Help: "WebSocket messages received, by type (reset, step, state, close, mcp, inspect, grade, checkpoint, or invalid for one that is not JSON or names no known type).",
 	}, []string{"type"})
 	m.authFailures = f.NewCounter(prometheus.CounterOpts{
 		Name: "seahaven_auth_failures_total",

@@ -168,8 +168,9 @@ type Config struct {
 	// the unknown-session error. Needs a Backend that is a Restorer.
 	DrainCheckpoints bool
 	// Production removes the HTTP episode routes, as OpenEnv's production
-	// mode does: POST /reset, POST /step, GET /state and POST /inspect answer
-	// 404 {"detail":"Not Found"} and /openapi.json does not list them.
+	// mode does: POST /reset, POST /step, GET /state, POST /inspect, POST
+	// /grade and POST /checkpoint answer 404 {"detail":"Not Found"} and
+	// /openapi.json does not list them.
 	// Episodes then run over /ws (infrastructure) and /mcp (agents) only.
 	Production bool
 }

@@ -403,14 +403,18 @@ type pacedBody struct {
 
 func (b *pacedBody) Read(p []byte) (int, error) {
 	if b.read >= LargeMessageBytes {
-		p = p[:min(len(p), largeChunk)]
-		if err := b.s.large.WaitN(b.ctx, len(p)); err != nil {
-			return 0, err
+		// Pay for the bytes read, after reading them: a Read may return
+		// fewer than asked, and the last one none.
+		n, err := b.ReadCloser.Read(p[:min(len(p), largeChunk)])
+		b.read += int64(n)
+		if n > 0 {
+			if werr := b.s.large.WaitN(b.ctx, n); werr != nil {
+				return n, werr
+			}
 		}
-	} else {
-		p = p[:min(int64(len(p)), LargeMessageBytes-b.read)]
+		return n, err
 	}
-	n, err := b.ReadCloser.Read(p)
+	n, err := b.ReadCloser.Read(p[:min(int64(len(p)), LargeMessageBytes-b.read)])
 	b.read += int64(n)
 	return n, err
 }
