@@ -1,11 +1,10 @@
 package check
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -70,12 +69,11 @@ var Rules = []Rule{
 
 // Lookup returns the rule of a code.
 func Lookup(code string) (Rule, bool) {
-	for _, r := range Rules {
-		if r.Code == code {
-			return r, true
-		}
+	i := slices.IndexFunc(Rules, func(r Rule) bool { return r.Code == code })
+	if i < 0 {
+		return Rule{}, false
 	}
-	return Rule{}, false
+	return Rules[i], true
 }
 
 // finding builds a finding of a code with the code's severity.
@@ -89,12 +87,7 @@ func finding(pos, code, format string, args ...any) Finding {
 
 // HasErrors reports whether any finding is of SeverityError.
 func HasErrors(fs []Finding) bool {
-	for _, f := range fs {
-		if f.Severity == SeverityError {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(fs, func(f Finding) bool { return f.Severity == SeverityError })
 }
 
 // Format returns one line per finding, `file:line:col: SHnnn severity:
@@ -121,20 +114,10 @@ func Unique(fs []Finding) []Finding {
 // Sort sorts findings by file, line, column (numerically), code and
 // message.
 func Sort(fs []Finding) {
-	sort.SliceStable(fs, func(i, j int) bool {
-		fi, li, ci := SplitPos(fs[i].Pos)
-		fj, lj, cj := SplitPos(fs[j].Pos)
-		switch {
-		case fi != fj:
-			return fi < fj
-		case li != lj:
-			return li < lj
-		case ci != cj:
-			return ci < cj
-		case fs[i].Code != fs[j].Code:
-			return fs[i].Code < fs[j].Code
-		}
-		return fs[i].Message < fs[j].Message
+	slices.SortStableFunc(fs, func(a, b Finding) int {
+		fa, la, ca := SplitPos(a.Pos)
+		fb, lb, cb := SplitPos(b.Pos)
+		return cmp.Or(cmp.Compare(fa, fb), cmp.Compare(la, lb), cmp.Compare(ca, cb), cmp.Compare(a.Code, b.Code), cmp.Compare(a.Message, b.Message))
 	})
 }
 
@@ -211,12 +194,7 @@ func sealFindings(w *env.World, err error) []Finding {
 		if isKeyProblem(e) {
 			continue
 		}
-		where := ""
-		var bug *env.WorldBug
-		if errors.As(e, &bug) {
-			where = bug.Where
-		}
-		fs = append(fs, finding(at(where, w), "SH504", "the composition does not seal: %v", e))
+		fs = append(fs, finding(at(whereOf(e), w), "SH504", "the composition does not seal: %v", e))
 	}
 	return fs
 }

@@ -101,8 +101,9 @@ type node struct {
 }
 
 func (fc *fixtureCheck) run(data []byte) []Finding {
-	fc.lines = findLines(data)
-	nowBad := fc.checkNow(data)
+	m := topMapping(data)
+	fc.lines = findLines(m)
+	nowBad := fc.checkNow(m)
 	s, err := fixture.Parse(data)
 	if err != nil {
 		var se *fixture.SidecarError
@@ -175,16 +176,24 @@ func (fc *fixtureCheck) worldOf(n node) *env.World {
 	return sn.World
 }
 
-// checkNow reports SH404 when the sidecar's now is missing or not an
-// instant in the sidecar's time format. It reads the YAML itself, so a
-// broken now is reported even when another key fails to parse first. It
-// returns whether it reported.
-func (fc *fixtureCheck) checkNow(data []byte) bool {
+// topMapping returns a sidecar's top-level YAML mapping, nil when the text
+// is not one.
+func topMapping(data []byte) *yaml.Node {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil
+	}
+	return doc.Content[0]
+}
+
+// checkNow reports SH404 when the sidecar's now is missing or not an
+// instant in the sidecar's time format. It reads the sidecar's mapping m
+// itself, so a broken now is reported even when another key fails to parse
+// first. It returns whether it reported.
+func (fc *fixtureCheck) checkNow(m *yaml.Node) bool {
+	if m == nil {
 		return false // not a mapping at all: SH401's
 	}
-	m := doc.Content[0]
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value != "now" {
 			continue
@@ -366,15 +375,13 @@ func (l sidecarLines) key(path, key string) int {
 	return 0
 }
 
-// findLines reads the lines of a sidecar's keys; text that is not YAML
+// findLines reads the lines of the keys of a sidecar's mapping m; nil
 // yields none.
-func findLines(data []byte) sidecarLines {
+func findLines(m *yaml.Node) sidecarLines {
 	l := sidecarLines{top: map[string]int{}, nodes: map[string]map[string]int{}}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+	if m == nil {
 		return l
 	}
-	m := doc.Content[0]
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
 		l.top[k.Value] = k.Line

@@ -16,14 +16,19 @@ import (
 func keyFindings(w *env.World) []Finding {
 	var fs []Finding
 	for _, e := range unjoin(composition.CheckKeys(w)) {
-		where := ""
-		var bug *env.WorldBug
-		if errors.As(e, &bug) {
-			where = bug.Where
-		}
-		fs = append(fs, finding(at(where, w), "SH301", "%v", e))
+		fs = append(fs, finding(at(whereOf(e), w), "SH301", "%v", e))
 	}
 	return fs
+}
+
+// whereOf returns the registration the *env.WorldBug in err's chain names,
+// or "".
+func whereOf(err error) string {
+	var bug *env.WorldBug
+	if errors.As(err, &bug) {
+		return bug.Where
+	}
+	return ""
 }
 
 // isKeyProblem reports whether a seal error is one keyFindings reports.

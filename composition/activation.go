@@ -64,14 +64,14 @@ type activation struct {
 	group   map[*nodeState]*frame // grouped mode: one frame per touched node
 	records []logRecord
 	// infra is the first failure of the host a store reported during the
-	// activation (see infraError), kept even when world code replaced the
+	// activation (see Fault), kept even when world code replaced the
 	// error with its own.
 	infra error
 }
 
 // note records err when it is a failure of the host, and returns it.
 func (a *activation) note(err error) error {
-	if err != nil && a.infra == nil && infraError(err, "") != nil {
+	if err != nil && a.infra == nil && Fault(err, "") != nil {
 		a.infra = err
 	}
 	return err
@@ -147,14 +147,13 @@ func (a *activation) enter(t *turn) error {
 	return nil
 }
 
-// leave ends a use of t's objects.
 func (a *activation) leave(t *turn) {
 	a.turnMu.Lock()
 	t.busy = false
 	a.turnMu.Unlock()
 }
 
-// check is enter and leave: it reports whether t's objects may be used now.
+// check reports whether t's objects may be used now.
 func (a *activation) check(t *turn) error {
 	if err := a.enter(t); err != nil {
 		return err

@@ -153,7 +153,7 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 		if infra == nil {
 			infra = err
 		}
-		if ie := infraError(infra, "the call could not complete"); ie != nil {
+		if ie := Fault(infra, "the call could not complete"); ie != nil {
 			return nil, ie
 		}
 	}

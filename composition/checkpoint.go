@@ -8,11 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -336,12 +336,7 @@ func encodeState(path string, state map[string]any) ([]byte, error) {
 	if err := gob.NewEncoder(&buf).Encode(state); err == nil {
 		return buf.Bytes(), nil
 	}
-	keys := make([]string, 0, len(state))
-	for k := range state {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(state)) {
 		v := state[k]
 		if err := gob.NewEncoder(io.Discard).Encode(map[string]any{k: v}); err != nil {
 			return nil, env.Bugf("checkpoint: node %s: ctx.State[%q] holds a %T, which a checkpoint cannot carry (%v): keep values encoding/gob encodes there (strings, numbers, booleans, slices, maps and structs of them; register other types with gob.Register)", path, k, v, err)

@@ -20,49 +20,43 @@ type nodeDB struct {
 }
 
 // ready starts a use of the store: it enters the turn (see turn), and
-// done must follow when ready succeeds.
+// close must follow when ready succeeds.
 func (d *nodeDB) ready() error {
 	if err := d.a.enter(d.t); err != nil {
 		return err
 	}
 	d.a.touch(d.ns)
 	if err := d.a.ensureGroup(d.ns); err != nil {
-		d.done()
+		d.close()
 		return err
 	}
 	d.a.looseCapture(d.ns)
 	return nil
 }
 
-// done ends a use ready started.
-func (d *nodeDB) done() { d.a.leave(d.t) }
+// close ends a use ready started.
+func (d *nodeDB) close() { d.a.leave(d.t) }
 
-func (d *nodeDB) Exec(sql string, args ...any) (env.Result, error) {
-	if err := d.ready(); err != nil {
-		return env.Result{}, err
-	}
-	defer d.done()
-	r, err := d.ns.store.Exec(d.a.ctx, sql, args...)
-	return env.Result{RowsAffected: r.RowsAffected, LastInsertID: r.LastInsertID}, dbError("Exec", sql, d.a.note(err))
-}
+func (d *nodeDB) Exec(sql string, args ...any) (env.Result, error) { return dbExec(d, sql, args) }
 
 func (d *nodeDB) Rows(sql string, args ...any) ([]env.Row, error) {
-	return d.query("Rows", sql, args)
+	return dbQuery(d, "Rows", sql, args)
 }
 
 func (d *nodeDB) One(sql string, args ...any) (env.Row, error) {
-	return first(d.query("One", sql, args))
+	return first(dbQuery(d, "One", sql, args))
 }
 
-// query runs Rows or One (method, for errors).
-func (d *nodeDB) query(method, sql string, args []any) ([]env.Row, error) {
+func (d *nodeDB) Conn() (any, error) { return dbConn(d) }
+
+func (d *nodeDB) open() (*sqlitestore.Store, context.Context, error) {
 	if err := d.ready(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer d.done()
-	rows, err := d.ns.store.Query(d.a.ctx, sql, args...)
-	return toRows(rows, dbError(method, sql, d.a.note(err)))
+	return d.ns.store, d.a.ctx, nil
 }
+
+func (d *nodeDB) note(err error) error { return d.a.note(err) }
 
 // first returns the first of rows, or nil.
 func first(rows []env.Row, err error) (env.Row, error) {
@@ -86,7 +80,7 @@ func (d *nodeDB) Transaction(fn func() error) error {
 	direct := a.logging && len(ns.frames) == 0
 	if direct {
 		if err := a.cutLoose(ns); err != nil {
-			d.done()
+			d.close()
 			return err
 		}
 	}
@@ -94,11 +88,11 @@ func (d *nodeDB) Transaction(fn func() error) error {
 	tx, err := ns.store.Begin(a.ctx)
 	if err != nil {
 		a.resumeLoose(ns)
-		d.done()
+		d.close()
 		return a.note(err)
 	}
 	a.looseCapture(ns)
-	d.done()
+	d.close()
 	err = guard(fn)
 	if err == nil {
 		err = tx.Commit()
@@ -119,13 +113,46 @@ func (d *nodeDB) Transaction(fn func() error) error {
 	return a.note(err)
 }
 
-func (d *nodeDB) Conn() (any, error) {
-	if err := d.ready(); err != nil {
+// storeUse is a store as an env.DB reaches it, shared by nodeDB and
+// instanceDB.
+type storeUse interface {
+	// open starts a use of the store, returning it and the context of its
+	// statements; close must follow when open succeeds.
+	open() (*sqlitestore.Store, context.Context, error)
+	close()
+	// note passes on the error of a statement, noting a failure of the host.
+	note(err error) error
+}
+
+func dbExec(d storeUse, sql string, args []any) (env.Result, error) {
+	s, ctx, err := d.open()
+	if err != nil {
+		return env.Result{}, err
+	}
+	defer d.close()
+	r, err := s.Exec(ctx, sql, args...)
+	return env.Result{RowsAffected: r.RowsAffected, LastInsertID: r.LastInsertID}, dbError("Exec", sql, d.note(err))
+}
+
+// dbQuery runs Rows or One (method, for errors).
+func dbQuery(d storeUse, method, sql string, args []any) ([]env.Row, error) {
+	s, ctx, err := d.open()
+	if err != nil {
 		return nil, err
 	}
-	defer d.done()
-	c, err := d.ns.store.Conn(d.a.ctx)
-	return c, d.a.note(err)
+	defer d.close()
+	rows, err := s.Query(ctx, sql, args...)
+	return toRows(rows, dbError(method, sql, d.note(err)))
+}
+
+func dbConn(d storeUse) (any, error) {
+	s, ctx, err := d.open()
+	if err != nil {
+		return nil, err
+	}
+	defer d.close()
+	c, err := s.Conn(ctx)
+	return c, d.note(err)
 }
 
 // dbError turns the store's refusal of a statement that would begin,
@@ -163,60 +190,40 @@ func toRows(rows *sqlitestore.Rows, err error) ([]env.Row, error) {
 // block's c.DB is the root's store).
 type instanceDB struct{ inst *Instance }
 
-func (d *instanceDB) with(fn func(s *sqlitestore.Store, ctx context.Context) error) error {
+func (d *instanceDB) open() (*sqlitestore.Store, context.Context, error) {
 	i := d.inst
 	if err := i.lockCtx(context.Background(), "inst.DB() (inside a Bulk block, use the block's c.DB)"); err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer i.unlock()
 	if i.closed {
-		return errClosed
+		i.unlock()
+		return nil, nil, errClosed
 	}
-	s := i.nodes[0].store
-	s.Pin()
-	defer s.Unpin()
-	return fn(s, context.Background())
+	i.nodes[0].store.Pin()
+	return i.nodes[0].store, context.Background(), nil
 }
 
-func (d *instanceDB) Exec(sql string, args ...any) (res env.Result, err error) {
-	err = d.with(func(s *sqlitestore.Store, ctx context.Context) error {
-		r, err := s.Exec(ctx, sql, args...)
-		res = env.Result{RowsAffected: r.RowsAffected, LastInsertID: r.LastInsertID}
-		return dbError("Exec", sql, err)
-	})
-	return res, err
+func (d *instanceDB) close() {
+	d.inst.nodes[0].store.Unpin()
+	d.inst.unlock()
 }
+
+func (d *instanceDB) note(err error) error { return err }
+
+func (d *instanceDB) Exec(sql string, args ...any) (env.Result, error) { return dbExec(d, sql, args) }
 
 func (d *instanceDB) Rows(sql string, args ...any) ([]env.Row, error) {
-	return d.query("Rows", sql, args)
+	return dbQuery(d, "Rows", sql, args)
 }
 
 func (d *instanceDB) One(sql string, args ...any) (env.Row, error) {
-	return first(d.query("One", sql, args))
+	return first(dbQuery(d, "One", sql, args))
 }
 
-// query runs Rows or One (method, for errors).
-func (d *instanceDB) query(method, sql string, args []any) (out []env.Row, err error) {
-	err = d.with(func(s *sqlitestore.Store, ctx context.Context) error {
-		rows, err := s.Query(ctx, sql, args...)
-		out, err = toRows(rows, dbError(method, sql, err))
-		return err
-	})
-	return out, err
-}
+func (d *instanceDB) Conn() (any, error) { return dbConn(d) }
 
 func (d *instanceDB) Transaction(fn func() error) error {
 	return env.Bugf("inst.DB().Transaction: use Bulk for transactions outside a call")
-}
-
-func (d *instanceDB) Conn() (any, error) {
-	var c any
-	err := d.with(func(s *sqlitestore.Store, ctx context.Context) error {
-		var err error
-		c, err = s.Conn(ctx)
-		return err
-	})
-	return c, err
 }
 
 // ControlArgs are the arguments of the seahaven_control tool.

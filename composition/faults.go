@@ -18,16 +18,10 @@ import (
 // *env.InfraError in err's chain is returned as it is. Code around the
 // engine that touches files of its own (recording trajectories) uses it to
 // report its failures the way the engine reports its own.
-func Fault(err error, what string) *env.InfraError { return infraError(err, what) }
-
-// infraError returns err as an *env.InfraError when it reports a failure of
-// the host rather than of the world or the agent, and nil otherwise. The
-// failures are the store's (sqlitestore.ErrStorage) and the file system's
-// (any *fs.PathError: instances touch files only in their own directory,
-// which no call names), and an operating system out of space or file
-// descriptors however it was reported. what says what became of the
-// operation ("the call was rolled back"); the message names no path.
-func infraError(err error, what string) *env.InfraError {
+//
+// Instances touch files only in their own directory, which no call names,
+// so any file-system error is the host's.
+func Fault(err error, what string) *env.InfraError {
 	if err == nil {
 		return nil
 	}

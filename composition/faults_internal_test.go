@@ -34,15 +34,15 @@ func TestInfraError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ie := infraError(tt.err, "the call could not complete")
+			ie := Fault(tt.err, "the call could not complete")
 			switch {
 			case tt.kind == "" && ie != nil:
-				t.Fatalf("infraError(%v) = %v, want none", tt.err, ie)
+				t.Fatalf("Fault(%v) = %v, want none", tt.err, ie)
 			case tt.kind == "":
 			case ie == nil:
-				t.Fatalf("infraError(%v) = nil, want %s", tt.err, tt.kind)
+				t.Fatalf("Fault(%v) = nil, want %s", tt.err, tt.kind)
 			case ie.Kind != tt.kind || !errors.Is(ie, tt.err):
-				t.Fatalf("infraError(%v) = %s %v, want %s wrapping the error", tt.err, ie.Kind, ie, tt.kind)
+				t.Fatalf("Fault(%v) = %s %v, want %s wrapping the error", tt.err, ie.Kind, ie, tt.kind)
 			}
 		})
 	}

@@ -20,31 +20,20 @@ import (
 	"github.com/seahaven/seahaven/sqlitestore"
 )
 
-var schemaHashes struct {
-	sync.Mutex // guards m
-	m          map[string]string
-}
+var schemaHashes sync.Map // of schema text to hash
 
 // schemaHash returns the normalised schema hash of a world's schema, cached
 // by schema text.
 func schemaHash(ctx context.Context, w *env.World) (string, error) {
 	schema := w.Spec().Schema
-	schemaHashes.Lock()
-	h, ok := schemaHashes.m[schema]
-	schemaHashes.Unlock()
-	if ok {
-		return h, nil
+	if h, ok := schemaHashes.Load(schema); ok {
+		return h.(string), nil
 	}
 	h, err := sqlitestore.SchemaHash(ctx, schema)
 	if err != nil {
 		return "", &env.WorldBug{Message: fmt.Sprintf("world %s: schema does not apply: %v", w.Name(), err), Where: w.Where(), Err: err}
 	}
-	schemaHashes.Lock()
-	if schemaHashes.m == nil {
-		schemaHashes.m = map[string]string{}
-	}
-	schemaHashes.m[schema] = h
-	schemaHashes.Unlock()
+	schemaHashes.Store(schema, h)
 	return h, nil
 }
 
@@ -122,10 +111,7 @@ type source struct {
 	stamp   string
 }
 
-var sources struct {
-	sync.Mutex // guards m
-	m          map[string]*source
-}
+var sources sync.Map // of fixture directory to *source
 
 // stampOf summarises the size and modification time of a fixture's files,
 // so a changed fixture is read and verified again.
@@ -156,9 +142,8 @@ func loadSource(w *env.World, sealed *Sealed, opts Options) (*source, error) {
 		names = append(names, n.File)
 	}
 	stamp, stampErr := stampOf(dir, names)
-	sources.Lock()
-	src, ok := sources.m[dir]
-	sources.Unlock()
+	cached, ok := sources.Load(dir)
+	src, _ := cached.(*source)
 	if ok && stampErr == nil && src.stamp == stamp {
 		if err := CompareShape(context.Background(), src.sidecar, sealed); err != nil {
 			return nil, err
@@ -200,12 +185,7 @@ func loadSource(w *env.World, sealed *Sealed, opts Options) (*source, error) {
 	}
 	src.stamp = stamp
 	if stampErr == nil {
-		sources.Lock()
-		if sources.m == nil {
-			sources.m = map[string]*source{}
-		}
-		sources.m[dir] = src
-		sources.Unlock()
+		sources.Store(dir, src)
 	}
 	return src, nil
 }
@@ -333,6 +313,15 @@ func CompareShape(ctx context.Context, s *fixture.Sidecar, sealed *Sealed) error
 	return &env.WorldBug{Message: fmt.Sprintf("fixture %q does not match %s's composition: %s", s.ID, sealed.Root.Name(), strings.Join(problems, "; "))}
 }
 
+// cloneScope returns a copy of a node's scope, so a record does not share it.
+func cloneScope(p *string) *string {
+	if p == nil {
+		return nil
+	}
+	s := *p
+	return &s
+}
+
 func short(h string) string {
 	if len(h) > 12 {
 		return h[:12]
@@ -454,14 +443,9 @@ func (i *Instance) sidecar(id, description string, files map[string]string, pare
 		s.Nodes = []fixture.Node{}
 		for k, ns := range i.nodes[1:] {
 			n := ns.node
-			var scope *string
-			if n.Scope != nil {
-				sc := *n.Scope
-				scope = &sc
-			}
 			s.Nodes = append(s.Nodes, fixture.Node{
 				Path: n.Path, World: n.World.Name(), WorldVersion: n.World.Version(), SchemaHash: i.compRecords[k+1].SchemaHash,
-				Scope: scope, File: n.File, Aliases: append([]string{}, n.Aliases...), FileSHA256: files[n.Path],
+				Scope: cloneScope(n.Scope), File: n.File, Aliases: append([]string{}, n.Aliases...), FileSHA256: files[n.Path],
 			})
 		}
 	}

@@ -15,10 +15,7 @@ import (
 // keyChecks caches sqlitestore.KeyProblems by schema text and untracked
 // tables, so a tree resealed after every registration (as tests do) applies
 // each schema once.
-var keyChecks struct {
-	sync.Mutex // guards m
-	m          map[string][]*sqlitestore.KeyProblem
-}
+var keyChecks sync.Map // of string to []*sqlitestore.KeyProblem
 
 // worldKeyBugs returns one *env.WorldBug per table of w's schema whose
 // primary key cannot key change records exactly (see
@@ -33,21 +30,15 @@ func worldKeyBugs(w *env.World) []error {
 	}
 	slices.Sort(untracked)
 	key := spec.Schema + "\x00" + strings.Join(untracked, "\x00")
-	keyChecks.Lock()
-	problems, ok := keyChecks.m[key]
-	keyChecks.Unlock()
+	cached, ok := keyChecks.Load(key)
+	problems, _ := cached.([]*sqlitestore.KeyProblem)
 	if !ok {
 		var err error
 		problems, err = sqlitestore.KeyProblems(context.Background(), spec.Schema, untracked)
 		if err != nil {
 			return nil
 		}
-		keyChecks.Lock()
-		if keyChecks.m == nil {
-			keyChecks.m = map[string][]*sqlitestore.KeyProblem{}
-		}
-		keyChecks.m[key] = problems
-		keyChecks.Unlock()
+		keyChecks.Store(key, problems)
 	}
 	var bugs []error
 	for _, p := range problems {

@@ -28,7 +28,7 @@ import (
 func Open(ctx context.Context, world *env.World, opts Options) (*Instance, error) {
 	inst, err := open(ctx, world, opts)
 	if err != nil && !errors.Is(err, fixture.ErrNotFound) {
-		if ie := infraError(err, "no instance was opened"); ie != nil {
+		if ie := Fault(err, "no instance was opened"); ie != nil {
 			return nil, ie
 		}
 	}
@@ -208,13 +208,8 @@ func (i *Instance) openStores(ctx context.Context, src *source, resumed *runStat
 			return err
 		}
 		i.nodes = append(i.nodes, ns)
-		scope := (*string)(nil)
-		if n.Scope != nil {
-			s := *n.Scope
-			scope = &s
-		}
 		rec := env.CompositionRecord{
-			Path: n.Path, World: n.World.Name(), WorldVersion: n.World.Version(), Scope: scope,
+			Path: n.Path, World: n.World.Name(), WorldVersion: n.World.Version(), Scope: cloneScope(n.Scope),
 			Aliases: append([]string{}, n.Aliases...),
 		}
 		if src != nil {

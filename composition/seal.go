@@ -2,6 +2,7 @@ package composition
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -94,10 +95,7 @@ func (s *Sealed) Tools() []env.ToolInfo {
 	return out
 }
 
-var sealCache struct {
-	sync.Mutex // guards m
-	m          map[*env.World]*Sealed
-}
+var sealCache sync.Map // of *env.World to *Sealed
 
 // Seal resolves a root world's tree, or returns the cached resolution when
 // no registration happened anywhere since. Every whole-tree rule is checked
@@ -107,22 +105,14 @@ var sealCache struct {
 // one WorldBug per such table, each at its world's NewWorld line.
 func Seal(root *env.World) (*Sealed, error) {
 	gen := env.Generation()
-	sealCache.Lock()
-	if s, ok := sealCache.m[root]; ok && s.Generation == gen {
-		sealCache.Unlock()
-		return s, nil
+	if s, ok := sealCache.Load(root); ok && s.(*Sealed).Generation == gen {
+		return s.(*Sealed), nil
 	}
-	sealCache.Unlock()
 	s, err := seal(root, gen)
 	if err != nil {
 		return nil, err
 	}
-	sealCache.Lock()
-	if sealCache.m == nil {
-		sealCache.m = map[*env.World]*Sealed{}
-	}
-	sealCache.m[root] = s
-	sealCache.Unlock()
+	sealCache.Store(root, s)
 	return s, nil
 }
 
@@ -186,7 +176,7 @@ func seal(root *env.World, gen uint64) (*Sealed, error) {
 			keys[k] = true
 		}
 	}
-	z.s.StartupKeys = sortedKeys(keys)
+	z.s.StartupKeys = slices.Sorted(maps.Keys(keys))
 	if added := len(z.s.Nodes) - 1; added > 0 {
 		limit := sqlitestore.AttachLimit()
 		if added > limit {
@@ -295,7 +285,7 @@ func (z *sealer) contribution(n *Node, memo map[*Node][]*Route) ([]*Route, error
 		}{{"ToolAllowList", e.Allow}, {"ToolBlockList", e.Block}} {
 			for _, want := range list.names {
 				if !names[want] {
-					return nil, bugAt(e, "%s names %q, which %s does not contribute (it contributes: %s)", list.kind, want, e.Child.Name(), strings.Join(sortedKeys(names), ", "))
+					return nil, bugAt(e, "%s names %q, which %s does not contribute (it contributes: %s)", list.kind, want, e.Child.Name(), strings.Join(slices.Sorted(maps.Keys(names)), ", "))
 				}
 			}
 		}
@@ -347,15 +337,6 @@ func (z *sealer) startupOrder() []*Node {
 	order := slices.Clone(z.s.Nodes)
 	sort.SliceStable(order, func(i, j int) bool { return last[order[i]] < last[order[j]] })
 	return order
-}
-
-func sortedKeys(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // SchemaName is the inspection schema a node is attached under: its path

@@ -58,7 +58,7 @@ func (v *View) Query(ctx context.Context, sql string, args ...any) (*sqlitestore
 // descriptors left) is an *env.InfraError.
 func (v *View) QueryLimit(ctx context.Context, lim sqlitestore.ReadLimit, sql string, args ...any) (rows *sqlitestore.Rows, err error) {
 	defer func() {
-		if ie := infraError(err, "the query failed"); ie != nil {
+		if ie := Fault(err, "the query failed"); ie != nil {
 			rows, err = nil, ie
 		}
 	}()
@@ -139,11 +139,7 @@ func (v *View) Rows(ctx context.Context, sql string, args ...any) ([]env.Row, er
 
 // One returns the first row, or nil when there is none.
 func (v *View) One(ctx context.Context, sql string, args ...any) (env.Row, error) {
-	rows, err := v.Rows(ctx, sql, args...)
-	if err != nil || len(rows) == 0 {
-		return nil, err
-	}
-	return rows[0], nil
+	return first(v.Rows(ctx, sql, args...))
 }
 
 // close closes the connection; the caller holds inst.lock.

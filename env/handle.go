@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -207,9 +208,7 @@ func DeclareWorlds[T any](w *World) {
 func (w *World) DeclaredWorlds() []*Declared {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]*Declared, len(w.declared))
-	copy(out, w.declared)
-	return out
+	return slices.Clone(w.declared)
 }
 
 // WorldsOf fills a T's *Handle fields from c.Worlds, by child name.

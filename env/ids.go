@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+
+	"github.com/google/uuid"
 )
 
 // IDs is a node's seeded id stream. The root's stream is the instance seed
@@ -73,18 +75,7 @@ func (i *IDs) UUID() string {
 	binary.LittleEndian.PutUint64(b[8:], i.rng.Uint64())
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
-	const hex = "0123456789abcdef"
-	out := make([]byte, 36)
-	j := 0
-	for k, c := range b {
-		if k == 4 || k == 6 || k == 8 || k == 10 {
-			out[j] = '-'
-			j++
-		}
-		out[j], out[j+1] = hex[c>>4], hex[c&0xf]
-		j += 2
-	}
-	return string(out)
+	return uuid.UUID(b).String()
 }
 
 // Token returns n characters from [0-9A-Za-z].

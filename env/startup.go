@@ -38,11 +38,7 @@ func OnStartup[K any](w *World, fn func(c *Ctx, k K) error) {
 	if fn == nil || t.Kind() != reflect.Struct {
 		panic(&WorldBug{Message: fmt.Sprintf("%s.OnStartup: want a func(*env.Ctx, K) error with K a struct, got K=%s", w.Name(), t), Where: where})
 	}
-	keys, err := structKeys(t)
-	if err != nil {
-		panic(&WorldBug{Message: fmt.Sprintf("%s.OnStartup: %v", w.Name(), err), Where: where})
-	}
-	h := &StartupHook{World: w, Keys: keys, Where: where, run: func(c *Ctx, kw map[string]any) error {
+	w.addHook(&StartupHook{World: w, Keys: structKeys(t), Where: where, run: func(c *Ctx, kw map[string]any) error {
 		raw, err := json.Marshal(kw)
 		if err != nil {
 			return fmt.Errorf("startup keywords: %w", err)
@@ -52,11 +48,7 @@ func OnStartup[K any](w *World, fn func(c *Ctx, k K) error) {
 			return fmt.Errorf("startup keywords: %w", err)
 		}
 		return fn(c, v.Interface().(K))
-	}}
-	w.mu.Lock()
-	w.hooks = append(w.hooks, h)
-	w.mu.Unlock()
-	generation.Add(1)
+	}})
 }
 
 // OnStartupMap registers a startup hook that receives its keywords as a map.
@@ -69,7 +61,10 @@ func OnStartupMap(w *World, keys []string, fn func(c *Ctx, kw map[string]any) er
 	}
 	keys = slices.Clone(keys)
 	slices.Sort(keys)
-	h := &StartupHook{World: w, Keys: keys, Where: where, run: fn}
+	w.addHook(&StartupHook{World: w, Keys: keys, Where: where, run: fn})
+}
+
+func (w *World) addHook(h *StartupHook) {
 	w.mu.Lock()
 	w.hooks = append(w.hooks, h)
 	w.mu.Unlock()
@@ -77,7 +72,7 @@ func OnStartupMap(w *World, keys []string, fn func(c *Ctx, kw map[string]any) er
 }
 
 // structKeys returns the sorted json names of a struct's fields.
-func structKeys(t reflect.Type) ([]string, error) {
+func structKeys(t reflect.Type) []string {
 	var keys []string
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
@@ -94,5 +89,5 @@ func structKeys(t reflect.Type) ([]string, error) {
 		keys = append(keys, name)
 	}
 	slices.Sort(keys)
-	return keys, nil
+	return keys
 }

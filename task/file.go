@@ -99,10 +99,18 @@ func LoadFile(path string) ([]env.Task, error) {
 	return parse(path, data)
 }
 
-func parse(path string, data []byte) ([]env.Task, error) {
-	ferr := func(line int, key, format string, args ...any) error {
-		return &FileError{Path: path, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)}
-	}
+// ferr returns a *FileError; parse sets its Path.
+func ferr(line int, key, format string, args ...any) error {
+	return &FileError{Line: line, Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+func parse(path string, data []byte) (_ []env.Task, err error) {
+	defer func() {
+		var fe *FileError
+		if errors.As(err, &fe) {
+			fe.Path = path
+		}
+	}()
 	root, err := yamlnode.DecodeOne(data)
 	var de *yamlnode.DocumentError
 	switch {
@@ -111,13 +119,9 @@ func parse(path string, data []byte) ([]env.Task, error) {
 	case errors.As(err, &de):
 		return nil, ferr(de.Line, "", "%s", de.Msg)
 	case err != nil:
-		return nil, yamlError(path, err)
+		return nil, yamlError(err)
 	}
 	if err := checkNode(root, reflect.TypeFor[fileDoc](), ""); err != nil {
-		var fe *FileError
-		if errors.As(err, &fe) {
-			fe.Path = path
-		}
 		return nil, err
 	}
 	var fd fileDoc
@@ -125,23 +129,20 @@ func parse(path string, data []byte) ([]env.Task, error) {
 	strict.KnownFields(true)
 	if err := strict.Decode(&fd); err != nil {
 		// checkNode refuses everything yaml.v3 does; this is a backstop.
-		return nil, yamlError(path, err)
+		return nil, yamlError(err)
 	}
-	if _, ok := keyNode(root, "tasks"); !ok {
+	tasks, ok := keyNode(root, "tasks")
+	if !ok {
 		return nil, ferr(root.Line, "tasks", "missing required key")
 	}
-	taskNodes := yamlnode.Deref(mustValue(root, "tasks")).Content
+	taskNodes := yamlnode.Deref(tasks).Content
 	out := make([]env.Task, 0, len(fd.Tasks))
 	first := map[string]int{}
 	for i, ft := range fd.Tasks {
 		line := taskNodes[i].Line
 		key := fmt.Sprintf("tasks[%d]", i)
-		t, err := ft.task(ferr, key)
+		t, err := ft.task(key)
 		if err != nil {
-			var fe *FileError
-			if errors.As(err, &fe) {
-				fe.Path = path
-			}
 			return nil, err
 		}
 		t.Source = fmt.Sprintf("%s:%d", filepath.Base(path), line)
@@ -157,7 +158,7 @@ func parse(path string, data []byte) ([]env.Task, error) {
 	return out, nil
 }
 
-func (ft fileTask) task(ferr func(int, string, string, ...any) error, key string) (env.Task, error) {
+func (ft fileTask) task(key string) (env.Task, error) {
 	t := env.Task{
 		ID: ft.ID, Instruction: ft.Instruction, Difficulty: ft.Difficulty, Fixture: ft.Fixture,
 		Now: ft.Now, Seed: ft.Seed, Tools: ft.Tools, NoChangeCorrect: ft.NoChangeCorrect,
@@ -279,22 +280,17 @@ func keyNode(m *yaml.Node, key string) (*yaml.Node, bool) {
 	return nil, false
 }
 
-func mustValue(m *yaml.Node, key string) *yaml.Node {
-	v, _ := keyNode(m, key)
-	return v
-}
-
 // yamlError turns a yaml.v3 error into a *FileError with its line.
-func yamlError(path string, err error) error {
+func yamlError(err error) error {
 	var te *yaml.TypeError
 	if errors.As(err, &te) && len(te.Errors) > 0 {
 		err = errors.New(te.Errors[0])
 	}
 	line, msg, ok := yamlnode.ErrorLine(err)
 	if ok {
-		return &FileError{Path: path, Line: line, Msg: msg}
+		return &FileError{Line: line, Msg: msg}
 	}
-	return &FileError{Path: path, Msg: "not valid YAML: " + msg}
+	return &FileError{Msg: "not valid YAML: " + msg}
 }
 
 // yamlNames returns the yaml key of each field of struct type t, in order.

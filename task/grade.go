@@ -35,12 +35,7 @@ type Result struct {
 
 // Passed reports whether every check passed.
 func (r Result) Passed() bool {
-	for _, c := range r.Checks {
-		if !c.Passed {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(r.Checks, func(c env.CheckResult) bool { return !c.Passed })
 }
 
 // WriteText writes the result for people: one line per check, then the
@@ -177,24 +172,23 @@ func isGuard(c env.Check) bool {
 
 func runCheck(ctx context.Context, v *composition.View, lv logView, sh *shape, c env.Check) (env.GradeResult, error) {
 	log := lv.records
-	switch c.Kind() {
+	kind := c.Kind()
+	if kind == "" {
+		return env.GradeResult{}, fmt.Errorf("set exactly one of sql, only_changed, must_change, unchanged or a Go func")
+	}
+	// Only the check's own kind has patterns.
+	pats, err := sh.patterns(ctx, v, slices.Concat(c.OnlyChanged, c.MustChange, c.Unchanged))
+	if err != nil {
+		return env.GradeResult{}, err
+	}
+	switch kind {
 	case env.CheckSQL:
 		return sqlCheck(ctx, v, c)
 	case env.CheckFunc:
 		return c.Func(ctx, v, slices.Clone(log))
 	case env.CheckOnlyChanged:
-		pats, err := sh.patterns(ctx, v, c.OnlyChanged)
-		if err != nil {
-			return env.GradeResult{}, err
-		}
-		var others []env.ChangeRecord
-		for _, r := range log {
-			if !matchAny(pats, r) {
-				others = append(others, r)
-			}
-		}
-		if len(others) > 0 {
-			return env.Fail("expected changes only to %s; found %s", join(pats), countRecords(others, "other")), nil
+		if others := matching(log, pats, false); len(others) > 0 {
+			return env.Fail("expected changes only to %s; found %s", join(pats), countRecords(others, "other change")), nil
 		}
 		if lv.dropped > 0 {
 			return env.GradeResult{}, lv.truncated()
@@ -204,10 +198,6 @@ func runCheck(ctx context.Context, v *composition.View, lv logView, sh *shape, c
 		}
 		return env.Pass("%s, all to %s", plural(len(log), "change"), join(pats)), nil
 	case env.CheckMustChange:
-		pats, err := sh.patterns(ctx, v, c.MustChange)
-		if err != nil {
-			return env.GradeResult{}, err
-		}
 		var missing, found []string
 		for _, p := range pats {
 			n := 0
@@ -229,26 +219,27 @@ func runCheck(ctx context.Context, v *composition.View, lv logView, sh *shape, c
 			return env.Fail("expected a change to %s; found none", strings.Join(missing, ", ")), nil
 		}
 		return env.Pass("changed: %s", strings.Join(found, ", ")), nil
-	case env.CheckUnchanged:
-		pats, err := sh.patterns(ctx, v, c.Unchanged)
-		if err != nil {
-			return env.GradeResult{}, err
-		}
-		var hit []env.ChangeRecord
-		for _, r := range log {
-			if matchAny(pats, r) {
-				hit = append(hit, r)
-			}
-		}
-		if len(hit) > 0 {
-			return env.Fail("expected no change to %s; found %s", join(pats), countRecords(hit, "")), nil
+	default: // env.CheckUnchanged
+		if hit := matching(log, pats, true); len(hit) > 0 {
+			return env.Fail("expected no change to %s; found %s", join(pats), countRecords(hit, "change")), nil
 		}
 		if lv.dropped > 0 {
 			return env.GradeResult{}, lv.truncated()
 		}
 		return env.Pass("no change to %s", join(pats)), nil
 	}
-	return env.GradeResult{}, fmt.Errorf("set exactly one of sql, only_changed, must_change, unchanged or a Go func")
+}
+
+// matching returns the records of log that match one of pats, or (match
+// false) those that match none.
+func matching(log []env.ChangeRecord, pats []env.TablePattern, match bool) []env.ChangeRecord {
+	var out []env.ChangeRecord
+	for _, r := range log {
+		if matchAny(pats, r) == match {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func sqlCheck(ctx context.Context, v *composition.View, c env.Check) (env.GradeResult, error) {
@@ -354,16 +345,15 @@ func number(v any) (float64, bool) {
 
 // numbersEqual compares exactly when both are integers, by value otherwise.
 func numbersEqual(w json.Number, got any) bool {
-	if gi, ok := got.(int64); ok {
-		if wi, err := strconv.ParseInt(w.String(), 10, 64); err == nil {
-			return wi == gi
+	wi, werr := strconv.ParseInt(w.String(), 10, 64)
+	switch g := got.(type) {
+	case int64:
+		if werr == nil {
+			return wi == g
 		}
-	}
-	if gn, ok := got.(json.Number); ok {
-		if wi, err := strconv.ParseInt(w.String(), 10, 64); err == nil {
-			if gi, err := strconv.ParseInt(gn.String(), 10, 64); err == nil {
-				return wi == gi
-			}
+	case json.Number:
+		if gi, err := strconv.ParseInt(g.String(), 10, 64); werr == nil && err == nil {
+			return wi == gi
 		}
 	}
 	wf, err := w.Float64()
@@ -472,16 +462,9 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// countRecords describes change records: "2 other changes:
+// countRecords describes change records, counted with noun: "2 other changes:
 // main.staff:insert {"id":"…"}, …", at most five of them.
-func countRecords(recs []env.ChangeRecord, adj string) string {
-	noun := "change"
-	if len(recs) != 1 {
-		noun = "changes"
-	}
-	if adj != "" {
-		noun = adj + " " + noun
-	}
+func countRecords(recs []env.ChangeRecord, noun string) string {
 	const most = 5
 	var parts []string
 	for i, r := range recs {
@@ -492,7 +475,7 @@ func countRecords(recs []env.ChangeRecord, adj string) string {
 		key, _ := json.Marshal(r.Key)
 		parts = append(parts, fmt.Sprintf("%s.%s:%s %s", r.World, r.Table, r.Op, key))
 	}
-	return fmt.Sprintf("%d %s: %s", len(recs), noun, strings.Join(parts, ", "))
+	return fmt.Sprintf("%s: %s", plural(len(recs), noun), strings.Join(parts, ", "))
 }
 
 // shape is what a task is checked against: a sealed composition's surface,

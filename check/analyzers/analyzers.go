@@ -31,7 +31,6 @@ import (
 	"go/types"
 
 	"golang.org/x/tools/go/analysis"
-	"golang.org/x/tools/go/types/typeutil"
 )
 
 // Import paths of the packages the analyzers recognise.
@@ -59,31 +58,26 @@ func Code(a *analysis.Analyzer) string {
 	return ""
 }
 
-// callee returns the function or method a call statically invokes (the
-// generic origin for an instantiated one), or nil.
-func callee(info *types.Info, call *ast.CallExpr) *types.Func {
-	return typeutil.StaticCallee(info, call)
+// signatureOf returns the signature of fn when fn is named name in package
+// pkg, or nil.
+func signatureOf(fn *types.Func, pkg, name string) *types.Signature {
+	if fn == nil || fn.Pkg() == nil || fn.Pkg().Path() != pkg || fn.Name() != name {
+		return nil
+	}
+	sig, _ := fn.Type().(*types.Signature)
+	return sig
 }
 
 // isFunc reports whether fn is the package-level function pkg.name.
 func isFunc(fn *types.Func, pkg, name string) bool {
-	if fn == nil || fn.Pkg() == nil || fn.Pkg().Path() != pkg || fn.Name() != name {
-		return false
-	}
-	sig, ok := fn.Type().(*types.Signature)
-	return ok && sig.Recv() == nil
+	sig := signatureOf(fn, pkg, name)
+	return sig != nil && sig.Recv() == nil
 }
 
 // isMethod reports whether fn is the method (*env.recv).name.
 func isMethod(fn *types.Func, recv, name string) bool {
-	if fn == nil || fn.Pkg() == nil || fn.Pkg().Path() != EnvPath || fn.Name() != name {
-		return false
-	}
-	sig, ok := fn.Type().(*types.Signature)
-	if !ok || sig.Recv() == nil {
-		return false
-	}
-	return isEnvPointer(sig.Recv().Type(), recv)
+	sig := signatureOf(fn, EnvPath, name)
+	return sig != nil && sig.Recv() != nil && isEnvPointer(sig.Recv().Type(), recv)
 }
 
 // isEnvPointer reports whether t is *env.name.

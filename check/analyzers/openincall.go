@@ -10,6 +10,7 @@ import (
 	"golang.org/x/tools/go/analysis"
 	"golang.org/x/tools/go/analysis/passes/inspect"
 	"golang.org/x/tools/go/ast/inspector"
+	"golang.org/x/tools/go/types/typeutil"
 )
 
 // OpenInCall reports SH208: composition.Open, which makes an instance,
@@ -77,7 +78,7 @@ func callPathElement(path string) string {
 
 // isOpen reports whether a call is composition.Open.
 func isOpen(info *types.Info, call *ast.CallExpr) bool {
-	return isFunc(callee(info, call), CompositionPath, "Open")
+	return isFunc(typeutil.StaticCallee(info, call), CompositionPath, "Open")
 }
 
 // describeRegistration names a registration for messages: `the tool

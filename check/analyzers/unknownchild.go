@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/types/typeutil"
 )
 
 // UnknownChild reports SH209: a Get on *env.Worlds, with a constant name,
@@ -34,7 +35,7 @@ func runUnknownChild(pass *analysis.Pass) (any, error) {
 		}
 		ast.Inspect(r.Body, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
-			if !ok || !isMethod(callee(info, call), "Worlds", "Get") || len(call.Args) != 1 {
+			if !ok || !isMethod(typeutil.StaticCallee(info, call), "Worlds", "Get") || len(call.Args) != 1 {
 				return true
 			}
 			name, ok := constString(info, call.Args[0])
@@ -86,7 +87,7 @@ func resolveWorlds(info *types.Info, res *Result, r *Registration, e ast.Expr) *
 		return r.World
 	case *ast.CallExpr:
 		// <handle>.Worlds(), with <handle> = <worlds>.Get("name").
-		if !isMethod(callee(info, e), "Handle", "Worlds") {
+		if !isMethod(typeutil.StaticCallee(info, e), "Handle", "Worlds") {
 			return nil
 		}
 		sel, ok := ast.Unparen(e.Fun).(*ast.SelectorExpr)
@@ -94,7 +95,7 @@ func resolveWorlds(info *types.Info, res *Result, r *Registration, e ast.Expr) *
 			return nil
 		}
 		get, ok := ast.Unparen(sel.X).(*ast.CallExpr)
-		if !ok || !isMethod(callee(info, get), "Worlds", "Get") || len(get.Args) != 1 {
+		if !ok || !isMethod(typeutil.StaticCallee(info, get), "Worlds", "Get") || len(get.Args) != 1 {
 			return nil
 		}
 		name, ok := constString(info, get.Args[0])

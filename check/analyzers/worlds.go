@@ -12,6 +12,7 @@ import (
 	"golang.org/x/tools/go/analysis"
 	"golang.org/x/tools/go/analysis/passes/inspect"
 	"golang.org/x/tools/go/ast/inspector"
+	"golang.org/x/tools/go/types/typeutil"
 )
 
 // WorldsAnalyzer finds a package's *env.World variables and registrations.
@@ -272,7 +273,7 @@ func (wp *worldsPass) lookup(v *types.Var) *World {
 // isNewWorld reports whether e is a call of env.NewWorld.
 func (wp *worldsPass) isNewWorld(e ast.Expr) bool {
 	call, ok := ast.Unparen(e).(*ast.CallExpr)
-	return ok && isFunc(callee(wp.pass.TypesInfo, call), EnvPath, "NewWorld")
+	return ok && isFunc(typeutil.StaticCallee(wp.pass.TypesInfo, call), EnvPath, "NewWorld")
 }
 
 // nameOf returns the own name of the world a package-level variable holds,
@@ -313,7 +314,7 @@ func (wp *worldsPass) nameOfExpr(e ast.Expr) string {
 	if !ok {
 		return ""
 	}
-	fn := callee(info, call)
+	fn := typeutil.StaticCallee(info, call)
 	switch {
 	case isFunc(fn, EnvPath, "NewWorld") && len(call.Args) == 1:
 		lit, ok := ast.Unparen(call.Args[0]).(*ast.CompositeLit)
@@ -351,7 +352,7 @@ func (wp *worldsPass) collectChildren(ins *inspector.Inspector) {
 	info := wp.pass.TypesInfo
 	for c := range ins.Root().Preorder((*ast.CallExpr)(nil)) {
 		call := c.Node().(*ast.CallExpr)
-		if !isMethod(callee(info, call), "World", "AddWorld") {
+		if !isMethod(typeutil.StaticCallee(info, call), "World", "AddWorld") {
 			continue
 		}
 		sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
@@ -405,7 +406,7 @@ func (wp *worldsPass) childOf(call *ast.CallExpr) (Child, bool) {
 		if !ok {
 			return Child{}, false // an option held in a variable may be env.Name
 		}
-		fn := callee(info, oc)
+		fn := typeutil.StaticCallee(info, oc)
 		if fn == nil || fn.Pkg() == nil || fn.Pkg().Path() != EnvPath {
 			return Child{}, false
 		}
@@ -431,7 +432,7 @@ func (wp *worldsPass) collectRegistrations(ins *inspector.Inspector) {
 	info := wp.pass.TypesInfo
 	for n := range ins.PreorderSeq((*ast.CallExpr)(nil)) {
 		call := n.(*ast.CallExpr)
-		fn := callee(info, call)
+		fn := typeutil.StaticCallee(info, call)
 		var (
 			kind      string
 			worldExpr ast.Expr
