@@ -428,13 +428,14 @@ func (s *Store) Unpin() {
 }
 
 // Release closes the store's connection to save memory when the store is
-// neither pinned nor in a transaction; otherwise it does nothing. The next
+// neither pinned nor in a transaction (nor holds a frame whose transaction
+// SQLite rolled back on its own); otherwise it does nothing. The next
 // operation reopens the connection transparently. Release is also what a
 // Pool calls.
 func (s *Store) Release() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || s.pins.Load() > 0 || s.inTxnLocked() {
+	if s.closed || s.pins.Load() > 0 || s.holdsTxnLocked() {
 		return nil
 	}
 	return guard(s.closeConnLocked)
@@ -472,7 +473,7 @@ func (s *Store) releaseIdle(cutoff time.Time) bool {
 		return false
 	}
 	defer s.mu.Unlock()
-	if s.closed || s.cn == nil || s.pins.Load() > 0 || s.inTxnLocked() {
+	if s.closed || s.cn == nil || s.pins.Load() > 0 || s.holdsTxnLocked() {
 		return false
 	}
 	if !cutoff.IsZero() {
