@@ -327,8 +327,14 @@ func (s *Store) onPreUpdate(cn *conn, d sqlite3.PreUpdateData) {
 	}
 	c := s.captures[n-1]
 	defer func() {
-		if r := recover(); r != nil && c.err == nil {
-			c.err = fmt.Errorf("sqlitestore: change capture lost an event on %s: %v", d.Table, r)
+		if r := recover(); r != nil {
+			// The event is lost to every capture: the inner one fails,
+			// and the outer ones read their rows back rather than trust
+			// the images they kept.
+			s.undo++
+			if c.err == nil {
+				c.err = fmt.Errorf("sqlitestore: change capture lost an event on %s: %v", d.Table, r)
+			}
 		}
 	}()
 	m := cn.meta[d.Table]
