@@ -40,7 +40,11 @@ import (
 
 // Change is the net change of one row during a capture.
 type Change struct {
-	// Table is the table's name in the main schema.
+	// Table is the table's name in the main schema. Rows are told apart
+	// by table name and key: a table dropped while the capture ran
+	// reports the rows it touched as deleted, and one created reports its
+	// rows as inserted. A capture holding rows of a table that is renamed
+	// while it runs fails instead (see Capture).
 	Table string
 	// Op is "insert", "update" or "delete".
 	Op string
@@ -114,6 +118,13 @@ const (
 // Capture records the rows changed in a store between StartCapture and
 // Finish. Captures nest: the innermost running capture receives the changes.
 // A Capture belongs to its store's goroutine.
+//
+// A table renamed while a capture runs (ALTER TABLE ... RENAME TO, or a
+// rollback undoing such a rename) after the capture touched rows of it
+// under its old name makes Finish fail with an error naming the table and
+// its new name: the rows would otherwise be reported as deleted from the
+// old name, and their later changes lost. Rows first touched under the new
+// name are reported under it as usual.
 type Capture struct {
 	s     *Store
 	done  bool                // guarded by s.mu, as are the fields below
@@ -233,7 +244,7 @@ func (c *Capture) FinishRows(ctx context.Context) ([]RowChange, error) {
 		}
 		return s.doLocked(ctx, true, func(cn *conn) error {
 			if cn.metaDirty {
-				if err := s.loadMetaLocked(cn); err != nil {
+				if err := s.loadMetaLocked(cn, c); err != nil {
 					return err
 				}
 			}
@@ -278,7 +289,7 @@ func (s *Store) refreshMetaLocked(cn *conn) error {
 	if len(s.captures) == 0 || !cn.metaDirty {
 		return nil
 	}
-	if err := s.loadMetaLocked(cn); err != nil {
+	if err := s.loadMetaLocked(cn, nil); err != nil {
 		return err
 	}
 	for _, c := range s.captures {
@@ -287,8 +298,25 @@ func (s *Store) refreshMetaLocked(cn *conn) error {
 	return nil
 }
 
-// loadMetaLocked reloads the table metadata.
-func (s *Store) loadMetaLocked(cn *conn) error {
+// loadMetaLocked reloads the table metadata, and fails the captures holding
+// rows of a table that was renamed since (see renamedTo): the running ones
+// and finishing, the capture being finished (nil when none is).
+func (s *Store) loadMetaLocked(cn *conn, finishing *Capture) error {
+	old := cn.meta
+	if err := s.loadMetaOnlyLocked(cn); err != nil {
+		return err
+	}
+	for _, c := range s.captures {
+		c.checkRenames(old, cn.meta)
+	}
+	if finishing != nil {
+		finishing.checkRenames(old, cn.meta)
+	}
+	return nil
+}
+
+// loadMetaOnlyLocked reloads the table metadata.
+func (s *Store) loadMetaOnlyLocked(cn *conn) error {
 	for _, c := range s.captures {
 		if len(c.order) > 0 {
 			s.undo++ // images kept in the old shape
@@ -368,6 +396,60 @@ func (s *Store) onPreUpdate(cn *conn, d sqlite3.PreUpdateData) {
 	for _, outer := range s.captures[:n-1] {
 		outer.follow(m, ev)
 	}
+}
+
+// checkRenames fails c when a table it holds rows of, as the metadata of
+// their first touch names it, was renamed by the time meta was loaded
+// (old is the metadata meta replaces, nil when there was none). Changes
+// are reported by table name, and a row of a renamed table would be
+// reported as deleted from its old name, with its later changes under the
+// new name lost or reported against another row.
+func (c *Capture) checkRenames(old, meta map[string]*tableMeta) {
+	if c.err != nil || len(c.order) == 0 {
+		return
+	}
+	checked := make(map[*tableMeta]bool)
+	for _, t := range c.order {
+		if checked[t.meta] {
+			continue
+		}
+		checked[t.meta] = true
+		if to := t.meta.renamedTo(old, meta); to != "" {
+			c.err = fmt.Errorf("sqlitestore: change capture cannot report the rows of table %s: it was renamed to %s while the capture ran", t.meta.name, to)
+			return
+		}
+	}
+}
+
+// renamedTo returns the name under which meta holds the table m describes
+// when the table has another name there, and "" otherwise: the table of
+// m's name in meta has m's root page, or no table has it (the table was
+// dropped). A root page that another name holds was the table's own,
+// renamed, unless old, the metadata meta replaces, had no table there: a
+// dropped table's page reused by a table created since.
+func (m *tableMeta) renamedTo(old, meta map[string]*tableMeta) string {
+	if m.root == 0 {
+		return ""
+	}
+	if n := meta[m.name]; n != nil && n.root == m.root {
+		return ""
+	}
+	var to string
+	for _, n := range meta {
+		if n.root == m.root && n.name != m.name {
+			to = n.name
+			break
+		}
+	}
+	if to == "" || old == nil {
+		return to
+	}
+	for _, o := range old {
+		if o.root == m.root {
+			return to
+		}
+	}
+	return ""
 }
 
 // event is one row event, keyed once for every capture it concerns.
@@ -623,6 +705,7 @@ func (cn *conn) readRow(t *touched) ([]any, []string, error) {
 // tableMeta is what change capture knows about one table of the main schema.
 type tableMeta struct {
 	name      string
+	root      int64    // the root page of the table's b-tree, which a rename keeps; 0 when it has none
 	skip      bool     // not captured: untracked, shadow, virtual, view
 	cols      int      // all columns, as the preupdate hook counts them
 	cids      []int    // indexes of captured columns (all but VIRTUAL generated)
@@ -750,8 +833,11 @@ var readOnlyPragmas = map[string]bool{
 	"locking_mode": true,
 }
 
-// tablesSQL lists the main schema's tables, views and virtual tables.
-const tablesSQL = `SELECT name, type FROM pragma_table_list WHERE schema = 'main'`
+// tablesSQL lists the main schema's tables, views and virtual tables, with
+// the root page of each table's b-tree (0 when it has none).
+const tablesSQL = `SELECT l.name, l.type, coalesce(s.rootpage, 0)
+FROM pragma_table_list AS l LEFT JOIN main.sqlite_schema AS s ON s.type = 'table' AND s.name = l.name
+WHERE l.schema = 'main'`
 
 // columnsSQL lists the columns of the main schema's ordinary tables.
 const columnsSQL = `SELECT l.name, x.cid, x.name, x.pk, x.hidden
@@ -771,9 +857,10 @@ func (cn *conn) loadMeta(untracked map[string]bool) error {
 	}
 	meta := make(map[string]*tableMeta, len(tables.Values))
 	for _, r := range tables.Values {
-		name, typ := r[0].(string), r[1].(string)
+		name, typ, root := r[0].(string), r[1].(string), r[2].(int64)
 		meta[name] = &tableMeta{
 			name: name,
+			root: root,
 			skip: typ != "table" || untracked[strings.ToLower(name)] || hasPrefixFold(name, "sqlite_"),
 		}
 	}
