@@ -153,7 +153,58 @@ type rawEvent struct {
 	table              string
 	op                 sqlite3.AuthorizerActionCode
 	oldRowID, newRowID int64
+	cols               int   // the table's columns at the event, as the hook counts them
 	old, new           []any // by column index; nil when absent
+
+	// log and seq are the connection's layout log and where it stood at
+	// the event: the event can be keyed by the metadata loaded later only
+	// if nothing changed the table's columns since.
+	log *layoutLog
+	seq uint64
+}
+
+// layoutLog records, for one connection bound to one store, what may have
+// changed the columns of the main schema's tables, in order, so that an
+// event recorded raw is keyed by later metadata only if its table's
+// columns stayed as they were. Statements are noted when they are
+// prepared, as the authorizer sees them.
+type layoutLog struct {
+	seq    uint64            // moves with every change noted
+	tables map[string]uint64 // by lower-cased table name: seq after a CREATE, DROP or ALTER of it
+	all    uint64            // seq after a change that may concern any table (a rollback)
+}
+
+// noteTable records a statement that creates, drops or alters table.
+func (l *layoutLog) noteTable(table string) {
+	l.seq++
+	if l.tables == nil {
+		l.tables = make(map[string]uint64)
+	}
+	l.tables[strings.ToLower(table)] = l.seq
+}
+
+// noteAll records a change that may concern every table.
+func (l *layoutLog) noteAll() {
+	l.seq++
+	l.all = l.seq
+}
+
+// tableChangedSince reports whether a statement changing table was noted
+// after seq.
+func (l *layoutLog) tableChangedSince(table string, seq uint64) bool {
+	return l.tables[strings.ToLower(table)] > seq
+}
+
+// changedSince reports whether table's columns may have changed after seq.
+func (l *layoutLog) changedSince(table string, seq uint64) bool {
+	return l.all > seq || l.tableChangedSince(table, seq)
+}
+
+// metaHolds reports whether the loaded metadata still describes table,
+// even when it is due for a reload: nothing may have changed the table's
+// columns since it was loaded.
+func (cn *conn) metaHolds(table string) bool {
+	return cn.meta != nil && !cn.layout.changedSince(table, cn.loadSeq)
 }
 
 // StartCapture starts a change capture. Captures nest; the innermost receives
@@ -289,13 +340,7 @@ func (s *Store) refreshMetaLocked(cn *conn) error {
 	if len(s.captures) == 0 || !cn.metaDirty {
 		return nil
 	}
-	if err := s.loadMetaLocked(cn, nil); err != nil {
-		return err
-	}
-	for _, c := range s.captures {
-		c.replay(cn)
-	}
-	return nil
+	return s.loadMetaLocked(cn, nil)
 }
 
 // loadMetaLocked reloads the table metadata, and fails the captures holding
@@ -306,11 +351,15 @@ func (s *Store) loadMetaLocked(cn *conn, finishing *Capture) error {
 	if err := s.loadMetaOnlyLocked(cn); err != nil {
 		return err
 	}
+	cn.loadSeq = cn.layout.seq
+	cn.loadInTxn = cn.layout.seq != 0 && !cn.c.GetAutocommit()
 	for _, c := range s.captures {
 		c.checkRenames(old, cn.meta)
+		c.replay(cn)
 	}
 	if finishing != nil {
 		finishing.checkRenames(old, cn.meta)
+		finishing.replay(cn)
 	}
 	return nil
 }
@@ -366,14 +415,21 @@ func (s *Store) onPreUpdate(cn *conn, d sqlite3.PreUpdateData) {
 		}
 	}()
 	m := cn.meta[d.Table]
-	if !cn.metaDirty && m != nil && m.skip {
+	// Metadata due for a reload still holds for a table whose columns
+	// nothing changed since it was loaded.
+	known := !cn.metaDirty || cn.metaHolds(d.Table)
+	if known && m != nil && m.skip {
 		return
 	}
-	if cn.metaDirty || m == nil || d.Count() != m.cols {
-		// A table created or altered out of sight (a rolled-back ALTER, say):
-		// key the event once the metadata is reloaded.
+	if !known || m == nil || d.Count() != m.cols {
+		if known {
+			// A table created or altered out of sight: trust no table's
+			// metadata until it is reloaded.
+			cn.layout.noteAll()
+		}
+		// Key the event once the metadata is reloaded.
 		cn.metaDirty = true
-		c.raw = append(c.raw, newRawEvent(d))
+		c.raw = append(c.raw, newRawEvent(d, cn.layout))
 		s.undo++ // outer captures' rows may change out of their sight
 		return
 	}
@@ -567,9 +623,9 @@ func (m *tableMeta) image(col func(int) any) []any {
 	return row
 }
 
-func newRawEvent(d sqlite3.PreUpdateData) rawEvent {
-	ev := rawEvent{table: d.Table, op: d.Op, oldRowID: d.OldRowID, newRowID: d.NewRowID}
+func newRawEvent(d sqlite3.PreUpdateData, log *layoutLog) rawEvent {
 	n := d.Count()
+	ev := rawEvent{table: d.Table, op: d.Op, oldRowID: d.OldRowID, newRowID: d.NewRowID, cols: n, log: log, seq: log.seq}
 	if d.Op != sqlite3.AUTH_INSERT {
 		ev.old = make([]any, n)
 		for i := range n {
@@ -589,12 +645,27 @@ func newRawEvent(d sqlite3.PreUpdateData) rawEvent {
 	return ev
 }
 
-// replay keys the events recorded while metadata was stale, in order.
+// replay keys the events recorded while metadata was stale, in order, by
+// the metadata just loaded. An event whose table's columns may have changed
+// since it was recorded cannot be keyed by it, and fails the capture.
 func (c *Capture) replay(cn *conn) {
 	for _, ev := range c.raw {
+		if c.err != nil {
+			break
+		}
+		// Changes noted on the event's connection after it and, when the
+		// connection changed since, any noted on this one.
+		tableMoved := ev.log.tableChangedSince(ev.table, ev.seq) || ev.log != cn.layout && cn.layout.tableChangedSince(ev.table, 0)
+		anyMoved := ev.log.all > ev.seq || ev.log != cn.layout && cn.layout.all > 0
 		m := cn.meta[ev.table]
-		if m == nil || m.skip {
+		if m == nil && !tableMoved || m != nil && m.skip {
+			// Gone with no statement on it since: a rollback removed the
+			// table, undoing the event too. Or not captured.
 			continue
+		}
+		if m == nil || tableMoved || anyMoved || ev.cols != m.cols {
+			c.err = fmt.Errorf("sqlitestore: change capture cannot key a change to %s: the table's columns may have changed after it, before they were reloaded", ev.table)
+			break
 		}
 		col := func(row []any) func(int) any {
 			return func(i int) any {
@@ -757,7 +828,9 @@ func (m *tableMeta) keyNames() []string {
 // statement prepared and never run counts too.
 //
 // It notes what the statement does to the transaction (see stmtKind), for
-// Store.Exec to refuse transaction control.
+// Store.Exec to refuse transaction control, and in the connection's layout
+// log the tables whose columns it may change, and the rollbacks, which may
+// undo such changes.
 //
 // It also turns SQLite's truncate optimisation off for every table of the
 // main schema: a DELETE without WHERE would otherwise erase the table whole,
@@ -778,6 +851,9 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 	switch action {
 	case sqlite3.AUTH_TRANSACTION:
 		cn.kind = stmtTxn
+		if strings.EqualFold(name, "ROLLBACK") {
+			cn.noteLayoutUndo() // on the raw connection, nothing else notes it
+		}
 	case sqlite3.AUTH_SAVEPOINT:
 		cn.savepoint = arg
 		switch {
@@ -790,12 +866,22 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 		default:
 			cn.kind = stmtRollbackTo
 		}
+		if strings.EqualFold(name, "ROLLBACK") {
+			cn.noteLayoutUndo()
+		}
 	case sqlite3.AUTH_DELETE:
 		if schema == "main" && !hasPrefixFold(name, "sqlite_") && name != dropping {
 			return sqlite3.AUTH_IGNORE
 		}
 	case sqlite3.AUTH_CREATE_TABLE, sqlite3.AUTH_DROP_TABLE, sqlite3.AUTH_ALTER_TABLE,
 		sqlite3.AUTH_CREATE_VTABLE, sqlite3.AUTH_DROP_VTABLE:
+		table := name
+		if action == sqlite3.AUTH_ALTER_TABLE {
+			table = arg // name is the schema's
+		}
+		if cn.layout != nil {
+			cn.layout.noteTable(table)
+		}
 		cn.metaDirty = true
 		cn.ddlSeq++
 		cn.ddl, cn.tainted = true, true

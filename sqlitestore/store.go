@@ -495,6 +495,11 @@ func (s *Store) releaseIdle(cutoff time.Time) bool {
 func (s *Store) Conn(ctx context.Context) (*sqlite3.Conn, error) {
 	var c *sqlite3.Conn
 	err := s.do(ctx, true, func(cn *conn) error {
+		// Changes on the raw connection are keyed by the metadata loaded
+		// now for as long as it holds (see Capture.replay).
+		if err := s.refreshMetaLocked(cn); err != nil {
+			return err
+		}
 		// What runs on the raw connection is out of sight: captures read
 		// their rows back from now on.
 		cn.exposed = true

@@ -49,6 +49,11 @@ func (s *Store) doLocked(ctx context.Context, open bool, fn func(cn *conn) error
 		err = fullError(err, filepath.Dir(s.path))
 	}
 	if errors.Is(err, ErrOutOfMemory) {
+		if s.cn != nil {
+			// The driver panicked past the statement's own noteUndo; running
+			// out of memory may have rolled the transaction back.
+			s.cn.noteUndo()
+		}
 		s.afterOOMLocked()
 	}
 	return err
