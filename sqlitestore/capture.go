@@ -40,7 +40,11 @@ import (
 
 // Change is the net change of one row during a capture.
 type Change struct {
-	// Table is the table's name in the main schema.
+	// Table is the table's name in the main schema. Rows are told apart
+	// by table name and key: a table dropped while the capture ran
+	// reports the rows it touched as deleted, and one created reports its
+	// rows as inserted. A capture holding rows of a table that is renamed
+	// while it runs fails instead (see Capture).
 	Table string
 	// Op is "insert", "update" or "delete".
 	Op string
@@ -114,6 +118,13 @@ const (
 // Capture records the rows changed in a store between StartCapture and
 // Finish. Captures nest: the innermost running capture receives the changes.
 // A Capture belongs to its store's goroutine.
+//
+// A table renamed while a capture runs (ALTER TABLE ... RENAME TO, or a
+// rollback undoing such a rename) after the capture touched rows of it
+// under its old name makes Finish fail with an error naming the table and
+// its new name: the rows would otherwise be reported as deleted from the
+// old name, and their later changes lost. Rows first touched under the new
+// name are reported under it as usual.
 type Capture struct {
 	s     *Store
 	done  bool                // guarded by s.mu, as are the fields below
@@ -142,7 +153,58 @@ type rawEvent struct {
 	table              string
 	op                 sqlite3.AuthorizerActionCode
 	oldRowID, newRowID int64
+	cols               int   // the table's columns at the event, as the hook counts them
 	old, new           []any // by column index; nil when absent
+
+	// log and seq are the connection's layout log and where it stood at
+	// the event: the event can be keyed by the metadata loaded later only
+	// if nothing changed the table's columns since.
+	log *layoutLog
+	seq uint64
+}
+
+// layoutLog records, for one connection bound to one store, what may have
+// changed the columns of the main schema's tables, in order, so that an
+// event recorded raw is keyed by later metadata only if its table's
+// columns stayed as they were. Statements are noted when they are
+// prepared, as the authorizer sees them.
+type layoutLog struct {
+	seq    uint64            // moves with every change noted
+	tables map[string]uint64 // by lower-cased table name: seq after a CREATE, DROP or ALTER of it
+	all    uint64            // seq after a change that may concern any table (a rollback)
+}
+
+// noteTable records a statement that creates, drops or alters table.
+func (l *layoutLog) noteTable(table string) {
+	l.seq++
+	if l.tables == nil {
+		l.tables = make(map[string]uint64)
+	}
+	l.tables[strings.ToLower(table)] = l.seq
+}
+
+// noteAll records a change that may concern every table.
+func (l *layoutLog) noteAll() {
+	l.seq++
+	l.all = l.seq
+}
+
+// tableChangedSince reports whether a statement changing table was noted
+// after seq.
+func (l *layoutLog) tableChangedSince(table string, seq uint64) bool {
+	return l.tables[strings.ToLower(table)] > seq
+}
+
+// changedSince reports whether table's columns may have changed after seq.
+func (l *layoutLog) changedSince(table string, seq uint64) bool {
+	return l.all > seq || l.tableChangedSince(table, seq)
+}
+
+// metaHolds reports whether the loaded metadata still describes table,
+// even when it is due for a reload: nothing may have changed the table's
+// columns since it was loaded.
+func (cn *conn) metaHolds(table string) bool {
+	return cn.meta != nil && !cn.layout.changedSince(table, cn.loadSeq)
 }
 
 // StartCapture starts a change capture. Captures nest; the innermost receives
@@ -233,7 +295,7 @@ func (c *Capture) FinishRows(ctx context.Context) ([]RowChange, error) {
 		}
 		return s.doLocked(ctx, true, func(cn *conn) error {
 			if cn.metaDirty {
-				if err := s.loadMetaLocked(cn); err != nil {
+				if err := s.loadMetaLocked(cn, c); err != nil {
 					return err
 				}
 			}
@@ -278,17 +340,32 @@ func (s *Store) refreshMetaLocked(cn *conn) error {
 	if len(s.captures) == 0 || !cn.metaDirty {
 		return nil
 	}
-	if err := s.loadMetaLocked(cn); err != nil {
+	return s.loadMetaLocked(cn, nil)
+}
+
+// loadMetaLocked reloads the table metadata, and fails the captures holding
+// rows of a table that was renamed since (see renamedTo): the running ones
+// and finishing, the capture being finished (nil when none is).
+func (s *Store) loadMetaLocked(cn *conn, finishing *Capture) error {
+	old := cn.meta
+	if err := s.loadMetaOnlyLocked(cn); err != nil {
 		return err
 	}
+	cn.loadSeq = cn.layout.seq
+	cn.loadInTxn = cn.layout.seq != 0 && !cn.c.GetAutocommit()
 	for _, c := range s.captures {
+		c.checkRenames(old, cn.meta)
 		c.replay(cn)
+	}
+	if finishing != nil {
+		finishing.checkRenames(old, cn.meta)
+		finishing.replay(cn)
 	}
 	return nil
 }
 
-// loadMetaLocked reloads the table metadata.
-func (s *Store) loadMetaLocked(cn *conn) error {
+// loadMetaOnlyLocked reloads the table metadata.
+func (s *Store) loadMetaOnlyLocked(cn *conn) error {
 	for _, c := range s.captures {
 		if len(c.order) > 0 {
 			s.undo++ // images kept in the old shape
@@ -327,19 +404,32 @@ func (s *Store) onPreUpdate(cn *conn, d sqlite3.PreUpdateData) {
 	}
 	c := s.captures[n-1]
 	defer func() {
-		if r := recover(); r != nil && c.err == nil {
-			c.err = fmt.Errorf("sqlitestore: change capture lost an event on %s: %v", d.Table, r)
+		if r := recover(); r != nil {
+			// The event is lost to every capture: the inner one fails,
+			// and the outer ones read their rows back rather than trust
+			// the images they kept.
+			s.undo++
+			if c.err == nil {
+				c.err = fmt.Errorf("sqlitestore: change capture lost an event on %s: %v", d.Table, r)
+			}
 		}
 	}()
 	m := cn.meta[d.Table]
-	if !cn.metaDirty && m != nil && m.skip {
+	// Metadata due for a reload still holds for a table whose columns
+	// nothing changed since it was loaded.
+	known := !cn.metaDirty || cn.metaHolds(d.Table)
+	if known && m != nil && m.skip {
 		return
 	}
-	if cn.metaDirty || m == nil || d.Count() != m.cols {
-		// A table created or altered out of sight (a rolled-back ALTER, say):
-		// key the event once the metadata is reloaded.
+	if !known || m == nil || d.Count() != m.cols {
+		if known {
+			// A table created or altered out of sight: trust no table's
+			// metadata until it is reloaded.
+			cn.layout.noteAll()
+		}
+		// Key the event once the metadata is reloaded.
 		cn.metaDirty = true
-		c.raw = append(c.raw, newRawEvent(d))
+		c.raw = append(c.raw, newRawEvent(d, cn.layout))
 		s.undo++ // outer captures' rows may change out of their sight
 		return
 	}
@@ -362,6 +452,60 @@ func (s *Store) onPreUpdate(cn *conn, d sqlite3.PreUpdateData) {
 	for _, outer := range s.captures[:n-1] {
 		outer.follow(m, ev)
 	}
+}
+
+// checkRenames fails c when a table it holds rows of, as the metadata of
+// their first touch names it, was renamed by the time meta was loaded
+// (old is the metadata meta replaces, nil when there was none). Changes
+// are reported by table name, and a row of a renamed table would be
+// reported as deleted from its old name, with its later changes under the
+// new name lost or reported against another row.
+func (c *Capture) checkRenames(old, meta map[string]*tableMeta) {
+	if c.err != nil || len(c.order) == 0 {
+		return
+	}
+	checked := make(map[*tableMeta]bool)
+	for _, t := range c.order {
+		if checked[t.meta] {
+			continue
+		}
+		checked[t.meta] = true
+		if to := t.meta.renamedTo(old, meta); to != "" {
+			c.err = fmt.Errorf("sqlitestore: change capture cannot report the rows of table %s: it was renamed to %s while the capture ran", t.meta.name, to)
+			return
+		}
+	}
+}
+
+// renamedTo returns the name under which meta holds the table m describes
+// when the table has another name there, and "" otherwise: the table of
+// m's name in meta has m's root page, or no table has it (the table was
+// dropped). A root page that another name holds was the table's own,
+// renamed, unless old, the metadata meta replaces, had no table there: a
+// dropped table's page reused by a table created since.
+func (m *tableMeta) renamedTo(old, meta map[string]*tableMeta) string {
+	if m.root == 0 {
+		return ""
+	}
+	if n := meta[m.name]; n != nil && n.root == m.root {
+		return ""
+	}
+	var to string
+	for _, n := range meta {
+		if n.root == m.root && n.name != m.name {
+			to = n.name
+			break
+		}
+	}
+	if to == "" || old == nil {
+		return to
+	}
+	for _, o := range old {
+		if o.root == m.root {
+			return to
+		}
+	}
+	return ""
 }
 
 // event is one row event, keyed once for every capture it concerns.
@@ -479,9 +623,9 @@ func (m *tableMeta) image(col func(int) any) []any {
 	return row
 }
 
-func newRawEvent(d sqlite3.PreUpdateData) rawEvent {
-	ev := rawEvent{table: d.Table, op: d.Op, oldRowID: d.OldRowID, newRowID: d.NewRowID}
+func newRawEvent(d sqlite3.PreUpdateData, log *layoutLog) rawEvent {
 	n := d.Count()
+	ev := rawEvent{table: d.Table, op: d.Op, oldRowID: d.OldRowID, newRowID: d.NewRowID, cols: n, log: log, seq: log.seq}
 	if d.Op != sqlite3.AUTH_INSERT {
 		ev.old = make([]any, n)
 		for i := range n {
@@ -501,12 +645,27 @@ func newRawEvent(d sqlite3.PreUpdateData) rawEvent {
 	return ev
 }
 
-// replay keys the events recorded while metadata was stale, in order.
+// replay keys the events recorded while metadata was stale, in order, by
+// the metadata just loaded. An event whose table's columns may have changed
+// since it was recorded cannot be keyed by it, and fails the capture.
 func (c *Capture) replay(cn *conn) {
 	for _, ev := range c.raw {
+		if c.err != nil {
+			break
+		}
+		// Changes noted on the event's connection after it and, when the
+		// connection changed since, any noted on this one.
+		tableMoved := ev.log.tableChangedSince(ev.table, ev.seq) || ev.log != cn.layout && cn.layout.tableChangedSince(ev.table, 0)
+		anyMoved := ev.log.all > ev.seq || ev.log != cn.layout && cn.layout.all > 0
 		m := cn.meta[ev.table]
-		if m == nil || m.skip {
+		if m == nil && !tableMoved || m != nil && m.skip {
+			// Gone with no statement on it since: a rollback removed the
+			// table, undoing the event too. Or not captured.
 			continue
+		}
+		if m == nil || tableMoved || anyMoved || ev.cols != m.cols {
+			c.err = fmt.Errorf("sqlitestore: change capture cannot key a change to %s: the table's columns may have changed after it, before they were reloaded", ev.table)
+			break
 		}
 		col := func(row []any) func(int) any {
 			return func(i int) any {
@@ -617,6 +776,7 @@ func (cn *conn) readRow(t *touched) ([]any, []string, error) {
 // tableMeta is what change capture knows about one table of the main schema.
 type tableMeta struct {
 	name      string
+	root      int64    // the root page of the table's b-tree, which a rename keeps; 0 when it has none
 	skip      bool     // not captured: untracked, shadow, virtual, view
 	cols      int      // all columns, as the preupdate hook counts them
 	cids      []int    // indexes of captured columns (all but VIRTUAL generated)
@@ -668,7 +828,9 @@ func (m *tableMeta) keyNames() []string {
 // statement prepared and never run counts too.
 //
 // It notes what the statement does to the transaction (see stmtKind), for
-// Store.Exec to refuse transaction control.
+// Store.Exec to refuse transaction control, and in the connection's layout
+// log the tables whose columns it may change, and the rollbacks, which may
+// undo such changes.
 //
 // It also turns SQLite's truncate optimisation off for every table of the
 // main schema: a DELETE without WHERE would otherwise erase the table whole,
@@ -689,6 +851,9 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 	switch action {
 	case sqlite3.AUTH_TRANSACTION:
 		cn.kind = stmtTxn
+		if strings.EqualFold(name, "ROLLBACK") {
+			cn.noteLayoutUndo() // on the raw connection, nothing else notes it
+		}
 	case sqlite3.AUTH_SAVEPOINT:
 		cn.savepoint = arg
 		switch {
@@ -701,12 +866,22 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 		default:
 			cn.kind = stmtRollbackTo
 		}
+		if strings.EqualFold(name, "ROLLBACK") {
+			cn.noteLayoutUndo()
+		}
 	case sqlite3.AUTH_DELETE:
 		if schema == "main" && !hasPrefixFold(name, "sqlite_") && name != dropping {
 			return sqlite3.AUTH_IGNORE
 		}
 	case sqlite3.AUTH_CREATE_TABLE, sqlite3.AUTH_DROP_TABLE, sqlite3.AUTH_ALTER_TABLE,
 		sqlite3.AUTH_CREATE_VTABLE, sqlite3.AUTH_DROP_VTABLE:
+		table := name
+		if action == sqlite3.AUTH_ALTER_TABLE {
+			table = arg // name is the schema's
+		}
+		if cn.layout != nil {
+			cn.layout.noteTable(table)
+		}
 		cn.metaDirty = true
 		cn.ddlSeq++
 		cn.ddl, cn.tainted = true, true
@@ -744,8 +919,11 @@ var readOnlyPragmas = map[string]bool{
 	"locking_mode": true,
 }
 
-// tablesSQL lists the main schema's tables, views and virtual tables.
-const tablesSQL = `SELECT name, type FROM pragma_table_list WHERE schema = 'main'`
+// tablesSQL lists the main schema's tables, views and virtual tables, with
+// the root page of each table's b-tree (0 when it has none).
+const tablesSQL = `SELECT l.name, l.type, coalesce(s.rootpage, 0)
+FROM pragma_table_list AS l LEFT JOIN main.sqlite_schema AS s ON s.type = 'table' AND s.name = l.name
+WHERE l.schema = 'main'`
 
 // columnsSQL lists the columns of the main schema's ordinary tables.
 const columnsSQL = `SELECT l.name, x.cid, x.name, x.pk, x.hidden
@@ -765,9 +943,10 @@ func (cn *conn) loadMeta(untracked map[string]bool) error {
 	}
 	meta := make(map[string]*tableMeta, len(tables.Values))
 	for _, r := range tables.Values {
-		name, typ := r[0].(string), r[1].(string)
+		name, typ, root := r[0].(string), r[1].(string), r[2].(int64)
 		meta[name] = &tableMeta{
 			name: name,
+			root: root,
 			skip: typ != "table" || untracked[strings.ToLower(name)] || hasPrefixFold(name, "sqlite_"),
 		}
 	}

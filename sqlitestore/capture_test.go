@@ -865,3 +865,143 @@ func TestCapture_DeleteAllPreparedWithoutCapture(t *testing.T) {
 		}
 	})
 }
+
+// TestCapture_Rename renames a table while a capture runs. A capture that
+// touched rows of the table under its old name fails with an error naming
+// both names, whether an ALTER TABLE renamed it or a rollback undid a
+// rename; one that touched its rows only under the new name reports them
+// under it.
+func TestCapture_Rename(t *testing.T) {
+	ctx := context.Background()
+	const schema = `CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT, b TEXT); INSERT INTO t VALUES (1, 'a', 'b');`
+	renamed := func(t *testing.T, err error, from, to string) {
+		t.Helper()
+		want := "sqlitestore: change capture cannot report the rows of table " + from + ": it was renamed to " + to + " while the capture ran"
+		if err == nil || err.Error() != want {
+			t.Errorf("err = %v, want %q", err, want)
+		}
+	}
+	t.Run("TouchedThenRenamed", func(t *testing.T) {
+		for _, release := range []bool{false, true} {
+			s := MustCreate(t, schema, sqlitestore.Options{})
+			c := s.StartCapture()
+			MustExec(t, s, `INSERT INTO t VALUES (2, 'x', 'y')`)
+			MustExec(t, s, `UPDATE t SET b = 'B' WHERE id = 1`)
+			if release { // the metadata of the old name comes from the connection released
+				if err := s.Release(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			MustExec(t, s, `ALTER TABLE t RENAME TO u`)
+			changes, err := c.Finish(ctx)
+			renamed(t, err, "t", "u")
+			if changes != nil {
+				t.Errorf("changes = %v, want none", changes)
+			}
+		}
+	})
+	t.Run("RenamedThenTouched", func(t *testing.T) {
+		s := MustCreate(t, schema, sqlitestore.Options{})
+		got := capture(t, s, execAll(`ALTER TABLE t RENAME TO u`, `INSERT INTO u VALUES (2, 'x', 'y')`, `UPDATE u SET b = 'B' WHERE id = 1`))
+		want := lines(
+			"update u map[id:1] before=map[a:a b:b id:1] after=map[a:a b:B id:1]",
+			"insert u map[id:2] after=map[a:x b:y id:2]",
+		)
+		if got != want {
+			t.Errorf("changes:\n%s\nwant:\n%s", got, want)
+		}
+	})
+	t.Run("RenameRolledBack", func(t *testing.T) {
+		// The rows touched under the name u are t's again once the
+		// rollback undoes the rename.
+		s := MustCreate(t, schema, sqlitestore.Options{})
+		c := s.StartCapture()
+		outer, err := s.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inner, err := s.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		MustExec(t, s, `ALTER TABLE t RENAME TO u`)
+		MustExec(t, s, `UPDATE u SET b = 'B' WHERE id = 1`)
+		if err := inner.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		if err := outer.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Finish(ctx)
+		renamed(t, err, "u", "t")
+	})
+}
+
+// TestCapture_RawSchemaChanges changes rows and the schema through the raw
+// connection, where the metadata goes stale with the first schema change
+// and is reloaded only when the capture finishes. A change to a table
+// whose columns nothing changed yet is keyed by the metadata still
+// holding; one whose table's columns may have changed after it, before
+// the reload, fails the capture instead of being keyed by the new columns.
+func TestCapture_RawSchemaChanges(t *testing.T) {
+	ctx := context.Background()
+	const schema = `CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT, b TEXT); INSERT INTO t VALUES (1, 'a', 'b');`
+	const lost = "sqlitestore: change capture cannot key a change to t: the table's columns may have changed after it, before they were reloaded"
+	for _, tt := range []struct {
+		name    string
+		raw     []string
+		want    string // formatted changes
+		wantErr string
+	}{
+		{
+			name: "OtherTableCreated",
+			raw:  []string{`CREATE TABLE z (q)`, `UPDATE t SET b = 'B' WHERE id = 1`, `ALTER TABLE t DROP COLUMN a`},
+			want: lines("update t map[id:1] before=map[b:b id:1] after=map[b:B id:1]"),
+		},
+		{
+			name:    "AlteredTwice",
+			raw:     []string{`ALTER TABLE t ADD COLUMN c TEXT`, `UPDATE t SET b = 'B' WHERE id = 1`, `ALTER TABLE t DROP COLUMN a`},
+			wantErr: lost,
+		},
+		{
+			name:    "AlterRolledBack",
+			raw:     []string{`CREATE TABLE z (q)`, `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `UPDATE t SET b = 'B' WHERE id = 1`, `ROLLBACK TO s`, `RELEASE s`},
+			wantErr: lost,
+		},
+		{
+			name: "AlteredOnce",
+			raw:  []string{`ALTER TABLE t ADD COLUMN c TEXT`, `UPDATE t SET c = 'C' WHERE id = 1`, `INSERT INTO t VALUES (2, 'x', 'y', 'z')`},
+			want: lines(
+				"update t map[id:1] before=map[a:a b:b c:<nil> id:1] after=map[a:a b:b c:C id:1]",
+				"insert t map[id:2] after=map[a:x b:y c:z id:2]",
+			),
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := MustCreate(t, schema, sqlitestore.Options{})
+			c := s.StartCapture()
+			raw, err := s.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range tt.raw {
+				if err := raw.Exec(q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			changes, err := c.Finish(ctx)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v (changes %v), want %q", err, changes, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := formatChanges(changes); got != tt.want {
+				t.Errorf("changes:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
+	}
+}

@@ -55,6 +55,13 @@ type conn struct {
 	dropping    string  // the table of the DROP the authorizer saw last, for the delete it authorizes next
 	undo        *uint64 // the store's Store.undo; nil for other connections
 	exposed     bool    // handed out by Store.Conn
+	// layout notes what may have changed the tables' columns since the
+	// connection was bound to its store; loadSeq is layout.seq when meta
+	// was loaded, and loadInTxn whether it was loaded inside a transaction
+	// after schema changes, which a rollback may undo.
+	layout    *layoutLog
+	loadSeq   uint64
+	loadInTxn bool
 
 	// Per-store state the SQL functions read, swapped when a parked
 	// connection is rebound to another store.
@@ -135,10 +142,24 @@ func headerCookie(b []byte) int64 { return int64(binary.BigEndian.Uint32(b)) }
 func (cn *conn) nextRandom() uint64 { return cn.rng.Uint64() }
 
 // noteUndo records that rows may have changed without a preupdate event: a
-// statement failed (SQLite rolled back its partial work) or a ROLLBACK ran.
+// statement failed (SQLite rolled back its partial work, or the whole
+// transaction) or a ROLLBACK ran. Either may also have undone schema
+// changes (see noteLayoutUndo).
 func (cn *conn) noteUndo() {
 	if cn.undo != nil {
 		*cn.undo++
+	}
+	cn.noteLayoutUndo()
+}
+
+// noteLayoutUndo records a rollback, which undoes the schema changes made
+// since its savepoint: when the metadata was loaded inside a transaction
+// after schema changes, or tables changed since it was loaded, any table's
+// columns may now differ from what the metadata or a raw event holds.
+func (cn *conn) noteLayoutUndo() {
+	if cn.layout != nil && (cn.loadInTxn || cn.layout.seq != cn.loadSeq) {
+		cn.layout.noteAll()
+		cn.metaDirty = true
 	}
 }
 
@@ -184,7 +205,7 @@ func openConn(ctx context.Context, uri string, maxMemory int64, now func() time.
 	if err := fts5.Register(c); err != nil {
 		return nil, fmt.Errorf("sqlitestore: registering fts5: %w", formatError(ctx, err))
 	}
-	cn := &conn{c: c, stmts: make(map[string]cachedStmt), metaDirty: true, now: now}
+	cn := &conn{c: c, stmts: make(map[string]cachedStmt), metaDirty: true, now: now, layout: new(layoutLog)}
 	if err := installClock(c, cn.clockNow); err != nil {
 		return nil, fmt.Errorf("sqlitestore: installing the clock: %w", formatError(ctx, err))
 	}

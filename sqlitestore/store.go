@@ -428,13 +428,14 @@ func (s *Store) Unpin() {
 }
 
 // Release closes the store's connection to save memory when the store is
-// neither pinned nor in a transaction; otherwise it does nothing. The next
+// neither pinned nor in a transaction (nor holds a frame whose transaction
+// SQLite rolled back on its own); otherwise it does nothing. The next
 // operation reopens the connection transparently. Release is also what a
 // Pool calls.
 func (s *Store) Release() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || s.pins.Load() > 0 || s.inTxnLocked() {
+	if s.closed || s.pins.Load() > 0 || s.holdsTxnLocked() {
 		return nil
 	}
 	return guard(s.closeConnLocked)
@@ -472,7 +473,7 @@ func (s *Store) releaseIdle(cutoff time.Time) bool {
 		return false
 	}
 	defer s.mu.Unlock()
-	if s.closed || s.cn == nil || s.pins.Load() > 0 || s.inTxnLocked() {
+	if s.closed || s.cn == nil || s.pins.Load() > 0 || s.holdsTxnLocked() {
 		return false
 	}
 	if !cutoff.IsZero() {
@@ -494,6 +495,11 @@ func (s *Store) releaseIdle(cutoff time.Time) bool {
 func (s *Store) Conn(ctx context.Context) (*sqlite3.Conn, error) {
 	var c *sqlite3.Conn
 	err := s.do(ctx, true, func(cn *conn) error {
+		// Changes on the raw connection are keyed by the metadata loaded
+		// now for as long as it holds (see Capture.replay).
+		if err := s.refreshMetaLocked(cn); err != nil {
+			return err
+		}
 		// What runs on the raw connection is out of sight: captures read
 		// their rows back from now on.
 		cn.exposed = true

@@ -12,11 +12,14 @@ import (
 // do runs fn with the store's connection under its lock, with ctx installed as
 // the connection's interrupt, driver panics for SQLITE_NOMEM recovered and
 // driver errors translated. When open is false and the connection is
-// released, fn receives nil instead of a reopened connection.
+// released, fn receives nil instead of a reopened connection. A panic on its
+// way up through do leaves the store unlocked.
 func (s *Store) do(ctx context.Context, open bool, fn func(cn *conn) error) error {
-	s.mu.Lock()
-	err := s.doLocked(ctx, open, fn)
-	s.mu.Unlock()
+	err := func() error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.doLocked(ctx, open, fn)
+	}()
 	if s.pool != nil {
 		s.pool.settle()
 	}
@@ -46,6 +49,11 @@ func (s *Store) doLocked(ctx context.Context, open bool, fn func(cn *conn) error
 		err = fullError(err, filepath.Dir(s.path))
 	}
 	if errors.Is(err, ErrOutOfMemory) {
+		if s.cn != nil {
+			// The driver panicked past the statement's own noteUndo; running
+			// out of memory may have rolled the transaction back.
+			s.cn.noteUndo()
+		}
 		s.afterOOMLocked()
 	}
 	return err
@@ -180,10 +188,10 @@ func pragma[T any](c *sqlite3.Conn, sql string, col func(*sqlite3.Stmt, int) T) 
 }
 
 // afterOOMLocked drops a connection that ran out of memory, which returns
-// its memory to the system; one in a transaction is kept so the transaction's
-// frames can still roll back.
+// its memory to the system; one in a transaction, or with frames open whose
+// transaction the error rolled back, is kept so the frames can still end.
 func (s *Store) afterOOMLocked() {
-	if s.cn == nil || !s.cn.c.GetAutocommit() {
+	if s.cn == nil || s.holdsTxnLocked() {
 		return
 	}
 	s.cn.tainted = true // close it, not park it
@@ -213,4 +221,11 @@ func (s *Store) closeConnLocked() error {
 
 func (s *Store) inTxnLocked() bool {
 	return s.cn != nil && !s.cn.c.GetAutocommit()
+}
+
+// holdsTxnLocked reports whether the store's connection must stay open: it
+// is in a transaction, or frames are open whose transaction SQLite rolled
+// back on its own, which their owners still have to end on it.
+func (s *Store) holdsTxnLocked() bool {
+	return len(s.frames) > 0 || s.inTxnLocked()
 }

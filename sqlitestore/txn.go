@@ -140,6 +140,9 @@ func (f *Frame) savepoint(name string) int {
 // had. The frames around f stay open, so the store keeps refusing
 // statements (errTxnLost) until their owners end them too: the owner of an
 // outer frame means to roll back whatever runs before it ends.
+//
+// cn is nil when the connection is closed: a connection is not released
+// while frames are open, so its transaction ended with it.
 func (s *Store) endLostLocked(cn *conn, f *Frame) bool {
 	if s.inTxnLocked() {
 		return false
@@ -151,7 +154,12 @@ func (s *Store) endLostLocked(cn *conn, f *Frame) bool {
 		s.frames = s.frames[:i]
 	}
 	f.done = true
-	if cn.ddlSeq != f.ddlSeq {
+	switch {
+	case cn == nil:
+		// The metadata kept from the closed connection may have been
+		// loaded inside the lost transaction.
+		s.meta = nil
+	case cn.ddlSeq != f.ddlSeq:
 		cn.metaDirty = true // the rollback undid the frame's schema changes
 	}
 	return true

@@ -3,9 +3,12 @@ package sqlitestore_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ncruces/go-sqlite3"
 
 	"github.com/seahaven/seahaven/sqlitestore"
 )
@@ -413,4 +416,119 @@ func TestStore_TransactionControl(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestFrame_LostThenReleased loses a frame's transaction (SQLite rolls it
+// back on its own), then lets Release, the pool's idle release or eviction,
+// or the out-of-memory handling try to close the connection: the
+// connection stays open while the frame is, Commit reports ErrRolledBack,
+// Rollback succeeds, and the store works on.
+func TestFrame_LostThenReleased(t *testing.T) {
+	ctx := context.Background()
+	orRollback := func(t *testing.T, s *sqlitestore.Store) {
+		t.Helper()
+		if _, err := s.Exec(ctx, `INSERT OR ROLLBACK INTO t VALUES (1)`); !sqlitestore.IsConstraint(err) {
+			t.Fatalf("INSERT OR ROLLBACK of a taken key = %v, want a constraint error", err)
+		}
+	}
+	for _, tt := range []struct {
+		name string
+		// lose loses s's transaction and then tries to release s; other
+		// shares s's pool, which keeps one connection open.
+		lose func(t *testing.T, s, other *sqlitestore.Store, pool *sqlitestore.Pool)
+	}{
+		{"Release", func(t *testing.T, s, _ *sqlitestore.Store, _ *sqlitestore.Pool) {
+			orRollback(t, s)
+			if err := s.Release(); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"IdleRelease", func(t *testing.T, s, _ *sqlitestore.Store, pool *sqlitestore.Pool) {
+			orRollback(t, s)
+			pool.ReleaseDue(time.Now().Add(2 * time.Hour))
+		}},
+		{"Eviction", func(t *testing.T, s, other *sqlitestore.Store, _ *sqlitestore.Pool) {
+			orRollback(t, s)
+			MustExec(t, other, `INSERT INTO t VALUES (1)`) // over the pool's cap: s is the least recently used
+		}},
+		{"OutOfMemory", func(t *testing.T, s, _ *sqlitestore.Store, _ *sqlitestore.Pool) {
+			// About 12 MiB of text: above the memory cap. Running out of
+			// memory rolls the transaction back.
+			_, err := s.Query(ctx, `SELECT length(group_concat(hex(randomblob(500)))) FROM generate_series(1, 12000)`)
+			if !errors.Is(err, sqlitestore.ErrOutOfMemory) {
+				t.Fatalf("err = %v, want ErrOutOfMemory", err)
+			}
+		}},
+	} {
+		for _, end := range []string{"Commit", "Rollback"} {
+			t.Run(tt.name+"/"+end, func(t *testing.T) {
+				dir := t.TempDir()
+				pool := &sqlitestore.Pool{MaxOpen: 1, IdleAfter: time.Hour}
+				opts := func(name string) sqlitestore.Options {
+					return sqlitestore.Options{Path: filepath.Join(dir, name), Pool: pool, MaxMemory: 4 << 20}
+				}
+				other := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY);`, opts("other.sqlite"))
+				s := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY);`, opts("s.sqlite"))
+				f, err := s.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				MustExec(t, s, `INSERT INTO t VALUES (1)`)
+				tt.lose(t, s, other, pool)
+				if s.InTransaction() {
+					t.Fatal("the transaction is still open")
+				}
+				if !s.IsOpen() {
+					t.Error("the connection of a store with an open frame was closed")
+				}
+				if end == "Commit" {
+					if err := f.Commit(); !errors.Is(err, sqlitestore.ErrRolledBack) {
+						t.Errorf("Commit = %v, want ErrRolledBack", err)
+					}
+				} else if err := f.Rollback(); err != nil {
+					t.Errorf("Rollback = %v", err)
+				}
+				if err := f.Rollback(); err != nil {
+					t.Errorf("Rollback after the frame ended = %v", err)
+				}
+				MustExec(t, s, `INSERT INTO t VALUES (2)`)
+				if got := MustOne(t, s, `SELECT group_concat(id) FROM t`); got != "2" {
+					t.Errorf("rows = %v, want 2", got)
+				}
+			})
+		}
+	}
+}
+
+// TestStore_PanicLeavesStoreUnlocked runs a statement whose SQL function
+// panics: the panic reaches the caller and the store is not left locked.
+func TestStore_PanicLeavesStoreUnlocked(t *testing.T) {
+	ctx := context.Background()
+	s := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY);`, sqlitestore.Options{})
+	c, err := s.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CreateFunction("boom", 0, 0, func(sqlite3.Context, ...sqlite3.Value) { panic("boom") }); err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the panic did not reach the caller")
+			}
+		}()
+		s.Exec(ctx, `SELECT boom()`)
+	}()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.IsOpen()
+		s.Close()
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the store stayed locked after the panic")
+	}
 }

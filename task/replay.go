@@ -128,12 +128,15 @@ func diffEnd(end EndLine, rep *Replay) []string {
 		out = append(out, fmt.Sprintf("the end line counts %d calls, the trajectory holds %d", end.Calls, rep.Calls))
 	}
 	if end.StateSHA256 != nil {
-		paths := slices.Sorted(maps.Keys(end.StateSHA256))
+		// Every path of either side, sorted, so the message is the same on
+		// every run.
+		paths := slices.Collect(maps.Keys(end.StateSHA256))
 		for p := range rep.StateSHA256 {
 			if _, ok := end.StateSHA256[p]; !ok {
 				paths = append(paths, p)
 			}
 		}
+		slices.Sort(paths)
 		var diff []string
 		for _, p := range paths {
 			if end.StateSHA256[p] != rep.StateSHA256[p] {
