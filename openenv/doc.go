@@ -30,11 +30,12 @@
 // # Protocol
 //
 // docs/protocol.md is the wire protocol: every message of /ws, POST /mcp and
-// the HTTP routes with its exact bytes (its examples are golden tests of
-// this package), the error frames and their codes, and where Seahaven
-// differs from upstream OpenEnv. docs/deploy.md covers the bearer token,
-// the agent listener, the metrics at /metrics and the logs;
-// docs/checkpoints.md and docs/tasks.md the checkpoint and task messages.
+// the HTTP routes with its exact bytes (its WebSocket transcripts are this
+// package's golden file, which its tests check), the error frames and their
+// codes, and where Seahaven differs from upstream OpenEnv. docs/deploy.md
+// covers the bearer token, the agent listener, the metrics at /metrics and
+// the logs; docs/checkpoints.md and docs/tasks.md the checkpoint and task
+// messages.
 //
 // A /ws connection is served by two goroutines: one reads ahead into a
 // queue of at most [Config.MaxPending] messages (and [Config.MaxPendingBytes],
