@@ -352,7 +352,7 @@ func (s *Store) loadMetaLocked(cn *conn, finishing *Capture) error {
 		return err
 	}
 	cn.loadSeq = cn.layout.seq
-	cn.loadInTxn = cn.layout.seq != 0 && !cn.c.GetAutocommit()
+	cn.loadInTxn = cn.layout.seq != cn.txnSeq && !cn.c.GetAutocommit()
 	for _, c := range s.captures {
 		c.checkRenames(old, cn.meta)
 		c.replay(cn)

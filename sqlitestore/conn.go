@@ -58,10 +58,13 @@ type conn struct {
 	// layout notes what may have changed the tables' columns since the
 	// connection was bound to its store; loadSeq is layout.seq when meta
 	// was loaded, and loadInTxn whether it was loaded inside a transaction
-	// after schema changes, which a rollback may undo.
+	// after schema changes made in it, which a rollback may undo. txnSeq
+	// is layout.seq when the store last used the connection outside a
+	// transaction: a rollback can undo only what was noted after it.
 	layout    *layoutLog
 	loadSeq   uint64
 	loadInTxn bool
+	txnSeq    uint64
 
 	// Per-store state the SQL functions read, swapped when a parked
 	// connection is rebound to another store.
@@ -153,11 +156,11 @@ func (cn *conn) noteUndo() {
 }
 
 // noteLayoutUndo records a rollback, which undoes the schema changes made
-// since its savepoint: when the metadata was loaded inside a transaction
-// after schema changes, or tables changed since it was loaded, any table's
-// columns may now differ from what the metadata or a raw event holds.
+// since its savepoint: when schema changes were noted since the
+// transaction (or the failed statement) began, any table's columns may now
+// differ from what the metadata or a raw event holds.
 func (cn *conn) noteLayoutUndo() {
-	if cn.layout != nil && (cn.loadInTxn || cn.layout.seq != cn.loadSeq) {
+	if cn.layout != nil && (cn.loadInTxn || cn.layout.seq != cn.txnSeq) {
 		cn.layout.noteAll()
 		cn.metaDirty = true
 	}

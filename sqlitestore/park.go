@@ -80,7 +80,7 @@ func (s *Store) bindLocked(cn *conn) bool {
 	cn.c.SetLastInsertRowID(0)
 	cn.rng, cn.now, cn.txns = s.rng, s.clock, 0
 	cn.meta, cn.metaVersion, cn.metaDirty = nil, 0, true
-	cn.layout, cn.loadSeq, cn.loadInTxn = new(layoutLog), 0, false
+	cn.layout, cn.loadSeq, cn.loadInTxn, cn.txnSeq = new(layoutLog), 0, false, 0
 	s.adoptMetaLocked(cn, s.baseCookie)
 	if len(s.captures) > 0 {
 		s.installHookLocked(cn)

@@ -41,6 +41,9 @@ func (s *Store) doLocked(ctx context.Context, open bool, fn func(cn *conn) error
 		if err != nil {
 			return err
 		}
+		if cn.c.GetAutocommit() {
+			cn.txnSeq = cn.layout.seq // what is noted before this cannot be rolled back
+		}
 		old := cn.c.SetInterrupt(ctx)
 		defer cn.c.SetInterrupt(old)
 		return formatError(ctx, fn(cn))
