@@ -181,14 +181,15 @@ func formatError(ctx context.Context, err error) error {
 	return out
 }
 
+// newError is an *Error of the primary result code code that SQLite did
+// not report.
+func newError(code int, msg string, causes ...error) *Error {
+	return &Error{Code: code, ExtendedCode: code, Message: msg, causes: causes}
+}
+
 // contextError reports a context that was done before a statement started.
 func contextError(ctx context.Context) error {
-	return &Error{
-		Code:         codeInterrupt,
-		ExtendedCode: codeInterrupt,
-		Message:      "interrupted: " + context.Cause(ctx).Error(),
-		causes:       doneCauses(ctx),
-	}
+	return newError(codeInterrupt, "interrupted: "+context.Cause(ctx).Error(), doneCauses(ctx)...)
 }
 
 // doneCauses is why the done ctx is done: its error and, when it was
@@ -209,12 +210,7 @@ func recoverError(r any) error {
 	if !ok || !strings.Contains(err.Error(), "out of memory") {
 		panic(r)
 	}
-	return &Error{
-		Code:         codeNoMem,
-		ExtendedCode: codeNoMem,
-		Message:      "out of memory (the connection's memory cap was reached)",
-		causes:       []error{ErrOutOfMemory, err},
-	}
+	return newError(codeNoMem, "out of memory (the connection's memory cap was reached)", ErrOutOfMemory, err)
 }
 
 // guard runs fn and turns a driver panic for SQLITE_NOMEM into an error.
@@ -266,13 +262,8 @@ func readOnlyError(err error) error {
 // (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, RELEASE or ROLLBACK TO) on an
 // Inspector.
 func transactionError(stmt string) error {
-	return &Error{
-		Code:         codeAuth,
-		ExtendedCode: codeAuth,
-		Message: stmt + " is not allowed on the inspection connection: each query reads in a transaction of its own, " +
-			"which ends with the query, so that no lock is held between queries",
-		causes: []error{ErrTransaction},
-	}
+	return newError(codeAuth, stmt+" is not allowed on the inspection connection: each query reads in a transaction of its own, "+
+		"which ends with the query, so that no lock is held between queries", ErrTransaction)
 }
 
 func abbreviate(s string, n int) string {
