@@ -349,27 +349,18 @@ func (s *Store) materializeLocked() error {
 // whose transaction SQLite rolled back on its own, every statement fails
 // with an error wrapping ErrRolledBack.
 func (s *Store) Exec(ctx context.Context, sql string, args ...any) (Result, error) {
-	var res Result
-	err := s.do(ctx, true, func(cn *conn) error {
-		if err := s.refreshMetaLocked(cn); err != nil {
-			return err
-		}
-		info, err := s.allowSQLLocked(cn, sql)
-		if err != nil {
-			return err
-		}
-		if res, err = cn.exec(sql, args); err == nil {
-			s.noteSavepointLocked(info)
-		}
-		return err
-	})
-	return res, err
+	return statement(s, ctx, sql, func(cn *conn) (Result, error) { return cn.exec(sql, args) })
 }
 
 // Query runs one statement with args (as Exec, with its refusals) and reads
 // every row.
 func (s *Store) Query(ctx context.Context, sql string, args ...any) (*Rows, error) {
-	var rows *Rows
+	return statement(s, ctx, sql, func(cn *conn) (*Rows, error) { return cn.query(sql, args) })
+}
+
+// statement runs sql through run with Exec's refusals.
+func statement[T any](s *Store, ctx context.Context, sql string, run func(*conn) (T, error)) (T, error) {
+	var out T
 	err := s.do(ctx, true, func(cn *conn) error {
 		if err := s.refreshMetaLocked(cn); err != nil {
 			return err
@@ -378,12 +369,12 @@ func (s *Store) Query(ctx context.Context, sql string, args ...any) (*Rows, erro
 		if err != nil {
 			return err
 		}
-		if rows, err = cn.query(sql, args); err == nil {
+		if out, err = run(cn); err == nil {
 			s.noteSavepointLocked(info)
 		}
 		return err
 	})
-	return rows, err
+	return out, err
 }
 
 // ExecScript runs several statements, without arguments, in order, with
