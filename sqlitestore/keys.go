@@ -56,30 +56,14 @@ func (p *KeyProblem) Error() string { return "table " + p.Table + ": " + p.Reaso
 // sqlite_* tables are never captured and never reported. A schema that does
 // not apply returns SQLite's error.
 func KeyProblems(ctx context.Context, schema string, untracked []string) ([]*KeyProblem, error) {
-	if ctx.Err() != nil {
-		return nil, contextError(ctx)
-	}
 	var out []*KeyProblem
-	err := guard(func() error {
-		cn, err := openConn(ctx, ":memory:", 0, nil)
-		if err != nil {
-			return err
-		}
-		defer cn.close()
-		if err := installRandom(cn.c, newRandom(0).Uint64); err != nil {
-			return formatError(ctx, err)
-		}
-		old := cn.c.SetInterrupt(ctx)
-		defer cn.c.SetInterrupt(old)
-		if err := cn.script(schema, nil, nil, nil); err != nil {
-			return formatError(ctx, err)
-		}
+	err := probe(ctx, schema, func(cn *conn) error {
 		skip := make(map[string]bool, len(untracked))
 		for _, t := range untracked {
 			skip[strings.ToLower(t)] = true
 		}
 		if err := cn.loadMeta(skip); err != nil {
-			return formatError(ctx, err)
+			return err
 		}
 		for _, m := range cn.meta {
 			if m.keyProblem != nil {

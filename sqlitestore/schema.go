@@ -16,11 +16,21 @@ import (
 // sqlite_schema row (sqlite_* internal objects excluded) is sorted and joined
 // by "\n". A failing schema returns SQLite's message naming the statement.
 func SchemaHash(ctx context.Context, schema string) (string, error) {
-	if ctx.Err() != nil {
-		return "", contextError(ctx)
-	}
 	var h string
-	err := guard(func() error {
+	err := probe(ctx, schema, func(cn *conn) (err error) {
+		h, err = hashSchema(cn)
+		return err
+	})
+	return h, err
+}
+
+// probe applies schema to an empty in-memory connection and runs fn on it.
+// SQLite's errors, fn's included, become package errors.
+func probe(ctx context.Context, schema string, fn func(*conn) error) error {
+	if ctx.Err() != nil {
+		return contextError(ctx)
+	}
+	return guard(func() error {
 		cn, err := openConn(ctx, ":memory:", 0, nil)
 		if err != nil {
 			return err
@@ -34,10 +44,8 @@ func SchemaHash(ctx context.Context, schema string) (string, error) {
 		if err := cn.script(schema, nil, nil, nil); err != nil {
 			return formatError(ctx, err)
 		}
-		h, err = hashSchema(cn)
-		return formatError(ctx, err)
+		return formatError(ctx, fn(cn))
 	})
-	return h, err
 }
 
 // hashSQL reads the schema that SchemaHash hashes.
