@@ -433,21 +433,7 @@ func (s *Store) onPreUpdate(cn *conn, d sqlite3.PreUpdateData) {
 		s.undo++ // outer captures' rows may change out of their sight
 		return
 	}
-	oldCol := func(i int) any {
-		v, err := d.Old(i)
-		if err != nil {
-			return nil
-		}
-		return copyValue(v)
-	}
-	newCol := func(i int) any {
-		v, err := d.New(i)
-		if err != nil {
-			return nil
-		}
-		return copyValue(v)
-	}
-	ev := m.event(d.Op, oldCol, newCol, d.OldRowID, d.NewRowID)
+	ev := m.event(d.Op, columnReader(d.Old), columnReader(d.New), d.OldRowID, d.NewRowID)
 	c.record(m, ev)
 	for _, outer := range s.captures[:n-1] {
 		outer.follow(m, ev)
@@ -623,24 +609,33 @@ func (m *tableMeta) image(col func(int) any) []any {
 	return row
 }
 
+// columnReader reads a column of a preupdate row by d.Old or d.New: a copy
+// of its value, or nil when it cannot be read.
+func columnReader(read func(int) (sqlite3.Value, error)) func(int) any {
+	return func(i int) any {
+		v, err := read(i)
+		if err != nil {
+			return nil
+		}
+		return copyValue(v)
+	}
+}
+
 func newRawEvent(d sqlite3.PreUpdateData, log *layoutLog) rawEvent {
 	n := d.Count()
 	ev := rawEvent{table: d.Table, op: d.Op, oldRowID: d.OldRowID, newRowID: d.NewRowID, cols: n, log: log, seq: log.seq}
-	if d.Op != sqlite3.AUTH_INSERT {
-		ev.old = make([]any, n)
-		for i := range n {
-			if v, err := d.Old(i); err == nil {
-				ev.old[i] = copyValue(v)
-			}
+	row := func(col func(int) any) []any {
+		r := make([]any, n)
+		for i := range r {
+			r[i] = col(i)
 		}
+		return r
+	}
+	if d.Op != sqlite3.AUTH_INSERT {
+		ev.old = row(columnReader(d.Old))
 	}
 	if d.Op != sqlite3.AUTH_DELETE {
-		ev.new = make([]any, n)
-		for i := range n {
-			if v, err := d.New(i); err == nil {
-				ev.new[i] = copyValue(v)
-			}
-		}
+		ev.new = row(columnReader(d.New))
 	}
 	return ev
 }
@@ -733,7 +728,7 @@ func (c *Capture) collect(read func(*touched) ([]any, []string, error)) []RowCha
 			ch.Op = OpInsert
 		case ch.After == nil:
 			ch.Op = OpDelete
-		case rowsEqual(ch.Before, ch.After):
+		case slices.EqualFunc(ch.Before, ch.After, valueEqual):
 			continue
 		default:
 			ch.Op = OpUpdate
@@ -1003,38 +998,25 @@ func schemaVersion(c *sqlite3.Conn) (int64, error) {
 // buildSelect returns the statement reading one row by key, or "" when the
 // table's rowid has no free name (every alias is a column).
 func (m *tableMeta) buildSelect() string {
-	var b strings.Builder
-	b.WriteString("SELECT ")
-	for i, n := range m.names {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(quoteIdent(n))
+	where := make([]string, len(m.pkNames))
+	for i, n := range m.pkNames {
+		where[i] = fmt.Sprintf("%s IS ?%d", quoteIdent(n), i+1)
 	}
-	b.WriteString(" FROM main.")
-	b.WriteString(quoteIdent(m.name))
-	b.WriteString(" WHERE ")
 	if len(m.pk) == 0 {
-		alias := ""
-		for _, a := range []string{"rowid", "_rowid_", "oid"} {
-			if !slices.ContainsFunc(m.names, func(n string) bool { return strings.EqualFold(n, a) }) {
-				alias = a
-				break
-			}
-		}
-		if alias == "" {
+		aliases := []string{"rowid", "_rowid_", "oid"}
+		i := slices.IndexFunc(aliases, func(a string) bool {
+			return !slices.ContainsFunc(m.names, func(n string) bool { return strings.EqualFold(n, a) })
+		})
+		if i < 0 {
 			return ""
 		}
-		b.WriteString(alias + " = ?1")
-		return b.String()
+		where = []string{aliases[i] + " = ?1"}
 	}
-	for i, cid := range m.pk {
-		if i > 0 {
-			b.WriteString(" AND ")
-		}
-		fmt.Fprintf(&b, "%s IS ?%d", quoteIdent(m.names[slices.Index(m.cids, cid)]), i+1)
+	cols := make([]string, len(m.names))
+	for i, n := range m.names {
+		cols[i] = quoteIdent(n)
 	}
-	return b.String()
+	return "SELECT " + strings.Join(cols, ", ") + " FROM main." + quoteIdent(m.name) + " WHERE " + strings.Join(where, " AND ")
 }
 
 func rowMap(names []string, row []any) map[string]any {
@@ -1059,19 +1041,6 @@ func reshape(names []string, row []any, to []string) []any {
 		}
 	}
 	return out
-}
-
-// rowsEqual reports whether two rows of the same shape hold equal values.
-func rowsEqual(a, b []any) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !valueEqual(a[i], b[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 func valueEqual(a, b any) bool {
