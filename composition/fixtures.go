@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
-	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -258,17 +259,9 @@ func CompareShape(ctx context.Context, s *fixture.Sidecar, sealed *Sealed) error
 		world, scope, schema string
 		aliases              []string
 	}
-	scopeText := func(p *string) string {
-		if p == nil {
-			return "null"
-		}
-		return fmt.Sprintf("%q", *p)
-	}
 	frozen := map[string]shape{"main": {world: s.World, scope: "null", schema: s.SchemaHash}}
 	for _, n := range s.Nodes {
-		a := slices.Clone(n.Aliases)
-		sort.Strings(a)
-		frozen[n.Path] = shape{world: n.World, scope: scopeText(n.Scope), schema: n.SchemaHash, aliases: a}
+		frozen[n.Path] = shape{world: n.World, scope: scopeText(n.Scope), schema: n.SchemaHash, aliases: slices.Sorted(slices.Values(n.Aliases))}
 	}
 	var problems []string
 	seen := map[string]bool{}
@@ -279,8 +272,7 @@ func CompareShape(ctx context.Context, s *fixture.Sidecar, sealed *Sealed) error
 			problems = append(problems, fmt.Sprintf("node added: %s (world %s, scope %s)", n.Path, n.World.Name(), scopeText(n.Scope)))
 			continue
 		}
-		a := slices.Clone(n.Aliases)
-		sort.Strings(a)
+		a := slices.Sorted(slices.Values(n.Aliases))
 		if f.world != n.World.Name() || f.scope != scopeText(n.Scope) || !slices.Equal(f.aliases, a) {
 			problems = append(problems, fmt.Sprintf("shape changed: node %s was world %s, scope %s, aliases [%s] and is now world %s, scope %s, aliases [%s]",
 				n.Path, f.world, f.scope, strings.Join(f.aliases, ", "), n.World.Name(), scopeText(n.Scope), strings.Join(a, ", ")))
@@ -294,15 +286,10 @@ func CompareShape(ctx context.Context, s *fixture.Sidecar, sealed *Sealed) error
 			problems = append(problems, fmt.Sprintf("schema drifted: node %s (world %s %s) has schema hash %s, the fixture was frozen at %s", n.Path, n.World.Name(), n.World.Version(), short(h), short(f.schema)))
 		}
 	}
-	var removed []string
-	for p := range frozen {
+	for _, p := range slices.Sorted(maps.Keys(frozen)) {
 		if !seen[p] {
-			removed = append(removed, p)
+			problems = append(problems, fmt.Sprintf("node removed: %s (world %s)", p, frozen[p].world))
 		}
-	}
-	sort.Strings(removed)
-	for _, p := range removed {
-		problems = append(problems, fmt.Sprintf("node removed: %s (world %s)", p, frozen[p].world))
 	}
 	if s.World != sealed.Root.Name() {
 		problems = append([]string{fmt.Sprintf("the fixture is of world %s, not %s", s.World, sealed.Root.Name())}, problems...)
@@ -313,13 +300,20 @@ func CompareShape(ctx context.Context, s *fixture.Sidecar, sealed *Sealed) error
 	return &env.WorldBug{Message: fmt.Sprintf("fixture %q does not match %s's composition: %s", s.ID, sealed.Root.Name(), strings.Join(problems, "; "))}
 }
 
+// scopeText writes a node's scope for messages: quoted, or null.
+func scopeText(p *string) string {
+	if p == nil {
+		return "null"
+	}
+	return strconv.Quote(*p)
+}
+
 // cloneScope returns a copy of a node's scope, so a record does not share it.
 func cloneScope(p *string) *string {
 	if p == nil {
 		return nil
 	}
-	s := *p
-	return &s
+	return new(*p)
 }
 
 func short(h string) string {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -208,12 +207,6 @@ func (i *Instance) reseal() (*Sealed, error) {
 // nodes of two seals of one root: added, removed, or of another world,
 // scope, position or set of aliases.
 func sameNodes(was, now *Sealed) error {
-	scopeText := func(p *string) string {
-		if p == nil {
-			return "null"
-		}
-		return strconv.Quote(*p)
-	}
 	var problems []string
 	for _, n := range now.Nodes {
 		old, ok := was.Node(n.Path)
@@ -327,8 +320,7 @@ func (i *Instance) State() env.StateDoc {
 		doc.ChangeLogTruncated = &env.ChangeLogTruncation{Dropped: i.changes.dropped, MaxBytes: i.changes.max}
 	}
 	if i.opts.EpisodeID != "" {
-		id := i.opts.EpisodeID
-		doc.EpisodeID = &id
+		doc.EpisodeID = new(i.opts.EpisodeID)
 	}
 	for _, r := range i.Composition() {
 		doc.Composition[r.Path] = r
