@@ -1,6 +1,7 @@
 package composition
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -64,22 +65,10 @@ func open(ctx context.Context, world *env.World, opts Options) (*Instance, error
 	if err := checkStartupKeys(sealed, opts.Startup); err != nil {
 		return nil, err
 	}
-	mode := opts.ClockMode
-	if mode == "" {
-		mode = world.Spec().DefaultClockMode
-	}
-	inst := &Instance{world: world, opts: opts, log: opts.Logger, pool: opts.Pool, lock: make(chan struct{}, 1)}
+	mode := cmp.Or(opts.ClockMode, world.Spec().DefaultClockMode)
+	inst := &Instance{world: world, opts: opts, log: cmp.Or(opts.Logger, discardLogger), pool: cmp.Or(opts.Pool, DefaultPool), lock: make(chan struct{}, 1)}
 	inst.sealed.Store(sealed)
-	inst.changes.max = opts.MaxChangeLogBytes
-	if inst.changes.max == 0 {
-		inst.changes.max = DefaultMaxChangeLogBytes
-	}
-	if inst.log == nil {
-		inst.log = discardLogger
-	}
-	if inst.pool == nil {
-		inst.pool = DefaultPool
-	}
+	inst.changes.max = cmp.Or(opts.MaxChangeLogBytes, DefaultMaxChangeLogBytes)
 	if opts.Fixture != "" {
 		if src, err = loadSource(world, sealed, opts); err != nil {
 			return nil, err
@@ -164,10 +153,7 @@ func checkStartupKeys(s *Sealed, kw map[string]any) error {
 		return nil
 	}
 	sort.Strings(unknown)
-	accepted := "none"
-	if len(s.StartupKeys) > 0 {
-		accepted = strings.Join(s.StartupKeys, ", ")
-	}
+	accepted := cmp.Or(strings.Join(s.StartupKeys, ", "), "none")
 	return env.Bugf("unknown startup keyword %q: no startup hook of %s's tree accepts it (accepted: %s)", strings.Join(unknown, `", "`), s.Root.Name(), accepted)
 }
 
@@ -235,13 +221,7 @@ func (i *Instance) closeStores() {
 // with every node's transaction open.
 func (i *Instance) runStartup(ctx context.Context) error {
 	order := i.sealed.Load().StartupOrder
-	hooksExist := false
-	for _, n := range order {
-		if len(n.World.Hooks()) > 0 {
-			hooksExist = true
-		}
-	}
-	if !hooksExist {
+	if !slices.ContainsFunc(order, func(n *Node) bool { return len(n.World.Hooks()) > 0 }) {
 		return nil
 	}
 	i.lockWait()

@@ -1,6 +1,7 @@
 package composition
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"reflect"
@@ -232,10 +233,7 @@ func (z *sealer) discover() error {
 			}
 		}
 		for _, e := range r.world.Edges() {
-			scope := r.scope
-			if e.Store != nil {
-				scope = e.Store
-			}
+			scope := cmp.Or(e.Store, r.scope)
 			p := e.Name
 			if r.path != "main" {
 				p = r.path + "/" + e.Name
@@ -245,11 +243,7 @@ func (z *sealer) discover() error {
 	}
 	for _, n := range z.s.Nodes {
 		for _, e := range n.World.Edges() {
-			scope := n.Scope
-			if e.Store != nil {
-				scope = e.Store
-			}
-			n.Children = append(n.Children, Child{Edge: e, Node: z.nodes[keyOf(e.Child, scope)]})
+			n.Children = append(n.Children, Child{Edge: e, Node: z.nodes[keyOf(e.Child, cmp.Or(e.Store, n.Scope))]})
 		}
 	}
 	return nil
