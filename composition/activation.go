@@ -80,9 +80,7 @@ func (a *activation) note(err error) error {
 // activate runs fn as a new activation. The caller holds the instance's
 // lock.
 func (i *Instance) activate(ctx context.Context, tool string, kind activationKind, fn func(a *activation) error) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx = cmp.Or(ctx, context.Background())
 	logging := kind == kindCall
 	if logging {
 		i.calls++

@@ -1,6 +1,7 @@
 package composition
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -96,14 +97,10 @@ func (i *Instance) CallDef(ctx context.Context, def *env.ToolDef, args any) (any
 }
 
 func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def *env.ToolDef, in any, raw json.RawMessage) (any, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	info := &env.CallInfo{Tool: name, Own: def.Name, Arguments: raw}
+	ctx = cmp.Or(ctx, context.Background())
+	info := &env.CallInfo{Tool: name, Own: def.Name, Node: "main", Arguments: raw}
 	if route != nil {
 		info.Node = route.Owner.Path
-	} else {
-		info.Node = "main"
 	}
 	var out any
 	run := func(a *activation, parent *turn) error {
@@ -150,10 +147,7 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 	if err != nil {
 		// A failure of the host is reported as such, whatever the world
 		// made of it: never as a tool's error the agent would learn from.
-		if infra == nil {
-			infra = err
-		}
-		if ie := Fault(infra, "the call could not complete"); ie != nil {
+		if ie := Fault(cmp.Or(infra, err), "the call could not complete"); ie != nil {
 			return nil, ie
 		}
 	}
@@ -197,9 +191,7 @@ var errClosed = errors.New("composition: instance is closed")
 // other methods without a context wait for the block: do not call them
 // inside it.)
 func (i *Instance) Bulk(ctx context.Context, fn func(c *env.Ctx) error) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx = cmp.Or(ctx, context.Background())
 	if _, err := i.reseal(); err != nil {
 		return err
 	}

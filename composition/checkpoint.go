@@ -2,6 +2,7 @@ package composition
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/gob"
 	"encoding/json"
@@ -255,9 +256,7 @@ func init() {
 // carry (a function, a channel, a type not registered with gob.Register),
 // naming the node and key.
 func (i *Instance) Checkpoint(ctx context.Context) (*Checkpoint, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx = cmp.Or(ctx, context.Background())
 	if _, err := i.reseal(); err != nil {
 		return nil, err
 	}
