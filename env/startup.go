@@ -1,6 +1,7 @@
 package env
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -83,10 +84,7 @@ func structKeys(t reflect.Type) []string {
 		if name == "-" {
 			continue
 		}
-		if name == "" {
-			name = f.Name
-		}
-		keys = append(keys, name)
+		keys = append(keys, cmp.Or(name, f.Name))
 	}
 	slices.Sort(keys)
 	return keys

@@ -1,6 +1,7 @@
 package env
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -200,11 +201,7 @@ func (t Task) Normalize() Task {
 	checks := slices.Clone(t.Checks)
 	for i := range checks {
 		if checks[i].Name == "" {
-			kind := checks[i].Kind()
-			if kind == "" {
-				kind = "check"
-			}
-			checks[i].Name = fmt.Sprintf("%s #%d", kind, i+1)
+			checks[i].Name = fmt.Sprintf("%s #%d", cmp.Or(checks[i].Kind(), "check"), i+1)
 		}
 	}
 	t.Checks = checks
@@ -354,9 +351,7 @@ func (w *World) AddTask(t Task) {
 		panic(&WorldBug{Message: fmt.Sprintf("%s.AddTask: %v", w.spec.Name, err), Where: where, Err: err})
 	}
 	t = t.Normalize()
-	if t.Source == "" {
-		t.Source = shortWhere(where)
-	}
+	t.Source = cmp.Or(t.Source, shortWhere(where))
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, old := range w.tasks {

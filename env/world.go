@@ -1,6 +1,7 @@
 package env
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io/fs"
@@ -134,9 +135,7 @@ func NewWorld(spec WorldSpec) *World {
 	if spec.Version == "" {
 		panic(&WorldBug{Message: fmt.Sprintf("NewWorld(%s): Version is required", spec.Name), Where: where})
 	}
-	if spec.StateFormat == "" {
-		spec.StateFormat = StateFormat
-	}
+	spec.StateFormat = cmp.Or(spec.StateFormat, StateFormat)
 	switch spec.DefaultClockMode {
 	case "":
 		spec.DefaultClockMode = ClockFrozen
