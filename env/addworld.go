@@ -95,12 +95,8 @@ func (w *World) AddWorld(child *World, opts ...AddOption) {
 	if e.AllowSet && e.BlockSet {
 		bug("give ToolAllowList or ToolBlockList, not both")
 	}
-	for _, list := range [][]string{e.Allow, e.Block} {
-		for _, n := range list {
-			if n == "" {
-				bug("a tool list holds an empty name")
-			}
-		}
+	if slices.Contains(e.Allow, "") || slices.Contains(e.Block, "") {
+		bug("a tool list holds an empty name")
 	}
 	if len(e.Startup) > 0 {
 		accepted := child.StartupKeys()

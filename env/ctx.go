@@ -1,6 +1,7 @@
 package env
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"time"
@@ -34,10 +35,7 @@ func NewCtx(ctx context.Context, clock func() time.Time, db DB, state map[string
 // Context returns the call's context: cancelled when the call's deadline
 // passes or its client goes away.
 func (c *Ctx) Context() context.Context {
-	if c.ctx == nil {
-		return context.Background()
-	}
-	return c.ctx
+	return cmp.Or(c.ctx, context.Background())
 }
 
 // Now returns the instance clock's time, the same one every SQL date

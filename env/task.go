@@ -176,12 +176,7 @@ func (c Check) Kind() string {
 }
 
 // EffectiveWeight returns the check's weight, 1 when Weight is 0.
-func (c Check) EffectiveWeight() float64 {
-	if c.Weight == 0 {
-		return 1
-	}
-	return c.Weight
-}
+func (c Check) EffectiveWeight() float64 { return cmp.Or(c.Weight, 1) }
 
 var taskIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 
@@ -228,10 +223,8 @@ func (t Task) Validate() error {
 			return fmt.Errorf("task %s: now %q is not an RFC 3339 instant", t.ID, t.Now)
 		}
 	}
-	for k := range t.Startup {
-		if k == "" {
-			return fmt.Errorf("task %s: startup keyword is empty", t.ID)
-		}
+	if _, ok := t.Startup[""]; ok {
+		return fmt.Errorf("task %s: startup keyword is empty", t.ID)
 	}
 	if t.Tools != nil && len(t.Tools) == 0 {
 		return fmt.Errorf("task %s: tools is an empty allow list; leave it out to allow every tool", t.ID)

@@ -1,6 +1,7 @@
 package env
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,12 +41,7 @@ type ToolDef struct {
 // or copies of one made by World.Clone.
 func (t *ToolDef) Same(other *ToolDef) bool { return t.root() == other.root() }
 
-func (t *ToolDef) root() *ToolDef {
-	if t.origin != nil {
-		return t.origin
-	}
-	return t
-}
+func (t *ToolDef) root() *ToolDef { return cmp.Or(t.origin, t) }
 
 // Info returns the listing entry for the tool under a published name.
 func (t *ToolDef) Info(name string) ToolInfo {
