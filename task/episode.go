@@ -1,6 +1,7 @@
 package task
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,12 +23,8 @@ var ErrNoTask = errors.New("task: the episode runs no task")
 // opts, with the task's fixture, now and seed where opts leaves them zero,
 // and the task's startup keywords under those of opts.
 func InstanceOptions(t env.Task, opts composition.Options) composition.Options {
-	if opts.Fixture == "" {
-		opts.Fixture = t.Fixture
-	}
-	if opts.Now == "" {
-		opts.Now = t.Now
-	}
+	opts.Fixture = cmp.Or(opts.Fixture, t.Fixture)
+	opts.Now = cmp.Or(opts.Now, t.Now)
 	if opts.Seed == 0 && t.Seed != nil {
 		opts.Seed = *t.Seed
 	}
@@ -205,8 +202,7 @@ func (e *Episode) Grade(ctx context.Context) (Result, error) {
 	defer e.mu.Unlock()
 	e.last = &res
 	if e.pending != nil {
-		reward, done := res.Reward, res.Done
-		e.pending.Reward, e.pending.Done = &reward, &done
+		e.pending.Reward, e.pending.Done = new(res.Reward), new(res.Done)
 		if err := e.flushLocked(); err != nil {
 			return res, err
 		}
@@ -230,8 +226,7 @@ func (e *Episode) LastGrade() (r Result, ok bool) {
 func (e *Episode) State() env.StateDoc {
 	doc := e.inst.State()
 	if e.hasTask {
-		id := e.task.ID
-		doc.Task = &id
+		doc.Task = new(e.task.ID)
 		if r, ok := e.LastGrade(); ok {
 			doc.Checks = r.Checks
 		}
@@ -329,8 +324,7 @@ func (e *Episode) Checkpoint(ctx context.Context) (*composition.Checkpoint, Save
 	defer e.mu.Unlock()
 	sv := Saved{Task: e.task.ID, Calls: e.calls, Header: e.header}
 	if e.last != nil {
-		last := *e.last
-		sv.Last = &last
+		sv.Last = new(*e.last)
 	}
 	return cp, sv, nil
 }

@@ -516,10 +516,7 @@ func (sh *shape) patterns(ctx context.Context, v *composition.View, texts []stri
 			return nil, err
 		}
 		if p.Table != "*" {
-			schema := "main"
-			if p.Node != "main" {
-				schema = composition.SchemaName(p.Node)
-			}
+			schema := composition.SchemaName(p.Node)
 			rows, err := v.Rows(ctx, fmt.Sprintf(`SELECT 1 FROM "%s".sqlite_schema WHERE type = 'table' AND name = ?`, schema), p.Table)
 			if err != nil {
 				return nil, err

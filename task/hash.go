@@ -23,10 +23,7 @@ func StateHash(ctx context.Context, inst *composition.Instance) (map[string]stri
 	v := inst.Inspect()
 	out := map[string]string{}
 	for _, n := range inst.Composition() {
-		schema := "main"
-		if n.Path != "main" {
-			schema = composition.SchemaName(n.Path)
-		}
+		schema := composition.SchemaName(n.Path)
 		tables, err := v.Rows(ctx, fmt.Sprintf(`SELECT name FROM %s.sqlite_schema WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE%%' ORDER BY name`, quoteIdent(schema)))
 		if err != nil {
 			return nil, fmt.Errorf("task: state hash of %s: %w", n.Path, err)

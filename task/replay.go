@@ -56,8 +56,7 @@ func ReplayTrajectory(ctx context.Context, w *env.World, tasks []env.Task, tr *T
 		// The header says what the instance was opened with, overrides
 		// included: it wins over the task's own values.
 		t.Fixture, t.Now, t.Startup = h.Fixture, h.Now, maps.Clone(h.Startup)
-		seed := h.Seed
-		t.Seed = &seed
+		t.Seed = new(h.Seed)
 	}
 	opts.Fixture, opts.Now, opts.Seed, opts.Startup = h.Fixture, h.Now, h.Seed, maps.Clone(h.Startup)
 	opts.ClockMode, opts.ControlTools, opts.EpisodeID = h.ClockMode, h.ControlTools, h.EpisodeID
@@ -130,15 +129,10 @@ func diffEnd(end EndLine, rep *Replay) []string {
 	if end.StateSHA256 != nil {
 		// Every path of either side, sorted, so the message is the same on
 		// every run.
-		paths := slices.Collect(maps.Keys(end.StateSHA256))
-		for p := range rep.StateSHA256 {
-			if _, ok := end.StateSHA256[p]; !ok {
-				paths = append(paths, p)
-			}
-		}
+		paths := slices.AppendSeq(slices.Collect(maps.Keys(end.StateSHA256)), maps.Keys(rep.StateSHA256))
 		slices.Sort(paths)
 		var diff []string
-		for _, p := range paths {
+		for _, p := range slices.Compact(paths) {
 			if end.StateSHA256[p] != rep.StateSHA256[p] {
 				diff = append(diff, p)
 			}
