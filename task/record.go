@@ -107,8 +107,7 @@ func NewCallLine(tool string, args json.RawMessage, result any, callErr error) (
 	case json.Valid(args):
 		l.Arguments = compactJSON(args)
 	default:
-		s := string(args)
-		l.Arguments, l.ArgumentsText = json.RawMessage("null"), &s
+		l.Arguments, l.ArgumentsText = json.RawMessage("null"), new(string(args))
 	}
 	if callErr != nil {
 		l.Error = &CallError{Message: callErr.Error()}
@@ -195,7 +194,7 @@ func (r *Recorder) Start(h Header) (*Recording, error) {
 		}
 	}
 	rec := &Recording{f: f}
-	if err := rec.write(h); err != nil {
+	if err := rec.writeLocked(h); err != nil { // rec is not shared yet
 		f.Close()
 		os.Remove(f.Name())
 		return nil, err
@@ -252,12 +251,6 @@ func (r *Recording) Close() error {
 	}
 	r.closed = true
 	return r.f.Close()
-}
-
-func (r *Recording) write(v any) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.writeLocked(v)
 }
 
 func (r *Recording) writeLocked(v any) error {
