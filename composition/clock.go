@@ -58,14 +58,6 @@ func (c *clock) nowLocked() time.Time {
 	return t.UTC()
 }
 
-// advance moves the clock forward by d. The clock is a time.Time, not a
-// sum of durations, so no number of advances overflows it.
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.base = c.base.Add(d)
-	c.mu.Unlock()
-}
-
 // advanceWithin moves the clock forward by d unless that would take it
 // past limit; it returns the time the clock would show and whether it
 // moved.
@@ -87,10 +79,14 @@ func (c *clock) set(t time.Time) {
 	c.mu.Unlock()
 }
 
-// stepped is called after each agent call.
+// stepped is called after each agent call: in step mode it moves the clock
+// forward by a tick. The clock is a time.Time, not a sum of durations, so no
+// number of steps overflows it.
 func (c *clock) stepped() {
 	if c.mode == env.ClockStep {
-		c.advance(c.tick)
+		c.mu.Lock()
+		c.base = c.base.Add(c.tick)
+		c.mu.Unlock()
 	}
 }
 
