@@ -736,10 +736,7 @@ func (c *Capture) collect(read func(*touched) ([]any, []string, error)) []RowCha
 		out = append(out, ch)
 	}
 	slices.SortStableFunc(out, func(a, b RowChange) int {
-		if c := strings.Compare(a.Table, b.Table); c != 0 {
-			return c
-		}
-		return CompareKeys(a.KeyValues, b.KeyValues)
+		return cmp.Or(strings.Compare(a.Table, b.Table), CompareKeys(a.KeyValues, b.KeyValues))
 	})
 	return out
 }

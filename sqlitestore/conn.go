@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -220,11 +221,8 @@ func openConn(ctx context.Context, uri string, maxMemory int64, now func() time.
 // close finalizes every statement of the connection (the cache and any left
 // by users of the raw connection) and closes it.
 func (cn *conn) close() error {
-	var open []*sqlite3.Stmt
-	for st := range cn.c.Stmts() {
-		open = append(open, st)
-	}
-	for _, st := range open {
+	// Collected first: closing a statement removes it from what Stmts ranges over.
+	for _, st := range slices.Collect(cn.c.Stmts()) {
 		st.Close()
 	}
 	cn.stmts, cn.order = nil, nil

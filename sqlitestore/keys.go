@@ -180,13 +180,10 @@ func blobAffinity(typ string, strict bool) bool {
 	has := func(s ...string) bool {
 		return slices.ContainsFunc(s, func(s string) bool { return strings.Contains(t, s) })
 	}
-	switch {
-	case has("INT", "CHAR", "CLOB", "TEXT"):
+	if has("INT", "CHAR", "CLOB", "TEXT") {
 		return false
-	case t == "" || has("BLOB"):
-		return true
 	}
-	return false // REAL or NUMERIC
+	return t == "" || has("BLOB") // otherwise REAL or NUMERIC
 }
 
 // hasEveryFold reports whether names holds each of want, ignoring case.
