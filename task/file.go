@@ -2,6 +2,7 @@ package task
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -235,35 +236,29 @@ func nodeValue(n *yaml.Node, key string) (any, error) {
 		}
 		return out, nil
 	case yaml.ScalarNode:
-		var v any
 		switch n.ShortTag() {
 		case "!!null":
 			return nil, nil
 		case "!!bool":
-			var b bool
-			err := n.Decode(&b)
-			v = b
-			if err != nil {
-				return nil, &FileError{Line: n.Line, Key: key, Msg: err.Error()}
-			}
+			return scalarValue[bool](n, key, "")
 		case "!!int":
-			var i int64
-			if err := n.Decode(&i); err != nil {
-				return nil, &FileError{Line: n.Line, Key: key, Msg: "integer out of range: " + n.Value}
-			}
-			v = i
+			return scalarValue[int64](n, key, "integer out of range: "+n.Value)
 		case "!!float":
-			var f float64
-			if err := n.Decode(&f); err != nil {
-				return nil, &FileError{Line: n.Line, Key: key, Msg: err.Error()}
-			}
-			v = f
-		default:
-			v = n.Value
+			return scalarValue[float64](n, key, "")
 		}
-		return v, nil
+		return n.Value, nil
 	}
 	return nil, &FileError{Line: n.Line, Key: key, Msg: "want a value, got " + yamlnode.Describe(n)}
+}
+
+// scalarValue decodes a scalar node as a T. A failure is a *FileError
+// saying msg, or the decoder's own message when msg is "".
+func scalarValue[T any](n *yaml.Node, key, msg string) (any, error) {
+	var v T
+	if err := n.Decode(&v); err != nil {
+		return nil, &FileError{Line: n.Line, Key: key, Msg: cmp.Or(msg, err.Error())}
+	}
+	return v, nil
 }
 
 // keyNode returns the value of key in mapping m.
@@ -362,28 +357,26 @@ func checkNode(n *yaml.Node, t reflect.Type, key string) error {
 		}
 		return nil
 	}
-	tag := n.ShortTag()
-	switch t.Kind() {
-	case reflect.String:
-		if n.Kind != yaml.ScalarNode || (tag != "!!str" && tag != "!!timestamp") {
-			return bad("a string")
-		}
-	case reflect.Int64:
-		if n.Kind != yaml.ScalarNode || tag != "!!int" {
-			return bad("an integer")
-		}
-	case reflect.Float64:
-		if n.Kind != yaml.ScalarNode || (tag != "!!int" && tag != "!!float") {
-			return bad("a number")
-		}
-	case reflect.Bool:
-		if n.Kind != yaml.ScalarNode || tag != "!!bool" {
-			return bad("a boolean")
-		}
-	default:
+	want, ok := scalarKinds[t.Kind()]
+	if !ok {
 		return fmt.Errorf("task: checkNode: unhandled type %s", t)
 	}
+	if n.Kind != yaml.ScalarNode || !slices.Contains(want.tags, n.ShortTag()) {
+		return bad(want.name)
+	}
 	return nil
+}
+
+// scalarKinds are the scalar field kinds of the tasks file: what a value
+// of each is called in messages, and the YAML tags it accepts.
+var scalarKinds = map[reflect.Kind]struct {
+	name string
+	tags []string
+}{
+	reflect.String:  {"a string", []string{"!!str", "!!timestamp"}},
+	reflect.Int64:   {"an integer", []string{"!!int"}},
+	reflect.Float64: {"a number", []string{"!!int", "!!float"}},
+	reflect.Bool:    {"a boolean", []string{"!!bool"}},
 }
 
 // checkMapping checks a mapping's keys (strings, no duplicates) and each
