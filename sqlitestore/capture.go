@@ -92,10 +92,7 @@ type RowChange struct {
 // Change returns r as a Change, with maps of its own: Key, Before and After
 // are fresh on every call, KeyValues is r's.
 func (r RowChange) Change() Change {
-	ch := Change{Table: r.Table, Op: r.Op, KeyValues: r.KeyValues, Key: make(map[string]any, len(r.KeyNames))}
-	for i, n := range r.KeyNames {
-		ch.Key[n] = r.KeyValues[i]
-	}
+	ch := Change{Table: r.Table, Op: r.Op, KeyValues: r.KeyValues, Key: rowMap(r.KeyNames, r.KeyValues)}
 	if r.Before != nil {
 		ch.Before = rowMap(r.Names, r.Before)
 	}
@@ -1016,6 +1013,8 @@ func (m *tableMeta) buildSelect() string {
 	return "SELECT " + strings.Join(cols, ", ") + " FROM main." + quoteIdent(m.name) + " WHERE " + strings.Join(where, " AND ")
 }
 
+// rowMap returns row as column name -> value, by names; when two names are
+// the same, the later one wins.
 func rowMap(names []string, row []any) map[string]any {
 	m := make(map[string]any, len(names))
 	for i, n := range names {

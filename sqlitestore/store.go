@@ -117,11 +117,7 @@ type ReadLimit struct {
 func (r *Rows) Maps() []map[string]any {
 	out := make([]map[string]any, len(r.Values))
 	for i, row := range r.Values {
-		m := make(map[string]any, len(r.Columns))
-		for j, c := range r.Columns {
-			m[c] = row[j]
-		}
-		out[i] = m
+		out[i] = rowMap(r.Columns, row)
 	}
 	return out
 }
