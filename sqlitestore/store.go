@@ -361,7 +361,10 @@ func statement[T any](s *Store, ctx context.Context, sql string, run func(*conn)
 		if err := s.refreshMetaLocked(cn); err != nil {
 			return err
 		}
-		info, err := s.allowSQLLocked(cn, sql)
+		_, info, err := cn.prepareKind(sql)
+		if err == nil {
+			err = s.allowLocked(cn, sql, info)
+		}
 		if err != nil {
 			return err
 		}

@@ -93,15 +93,6 @@ func (s *Store) allowLocked(cn *conn, text string, info stmtInfo) error {
 	return nil
 }
 
-// allowSQLLocked is allowLocked for one statement not prepared yet.
-func (s *Store) allowSQLLocked(cn *conn, sql string) (stmtInfo, error) {
-	_, info, err := cn.prepareKind(sql)
-	if err != nil {
-		return info, err
-	}
-	return info, s.allowLocked(cn, sql, info)
-}
-
 // noteSavepointLocked updates the innermost frame's savepoints after a
 // savepoint statement ran.
 func (s *Store) noteSavepointLocked(info stmtInfo) {
