@@ -26,20 +26,13 @@ import (
 // dateFuncs are the built-ins shadowed with every arity.
 var dateFuncs = []string{"date", "time", "datetime", "julianday", "unixepoch", "strftime", "timediff"}
 
-// currentFuncs map the CURRENT_* keywords to the built-in they mean.
-var currentFuncs = map[string]string{
-	"current_timestamp": "datetime",
-	"current_date":      "date",
-	"current_time":      "time",
-}
-
-// currentLayouts are the formats of CURRENT_TIMESTAMP, CURRENT_DATE and
-// CURRENT_TIME, computed in Go for the years SQLite formats plainly (0 to
+// currentFuncs map the CURRENT_* keywords to the built-in they mean and
+// to its format, computed in Go for the years SQLite formats plainly (0 to
 // 9999); SQLite truncates to the second, and so does the layout.
-var currentLayouts = map[string]string{
-	"datetime": "2006-01-02 15:04:05",
-	"date":     "2006-01-02",
-	"time":     "15:04:05",
+var currentFuncs = map[string]struct{ fn, layout string }{
+	"current_timestamp": {"datetime", "2006-01-02 15:04:05"},
+	"current_date":      {"date", "2006-01-02"},
+	"current_time":      {"time", "15:04:05"},
 }
 
 // nowLayout is the text 'now' becomes: SQLite's own precision (milliseconds).
@@ -65,8 +58,8 @@ func installClock(c *sqlite3.Conn, now func() time.Time) error {
 			return err
 		}
 	}
-	for kw, fn := range currentFuncs {
-		layout := currentLayouts[fn]
+	for kw, cf := range currentFuncs {
+		fn, layout := cf.fn, cf.layout
 		if err := c.CreateFunction(kw, 0, flags, func(ctx sqlite3.Context, _ ...sqlite3.Value) {
 			if t := now().UTC(); t.Year() >= 0 && t.Year() <= 9999 {
 				var buf [len("2006-01-02 15:04:05")]byte
