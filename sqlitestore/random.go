@@ -27,10 +27,7 @@ func installRandom(c *sqlite3.Conn, next func() uint64) error {
 		return err
 	}
 	return c.CreateFunction("randomblob", 1, sqlite3.INNOCUOUS, func(ctx sqlite3.Context, args ...sqlite3.Value) {
-		n := args[0].Int64()
-		if n < 1 {
-			n = 1 // as SQLite's randomblob
-		}
+		n := max(args[0].Int64(), 1) // as SQLite's randomblob
 		if n > MaxLength {
 			ctx.ResultError(sqlite3.TOOBIG)
 			return
