@@ -5,10 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/seahaven/seahaven/env"
@@ -143,16 +143,10 @@ func checkSpace(dir string, src *source, minFree int64) error {
 }
 
 func checkStartupKeys(s *Sealed, kw map[string]any) error {
-	var unknown []string
-	for k := range kw {
-		if !slices.Contains(s.StartupKeys, k) {
-			unknown = append(unknown, k)
-		}
-	}
+	unknown := slices.DeleteFunc(slices.Sorted(maps.Keys(kw)), func(k string) bool { return slices.Contains(s.StartupKeys, k) })
 	if len(unknown) == 0 {
 		return nil
 	}
-	sort.Strings(unknown)
 	accepted := cmp.Or(strings.Join(s.StartupKeys, ", "), "none")
 	return env.Bugf("unknown startup keyword %q: no startup hook of %s's tree accepts it (accepted: %s)", strings.Join(unknown, `", "`), s.Root.Name(), accepted)
 }

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
@@ -329,7 +328,7 @@ func (z *sealer) startupOrder() []*Node {
 	}
 	walk(z.s.Nodes[0])
 	order := slices.Clone(z.s.Nodes)
-	sort.SliceStable(order, func(i, j int) bool { return last[order[i]] < last[order[j]] })
+	slices.SortStableFunc(order, func(a, b *Node) int { return cmp.Compare(last[a], last[b]) })
 	return order
 }
 

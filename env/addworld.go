@@ -100,14 +100,8 @@ func (w *World) AddWorld(child *World, opts ...AddOption) {
 	}
 	if len(e.Startup) > 0 {
 		accepted := child.StartupKeys()
-		var unknown []string
-		for k := range e.Startup {
-			if !slices.Contains(accepted, k) {
-				unknown = append(unknown, k)
-			}
-		}
+		unknown := slices.DeleteFunc(slices.Sorted(maps.Keys(e.Startup)), func(k string) bool { return slices.Contains(accepted, k) })
 		if len(unknown) > 0 {
-			slices.Sort(unknown)
 			bug("startup keyword %s is not accepted by any startup hook of %s (accepted: %s)",
 				quoteList(unknown), child.Name(), orNone(accepted))
 		}
