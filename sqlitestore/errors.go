@@ -110,15 +110,10 @@ func isStorageCode(code sqlite3.ExtendedErrorCode) bool {
 // Error returns "sqlitestore: " followed by SQLite's message, and the failing
 // statement of a script when there is one.
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("sqlitestore: ")
-	b.WriteString(e.Message)
-	if e.Statement != "" {
-		b.WriteString(" (in statement: ")
-		b.WriteString(abbreviate(e.Statement, 200))
-		b.WriteString(")")
+	if e.Statement == "" {
+		return "sqlitestore: " + e.Message
 	}
-	return b.String()
+	return "sqlitestore: " + e.Message + " (in statement: " + abbreviate(e.Statement, 200) + ")"
 }
 
 // Unwrap returns the driver's error and, where they apply, the context's
