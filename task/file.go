@@ -40,18 +40,14 @@ type FileError struct {
 
 // Error returns "path:line: key: message", leaving out unknown parts.
 func (e *FileError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Path)
+	s := e.Path
 	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
+		s += fmt.Sprintf(":%d", e.Line)
 	}
 	if e.Key != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Key)
+		s += ": " + e.Key
 	}
-	b.WriteString(": ")
-	b.WriteString(e.Msg)
-	return b.String()
+	return s + ": " + e.Msg
 }
 
 // fileDoc is the whole tasks file.
