@@ -206,8 +206,7 @@ func valuesOf(vs []any) []value {
 		case int64:
 			out[k].I = &v
 		case float64:
-			bits := math.Float64bits(v)
-			out[k].F = &bits
+			out[k].F = new(math.Float64bits(v))
 		case string:
 			out[k].S = &v
 		case []byte:

@@ -423,8 +423,7 @@ func (i *Instance) Freeze(ctx context.Context, id, description string, opts Free
 // The caller holds the instance's lock.
 func (i *Instance) sidecar(id, description string, files map[string]string, parent *string) *fixture.Sidecar {
 	if parent == nil && i.fixture != nil {
-		p := i.fixture.ID
-		parent = &p
+		parent = new(i.fixture.ID)
 	}
 	rootNode := i.nodes[0].node
 	s := &fixture.Sidecar{
