@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -205,11 +204,7 @@ func DeclareWorlds[T any](w *World) {
 }
 
 // DeclaredWorlds returns the struct types declared with DeclareWorlds.
-func (w *World) DeclaredWorlds() []*Declared {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.declared)
-}
+func (w *World) DeclaredWorlds() []*Declared { return cloneLocked(w, &w.declared) }
 
 // WorldsOf fills a T's *Handle fields from c.Worlds, by child name.
 func WorldsOf[T any](c *Ctx) T {

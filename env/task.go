@@ -357,8 +357,4 @@ func (w *World) AddTask(t Task) {
 
 // Tasks returns the tasks registered on w with AddTask, in registration
 // order.
-func (w *World) Tasks() []Task {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.tasks)
-}
+func (w *World) Tasks() []Task { return cloneLocked(w, &w.tasks) }

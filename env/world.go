@@ -208,10 +208,13 @@ func (w *World) WithFixturesDir(dir string) *World {
 }
 
 // Tools returns the world's own tools in registration order.
-func (w *World) Tools() []*ToolDef {
+func (w *World) Tools() []*ToolDef { return cloneLocked(w, &w.tools) }
+
+// cloneLocked returns a copy of one of w's registries, read under w.mu.
+func cloneLocked[T any](w *World, registry *[]T) []T {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return slices.Clone(w.tools)
+	return slices.Clone(*registry)
 }
 
 // Tool returns the world's own tool of that name, or nil.
@@ -222,25 +225,13 @@ func (w *World) Tool(name string) *ToolDef {
 }
 
 // Middleware returns the world's middleware, outermost first.
-func (w *World) Middleware() []Middleware {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.middleware)
-}
+func (w *World) Middleware() []Middleware { return cloneLocked(w, &w.middleware) }
 
 // Hooks returns the world's startup hooks in registration order.
-func (w *World) Hooks() []*StartupHook {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.hooks)
-}
+func (w *World) Hooks() []*StartupHook { return cloneLocked(w, &w.hooks) }
 
 // Edges returns the world's AddWorld registrations in order.
-func (w *World) Edges() []*Edge {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.edges)
-}
+func (w *World) Edges() []*Edge { return cloneLocked(w, &w.edges) }
 
 // StartupKeys returns the sorted keyword names the world's own hooks accept.
 func (w *World) StartupKeys() []string {
