@@ -463,23 +463,9 @@ func (s *Server) guard(what string, fn func()) (perr *protoError) {
 // guardCtx is guard for work done under ctx: the log line of a panic also
 // names ctx's session and how long fn ran.
 func (s *Server) guardCtx(ctx context.Context, what string, fn func()) (perr *protoError) {
-	return s.guardNamed(ctx, what, "", fn)
-}
-
-// guardTool is guardCtx for a call of the tool name: the panic names it as
-// tool "name", a string made only when there is a panic.
-func (s *Server) guardTool(ctx context.Context, name string, fn func()) (perr *protoError) {
-	return s.guardNamed(ctx, "", name, fn)
-}
-
-// guardNamed is guardCtx for what, or for the tool named tool when what is "".
-func (s *Server) guardNamed(ctx context.Context, what, tool string, fn func()) (perr *protoError) {
 	start := time.Now()
 	defer func() {
 		if v := recover(); v != nil {
-			if what == "" {
-				what = fmt.Sprintf("tool %q", tool)
-			}
 			s.log.Error("openenv: recovered a panic", append(sessionAttrs(ctx), durationMS(time.Since(start)),
 				"in", what, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))...)
 			perr = newError(codeExecution, "internal error: %s panicked: %v", what, v)

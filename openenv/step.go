@@ -171,7 +171,7 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 	defer cancel()
 	var out toolOutcome
 	var infra *protoError
-	perr := s.guardTool(ctx, name, func() {
+	perr := s.guardCtx(ctx, fmt.Sprintf("tool %q", name), func() {
 		res, err := inst.CallJSON(cctx, name, args)
 		if infra = s.infraFailure(ctx, opCall, err); infra != nil {
 			return
