@@ -392,12 +392,6 @@ func (s *Server) rpcSessionCreate(ctx context.Context, id json.RawMessage, rawPa
 	return rpcResult(id, sessionResult{SessionID: ss.id})
 }
 
-// start opens a new session's instance with the default options.
-func (ss *session) start(ctx context.Context) *protoError {
-	_, perr := withInstance(ss, ctx, func(context.Context) (any, *protoError) { return nil, nil })
-	return perr
-}
-
 // rpcSessionClose answers openenv/session/close. A WebSocket's session
 // lives as long as its socket and cannot be closed this way.
 func (s *Server) rpcSessionClose(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, ws *session) rpcResponse {
@@ -463,30 +457,30 @@ func (s *Server) rpcInitializeSession(ctx context.Context, id json.RawMessage, p
 }
 
 // startMCPSession makes an MCP session (newMCPSession) and opens its
-// instance (setUp), ending it again when that fails.
+// instance: with the reset data of the request's URL query or params
+// (mcpSetupKey) when it has them, with the default options otherwise. It
+// ends the session again when that fails.
 func (s *Server) startMCPSession(ctx context.Context) (*session, *protoError) {
 	ss, perr := s.newMCPSession(ctx)
-	if perr == nil {
-		if perr = ss.setUp(ctx); perr != nil {
-			ss.stop(closeAbort, "opening the instance failed")
-			ss.end()
-		}
+	if perr != nil {
+		return nil, perr
+	}
+	if req, ok := ctx.Value(mcpSetupKey{}).(resetData); ok {
+		perr = ss.reset(ctx, req)
+	} else {
+		_, perr = withInstance(ss, ctx, func(context.Context) (any, *protoError) { return nil, nil })
+	}
+	if perr != nil {
+		ss.stop(closeAbort, "opening the instance failed")
+		ss.end()
 	}
 	return ss, perr
 }
 
 // mcpSetupKey carries the reset data of a POST /mcp URL's query (see
-// resetFromQuery) to the initialize that starts the session.
+// resetFromQuery) or of openenv/session/create's params to the request
+// that starts the session.
 type mcpSetupKey struct{}
-
-// setUp opens a new MCP session's instance: with the reset data of the
-// request's URL query when it has one, with the default options otherwise.
-func (ss *session) setUp(ctx context.Context) *protoError {
-	if req, ok := ctx.Value(mcpSetupKey{}).(resetData); ok {
-		return ss.reset(ctx, req)
-	}
-	return ss.start(ctx)
-}
 
 // resetFromQuery reads a standard MCP client's episode set-up from the
 // /mcp URL's query, which takes the keys of reset data: fixture, seed,
