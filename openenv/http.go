@@ -36,7 +36,12 @@ func (s *Server) routes() http.Handler {
 	r.Get("/health", serveHealth)
 	r.Get("/metadata", s.serveMetadata)
 	r.Get("/schema", s.serveSchema)
-	r.Get("/openapi.json", s.serveOpenAPI)
+	// In production mode the description omits the episode routes.
+	openAPI := openAPIDoc
+	if s.cfg.Production {
+		openAPI = productionOpenAPI
+	}
+	r.Get("/openapi.json", serveOpenAPI(openAPI))
 	r.Get("/fixtures", s.serveFixtures)
 	r.Get("/composition", s.serveComposition)
 	r.Get("/tasks", s.serveTasks)

@@ -36,10 +36,7 @@ func (s *Server) agentRoutes() http.Handler {
 	r.Get("/health", serveHealth)
 	r.Get("/metadata", s.serveMetadata)
 	r.Get("/schema", s.serveSchema)
-	r.Get("/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
-		b, err := agentOpenAPI()
-		writeOpenAPI(w, b, err)
-	})
+	r.Get("/openapi.json", serveOpenAPI(agentOpenAPI))
 	agent := func(h http.HandlerFunc) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			h(w, r.WithContext(context.WithValue(r.Context(), agentListenerKey{}, true)))
@@ -116,23 +113,4 @@ func (s *Server) probe(w http.ResponseWriter, accepting bool) {
 		}
 		writeJSON(w, http.StatusOK, health{Status: status})
 	}
-}
-
-// openAPIServed returns the description of the routes Handler serves: all
-// of them, or without the episode routes in production mode.
-func (s *Server) openAPIServed() ([]byte, error) {
-	if s.cfg.Production {
-		return productionOpenAPI()
-	}
-	return openAPIDoc()
-}
-
-// writeOpenAPI writes an OpenAPI description or the error making it.
-func writeOpenAPI(w http.ResponseWriter, b []byte, err error) {
-	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, newError(codeExecution, "%v", err).httpBody())
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(b)
 }
