@@ -426,17 +426,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return wait(closed)
 }
 
-// drainParallel is how many sessions Shutdown checkpoints at once: half
-// the CPUs, so that the sessions of other servers on the host, or of this
-// one still stepping, keep their share.
-func drainParallel() int { return max(1, runtime.GOMAXPROCS(0)/2) }
-
 // drain checkpoints the sessions of list (see session.drain), a few at a
 // time, within ctx.
 func (s *Server) drain(ctx context.Context, list []*session) {
 	start := time.Now()
 	var g errgroup.Group
-	g.SetLimit(drainParallel())
+	// Half the CPUs, so that the sessions of other servers on the host, or
+	// of this one still stepping, keep their share.
+	g.SetLimit(max(1, runtime.GOMAXPROCS(0)/2))
 	for _, ss := range list {
 		g.Go(func() error {
 			ss.drain(ctx)

@@ -196,8 +196,7 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 		out.result = raw
 	})
 	if infra != nil {
-		s.observeCall(ctx, start, name, out, infra)
-		return out, infra
+		perr = infra
 	}
 	s.observeCall(ctx, start, name, out, perr)
 	return out, perr

@@ -197,7 +197,11 @@ func (wc *wsConn) write(frame any) error {
 	case err != nil:
 		b, err = encode(newError(codeExecution, "reply cannot be encoded as JSON: %v", err).frame())
 	case len(b) > wc.srv.cfg.MaxReplyBytes:
-		wc.srv.log.Warn("openenv: a reply exceeds the reply limit", "session", wc.ref(), "bytes", len(b), "limit", wc.srv.cfg.MaxReplyBytes)
+		var ref string // none on a refused connection
+		if wc.ss != nil {
+			ref = wc.ss.ref
+		}
+		wc.srv.log.Warn("openenv: a reply exceeds the reply limit", "session", ref, "bytes", len(b), "limit", wc.srv.cfg.MaxReplyBytes)
 		b, err = encode(replyTooLarge(len(b), wc.srv.cfg.MaxReplyBytes).frame())
 	}
 	if err != nil {
@@ -210,14 +214,6 @@ func (wc *wsConn) write(frame any) error {
 	}
 	wc.written.Add(1)
 	return nil
-}
-
-// ref is the session's ref for logs, "" on a refused connection.
-func (wc *wsConn) ref() string {
-	if wc.ss == nil {
-		return ""
-	}
-	return wc.ss.ref
 }
 
 // maxPooledFrame is the largest reply buffer kept for reuse.
