@@ -399,31 +399,24 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, ss := range list {
 		ss.expire("server shutting down")
 	}
-	wait := func(done <-chan struct{}) error {
-		select {
-		case <-done:
-			return nil
-		case <-ctx.Done():
-			return fmt.Errorf("openenv: shutdown: %w", ctx.Err())
-		}
-	}
-	for _, ss := range list {
-		if err := wait(ss.done); err != nil {
-			return err
-		}
-	}
-	if reaping {
-		if err := wait(s.reaperDone); err != nil {
-			return err
-		}
-	}
-	// Every session has ended, so no reset starts another close.
-	closed := make(chan struct{})
+	done := make(chan struct{})
 	go func() {
+		for _, ss := range list {
+			<-ss.done
+		}
+		if reaping {
+			<-s.reaperDone
+		}
+		// Every session has ended, so no reset starts another close.
 		s.closers.Wait()
-		close(closed)
+		close(done)
 	}()
-	return wait(closed)
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("openenv: shutdown: %w", ctx.Err())
+	}
 }
 
 // drain checkpoints the sessions of list (see session.drain), a few at a
