@@ -322,20 +322,16 @@ func (wc *wsConn) readMessage(ctx context.Context) (inbound, error) {
 			readBuffers.Put(buf)
 		}
 	}()
-	n, err := io.Copy(buf, io.LimitReader(r, min(limit+1, LargeMessageBytes+1)))
+	if wc.srv.large != nil {
+		r = &pacedBody{ReadCloser: io.NopCloser(r), s: wc.srv, ctx: wc.ss.ctx}
+	}
+	n, err := io.Copy(buf, io.LimitReader(r, limit+1))
 	if err != nil {
 		return inbound{}, err
 	}
-	if n > LargeMessageBytes {
-		more, err := wc.srv.readLarge(wc.ss.ctx, buf, r, limit+1-n)
-		if err != nil {
-			return inbound{}, err
-		}
-		n += more
-	}
 	if n > limit {
 		most := drainFactor * limit
-		rest, err := wc.srv.readLarge(wc.ss.ctx, io.Discard, r, most-n+1)
+		rest, err := io.Copy(io.Discard, io.LimitReader(r, most-n+1))
 		if err != nil {
 			return inbound{}, err
 		}
@@ -365,31 +361,9 @@ func (wc *wsConn) readMessage(ctx context.Context) (inbound, error) {
 	return inbound{data: bytes.Clone(buf.Bytes())}, nil
 }
 
-// readLarge copies at most n more bytes of a large message from r to w, in
-// chunks read no faster than LargeMessageRate allows across the server. It
-// returns the bytes copied.
-func (s *Server) readLarge(ctx context.Context, w io.Writer, r io.Reader, n int64) (int64, error) {
-	if s.large == nil {
-		return io.Copy(w, io.LimitReader(r, n))
-	}
-	var copied int64
-	for copied < n {
-		chunk := min(n-copied, largeChunk)
-		if err := s.large.WaitN(ctx, int(chunk)); err != nil {
-			return copied, err
-		}
-		m, err := io.Copy(w, io.LimitReader(r, chunk))
-		copied += m
-		if err != nil || m < chunk {
-			return copied, err
-		}
-	}
-	return copied, nil
-}
-
-// pacedBody is a request body whose bytes past LargeMessageBytes are read
-// no faster than LargeMessageRate allows across the server, as a large
-// WebSocket message's are.
+// pacedBody is a request body or a WebSocket message whose bytes past
+// LargeMessageBytes are read no faster than LargeMessageRate allows across
+// the server.
 type pacedBody struct {
 	io.ReadCloser
 	s    *Server
