@@ -41,6 +41,15 @@ func rpcProto(id json.RawMessage, perr *protoError) rpcResponse {
 	return rpcResponse{JSONRPC: "2.0", ID: id, Error: perr.rpcError()}
 }
 
+// rpcAnswer is the response of a method that returned result, or failed
+// with perr.
+func rpcAnswer(id json.RawMessage, result any, perr *protoError) rpcResponse {
+	if perr != nil {
+		return rpcProto(id, perr)
+	}
+	return rpcResult(id, result)
+}
+
 // rpcRequest is a JSON-RPC 2.0 request, or a notification when it has no
 // id. Params are read by each method.
 type rpcRequest struct {
@@ -111,7 +120,6 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		}
 		ctx = context.WithValue(ctx, mcpSetupKey{}, req)
 	}
-	r = r.WithContext(ctx)
 	mode, bound := rpcPost, (*session)(nil)
 	if sid := r.Header.Get(MCPSessionHeader); sid != "" {
 		bound = s.lookup(sid)
@@ -123,7 +131,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		}
 		mode = rpcStandard
 	}
-	resp, notify, created := s.handleRPC(r.Context(), body, bound, mode)
+	resp, notify, created := s.handleRPC(ctx, body, bound, mode)
 	if created != "" {
 		w.Header().Set(MCPSessionHeader, created)
 	}
@@ -274,21 +282,17 @@ func (s *Server) rpcSession(ctx context.Context, params map[string]jsontext.Valu
 // rpcToolsList answers tools/list.
 func (s *Server) rpcToolsList(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, ws *session) rpcResponse {
 	ss, perr := s.rpcSession(ctx, params, ws, false)
-	if perr != nil {
-		return rpcProto(id, perr)
-	}
 	var tools []env.ToolInfo
-	if ss == nil {
+	switch {
+	case perr != nil:
+	case ss == nil:
 		var info Info
 		info, perr = s.info()
 		tools = info.Tools
-	} else {
+	default:
 		tools, perr = ss.mcpTools(ctx)
 	}
-	if perr != nil {
-		return rpcProto(id, perr)
-	}
-	return rpcResult(id, mcpTools(tools))
+	return rpcAnswer(id, mcpTools(tools), perr)
 }
 
 // rpcToolsCall answers tools/call. A tool failure is a -32603 error whose
@@ -310,13 +314,12 @@ func (s *Server) rpcToolsCall(ctx context.Context, id json.RawMessage, params ma
 		args = json.RawMessage(v)
 	}
 	ss, perr := s.rpcSession(ctx, params, ws, false)
-	if perr != nil {
-		return rpcProto(id, perr)
-	}
 	var out toolOutcome
-	if ss == nil {
+	switch {
+	case perr != nil:
+	case ss == nil:
 		out, perr = s.callThrowaway(ctx, name, args)
-	} else {
+	default:
 		out, perr = ss.mcpCall(ctx, name, args)
 	}
 	if perr != nil {
@@ -417,10 +420,7 @@ func rpcOnSession[T any](s *Server, ctx context.Context, id json.RawMessage, par
 	if perr == nil {
 		res, perr = act(ss, ctx)
 	}
-	if perr != nil {
-		return rpcProto(id, perr)
-	}
-	return rpcResult(id, res)
+	return rpcAnswer(id, res, perr)
 }
 
 // agentListenerKey marks the context of a request the agent listener
