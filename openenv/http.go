@@ -57,8 +57,8 @@ func (s *Server) routes() http.Handler {
 		r.Post("/step", s.serveStep)
 		r.Get("/state", s.serveState)
 		r.Post("/inspect", s.serveInspect)
-		r.Post("/grade", s.serveGrade)
-		r.Post("/checkpoint", s.serveCheckpoint)
+		r.Post("/grade", serveBodiless(s, (*session).grade))
+		r.Post("/checkpoint", serveBodiless(s, (*session).checkpoint))
 	}
 	r.Post("/mcp", s.serveMCP)
 	r.Delete("/mcp", s.serveMCPDelete)
@@ -354,21 +354,15 @@ func (s *Server) serveSessions(w http.ResponseWriter, _ *http.Request) {
 	s.respond(w, http.StatusOK, nonNil(s.Sessions()))
 }
 
-// serveGrade serves POST /grade: the task's grading of the session named
-// by X-Seahaven-Session (or the default session), with every check's
-// result. It takes no body (an empty object at most) and is not a step.
-func (s *Server) serveGrade(w http.ResponseWriter, r *http.Request) {
-	if _, ok := parseBody(s, w, r, noBody); ok {
-		serveOnSession(s, w, r, false, (*session).grade)
-	}
-}
-
-// serveCheckpoint serves POST /checkpoint: a checkpoint of the session
-// named by X-Seahaven-Session (or the default session). It takes no body
-// (an empty object at most) and is not a step.
-func (s *Server) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
-	if _, ok := parseBody(s, w, r, noBody); ok {
-		serveOnSession(s, w, r, false, (*session).checkpoint)
+// serveBodiless serves a POST that takes no body (an empty object at
+// most) and is not a step, such as POST /grade and POST /checkpoint: act's
+// result on the session named by X-Seahaven-Session (or the default
+// session).
+func serveBodiless[T any](s *Server, act func(*session, context.Context) (T, *protoError)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := parseBody(s, w, r, noBody); ok {
+			serveOnSession(s, w, r, false, act)
+		}
 	}
 }
 
