@@ -271,12 +271,9 @@ func (s *Server) closeInstance(inst Instance) {
 	}
 }
 
-// open opens an instance with opts, bounded by StepTimeout. A failure of
-// the host (an *env.InfraError) is an infrastructure error; an option naming
-// nothing (an *OptionError) a VALIDATION_ERROR at loc plus the option, unless
-// implicit; any other failure a FACTORY_ERROR when implicit (a default reset
-// the caller did not ask for), else an EXECUTION_ERROR; a panic is a
-// protoError too.
+// open opens an instance with opts, bounded by StepTimeout. implicit marks
+// a default reset the caller did not ask for; a failure is reported as
+// openFailure says.
 func (s *Server) open(ctx context.Context, opts OpenOptions, implicit bool, loc []any) (Instance, *protoError) {
 	octx, cancel := withTimeout(ctx, s.cfg.StepTimeout)
 	defer cancel()
