@@ -314,21 +314,14 @@ func (s *Server) serveInfo(w http.ResponseWriter, reply func(Info) any) {
 
 // serveSchema serves GET /schema: the action, observation and state schemas.
 func (s *Server) serveSchema(w http.ResponseWriter, _ *http.Request) {
-	var out struct {
-		Action      json.RawMessage `json:"action"`
-		Observation json.RawMessage `json:"observation"`
-		State       json.RawMessage `json:"state"`
-	}
-	for _, f := range []struct {
-		name string
-		dst  *json.RawMessage
-	}{{"action", &out.Action}, {"observation", &out.Observation}, {"state", &out.State}} {
-		b, err := schemas.Get(f.name)
+	out := map[string]json.RawMessage{} // encoded with its keys sorted
+	for _, name := range []string{"action", "observation", "state"} {
+		b, err := schemas.Get(name)
 		if err != nil {
 			s.writeError(w, newError(codeExecution, "%v", err))
 			return
 		}
-		*f.dst = b
+		out[name] = b
 	}
 	s.respond(w, http.StatusOK, out)
 }
