@@ -443,28 +443,25 @@ func (ss *session) reset(ctx context.Context, req resetData) *protoError {
 	if errs := checkRestore(req); len(errs) > 0 {
 		return invalid(errs)
 	}
-	if req.Checkpoint != nil {
-		if onAgentListener(ctx) {
-			in, _ := json.Marshal(*req.Checkpoint)
-			return invalid([]fieldError{{Type: "value_error", Loc: at(req.loc, "checkpoint"), Input: in,
-				Msg: "Value error, checkpoint: restores are the trainer's; the agent listener does not serve them"}})
-		}
-		ctx, leave, perr := ss.enter(ctx, false)
-		if perr != nil {
+	var opts OpenOptions
+	if req.Checkpoint == nil {
+		var perr *protoError
+		if opts, perr = ss.srv.options(req); perr != nil {
 			return perr
 		}
-		defer leave()
-		return ss.restoreLocked(ctx, req)
-	}
-	opts, perr := ss.srv.options(req)
-	if perr != nil {
-		return perr
+	} else if onAgentListener(ctx) {
+		in, _ := json.Marshal(*req.Checkpoint)
+		return invalid([]fieldError{{Type: "value_error", Loc: at(req.loc, "checkpoint"), Input: in,
+			Msg: "Value error, checkpoint: restores are the trainer's; the agent listener does not serve them"}})
 	}
 	ctx, leave, perr := ss.enter(ctx, false) // already active
 	if perr != nil {
 		return perr
 	}
 	defer leave()
+	if req.Checkpoint != nil {
+		return ss.restoreLocked(ctx, req)
+	}
 	return ss.openLocked(ctx, opts, false, req.loc)
 }
 
