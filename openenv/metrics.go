@@ -324,14 +324,14 @@ func (s *Server) observeCall(ctx context.Context, start time.Time, name string, 
 }
 
 // observeInspect records one inspect query that started at start, and
-// logs its failure unless logged says guard has (a panic).
-func (s *Server) observeInspect(ctx context.Context, start time.Time, err error, logged bool) {
-	if err == nil {
+// logs its failure (err) unless guard or infraFailure has (perr).
+func (s *Server) observeInspect(ctx context.Context, start time.Time, err error, perr *protoError) {
+	if err == nil && perr == nil {
 		s.metrics.inspects.WithLabelValues(outcomeOK).Inc()
 		return
 	}
 	s.metrics.inspects.WithLabelValues(outcomeError).Inc()
-	if !logged {
+	if perr == nil {
 		s.log.Info("openenv: inspect query failed", append(sessionAttrs(ctx), durationMS(time.Since(start)), "err", err.Error())...)
 	}
 }
