@@ -147,13 +147,6 @@ func reachable(ctx context.Context, ss *session) bool {
 	return ss != nil && (ss.agent || !onAgentListener(ctx))
 }
 
-// newSession registers a session with a new id.
-func (s *Server) newSession(transport string) (*session, *protoError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.newSessionLocked(transport, "")
-}
-
 // lookup returns the live session with id, or nil.
 func (s *Server) lookup(id string) *session {
 	s.mu.Lock()
@@ -218,13 +211,6 @@ func (ss *session) closeStatus() (websocket.StatusCode, string) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.closeCode, ss.closeReason
-}
-
-// isStopped reports whether stop has been called.
-func (ss *session) isStopped() bool {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return ss.stopped
 }
 
 // end stops the session, waits for the call in progress, closes the
@@ -394,11 +380,12 @@ func (ss *session) begin() func() {
 	}
 }
 
-// idle reports whether the session has been idle for at least d at now.
+// idle reports whether the session, not yet stopped, has been idle for at
+// least d at now.
 func (ss *session) idle(now time.Time, d time.Duration) bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	return ss.busy == 0 && now.Sub(ss.lastActivity) >= d
+	return !ss.stopped && ss.busy == 0 && now.Sub(ss.lastActivity) >= d
 }
 
 // options turns a reset request into OpenOptions, filling the defaults.
@@ -552,7 +539,7 @@ func (s *Server) reapIdle(now time.Time) {
 		if ss.agent {
 			limit = s.cfg.AgentIdleTimeout
 		}
-		if limit <= 0 || !ss.idle(now, limit) || ss.isStopped() {
+		if limit <= 0 || !ss.idle(now, limit) {
 			continue
 		}
 		reason := fmt.Sprintf("session idle for more than %s", limit)

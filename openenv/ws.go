@@ -40,7 +40,9 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.SetReadLimit(-1) // readMessage enforces MaxMessageBytes itself, to report it
-	ss, perr := s.newSession(TransportWS)
+	s.mu.Lock()
+	ss, perr := s.newSessionLocked(TransportWS, "")
+	s.mu.Unlock()
 	if perr != nil {
 		code, reason := websocket.StatusTryAgainLater, "server at capacity"
 		if perr.code == codeShuttingDown {
