@@ -187,18 +187,19 @@ func (s *Server) Login(w http.ResponseWriter, r *http.Request, token string) boo
 		s.log.Debug("openenv: browser login refused", "remote", r.RemoteAddr)
 		return false
 	}
-	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: s.auth.cookie, Path: "/",
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secureRequest(r)})
+	setSessionCookie(w, r, s.auth.cookie, 0)
 	return true
 }
 
 // Logout clears the session cookie.
 func (s *Server) Logout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secureRequest(r)})
+	setSessionCookie(w, r, "", -1)
 }
 
-// secureRequest reports whether r reached the client over TLS.
-func secureRequest(r *http.Request) bool {
-	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+// setSessionCookie sets the session cookie to value, Secure when r reached
+// the client over TLS.
+func setSessionCookie(w http.ResponseWriter, r *http.Request, value string, maxAge int) {
+	secure := r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: value, Path: "/", MaxAge: maxAge,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure})
 }
