@@ -48,8 +48,8 @@ func (s *Server) routes() http.Handler {
 	r.Get("/sessions", s.serveSessions)
 	r.Get("/sessions/{ref}/watch", s.serveWatch)
 	r.Get("/debug/runtime", s.serveRuntime)
-	r.Get("/ready", s.serveReady)
-	r.Get("/accepting", s.serveAccepting)
+	r.Get("/ready", s.serveProbe(false))
+	r.Get("/accepting", s.serveProbe(true))
 	r.Get("/checkpoints/latest", s.serveLatest)
 	r.Method(http.MethodGet, "/metrics", s.serveMetrics())
 	if !s.cfg.Production {

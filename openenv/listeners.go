@@ -63,35 +63,32 @@ func serveMethodNotAllowed(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusMethodNotAllowed, detail{"Method Not Allowed"})
 }
 
-// serveReady serves GET /ready, the readiness probe of a replica that
-// serves its sessions: 200 {"status":"ready"}, at MaxSessions too (its
-// sessions live there: a probe that took it out of rotation would strand
-// them) and while Shutdown drains them (see Config.DrainCheckpoints); 503
-// once Shutdown closes them, or while its Backend cannot open instances
-// (see [ReadinessChecker]).
-func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
-	s.probe(w, false)
-}
-
-// serveAccepting serves GET /accepting: 200 {"status":"accepting"} while
-// the server takes new sessions, 503 at MaxSessions ("at_capacity") and
-// whenever /ready is 503, for a load balancer that sends new sessions
-// apart from the requests of live ones.
-func (s *Server) serveAccepting(w http.ResponseWriter, _ *http.Request) {
-	s.probe(w, true)
-}
-
-// probe answers /ready, or /accepting when accepting.
-func (s *Server) probe(w http.ResponseWriter, accepting bool) {
-	s.mu.Lock()
-	active, down := len(s.sessions), s.closing || accepting && s.shutdown
-	s.mu.Unlock()
-	switch {
-	case down:
-		writeJSON(w, http.StatusServiceUnavailable, health{Status: "shutting_down"})
-	case accepting && active >= s.cfg.MaxSessions:
-		writeJSON(w, http.StatusServiceUnavailable, health{Status: "at_capacity"})
-	default:
+// serveProbe serves GET /ready, or GET /accepting when accepting.
+//
+// /ready is the readiness probe of a replica that serves its sessions: 200
+// {"status":"ready"}, at MaxSessions too (its sessions live there: a probe
+// that took it out of rotation would strand them) and while Shutdown
+// drains them (see Config.DrainCheckpoints); 503 once Shutdown closes
+// them, or while its Backend cannot open instances (see
+// [ReadinessChecker]).
+//
+// /accepting is 200 {"status":"accepting"} while the server takes new
+// sessions, 503 at MaxSessions ("at_capacity") and whenever /ready is 503,
+// for a load balancer that sends new sessions apart from the requests of
+// live ones.
+func (s *Server) serveProbe(accepting bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		active, down := len(s.sessions), s.closing || accepting && s.shutdown
+		s.mu.Unlock()
+		switch {
+		case down:
+			writeJSON(w, http.StatusServiceUnavailable, health{Status: "shutting_down"})
+			return
+		case accepting && active >= s.cfg.MaxSessions:
+			writeJSON(w, http.StatusServiceUnavailable, health{Status: "at_capacity"})
+			return
+		}
 		if rc, ok := s.backend.(ReadinessChecker); ok {
 			var err error
 			if perr := s.guard("Backend.Ready", func() { err = rc.Ready() }); perr != nil {
