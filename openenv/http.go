@@ -164,27 +164,6 @@ func jsonMediaType(ct string) bool {
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
-// readJSONBody reads a body that must be JSON when present, with no key
-// named twice in one object.
-func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, *protoError) {
-	b, perr := s.readBody(w, r)
-	if perr != nil {
-		return nil, perr
-	}
-	if len(b) == 0 {
-		return b, nil
-	}
-	dup, syntax := checkJSON(b)
-	switch {
-	case syntax != nil:
-		return nil, &protoError{code: codeInvalidJSON, message: "Invalid JSON: " + syntax.Error(),
-			errors: []fieldError{{Type: "json_invalid", Loc: []any{"body"}, Msg: "JSON decode error", Input: json.RawMessage("{}")}}}
-	case dup != nil:
-		return nil, invalid([]fieldError{duplicateKeyError([]any{"body"}, dup)})
-	}
-	return b, nil
-}
-
 // httpSession returns the session a request names with SessionHeader, or
 // the default HTTP session. create allows making a session for an id that
 // is not live (reset only).
@@ -249,14 +228,23 @@ func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
 	serveOnSession(s, w, r, false, (*session).state)
 }
 
-// parseBody reads a request's JSON body ({} when empty) with parse; on a
+// parseBody reads a request's body, which must be JSON with no key named
+// twice in one object, and parses it ({} when empty) with parse; on a
 // failure it writes the error and reports false.
 func parseBody[T any](s *Server, w http.ResponseWriter, r *http.Request, parse func([]byte) (T, []fieldError)) (T, bool) {
-	var req T
-	body, perr := s.readJSONBody(w, r)
-	if len(body) == 0 {
+	body, perr := s.readBody(w, r)
+	if perr == nil && len(body) == 0 {
 		body = []byte("{}")
+	} else if perr == nil {
+		switch dup, syntax := checkJSON(body); {
+		case syntax != nil:
+			perr = &protoError{code: codeInvalidJSON, message: "Invalid JSON: " + syntax.Error(),
+				errors: []fieldError{{Type: "json_invalid", Loc: []any{"body"}, Msg: "JSON decode error", Input: json.RawMessage("{}")}}}
+		case dup != nil:
+			perr = invalid([]fieldError{duplicateKeyError([]any{"body"}, dup)})
+		}
 	}
+	var req T
 	if perr == nil {
 		var errs []fieldError
 		if req, errs = parse(body); len(errs) > 0 {
