@@ -189,15 +189,13 @@ func serveMCPGet(w http.ResponseWriter, _ *http.Request) {
 // notify reports a notification: resp is then an empty result that only
 // /ws sends, to keep its one-reply-per-message rule.
 func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode rpcMode) (resp rpcResponse, notify bool, created string) {
-	var dup []any
 	if mode != rpcWS { // a /ws message was checked whole
-		var syntax error
-		if dup, syntax = checkJSON(body); syntax != nil {
+		switch dup, syntax := checkJSON(body); {
+		case syntax != nil:
 			return rpcFailure(nullID, rpcParseError, "Parse error", nil), false, ""
+		case dup != nil:
+			return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+summary([]fieldError{duplicateKeyError(nil, dup)}), nil), false, ""
 		}
-	}
-	if dup != nil {
-		return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+summary([]fieldError{duplicateKeyError(nil, dup)}), nil), false, ""
 	}
 	var req rpcRequest
 	m, ok := members(body)
