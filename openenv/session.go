@@ -233,9 +233,8 @@ func (ss *session) end() {
 			ss.srv.closeInstance(inst)
 		}
 		ss.srv.remove(ss)
-		_, reason := ss.closeStatus()
 		ss.mu.Lock()
-		steps := ss.steps
+		reason, steps := ss.closeReason, ss.steps
 		ss.mu.Unlock()
 		// Logged before done is closed: Shutdown returns once every done is,
 		// and the process may exit right after.
