@@ -40,9 +40,8 @@ const (
 const unknownTool = "_unknown"
 
 // resetBuckets and callBuckets are the latency histogram buckets, in
-// seconds: a reset copies a fixture (about a millisecond) and a step runs a
-// few SQL statements (tens of microseconds), and both are bounded by
-// StepTimeout (30 s by default).
+// seconds: a reset copies a fixture and a step runs a few SQL statements,
+// and both are bounded by StepTimeout.
 var (
 	resetBuckets = prometheus.ExponentialBuckets(0.0005, 2.5, 12) // 0.5 ms … 12 s
 	callBuckets  = prometheus.ExponentialBuckets(0.0001, 2.5, 14) // 0.1 ms … 15 s

@@ -45,8 +45,7 @@ const (
 // MaxStepTimeoutS is the largest timeout_s a POST /step may give, in
 // seconds: one day. A larger one is refused with a VALIDATION_ERROR (422)
 // before it is converted to a time.Duration, which cannot hold every
-// float (a value past its range converted to one that switched the step's
-// timeout off). timeout_s only ever shortens StepTimeout.
+// float. timeout_s only ever shortens StepTimeout.
 const MaxStepTimeoutS = 86400
 
 // Config configures a Server. A zero field means its Default value; a
