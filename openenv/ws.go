@@ -148,34 +148,23 @@ func (wc *wsConn) work() (websocket.StatusCode, string) {
 			return m.code, closeReason(m.fatal.message)
 		}
 		reply, closing := wc.srv.handleMessage(ss, m.data)
-		if code, reason, done := wc.answer(reply, closing); done {
-			return code, reason
+		switch {
+		case ss.ctx.Err() != nil: // the reply is not sent
+			return ss.closeStatus()
+		case closing:
+			ss.stop(websocket.StatusNormalClosure, "")
+			return websocket.StatusNormalClosure, ""
+		}
+		if err := wc.write(reply); err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				wc.srv.log.Info("openenv: websocket write timed out", "session", ss.ref, "timeout", wc.srv.cfg.WriteTimeout)
+			} else {
+				wc.srv.log.Info("openenv: websocket write failed", "session", ss.ref, "err", err)
+			}
+			ss.stop(closeAbort, "write failed")
+			return closeAbort, ""
 		}
 	}
-}
-
-// answer writes reply unless the session has stopped or closing is set, and
-// reports done with how to close the socket when the session is over.
-func (wc *wsConn) answer(reply any, closing bool) (_ websocket.StatusCode, _ string, done bool) {
-	ss := wc.ss
-	if ss.ctx.Err() != nil {
-		code, reason := ss.closeStatus()
-		return code, reason, true
-	}
-	if closing {
-		ss.stop(websocket.StatusNormalClosure, "")
-		return websocket.StatusNormalClosure, "", true
-	}
-	if err := wc.write(reply); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			wc.srv.log.Info("openenv: websocket write timed out", "session", ss.ref, "timeout", wc.srv.cfg.WriteTimeout)
-		} else {
-			wc.srv.log.Info("openenv: websocket write failed", "session", ss.ref, "err", err)
-		}
-		ss.stop(closeAbort, "write failed")
-		return closeAbort, "", true
-	}
-	return 0, "", false
 }
 
 // closeReason fits a message into a close frame's 123-byte reason.
