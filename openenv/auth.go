@@ -48,25 +48,16 @@ func (s *Server) requireAgentToken(next http.Handler) http.Handler {
 // the bearer token of a, or with cookies, the session cookie.
 func (s *Server) requireSecret(a *secrets, cookies bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if openPaths[r.URL.Path] {
-			next.ServeHTTP(w, r)
-			return
-		}
 		token, ok := credential(r)
-		if !ok {
-			if cookies && s.sessionCookieValid(r) {
-				next.ServeHTTP(w, r)
-				return
-			}
+		switch {
+		case openPaths[r.URL.Path], ok && a.tokenMatches(token), !ok && cookies && s.sessionCookieValid(r):
+			next.ServeHTTP(w, r)
+		case ok:
+			s.unauthorized(w, r, `Bearer realm="seahaven", error="invalid_token"`, "Invalid bearer token")
+		default:
 			s.unauthorized(w, r, `Bearer realm="seahaven"`,
 				"Not authenticated: send the header Authorization: Bearer <token>")
-			return
 		}
-		if !a.tokenMatches(token) {
-			s.unauthorized(w, r, `Bearer realm="seahaven", error="invalid_token"`, "Invalid bearer token")
-			return
-		}
-		next.ServeHTTP(w, r)
 	})
 }
 
