@@ -486,32 +486,24 @@ type mcpSetupKey struct{}
 // startup (a JSON object). Unknown keys and repeated keys are refused, as
 // in a reset.
 func resetFromQuery(q url.Values) (resetData, *protoError) {
-	var b strings.Builder
-	b.WriteByte('{')
-	for i, k := range slices.Sorted(maps.Keys(q)) {
+	var members []string
+	for _, k := range slices.Sorted(maps.Keys(q)) {
 		if len(q[k]) > 1 {
 			return resetData{}, newError(codeValidation, "The /mcp URL names %s %d times; name each reset key once", k, len(q[k]))
 		}
 		v := q[k][0]
-		if i > 0 {
-			b.WriteByte(',')
-		}
 		kq, _ := json.Marshal(k)
-		b.Write(kq)
-		b.WriteByte(':')
-		switch {
-		case k == "seed" || k == "control_tools" || k == "startup":
+		vq, _ := json.Marshal(v)
+		switch k {
+		case "seed", "control_tools", "startup": // JSON values, as written
 			if !json.Valid([]byte(v)) {
 				return resetData{}, newError(codeValidation, "The /mcp URL's %s=%s is not a JSON value", k, v)
 			}
-			b.WriteString(v)
-		default:
-			vq, _ := json.Marshal(v)
-			b.Write(vq)
+			vq = []byte(v)
 		}
+		members = append(members, string(kq)+":"+string(vq))
 	}
-	b.WriteByte('}')
-	req, errs := parseReset([]byte(b.String()), []any{"query"})
+	req, errs := parseReset([]byte("{"+strings.Join(members, ",")+"}"), []any{"query"})
 	if len(errs) > 0 {
 		return resetData{}, invalid(errs)
 	}
