@@ -334,8 +334,11 @@ func NewServer(b Backend, cfg Config) *Server {
 	s.large = largeLimiter(cfg.LargeMessageRate)
 	s.metrics = newMetrics(s)
 	s.handler = s.browserGuard(s.RequireToken(s.limitBodies(s.routes())))
-	if s.cfg.Replica != "" {
-		s.handler = withHeader(s.handler, ReplicaHeader, s.cfg.Replica)
+	if h := s.handler; s.cfg.Replica != "" {
+		s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(ReplicaHeader, s.cfg.Replica)
+			h.ServeHTTP(w, r)
+		})
 	}
 	s.agent = s.agentRoutes()
 	return s
@@ -349,14 +352,6 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // ReplicaHeader names the replica that answered (Config.Replica).
 const ReplicaHeader = "X-Seahaven-Replica"
-
-// withHeader sets a response header on every reply of h.
-func withHeader(h http.Handler, name, value string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set(name, value)
-		h.ServeHTTP(w, r)
-	})
-}
 
 // Sessions returns the live sessions, oldest first.
 func (s *Server) Sessions() []SessionInfo {
