@@ -48,25 +48,16 @@ func (s *Server) requireAgentToken(next http.Handler) http.Handler {
 // the bearer token of a, or with cookies, the session cookie.
 func (s *Server) requireSecret(a *secrets, cookies bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if openPaths[r.URL.Path] {
-			next.ServeHTTP(w, r)
-			return
-		}
 		token, ok := credential(r)
-		if !ok {
-			if cookies && s.sessionCookieValid(r) {
-				next.ServeHTTP(w, r)
-				return
-			}
+		switch {
+		case openPaths[r.URL.Path], ok && a.tokenMatches(token), !ok && cookies && s.sessionCookieValid(r):
+			next.ServeHTTP(w, r)
+		case ok:
+			s.unauthorized(w, r, `Bearer realm="seahaven", error="invalid_token"`, "Invalid bearer token")
+		default:
 			s.unauthorized(w, r, `Bearer realm="seahaven"`,
 				"Not authenticated: send the header Authorization: Bearer <token>")
-			return
 		}
-		if !a.tokenMatches(token) {
-			s.unauthorized(w, r, `Bearer realm="seahaven", error="invalid_token"`, "Invalid bearer token")
-			return
-		}
-		next.ServeHTTP(w, r)
 	})
 }
 
@@ -187,18 +178,19 @@ func (s *Server) Login(w http.ResponseWriter, r *http.Request, token string) boo
 		s.log.Debug("openenv: browser login refused", "remote", r.RemoteAddr)
 		return false
 	}
-	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: s.auth.cookie, Path: "/",
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secureRequest(r)})
+	setSessionCookie(w, r, s.auth.cookie, 0)
 	return true
 }
 
 // Logout clears the session cookie.
 func (s *Server) Logout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secureRequest(r)})
+	setSessionCookie(w, r, "", -1)
 }
 
-// secureRequest reports whether r reached the client over TLS.
-func secureRequest(r *http.Request) bool {
-	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+// setSessionCookie sets the session cookie to value, Secure when r reached
+// the client over TLS.
+func setSessionCookie(w http.ResponseWriter, r *http.Request, value string, maxAge int) {
+	secure := r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: value, Path: "/", MaxAge: maxAge,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure})
 }

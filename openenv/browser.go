@@ -1,7 +1,6 @@
 package openenv
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"net/url"
@@ -61,31 +60,19 @@ func (s *Server) hostAllowed(r *http.Request) bool {
 	if len(s.cfg.AllowedHosts) > 0 {
 		return slices.ContainsFunc(s.cfg.AllowedHosts, func(a string) bool { return strings.EqualFold(a, host) })
 	}
-	return !loopbackListener(r.Context())
-}
-
-// loopbackListener reports whether the request came in on a loopback
-// address.
-func loopbackListener(ctx context.Context) bool {
-	a, ok := ctx.Value(http.LocalAddrContextKey).(*net.TCPAddr)
-	return ok && a.IP.IsLoopback()
+	// Not a listener on a loopback address.
+	a, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
+	return !ok || !a.IP.IsLoopback()
 }
 
 // originAllowed reports whether a page of origin may change state: it is
 // the server's own (its host is the request's Host) or one of
 // Config.AllowedOrigins.
 func (s *Server) originAllowed(origin, host string) bool {
-	if sameOrigin(origin, host) {
+	if u, err := url.Parse(origin); err == nil && (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, host) {
 		return true
 	}
 	return slices.ContainsFunc(s.cfg.AllowedOrigins, func(a string) bool { return strings.EqualFold(strings.TrimSuffix(a, "/"), origin) })
-}
-
-// sameOrigin reports whether the Origin header origin names host, the
-// request's own Host.
-func sameOrigin(origin, host string) bool {
-	u, err := url.Parse(origin)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, host)
 }
 
 // originPatterns are the hosts of Config.AllowedOrigins, for the WebSocket

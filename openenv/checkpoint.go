@@ -191,15 +191,14 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 	var err error
 	start := time.Now()
 	perr := s.guardCtx(ctx, "Backend.Restore", func() { inst, saved, err = r.Restore(octx, id) })
-	if err == nil && perr == nil && inst == nil {
-		err = errors.New("the backend restored no instance")
-	}
-	if err == nil && perr == nil {
-		s.metrics.instances.Inc() // every way it leaves goes through closeInstance
-	}
 	var rec sessionRecord
-	if err == nil && perr == nil {
-		if jerr := json.Unmarshal(saved.Session, &rec); jerr != nil {
+	switch {
+	case err != nil || perr != nil:
+	case inst == nil:
+		err = errors.New("the backend restored no instance")
+	default:
+		s.metrics.instances.Inc() // every way it leaves goes through closeInstance
+		if json.Unmarshal(saved.Session, &rec) != nil {
 			err = &OptionError{Option: "checkpoint", Value: id, Message: fmt.Sprintf("checkpoint %q is corrupt: the server's record of its session does not parse; nothing was restored", id)}
 			s.closeInstanceLater(inst)
 		}

@@ -54,17 +54,11 @@ type RuntimeStats struct {
 	CPUNanos int64 `json:"cpu_ns"`
 }
 
-// runtimeSamples are the runtime/metrics read by Runtime; reading them does
-// not stop the world.
-var runtimeSamples = []string{"/sched/goroutines:goroutines", "/memory/classes/heap/objects:bytes"}
-
 // Runtime samples the server's runtime statistics. It is safe for concurrent
 // use and cheap enough to call every second.
 func (s *Server) Runtime() RuntimeStats {
-	samples := make([]metrics.Sample, len(runtimeSamples))
-	for i, name := range runtimeSamples {
-		samples[i].Name = name
-	}
+	// Reading runtime/metrics does not stop the world.
+	samples := []metrics.Sample{{Name: "/sched/goroutines:goroutines"}, {Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(samples)
 	st := RuntimeStats{
 		PID:                     os.Getpid(),

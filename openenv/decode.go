@@ -138,15 +138,12 @@ func decodeMembers(m map[string]jsontext.Value, loc []any, dst any) []fieldError
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		val := m[k]
 		i, ok := fields[k]
-		var f reflect.Value
-		if ok {
-			f = v.Field(i)
-		}
-		switch {
-		case !ok:
+		if !ok {
 			errs = append(errs, extraForbidden(at(loc, k), val))
 			continue
-		case val.Kind() == 'n' && f.Kind() == reflect.Pointer:
+		}
+		f := v.Field(i)
+		if val.Kind() == 'n' && f.Kind() == reflect.Pointer {
 			continue
 		}
 		var err error

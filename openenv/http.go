@@ -36,15 +36,20 @@ func (s *Server) routes() http.Handler {
 	r.Get("/health", serveHealth)
 	r.Get("/metadata", s.serveMetadata)
 	r.Get("/schema", s.serveSchema)
-	r.Get("/openapi.json", s.serveOpenAPI)
+	// In production mode the description omits the episode routes.
+	openAPI := openAPIDoc
+	if s.cfg.Production {
+		openAPI = productionOpenAPI
+	}
+	r.Get("/openapi.json", serveOpenAPI(openAPI))
 	r.Get("/fixtures", s.serveFixtures)
 	r.Get("/composition", s.serveComposition)
 	r.Get("/tasks", s.serveTasks)
 	r.Get("/sessions", s.serveSessions)
 	r.Get("/sessions/{ref}/watch", s.serveWatch)
 	r.Get("/debug/runtime", s.serveRuntime)
-	r.Get("/ready", s.serveReady)
-	r.Get("/accepting", s.serveAccepting)
+	r.Get("/ready", s.serveProbe(false))
+	r.Get("/accepting", s.serveProbe(true))
 	r.Get("/checkpoints/latest", s.serveLatest)
 	r.Method(http.MethodGet, "/metrics", s.serveMetrics())
 	if !s.cfg.Production {
@@ -52,8 +57,8 @@ func (s *Server) routes() http.Handler {
 		r.Post("/step", s.serveStep)
 		r.Get("/state", s.serveState)
 		r.Post("/inspect", s.serveInspect)
-		r.Post("/grade", s.serveGrade)
-		r.Post("/checkpoint", s.serveCheckpoint)
+		r.Post("/grade", serveBodiless(s, (*session).grade))
+		r.Post("/checkpoint", serveBodiless(s, (*session).checkpoint))
 	}
 	r.Post("/mcp", s.serveMCP)
 	r.Delete("/mcp", s.serveMCPDelete)
@@ -159,27 +164,6 @@ func jsonMediaType(ct string) bool {
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
-// readJSONBody reads a body that must be JSON when present, with no key
-// named twice in one object.
-func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, *protoError) {
-	b, perr := s.readBody(w, r)
-	if perr != nil {
-		return nil, perr
-	}
-	if len(b) == 0 {
-		return b, nil
-	}
-	dup, syntax := checkJSON(b)
-	switch {
-	case syntax != nil:
-		return nil, &protoError{code: codeInvalidJSON, message: "Invalid JSON: " + syntax.Error(),
-			errors: []fieldError{{Type: "json_invalid", Loc: []any{"body"}, Msg: "JSON decode error", Input: json.RawMessage("{}")}}}
-	case dup != nil:
-		return nil, invalid([]fieldError{duplicateKeyError([]any{"body"}, dup)})
-	}
-	return b, nil
-}
-
 // httpSession returns the session a request names with SessionHeader, or
 // the default HTTP session. create allows making a session for an id that
 // is not live (reset only).
@@ -244,14 +228,23 @@ func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
 	serveOnSession(s, w, r, false, (*session).state)
 }
 
-// parseBody reads a request's JSON body ({} when empty) with parse; on a
+// parseBody reads a request's body, which must be JSON with no key named
+// twice in one object, and parses it ({} when empty) with parse; on a
 // failure it writes the error and reports false.
 func parseBody[T any](s *Server, w http.ResponseWriter, r *http.Request, parse func([]byte) (T, []fieldError)) (T, bool) {
-	var req T
-	body, perr := s.readJSONBody(w, r)
-	if len(body) == 0 {
+	body, perr := s.readBody(w, r)
+	if perr == nil && len(body) == 0 {
 		body = []byte("{}")
+	} else if perr == nil {
+		switch dup, syntax := checkJSON(body); {
+		case syntax != nil:
+			perr = &protoError{code: codeInvalidJSON, message: "Invalid JSON: " + syntax.Error(),
+				errors: []fieldError{{Type: "json_invalid", Loc: []any{"body"}, Msg: "JSON decode error", Input: json.RawMessage("{}")}}}
+		case dup != nil:
+			perr = invalid([]fieldError{duplicateKeyError([]any{"body"}, dup)})
+		}
 	}
+	var req T
 	if perr == nil {
 		var errs []fieldError
 		if req, errs = parse(body); len(errs) > 0 {
@@ -309,21 +302,14 @@ func (s *Server) serveInfo(w http.ResponseWriter, reply func(Info) any) {
 
 // serveSchema serves GET /schema: the action, observation and state schemas.
 func (s *Server) serveSchema(w http.ResponseWriter, _ *http.Request) {
-	var out struct {
-		Action      json.RawMessage `json:"action"`
-		Observation json.RawMessage `json:"observation"`
-		State       json.RawMessage `json:"state"`
-	}
-	for _, f := range []struct {
-		name string
-		dst  *json.RawMessage
-	}{{"action", &out.Action}, {"observation", &out.Observation}, {"state", &out.State}} {
-		b, err := schemas.Get(f.name)
+	out := map[string]json.RawMessage{} // encoded with its keys sorted
+	for _, name := range []string{"action", "observation", "state"} {
+		b, err := schemas.Get(name)
 		if err != nil {
 			s.writeError(w, newError(codeExecution, "%v", err))
 			return
 		}
-		*f.dst = b
+		out[name] = b
 	}
 	s.respond(w, http.StatusOK, out)
 }
@@ -349,21 +335,15 @@ func (s *Server) serveSessions(w http.ResponseWriter, _ *http.Request) {
 	s.respond(w, http.StatusOK, nonNil(s.Sessions()))
 }
 
-// serveGrade serves POST /grade: the task's grading of the session named
-// by X-Seahaven-Session (or the default session), with every check's
-// result. It takes no body (an empty object at most) and is not a step.
-func (s *Server) serveGrade(w http.ResponseWriter, r *http.Request) {
-	if _, ok := parseBody(s, w, r, noBody); ok {
-		serveOnSession(s, w, r, false, (*session).grade)
-	}
-}
-
-// serveCheckpoint serves POST /checkpoint: a checkpoint of the session
-// named by X-Seahaven-Session (or the default session). It takes no body
-// (an empty object at most) and is not a step.
-func (s *Server) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
-	if _, ok := parseBody(s, w, r, noBody); ok {
-		serveOnSession(s, w, r, false, (*session).checkpoint)
+// serveBodiless serves a POST that takes no body (an empty object at
+// most) and is not a step, such as POST /grade and POST /checkpoint: act's
+// result on the session named by X-Seahaven-Session (or the default
+// session).
+func serveBodiless[T any](s *Server, act func(*session, context.Context) (T, *protoError)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := parseBody(s, w, r, noBody); ok {
+			serveOnSession(s, w, r, false, act)
+		}
 	}
 }
 

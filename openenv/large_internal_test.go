@@ -1,7 +1,6 @@
 package openenv
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"strings"
@@ -10,45 +9,7 @@ import (
 	"time"
 )
 
-func TestReadLarge(t *testing.T) {
-	const size = 1 << 20
-	body := strings.Repeat("x", size)
-
-	t.Run("Unbounded", func(t *testing.T) {
-		s := &Server{}
-		var buf bytes.Buffer
-		n, err := s.readLarge(context.Background(), &buf, strings.NewReader(body), size)
-		if err != nil || n != size || buf.Len() != size {
-			t.Fatalf("read %d (buffer %d), %v; want %d", n, buf.Len(), err, size)
-		}
-	})
-
-	t.Run("StopsAtN", func(t *testing.T) {
-		s := &Server{large: largeLimiter(1 << 40)}
-		var buf bytes.Buffer
-		n, err := s.readLarge(context.Background(), &buf, strings.NewReader(body), 3*largeChunk+5)
-		if err != nil || n != 3*largeChunk+5 {
-			t.Fatalf("read %d, %v; want %d", n, err, 3*largeChunk+5)
-		}
-	})
-
-	t.Run("Paced", func(t *testing.T) {
-		// At 64 KiB/s a megabyte takes 16 s: a reader whose context ends in
-		// one second gives up after the chunks the rate allows by then
-		// (the limiter refuses a wait it knows would pass the deadline).
-		s := &Server{large: largeLimiter(largeChunk)}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		var buf bytes.Buffer
-		n, err := s.readLarge(ctx, &buf, strings.NewReader(body), size)
-		if err == nil {
-			t.Fatalf("read %d bytes of %d without waiting for the rate", n, size)
-		}
-		if n > 2*largeChunk {
-			t.Errorf("read %d bytes, more than the rate allows in a second (%d)", n, 2*largeChunk)
-		}
-	})
-
+func TestLargeLimiter(t *testing.T) {
 	t.Run("Default", func(t *testing.T) {
 		if got := (Config{}).withDefaults().LargeMessageRate; got != DefaultLargeMessageRate {
 			t.Errorf("LargeMessageRate default = %d", got)

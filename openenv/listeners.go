@@ -36,10 +36,7 @@ func (s *Server) agentRoutes() http.Handler {
 	r.Get("/health", serveHealth)
 	r.Get("/metadata", s.serveMetadata)
 	r.Get("/schema", s.serveSchema)
-	r.Get("/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
-		b, err := agentOpenAPI()
-		writeOpenAPI(w, b, err)
-	})
+	r.Get("/openapi.json", serveOpenAPI(agentOpenAPI))
 	agent := func(h http.HandlerFunc) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			h(w, r.WithContext(context.WithValue(r.Context(), agentListenerKey{}, true)))
@@ -66,35 +63,32 @@ func serveMethodNotAllowed(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusMethodNotAllowed, detail{"Method Not Allowed"})
 }
 
-// serveReady serves GET /ready, the readiness probe of a replica that
-// serves its sessions: 200 {"status":"ready"}, at MaxSessions too (its
-// sessions live there: a probe that took it out of rotation would strand
-// them) and while Shutdown drains them (see Config.DrainCheckpoints); 503
-// once Shutdown closes them, or while its Backend cannot open instances
-// (see [ReadinessChecker]).
-func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
-	s.probe(w, false)
-}
-
-// serveAccepting serves GET /accepting: 200 {"status":"accepting"} while
-// the server takes new sessions, 503 at MaxSessions ("at_capacity") and
-// whenever /ready is 503, for a load balancer that sends new sessions
-// apart from the requests of live ones.
-func (s *Server) serveAccepting(w http.ResponseWriter, _ *http.Request) {
-	s.probe(w, true)
-}
-
-// probe answers /ready, or /accepting when accepting.
-func (s *Server) probe(w http.ResponseWriter, accepting bool) {
-	s.mu.Lock()
-	active, down := len(s.sessions), s.closing || accepting && s.shutdown
-	s.mu.Unlock()
-	switch {
-	case down:
-		writeJSON(w, http.StatusServiceUnavailable, health{Status: "shutting_down"})
-	case accepting && active >= s.cfg.MaxSessions:
-		writeJSON(w, http.StatusServiceUnavailable, health{Status: "at_capacity"})
-	default:
+// serveProbe serves GET /ready, or GET /accepting when accepting.
+//
+// /ready is the readiness probe of a replica that serves its sessions: 200
+// {"status":"ready"}, at MaxSessions too (its sessions live there: a probe
+// that took it out of rotation would strand them) and while Shutdown
+// drains them (see Config.DrainCheckpoints); 503 once Shutdown closes
+// them, or while its Backend cannot open instances (see
+// [ReadinessChecker]).
+//
+// /accepting is 200 {"status":"accepting"} while the server takes new
+// sessions, 503 at MaxSessions ("at_capacity") and whenever /ready is 503,
+// for a load balancer that sends new sessions apart from the requests of
+// live ones.
+func (s *Server) serveProbe(accepting bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		active, down := len(s.sessions), s.closing || accepting && s.shutdown
+		s.mu.Unlock()
+		switch {
+		case down:
+			writeJSON(w, http.StatusServiceUnavailable, health{Status: "shutting_down"})
+			return
+		case accepting && active >= s.cfg.MaxSessions:
+			writeJSON(w, http.StatusServiceUnavailable, health{Status: "at_capacity"})
+			return
+		}
 		if rc, ok := s.backend.(ReadinessChecker); ok {
 			var err error
 			if perr := s.guard("Backend.Ready", func() { err = rc.Ready() }); perr != nil {
@@ -116,23 +110,4 @@ func (s *Server) probe(w http.ResponseWriter, accepting bool) {
 		}
 		writeJSON(w, http.StatusOK, health{Status: status})
 	}
-}
-
-// openAPIServed returns the description of the routes Handler serves: all
-// of them, or without the episode routes in production mode.
-func (s *Server) openAPIServed() ([]byte, error) {
-	if s.cfg.Production {
-		return productionOpenAPI()
-	}
-	return openAPIDoc()
-}
-
-// writeOpenAPI writes an OpenAPI description or the error making it.
-func writeOpenAPI(w http.ResponseWriter, b []byte, err error) {
-	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, newError(codeExecution, "%v", err).httpBody())
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(b)
 }

@@ -41,6 +41,15 @@ func rpcProto(id json.RawMessage, perr *protoError) rpcResponse {
 	return rpcResponse{JSONRPC: "2.0", ID: id, Error: perr.rpcError()}
 }
 
+// rpcAnswer is the response of a method that returned result, or failed
+// with perr.
+func rpcAnswer(id json.RawMessage, result any, perr *protoError) rpcResponse {
+	if perr != nil {
+		return rpcProto(id, perr)
+	}
+	return rpcResult(id, result)
+}
+
 // rpcRequest is a JSON-RPC 2.0 request, or a notification when it has no
 // id. Params are read by each method.
 type rpcRequest struct {
@@ -111,7 +120,6 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		}
 		ctx = context.WithValue(ctx, mcpSetupKey{}, req)
 	}
-	r = r.WithContext(ctx)
 	mode, bound := rpcPost, (*session)(nil)
 	if sid := r.Header.Get(MCPSessionHeader); sid != "" {
 		bound = s.lookup(sid)
@@ -123,7 +131,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		}
 		mode = rpcStandard
 	}
-	resp, notify, created := s.handleRPC(r.Context(), body, bound, mode)
+	resp, notify, created := s.handleRPC(ctx, body, bound, mode)
 	if created != "" {
 		w.Header().Set(MCPSessionHeader, created)
 	}
@@ -181,15 +189,13 @@ func serveMCPGet(w http.ResponseWriter, _ *http.Request) {
 // notify reports a notification: resp is then an empty result that only
 // /ws sends, to keep its one-reply-per-message rule.
 func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode rpcMode) (resp rpcResponse, notify bool, created string) {
-	var dup []any
 	if mode != rpcWS { // a /ws message was checked whole
-		var syntax error
-		if dup, syntax = checkJSON(body); syntax != nil {
+		switch dup, syntax := checkJSON(body); {
+		case syntax != nil:
 			return rpcFailure(nullID, rpcParseError, "Parse error", nil), false, ""
+		case dup != nil:
+			return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+summary([]fieldError{duplicateKeyError(nil, dup)}), nil), false, ""
 		}
-	}
-	if dup != nil {
-		return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+summary([]fieldError{duplicateKeyError(nil, dup)}), nil), false, ""
 	}
 	var req rpcRequest
 	m, ok := members(body)
@@ -274,21 +280,17 @@ func (s *Server) rpcSession(ctx context.Context, params map[string]jsontext.Valu
 // rpcToolsList answers tools/list.
 func (s *Server) rpcToolsList(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, ws *session) rpcResponse {
 	ss, perr := s.rpcSession(ctx, params, ws, false)
-	if perr != nil {
-		return rpcProto(id, perr)
-	}
 	var tools []env.ToolInfo
-	if ss == nil {
+	switch {
+	case perr != nil:
+	case ss == nil:
 		var info Info
 		info, perr = s.info()
 		tools = info.Tools
-	} else {
+	default:
 		tools, perr = ss.mcpTools(ctx)
 	}
-	if perr != nil {
-		return rpcProto(id, perr)
-	}
-	return rpcResult(id, mcpTools(tools))
+	return rpcAnswer(id, mcpTools(tools), perr)
 }
 
 // rpcToolsCall answers tools/call. A tool failure is a -32603 error whose
@@ -310,13 +312,12 @@ func (s *Server) rpcToolsCall(ctx context.Context, id json.RawMessage, params ma
 		args = json.RawMessage(v)
 	}
 	ss, perr := s.rpcSession(ctx, params, ws, false)
-	if perr != nil {
-		return rpcProto(id, perr)
-	}
 	var out toolOutcome
-	if ss == nil {
+	switch {
+	case perr != nil:
+	case ss == nil:
 		out, perr = s.callThrowaway(ctx, name, args)
-	} else {
+	default:
 		out, perr = ss.mcpCall(ctx, name, args)
 	}
 	if perr != nil {
@@ -392,12 +393,6 @@ func (s *Server) rpcSessionCreate(ctx context.Context, id json.RawMessage, rawPa
 	return rpcResult(id, sessionResult{SessionID: ss.id})
 }
 
-// start opens a new session's instance with the default options.
-func (ss *session) start(ctx context.Context) *protoError {
-	_, perr := withInstance(ss, ctx, func(context.Context) (any, *protoError) { return nil, nil })
-	return perr
-}
-
 // rpcSessionClose answers openenv/session/close. A WebSocket's session
 // lives as long as its socket and cannot be closed this way.
 func (s *Server) rpcSessionClose(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, ws *session) rpcResponse {
@@ -423,10 +418,7 @@ func rpcOnSession[T any](s *Server, ctx context.Context, id json.RawMessage, par
 	if perr == nil {
 		res, perr = act(ss, ctx)
 	}
-	if perr != nil {
-		return rpcProto(id, perr)
-	}
-	return rpcResult(id, res)
+	return rpcAnswer(id, res, perr)
 }
 
 // agentListenerKey marks the context of a request the agent listener
@@ -463,30 +455,30 @@ func (s *Server) rpcInitializeSession(ctx context.Context, id json.RawMessage, p
 }
 
 // startMCPSession makes an MCP session (newMCPSession) and opens its
-// instance (setUp), ending it again when that fails.
+// instance: with the reset data of the request's URL query or params
+// (mcpSetupKey) when it has them, with the default options otherwise. It
+// ends the session again when that fails.
 func (s *Server) startMCPSession(ctx context.Context) (*session, *protoError) {
 	ss, perr := s.newMCPSession(ctx)
-	if perr == nil {
-		if perr = ss.setUp(ctx); perr != nil {
-			ss.stop(closeAbort, "opening the instance failed")
-			ss.end()
-		}
+	if perr != nil {
+		return nil, perr
+	}
+	if req, ok := ctx.Value(mcpSetupKey{}).(resetData); ok {
+		perr = ss.reset(ctx, req)
+	} else {
+		_, perr = withInstance(ss, ctx, func(context.Context) (any, *protoError) { return nil, nil })
+	}
+	if perr != nil {
+		ss.stop(closeAbort, "opening the instance failed")
+		ss.end()
 	}
 	return ss, perr
 }
 
 // mcpSetupKey carries the reset data of a POST /mcp URL's query (see
-// resetFromQuery) to the initialize that starts the session.
+// resetFromQuery) or of openenv/session/create's params to the request
+// that starts the session.
 type mcpSetupKey struct{}
-
-// setUp opens a new MCP session's instance: with the reset data of the
-// request's URL query when it has one, with the default options otherwise.
-func (ss *session) setUp(ctx context.Context) *protoError {
-	if req, ok := ctx.Value(mcpSetupKey{}).(resetData); ok {
-		return ss.reset(ctx, req)
-	}
-	return ss.start(ctx)
-}
 
 // resetFromQuery reads a standard MCP client's episode set-up from the
 // /mcp URL's query, which takes the keys of reset data: fixture, seed,
@@ -494,32 +486,24 @@ func (ss *session) setUp(ctx context.Context) *protoError {
 // startup (a JSON object). Unknown keys and repeated keys are refused, as
 // in a reset.
 func resetFromQuery(q url.Values) (resetData, *protoError) {
-	var b strings.Builder
-	b.WriteByte('{')
-	for i, k := range slices.Sorted(maps.Keys(q)) {
+	var members []string
+	for _, k := range slices.Sorted(maps.Keys(q)) {
 		if len(q[k]) > 1 {
 			return resetData{}, newError(codeValidation, "The /mcp URL names %s %d times; name each reset key once", k, len(q[k]))
 		}
 		v := q[k][0]
-		if i > 0 {
-			b.WriteByte(',')
-		}
 		kq, _ := json.Marshal(k)
-		b.Write(kq)
-		b.WriteByte(':')
-		switch {
-		case k == "seed" || k == "control_tools" || k == "startup":
+		vq, _ := json.Marshal(v)
+		switch k {
+		case "seed", "control_tools", "startup": // JSON values, as written
 			if !json.Valid([]byte(v)) {
 				return resetData{}, newError(codeValidation, "The /mcp URL's %s=%s is not a JSON value", k, v)
 			}
-			b.WriteString(v)
-		default:
-			vq, _ := json.Marshal(v)
-			b.Write(vq)
+			vq = []byte(v)
 		}
+		members = append(members, string(kq)+":"+string(vq))
 	}
-	b.WriteByte('}')
-	req, errs := parseReset([]byte(b.String()), []any{"query"})
+	req, errs := parseReset([]byte("{"+strings.Join(members, ",")+"}"), []any{"query"})
 	if len(errs) > 0 {
 		return resetData{}, invalid(errs)
 	}

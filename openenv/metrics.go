@@ -40,9 +40,8 @@ const (
 const unknownTool = "_unknown"
 
 // resetBuckets and callBuckets are the latency histogram buckets, in
-// seconds: a reset copies a fixture (about a millisecond) and a step runs a
-// few SQL statements (tens of microseconds), and both are bounded by
-// StepTimeout (30 s by default).
+// seconds: a reset copies a fixture and a step runs a few SQL statements,
+// and both are bounded by StepTimeout.
 var (
 	resetBuckets = prometheus.ExponentialBuckets(0.0005, 2.5, 12) // 0.5 ms … 12 s
 	callBuckets  = prometheus.ExponentialBuckets(0.0001, 2.5, 14) // 0.1 ms … 15 s
@@ -88,99 +87,56 @@ type serverMetrics struct {
 func newMetrics(s *Server) *serverMetrics {
 	m := &serverMetrics{registry: prometheus.NewRegistry(), process: prometheus.NewRegistry()}
 	f := promauto.With(m.registry)
-	m.sessionsOpened = f.NewCounterVec(prometheus.CounterOpts{
-		Name: "seahaven_sessions_opened_total",
-		Help: "Sessions opened, by transport (ws, mcp, http).",
-	}, []string{"transport"})
-	m.rejections = f.NewCounterVec(prometheus.CounterOpts{
-		Name: "seahaven_capacity_rejections_total",
-		Help: "Sessions refused because the server was at MaxSessions, by transport.",
-	}, []string{"transport"})
-	m.reaps = f.NewCounterVec(prometheus.CounterOpts{
-		Name: "seahaven_idle_reaps_total",
-		Help: "Sessions closed by the idle reaper, by transport.",
-	}, []string{"transport"})
-	m.resets = f.NewCounterVec(prometheus.CounterOpts{
-		Name: "seahaven_resets_total",
-		Help: "Instances opened (explicit resets, the implicit reset of a first step, MCP sessions and sessionless tools/call), by outcome (ok, error, timeout, panic, infrastructure_error).",
-	}, []string{"outcome"})
-	m.resetSeconds = f.NewHistogram(prometheus.HistogramOpts{
-		Name:    "seahaven_reset_duration_seconds",
-		Help:    "Time to open an instance, successful or not.",
-		Buckets: resetBuckets,
-	})
-	m.calls = f.NewCounterVec(prometheus.CounterOpts{
-		Name: "seahaven_tool_calls_total",
-		Help: "Tool calls, by tool and outcome (ok, or the error_type: execution_error, invalid_args, tool_not_found, timeout; or panic, or infrastructure_error for a call the host failed). Calls to unknown tools have tool=\"_unknown\".",
-	}, []string{"tool", "outcome"})
-	m.callSeconds = f.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "seahaven_tool_call_duration_seconds",
-		Help:    "Tool call latency, by tool.",
-		Buckets: callBuckets,
-	}, []string{"tool"})
-	m.inspects = f.NewCounterVec(prometheus.CounterOpts{
-		Name: "seahaven_inspect_queries_total",
-		Help: "Inspect queries, by outcome (ok, error).",
-	}, []string{"outcome"})
-	m.instances = f.NewGauge(prometheus.GaugeOpts{
-		Name: "seahaven_instances_open",
-		Help: "Instances open now, in sessions or serving a sessionless call.",
-	})
-	m.wsMessages = f.NewCounterVec(prometheus.CounterOpts{
-		Name: "seahaven_ws_messages_total",
-		Help: "WebSocket messages received, by type (reset, step, state, close, mcp, inspect, grade, checkpoint, or invalid for one that is not JSON or names no known type).",
-	}, []string{"type"})
-	m.authFailures = f.NewCounter(prometheus.CounterOpts{
-		Name: "seahaven_auth_failures_total",
-		Help: "Requests refused with 401 for a missing or wrong bearer token.",
-	})
-	m.infraErrors = f.NewCounterVec(prometheus.CounterOpts{
-		Name: "seahaven_infrastructure_errors_total",
-		Help: "Operations the host failed (reported to the client as an infrastructure error, never as a tool result), by fault (disk_full, too_many_open_files, storage_error) and op (reset, call, inspect, grade).",
-	}, []string{"fault", "op"})
-	m.episodesStarted = f.NewCounterVec(prometheus.CounterOpts{
-		Name: "seahaven_episodes_started_total",
-		Help: "Episodes begun (an instance opened for a session), by task (none for an episode without one).",
-	}, []string{"task"})
-	m.episodesFinished = f.NewCounterVec(prometheus.CounterOpts{
-		Name: "seahaven_episodes_finished_total",
-		Help: "Episodes their task graded done, by task.",
-	}, []string{"task"})
-	m.episodeReward = f.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "seahaven_episode_reward",
-		Help:    "The reward of each graded task episode when it ends (done, a reset or the session's end), by task.",
-		Buckets: []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99, 1},
-	}, []string{"task"})
-	m.episodeSteps = f.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "seahaven_episode_steps",
-		Help:    "Steps (tool calls) of each episode when it ends, by task.",
-		Buckets: prometheus.ExponentialBuckets(1, 2, 11),
-	}, []string{"task"})
-	m.gradingFailures = f.NewCounterVec(prometheus.CounterOpts{
-		Name: "seahaven_grading_failures_total",
-		Help: "Gradings that could not run (a grader's error), by task.",
-	}, []string{"task"})
-	m.refusedAfterDone = f.NewCounterVec(prometheus.CounterOpts{
-		Name: "seahaven_steps_refused_after_done_total",
-		Help: "Steps refused because the episode's task had graded it done, by task.",
-	}, []string{"task"})
-	m.replayed = f.NewCounter(prometheus.CounterOpts{
-		Name: "seahaven_steps_replayed_total",
-		Help: "Steps retried under a request_id the episode had answered: the recorded reply was sent, nothing ran.",
-	})
-	m.checkpoints = f.NewCounterVec(prometheus.CounterOpts{
-		Name: "seahaven_checkpoints_total",
-		Help: "Checkpoints taken (op=checkpoint) and restored (op=restore), by outcome (ok, error, timeout, panic, infrastructure_error).",
-	}, []string{"op", "outcome"})
-	m.checkpointSecs = f.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "seahaven_checkpoint_duration_seconds",
-		Help:    "Time to take (op=checkpoint) or restore (op=restore) a checkpoint, successful or not.",
-		Buckets: resetBuckets,
-	}, []string{"op"})
-	m.fencedSteps = f.NewCounter(prometheus.CounterOpts{
-		Name: "seahaven_steps_refused_superseded_total",
-		Help: "Requests refused because the session's attempt was superseded by a restore that named it (replaces).",
-	})
+	counters := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return f.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
+	histograms := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+		return f.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+	}
+	m.sessionsOpened = counters("seahaven_sessions_opened_total",
+		"Sessions opened, by transport (ws, mcp, http).", "transport")
+	m.rejections = counters("seahaven_capacity_rejections_total",
+		"Sessions refused because the server was at MaxSessions, by transport.", "transport")
+	m.reaps = counters("seahaven_idle_reaps_total",
+		"Sessions closed by the idle reaper, by transport.", "transport")
+	m.resets = counters("seahaven_resets_total",
+		"Instances opened (explicit resets, the implicit reset of a first step, MCP sessions and sessionless tools/call), by outcome (ok, error, timeout, panic, infrastructure_error).", "outcome")
+	m.resetSeconds = f.NewHistogram(prometheus.HistogramOpts{Name: "seahaven_reset_duration_seconds",
+		Help: "Time to open an instance, successful or not.", Buckets: resetBuckets})
+	m.calls = counters("seahaven_tool_calls_total",
+		"Tool calls, by tool and outcome (ok, or the error_type: execution_error, invalid_args, tool_not_found, timeout; or panic, or infrastructure_error for a call the host failed). Calls to unknown tools have tool=\"_unknown\".", "tool", "outcome")
+	m.callSeconds = histograms("seahaven_tool_call_duration_seconds",
+		"Tool call latency, by tool.", callBuckets, "tool")
+	m.inspects = counters("seahaven_inspect_queries_total",
+		"Inspect queries, by outcome (ok, error).", "outcome")
+	m.instances = f.NewGauge(prometheus.GaugeOpts{Name: "seahaven_instances_open",
+		Help: "Instances open now, in sessions or serving a sessionless call."})
+	m.wsMessages = counters("seahaven_ws_messages_total",
+		"WebSocket messages received, by type (reset, step, state, close, mcp, inspect, grade, checkpoint, or invalid for one that is not JSON or names no known type).", "type")
+	m.authFailures = f.NewCounter(prometheus.CounterOpts{Name: "seahaven_auth_failures_total",
+		Help: "Requests refused with 401 for a missing or wrong bearer token."})
+	m.infraErrors = counters("seahaven_infrastructure_errors_total",
+		"Operations the host failed (reported to the client as an infrastructure error, never as a tool result), by fault (disk_full, too_many_open_files, storage_error) and op (reset, call, inspect, grade).", "fault", "op")
+	m.episodesStarted = counters("seahaven_episodes_started_total",
+		"Episodes begun (an instance opened for a session), by task (none for an episode without one).", "task")
+	m.episodesFinished = counters("seahaven_episodes_finished_total",
+		"Episodes their task graded done, by task.", "task")
+	m.episodeReward = histograms("seahaven_episode_reward",
+		"The reward of each graded task episode when it ends (done, a reset or the session's end), by task.", []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99, 1}, "task")
+	m.episodeSteps = histograms("seahaven_episode_steps",
+		"Steps (tool calls) of each episode when it ends, by task.", prometheus.ExponentialBuckets(1, 2, 11), "task")
+	m.gradingFailures = counters("seahaven_grading_failures_total",
+		"Gradings that could not run (a grader's error), by task.", "task")
+	m.refusedAfterDone = counters("seahaven_steps_refused_after_done_total",
+		"Steps refused because the episode's task had graded it done, by task.", "task")
+	m.replayed = f.NewCounter(prometheus.CounterOpts{Name: "seahaven_steps_replayed_total",
+		Help: "Steps retried under a request_id the episode had answered: the recorded reply was sent, nothing ran."})
+	m.checkpoints = counters("seahaven_checkpoints_total",
+		"Checkpoints taken (op=checkpoint) and restored (op=restore), by outcome (ok, error, timeout, panic, infrastructure_error).", "op", "outcome")
+	m.checkpointSecs = histograms("seahaven_checkpoint_duration_seconds",
+		"Time to take (op=checkpoint) or restore (op=restore) a checkpoint, successful or not.", resetBuckets, "op")
+	m.fencedSteps = f.NewCounter(prometheus.CounterOpts{Name: "seahaven_steps_refused_superseded_total",
+		Help: "Requests refused because the session's attempt was superseded by a restore that named it (replaces)."})
 	info := s.backend.Info()
 	f.NewGaugeFunc(prometheus.GaugeOpts{
 		Name:        "seahaven_build_info",
@@ -367,14 +323,14 @@ func (s *Server) observeCall(ctx context.Context, start time.Time, name string, 
 }
 
 // observeInspect records one inspect query that started at start, and
-// logs its failure unless logged says guard has (a panic).
-func (s *Server) observeInspect(ctx context.Context, start time.Time, err error, logged bool) {
-	if err == nil {
+// logs its failure (err) unless guard or infraFailure has (perr).
+func (s *Server) observeInspect(ctx context.Context, start time.Time, err error, perr *protoError) {
+	if err == nil && perr == nil {
 		s.metrics.inspects.WithLabelValues(outcomeOK).Inc()
 		return
 	}
 	s.metrics.inspects.WithLabelValues(outcomeError).Inc()
-	if !logged {
+	if perr == nil {
 		s.log.Info("openenv: inspect query failed", append(sessionAttrs(ctx), durationMS(time.Since(start)), "err", err.Error())...)
 	}
 }

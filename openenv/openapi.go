@@ -81,8 +81,16 @@ var (
 	})
 )
 
-// serveOpenAPI serves GET /openapi.json.
-func (s *Server) serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
-	b, err := s.openAPIServed()
-	writeOpenAPI(w, b, err)
+// serveOpenAPI serves GET /openapi.json: the description doc returns, or
+// the error making it.
+func serveOpenAPI(doc func() ([]byte, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		b, err := doc()
+		if err != nil {
+			writeJSON(w, http.StatusInternalServerError, newError(codeExecution, "%v", err).httpBody())
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(b)
+	}
 }

@@ -2,6 +2,7 @@ package openenv
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 
@@ -309,16 +310,12 @@ func mustEncode(v any) json.RawMessage {
 // stateDoc returns the state document with the session's counters filled
 // in and the change log never null.
 func stateDoc(doc env.StateDoc, episodeID string, steps int) env.StateDoc {
+	doc.EpisodeID = nil
 	if episodeID != "" {
-		id := episodeID
-		doc.EpisodeID = &id
-	} else {
-		doc.EpisodeID = nil
+		doc.EpisodeID = &episodeID
 	}
 	doc.StepCount = steps
-	if doc.StateFormat == "" {
-		doc.StateFormat = env.StateFormat
-	}
+	doc.StateFormat = cmp.Or(doc.StateFormat, env.StateFormat)
 	if doc.ChangeLog == nil {
 		doc.ChangeLog = []env.ChangeRecord{}
 	}

@@ -45,8 +45,7 @@ const (
 // MaxStepTimeoutS is the largest timeout_s a POST /step may give, in
 // seconds: one day. A larger one is refused with a VALIDATION_ERROR (422)
 // before it is converted to a time.Duration, which cannot hold every
-// float (a value past its range converted to one that switched the step's
-// timeout off). timeout_s only ever shortens StepTimeout.
+// float. timeout_s only ever shortens StepTimeout.
 const MaxStepTimeoutS = 86400
 
 // Config configures a Server. A zero field means its Default value; a
@@ -335,8 +334,11 @@ func NewServer(b Backend, cfg Config) *Server {
 	s.large = largeLimiter(cfg.LargeMessageRate)
 	s.metrics = newMetrics(s)
 	s.handler = s.browserGuard(s.RequireToken(s.limitBodies(s.routes())))
-	if s.cfg.Replica != "" {
-		s.handler = withHeader(s.handler, ReplicaHeader, s.cfg.Replica)
+	if h := s.handler; s.cfg.Replica != "" {
+		s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(ReplicaHeader, s.cfg.Replica)
+			h.ServeHTTP(w, r)
+		})
 	}
 	s.agent = s.agentRoutes()
 	return s
@@ -350,14 +352,6 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // ReplicaHeader names the replica that answered (Config.Replica).
 const ReplicaHeader = "X-Seahaven-Replica"
-
-// withHeader sets a response header on every reply of h.
-func withHeader(h http.Handler, name, value string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set(name, value)
-		h.ServeHTTP(w, r)
-	})
-}
 
 // Sessions returns the live sessions, oldest first.
 func (s *Server) Sessions() []SessionInfo {
@@ -399,44 +393,34 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, ss := range list {
 		ss.expire("server shutting down")
 	}
-	wait := func(done <-chan struct{}) error {
-		select {
-		case <-done:
-			return nil
-		case <-ctx.Done():
-			return fmt.Errorf("openenv: shutdown: %w", ctx.Err())
-		}
-	}
-	for _, ss := range list {
-		if err := wait(ss.done); err != nil {
-			return err
-		}
-	}
-	if reaping {
-		if err := wait(s.reaperDone); err != nil {
-			return err
-		}
-	}
-	// Every session has ended, so no reset starts another close.
-	closed := make(chan struct{})
+	done := make(chan struct{})
 	go func() {
+		for _, ss := range list {
+			<-ss.done
+		}
+		if reaping {
+			<-s.reaperDone
+		}
+		// Every session has ended, so no reset starts another close.
 		s.closers.Wait()
-		close(closed)
+		close(done)
 	}()
-	return wait(closed)
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("openenv: shutdown: %w", ctx.Err())
+	}
 }
-
-// drainParallel is how many sessions Shutdown checkpoints at once: half
-// the CPUs, so that the sessions of other servers on the host, or of this
-// one still stepping, keep their share.
-func drainParallel() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
 // drain checkpoints the sessions of list (see session.drain), a few at a
 // time, within ctx.
 func (s *Server) drain(ctx context.Context, list []*session) {
 	start := time.Now()
 	var g errgroup.Group
-	g.SetLimit(drainParallel())
+	// Half the CPUs, so that the sessions of other servers on the host, or
+	// of this one still stepping, keep their share.
+	g.SetLimit(max(1, runtime.GOMAXPROCS(0)/2))
 	for _, ss := range list {
 		g.Go(func() error {
 			ss.drain(ctx)
@@ -463,23 +447,9 @@ func (s *Server) guard(what string, fn func()) (perr *protoError) {
 // guardCtx is guard for work done under ctx: the log line of a panic also
 // names ctx's session and how long fn ran.
 func (s *Server) guardCtx(ctx context.Context, what string, fn func()) (perr *protoError) {
-	return s.guardNamed(ctx, what, "", fn)
-}
-
-// guardTool is guardCtx for a call of the tool name: the panic names it as
-// tool "name", a string made only when there is a panic.
-func (s *Server) guardTool(ctx context.Context, name string, fn func()) (perr *protoError) {
-	return s.guardNamed(ctx, "", name, fn)
-}
-
-// guardNamed is guardCtx for what, or for the tool named tool when what is "".
-func (s *Server) guardNamed(ctx context.Context, what, tool string, fn func()) (perr *protoError) {
 	start := time.Now()
 	defer func() {
 		if v := recover(); v != nil {
-			if what == "" {
-				what = fmt.Sprintf("tool %q", tool)
-			}
 			s.log.Error("openenv: recovered a panic", append(sessionAttrs(ctx), durationMS(time.Since(start)),
 				"in", what, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))...)
 			perr = newError(codeExecution, "internal error: %s panicked: %v", what, v)

@@ -147,13 +147,6 @@ func reachable(ctx context.Context, ss *session) bool {
 	return ss != nil && (ss.agent || !onAgentListener(ctx))
 }
 
-// newSession registers a session with a new id.
-func (s *Server) newSession(transport string) (*session, *protoError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.newSessionLocked(transport, "")
-}
-
 // lookup returns the live session with id, or nil.
 func (s *Server) lookup(id string) *session {
 	s.mu.Lock()
@@ -220,13 +213,6 @@ func (ss *session) closeStatus() (websocket.StatusCode, string) {
 	return ss.closeCode, ss.closeReason
 }
 
-// isStopped reports whether stop has been called.
-func (ss *session) isStopped() bool {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return ss.stopped
-}
-
 // end stops the session, waits for the call in progress, closes the
 // instance and frees the slot. Only the first call does anything; every
 // exit path of every transport comes through here.
@@ -247,9 +233,8 @@ func (ss *session) end() {
 			ss.srv.closeInstance(inst)
 		}
 		ss.srv.remove(ss)
-		_, reason := ss.closeStatus()
 		ss.mu.Lock()
-		steps := ss.steps
+		reason, steps := ss.closeReason, ss.steps
 		ss.mu.Unlock()
 		// Logged before done is closed: Shutdown returns once every done is,
 		// and the process may exit right after.
@@ -271,12 +256,9 @@ func (s *Server) closeInstance(inst Instance) {
 	}
 }
 
-// open opens an instance with opts, bounded by StepTimeout. A failure of
-// the host (an *env.InfraError) is an infrastructure error; an option naming
-// nothing (an *OptionError) a VALIDATION_ERROR at loc plus the option, unless
-// implicit; any other failure a FACTORY_ERROR when implicit (a default reset
-// the caller did not ask for), else an EXECUTION_ERROR; a panic is a
-// protoError too.
+// open opens an instance with opts, bounded by StepTimeout. implicit marks
+// a default reset the caller did not ask for; a failure is reported as
+// openFailure says.
 func (s *Server) open(ctx context.Context, opts OpenOptions, implicit bool, loc []any) (Instance, *protoError) {
 	octx, cancel := withTimeout(ctx, s.cfg.StepTimeout)
 	defer cancel()
@@ -397,11 +379,12 @@ func (ss *session) begin() func() {
 	}
 }
 
-// idle reports whether the session has been idle for at least d at now.
+// idle reports whether the session, not yet stopped, has been idle for at
+// least d at now.
 func (ss *session) idle(now time.Time, d time.Duration) bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	return ss.busy == 0 && now.Sub(ss.lastActivity) >= d
+	return !ss.stopped && ss.busy == 0 && now.Sub(ss.lastActivity) >= d
 }
 
 // options turns a reset request into OpenOptions, filling the defaults.
@@ -446,28 +429,25 @@ func (ss *session) reset(ctx context.Context, req resetData) *protoError {
 	if errs := checkRestore(req); len(errs) > 0 {
 		return invalid(errs)
 	}
-	if req.Checkpoint != nil {
-		if onAgentListener(ctx) {
-			in, _ := json.Marshal(*req.Checkpoint)
-			return invalid([]fieldError{{Type: "value_error", Loc: at(req.loc, "checkpoint"), Input: in,
-				Msg: "Value error, checkpoint: restores are the trainer's; the agent listener does not serve them"}})
-		}
-		ctx, leave, perr := ss.enter(ctx, false)
-		if perr != nil {
+	var opts OpenOptions
+	if req.Checkpoint == nil {
+		var perr *protoError
+		if opts, perr = ss.srv.options(req); perr != nil {
 			return perr
 		}
-		defer leave()
-		return ss.restoreLocked(ctx, req)
-	}
-	opts, perr := ss.srv.options(req)
-	if perr != nil {
-		return perr
+	} else if onAgentListener(ctx) {
+		in, _ := json.Marshal(*req.Checkpoint)
+		return invalid([]fieldError{{Type: "value_error", Loc: at(req.loc, "checkpoint"), Input: in,
+			Msg: "Value error, checkpoint: restores are the trainer's; the agent listener does not serve them"}})
 	}
 	ctx, leave, perr := ss.enter(ctx, false) // already active
 	if perr != nil {
 		return perr
 	}
 	defer leave()
+	if req.Checkpoint != nil {
+		return ss.restoreLocked(ctx, req)
+	}
 	return ss.openLocked(ctx, opts, false, req.loc)
 }
 
@@ -558,7 +538,7 @@ func (s *Server) reapIdle(now time.Time) {
 		if ss.agent {
 			limit = s.cfg.AgentIdleTimeout
 		}
-		if limit <= 0 || !ss.idle(now, limit) || ss.isStopped() {
+		if limit <= 0 || !ss.idle(now, limit) {
 			continue
 		}
 		reason := fmt.Sprintf("session idle for more than %s", limit)

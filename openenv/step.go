@@ -34,40 +34,35 @@ func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (s
 	})
 }
 
-// stepLocked runs a step. The slot must be held.
+// stepLocked runs a step and returns its step response. When the instance
+// runs a task (it is a Grader) the reward and done flag are the task's
+// grading after the step; otherwise null and false. The slot must be held.
 func (ss *session) stepLocked(ctx context.Context, a action, timeout time.Duration) (stepReply, *protoError) {
-	var obs any
+	var reply stepReply
 	if a.Type == actionListTools {
 		tools, perr := ss.srv.tools(ss.inst)
 		if perr != nil {
 			return stepReply{}, perr
 		}
-		obs = listToolsObservation(tools)
+		reply.Observation = listToolsObservation(tools)
 	} else {
 		out, perr := ss.callLocked(ctx, a.ToolName, json.RawMessage(a.Arguments), timeout)
 		if perr != nil {
 			return stepReply{}, perr
 		}
-		obs = out.observation(a.ToolName)
+		reply.Observation = out.observation(a.ToolName)
 	}
-	return ss.respondLocked(ctx, obs, timeout)
-}
-
-// respondLocked wraps a step's observation in the step response. When the
-// instance runs a task (it is a Grader) the reward and done flag are the
-// task's grading after the step; otherwise null and false. The slot must
-// be held.
-func (ss *session) respondLocked(ctx context.Context, obs any, timeout time.Duration) (stepReply, *protoError) {
 	g, ok := ss.inst.(Grader)
 	if !ok {
-		return stepReply{Observation: obs}, nil
+		return reply, nil
 	}
 	res, perr := ss.gradeLocked(ctx, g, timeout, "the step ran, but grading its task failed: %s")
 	if perr != nil {
 		return stepReply{}, perr
 	}
 	ss.gradeStepLocked(res.Reward, res.Done)
-	return stepReply{Observation: obs, Reward: &res.Reward, Done: res.Done}, nil
+	reply.Reward, reply.Done = &res.Reward, res.Done
+	return reply, nil
 }
 
 // gradeLocked grades the session's task episode, bounded by timeout, and
@@ -171,7 +166,7 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 	defer cancel()
 	var out toolOutcome
 	var infra *protoError
-	perr := s.guardTool(ctx, name, func() {
+	perr := s.guardCtx(ctx, fmt.Sprintf("tool %q", name), func() {
 		res, err := inst.CallJSON(cctx, name, args)
 		if infra = s.infraFailure(ctx, opCall, err); infra != nil {
 			return
@@ -196,8 +191,7 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 		out.result = raw
 	})
 	if infra != nil {
-		s.observeCall(ctx, start, name, out, infra)
-		return out, infra
+		perr = infra
 	}
 	s.observeCall(ctx, start, name, out, perr)
 	return out, perr
@@ -304,15 +298,14 @@ func (ss *session) inspectLocked(ctx context.Context, req inspectData) (json.Raw
 	var res InspectRows
 	var err error
 	start := time.Now()
-	if perr := s.guardCtx(ctx, "Instance.Inspect", func() { res, err = ss.inst.Inspect(ictx, string(req.SQL), req.args(), lim) }); perr != nil {
-		s.observeInspect(ctx, start, perr, true)
+	perr := s.guardCtx(ctx, "Instance.Inspect", func() { res, err = ss.inst.Inspect(ictx, string(req.SQL), req.args(), lim) })
+	if perr == nil {
+		perr = s.infraFailure(ctx, opInspect, err)
+	}
+	s.observeInspect(ctx, start, err, perr)
+	if perr != nil {
 		return nil, perr
 	}
-	if perr := s.infraFailure(ctx, opInspect, err); perr != nil {
-		s.observeInspect(ctx, start, err, true)
-		return nil, perr
-	}
-	s.observeInspect(ctx, start, err, false)
 	if err != nil {
 		if errors.Is(ictx.Err(), context.DeadlineExceeded) && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, newError(codeQuery, "inspect timed out after %s: %v", s.cfg.InspectTimeout, err)

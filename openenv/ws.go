@@ -40,7 +40,9 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.SetReadLimit(-1) // readMessage enforces MaxMessageBytes itself, to report it
-	ss, perr := s.newSession(TransportWS)
+	s.mu.Lock()
+	ss, perr := s.newSessionLocked(TransportWS, "")
+	s.mu.Unlock()
 	if perr != nil {
 		code, reason := websocket.StatusTryAgainLater, "server at capacity"
 		if perr.code == codeShuttingDown {
@@ -146,34 +148,23 @@ func (wc *wsConn) work() (websocket.StatusCode, string) {
 			return m.code, closeReason(m.fatal.message)
 		}
 		reply, closing := wc.srv.handleMessage(ss, m.data)
-		if code, reason, done := wc.answer(reply, closing); done {
-			return code, reason
+		switch {
+		case ss.ctx.Err() != nil: // the reply is not sent
+			return ss.closeStatus()
+		case closing:
+			ss.stop(websocket.StatusNormalClosure, "")
+			return websocket.StatusNormalClosure, ""
+		}
+		if err := wc.write(reply); err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				wc.srv.log.Info("openenv: websocket write timed out", "session", ss.ref, "timeout", wc.srv.cfg.WriteTimeout)
+			} else {
+				wc.srv.log.Info("openenv: websocket write failed", "session", ss.ref, "err", err)
+			}
+			ss.stop(closeAbort, "write failed")
+			return closeAbort, ""
 		}
 	}
-}
-
-// answer writes reply unless the session has stopped or closing is set, and
-// reports done with how to close the socket when the session is over.
-func (wc *wsConn) answer(reply any, closing bool) (_ websocket.StatusCode, _ string, done bool) {
-	ss := wc.ss
-	if ss.ctx.Err() != nil {
-		code, reason := ss.closeStatus()
-		return code, reason, true
-	}
-	if closing {
-		ss.stop(websocket.StatusNormalClosure, "")
-		return websocket.StatusNormalClosure, "", true
-	}
-	if err := wc.write(reply); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			wc.srv.log.Info("openenv: websocket write timed out", "session", ss.ref, "timeout", wc.srv.cfg.WriteTimeout)
-		} else {
-			wc.srv.log.Info("openenv: websocket write failed", "session", ss.ref, "err", err)
-		}
-		ss.stop(closeAbort, "write failed")
-		return closeAbort, "", true
-	}
-	return 0, "", false
 }
 
 // closeReason fits a message into a close frame's 123-byte reason.
@@ -197,7 +188,11 @@ func (wc *wsConn) write(frame any) error {
 	case err != nil:
 		b, err = encode(newError(codeExecution, "reply cannot be encoded as JSON: %v", err).frame())
 	case len(b) > wc.srv.cfg.MaxReplyBytes:
-		wc.srv.log.Warn("openenv: a reply exceeds the reply limit", "session", wc.ref(), "bytes", len(b), "limit", wc.srv.cfg.MaxReplyBytes)
+		var ref string // none on a refused connection
+		if wc.ss != nil {
+			ref = wc.ss.ref
+		}
+		wc.srv.log.Warn("openenv: a reply exceeds the reply limit", "session", ref, "bytes", len(b), "limit", wc.srv.cfg.MaxReplyBytes)
 		b, err = encode(replyTooLarge(len(b), wc.srv.cfg.MaxReplyBytes).frame())
 	}
 	if err != nil {
@@ -210,14 +205,6 @@ func (wc *wsConn) write(frame any) error {
 	}
 	wc.written.Add(1)
 	return nil
-}
-
-// ref is the session's ref for logs, "" on a refused connection.
-func (wc *wsConn) ref() string {
-	if wc.ss == nil {
-		return ""
-	}
-	return wc.ss.ref
 }
 
 // maxPooledFrame is the largest reply buffer kept for reuse.
@@ -326,20 +313,16 @@ func (wc *wsConn) readMessage(ctx context.Context) (inbound, error) {
 			readBuffers.Put(buf)
 		}
 	}()
-	n, err := io.Copy(buf, io.LimitReader(r, min(limit+1, LargeMessageBytes+1)))
+	if wc.srv.large != nil {
+		r = &pacedBody{ReadCloser: io.NopCloser(r), s: wc.srv, ctx: wc.ss.ctx}
+	}
+	n, err := io.Copy(buf, io.LimitReader(r, limit+1))
 	if err != nil {
 		return inbound{}, err
 	}
-	if n > LargeMessageBytes {
-		more, err := wc.srv.readLarge(wc.ss.ctx, buf, r, limit+1-n)
-		if err != nil {
-			return inbound{}, err
-		}
-		n += more
-	}
 	if n > limit {
 		most := drainFactor * limit
-		rest, err := wc.srv.readLarge(wc.ss.ctx, io.Discard, r, most-n+1)
+		rest, err := io.Copy(io.Discard, io.LimitReader(r, most-n+1))
 		if err != nil {
 			return inbound{}, err
 		}
@@ -369,31 +352,9 @@ func (wc *wsConn) readMessage(ctx context.Context) (inbound, error) {
 	return inbound{data: bytes.Clone(buf.Bytes())}, nil
 }
 
-// readLarge copies at most n more bytes of a large message from r to w, in
-// chunks read no faster than LargeMessageRate allows across the server. It
-// returns the bytes copied.
-func (s *Server) readLarge(ctx context.Context, w io.Writer, r io.Reader, n int64) (int64, error) {
-	if s.large == nil {
-		return io.Copy(w, io.LimitReader(r, n))
-	}
-	var copied int64
-	for copied < n {
-		chunk := min(n-copied, largeChunk)
-		if err := s.large.WaitN(ctx, int(chunk)); err != nil {
-			return copied, err
-		}
-		m, err := io.Copy(w, io.LimitReader(r, chunk))
-		copied += m
-		if err != nil || m < chunk {
-			return copied, err
-		}
-	}
-	return copied, nil
-}
-
-// pacedBody is a request body whose bytes past LargeMessageBytes are read
-// no faster than LargeMessageRate allows across the server, as a large
-// WebSocket message's are.
+// pacedBody is a request body or a WebSocket message whose bytes past
+// LargeMessageBytes are read no faster than LargeMessageRate allows across
+// the server.
 type pacedBody struct {
 	io.ReadCloser
 	s    *Server
