@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -94,26 +93,34 @@ func (ss *session) gradeStepLocked(reward float64, done bool) {
 	}
 }
 
-// timeline is an episode's newest maxTimeline steps, oldest first.
-type timeline []timelineStep
+// timeline is an episode's newest maxTimeline steps: a ring, so adding a
+// step to a full timeline moves no other.
+type timeline struct {
+	steps []timelineStep
+	next  int // where the next step goes once steps is full
+}
 
 func (t *timeline) add(st timelineStep) {
-	if len(*t) == maxTimeline {
-		*t = slices.Delete(*t, 0, 1) // in place: the backing array stays maxTimeline long
+	if len(t.steps) < maxTimeline {
+		t.steps = append(t.steps, st)
+		return
 	}
-	*t = append(*t, st)
+	t.steps[t.next] = st
+	t.next = (t.next + 1) % maxTimeline
 }
 
 // newest returns the newest step, or nil.
-func (t timeline) newest() *timelineStep {
-	if len(t) == 0 {
+func (t *timeline) newest() *timelineStep {
+	if len(t.steps) == 0 {
 		return nil
 	}
-	return &t[len(t)-1]
+	return &t.steps[(t.next+len(t.steps)-1)%len(t.steps)]
 }
 
 // list returns a copy of the steps, oldest first.
-func (t timeline) list() []timelineStep { return append([]timelineStep{}, t...) }
+func (t *timeline) list() []timelineStep {
+	return append(append([]timelineStep{}, t.steps[t.next:]...), t.steps[:t.next]...)
+}
 
 // watchReply is the body of GET /sessions/{ref}/watch.
 type watchReply struct {
