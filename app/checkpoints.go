@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -155,9 +154,12 @@ func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openen
 	if err != nil {
 		return openenv.CheckpointInfo{}, err
 	}
-	if testHookWrote != nil {
-		testHookWrote(fixture.SidecarName)
+	wrote := func(name string) {
+		if testHookWrote != nil {
+			testHookWrote(name)
+		}
 	}
+	wrote(fixture.SidecarName)
 	size := int64(len(cp.State) + len(episode))
 	for _, b := range cp.Files {
 		size += int64(len(b))
@@ -171,9 +173,7 @@ func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openen
 			return openenv.CheckpointInfo{}, err
 		}
 		m.SHA256[f.name] = fixture.HashBytes(f.data)
-		if testHookWrote != nil {
-			testHookWrote(f.name)
-		}
+		wrote(f.name)
 	}
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
@@ -182,9 +182,7 @@ func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openen
 	if err := os.WriteFile(filepath.Join(tmp, manifestName), data, 0o600); err != nil {
 		return openenv.CheckpointInfo{}, err
 	}
-	if testHookWrote != nil {
-		testHookWrote(manifestName)
-	}
+	wrote(manifestName)
 	if err := os.Rename(tmp, filepath.Join(c.dir, id)); err != nil {
 		return openenv.CheckpointInfo{}, err
 	}
@@ -317,10 +315,7 @@ func (c *checkpoints) fence(attempt, by string) error {
 		return &openenv.OptionError{Option: "replaces", Value: attempt, Message: fmt.Sprintf("%q is not an attempt id (attempt ids are the lowercase UUIDs checkpoint replies carry)", attempt)}
 	}
 	if err := os.WriteFile(p, []byte(by), 0o600); err != nil {
-		if ie := composition.Fault(err, "the attempt could not be fenced"); ie != nil {
-			return ie
-		}
-		return fmt.Errorf("app: fence: %w", err)
+		return faultOr(err, "the attempt could not be fenced", fmt.Errorf("app: fence: %w", err))
 	}
 	return nil
 }
@@ -373,10 +368,7 @@ func (c *checkpoints) setPointer(dir, key string, info openenv.CheckpointInfo) e
 func (c *checkpoints) pointer(dir, key string) (openenv.CheckpointInfo, bool) {
 	var info openenv.CheckpointInfo
 	data, err := os.ReadFile(c.pointerPath(dir, key))
-	if err != nil || json.Unmarshal(data, &info) != nil || info.ID == "" {
-		return openenv.CheckpointInfo{}, false
-	}
-	if expired(info) {
+	if err != nil || json.Unmarshal(data, &info) != nil || info.ID == "" || expired(info) {
 		return openenv.CheckpointInfo{}, false
 	}
 	return info, true
@@ -442,7 +434,7 @@ func (c *checkpoints) sweep(now time.Time) {
 		live = append(live, kept{name, fi.ModTime(), size})
 		total += size
 	}
-	sort.Slice(live, func(a, b int) bool { return live[a].at.Before(live[b].at) })
+	slices.SortFunc(live, func(a, b kept) int { return a.at.Compare(b.at) })
 	for len(live) > 0 && c.maxBytes > 0 && total > c.maxBytes {
 		c.remove(live[0].id)
 		total -= live[0].size
@@ -469,10 +461,8 @@ func (c *checkpoints) sweep(now time.Time) {
 func (c *checkpoints) forget(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.loaded[id]; ok {
-		delete(c.loaded, id)
-		c.order = slices.DeleteFunc(c.order, func(o string) bool { return o == id })
-	}
+	delete(c.loaded, id)
+	c.order = slices.DeleteFunc(c.order, func(o string) bool { return o == id })
 }
 
 // remove renames a checkpoint aside, then removes it.
