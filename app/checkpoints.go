@@ -223,12 +223,11 @@ func (c *checkpoints) load(id string) (*loadedCheckpoint, error) {
 	c.mu.Lock()
 	l, ok := c.loaded[id]
 	c.mu.Unlock()
-	if ok && expired(l.m.CheckpointInfo) {
-		c.forget(id)
-		ok = false
+	if ok && !expired(l.m.CheckpointInfo) {
+		return l, nil
 	}
 	if ok {
-		return l, nil
+		c.forget(id)
 	}
 	l, err := c.read(id)
 	if err != nil {
