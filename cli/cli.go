@@ -6,11 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"regexp"
 	"runtime/debug"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -65,12 +66,7 @@ func Run(worlds ...*env.World) {
 
 // names returns the names of the worlds m knows, sorted.
 func (m *Main) names() []string {
-	names := make([]string, 0, len(m.Worlds))
-	for n := range m.Worlds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(m.Worlds))
 }
 
 // exitError carries an exit code other than 1.
@@ -174,6 +170,17 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
+}
+
+// parseNoArgs parses args into fs and fails when an argument is left.
+func parseNoArgs(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s takes no arguments, got %q", strings.TrimPrefix(fs.Name(), "seahaven "), fs.Args())
+	}
+	return nil
 }
 
 func newFlagSet(m *Main, name string) *flag.FlagSet {
