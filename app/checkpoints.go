@@ -115,7 +115,7 @@ func newCheckpoints(dir string, ttl time.Duration, maxBytes int64, logger *slog.
 	if err != nil {
 		return nil, err
 	}
-	return &checkpoints{dir: abs, ttl: cmp.Or(ttl, DefaultCheckpointTTL), maxBytes: cmp.Or(maxBytes, DefaultCheckpointMaxBytes), logger: logger, lastSweep: time.Now()}, nil
+	return &checkpoints{dir: abs, ttl: cmp.Or(ttl, DefaultCheckpointTTL), maxBytes: cmp.Or(maxBytes, DefaultCheckpointMaxBytes), logger: logger, lastSweep: time.Now(), loaded: map[string]*loadedCheckpoint{}}, nil
 }
 
 // testHookWrote, when set (by tests), runs after each file a checkpoint
@@ -242,9 +242,6 @@ func (c *checkpoints) load(id string) (*loadedCheckpoint, error) {
 func (c *checkpoints) keep(id string, l *loadedCheckpoint) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.loaded == nil {
-		c.loaded = map[string]*loadedCheckpoint{}
-	}
 	if _, ok := c.loaded[id]; !ok {
 		c.order = append(c.order, id)
 		if len(c.order) > maxLoaded {
