@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -219,10 +220,7 @@ func applyEnv(fs *flag.FlagSet) error {
 			return // an empty string is a string flag's value, and no other's
 		}
 		if err := fs.Set(f.Name, v); err != nil {
-			want := envExpect[fmt.Sprintf("%T", f.Value)]
-			if want == "" {
-				want = "a valid value"
-			}
+			want := cmp.Or(envExpect[fmt.Sprintf("%T", f.Value)], "a valid value")
 			errs = append(errs, fmt.Errorf("%s=%q: want %s (the variable of --%s)", m[1], v, want, f.Name))
 		}
 	})
