@@ -297,10 +297,7 @@ func (b *Backend) Open(ctx context.Context, opts openenv.OpenOptions) (openenv.I
 	if b.recorder != nil {
 		if err := ep.Record(b.recorder); err != nil {
 			ep.Close()
-			if ie := composition.Fault(err, "the episode could not be recorded"); ie != nil {
-				return nil, ie
-			}
-			return nil, err
+			return nil, faultOr(err, "the episode could not be recorded", err)
 		}
 	}
 	return b.instance(ep), nil
@@ -347,10 +344,7 @@ func (b *Backend) Restore(ctx context.Context, id string) (openenv.Instance, ope
 		Checkpoint: l.cp, Dir: b.dir, Logger: b.logger, MinFree: b.minFree, MaxChangeLogBytes: b.maxChangeLog,
 	}, b.recorder, id)
 	if err != nil {
-		if ie := composition.Fault(err, "nothing was restored"); ie != nil {
-			return nil, openenv.CheckpointRequest{}, ie
-		}
-		return nil, openenv.CheckpointRequest{}, b.checkpoints.unknown(id, fmt.Sprintf("cannot be restored: %v", err))
+		return nil, openenv.CheckpointRequest{}, faultOr(err, "nothing was restored", b.checkpoints.unknown(id, fmt.Sprintf("cannot be restored: %v", err)))
 	}
 	req := openenv.CheckpointRequest{Revision: m.Revision, Attempt: m.Attempt, Session: saved.Session}
 	return b.instance(ep), req, nil
@@ -437,10 +431,7 @@ func (w worldInstance) Checkpoint(ctx context.Context, req openenv.CheckpointReq
 	}
 	info, err := w.b.checkpoints.save(cp, saved, req)
 	if err != nil {
-		if ie := composition.Fault(err, "no checkpoint was written"); ie != nil {
-			return openenv.CheckpointInfo{}, ie
-		}
-		return openenv.CheckpointInfo{}, fmt.Errorf("app: checkpoint: %w", err)
+		return openenv.CheckpointInfo{}, faultOr(err, "no checkpoint was written", fmt.Errorf("app: checkpoint: %w", err))
 	}
 	return info, nil
 }
@@ -496,4 +487,13 @@ func (t taskInstance) Grade(ctx context.Context) (openenv.Grading, error) {
 		return openenv.Grading{}, err
 	}
 	return openenv.Grading{Reward: res.Reward, Done: res.Done, Checks: res.Checks}, nil
+}
+
+// faultOr returns err as the infrastructure fault it is (see
+// composition.Fault), or else other.
+func faultOr(err error, what string, other error) error {
+	if ie := composition.Fault(err, what); ie != nil {
+		return ie
+	}
+	return other
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -116,7 +115,7 @@ func newCheckpoints(dir string, ttl time.Duration, maxBytes int64, logger *slog.
 	if err != nil {
 		return nil, err
 	}
-	return &checkpoints{dir: abs, ttl: cmp.Or(ttl, DefaultCheckpointTTL), maxBytes: cmp.Or(maxBytes, DefaultCheckpointMaxBytes), logger: logger, lastSweep: time.Now()}, nil
+	return &checkpoints{dir: abs, ttl: cmp.Or(ttl, DefaultCheckpointTTL), maxBytes: cmp.Or(maxBytes, DefaultCheckpointMaxBytes), logger: logger, lastSweep: time.Now(), loaded: map[string]*loadedCheckpoint{}}, nil
 }
 
 // testHookWrote, when set (by tests), runs after each file a checkpoint
@@ -155,9 +154,12 @@ func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openen
 	if err != nil {
 		return openenv.CheckpointInfo{}, err
 	}
-	if testHookWrote != nil {
-		testHookWrote(fixture.SidecarName)
+	wrote := func(name string) {
+		if testHookWrote != nil {
+			testHookWrote(name)
+		}
 	}
+	wrote(fixture.SidecarName)
 	size := int64(len(cp.State) + len(episode))
 	for _, b := range cp.Files {
 		size += int64(len(b))
@@ -171,9 +173,7 @@ func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openen
 			return openenv.CheckpointInfo{}, err
 		}
 		m.SHA256[f.name] = fixture.HashBytes(f.data)
-		if testHookWrote != nil {
-			testHookWrote(f.name)
-		}
+		wrote(f.name)
 	}
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
@@ -182,9 +182,7 @@ func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openen
 	if err := os.WriteFile(filepath.Join(tmp, manifestName), data, 0o600); err != nil {
 		return openenv.CheckpointInfo{}, err
 	}
-	if testHookWrote != nil {
-		testHookWrote(manifestName)
-	}
+	wrote(manifestName)
 	if err := os.Rename(tmp, filepath.Join(c.dir, id)); err != nil {
 		return openenv.CheckpointInfo{}, err
 	}
@@ -225,12 +223,11 @@ func (c *checkpoints) load(id string) (*loadedCheckpoint, error) {
 	c.mu.Lock()
 	l, ok := c.loaded[id]
 	c.mu.Unlock()
-	if ok && expired(l.m.CheckpointInfo) {
-		c.forget(id)
-		ok = false
+	if ok && !expired(l.m.CheckpointInfo) {
+		return l, nil
 	}
 	if ok {
-		return l, nil
+		c.forget(id)
 	}
 	l, err := c.read(id)
 	if err != nil {
@@ -245,9 +242,6 @@ func (c *checkpoints) load(id string) (*loadedCheckpoint, error) {
 func (c *checkpoints) keep(id string, l *loadedCheckpoint) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.loaded == nil {
-		c.loaded = map[string]*loadedCheckpoint{}
-	}
 	if _, ok := c.loaded[id]; !ok {
 		c.order = append(c.order, id)
 		if len(c.order) > maxLoaded {
@@ -317,10 +311,7 @@ func (c *checkpoints) fence(attempt, by string) error {
 		return &openenv.OptionError{Option: "replaces", Value: attempt, Message: fmt.Sprintf("%q is not an attempt id (attempt ids are the lowercase UUIDs checkpoint replies carry)", attempt)}
 	}
 	if err := os.WriteFile(p, []byte(by), 0o600); err != nil {
-		if ie := composition.Fault(err, "the attempt could not be fenced"); ie != nil {
-			return ie
-		}
-		return fmt.Errorf("app: fence: %w", err)
+		return faultOr(err, "the attempt could not be fenced", fmt.Errorf("app: fence: %w", err))
 	}
 	return nil
 }
@@ -373,10 +364,7 @@ func (c *checkpoints) setPointer(dir, key string, info openenv.CheckpointInfo) e
 func (c *checkpoints) pointer(dir, key string) (openenv.CheckpointInfo, bool) {
 	var info openenv.CheckpointInfo
 	data, err := os.ReadFile(c.pointerPath(dir, key))
-	if err != nil || json.Unmarshal(data, &info) != nil || info.ID == "" {
-		return openenv.CheckpointInfo{}, false
-	}
-	if expired(info) {
+	if err != nil || json.Unmarshal(data, &info) != nil || info.ID == "" || expired(info) {
 		return openenv.CheckpointInfo{}, false
 	}
 	return info, true
@@ -442,7 +430,7 @@ func (c *checkpoints) sweep(now time.Time) {
 		live = append(live, kept{name, fi.ModTime(), size})
 		total += size
 	}
-	sort.Slice(live, func(a, b int) bool { return live[a].at.Before(live[b].at) })
+	slices.SortFunc(live, func(a, b kept) int { return a.at.Compare(b.at) })
 	for len(live) > 0 && c.maxBytes > 0 && total > c.maxBytes {
 		c.remove(live[0].id)
 		total -= live[0].size
@@ -469,10 +457,8 @@ func (c *checkpoints) sweep(now time.Time) {
 func (c *checkpoints) forget(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.loaded[id]; ok {
-		delete(c.loaded, id)
-		c.order = slices.DeleteFunc(c.order, func(o string) bool { return o == id })
-	}
+	delete(c.loaded, id)
+	c.order = slices.DeleteFunc(c.order, func(o string) bool { return o == id })
 }
 
 // remove renames a checkpoint aside, then removes it.

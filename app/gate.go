@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 )
@@ -20,10 +21,7 @@ func newGate(n int) gate {
 	if n < 0 {
 		return nil
 	}
-	if n == 0 {
-		n = DefaultMaxActive
-	}
-	return make(gate, n)
+	return make(gate, cmp.Or(n, DefaultMaxActive))
 }
 
 // enter waits for a turn or for ctx to end. Call the returned func to leave.

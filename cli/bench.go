@@ -83,11 +83,8 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	attackPause := fs.Duration("attack-pause", bench.DefaultAttackPause, "pause between two attacks of a hostile session, jittered ±50%")
 	attackList := fs.String("attacks", "", "with --attackers: the attacks to send, comma-separated (default: all; see docs/scale.md)")
 	compare := fs.Bool("compare", false, "with --attackers: first run the honest sessions alone, then with the attackers, and compare their p99")
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("bench takes no arguments, got %q", fs.Args())
 	}
 	toolMix, err := bench.ParseToolMix(*mix)
 	if err != nil {
@@ -184,11 +181,8 @@ var _ flag.Value = argsFlag{}
 func (c *BenchCommand) echo(ctx context.Context, args []string) error {
 	fs := newFlagSet(c.m, "bench echo")
 	addr := fs.String("addr", "127.0.0.1:8001", "the address to listen on")
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("bench echo takes no arguments, got %q", fs.Args())
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -219,11 +213,8 @@ func (c *BenchCommand) checkpoint(ctx context.Context, args []string) error {
 	toolArgs := fs.String("args", "", "its JSON arguments (default: the least its input schema accepts)")
 	storage := fs.String("storage", storageDisk, "the started server's --storage: disk, or memory")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("bench checkpoint takes no arguments, got %q", fs.Args())
 	}
 	raw := json.RawMessage(*toolArgs)
 	if *toolArgs == "" {

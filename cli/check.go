@@ -219,13 +219,7 @@ func importableFromRoot(pkgPath string, mod *packages.Module) bool {
 	if mod != nil {
 		rel = strings.TrimPrefix(strings.TrimPrefix(pkgPath, mod.Path), "/")
 	}
-	elems := strings.Split(rel, "/")
-	for i, e := range elems {
-		if e == "internal" && i > 0 {
-			return false
-		}
-	}
-	return true
+	return !slices.Contains(strings.Split(rel, "/")[1:], "internal")
 }
 
 // topoSort orders packages so each comes after the packages it imports.

@@ -1,16 +1,18 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"regexp"
 	"runtime/debug"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -65,12 +67,7 @@ func Run(worlds ...*env.World) {
 
 // names returns the names of the worlds m knows, sorted.
 func (m *Main) names() []string {
-	names := make([]string, 0, len(m.Worlds))
-	for n := range m.Worlds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(m.Worlds))
 }
 
 // exitError carries an exit code other than 1.
@@ -176,6 +173,17 @@ func envOr(key, def string) string {
 	return def
 }
 
+// parseNoArgs parses args into fs and fails when an argument is left.
+func parseNoArgs(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s takes no arguments, got %q", strings.TrimPrefix(fs.Name(), "seahaven "), fs.Args())
+	}
+	return nil
+}
+
 func newFlagSet(m *Main, name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("seahaven "+name, flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
@@ -212,10 +220,7 @@ func applyEnv(fs *flag.FlagSet) error {
 			return // an empty string is a string flag's value, and no other's
 		}
 		if err := fs.Set(f.Name, v); err != nil {
-			want := envExpect[fmt.Sprintf("%T", f.Value)]
-			if want == "" {
-				want = "a valid value"
-			}
+			want := cmp.Or(envExpect[fmt.Sprintf("%T", f.Value)], "a valid value")
 			errs = append(errs, fmt.Errorf("%s=%q: want %s (the variable of --%s)", m[1], v, want, f.Name))
 		}
 	})

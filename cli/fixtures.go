@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -150,10 +151,9 @@ func namedFixtures(w *env.World, dir string, list []*fixture.Sidecar) ([]namedFi
 		}
 	}
 	out := make([]namedFixture, 0, len(by))
-	for id, who := range by {
-		out = append(out, namedFixture{id: id, by: who})
+	for _, id := range slices.Sorted(maps.Keys(by)) {
+		out = append(out, namedFixture{id: id, by: by[id]})
 	}
-	slices.SortFunc(out, func(a, b namedFixture) int { return strings.Compare(a.id, b.id) })
 	return out, err
 }
 

@@ -25,11 +25,8 @@ func (c *HealthcheckCommand) Run(ctx context.Context, args []string) error {
 	url := fs.String("url", envOr("SEAHAVEN_HEALTHCHECK_URL", healthURL(envOr("SEAHAVEN_ADDR", ":8000"))),
 		"the URL to probe (default: /health on the port of SEAHAVEN_ADDR, on 127.0.0.1; env SEAHAVEN_HEALTHCHECK_URL)")
 	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("healthcheck takes no arguments, got %q", fs.Args())
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()

@@ -228,18 +228,13 @@ func addScaleFlags(fs *flag.FlagSet) *scaleFlags {
 	}
 }
 
-// instances returns the instance root for --storage and --instances.
-func (f *scaleFlags) instances(given string) (string, error) {
-	return instanceRoot(*f.storage, given)
-}
-
 // apply raises the open-file limit, derives a zero maxSessions,
 // --max-open and --max-conns from the host's limits, refuses a capacity
 // the limits cannot hold (unless --force), sizes composition.DefaultPool,
 // and resolves the instance root for --storage. It returns the capacity
 // and the instance root to serve.
 func (f *scaleFlags) apply(log *slog.Logger, maxSessions int, instances string) (capacity, string, error) {
-	root, err := f.instances(instances)
+	root, err := instanceRoot(*f.storage, instances)
 	if err != nil {
 		return capacity{}, "", err
 	}
