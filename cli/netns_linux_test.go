@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -181,16 +182,26 @@ func (c *cluster) startHAProxy() {
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		c.t.Fatal(err)
 	}
-	var out bytes.Buffer
+	out := new(lockedBuffer)
 	argv := append(append([]string{"ip", "netns", "exec", c.ns("px")}, cpus(0)...), "haproxy", "-db", "-f", path)
 	c.haproxy = exec.Command(argv[0], argv[1:]...)
-	c.haproxy.Stdout, c.haproxy.Stderr = &out, &out
+	c.haproxy.Stdout, c.haproxy.Stderr = out, out
 	if err := c.haproxy.Start(); err != nil {
 		c.t.Fatal(err)
 	}
 	c.t.Cleanup(func() {
 		c.haproxy.Process.Kill()
 		c.haproxy.Wait()
+		if c.t.Failed() {
+			lines := strings.Split(out.String(), "\n")
+			c.t.Logf("HAProxy's log, its last lines:\n%s", strings.Join(lines[max(0, len(lines)-200):], "\n"))
+			for k, r := range c.replicas {
+				if r != nil {
+					lines := strings.Split(r.log(), "\n")
+					c.t.Logf("r%d's log, its last lines:\n%s", k, strings.Join(lines[max(0, len(lines)-40):], "\n"))
+				}
+			}
+		}
 	})
 	deadline := time.Now().Add(crashWait)
 	for {
@@ -240,4 +251,23 @@ func (c *cluster) dialIn(name string) func(ctx context.Context, network, addr st
 		runtime.UnlockOSThread()
 		return conn, err
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use: a process
+// writes it while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

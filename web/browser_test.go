@@ -287,6 +287,7 @@ func TestUI_Browser(t *testing.T) {
 			chromedp.SetValue(chromedp.ID("reset-fixture"), "acme"),
 			chromedp.SetValue(chromedp.ID("reset-seed"), "0"),
 			chromedp.SetValue(chromedp.ID("reset-episode"), "browser-test-episode"),
+			chromedp.WaitEnabled(chromedp.ID("reset-btn")), // not still busy with the last one
 			chromedp.Click(chromedp.ID("reset-btn")),
 			chromedp.WaitVisible(chromedp.CSS(`#episode[data-episode="browser-test-episode"][data-fixture="acme"][data-steps="0"]`)))
 		if got := textOf(t, ctx, "#episode"); !strings.Contains(got, "acme") {
@@ -299,6 +300,7 @@ func TestUI_Browser(t *testing.T) {
 			chromedp.Click(chromedp.CSS(`#tools [data-tool="invoice"]`)),
 			chromedp.WaitVisible(chromedp.CSS(`#tool-fields input[name="amount"]`)),
 			chromedp.SendKeys(chromedp.CSS(`#tool-fields input[name="amount"]`), "500"),
+			chromedp.WaitEnabled(chromedp.ID("call-btn")), // not still busy with the last one
 			chromedp.Click(chromedp.ID("call-btn")),
 			chromedp.WaitVisible(chromedp.ID("call-output")),
 			chromedp.WaitVisible(chromedp.CSS(`#changelog .change[data-where="main.invoices"]`)),
@@ -449,11 +451,13 @@ func TestUI_Browser(t *testing.T) {
 		run(t, ctx, "reset with control tools and set the clock",
 			chromedp.Click(chromedp.CSS(`#tabs a[data-tab="playground"]`)),
 			chromedp.Click(chromedp.ID("reset-control")),
+			chromedp.WaitEnabled(chromedp.ID("reset-btn")), // not still busy with the last one
 			chromedp.Click(chromedp.ID("reset-btn")),
 			chromedp.Click(chromedp.CSS(`#tools [data-tool="seahaven_control"]`)),
 			chromedp.WaitVisible(chromedp.CSS(`#tool-fields select[name="action"]`)),
 			chromedp.SetValue(chromedp.CSS(`#tool-fields select[name="action"]`), "1"),
 			chromedp.SendKeys(chromedp.CSS(`#tool-fields input[name="now"]`), "2027-01-02T03:04:05Z"),
+			chromedp.WaitEnabled(chromedp.ID("call-btn")), // not still busy with the last one
 			chromedp.Click(chromedp.ID("call-btn")),
 			chromedp.WaitVisible(chromedp.CSS(`#episode[data-now="`+now+`"]`)))
 		if got := textOf(t, ctx, "#episode"); !strings.Contains(got, now) {

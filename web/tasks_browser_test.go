@@ -46,12 +46,14 @@ func TestUI_Browser_Tasks(t *testing.T) {
 			t.Errorf("instruction = %q", got)
 		}
 		run(t, ctx, "reset into the task and file the invoice",
+			chromedp.WaitEnabled(chromedp.ID("reset-btn")), // not still busy with the last one
 			chromedp.Click(chromedp.ID("reset-btn")),
 			chromedp.WaitVisible(chromedp.CSS(`#grading[data-task="invoice_750"]`)),
 			chromedp.WaitVisible(chromedp.CSS(`#tools [data-tool="invoice"]`)),
 			chromedp.Click(chromedp.CSS(`#tools [data-tool="invoice"]`)),
 			chromedp.WaitVisible(chromedp.CSS(`#tool-fields input[name="amount"]`)),
 			chromedp.SendKeys(chromedp.CSS(`#tool-fields input[name="amount"]`), "750"),
+			chromedp.WaitEnabled(chromedp.ID("call-btn")), // not still busy with the last one
 			chromedp.Click(chromedp.ID("call-btn")),
 			chromedp.WaitVisible(chromedp.CSS(`#grading[data-reward="1"][data-done="true"]`)),
 			chromedp.WaitVisible(chromedp.CSS(`#timeline .step[data-step="1"][data-tool="invoice"]`)))
