@@ -194,7 +194,7 @@ func (c *cluster) startHAProxy() {
 		c.haproxy.Wait()
 		if c.t.Failed() {
 			lines := strings.Split(out.String(), "\n")
-			c.t.Logf("HAProxy's log, its last lines:\n%s", strings.Join(lines[max(0, len(lines)-200):], "\n"))
+			c.t.Logf("HAProxy's log, its last lines:\n%s", strings.Join(lines[max(0, len(lines)-300):], "\n"))
 			for k, r := range c.replicas {
 				if r != nil {
 					lines := strings.Split(r.log(), "\n")
