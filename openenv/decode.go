@@ -23,6 +23,9 @@ import (
 // reported in pydantic's shape with its location, so clients written
 // against OpenEnv read them unchanged. A JSON null counts as a key left
 // out. Invalid UTF-8 in a string reads as U+FFFD, as encoding/json reads it.
+// A /ws step calling a tool, the message a training loop sends most, is
+// first read in one pass (readCallToolStep); whatever that pass does not
+// take is read member by member here, which is what locates a fault.
 
 // readOpts are the json v2 options of every read.
 var readOpts = jsonv2.JoinOptions(jsontext.AllowInvalidUTF8(true), jsonv2.RejectUnknownMembers(true))

@@ -110,6 +110,44 @@ func parseAction(raw []byte, loc []any) (action, []fieldError) {
 	return a, decodeRequired(m, raw, loc, &a, "tool_name")
 }
 
+// callToolStep is a /ws step message whose action calls a tool, read in
+// one pass: the common message, and the one a training loop sends most.
+// readCallToolStep takes it only when the member-by-member reading
+// (dispatch, parseAction) would read the same action without a fault.
+type callToolStep struct {
+	Type string `json:"type"`
+	Data *struct {
+		Type      *actionType `json:"type"`
+		Metadata  *jsonObject `json:"metadata"`
+		ToolName  *string     `json:"tool_name"`
+		Arguments *jsonObject `json:"arguments"`
+		RequestID *label      `json:"request_id"`
+	} `json:"data"`
+}
+
+// readCallToolStep reads raw as a /ws step that calls a tool; ok is false
+// for any other message, and for any it cannot read in one pass: a JSON
+// null anywhere (each field has its own null rule), a missing tool_name,
+// an unknown or repeated key, a value of the wrong type or one a field's
+// rule refuses, JSON that does not parse. Those go the member-by-member
+// way, which says what is wrong in pydantic's shape.
+func readCallToolStep(raw []byte) (a action, ok bool) {
+	var m callToolStep
+	if bytes.Contains(raw, []byte("null")) || jsonv2.Unmarshal(raw, &m, readOpts) != nil ||
+		m.Type != "step" || m.Data == nil || m.Data.ToolName == nil || m.Data.Type != nil && *m.Data.Type != actionCallTool {
+		return action{}, false
+	}
+	d := m.Data
+	a = action{Type: actionCallTool, ToolName: *d.ToolName, Arguments: jsonObject(`{}`), RequestID: d.RequestID, idLoc: []any{"data", "request_id"}}
+	if d.Metadata != nil {
+		a.Metadata = *d.Metadata
+	}
+	if d.Arguments != nil {
+		a.Arguments = *d.Arguments
+	}
+	return a, true
+}
+
 // inspectData is an inspect query: one read-only statement and its
 // parameters.
 type inspectData struct {

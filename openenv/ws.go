@@ -480,6 +480,14 @@ func (s *Server) handleMessage(ss *session, raw []byte) (reply any, closing bool
 // dispatch does the work of handleMessage.
 func (s *Server) dispatch(ss *session, raw []byte) (reply any, closing bool) {
 	ctx := ss.ctx
+	if a, ok := readCallToolStep(raw); ok {
+		s.metrics.wsMessages.WithLabelValues("step").Inc()
+		res, perr := ss.step(ctx, a, s.cfg.StepTimeout)
+		if perr != nil {
+			return perr.frame(), false
+		}
+		return wsFrame{"observation", res}, false
+	}
 	dup, syntax := checkJSON(raw)
 	switch {
 	case syntax != nil:

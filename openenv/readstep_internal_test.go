@@ -1,0 +1,123 @@
+package openenv
+
+import (
+	"maps"
+	"reflect"
+	"slices"
+	"testing"
+)
+
+// readStepSlowly reads raw as dispatch reads a /ws message member by
+// member, and returns the action of a step that has no fault.
+func readStepSlowly(raw []byte) (action, bool) {
+	if dup, syntax := checkJSON(raw); dup != nil || syntax != nil {
+		return action{}, false
+	}
+	m, ok := members(raw)
+	if !ok {
+		return action{}, false
+	}
+	if typ, ok := str(m["type"]); !ok || typ != "step" {
+		return action{}, false
+	}
+	if keys := slices.Sorted(maps.Keys(m)); !slices.Equal(keys, []string{"data", "type"}) {
+		return action{}, false
+	}
+	a, errs := parseAction(m["data"], []any{"data"})
+	return a, len(errs) == 0
+}
+
+// readStepCases are messages on both sides of every rule readCallToolStep
+// leaves to the member-by-member reading.
+var readStepCases = []string{
+	`{"type":"step","data":{"type":"call_tool","tool_name":"add","arguments":{"a":5,"b":3}}}`,
+	`{"type":"step","data":{"tool_name":"add"}}`,
+	`{"data":{"tool_name":"add","arguments":{}},"type":"step"}`,
+	` {"type" : "step", "data" : {"tool_name" : "nullable", "arguments" : {"x" : "null"}}} `,
+	`{"type":"step","data":{"tool_name":"add","arguments":{"a":null}}}`,
+	`{"type":"step","data":{"tool_name":"add","metadata":null}}`,
+	`{"type":"step","data":{"tool_name":"add","request_id":null}}`,
+	`{"type":"step","data":{"tool_name":null}}`,
+	`{"type":"step","data":null}`,
+	`{"type":"step","data":{"tool_name":"add","metadata":{"k":1},"request_id":"r-1"}}`,
+	`{"type":"step","data":{"tool_name":"add","request_id":""}}`,
+	`{"type":"step","data":{"type":"list_tools"}}`,
+	`{"type":"step","data":{"type":"list_tools","tool_name":"add"}}`,
+	`{"type":"step","data":{"type":"other","tool_name":"add"}}`,
+	`{"type":"step","data":{"arguments":{}}}`,
+	`{"type":"step","data":{"tool_name":"add","arguments":[]}}`,
+	`{"type":"step","data":{"tool_name":"add","arguments":"{}"}}`,
+	`{"type":"step","data":{"tool_name":7}}`,
+	`{"type":"step","data":{"tool_name":"add","extra":1}}`,
+	`{"type":"step","data":{"tool_name":"add"},"extra":1}`,
+	`{"type":"step","data":{"tool_name":"add","tool_name":"sub"}}`,
+	`{"type":"step","type":"step","data":{"tool_name":"add"}}`,
+	`{"typ\u0065":"step","data":{"tool_n\u0061me":"add"}}`,
+	`{"type":"step","data":{"tool_name":"a\u0000d\ud800"}}`,
+	"{\"type\":\"step\",\"data\":{\"tool_name\":\"a\xffd\"}}",
+	`{"type":"Step","data":{"tool_name":"add"}}`,
+	`{"Type":"step","data":{"tool_name":"add"}}`,
+	`{"type":"step","data":{"Tool_name":"add"}}`,
+	`{"type":"state"}`,
+	`{"type":"reset","data":{"seed":1}}`,
+	`{"type":"step"}`,
+	`{"type":"step","data":{"tool_name":"add"}} {}`,
+	`{"type":"step","data":{"tool_name":"add"}`,
+	`[]`,
+	`"step"`,
+	``,
+}
+
+// TestReadCallToolStep: the one-pass reading takes a message only when the
+// member-by-member reading reads the same action from it without a fault.
+func TestReadCallToolStep(t *testing.T) {
+	taken := 0
+	for _, raw := range readStepCases {
+		if checkReadStep(t, []byte(raw)) {
+			taken++
+		}
+	}
+	if taken < 8 {
+		t.Errorf("the one-pass reading took %d of the %d cases, want the common shapes", taken, len(readStepCases))
+	}
+}
+
+// checkReadStep compares the two readings of raw and reports whether the
+// one-pass reading took it.
+func checkReadStep(t *testing.T, raw []byte) bool {
+	t.Helper()
+	fast, ok := readCallToolStep(raw)
+	if !ok {
+		return false
+	}
+	slow, slowOK := readStepSlowly(raw)
+	if !slowOK {
+		t.Errorf("%q: read in one pass, but the member-by-member reading refuses it", raw)
+	} else if !reflect.DeepEqual(fast, slow) {
+		t.Errorf("%q: read in one pass as\n%#v\nmember by member as\n%#v", raw, fast, slow)
+	}
+	return true
+}
+
+// FuzzReadCallToolStep checks the same on any input.
+func FuzzReadCallToolStep(f *testing.F) {
+	for _, raw := range readStepCases {
+		f.Add([]byte(raw))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) { checkReadStep(t, raw) })
+}
+
+// BenchmarkReadStep compares the two readings of a typical tool call.
+func BenchmarkReadStep(b *testing.B) {
+	raw := []byte(`{"type":"step","data":{"type":"call_tool","tool_name":"invoice","arguments":{"amount":500,"client":"acme"}}}`)
+	b.Run("OnePass", func(b *testing.B) {
+		for b.Loop() {
+			readCallToolStep(raw)
+		}
+	})
+	b.Run("MemberByMember", func(b *testing.B) {
+		for b.Loop() {
+			readStepSlowly(raw)
+		}
+	})
+}
