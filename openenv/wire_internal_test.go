@@ -121,3 +121,14 @@ func BenchmarkReadStep(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkEncodeStepReply measures writing the reply of a tool call.
+func BenchmarkEncodeStepReply(b *testing.B) {
+	o := toolOutcome{result: []byte(`{"id":"inv_1","charge_id":"ch_1","amount":500}`)}
+	reply := wsFrame{"observation", stepReply{Observation: o.observation("invoice")}}
+	for b.Loop() {
+		if _, err := encode(reply); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
