@@ -213,10 +213,10 @@ func (l *latencies) p99(from, to time.Time) (time.Duration, int) {
 // sessions spread over the replicas; HTTP and MCP sessions stay on theirs;
 // a replica drained with SIGTERM checkpoints its sessions, which continue
 // on the others exactly as they would have; a replica killed with SIGKILL
-// leaves rotation within the health checks and its sessions restore from
-// their newest checkpoints; it rejoins and takes new sessions; the other
-// sessions lose nothing and keep their p99 within twice the steady
-// state's (or within drainSlack of it).
+// leaves rotation within the health checks, its sessions restore from
+// their newest checkpoints and HAProxy frees their tunnels; it rejoins and
+// takes new sessions; the other sessions lose nothing and keep their p99
+// within twice the steady state's (or within drainSlack of it).
 func TestCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the cluster test takes a minute")
@@ -440,6 +440,7 @@ func TestCluster(t *testing.T) {
 			w.c.CloseNow()
 		}
 	}
+	closedAt := time.Now()
 	var failover time.Duration
 	for failover == 0 {
 		status, _, _ := c.do(http.MethodGet, "/state", "", map[string]string{"X-Seahaven-Session": r3HTTP})
@@ -476,6 +477,18 @@ func TestCluster(t *testing.T) {
 	t.Logf("SIGKILL of r3: out of rotation after %s; %d sessions restored from their newest checkpoints", failover.Round(time.Millisecond), recovered)
 	if failover > 5*time.Second {
 		t.Errorf("HAProxy routed to the killed replica for %s", failover)
+	}
+	// HAProxy lets go of the killed replica's tunnels once their clients
+	// have closed them (timeout server-fin), not after the tunnels' hour.
+	held := c.sessions("seahaven_new", "r3")
+	for held > 0 && time.Since(closedAt) < 15*time.Second {
+		time.Sleep(200 * time.Millisecond)
+		held = c.sessions("seahaven_new", "r3")
+	}
+	if held > 0 {
+		t.Errorf("HAProxy still holds %d connections to the killed replica 15s after their clients closed them", held)
+	} else {
+		t.Logf("HAProxy let go of the killed replica's tunnels %s after their clients closed them", time.Since(closedAt).Round(100*time.Millisecond))
 	}
 
 	close(stopLoad)

@@ -538,6 +538,7 @@ func TestCompose(t *testing.T) {
 		"option httpchk GET /ready",                        // live sessions while their replica serves
 		" seahaven:" + strconv.Itoa(port) + " ",            // the service and its port
 		"timeout tunnel",                                   // WebSockets outlive a request
+		"timeout server-fin",                               // a vanished replica's tunnels end with their clients
 		"timeout server " + strconv.Itoa(60) + "s",         // longer than a step
 		"resolvers docker",                                 // replicas found by DNS
 		"nameserver dns 127.0.0.11:53",                     // Docker's DNS

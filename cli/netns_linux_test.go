@@ -5,7 +5,9 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +16,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -57,6 +60,7 @@ type cluster struct {
 	args     []string // the replicas' flags
 	replicas []*served
 	haproxy  *exec.Cmd
+	stats    string       // HAProxy's stats socket (added to the configuration)
 	client   *http.Client // dials from the client's namespace
 }
 
@@ -175,7 +179,9 @@ func (c *cluster) startHAProxy() {
 	cfg = regexp.MustCompile(`(?m)^resolvers docker\n(    .*\n)*`).ReplaceAllString(cfg, "")
 	cfg = regexp.MustCompile(`(?m)^    server-template .*$`).ReplaceAllString(cfg, strings.Join(servers, "\n"))
 	cfg = strings.Replace(cfg, "bind :8000", "bind "+clusterProxy, 1)
-	if regexp.MustCompile(`(?m)^\s*(server-template|resolvers)`).MatchString(cfg) || !strings.Contains(cfg, "bind "+clusterProxy) {
+	c.stats = filepath.Join(c.t.TempDir(), "haproxy.sock")
+	cfg = strings.Replace(cfg, "\nglobal\n", "\nglobal\n    stats socket "+c.stats+" level user\n", 1)
+	if regexp.MustCompile(`(?m)^\s*(server-template|resolvers)`).MatchString(cfg) || !strings.Contains(cfg, "bind "+clusterProxy) || !strings.Contains(cfg, "stats socket") {
 		c.t.Fatalf("the HAProxy configuration did not take the cluster's servers:\n%s", cfg)
 	}
 	path := filepath.Join(c.t.TempDir(), "haproxy.cfg")
@@ -217,6 +223,38 @@ func (c *cluster) startHAProxy() {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// sessions returns how many connections HAProxy holds to server in
+// backend (the scur of its stats).
+func (c *cluster) sessions(backend, server string) int {
+	c.t.Helper()
+	conn, err := net.Dial("unix", c.stats)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "show stat\n"); err != nil {
+		c.t.Fatal(err)
+	}
+	r := csv.NewReader(conn)
+	r.FieldsPerRecord = -1
+	rows, err := r.ReadAll()
+	if err != nil {
+		c.t.Fatalf("HAProxy's stats: %v", err)
+	}
+	for _, row := range rows {
+		// # pxname,svname,qcur,qmax,scur,...
+		if len(row) > 4 && row[0] == backend && row[1] == server {
+			n, err := strconv.Atoi(row[4])
+			if err != nil {
+				c.t.Fatalf("HAProxy's stats: %s/%s scur %q", backend, server, row[4])
+			}
+			return n
+		}
+	}
+	c.t.Fatalf("HAProxy's stats have no %s/%s", backend, server)
+	return 0
 }
 
 // dialIn returns a dial function whose sockets are made in the network
