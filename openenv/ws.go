@@ -477,16 +477,22 @@ func (s *Server) handleMessage(ss *session, raw []byte) (reply any, closing bool
 	return reply, closing
 }
 
+// answerStep runs the step a of a /ws session and returns its reply: the
+// observation, or the error frame.
+func (s *Server) answerStep(ss *session, a action) wsFrame {
+	res, perr := ss.step(ss.ctx, a, s.cfg.StepTimeout)
+	if perr != nil {
+		return perr.frame()
+	}
+	return wsFrame{"observation", res}
+}
+
 // dispatch does the work of handleMessage.
 func (s *Server) dispatch(ss *session, raw []byte) (reply any, closing bool) {
 	ctx := ss.ctx
 	if a, ok := readCallToolStep(raw); ok {
 		s.metrics.wsMessages.WithLabelValues("step").Inc()
-		res, perr := ss.step(ctx, a, s.cfg.StepTimeout)
-		if perr != nil {
-			return perr.frame(), false
-		}
-		return wsFrame{"observation", res}, false
+		return s.answerStep(ss, a), false
 	}
 	dup, syntax := checkJSON(raw)
 	switch {
@@ -543,8 +549,7 @@ func (s *Server) dispatch(ss *session, raw []byte) (reply any, closing bool) {
 	case "step":
 		var a action
 		if a, errs = parseAction(data, []any{"data"}); len(errs) == 0 {
-			typ = "observation"
-			res, perr = ss.step(ctx, a, s.cfg.StepTimeout)
+			return s.answerStep(ss, a), false
 		}
 	case "grade":
 		res, perr = ss.grade(ctx)
