@@ -127,12 +127,11 @@ func (w *wsSession) program(ctx context.Context, seed, n int) error {
 	return nil
 }
 
-// do makes one HTTP request through the proxy.
-func (c *cluster) do(method, path, body string, header map[string]string) (int, string, http.Header) {
-	c.t.Helper()
-	req, err := http.NewRequest(method, "http://"+clusterProxy+path, strings.NewReader(body))
+// send makes one HTTP request through the proxy within ctx.
+func (c *cluster) send(ctx context.Context, method, path, body string, header map[string]string) (int, string, http.Header, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+clusterProxy+path, strings.NewReader(body))
 	if err != nil {
-		c.t.Fatal(err)
+		return 0, "", nil, err
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -142,11 +141,22 @@ func (c *cluster) do(method, path, body string, header map[string]string) (int, 
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
+		return 0, "", nil, err
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), resp.Header
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header, err
+}
+
+// do makes one HTTP request through the proxy; it fails the test when the
+// request does.
+func (c *cluster) do(method, path, body string, header map[string]string) (int, string, http.Header) {
+	c.t.Helper()
+	status, b, hdr, err := c.send(context.Background(), method, path, body, header)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return status, b, hdr
 }
 
 // get makes a GET request through the proxy as a trainer's client does
@@ -157,20 +167,11 @@ func (c *cluster) get(path string) (int, string) {
 	c.t.Helper()
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+clusterProxy+path, nil)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		resp, err := c.client.Do(req)
-		if err == nil {
-			b, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			cancel()
-			if err == nil {
-				return resp.StatusCode, string(b)
-			}
-		}
+		status, body, _, err := c.send(ctx, http.MethodGet, path, "", nil)
 		cancel()
+		if err == nil {
+			return status, body
+		}
 		if attempt == 3 || !errors.Is(err, context.DeadlineExceeded) {
 			c.t.Fatalf("GET %s, attempt %d: %v", path, attempt, err)
 		}
