@@ -3,7 +3,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/csv"
 	"fmt"
@@ -18,10 +17,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/seahaven/seahaven/internal/testfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -188,7 +187,7 @@ func (c *cluster) startHAProxy() {
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		c.t.Fatal(err)
 	}
-	out := new(lockedBuffer)
+	out := new(testfs.Buffer)
 	argv := append(append([]string{"ip", "netns", "exec", c.ns("px")}, cpus(0)...), "haproxy", "-db", "-f", path)
 	c.haproxy = exec.Command(argv[0], argv[1:]...)
 	c.haproxy.Stdout, c.haproxy.Stderr = out, out
@@ -289,23 +288,4 @@ func (c *cluster) dialIn(name string) func(ctx context.Context, network, addr st
 		runtime.UnlockOSThread()
 		return conn, err
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent use: a process
-// writes it while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -1,38 +1,19 @@
 package openenv_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/seahaven/seahaven/internal/testfs"
 	"github.com/seahaven/seahaven/openenv"
 )
 
-// syncBuffer is a bytes.Buffer safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestServer_Logs(t *testing.T) {
-	var logs syncBuffer
+	var logs testfs.Buffer
 	fake := newFake(t)
 	srv := openenv.NewServer(fake, openenv.Config{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	ts := httptest.NewServer(srv.Handler())

@@ -1,5 +1,6 @@
-// Package testfs holds file-system helpers shared by the tests of several
-// packages. It is imported by tests only.
+// Package testfs holds helpers shared by the tests of several packages:
+// file systems, and a buffer that is written and read at once. It is
+// imported by tests only.
 package testfs
 
 import (
