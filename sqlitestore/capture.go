@@ -277,15 +277,15 @@ func (c *Capture) FinishRows(ctx context.Context) ([]RowChange, error) {
 			return nil
 		}
 		if c.eventsComplete() {
-			out = c.collect(func(t *touched) ([]any, []string, error) { return t.last, t.meta.names, nil })
+			out, _ = c.collect(func(t *touched) ([]any, []string, error) { return t.last, t.meta.names, nil })
 			if verifyEvents {
 				return s.doLocked(context.Background(), true, func(cn *conn) error {
-					return cn.readCurrent(c.order, func(read func(*touched) ([]any, []string, error)) {
-						// Compared as maps: as Finish's callers see them.
-						if events, read := changes(out), changes(c.collect(read)); !reflect.DeepEqual(events, read) {
-							panic(fmt.Sprintf("sqlitestore: changes from events %v differ from the rows read back %v", events, read))
-						}
-					})
+					read, err := cn.readCurrent(c)
+					// Compared as maps: as Finish's callers see them.
+					if events, read := changes(out), changes(read); !reflect.DeepEqual(events, read) {
+						panic(fmt.Sprintf("sqlitestore: changes from events %v differ from the rows read back %v", events, read))
+					}
+					return err
 				})
 			}
 			return nil
@@ -300,9 +300,9 @@ func (c *Capture) FinishRows(ctx context.Context) ([]RowChange, error) {
 			if c.err != nil {
 				return c.err
 			}
-			return cn.readCurrent(c.order, func(read func(*touched) ([]any, []string, error)) {
-				out = c.collect(read)
-			})
+			var err error
+			out, err = cn.readCurrent(c)
+			return err
 		})
 	}()
 	if s.pool != nil {
@@ -672,12 +672,12 @@ func (c *Capture) replay(cn *conn) {
 	c.raw = nil
 }
 
-// readCurrent calls fn with a reader of the touched rows' current images.
+// readCurrent builds c's net changes from the touched rows' current images.
 // Several rows are read in one read transaction.
-func (cn *conn) readCurrent(rows []*touched, fn func(read func(*touched) ([]any, []string, error))) (err error) {
-	if len(rows) > 1 && cn.c.GetAutocommit() {
+func (cn *conn) readCurrent(c *Capture) (out []RowChange, err error) {
+	if len(c.order) > 1 && cn.c.GetAutocommit() {
 		if _, err := cn.exec("BEGIN", nil); err != nil {
-			return err
+			return nil, err
 		}
 		defer func() {
 			// End the read transaction even when ctx interrupted the reads.
@@ -688,25 +688,17 @@ func (cn *conn) readCurrent(rows []*touched, fn func(read func(*touched) ([]any,
 			}
 		}()
 	}
-	var readErr error
-	fn(func(t *touched) ([]any, []string, error) {
-		after, names, err := cn.readRow(t)
-		if err != nil && readErr == nil {
-			readErr = err
-		}
-		return after, names, err
-	})
-	return readErr
+	return c.collect(cn.readRow)
 }
 
 // collect builds the net changes from the first before-images and the
 // current images read returns. It stops at the first read error.
-func (c *Capture) collect(read func(*touched) ([]any, []string, error)) []RowChange {
+func (c *Capture) collect(read func(*touched) ([]any, []string, error)) ([]RowChange, error) {
 	var out []RowChange
 	for _, t := range c.order {
 		after, afterNames, err := read(t)
 		if err != nil {
-			return nil
+			return nil, err
 		}
 		if t.before == nil && after == nil {
 			continue
@@ -735,7 +727,7 @@ func (c *Capture) collect(read func(*touched) ([]any, []string, error)) []RowCha
 	slices.SortStableFunc(out, func(a, b RowChange) int {
 		return cmp.Or(strings.Compare(a.Table, b.Table), CompareKeys(a.KeyValues, b.KeyValues))
 	})
-	return out
+	return out, nil
 }
 
 // readRow reads the current row at t's key and the table's current column
