@@ -525,7 +525,7 @@ func bindArg(st *sqlite3.Stmt, i int, a any) error {
 		}
 		return bindArg(st, i, rv.Elem().Interface())
 	}
-	return argError(i, a)
+	return fmt.Errorf("sqlitestore: argument %d: unsupported type %T", p, a)
 }
 
 // readRow copies the current row: nil, int64, float64, string or []byte.
