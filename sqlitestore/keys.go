@@ -105,14 +105,12 @@ func (cn *conn) loadKeyProblems(meta map[string]*tableMeta) error {
 		names                []string // every column
 	}
 	tables := map[string]*table{}
-	var order []string
 	for _, r := range rows.Values {
 		name := r[0].(string)
 		t := tables[name]
 		if t == nil {
 			t = &table{strict: r[1].(int64) != 0, withoutRowid: r[2].(int64) != 0}
 			tables[name] = t
-			order = append(order, name)
 		}
 		col := r[3].(string)
 		t.names = append(t.names, col)
@@ -121,12 +119,11 @@ func (cn *conn) loadKeyProblems(meta map[string]*tableMeta) error {
 			t.key = append(t.key, keyCol{name: col, typ: r[4].(string), notNull: r[5].(int64) != 0, coll: coll})
 		}
 	}
-	for _, name := range order {
+	for name, t := range tables {
 		m := meta[name]
 		if m == nil || m.skip {
 			continue
 		}
-		t := tables[name]
 		m.keyProblem = nil
 		if len(t.key) == 0 {
 			if !t.withoutRowid && hasEveryFold(t.names, "rowid", "oid", "_rowid_") {
