@@ -180,13 +180,8 @@ func (r *rebindFile) unbind() error {
 // retires the slot.
 func (r *rebindFile) Close() error {
 	rebindSlots.Delete(r.name)
-	r.fmap.unmap()
-	if r.fd < 0 {
-		return nil
-	}
-	err := unix.Close(r.fd) // closing the file description drops its locks
-	r.fd, r.lock = -1, vfs.LOCK_NONE
-	return err
+	r.lock = vfs.LOCK_NONE // closing the file description drops its locks
+	return r.unbind()
 }
 
 // ReadAt reads len(p) bytes at off; a read past the end returns io.EOF with
