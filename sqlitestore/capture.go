@@ -192,16 +192,11 @@ func (l *layoutLog) tableChangedSince(table string, seq uint64) bool {
 	return l.tables[strings.ToLower(table)] > seq
 }
 
-// changedSince reports whether table's columns may have changed after seq.
-func (l *layoutLog) changedSince(table string, seq uint64) bool {
-	return l.all > seq || l.tableChangedSince(table, seq)
-}
-
 // metaHolds reports whether the loaded metadata still describes table,
 // even when it is due for a reload: nothing may have changed the table's
 // columns since it was loaded.
 func (cn *conn) metaHolds(table string) bool {
-	return cn.meta != nil && !cn.layout.changedSince(table, cn.loadSeq)
+	return cn.meta != nil && cn.layout.all <= cn.loadSeq && !cn.layout.tableChangedSince(table, cn.loadSeq)
 }
 
 // StartCapture starts a change capture. Captures nest; the innermost receives
