@@ -37,21 +37,20 @@ func (s *Store) Begin(ctx context.Context) (*Frame, error) {
 		if len(s.frames) > 0 && cn.c.GetAutocommit() {
 			return errTxnLost
 		}
+		fr := &Frame{s: s, ddlSeq: cn.ddlSeq}
+		sql := "BEGIN IMMEDIATE"
 		if cn.c.GetAutocommit() {
 			if err := s.lockModeLocked(cn); err != nil {
 				return err
 			}
-			if _, err := cn.exec("BEGIN IMMEDIATE", nil); err != nil {
-				return err
-			}
-			f = &Frame{s: s, ddlSeq: cn.ddlSeq}
 		} else {
-			name := frameSavepoint + strconv.Itoa(len(s.frames)+1)
-			if _, err := cn.exec("SAVEPOINT "+name, nil); err != nil {
-				return err
-			}
-			f = &Frame{s: s, name: name, ddlSeq: cn.ddlSeq}
+			fr.name = frameSavepoint + strconv.Itoa(len(s.frames)+1)
+			sql = "SAVEPOINT " + fr.name
 		}
+		if _, err := cn.exec(sql, nil); err != nil {
+			return err
+		}
+		f = fr
 		if len(s.frames) > 0 {
 			// The savepoints opened before the new frame can no longer be
 			// named: releasing or rolling back to one would undo or merge
