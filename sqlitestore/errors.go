@@ -220,7 +220,7 @@ func fullError(err error, dir string) error {
 	if !errors.As(err, &e) || e.ExtendedCode != int(sqlite3.IOERR_WRITE) || errors.Is(err, syscall.ENOSPC) {
 		return err
 	}
-	if noSpaceLeft(dir) {
+	if free, ok := FreeSpace(dir); ok && free < spaceFloor {
 		e.Message = "database or disk is full: the file system has no space left"
 		e.causes = append(e.causes, syscall.ENOSPC)
 	} else if !strings.HasSuffix(e.Message, mayBeFull) {
@@ -228,6 +228,10 @@ func fullError(err error, dir string) error {
 	}
 	return err
 }
+
+// spaceFloor is the free space below which a failed write is taken to be
+// the file system running out: less than two of SQLite's largest pages.
+const spaceFloor = 128 << 10
 
 // mayBeFull ends the message of a failed write whose cause is unknown.
 const mayBeFull = ": writing to the file failed (the disk may be full)"
