@@ -826,21 +826,21 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 	}
 	switch action {
 	case sqlite3.AUTH_TRANSACTION:
-		cn.kind = stmtTxn
+		cn.info.kind = stmtTxn
 		if strings.EqualFold(name, "ROLLBACK") {
 			cn.noteLayoutUndo() // on the raw connection, nothing else notes it
 		}
 	case sqlite3.AUTH_SAVEPOINT:
-		cn.savepoint = arg
+		cn.info.savepoint = arg
 		switch {
 		case hasPrefixFold(arg, frameSavepoint):
-			cn.kind = stmtOwnSavepoint
+			cn.info.kind = stmtOwnSavepoint
 		case strings.EqualFold(name, "BEGIN"):
-			cn.kind = stmtSavepoint
+			cn.info.kind = stmtSavepoint
 		case strings.EqualFold(name, "RELEASE"):
-			cn.kind = stmtRelease
+			cn.info.kind = stmtRelease
 		default:
-			cn.kind = stmtRollbackTo
+			cn.info.kind = stmtRollbackTo
 		}
 		if strings.EqualFold(name, "ROLLBACK") {
 			cn.noteLayoutUndo()

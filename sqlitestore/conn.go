@@ -42,10 +42,7 @@ type conn struct {
 	c     *sqlite3.Conn
 	stmts map[string]cachedStmt
 	order []string // cache keys, oldest first
-	kind  stmtKind // what the statement being prepared does to the transaction, as the authorizer saw it
-	// savepoint is the savepoint the statement being prepared names, as the
-	// authorizer saw it.
-	savepoint string
+	info  stmtInfo // what the authorizer saw of the statement being prepared
 
 	// Change capture (stores only).
 	meta        map[string]*tableMeta // main-schema tables by name, loaded lazily
@@ -95,14 +92,14 @@ type stmtInfo struct {
 }
 
 // stmtKind is what a statement does to the connection's transaction, as the
-// store's authorizer saw it when the statement was prepared.
+// store's authorizer saw it when the statement was prepared; zero for a
+// statement that does none of these.
 type stmtKind uint8
 
 const (
-	stmtPlain stmtKind = iota
 	// stmtTxn begins, commits or rolls back a transaction: BEGIN, COMMIT,
 	// END, ROLLBACK (not ROLLBACK TO).
-	stmtTxn
+	stmtTxn stmtKind = iota + 1
 	// stmtSavepoint is a SAVEPOINT, which begins a transaction when there
 	// is none.
 	stmtSavepoint
@@ -268,10 +265,9 @@ func (cn *conn) prepareKind(sql string) (*sqlite3.Stmt, stmtInfo, error) {
 // prepareNext prepares the first statement of sql, uncached, and reports
 // what it does to the transaction.
 func (cn *conn) prepareNext(sql string) (st *sqlite3.Stmt, tail string, info stmtInfo, err error) {
-	cn.kind, cn.savepoint = stmtPlain, ""
+	cn.info = stmtInfo{}
 	st, tail, err = cn.c.Prepare(sql)
-	info = stmtInfo{kind: cn.kind, savepoint: cn.savepoint}
-	cn.kind, cn.savepoint = stmtPlain, ""
+	info, cn.info = cn.info, stmtInfo{}
 	return st, tail, info, err
 }
 
