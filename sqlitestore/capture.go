@@ -548,7 +548,15 @@ func (c *Capture) record(m *tableMeta, ev event) {
 func (c *Capture) find(m *tableMeta, key []any) *touched {
 	c.buf = append(append(c.buf[:0], m.name...), 0)
 	c.buf = appendKey(c.buf, key)
-	return c.lookup()
+	if c.keys != nil {
+		return c.keys[string(c.buf)]
+	}
+	for _, t := range c.order {
+		if t.enc == string(c.buf) {
+			return t
+		}
+	}
+	return nil
 }
 
 // touch notes key and returns its row; on its first touch, row (nil: the row
@@ -578,19 +586,6 @@ func (c *Capture) touch(m *tableMeta, key []any, row func(int) any) *touched {
 // maxScan is the most touched rows looked up by a scan of c.order; more are
 // indexed by a map.
 const maxScan = 8
-
-// lookup returns the touched row whose encoded table and key are c.buf.
-func (c *Capture) lookup() *touched {
-	if c.keys != nil {
-		return c.keys[string(c.buf)]
-	}
-	for _, t := range c.order {
-		if t.enc == string(c.buf) {
-			return t
-		}
-	}
-	return nil
-}
 
 // image returns a row's captured columns, by m.names, from col.
 func (m *tableMeta) image(col func(int) any) []any {
