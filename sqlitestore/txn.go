@@ -70,15 +70,9 @@ const frameSavepoint = "sqlitestore_"
 // transaction SQLite has rolled back.
 var errTxnLost = fmt.Errorf("%w: statements are refused until its frames end", ErrRolledBack)
 
-// allowLocked refuses a statement a user of the store runs (Exec, Query,
-// ExecScript) when it would take the transaction out of the frames' hands:
-// BEGIN, COMMIT, END, ROLLBACK, a SAVEPOINT outside a transaction (which
-// begins one) or a savepoint statement naming a frame's savepoint. It also
-// refuses every statement while a frame is open whose transaction SQLite
-// rolled back (a RAISE(ROLLBACK), an OR ROLLBACK conflict, an interrupted
-// write): run in autocommit, its writes would stay when the frame's owner
-// rolls back. And it refuses a RELEASE or ROLLBACK TO naming a savepoint
-// the innermost frame cannot reach (see Frame.savepoints).
+// allowLocked refuses a statement of Exec, Query or ExecScript as Exec's
+// doc says. A statement run while a frame's transaction is lost would run
+// in autocommit, and its writes would stay when the frame's owner rolls back.
 func (s *Store) allowLocked(cn *conn, text string, info stmtInfo) error {
 	switch {
 	case info.kind == stmtTxn || info.kind == stmtOwnSavepoint || info.kind == stmtSavepoint && cn.c.GetAutocommit():
