@@ -10,7 +10,6 @@ import (
 	"math"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/ncruces/go-sqlite3"
@@ -896,8 +895,15 @@ const tablesSQL = `SELECT l.name, l.type, coalesce(s.rootpage, 0)
 FROM pragma_table_list AS l LEFT JOIN main.sqlite_schema AS s ON s.type = 'table' AND s.name = l.name
 WHERE l.schema = 'main'`
 
-// columnsSQL lists the columns of the main schema's ordinary tables.
-const columnsSQL = `SELECT l.name, x.cid, x.name, x.pk, x.hidden
+// columnsSQL lists the columns of the main schema's ordinary tables, with
+// what tells whether their rows can be keyed exactly (see tableKey): the
+// table's STRICT and WITHOUT ROWID flags, each column's declared type and
+// NOT NULL constraint, and the collation its primary-key index compares it
+// with (NULL for a rowid alias, which has no index).
+const columnsSQL = `SELECT l.name, x.cid, x.name, x.pk, x.hidden, l.strict, l.wr, x.type, x."notnull",
+  (SELECT ix.coll FROM pragma_index_list(l.name, 'main') AS i
+     JOIN pragma_index_xinfo(i.name, 'main') AS ix
+   WHERE i.origin = 'pk' AND ix.key AND ix.cid = x.cid)
 FROM pragma_table_list AS l JOIN pragma_table_xinfo(l.name, 'main') AS x
 WHERE l.schema = 'main' AND l.type = 'table'
 ORDER BY l.name, x.cid`
@@ -925,14 +931,19 @@ func (cn *conn) loadMeta(untracked map[string]bool) error {
 	if err != nil {
 		return err
 	}
-	type pkCol struct{ pos, cid int }
-	pks := make(map[string][]pkCol)
+	keys := make(map[string]*tableKey)
 	for _, r := range cols.Values {
 		name, cid, col, pk, hidden := r[0].(string), int(r[1].(int64)), r[2].(string), r[3].(int64), r[4].(int64)
 		m := meta[name]
 		if m == nil {
 			continue
 		}
+		k := keys[name]
+		if k == nil {
+			k = &tableKey{strict: r[5].(int64) != 0, withoutRowid: r[6].(int64) != 0}
+			keys[name] = k
+		}
+		k.names = append(k.names, col)
 		m.cols = max(m.cols, cid+1)
 		if hidden == 2 { // VIRTUAL generated: not readable in the hook, not stored
 			continue
@@ -940,24 +951,23 @@ func (cn *conn) loadMeta(untracked map[string]bool) error {
 		m.cids = append(m.cids, cid)
 		m.names = append(m.names, col)
 		if pk > 0 {
-			pks[name] = append(pks[name], pkCol{int(pk), cid})
+			coll, _ := r[9].(string)
+			k.key = append(k.key, keyCol{pos: int(pk), cid: cid, name: col, typ: r[7].(string), coll: coll, notNull: r[8].(int64) != 0})
 		}
 	}
 	for name, m := range meta {
 		if m.skip {
 			continue
 		}
-		p := pks[name]
-		sort.Slice(p, func(i, j int) bool { return p[i].pos < p[j].pos })
-		for _, k := range p {
-			m.pk = append(m.pk, k.cid)
-			m.pkPos = append(m.pkPos, slices.Index(m.cids, k.cid))
-			m.pkNames = append(m.pkNames, m.names[m.pkPos[len(m.pkPos)-1]])
+		k := keys[name]
+		slices.SortFunc(k.key, func(a, b keyCol) int { return cmp.Compare(a.pos, b.pos) })
+		for _, c := range k.key {
+			m.pk = append(m.pk, c.cid)
+			m.pkPos = append(m.pkPos, slices.Index(m.cids, c.cid))
+			m.pkNames = append(m.pkNames, c.name)
 		}
 		m.selectSQL = m.buildSelect()
-	}
-	if err := cn.loadKeyProblems(meta); err != nil {
-		return err
+		m.keyProblem = k.problem(name)
 	}
 	cn.meta = meta
 	cn.metaVersion = version
