@@ -357,11 +357,8 @@ func (s *Store) loadMetaLocked(cn *conn, finishing *Capture) error {
 
 // loadMetaOnlyLocked reloads the table metadata.
 func (s *Store) loadMetaOnlyLocked(cn *conn) error {
-	for _, c := range s.captures {
-		if len(c.order) > 0 {
-			s.undo++ // images kept in the old shape
-			break
-		}
+	if slices.ContainsFunc(s.captures, func(c *Capture) bool { return len(c.order) > 0 }) {
+		s.undo++ // images kept in the old shape
 	}
 	if s.shareKey == "" || s.private {
 		return cn.loadMeta(s.untracked)
