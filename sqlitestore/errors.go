@@ -186,22 +186,16 @@ func doneCauses(ctx context.Context) []error {
 	return []error{err, cause}
 }
 
-// recoverError turns the value recovered from a driver panic into an error.
-// The driver panics on SQLITE_NOMEM; any other panic is a bug and is
-// re-raised.
-func recoverError(r any) error {
-	err, ok := r.(error)
-	if !ok || !strings.Contains(err.Error(), "out of memory") {
-		panic(r)
-	}
-	return newError(sqlite3.NOMEM, "out of memory (the connection's memory cap was reached)", ErrOutOfMemory, err)
-}
-
 // guard runs fn and turns a driver panic for SQLITE_NOMEM into an error.
+// Any other panic is a bug and is re-raised.
 func guard(fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = recoverError(r)
+			nomem, ok := r.(error)
+			if !ok || !strings.Contains(nomem.Error(), "out of memory") {
+				panic(r)
+			}
+			err = newError(sqlite3.NOMEM, "out of memory (the connection's memory cap was reached)", ErrOutOfMemory, nomem)
 		}
 	}()
 	return fn()
