@@ -119,18 +119,6 @@ func (cn *conn) clockNow() time.Time {
 	return cn.now()
 }
 
-// unlockNormal turns the connection to normal locking mode and drops the
-// file lock it held in exclusive mode: in normal mode the lock goes with the
-// next access. (PRAGMA locking_mode acts when it is prepared, so it is never
-// cached.)
-func (cn *conn) unlockNormal() error {
-	if err := cn.c.Exec("PRAGMA locking_mode=NORMAL; SELECT 1 FROM main.sqlite_schema LIMIT 1;"); err != nil {
-		return err
-	}
-	cn.exclusive = false
-	return nil
-}
-
 // cookieOffset is where a database header keeps the schema cookie, a
 // big-endian uint32.
 const cookieOffset = 40
@@ -138,9 +126,6 @@ const cookieOffset = 40
 // headerCookie decodes the schema cookie from the header bytes at
 // cookieOffset.
 func headerCookie(b []byte) int64 { return int64(binary.BigEndian.Uint32(b)) }
-
-// nextRandom is the next value of the connection's seeded random stream.
-func (cn *conn) nextRandom() uint64 { return cn.rng.Uint64() }
 
 // noteUndo records that rows may have changed without a preupdate event: a
 // statement failed (SQLite rolled back its partial work, or the whole

@@ -146,7 +146,8 @@ func (s *Store) setupLocked(ctx context.Context, cn *conn) error {
 		}
 	}
 	cn.rng = s.rng
-	if err := installRandom(cn.c, cn.nextRandom); err != nil {
+	// cn.rng, not s.rng: a parked connection is rebound to another store's.
+	if err := installRandom(cn.c, func() uint64 { return cn.rng.Uint64() }); err != nil {
 		return formatError(ctx, err)
 	}
 	if err := cn.c.SetAuthorizer(cn.watchSchema); err != nil {
