@@ -10,7 +10,6 @@ import (
 	"math"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/ncruces/go-sqlite3"
@@ -192,16 +191,11 @@ func (l *layoutLog) tableChangedSince(table string, seq uint64) bool {
 	return l.tables[strings.ToLower(table)] > seq
 }
 
-// changedSince reports whether table's columns may have changed after seq.
-func (l *layoutLog) changedSince(table string, seq uint64) bool {
-	return l.all > seq || l.tableChangedSince(table, seq)
-}
-
 // metaHolds reports whether the loaded metadata still describes table,
 // even when it is due for a reload: nothing may have changed the table's
 // columns since it was loaded.
 func (cn *conn) metaHolds(table string) bool {
-	return cn.meta != nil && !cn.layout.changedSince(table, cn.loadSeq)
+	return cn.meta != nil && cn.layout.all <= cn.loadSeq && !cn.layout.tableChangedSince(table, cn.loadSeq)
 }
 
 // StartCapture starts a change capture. Captures nest; the innermost receives
@@ -277,15 +271,15 @@ func (c *Capture) FinishRows(ctx context.Context) ([]RowChange, error) {
 			return nil
 		}
 		if c.eventsComplete() {
-			out = c.collect(func(t *touched) ([]any, []string, error) { return t.last, t.meta.names, nil })
+			out, _ = c.collect(func(t *touched) ([]any, []string, error) { return t.last, t.meta.names, nil })
 			if verifyEvents {
 				return s.doLocked(context.Background(), true, func(cn *conn) error {
-					return cn.readCurrent(c.order, func(read func(*touched) ([]any, []string, error)) {
-						// Compared as maps: as Finish's callers see them.
-						if events, read := changes(out), changes(c.collect(read)); !reflect.DeepEqual(events, read) {
-							panic(fmt.Sprintf("sqlitestore: changes from events %v differ from the rows read back %v", events, read))
-						}
-					})
+					read, err := cn.readCurrent(c)
+					// Compared as maps: as Finish's callers see them.
+					if events, read := changes(out), changes(read); !reflect.DeepEqual(events, read) {
+						panic(fmt.Sprintf("sqlitestore: changes from events %v differ from the rows read back %v", events, read))
+					}
+					return err
 				})
 			}
 			return nil
@@ -300,9 +294,9 @@ func (c *Capture) FinishRows(ctx context.Context) ([]RowChange, error) {
 			if c.err != nil {
 				return c.err
 			}
-			return cn.readCurrent(c.order, func(read func(*touched) ([]any, []string, error)) {
-				out = c.collect(read)
-			})
+			var err error
+			out, err = cn.readCurrent(c)
+			return err
 		})
 	}()
 	if s.pool != nil {
@@ -363,11 +357,8 @@ func (s *Store) loadMetaLocked(cn *conn, finishing *Capture) error {
 
 // loadMetaOnlyLocked reloads the table metadata.
 func (s *Store) loadMetaOnlyLocked(cn *conn) error {
-	for _, c := range s.captures {
-		if len(c.order) > 0 {
-			s.undo++ // images kept in the old shape
-			break
-		}
+	if slices.ContainsFunc(s.captures, func(c *Capture) bool { return len(c.order) > 0 }) {
+		s.undo++ // images kept in the old shape
 	}
 	if s.shareKey == "" || s.private {
 		return cn.loadMeta(s.untracked)
@@ -553,7 +544,15 @@ func (c *Capture) record(m *tableMeta, ev event) {
 func (c *Capture) find(m *tableMeta, key []any) *touched {
 	c.buf = append(append(c.buf[:0], m.name...), 0)
 	c.buf = appendKey(c.buf, key)
-	return c.lookup()
+	if c.keys != nil {
+		return c.keys[string(c.buf)]
+	}
+	for _, t := range c.order {
+		if t.enc == string(c.buf) {
+			return t
+		}
+	}
+	return nil
 }
 
 // touch notes key and returns its row; on its first touch, row (nil: the row
@@ -583,19 +582,6 @@ func (c *Capture) touch(m *tableMeta, key []any, row func(int) any) *touched {
 // maxScan is the most touched rows looked up by a scan of c.order; more are
 // indexed by a map.
 const maxScan = 8
-
-// lookup returns the touched row whose encoded table and key are c.buf.
-func (c *Capture) lookup() *touched {
-	if c.keys != nil {
-		return c.keys[string(c.buf)]
-	}
-	for _, t := range c.order {
-		if t.enc == string(c.buf) {
-			return t
-		}
-	}
-	return nil
-}
 
 // image returns a row's captured columns, by m.names, from col.
 func (m *tableMeta) image(col func(int) any) []any {
@@ -672,12 +658,12 @@ func (c *Capture) replay(cn *conn) {
 	c.raw = nil
 }
 
-// readCurrent calls fn with a reader of the touched rows' current images.
+// readCurrent builds c's net changes from the touched rows' current images.
 // Several rows are read in one read transaction.
-func (cn *conn) readCurrent(rows []*touched, fn func(read func(*touched) ([]any, []string, error))) (err error) {
-	if len(rows) > 1 && cn.c.GetAutocommit() {
+func (cn *conn) readCurrent(c *Capture) (out []RowChange, err error) {
+	if len(c.order) > 1 && cn.c.GetAutocommit() {
 		if _, err := cn.exec("BEGIN", nil); err != nil {
-			return err
+			return nil, err
 		}
 		defer func() {
 			// End the read transaction even when ctx interrupted the reads.
@@ -688,25 +674,17 @@ func (cn *conn) readCurrent(rows []*touched, fn func(read func(*touched) ([]any,
 			}
 		}()
 	}
-	var readErr error
-	fn(func(t *touched) ([]any, []string, error) {
-		after, names, err := cn.readRow(t)
-		if err != nil && readErr == nil {
-			readErr = err
-		}
-		return after, names, err
-	})
-	return readErr
+	return c.collect(cn.readRow)
 }
 
 // collect builds the net changes from the first before-images and the
 // current images read returns. It stops at the first read error.
-func (c *Capture) collect(read func(*touched) ([]any, []string, error)) []RowChange {
+func (c *Capture) collect(read func(*touched) ([]any, []string, error)) ([]RowChange, error) {
 	var out []RowChange
 	for _, t := range c.order {
 		after, afterNames, err := read(t)
 		if err != nil {
-			return nil
+			return nil, err
 		}
 		if t.before == nil && after == nil {
 			continue
@@ -735,7 +713,7 @@ func (c *Capture) collect(read func(*touched) ([]any, []string, error)) []RowCha
 	slices.SortStableFunc(out, func(a, b RowChange) int {
 		return cmp.Or(strings.Compare(a.Table, b.Table), CompareKeys(a.KeyValues, b.KeyValues))
 	})
-	return out
+	return out, nil
 }
 
 // readRow reads the current row at t's key and the table's current column
@@ -839,21 +817,21 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 	}
 	switch action {
 	case sqlite3.AUTH_TRANSACTION:
-		cn.kind = stmtTxn
+		cn.info.kind = stmtTxn
 		if strings.EqualFold(name, "ROLLBACK") {
 			cn.noteLayoutUndo() // on the raw connection, nothing else notes it
 		}
 	case sqlite3.AUTH_SAVEPOINT:
-		cn.savepoint = arg
+		cn.info.savepoint = arg
 		switch {
 		case hasPrefixFold(arg, frameSavepoint):
-			cn.kind = stmtOwnSavepoint
+			cn.info.kind = stmtOwnSavepoint
 		case strings.EqualFold(name, "BEGIN"):
-			cn.kind = stmtSavepoint
+			cn.info.kind = stmtSavepoint
 		case strings.EqualFold(name, "RELEASE"):
-			cn.kind = stmtRelease
+			cn.info.kind = stmtRelease
 		default:
-			cn.kind = stmtRollbackTo
+			cn.info.kind = stmtRollbackTo
 		}
 		if strings.EqualFold(name, "ROLLBACK") {
 			cn.noteLayoutUndo()
@@ -914,8 +892,15 @@ const tablesSQL = `SELECT l.name, l.type, coalesce(s.rootpage, 0)
 FROM pragma_table_list AS l LEFT JOIN main.sqlite_schema AS s ON s.type = 'table' AND s.name = l.name
 WHERE l.schema = 'main'`
 
-// columnsSQL lists the columns of the main schema's ordinary tables.
-const columnsSQL = `SELECT l.name, x.cid, x.name, x.pk, x.hidden
+// columnsSQL lists the columns of the main schema's ordinary tables, with
+// what tells whether their rows can be keyed exactly (see tableKey): the
+// table's STRICT and WITHOUT ROWID flags, each column's declared type and
+// NOT NULL constraint, and the collation its primary-key index compares it
+// with (NULL for a rowid alias, which has no index).
+const columnsSQL = `SELECT l.name, x.cid, x.name, x.pk, x.hidden, l.strict, l.wr, x.type, x."notnull",
+  (SELECT ix.coll FROM pragma_index_list(l.name, 'main') AS i
+     JOIN pragma_index_xinfo(i.name, 'main') AS ix
+   WHERE i.origin = 'pk' AND ix.key AND ix.cid = x.cid)
 FROM pragma_table_list AS l JOIN pragma_table_xinfo(l.name, 'main') AS x
 WHERE l.schema = 'main' AND l.type = 'table'
 ORDER BY l.name, x.cid`
@@ -943,14 +928,19 @@ func (cn *conn) loadMeta(untracked map[string]bool) error {
 	if err != nil {
 		return err
 	}
-	type pkCol struct{ pos, cid int }
-	pks := make(map[string][]pkCol)
+	keys := make(map[string]*tableKey)
 	for _, r := range cols.Values {
 		name, cid, col, pk, hidden := r[0].(string), int(r[1].(int64)), r[2].(string), r[3].(int64), r[4].(int64)
 		m := meta[name]
 		if m == nil {
 			continue
 		}
+		k := keys[name]
+		if k == nil {
+			k = &tableKey{strict: r[5].(int64) != 0, withoutRowid: r[6].(int64) != 0}
+			keys[name] = k
+		}
+		k.names = append(k.names, col)
 		m.cols = max(m.cols, cid+1)
 		if hidden == 2 { // VIRTUAL generated: not readable in the hook, not stored
 			continue
@@ -958,24 +948,23 @@ func (cn *conn) loadMeta(untracked map[string]bool) error {
 		m.cids = append(m.cids, cid)
 		m.names = append(m.names, col)
 		if pk > 0 {
-			pks[name] = append(pks[name], pkCol{int(pk), cid})
+			coll, _ := r[9].(string)
+			k.key = append(k.key, keyCol{pos: int(pk), cid: cid, name: col, typ: r[7].(string), coll: coll, notNull: r[8].(int64) != 0})
 		}
 	}
 	for name, m := range meta {
 		if m.skip {
 			continue
 		}
-		p := pks[name]
-		sort.Slice(p, func(i, j int) bool { return p[i].pos < p[j].pos })
-		for _, k := range p {
-			m.pk = append(m.pk, k.cid)
-			m.pkPos = append(m.pkPos, slices.Index(m.cids, k.cid))
-			m.pkNames = append(m.pkNames, m.names[m.pkPos[len(m.pkPos)-1]])
+		k := keys[name]
+		slices.SortFunc(k.key, func(a, b keyCol) int { return cmp.Compare(a.pos, b.pos) })
+		for _, c := range k.key {
+			m.pk = append(m.pk, c.cid)
+			m.pkPos = append(m.pkPos, slices.Index(m.cids, c.cid))
+			m.pkNames = append(m.pkNames, c.name)
 		}
 		m.selectSQL = m.buildSelect()
-	}
-	if err := cn.loadKeyProblems(meta); err != nil {
-		return err
+		m.keyProblem = k.problem(name)
 	}
 	cn.meta = meta
 	cn.metaVersion = version

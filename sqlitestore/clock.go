@@ -43,13 +43,10 @@ const nowLayout = "2006-01-02 15:04:05.000"
 const neutralModifier = "+0 seconds"
 
 // installClock shadows the date and time functions of c so that 'now' reads
-// now (time.Now when nil). The functions are DETERMINISTIC, so date(x) stays
+// now. The functions are DETERMINISTIC, so date(x) stays
 // legal in indexes and generated columns, and INNOCUOUS, so schema DEFAULTs
 // may call them.
 func installClock(c *sqlite3.Conn, now func() time.Time) error {
-	if now == nil {
-		now = time.Now
-	}
 	const flags = sqlite3.DETERMINISTIC | sqlite3.INNOCUOUS
 	for _, fn := range dateFuncs {
 		if err := c.CreateFunction(fn, -1, flags, func(ctx sqlite3.Context, args ...sqlite3.Value) {

@@ -42,10 +42,7 @@ type conn struct {
 	c     *sqlite3.Conn
 	stmts map[string]cachedStmt
 	order []string // cache keys, oldest first
-	kind  stmtKind // what the statement being prepared does to the transaction, as the authorizer saw it
-	// savepoint is the savepoint the statement being prepared names, as the
-	// authorizer saw it.
-	savepoint string
+	info  stmtInfo // what the authorizer saw of the statement being prepared
 
 	// Change capture (stores only).
 	meta        map[string]*tableMeta // main-schema tables by name, loaded lazily
@@ -95,14 +92,14 @@ type stmtInfo struct {
 }
 
 // stmtKind is what a statement does to the connection's transaction, as the
-// store's authorizer saw it when the statement was prepared.
+// store's authorizer saw it when the statement was prepared; zero for a
+// statement that does none of these.
 type stmtKind uint8
 
 const (
-	stmtPlain stmtKind = iota
 	// stmtTxn begins, commits or rolls back a transaction: BEGIN, COMMIT,
 	// END, ROLLBACK (not ROLLBACK TO).
-	stmtTxn
+	stmtTxn stmtKind = iota + 1
 	// stmtSavepoint is a SAVEPOINT, which begins a transaction when there
 	// is none.
 	stmtSavepoint
@@ -122,18 +119,6 @@ func (cn *conn) clockNow() time.Time {
 	return cn.now()
 }
 
-// unlockNormal turns the connection to normal locking mode and drops the
-// file lock it held in exclusive mode: in normal mode the lock goes with the
-// next access. (PRAGMA locking_mode acts when it is prepared, so it is never
-// cached.)
-func (cn *conn) unlockNormal() error {
-	if err := cn.c.Exec("PRAGMA locking_mode=NORMAL; SELECT 1 FROM main.sqlite_schema LIMIT 1;"); err != nil {
-		return err
-	}
-	cn.exclusive = false
-	return nil
-}
-
 // cookieOffset is where a database header keeps the schema cookie, a
 // big-endian uint32.
 const cookieOffset = 40
@@ -141,9 +126,6 @@ const cookieOffset = 40
 // headerCookie decodes the schema cookie from the header bytes at
 // cookieOffset.
 func headerCookie(b []byte) int64 { return int64(binary.BigEndian.Uint32(b)) }
-
-// nextRandom is the next value of the connection's seeded random stream.
-func (cn *conn) nextRandom() uint64 { return cn.rng.Uint64() }
 
 // noteUndo records that rows may have changed without a preupdate event: a
 // statement failed (SQLite rolled back its partial work, or the whole
@@ -268,10 +250,9 @@ func (cn *conn) prepareKind(sql string) (*sqlite3.Stmt, stmtInfo, error) {
 // prepareNext prepares the first statement of sql, uncached, and reports
 // what it does to the transaction.
 func (cn *conn) prepareNext(sql string) (st *sqlite3.Stmt, tail string, info stmtInfo, err error) {
-	cn.kind, cn.savepoint = stmtPlain, ""
+	cn.info = stmtInfo{}
 	st, tail, err = cn.c.Prepare(sql)
-	info = stmtInfo{kind: cn.kind, savepoint: cn.savepoint}
-	cn.kind, cn.savepoint = stmtPlain, ""
+	info, cn.info = cn.info, stmtInfo{}
 	return st, tail, info, err
 }
 
@@ -525,7 +506,7 @@ func bindArg(st *sqlite3.Stmt, i int, a any) error {
 		}
 		return bindArg(st, i, rv.Elem().Interface())
 	}
-	return argError(i, a)
+	return fmt.Errorf("sqlitestore: argument %d: unsupported type %T", p, a)
 }
 
 // readRow copies the current row: nil, int64, float64, string or []byte.

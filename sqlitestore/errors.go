@@ -3,7 +3,6 @@ package sqlitestore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"syscall"
 
@@ -81,16 +80,6 @@ type Error struct {
 	causes []error
 }
 
-// SQLite result codes this package refers to (primary codes, and the
-// extended code of a failed write).
-const (
-	codeNoMem      = int(sqlite3.NOMEM)
-	codeIOErrWrite = int(sqlite3.IOERR_WRITE)
-	codeInterrupt  = int(sqlite3.INTERRUPT)
-	codeAuth       = int(sqlite3.AUTH)
-	codeFull       = int(sqlite3.FULL)
-)
-
 // isStorageCode reports whether an SQLite result code reports a failure of
 // the files under a connection rather than of its statement (see
 // ErrStorage). Of the SQLITE_READONLY codes only those about the file are:
@@ -162,13 +151,13 @@ func formatError(ctx context.Context, err error) error {
 		Message:      msg,
 		causes:       []error{err},
 	}
-	if out.Code == codeInterrupt && ctx != nil && ctx.Err() != nil {
+	if code.Code() == sqlite3.INTERRUPT && ctx != nil && ctx.Err() != nil {
 		out.Message = "interrupted: " + context.Cause(ctx).Error()
 		out.causes = append(out.causes, doneCauses(ctx)...)
 	}
 	if isStorageCode(code) {
 		out.causes = append(out.causes, ErrStorage)
-		if out.Code == codeFull && !errors.Is(err, syscall.ENOSPC) {
+		if code.Code() == sqlite3.FULL && !errors.Is(err, syscall.ENOSPC) {
 			// Stores set no page limit: SQLITE_FULL is the file system.
 			out.causes = append(out.causes, syscall.ENOSPC)
 		}
@@ -178,13 +167,13 @@ func formatError(ctx context.Context, err error) error {
 
 // newError is an *Error of the primary result code code that SQLite did
 // not report.
-func newError(code int, msg string, causes ...error) *Error {
-	return &Error{Code: code, ExtendedCode: code, Message: msg, causes: causes}
+func newError(code sqlite3.ErrorCode, msg string, causes ...error) *Error {
+	return &Error{Code: int(code), ExtendedCode: int(code), Message: msg, causes: causes}
 }
 
 // contextError reports a context that was done before a statement started.
 func contextError(ctx context.Context) error {
-	return newError(codeInterrupt, "interrupted: "+context.Cause(ctx).Error(), doneCauses(ctx)...)
+	return newError(sqlite3.INTERRUPT, "interrupted: "+context.Cause(ctx).Error(), doneCauses(ctx)...)
 }
 
 // doneCauses is why the done ctx is done: its error and, when it was
@@ -197,22 +186,16 @@ func doneCauses(ctx context.Context) []error {
 	return []error{err, cause}
 }
 
-// recoverError turns the value recovered from a driver panic into an error.
-// The driver panics on SQLITE_NOMEM; any other panic is a bug and is
-// re-raised.
-func recoverError(r any) error {
-	err, ok := r.(error)
-	if !ok || !strings.Contains(err.Error(), "out of memory") {
-		panic(r)
-	}
-	return newError(codeNoMem, "out of memory (the connection's memory cap was reached)", ErrOutOfMemory, err)
-}
-
 // guard runs fn and turns a driver panic for SQLITE_NOMEM into an error.
+// Any other panic is a bug and is re-raised.
 func guard(fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = recoverError(r)
+			nomem, ok := r.(error)
+			if !ok || !strings.Contains(nomem.Error(), "out of memory") {
+				panic(r)
+			}
+			err = newError(sqlite3.NOMEM, "out of memory (the connection's memory cap was reached)", ErrOutOfMemory, nomem)
 		}
 	}()
 	return fn()
@@ -228,10 +211,10 @@ func guard(fn func() error) (err error) {
 // result keeps SQLite's codes.
 func fullError(err error, dir string) error {
 	var e *Error
-	if !errors.As(err, &e) || e.ExtendedCode != codeIOErrWrite || errors.Is(err, syscall.ENOSPC) {
+	if !errors.As(err, &e) || e.ExtendedCode != int(sqlite3.IOERR_WRITE) || errors.Is(err, syscall.ENOSPC) {
 		return err
 	}
-	if noSpaceLeft(dir) {
+	if free, ok := FreeSpace(dir); ok && free < spaceFloor {
 		e.Message = "database or disk is full: the file system has no space left"
 		e.causes = append(e.causes, syscall.ENOSPC)
 	} else if !strings.HasSuffix(e.Message, mayBeFull) {
@@ -240,13 +223,17 @@ func fullError(err error, dir string) error {
 	return err
 }
 
+// spaceFloor is the free space below which a failed write is taken to be
+// the file system running out: less than two of SQLite's largest pages.
+const spaceFloor = 128 << 10
+
 // mayBeFull ends the message of a failed write whose cause is unknown.
 const mayBeFull = ": writing to the file failed (the disk may be full)"
 
 // readOnlyError marks an authorization failure on an Inspector.
 func readOnlyError(err error) error {
 	var e *Error
-	if errors.As(err, &e) && e.Code == codeAuth {
+	if errors.As(err, &e) && e.Code == int(sqlite3.AUTH) {
 		e.Message += " (the inspection connection is read-only)"
 		e.causes = append(e.causes, ErrReadOnly)
 	}
@@ -257,7 +244,7 @@ func readOnlyError(err error) error {
 // (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, RELEASE or ROLLBACK TO) on an
 // Inspector.
 func transactionError(stmt string) error {
-	return newError(codeAuth, stmt+" is not allowed on the inspection connection: each query reads in a transaction of its own, "+
+	return newError(sqlite3.AUTH, stmt+" is not allowed on the inspection connection: each query reads in a transaction of its own, "+
 		"which ends with the query, so that no lock is held between queries", ErrTransaction)
 }
 
@@ -267,8 +254,4 @@ func abbreviate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-func argError(i int, v any) error {
-	return fmt.Errorf("sqlitestore: argument %d: unsupported type %T", i+1, v)
 }

@@ -76,94 +76,56 @@ func KeyProblems(ctx context.Context, schema string, untracked []string) ([]*Key
 	return out, err
 }
 
-// keyColumnsSQL lists, for every ordinary table of the main schema, whether
-// it is STRICT and WITHOUT ROWID, and each primary-key column (or, for a
-// table with none, each column) with its declared type, its NOT NULL
-// constraint and the collation its primary-key index compares it with
-// (NULL for a rowid alias, which has no index).
-const keyColumnsSQL = `SELECT l.name, l.strict, l.wr, x.name, x.type, x."notnull", x.pk,
-  (SELECT ix.coll FROM pragma_index_list(l.name, 'main') AS i
-     JOIN pragma_index_xinfo(i.name, 'main') AS ix
-   WHERE i.origin = 'pk' AND ix.key AND ix.cid = x.cid)
-FROM pragma_table_list AS l JOIN pragma_table_xinfo(l.name, 'main') AS x
-WHERE l.schema = 'main' AND l.type = 'table'
-ORDER BY l.name, x.pk, x.cid`
+// tableKey is what tells whether the rows of a table can be keyed exactly.
+type tableKey struct {
+	strict, withoutRowid bool
+	names                []string // every column
+	key                  []keyCol // the primary-key columns, in key order once loadMeta sorts them
+}
 
-// loadKeyProblems sets the keyProblem of every captured table of meta.
-func (cn *conn) loadKeyProblems(meta map[string]*tableMeta) error {
-	rows, err := cn.query(keyColumnsSQL, nil)
-	if err != nil {
-		return err
+// keyCol is a primary-key column.
+type keyCol struct {
+	pos, cid        int // position in the key (from 1), column index
+	name, typ, coll string
+	notNull         bool
+}
+
+// problem returns why the rows of table cannot be keyed exactly, or nil.
+func (t *tableKey) problem(table string) *KeyProblem {
+	if len(t.key) == 0 {
+		if !t.withoutRowid && hasEveryFold(t.names, "rowid", "oid", "_rowid_") {
+			return &KeyProblem{Table: table, Reason: "its columns rowid, oid and _rowid_ take every name of its rowid, " +
+				"which keys its change records as it declares no primary key, so a row cannot be read back by its key; " +
+				"rename one of those columns or declare a primary key"}
+		}
+		return nil
 	}
-	type keyCol struct {
-		name, typ, coll string
-		notNull         bool
+	// A rowid alias (INTEGER PRIMARY KEY) is the only primary key
+	// without an index; its values are integers, never NULL.
+	if len(t.key) == 1 && t.key[0].coll == "" {
+		return nil
 	}
-	type table struct {
-		strict, withoutRowid bool
-		key                  []keyCol // the primary-key columns, in key order
-		names                []string // every column
-	}
-	tables := map[string]*table{}
-	var order []string
-	for _, r := range rows.Values {
-		name := r[0].(string)
-		t := tables[name]
-		if t == nil {
-			t = &table{strict: r[1].(int64) != 0, withoutRowid: r[2].(int64) != 0}
-			tables[name] = t
-			order = append(order, name)
-		}
-		col := r[3].(string)
-		t.names = append(t.names, col)
-		if r[6].(int64) > 0 {
-			coll, _ := r[7].(string)
-			t.key = append(t.key, keyCol{name: col, typ: r[4].(string), notNull: r[5].(int64) != 0, coll: coll})
-		}
-	}
-	for _, name := range order {
-		m := meta[name]
-		if m == nil || m.skip {
-			continue
-		}
-		t := tables[name]
-		m.keyProblem = nil
-		if len(t.key) == 0 {
-			if !t.withoutRowid && hasEveryFold(t.names, "rowid", "oid", "_rowid_") {
-				m.keyProblem = &KeyProblem{Table: name, Reason: "its columns rowid, oid and _rowid_ take every name of its rowid, " +
-					"which keys its change records as it declares no primary key, so a row cannot be read back by its key; " +
-					"rename one of those columns or declare a primary key"}
-			}
-			continue
-		}
-		// A rowid alias (INTEGER PRIMARY KEY) is the only primary key
-		// without an index; its values are integers, never NULL.
-		if len(t.key) == 1 && t.key[0].coll == "" {
-			continue
-		}
-		for _, k := range t.key {
-			if p := keyColumnProblem(t.strict, t.withoutRowid, k.typ, k.coll, k.notNull); p != "" {
-				m.keyProblem = &KeyProblem{Table: name, Column: k.name, Reason: fmt.Sprintf("its primary-key column %s %s", k.name, p)}
-				break
-			}
+	for _, k := range t.key {
+		if p := t.columnProblem(k); p != "" {
+			return &KeyProblem{Table: table, Column: k.name, Reason: fmt.Sprintf("its primary-key column %s %s", k.name, p)}
 		}
 	}
 	return nil
 }
 
-// keyColumnProblem says why a primary-key column (not a rowid alias) cannot
+// columnProblem says why a primary-key column (not a rowid alias) cannot
 // key change records exactly, or returns "".
-func keyColumnProblem(strict, withoutRowid bool, typ, coll string, notNull bool) string {
+func (t *tableKey) columnProblem(k keyCol) string {
 	switch {
-	case !strict && !withoutRowid && !notNull:
+	case !t.strict && !t.withoutRowid && !k.notNull:
 		return "may hold NULL (SQLite accepts NULL in the primary key of a rowid table that is not STRICT), " +
 			"and rows whose keys are NULL cannot be told apart; declare it NOT NULL, or make the table STRICT or WITHOUT ROWID"
-	case !strings.EqualFold(coll, "BINARY"):
+	case !strings.EqualFold(k.coll, "BINARY"):
 		return fmt.Sprintf("compares with COLLATE %s, under which different values (such as 'a' and 'A' under NOCASE) are one key; "+
-			"keep the key BINARY (a UNIQUE index may use the collation)", coll)
-	case blobAffinity(typ, strict):
+			"keep the key BINARY (a UNIQUE index may use the collation)", k.coll)
+	case blobAffinity(k.typ, t.strict):
 		return fmt.Sprintf("has no type affinity (declared type %q), so it may hold values SQLite finds equal though they differ, "+
-			"such as 1 and 1.0; declare it INTEGER, REAL, NUMERIC or TEXT", typ)
+			"such as 1 and 1.0; declare it INTEGER, REAL, NUMERIC or TEXT", k.typ)
 	}
 	return ""
 }

@@ -127,8 +127,14 @@ func (s *Store) parkLocked(cn *conn) bool {
 		cn.c.PreUpdateHook(nil)
 		cn.hookOn = false
 	}
-	if cn.exclusive && cn.unlockNormal() != nil {
-		return false
+	if cn.exclusive {
+		// In normal locking mode the lock goes with the next access.
+		// (PRAGMA locking_mode acts when it is prepared, so it is never
+		// cached.)
+		if cn.c.Exec("PRAGMA locking_mode=NORMAL; SELECT 1 FROM main.sqlite_schema LIMIT 1;") != nil {
+			return false
+		}
+		cn.exclusive = false
 	}
 	if cn.slot.locked() {
 		return false

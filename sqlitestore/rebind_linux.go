@@ -147,17 +147,25 @@ func (r *rebindFile) bind(path string) error {
 	if r.fd >= 0 {
 		return errors.New("sqlitestore: connection file is already bound")
 	}
+	var fd int
+	err := retry(func() (err error) {
+		fd, err = unix.Open(path, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	r.fd, r.lock = fd, vfs.LOCK_NONE
+	r.fmap.reset()
+	return nil
+}
+
+// retry calls fn again while it fails with EINTR, and returns its result.
+func retry(fn func() error) error {
 	for {
-		fd, err := unix.Open(path, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err == unix.EINTR {
-			continue
+		if err := fn(); err != unix.EINTR {
+			return err
 		}
-		if err != nil {
-			return &os.PathError{Op: "open", Path: path, Err: err}
-		}
-		r.fd, r.lock = fd, vfs.LOCK_NONE
-		r.fmap.reset()
-		return nil
 	}
 }
 
@@ -180,13 +188,8 @@ func (r *rebindFile) unbind() error {
 // retires the slot.
 func (r *rebindFile) Close() error {
 	rebindSlots.Delete(r.name)
-	r.fmap.unmap()
-	if r.fd < 0 {
-		return nil
-	}
-	err := unix.Close(r.fd) // closing the file description drops its locks
-	r.fd, r.lock = -1, vfs.LOCK_NONE
-	return err
+	r.lock = vfs.LOCK_NONE // closing the file description drops its locks
+	return r.unbind()
 }
 
 // ReadAt reads len(p) bytes at off; a read past the end returns io.EOF with
@@ -246,24 +249,16 @@ func (r *rebindFile) Truncate(size int64) error {
 	if r.fd < 0 {
 		return errUnbound
 	}
-	for {
-		err := unix.Ftruncate(r.fd, size)
-		if err != unix.EINTR {
-			r.fmap.truncated(size, err)
-			return err
-		}
-	}
+	err := retry(func() error { return unix.Ftruncate(r.fd, size) })
+	r.fmap.truncated(size, err)
+	return err
 }
 
 func (r *rebindFile) Sync(vfs.SyncFlag) error {
 	if r.fd < 0 {
 		return errUnbound
 	}
-	for {
-		if err := unix.Fdatasync(r.fd); err != unix.EINTR {
-			return err
-		}
-	}
+	return retry(func() error { return unix.Fdatasync(r.fd) })
 }
 
 func (r *rebindFile) Size() (int64, error) {
@@ -271,15 +266,10 @@ func (r *rebindFile) Size() (int64, error) {
 		return 0, errUnbound
 	}
 	var st unix.Stat_t
-	for {
-		err := unix.Fstat(r.fd, &st)
-		if err == nil {
-			return st.Size, nil
-		}
-		if err != unix.EINTR {
-			return 0, err
-		}
+	if err := retry(func() error { return unix.Fstat(r.fd, &st) }); err != nil {
+		return 0, err
 	}
+	return st.Size, nil
 }
 
 // SizeHint does nothing: instance files grow page by page.
@@ -389,33 +379,24 @@ func (r *rebindFile) fcntl(typ int16, start, n int64, wait bool, def sqlite3.Ext
 	if wait {
 		cmd = unix.F_OFD_SETLKW
 	}
-	for {
-		err := unix.FcntlFlock(uintptr(r.fd), cmd, &lk)
-		switch err {
-		case nil:
-			return nil
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN, unix.EACCES, unix.EBUSY, unix.ENOLCK, unix.EDEADLK, unix.ETIMEDOUT:
-			if typ != unix.F_UNLCK {
-				return sqlite3.BUSY
-			}
+	err := retry(func() error { return unix.FcntlFlock(uintptr(r.fd), cmd, &lk) })
+	switch err {
+	case nil:
+		return nil
+	case unix.EAGAIN, unix.EACCES, unix.EBUSY, unix.ENOLCK, unix.EDEADLK, unix.ETIMEDOUT:
+		if typ != unix.F_UNLCK {
+			return sqlite3.BUSY
 		}
-		return vfs.SystemError(err, def)
 	}
+	return vfs.SystemError(err, def)
 }
 
 // test returns the type of a lock another file description holds on the
 // range (F_UNLCK when none).
 func (r *rebindFile) test(start, n int64) (int16, error) {
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Start: start, Len: n}
-	for {
-		err := unix.FcntlFlock(uintptr(r.fd), unix.F_OFD_GETLK, &lk)
-		if err == nil {
-			return lk.Type, nil
-		}
-		if err != unix.EINTR {
-			return 0, vfs.SystemError(err, sqlite3.IOERR_LOCK)
-		}
+	if err := retry(func() error { return unix.FcntlFlock(uintptr(r.fd), unix.F_OFD_GETLK, &lk) }); err != nil {
+		return 0, vfs.SystemError(err, sqlite3.IOERR_LOCK)
 	}
+	return lk.Type, nil
 }

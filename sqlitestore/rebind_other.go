@@ -12,18 +12,13 @@ const rebindSupported = false
 // rebindFile is never made off Linux.
 type rebindFile struct{}
 
-func newSlot(string) (*rebindFile, string, error) {
-	return nil, "", errors.New("sqlitestore: parked connections need Linux")
-}
+var errNoRebind = errors.New("sqlitestore: parked connections need Linux")
 
-func (*rebindFile) bind(string) error {
-	return errors.New("sqlitestore: parked connections need Linux")
-}
-func (*rebindFile) unbind() error { return nil }
+func newSlot(string) (*rebindFile, string, error) { return nil, "", errNoRebind }
 
-func (*rebindFile) locked() bool { return false }
-func (*rebindFile) cookie() (int64, error) {
-	return 0, errors.New("sqlitestore: parked connections need Linux")
-}
-func (*rebindFile) Close() error { return nil }
-func (*rebindFile) mapped() bool { return false }
+func (*rebindFile) bind(string) error      { return errNoRebind }
+func (*rebindFile) unbind() error          { return nil }
+func (*rebindFile) locked() bool           { return false }
+func (*rebindFile) cookie() (int64, error) { return 0, errNoRebind }
+func (*rebindFile) Close() error           { return nil }
+func (*rebindFile) mapped() bool           { return false }

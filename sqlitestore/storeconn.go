@@ -122,14 +122,8 @@ func (s *Store) setupLocked(ctx context.Context, cn *conn) error {
 	if _, err := cn.query("SELECT count(*) FROM main.sqlite_schema", nil); err != nil {
 		return formatError(ctx, err)
 	}
-	// Instance stores are disposable copies: they never fsync (Freeze
-	// writes real files through VacuumInto, which fsyncs) and keep their
-	// rollback journal in memory (ROLLBACK and ROLLBACK TO still work).
-	// Against WAL this measured a reopen about twice as cheap (no -wal and
-	// -shm files to make and remove) and one file descriptor and two memory
-	// maps per connection instead of three and four (see the package doc).
-	// With ExclusiveLock the connection also holds its file's lock while it
-	// is open, so a transaction takes no file lock and rereads nothing.
+	// Instance stores are disposable copies: no fsync, and the rollback
+	// journal in memory rather than WAL (the package doc says why).
 	if err := cn.c.Exec("PRAGMA synchronous=OFF;"); err != nil {
 		return formatError(ctx, err)
 	}
@@ -152,7 +146,8 @@ func (s *Store) setupLocked(ctx context.Context, cn *conn) error {
 		}
 	}
 	cn.rng = s.rng
-	if err := installRandom(cn.c, cn.nextRandom); err != nil {
+	// cn.rng, not s.rng: a parked connection is rebound to another store's.
+	if err := installRandom(cn.c, func() uint64 { return cn.rng.Uint64() }); err != nil {
 		return formatError(ctx, err)
 	}
 	if err := cn.c.SetAuthorizer(cn.watchSchema); err != nil {

@@ -37,21 +37,20 @@ func (s *Store) Begin(ctx context.Context) (*Frame, error) {
 		if len(s.frames) > 0 && cn.c.GetAutocommit() {
 			return errTxnLost
 		}
+		fr := &Frame{s: s, ddlSeq: cn.ddlSeq}
+		sql := "BEGIN IMMEDIATE"
 		if cn.c.GetAutocommit() {
 			if err := s.lockModeLocked(cn); err != nil {
 				return err
 			}
-			if _, err := cn.exec("BEGIN IMMEDIATE", nil); err != nil {
-				return err
-			}
-			f = &Frame{s: s, ddlSeq: cn.ddlSeq}
 		} else {
-			name := frameSavepoint + strconv.Itoa(len(s.frames)+1)
-			if _, err := cn.exec("SAVEPOINT "+name, nil); err != nil {
-				return err
-			}
-			f = &Frame{s: s, name: name, ddlSeq: cn.ddlSeq}
+			fr.name = frameSavepoint + strconv.Itoa(len(s.frames)+1)
+			sql = "SAVEPOINT " + fr.name
 		}
+		if _, err := cn.exec(sql, nil); err != nil {
+			return err
+		}
+		f = fr
 		if len(s.frames) > 0 {
 			// The savepoints opened before the new frame can no longer be
 			// named: releasing or rolling back to one would undo or merge
@@ -71,15 +70,9 @@ const frameSavepoint = "sqlitestore_"
 // transaction SQLite has rolled back.
 var errTxnLost = fmt.Errorf("%w: statements are refused until its frames end", ErrRolledBack)
 
-// allowLocked refuses a statement a user of the store runs (Exec, Query,
-// ExecScript) when it would take the transaction out of the frames' hands:
-// BEGIN, COMMIT, END, ROLLBACK, a SAVEPOINT outside a transaction (which
-// begins one) or a savepoint statement naming a frame's savepoint. It also
-// refuses every statement while a frame is open whose transaction SQLite
-// rolled back (a RAISE(ROLLBACK), an OR ROLLBACK conflict, an interrupted
-// write): run in autocommit, its writes would stay when the frame's owner
-// rolls back. And it refuses a RELEASE or ROLLBACK TO naming a savepoint
-// the innermost frame cannot reach (see Frame.savepoints).
+// allowLocked refuses a statement of Exec, Query or ExecScript as Exec's
+// doc says. A statement run while a frame's transaction is lost would run
+// in autocommit, and its writes would stay when the frame's owner rolls back.
 func (s *Store) allowLocked(cn *conn, text string, info stmtInfo) error {
 	switch {
 	case info.kind == stmtTxn || info.kind == stmtOwnSavepoint || info.kind == stmtSavepoint && cn.c.GetAutocommit():
