@@ -168,12 +168,8 @@ func at(where string, w *env.World) string {
 // The findings are sorted (see Sort). A world's own test can call it; a nil
 // slice means the world checks clean.
 func World(ctx context.Context, w *env.World) []Finding {
-	var fs []Finding
-	sealed, err := composition.Seal(w)
-	if err != nil {
-		fs = append(fs, sealFindings(w, err)...)
-		sealed = nil
-	}
+	sealed, err := composition.Seal(w) // nil when err is not
+	fs := sealFindings(w, err)
 	fs = append(fs, keyFindings(w)...)
 	fs = append(fs, declaredFindings(w)...)
 	if sealed != nil {
@@ -184,10 +180,10 @@ func World(ctx context.Context, w *env.World) []Finding {
 	return fs
 }
 
-// sealFindings reports SH504: one finding per seal error, at the
-// registration the WorldBug names, but for the tables keyFindings reports
-// (SH301). The message does not name the root, so a broken world added by
-// several hosts is one line of Format's output.
+// sealFindings reports SH504: one finding per seal error (none for nil),
+// at the registration the WorldBug names, but for the tables keyFindings
+// reports (SH301). The message does not name the root, so a broken world
+// added by several hosts is one line of Format's output.
 func sealFindings(w *env.World, err error) []Finding {
 	var fs []Finding
 	for _, e := range unjoin(err) {

@@ -2,6 +2,7 @@ package check
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -35,7 +37,7 @@ func fixtureFindings(ctx context.Context, w *env.World, sealed *composition.Seal
 	if err != nil {
 		return []Finding{finding(dir+":1:1", "SH401", "the fixtures directory of %s cannot be read: %v", w.Name(), err)}
 	}
-	hashes := &schemaHashes{m: map[string]hashResult{}}
+	hashes := schemaHashes{}
 	var out []Finding
 	for _, id := range ids {
 		sidecar := filepath.Join(dir, id, fixture.SidecarName)
@@ -54,20 +56,20 @@ func fixtureFindings(ctx context.Context, w *env.World, sealed *composition.Seal
 }
 
 // schemaHashes caches the normalised hash of each schema text for one run.
-type schemaHashes struct{ m map[string]hashResult }
+type schemaHashes map[string]hashResult
 
 type hashResult struct {
 	hash string
 	err  error
 }
 
-func (h *schemaHashes) of(ctx context.Context, w *env.World) (string, error) {
+func (h schemaHashes) of(ctx context.Context, w *env.World) (string, error) {
 	schema := w.Spec().Schema
-	if r, ok := h.m[schema]; ok {
+	if r, ok := h[schema]; ok {
 		return r.hash, r.err
 	}
 	hash, err := sqlitestore.SchemaHash(ctx, schema)
-	h.m[schema] = hashResult{hash, err}
+	h[schema] = hashResult{hash, err}
 	return hash, err
 }
 
@@ -79,16 +81,13 @@ type fixtureCheck struct {
 	id     string
 	dir    string // the fixture's directory
 	path   string // its sidecar
-	hashes *schemaHashes
+	hashes schemaHashes
 	lines  sidecarLines
 	out    []Finding
 }
 
 func (fc *fixtureCheck) pos(line int) string {
-	if line <= 0 {
-		line = 1
-	}
-	return fmt.Sprintf("%s:%d:1", fc.path, line)
+	return fmt.Sprintf("%s:%d:1", fc.path, max(line, 1))
 }
 
 func (fc *fixtureCheck) add(line int, code, format string, args ...any) {
@@ -225,16 +224,12 @@ func describeYAML(n *yaml.Node) string {
 	return fmt.Sprintf("the unquoted %s", n.Value)
 }
 
-// sidecarProblem is a SidecarError without its "fixture.yaml: line N"
+// sidecarProblem is a SidecarError without its "fixture.yaml: line N: "
 // prefix, which the finding's position already says.
 func sidecarProblem(se *fixture.SidecarError) string {
-	if se.Key == "" {
-		return se.Msg
-	}
-	if se.Node != "" {
-		return fmt.Sprintf("%s (node %q): %s", se.Key, se.Node, se.Msg)
-	}
-	return se.Key + ": " + se.Msg
+	e := *se
+	e.Line = 0
+	return strings.TrimPrefix(e.Error(), fixture.SidecarName+": ")
 }
 
 // checkFile reports SH405 for a node file that is missing or not a
@@ -336,7 +331,7 @@ func readableSQLite(ctx context.Context, path string) error {
 // comparison is made with each node's current schema hash in place.
 func (fc *fixtureCheck) checkShape(s *fixture.Sidecar, current map[string]string) {
 	c := *s
-	c.Nodes = append([]fixture.Node(nil), s.Nodes...)
+	c.Nodes = slices.Clone(s.Nodes)
 	if h, ok := current[fixture.RootPath]; ok {
 		c.SchemaHash = h
 	}
@@ -346,10 +341,7 @@ func (fc *fixtureCheck) checkShape(s *fixture.Sidecar, current map[string]string
 		}
 	}
 	if err := composition.CompareShape(fc.ctx, &c, fc.sealed); err != nil {
-		line := fc.lines.top["nodes"]
-		if line == 0 {
-			line = fc.lines.top["world"]
-		}
+		line := cmp.Or(fc.lines.top["nodes"], fc.lines.top["world"])
 		fc.out = append(fc.out, finding(fc.pos(line), "SH406", "%v", err))
 	}
 }
