@@ -436,12 +436,13 @@ func ForWorldDir(w *env.World, fixturesDir string) ([]env.Task, error) {
 	if len(tasks) == 0 {
 		return tasks, nil
 	}
-	s, err := sealed(w)
+	s, err := composition.Seal(w)
 	if err != nil {
 		return nil, err
 	}
+	sh := shapeOf(s)
 	for _, t := range tasks {
-		if err := s.fits(t); err != nil {
+		if err := sh.fits(t); err != nil {
 			return nil, fmt.Errorf("task: %s (%s): %w", t.ID, t.Source, err)
 		}
 	}
