@@ -198,7 +198,7 @@ func (e *Episode) Grade(ctx context.Context) (Result, error) {
 	if !e.hasTask {
 		return Result{}, ErrNoTask
 	}
-	res, err := grade(ctx, e.inst.Inspect(), changeLog(e.inst), e.shape, e.task)
+	res, err := grade(ctx, e.inst, e.shape, e.task)
 	if err != nil {
 		return Result{}, err
 	}

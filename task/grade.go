@@ -95,13 +95,7 @@ func (r Result) WriteText(w io.Writer) error {
 // must_change check they fail. A Go check gets the kept records, whose
 // first Seq is then above 1.
 func Grade(ctx context.Context, inst *composition.Instance, t env.Task) (Result, error) {
-	return grade(ctx, inst.Inspect(), changeLog(inst), shapeOf(inst.Sealed()), t)
-}
-
-// changeLog returns an instance's change log and how many of its oldest
-// records were dropped.
-func changeLog(inst *composition.Instance) logView {
-	return logView{records: inst.ChangeLog(), dropped: inst.ChangeLogDropped()}
+	return grade(ctx, inst, shapeOf(inst.Sealed()), t)
 }
 
 // logView is the change log a grading reads: the records kept, and how
@@ -117,7 +111,10 @@ func (l logView) truncated() error {
 	return fmt.Errorf("the change log was truncated (its oldest %s dropped to keep it within the server's bound, --max-changelog-bytes) and this check's answer depends on them", plural(l.dropped, "record"))
 }
 
-func grade(ctx context.Context, v *composition.View, lv logView, sh *shape, t env.Task) (Result, error) {
+// grade is Grade with the instance's shape at hand.
+func grade(ctx context.Context, inst *composition.Instance, sh *shape, t env.Task) (Result, error) {
+	v := inst.Inspect()
+	lv := logView{records: inst.ChangeLog(), dropped: inst.ChangeLogDropped()}
 	t = t.Normalize()
 	if len(t.Checks) == 0 {
 		return Result{}, fmt.Errorf("task %s: no checks to grade", t.ID)
