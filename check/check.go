@@ -127,7 +127,7 @@ func Sort(fs []Finding) {
 // The file is always a prefix of pos.
 func SplitPos(pos string) (file string, line, col int) {
 	file = pos
-	nums := make([]int, 0, 2)
+	var nums []int // line and column, as far as found
 	for len(nums) < 2 {
 		i := strings.LastIndexByte(file, ':')
 		if i < 0 {
@@ -137,16 +137,11 @@ func SplitPos(pos string) (file string, line, col int) {
 		if err != nil {
 			break
 		}
-		nums = append(nums, n)
+		nums = slices.Insert(nums, 0, n)
 		file = file[:i]
 	}
-	switch len(nums) {
-	case 2:
-		return file, nums[1], nums[0]
-	case 1:
-		return file, nums[0], 0
-	}
-	return file, 0, 0
+	nums = append(nums, 0, 0) // a part that is missing is zero
+	return file, nums[0], nums[1]
 }
 
 // at turns a registration's "file:line" into a position, falling back to
