@@ -104,18 +104,17 @@ func (fc *fixtureCheck) run(data []byte) []Finding {
 	fc.lines = findLines(m)
 	nowBad := fc.checkNow(m)
 	s, err := fixture.Parse(data)
-	if err != nil {
-		var se *fixture.SidecarError
-		if errors.As(err, &se) {
-			if se.Key == "now" {
-				if !nowBad {
-					fc.add(se.Line, "SH404", "now is not a valid instant: %s", se.Msg)
-				}
-				return fc.out
-			}
-			fc.add(se.Line, "SH401", "the sidecar does not parse: %s", sidecarProblem(se))
-			return fc.out
+	var se *fixture.SidecarError
+	switch {
+	case errors.As(err, &se) && se.Key == "now":
+		if !nowBad {
+			fc.add(se.Line, "SH404", "now is not a valid instant: %s", se.Msg)
 		}
+		return fc.out
+	case se != nil:
+		fc.add(se.Line, "SH401", "the sidecar does not parse: %s", sidecarProblem(se))
+		return fc.out
+	case err != nil:
 		fc.add(1, "SH401", "the sidecar does not parse: %v", err)
 		return fc.out
 	}
@@ -353,18 +352,13 @@ type sidecarLines struct {
 }
 
 // key returns the line of a node's key ("main" is the root, whose keys are
-// top-level), or 0.
+// top-level), the node's own line when it lacks the key, or 0.
 func (l sidecarLines) key(path, key string) int {
 	if path == fixture.RootPath {
 		return l.top[key]
 	}
-	if keys, ok := l.nodes[path]; ok {
-		if line, ok := keys[key]; ok {
-			return line
-		}
-		return keys[""]
-	}
-	return 0
+	keys := l.nodes[path]
+	return cmp.Or(keys[key], keys[""])
 }
 
 // findLines reads the lines of the keys of a sidecar's mapping m; nil
