@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -269,17 +268,12 @@ func (fc *fixtureCheck) checkFile(n node) {
 // read: the header, then, on a private copy (a frozen file is never opened
 // by SQLite, which may write to it), the schema and a quick integrity check.
 func readableSQLite(ctx context.Context, path string) error {
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path) // as the engine reads a fixture's files
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	head := make([]byte, len(sqliteHeader))
-	if _, err := io.ReadFull(f, head); err != nil || !bytes.Equal(head, []byte(sqliteHeader)) {
+	if !bytes.HasPrefix(data, []byte(sqliteHeader)) {
 		return errors.New("it does not begin with the SQLite header")
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
 	}
 	tmp, err := os.MkdirTemp("", "seahaven-check-")
 	if err != nil {
@@ -287,15 +281,7 @@ func readableSQLite(ctx context.Context, path string) error {
 	}
 	defer os.RemoveAll(tmp)
 	cp := filepath.Join(tmp, "copy.sqlite")
-	dst, err := os.Create(cp)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(dst, f); err != nil {
-		dst.Close()
-		return err
-	}
-	if err := dst.Close(); err != nil {
+	if err := os.WriteFile(cp, data, 0o600); err != nil {
 		return err
 	}
 	st, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: cp})
