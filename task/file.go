@@ -288,8 +288,7 @@ func yamlError(err error) error {
 func yamlNames(t reflect.Type) ([]string, map[string]reflect.Type) {
 	var names []string
 	types := map[string]reflect.Type{}
-	for i := range t.NumField() {
-		f := t.Field(i)
+	for f := range t.Fields() {
 		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 		if name == "" || name == "-" {
 			continue
