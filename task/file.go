@@ -1,7 +1,6 @@
 package task
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -122,9 +121,7 @@ func parse(path string, data []byte) (_ []env.Task, err error) {
 		return nil, err
 	}
 	var fd fileDoc
-	strict := yaml.NewDecoder(bytes.NewReader(data))
-	strict.KnownFields(true)
-	if err := strict.Decode(&fd); err != nil {
+	if err := root.Decode(&fd); err != nil {
 		// checkNode refuses everything yaml.v3 does; this is a backstop.
 		return nil, yamlError(err)
 	}
