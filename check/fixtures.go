@@ -93,11 +93,6 @@ func (fc *fixtureCheck) add(line int, code, format string, args ...any) {
 	fc.out = append(fc.out, finding(fc.pos(line), code, "fixture %s: "+format, append([]any{fc.id}, args...)...))
 }
 
-// node is one store of a fixture, the root included.
-type node struct {
-	path, world, file, fileSHA256, schemaHash string
-}
-
 func (fc *fixtureCheck) run(data []byte) []Finding {
 	m := topMapping(data)
 	fc.lines = findLines(m)
@@ -121,10 +116,8 @@ func (fc *fixtureCheck) run(data []byte) []Finding {
 		fc.add(fc.lines.top["id"], "SH401", "the sidecar's id %q does not match its directory name %q", s.ID, fc.id)
 		return fc.out
 	}
-	nodes := []node{{path: fixture.RootPath, world: s.World, file: fixture.RootFile, fileSHA256: s.FileSHA256, schemaHash: s.SchemaHash}}
-	for _, n := range s.Nodes {
-		nodes = append(nodes, node{path: n.Path, world: n.World, file: n.File, fileSHA256: n.FileSHA256, schemaHash: n.SchemaHash})
-	}
+	root := fixture.Node{Path: fixture.RootPath, World: s.World, File: fixture.RootFile, FileSHA256: s.FileSHA256, SchemaHash: s.SchemaHash}
+	nodes := append([]fixture.Node{root}, s.Nodes...)
 	// current holds each node's current schema hash, for nodes whose world
 	// is known; hashFailed is set when a world's schema does not apply.
 	current := map[string]string{}
@@ -138,13 +131,13 @@ func (fc *fixtureCheck) run(data []byte) []Finding {
 		h, err := fc.hashes.of(fc.ctx, nw)
 		if err != nil {
 			hashFailed = true
-			fc.add(fc.lines.key(n.path, "schema_hash"), "SH403", "node %s: the schema of world %s %s does not apply, so its hash cannot be compared: %v", n.path, nw.Name(), nw.Version(), err)
+			fc.add(fc.lines.key(n.Path, "schema_hash"), "SH403", "node %s: the schema of world %s %s does not apply, so its hash cannot be compared: %v", n.Path, nw.Name(), nw.Version(), err)
 			continue
 		}
-		current[n.path] = h
-		if h != n.schemaHash {
-			fc.add(fc.lines.key(n.path, "schema_hash"), "SH403", "node %s: the sidecar records schema hash %s, but world %s %s now hashes to %s: the schema drifted since the fixture was frozen",
-				n.path, short(n.schemaHash), nw.Name(), nw.Version(), short(h))
+		current[n.Path] = h
+		if h != n.SchemaHash {
+			fc.add(fc.lines.key(n.Path, "schema_hash"), "SH403", "node %s: the sidecar records schema hash %s, but world %s %s now hashes to %s: the schema drifted since the fixture was frozen",
+				n.Path, short(n.SchemaHash), nw.Name(), nw.Version(), short(h))
 		}
 	}
 	if fc.sealed != nil && !hashFailed {
@@ -156,9 +149,9 @@ func (fc *fixtureCheck) run(data []byte) []Finding {
 // worldOf returns the world a fixture node belongs to now: the root world
 // for main, else the sealed node at the same path, when it is of the world
 // the sidecar records (otherwise the node's shape changed, which is SH406's).
-func (fc *fixtureCheck) worldOf(n node) *env.World {
-	if n.path == fixture.RootPath {
-		if n.world == fc.w.Name() {
+func (fc *fixtureCheck) worldOf(n fixture.Node) *env.World {
+	if n.Path == fixture.RootPath {
+		if n.World == fc.w.Name() {
 			return fc.w
 		}
 		return nil
@@ -166,8 +159,8 @@ func (fc *fixtureCheck) worldOf(n node) *env.World {
 	if fc.sealed == nil {
 		return nil
 	}
-	sn, ok := fc.sealed.Node(n.path)
-	if !ok || sn.World.Name() != n.world {
+	sn, ok := fc.sealed.Node(n.Path)
+	if !ok || sn.World.Name() != n.World {
 		return nil
 	}
 	return sn.World
@@ -233,34 +226,34 @@ func sidecarProblem(se *fixture.SidecarError) string {
 // checkFile reports SH405 for a node file that is missing or not a
 // readable SQLite database, and SH402 for one whose sha256 is not the
 // sidecar's.
-func (fc *fixtureCheck) checkFile(n node) {
-	fileLine := fc.lines.key(n.path, "file")
-	if n.path == fixture.RootPath {
-		fileLine = fc.lines.key(n.path, "file_sha256")
+func (fc *fixtureCheck) checkFile(n fixture.Node) {
+	fileLine := fc.lines.key(n.Path, "file")
+	if n.Path == fixture.RootPath {
+		fileLine = fc.lines.key(n.Path, "file_sha256")
 	}
-	p := filepath.Join(fc.dir, n.file)
+	p := filepath.Join(fc.dir, n.File)
 	fi, err := os.Stat(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		fc.add(fileLine, "SH405", "node %s: %s is missing", n.path, n.file)
+		fc.add(fileLine, "SH405", "node %s: %s is missing", n.Path, n.File)
 		return
 	case err != nil:
-		fc.add(fileLine, "SH405", "node %s: %s cannot be read: %v", n.path, n.file, err)
+		fc.add(fileLine, "SH405", "node %s: %s cannot be read: %v", n.Path, n.File, err)
 		return
 	case !fi.Mode().IsRegular():
-		fc.add(fileLine, "SH405", "node %s: %s is not a regular file", n.path, n.file)
+		fc.add(fileLine, "SH405", "node %s: %s is not a regular file", n.Path, n.File)
 		return
 	}
 	got, err := fixture.HashFile(p)
 	if err != nil {
-		fc.add(fileLine, "SH405", "node %s: %s cannot be read: %v", n.path, n.file, err)
+		fc.add(fileLine, "SH405", "node %s: %s cannot be read: %v", n.Path, n.File, err)
 		return
 	}
-	if got != n.fileSHA256 {
-		fc.add(fc.lines.key(n.path, "file_sha256"), "SH402", "node %s: %s has sha256 %s, the sidecar records %s", n.path, n.file, short(got), short(n.fileSHA256))
+	if got != n.FileSHA256 {
+		fc.add(fc.lines.key(n.Path, "file_sha256"), "SH402", "node %s: %s has sha256 %s, the sidecar records %s", n.Path, n.File, short(got), short(n.FileSHA256))
 	}
 	if err := readableSQLite(fc.ctx, p); err != nil {
-		fc.add(fileLine, "SH405", "node %s: %s is not a readable SQLite database: %v", n.path, n.file, err)
+		fc.add(fileLine, "SH405", "node %s: %s is not a readable SQLite database: %v", n.Path, n.File, err)
 	}
 }
 
