@@ -166,9 +166,9 @@ type worldsPass struct {
 	// reassigned holds package-level variables assigned outside their
 	// declaration.
 	reassigned map[*types.Var]bool
-	// naming guards nameOf against initialiser cycles.
-	naming map[*types.Var]bool
-	names  map[*types.Var]string
+	// names caches nameOf; a name being resolved is "", which ends an
+	// initialiser cycle.
+	names map[*types.Var]string
 }
 
 func runWorlds(pass *analysis.Pass) (any, error) {
@@ -177,7 +177,6 @@ func runWorlds(pass *analysis.Pass) (any, error) {
 		res:        &Result{byVar: map[*types.Var]*World{}},
 		specs:      map[*types.Var]ast.Expr{},
 		reassigned: map[*types.Var]bool{},
-		naming:     map[*types.Var]bool{},
 		names:      map[*types.Var]string{},
 	}
 	info := pass.TypesInfo
@@ -286,15 +285,11 @@ func (wp *worldsPass) nameOf(v *types.Var) string {
 		}
 		return ""
 	}
-	if n, ok := wp.names[v]; ok {
+	if n, ok := wp.names[v]; ok || wp.reassigned[v] {
 		return n
 	}
-	if wp.naming[v] || wp.reassigned[v] {
-		return ""
-	}
-	wp.naming[v] = true
+	wp.names[v] = ""
 	n := wp.nameOfExpr(wp.specs[v])
-	wp.naming[v] = false
 	wp.names[v] = n
 	return n
 }
