@@ -237,9 +237,7 @@ func runWorlds(pass *analysis.Pass) (any, error) {
 	// available to Lookup too, so a grandchild can be resolved.
 	for _, w := range wp.res.Worlds {
 		for _, c := range w.Children {
-			if c.World != nil {
-				wp.lookup(c.World)
-			}
+			wp.lookup(c.World) // nil for a child that is not a variable
 		}
 	}
 	return wp.res, nil
