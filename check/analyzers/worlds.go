@@ -462,8 +462,8 @@ func (wp *worldsPass) collectRegistrations(ins *inspector.Inspector) {
 // those (env.Middleware(fn)).
 func (wp *worldsPass) funcOf(e ast.Expr, seen map[types.Object]bool) (*ast.BlockStmt, *types.Var) {
 	info := wp.pass.TypesInfo
-	e = ast.Unparen(e)
-	switch e := e.(type) {
+	var id *ast.Ident
+	switch e := ast.Unparen(e).(type) {
 	case *ast.FuncLit:
 		return e.Body, wp.firstParam(e.Type)
 	case *ast.CallExpr:
@@ -471,9 +471,6 @@ func (wp *worldsPass) funcOf(e ast.Expr, seen map[types.Object]bool) (*ast.Block
 			return wp.funcOf(e.Args[0], seen)
 		}
 		return nil, nil
-	}
-	var id *ast.Ident
-	switch e := e.(type) {
 	case *ast.Ident:
 		id = e
 	case *ast.SelectorExpr:
