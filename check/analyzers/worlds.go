@@ -356,12 +356,8 @@ func (wp *worldsPass) collectChildren(ins *inspector.Inspector) {
 		if !ok || !w.ChildrenKnown {
 			continue
 		}
-		if !atInitTime(c) {
-			w.ChildrenKnown = false
-			continue
-		}
 		child, ok := wp.childOf(call)
-		if !ok {
+		if !ok || !atInitTime(c) {
 			w.ChildrenKnown = false
 			continue
 		}
