@@ -163,7 +163,7 @@ func at(where string, w *env.World) string {
 // The findings are sorted (see Sort). A world's own test can call it; a nil
 // slice means the world checks clean.
 func World(ctx context.Context, w *env.World) []Finding {
-	sealed, err := composition.Seal(w) // nil when err is not
+	sealed, err := composition.Seal(w) // sealed is nil when err is not
 	fs := sealFindings(w, err)
 	fs = append(fs, keyFindings(w)...)
 	fs = append(fs, declaredFindings(w)...)
