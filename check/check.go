@@ -127,7 +127,7 @@ func Sort(fs []Finding) {
 // The file is always a prefix of pos.
 func SplitPos(pos string) (file string, line, col int) {
 	file = pos
-	nums := make([]int, 0, 2)
+	var nums []int // line and column, as far as found
 	for len(nums) < 2 {
 		i := strings.LastIndexByte(file, ':')
 		if i < 0 {
@@ -137,16 +137,11 @@ func SplitPos(pos string) (file string, line, col int) {
 		if err != nil {
 			break
 		}
-		nums = append(nums, n)
+		nums = slices.Insert(nums, 0, n)
 		file = file[:i]
 	}
-	switch len(nums) {
-	case 2:
-		return file, nums[1], nums[0]
-	case 1:
-		return file, nums[0], 0
-	}
-	return file, 0, 0
+	nums = append(nums, 0, 0) // a part that is missing is zero
+	return file, nums[0], nums[1]
 }
 
 // at turns a registration's "file:line" into a position, falling back to
@@ -168,12 +163,8 @@ func at(where string, w *env.World) string {
 // The findings are sorted (see Sort). A world's own test can call it; a nil
 // slice means the world checks clean.
 func World(ctx context.Context, w *env.World) []Finding {
-	var fs []Finding
-	sealed, err := composition.Seal(w)
-	if err != nil {
-		fs = append(fs, sealFindings(w, err)...)
-		sealed = nil
-	}
+	sealed, err := composition.Seal(w) // sealed is nil when err is not
+	fs := sealFindings(w, err)
 	fs = append(fs, keyFindings(w)...)
 	fs = append(fs, declaredFindings(w)...)
 	if sealed != nil {
@@ -184,10 +175,10 @@ func World(ctx context.Context, w *env.World) []Finding {
 	return fs
 }
 
-// sealFindings reports SH504: one finding per seal error, at the
-// registration the WorldBug names, but for the tables keyFindings reports
-// (SH301). The message does not name the root, so a broken world added by
-// several hosts is one line of Format's output.
+// sealFindings reports SH504: one finding per seal error (none for nil),
+// at the registration the WorldBug names, but for the tables keyFindings
+// reports (SH301). The message does not name the root, so a broken world
+// added by several hosts is one line of Format's output.
 func sealFindings(w *env.World, err error) []Finding {
 	var fs []Finding
 	for _, e := range unjoin(err) {

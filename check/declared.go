@@ -2,6 +2,7 @@ package check
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/seahaven/seahaven/env"
@@ -17,10 +18,8 @@ func declaredFindings(w *env.World) []Finding {
 		return nil
 	}
 	edges := w.Edges()
-	registered := make(map[string]bool, len(edges))
 	names := make([]string, len(edges))
 	for i, e := range edges {
-		registered[e.Name] = true
 		names[i] = e.Name
 	}
 	list := "it adds no worlds"
@@ -34,7 +33,7 @@ func declaredFindings(w *env.World) []Finding {
 		types = append(types, d.Type.String())
 		for _, f := range handleFields(d) {
 			annotated[f.child] = true
-			if !registered[f.child] {
+			if !slices.Contains(names, f.child) {
 				fs = append(fs, finding(at(d.Where, w), "SH502", "%s.%s names the child %q, which no AddWorld on %s registered (%s)",
 					d.Type, f.field, f.child, w.Name(), list))
 			}
@@ -59,10 +58,9 @@ func handleFields(d *env.Declared) []handleField {
 	}
 	var out []handleField
 	if d.Type != nil && d.Type.Kind() == reflect.Struct {
-		for i := 0; i < d.Type.NumField(); i++ {
-			name := d.Type.Field(i).Name
-			if child, ok := byField[name]; ok {
-				out = append(out, handleField{field: name, child: child})
+		for f := range d.Type.Fields() {
+			if child, ok := byField[f.Name]; ok {
+				out = append(out, handleField{field: f.Name, child: child})
 			}
 		}
 	}

@@ -2,13 +2,14 @@ package check
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -35,7 +36,7 @@ func fixtureFindings(ctx context.Context, w *env.World, sealed *composition.Seal
 	if err != nil {
 		return []Finding{finding(dir+":1:1", "SH401", "the fixtures directory of %s cannot be read: %v", w.Name(), err)}
 	}
-	hashes := &schemaHashes{m: map[string]hashResult{}}
+	hashes := schemaHashes{}
 	var out []Finding
 	for _, id := range ids {
 		sidecar := filepath.Join(dir, id, fixture.SidecarName)
@@ -54,20 +55,20 @@ func fixtureFindings(ctx context.Context, w *env.World, sealed *composition.Seal
 }
 
 // schemaHashes caches the normalised hash of each schema text for one run.
-type schemaHashes struct{ m map[string]hashResult }
+type schemaHashes map[string]hashResult
 
 type hashResult struct {
 	hash string
 	err  error
 }
 
-func (h *schemaHashes) of(ctx context.Context, w *env.World) (string, error) {
+func (h schemaHashes) of(ctx context.Context, w *env.World) (string, error) {
 	schema := w.Spec().Schema
-	if r, ok := h.m[schema]; ok {
+	if r, ok := h[schema]; ok {
 		return r.hash, r.err
 	}
 	hash, err := sqlitestore.SchemaHash(ctx, schema)
-	h.m[schema] = hashResult{hash, err}
+	h[schema] = hashResult{hash, err}
 	return hash, err
 }
 
@@ -79,25 +80,17 @@ type fixtureCheck struct {
 	id     string
 	dir    string // the fixture's directory
 	path   string // its sidecar
-	hashes *schemaHashes
+	hashes schemaHashes
 	lines  sidecarLines
 	out    []Finding
 }
 
 func (fc *fixtureCheck) pos(line int) string {
-	if line <= 0 {
-		line = 1
-	}
-	return fmt.Sprintf("%s:%d:1", fc.path, line)
+	return fmt.Sprintf("%s:%d:1", fc.path, max(line, 1))
 }
 
 func (fc *fixtureCheck) add(line int, code, format string, args ...any) {
 	fc.out = append(fc.out, finding(fc.pos(line), code, "fixture %s: "+format, append([]any{fc.id}, args...)...))
-}
-
-// node is one store of a fixture, the root included.
-type node struct {
-	path, world, file, fileSHA256, schemaHash string
 }
 
 func (fc *fixtureCheck) run(data []byte) []Finding {
@@ -105,18 +98,17 @@ func (fc *fixtureCheck) run(data []byte) []Finding {
 	fc.lines = findLines(m)
 	nowBad := fc.checkNow(m)
 	s, err := fixture.Parse(data)
-	if err != nil {
-		var se *fixture.SidecarError
-		if errors.As(err, &se) {
-			if se.Key == "now" {
-				if !nowBad {
-					fc.add(se.Line, "SH404", "now is not a valid instant: %s", se.Msg)
-				}
-				return fc.out
-			}
-			fc.add(se.Line, "SH401", "the sidecar does not parse: %s", sidecarProblem(se))
-			return fc.out
+	var se *fixture.SidecarError
+	switch {
+	case errors.As(err, &se) && se.Key == "now":
+		if !nowBad {
+			fc.add(se.Line, "SH404", "now is not a valid instant: %s", se.Msg)
 		}
+		return fc.out
+	case se != nil:
+		fc.add(se.Line, "SH401", "the sidecar does not parse: %s", sidecarProblem(se))
+		return fc.out
+	case err != nil:
 		fc.add(1, "SH401", "the sidecar does not parse: %v", err)
 		return fc.out
 	}
@@ -124,10 +116,8 @@ func (fc *fixtureCheck) run(data []byte) []Finding {
 		fc.add(fc.lines.top["id"], "SH401", "the sidecar's id %q does not match its directory name %q", s.ID, fc.id)
 		return fc.out
 	}
-	nodes := []node{{path: fixture.RootPath, world: s.World, file: fixture.RootFile, fileSHA256: s.FileSHA256, schemaHash: s.SchemaHash}}
-	for _, n := range s.Nodes {
-		nodes = append(nodes, node{path: n.Path, world: n.World, file: n.File, fileSHA256: n.FileSHA256, schemaHash: n.SchemaHash})
-	}
+	root := fixture.Node{Path: fixture.RootPath, World: s.World, File: fixture.RootFile, FileSHA256: s.FileSHA256, SchemaHash: s.SchemaHash}
+	nodes := append([]fixture.Node{root}, s.Nodes...)
 	// current holds each node's current schema hash, for nodes whose world
 	// is known; hashFailed is set when a world's schema does not apply.
 	current := map[string]string{}
@@ -141,13 +131,13 @@ func (fc *fixtureCheck) run(data []byte) []Finding {
 		h, err := fc.hashes.of(fc.ctx, nw)
 		if err != nil {
 			hashFailed = true
-			fc.add(fc.lines.key(n.path, "schema_hash"), "SH403", "node %s: the schema of world %s %s does not apply, so its hash cannot be compared: %v", n.path, nw.Name(), nw.Version(), err)
+			fc.add(fc.lines.key(n.Path, "schema_hash"), "SH403", "node %s: the schema of world %s %s does not apply, so its hash cannot be compared: %v", n.Path, nw.Name(), nw.Version(), err)
 			continue
 		}
-		current[n.path] = h
-		if h != n.schemaHash {
-			fc.add(fc.lines.key(n.path, "schema_hash"), "SH403", "node %s: the sidecar records schema hash %s, but world %s %s now hashes to %s: the schema drifted since the fixture was frozen",
-				n.path, short(n.schemaHash), nw.Name(), nw.Version(), short(h))
+		current[n.Path] = h
+		if h != n.SchemaHash {
+			fc.add(fc.lines.key(n.Path, "schema_hash"), "SH403", "node %s: the sidecar records schema hash %s, but world %s %s now hashes to %s: the schema drifted since the fixture was frozen",
+				n.Path, short(n.SchemaHash), nw.Name(), nw.Version(), short(h))
 		}
 	}
 	if fc.sealed != nil && !hashFailed {
@@ -159,9 +149,9 @@ func (fc *fixtureCheck) run(data []byte) []Finding {
 // worldOf returns the world a fixture node belongs to now: the root world
 // for main, else the sealed node at the same path, when it is of the world
 // the sidecar records (otherwise the node's shape changed, which is SH406's).
-func (fc *fixtureCheck) worldOf(n node) *env.World {
-	if n.path == fixture.RootPath {
-		if n.world == fc.w.Name() {
+func (fc *fixtureCheck) worldOf(n fixture.Node) *env.World {
+	if n.Path == fixture.RootPath {
+		if n.World == fc.w.Name() {
 			return fc.w
 		}
 		return nil
@@ -169,8 +159,8 @@ func (fc *fixtureCheck) worldOf(n node) *env.World {
 	if fc.sealed == nil {
 		return nil
 	}
-	sn, ok := fc.sealed.Node(n.path)
-	if !ok || sn.World.Name() != n.world {
+	sn, ok := fc.sealed.Node(n.Path)
+	if !ok || sn.World.Name() != n.World {
 		return nil
 	}
 	return sn.World
@@ -225,49 +215,45 @@ func describeYAML(n *yaml.Node) string {
 	return fmt.Sprintf("the unquoted %s", n.Value)
 }
 
-// sidecarProblem is a SidecarError without its "fixture.yaml: line N"
+// sidecarProblem is a SidecarError without its "fixture.yaml: line N: "
 // prefix, which the finding's position already says.
 func sidecarProblem(se *fixture.SidecarError) string {
-	if se.Key == "" {
-		return se.Msg
-	}
-	if se.Node != "" {
-		return fmt.Sprintf("%s (node %q): %s", se.Key, se.Node, se.Msg)
-	}
-	return se.Key + ": " + se.Msg
+	e := *se
+	e.Line = 0
+	return strings.TrimPrefix(e.Error(), fixture.SidecarName+": ")
 }
 
 // checkFile reports SH405 for a node file that is missing or not a
 // readable SQLite database, and SH402 for one whose sha256 is not the
 // sidecar's.
-func (fc *fixtureCheck) checkFile(n node) {
-	fileLine := fc.lines.key(n.path, "file")
-	if n.path == fixture.RootPath {
-		fileLine = fc.lines.key(n.path, "file_sha256")
+func (fc *fixtureCheck) checkFile(n fixture.Node) {
+	fileLine := fc.lines.key(n.Path, "file")
+	if n.Path == fixture.RootPath {
+		fileLine = fc.lines.key(n.Path, "file_sha256")
 	}
-	p := filepath.Join(fc.dir, n.file)
+	p := filepath.Join(fc.dir, n.File)
 	fi, err := os.Stat(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		fc.add(fileLine, "SH405", "node %s: %s is missing", n.path, n.file)
+		fc.add(fileLine, "SH405", "node %s: %s is missing", n.Path, n.File)
 		return
 	case err != nil:
-		fc.add(fileLine, "SH405", "node %s: %s cannot be read: %v", n.path, n.file, err)
+		fc.add(fileLine, "SH405", "node %s: %s cannot be read: %v", n.Path, n.File, err)
 		return
 	case !fi.Mode().IsRegular():
-		fc.add(fileLine, "SH405", "node %s: %s is not a regular file", n.path, n.file)
+		fc.add(fileLine, "SH405", "node %s: %s is not a regular file", n.Path, n.File)
 		return
 	}
 	got, err := fixture.HashFile(p)
 	if err != nil {
-		fc.add(fileLine, "SH405", "node %s: %s cannot be read: %v", n.path, n.file, err)
+		fc.add(fileLine, "SH405", "node %s: %s cannot be read: %v", n.Path, n.File, err)
 		return
 	}
-	if got != n.fileSHA256 {
-		fc.add(fc.lines.key(n.path, "file_sha256"), "SH402", "node %s: %s has sha256 %s, the sidecar records %s", n.path, n.file, short(got), short(n.fileSHA256))
+	if got != n.FileSHA256 {
+		fc.add(fc.lines.key(n.Path, "file_sha256"), "SH402", "node %s: %s has sha256 %s, the sidecar records %s", n.Path, n.File, short(got), short(n.FileSHA256))
 	}
 	if err := readableSQLite(fc.ctx, p); err != nil {
-		fc.add(fileLine, "SH405", "node %s: %s is not a readable SQLite database: %v", n.path, n.file, err)
+		fc.add(fileLine, "SH405", "node %s: %s is not a readable SQLite database: %v", n.Path, n.File, err)
 	}
 }
 
@@ -275,17 +261,12 @@ func (fc *fixtureCheck) checkFile(n node) {
 // read: the header, then, on a private copy (a frozen file is never opened
 // by SQLite, which may write to it), the schema and a quick integrity check.
 func readableSQLite(ctx context.Context, path string) error {
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path) // as the engine reads a fixture's files
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	head := make([]byte, len(sqliteHeader))
-	if _, err := io.ReadFull(f, head); err != nil || !bytes.Equal(head, []byte(sqliteHeader)) {
+	if !bytes.HasPrefix(data, []byte(sqliteHeader)) {
 		return errors.New("it does not begin with the SQLite header")
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
 	}
 	tmp, err := os.MkdirTemp("", "seahaven-check-")
 	if err != nil {
@@ -293,15 +274,7 @@ func readableSQLite(ctx context.Context, path string) error {
 	}
 	defer os.RemoveAll(tmp)
 	cp := filepath.Join(tmp, "copy.sqlite")
-	dst, err := os.Create(cp)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(dst, f); err != nil {
-		dst.Close()
-		return err
-	}
-	if err := dst.Close(); err != nil {
+	if err := os.WriteFile(cp, data, 0o600); err != nil {
 		return err
 	}
 	st, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: cp})
@@ -336,7 +309,7 @@ func readableSQLite(ctx context.Context, path string) error {
 // comparison is made with each node's current schema hash in place.
 func (fc *fixtureCheck) checkShape(s *fixture.Sidecar, current map[string]string) {
 	c := *s
-	c.Nodes = append([]fixture.Node(nil), s.Nodes...)
+	c.Nodes = slices.Clone(s.Nodes)
 	if h, ok := current[fixture.RootPath]; ok {
 		c.SchemaHash = h
 	}
@@ -346,10 +319,7 @@ func (fc *fixtureCheck) checkShape(s *fixture.Sidecar, current map[string]string
 		}
 	}
 	if err := composition.CompareShape(fc.ctx, &c, fc.sealed); err != nil {
-		line := fc.lines.top["nodes"]
-		if line == 0 {
-			line = fc.lines.top["world"]
-		}
+		line := cmp.Or(fc.lines.top["nodes"], fc.lines.top["world"])
 		fc.out = append(fc.out, finding(fc.pos(line), "SH406", "%v", err))
 	}
 }
@@ -361,18 +331,13 @@ type sidecarLines struct {
 }
 
 // key returns the line of a node's key ("main" is the root, whose keys are
-// top-level), or 0.
+// top-level), the node's own line when it lacks the key, or 0.
 func (l sidecarLines) key(path, key string) int {
 	if path == fixture.RootPath {
 		return l.top[key]
 	}
-	if keys, ok := l.nodes[path]; ok {
-		if line, ok := keys[key]; ok {
-			return line
-		}
-		return keys[""]
-	}
-	return 0
+	keys := l.nodes[path]
+	return cmp.Or(keys[key], keys[""])
 }
 
 // findLines reads the lines of the keys of a sidecar's mapping m; nil

@@ -23,7 +23,7 @@ func surfaceFindings(s *composition.Sealed) []Finding {
 		}
 		var named []string
 		for _, t := range r.Owner.World.Tools() {
-			if t == r.Def || !mentions(r.Def.Description, t.Name) || published(s, t, t.Name) {
+			if t == r.Def || !mentions(r.Def.Description, t.Name) || published(s, t) {
 				continue
 			}
 			var as []string
@@ -90,9 +90,9 @@ func surfaceFindings(s *composition.Sealed) []Finding {
 	return fs
 }
 
-// published reports whether the agent can call tool t by name.
-func published(s *composition.Sealed, t *env.ToolDef, name string) bool {
-	r, ok := s.Lookup(name)
+// published reports whether the agent can call tool t by its own name.
+func published(s *composition.Sealed, t *env.ToolDef) bool {
+	r, ok := s.Lookup(t.Name)
 	return ok && r.Def == t
 }
 

@@ -63,23 +63,17 @@ type Episode struct {
 // episode without a task: every tool is allowed and Grade returns
 // ErrNoTask, which is how an episode is recorded without grading.
 func Open(ctx context.Context, w *env.World, t env.Task, opts composition.Options) (*Episode, error) {
-	hasTask := !reflect.ValueOf(t).IsZero()
-	if hasTask {
+	if !reflect.ValueOf(t).IsZero() {
 		if err := t.Validate(); err != nil {
 			return nil, fmt.Errorf("task: %w", err)
 		}
-		t = t.Normalize()
 		opts = InstanceOptions(t, opts)
 	}
-	inst, err := composition.Open(ctx, w, opts)
+	e, err := open(ctx, w, t, opts)
 	if err != nil {
 		return nil, err
 	}
-	e := &Episode{inst: inst, task: t, hasTask: hasTask, shape: shapeOf(inst.Sealed())}
-	if err := e.fitTask(); err != nil {
-		return nil, err
-	}
-	st := inst.State()
+	st := e.inst.State()
 	e.header = Header{
 		Task: t.ID, World: st.World, WorldVersion: st.WorldVersion, Seed: st.Seed, Now: st.Now,
 		EpisodeID: opts.EpisodeID, ClockMode: st.ClockMode, Startup: opts.Startup, ControlTools: opts.ControlTools,
@@ -90,23 +84,33 @@ func Open(ctx context.Context, w *env.World, t env.Task, opts composition.Option
 	return e, nil
 }
 
-// fitTask checks that the episode's task fits its instance's composition
-// and sets its tool allow list; on failure it closes the instance.
-func (e *Episode) fitTask() error {
-	if !e.hasTask {
-		return nil
+// open opens an instance with opts as an episode of t (the zero Task for
+// none), after checking that t fits the instance's composition, and sets
+// the episode's tool allow list.
+func open(ctx context.Context, w *env.World, t env.Task, opts composition.Options) (*Episode, error) {
+	hasTask := !reflect.ValueOf(t).IsZero()
+	if hasTask {
+		t = t.Normalize()
 	}
-	if err := e.shape.fits(e.task); err != nil {
-		e.inst.Close()
-		return fmt.Errorf("task %s: %w", e.task.ID, err)
+	inst, err := composition.Open(ctx, w, opts)
+	if err != nil {
+		return nil, err
 	}
-	if e.task.Tools != nil {
+	e := &Episode{inst: inst, task: t, hasTask: hasTask, shape: shapeOf(inst.Sealed())}
+	if !hasTask {
+		return e, nil
+	}
+	if err := e.shape.fits(t); err != nil {
+		inst.Close()
+		return nil, fmt.Errorf("task %s: %w", t.ID, err)
+	}
+	if t.Tools != nil {
 		e.allowed = map[string]bool{}
-		for _, name := range e.task.Tools {
+		for _, name := range t.Tools {
 			e.allowed[name] = true
 		}
 	}
-	return nil
+	return e, nil
 }
 
 // Task returns the episode's task; ok is false for an episode without one.
@@ -194,7 +198,7 @@ func (e *Episode) Grade(ctx context.Context) (Result, error) {
 	if !e.hasTask {
 		return Result{}, ErrNoTask
 	}
-	res, err := grade(ctx, e.inst.Inspect(), changeLog(e.inst), e.shape, e.task)
+	res, err := grade(ctx, e.inst, e.shape, e.task)
 	if err != nil {
 		return Result{}, err
 	}
@@ -337,22 +341,15 @@ func Resume(ctx context.Context, w *env.World, t env.Task, saved Saved, opts com
 	if t.ID != saved.Task {
 		return nil, fmt.Errorf("task: the checkpoint ran task %q, not %q", saved.Task, t.ID)
 	}
-	hasTask := !reflect.ValueOf(t).IsZero()
-	if hasTask {
-		t = t.Normalize()
-	}
-	inst, err := composition.Open(ctx, w, opts)
+	e, err := open(ctx, w, t, opts)
 	if err != nil {
 		return nil, err
 	}
-	e := &Episode{inst: inst, task: t, hasTask: hasTask, shape: shapeOf(inst.Sealed()), header: saved.Header, last: saved.Last}
+	e.header, e.last = saved.Header, saved.Last
 	e.header.Checkpoint = id
-	if err := e.fitTask(); err != nil {
-		return nil, err
-	}
 	if rec != nil {
 		if err := e.Record(rec); err != nil {
-			inst.Close()
+			e.inst.Close()
 			return nil, err
 		}
 	}

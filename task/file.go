@@ -1,7 +1,6 @@
 package task
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -122,9 +121,7 @@ func parse(path string, data []byte) (_ []env.Task, err error) {
 		return nil, err
 	}
 	var fd fileDoc
-	strict := yaml.NewDecoder(bytes.NewReader(data))
-	strict.KnownFields(true)
-	if err := strict.Decode(&fd); err != nil {
+	if err := root.Decode(&fd); err != nil {
 		// checkNode refuses everything yaml.v3 does; this is a backstop.
 		return nil, yamlError(err)
 	}
@@ -288,8 +285,7 @@ func yamlError(err error) error {
 func yamlNames(t reflect.Type) ([]string, map[string]reflect.Type) {
 	var names []string
 	types := map[string]reflect.Type{}
-	for i := range t.NumField() {
-		f := t.Field(i)
+	for f := range t.Fields() {
 		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 		if name == "" || name == "-" {
 			continue
@@ -436,12 +432,13 @@ func ForWorldDir(w *env.World, fixturesDir string) ([]env.Task, error) {
 	if len(tasks) == 0 {
 		return tasks, nil
 	}
-	s, err := sealed(w)
+	s, err := composition.Seal(w)
 	if err != nil {
 		return nil, err
 	}
+	sh := shapeOf(s)
 	for _, t := range tasks {
-		if err := s.fits(t); err != nil {
+		if err := sh.fits(t); err != nil {
 			return nil, fmt.Errorf("task: %s (%s): %w", t.ID, t.Source, err)
 		}
 	}

@@ -95,13 +95,7 @@ func (r Result) WriteText(w io.Writer) error {
 // must_change check they fail. A Go check gets the kept records, whose
 // first Seq is then above 1.
 func Grade(ctx context.Context, inst *composition.Instance, t env.Task) (Result, error) {
-	return grade(ctx, inst.Inspect(), changeLog(inst), shapeOf(inst.Sealed()), t)
-}
-
-// changeLog returns an instance's change log and how many of its oldest
-// records were dropped.
-func changeLog(inst *composition.Instance) logView {
-	return logView{records: inst.ChangeLog(), dropped: inst.ChangeLogDropped()}
+	return grade(ctx, inst, shapeOf(inst.Sealed()), t)
 }
 
 // logView is the change log a grading reads: the records kept, and how
@@ -117,7 +111,10 @@ func (l logView) truncated() error {
 	return fmt.Errorf("the change log was truncated (its oldest %s dropped to keep it within the server's bound, --max-changelog-bytes) and this check's answer depends on them", plural(l.dropped, "record"))
 }
 
-func grade(ctx context.Context, v *composition.View, lv logView, sh *shape, t env.Task) (Result, error) {
+// grade is Grade with the instance's shape at hand.
+func grade(ctx context.Context, inst *composition.Instance, sh *shape, t env.Task) (Result, error) {
+	v := inst.Inspect()
+	lv := logView{records: inst.ChangeLog(), dropped: inst.ChangeLogDropped()}
 	t = t.Normalize()
 	if len(t.Checks) == 0 {
 		return Result{}, fmt.Errorf("task %s: no checks to grade", t.ID)
@@ -236,7 +233,7 @@ func runCheck(ctx context.Context, v *composition.View, lv logView, sh *shape, c
 func matching(log []env.ChangeRecord, pats []env.TablePattern, match bool) []env.ChangeRecord {
 	var out []env.ChangeRecord
 	for _, r := range log {
-		if matchAny(pats, r) == match {
+		if slices.ContainsFunc(pats, func(p env.TablePattern) bool { return p.Matches(r) }) == match {
 			out = append(out, r)
 		}
 	}
@@ -318,17 +315,11 @@ func normalize(v any) (any, error) {
 	return normalizeText(string(b))
 }
 
+// normalizeText decodes JSON text, with numbers as json.Number.
 func normalizeText(s string) (any, error) {
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
 	var out any
-	if err := dec.Decode(&out); err != nil {
-		return nil, err
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("trailing data after JSON value")
-	}
-	return out, nil
+	err := strictJSON([]byte(s), &out)
+	return out, err
 }
 
 func number(v any) (float64, bool) {
@@ -426,10 +417,6 @@ func sqlText(v any) string {
 	return fmt.Sprint(v)
 }
 
-func matchAny(pats []env.TablePattern, r env.ChangeRecord) bool {
-	return slices.ContainsFunc(pats, func(p env.TablePattern) bool { return p.Matches(r) })
-}
-
 func join(pats []env.TablePattern) string {
 	s := make([]string, len(pats))
 	for i, p := range pats {
@@ -480,14 +467,6 @@ func shapeOf(s *composition.Sealed) *shape {
 	return sh
 }
 
-func sealed(w *env.World) (*shape, error) {
-	s, err := composition.Seal(w)
-	if err != nil {
-		return nil, err
-	}
-	return shapeOf(s), nil
-}
-
 // resolve parses a table pattern and puts its node's canonical path in it.
 func (sh *shape) resolve(text string) (env.TablePattern, error) {
 	p, err := env.ParseTablePattern(text)
@@ -517,7 +496,7 @@ func (sh *shape) patterns(ctx context.Context, v *composition.View, texts []stri
 		}
 		if p.Table != "*" {
 			schema := composition.SchemaName(p.Node)
-			rows, err := v.Rows(ctx, fmt.Sprintf(`SELECT 1 FROM "%s".sqlite_schema WHERE type = 'table' AND name = ?`, schema), p.Table)
+			rows, err := v.Rows(ctx, fmt.Sprintf(`SELECT 1 FROM %s.sqlite_schema WHERE type = 'table' AND name = ?`, quoteIdent(schema)), p.Table)
 			if err != nil {
 				return nil, err
 			}
@@ -544,11 +523,9 @@ func (sh *shape) fits(t env.Task) error {
 		}
 	}
 	for _, c := range t.Checks {
-		for _, list := range [][]string{c.OnlyChanged, c.MustChange, c.Unchanged} {
-			for _, text := range list {
-				if _, err := sh.resolve(text); err != nil {
-					return fmt.Errorf("check %q: %w", c.Name, err)
-				}
+		for _, text := range slices.Concat(c.OnlyChanged, c.MustChange, c.Unchanged) {
+			if _, err := sh.resolve(text); err != nil {
+				return fmt.Errorf("check %q: %w", c.Name, err)
 			}
 		}
 	}

@@ -35,18 +35,14 @@ func runUnknownChild(pass *analysis.Pass) (any, error) {
 		}
 		ast.Inspect(r.Body, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
-			if !ok || !isMethod(typeutil.StaticCallee(info, call), "Worlds", "Get") || len(call.Args) != 1 {
-				return true
-			}
-			name, ok := constString(info, call.Args[0])
 			if !ok {
 				return true
 			}
-			sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+			worlds, name, ok := worldsGet(info, call)
 			if !ok {
 				return true
 			}
-			w := resolveWorlds(info, res, r, sel.X)
+			w := resolveWorlds(info, res, r, worlds)
 			if w == nil || !w.ChildrenKnown {
 				return true
 			}
@@ -60,7 +56,7 @@ func runUnknownChild(pass *analysis.Pass) (any, error) {
 			}
 			pass.Report(analysis.Diagnostic{
 				Pos: call.Args[0].Pos(), End: call.Args[0].End(), Category: "SH209",
-				Message: fmt.Sprintf("%s.Get(%q) names no registered child of %s (%s)", types.ExprString(sel.X), name, w.Describe(), children),
+				Message: fmt.Sprintf("%s.Get(%q) names no registered child of %s (%s)", types.ExprString(worlds), name, w.Describe(), children),
 			})
 			return true
 		})
@@ -94,19 +90,11 @@ func resolveWorlds(info *types.Info, res *Result, r *Registration, e ast.Expr) *
 		if !ok {
 			return nil
 		}
-		get, ok := ast.Unparen(sel.X).(*ast.CallExpr)
-		if !ok || !isMethod(typeutil.StaticCallee(info, get), "Worlds", "Get") || len(get.Args) != 1 {
-			return nil
-		}
-		name, ok := constString(info, get.Args[0])
+		worlds, name, ok := worldsGet(info, sel.X)
 		if !ok {
 			return nil
 		}
-		getSel, ok := ast.Unparen(get.Fun).(*ast.SelectorExpr)
-		if !ok {
-			return nil
-		}
-		parent := resolveWorlds(info, res, r, getSel.X)
+		parent := resolveWorlds(info, res, r, worlds)
 		if parent == nil || !parent.ChildrenKnown {
 			return nil
 		}
@@ -118,4 +106,19 @@ func resolveWorlds(info *types.Info, res *Result, r *Registration, e ast.Expr) *
 		return w
 	}
 	return nil
+}
+
+// worldsGet matches <worlds>.Get("name"), the method of *env.Worlds called
+// with a constant name, and returns the *env.Worlds expression and the name.
+func worldsGet(info *types.Info, e ast.Expr) (worlds ast.Expr, name string, ok bool) {
+	call, ok := ast.Unparen(e).(*ast.CallExpr)
+	if !ok || !isMethod(typeutil.StaticCallee(info, call), "Worlds", "Get") || len(call.Args) != 1 {
+		return nil, "", false
+	}
+	sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+	if !ok {
+		return nil, "", false
+	}
+	name, ok = constString(info, call.Args[0])
+	return sel.X, name, ok
 }

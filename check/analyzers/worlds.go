@@ -166,9 +166,9 @@ type worldsPass struct {
 	// reassigned holds package-level variables assigned outside their
 	// declaration.
 	reassigned map[*types.Var]bool
-	// naming guards nameOf against initialiser cycles.
-	naming map[*types.Var]bool
-	names  map[*types.Var]string
+	// names caches nameOf; a name being resolved is "", which ends an
+	// initialiser cycle.
+	names map[*types.Var]string
 }
 
 func runWorlds(pass *analysis.Pass) (any, error) {
@@ -177,7 +177,6 @@ func runWorlds(pass *analysis.Pass) (any, error) {
 		res:        &Result{byVar: map[*types.Var]*World{}},
 		specs:      map[*types.Var]ast.Expr{},
 		reassigned: map[*types.Var]bool{},
-		naming:     map[*types.Var]bool{},
 		names:      map[*types.Var]string{},
 	}
 	info := pass.TypesInfo
@@ -238,9 +237,7 @@ func runWorlds(pass *analysis.Pass) (any, error) {
 	// available to Lookup too, so a grandchild can be resolved.
 	for _, w := range wp.res.Worlds {
 		for _, c := range w.Children {
-			if c.World != nil {
-				wp.lookup(c.World)
-			}
+			wp.lookup(c.World) // nil for a child that is not a variable
 		}
 	}
 	return wp.res, nil
@@ -286,15 +283,11 @@ func (wp *worldsPass) nameOf(v *types.Var) string {
 		}
 		return ""
 	}
-	if n, ok := wp.names[v]; ok {
+	if n, ok := wp.names[v]; ok || wp.reassigned[v] {
 		return n
 	}
-	if wp.naming[v] || wp.reassigned[v] {
-		return ""
-	}
-	wp.naming[v] = true
+	wp.names[v] = ""
 	n := wp.nameOfExpr(wp.specs[v])
-	wp.naming[v] = false
 	wp.names[v] = n
 	return n
 }
@@ -363,12 +356,8 @@ func (wp *worldsPass) collectChildren(ins *inspector.Inspector) {
 		if !ok || !w.ChildrenKnown {
 			continue
 		}
-		if !atInitTime(c) {
-			w.ChildrenKnown = false
-			continue
-		}
 		child, ok := wp.childOf(call)
-		if !ok {
+		if !ok || !atInitTime(c) {
 			w.ChildrenKnown = false
 			continue
 		}
@@ -469,8 +458,8 @@ func (wp *worldsPass) collectRegistrations(ins *inspector.Inspector) {
 // those (env.Middleware(fn)).
 func (wp *worldsPass) funcOf(e ast.Expr, seen map[types.Object]bool) (*ast.BlockStmt, *types.Var) {
 	info := wp.pass.TypesInfo
-	e = ast.Unparen(e)
-	switch e := e.(type) {
+	var id *ast.Ident
+	switch e := ast.Unparen(e).(type) {
 	case *ast.FuncLit:
 		return e.Body, wp.firstParam(e.Type)
 	case *ast.CallExpr:
@@ -478,9 +467,6 @@ func (wp *worldsPass) funcOf(e ast.Expr, seen map[types.Object]bool) (*ast.Block
 			return wp.funcOf(e.Args[0], seen)
 		}
 		return nil, nil
-	}
-	var id *ast.Ident
-	switch e := e.(type) {
 	case *ast.Ident:
 		id = e
 	case *ast.SelectorExpr:
