@@ -3,8 +3,10 @@ package openenv
 // DuplicateKey exposes checkJSON's duplicate-key location to the external
 // tests, which check it against a reference built on encoding/json.
 func DuplicateKey(b []byte) ([]any, bool) {
-	dup, _ := checkJSON(b)
-	return dup, dup != nil
+	if perr := checkJSON(b, nil); perr != nil && perr.code == codeValidation {
+		return perr.errors[0].Loc, true
+	}
+	return nil, false
 }
 
 // PendingBytes returns the bytes WebSocket sessions have read ahead (held

@@ -236,13 +236,7 @@ func parseBody[T any](s *Server, w http.ResponseWriter, r *http.Request, parse f
 	if perr == nil && len(body) == 0 {
 		body = []byte("{}")
 	} else if perr == nil {
-		switch dup, syntax := checkJSON(body); {
-		case syntax != nil:
-			perr = &protoError{code: codeInvalidJSON, message: "Invalid JSON: " + syntax.Error(),
-				errors: []fieldError{{Type: "json_invalid", Loc: []any{"body"}, Msg: "JSON decode error", Input: json.RawMessage("{}")}}}
-		case dup != nil:
-			perr = invalid([]fieldError{duplicateKeyError([]any{"body"}, dup)})
-		}
+		perr = checkJSON(body, []any{"body"})
 	}
 	var req T
 	if perr == nil {

@@ -170,10 +170,7 @@ func parseInspect(raw []byte, loc []any) (inspectData, []fieldError) {
 			return req, []fieldError{typeError("list_type", at(loc, "params"), p)}
 		}
 	}
-	errs := decodeMembers(m, loc, &req)
-	if _, present := m["sql"]; !present {
-		errs = append(errs, missing(at(loc, "sql"), raw))
-	}
+	errs := decodeRequired(m, raw, loc, &req, "sql")
 	if params != nil {
 		req.Params = make([]inspectArg, len(params))
 	}

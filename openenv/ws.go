@@ -494,14 +494,9 @@ func (s *Server) dispatch(ss *session, raw []byte) (reply any, closing bool) {
 		s.metrics.wsMessages.WithLabelValues("step").Inc()
 		return s.answerStep(ss, a), false
 	}
-	dup, syntax := checkJSON(raw)
-	switch {
-	case syntax != nil:
+	if perr := checkJSON(raw, nil); perr != nil {
 		s.metrics.wsMessages.WithLabelValues("invalid").Inc()
-		return newError(codeInvalidJSON, "Invalid JSON: %v", syntax).frame(), false
-	case dup != nil:
-		s.metrics.wsMessages.WithLabelValues("invalid").Inc()
-		return invalid([]fieldError{duplicateKeyError(nil, dup)}).frame(), false
+		return perr.frame(), false
 	}
 	m, ok := members(raw)
 	if !ok {
