@@ -30,18 +30,12 @@ var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,255}$`)
 
 // routes builds the HTTP handler.
 func (s *Server) routes() http.Handler {
-	r := chi.NewRouter()
-	r.NotFound(serveNotFound)
-	r.MethodNotAllowed(serveMethodNotAllowed)
-	r.Get("/health", serveHealth)
-	r.Get("/metadata", s.serveMetadata)
-	r.Get("/schema", s.serveSchema)
 	// In production mode the description omits the episode routes.
 	openAPI := openAPIDoc
 	if s.cfg.Production {
 		openAPI = productionOpenAPI
 	}
-	r.Get("/openapi.json", serveOpenAPI(openAPI))
+	r := s.router(openAPI)
 	r.Get("/fixtures", s.serveFixtures)
 	r.Get("/composition", s.serveComposition)
 	r.Get("/tasks", s.serveTasks)
@@ -62,8 +56,22 @@ func (s *Server) routes() http.Handler {
 	}
 	r.Post("/mcp", s.serveMCP)
 	r.Delete("/mcp", s.serveMCPDelete)
-	r.Get("/mcp", serveMCPGet)
 	r.Get("/ws", s.serveWS)
+	return r
+}
+
+// router returns a router with the routes both listeners serve but POST
+// and DELETE /mcp, which the agent listener marks as its own, and with
+// openAPI's description at /openapi.json.
+func (s *Server) router(openAPI func() ([]byte, error)) chi.Router {
+	r := chi.NewRouter()
+	r.NotFound(serveNotFound)
+	r.MethodNotAllowed(serveMethodNotAllowed)
+	r.Get("/health", serveHealth)
+	r.Get("/metadata", s.serveMetadata)
+	r.Get("/schema", s.serveSchema)
+	r.Get("/openapi.json", serveOpenAPI(openAPI))
+	r.Get("/mcp", serveMCPGet)
 	return r
 }
 
