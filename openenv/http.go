@@ -221,8 +221,8 @@ func (s *Server) serveStep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	timeout := s.cfg.StepTimeout
-	if req.timeoutS > 0 {
-		if d := time.Duration(req.timeoutS * float64(time.Second)); timeout <= 0 || d < timeout {
+	if req.TimeoutS != nil {
+		if d := time.Duration(float64(*req.TimeoutS) * float64(time.Second)); timeout <= 0 || d < timeout {
 			timeout = d
 		}
 	}

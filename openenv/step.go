@@ -298,7 +298,7 @@ func (ss *session) inspectLocked(ctx context.Context, req inspectData) (json.Raw
 	var res InspectRows
 	var err error
 	start := time.Now()
-	perr := s.guardCtx(ctx, "Instance.Inspect", func() { res, err = ss.inst.Inspect(ictx, string(req.SQL), req.args(), lim) })
+	perr := s.guardCtx(ctx, "Instance.Inspect", func() { res, err = ss.inst.Inspect(ictx, string(req.SQL), req.args, lim) })
 	if perr == nil {
 		perr = s.infraFailure(ctx, opInspect, err)
 	}
