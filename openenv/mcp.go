@@ -353,7 +353,7 @@ func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMe
 	if perr != nil {
 		return toolOutcome{}, perr
 	}
-	ctx = withoutSession(ctx, TransportMCP)
+	ctx = context.WithValue(ctx, sessionKey{}, sessionTag{transport: TransportMCP}) // its logs name no session
 	inst, perr := s.open(ctx, opts, true, nil)
 	if perr != nil {
 		return toolOutcome{}, perr

@@ -427,12 +427,9 @@ func (wc *wsConn) keepalive() (stop func()) {
 	}
 }
 
-// ping is one keepalive ping; it reports whether to go on pinging. A ping
-// waits for the socket while a reply is written, and its pong queues
-// behind the replies the peer has yet to read, so a slow reader that keeps
-// reading would otherwise be taken for a dead one. While a write bounded by
-// WriteTimeout is in progress no ping is sent: the write's own limit tells
-// a peer that stopped reading.
+// ping is one keepalive ping; it reports whether to go on pinging. A reply
+// being written or written meanwhile counts as a pong (see wsConn.writing):
+// WriteTimeout tells a peer that stopped reading.
 func (wc *wsConn) ping(ctx context.Context) bool {
 	s := wc.srv
 	if wc.ss.ctx.Err() != nil {
