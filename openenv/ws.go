@@ -187,12 +187,8 @@ func (wc *wsConn) write(frame any) error {
 	switch {
 	case err != nil:
 		b, err = encode(newError(codeExecution, "reply cannot be encoded as JSON: %v", err).frame())
-	case len(b) > wc.srv.cfg.MaxReplyBytes:
-		var ref string // none on a refused connection
-		if wc.ss != nil {
-			ref = wc.ss.ref
-		}
-		wc.srv.log.Warn("openenv: a reply exceeds the reply limit", "session", ref, "bytes", len(b), "limit", wc.srv.cfg.MaxReplyBytes)
+	case len(b) > wc.srv.cfg.MaxReplyBytes: // never the refusal of a connection without a session
+		wc.srv.log.Warn("openenv: a reply exceeds the reply limit", "session", wc.ss.ref, "bytes", len(b), "limit", wc.srv.cfg.MaxReplyBytes)
 		b, err = encode(replyTooLarge(len(b), wc.srv.cfg.MaxReplyBytes).frame())
 	}
 	if err != nil {
@@ -206,9 +202,6 @@ func (wc *wsConn) write(frame any) error {
 	wc.written.Add(1)
 	return nil
 }
-
-// maxPooledFrame is the largest reply buffer kept for reuse.
-const maxPooledFrame = 64 << 10
 
 // readLoop reads messages and queues them for the worker until the
 // connection fails, a fatal message is read or the session ends; then it
@@ -380,8 +373,11 @@ func (b *pacedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// readBuffers holds buffers for reading messages.
+// readBuffers holds buffers for reading messages, of at most
+// maxPooledFrame bytes.
 var readBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledFrame = 64 << 10
 
 // keepalive pings the peer every PingInterval and stops the session when
 // neither a pong nor a written reply comes within PongTimeout. The pings
