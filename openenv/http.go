@@ -334,7 +334,7 @@ func (s *Server) serveTasks(w http.ResponseWriter, _ *http.Request) {
 
 // serveSessions serves GET /sessions: the monitoring list, without ids.
 func (s *Server) serveSessions(w http.ResponseWriter, _ *http.Request) {
-	s.respond(w, http.StatusOK, nonNil(s.Sessions()))
+	s.respond(w, http.StatusOK, s.Sessions())
 }
 
 // serveBodiless serves a POST that takes no body (an empty object at
