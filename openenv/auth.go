@@ -50,7 +50,7 @@ func (s *Server) requireSecret(a *secrets, cookies bool, next http.Handler) http
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := credential(r)
 		switch {
-		case openPaths[r.URL.Path], ok && a.tokenMatches(token), !ok && cookies && s.sessionCookieValid(r):
+		case openPaths[r.URL.Path], ok && same(token, a.token), !ok && cookies && s.sessionCookieValid(r):
 			next.ServeHTTP(w, r)
 		case ok:
 			s.unauthorized(w, r, `Bearer realm="seahaven", error="invalid_token"`, "Invalid bearer token")
@@ -141,9 +141,6 @@ func same(got string, want [sha256.Size]byte) bool {
 	return subtle.ConstantTimeCompare(d[:], want[:]) == 1
 }
 
-// tokenMatches reports whether token is the configured one.
-func (a *secrets) tokenMatches(token string) bool { return same(token, a.token) }
-
 // sessionCookieValid reports whether r carries a valid session cookie.
 func (s *Server) sessionCookieValid(r *http.Request) bool {
 	c, err := r.Cookie(SessionCookie)
@@ -158,7 +155,7 @@ func (s *Server) Authorized(r *http.Request) bool {
 		return true
 	}
 	if token, ok := credential(r); ok {
-		return s.auth.tokenMatches(token)
+		return same(token, s.auth.token)
 	}
 	return s.sessionCookieValid(r)
 }
@@ -173,7 +170,7 @@ func (s *Server) Login(w http.ResponseWriter, r *http.Request, token string) boo
 	if s.cfg.Token == "" {
 		return true
 	}
-	if !s.auth.tokenMatches(token) {
+	if !same(token, s.auth.token) {
 		s.metrics.authFailures.Inc()
 		s.log.Debug("openenv: browser login refused", "remote", r.RemoteAddr)
 		return false

@@ -67,10 +67,3 @@ func (b *byteBudget) release(n int64) {
 	close(b.freed)
 	b.freed = make(chan struct{})
 }
-
-// held returns the bytes held.
-func (b *byteBudget) held() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used
-}

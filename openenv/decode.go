@@ -33,30 +33,35 @@ var readOpts = jsonv2.JoinOptions(jsontext.AllowInvalidUTF8(true), jsonv2.Reject
 // looseOpts read JSON that may repeat a name, to locate or measure it.
 var looseOpts = jsonv2.JoinOptions(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
 
-// checkJSON reports whether raw is one JSON value in which no object names
-// a key twice. syntax is the failure of JSON that does not parse, in
-// encoding/json's words (clients see them); dup is the pydantic location of
-// the first repeated key.
-func checkJSON(raw []byte) (dup []any, syntax error) {
+// checkJSON refuses raw unless it is one JSON value in which no object
+// names a key twice: JSON that does not parse is an INVALID_JSON error in
+// encoding/json's words (clients see them), with its failure at prefix; a
+// repeated key is a validation error at its pydantic location under
+// prefix, the first one's.
+func checkJSON(raw []byte, prefix []any) *protoError {
 	if jsontext.Value(raw).IsValid(jsontext.AllowInvalidUTF8(true)) {
-		return nil, nil
+		return nil
 	}
 	d := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowInvalidUTF8(true))
 	_, err := d.ReadValue()
 	if err == nil {
 		if _, err = d.ReadToken(); err == io.EOF {
-			return nil, nil
+			return nil
 		}
 	}
 	var se *jsontext.SyntacticError
 	if errors.As(err, &se) && errors.Is(se.Err, jsontext.ErrDuplicateName) {
-		return locOf(raw, se.JSONPointer), nil
+		loc := locOf(raw, se.JSONPointer)
+		key := loc[len(loc)-1]
+		return invalid([]fieldError{{Type: "duplicate_key", Loc: at(prefix, loc...),
+			Msg: fmt.Sprintf("Duplicate key %q: an object may name each key once", key), Input: mustEncode(key)}})
 	}
 	var v any
 	if err = json.Unmarshal(raw, &v); err == nil { // the two disagree only on pathological input
 		err = errors.New("not a single JSON value")
 	}
-	return nil, err
+	return &protoError{code: codeInvalidJSON, message: "Invalid JSON: " + err.Error(),
+		errors: []fieldError{{Type: "json_invalid", Loc: at(prefix), Msg: "JSON decode error", Input: json.RawMessage("{}")}}}
 }
 
 // locOf turns a JSON pointer into raw into a pydantic location: object keys
@@ -84,14 +89,6 @@ func locOf(raw []byte, ptr jsontext.Pointer) []any {
 		}
 	}
 	return loc
-}
-
-// duplicateKeyError is the validation failure of a message, body or
-// request that names a key twice in one object; prefix comes before loc.
-func duplicateKeyError(prefix, loc []any) fieldError {
-	key := loc[len(loc)-1]
-	return fieldError{Type: "duplicate_key", Loc: at(prefix, loc...),
-		Msg: fmt.Sprintf("Duplicate key %q: an object may name each key once", key), Input: mustEncode(key)}
 }
 
 // members decodes raw, JSON that checkJSON accepted, as an object; ok is

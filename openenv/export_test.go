@@ -3,15 +3,19 @@ package openenv
 // DuplicateKey exposes checkJSON's duplicate-key location to the external
 // tests, which check it against a reference built on encoding/json.
 func DuplicateKey(b []byte) ([]any, bool) {
-	dup, _ := checkJSON(b)
-	return dup, dup != nil
+	if perr := checkJSON(b, nil); perr != nil && perr.code == codeValidation {
+		return perr.errors[0].Loc, true
+	}
+	return nil, false
 }
 
 // PendingBytes returns the bytes WebSocket sessions have read ahead (held
 // in the server's MaxPendingTotal budget) and the readers waiting for room
 // in their session's or the server's read-ahead budget.
 func (s *Server) PendingBytes() (used int64, waiting int) {
-	return s.pending.held(), int(s.aheadWaiting.Load())
+	s.pending.mu.Lock()
+	defer s.pending.mu.Unlock()
+	return s.pending.used, int(s.aheadWaiting.Load())
 }
 
 // IdleConns returns how many counted connections are idle between requests

@@ -30,18 +30,12 @@ var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,255}$`)
 
 // routes builds the HTTP handler.
 func (s *Server) routes() http.Handler {
-	r := chi.NewRouter()
-	r.NotFound(serveNotFound)
-	r.MethodNotAllowed(serveMethodNotAllowed)
-	r.Get("/health", serveHealth)
-	r.Get("/metadata", s.serveMetadata)
-	r.Get("/schema", s.serveSchema)
 	// In production mode the description omits the episode routes.
 	openAPI := openAPIDoc
 	if s.cfg.Production {
 		openAPI = productionOpenAPI
 	}
-	r.Get("/openapi.json", serveOpenAPI(openAPI))
+	r := s.router(openAPI)
 	r.Get("/fixtures", s.serveFixtures)
 	r.Get("/composition", s.serveComposition)
 	r.Get("/tasks", s.serveTasks)
@@ -62,8 +56,22 @@ func (s *Server) routes() http.Handler {
 	}
 	r.Post("/mcp", s.serveMCP)
 	r.Delete("/mcp", s.serveMCPDelete)
-	r.Get("/mcp", serveMCPGet)
 	r.Get("/ws", s.serveWS)
+	return r
+}
+
+// router returns a router with the routes both listeners serve but POST
+// and DELETE /mcp, which the agent listener marks as its own, and with
+// openAPI's description at /openapi.json.
+func (s *Server) router(openAPI func() ([]byte, error)) chi.Router {
+	r := chi.NewRouter()
+	r.NotFound(serveNotFound)
+	r.MethodNotAllowed(serveMethodNotAllowed)
+	r.Get("/health", serveHealth)
+	r.Get("/metadata", s.serveMetadata)
+	r.Get("/schema", s.serveSchema)
+	r.Get("/openapi.json", serveOpenAPI(openAPI))
+	r.Get("/mcp", serveMCPGet)
 	return r
 }
 
@@ -213,8 +221,8 @@ func (s *Server) serveStep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	timeout := s.cfg.StepTimeout
-	if req.timeoutS > 0 {
-		if d := time.Duration(req.timeoutS * float64(time.Second)); timeout <= 0 || d < timeout {
+	if req.TimeoutS != nil {
+		if d := time.Duration(float64(*req.TimeoutS) * float64(time.Second)); timeout <= 0 || d < timeout {
 			timeout = d
 		}
 	}
@@ -236,13 +244,7 @@ func parseBody[T any](s *Server, w http.ResponseWriter, r *http.Request, parse f
 	if perr == nil && len(body) == 0 {
 		body = []byte("{}")
 	} else if perr == nil {
-		switch dup, syntax := checkJSON(body); {
-		case syntax != nil:
-			perr = &protoError{code: codeInvalidJSON, message: "Invalid JSON: " + syntax.Error(),
-				errors: []fieldError{{Type: "json_invalid", Loc: []any{"body"}, Msg: "JSON decode error", Input: json.RawMessage("{}")}}}
-		case dup != nil:
-			perr = invalid([]fieldError{duplicateKeyError([]any{"body"}, dup)})
-		}
+		perr = checkJSON(body, []any{"body"})
 	}
 	var req T
 	if perr == nil {
@@ -332,7 +334,7 @@ func (s *Server) serveTasks(w http.ResponseWriter, _ *http.Request) {
 
 // serveSessions serves GET /sessions: the monitoring list, without ids.
 func (s *Server) serveSessions(w http.ResponseWriter, _ *http.Request) {
-	s.respond(w, http.StatusOK, nonNil(s.Sessions()))
+	s.respond(w, http.StatusOK, s.Sessions())
 }
 
 // serveBodiless serves a POST that takes no body (an empty object at

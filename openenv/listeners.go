@@ -5,8 +5,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/seahaven/seahaven/env"
 )
 
@@ -24,19 +22,13 @@ var episodePaths = map[string]bool{"/reset": true, "/step": true, "/state": true
 // sandbox that can reach only this listener cannot open /ws, reset, read
 // the state or inspect, whatever the mode. It reaches only the sessions it
 // started (an id of any other session is unknown there), at most
-// Config.AgentMaxSessions of them at once, and shares the server's token. The same handler is returned on each call; it is safe
-// for concurrent use.
+// Config.AgentMaxSessions of them at once, and shares the server's token.
+// The same handler is returned on each call; it is safe for concurrent use.
 func (s *Server) AgentHandler() http.Handler { return s.agent }
 
 // agentRoutes builds the handler of AgentHandler.
 func (s *Server) agentRoutes() http.Handler {
-	r := chi.NewRouter()
-	r.NotFound(serveNotFound)
-	r.MethodNotAllowed(serveMethodNotAllowed)
-	r.Get("/health", serveHealth)
-	r.Get("/metadata", s.serveMetadata)
-	r.Get("/schema", s.serveSchema)
-	r.Get("/openapi.json", serveOpenAPI(agentOpenAPI))
+	r := s.router(agentOpenAPI)
 	agent := func(h http.HandlerFunc) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			h(w, r.WithContext(context.WithValue(r.Context(), agentListenerKey{}, true)))
@@ -44,7 +36,6 @@ func (s *Server) agentRoutes() http.Handler {
 	}
 	r.Post("/mcp", agent(s.serveMCP))
 	r.Delete("/mcp", agent(s.serveMCPDelete))
-	r.Get("/mcp", serveMCPGet)
 	return s.browserGuard(s.requireAgentToken(s.limitBodies(r)))
 }
 

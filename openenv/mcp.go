@@ -190,11 +190,12 @@ func serveMCPGet(w http.ResponseWriter, _ *http.Request) {
 // /ws sends, to keep its one-reply-per-message rule.
 func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode rpcMode) (resp rpcResponse, notify bool, created string) {
 	if mode != rpcWS { // a /ws message was checked whole
-		switch dup, syntax := checkJSON(body); {
-		case syntax != nil:
+		switch perr := checkJSON(body, nil); {
+		case perr == nil:
+		case perr.code == codeInvalidJSON:
 			return rpcFailure(nullID, rpcParseError, "Parse error", nil), false, ""
-		case dup != nil:
-			return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+summary([]fieldError{duplicateKeyError(nil, dup)}), nil), false, ""
+		default:
+			return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+summary(perr.errors), nil), false, ""
 		}
 	}
 	var req rpcRequest
@@ -202,12 +203,7 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 	if !ok {
 		return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: Input should be an object", nil), false, ""
 	}
-	errs := decodeMembers(m, nil, &req)
-	for _, k := range []string{"jsonrpc", "method"} {
-		if _, present := m[k]; !present {
-			errs = append(errs, missing([]any{k}, body))
-		}
-	}
+	errs := decodeRequired(m, body, nil, &req, "jsonrpc", "method")
 	id := nullID
 	if req.ID != nil {
 		id = json.RawMessage(req.ID)
@@ -357,7 +353,7 @@ func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMe
 	if perr != nil {
 		return toolOutcome{}, perr
 	}
-	ctx = withoutSession(ctx, TransportMCP)
+	ctx = context.WithValue(ctx, sessionKey{}, sessionTag{transport: TransportMCP}) // its logs name no session
 	inst, perr := s.open(ctx, opts, true, nil)
 	if perr != nil {
 		return toolOutcome{}, perr

@@ -229,12 +229,6 @@ func withSession(ctx context.Context, ss *session) context.Context {
 	return context.WithValue(ctx, sessionKey{}, sessionTag{ss.ref, ss.transport})
 }
 
-// withoutSession returns ctx marked as work of transport outside any
-// session (a sessionless tools/call on POST /mcp).
-func withoutSession(ctx context.Context, transport string) context.Context {
-	return context.WithValue(ctx, sessionKey{}, sessionTag{"", transport})
-}
-
 // sessionAttrs returns the log attributes of the session ctx carries:
 // session (its ref) and transport, both "" when ctx names none.
 func sessionAttrs(ctx context.Context) []any {

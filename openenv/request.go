@@ -149,36 +149,25 @@ func readCallToolStep(raw []byte) (a action, ok bool) {
 }
 
 // inspectData is an inspect query: one read-only statement and its
-// parameters.
+// parameters, read one by one into args to report each that fails.
 type inspectData struct {
-	SQL    nonEmpty     `json:"sql"`
-	Params []inspectArg `json:"params"`
+	SQL    nonEmpty          `json:"sql"`
+	Params *[]jsontext.Value `json:"params"`
+
+	args []any // the parameters as SQL values
 }
 
 // parseInspect reads an inspect query. loc prefixes every reported location.
 func parseInspect(raw []byte, loc []any) (inspectData, []fieldError) {
 	var req inspectData
-	m, ok := members(raw)
-	if !ok {
-		return req, []fieldError{typeError("dict_type", at(loc), raw)}
+	errs := decodeObject(raw, loc, &req, "sql")
+	if req.Params == nil {
+		return req, errs
 	}
-	var params []jsontext.Value
-	if p := m["params"]; p.Kind() == '[' || p.Kind() == 'n' {
-		// Each parameter is read on its own, to report each that fails.
-		delete(m, "params")
-		if err := jsonv2.Unmarshal(p, &params, readOpts); err != nil {
-			return req, []fieldError{typeError("list_type", at(loc, "params"), p)}
-		}
-	}
-	errs := decodeMembers(m, loc, &req)
-	if _, present := m["sql"]; !present {
-		errs = append(errs, missing(at(loc, "sql"), raw))
-	}
-	if params != nil {
-		req.Params = make([]inspectArg, len(params))
-	}
-	for i, p := range params {
-		if err := req.Params[i].UnmarshalJSON(p); err != nil {
+	req.args = make([]any, len(*req.Params))
+	for i, p := range *req.Params {
+		var err error
+		if req.args[i], err = inspectArg(p); err != nil {
 			fe := typeError("scalar_type", at(loc, "params", i), p)
 			if pr, ok := err.(*problem); ok {
 				fe.Type, fe.Msg = pr.typ, pr.msg
@@ -189,38 +178,30 @@ func parseInspect(raw []byte, loc []any) (inspectData, []fieldError) {
 	return req, errs
 }
 
-// stepBody is the body of POST /step.
+// stepBody is the body of POST /step; action is its action, read, with
+// the body's request_id.
 type stepBody struct {
 	Action    jsontext.Value `json:"action"`
 	TimeoutS  *timeoutS      `json:"timeout_s"`
 	RequestID *label         `json:"request_id"`
+
+	action action
 }
 
 // parseStepBody reads the body of POST /step. Action failures are located
 // relative to the action, as upstream reports them.
-func parseStepBody(raw []byte) (stepRequest, []fieldError) {
+func parseStepBody(raw []byte) (stepBody, []fieldError) {
 	var body stepBody
 	errs := decodeObject(raw, []any{"body"}, &body, "action")
-	var a action
 	if body.Action != nil {
 		var aerrs []fieldError
-		a, aerrs = parseAction(body.Action, nil)
+		body.action, aerrs = parseAction(body.Action, nil)
 		errs = append(aerrs, errs...)
 	}
 	if body.RequestID != nil {
-		a.RequestID, a.idLoc = body.RequestID, []any{"body", "request_id"}
+		body.action.RequestID, body.action.idLoc = body.RequestID, []any{"body", "request_id"}
 	}
-	req := stepRequest{action: a}
-	if body.TimeoutS != nil {
-		req.timeoutS = float64(*body.TimeoutS)
-	}
-	return req, errs
-}
-
-// stepRequest is a POST /step: the action, and timeout_s or 0.
-type stepRequest struct {
-	action   action
-	timeoutS float64
+	return body, errs
 }
 
 // The types below read one value each under a rule of the protocol. A value
@@ -365,54 +346,35 @@ func (s *startupData) UnmarshalJSON(b []byte) error {
 	return d.Decode((*map[string]any)(s))
 }
 
-// inspectArg is an inspect parameter: a JSON scalar read as a SQL value:
+// inspectArg reads an inspect parameter, a JSON scalar, as a SQL value:
 // string, int64 (an integer literal, which must fit), float64, bool or nil.
-type inspectArg struct{ v any }
-
-func (a *inspectArg) UnmarshalJSON(b []byte) error {
+func inspectArg(b []byte) (any, error) {
 	switch b[0] {
 	case '"':
 		var s string
 		err := jsonv2.Unmarshal(b, &s, readOpts)
-		a.v = s
-		return err
+		return s, err
 	case 't', 'f':
-		a.v = b[0] == 't'
+		return b[0] == 't', nil
 	case 'n':
-		a.v = nil
+		return nil, nil
 	case '{', '[':
-		return &problem{"scalar_type", typeMessages["scalar_type"]}
-	default:
-		if integerLiteral(b) {
-			var n int64
-			if jsonv2.Unmarshal(b, &n) != nil {
-				// Read as a float it would be rounded: the query would
-				// silently compare with another number.
-				return &problem{"int_parsing_size", "Integer does not fit in 64 bits (-9223372036854775808 to 9223372036854775807); send it as a string, or as a float to round it"}
-			}
-			a.v = n
-			return nil
-		}
+		return nil, errors.New("not a scalar")
+	}
+	if !integerLiteral(b) {
 		var f float64
 		err := jsonv2.Unmarshal(b, &f)
-		a.v = f
-		return err
+		return f, err
 	}
-	return nil
+	var n int64
+	if jsonv2.Unmarshal(b, &n) != nil {
+		// Read as a float it would be rounded: the query would silently
+		// compare with another number.
+		return nil, &problem{"int_parsing_size", "Integer does not fit in 64 bits (-9223372036854775808 to 9223372036854775807); send it as a string, or as a float to round it"}
+	}
+	return n, nil
 }
 
 // integerLiteral reports whether b, a JSON number, is written without a
 // fraction or an exponent.
 func integerLiteral(b []byte) bool { return !bytes.ContainsAny(b, ".eE") }
-
-// args returns the parameters as SQL values.
-func (req inspectData) args() []any {
-	if req.Params == nil {
-		return nil
-	}
-	out := make([]any, len(req.Params))
-	for i, p := range req.Params {
-		out[i] = p.v
-	}
-	return out
-}

@@ -451,11 +451,8 @@ func (ss *session) reset(ctx context.Context, req resetData) *protoError {
 	return ss.openLocked(ctx, opts, false, req.loc)
 }
 
-// openLocked opens an instance and makes it current; the old one closes in
-// the background (closeInstanceLater).
-// implicit marks the default reset a first step performs; its failure is a
-// FACTORY_ERROR rather than an EXECUTION_ERROR. loc locates the reset's
-// data in its message. The slot must be held.
+// openLocked opens an instance with opts (see open) and installs it
+// (installLocked). The slot must be held.
 func (ss *session) openLocked(ctx context.Context, opts OpenOptions, implicit bool, loc []any) *protoError {
 	s := ss.srv
 	inst, perr := s.open(ctx, opts, implicit, loc)

@@ -283,36 +283,33 @@ func (ss *session) state(ctx context.Context) (env.StateDoc, *protoError) {
 // inspect runs one read-only query and returns the encoded reply data,
 // holding the rows that fit in InspectRowLimit and MaxReplyBytes.
 func (ss *session) inspect(ctx context.Context, req inspectData) (json.RawMessage, *protoError) {
-	return withInstance(ss, ctx, func(ctx context.Context) (json.RawMessage, *protoError) { return ss.inspectLocked(ctx, req) })
-}
-
-// inspectLocked runs an inspect query. The slot must be held.
-func (ss *session) inspectLocked(ctx context.Context, req inspectData) (json.RawMessage, *protoError) {
-	s := ss.srv
-	// ictx bounds the query and the copy of its rows (each row is read as
-	// SQLite steps, which a done context interrupts); lim bounds the copy's
-	// memory and, with MaxReplyBytes, the encoding.
-	ictx, icancel := withTimeout(ctx, s.cfg.InspectTimeout)
-	defer icancel()
-	lim := InspectLimit{MaxRows: s.cfg.InspectRowLimit, MaxBytes: int64(s.cfg.MaxReplyBytes)}
-	var res InspectRows
-	var err error
-	start := time.Now()
-	perr := s.guardCtx(ctx, "Instance.Inspect", func() { res, err = ss.inst.Inspect(ictx, string(req.SQL), req.args(), lim) })
-	if perr == nil {
-		perr = s.infraFailure(ctx, opInspect, err)
-	}
-	s.observeInspect(ctx, start, err, perr)
-	if perr != nil {
-		return nil, perr
-	}
-	if err != nil {
-		if errors.Is(ictx.Err(), context.DeadlineExceeded) && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, newError(codeQuery, "inspect timed out after %s: %v", s.cfg.InspectTimeout, err)
+	return withInstance(ss, ctx, func(ctx context.Context) (json.RawMessage, *protoError) {
+		s := ss.srv
+		// ictx bounds the query and the copy of its rows (each row is read as
+		// SQLite steps, which a done context interrupts); lim bounds the copy's
+		// memory and, with MaxReplyBytes, the encoding.
+		ictx, icancel := withTimeout(ctx, s.cfg.InspectTimeout)
+		defer icancel()
+		lim := InspectLimit{MaxRows: s.cfg.InspectRowLimit, MaxBytes: int64(s.cfg.MaxReplyBytes)}
+		var res InspectRows
+		var err error
+		start := time.Now()
+		perr := s.guardCtx(ctx, "Instance.Inspect", func() { res, err = ss.inst.Inspect(ictx, string(req.SQL), req.args, lim) })
+		if perr == nil {
+			perr = s.infraFailure(ctx, opInspect, err)
 		}
-		return nil, newError(codeQuery, "%s", err.Error())
-	}
-	return inspectReply(res, s.cfg.InspectRowLimit, s.cfg.MaxReplyBytes)
+		s.observeInspect(ctx, start, err, perr)
+		if perr != nil {
+			return nil, perr
+		}
+		if err != nil {
+			if errors.Is(ictx.Err(), context.DeadlineExceeded) && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, newError(codeQuery, "inspect timed out after %s: %v", s.cfg.InspectTimeout, err)
+			}
+			return nil, newError(codeQuery, "%s", err.Error())
+		}
+		return inspectReply(res, s.cfg.InspectRowLimit, s.cfg.MaxReplyBytes)
+	})
 }
 
 // mcpTools returns the session's tool listing: its instance's, or the

@@ -10,7 +10,7 @@ import (
 // readStepSlowly reads raw as dispatch reads a /ws message member by
 // member, and returns the action of a step that has no fault.
 func readStepSlowly(raw []byte) (action, bool) {
-	if dup, syntax := checkJSON(raw); dup != nil || syntax != nil {
+	if checkJSON(raw, nil) != nil {
 		return action{}, false
 	}
 	m, ok := members(raw)

@@ -187,12 +187,8 @@ func (wc *wsConn) write(frame any) error {
 	switch {
 	case err != nil:
 		b, err = encode(newError(codeExecution, "reply cannot be encoded as JSON: %v", err).frame())
-	case len(b) > wc.srv.cfg.MaxReplyBytes:
-		var ref string // none on a refused connection
-		if wc.ss != nil {
-			ref = wc.ss.ref
-		}
-		wc.srv.log.Warn("openenv: a reply exceeds the reply limit", "session", ref, "bytes", len(b), "limit", wc.srv.cfg.MaxReplyBytes)
+	case len(b) > wc.srv.cfg.MaxReplyBytes: // never the refusal of a connection without a session
+		wc.srv.log.Warn("openenv: a reply exceeds the reply limit", "session", wc.ss.ref, "bytes", len(b), "limit", wc.srv.cfg.MaxReplyBytes)
 		b, err = encode(replyTooLarge(len(b), wc.srv.cfg.MaxReplyBytes).frame())
 	}
 	if err != nil {
@@ -206,9 +202,6 @@ func (wc *wsConn) write(frame any) error {
 	wc.written.Add(1)
 	return nil
 }
-
-// maxPooledFrame is the largest reply buffer kept for reuse.
-const maxPooledFrame = 64 << 10
 
 // readLoop reads messages and queues them for the worker until the
 // connection fails, a fatal message is read or the session ends; then it
@@ -380,8 +373,11 @@ func (b *pacedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// readBuffers holds buffers for reading messages.
+// readBuffers holds buffers for reading messages, of at most
+// maxPooledFrame bytes.
 var readBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledFrame = 64 << 10
 
 // keepalive pings the peer every PingInterval and stops the session when
 // neither a pong nor a written reply comes within PongTimeout. The pings
@@ -427,12 +423,9 @@ func (wc *wsConn) keepalive() (stop func()) {
 	}
 }
 
-// ping is one keepalive ping; it reports whether to go on pinging. A ping
-// waits for the socket while a reply is written, and its pong queues
-// behind the replies the peer has yet to read, so a slow reader that keeps
-// reading would otherwise be taken for a dead one. While a write bounded by
-// WriteTimeout is in progress no ping is sent: the write's own limit tells
-// a peer that stopped reading.
+// ping is one keepalive ping; it reports whether to go on pinging. A reply
+// being written or written meanwhile counts as a pong (see wsConn.writing):
+// WriteTimeout tells a peer that stopped reading.
 func (wc *wsConn) ping(ctx context.Context) bool {
 	s := wc.srv
 	if wc.ss.ctx.Err() != nil {
@@ -494,14 +487,9 @@ func (s *Server) dispatch(ss *session, raw []byte) (reply any, closing bool) {
 		s.metrics.wsMessages.WithLabelValues("step").Inc()
 		return s.answerStep(ss, a), false
 	}
-	dup, syntax := checkJSON(raw)
-	switch {
-	case syntax != nil:
+	if perr := checkJSON(raw, nil); perr != nil {
 		s.metrics.wsMessages.WithLabelValues("invalid").Inc()
-		return newError(codeInvalidJSON, "Invalid JSON: %v", syntax).frame(), false
-	case dup != nil:
-		s.metrics.wsMessages.WithLabelValues("invalid").Inc()
-		return invalid([]fieldError{duplicateKeyError(nil, dup)}).frame(), false
+		return perr.frame(), false
 	}
 	m, ok := members(raw)
 	if !ok {
