@@ -246,22 +246,18 @@ func (a *activation) begin(ns *nodeState) (*frame, error) {
 // records are dropped with the rollback.
 func (a *activation) end(f *frame, info *env.CallInfo, err error) error {
 	var changes []sqlitestore.RowChange
+	if err == nil && f.capture != nil {
+		changes, err = f.capture.FinishRows(a.ctx)
+		a.note(err)
+		f.capture = nil
+	}
 	if err == nil {
-		if f.capture != nil {
-			changes, err = f.capture.FinishRows(a.ctx)
-			a.note(err)
-			f.capture = nil
+		if cerr := f.tx.Commit(); cerr != nil {
+			err = fmt.Errorf("node %s: commit: %w", f.ns.node.Path, a.note(cerr))
 		}
-		if err == nil {
-			if cerr := f.tx.Commit(); cerr != nil {
-				err = fmt.Errorf("node %s: commit: %w", f.ns.node.Path, a.note(cerr))
-			}
-		}
-		if err != nil {
-			changes = nil
-			f.tx.Rollback()
-		}
-	} else {
+	}
+	if err != nil {
+		changes = nil
 		f.tx.Rollback()
 	}
 	if f.capture != nil {

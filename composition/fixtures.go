@@ -198,22 +198,14 @@ func newSource(s *fixture.Sidecar, files map[string][]byte) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := &source{sidecar: s, now: now, files: files}
-	src.ref = &env.FixtureRef{ID: s.ID, FormatVersion: s.FormatVersion, FileSHA256: s.FileHashes()}
-	if err := src.verifyBytes(); err != nil {
-		return nil, err
-	}
-	return src, nil
-}
-
-func (s *source) verifyBytes() error {
-	for path, b := range s.files {
-		want := s.ref.FileSHA256[path]
-		if got := fixture.HashBytes(b); got != want {
-			return fmt.Errorf("fixture: hash mismatch: fixture %q node %s: file %s has sha256 %s, the sidecar says %s", s.sidecar.ID, path, fixture.FileName(path), got, want)
+	hashes := s.FileHashes()
+	for path, b := range files {
+		if got, want := fixture.HashBytes(b), hashes[path]; got != want {
+			return nil, fmt.Errorf("fixture: hash mismatch: fixture %q node %s: file %s has sha256 %s, the sidecar says %s", s.ID, path, fixture.FileName(path), got, want)
 		}
 	}
-	return nil
+	ref := &env.FixtureRef{ID: s.ID, FormatVersion: s.FormatVersion, FileSHA256: hashes}
+	return &source{sidecar: s, now: now, ref: ref, files: files}, nil
 }
 
 // materialise opens the node's store on a private copy of its frozen file
