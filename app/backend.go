@@ -463,14 +463,8 @@ func (w worldInstance) Inspect(ctx context.Context, sql string, args []any, lim 
 	if err != nil {
 		return openenv.InspectRows{}, err
 	}
-	out := openenv.InspectRows{Columns: rows.Columns, Rows: rows.Values}
-	switch rows.Truncated {
-	case sqlitestore.TruncatedRows:
-		out.Truncated = openenv.TruncatedRows
-	case sqlitestore.TruncatedBytes:
-		out.Truncated = openenv.TruncatedBytes
-	}
-	return out, nil
+	// openenv names the limits with sqlitestore's words ("rows", "bytes").
+	return openenv.InspectRows{Columns: rows.Columns, Rows: rows.Values, Truncated: rows.Truncated}, nil
 }
 
 // taskInstance is the episode of a task: a Grader.
