@@ -180,7 +180,7 @@ func seal(root *env.World, gen uint64) (*Sealed, error) {
 			return nil, bugAt(over.Adders[0], "the composition has %d added stores, more than SQLite can attach: the limit is %d", added, limit)
 		}
 	}
-	if err := z.sealKeys(); err != nil {
+	if err := CheckKeys(root); err != nil {
 		return nil, err
 	}
 	return z.s, nil
