@@ -171,8 +171,8 @@ func New(w *env.World, cfg Config) (_ *Backend, err error) {
 	if b.fixturesDir != "" {
 		// A failed repair (a read-only directory holding leftovers) is
 		// logged, not fatal: the fixtures that are whole still serve.
-		if _, err := fixture.Recover(b.fixturesDir, cfg.Logger); err != nil && cfg.Logger != nil {
-			cfg.Logger.Error("fixtures: recovery failed", "dir", b.fixturesDir, "err", err)
+		if _, err := fixture.Recover(b.fixturesDir, b.logger); err != nil {
+			b.logger.Error("fixtures: recovery failed", "dir", b.fixturesDir, "err", err)
 		}
 	}
 	if b.defaultFixture != "" {
