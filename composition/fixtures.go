@@ -329,9 +329,10 @@ type FreezeOptions struct {
 // Freeze publishes the instance as a fixture: it repairs what interrupted
 // publishes left in the fixtures directory (fixture.Recover, logged on
 // Options.Logger), checks every node against its own world's schema before
-// anything is written, then vacuums, hashes and publishes atomically. All or nothing: a drifted node mints nothing and
-// the error names its path. An id that exists is refused unless
-// opts.Replace (the error wraps fixture.ErrExists).
+// anything is written, then vacuums, hashes and publishes atomically. All
+// or nothing: a drifted node mints nothing and the error names its path. An
+// id that exists is refused unless opts.Replace (the error wraps
+// fixture.ErrExists).
 func (i *Instance) Freeze(ctx context.Context, id, description string, opts FreezeOptions) (*fixture.Sidecar, error) {
 	if err := fixture.ValidID(id); err != nil {
 		return nil, err
@@ -359,7 +360,7 @@ func (i *Instance) Freeze(ctx context.Context, id, description string, opts Free
 	if i.closed {
 		return nil, errClosed
 	}
-	hashes := make([]string, len(i.nodes))
+	s := i.sidecar(id, description, nil, opts.ParentID)
 	for k, ns := range i.nodes {
 		ns.store.Pin()
 		defer ns.store.Unpin()
@@ -374,14 +375,10 @@ func (i *Instance) Freeze(ctx context.Context, id, description string, opts Free
 		if got != want {
 			return nil, &env.WorldBug{Message: fmt.Sprintf("freeze %q: node %s has drifted from the schema of its world %s %s (hash %s, want %s); nothing was published", id, ns.node.Path, ns.node.World.Name(), ns.node.World.Version(), short(got), short(want))}
 		}
-		hashes[k] = want
-	}
-	s := i.sidecar(id, description, nil, opts.ParentID)
-	for k := range i.nodes {
 		if k == 0 {
-			s.SchemaHash = hashes[0]
+			s.SchemaHash = want
 		} else {
-			s.Nodes[k-1].SchemaHash = hashes[k]
+			s.Nodes[k-1].SchemaHash = want
 		}
 	}
 	err = fixture.Publish(root, s, opts.Replace, func(tmp string) error {
