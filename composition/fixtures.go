@@ -289,7 +289,7 @@ func CompareShape(ctx context.Context, s *fixture.Sidecar, sealed *Sealed) error
 	if len(problems) == 0 {
 		return nil
 	}
-	return &env.WorldBug{Message: fmt.Sprintf("fixture %q does not match %s's composition: %s", s.ID, sealed.Root.Name(), strings.Join(problems, "; "))}
+	return env.Bugf("fixture %q does not match %s's composition: %s", s.ID, sealed.Root.Name(), strings.Join(problems, "; "))
 }
 
 // scopeText writes a node's scope for messages: quoted, or null.
@@ -373,7 +373,7 @@ func (i *Instance) Freeze(ctx context.Context, id, description string, opts Free
 			return nil, fmt.Errorf("freeze %q: node %s: %w", id, ns.node.Path, err)
 		}
 		if got != want {
-			return nil, &env.WorldBug{Message: fmt.Sprintf("freeze %q: node %s has drifted from the schema of its world %s %s (hash %s, want %s); nothing was published", id, ns.node.Path, ns.node.World.Name(), ns.node.World.Version(), short(got), short(want))}
+			return nil, env.Bugf("freeze %q: node %s has drifted from the schema of its world %s %s (hash %s, want %s); nothing was published", id, ns.node.Path, ns.node.World.Name(), ns.node.World.Version(), short(got), short(want))
 		}
 		if k == 0 {
 			s.SchemaHash = want
