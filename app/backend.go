@@ -171,8 +171,8 @@ func New(w *env.World, cfg Config) (_ *Backend, err error) {
 	if b.fixturesDir != "" {
 		// A failed repair (a read-only directory holding leftovers) is
 		// logged, not fatal: the fixtures that are whole still serve.
-		if _, err := fixture.Recover(b.fixturesDir, cfg.Logger); err != nil && cfg.Logger != nil {
-			cfg.Logger.Error("fixtures: recovery failed", "dir", b.fixturesDir, "err", err)
+		if _, err := fixture.Recover(b.fixturesDir, b.logger); err != nil {
+			b.logger.Error("fixtures: recovery failed", "dir", b.fixturesDir, "err", err)
 		}
 	}
 	if b.defaultFixture != "" {
@@ -463,14 +463,8 @@ func (w worldInstance) Inspect(ctx context.Context, sql string, args []any, lim 
 	if err != nil {
 		return openenv.InspectRows{}, err
 	}
-	out := openenv.InspectRows{Columns: rows.Columns, Rows: rows.Values}
-	switch rows.Truncated {
-	case sqlitestore.TruncatedRows:
-		out.Truncated = openenv.TruncatedRows
-	case sqlitestore.TruncatedBytes:
-		out.Truncated = openenv.TruncatedBytes
-	}
-	return out, nil
+	// openenv names the limits with sqlitestore's words ("rows", "bytes").
+	return openenv.InspectRows{Columns: rows.Columns, Rows: rows.Values, Truncated: rows.Truncated}, nil
 }
 
 // taskInstance is the episode of a task: a Grader.

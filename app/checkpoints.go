@@ -118,9 +118,9 @@ func newCheckpoints(dir string, ttl time.Duration, maxBytes int64, logger *slog.
 	return &checkpoints{dir: abs, ttl: cmp.Or(ttl, DefaultCheckpointTTL), maxBytes: cmp.Or(maxBytes, DefaultCheckpointMaxBytes), logger: logger, lastSweep: time.Now(), loaded: map[string]*loadedCheckpoint{}}, nil
 }
 
-// testHookWrote, when set (by tests), runs after each file a checkpoint
-// writes, with the file's name.
-var testHookWrote func(name string)
+// testHookWrote runs after each file a checkpoint writes, with the file's
+// name; tests replace it.
+var testHookWrote = func(name string) {}
 
 // save writes a checkpoint and returns its description.
 func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openenv.CheckpointRequest) (openenv.CheckpointInfo, error) {
@@ -144,22 +144,12 @@ func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openen
 	if err != nil {
 		return openenv.CheckpointInfo{}, err
 	}
-	done := false
-	defer func() {
-		if !done {
-			os.RemoveAll(tmp)
-		}
-	}()
+	defer os.RemoveAll(tmp) // nothing left there once renamed into place
 	sidecar, err := cp.WriteDir(tmp)
 	if err != nil {
 		return openenv.CheckpointInfo{}, err
 	}
-	wrote := func(name string) {
-		if testHookWrote != nil {
-			testHookWrote(name)
-		}
-	}
-	wrote(fixture.SidecarName)
+	testHookWrote(fixture.SidecarName)
 	size := int64(len(cp.State) + len(episode))
 	for _, b := range cp.Files {
 		size += int64(len(b))
@@ -173,7 +163,7 @@ func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openen
 			return openenv.CheckpointInfo{}, err
 		}
 		m.SHA256[f.name] = fixture.HashBytes(f.data)
-		wrote(f.name)
+		testHookWrote(f.name)
 	}
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
@@ -182,11 +172,10 @@ func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openen
 	if err := os.WriteFile(filepath.Join(tmp, manifestName), data, 0o600); err != nil {
 		return openenv.CheckpointInfo{}, err
 	}
-	wrote(manifestName)
+	testHookWrote(manifestName)
 	if err := os.Rename(tmp, filepath.Join(c.dir, id)); err != nil {
 		return openenv.CheckpointInfo{}, err
 	}
-	done = true
 	c.wrote(size)
 	if m.EpisodeID != "" {
 		if err := c.setPointer(latestDir, m.EpisodeID, m.CheckpointInfo); err != nil {

@@ -36,10 +36,9 @@ func (b *Backend) Composition(ctx context.Context) (*openenv.Composition, error)
 			}
 			hashes[schema] = h
 		}
-		aliases := append([]string{}, n.Aliases...)
 		c.Nodes = append(c.Nodes, openenv.CompositionNode{
 			Path: n.Path, World: n.World.Name(), WorldVersion: n.World.Version(), Scope: n.Scope,
-			Aliases: aliases, SchemaHash: h, File: n.File,
+			Aliases: append([]string{}, n.Aliases...), SchemaHash: h, File: n.File,
 		})
 		for _, ch := range n.Children {
 			e := ch.Edge

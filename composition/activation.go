@@ -178,9 +178,8 @@ func (a *activation) push(parent *turn, ns *nodeState, info *env.CallInfo) (*nod
 	}
 	v := &nodeView{}
 	v.turn.parent = parent
-	v.db = nodeDB{a: a, ns: ns, t: &v.turn}
-	v.worlds = worldsImpl{a: a, ns: ns, t: &v.turn}
-	v.ctx = env.NewCtx(a.ctx, a.inst.now, &v.db, ns.state, ns.ids, env.NewWorlds(&v.worlds), info)
+	v.node = nodeTurn{a: a, ns: ns, t: &v.turn}
+	v.ctx = env.NewCtx(a.ctx, a.inst.now, (*nodeDB)(&v.node), ns.state, ns.ids, env.NewWorlds((*worldsImpl)(&v.node)), info)
 	a.turnMu.Lock()
 	a.top = &v.turn
 	a.turnMu.Unlock()
@@ -200,10 +199,18 @@ func (a *activation) pop(v *nodeView) {
 
 // nodeView is what one turn's code sees of its node, in one allocation.
 type nodeView struct {
-	turn   turn
-	db     nodeDB
-	worlds worldsImpl
-	ctx    *env.Ctx
+	turn turn
+	node nodeTurn
+	ctx  *env.Ctx
+}
+
+// nodeTurn is one node as the code of one turn reaches it. That code's DB,
+// Worlds and handles are a nodeTurn each, under the method sets of nodeDB,
+// worldsImpl and handleImpl.
+type nodeTurn struct {
+	a  *activation
+	ns *nodeState
+	t  *turn
 }
 
 // touch pins a node's store for the rest of the activation.
@@ -246,22 +253,18 @@ func (a *activation) begin(ns *nodeState) (*frame, error) {
 // records are dropped with the rollback.
 func (a *activation) end(f *frame, info *env.CallInfo, err error) error {
 	var changes []sqlitestore.RowChange
+	if err == nil && f.capture != nil {
+		changes, err = f.capture.FinishRows(a.ctx)
+		a.note(err)
+		f.capture = nil
+	}
 	if err == nil {
-		if f.capture != nil {
-			changes, err = f.capture.FinishRows(a.ctx)
-			a.note(err)
-			f.capture = nil
+		if cerr := f.tx.Commit(); cerr != nil {
+			err = fmt.Errorf("node %s: commit: %w", f.ns.node.Path, a.note(cerr))
 		}
-		if err == nil {
-			if cerr := f.tx.Commit(); cerr != nil {
-				err = fmt.Errorf("node %s: commit: %w", f.ns.node.Path, a.note(cerr))
-			}
-		}
-		if err != nil {
-			changes = nil
-			f.tx.Rollback()
-		}
-	} else {
+	}
+	if err != nil {
+		changes = nil
 		f.tx.Rollback()
 	}
 	if f.capture != nil {
@@ -506,11 +509,7 @@ func guardValue(fn func() (any, error)) (out any, err error) {
 }
 
 // worldsImpl is ctx.Worlds for one node in one turn of an activation.
-type worldsImpl struct {
-	a  *activation
-	ns *nodeState
-	t  *turn
-}
+type worldsImpl nodeTurn
 
 func (w *worldsImpl) Get(name string) (env.HandleImpl, error) {
 	if err := w.a.check(w.t); err != nil {
@@ -533,11 +532,7 @@ func (w *worldsImpl) Names() []string {
 }
 
 // handleImpl is a handle on one node, bound to the turn that made it.
-type handleImpl struct {
-	a  *activation
-	ns *nodeState
-	t  *turn
-}
+type handleImpl nodeTurn
 
 func (h *handleImpl) CallName(tool string, args any) (any, error) {
 	if err := h.a.check(h.t); err != nil {
@@ -583,7 +578,7 @@ func (h *handleImpl) CallDef(_ context.Context, def *env.ToolDef, args any) (any
 	return nil, env.Bugf("%s is a tool of %s, which is a node of this subtree more than once (%s): call it through the handle of the account you mean", def.Name, def.World.Name(), strings.Join(cands, ", "))
 }
 
-func (h *handleImpl) DB() env.DB { return &nodeDB{a: h.a, ns: h.ns, t: h.t} }
+func (h *handleImpl) DB() env.DB { return (*nodeDB)(h) }
 
 func (h *handleImpl) State() (map[string]any, error) {
 	if err := h.a.check(h.t); err != nil {
@@ -593,5 +588,5 @@ func (h *handleImpl) State() (map[string]any, error) {
 }
 
 func (h *handleImpl) Worlds() *env.Worlds {
-	return env.NewWorlds(&worldsImpl{a: h.a, ns: h.ns, t: h.t})
+	return env.NewWorlds((*worldsImpl)(h))
 }

@@ -429,12 +429,8 @@ func ReadCheckpoint(dir string, sidecar, state []byte) (*Checkpoint, error) {
 		return nil, err
 	}
 	cp := &Checkpoint{Sidecar: s, Files: map[string][]byte{}, State: state}
-	files := map[string]string{fixture.RootPath: fixture.RootFile}
-	for _, n := range s.Nodes {
-		files[n.Path] = n.File
-	}
-	for path, name := range files {
-		b, err := os.ReadFile(filepath.Join(dir, name))
+	for path := range s.FileHashes() {
+		b, err := os.ReadFile(filepath.Join(dir, fixture.FileName(path)))
 		if err != nil {
 			return nil, fmt.Errorf("composition: checkpoint %q: node %s: %w", s.ID, path, err)
 		}

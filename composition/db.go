@@ -13,11 +13,7 @@ import (
 
 // nodeDB is a node's store as world code sees it in one turn of an
 // activation.
-type nodeDB struct {
-	a  *activation
-	ns *nodeState
-	t  *turn
-}
+type nodeDB nodeTurn
 
 // ready starts a use of the store: it enters the turn (see turn), and
 // close must follow when ready succeeds.

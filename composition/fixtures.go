@@ -198,22 +198,14 @@ func newSource(s *fixture.Sidecar, files map[string][]byte) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := &source{sidecar: s, now: now, files: files}
-	src.ref = &env.FixtureRef{ID: s.ID, FormatVersion: s.FormatVersion, FileSHA256: s.FileHashes()}
-	if err := src.verifyBytes(); err != nil {
-		return nil, err
-	}
-	return src, nil
-}
-
-func (s *source) verifyBytes() error {
-	for path, b := range s.files {
-		want := s.ref.FileSHA256[path]
-		if got := fixture.HashBytes(b); got != want {
-			return fmt.Errorf("fixture: hash mismatch: fixture %q node %s: file %s has sha256 %s, the sidecar says %s", s.sidecar.ID, path, fixture.FileName(path), got, want)
+	hashes := s.FileHashes()
+	for path, b := range files {
+		if got, want := fixture.HashBytes(b), hashes[path]; got != want {
+			return nil, fmt.Errorf("fixture: hash mismatch: fixture %q node %s: file %s has sha256 %s, the sidecar says %s", s.ID, path, fixture.FileName(path), got, want)
 		}
 	}
-	return nil
+	ref := &env.FixtureRef{ID: s.ID, FormatVersion: s.FormatVersion, FileSHA256: hashes}
+	return &source{sidecar: s, now: now, ref: ref, files: files}, nil
 }
 
 // materialise opens the node's store on a private copy of its frozen file
@@ -297,7 +289,7 @@ func CompareShape(ctx context.Context, s *fixture.Sidecar, sealed *Sealed) error
 	if len(problems) == 0 {
 		return nil
 	}
-	return &env.WorldBug{Message: fmt.Sprintf("fixture %q does not match %s's composition: %s", s.ID, sealed.Root.Name(), strings.Join(problems, "; "))}
+	return env.Bugf("fixture %q does not match %s's composition: %s", s.ID, sealed.Root.Name(), strings.Join(problems, "; "))
 }
 
 // scopeText writes a node's scope for messages: quoted, or null.
@@ -337,9 +329,10 @@ type FreezeOptions struct {
 // Freeze publishes the instance as a fixture: it repairs what interrupted
 // publishes left in the fixtures directory (fixture.Recover, logged on
 // Options.Logger), checks every node against its own world's schema before
-// anything is written, then vacuums, hashes and publishes atomically. All or nothing: a drifted node mints nothing and
-// the error names its path. An id that exists is refused unless
-// opts.Replace (the error wraps fixture.ErrExists).
+// anything is written, then vacuums, hashes and publishes atomically. All
+// or nothing: a drifted node mints nothing and the error names its path. An
+// id that exists is refused unless opts.Replace (the error wraps
+// fixture.ErrExists).
 func (i *Instance) Freeze(ctx context.Context, id, description string, opts FreezeOptions) (*fixture.Sidecar, error) {
 	if err := fixture.ValidID(id); err != nil {
 		return nil, err
@@ -367,7 +360,7 @@ func (i *Instance) Freeze(ctx context.Context, id, description string, opts Free
 	if i.closed {
 		return nil, errClosed
 	}
-	hashes := make([]string, len(i.nodes))
+	s := i.sidecar(id, description, nil, opts.ParentID)
 	for k, ns := range i.nodes {
 		ns.store.Pin()
 		defer ns.store.Unpin()
@@ -380,16 +373,12 @@ func (i *Instance) Freeze(ctx context.Context, id, description string, opts Free
 			return nil, fmt.Errorf("freeze %q: node %s: %w", id, ns.node.Path, err)
 		}
 		if got != want {
-			return nil, &env.WorldBug{Message: fmt.Sprintf("freeze %q: node %s has drifted from the schema of its world %s %s (hash %s, want %s); nothing was published", id, ns.node.Path, ns.node.World.Name(), ns.node.World.Version(), short(got), short(want))}
+			return nil, env.Bugf("freeze %q: node %s has drifted from the schema of its world %s %s (hash %s, want %s); nothing was published", id, ns.node.Path, ns.node.World.Name(), ns.node.World.Version(), short(got), short(want))
 		}
-		hashes[k] = want
-	}
-	s := i.sidecar(id, description, nil, opts.ParentID)
-	for k := range i.nodes {
 		if k == 0 {
-			s.SchemaHash = hashes[0]
+			s.SchemaHash = want
 		} else {
-			s.Nodes[k-1].SchemaHash = hashes[k]
+			s.Nodes[k-1].SchemaHash = want
 		}
 	}
 	err = fixture.Publish(root, s, opts.Replace, func(tmp string) error {

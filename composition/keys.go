@@ -75,16 +75,3 @@ func CheckKeys(root *env.World) error {
 	}
 	return errors.Join(bugs...)
 }
-
-// sealKeys is the seal's key check: every node's world, once, in node order.
-func (z *sealer) sealKeys() error {
-	var bugs []error
-	seen := map[*env.World]bool{}
-	for _, n := range z.s.Nodes {
-		if !seen[n.World] {
-			seen[n.World] = true
-			bugs = append(bugs, worldKeyBugs(n.World)...)
-		}
-	}
-	return errors.Join(bugs...)
-}

@@ -96,7 +96,9 @@ func open(ctx context.Context, world *env.World, opts Options) (*Instance, error
 	ok := false
 	defer func() {
 		if !ok {
-			inst.closeStores()
+			for _, ns := range inst.nodes {
+				ns.store.Close()
+			}
 			os.RemoveAll(inst.dir)
 		}
 	}()
@@ -203,12 +205,6 @@ func (i *Instance) openStores(ctx context.Context, src *source, resumed *runStat
 		i.fixture = src.ref
 	}
 	return nil
-}
-
-func (i *Instance) closeStores() {
-	for _, ns := range i.nodes {
-		ns.store.Close()
-	}
 }
 
 // runStartup runs every node's hooks in startup order inside one activation

@@ -139,13 +139,9 @@ type sealer struct {
 	bound  map[*Node]map[string]*env.Edge
 }
 
+// bugAt returns a *env.WorldBug at the AddWorld of e, its message led by e.
 func bugAt(e *env.Edge, format string, args ...any) error {
-	msg := fmt.Sprintf(format, args...)
-	if e != nil {
-		msg = e.String() + ": " + msg
-		return &env.WorldBug{Message: msg, Where: e.Where}
-	}
-	return &env.WorldBug{Message: msg}
+	return &env.WorldBug{Message: e.String() + ": " + fmt.Sprintf(format, args...), Where: e.Where}
 }
 
 func seal(root *env.World, gen uint64) (*Sealed, error) {
@@ -164,7 +160,7 @@ func seal(root *env.World, gen uint64) (*Sealed, error) {
 	}
 	for _, r := range surface {
 		if env.IsReserved(r.Name) {
-			return nil, bugAt(nil, "%s publishes a tool named %q, which is reserved", root.Name(), r.Name)
+			return nil, env.Bugf("%s publishes a tool named %q, which is reserved", root.Name(), r.Name)
 		}
 		z.s.byName[r.Name] = r
 	}
@@ -184,7 +180,7 @@ func seal(root *env.World, gen uint64) (*Sealed, error) {
 			return nil, bugAt(over.Adders[0], "the composition has %d added stores, more than SQLite can attach: the limit is %d", added, limit)
 		}
 	}
-	if err := z.sealKeys(); err != nil {
+	if err := CheckKeys(root); err != nil {
 		return nil, err
 	}
 	return z.s, nil
