@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -173,8 +172,6 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	}
 	return err
 }
-
-var _ flag.Value = argsFlag{}
 
 // echo runs `seahaven bench echo --addr ADDR`: a bare WebSocket echo server,
 // the cross-process floor of the benchmark, until ctx ends.
