@@ -83,11 +83,14 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	limits, root, err := scale.apply(logger, *maxSessions, *instances)
+	if *instances, err = instanceRoot(*scale.storage, *instances); err != nil {
+		return err
+	}
+	limits, err := scale.capacity(logger, *maxSessions)
 	if err != nil {
 		return err
 	}
-	*maxSessions, *instances = limits.MaxSessions, root
+	*maxSessions = limits.MaxSessions
 	w, err := c.m.world(*worldName)
 	if err != nil {
 		return err
