@@ -148,7 +148,6 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 		calm := cfg
 		calm.Attackers = 0
 		fmt.Fprintln(c.m.Stderr, "bench: the run without attackers, to compare with")
-		var err error
 		if without, err = bench.Run(ctx, calm); err != nil {
 			return fmt.Errorf("the run without attackers: %w", err)
 		}
