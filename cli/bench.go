@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -149,7 +148,6 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 		calm := cfg
 		calm.Attackers = 0
 		fmt.Fprintln(c.m.Stderr, "bench: the run without attackers, to compare with")
-		var err error
 		if without, err = bench.Run(ctx, calm); err != nil {
 			return fmt.Errorf("the run without attackers: %w", err)
 		}
@@ -173,8 +171,6 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	}
 	return err
 }
-
-var _ flag.Value = argsFlag{}
 
 // echo runs `seahaven bench echo --addr ADDR`: a bare WebSocket echo server,
 // the cross-process floor of the benchmark, until ctx ends.

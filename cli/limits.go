@@ -228,21 +228,10 @@ func addScaleFlags(fs *flag.FlagSet) *scaleFlags {
 	}
 }
 
-// apply raises the open-file limit, derives a zero maxSessions,
-// --max-open and --max-conns from the host's limits, refuses a capacity
-// the limits cannot hold (unless --force), sizes composition.DefaultPool,
-// and resolves the instance root for --storage. It returns the capacity
-// and the instance root to serve.
-func (f *scaleFlags) apply(log *slog.Logger, maxSessions int, instances string) (capacity, string, error) {
-	root, err := instanceRoot(*f.storage, instances)
-	if err != nil {
-		return capacity{}, "", err
-	}
-	c, err := f.capacity(log, maxSessions)
-	return c, root, err
-}
-
-// capacity is apply's part for --max-sessions, --max-open and --max-conns.
+// capacity raises the open-file limit, derives a zero maxSessions,
+// --max-open and --max-conns from the host's limits, refuses a capacity the
+// limits cannot hold (unless --force), sizes composition.DefaultPool, and
+// returns the capacity to serve.
 func (f *scaleFlags) capacity(log *slog.Logger, maxSessions int) (capacity, error) {
 	l, err := readHostLimits()
 	if err != nil {

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,8 +21,7 @@ func (c *NewCommand) Run(_ context.Context, args []string) error {
 	if len(args) == 0 || args[0] != "world" {
 		return &exitError{code: 2, err: errors.New(`new: want "seahaven new world NAME"`)}
 	}
-	fs := flag.NewFlagSet("new world", flag.ContinueOnError)
-	fs.SetOutput(c.m.Stderr)
+	fs := newFlagSet(c.m, "new world")
 	dir := fs.String("dir", "", "the directory to write the world into (default ./NAME); it must not exist or be empty")
 	importPath := fs.String("import", "", "the Go import path of that directory (default: derived from the go.mod above it)")
 	fs.Usage = func() {

@@ -83,11 +83,14 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	limits, root, err := scale.apply(logger, *maxSessions, *instances)
+	if *instances, err = instanceRoot(*scale.storage, *instances); err != nil {
+		return err
+	}
+	limits, err := scale.capacity(logger, *maxSessions)
 	if err != nil {
 		return err
 	}
-	*maxSessions, *instances = limits.MaxSessions, root
+	*maxSessions = limits.MaxSessions
 	w, err := c.m.world(*worldName)
 	if err != nil {
 		return err
@@ -116,6 +119,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	}
 	servers := []*http.Server{conns.Server(withWeb(srv, srv.RequireToken(scale.debug(srv.Handler()))))}
 	listeners := []net.Listener{conns.Listener(ln)}
+	boundAgentAddr := ""
 	if *agentAddr != "" {
 		aln, err := net.Listen("tcp", *agentAddr)
 		if err != nil {
@@ -124,6 +128,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		}
 		servers = append(servers, conns.Server(srv.AgentHandler()))
 		listeners = append(listeners, conns.Listener(aln))
+		boundAgentAddr = aln.Addr().String()
 	}
 	if err := checkExposure(logger, listeners, []string{*addr, *agentAddr}, *token, *agentToken, *insecure); err != nil {
 		for _, l := range listeners {
@@ -131,13 +136,13 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		}
 		return err
 	}
-	logger.Info("serving", "world", w.Name(), "version", w.Version(), "addr", ln.Addr().String(), "agent_addr", listenerAddr(listeners, 1),
+	logger.Info("serving", "world", w.Name(), "version", w.Version(), "addr", ln.Addr().String(), "agent_addr", boundAgentAddr,
 		"default_fixture", *fixtureID, "max_sessions", *maxSessions, "production", *production, "token", *token != "")
 	if c.Listening != nil {
 		c.Listening(ln.Addr().String())
 	}
-	if c.AgentListening != nil && len(listeners) > 1 {
-		c.AgentListening(listeners[1].Addr().String())
+	if c.AgentListening != nil && boundAgentAddr != "" {
+		c.AgentListening(boundAgentAddr)
 	}
 	errc := make(chan error, len(servers))
 	for i, hs := range servers {
@@ -159,14 +164,6 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		err = nil
 	}
 	return err
-}
-
-// listenerAddr returns the address of listeners[i], or "" when there is none.
-func listenerAddr(listeners []net.Listener, i int) string {
-	if i >= len(listeners) {
-		return ""
-	}
-	return listeners[i].Addr().String()
 }
 
 // withWeb serves the inspector and playground (package web) at /web, which

@@ -64,18 +64,15 @@ func Names() []string {
 // The returned bytes are a fresh copy the caller may keep or change. An
 // unknown name gives an error wrapping ErrUnknown.
 func Get(name string) (json.RawMessage, error) {
-	file := fileName(name)
-	if file == "" {
-		return nil, fmt.Errorf("%w %q", ErrUnknown, name)
-	}
-	b, err := FS.ReadFile(file)
+	b, err := FS.ReadFile(fileName(name))
 	if err != nil {
 		return nil, fmt.Errorf("%w %q", ErrUnknown, name)
 	}
 	return json.RawMessage(b), nil
 }
 
-// fileName maps a schema name to its file, or "" if it cannot name one.
+// fileName maps a schema name to its file, or "" (which FS has no file of)
+// if it cannot name one.
 func fileName(name string) string {
 	name = strings.TrimSuffix(name, ".json")
 	if name == "" || strings.ContainsAny(name, `/\.`) {

@@ -2,13 +2,13 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
 	"fmt"
 	"html"
 	"io/fs"
-	"mime"
 	"net/http"
 	"path"
 	"strings"
@@ -34,7 +34,8 @@ const loginSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self
 	"base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 // contentTypes fixes the types of the assets' extensions, so they do not
-// depend on the host's MIME tables.
+// depend on the host's MIME tables; an asset of another extension is
+// sniffed.
 var contentTypes = map[string]string{
 	".html": "text/html; charset=utf-8",
 	".css":  "text/css; charset=utf-8",
@@ -73,13 +74,7 @@ var loadHandler = sync.OnceValue(func() *handler {
 			return err
 		}
 		sum := sha256.Sum256(b)
-		ct := contentTypes[path.Ext(p)]
-		if ct == "" {
-			ct = mime.TypeByExtension(path.Ext(p))
-		}
-		if ct == "" {
-			ct = http.DetectContentType(b)
-		}
+		ct := cmp.Or(contentTypes[path.Ext(p)], http.DetectContentType(b))
 		h.assets[strings.TrimPrefix(p, "ui/")] = asset{body: b, contentType: ct, etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
 		return nil
 	})

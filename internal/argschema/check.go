@@ -210,24 +210,25 @@ func (c *checker) write(err error) *Error {
 	return nil
 }
 
-func (c *checker) enter() *Error {
+// open enters an object or array, one level deeper, and copies its opening
+// token.
+func (c *checker) open() *Error {
 	c.depth++
 	if c.depth > MaxDepth {
 		return c.errorf("nesting is deeper than " + strconv.Itoa(MaxDepth) + " levels")
 	}
-	return nil
+	tok, e := c.read(false)
+	if e != nil {
+		return e
+	}
+	return c.write(c.enc.WriteToken(tok))
 }
 
 // object checks and copies an object: unknown and missing properties, then
 // the defaults of absent ones.
 func (c *checker) object(s *jsonschema.Schema) *Error {
-	if e := c.enter(); e != nil {
+	if e := c.open(); e != nil {
 		return e
-	}
-	if tok, e := c.read(false); e != nil {
-		return e
-	} else if err := c.enc.WriteToken(tok); err != nil {
-		return c.write(err)
 	}
 	var seen []string
 	for c.dec.PeekKind() != '}' {
@@ -280,13 +281,8 @@ func (c *checker) object(s *jsonschema.Schema) *Error {
 
 // array checks and copies an array.
 func (c *checker) array(s *jsonschema.Schema) *Error {
-	if e := c.enter(); e != nil {
+	if e := c.open(); e != nil {
 		return e
-	}
-	if tok, e := c.read(false); e != nil {
-		return e
-	} else if err := c.enc.WriteToken(tok); err != nil {
-		return c.write(err)
 	}
 	items := cmp.Or(s.Items, anything)
 	for i := 0; ; i++ {

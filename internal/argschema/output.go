@@ -152,20 +152,8 @@ func outFields(t reflect.Type) []outField {
 	for _, sf := range reflect.VisibleFields(t) {
 		tag := sf.Tag.Get("json")
 		name, opts, _ := strings.Cut(tag, ",")
-		if tag == "-" {
-			continue
-		}
-		if sf.Anonymous {
-			ft := sf.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct && name == "" {
-				continue // inlined: its fields are visible fields of t
-			}
-		}
-		if !sf.IsExported() {
-			continue
+		if tag == "-" || inlined(sf, name) || !sf.IsExported() {
+			continue // skipped, or inlined: its fields are visible fields of t
 		}
 		f := outField{sf: sf, name: name, tagged: name != "", optional: throughPointer(t, sf.Index)}
 		if name == "" {

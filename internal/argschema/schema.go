@@ -203,12 +203,8 @@ func (a *adapter) fields(t reflect.Type, where string) ([]field, error) {
 		tag, hasTag := sf.Tag.Lookup("json")
 		name, opts, _ := strings.Cut(tag, ",")
 		if sf.Anonymous {
-			ft := sf.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct && name == "" && tag != "-" {
-				continue // inlined: its fields are visible fields of t
+			if inlined(sf, name) && tag != "-" {
+				continue // its fields are visible fields of t
 			}
 			if hasTag || sf.IsExported() {
 				return nil, a.errorf(joinWhere(where, goPath), "an embedded field must be an untagged struct")
@@ -253,6 +249,17 @@ func (a *adapter) fields(t reflect.Type, where string) ([]field, error) {
 		}
 	}
 	return out, nil
+}
+
+// inlined reports whether json v2 flattens the embedded field sf, given
+// name by its json tag, into its parent: it is an untagged struct or
+// pointer to one.
+func inlined(sf reflect.StructField, name string) bool {
+	t := sf.Type
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return sf.Anonymous && name == "" && t.Kind() == reflect.Struct
 }
 
 // losesTo reports whether a field at index f gives its name up to another

@@ -62,7 +62,7 @@ func World(dir, name, importPath string) ([]string, error) {
 		if err != nil {
 			return err
 		}
-		t, err := template.New(p).Delims("{{", "}}").Parse(string(src))
+		t, err := template.New(p).Parse(string(src))
 		if err != nil {
 			return fmt.Errorf("scaffold: template %s: %w", p, err)
 		}
