@@ -480,14 +480,24 @@ func TestCluster(t *testing.T) {
 		t.Errorf("HAProxy routed to the killed replica for %s", failover)
 	}
 	// HAProxy lets go of the killed replica's tunnels once their clients
-	// have closed them (timeout server-fin), not after the tunnels' hour.
+	// have closed them (timeout server-fin, 5s), not after the tunnels'
+	// hour. The bound leaves room for a machine so busy that HAProxy
+	// notices a close late.
+	const letGo = 30 * time.Second
 	held := c.sessions("seahaven_new", "r3")
-	for held > 0 && time.Since(closedAt) < 15*time.Second {
+	for held > 0 && time.Since(closedAt) < letGo {
 		time.Sleep(200 * time.Millisecond)
 		held = c.sessions("seahaven_new", "r3")
 	}
 	if held > 0 {
-		t.Errorf("HAProxy still holds %d connections to the killed replica 15s after their clients closed them", held)
+		var mine []string
+		for _, l := range strings.Split(c.admin("show sess"), "\n") {
+			if strings.Contains(l, "srv=r3") {
+				mine = append(mine, l)
+			}
+		}
+		t.Errorf("HAProxy still holds %d connections to the killed replica %s after their clients closed them; the first of them:\n%s",
+			held, letGo, strings.Join(mine[:min(len(mine), 8)], "\n"))
 	} else {
 		t.Logf("HAProxy held none of the killed replica's tunnels when looked at, %s after their clients closed them", time.Since(closedAt).Round(100*time.Millisecond))
 	}

@@ -179,7 +179,7 @@ func (c *cluster) startHAProxy() {
 	cfg = regexp.MustCompile(`(?m)^    server-template .*$`).ReplaceAllString(cfg, strings.Join(servers, "\n"))
 	cfg = strings.Replace(cfg, "bind :8000", "bind "+clusterProxy, 1)
 	c.stats = filepath.Join(c.t.TempDir(), "haproxy.sock")
-	cfg = strings.Replace(cfg, "\nglobal\n", "\nglobal\n    stats socket "+c.stats+" level user\n", 1)
+	cfg = strings.Replace(cfg, "\nglobal\n", "\nglobal\n    stats socket "+c.stats+" level operator\n", 1)
 	if regexp.MustCompile(`(?m)^\s*(server-template|resolvers)`).MatchString(cfg) || !strings.Contains(cfg, "bind "+clusterProxy) || !strings.Contains(cfg, "stats socket") {
 		c.t.Fatalf("the HAProxy configuration did not take the cluster's servers:\n%s", cfg)
 	}
@@ -224,19 +224,29 @@ func (c *cluster) startHAProxy() {
 	}
 }
 
-// sessions returns how many connections HAProxy holds to server in
-// backend (the scur of its stats).
-func (c *cluster) sessions(backend, server string) int {
+// admin sends a command to HAProxy's stats socket and returns its answer.
+func (c *cluster) admin(command string) string {
 	c.t.Helper()
 	conn, err := net.Dial("unix", c.stats)
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	defer conn.Close()
-	if _, err := io.WriteString(conn, "show stat\n"); err != nil {
+	if _, err := io.WriteString(conn, command+"\n"); err != nil {
 		c.t.Fatal(err)
 	}
-	r := csv.NewReader(conn)
+	out, err := io.ReadAll(conn)
+	if err != nil {
+		c.t.Fatalf("HAProxy's %s: %v", command, err)
+	}
+	return string(out)
+}
+
+// sessions returns how many connections HAProxy holds to server in
+// backend (the scur of its stats).
+func (c *cluster) sessions(backend, server string) int {
+	c.t.Helper()
+	r := csv.NewReader(strings.NewReader(c.admin("show stat")))
 	r.FieldsPerRecord = -1
 	rows, err := r.ReadAll()
 	if err != nil {

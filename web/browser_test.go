@@ -400,7 +400,9 @@ func TestUI_Browser(t *testing.T) {
 	t.Run("Sessions", func(t *testing.T) {
 		run(t, ctx, "open the sessions",
 			chromedp.Click(chromedp.CSS(`#tabs a[data-tab="sessions"]`)),
-			chromedp.WaitVisible(chromedp.CSS(`#session-table tr.mine`)))
+			// The table may still show a refresh from before the last
+			// step: wait for one that counts it.
+			chromedp.WaitVisible(chromedp.CSS(`#session-table tr.mine[data-steps="1"]`)))
 		if got := textOf(t, ctx, `#session-table tr.mine td.num`); got != "1" {
 			t.Errorf("this page's step count = %q, want 1", got)
 		}

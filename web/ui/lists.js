@@ -52,7 +52,7 @@ export function renderSessions(table, sessions, mine, watch) {
   const rows = [...sessions].sort((a, b) => Date.parse(a.created) - Date.parse(b.created));
   fill(table,
     h("thead", {}, h("tr", {}, ["ref", "transport", "age", "idle", "steps", "episode", ""].map((c) => h("th", {}, c)))),
-    h("tbody", {}, rows.length ? rows.map((s) => h("tr", { class: mine && s.episode_id === mine ? "mine" : null, dataset: { ref: s.ref, episode: s.episode_id || "" } },
+    h("tbody", {}, rows.length ? rows.map((s) => h("tr", { class: mine && s.episode_id === mine ? "mine" : null, dataset: { ref: s.ref, episode: s.episode_id || "", steps: s.step_count } },
       h("td", {}, h("code", {}, s.ref)),
       h("td", {}, s.transport),
       h("td", { title: s.created }, ago(s.created, now)),
