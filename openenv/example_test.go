@@ -44,7 +44,7 @@ func (g *greeting) Tools() []env.ToolInfo { return greetTools }
 
 func (g *greeting) CallJSON(_ context.Context, name string, args json.RawMessage) (any, error) {
 	if name != "greet" {
-		return nil, &env.ToolError{Kind: env.KindNotFound, Message: "Unknown tool: " + name}
+		return nil, &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("unknown tool %q", name)}
 	}
 	var in struct {
 		Name string `json:"name"`

@@ -199,7 +199,7 @@ func (in *fakeInstance) CallJSON(ctx context.Context, name string, args json.Raw
 			return map[string]any{"now": in.now}, nil
 		}
 	}
-	return nil, &env.ToolError{Kind: env.KindNotFound, Message: "Unknown tool: " + name}
+	return nil, &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("unknown tool %q", name)}
 }
 
 func hash(s string) string {

@@ -232,7 +232,7 @@ func (s *Server) replyCarrying(raw []byte) int {
 
 // reservedCall is the outcome of calling an orchestration verb as a tool.
 func reservedCall(name string) toolOutcome {
-	return toolOutcome{err: &env.ToolError{Kind: env.KindNotFound, Message: "Unknown tool: " + name}}
+	return toolOutcome{err: &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("unknown tool %q", name)}}
 }
 
 // toolError classifies a failed call for the agent: a *env.ToolError keeps

@@ -205,7 +205,7 @@ func TestWS_Step(t *testing.T) {
 		{"InvalidArgs", `{"type":"call_tool","tool_name":"add","arguments":{"a":"x"}}`,
 			`{"type":"observation","data":{"observation":{"tool_name":"add","result":null,"error":{"error_type":"invalid_args","message":"add: a and b are required numbers"}},"reward":null,"done":false}}`},
 		{"UnknownTool", `{"type":"call_tool","tool_name":"nope","arguments":{}}`,
-			`{"type":"observation","data":{"observation":{"tool_name":"nope","result":null,"error":{"error_type":"tool_not_found","message":"Unknown tool: nope"}},"reward":null,"done":false}}`},
+			`{"type":"observation","data":{"observation":{"tool_name":"nope","result":null,"error":{"error_type":"tool_not_found","message":"unknown tool \"nope\""}},"reward":null,"done":false}}`},
 		{"Panic", `{"type":"call_tool","tool_name":"boom"}`,
 			`{"type":"error","data":{"message":"internal error: tool \"boom\" panicked: tool exploded","code":"EXECUTION_ERROR"}}`},
 	}
@@ -234,7 +234,7 @@ func TestWS_ReservedNamesAreNotTools(t *testing.T) {
 	for _, name := range []string{"reset", "step", "state", "close"} {
 		reply := roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"`+name+`"}}`)
 		jsonEq(t, reply, `{"type":"observation","data":{"observation":{"tool_name":"`+name+
-			`","result":null,"error":{"error_type":"tool_not_found","message":"Unknown tool: `+name+`"}},"reward":null,"done":false}}`)
+			`","result":null,"error":{"error_type":"tool_not_found","message":"unknown tool \"`+name+`\""}},"reward":null,"done":false}}`)
 	}
 }
 
