@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -209,13 +210,21 @@ func parseStepBody(raw []byte) (stepBody, []fieldError) {
 // reports as the type error of the type's kind; one that breaks the rule
 // fails with a *problem.
 
-// seed is a reset's seed: an integer from 0.
+// seed is a reset's seed: an integer from 0. As in pydantic, a number
+// with a zero fraction (7.0, 1e3) is that integer.
 type seed int64
 
 func (s *seed) UnmarshalJSON(b []byte) error {
 	var n int64
 	if err := jsonv2.Unmarshal(b, &n); err != nil {
-		return err
+		var f float64
+		if jsonv2.Unmarshal(b, &f) != nil || integerLiteral(b) || math.Abs(f) >= 1<<63 {
+			return err
+		}
+		if f != math.Trunc(f) {
+			return &problem{"int_from_float", "Input should be a valid integer, got a number with a fractional part"}
+		}
+		n = int64(f)
 	}
 	if n < 0 {
 		return &problem{"greater_than_equal", "Input should be greater than or equal to 0"}

@@ -67,6 +67,22 @@ func TestWS_ResetControlTools(t *testing.T) {
 	}
 }
 
+// TestWS_IntegralSeed: as in pydantic, a seed written with a zero fraction
+// or an exponent is that integer.
+func TestWS_IntegralSeed(t *testing.T) {
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{})
+	c := s.dial(t)
+	for _, tt := range []struct{ seed, want string }{{"7.0", `"seed":7,`}, {"1e3", `"seed":1000,`}, {"-0.0", `"seed":0,`}} {
+		if reply := roundTrip(t, c, `{"type":"reset","data":{"seed":`+tt.seed+`}}`); strings.Contains(reply, `"error"`) {
+			t.Fatalf("seed %s: %s", tt.seed, reply)
+		}
+		if state := roundTrip(t, c, `{"type":"state"}`); !strings.Contains(state, tt.want) {
+			t.Errorf("seed %s: state %s, want %s", tt.seed, state, tt.want)
+		}
+	}
+}
+
 func TestWS_ResetValidation(t *testing.T) {
 	tests := []struct {
 		name string
@@ -76,7 +92,8 @@ func TestWS_ResetValidation(t *testing.T) {
 	}{
 		{"UnknownKey", `{"colour":"red"}`, []string{"data.colour extra_forbidden"}},
 		{"NegativeSeed", `{"seed":-1}`, []string{"data.seed greater_than_equal"}},
-		{"FractionalSeed", `{"seed":1.5}`, []string{"data.seed int_type"}},
+		{"FractionalSeed", `{"seed":1.5}`, []string{"data.seed int_from_float"}},
+		{"FractionalHugeSeed", `{"seed":1e19}`, []string{"data.seed int_type"}},
 		{"StringSeed", `{"seed":"7"}`, []string{"data.seed int_type"}},
 		{"HugeSeed", `{"seed":99999999999999999999}`, []string{"data.seed int_type"}},
 		{"LongEpisode", `{"episode_id":"` + strings.Repeat("x", 256) + `"}`, []string{"data.episode_id string_too_long"}},
