@@ -113,8 +113,8 @@ func (e *protoError) httpStatus() int { return codes[e.code].http }
 // httpBody renders e as a FastAPI-style error body: a list of failures for a
 // validation error, else the message, with the code alongside.
 func (e *protoError) httpBody() httpError {
-	if e.code == codeValidation || e.code == codeInvalidJSON {
-		return httpError{Detail: nonNil(e.errors)}
+	if (e.code == codeValidation || e.code == codeInvalidJSON) && len(e.errors) > 0 {
+		return httpError{Detail: e.errors}
 	}
 	return httpError{Detail: e.message, Code: codes[e.code].ws, errorExtra: e.extra}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/seahaven/seahaven/env"
@@ -96,10 +97,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, rpcFailure(nullID, rpcInvalidRequest, "Unsupported MCP-Protocol-Version "+v+" (supported: "+supportedVersions()+")", nil))
 		return
 	}
-	if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o, r.Host) {
-		// The Streamable HTTP transport: servers must validate Origin, so
-		// a web page cannot drive an episode (DNS rebinding included).
-		writeJSON(w, http.StatusForbidden, rpcFailure(nullID, rpcInvalidRequest, "Origin "+o+" is not allowed: /mcp answers pages of its own origin only", nil))
+	if s.refuseOrigin(w, r) {
 		return
 	}
 	body, perr := s.readBody(w, r)
@@ -131,18 +129,76 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		}
 		mode = rpcStandard
 	}
-	resp, notify, created := s.handleRPC(ctx, body, bound, mode)
+	if mode == rpcStandard && jsontext.Value(body).Kind() == '[' {
+		s.serveBatch(ctx, w, body, bound)
+		return
+	}
+	resp, status, created := s.handleRPC(ctx, body, bound, mode)
 	if created != "" {
 		w.Header().Set(MCPSessionHeader, created)
 	}
-	if mode == rpcStandard || created != "" {
+	if mode == rpcStandard || created != "" || status == http.StatusBadRequest {
 		resp = standardReply(resp)
 	}
-	if notify {
+	switch status {
+	case http.StatusAccepted:
+		w.WriteHeader(status)
+	case http.StatusBadRequest:
+		writeJSON(w, status, resp)
+	default:
+		s.respondRPC(w, resp)
+	}
+}
+
+// serveBatch answers a JSON-RPC batch on a standard client's session (the
+// 2025-03-26 specification has clients send them; 2025-06-18 dropped
+// them): each message is handled in order as if it came alone, and the
+// reply is the array of the requests' responses, or 202 and no body when
+// the batch held only notifications. An empty batch is one invalid
+// request, as JSON-RPC has it.
+func (s *Server) serveBatch(ctx context.Context, w http.ResponseWriter, body []byte, ss *session) {
+	if perr := checkJSON(body, nil); perr != nil && perr.code == codeInvalidJSON {
+		s.respondRPC(w, standardReply(rpcFailure(nullID, rpcParseError, "Parse error", nil)))
+		return
+	}
+	var msgs []jsontext.Value
+	if err := jsonv2.Unmarshal(body, &msgs, looseOpts); err != nil || len(msgs) == 0 {
+		s.respondRPC(w, standardReply(rpcFailure(nullID, rpcInvalidRequest, "Invalid request: a batch is a non-empty array of JSON-RPC messages", nil)))
+		return
+	}
+	var resps []rpcResponse
+	for _, m := range msgs {
+		if resp, status, _ := s.handleRPC(ctx, m, ss, rpcBatched); status != http.StatusAccepted {
+			resps = append(resps, standardReply(resp))
+		}
+	}
+	if len(resps) == 0 {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	s.respondRPC(w, resp)
+	b, err := encode(resps)
+	if err == nil && len(b) > s.cfg.MaxReplyBytes {
+		s.respondRPC(w, standardReply(rpcProto(nullID, s.replyTooLarge(len(b)))))
+		return
+	}
+	if err != nil {
+		s.respondRPC(w, rpcFailure(nullID, rpcInternalError, "response cannot be encoded as JSON: "+err.Error(), nil))
+		return
+	}
+	s.writeBody(w, http.StatusOK, b)
+}
+
+// refuseOrigin answers 403 to a request to /mcp from a page of another
+// origin, and reports whether it did. The Streamable HTTP transport:
+// servers must validate Origin, so a web page cannot drive or end an
+// episode (DNS rebinding included).
+func (s *Server) refuseOrigin(w http.ResponseWriter, r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" || s.originAllowed(o, r.Host) {
+		return false
+	}
+	writeJSON(w, http.StatusForbidden, standardReply(rpcFailure(nullID, rpcInvalidRequest, "Origin "+o+" is not allowed: /mcp answers pages of its own origin only", nil)))
+	return true
 }
 
 // MCPSessionHeader carries a standard MCP client's session: initialize
@@ -156,14 +212,18 @@ const (
 	rpcWS       rpcMode = iota // an mcp message on /ws, bound to the socket's session (OpenEnv's dialect)
 	rpcPost                    // POST /mcp without a session header: OpenEnv's dialect, or a standard client's initialize
 	rpcStandard                // POST /mcp with Mcp-Session-Id: a standard MCP client's session
+	rpcBatched                 // one message of a batch on a standard client's session
 )
 
 // serveMCPDelete serves DELETE /mcp: a standard MCP client ends the
 // session its Mcp-Session-Id names.
 func (s *Server) serveMCPDelete(w http.ResponseWriter, r *http.Request) {
+	if s.refuseOrigin(w, r) {
+		return
+	}
 	sid := r.Header.Get(MCPSessionHeader)
 	if sid == "" {
-		s.writeError(w, newError(codeValidation, "DELETE /mcp needs the %s header of the session to end", MCPSessionHeader))
+		writeJSON(w, http.StatusBadRequest, standardReply(rpcFailure(nullID, rpcInvalidRequest, "DELETE /mcp needs the "+MCPSessionHeader+" header of the session to end", nil)))
 		return
 	}
 	ss := s.lookup(sid)
@@ -186,22 +246,37 @@ func serveMCPGet(w http.ResponseWriter, _ *http.Request) {
 // handleRPC answers one JSON-RPC 2.0 request; one naming a key twice in an
 // object is an invalid request naming it. ws is the session of the /ws
 // connection the request came on (an mcp message), nil for POST /mcp.
-// notify reports a notification: resp is then an empty result that only
-// /ws sends, to keep its one-reply-per-message rule.
-func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode rpcMode) (resp rpcResponse, notify bool, created string) {
+// status is the reply's HTTP status on POST /mcp: 202 for a notification
+// (resp is then an empty result that only /ws sends, to keep its
+// one-reply-per-message rule), 400 for a message a standard client's
+// session cannot take, 200 otherwise.
+//
+// A standard client's messages (on its session, or its initialize) follow
+// the MCP specification: a request has an id that is not null, and a
+// message without one is a notification, which only notifications/…
+// methods are. OpenEnv's dialect answers a request without an id as
+// upstream does.
+func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode rpcMode) (resp rpcResponse, status int, created string) {
 	if mode != rpcWS { // a /ws message was checked whole
 		switch perr := checkJSON(body, nil); {
 		case perr == nil:
 		case perr.code == codeInvalidJSON:
-			return rpcFailure(nullID, rpcParseError, "Parse error", nil), false, ""
+			return rpcFailure(nullID, rpcParseError, "Parse error", nil), http.StatusOK, ""
 		default:
-			return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+summary(perr.errors), nil), false, ""
+			return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+summary(perr.errors), nil), http.StatusOK, ""
 		}
 	}
 	var req rpcRequest
 	m, ok := members(body)
 	if !ok {
-		return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: Input should be an object", nil), false, ""
+		return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: Input should be an object", nil), http.StatusOK, ""
+	}
+	std := mode == rpcStandard || mode == rpcBatched
+	_, hasMethod := m["method"]
+	_, hasResult := m["result"]
+	_, hasError := m["error"]
+	if std && !hasMethod && (hasResult || hasError) {
+		return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: a JSON-RPC response, but this server sends no requests for a client to answer", nil), http.StatusBadRequest, ""
 	}
 	errs := decodeRequired(m, body, nil, &req, "jsonrpc", "method")
 	id := nullID
@@ -209,7 +284,7 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 		id = json.RawMessage(req.ID)
 	}
 	if len(errs) > 0 {
-		return rpcFailure(id, rpcInvalidRequest, "Invalid request: "+summary(errs), nil), false, ""
+		return rpcFailure(id, rpcInvalidRequest, "Invalid request: "+summary(errs), nil), http.StatusOK, ""
 	}
 	_, hasID := m["id"]
 	method := req.Method
@@ -218,32 +293,47 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 		params, _ = members(jsontext.Value(req.Params))
 	}
 	if strings.HasPrefix(method, "notifications/") {
-		return rpcResult(id, empty{}), !hasID, ""
+		if hasID {
+			return rpcResult(id, empty{}), http.StatusOK, ""
+		}
+		return rpcResult(id, empty{}), http.StatusAccepted, ""
+	}
+	if std || mode == rpcPost && method == "initialize" {
+		switch {
+		case !hasID:
+			return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+method+" needs an id: a message without one is a notification, and only notifications/… methods are sent as notifications", nil), http.StatusBadRequest, ""
+		case string(id) == "null":
+			return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: the id must be a string or an integer; MCP does not allow null", nil), http.StatusOK, ""
+		}
 	}
 
 	switch method {
 	case "initialize":
 		return s.rpcInitializeSession(ctx, id, params, mode)
 	case "ping":
-		return rpcResult(id, empty{}), false, ""
+		return rpcResult(id, empty{}), http.StatusOK, ""
 	case "tools/list":
-		return s.rpcToolsList(ctx, id, params, ws), false, ""
+		if c, ok := params["cursor"]; std && ok && c.Kind() != 'n' {
+			// Every tool comes in the first page, which names no next one.
+			return rpcFailure(id, rpcInvalidParams, "Invalid params - unknown cursor "+string(c)+": tools/list returns every tool at once and issues no cursor", nil), http.StatusOK, ""
+		}
+		return s.rpcToolsList(ctx, id, params, ws), http.StatusOK, ""
 	case "tools/call":
-		return s.rpcToolsCall(ctx, id, params, ws, mode == rpcStandard), false, ""
+		return s.rpcToolsCall(ctx, id, params, ws, std), http.StatusOK, ""
 	case "openenv/session/create":
-		return s.rpcSessionCreate(ctx, id, req.Params, ws), false, ""
+		return s.rpcSessionCreate(ctx, id, req.Params, ws), http.StatusOK, ""
 	case "openenv/session/close":
-		return s.rpcSessionClose(ctx, id, params, ws), false, ""
+		return s.rpcSessionClose(ctx, id, params, ws), http.StatusOK, ""
 	case "seahaven/grade":
 		if !onAgentListener(ctx) {
-			return rpcOnSession(s, ctx, id, params, ws, (*session).grade), false, ""
+			return rpcOnSession(s, ctx, id, params, ws, (*session).grade), http.StatusOK, ""
 		}
 	case "seahaven/checkpoint":
 		if !onAgentListener(ctx) {
-			return rpcOnSession(s, ctx, id, params, ws, (*session).checkpoint), false, ""
+			return rpcOnSession(s, ctx, id, params, ws, (*session).checkpoint), http.StatusOK, ""
 		}
 	}
-	return rpcFailure(id, rpcMethodNotFound, "Method not found: "+method, nil), false, ""
+	return rpcFailure(id, rpcMethodNotFound, "Method not found: "+method, nil), http.StatusOK, ""
 }
 
 // rpcSession resolves params.session_id. Without one it returns ws (nil on
@@ -432,7 +522,7 @@ func onAgentListener(ctx context.Context) bool {
 // other) with its instance opened at once, whose id the reply carries in
 // the Mcp-Session-Id header. Elsewhere (an mcp message on /ws, or a
 // session that exists) it only negotiates.
-func (s *Server) rpcInitializeSession(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, mode rpcMode) (rpcResponse, bool, string) {
+func (s *Server) rpcInitializeSession(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, mode rpcMode) (rpcResponse, int, string) {
 	var result initializeResult
 	result.ProtocolVersion = defaultProtocolVersion
 	if v, ok := str(params["protocolVersion"]); ok && protocolVersions[v] {
@@ -441,13 +531,13 @@ func (s *Server) rpcInitializeSession(ctx context.Context, id json.RawMessage, p
 	info, _ := s.info()
 	result.ServerInfo.Name, result.ServerInfo.Version = info.Name, info.Version
 	if mode != rpcPost {
-		return rpcResult(id, result), false, ""
+		return rpcResult(id, result), http.StatusOK, ""
 	}
 	ss, perr := s.startMCPSession(ctx)
 	if perr != nil {
-		return rpcProto(id, perr), false, ""
+		return rpcProto(id, perr), http.StatusOK, ""
 	}
-	return rpcResult(id, result), false, ss.id
+	return rpcResult(id, result), http.StatusOK, ss.id
 }
 
 // startMCPSession makes an MCP session (newMCPSession) and opens its

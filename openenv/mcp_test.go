@@ -202,3 +202,93 @@ func TestMCP_BodyTooLarge(t *testing.T) {
 	got := s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"`+strings.Repeat("x", 64)+`"}}}`)
 	jsonEq(t, got, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: Request body exceeds the limit of 64 bytes","data":null}}`)
 }
+
+// TestMCP_StandardSession: on a standard client's session the MCP
+// specification's rules hold: a request has an id that is not null, a
+// message without one is a notification (202, no body) that only
+// notifications/… methods are, a JSON-RPC response is refused (the server
+// sends no requests), a cursor it never issued is invalid, and a batch is
+// answered in order.
+func TestMCP_StandardSession(t *testing.T) {
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{})
+	_, _, resp := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, nil)
+	sid := resp.Header.Get(openenv.MCPSessionHeader)
+	if sid == "" {
+		t.Fatal("initialize started no session")
+	}
+	hdr := map[string]string{openenv.MCPSessionHeader: sid}
+	tests := []struct {
+		name string
+		body string
+		code int
+		want string // the whole body
+	}{
+		{"PingWithoutID", `{"jsonrpc":"2.0","method":"ping"}`, http.StatusBadRequest,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: ping needs an id: a message without one is a notification, and only notifications/… methods are sent as notifications"}}`},
+		{"CallWithoutID", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"message":"ghost"}}}`, http.StatusBadRequest,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: tools/call needs an id: a message without one is a notification, and only notifications/… methods are sent as notifications"}}`},
+		{"NullID", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, http.StatusOK,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: the id must be a string or an integer; MCP does not allow null"}}`},
+		{"Notification", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, http.StatusAccepted, ``},
+		{"Response", `{"jsonrpc":"2.0","id":1,"result":{}}`, http.StatusBadRequest,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: a JSON-RPC response, but this server sends no requests for a client to answer"}}`},
+		{"ErrorResponse", `{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"no"}}`, http.StatusBadRequest,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: a JSON-RPC response, but this server sends no requests for a client to answer"}}`},
+		{"UnknownCursor", `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"zzz"}}`, http.StatusOK,
+			`{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Invalid params - unknown cursor \"zzz\": tools/list returns every tool at once and issues no cursor"}}`},
+		{"Batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","method":"ping"},{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2}}}]`, http.StatusOK,
+			`[{"jsonrpc":"2.0","id":1,"result":{}},` +
+				`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: ping needs an id: a message without one is a notification, and only notifications/… methods are sent as notifications"}},` +
+				`{"jsonrpc":"2.0","id":"b","result":{"content":[{"type":"text","text":"3"}],"structuredContent":{"result":3},"isError":false}}]`},
+		{"BatchOfNotifications", `[{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}]`, http.StatusAccepted, ``},
+		{"EmptyBatch", `[]`, http.StatusOK,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: a batch is a non-empty array of JSON-RPC messages"}}`},
+		{"BatchNotJSON", `[{"jsonrpc":"2.0"`, http.StatusOK, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`},
+		{"BatchOfNonObjects", `[1]`, http.StatusOK, `[{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: Input should be an object"}}]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, got, _ := s.httpDo(t, http.MethodPost, "/mcp", tt.body, hdr)
+			if code != tt.code {
+				t.Fatalf("POST /mcp %s: %d %s, want %d", tt.body, code, got, tt.code)
+			}
+			if tt.want == "" {
+				if got != "" {
+					t.Errorf("body %q, want none", got)
+				}
+				return
+			}
+			if compact(t, got) != compact(t, tt.want) {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+	// Only the batch's one call ran: the refused notifications did nothing.
+	_, state, _ := s.httpDo(t, "GET", "/state", "", map[string]string{openenv.SessionHeader: sid})
+	if n := fmt.Sprint(field(t, state, "step_count")); n != "1" {
+		t.Errorf("step_count %s, want 1: %s", n, state)
+	}
+
+	// An initialize without an id is refused and starts no session.
+	code, body, resp := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, nil)
+	if code != http.StatusBadRequest || resp.Header.Get(openenv.MCPSessionHeader) != "" || len(s.Sessions()) != 1 {
+		t.Errorf("initialize without an id: %d %s, session %q, %d sessions", code, body, resp.Header.Get(openenv.MCPSessionHeader), len(s.Sessions()))
+	}
+
+	// DELETE /mcp holds to the Origin rule of POST /mcp, and names the
+	// header it needs.
+	code, body, _ = s.httpDo(t, http.MethodDelete, "/mcp", "", map[string]string{openenv.MCPSessionHeader: sid, "Origin": "http://evil.example"})
+	jsonEq(t, body, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Origin http://evil.example is not allowed: /mcp answers pages of its own origin only"}}`)
+	if code != http.StatusForbidden || len(s.Sessions()) != 1 {
+		t.Errorf("DELETE from another origin: %d, %d sessions left, want 403 and 1", code, len(s.Sessions()))
+	}
+	code, body, _ = s.httpDo(t, http.MethodDelete, "/mcp", "", nil)
+	jsonEq(t, body, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"DELETE /mcp needs the Mcp-Session-Id header of the session to end"}}`)
+	if code != http.StatusBadRequest {
+		t.Errorf("DELETE without the header: %d, want 400", code)
+	}
+	if code, body, _ := s.httpDo(t, http.MethodDelete, "/mcp", "", hdr); code != http.StatusNoContent {
+		t.Errorf("DELETE: %d %s", code, body)
+	}
+}
