@@ -16,8 +16,9 @@ import (
 )
 
 // defaultProtocolVersion is the MCP protocol version initialize answers
-// when the client asks for one the server does not know.
-const defaultProtocolVersion = "2025-06-18"
+// when the client asks for one the server does not know: the latest it
+// supports, as the specification has it.
+const defaultProtocolVersion = "2025-11-25"
 
 // protocolVersions are the MCP protocol versions initialize echoes.
 var protocolVersions = map[string]bool{
