@@ -138,7 +138,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if created != "" {
 		w.Header().Set(MCPSessionHeader, created)
 	}
-	if mode == rpcStandard || created != "" || status == http.StatusBadRequest {
+	if mode == rpcStandard || status == http.StatusBadRequest {
 		resp = standardReply(resp)
 	}
 	switch status {
@@ -310,7 +310,11 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 
 	switch method {
 	case "initialize":
-		return s.rpcInitializeSession(ctx, id, params, mode)
+		resp, status, created := s.rpcInitializeSession(ctx, id, params, mode)
+		if mode == rpcPost { // a standard client's
+			resp = standardReply(resp)
+		}
+		return resp, status, created
 	case "ping":
 		return rpcResult(id, empty{}), http.StatusOK, ""
 	case "tools/list":
@@ -524,9 +528,13 @@ func onAgentListener(ctx context.Context) bool {
 // the Mcp-Session-Id header. Elsewhere (an mcp message on /ws, or a
 // session that exists) it only negotiates.
 func (s *Server) rpcInitializeSession(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, mode rpcMode) (rpcResponse, int, string) {
+	v, ok := str(params["protocolVersion"])
+	if !ok {
+		return rpcFailure(id, rpcInvalidParams, "Invalid params - initialize needs 'protocolVersion', a string such as "+defaultProtocolVersion, nil), http.StatusOK, ""
+	}
 	var result initializeResult
 	result.ProtocolVersion = defaultProtocolVersion
-	if v, ok := str(params["protocolVersion"]); ok && protocolVersions[v] {
+	if protocolVersions[v] {
 		result.ProtocolVersion = v
 	}
 	info, _ := s.info()
