@@ -87,21 +87,42 @@ type checkpoints struct {
 	lastSweep time.Time
 	written   int64
 	// loaded caches the checkpoints restored last, by id (order holds
-	// their ids oldest first, at most maxLoaded): the restores of a fork
-	// read and verify the files once, and share their bytes.
-	loaded map[string]*loadedCheckpoint
-	order  []string
+	// their ids oldest first, within maxLoaded and maxLoadedBytes): the
+	// restores of a fork read and verify the files once, and share their
+	// bytes. loadedBytes is their size.
+	loaded      map[string]*loadedCheckpoint
+	order       []string
+	loadedBytes int64
 }
 
-// maxLoaded is how many restored checkpoints stay in memory for more
-// restores.
-const maxLoaded = 32
+// maxLoaded and maxLoadedBytes bound the checkpoints that stay in memory
+// for more restores: by count, and by the bytes of their files. A
+// checkpoint larger than maxLoadedBytes is read from disk at each restore.
+const (
+	maxLoaded      = 32
+	maxLoadedBytes = 64 << 20
+)
 
 // loadedCheckpoint is a checkpoint read and verified.
 type loadedCheckpoint struct {
 	m  manifest
 	cp *composition.Checkpoint
 	ep savedEpisode
+	// stamp is its directory's files as they were when read or written
+	// (fixture.Stamp): the cached bytes serve a restore only while the
+	// files on disk are unchanged, so a checkpoint removed, cut short or
+	// changed there is not restored from memory.
+	stamp string
+	size  int64 // the bytes of its files
+}
+
+// files names every file of the checkpoint's directory.
+func (l *loadedCheckpoint) files() []string {
+	names := []string{manifestName, fixture.SidecarName, stateName, episodeName}
+	for _, path := range slices.Sorted(maps.Keys(l.m.FileSHA256)) {
+		names = append(names, fixture.FileName(path))
+	}
+	return names
 }
 
 // newCheckpoints makes (if needed) and returns the checkpoint directory.
@@ -177,6 +198,8 @@ func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openen
 		return openenv.CheckpointInfo{}, err
 	}
 	c.wrote(size)
+	l := &loadedCheckpoint{m: m, cp: cp, ep: savedEpisode{Episode: ep, Session: req.Session}, size: size}
+	l.stamp, _ = fixture.Stamp(filepath.Join(c.dir, id), l.files())
 	if m.EpisodeID != "" {
 		if err := c.setPointer(latestDir, m.EpisodeID, m.CheckpointInfo); err != nil {
 			c.logger.Warn("app: the episode's newest checkpoint could not be recorded", "checkpoint", id, "err", err)
@@ -184,7 +207,7 @@ func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openen
 	}
 	// The bytes are at hand: a restore here (a fork, a branch) needs not
 	// read them back.
-	c.keep(id, &loadedCheckpoint{m: m, cp: cp, ep: savedEpisode{Episode: ep, Session: req.Session}})
+	c.keep(id, l)
 	return m.CheckpointInfo, nil
 }
 
@@ -207,13 +230,16 @@ func (c *checkpoints) unknown(id, why string) error {
 
 // load returns a checkpoint, read and verified (the store files against
 // the sidecar's hashes when the first instance opens from it), from the
-// cache when it was written or restored here lately.
+// cache when it was written or restored here lately and its files are
+// unchanged on disk.
 func (c *checkpoints) load(id string) (*loadedCheckpoint, error) {
 	c.mu.Lock()
 	l, ok := c.loaded[id]
 	c.mu.Unlock()
-	if ok && !expired(l.m.CheckpointInfo) {
-		return l, nil
+	if ok && l.stamp != "" {
+		if stamp, err := fixture.Stamp(filepath.Join(c.dir, id), l.files()); err == nil && stamp == l.stamp && !expired(l.m.CheckpointInfo) {
+			return l, nil
+		}
 	}
 	if ok {
 		c.forget(id)
@@ -227,18 +253,28 @@ func (c *checkpoints) load(id string) (*loadedCheckpoint, error) {
 }
 
 // keep caches a checkpoint read or written, forgetting the oldest past
-// maxLoaded.
+// maxLoaded or maxLoadedBytes.
 func (c *checkpoints) keep(id string, l *loadedCheckpoint) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.loaded[id]; !ok {
-		c.order = append(c.order, id)
-		if len(c.order) > maxLoaded {
-			delete(c.loaded, c.order[0])
-			c.order = c.order[1:]
-		}
+	c.dropLocked(id)
+	if l.size > maxLoadedBytes {
+		return
 	}
-	c.loaded[id] = l
+	c.loaded[id], c.loadedBytes = l, c.loadedBytes+l.size
+	c.order = append(c.order, id)
+	for len(c.order) > maxLoaded || c.loadedBytes > maxLoadedBytes {
+		c.dropLocked(c.order[0])
+	}
+}
+
+// dropLocked removes id from the cache, if there.
+func (c *checkpoints) dropLocked(id string) {
+	if l, ok := c.loaded[id]; ok {
+		delete(c.loaded, id)
+		c.loadedBytes -= l.size
+		c.order = slices.DeleteFunc(c.order, func(o string) bool { return o == id })
+	}
 }
 
 // read reads a checkpoint and verifies every file but the store files
@@ -262,6 +298,12 @@ func (c *checkpoints) read(id string) (*loadedCheckpoint, error) {
 	if err := json.Unmarshal(data, &l.m); err != nil || l.m.Format != 1 || l.m.ID != id {
 		return nil, c.unknown(id, "is corrupt: its manifest does not parse")
 	}
+	if expired(l.m.CheckpointInfo) {
+		return nil, c.unknown(id, "expired at "+l.m.ExpiresAt)
+	}
+	// Stamped before reading: a file changed while it is read fails its
+	// hash now, or the stamp at the next restore.
+	l.stamp, _ = fixture.Stamp(dir, l.files())
 	files := map[string][]byte{}
 	for _, name := range []string{fixture.SidecarName, stateName, episodeName} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
@@ -281,6 +323,10 @@ func (c *checkpoints) read(id string) (*loadedCheckpoint, error) {
 	}
 	if err := json.Unmarshal(files[episodeName], &l.ep); err != nil {
 		return nil, c.unknown(id, fmt.Sprintf("is corrupt: %s does not parse", episodeName))
+	}
+	l.size = int64(len(files[episodeName]) + len(l.cp.State))
+	for _, b := range l.cp.Files {
+		l.size += int64(len(b))
 	}
 	return l, nil
 }
@@ -446,8 +492,7 @@ func (c *checkpoints) sweep(now time.Time) {
 func (c *checkpoints) forget(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.loaded, id)
-	c.order = slices.DeleteFunc(c.order, func(o string) bool { return o == id })
+	c.dropLocked(id)
 }
 
 // remove renames a checkpoint aside, then removes it.

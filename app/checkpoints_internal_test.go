@@ -65,9 +65,10 @@ func restoreErr(tb testing.TB, b *Backend, id string) string {
 }
 
 // TestCheckpoints_Refused: a checkpoint whose files were changed, cut or
-// lost is refused with an error saying so, and so is an id naming none.
-// (A server that restored a checkpoint keeps it in memory for forks, and
-// restores it from there.)
+// lost is refused with an error saying so, and so is an id naming none:
+// by another server sharing the directory, and by the one that wrote and
+// restored it, which keeps it in memory for forks only while its files are
+// unchanged on disk.
 func TestCheckpoints_Refused(t *testing.T) {
 	dir := t.TempDir()
 	b := newTestBackend(t, Config{Checkpoints: dir})
@@ -82,6 +83,21 @@ func TestCheckpoints_Refused(t *testing.T) {
 		{"sidecar gone", func(d string) { os.Remove(filepath.Join(d, "fixture.yaml")) }, "is incomplete: fixture.yaml cannot be read"},
 		{"manifest gone", func(d string) { os.Remove(filepath.Join(d, manifestName)) }, "is incomplete: it has no manifest"},
 		{"manifest garbled", func(d string) { os.WriteFile(filepath.Join(d, manifestName), []byte(`{"format":`), 0o600) }, "is corrupt: its manifest does not parse"},
+		{"store file a link", func(d string) {
+			p := filepath.Join(d, "state.sqlite")
+			os.Remove(p)
+			os.Symlink("/etc/passwd", p)
+		}, "hash mismatch"},
+		{"directory gone", func(d string) { os.RemoveAll(d) }, "does not exist in this server's checkpoint store"},
+		{"expiry edited", func(d string) {
+			p := filepath.Join(d, manifestName)
+			b, _ := os.ReadFile(p)
+			var m map[string]any
+			json.Unmarshal(b, &m)
+			m["expires_at"] = "2000-01-01T00:00:00.000Z"
+			b, _ = json.Marshal(m)
+			os.WriteFile(p, b, 0o600)
+		}, "expired at 2000-01-01T00:00:00.000Z"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			info := checkpointed(t, b)
@@ -89,11 +105,14 @@ func TestCheckpoints_Refused(t *testing.T) {
 				t.Fatalf("the whole checkpoint was refused: %s", msg)
 			}
 			c.corrupt(filepath.Join(dir, info.ID))
-			// Another server sharing the directory: b keeps what it
-			// restored in memory.
-			msg := restoreErr(t, newTestBackend(t, Config{Checkpoints: dir}), info.ID)
-			if !strings.Contains(msg, c.want) || !strings.HasSuffix(msg, "nothing was restored") {
-				t.Fatalf("got %q, want it to contain %q and end in %q", msg, c.want, "nothing was restored")
+			for _, server := range []struct {
+				name string
+				b    *Backend
+			}{{"another server", newTestBackend(t, Config{Checkpoints: dir})}, {"the server that wrote it", b}} {
+				msg := restoreErr(t, server.b, info.ID)
+				if !strings.Contains(msg, c.want) || !strings.HasSuffix(msg, "nothing was restored") {
+					t.Errorf("%s: got %q, want it to contain %q and end in %q", server.name, msg, c.want, "nothing was restored")
+				}
 			}
 		})
 	}
@@ -254,5 +273,34 @@ func TestCheckpoints_Recorded(t *testing.T) {
 	}
 	if want := []string{info.ID + ":1 calls"}; fmt.Sprint(restored) != fmt.Sprint(want) {
 		t.Errorf("recordings of restored episodes: %v, want %v", restored, want)
+	}
+}
+
+// TestCheckpoints_CacheBudget: the checkpoints kept in memory for more
+// restores stay within maxLoaded and maxLoadedBytes, oldest out first; one
+// larger than the byte budget is not kept.
+func TestCheckpoints_CacheBudget(t *testing.T) {
+	c := &checkpoints{loaded: map[string]*loadedCheckpoint{}}
+	third := int64(maxLoadedBytes / 3)
+	for _, id := range []string{"a", "b", "c", "d"} {
+		c.keep(id, &loadedCheckpoint{size: third + 1})
+	}
+	if got := strings.Join(c.order, ","); got != "c,d" || c.loadedBytes != 2*(third+1) || len(c.loaded) != 2 {
+		t.Errorf("kept %s (%d bytes, %d entries), want c,d (%d bytes)", got, c.loadedBytes, len(c.loaded), 2*(third+1))
+	}
+	c.keep("huge", &loadedCheckpoint{size: maxLoadedBytes + 1})
+	c.keep("d", &loadedCheckpoint{size: 1}) // kept again: replaced, now newest
+	if got := strings.Join(c.order, ","); got != "c,d" || c.loadedBytes != third+2 {
+		t.Errorf("kept %s (%d bytes), want c,d (%d bytes)", got, c.loadedBytes, third+2)
+	}
+	for i := range 2 * maxLoaded {
+		c.keep(fmt.Sprint(i), &loadedCheckpoint{size: 1})
+	}
+	if len(c.order) != maxLoaded || len(c.loaded) != maxLoaded || c.loadedBytes != maxLoaded {
+		t.Errorf("%d ids, %d entries, %d bytes kept, want %d of each", len(c.order), len(c.loaded), c.loadedBytes, maxLoaded)
+	}
+	c.forget(fmt.Sprint(2*maxLoaded - 1))
+	if len(c.order) != maxLoaded-1 || c.loadedBytes != maxLoaded-1 {
+		t.Errorf("after forget: %d ids, %d bytes", len(c.order), c.loadedBytes)
 	}
 }

@@ -100,7 +100,7 @@ func (cp *Checkpoint) source() (*source, error) {
 			cp.srcErr = errors.New("composition: the checkpoint has no sidecar")
 			return
 		}
-		cp.src, cp.srcErr = newSource(cp.Sidecar, cp.Files)
+		cp.src, cp.srcErr = newSource(cp.Sidecar, cp.Files, "checkpoint")
 	})
 	return cp.src, cp.srcErr
 }

@@ -114,20 +114,6 @@ type source struct {
 
 var sources sync.Map // of fixture directory to *source
 
-// stampOf summarises the size and modification time of a fixture's files,
-// so a changed fixture is read and verified again.
-func stampOf(dir string, names []string) (string, error) {
-	var b strings.Builder
-	for _, n := range names {
-		fi, err := os.Stat(filepath.Join(dir, n))
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(&b, "%s:%d:%d;", n, fi.Size(), fi.ModTime().UnixNano())
-	}
-	return b.String(), nil
-}
-
 // loadSource reads, verifies and checks a fixture against the sealed tree.
 func loadSource(w *env.World, sealed *Sealed, opts Options) (*source, error) {
 	root, err := fixturesDir(w, opts.FixturesDir)
@@ -142,7 +128,7 @@ func loadSource(w *env.World, sealed *Sealed, opts Options) (*source, error) {
 	for _, n := range sealed.Nodes {
 		names = append(names, n.File)
 	}
-	stamp, stampErr := stampOf(dir, names)
+	stamp, stampErr := fixture.Stamp(dir, names)
 	cached, ok := sources.Load(dir)
 	src, _ := cached.(*source)
 	if ok && stampErr == nil && src.stamp == stamp {
@@ -181,7 +167,7 @@ func loadSource(w *env.World, sealed *Sealed, opts Options) (*source, error) {
 	}
 	// The bytes were read after Verify; newSource checks them against the
 	// sidecar too, so a file swapped in between is never used.
-	if src, err = newSource(s, files); err != nil {
+	if src, err = newSource(s, files, "fixture"); err != nil {
 		return nil, err
 	}
 	src.stamp = stamp
@@ -192,8 +178,9 @@ func loadSource(w *env.World, sealed *Sealed, opts Options) (*source, error) {
 }
 
 // newSource makes the source of a verified sidecar and its files' bytes,
-// by node path, which it checks against the sidecar's hashes.
-func newSource(s *fixture.Sidecar, files map[string][]byte) (*source, error) {
+// by node path, which it checks against the sidecar's hashes. what names
+// the files' origin in a mismatch's error: "fixture" or "checkpoint".
+func newSource(s *fixture.Sidecar, files map[string][]byte, what string) (*source, error) {
 	now, err := ParseTime(s.Now)
 	if err != nil {
 		return nil, err
@@ -201,7 +188,7 @@ func newSource(s *fixture.Sidecar, files map[string][]byte) (*source, error) {
 	hashes := s.FileHashes()
 	for path, b := range files {
 		if got, want := fixture.HashBytes(b), hashes[path]; got != want {
-			return nil, fmt.Errorf("fixture: hash mismatch: fixture %q node %s: file %s has sha256 %s, the sidecar says %s", s.ID, path, fixture.FileName(path), got, want)
+			return nil, fmt.Errorf("%s: hash mismatch: %s %q node %s: file %s has sha256 %s, the sidecar says %s", what, what, s.ID, path, fixture.FileName(path), got, want)
 		}
 	}
 	ref := &env.FixtureRef{ID: s.ID, FormatVersion: s.FormatVersion, FileSHA256: hashes}
