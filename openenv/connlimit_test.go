@@ -136,8 +136,26 @@ func TestConnLimit_Timeouts(t *testing.T) {
 	s := mustServeLimited(t, newFake(t), openenv.Config{StepTimeout: 300 * time.Millisecond}, limit)
 	t.Run("SlowBody", func(t *testing.T) {
 		c := s.rawConn(t)
-		io.WriteString(c, "POST /reset HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"seed\":")
-		closedByServer(t, c, bufio.NewReader(c))
+		io.WriteString(c, "POST /reset HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"seed\":")
+		r := bufio.NewReader(c)
+		// The client's fault, said as such: 408, not a server error.
+		if resp, err := http.ReadResponse(r, nil); err != nil || resp.StatusCode != http.StatusRequestTimeout {
+			t.Errorf("a body sent too slowly: %v %v, want 408", resp, err)
+		}
+		closedByServer(t, c, r)
+	})
+	t.Run("ShortBody", func(t *testing.T) {
+		c := s.rawConn(t)
+		io.WriteString(c, "POST /reset HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"seed\":")
+		c.(*net.TCPConn).CloseWrite()
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if want := `{"detail":"Reading the request body failed: the client sent less than it announced (unexpected EOF)","code":"SESSION_ERROR"}`; resp.StatusCode != http.StatusBadRequest || strings.TrimSpace(string(b)) != want {
+			t.Errorf("a body cut short: %d %s, want 400 %s", resp.StatusCode, b, want)
+		}
 	})
 	t.Run("IdleKeepAlive", func(t *testing.T) {
 		c := s.rawConn(t)

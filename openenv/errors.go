@@ -35,6 +35,8 @@ const (
 	codeSuperseded     = "SUPERSEDED"        // a request of an attempt a restore fenced
 	codeNoCheckpoints  = "NO_CHECKPOINTS"    // a checkpoint or restore the backend cannot do
 	codeMediaType      = "UNSUPPORTED_MEDIA" // a request body that is not application/json
+	codeBadBody        = "BAD_BODY"          // a request body cut short by its client
+	codeSlowBody       = "SLOW_BODY"         // a request body not sent within the read timeout
 	// codeInfrastructure is a failure of the host (an *env.InfraError): a
 	// full disk, no file descriptors left, instance files gone. It is never
 	// a tool result: the client gets this error, with the fault's kind.
@@ -74,6 +76,8 @@ var codes = map[string]struct {
 	codeSuperseded:     {codeSession, http.StatusConflict, rpcServerError},
 	codeNoCheckpoints:  {codeSession, http.StatusNotImplemented, rpcServerError},
 	codeMediaType:      {codeValidation, http.StatusUnsupportedMediaType, rpcInvalidRequest},
+	codeBadBody:        {codeSession, http.StatusBadRequest, rpcInvalidRequest},
+	codeSlowBody:       {codeSession, http.StatusRequestTimeout, rpcInvalidRequest},
 	codeInfrastructure: {codeExecution, http.StatusServiceUnavailable, rpcServerError},
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -154,8 +155,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *prot
 	switch {
 	case errors.As(err, &tooBig):
 		return nil, newError(codeTooLarge, "Request body exceeds the limit of %d bytes", s.cfg.MaxMessageBytes)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, newError(codeSlowBody, "Reading the request body failed: it was not sent within the server's read timeout (%v)", err)
 	case err != nil:
-		return nil, newError(codeSession, "Reading the request body failed: %v", err)
+		return nil, newError(codeBadBody, "Reading the request body failed: the client sent less than it announced (%v)", err)
 	}
 	if len(b) > 0 && !jsonMediaType(r.Header.Get("Content-Type")) {
 		// A page of any site may send a text/plain body without asking

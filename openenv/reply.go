@@ -5,6 +5,8 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
+	"slices"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -358,7 +360,7 @@ func inspectReply(r InspectRows, maxRows, maxReply int) (json.RawMessage, *proto
 		reply.TruncatedReason = byteLimit(len(rows), maxReply)
 	}
 	for i, row := range rows {
-		b, err := encode(nonNil(row))
+		b, err := encode(finiteRow(nonNil(row)))
 		if err != nil {
 			return nil, newError(codeQuery, "inspect result cannot be encoded as JSON: row %d: %v", i+1, err)
 		}
@@ -370,6 +372,26 @@ func inspectReply(r InspectRows, maxRows, maxReply int) (json.RawMessage, *proto
 	}
 	reply.Truncated = reply.TruncatedReason != ""
 	return mustEncode(reply), nil
+}
+
+// finiteRow returns row, or a copy of it with each infinite float (a REAL
+// value SQLite computes, as 1e999 does) written as the change log writes
+// one (env.ChangeRecord): the number 1e999 or -1e999, since JSON has no
+// infinity.
+func finiteRow(row []any) []any {
+	out, copied := row, false
+	for i, v := range row {
+		if f, ok := v.(float64); ok && math.IsInf(f, 0) {
+			if !copied {
+				out, copied = slices.Clone(row), true
+			}
+			out[i] = jsontext.Value("1e999")
+			if f < 0 {
+				out[i] = jsontext.Value("-1e999")
+			}
+		}
+	}
+	return out
 }
 
 // byteLimit is the truncated_reason of rows cut after the first n to keep

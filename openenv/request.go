@@ -189,12 +189,17 @@ type stepBody struct {
 	action action
 }
 
-// parseStepBody reads the body of POST /step. Action failures are located
-// relative to the action, as upstream reports them.
+// parseStepBody reads the body of POST /step. Failures inside the action
+// are located relative to the action, as upstream reports them; an action
+// that is not an object is at ["body","action"].
 func parseStepBody(raw []byte) (stepBody, []fieldError) {
 	var body stepBody
 	errs := decodeObject(raw, []any{"body"}, &body, "action")
-	if body.Action != nil {
+	switch {
+	case body.Action == nil:
+	case body.Action.Kind() != '{': // the body's own field, at its place in the body
+		errs = append([]fieldError{typeError("dict_type", []any{"body", "action"}, body.Action)}, errs...)
+	default:
 		var aerrs []fieldError
 		body.action, aerrs = parseAction(body.Action, nil)
 		errs = append(aerrs, errs...)

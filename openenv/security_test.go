@@ -254,3 +254,18 @@ func TestServer_ErrorsNameNoSource(t *testing.T) {
 		}
 	}
 }
+
+// TestWorldBackend_InspectInfinity: a REAL value SQLite computes as an
+// infinity comes back as the change log writes one, the number 1e999 (or
+// -1e999), instead of failing the whole reply; NaN is NULL in SQLite.
+func TestWorldBackend_InspectInfinity(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{})
+	if status, body, _ := s.httpDo(t, "POST", "/reset", `{"seed":1}`, nil); status != http.StatusOK {
+		t.Fatalf("reset: %d %s", status, body)
+	}
+	status, body, _ := s.httpDo(t, "POST", "/inspect", `{"sql":"SELECT 1e999 AS up, -1e999 AS down, 0.5 AS half, 'Infinity' AS text"}`, nil)
+	want := `{"columns":["up","down","half","text"],"rows":[[1e999,-1e999,0.5,"Infinity"]],"truncated":false}`
+	if status != http.StatusOK || compact(t, body) != want {
+		t.Errorf("inspect: %d %s, want 200 %s", status, body, want)
+	}
+}

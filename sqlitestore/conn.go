@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -219,6 +220,11 @@ func (cn *conn) prepare(sql string) (*sqlite3.Stmt, error) {
 	return st, err
 }
 
+// errManyStatements is the error of a text holding more than one
+// statement where one is run: Exec and Query point their callers to
+// ExecScript.
+var errManyStatements = errors.New("more than one statement")
+
 // prepareKind is prepare, also reporting what the statement does to the
 // transaction.
 func (cn *conn) prepareKind(sql string) (*sqlite3.Stmt, stmtInfo, error) {
@@ -234,7 +240,7 @@ func (cn *conn) prepareKind(sql string) (*sqlite3.Stmt, stmtInfo, error) {
 	}
 	if skipFiller(tail) != "" {
 		st.Close()
-		return nil, stmtInfo{}, fmt.Errorf("sqlitestore: more than one statement in %q; use ExecScript", abbreviate(sql, 80))
+		return nil, stmtInfo{}, fmt.Errorf("sqlitestore: %w in %q", errManyStatements, abbreviate(sql, 80))
 	}
 	if len(cn.order) >= stmtCacheSize {
 		old := cn.order[0]

@@ -223,6 +223,20 @@ func TestOpenInspector_Errors(t *testing.T) {
 		}
 	})
 
+	t.Run("TwoStatements", func(t *testing.T) {
+		// An inspect client cannot call ExecScript: the error names the
+		// problem without pointing there.
+		in, err := sqlitestore.OpenInspector(ctx, root.Path(), nil, sqlitestore.InspectorOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		_, err = in.Query(ctx, `SELECT 1; SELECT 2`)
+		if want := `sqlitestore: more than one statement in "SELECT 1; SELECT 2"`; err == nil || err.Error() != want {
+			t.Errorf("err = %v, want %q", err, want)
+		}
+	})
+
 	t.Run("QuotedSchemaName", func(t *testing.T) {
 		in, err := sqlitestore.OpenInspector(ctx, root.Path(), []sqlitestore.Attachment{{Schema: `we"ird`, Path: root.Path()}}, sqlitestore.InspectorOptions{})
 		if err != nil {

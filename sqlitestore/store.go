@@ -362,7 +362,10 @@ func statement[T any](s *Store, ctx context.Context, sql string, run func(*conn)
 			return err
 		}
 		_, info, err := cn.prepareKind(sql)
-		if err == nil {
+		switch {
+		case errors.Is(err, errManyStatements):
+			err = fmt.Errorf("%w; use ExecScript", err)
+		case err == nil:
 			err = s.allowLocked(cn, sql, info)
 		}
 		if err != nil {

@@ -139,7 +139,7 @@ func TestStore_ExecArgs(t *testing.T) {
 		{"UnsupportedType", `INSERT INTO v (x) VALUES (?)`, []any{struct{}{}}, "argument 1: unsupported type struct {}"},
 		{"Overflow", `INSERT INTO v (x) VALUES (?)`, []any{uint64(1 << 63)}, "overflows"},
 		{"TooFewArgs", `INSERT INTO v (id, x) VALUES (?, ?)`, []any{1}, "statement has 2 parameters, got 1 arguments"},
-		{"TwoStatements", `SELECT 1; SELECT 2`, nil, "more than one statement"},
+		{"TwoStatements", `SELECT 1; SELECT 2`, nil, `more than one statement in "SELECT 1; SELECT 2"; use ExecScript`},
 		{"Empty", ` -- nothing `, nil, "no statement"},
 		{"Syntax", `SELEC 1`, nil, `sqlitestore: near "SELEC": syntax error`},
 	} {
