@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/seahaven/seahaven/schemas"
 )
@@ -66,6 +67,8 @@ func (s *Server) routes() http.Handler {
 // openAPI's description at /openapi.json.
 func (s *Server) router(openAPI func() ([]byte, error)) chi.Router {
 	r := chi.NewRouter()
+	// HEAD is GET without the body (probes and load balancers send it).
+	r.Use(middleware.GetHead)
 	r.NotFound(serveNotFound)
 	r.MethodNotAllowed(serveMethodNotAllowed)
 	r.Get("/health", serveHealth)

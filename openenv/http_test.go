@@ -29,6 +29,10 @@ func TestHTTP_Routes(t *testing.T) {
 		{"StateNotPost", "POST", "/state", 405, `{"detail":"Method Not Allowed"}`},
 		{"ResetNotGet", "GET", "/reset", 405, `{"detail":"Method Not Allowed"}`},
 		{"WSWithoutUpgrade", "GET", "/ws", 426, ""},
+		{"HeadHealth", "HEAD", "/health", 200, ""},
+		{"HeadReady", "HEAD", "/ready", 200, ""},
+		{"HeadMetrics", "HEAD", "/metrics", 200, ""},
+		{"HeadNowhere", "HEAD", "/nowhere", 404, ""},
 	}
 	s := mustServe(t, newFake(t), openenv.Config{})
 	for _, tt := range tests {
@@ -36,6 +40,9 @@ func TestHTTP_Routes(t *testing.T) {
 			code, body, resp := s.httpDo(t, tt.method, tt.path, "", nil)
 			if code != tt.status {
 				t.Fatalf("status %d, want %d: %s", code, tt.status, body)
+			}
+			if tt.method == "HEAD" && body != "" {
+				t.Errorf("HEAD answered with a body: %s", body)
 			}
 			if tt.want != "" {
 				if compact(t, body) != compact(t, tt.want) {
