@@ -111,10 +111,17 @@ func (s *Server) respond(w http.ResponseWriter, status int, v any) {
 // respondRPC writes a JSON-RPC response as respond does; a response over
 // MaxReplyBytes is replaced by a JSON-RPC error with the same id.
 func (s *Server) respondRPC(w http.ResponseWriter, resp rpcResponse) {
-	b, err := encode(resp)
+	s.writeRPC(w, resp, resp.ID)
+}
+
+// writeRPC writes v, a JSON-RPC response or a batch's responses, as
+// respondRPC does; a reply over the limit is the error that says so, under
+// id.
+func (s *Server) writeRPC(w http.ResponseWriter, v any, id json.RawMessage) {
+	b, err := encode(v)
 	if err == nil && len(b) > s.cfg.MaxReplyBytes {
 		perr := s.replyTooLarge(len(b))
-		if b, err = encode(rpcProto(resp.ID, perr)); err == nil && len(b) > s.cfg.MaxReplyBytes {
+		if b, err = encode(rpcProto(id, perr)); err == nil && len(b) > s.cfg.MaxReplyBytes {
 			b, err = encode(rpcProto(nullID, perr)) // the id itself is too long
 		}
 	}

@@ -177,16 +177,7 @@ func (s *Server) serveBatch(ctx context.Context, w http.ResponseWriter, body []b
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	b, err := encode(resps)
-	if err == nil && len(b) > s.cfg.MaxReplyBytes {
-		s.respondRPC(w, standardReply(rpcProto(nullID, s.replyTooLarge(len(b)))))
-		return
-	}
-	if err != nil {
-		s.respondRPC(w, rpcFailure(nullID, rpcInternalError, "response cannot be encoded as JSON: "+err.Error(), nil))
-		return
-	}
-	s.writeBody(w, http.StatusOK, b)
+	s.writeRPC(w, resps, nullID)
 }
 
 // refuseOrigin answers 403 to a request to /mcp from a page of another
