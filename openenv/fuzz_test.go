@@ -116,35 +116,55 @@ func FuzzWSMessage(f *testing.F) {
 
 // isNotification reports whether body is a valid JSON-RPC notification.
 func isNotification(body []byte) bool {
+	method, hasID, ok := rpcMessage(body)
+	return ok && !hasID && strings.HasPrefix(method, "notifications/")
+}
+
+// isIDlessInitialize reports whether body is a valid JSON-RPC initialize
+// without an id, which the MCP specification does not allow: a standard
+// client's initialize is refused with 400 and starts no session.
+func isIDlessInitialize(body []byte) bool {
+	method, hasID, ok := rpcMessage(body)
+	return ok && !hasID && method == "initialize"
+}
+
+// rpcMessage reads body as one JSON-RPC 2.0 message of the keys jsonrpc
+// ("2.0"), method (a string), params (an object) and id (any value): ok
+// is false for anything else.
+func rpcMessage(body []byte) (method string, hasID, ok bool) {
 	var m map[string]json.RawMessage
 	if !json.Valid(body) || hasDuplicateKey(body) || !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) || json.Unmarshal(body, &m) != nil {
-		return false
+		return "", false, false
 	}
-	var version, method string
+	var version string
 	for k, v := range m {
 		switch k {
 		case "jsonrpc":
-			if !bytes.HasPrefix(bytes.TrimSpace(v), []byte(`"`)) || json.Unmarshal(v, &version) != nil || version != "2.0" {
-				return false
+			if !bytes.HasPrefix(bytes.TrimSpace(v), []byte(`"`)) || json.Unmarshal(v, &version) != nil {
+				return "", false, false
 			}
 		case "method":
 			if !bytes.HasPrefix(bytes.TrimSpace(v), []byte(`"`)) || json.Unmarshal(v, &method) != nil {
-				return false
+				return "", false, false
 			}
 		case "params":
 			if !bytes.HasPrefix(bytes.TrimSpace(v), []byte("{")) {
-				return false
+				return "", false, false
 			}
+		case "id":
+			hasID = true
 		default:
-			return false
+			return "", false, false
 		}
 	}
-	return version == "2.0" && strings.HasPrefix(method, "notifications/")
+	return method, hasID, version == "2.0" && method != ""
 }
 
 // FuzzJSONRPC posts arbitrary bodies to /mcp. The reply is always HTTP 200
-// with one valid JSON-RPC response, or 202 with no body for exactly the
-// valid notifications.
+// with one valid JSON-RPC response, 202 with no body for exactly the valid
+// notifications, or 400 with a JSON-RPC error for exactly the valid
+// initialize requests without an id. An initialize is a standard MCP
+// client's, and is answered in its shape.
 func FuzzJSONRPC(f *testing.F) {
 	for _, seed := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`,
@@ -155,6 +175,7 @@ func FuzzJSONRPC(f *testing.F) {
 		`{"jsonrpc":"2.0","id":4,"method":"openenv/session/create","params":{}}`,
 		`{"jsonrpc":"2.0","id":5,"method":"openenv/session/close","params":{"session_id":"x"}}`,
 		`{}`, `[]`, `{"jsonrpc":`, ``, `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`,
+		`{"jsonrpc":"2.0","method":"initialize"}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -177,17 +198,37 @@ func FuzzJSONRPC(f *testing.F) {
 			}
 			return
 		}
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("%q: status %d", body, resp.StatusCode)
+		want := http.StatusOK
+		if isIDlessInitialize(body) {
+			want = http.StatusBadRequest
 		}
-		if err := checkRPCResponse(out); err != nil {
+		if resp.StatusCode != want {
+			t.Fatalf("%q: status %d, want %d", body, resp.StatusCode, want)
+		}
+		// A standard client's initialize is answered in its shape, where
+		// an error may leave out data.
+		method, _, _ := rpcMessage(body)
+		if err := checkRPCShape(out, method != "initialize"); err != nil {
 			t.Fatalf("%q: %v\n%s", body, err, out)
 		}
 	})
 }
 
-// checkRPCResponse checks the shape of one JSON-RPC 2.0 response.
-func checkRPCResponse(b []byte) error {
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// checkRPCResponse checks the shape of one JSON-RPC 2.0 response in
+// OpenEnv's dialect, whose errors always carry data.
+func checkRPCResponse(b []byte) error { return checkRPCShape(b, true) }
+
+// checkRPCShape checks the shape of one JSON-RPC 2.0 response; withData
+// is whether an error carries data, as OpenEnv's dialect has it, or may
+// leave it out, as a standard client's replies do.
+func checkRPCShape(b []byte, withData bool) error {
 	if !utf8.Valid(b) {
 		return errors.New("not UTF-8")
 	}
@@ -216,7 +257,7 @@ func checkRPCResponse(b []byte) error {
 		if json.Unmarshal(e["code"], &code) != nil || json.Unmarshal(e["message"], &msg) != nil {
 			return errors.New("error without an integer code and a string message")
 		}
-		if _, ok := e["data"]; !ok || len(e) != 3 {
+		if _, ok := e["data"]; (!ok && withData) || len(e) != 2+btoi(ok) {
 			return errors.New("error must have exactly code, message and data")
 		}
 	}
