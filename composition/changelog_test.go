@@ -2,8 +2,10 @@ package composition_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -401,5 +403,57 @@ func TestDB_TransactionControlIsAWorldBug(t *testing.T) {
 	row, err := inst.DB().One("SELECT count(*) AS n FROM kv")
 	if err != nil || row["n"] != int64(0) {
 		t.Fatalf("rows after the refusals: %v, %v; want 0", row, err)
+	}
+}
+
+// TestDB_AttachIsAWorldBug has a host tool run the agent's SQL on the
+// host's store, as a run_sql tool does: an ATTACH of an added world's file,
+// and the write through it that would follow, never reach that file, so
+// the change log misses nothing. Each refusal is a WorldBug naming the
+// statement.
+func TestDB_AttachIsAWorldBug(t *testing.T) {
+	host := env.NewWorld(env.WorldSpec{Name: "ahost", Version: "1.0.0", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
+	host.AddWorld(kvWorld("akv"), env.Name("kv"))
+	type sqlArgs struct {
+		SQL string `json:"sql"`
+	}
+	env.Tool(host, "run_sql", "Run one SQL statement.", func(c *env.Ctx, a sqlArgs) (any, error) {
+		return c.DB.Rows(a.SQL)
+	})
+	inst := compositiontest.Open(t, host, composition.Options{})
+	ctx := context.Background()
+	if err := inst.Bulk(ctx, func(c *env.Ctx) error {
+		_, err := c.Worlds.Get("kv").DB().Exec("INSERT INTO kv VALUES ('a', 1)")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(inst.ChangeLog())
+	sibling := filepath.Join(inst.Dir(), "state.kv.sqlite")
+	for _, sql := range []string{
+		"ATTACH DATABASE '" + sibling + "' AS kv",
+		"ATTACH '" + sibling + "' AS sib",
+		"DETACH DATABASE kv",
+	} {
+		args, _ := json.Marshal(sqlArgs{sql})
+		_, err := inst.CallJSON(ctx, "run_sql", args)
+		var bug *env.WorldBug
+		want := fmt.Sprintf("DB.Rows(%q): a world's store reaches its own file only: ATTACH and DETACH are refused", sql)
+		if !errors.As(err, &bug) || !strings.HasPrefix(bug.Message, want) {
+			t.Fatalf("run_sql %s: err = %v, want a WorldBug beginning %q", sql, err, want)
+		}
+	}
+	for _, sql := range []string{"UPDATE kv.kv SET v = 99", "UPDATE sib.kv SET v = 99"} {
+		args, _ := json.Marshal(sqlArgs{sql})
+		if _, err := inst.CallJSON(ctx, "run_sql", args); err == nil || !strings.Contains(err.Error(), "no such table") {
+			t.Fatalf("run_sql %s: err = %v, want no such table", sql, err)
+		}
+	}
+	row, err := inst.Inspect().One(ctx, "SELECT v FROM kv.kv WHERE id = 'a'")
+	if err != nil || row["v"] != int64(1) {
+		t.Fatalf("kv row a after the refusals: %v, %v; want v = 1", row, err)
+	}
+	if got := inst.ChangeLog()[before:]; len(got) != 0 {
+		t.Errorf("change log grew by %v", got)
 	}
 }

@@ -152,8 +152,8 @@ func dbConn(d storeUse) (any, error) {
 }
 
 // dbError turns the store's refusal of a statement that would begin,
-// commit or roll back a transaction, or reach a savepoint across a frame,
-// into the WorldBug that says what to do instead; other errors pass
+// commit or roll back a transaction, reach a savepoint across a frame, or
+// attach or detach a database, into the WorldBug that says what to do instead; other errors pass
 // unchanged.
 func dbError(method, sql string, err error) error {
 	switch {
@@ -161,6 +161,10 @@ func dbError(method, sql string, err error) error {
 		return &env.WorldBug{Err: err, Message: fmt.Sprintf("DB.%s(%q): a world does not begin, commit or roll back transactions: "+
 			"a call's statements run in its transaction, which commits when the tool returns and rolls back when it fails, "+
 			"and statements outside calls autocommit; use DB.Transaction for a part that may fail on its own (Bulk outside calls)", method, strings.TrimSpace(sql))}
+	case errors.Is(err, sqlitestore.ErrAttach):
+		return &env.WorldBug{Err: err, Message: fmt.Sprintf("DB.%s(%q): a world's store reaches its own file only: ATTACH and DETACH are refused, "+
+			"as a write to another file would be in no change log; reach an added world through its tools or its DB, "+
+			"and read every store at once through the instance's inspection view", method, strings.TrimSpace(sql))}
 	case errors.Is(err, sqlitestore.ErrSavepointScope):
 		return &env.WorldBug{Err: err, Message: fmt.Sprintf("DB.%s(%q): no savepoint of that name was opened in this frame since its last "+
 			"DB.Transaction or nested call on this store began: RELEASE and ROLLBACK TO reach only those, as one opened before "+

@@ -787,8 +787,8 @@ func (m *tableMeta) keyNames() []string {
 	return m.pkNames
 }
 
-// watchSchema is the store connection's authorizer: it allows everything and
-// notes statements that change tables, so capture metadata is reloaded
+// watchSchema is the store connection's authorizer: it allows everything but
+// an ATTACH or DETACH of the store's API (see ErrAttach), and notes statements that change tables, so capture metadata is reloaded
 // before it is trusted again, and statements that leave state in the
 // connection or change the file's schema, so the connection is not parked
 // (see Options.ShareKey). It runs when a statement is prepared, so a
@@ -852,7 +852,15 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 		cn.metaDirty = true
 		cn.ddlSeq++
 		cn.ddl, cn.tainted = true, true
-	case sqlite3.AUTH_ATTACH: // VACUUM is reported as ATTACH; it may renumber rowids
+	case sqlite3.AUTH_ATTACH, sqlite3.AUTH_DETACH:
+		if cn.preparing {
+			// A user's ATTACH or DETACH (see ErrAttach); capture reads
+			// the main schema only, so writes to an attached file would
+			// be in no change log.
+			cn.info.attach = true
+			return sqlite3.AUTH_DENY
+		}
+		// The ATTACH a VACUUM runs while it steps: it may renumber rowids.
 		cn.metaDirty = true
 		cn.ddlSeq++
 		cn.tainted = true
@@ -861,8 +869,7 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 		sqlite3.AUTH_CREATE_VIEW, sqlite3.AUTH_DROP_VIEW, sqlite3.AUTH_ANALYZE:
 		cn.ddl, cn.tainted = true, true
 	case sqlite3.AUTH_CREATE_TEMP_INDEX, sqlite3.AUTH_CREATE_TEMP_TABLE,
-		sqlite3.AUTH_CREATE_TEMP_TRIGGER, sqlite3.AUTH_CREATE_TEMP_VIEW,
-		sqlite3.AUTH_DETACH:
+		sqlite3.AUTH_CREATE_TEMP_TRIGGER, sqlite3.AUTH_CREATE_TEMP_VIEW:
 		cn.tainted = true
 	case sqlite3.AUTH_PRAGMA:
 		// A PRAGMA with an argument may change the connection's settings,

@@ -54,6 +54,7 @@ type conn struct {
 	dropping    string  // the table of the DROP the authorizer saw last, for the delete it authorizes next
 	undo        *uint64 // the store's Store.undo; nil for other connections
 	exposed     bool    // handed out by Store.Conn
+	preparing   bool    // prepareNext is preparing a statement of the store's API
 	// layout notes what may have changed the tables' columns since the
 	// connection was bound to its store; loadSeq is layout.seq when meta
 	// was loaded, and loadInTxn whether it was loaded inside a transaction
@@ -72,7 +73,7 @@ type conn struct {
 
 	// Parking (Options.ShareKey).
 	slot    *rebindFile // the rebindable main file; nil for other connections
-	tainted bool        // per-connection state changed (a PRAGMA, ATTACH, a temp object): never park
+	tainted bool        // per-connection state changed (a PRAGMA, a temp object, a VACUUM): never park
 	ddl     bool        // the main schema may have changed: the store's file no longer matches its key
 	txns    int         // write transactions begun since the connection was bound
 
@@ -90,6 +91,7 @@ type cachedStmt struct {
 type stmtInfo struct {
 	kind      stmtKind
 	savepoint string // the savepoint a savepoint statement names
+	attach    bool   // an ATTACH or DETACH, which the authorizer refused
 }
 
 // stmtKind is what a statement does to the connection's transaction, as the
@@ -255,10 +257,18 @@ func (cn *conn) prepareKind(sql string) (*sqlite3.Stmt, stmtInfo, error) {
 
 // prepareNext prepares the first statement of sql, uncached, and reports
 // what it does to the transaction.
+//
+// It is the one place a statement of the store's API is prepared, which is
+// how the authorizer tells a user's ATTACH or DETACH, refused here with an
+// error wrapping ErrAttach, from the one VACUUM runs, which it authorizes
+// while the VACUUM steps.
 func (cn *conn) prepareNext(sql string) (st *sqlite3.Stmt, tail string, info stmtInfo, err error) {
-	cn.info = stmtInfo{}
+	cn.info, cn.preparing = stmtInfo{}, true
 	st, tail, err = cn.c.Prepare(sql)
-	info, cn.info = cn.info, stmtInfo{}
+	info, cn.info, cn.preparing = cn.info, stmtInfo{}, false
+	if err != nil && info.attach {
+		err = fmt.Errorf("%w: %s", ErrAttach, abbreviate(strings.TrimSpace(firstStatement(sql)), 200))
+	}
 	return st, tail, info, err
 }
 

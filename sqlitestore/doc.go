@@ -53,7 +53,8 @@
 // run it in autocommit. A RELEASE or ROLLBACK TO may name only a savepoint
 // opened in the innermost frame since it, or the last frame inside it,
 // began ([ErrSavepointScope]), so no statement undoes or merges a frame's
-// work from outside it. [Store.StartCapture] and [Capture.Finish] bracket a call
+// work from outside it. ATTACH and DETACH are refused ([ErrAttach]): a
+// store's statements reach its own file only. [Store.StartCapture] and [Capture.Finish] bracket a call
 // and return its net row changes, one insert, update or delete per row,
 // sorted by table and key. Capture uses SQLite's preupdate hook for the first
 // before-image of each touched row and reads the rows' current images at the

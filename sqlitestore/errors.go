@@ -37,6 +37,12 @@ var (
 	// ExecScript return for a statement that would begin, commit or roll
 	// back a transaction, which belong to the store's frames (Begin).
 	ErrTransactionControl = errors.New("sqlitestore: transaction control refused: the store's transactions are its frames")
+	// ErrAttach is wrapped by the error Exec, Query and ExecScript return
+	// for an ATTACH or DETACH: a store's connection reads and writes its
+	// own file only, so that every change it makes is in its change log
+	// and no statement reaches another store's file. Evals read every store
+	// at once through an Inspector.
+	ErrAttach = errors.New("sqlitestore: ATTACH and DETACH refused: a store's connection reads and writes its own file only, so that every change is in its change log")
 	// ErrSavepointScope is wrapped by the error Exec, Query and ExecScript
 	// return for a RELEASE or ROLLBACK TO, run in a frame, that names no
 	// savepoint opened in that frame since it began or since the last frame

@@ -343,7 +343,9 @@ func (s *Store) materializeLocked() error {
 // innermost frame began, or before the last frame that began inside it,
 // fails with an error wrapping ErrSavepointScope. While a frame is open
 // whose transaction SQLite rolled back on its own, every statement fails
-// with an error wrapping ErrRolledBack.
+// with an error wrapping ErrRolledBack. An ATTACH or DETACH fails with an
+// error wrapping ErrAttach and does nothing: the store's connection reaches
+// its own file only.
 func (s *Store) Exec(ctx context.Context, sql string, args ...any) (Result, error) {
 	return statement(s, ctx, sql, func(cn *conn) (Result, error) { return cn.exec(sql, args) })
 }
@@ -484,7 +486,9 @@ func (s *Store) releaseIdle(cutoff time.Time) bool {
 // Conn returns the store's raw SQLite connection, opened if needed, as an
 // escape hatch for world authors. It stays valid while the store is pinned or
 // in a transaction; once the store is released or closed it is closed. Do not
-// replace its authorizer or preupdate hook, which the store uses.
+// replace its authorizer or preupdate hook, which the store uses. Exec's
+// refusals do not apply to it: what it runs is the caller's own, and a
+// write to a database it attaches is in no change log.
 func (s *Store) Conn(ctx context.Context) (*sqlite3.Conn, error) {
 	var c *sqlite3.Conn
 	err := s.do(ctx, true, func(cn *conn) error {

@@ -532,3 +532,89 @@ func TestStore_PanicLeavesStoreUnlocked(t *testing.T) {
 		t.Fatal("the store stayed locked after the panic")
 	}
 }
+
+// TestStore_RefusesAttach runs ATTACH and DETACH through the store's API:
+// they are refused with ErrAttach and attach nothing, so no statement of a
+// store writes another file, where its change log would miss the write. A
+// VACUUM, which attaches a database of its own while it runs, still works.
+func TestStore_RefusesAttach(t *testing.T) {
+	ctx := context.Background()
+	other := MustCreate(t, `CREATE TABLE secrets (v TEXT); INSERT INTO secrets VALUES ('kept');`, sqlitestore.Options{})
+	target := other.Path()
+	other.Close()
+	run := map[string]func(s *sqlitestore.Store, sql string, args ...any) error{
+		"Exec": func(s *sqlitestore.Store, sql string, args ...any) error {
+			_, err := s.Exec(ctx, sql, args...)
+			return err
+		},
+		"Query": func(s *sqlitestore.Store, sql string, args ...any) error {
+			_, err := s.Query(ctx, sql, args...)
+			return err
+		},
+		"ExecScript": func(s *sqlitestore.Store, sql string, args ...any) error {
+			if len(args) > 0 {
+				return sqlitestore.ErrAttach // ExecScript binds nothing
+			}
+			return s.ExecScript(ctx, `INSERT INTO t VALUES (2); `+sql+`; INSERT INTO t VALUES (3)`)
+		},
+	}
+	for name, run := range run {
+		for _, tt := range []struct {
+			sql     string
+			args    []any
+			inFrame bool
+		}{
+			{`ATTACH DATABASE '` + target + `' AS other`, nil, true},
+			{`ATTACH '` + target + `' AS other`, nil, false},
+			{`attach database ? as other`, []any{target}, true},
+			{`ATTACH ':memory:' AS scratch`, nil, false},
+			{`ATTACH 'file:` + target + `?mode=rw' AS other`, nil, true},
+			{`DETACH DATABASE other`, nil, false},
+			{`DETACH temp`, nil, true},
+		} {
+			t.Run(name+"/"+tt.sql, func(t *testing.T) {
+				s := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY)`, sqlitestore.Options{})
+				var f *sqlitestore.Frame
+				if tt.inFrame {
+					var err error
+					if f, err = s.Begin(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+				err := run(s, tt.sql, tt.args...)
+				if !errors.Is(err, sqlitestore.ErrAttach) {
+					t.Fatalf("err = %v, want ErrAttach", err)
+				}
+				if tt.args == nil && !strings.Contains(err.Error(), ": "+tt.sql) {
+					t.Errorf("err = %v, want it to name %q", err, tt.sql)
+				}
+				if n := MustOne(t, s, `SELECT count(*) FROM pragma_database_list WHERE name NOT IN ('main', 'temp')`); n != int64(0) {
+					t.Fatalf("%v databases attached after the refused statement", n)
+				}
+				if _, err := s.Query(ctx, `SELECT * FROM other.secrets`); err == nil || !strings.Contains(err.Error(), "no such table") {
+					t.Fatalf("reading the other file after the refusal: %v, want no such table", err)
+				}
+				if f != nil {
+					if err := f.Commit(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				MustExec(t, s, `INSERT INTO t VALUES (10)`) // the store works on
+			})
+		}
+	}
+	t.Run("Vacuum", func(t *testing.T) {
+		s := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'a'), (5, 'b');`, sqlitestore.Options{})
+		MustExec(t, s, `DELETE FROM t WHERE id = 1`)
+		MustExec(t, s, `VACUUM`)
+		if err := s.ExecScript(ctx, `VACUUM main; INSERT INTO t VALUES (6, 'c')`); err != nil {
+			t.Fatal(err)
+		}
+		if got := MustOne(t, s, `SELECT group_concat(id || v) FROM t`); got != "5b,6c" {
+			t.Fatalf("rows after VACUUM: %v", got)
+		}
+		if err := s.VacuumInto(ctx, filepath.Join(t.TempDir(), "copy.sqlite")); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
