@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -30,6 +32,32 @@ func activationFrom(ctx context.Context) *activation {
 	}
 	a, _ := ctx.Value(activationKey{}).(*activation)
 	return a
+}
+
+// activateFunc is the name the runtime gives Instance.activate, the frame
+// below all world code of an activation.
+var activateFunc = runtime.FuncForPC(reflect.ValueOf((*Instance).activate).Pointer()).Name()
+
+// inActivation reports whether the calling goroutine runs inside an
+// activation of some instance: whether activate is on its stack. It lets
+// Open refuse to run inside a call it was not given the context of.
+func inActivation() bool {
+	pcs := make([]uintptr, 128)
+	n := runtime.Callers(2, pcs)
+	for n == len(pcs) { // a deep stack: take it whole
+		pcs = make([]uintptr, 4*len(pcs))
+		n = runtime.Callers(2, pcs)
+	}
+	frames := runtime.CallersFrames(pcs[:n])
+	for {
+		f, more := frames.Next()
+		if f.Function == activateFunc {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
 }
 
 // activationKind says what opened an activation.

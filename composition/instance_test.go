@@ -283,14 +283,41 @@ func TestHandles_Rules(t *testing.T) {
 		_, err := composition.Open(c.Context(), host, composition.Options{})
 		return nil, err
 	})
+	// Without the call's context too: Open knows its goroutine is in a call.
+	env.Tool(host, "open_inside_background", "Never make an instance inside a call.", func(c *env.Ctx, _ noArgs) (any, error) {
+		inst, err := composition.Open(context.Background(), host, composition.Options{})
+		if inst != nil {
+			inst.Close()
+		}
+		return nil, err
+	})
 	inst := compositiontest.Open(t, host, composition.Options{})
 	var bug *env.WorldBug
 	if _, err := inst.CallJSON(context.Background(), "unknown_child", nil); !errors.As(err, &bug) || !strings.Contains(bug.Message, `added no world named "nope"`) {
 		t.Fatalf("unknown child: %v", err)
 	}
 	compositiontest.Call(t, inst, "hidden_by_name", `{}`)
-	if _, err := inst.CallJSON(context.Background(), "open_inside", nil); !errors.As(err, &bug) || !strings.Contains(bug.Message, "cannot be made inside a call") {
-		t.Fatalf("open inside: %v", err)
+	for _, tool := range []string{"open_inside", "open_inside_background"} {
+		if _, err := inst.CallJSON(context.Background(), tool, nil); !errors.As(err, &bug) ||
+			bug.Message != "composition.Open: an instance cannot be made inside a call; reach added worlds through ctx.Worlds" {
+			t.Fatalf("%s: %v", tool, err)
+		}
+	}
+	// In a Bulk block and a startup hook alike, whatever the context.
+	err := inst.Bulk(context.Background(), func(c *env.Ctx) error {
+		_, err := composition.Open(context.Background(), host, composition.Options{})
+		return err
+	})
+	if !errors.As(err, &bug) {
+		t.Fatalf("Open in a Bulk block: %v", err)
+	}
+	hooked := env.NewWorld(env.WorldSpec{Name: "hooked", Version: "1", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
+	env.OnStartup(hooked, func(c *env.Ctx, _ struct{}) error {
+		_, err := composition.Open(context.Background(), host, composition.Options{})
+		return err
+	})
+	if _, err := composition.Open(context.Background(), hooked, composition.Options{}); !errors.As(err, &bug) {
+		t.Fatalf("Open in a startup hook: %v", err)
 	}
 	// p is a node twice: env.Call at the instance cannot pick one... and the
 	// tool is not on the surface at all (both lists are empty).

@@ -19,8 +19,11 @@ import (
 // Open creates an instance of world: from a fixture when opts.Fixture is
 // set, else genesis. Startup hooks run depth first with every node's
 // transaction open; a hook that fails rolls every node back and leaves no
-// instance. Open refuses to run inside a call: the child name is the only
-// door to another world.
+// instance. Open refuses to run inside a call, a Bulk block or a startup
+// hook, with a WorldBug: the child name is the only door to another world.
+// It knows it is inside one from its context (the call's, or one derived
+// from it) or from its own goroutine's stack; a goroutine world code
+// started, given a context of its own, is not recognised.
 //
 // A failure of the host (a full disk, no file descriptors left, an instance
 // directory that cannot be made) is an *env.InfraError whose message names
@@ -37,7 +40,7 @@ func Open(ctx context.Context, world *env.World, opts Options) (*Instance, error
 }
 
 func open(ctx context.Context, world *env.World, opts Options) (*Instance, error) {
-	if a := activationFrom(ctx); a != nil {
+	if activationFrom(ctx) != nil || inActivation() {
 		return nil, env.Bugf("composition.Open: an instance cannot be made inside a call; reach added worlds through ctx.Worlds")
 	}
 	sealed, err := Seal(world)
