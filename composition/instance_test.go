@@ -652,3 +652,61 @@ func TestOpen_NowOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// TestHandles_CallMessages checks the WorldBugs of calls through a handle
+// that cannot be made, word for word: a tool the handle's world does not
+// have, a typed call to a world outside the handle's subtree, and one to
+// a world that is a node of it more than once.
+func TestHandles_CallMessages(t *testing.T) {
+	led, ledAdd := ledger("hm_led")
+	other, otherAdd := ledger("hm_other")
+	mid := env.NewWorld(env.WorldSpec{Name: "hm_mid", Version: "1", Schema: "CREATE TABLE m (x INTEGER) STRICT;"})
+	mid.AddWorld(led, env.Name("a"), env.ToolAllowList())
+	mid.AddWorld(led, env.Name("b"), env.Store("b"), env.ToolAllowList())
+	host := env.NewWorld(env.WorldSpec{Name: "hm_host", Version: "1", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
+	host.AddWorld(mid, env.Name("shop"), env.ToolAllowList())
+	host.AddWorld(other, env.Name("other"), env.ToolAllowList())
+	host.AddWorld(led, env.Name("solo"), env.Store("solo"), env.ToolPrefix("solo_"), env.ToolAllowList("add"))
+	host.AddWorld(led, env.Name("duo"), env.Store("duo"), env.ToolPrefix("duo_"), env.ToolAllowList("add"))
+	type which struct {
+		Case string `json:"case"`
+	}
+	env.Tool(host, "try", "Make a call that cannot be made.", func(c *env.Ctx, w which) (any, error) {
+		shop := c.Worlds.Get("shop")
+		switch w.Case {
+		case "by_name":
+			return shop.Call("nope", nil)
+		case "outside":
+			return env.Call(c.Context(), shop, otherAdd, amountArgs{1})
+		case "twice":
+			return env.Call(c.Context(), shop, ledAdd, amountArgs{1})
+		case "once":
+			return env.Call(c.Context(), shop.Worlds().Get("b"), ledAdd, amountArgs{1})
+		}
+		return nil, nil
+	})
+	inst := compositiontest.Open(t, host, composition.Options{})
+	for _, tt := range []struct{ name, want string }{
+		{"by_name", `hm_mid (node shop) has no tool "nope"`},
+		{"outside", `add is a tool of hm_other, which is not in the subtree of node shop`},
+		{"twice", `add is a tool of hm_led, which is a node of this subtree more than once (add at shop/a, add at shop/b): call it through the handle of the account you mean`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := inst.CallJSON(context.Background(), "try", []byte(`{"case":"`+tt.name+`"}`))
+			var bug *env.WorldBug
+			if !errors.As(err, &bug) || bug.Message != tt.want {
+				t.Fatalf("err = %v\nwant a WorldBug %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := inst.CallJSON(context.Background(), "try", []byte(`{"case":"once"}`)); err != nil {
+		t.Fatalf("a typed call through the handle of one account: %v", err)
+	}
+	// At the instance, a tool on the surface of two accounts names both.
+	_, err := env.Call(context.Background(), inst, ledAdd, amountArgs{1})
+	var bug *env.WorldBug
+	want := `add is a tool of hm_led, which is a node of this tree more than once (solo_add at solo, duo_add at duo): call it through the handle of the account you mean, ctx.Worlds.Get(name)`
+	if !errors.As(err, &bug) || bug.Message != want {
+		t.Fatalf("typed call at the instance: %v\nwant a WorldBug %q", err, want)
+	}
+}

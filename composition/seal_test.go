@@ -56,7 +56,7 @@ func TestAddWorld_ChecksAtTheCall(t *testing.T) {
 		{"BlankStore", func(h, c *env.World) { h.AddWorld(c, env.Store(" ")) }, "Store must name a scope"},
 		{"BothLists", func(h, c *env.World) { h.AddWorld(c, env.ToolAllowList("a"), env.ToolBlockList("b")) }, "not both"},
 		{"EmptyEntry", func(h, c *env.World) { h.AddWorld(c, env.ToolAllowList("")) }, "empty name"},
-		{"UnknownStartupKey", func(h, c *env.World) { h.AddWorld(c, env.Startup(map[string]any{"colour": "red"})) }, `startup keyword "colour" is not accepted`},
+		{"UnknownStartupKey", func(h, c *env.World) { h.AddWorld(c, env.Startup(map[string]any{"colour": "red"})) }, `: startup keyword "colour" is not accepted by any startup hook of child (accepted: none)`},
 		{"Self", func(h, c *env.World) { h.AddWorld(h) }, "makes a cycle"},
 		{"Cycle", func(h, c *env.World) { c.AddWorld(h); h.AddWorld(c) }, "makes a cycle"},
 	}
