@@ -109,24 +109,35 @@ func (s *Server) respond(w http.ResponseWriter, status int, v any) {
 }
 
 // respondRPC writes a JSON-RPC response as respond does; a response over
-// MaxReplyBytes is replaced by a JSON-RPC error with the same id.
-func (s *Server) respondRPC(w http.ResponseWriter, resp rpcResponse) {
-	s.writeRPC(w, resp, resp.ID)
+// MaxReplyBytes is replaced by a JSON-RPC error with the same id, in a
+// standard client's shape when std is set (see standardReply).
+func (s *Server) respondRPC(w http.ResponseWriter, resp rpcResponse, std bool) {
+	s.writeRPC(w, resp, resp.ID, std)
 }
 
 // writeRPC writes v, a JSON-RPC response or a batch's responses, as
 // respondRPC does; a reply over the limit is the error that says so, under
 // id.
-func (s *Server) writeRPC(w http.ResponseWriter, v any, id json.RawMessage) {
+func (s *Server) writeRPC(w http.ResponseWriter, v any, id json.RawMessage, std bool) {
 	b, err := encode(v)
 	if err == nil && len(b) > s.cfg.MaxReplyBytes {
 		perr := s.replyTooLarge(len(b))
-		if b, err = encode(rpcProto(id, perr)); err == nil && len(b) > s.cfg.MaxReplyBytes {
-			b, err = encode(rpcProto(nullID, perr)) // the id itself is too long
+		shape := func(id json.RawMessage) rpcResponse {
+			if std {
+				return standardReply(rpcProto(id, perr))
+			}
+			return rpcProto(id, perr)
+		}
+		if b, err = encode(shape(id)); err == nil && len(b) > s.cfg.MaxReplyBytes {
+			b, err = encode(shape(nullID)) // the id itself is too long
 		}
 	}
 	if err != nil {
-		s.respond(w, http.StatusOK, rpcFailure(nullID, rpcInternalError, fmt.Sprintf("response cannot be encoded as JSON: %v", err), nil))
+		resp := rpcFailure(nullID, rpcInternalError, fmt.Sprintf("response cannot be encoded as JSON: %v", err), nil)
+		if std {
+			resp = standardReply(resp)
+		}
+		s.respond(w, http.StatusOK, resp)
 		return
 	}
 	s.writeBody(w, http.StatusOK, b)

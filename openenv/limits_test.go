@@ -144,6 +144,21 @@ func TestServer_ReplyBytes(t *testing.T) {
 		if len(reply) > smallReplies || field(t, reply, "id") != nil || !strings.Contains(str(t, reply, "error.message"), wantMsg) {
 			t.Errorf("reply %.300s: want a JSON-RPC error with a null id naming the limit", reply)
 		}
+		if field(t, reply, "error.data") != nil || !strings.Contains(reply, `"data":null`) {
+			t.Errorf("reply %.300s: want OpenEnv's error shape, data null", reply)
+		}
+	})
+
+	t.Run("StandardRPCID", func(t *testing.T) {
+		// The same on a standard client's session, in its shape: no data.
+		_, _, resp := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
+		hdr := map[string]string{openenv.MCPSessionHeader: resp.Header.Get(openenv.MCPSessionHeader)}
+		id := `"` + strings.Repeat("i", smallReplies) + `"`
+		_, reply, _ := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`, hdr)
+		if len(reply) > smallReplies || field(t, reply, "id") != nil || !strings.Contains(str(t, reply, "error.message"), wantMsg) ||
+			strings.Contains(reply, `"data"`) {
+			t.Errorf("reply %.300s: want a JSON-RPC error with a null id naming the limit, without data", reply)
+		}
 	})
 }
 

@@ -107,7 +107,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if perr != nil {
-		s.respondRPC(w, rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+perr.message, nil))
+		s.respondRPC(w, rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+perr.message, nil), false)
 		return
 	}
 	ctx := r.Context()
@@ -147,7 +147,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	case http.StatusBadRequest:
 		writeJSON(w, status, resp)
 	default:
-		s.respondRPC(w, resp)
+		s.respondRPC(w, resp, mode == rpcStandard)
 	}
 }
 
@@ -159,12 +159,12 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 // request, as JSON-RPC has it.
 func (s *Server) serveBatch(ctx context.Context, w http.ResponseWriter, body []byte, ss *session) {
 	if perr := checkJSON(body, nil); perr != nil && perr.code == codeInvalidJSON {
-		s.respondRPC(w, standardReply(rpcFailure(nullID, rpcParseError, "Parse error", nil)))
+		s.respondRPC(w, standardReply(rpcFailure(nullID, rpcParseError, "Parse error", nil)), true)
 		return
 	}
 	var msgs []jsontext.Value
 	if err := jsonv2.Unmarshal(body, &msgs, looseOpts); err != nil || len(msgs) == 0 {
-		s.respondRPC(w, standardReply(rpcFailure(nullID, rpcInvalidRequest, "Invalid request: a batch is a non-empty array of JSON-RPC messages", nil)))
+		s.respondRPC(w, standardReply(rpcFailure(nullID, rpcInvalidRequest, "Invalid request: a batch is a non-empty array of JSON-RPC messages", nil)), true)
 		return
 	}
 	var resps []rpcResponse
@@ -177,7 +177,7 @@ func (s *Server) serveBatch(ctx context.Context, w http.ResponseWriter, body []b
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	s.writeRPC(w, resps, nullID)
+	s.writeRPC(w, resps, nullID, true)
 }
 
 // refuseOrigin answers 403 to a request to /mcp from a page of another
