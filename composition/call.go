@@ -138,19 +138,28 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 		return nil, errClosed
 	}
 	var infra error
+	records := i.changes.dropped + i.changes.n
 	err := i.activate(ctx, name, kindCall, func(a *activation) error {
 		err := run(a, nil)
 		infra = a.infra
 		return err
 	})
-	i.clock.stepped()
 	if err != nil {
 		// A failure of the host is reported as such, whatever the world
 		// made of it: never as a tool's error the agent would learn from.
+		// One that left no change is no step of the episode: the call
+		// count and the step-mode clock stay as they were, so a retry once
+		// the host recovers runs as the call would have.
 		if ie := Fault(cmp.Or(infra, err), "the call could not complete"); ie != nil {
+			if i.changes.dropped+i.changes.n == records {
+				i.calls--
+			} else {
+				i.clock.stepped()
+			}
 			return nil, ie
 		}
 	}
+	i.clock.stepped()
 	return out, timeoutError(ctx, err, "ran past its deadline and was rolled back", "was cancelled and rolled back")
 }
 

@@ -88,7 +88,7 @@ func TestDiskFull_Call(t *testing.T) {
 	ctx := context.Background()
 	t.Run("OneLargeCall", func(t *testing.T) {
 		dir := testfs.MountTmpfs(t, "512k")
-		inst, err := composition.Open(ctx, fillerWorld, composition.Options{Dir: dir})
+		inst, err := composition.Open(ctx, fillerWorld, composition.Options{Dir: dir, ClockMode: env.ClockStep})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,12 +97,18 @@ func TestDiskFull_Call(t *testing.T) {
 			t.Fatal(err)
 		}
 		mustIntegrity(t, inst) // opens the view before the disk fills
+		before := inst.State()
 		// 64 rows of 16 KiB: twice the file system, in one transaction.
 		_, err = inst.CallJSON(ctx, "fill", []byte(`{"rows":64,"size":16384}`))
 		if !isDiskFull(err) {
 			t.Fatalf("filling the disk: %v, want an error saying the disk is full", err)
 		}
 		t.Logf("the call failed with: %v", err)
+		// A failure of the host that changed nothing is no step: a retry
+		// runs as the call would have.
+		if after := inst.State(); after.StepCount != before.StepCount || after.Now != before.Now {
+			t.Errorf("after the failed call: step %d at %s, want step %d at %s as before it", after.StepCount, after.Now, before.StepCount, before.Now)
+		}
 		if n := inspectInt(t, inst, "SELECT count(*) FROM blobs"); n != 1 {
 			t.Errorf("%d rows after the failed call, want the 1 committed before it", n)
 		}
@@ -115,6 +121,9 @@ func TestDiskFull_Call(t *testing.T) {
 		}
 		if n := inspectInt(t, inst, "SELECT count(*) FROM blobs"); n != 2 {
 			t.Errorf("%d rows, want 2", n)
+		}
+		if log := inst.ChangeLog(); len(log) != 2 || log[1].Call != 2 {
+			t.Errorf("change log %+v, want the small call's record as call 2", log)
 		}
 		mustIntegrity(t, inst)
 	})

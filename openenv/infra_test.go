@@ -1,6 +1,7 @@
 package openenv_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/coder/websocket"
 
 	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/internal/testfs"
@@ -61,7 +64,8 @@ func firstLoc(tb testing.TB, reply, path string) string {
 // result. Each is counted by fault and operation.
 func TestInfraErrors_DiskFull(t *testing.T) {
 	dir := testfs.MountTmpfs(t, "1m")
-	s := mustServeWorld(t, faultyWorld, app.Config{InstanceRoot: dir, MinFreeDisk: 64 << 10}, openenv.Config{})
+	recs := t.TempDir()
+	s := mustServeWorld(t, faultyWorld, app.Config{InstanceRoot: dir, MinFreeDisk: 64 << 10, RecordDir: recs}, openenv.Config{})
 	c := s.dial(t)
 	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"full"}}`)
 	mustSucceed(t, callTool(t, c, "note", `{"body":"kept"}`))
@@ -88,6 +92,13 @@ func TestInfraErrors_DiskFull(t *testing.T) {
 			t.Fatalf("status %d %s, want 503 with fault disk_full and no path", status, body)
 		}
 	})
+	t.Run("NoStep", func(t *testing.T) {
+		// The calls that failed on the host changed nothing: no step of the
+		// episode, as a retry once the host recovers must run as they would have.
+		if got := field(t, roundTrip(t, c, `{"type":"state"}`), "data.step_count"); got != json.Number("1") {
+			t.Errorf("step_count %v after three calls failed on the host, want 1", got)
+		}
+	})
 	t.Run("Reset", func(t *testing.T) {
 		mustInfraFrame(t, roundTrip(t, c, `{"type":"reset","data":{"episode_id":"again"}}`), "disk_full")
 	})
@@ -112,6 +123,27 @@ func TestInfraErrors_DiskFull(t *testing.T) {
 			t.Errorf("%s notes, want the 2 written with room", got)
 		}
 		checkIntegrity(t, c)
+	})
+	t.Run("Recording", func(t *testing.T) {
+		// The trajectory holds the two calls that ran, not the failures of
+		// the host, which no replay could repeat, and ends when the session does.
+		c.Close(websocket.StatusNormalClosure, "")
+		waitFor(t, "the session to end", func() bool { return len(s.Sessions()) == 0 })
+		files, _ := filepath.Glob(filepath.Join(recs, "*.jsonl"))
+		if len(files) != 1 {
+			t.Fatalf("recordings %v, want one", files)
+		}
+		b, err := os.ReadFile(files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var types []string
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			types = append(types, str(t, line, "type"))
+		}
+		if got := strings.Join(types, " "); got != "header call call end" {
+			t.Errorf("recording lines %q, want header call call end:\n%s", got, b)
+		}
 	})
 }
 

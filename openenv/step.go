@@ -127,7 +127,8 @@ func (ss *session) overLocked() *protoError {
 	return newError(codeEpisodeDone, "The episode is over: its task graded it done after step %d. Reset to start a new episode.", doneAt)
 }
 
-// callLocked counts and makes one tool call. The slot must be held.
+// callLocked counts and makes one tool call; one that failed on the host
+// and changed nothing is not counted. The slot must be held.
 func (ss *session) callLocked(ctx context.Context, name string, args json.RawMessage, timeout time.Duration) (toolOutcome, *protoError) {
 	ss.mu.Lock()
 	ss.steps++
@@ -142,6 +143,12 @@ func (ss *session) callLocked(ctx context.Context, name string, args json.RawMes
 			out.wrapped = ss.wrapped[name]
 		}
 		ss.recordStepLocked(name, args, out, before)
+	} else if perr.code == codeInfrastructure && before >= 0 && changeCount(ss.inst) == before {
+		// A failure of the host that changed nothing is no step of the
+		// episode (the instance does not count it either).
+		ss.mu.Lock()
+		ss.steps--
+		ss.mu.Unlock()
 	}
 	return out, perr
 }

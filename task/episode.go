@@ -147,10 +147,14 @@ func (e *Episode) Tools() []env.ToolInfo {
 // CallJSON calls a tool by its published name, as the instance's CallJSON
 // does, after checking the task's allow list: a tool outside it is refused
 // with a *env.ToolError of kind env.KindNotFound, before anything runs. A
-// recording episode records the call, refused or not.
+// recording episode records the call, refused or not, unless it failed on
+// the host (a *env.InfraError): that is no result of the call an agent
+// could learn from or a replay could repeat, and when it changed nothing
+// it is not counted either, as the instance does not count it.
 func (e *Episode) CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error) {
 	var out any
 	var err error
+	var ie *env.InfraError
 	if e.allowed != nil && !e.allowed[name] && name != env.ControlTool {
 		names := make([]string, 0, len(e.allowed))
 		for _, t := range e.Tools() {
@@ -158,7 +162,17 @@ func (e *Episode) CallJSON(ctx context.Context, name string, args json.RawMessag
 		}
 		err = &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("unknown tool %q: task %s allows %s", name, e.task.ID, strings.Join(names, ", "))}
 	} else {
+		before := e.inst.ChangeCount()
 		out, err = e.inst.CallJSON(ctx, name, args)
+		if errors.As(err, &ie) {
+			if e.inst.ChangeCount() == before {
+				return out, err
+			}
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.calls++
+			return out, err
+		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
