@@ -265,7 +265,9 @@ func (a *activation) begin(ns *nodeState) (*frame, error) {
 	}
 	tx, err := ns.store.Begin(a.ctx)
 	if err != nil {
-		return nil, fmt.Errorf("node %s: %w", ns.node.Path, a.note(err))
+		// The text names no node: an agent may read it, and nothing an
+		// agent reads says a world is composed.
+		return nil, fmt.Errorf("begin: %w", a.note(err))
 	}
 	f := &frame{ns: ns, tx: tx}
 	if a.logging {
@@ -288,7 +290,7 @@ func (a *activation) end(f *frame, info *env.CallInfo, err error) error {
 	}
 	if err == nil {
 		if cerr := f.tx.Commit(); cerr != nil {
-			err = fmt.Errorf("node %s: commit: %w", f.ns.node.Path, a.note(cerr))
+			err = fmt.Errorf("commit: %w", a.note(cerr)) // naming no node, as begin's
 		}
 	}
 	if err != nil {

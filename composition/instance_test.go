@@ -710,3 +710,31 @@ func TestHandles_CallMessages(t *testing.T) {
 		t.Fatalf("typed call at the instance: %v\nwant a WorldBug %q", err, want)
 	}
 }
+
+// TestCall_CommitErrorNamesNoNode fails the COMMIT of a contributed tool's
+// transaction (a deferred foreign key left dangling): the error the agent
+// reads is the store's own, the same as for a world added nowhere, and
+// names neither the node nor the name it was added under.
+func TestCall_CommitErrorNamesNoNode(t *testing.T) {
+	orphans := func() *env.World {
+		w := env.NewWorld(env.WorldSpec{Name: "orphans", Version: "1", Schema: `
+			CREATE TABLE parents (id INTEGER PRIMARY KEY) STRICT;
+			CREATE TABLE kids (id INTEGER PRIMARY KEY, parent INTEGER REFERENCES parents (id) DEFERRABLE INITIALLY DEFERRED) STRICT;`})
+		env.Tool(w, "orphan", "Add a kid whose parent does not exist.", func(c *env.Ctx, _ noArgs) (any, error) {
+			return c.DB.Exec("INSERT INTO kids (id, parent) VALUES (1, 99)")
+		})
+		return w
+	}
+	host := env.NewWorld(env.WorldSpec{Name: "cehost", Version: "1", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
+	host.AddWorld(orphans(), env.Name("secretnode"), env.ToolPrefix("x_"))
+	composed := compositiontest.Open(t, host, composition.Options{})
+	alone := compositiontest.Open(t, orphans(), composition.Options{})
+	_, err := composed.CallJSON(context.Background(), "x_orphan", []byte(`{}`))
+	_, want := alone.CallJSON(context.Background(), "orphan", []byte(`{}`))
+	if err == nil || want == nil || err.Error() != want.Error() || strings.Contains(err.Error(), "secretnode") {
+		t.Fatalf("composed: %v\nalone:    %v\nwant the same error, naming no node", err, want)
+	}
+	if !strings.Contains(err.Error(), "FOREIGN KEY constraint failed") {
+		t.Errorf("error %v, want the store's own", err)
+	}
+}
