@@ -197,34 +197,35 @@ func jsonMediaType(ct string) bool {
 }
 
 // httpSession returns the session a request names with SessionHeader, or
-// the default HTTP session. create allows making a session for an id that
-// is not live (reset only).
-func (s *Server) httpSession(r *http.Request, create bool) (*session, *protoError) {
+// the default HTTP session, and whether the request made it. create allows
+// making a session for an id that is not live (reset only).
+func (s *Server) httpSession(r *http.Request, create bool) (ss *session, made bool, perr *protoError) {
 	id := r.Header.Get(SessionHeader)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if id == "" {
 		if s.defaultHTTP != nil {
-			return s.defaultHTTP, nil
+			return s.defaultHTTP, false, nil
 		}
 		ss, perr := s.newSessionLocked(TransportHTTP, "")
 		if perr != nil {
-			return nil, perr
+			return nil, false, perr
 		}
 		s.defaultHTTP = ss
-		return ss, nil
+		return ss, true, nil
 	}
 	if ss, ok := s.sessions[id]; ok {
-		return ss, nil
+		return ss, false, nil
 	}
 	if !create {
-		return nil, s.unknownSession(id)
+		return nil, false, s.unknownSession(id)
 	}
 	if !sessionIDPattern.MatchString(id) {
-		return nil, invalid([]fieldError{{Type: "string_pattern_mismatch", Loc: []any{"header", SessionHeader},
+		return nil, false, invalid([]fieldError{{Type: "string_pattern_mismatch", Loc: []any{"header", SessionHeader},
 			Msg: "String should match pattern '" + sessionIDPattern.String() + "'", Input: mustEncode(id)}})
 	}
-	return s.newSessionLocked(TransportHTTP, id)
+	ss, perr = s.newSessionLocked(TransportHTTP, id)
+	return ss, perr == nil, perr
 }
 
 // serveReset serves POST /reset on the selected session, which it makes
@@ -287,18 +288,25 @@ func parseBody[T any](s *Server, w http.ResponseWriter, r *http.Request, parse f
 // serveOnSession answers a request on the live session it names
 // (X-Seahaven-Session, or the default session; create as httpSession) with
 // what act returns.
+//
+// A session the request made whose first act failed (a refused reset) is
+// ended: it holds no episode, and must hold no slot, nor be stepped as if
+// the reset had succeeded.
 func serveOnSession[T any](s *Server, w http.ResponseWriter, r *http.Request, create bool, act func(*session, context.Context) (T, *protoError)) {
-	ss, perr := s.httpSession(r, create)
+	ss, made, perr := s.httpSession(r, create)
 	if perr != nil {
+		s.writeError(w, perr)
+		return
+	}
+	res, perr := act(ss, r.Context())
+	if perr != nil {
+		if !made || !ss.discardUnused() {
+			w.Header().Set(SessionHeader, ss.id)
+		}
 		s.writeError(w, perr)
 		return
 	}
 	w.Header().Set(SessionHeader, ss.id)
-	res, perr := act(ss, r.Context())
-	if perr != nil {
-		s.writeError(w, perr)
-		return
-	}
 	s.respond(w, http.StatusOK, res)
 }
 

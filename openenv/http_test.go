@@ -214,6 +214,33 @@ func TestHTTP_StatefulSessions(t *testing.T) {
 			}
 		}
 	})
+	t.Run("RefusedFirstReset", func(t *testing.T) {
+		// A session whose first reset is refused ends: it holds no slot,
+		// and a step naming it is not run on an episode nobody asked for.
+		before := len(s.Sessions())
+		for i := range 5 {
+			hdr := map[string]string{openenv.SessionHeader: fmt.Sprintf("q%d", i)}
+			code, body, resp := s.httpDo(t, "POST", "/reset", `{"fixture":"nope"}`, hdr)
+			if code == 200 {
+				t.Fatalf("reset to an unknown fixture: %d %s", code, body)
+			}
+			if h := resp.Header.Get(openenv.SessionHeader); h != "" {
+				t.Errorf("refused reset names session %q", h)
+			}
+		}
+		if n := len(s.Sessions()); n != before {
+			t.Errorf("%d sessions after five refused first resets, want %d", n, before)
+		}
+		code, body, _ := s.httpDo(t, "POST", "/step", `{"action":{"type":"list_tools"}}`, map[string]string{openenv.SessionHeader: "q0"})
+		if code != 404 {
+			t.Errorf("step on the refused session: %d %s, want 404", code, body)
+		}
+		// A live session keeps its episode through a refused reset.
+		code, _, _ = s.httpDo(t, "POST", "/reset", `{"fixture":"nope"}`, grader)
+		if _, state, _ := s.httpDo(t, "GET", "/state", "", grader); code == 200 || str(t, state, "episode_id") != "g1" {
+			t.Errorf("grader-1 after a refused reset: %d, %s", code, state)
+		}
+	})
 	if n := len(s.Sessions()); n != 3 {
 		t.Errorf("%d sessions, want 3 (two named, one default)", n)
 	}

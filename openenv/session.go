@@ -244,6 +244,19 @@ func (ss *session) end() {
 	})
 }
 
+// discardUnused ends a session whose first reset failed, unless a request
+// has given it an episode meanwhile, and reports whether it ended it.
+func (ss *session) discardUnused() bool {
+	ss.slot <- struct{}{}
+	unused := ss.inst == nil && !ss.ended
+	<-ss.slot
+	if unused {
+		ss.stop(websocket.StatusNormalClosure, "its first reset failed")
+		ss.end()
+	}
+	return unused
+}
+
 // closeInstance closes inst, logging a failure.
 func (s *Server) closeInstance(inst Instance) {
 	defer s.metrics.instances.Dec()
