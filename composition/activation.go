@@ -484,11 +484,28 @@ func (a *activation) layers(parent *turn, ns *nodeState, mws []env.Middleware, d
 		return def.Invoke(c, in)
 	}
 	out, err = guardValue(func() (any, error) { return next(0) })
+	if err == nil && !info.Internal {
+		err = checkResult(a.ctx, info, out)
+	}
 	err = a.end(f, info, err)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// checkResult runs the context's result check (env.WithResultCheck) on
+// what a layer of an agent's call returned, before the layer commits.
+func checkResult(ctx context.Context, info *env.CallInfo, out any) error {
+	check := env.ResultCheck(ctx)
+	if check == nil {
+		return nil
+	}
+	if err := check(out); err != nil {
+		return &env.ToolError{Kind: env.KindExecution, Err: err,
+			Message: fmt.Sprintf("tool %q returned a result that cannot be encoded as JSON: %v", info.Tool, err)}
+	}
+	return nil
 }
 
 func (a *activation) logCall(info *env.CallInfo, start time.Time, err error) {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -736,5 +737,37 @@ func TestCall_CommitErrorNamesNoNode(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "FOREIGN KEY constraint failed") {
 		t.Errorf("error %v, want the store's own", err)
+	}
+}
+
+// TestCall_ResultCheck runs agent calls under env.WithResultCheck: the
+// layer's result (its middleware's, around its tool) is checked before its
+// transaction commits, the last one checked is the call's result, and a refused result fails the call with
+// a ToolError and rolls back what it wrote.
+func TestCall_ResultCheck(t *testing.T) {
+	w, _ := ledger("rcheck")
+	w.Use(func(c *env.Ctx, next func() (any, error)) (any, error) {
+		out, err := next()
+		return map[string]any{"wrapped": out}, err
+	})
+	inst := compositiontest.Open(t, w, composition.Options{})
+	var checked []any
+	ctx := env.WithResultCheck(context.Background(), func(v any) error {
+		checked = append(checked, v)
+		return nil
+	})
+	out, err := inst.CallJSON(ctx, "add", []byte(`{"amount": 1}`))
+	// One node, one layer: its middleware and its tool share a transaction.
+	if err != nil || len(checked) != 1 || !reflect.DeepEqual(checked[0], out) {
+		t.Fatalf("out %v, err %v, checked %v: want the node's one layer checked, its value the result", out, err, checked)
+	}
+	refuse := env.WithResultCheck(context.Background(), func(any) error { return errors.New("cannot send") })
+	_, err = inst.CallJSON(refuse, "add", []byte(`{"amount": 2}`))
+	var te *env.ToolError
+	if !errors.As(err, &te) || te.Kind != env.KindExecution || te.Message != `tool "add" returned a result that cannot be encoded as JSON: cannot send` {
+		t.Fatalf("err %v, want an execution ToolError saying the result cannot be encoded", err)
+	}
+	if row, _ := inst.Inspect().One(context.Background(), "SELECT count(*) AS n FROM entries"); row["n"] != int64(1) {
+		t.Errorf("%v entries, want the first call's only", row["n"])
 	}
 }

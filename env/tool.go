@@ -197,3 +197,23 @@ func BuiltinTool[In, Out any](name, description string, fn func(c *Ctx, in In) (
 	}
 	return def
 }
+
+// resultCheckKey carries a WithResultCheck function in a context.
+type resultCheckKey struct{}
+
+// WithResultCheck returns a copy of ctx under which an engine checks the
+// result of every layer of an agent's call with check (each middleware
+// layer's, and the tool's) before that layer's transaction commits: a
+// result check refuses fails the call with a *ToolError of KindExecution,
+// and what the call wrote is rolled back. A server passes the encoder of
+// its wire, so a result it could not send leaves no writes behind. The
+// last value checked in a call that succeeds is its result.
+func WithResultCheck(ctx context.Context, check func(result any) error) context.Context {
+	return context.WithValue(ctx, resultCheckKey{}, check)
+}
+
+// ResultCheck returns the check WithResultCheck put in ctx, or nil.
+func ResultCheck(ctx context.Context) func(result any) error {
+	check, _ := ctx.Value(resultCheckKey{}).(func(any) error)
+	return check
+}

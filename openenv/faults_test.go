@@ -62,6 +62,36 @@ func TestFaults_PanickingTool(t *testing.T) {
 	})
 }
 
+// TestFaults_UnencodableResult calls a tool that writes a row and returns
+// a value JSON cannot hold (NaN), on every transport: the client sees an
+// execution_error saying so, and the row is rolled back, as for any failed
+// call, so a retry does not write it twice.
+func TestFaults_UnencodableResult(t *testing.T) {
+	s := mustServeWorld(t, faultyWorld, app.Config{}, openenv.Config{})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"nan"}}`)
+	const want = `tool "nan" returned a result that cannot be encoded as JSON`
+	kind, msg := toolFailure(t, callTool(t, c, "nan", `{"body":"ws"}`))
+	if kind != "execution_error" || !strings.Contains(msg, want) {
+		t.Errorf("WebSocket: error %s %q, want an execution_error saying %q", kind, msg, want)
+	}
+	reply := roundTrip(t, c, `{"type":"mcp","data":{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nan","arguments":{"body":"mcp"}}}}`)
+	if !strings.Contains(str(t, reply, "data.error.message"), want) {
+		t.Errorf("MCP: %s, want an error saying %q", reply, want)
+	}
+	_, body, _ := s.httpDo(t, http.MethodPost, "/step", `{"action":{"type":"call_tool","tool_name":"nan","arguments":{"body":"http"}}}`,
+		map[string]string{openenv.SessionHeader: s.Sessions()[0].ID})
+	if !strings.Contains(str(t, body, "observation.error.message"), want) {
+		t.Errorf("HTTP: %s, want an error saying %q", body, want)
+	}
+	if got := inspectValue(t, c, "SELECT count(*) FROM notes"); got != "0" {
+		t.Errorf("%s notes after the failed calls, want 0", got)
+	}
+	if log := field(t, roundTrip(t, c, `{"type":"state"}`), "data.change_log"); fmt.Sprint(log) != "[]" {
+		t.Errorf("change log %v, want none", log)
+	}
+}
+
 // TestFaults_Deadline calls tools that write a row and then run past the
 // step timeout: a runaway SQL query, interrupted inside SQLite, and a tool
 // waiting on its context. Each is reported as error_type timeout, its row is

@@ -173,6 +173,14 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 	defer cancel()
 	var out toolOutcome
 	var infra *protoError
+	// The engine encodes each layer's result before it commits, so a
+	// result that cannot be sent rolls its call back; the last one it
+	// encoded is the call's result.
+	var raw []byte
+	cctx = env.WithResultCheck(cctx, func(v any) (err error) {
+		raw, err = encode(v)
+		return err
+	})
 	perr := s.guardCtx(ctx, fmt.Sprintf("tool %q", name), func() {
 		res, err := inst.CallJSON(cctx, name, args)
 		if infra = s.infraFailure(ctx, opCall, err); infra != nil {
@@ -182,7 +190,9 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 			out.err = toolError(cctx, err, name, timeout)
 			return
 		}
-		raw, err := encode(res)
+		if raw == nil { // a backend that does not check results
+			raw, err = encode(res)
+		}
 		if err != nil {
 			out.err = &env.ToolError{Kind: env.KindExecution,
 				Message: fmt.Sprintf("tool %q returned a result that cannot be encoded as JSON: %v", name, err)}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -199,6 +200,12 @@ var (
 			return noteResult{}, err
 		}
 		panic("boom: the tool exploded after writing " + strings.ToUpper(in.Body))
+	})
+	_ = env.Tool(faultyWorld, "nan", "Write a note, then return a score JSON cannot hold.", func(c *env.Ctx, in noteArgs) (map[string]float64, error) {
+		if _, err := writeNote(c, in.Body); err != nil {
+			return nil, err
+		}
+		return map[string]float64{"score": math.NaN()}, nil
 	})
 	_ = env.Tool(faultyWorld, "spin", "Write a note, then run a query that only an interrupt ends.", func(c *env.Ctx, in noteArgs) (noteResult, error) {
 		if _, err := writeNote(c, in.Body); err != nil {
