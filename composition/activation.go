@@ -402,8 +402,8 @@ func (a *activation) ensureGroup(ns *nodeState) error {
 	return nil
 }
 
-// endGroup rolls every group frame back when err is set; otherwise it
-// commits them one at a time in node order, the root last. On a failed
+// endGroup rolls every group frame back when err is set or the
+// activation's context is done; otherwise it commits them one at a time in node order, the root last. On a failed
 // commit the remaining frames roll back and the error names the node.
 func (a *activation) endGroup(err error) error {
 	var frames []*frame
@@ -416,6 +416,9 @@ func (a *activation) endGroup(err error) error {
 		frames = append(frames, f)
 	}
 	a.group = nil
+	if err == nil {
+		err = a.ctx.Err() // as a call's layer (see layers)
+	}
 	if err != nil {
 		for _, f := range frames {
 			f.tx.Rollback()
@@ -484,6 +487,11 @@ func (a *activation) layers(parent *turn, ns *nodeState, mws []env.Middleware, d
 		return def.Invoke(c, in)
 	}
 	out, err = guardValue(func() (any, error) { return next(0) })
+	if err == nil {
+		// Code that ran past the call's deadline, or on after it was
+		// cancelled, without looking: nothing of it commits.
+		err = a.ctx.Err()
+	}
 	if err == nil && !info.Internal {
 		err = checkResult(a.ctx, info, out)
 	}

@@ -31,6 +31,10 @@ func schemaHash(ctx context.Context, w *env.World) (string, error) {
 		return h.(string), nil
 	}
 	h, err := sqlitestore.SchemaHash(ctx, schema)
+	if err != nil && ctx.Err() != nil {
+		// Interrupted: the schema may well apply.
+		return "", fmt.Errorf("composition: hashing the schema of world %s: %w", w.Name(), ctx.Err())
+	}
 	if err != nil {
 		return "", &env.WorldBug{Message: fmt.Sprintf("world %s: schema does not apply: %v", w.Name(), err), Where: w.Where(), Err: err}
 	}

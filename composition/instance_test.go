@@ -771,3 +771,61 @@ func TestCall_ResultCheck(t *testing.T) {
 		t.Errorf("%v entries, want the first call's only", row["n"])
 	}
 }
+
+// TestDeadline_CodeThatDoesNotLook runs a tool, a startup hook and a Bulk
+// block that write and then sleep past their context's deadline without
+// looking at it: none of their writes commits, and each fails with the
+// deadline, not success.
+func TestDeadline_CodeThatDoesNotLook(t *testing.T) {
+	w := env.NewWorld(env.WorldSpec{Name: "sleepy", Version: "1", Schema: "CREATE TABLE t (x INTEGER) STRICT;"})
+	env.Tool(w, "nap", "Write, then sleep.", func(c *env.Ctx, _ noArgs) (any, error) {
+		c.DB.Exec("INSERT INTO t VALUES (1)")
+		time.Sleep(200 * time.Millisecond)
+		return "rested", nil
+	})
+	type napArgs struct {
+		Nap bool `json:"nap,omitempty"`
+	}
+	env.OnStartup(w, func(c *env.Ctx, k napArgs) error {
+		c.DB.Exec("INSERT INTO t VALUES (0)")
+		if k.Nap {
+			time.Sleep(200 * time.Millisecond)
+		}
+		return nil
+	})
+	short := func() context.Context {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		t.Cleanup(cancel)
+		return ctx
+	}
+	inst := compositiontest.Open(t, w, composition.Options{})
+	if late, err := composition.Open(short(), w, composition.Options{Startup: map[string]any{"nap": true}}); !errors.Is(err, context.DeadlineExceeded) {
+		if late != nil {
+			late.Close()
+		}
+		t.Fatalf("Open with a startup hook past the deadline: %v, want the deadline", err)
+	}
+	count := func() any {
+		row, err := inst.Inspect().One(context.Background(), "SELECT count(*) AS n FROM t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return row["n"]
+	}
+	_, err := inst.CallJSON(short(), "nap", []byte(`{}`))
+	var te *env.ToolError
+	if !errors.As(err, &te) || te.Kind != env.KindTimeout {
+		t.Fatalf("a tool past the deadline: %v, want a timeout ToolError", err)
+	}
+	err = inst.Bulk(short(), func(c *env.Ctx) error {
+		c.DB.Exec("INSERT INTO t VALUES (2)")
+		time.Sleep(200 * time.Millisecond)
+		return nil
+	})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a Bulk block past the deadline: %v, want the deadline", err)
+	}
+	if n := count(); n != int64(1) {
+		t.Errorf("%v rows, want only the startup hook's", n)
+	}
+}

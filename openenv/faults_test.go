@@ -93,8 +93,9 @@ func TestFaults_UnencodableResult(t *testing.T) {
 }
 
 // TestFaults_Deadline calls tools that write a row and then run past the
-// step timeout: a runaway SQL query, interrupted inside SQLite, and a tool
-// waiting on its context. Each is reported as error_type timeout, its row is
+// step timeout: a runaway SQL query, interrupted inside SQLite, a tool
+// waiting on its context, and one that sleeps without looking at it and
+// then returns a result. Each is reported as error_type timeout, its row is
 // rolled back, and the session goes on.
 func TestFaults_Deadline(t *testing.T) {
 	const timeout = 300 * time.Millisecond
@@ -110,6 +111,7 @@ func TestFaults_Deadline(t *testing.T) {
 	}{
 		{"RunawayQuery", "spin", `{"body":"spun"}`},
 		{"WaitsOnContext", "slow", `{"body":"slept","ms":60000}`},
+		{"IgnoresContext", "stall", `{"body":"stalled","ms":600}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -214,6 +214,11 @@ var (
 		_, err := c.DB.Rows("WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT max(x) FROM n")
 		return noteResult{}, err
 	})
+	_ = env.Tool(faultyWorld, "stall", "Write a note, then sleep ms milliseconds whatever happens to the call.", func(c *env.Ctx, in noteArgs) (noteResult, error) {
+		out, err := writeNote(c, in.Body)
+		time.Sleep(time.Duration(in.MS) * time.Millisecond)
+		return out, err
+	})
 	_ = env.Tool(faultyWorld, "slow", "Write a note, then wait ms milliseconds or until the call is cancelled.", func(c *env.Ctx, in noteArgs) (noteResult, error) {
 		out, err := writeNote(c, in.Body)
 		if err != nil {
