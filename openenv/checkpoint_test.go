@@ -191,6 +191,11 @@ func TestCheckpoint_Drain(t *testing.T) {
 		t.Fatalf("reset: %d %s (replica %q)", status, body, resp.Header.Get("X-Seahaven-Replica"))
 	}
 	s.httpDo(t, http.MethodPost, "/step", `{"action":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Bo"}}}`, h)
+	_, _, resp := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
+	mcp := map[string]string{openenv.MCPSessionHeader: resp.Header.Get(openenv.MCPSessionHeader)}
+	if _, body, _ := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hire","arguments":{"name":"Cy"}}}`, mcp); strings.Contains(body, `"error"`) {
+		t.Fatalf("MCP call: %s", body)
+	}
 
 	// Step 2 of the /ws episode was checkpointed, and is its newest.
 	status, body, _ := s.httpDo(t, http.MethodGet, "/checkpoints/latest?episode_id=ep-ws", "", nil)
@@ -229,6 +234,17 @@ func TestCheckpoint_Drain(t *testing.T) {
 	}
 	if _, body, _ := other.httpDo(t, http.MethodGet, "/state", "", h); field(t, body, "episode_id") != "ep-http" || fmt.Sprint(field(t, body, "step_count")) != "1" {
 		t.Errorf("restored HTTP session: %s", body)
+	}
+	// A standard MCP client is told the same, in its protocol's terms.
+	status, body, _ = other.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, mcp)
+	mcpCheckpoint, _ := field(t, body, "error.data.checkpoint_id").(string)
+	if status != http.StatusNotFound || mcpCheckpoint == "" || !strings.Contains(str(t, body, "error.message"), "initialize a new session at /mcp?checkpoint="+mcpCheckpoint+" to continue its episode at step 1") {
+		t.Fatalf("the drained MCP session on another server: %d %s", status, body)
+	}
+	_, body, resp = other.httpDo(t, http.MethodPost, "/mcp?checkpoint="+mcpCheckpoint, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
+	restored := map[string]string{openenv.MCPSessionHeader: resp.Header.Get(openenv.MCPSessionHeader)}
+	if _, body, _ := other.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_staff","arguments":{}}}`, restored); !strings.Contains(body, "Cy") {
+		t.Errorf("the restored MCP session's staff: %.300s (initialize: %.200s)", body, body)
 	}
 	c2 := other.dial(t)
 	roundTrip(t, c2, fmt.Sprintf(`{"type":"reset","data":{"checkpoint":%q}}`, wsCheckpoint))

@@ -3,6 +3,7 @@ package openenv
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
@@ -124,8 +125,14 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		bound = s.lookup(sid)
 		if !reachable(ctx, bound) || bound.transport != TransportMCP {
 			// The spec: an unknown or ended session is 404, and the client
-			// starts a new one with initialize.
-			writeJSON(w, http.StatusNotFound, standardReply(rpcFailure(nullID, rpcInvalidParams, "Unknown "+MCPSessionHeader+": "+sid+" (it ended, or never existed): initialize a new session", nil)))
+			// starts a new one with initialize; one its server drained
+			// is told where its episode went.
+			resp := rpcFailure(nullID, rpcInvalidParams, "Unknown "+MCPSessionHeader+": "+sid+" (it ended, or never existed): initialize a new session", nil)
+			if info, ok := s.drainedTo(sid); ok && bound == nil {
+				resp = rpcFailure(nullID, rpcInvalidParams, fmt.Sprintf("%s %s was checkpointed and closed when its server drained: initialize a new session at /mcp?checkpoint=%s to continue its episode at step %d", MCPSessionHeader, sid, info.ID, info.Revision),
+					errorExtra{CheckpointID: info.ID})
+			}
+			writeJSON(w, http.StatusNotFound, standardReply(resp))
 			return
 		}
 		mode = rpcStandard

@@ -173,14 +173,21 @@ func (s *Server) remove(ss *session) {
 // when a draining server checkpointed that session (Restorer.DrainedTo),
 // it says so and carries the checkpoint id to restore.
 func (s *Server) unknownSession(id string) *protoError {
-	if r, ok := s.backend.(Restorer); ok && id != "" {
-		if info, ok := r.DrainedTo(id); ok {
-			perr := newError(codeUnknownSession, "Session %s was checkpointed and closed when its server drained: restore checkpoint %s (reset data {\"checkpoint\": %q}) to continue its episode at step %d.", id, info.ID, info.ID, info.Revision)
-			perr.extra.CheckpointID = info.ID
-			return perr
-		}
+	if info, ok := s.drainedTo(id); ok {
+		perr := newError(codeUnknownSession, "Session %s was checkpointed and closed when its server drained: restore checkpoint %s (reset data {\"checkpoint\": %q}) to continue its episode at step %d.", id, info.ID, info.ID, info.Revision)
+		perr.extra.CheckpointID = info.ID
+		return perr
 	}
 	return newError(codeUnknownSession, "Unknown session_id: %s", id)
+}
+
+// drainedTo returns the checkpoint a session was drained to, if the
+// backend restores checkpoints and knows of one.
+func (s *Server) drainedTo(id string) (CheckpointInfo, bool) {
+	if r, ok := s.backend.(Restorer); ok && id != "" {
+		return r.DrainedTo(id)
+	}
+	return CheckpointInfo{}, false
 }
 
 // info describes ss for monitoring.
