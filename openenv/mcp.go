@@ -103,12 +103,15 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, perr := s.readBody(w, r)
-	if perr != nil && perr.code == codeMediaType {
-		writeJSON(w, http.StatusUnsupportedMediaType, rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+perr.message, nil))
-		return
-	}
 	if perr != nil {
-		s.respondRPC(w, rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+perr.message, nil), false)
+		// A standard client's session gets the HTTP status of every other
+		// route (413, 408, 400), as Streamable HTTP has it, and 415 goes
+		// to every client; OpenEnv's dialect answers 200, as upstream does.
+		resp, status := rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+perr.message, nil), http.StatusOK
+		if r.Header.Get(MCPSessionHeader) != "" || perr.code == codeMediaType {
+			resp, status = standardReply(resp), perr.httpStatus()
+		}
+		writeJSON(w, status, resp)
 		return
 	}
 	ctx := r.Context()

@@ -203,6 +203,14 @@ func TestMCP_BodyTooLarge(t *testing.T) {
 	s := mustServe(t, newFake(t), openenv.Config{MaxMessageBytes: 64})
 	got := s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"`+strings.Repeat("x", 64)+`"}}}`)
 	jsonEq(t, got, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: Request body exceeds the limit of 64 bytes","data":null}}`)
+	// On a standard client's session: 413, as on the other routes.
+	s = mustServe(t, newFake(t), openenv.Config{MaxMessageBytes: 128})
+	_, _, resp := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
+	code, body, _ := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"`+strings.Repeat("x", 128)+`"}}}`,
+		map[string]string{openenv.MCPSessionHeader: resp.Header.Get(openenv.MCPSessionHeader)})
+	if code != http.StatusRequestEntityTooLarge || compact(t, body) != `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: Request body exceeds the limit of 128 bytes"}}` {
+		t.Errorf("standard session, a body over the limit: %d %s", code, body)
+	}
 }
 
 // TestMCP_StandardSession: on a standard client's session the MCP
