@@ -148,16 +148,16 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if created != "" {
 		w.Header().Set(MCPSessionHeader, created)
 	}
-	if mode == rpcStandard || status == http.StatusBadRequest {
+	if mode == rpcStandard || status != http.StatusOK {
 		resp = standardReply(resp)
 	}
 	switch status {
 	case http.StatusAccepted:
 		w.WriteHeader(status)
-	case http.StatusBadRequest:
-		writeJSON(w, status, resp)
-	default:
+	case http.StatusOK:
 		s.respondRPC(w, resp, mode == rpcStandard)
+	default:
+		writeJSON(w, status, resp)
 	}
 }
 
@@ -251,7 +251,8 @@ func serveMCPGet(w http.ResponseWriter, _ *http.Request) {
 // status is the reply's HTTP status on POST /mcp: 202 for a notification
 // (resp is then an empty result that only /ws sends, to keep its
 // one-reply-per-message rule), 400 for a message a standard client's
-// session cannot take, 200 otherwise.
+// session cannot take, 503 for a standard client's initialize refused
+// before anything was done (capacity, shutdown), 200 otherwise.
 //
 // A standard client's messages (on its session, or its initialize) follow
 // the MCP specification: a request has an id that is not null, and a
@@ -545,7 +546,14 @@ func (s *Server) rpcInitializeSession(ctx context.Context, id json.RawMessage, p
 	}
 	ss, perr := s.startMCPSession(ctx)
 	if perr != nil {
-		return rpcProto(id, perr), http.StatusOK, ""
+		// A refusal before anything was done (capacity, shutdown, a
+		// failing host) is its HTTP status, 503, which a proxy retries on
+		// another replica; any other failure is 200, as JSON-RPC has it.
+		status := http.StatusOK
+		if perr.httpStatus() == http.StatusServiceUnavailable {
+			status = http.StatusServiceUnavailable
+		}
+		return rpcProto(id, perr), status, ""
 	}
 	return rpcResult(id, result), http.StatusOK, ss.id
 }

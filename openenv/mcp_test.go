@@ -160,6 +160,13 @@ func TestMCP_Capacity(t *testing.T) {
 	if d := fmt.Sprint(field(t, s.rpc(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2}}}`), "result.data")); d != "3" {
 		t.Errorf("session-less call at capacity gave %s", d)
 	}
+	// A standard client's initialize is refused with 503, which a proxy
+	// retries on another replica, and starts no session.
+	code, body, resp := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":4,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
+	if code != http.StatusServiceUnavailable || resp.Header.Get(openenv.MCPSessionHeader) != "" ||
+		compact(t, body) != `{"jsonrpc":"2.0","id":4,"error":{"code":-32000,"message":"Server at capacity: 1/1 sessions active. Cannot accept new connections.","data":{"active_sessions":1,"max_sessions":1}}}` {
+		t.Errorf("initialize at capacity: %d %s", code, body)
+	}
 }
 
 func TestMCP_CreateFactoryError(t *testing.T) {
