@@ -2,6 +2,7 @@ package openenv
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -28,7 +29,9 @@ type ConnLimit struct {
 	// connections once upgraded: each of those is a session, bounded by
 	// Config.MaxSessions. A connection accepted at the cap closes an idle
 	// keep-alive connection to make room; when none is idle it is answered
-	// 503 {"detail":"…"} and closed. Default DefaultMaxConns; negative means
+	// 503 {"detail":"…"} and closed, unless it asks for a probe (/health,
+	// /ready, /accepting), which a few connections beyond the cap are
+	// kept for (see probeHeadroom). Default DefaultMaxConns; negative means
 	// no bound.
 	Max int
 	// ReadHeaderTimeout bounds reading a request's headers. Default
@@ -44,10 +47,47 @@ type ConnLimit struct {
 	// next request before it is closed. Default DefaultKeepAliveTimeout.
 	KeepAliveTimeout time.Duration
 
-	mu      sync.Mutex        // guards conns and refused
+	mu      sync.Mutex        // guards conns, probes and refused
 	conns   map[net.Conn]bool // the counted connections; true while idle between requests
+	probes  int               // connections open beyond Max for the probes (probeConn)
 	refused int64             // connections answered 503
 }
+
+// probeHeadroom is how many connections beyond Max are taken anyway, for
+// the probes: each may send one request within probeReadTimeout, which is
+// answered only when it is a probe (/health, /ready, /accepting), and is
+// then closed. So clients that hold every place (slow ones included) do
+// not fail a replica's liveness and readiness, which would restart a pod
+// that is only busy.
+const (
+	probeHeadroom    = 8
+	probeReadTimeout = 2 * time.Second
+)
+
+// probeConn is a connection taken beyond Max for the probes: reading from
+// it ends by its deadline, whatever net/http asks for.
+type probeConn struct {
+	net.Conn
+	deadline time.Time
+	released bool // it left the headroom; guarded by the ConnLimit's mu
+}
+
+func (c *probeConn) SetReadDeadline(t time.Time) error {
+	if t.IsZero() || t.After(c.deadline) {
+		t = c.deadline
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *probeConn) SetDeadline(t time.Time) error {
+	if err := c.Conn.SetWriteDeadline(t); err != nil {
+		return err
+	}
+	return c.SetReadDeadline(t)
+}
+
+// probeConnKey marks the context of a request on a probeConn.
+type probeConnKey struct{}
 
 // limit returns Max with its default applied.
 func (l *ConnLimit) limit() int { return cmp.Or(l.Max, DefaultMaxConns) }
@@ -56,7 +96,26 @@ func (l *ConnLimit) limit() int { return cmp.Or(l.Max, DefaultMaxConns) }
 // tracks its connections for Max. Serve it on a listener from Listener.
 func (l *ConnLimit) Server(h http.Handler) *http.Server {
 	return &http.Server{
-		Handler:           h,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Context().Value(probeConnKey{}) != nil {
+				w.Header().Set("Connection", "close")
+				if !openPaths[r.URL.Path] {
+					l.mu.Lock()
+					l.refused++
+					l.mu.Unlock()
+					w.Header().Set("Retry-After", "1")
+					writeJSON(w, http.StatusServiceUnavailable, detail{l.tooMany()})
+					return
+				}
+			}
+			h.ServeHTTP(w, r)
+		}),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if _, ok := c.(*probeConn); ok {
+				return context.WithValue(ctx, probeConnKey{}, true)
+			}
+			return ctx
+		},
 		ReadHeaderTimeout: cmp.Or(l.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 		// Once a body has been read, net/http lifts the read deadline for
 		// its background read, so a step outlasting ReadTimeout goes on.
@@ -106,6 +165,9 @@ func (ln *limitListener) Accept() (net.Conn, error) {
 		if admitted {
 			return c, nil
 		}
+		if ln.l.admitProbe() {
+			return &probeConn{Conn: c, deadline: time.Now().Add(probeReadTimeout)}, nil
+		}
 		ln.l.refuse(c)
 	}
 }
@@ -127,7 +189,6 @@ func (l *ConnLimit) admit(c net.Conn) (admitted bool, evicted net.Conn) {
 			}
 		}
 		if evicted == nil {
-			l.refused++
 			return false, nil
 		}
 	}
@@ -135,12 +196,30 @@ func (l *ConnLimit) admit(c net.Conn) (admitted bool, evicted net.Conn) {
 	return true, evicted
 }
 
+// admitProbe takes a connection beyond Max for the probes, when there is
+// headroom; one refused outright is counted.
+func (l *ConnLimit) admitProbe() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.probes >= probeHeadroom {
+		l.refused++
+		return false
+	}
+	l.probes++
+	return true
+}
+
+// tooMany is the detail of a connection refused at the cap.
+func (l *ConnLimit) tooMany() string {
+	return fmt.Sprintf("Too many connections: the server holds its limit of %d; retry later", l.limit())
+}
+
 // refuseWriteTimeout bounds writing the 503 to a refused connection.
 const refuseWriteTimeout = time.Second
 
 // refuse answers c 503 and closes it.
 func (l *ConnLimit) refuse(c net.Conn) {
-	body := fmt.Sprintf(`{"detail":"Too many connections: the server holds its limit of %d; retry later"}`, l.limit())
+	body := string(mustEncode(detail{l.tooMany()}))
 	c.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
 	fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: %d\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s", len(body), body)
 	c.Close()
@@ -151,6 +230,13 @@ func (l *ConnLimit) refuse(c net.Conn) {
 func (l *ConnLimit) track(c net.Conn, state http.ConnState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if pc, ok := c.(*probeConn); ok {
+		if (state == http.StateClosed || state == http.StateHijacked) && !pc.released {
+			pc.released = true
+			l.probes--
+		}
+		return
+	}
 	if _, counted := l.conns[c]; !counted {
 		return // evicted, or not accepted through Listener
 	}
