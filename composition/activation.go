@@ -516,15 +516,18 @@ func checkResult(ctx context.Context, info *env.CallInfo, out any) error {
 	return nil
 }
 
+// logCall logs a call at debug level: a server logs what an operator needs
+// of each (its session's failures) itself.
 func (a *activation) logCall(info *env.CallInfo, start time.Time, err error) {
-	if !a.inst.log.Enabled(a.ctx, slog.LevelInfo) {
+	if !a.inst.log.Enabled(a.ctx, slog.LevelDebug) {
 		return
 	}
-	attrs := []any{"tool", info.Tool, "node", info.Node, "internal", info.Internal, "call", a.id, "duration", time.Since(start)}
+	attrs := []any{"tool", info.Tool, "node", info.Node, "internal", info.Internal, "call", a.id,
+		"duration_ms", float64(time.Since(start).Microseconds()) / 1000}
 	if err != nil {
 		attrs = append(attrs, "error", err.Error())
 	}
-	a.inst.log.Info("call", attrs...)
+	a.inst.log.Debug("call", attrs...)
 }
 
 // nested runs a tool of a node from host code running in turn t: only the

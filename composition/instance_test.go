@@ -222,7 +222,7 @@ func TestMiddleware_RouteChains(t *testing.T) {
 		return env.Call(c.Context(), c.Worlds.Get("mid"), ping, noArgs{})
 	})
 	var logs bytes.Buffer
-	inst := compositiontest.Open(t, top, composition.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	inst := compositiontest.Open(t, top, composition.Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 
 	compositiontest.Call(t, inst, "m_l_ping", `{}`)
 	want := []string{"top:top:mid/leaf", "mid:mid:mid/leaf", "leaf:leaf:mid/leaf", "tool:leaf"}

@@ -143,14 +143,14 @@ func (ss *session) drain(ctx context.Context) {
 		return
 	}
 	if err := r.Drained(ss.id, info); err != nil {
-		ss.srv.log.Warn("openenv: drain: the checkpoint could not be recorded for the session's next request", "session", ss.ref, "checkpoint", info.ID, "err", err)
+		ss.srv.log.Warn("openenv: drain: the checkpoint could not be recorded for the session's next request", "session", ss.ref, "checkpoint", refOf(info.ID), "err", err)
 	}
 	// No step may run past the checkpoint: the session's next request
 	// gets the checkpoint instead (acquire, Server.unknownSession).
 	ss.ended = true
 	ss.stop(websocket.StatusServiceRestart, "checkpoint "+info.ID)
 	ss.release()
-	ss.srv.log.Info("openenv: drain: session checkpointed", "session", ss.ref, "checkpoint", info.ID, "revision", info.Revision)
+	ss.srv.log.Info("openenv: drain: session checkpointed", "session", ss.ref, "checkpoint", refOf(info.ID), "revision", info.Revision)
 }
 
 // serveLatest serves GET /checkpoints/latest?episode_id=…: the newest

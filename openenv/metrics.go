@@ -375,8 +375,8 @@ func (s *Server) observeCheckpoint(ctx context.Context, op string, start time.Ti
 	s.metrics.checkpoints.WithLabelValues(op, outcome).Inc()
 	switch outcome {
 	case outcomeOK:
-		s.log.Info("openenv: "+op, append(sessionAttrs(ctx), durationMS(d), "checkpoint", id)...)
+		s.log.Info("openenv: "+op, append(sessionAttrs(ctx), durationMS(d), "checkpoint", refOf(id))...)
 	case outcomeError, outcomeTimeout:
-		s.log.Warn("openenv: "+op+" failed", append(sessionAttrs(ctx), durationMS(d), "checkpoint", id, "outcome", outcome, "err", err.Error())...)
+		s.log.Warn("openenv: "+op+" failed", append(sessionAttrs(ctx), durationMS(d), "checkpoint", refOf(id), "outcome", outcome, "err", err.Error())...)
 	}
 }
