@@ -3,11 +3,15 @@ package app_test
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/examples/worlds/company"
@@ -25,9 +29,32 @@ func deadPID(tb testing.TB) int {
 	return 0
 }
 
+// zombiePID returns the pid of a child process that has exited and is not
+// yet reaped (a zombie), on Linux; "" elsewhere.
+func zombiePID(tb testing.TB) string {
+	tb.Helper()
+	if runtime.GOOS != "linux" {
+		return ""
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { cmd.Wait() })
+	pid := strconv.Itoa(cmd.Process.Pid)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil && strings.Contains(string(b), ") Z ") {
+			return pid
+		}
+	}
+	tb.Fatal("the child did not become a zombie")
+	return ""
+}
+
 func TestCleanStaleInstances(t *testing.T) {
 	root := t.TempDir()
 	self, dead := strconv.Itoa(os.Getpid()), strconv.Itoa(deadPID(t))
+	zombie := zombiePID(t)
 	live, err := app.New(company.World, app.Config{InstanceRoot: root})
 	if err != nil {
 		t.Fatal(err)
@@ -41,14 +68,18 @@ func TestCleanStaleInstances(t *testing.T) {
 		lock  bool // an unlocked lock file beside the directory
 		stale bool
 	}{
-		{dead + "-crashed", true, true, true},       // killed: its lock is free
-		{dead + "-old", true, false, true},          // from before lock files, its process gone
-		{self + "-restarted", true, true, true},     // a container restart: same pid, lock free
-		{self + "-creating", true, false, false},    // this process is making it
-		{"1-otherprocess", true, true, false},       // pid 1 runs: a lock file without its lock yet
-		{"not-a-pid", true, false, false},           // not an instance directory
-		{dead + "-orphan.lock", false, false, true}, // a lock file whose directory is gone
+		{dead + "-crashed", true, true, true},                          // killed: its lock is free
+		{dead + "-old", true, false, true},                             // from before lock files, its process gone
+		{self + "-restarted", true, true, true},                        // a container restart: same pid, lock free
+		{self + "-creating", true, false, false},                       // this process is making it
+		{"1-otherprocess", true, true, false},                          // pid 1 runs: a lock file without its lock yet
+		{"not-a-pid", true, false, false},                              // not an instance directory
+		{dead + "-orphan.lock", false, false, true},                    // a lock file whose directory is gone
+		{zombie + "-killed", zombie != "", zombie != "", zombie != ""}, // killed, not yet reaped by its parent
 	} {
+		if tt.name == "-killed" {
+			continue // not Linux
+		}
 		p := filepath.Join(root, tt.name)
 		if tt.dir {
 			if err := os.MkdirAll(filepath.Join(p, "seahaven-inst-1"), 0o755); err != nil {
@@ -75,6 +106,9 @@ func TestCleanStaleInstances(t *testing.T) {
 	}
 	slices.Sort(names)
 	want := []string{dead + "-crashed", dead + "-old", dead + "-orphan", self + "-restarted"}
+	if zombie != "" {
+		want = append(want, zombie+"-killed")
+	}
 	slices.Sort(want)
 	if !slices.Equal(names, want) {
 		t.Errorf("removed %v, want %v", names, want)
