@@ -75,7 +75,8 @@ type activation struct {
 	inst    *Instance
 	id      int
 	ctx     context.Context
-	tool    string
+	tool    string // the call's published name ("bulk", "startup" for those)
+	own     string // the called tool's own name, which direct writes are recorded under
 	kind    activationKind
 	logging bool
 	ended   atomic.Bool
@@ -356,7 +357,7 @@ func (a *activation) resumeLoose(ns *nodeState) {
 // deadline, the rows stay and so must their records.
 func (a *activation) finishCapture(ns *nodeState, c *sqlitestore.Capture) error {
 	changes, err := c.FinishRows(context.WithoutCancel(a.ctx))
-	a.record(ns, a.tool, false, changes)
+	a.record(ns, a.own, false, changes)
 	return err
 }
 

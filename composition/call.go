@@ -140,6 +140,7 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 	var infra error
 	records := i.changes.dropped + i.changes.n
 	err := i.activate(ctx, name, kindCall, func(a *activation) error {
+		a.own = def.Name
 		err := run(a, nil)
 		infra = a.infra
 		return err

@@ -457,3 +457,27 @@ func TestDB_AttachIsAWorldBug(t *testing.T) {
 		t.Errorf("change log grew by %v", got)
 	}
 }
+
+// TestChangeLog_DirectWritesUseTheOwnName: a host middleware on a
+// contributed tool (published as x_bump) writes the child's store
+// directly; those records name the tool by its own name, bump, as the
+// tool's frame records do, never by the published one.
+func TestChangeLog_DirectWritesUseTheOwnName(t *testing.T) {
+	host := env.NewWorld(env.WorldSpec{Name: "ohost", Version: "1.0.0", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
+	host.AddWorld(kvWorld("okv"), env.Name("kid"), env.ToolPrefix("x_"), env.ToolAllowList("bump"))
+	host.Use(func(c *env.Ctx, next func() (any, error)) (any, error) {
+		if _, err := c.Worlds.Get("kid").DB().Exec("INSERT OR IGNORE INTO kv VALUES ('a', 0)"); err != nil {
+			return nil, err
+		}
+		return next()
+	})
+	inst := compositiontest.Open(t, host, composition.Options{})
+	compositiontest.Call(t, inst, "x_bump", `{}`)
+	want := logLines(
+		"1 bump kid kv insert map[id:a] after=map[id:a v:0]",
+		"1 bump kid kv update map[id:a] before=map[id:a v:0] after=map[id:a v:1]",
+	)
+	if got := formatLog(inst.ChangeLog()); got != want {
+		t.Errorf("log:\n%s\nwant:\n%s", got, want)
+	}
+}
