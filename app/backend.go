@@ -100,9 +100,12 @@ type Config struct {
 	// CheckpointTTL is how long a checkpoint is kept: zero means
 	// DefaultCheckpointTTL, negative forever.
 	CheckpointTTL time.Duration
-	// CheckpointMaxBytes bounds the checkpoint directory's size: past it,
-	// the oldest checkpoints are removed. Zero means
-	// DefaultCheckpointMaxBytes; negative is no bound.
+	// CheckpointMaxBytes bounds the checkpoint directory's size: past
+	// nine tenths of it, the oldest checkpoints are removed, every
+	// episode's older revisions before any episode's newest, and an
+	// episode's latest pointer follows to its newest left. With one
+	// server writing to it, the directory holds at most the budget and
+	// the checkpoint that started a sweep. Zero means DefaultCheckpointMaxBytes; negative is no bound.
 	CheckpointMaxBytes int64
 }
 

@@ -72,7 +72,8 @@ type savedEpisode struct {
 // process killed while writing leaves only a temporary directory, which no
 // id names; a file changed or cut short afterwards fails its hash at the
 // restore. Checkpoints older than ttl are removed, and the oldest when
-// the directory holds more than maxBytes. Several servers may share the
+// the directory holds more than maxBytes, each episode's newest last (see
+// sweep). Several servers may share the
 // directory. A checkpoints is safe for concurrent use.
 type checkpoints struct {
 	dir      string
@@ -81,11 +82,14 @@ type checkpoints struct {
 	logger   *slog.Logger
 
 	sweeping atomic.Bool
-	mu       sync.Mutex // guards lastSweep, written, loaded and order
-	// lastSweep is when retention last ran; written counts the bytes
-	// written since.
-	lastSweep time.Time
-	written   int64
+	sweepMu  sync.Mutex // held by a sweep: one at a time
+	// latestMu is held while an episode's latest pointer is written, so
+	// that retention does not point one away from a checkpoint written
+	// meanwhile.
+	latestMu sync.Mutex
+	mu       sync.Mutex // guards written, loaded and order
+	// written counts the bytes written since retention last ran.
+	written int64
 	// loaded caches the checkpoints restored last, by id (order holds
 	// their ids oldest first, within maxLoaded and maxLoadedBytes): the
 	// restores of a fork read and verify the files once, and share their
@@ -136,7 +140,7 @@ func newCheckpoints(dir string, ttl time.Duration, maxBytes int64, logger *slog.
 	if err != nil {
 		return nil, err
 	}
-	return &checkpoints{dir: abs, ttl: cmp.Or(ttl, DefaultCheckpointTTL), maxBytes: cmp.Or(maxBytes, DefaultCheckpointMaxBytes), logger: logger, lastSweep: time.Now(), loaded: map[string]*loadedCheckpoint{}}, nil
+	return &checkpoints{dir: abs, ttl: cmp.Or(ttl, DefaultCheckpointTTL), maxBytes: cmp.Or(maxBytes, DefaultCheckpointMaxBytes), logger: logger, loaded: map[string]*loadedCheckpoint{}}, nil
 }
 
 // testHookWrote runs after each file a checkpoint writes, with the file's
@@ -201,7 +205,10 @@ func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openen
 	l := &loadedCheckpoint{m: m, cp: cp, ep: savedEpisode{Episode: ep, Session: req.Session}, size: size}
 	l.stamp, _ = fixture.Stamp(filepath.Join(c.dir, id), l.files())
 	if m.EpisodeID != "" {
-		if err := c.setPointer(latestDir, m.EpisodeID, m.CheckpointInfo); err != nil {
+		c.latestMu.Lock()
+		err := c.setPointer(latestDir, m.EpisodeID, m.CheckpointInfo)
+		c.latestMu.Unlock()
+		if err != nil {
 			c.logger.Warn("app: the episode's newest checkpoint could not be recorded", "checkpoint", id, "err", err)
 		}
 	}
@@ -395,23 +402,26 @@ func (c *checkpoints) setPointer(dir, key string, info openenv.CheckpointInfo) e
 }
 
 // pointer returns what setPointer recorded under key in dir, unless the
-// checkpoint it names expired.
+// checkpoint it names expired or is no longer in the store (retention
+// removed it, perhaps on another server sharing the directory).
 func (c *checkpoints) pointer(dir, key string) (openenv.CheckpointInfo, bool) {
 	var info openenv.CheckpointInfo
 	data, err := os.ReadFile(c.pointerPath(dir, key))
-	if err != nil || json.Unmarshal(data, &info) != nil || info.ID == "" || expired(info) {
+	if err != nil || json.Unmarshal(data, &info) != nil || !isID(info.ID) || expired(info) {
+		return openenv.CheckpointInfo{}, false
+	}
+	if _, err := os.Stat(filepath.Join(c.dir, info.ID, manifestName)); err != nil {
 		return openenv.CheckpointInfo{}, false
 	}
 	return info, true
 }
 
 // wrote counts size bytes written and starts retention in the background
-// when a minute has passed since it last ran, or a tenth of the budget has
-// been written since.
+// when a tenth of the budget has been written since it last ran.
 func (c *checkpoints) wrote(size int64) {
 	c.mu.Lock()
 	c.written += size
-	due := time.Since(c.lastSweep) > time.Minute || c.written > c.maxBytes/10
+	due := c.maxBytes > 0 && c.written > c.maxBytes/10
 	c.mu.Unlock()
 	if due && c.sweeping.CompareAndSwap(false, true) {
 		go func() {
@@ -421,27 +431,40 @@ func (c *checkpoints) wrote(size int64) {
 	}
 }
 
+// stored is a checkpoint directory as retention sees it.
+type stored struct {
+	id      string
+	episode string // from its manifest; "" when it has none that parses
+	at      time.Time
+	size    int64
+	newest  bool // the newest checkpoint of its episode
+}
+
 // sweep removes the checkpoints and fences older than the TTL, the
 // temporary directories of checkpoints whose writing was killed (older
-// than a minute), and then the oldest checkpoints while the rest take more
-// than the size budget. A checkpoint is removed by renaming it aside
-// first, so a restore never reads half of one.
+// than a minute), and then, while the rest take more than nine tenths of
+// the size budget, the oldest checkpoints that are not their episode's
+// newest, then the oldest of those. An episode whose newest checkpoint
+// went is pointed at its newest left, or at none. A checkpoint is removed
+// by renaming it aside first, so a restore never reads half of one.
+//
+// Nine tenths leave room for the tenth of the budget written before the
+// next sweep starts (wrote): the directory holds at most the budget and
+// the checkpoint that started the sweep.
 func (c *checkpoints) sweep(now time.Time) {
+	c.sweepMu.Lock()
+	defer c.sweepMu.Unlock()
 	c.mu.Lock()
-	c.lastSweep, c.written = now, 0
+	c.written = 0
 	c.mu.Unlock()
 	entries, err := os.ReadDir(c.dir)
 	if err != nil {
 		c.logger.Error("app: checkpoint retention: cannot list the checkpoint store", "err", err)
 		return
 	}
-	type kept struct {
-		id   string
-		at   time.Time
-		size int64
-	}
-	var live []kept
+	var live []stored
 	var total int64
+	lost := map[string]bool{} // episodes that lost a checkpoint
 	removed := 0
 	for _, e := range entries {
 		name := e.Name()
@@ -457,20 +480,48 @@ func (c *checkpoints) sweep(now time.Time) {
 			}
 			continue
 		case c.ttl > 0 && age > c.ttl:
+			if ep := c.episodeOf(name); ep != "" {
+				lost[ep] = true
+			}
 			c.remove(name)
 			removed++
 			continue
 		}
-		size := dirSize(filepath.Join(c.dir, name))
-		live = append(live, kept{name, fi.ModTime(), size})
-		total += size
+		s := stored{id: name, episode: c.episodeOf(name), at: fi.ModTime(), size: dirSize(filepath.Join(c.dir, name))}
+		live = append(live, s)
+		total += s.size
 	}
-	slices.SortFunc(live, func(a, b kept) int { return a.at.Compare(b.at) })
-	for len(live) > 0 && c.maxBytes > 0 && total > c.maxBytes {
-		c.remove(live[0].id)
-		total -= live[0].size
-		live = live[1:]
-		removed++
+	newest := map[string]int{}
+	for i, s := range live {
+		if j, ok := newest[s.episode]; s.episode != "" && (!ok || live[j].at.Before(s.at)) {
+			newest[s.episode] = i
+		}
+	}
+	for _, i := range newest {
+		live[i].newest = true
+	}
+	// Older revisions first, then episodes' newest; oldest first in each.
+	slices.SortFunc(live, func(a, b stored) int {
+		if a.newest != b.newest {
+			if a.newest {
+				return 1
+			}
+			return -1
+		}
+		return a.at.Compare(b.at)
+	})
+	if c.maxBytes > 0 {
+		for target := c.maxBytes - c.maxBytes/10; len(live) > 0 && total > target; live = live[1:] {
+			c.remove(live[0].id)
+			if live[0].episode != "" {
+				lost[live[0].episode] = true
+			}
+			total -= live[0].size
+			removed++
+		}
+	}
+	for ep := range lost {
+		c.repoint(ep, live)
 	}
 	for _, sub := range subDirs {
 		files, err := os.ReadDir(filepath.Join(c.dir, sub))
@@ -486,6 +537,47 @@ func (c *checkpoints) sweep(now time.Time) {
 	if removed > 0 {
 		c.logger.Info("app: checkpoint retention removed checkpoints", "removed", removed, "kept", len(live), "bytes", total)
 	}
+}
+
+// episodeOf returns the episode of checkpoint id, from its manifest; ""
+// when it has none that parses.
+func (c *checkpoints) episodeOf(id string) string {
+	m, _ := c.manifest(id)
+	return m.EpisodeID
+}
+
+// manifest reads checkpoint id's manifest, without verifying anything
+// else.
+func (c *checkpoints) manifest(id string) (manifest, bool) {
+	var m manifest
+	data, err := os.ReadFile(filepath.Join(c.dir, id, manifestName))
+	if err != nil || json.Unmarshal(data, &m) != nil || m.ID != id {
+		return manifest{}, false
+	}
+	return m, true
+}
+
+// repoint points the latest pointer of episode, when the checkpoint it
+// names is gone, at the episode's newest checkpoint among live, or
+// removes it when there is none.
+func (c *checkpoints) repoint(episode string, live []stored) {
+	c.latestMu.Lock()
+	defer c.latestMu.Unlock()
+	if _, ok := c.pointer(latestDir, episode); ok {
+		return // names a checkpoint that is there (a newer one, perhaps)
+	}
+	var keep *stored
+	for i, s := range live {
+		if s.episode == episode && (keep == nil || keep.at.Before(s.at)) {
+			keep = &live[i]
+		}
+	}
+	if keep != nil {
+		if m, ok := c.manifest(keep.id); ok && c.setPointer(latestDir, episode, m.CheckpointInfo) == nil {
+			return
+		}
+	}
+	os.Remove(c.pointerPath(latestDir, episode))
 }
 
 // forget drops a checkpoint from the cache.

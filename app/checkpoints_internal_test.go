@@ -22,8 +22,14 @@ import (
 // call, and checkpoints it.
 func checkpointed(tb testing.TB, b *Backend) openenv.CheckpointInfo {
 	tb.Helper()
+	return checkpointedEpisode(tb, b, "ep")
+}
+
+// checkpointedEpisode is checkpointed for an episode of the given id.
+func checkpointedEpisode(tb testing.TB, b *Backend, episode string) openenv.CheckpointInfo {
+	tb.Helper()
 	ctx := context.Background()
-	inst, err := b.Open(ctx, openenv.OpenOptions{Fixture: company.AcmeID, EpisodeID: "ep"})
+	inst, err := b.Open(ctx, openenv.OpenOptions{Fixture: company.AcmeID, EpisodeID: episode})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -241,6 +247,74 @@ func TestCheckpoints_Retention(t *testing.T) {
 		if msg := restoreErr(t, b, id); msg != "" {
 			t.Fatalf("a checkpoint within the budget: %q", msg)
 		}
+	}
+}
+
+// TestCheckpoints_RetentionKeepsNewest: over the budget, retention removes
+// the older revisions of an episode before the newest checkpoint of any
+// other, keeps nine tenths of the budget, and an episode whose checkpoints
+// all went has no latest one any more (nor one another server removed).
+func TestCheckpoints_RetentionKeepsNewest(t *testing.T) {
+	dir := t.TempDir()
+	b := newTestBackend(t, Config{Checkpoints: dir, CheckpointTTL: time.Hour, CheckpointMaxBytes: 1 << 40})
+	now := time.Now()
+	at := func(id string, ago time.Duration) {
+		os.Chtimes(filepath.Join(dir, id), now.Add(-ago), now.Add(-ago))
+	}
+	a, small := checkpointedEpisode(t, b, "small-a"), checkpointedEpisode(t, b, "small-b")
+	at(a.ID, 10*time.Minute)
+	at(small.ID, 9*time.Minute)
+	var big []string
+	for k := range 4 {
+		id := checkpointedEpisode(t, b, "big").ID
+		at(id, time.Duration(5-k)*time.Minute)
+		big = append(big, id)
+	}
+	size := func(ids ...string) (n int64) {
+		for _, id := range ids {
+			n += dirSize(filepath.Join(dir, id))
+		}
+		return n
+	}
+	sweep := func(keep int64) {
+		b.checkpoints.sweepMu.Lock()
+		b.checkpoints.maxBytes = keep * 10 / 9
+		b.checkpoints.sweepMu.Unlock()
+		b.checkpoints.sweep(now)
+	}
+	latest := func(episode string) string {
+		info, _ := b.Latest(episode)
+		return info.ID
+	}
+
+	sweep(size(a.ID, small.ID, big[3]) + size(big[0])/2)
+	for _, id := range big[:3] {
+		if msg := restoreErr(t, b, id); !strings.Contains(msg, "does not exist") {
+			t.Errorf("an older revision of a large episode was kept: %q", msg)
+		}
+	}
+	for _, id := range []string{a.ID, small.ID, big[3]} {
+		if msg := restoreErr(t, b, id); msg != "" {
+			t.Errorf("an episode's newest checkpoint was removed: %q", msg)
+		}
+	}
+	if latest("small-a") != a.ID || latest("big") != big[3] {
+		t.Errorf("latest: small-a %q, big %q; want %s and %s", latest("small-a"), latest("big"), a.ID, big[3])
+	}
+
+	sweep(size(big[3]) + size(big[3])/2)
+	if got := size(a.ID, small.ID, big[3]); got > size(big[3])*3/2 {
+		t.Errorf("the store holds %d bytes after the sweep, over its nine tenths", got)
+	}
+	if id := latest("small-a"); id != "" {
+		t.Errorf("latest of an episode whose checkpoints were all removed: %s", id)
+	}
+	if _, err := os.Stat(b.checkpoints.pointerPath(latestDir, "small-a")); !os.IsNotExist(err) {
+		t.Errorf("the pointer to a removed checkpoint was kept: %v", err)
+	}
+	os.RemoveAll(filepath.Join(dir, big[3])) // as another server's retention would
+	if id := latest("big"); id != "" {
+		t.Errorf("latest names a checkpoint no longer in the store: %s", id)
 	}
 }
 

@@ -237,7 +237,7 @@ type Restorer interface {
 	FencedBy(attempt string) (by string, fenced bool)
 	// Latest returns the newest checkpoint taken of an episode, on any
 	// server sharing the checkpoint store; ok is false when there is none
-	// (or it expired).
+	// (or it expired, or was removed).
 	Latest(episodeID string) (info CheckpointInfo, ok bool)
 	// Drained records that a draining server checkpointed a session and
 	// closed it; DrainedTo returns that checkpoint to whichever server the
