@@ -201,9 +201,12 @@ func New(w *env.World, cfg Config) (_ *Backend, err error) {
 // InstanceDir returns the directory this backend makes instances in.
 func (b *Backend) InstanceDir() string { return b.dir }
 
-// Close removes the backend's instance directory. Call it after the server
-// has closed every session.
+// Close stops the checkpoint store's retention and removes the backend's
+// instance directory. Call it after the server has closed every session.
 func (b *Backend) Close() error {
+	if b.checkpoints != nil {
+		b.checkpoints.close()
+	}
 	err := os.RemoveAll(b.dir)
 	b.dirMu.Lock()
 	defer b.dirMu.Unlock()

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -71,9 +70,10 @@ type savedEpisode struct {
 // place, with its manifest written last and every file hashed in it: a
 // process killed while writing leaves only a temporary directory, which no
 // id names; a file changed or cut short afterwards fails its hash at the
-// restore. Checkpoints older than ttl are removed, and the oldest when
-// the directory holds more than maxBytes, each episode's newest last (see
-// sweep). Several servers may share the
+// restore. Retention (sweep) runs when the store opens, every minute and
+// after a tenth of maxBytes was written: it removes checkpoints older
+// than ttl, and the oldest when the directory holds more than maxBytes,
+// each episode's newest last. Several servers may share the
 // directory. A checkpoints is safe for concurrent use.
 type checkpoints struct {
 	dir      string
@@ -81,8 +81,11 @@ type checkpoints struct {
 	maxBytes int64
 	logger   *slog.Logger
 
-	sweeping atomic.Bool
-	sweepMu  sync.Mutex // held by a sweep: one at a time
+	// Retention runs on its own goroutine (retain): kick asks it for a
+	// sweep, stop ends it, and done is closed when it has.
+	kick, stop, done chan struct{}
+	closeOnce        sync.Once
+	sweepMu          sync.Mutex // held by a sweep: one at a time
 	// latestMu is held while an episode's latest pointer is written, so
 	// that retention does not point one away from a checkpoint written
 	// meanwhile.
@@ -129,7 +132,8 @@ func (l *loadedCheckpoint) files() []string {
 	return names
 }
 
-// newCheckpoints makes (if needed) and returns the checkpoint directory.
+// newCheckpoints makes (if needed) and returns the checkpoint directory,
+// and starts its retention; close stops it.
 func newCheckpoints(dir string, ttl time.Duration, maxBytes int64, logger *slog.Logger) (*checkpoints, error) {
 	for _, sub := range subDirs {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
@@ -140,8 +144,17 @@ func newCheckpoints(dir string, ttl time.Duration, maxBytes int64, logger *slog.
 	if err != nil {
 		return nil, err
 	}
-	return &checkpoints{dir: abs, ttl: cmp.Or(ttl, DefaultCheckpointTTL), maxBytes: cmp.Or(maxBytes, DefaultCheckpointMaxBytes), logger: logger, loaded: map[string]*loadedCheckpoint{}}, nil
+	c := &checkpoints{dir: abs, ttl: cmp.Or(ttl, DefaultCheckpointTTL), maxBytes: cmp.Or(maxBytes, DefaultCheckpointMaxBytes), logger: logger, loaded: map[string]*loadedCheckpoint{},
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go c.retain()
+	return c, nil
 }
+
+// retentionEvery is how often retention runs on its own, beside when the
+// store opens and after a tenth of the budget was written: so that a
+// server that only restores removes what expired and what killed writers
+// left too.
+const retentionEvery = time.Minute
 
 // testHookWrote runs after each file a checkpoint writes, with the file's
 // name; tests replace it.
@@ -416,19 +429,45 @@ func (c *checkpoints) pointer(dir, key string) (openenv.CheckpointInfo, bool) {
 	return info, true
 }
 
-// wrote counts size bytes written and starts retention in the background
-// when a tenth of the budget has been written since it last ran.
+// wrote counts size bytes written and has retention run when a tenth of
+// the budget has been written since it last ran.
 func (c *checkpoints) wrote(size int64) {
 	c.mu.Lock()
 	c.written += size
 	due := c.maxBytes > 0 && c.written > c.maxBytes/10
 	c.mu.Unlock()
-	if due && c.sweeping.CompareAndSwap(false, true) {
-		go func() {
-			defer c.sweeping.Store(false)
-			c.sweep(time.Now())
-		}()
+	if due {
+		select {
+		case c.kick <- struct{}{}:
+		default: // a sweep is due already
+		}
 	}
+}
+
+// retain runs retention when the store opens, every retentionEvery, and
+// when wrote asks, until close.
+func (c *checkpoints) retain() {
+	defer close(c.done)
+	t := time.NewTicker(retentionEvery)
+	defer t.Stop()
+	for {
+		c.sweep(time.Now())
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		case <-c.kick:
+		}
+	}
+}
+
+// close stops retention and waits for a sweep in progress. It is safe to
+// call more than once.
+func (c *checkpoints) close() {
+	c.closeOnce.Do(func() {
+		close(c.stop)
+		<-c.done
+	})
 }
 
 // stored is a checkpoint directory as retention sees it.

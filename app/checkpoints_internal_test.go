@@ -238,7 +238,9 @@ func TestCheckpoints_Retention(t *testing.T) {
 		t.Fatalf("the expired checkpoint: %q", msg)
 	}
 	size := dirSize(filepath.Join(dir, ids[3]))
-	b.checkpoints.maxBytes = 2*size + size/2
+	b.checkpoints.sweepMu.Lock() // not while retention runs on its own
+	b.checkpoints.maxBytes = (2*size + size/2) * 10 / 9
+	b.checkpoints.sweepMu.Unlock()
 	b.checkpoints.sweep(now)
 	if msg := restoreErr(t, b, ids[1]); !strings.Contains(msg, "does not exist") {
 		t.Fatalf("the oldest checkpoint over the budget: %q", msg)
@@ -315,6 +317,49 @@ func TestCheckpoints_RetentionKeepsNewest(t *testing.T) {
 	os.RemoveAll(filepath.Join(dir, big[3])) // as another server's retention would
 	if id := latest("big"); id != "" {
 		t.Errorf("latest names a checkpoint no longer in the store: %s", id)
+	}
+}
+
+// TestCheckpoints_RetentionRuns: a server that writes no checkpoint still
+// runs retention, when it starts and then every minute: it removes what a
+// killed writer left and what expired. Close stops it.
+func TestCheckpoints_RetentionRuns(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{Checkpoints: dir, CheckpointTTL: time.Hour}
+	expiring := checkpointed(t, newTestBackend(t, cfg))
+	old := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(filepath.Join(dir, expiring.ID), old, old)
+	left := filepath.Join(dir, tmpPrefix+expiring.ID+"-1")
+	if err := os.Mkdir(left, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(left, old, old)
+
+	cfg.InstanceRoot = t.TempDir()
+	b, err := New(company.World, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, errExpired := os.Stat(filepath.Join(dir, expiring.ID))
+		_, errLeft := os.Stat(left)
+		if os.IsNotExist(errExpired) && os.IsNotExist(errLeft) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("retention did not run when the store opened: the expired checkpoint %v, the leftover %v", errExpired, errLeft)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, ok := b.Latest("ep"); ok {
+		t.Error("latest names the expired checkpoint")
+	}
+	b.Close()
+	select {
+	case <-b.checkpoints.done:
+	default:
+		t.Error("retention still runs after Close")
 	}
 }
 
