@@ -357,8 +357,11 @@ func (b *Backend) Restore(ctx context.Context, id string) (openenv.Instance, ope
 }
 
 // Fence records that attempt was superseded (see openenv.Restorer), in
-// the checkpoint store, so every server sharing it sees it.
-func (b *Backend) Fence(attempt, by string) error { return b.checkpoints.fence(attempt, by) }
+// the checkpoint store, so every server sharing it sees it. It refuses an
+// attempt whose checkpoints are of another episode than episodeID.
+func (b *Backend) Fence(attempt, episodeID, by string) error {
+	return b.checkpoints.fence(attempt, episodeID, by)
+}
 
 // FencedBy reports whether attempt was fenced, and by what.
 func (b *Backend) FencedBy(attempt string) (string, bool) { return b.checkpoints.fencedBy(attempt) }

@@ -39,13 +39,14 @@ const (
 	fencesDir    = "fences"          // one file per fenced attempt
 	latestDir    = "episodes"        // one file per episode: its newest checkpoint
 	drainedDir   = "drained"         // one file per drained session: its checkpoint
+	attemptsDir  = "attempts"        // one file per attempt: its newest checkpoint
 	tmpPrefix    = ".ckpt-"          // a checkpoint being written
 	trashPrefix  = ".gone-"          // a checkpoint being removed
 )
 
 // subDirs are the directories of the store beside its checkpoints: small
 // files, each removed once older than the store's TTL.
-var subDirs = []string{fencesDir, latestDir, drainedDir}
+var subDirs = []string{fencesDir, latestDir, drainedDir, attemptsDir}
 
 // manifest is a checkpoint's checkpoint.json.
 type manifest struct {
@@ -217,6 +218,11 @@ func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openen
 	c.wrote(size)
 	l := &loadedCheckpoint{m: m, cp: cp, ep: savedEpisode{Episode: ep, Session: req.Session}, size: size}
 	l.stamp, _ = fixture.Stamp(filepath.Join(c.dir, id), l.files())
+	if m.Attempt != "" {
+		if err := c.setPointer(attemptsDir, m.Attempt, m.CheckpointInfo); err != nil {
+			c.logger.Warn("app: the attempt's episode could not be recorded", "checkpoint", id, "err", err)
+		}
+	}
 	if m.EpisodeID != "" {
 		c.latestMu.Lock()
 		err := c.setPointer(latestDir, m.EpisodeID, m.CheckpointInfo)
@@ -359,11 +365,16 @@ func (c *checkpoints) fencePath(attempt string) (string, bool) {
 	return filepath.Join(c.dir, fencesDir, attempt), true
 }
 
-// fence records that attempt was superseded, by what.
-func (c *checkpoints) fence(attempt, by string) error {
+// fence records that attempt, an attempt at episode, was superseded, by
+// what. An attempt whose checkpoints are of another episode is refused:
+// a restore supersedes only an attempt at the episode it continues.
+func (c *checkpoints) fence(attempt, episode, by string) error {
 	p, ok := c.fencePath(attempt)
 	if !ok {
 		return &openenv.OptionError{Option: "replaces", Value: attempt, Message: fmt.Sprintf("%q is not an attempt id (attempt ids are the lowercase UUIDs checkpoint replies carry)", attempt)}
+	}
+	if info, ok := c.readPointer(attemptsDir, attempt); ok && info.EpisodeID != episode {
+		return &openenv.OptionError{Option: "replaces", Value: attempt, Message: fmt.Sprintf("attempt %s is an attempt at episode %q, not at %q, the episode the checkpoint continues: replaces names an attempt at the same episode; nothing was restored", attempt, info.EpisodeID, episode)}
 	}
 	if err := os.WriteFile(p, []byte(by), 0o600); err != nil {
 		return faultOr(err, "the attempt could not be fenced", fmt.Errorf("app: fence: %w", err))
@@ -414,13 +425,23 @@ func (c *checkpoints) setPointer(dir, key string, info openenv.CheckpointInfo) e
 	return err
 }
 
+// readPointer returns what setPointer recorded under key in dir, whether
+// or not the checkpoint it names is still there.
+func (c *checkpoints) readPointer(dir, key string) (openenv.CheckpointInfo, bool) {
+	var info openenv.CheckpointInfo
+	data, err := os.ReadFile(c.pointerPath(dir, key))
+	if err != nil || json.Unmarshal(data, &info) != nil || !isID(info.ID) {
+		return openenv.CheckpointInfo{}, false
+	}
+	return info, true
+}
+
 // pointer returns what setPointer recorded under key in dir, unless the
 // checkpoint it names expired or is no longer in the store (retention
 // removed it, perhaps on another server sharing the directory).
 func (c *checkpoints) pointer(dir, key string) (openenv.CheckpointInfo, bool) {
-	var info openenv.CheckpointInfo
-	data, err := os.ReadFile(c.pointerPath(dir, key))
-	if err != nil || json.Unmarshal(data, &info) != nil || !isID(info.ID) || expired(info) {
+	info, ok := c.readPointer(dir, key)
+	if !ok || expired(info) {
 		return openenv.CheckpointInfo{}, false
 	}
 	if _, err := os.Stat(filepath.Join(c.dir, info.ID, manifestName)); err != nil {

@@ -230,9 +230,11 @@ type Restorer interface {
 	// *OptionError on option "checkpoint", and nothing is opened.
 	Restore(ctx context.Context, id string) (Instance, CheckpointRequest, error)
 	// Fence records that attempt was superseded by the restore described
-	// by by, so that every server sharing the checkpoint store refuses
-	// its further steps.
-	Fence(attempt, by string) error
+	// by by, which continues episode episodeID, so that every server
+	// sharing the checkpoint store refuses its further steps. An attempt
+	// at another episode is refused with an *OptionError on option
+	// "replaces", and nothing is fenced.
+	Fence(attempt, episodeID, by string) error
 	// FencedBy reports whether attempt was fenced, and by what.
 	FencedBy(attempt string) (by string, fenced bool)
 	// Latest returns the newest checkpoint taken of an episode, on any

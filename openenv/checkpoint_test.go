@@ -145,6 +145,43 @@ func TestCheckpoint_FenceFails(t *testing.T) {
 	}
 }
 
+// TestCheckpoint_ReplacesOtherEpisode: a restore whose replaces names an
+// attempt at another episode is refused at data.replaces and fences
+// nothing; one at the checkpoint's own episode fences it.
+func TestCheckpoint_ReplacesOtherEpisode(t *testing.T) {
+	s := mustServeWorld(t, company.World, app.Config{DefaultFixture: company.AcmeID, Checkpoints: t.TempDir()}, openenv.Config{})
+	taken := func(episode string) (*websocket.Conn, string, string) {
+		c := s.dial(t)
+		roundTrip(t, c, fmt.Sprintf(`{"type":"reset","data":{"episode_id":%q}}`, episode))
+		roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Ada"}}}`)
+		reply := roundTrip(t, c, `{"type":"checkpoint"}`)
+		return c, str(t, reply, "data.checkpoint_id"), str(t, reply, "data.attempt")
+	}
+	victim, _, victimAttempt := taken("victim")
+	other, otherID, otherAttempt := taken("other")
+	step := `{"type":"step","data":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Bo"}}}`
+
+	c := s.dial(t)
+	r := roundTrip(t, c, fmt.Sprintf(`{"type":"reset","data":{"checkpoint":%q,"replaces":%q}}`, otherID, victimAttempt))
+	if str(t, r, "data.code") != "VALIDATION_ERROR" || !strings.Contains(r, `"loc":["data","replaces"]`) ||
+		!strings.Contains(r, fmt.Sprintf(`attempt %s is an attempt at episode \"victim\", not at \"other\"`, victimAttempt)) {
+		t.Fatalf("a restore replacing an attempt at another episode: %s", r)
+	}
+	if r := roundTrip(t, c, `{"type":"state"}`); strings.Contains(r, `"episode_id":"other"`) {
+		t.Errorf("the refused restore restored: %.200s", r)
+	}
+	if r := roundTrip(t, victim, step); str(t, r, "type") == "error" {
+		t.Errorf("the other episode's attempt was fenced: %s", r)
+	}
+
+	if r := roundTrip(t, c, fmt.Sprintf(`{"type":"reset","data":{"checkpoint":%q,"replaces":%q}}`, otherID, otherAttempt)); str(t, r, "type") == "error" {
+		t.Fatalf("a restore replacing the checkpoint's own attempt: %s", r)
+	}
+	if r := roundTrip(t, other, step); !strings.Contains(r, "was superseded by checkpoint "+otherID) {
+		t.Errorf("the replaced attempt stepped: %s", r)
+	}
+}
+
 // agentRefuses checks that the agent listener of s serves neither the
 // JSON-RPC method nor the HTTP route of a trainer's request on session.
 func agentRefuses(t *testing.T, s *testServer, method, path, session string) {
