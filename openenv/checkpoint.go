@@ -127,6 +127,10 @@ func (ss *session) autoCheckpointLocked(ctx context.Context) {
 // the checkpoint for its next request (Restorer.Drained) and stops it: a
 // /ws session closes with status 1012 and the reason "checkpoint <id>".
 // A session without an instance, or whose checkpoint fails, just stops.
+// So does a session whose attempt a restore superseded: its episode goes
+// on in the session that restored it, and a checkpoint of it would fork
+// the episode; a /ws session closes with status 1001 and the reason
+// "superseded by …".
 func (ss *session) drain(ctx context.Context) {
 	r, ok := ss.srv.backend.(Restorer)
 	if !ok || ss.acquire(ctx) != nil {
@@ -134,6 +138,13 @@ func (ss *session) drain(ctx context.Context) {
 	}
 	if ss.inst == nil || ss.ended { // no episode to keep
 		ss.release()
+		return
+	}
+	if by, fenced := ss.supersededBy(); fenced {
+		ss.ended = true
+		ss.stop(websocket.StatusGoingAway, closeReason("superseded by "+by))
+		ss.release()
+		ss.srv.log.Info("openenv: drain: the session was superseded; no checkpoint taken", "session", ss.ref, "by", by)
 		return
 	}
 	info, perr := ss.checkpointLocked(ss.tagged)
@@ -231,22 +242,32 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 // superseded. Only an attempt a checkpoint reply named can be fenced, so
 // only those sessions ask. The slot must be held.
 func (ss *session) fencedLocked() *protoError {
+	by, fenced := ss.supersededBy()
+	if !fenced {
+		return nil
+	}
+	ss.mu.Lock()
+	attempt := ss.attempt
+	ss.mu.Unlock()
+	ss.srv.metrics.fencedSteps.Inc()
+	return newError(codeSuperseded, "This session's attempt %s was superseded by %s: it can no longer step. Continue on the session that restored it.", attempt, by)
+}
+
+// supersededBy reports whether a restore fenced the session's attempt, and
+// which. Only an attempt a checkpoint reply named can be fenced, so only
+// those sessions ask.
+func (ss *session) supersededBy() (string, bool) {
 	ss.mu.Lock()
 	exposed, attempt := ss.exposed, ss.attempt
 	ss.mu.Unlock()
 	if !exposed {
-		return nil
+		return "", false
 	}
 	r, ok := ss.srv.backend.(Restorer)
 	if !ok {
-		return nil
+		return "", false
 	}
-	by, fenced := r.FencedBy(attempt)
-	if !fenced {
-		return nil
-	}
-	ss.srv.metrics.fencedSteps.Inc()
-	return newError(codeSuperseded, "This session's attempt %s was superseded by %s: it can no longer step. Continue on the session that restored it.", attempt, by)
+	return r.FencedBy(attempt)
 }
 
 // checkRestore refuses reset data that names a checkpoint beside options

@@ -182,6 +182,38 @@ func TestCheckpoint_ReplacesOtherEpisode(t *testing.T) {
 	}
 }
 
+// TestCheckpoint_DrainSuperseded: a draining server takes no checkpoint
+// of a session whose attempt a restore superseded: it closes the /ws
+// session saying so, and the episode's newest checkpoint stays the
+// successor's.
+func TestCheckpoint_DrainSuperseded(t *testing.T) {
+	s := mustServeWorld(t, company.World, app.Config{DefaultFixture: company.AcmeID, Checkpoints: t.TempDir()}, openenv.Config{DrainCheckpoints: true})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"ep-v"}}`)
+	roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Ada"}}}`)
+	reply := roundTrip(t, c, `{"type":"checkpoint"}`)
+	id, attempt := str(t, reply, "data.checkpoint_id"), str(t, reply, "data.attempt")
+	h := map[string]string{"X-Seahaven-Session": "successor"}
+	if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", fmt.Sprintf(`{"checkpoint":%q,"replaces":%q}`, id, attempt), h); status != http.StatusOK {
+		t.Fatalf("restore: %d %s", status, body)
+	}
+	s.httpDo(t, http.MethodPost, "/step", `{"action":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Bo"}}}`, h)
+
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := c.Read(ctx)
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.StatusGoingAway || !strings.HasPrefix(ce.Reason, "superseded by checkpoint "+id) {
+		t.Errorf("the superseded /ws session closed with %v, want 1001 and the restore that superseded it", err)
+	}
+	if _, body, _ := s.httpDo(t, http.MethodGet, "/checkpoints/latest?episode_id=ep-v", "", nil); fmt.Sprint(field(t, body, "revision")) != "2" {
+		t.Errorf("the episode's newest checkpoint is not the successor's: %s", body)
+	}
+}
+
 // agentRefuses checks that the agent listener of s serves neither the
 // JSON-RPC method nor the HTTP route of a trainer's request on session.
 func agentRefuses(t *testing.T, s *testServer, method, path, session string) {
