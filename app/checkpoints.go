@@ -357,6 +357,26 @@ func (c *checkpoints) read(id string) (*loadedCheckpoint, error) {
 	return l, nil
 }
 
+// ReadCheckpoint reads checkpoint id from the checkpoint store dir (a
+// server's Config.Checkpoints) and verifies it as a restore does: the
+// instance's part, for composition.Options.Checkpoint, and the episode's,
+// for task.Resume. A checkpoint that is not in dir is an error wrapping
+// fs.ErrNotExist; an expired, incomplete or corrupt one is an error
+// saying which.
+func ReadCheckpoint(dir, id string) (*composition.Checkpoint, task.Saved, error) {
+	c := &checkpoints{dir: dir}
+	if isID(id) {
+		if _, err := os.Stat(filepath.Join(dir, id)); errors.Is(err, fs.ErrNotExist) {
+			return nil, task.Saved{}, fmt.Errorf("app: checkpoint %s is not in %s: %w", id, dir, fs.ErrNotExist)
+		}
+	}
+	l, err := c.read(id)
+	if err != nil {
+		return nil, task.Saved{}, err
+	}
+	return l.cp, l.ep.Episode, nil
+}
+
 // fencePath is the file that fences attempt.
 func (c *checkpoints) fencePath(attempt string) (string, bool) {
 	if !isID(attempt) {

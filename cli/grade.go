@@ -5,15 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"strings"
 
+	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/task"
 )
 
 // GradeCommand re-grades recorded trajectories without an agent: it replays
-// each file's calls from the same fixture and seed, grades the task, and
-// reports every way the replay differed from the recording.
+// each file's calls from the same fixture and seed (or, for a restored
+// episode, from the checkpoint it continues), grades the task, and reports
+// every way the replay differed from the recording.
 type GradeCommand struct {
 	m *Main
 }
@@ -37,11 +40,12 @@ type gradeReport struct {
 func (c *GradeCommand) Run(ctx context.Context, args []string) error {
 	fs := newFlagSet(c.m, "grade")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: seahaven grade [flags] FILE...\n\nReplay recorded trajectories (JSONL, one per episode) from their fixture and seed, grade each, and print per-check results and the reward.\n\nFlags:")
+		fmt.Fprintln(fs.Output(), "Usage: seahaven grade [flags] FILE...\n\nReplay recorded trajectories (JSONL, one per episode) from their fixture and seed, or from the checkpoint a restored episode continues (--checkpoints), grade each, and print per-check results and the reward.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	worldName := fs.String("world", envOr("SEAHAVEN_WORLD", c.m.Default), "the world the trajectories were recorded on: "+strings.Join(c.m.names(), ", ")+" (env SEAHAVEN_WORLD)")
 	fixturesDir := fs.String("fixtures", envOr("SEAHAVEN_FIXTURES", ""), "the fixtures directory, with its tasks.yaml (default: the world's own; env SEAHAVEN_FIXTURES)")
+	checkpoints := fs.String("checkpoints", envOr("SEAHAVEN_CHECKPOINTS", ""), "the checkpoint store the server restored episodes from, for the trajectories of restored episodes (env SEAHAVEN_CHECKPOINTS)")
 	asJSON := fs.Bool("json", false, "print one JSON object per file instead of text")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -68,7 +72,22 @@ func (c *GradeCommand) Run(ctx context.Context, args []string) error {
 	enc := json.NewEncoder(c.m.Stdout)
 	for _, file := range fs.Args() {
 		r := c.gradeFile(file, func(tr *task.Trajectory) (*task.Replay, error) {
-			return task.ReplayTrajectory(ctx, w, tasks, tr, composition.Options{FixturesDir: *fixturesDir})
+			opts := composition.Options{FixturesDir: *fixturesDir}
+			id := tr.Header.Checkpoint
+			if id == "" {
+				return task.ReplayTrajectory(ctx, w, tasks, tr, opts)
+			}
+			if *checkpoints == "" {
+				return nil, fmt.Errorf("continues checkpoint %s: pass --checkpoints to replay it", id)
+			}
+			cp, saved, err := app.ReadCheckpoint(*checkpoints, id)
+			if errors.Is(err, iofs.ErrNotExist) {
+				return nil, fmt.Errorf("continues checkpoint %s, which is not in %s", id, *checkpoints)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("continues checkpoint %s: %w", id, err)
+			}
+			return task.ReplayResumed(ctx, w, tasks, tr, cp, saved, opts)
 		})
 		if r.Error != "" || len(r.Mismatches) > 0 {
 			failed++

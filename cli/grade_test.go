@@ -9,8 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/examples/worlds/company"
+	"github.com/seahaven/seahaven/openenv"
 	"github.com/seahaven/seahaven/task"
 )
 
@@ -58,6 +60,77 @@ func runGrade(t *testing.T, args ...string) (stdout, stderr string, err error) {
 		m.fail(err)
 	}
 	return out.String(), errOut.String(), err
+}
+
+// mustRecordRestored records an episode of task invoice_750 on a server's
+// backend: a call, a checkpoint, and the episode restored from it makes
+// another. It returns the restored episode's trajectory, the checkpoint
+// store and the checkpoint's id.
+func mustRecordRestored(tb testing.TB) (file, store, id string) {
+	tb.Helper()
+	ctx := context.Background()
+	rec, store := tb.TempDir(), tb.TempDir()
+	b, err := app.New(company.World, app.Config{InstanceRoot: tb.TempDir(), Checkpoints: store, RecordDir: rec})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer b.Close()
+	inst, err := b.Open(ctx, openenv.OpenOptions{Task: "invoice_750", EpisodeID: "ep-r", Seed: 3})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	inst.CallJSON(ctx, "invoice", []byte(`{"amount": 75}`))
+	info, err := inst.(openenv.Checkpointer).Checkpoint(ctx, openenv.CheckpointRequest{Revision: 1, Attempt: "6f9619ff-8b86-d011-b42d-00c04fc964ff", Session: []byte(`{}`)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	inst.Close()
+	restored, _, err := b.Restore(ctx, info.ID)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	restored.CallJSON(ctx, "invoice", []byte(`{"amount": 750}`))
+	if err := restored.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(rec, "*.jsonl"))
+	for _, f := range files {
+		if tr, err := task.ReadTrajectoryFile(f); err == nil && tr.Header.Checkpoint == info.ID {
+			return f, store, info.ID
+		}
+	}
+	tb.Fatal("no recording of the restored episode")
+	return "", "", ""
+}
+
+// TestGradeCommand_Restored: the trajectory of a restored episode is
+// replayed from the checkpoint it continues, found in --checkpoints;
+// without the flag, or without the checkpoint there, grade says so
+// instead of replaying it from the fixture.
+func TestGradeCommand_Restored(t *testing.T) {
+	file, store, id := mustRecordRestored(t)
+	t.Run("OK", func(t *testing.T) {
+		stdout, stderr, err := runGrade(t, "--world", "company", "--checkpoints", store, file)
+		if err != nil || strings.Contains(stdout, "NON-DETERMINISTIC") || !strings.Contains(stdout, "episode ep-r, 1 call replayed") {
+			t.Fatalf("err %v\nstdout %s\nstderr %s", err, stdout, stderr)
+		}
+	})
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"NoFlag", nil, "ERROR continues checkpoint " + id + ": pass --checkpoints to replay it"},
+		{"NotInStore", []string{"--checkpoints", t.TempDir()}, "ERROR continues checkpoint " + id + ", which is not in "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("SEAHAVEN_CHECKPOINTS", "")
+			stdout, _, err := runGrade(t, append(append([]string{"--world", "company"}, c.args...), file)...)
+			if err == nil || !strings.Contains(stdout, c.want) || strings.Contains(stdout, "NON-DETERMINISTIC") {
+				t.Errorf("err %v\nstdout %s\nwant %q", err, stdout, c.want)
+			}
+		})
+	}
 }
 
 func TestGradeCommand(t *testing.T) {

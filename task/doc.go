@@ -28,12 +28,13 @@
 // per call, and an end line with the final grading and state hash.
 // ReplayTrajectory makes the calls of such a file again from the same
 // fixture and seed, grades, and reports every difference from the
-// recording.
+// recording; ReplayResumed does the same for a restored episode's file,
+// from the checkpoint it continues.
 //
 // See docs/tasks.md for the tasks.yaml format and the trajectory format.
 //
 // # Concurrency
 //
-// LoadFile, ForWorld, Grade and ReplayTrajectory are safe for concurrent
+// LoadFile, ForWorld, Grade, ReplayTrajectory and ReplayResumed are safe for concurrent
 // use. Episode, Recorder and Recording are safe for concurrent use.
 package task

@@ -2,6 +2,7 @@ package task
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -30,6 +31,11 @@ type Replay struct {
 	Warnings []string
 }
 
+// ErrResumed is returned (wrapped) by ReplayTrajectory for a trajectory
+// whose header names a checkpoint: its episode starts from that
+// checkpoint, not from the fixture, and ReplayResumed replays it.
+var ErrResumed = errors.New("task: the trajectory continues a checkpoint")
+
 // ReplayTrajectory opens the instance a trajectory was recorded on (the
 // same world, task, fixture, now, seed, startup keywords, clock mode and
 // control tools), makes its calls again in order, grades the result and
@@ -37,22 +43,18 @@ type Replay struct {
 // tasks are the world's tasks (ForWorld); opts supplies what a header does
 // not say (FixturesDir, Dir). An error means the replay could not run: a
 // trajectory of another world, an unknown task, an instance that does not
-// open, a grader that fails.
+// open, a grader that fails, or a trajectory of a restored episode
+// (ErrResumed).
 func ReplayTrajectory(ctx context.Context, w *env.World, tasks []env.Task, tr *Trajectory, opts composition.Options) (*Replay, error) {
 	h := tr.Header
-	if h.World != w.Name() {
-		return nil, fmt.Errorf("task: the trajectory is of world %q, not %q", h.World, w.Name())
+	if h.Checkpoint != "" {
+		return nil, fmt.Errorf("%w %s", ErrResumed, h.Checkpoint)
 	}
-	rep := &Replay{}
-	if h.WorldVersion != w.Version() {
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("recorded with %s %s, replayed with %s", h.World, h.WorldVersion, w.Version()))
+	rep, t, err := replayTask(w, tasks, h)
+	if err != nil {
+		return nil, err
 	}
-	var t env.Task
 	if h.Task != "" {
-		var ok bool
-		if t, ok = Find(tasks, h.Task); !ok {
-			return nil, fmt.Errorf("task: the trajectory's task %q is not a task of %s", h.Task, w.Name())
-		}
 		// The header says what the instance was opened with, overrides
 		// included: it wins over the task's own values.
 		t.Fixture, t.Now, t.Startup = h.Fixture, h.Now, maps.Clone(h.Startup)
@@ -65,31 +67,89 @@ func ReplayTrajectory(ctx context.Context, w *env.World, tasks []env.Task, tr *T
 		return nil, err
 	}
 	defer ep.Close()
+	if err := replayCalls(ctx, ep, tr, rep); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// ReplayResumed is ReplayTrajectory for the trajectory of a restored
+// episode (its header names the checkpoint): the episode resumes from cp
+// and saved, the checkpoint's instance and episode as the server kept
+// them, and the trajectory's calls are made again from there. It refuses
+// a checkpoint of another episode or task than the trajectory's.
+func ReplayResumed(ctx context.Context, w *env.World, tasks []env.Task, tr *Trajectory, cp *composition.Checkpoint, saved Saved, opts composition.Options) (*Replay, error) {
+	h := tr.Header
+	if h.Checkpoint == "" {
+		return nil, errors.New("task: the trajectory names no checkpoint: it starts from its fixture")
+	}
+	if saved.Header.EpisodeID != h.EpisodeID || saved.Task != h.Task {
+		return nil, fmt.Errorf("task: checkpoint %s is of episode %q (task %q), the trajectory of episode %q (task %q)", h.Checkpoint, saved.Header.EpisodeID, saved.Task, h.EpisodeID, h.Task)
+	}
+	rep, t, err := replayTask(w, tasks, h)
+	if err != nil {
+		return nil, err
+	}
+	opts.Checkpoint = cp
+	ep, err := Resume(ctx, w, t, saved, opts, nil, h.Checkpoint)
+	if err != nil {
+		return nil, err
+	}
+	defer ep.Close()
+	if err := replayCalls(ctx, ep, tr, rep); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// replayTask checks a trajectory's world, and finds its task among tasks.
+func replayTask(w *env.World, tasks []env.Task, h Header) (*Replay, env.Task, error) {
+	if h.World != w.Name() {
+		return nil, env.Task{}, fmt.Errorf("task: the trajectory is of world %q, not %q", h.World, w.Name())
+	}
+	rep := &Replay{}
+	if h.WorldVersion != w.Version() {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("recorded with %s %s, replayed with %s", h.World, h.WorldVersion, w.Version()))
+	}
+	var t env.Task
+	if h.Task != "" {
+		var ok bool
+		if t, ok = Find(tasks, h.Task); !ok {
+			return nil, env.Task{}, fmt.Errorf("task: the trajectory's task %q is not a task of %s", h.Task, w.Name())
+		}
+	}
+	return rep, t, nil
+}
+
+// replayCalls makes a trajectory's calls on ep, grades it, and records in
+// rep what differed from the recording.
+func replayCalls(ctx context.Context, ep *Episode, tr *Trajectory, rep *Replay) error {
 	for i, c := range tr.Calls {
 		out, callErr := ep.CallJSON(ctx, c.Tool, c.arguments())
 		got, err := NewCallLine(c.Tool, c.arguments(), out, callErr)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		rep.Calls++
 		if diff := diffCall(c, got); diff != "" {
 			rep.Mismatches = append(rep.Mismatches, fmt.Sprintf("call %d (%s): %s", i+1, c.Tool, diff))
 		}
 	}
+	var err error
 	if rep.StateSHA256, err = StateHash(ctx, ep.Instance()); err != nil {
-		return nil, err
+		return err
 	}
-	if h.Task != "" {
+	if tr.Header.Task != "" {
 		res, err := ep.Grade(ctx)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		rep.Result = &res
 	}
 	if tr.End != nil {
 		rep.Mismatches = append(rep.Mismatches, diffEnd(*tr.End, rep)...)
 	}
-	return rep, nil
+	return nil
 }
 
 // diffCall compares a recorded call with its replay.
