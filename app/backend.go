@@ -366,10 +366,11 @@ func (b *Backend) Fence(attempt, episodeID, by string) error {
 // FencedBy reports whether attempt was fenced, and by what.
 func (b *Backend) FencedBy(attempt string) (string, bool) { return b.checkpoints.fencedBy(attempt) }
 
-// Latest returns the newest checkpoint of an episode in the checkpoint
-// store (see openenv.Restorer).
+// Latest returns the newest checkpoint of an episode of the backend's
+// world in the checkpoint store (see openenv.Restorer): a checkpoint of
+// another world, which this server cannot restore, is none.
 func (b *Backend) Latest(episodeID string) (openenv.CheckpointInfo, bool) {
-	return b.checkpoints.pointer(latestDir, episodeID)
+	return b.checkpoints.latest(b.world.Name(), episodeID)
 }
 
 // Drained records the checkpoint a draining server took of a session

@@ -37,7 +37,7 @@ const (
 	stateName    = "state.json"      // composition.Checkpoint.State
 	episodeName  = "episode.json"    // savedEpisode
 	fencesDir    = "fences"          // one file per fenced attempt
-	latestDir    = "episodes"        // one file per episode: its newest checkpoint
+	latestDir    = "episodes"        // one file per world's episode: its newest checkpoint
 	drainedDir   = "drained"         // one file per drained session: its checkpoint
 	attemptsDir  = "attempts"        // one file per attempt: its newest checkpoint
 	tmpPrefix    = ".ckpt-"          // a checkpoint being written
@@ -225,7 +225,7 @@ func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openen
 	}
 	if m.EpisodeID != "" {
 		c.latestMu.Lock()
-		err := c.setPointer(latestDir, m.EpisodeID, m.CheckpointInfo)
+		err := c.setPointer(latestDir, latestKey(m.World, m.EpisodeID), m.CheckpointInfo)
 		c.latestMu.Unlock()
 		if err != nil {
 			c.logger.Warn("app: the episode's newest checkpoint could not be recorded", "checkpoint", id, "err", err)
@@ -514,7 +514,7 @@ func (c *checkpoints) close() {
 // stored is a checkpoint directory as retention sees it.
 type stored struct {
 	id      string
-	episode string // from its manifest; "" when it has none that parses
+	episode string // its latestKey, from its manifest; "" when it has none that parses
 	at      time.Time
 	size    int64
 	newest  bool // the newest checkpoint of its episode
@@ -619,11 +619,34 @@ func (c *checkpoints) sweep(now time.Time) {
 	}
 }
 
-// episodeOf returns the episode of checkpoint id, from its manifest; ""
-// when it has none that parses.
+// episodeOf returns the latestKey of checkpoint id's episode, from its
+// manifest; "" when it has no episode or no manifest that parses.
 func (c *checkpoints) episodeOf(id string) string {
-	m, _ := c.manifest(id)
-	return m.EpisodeID
+	m, ok := c.manifest(id)
+	if !ok || m.EpisodeID == "" {
+		return ""
+	}
+	return latestKey(m.World, m.EpisodeID)
+}
+
+// latestKey is the key of an episode's latest pointer: episodes of
+// different worlds may share an id, and a server restores only its own
+// world's checkpoints.
+func latestKey(world, episode string) string { return world + "\n" + episode }
+
+// latest returns the newest checkpoint of a world's episode. A pointer
+// keyed by the episode alone, as servers of earlier versions wrote them,
+// serves when its checkpoint is of the world.
+func (c *checkpoints) latest(world, episode string) (openenv.CheckpointInfo, bool) {
+	if info, ok := c.pointer(latestDir, latestKey(world, episode)); ok {
+		return info, true
+	}
+	if info, ok := c.pointer(latestDir, episode); ok {
+		if m, ok := c.manifest(info.ID); ok && m.World == world {
+			return info, true
+		}
+	}
+	return openenv.CheckpointInfo{}, false
 }
 
 // manifest reads checkpoint id's manifest, without verifying anything
@@ -637,9 +660,9 @@ func (c *checkpoints) manifest(id string) (manifest, bool) {
 	return m, true
 }
 
-// repoint points the latest pointer of episode, when the checkpoint it
-// names is gone, at the episode's newest checkpoint among live, or
-// removes it when there is none.
+// repoint points the latest pointer of episode (a latestKey), when the
+// checkpoint it names is gone, at the episode's newest checkpoint among
+// live, or removes it when there is none.
 func (c *checkpoints) repoint(episode string, live []stored) {
 	c.latestMu.Lock()
 	defer c.latestMu.Unlock()

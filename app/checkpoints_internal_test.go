@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/seahaven/seahaven/examples/worlds/company"
+	"github.com/seahaven/seahaven/examples/worlds/payments"
 	"github.com/seahaven/seahaven/openenv"
 	"github.com/seahaven/seahaven/task"
 )
@@ -312,7 +313,7 @@ func TestCheckpoints_RetentionKeepsNewest(t *testing.T) {
 	if id := latest("small-a"); id != "" {
 		t.Errorf("latest of an episode whose checkpoints were all removed: %s", id)
 	}
-	if _, err := os.Stat(b.checkpoints.pointerPath(latestDir, "small-a")); !os.IsNotExist(err) {
+	if _, err := os.Stat(b.checkpoints.pointerPath(latestDir, latestKey(company.World.Name(), "small-a"))); !os.IsNotExist(err) {
 		t.Errorf("the pointer to a removed checkpoint was kept: %v", err)
 	}
 	os.RemoveAll(filepath.Join(dir, big[3])) // as another server's retention would
@@ -361,6 +362,26 @@ func TestCheckpoints_RetentionRuns(t *testing.T) {
 	case <-b.checkpoints.done:
 	default:
 		t.Error("retention still runs after Close")
+	}
+}
+
+// TestCheckpoints_LatestOfWorld: a server's latest checkpoint of an
+// episode is one of its own world, which it can restore, though another
+// world's episode of the same id checkpointed later in the same store.
+func TestCheckpoints_LatestOfWorld(t *testing.T) {
+	dir := t.TempDir()
+	b := newTestBackend(t, Config{Checkpoints: dir})
+	own := checkpointedEpisode(t, b, "shared")
+	other, err := New(payments.World, Config{Checkpoints: dir, InstanceRoot: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	if info, ok := other.Latest("shared"); ok {
+		t.Errorf("a payments server's latest of a company episode: %s", info.ID)
+	}
+	if info, _ := b.Latest("shared"); info.ID != own.ID {
+		t.Errorf("latest: %q, want %s", info.ID, own.ID)
 	}
 }
 
