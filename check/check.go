@@ -159,7 +159,8 @@ func at(where string, w *env.World) string {
 // World runs every dynamic check on w as the root of a composition:
 // whether it seals (SH504), the primary keys of its tree's tables (SH301),
 // its declared child names (SH502, SH503), its agent surface (SH206,
-// SH207) and each of its own fixtures (SH401–SH406).
+// SH207) and each of its own fixtures (SH401–SH406), in its FixturesDir or,
+// when it has none, in its embedded Fixtures.
 // The findings are sorted (see Sort). A world's own test can call it; a nil
 // slice means the world checks clean.
 func World(ctx context.Context, w *env.World) []Finding {

@@ -39,6 +39,9 @@
 // registration's line (AddWorld, DeclareWorlds, NewWorld), with column 1,
 // since a world records lines only. Fixture findings point at the
 // fixture's sidecar, at the line of the key at fault when it can be found.
+// An embedded fixture's sidecar is named by the source file it was embedded
+// from, found at or below the world's package directory, or else as
+// "<world> embedded fixtures/<id>/fixture.yaml".
 //
 // # Concurrency
 //

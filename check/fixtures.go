@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,28 +24,36 @@ import (
 // sqliteHeader is how every SQLite database file begins.
 const sqliteHeader = "SQLite format 3\x00"
 
-// fixtureFindings checks every fixture in the world's own FixturesDir
-// (SH401–SH406). Directories whose names are not fixture ids, and
+// fixtureFindings checks every fixture of the world's own (SH401–SH406):
+// those in its FixturesDir, or, when it has none, those of its embedded
+// Fixtures file system. Directories whose names are not fixture ids, and
 // directories without a sidecar, are not fixtures and are skipped, as
 // fixture.List skips them.
 func fixtureFindings(ctx context.Context, w *env.World, sealed *composition.Sealed) []Finding {
-	dir := w.Spec().FixturesDir
-	if dir == "" {
+	spec := w.Spec()
+	var fsys fs.FS
+	root := spec.FixturesDir // the directory findings are positioned in
+	switch {
+	case spec.FixturesDir != "":
+		fsys = os.DirFS(spec.FixturesDir)
+	case spec.Fixtures != nil:
+		fsys = spec.Fixtures
+		root = embeddedRoot(w, fsys)
+	default:
 		return nil
 	}
-	ids, err := fixture.Dirs(dir)
+	ids, err := fixtureIDs(fsys)
 	if err != nil {
-		return []Finding{finding(dir+":1:1", "SH401", "the fixtures directory of %s cannot be read: %v", w.Name(), err)}
+		return []Finding{finding(root+":1:1", "SH401", "the fixtures directory of %s cannot be read: %v", w.Name(), err)}
 	}
 	hashes := schemaHashes{}
 	var out []Finding
 	for _, id := range ids {
-		sidecar := filepath.Join(dir, id, fixture.SidecarName)
-		data, err := os.ReadFile(sidecar)
+		data, err := fs.ReadFile(fsys, path.Join(id, fixture.SidecarName))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		fc := &fixtureCheck{ctx: ctx, w: w, sealed: sealed, id: id, dir: filepath.Join(dir, id), path: sidecar, hashes: hashes}
+		fc := &fixtureCheck{ctx: ctx, w: w, sealed: sealed, id: id, fsys: fsys, path: filepath.Join(root, id, fixture.SidecarName), hashes: hashes}
 		if err != nil {
 			out = append(out, finding(fc.pos(0), "SH401", "fixture %s: the sidecar cannot be read: %v", id, err))
 			continue
@@ -53,6 +62,81 @@ func fixtureFindings(ctx context.Context, w *env.World, sealed *composition.Seal
 	}
 	return out
 }
+
+// fixtureIDs returns, sorted, the names of the directories of fsys that are
+// valid fixture ids, as fixture.Dirs does for a directory on disk: a
+// file system without a root directory holds none.
+func fixtureIDs(fsys fs.FS) ([]string, error) {
+	entries, err := fs.ReadDir(fsys, ".")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range entries { // fs.ReadDir sorts by name, so by id
+		id := e.Name()
+		if fixture.ValidID(id) != nil {
+			continue
+		}
+		if fi, err := fs.Stat(fsys, id); err != nil || !fi.IsDir() {
+			continue
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// embeddedRoot returns the directory findings about a world's embedded
+// fixtures are positioned in: the source directory they were embedded from
+// — a directory at or below the one of the world's NewWorld line that holds
+// the same sidecar as the file system (say its fixtures/ of
+// `//go:embed fixtures` and fs.Sub) — or, when none is found, "<world>
+// embedded fixtures", so a position still names the fixture and its file.
+func embeddedRoot(w *env.World, fsys fs.FS) string {
+	fallback := w.Name() + " embedded fixtures"
+	file, _, _ := SplitPos(w.Where())
+	if !filepath.IsAbs(file) {
+		return fallback
+	}
+	ids, _ := fixtureIDs(fsys)
+	var ref string // a file of fsys, to find on disk
+	var want []byte
+	for _, id := range ids {
+		p := path.Join(id, fixture.SidecarName)
+		if b, err := fs.ReadFile(fsys, p); err == nil {
+			ref, want = p, b
+			break
+		}
+	}
+	if ref == "" {
+		return fallback
+	}
+	pkgDir := filepath.Dir(file)
+	found := ""
+	filepath.WalkDir(pkgDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if p != pkgDir && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		if rel, _ := filepath.Rel(pkgDir, p); strings.Count(rel, string(filepath.Separator)) >= maxEmbedDepth {
+			return filepath.SkipDir
+		}
+		if b, err := os.ReadFile(filepath.Join(p, filepath.FromSlash(ref))); err == nil && bytes.Equal(b, want) {
+			found = p
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return cmp.Or(found, fallback)
+}
+
+// maxEmbedDepth bounds how deep below a world's package directory
+// embeddedRoot looks for the source of its embedded fixtures.
+const maxEmbedDepth = 3
 
 // schemaHashes caches the normalised hash of each schema text for one run.
 type schemaHashes map[string]hashResult
@@ -78,8 +162,8 @@ type fixtureCheck struct {
 	w      *env.World
 	sealed *composition.Sealed
 	id     string
-	dir    string // the fixture's directory
-	path   string // its sidecar
+	fsys   fs.FS  // the fixtures directory, holding the fixture's at id
+	path   string // its sidecar, for positions
 	hashes schemaHashes
 	lines  sidecarLines
 	out    []Finding
@@ -231,8 +315,8 @@ func (fc *fixtureCheck) checkFile(n fixture.Node) {
 	if n.Path == fixture.RootPath {
 		fileLine = fc.lines.key(n.Path, "file_sha256")
 	}
-	p := filepath.Join(fc.dir, n.File)
-	fi, err := os.Stat(p)
+	p := path.Join(fc.id, n.File)
+	fi, err := fs.Stat(fc.fsys, p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		fc.add(fileLine, "SH405", "node %s: %s is missing", n.Path, n.File)
@@ -244,27 +328,23 @@ func (fc *fixtureCheck) checkFile(n fixture.Node) {
 		fc.add(fileLine, "SH405", "node %s: %s is not a regular file", n.Path, n.File)
 		return
 	}
-	got, err := fixture.HashFile(p)
+	data, err := fs.ReadFile(fc.fsys, p) // as the engine reads a fixture's files
 	if err != nil {
 		fc.add(fileLine, "SH405", "node %s: %s cannot be read: %v", n.Path, n.File, err)
 		return
 	}
-	if got != n.FileSHA256 {
+	if got := fixture.HashBytes(data); got != n.FileSHA256 {
 		fc.add(fc.lines.key(n.Path, "file_sha256"), "SH402", "node %s: %s has sha256 %s, the sidecar records %s", n.Path, n.File, short(got), short(n.FileSHA256))
 	}
-	if err := readableSQLite(fc.ctx, p); err != nil {
+	if err := readableSQLite(fc.ctx, data); err != nil {
 		fc.add(fileLine, "SH405", "node %s: %s is not a readable SQLite database: %v", n.Path, n.File, err)
 	}
 }
 
-// readableSQLite checks that a frozen file is a SQLite database SQLite can
+// readableSQLite checks that a frozen file's bytes are a SQLite database SQLite can
 // read: the header, then, on a private copy (a frozen file is never opened
 // by SQLite, which may write to it), the schema and a quick integrity check.
-func readableSQLite(ctx context.Context, path string) error {
-	data, err := os.ReadFile(path) // as the engine reads a fixture's files
-	if err != nil {
-		return err
-	}
+func readableSQLite(ctx context.Context, data []byte) error {
 	if !bytes.HasPrefix(data, []byte(sqliteHeader)) {
 		return errors.New("it does not begin with the SQLite header")
 	}

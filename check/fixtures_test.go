@@ -27,13 +27,18 @@ type shape struct {
 	paymentsSchema string // the payments world's schema
 	withChat       bool   // whether the company also adds chat
 	scope          string // the scope payments is added under, or ""
+	embedded       bool   // whether the fixtures are WorldSpec.Fixtures (os.DirFS(dir)), not FixturesDir
 }
 
 // buildCompany builds a company that adds payments (and maybe chat), with
 // its fixtures in dir.
 func buildCompany(s shape, dir string) *env.World {
 	payments := env.NewWorld(env.WorldSpec{Name: "payments", Version: "1.0.0", Schema: s.paymentsSchema})
-	company := env.NewWorld(env.WorldSpec{Name: "company", Version: "0.1.0", Schema: staffSchema, FixturesDir: dir})
+	spec := env.WorldSpec{Name: "company", Version: "0.1.0", Schema: staffSchema, FixturesDir: dir}
+	if s.embedded {
+		spec.FixturesDir, spec.Fixtures = "", os.DirFS(dir)
+	}
+	company := env.NewWorld(spec)
 	if s.scope != "" {
 		company.AddWorld(payments, env.Store(s.scope))
 	} else {
@@ -254,27 +259,40 @@ func TestWorld_Fixtures(t *testing.T) {
 			},
 		},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			fdir := filepath.Join(dir, "acme")
-			copyDir(t, acme, fdir)
-			if tt.mutate != nil {
-				tt.mutate(t, fdir)
+		for _, embedded := range []bool{false, true} {
+			name := tt.name + "/Dir"
+			if embedded {
+				name = tt.name + "/Embedded"
 			}
-			w := buildCompany(tt.check, dir)
-			sidecar := filepath.Join(fdir, fixture.SidecarName)
-			var expected []check.Finding
-			for _, x := range tt.want {
-				r, _ := check.Lookup(x.code)
-				msg := "fixture acme: " + x.message
-				if x.code == "SH406" {
-					msg = x.message
+			t.Run(name, func(t *testing.T) {
+				dir := t.TempDir()
+				fdir := filepath.Join(dir, "acme")
+				copyDir(t, acme, fdir)
+				if tt.mutate != nil {
+					tt.mutate(t, fdir)
 				}
-				expected = append(expected, check.Finding{Pos: fmt.Sprintf("%s:%d:1", sidecar, x.line), Code: x.code, Severity: r.Severity, Message: msg})
-			}
-			check.Sort(expected)
-			expectFindings(t, check.World(context.Background(), w), expected)
-		})
+				sh := tt.check
+				sh.embedded = embedded
+				w := buildCompany(sh, dir)
+				// Embedded fixtures whose source is not below the world's
+				// package are named by the world and the fixture.
+				sidecar := filepath.Join(fdir, fixture.SidecarName)
+				if embedded {
+					sidecar = filepath.Join("company embedded fixtures", "acme", fixture.SidecarName)
+				}
+				var expected []check.Finding
+				for _, x := range tt.want {
+					r, _ := check.Lookup(x.code)
+					msg := "fixture acme: " + x.message
+					if x.code == "SH406" {
+						msg = x.message
+					}
+					expected = append(expected, check.Finding{Pos: fmt.Sprintf("%s:%d:1", sidecar, x.line), Code: x.code, Severity: r.Severity, Message: msg})
+				}
+				check.Sort(expected)
+				expectFindings(t, check.World(context.Background(), w), expected)
+			})
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,6 +55,23 @@ func TestNewWorld(t *testing.T) {
 	}
 	if out, errOut, err := runCheck(t, "-C", dir, "./..."); err != nil {
 		t.Errorf("seahaven check: %v\n%s%s", err, out, errOut)
+	}
+
+	// The fixtures are embedded: check reads them from the world's value
+	// and names the source file they were embedded from.
+	sidecar := filepath.Join(dir, "library", "fixtures", "demo", "fixture.yaml")
+	b, err := os.ReadFile(sidecar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := bytes.Count(b, []byte("\n")) + 1
+	if err := os.WriteFile(sidecar, append(b, "colour: red\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := runCheck(t, "-C", dir, "./...")
+	want := fmt.Sprintf("library/fixtures/demo/fixture.yaml:%d:1: SH401 error: fixture demo: the sidecar does not parse: colour: unknown key", line)
+	if exitCode(err) != 1 || !strings.Contains(out, want) {
+		t.Errorf("seahaven check of an embedded fixture with an unknown key: %v\n%s%s\nwant %s", err, out, errOut, want)
 	}
 }
 
