@@ -56,6 +56,7 @@ var Rules = []Rule{
 	{"SH208", SeverityError, true, "composition.Open inside a tool, a middleware or a startup hook, or in a tools/ or middleware/ package"},
 	{"SH209", SeverityError, true, "ctx.Worlds.Get naming something that is not a registered child"},
 	{"SH301", SeverityError, false, "a tracked table whose primary key cannot key the change log exactly"},
+	{"SH302", SeverityError, false, "a world's schema does not apply to an empty store"},
 	{"SH401", SeverityError, false, "a fixture's sidecar does not parse"},
 	{"SH402", SeverityError, false, "a fixture node's file does not have the sha256 its sidecar records"},
 	{"SH403", SeverityError, false, "a fixture node's schema hash differs from its world's current schema (schema drift)"},
@@ -157,7 +158,8 @@ func at(where string, w *env.World) string {
 }
 
 // World runs every dynamic check on w as the root of a composition:
-// whether it seals (SH504), the primary keys of its tree's tables (SH301),
+// whether it seals (SH504), the schemas of its tree's worlds (SH302) and
+// the primary keys of their tables (SH301),
 // its declared child names (SH502, SH503), its agent surface (SH206,
 // SH207) and each of its own fixtures (SH401–SH406), in its FixturesDir or,
 // when it has none, in its embedded Fixtures.
@@ -177,8 +179,8 @@ func World(ctx context.Context, w *env.World) []Finding {
 }
 
 // sealFindings reports SH504: one finding per seal error (none for nil),
-// at the registration the WorldBug names, but for the tables keyFindings
-// reports (SH301). The message does not name the root, so a broken world
+// at the registration the WorldBug names, but for the schemas and tables
+// keyFindings reports (SH301, SH302). The message does not name the root, so a broken world
 // added by several hosts is one line of Format's output.
 func sealFindings(w *env.World, err error) []Finding {
 	var fs []Finding

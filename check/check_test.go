@@ -314,6 +314,23 @@ func TestWorld_Keys(t *testing.T) {
 	}
 }
 
+// TestWorld_Schema: a schema that does not apply is SH302 at its world's
+// NewWorld line, once, and not SH504 too, also for a world added by
+// another; the message is SQLite's.
+func TestWorld_Schema(t *testing.T) {
+	broken := env.NewWorld(env.WorldSpec{Name: "broken", Version: "1.0.0",
+		Schema: `CREATE TABLE b (id TEXT PRIMARY KEY, x INTEGR NOT NULL,) STRICT;`})
+	root := newWorld("company")
+	root.AddWorld(broken)
+	for _, w := range []*env.World{broken, root} {
+		got := check.World(context.Background(), w)
+		want := `world broken: the schema does not apply: sqlitestore: near ")": syntax error (in statement: CREATE TABLE b (id TEXT PRIMARY KEY, x INTEGR NOT NULL,) STRICT;)`
+		if len(got) != 1 || got[0].Code != "SH302" || got[0].Pos != broken.Where()+":1" || got[0].Severity != check.SeverityError || got[0].Message != want {
+			t.Errorf("check %s: findings:\n%s\nwant one SH302 error at %s:1: %s", w.Name(), check.Format(got), broken.Where(), want)
+		}
+	}
+}
+
 // Declared child names, for TestWorld_Declared.
 type (
 	bothWorlds struct {
@@ -513,7 +530,7 @@ func TestHasErrors(t *testing.T) {
 }
 
 func TestRules(t *testing.T) {
-	codes := []string{"SH206", "SH207", "SH208", "SH209", "SH301", "SH401", "SH402", "SH403", "SH404", "SH405", "SH406", "SH502", "SH503", "SH504"}
+	codes := []string{"SH206", "SH207", "SH208", "SH209", "SH301", "SH302", "SH401", "SH402", "SH403", "SH404", "SH405", "SH406", "SH502", "SH503", "SH504"}
 	var got []string
 	for _, r := range check.Rules {
 		got = append(got, r.Code)

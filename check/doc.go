@@ -21,6 +21,8 @@
 //   - SH301 (error): a tracked table of a world of the tree has a primary
 //     key the change log cannot key rows by exactly (see
 //     composition.CheckKeys).
+//   - SH302 (error): the schema of a world of the tree does not apply to an
+//     empty store.
 //   - SH401–SH405 (errors): a fixture of the world does not parse (SH401),
 //     a node file's hash differs from the sidecar's (SH402), a node's schema
 //     drifted from its world's (SH403), the sidecar's now is missing or not

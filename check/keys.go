@@ -13,10 +13,18 @@ import (
 // that declared its world. The seal refuses the same tables; sealFindings
 // leaves them to this check, which reaches them even when the tree does not
 // seal for another reason.
+//
+// It reports SH302 the same way, for each world of the tree whose schema
+// does not apply.
 func keyFindings(w *env.World) []Finding {
 	var fs []Finding
 	for _, e := range unjoin(composition.CheckKeys(w)) {
-		fs = append(fs, finding(at(whereOf(e), w), "SH301", "%v", e))
+		code := "SH301"
+		var se *composition.SchemaError
+		if errors.As(e, &se) {
+			code = "SH302"
+		}
+		fs = append(fs, finding(at(whereOf(e), w), code, "%v", e))
 	}
 	return fs
 }
@@ -34,7 +42,8 @@ func whereOf(err error) string {
 // isKeyProblem reports whether a seal error is one keyFindings reports.
 func isKeyProblem(err error) bool {
 	var kp *sqlitestore.KeyProblem
-	return errors.As(err, &kp)
+	var se *composition.SchemaError
+	return errors.As(err, &kp) || errors.As(err, &se)
 }
 
 // unjoin returns the errors an errors.Join holds, err alone otherwise, and

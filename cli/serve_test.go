@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/seahaven/seahaven/env"
 )
 
 // TestServeCommand_Web serves the company world on :0 and checks that the
@@ -46,5 +49,21 @@ func TestServeCommand_Web(t *testing.T) {
 	}
 	if err != nil {
 		t.Errorf("serve: %v\n%s", err, stderr)
+	}
+}
+
+// TestServeCommand_SchemaDoesNotApply: a world whose schema does not apply
+// is refused at startup, naming the world and SQLite's error, instead of
+// serving a /ready that every reset then fails.
+func TestServeCommand_SchemaDoesNotApply(t *testing.T) {
+	broken := env.NewWorld(env.WorldSpec{Name: "broken", Version: "1.0.0",
+		Schema: `CREATE TABLE b (id TEXT PRIMARY KEY, x INTEGR NOT NULL,) STRICT;`})
+	m := New(broken)
+	m.Stdout, m.Stderr = io.Discard, io.Discard
+	cmd := &ServeCommand{m: m, Listening: func(string) { t.Error("serve started with a schema that does not apply") }}
+	err := cmd.Run(context.Background(), []string{"--addr", "127.0.0.1:0", "--instances", t.TempDir(), "--log-level", "error"})
+	want := `world broken: the schema does not apply: sqlitestore: near ")": syntax error`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("serve: %v, want an error saying %s", err, want)
 	}
 }

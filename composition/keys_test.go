@@ -81,6 +81,26 @@ func TestSeal_KeyProblems(t *testing.T) {
 	})
 }
 
+// TestSeal_SchemaDoesNotApply: a world whose schema does not apply is
+// refused at the seal, root or added, with a WorldBug at its NewWorld line
+// wrapping a *SchemaError that holds SQLite's error, so no server starts
+// with it.
+func TestSeal_SchemaDoesNotApply(t *testing.T) {
+	broken := env.NewWorld(env.WorldSpec{Name: "broken", Version: "1.0.0",
+		Schema: `CREATE TABLE b (id TEXT PRIMARY KEY, x INTEGR NOT NULL,) STRICT;`})
+	root := newWorld("host")
+	root.AddWorld(broken)
+	want := `world broken: the schema does not apply: sqlitestore: near ")": syntax error (in statement: CREATE TABLE b (id TEXT PRIMARY KEY, x INTEGR NOT NULL,) STRICT;)`
+	for _, w := range []*env.World{broken, root} {
+		_, err := composition.Seal(w)
+		var bug *env.WorldBug
+		var se *composition.SchemaError
+		if !errors.As(err, &bug) || !errors.As(err, &se) || bug.Message != want || bug.Where != broken.Where() || se.World != "broken" {
+			t.Errorf("Seal(%s) = %v, want a WorldBug at %s wrapping a SchemaError: %s", w.Name(), err, broken.Where(), want)
+		}
+	}
+}
+
 // TestCheckKeys: CheckKeys reaches every world of the tree even when the
 // tree does not seal for another reason.
 func TestCheckKeys(t *testing.T) {

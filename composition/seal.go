@@ -100,9 +100,10 @@ var sealCache sync.Map // of *env.World to *Sealed
 // Seal resolves a root world's tree, or returns the cached resolution when
 // no registration happened anywhere since. Every whole-tree rule is checked
 // here; a failure is an error wrapping a *env.WorldBug that names the
-// AddWorld behind it. The seal also refuses a world whose schema has a
-// table the change log cannot key exactly (see CheckKeys): an error joining
-// one WorldBug per such table, each at its world's NewWorld line.
+// AddWorld behind it. The seal also refuses a world whose schema does not
+// apply or has a table the change log cannot key exactly (see CheckKeys):
+// an error joining one WorldBug per such world or table, each at its
+// world's NewWorld line.
 func Seal(root *env.World) (*Sealed, error) {
 	gen := env.Generation()
 	if s, ok := sealCache.Load(root); ok && s.(*Sealed).Generation == gen {
