@@ -43,9 +43,10 @@ type Backend struct {
 	dirMu   sync.Mutex // guards release and the remaking of dir
 	release func()     // unlocks dir
 
-	mu       sync.Mutex // guards fixtures and listed
+	mu       sync.Mutex // guards fixtures, listed and broken
 	fixtures []openenv.FixtureInfo
 	listed   time.Time
+	broken   string // the last broken fixtures logged, so each change is logged once
 }
 
 // Config configures New.
@@ -138,7 +139,8 @@ const fixtureListTTL = 2 * time.Second
 // New returns a Backend for w. It seals the world (so a tree
 // that does not seal fails here, not at the first reset), repairs what
 // interrupted publishes left in the fixtures directory (fixture.Recover,
-// logged on cfg.Logger), checks that the default fixture exists, loads the
+// logged on cfg.Logger), logs each fixture whose sidecar does not parse
+// (the others still serve), checks that the default fixture exists, loads the
 // world's tasks (its Go tasks and the tasks.yaml of the fixtures directory;
 // a bad one fails here), makes this process's instance directory, and
 // removes instance directories left by processes that are no longer
@@ -177,6 +179,9 @@ func New(w *env.World, cfg Config) (_ *Backend, err error) {
 		if _, err := fixture.Recover(b.fixturesDir, b.logger); err != nil {
 			b.logger.Error("fixtures: recovery failed", "dir", b.fixturesDir, "err", err)
 		}
+	}
+	if b.fixturesDir != "" {
+		b.listFixtures() // logs the fixtures that are broken
 	}
 	if b.defaultFixture != "" {
 		if _, err := fixture.Read(b.fixturesDir, b.defaultFixture); err != nil {
@@ -253,8 +258,16 @@ func (b *Backend) listFixtures() []openenv.FixtureInfo {
 		return b.fixtures
 	}
 	list, err := fixture.List(b.fixturesDir)
-	if err != nil {
+	var le *fixture.ListError
+	switch {
+	case errors.As(err, &le):
+		// A broken fixture is left out; the others are listed.
+		b.logBrokenLocked(le)
+	case err != nil:
+		b.logger.Error("fixtures: cannot list the fixtures directory", "dir", b.fixturesDir, "err", err)
 		return b.fixtures
+	default:
+		b.broken = ""
 	}
 	out := make([]openenv.FixtureInfo, 0, len(list))
 	for _, s := range list {
@@ -262,6 +275,17 @@ func (b *Backend) listFixtures() []openenv.FixtureInfo {
 	}
 	b.fixtures, b.listed = out, time.Now()
 	return out
+}
+
+// logBrokenLocked logs each fixture of le that cannot be served, when the
+// set of broken fixtures differs from the one last logged. b.mu is held.
+func (b *Backend) logBrokenLocked(le *fixture.ListError) {
+	if msg := le.Error(); msg != b.broken {
+		b.broken = msg
+		for _, br := range le.Broken {
+			b.logger.Error("fixtures: a fixture is broken and cannot be served", "dir", b.fixturesDir, "fixture", br.ID, "err", br.Err)
+		}
+	}
 }
 
 // Open creates an instance. With opts.Task it opens the task's episode:

@@ -89,14 +89,34 @@ Worlds: `+strings.Join(c.m.names(), ", ")+"\n")
 		// Listing what is whole still helps; verify fails below.
 		logger.Error("fixtures: recovery failed", "dir", *dir, "err", recoverErr)
 	}
+	// A broken sidecar affects only its own fixture: its row says so, and
+	// the others are listed and verified.
 	list, err := fixture.List(*dir)
-	if err != nil {
+	var le *fixture.ListError
+	if err != nil && !errors.As(err, &le) {
 		return err
+	}
+	broken := map[string]error{}
+	if le != nil {
+		for _, b := range le.Broken {
+			broken[b.ID] = b.Err
+		}
 	}
 	tw := tabwriter.NewWriter(c.m.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tFORMAT\tWORLD\tNOW\tPARENT\tSTATUS\tDESCRIPTION")
 	var bad error
-	for _, s := range list {
+	ids, _ := fixture.Dirs(*dir) // every fixture, whole or broken, in id order
+	for _, id := range ids {
+		if err, ok := broken[id]; ok {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\tFAILED\tthe sidecar does not parse\n", id)
+			bad = errors.Join(bad, err)
+			continue
+		}
+		i := slices.IndexFunc(list, func(s *fixture.Sidecar) bool { return s.ID == id })
+		if i < 0 {
+			continue // not a fixture: no sidecar
+		}
+		s := list[i]
 		status := "-"
 		if args[0] == "verify" {
 			status = "ok"
@@ -116,7 +136,7 @@ Worlds: `+strings.Join(c.m.names(), ", ")+"\n")
 		named, err := namedFixtures(w, *dir, list)
 		bad = errors.Join(bad, err)
 		for _, n := range named {
-			if !slices.ContainsFunc(list, func(s *fixture.Sidecar) bool { return s.ID == n.id }) {
+			if _, isBroken := broken[n.id]; !isBroken && !slices.ContainsFunc(list, func(s *fixture.Sidecar) bool { return s.ID == n.id }) {
 				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\tMISSING\tnamed by %s\n", n.id, strings.Join(n.by, ", "))
 				bad = errors.Join(bad, fmt.Errorf("fixture %s is missing from %s (named by %s)", n.id, *dir, strings.Join(n.by, ", ")))
 			}

@@ -113,6 +113,40 @@ func TestFixturesCommand_VerifyMissing(t *testing.T) {
 	}
 }
 
+// TestFixturesCommand_Broken: a fixture whose sidecar does not parse is a
+// FAILED row of list and verify, which go on to the other fixtures and exit
+// 1 naming it.
+func TestFixturesCommand_Broken(t *testing.T) {
+	for _, sub := range []string{"list", "verify"} {
+		t.Run(sub, func(t *testing.T) {
+			dir := copyAcme(t)
+			for _, id := range []string{"aaa", "zzz"} {
+				if err := os.Mkdir(filepath.Join(dir, id), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, id, "fixture.yaml"), []byte("colour: red\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stdout, _, err := runFixtures(t, sub, "--world", "company", "--dir", dir)
+			if code := exitCode(err); code != 1 {
+				t.Fatalf("fixtures %s: exit code %d (%v), want 1\n%s", sub, code, err, stdout)
+			}
+			for _, id := range []string{"aaa", "zzz"} {
+				if !strings.Contains(err.Error(), `fixture "`+id+`": fixture.yaml: line 1: colour: unknown key`) {
+					t.Errorf("error %q does not name fixture %s and its key", err, id)
+				}
+			}
+			lines := strings.Split(strings.TrimSpace(stdout), "\n")
+			if len(lines) != 4 || !strings.HasPrefix(lines[1], "aaa ") || !strings.Contains(lines[1], "FAILED") ||
+				!strings.HasPrefix(lines[2], "acme ") || strings.Contains(lines[2], "FAILED") ||
+				!strings.HasPrefix(lines[3], "zzz ") || !strings.Contains(lines[3], "FAILED") {
+				t.Errorf("fixtures %s:\n%s\nwant FAILED rows for aaa and zzz around acme", sub, stdout)
+			}
+		})
+	}
+}
+
 func TestServeCommand_RecoversFixtures(t *testing.T) {
 	dir := copyAcme(t)
 	interruptAcme(t, dir)

@@ -98,6 +98,8 @@ func FixturesDir(w *env.World) (string, error) {
 
 // Fixtures lists a world's own fixtures, sorted by id. An added world's
 // fixtures are unreachable from a host: only the root's FixturesDir is read.
+// Fixtures whose sidecars do not parse are named by a *fixture.ListError,
+// returned beside the others (see fixture.List).
 func Fixtures(w *env.World) ([]*fixture.Sidecar, error) {
 	dir, err := fixturesDir(w, "")
 	if err != nil {

@@ -1,18 +1,23 @@
 package openenv_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/coder/websocket"
 
 	"github.com/seahaven/seahaven/app"
+	"github.com/seahaven/seahaven/compositiontest"
+	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/internal/testfs"
 	"github.com/seahaven/seahaven/openenv"
 )
@@ -261,4 +266,62 @@ func TestInfraErrors_RecordingDiskFull(t *testing.T) {
 	s := mustServeWorld(t, faultyWorld, app.Config{RecordDir: dir}, openenv.Config{})
 	c := s.dial(t)
 	mustInfraFrame(t, roundTrip(t, c, `{"type":"reset","data":{"episode_id":"rec"}}`), "disk_full")
+}
+
+// TestInfraErrors_BrokenFixture serves a fixtures directory in which one
+// sidecar does not parse: GET /fixtures lists the others, an unknown
+// fixture's error lists them too, and the server logs the broken one by id
+// and cause, once.
+func TestInfraErrors_BrokenFixture(t *testing.T) {
+	dir := t.TempDir()
+	src := compositiontest.FixturesDir(t, company.World)
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "broken"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, company.AcmeID, "fixture.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = append(bytes.Replace(b, []byte("id: acme"), []byte("id: broken"), 1), "colour: red\n"...)
+	if err := os.WriteFile(filepath.Join(dir, "broken", "fixture.yaml"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var log syncBuffer
+	logger := slog.New(slog.NewTextHandler(&log, nil))
+	s := mustServeWorld(t, company.World, app.Config{FixturesDir: dir, DefaultFixture: company.AcmeID, Logger: logger}, openenv.Config{})
+	status, body, _ := s.httpDo(t, http.MethodGet, "/fixtures", "", nil)
+	if status != http.StatusOK || !strings.Contains(body, `"id":"acme"`) || strings.Contains(body, "broken") {
+		t.Errorf("GET /fixtures: %d %s, want acme listed and broken not", status, body)
+	}
+	c := s.dial(t)
+	reply := roundTrip(t, c, `{"type":"reset","data":{"fixture":"nope"}}`)
+	if msg := str(t, reply, "data.message"); msg != `Invalid message: data.fixture: unknown fixture "nope" (fixtures: acme)` {
+		t.Errorf("message %q", msg)
+	}
+	s.httpDo(t, http.MethodGet, "/fixtures", "", nil)
+	got := log.String()
+	if n := strings.Count(got, `msg="fixtures: a fixture is broken and cannot be served"`); n != 1 || !strings.Contains(got, "fixture=broken") || !strings.Contains(got, "colour: unknown key") {
+		t.Errorf("log (%d lines about the broken fixture):\n%s\nwant one naming it and its cause", n, got)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use, for a log.
+type syncBuffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
