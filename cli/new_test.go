@@ -3,7 +3,9 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,6 +96,10 @@ func TestNewWorld_Refused(t *testing.T) {
 		{[]string{"world", "--dir", filepath.Join(dir, "x"), "Library"}, `new world: world name "Library": want a lower-case Go package name`},
 		{[]string{"world", "--dir", filepath.Join(dir, "x"), "func"}, `new world: world name "func": want a lower-case Go package name`},
 		{[]string{"world", "--dir", filepath.Join(dir, "x"), "my-world"}, `new world: world name "my-world"`},
+		// Names env.NewWorld refuses, in its words.
+		{[]string{"world", "--dir", filepath.Join(dir, "x"), "main"}, `new world: world name "main" is reserved`},
+		{[]string{"world", "--dir", filepath.Join(dir, "x"), "temp"}, `new world: world name "temp" is reserved`},
+		{[]string{"world", "--dir", filepath.Join(dir, "x"), "a__b"}, `new world: world name "a__b" must not contain "__"`},
 		{[]string{"world", "--dir", filepath.Join(dir, "full"), "full"}, "new world: " + filepath.Join(dir, "full") + " is not empty"},
 		{[]string{"world", "--dir", filepath.Join(noMod, "w"), "w"}, "new world: no go.mod in " + filepath.Join(noMod, "w") + " or above it; pass --import"},
 		{[]string{"world"}, "new world takes one NAME, got 0 arguments"},
@@ -103,6 +109,9 @@ func TestNewWorld_Refused(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 			t.Errorf("new %q: %v, want %q…", tt.args, err, tt.want)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused new world wrote %s: %v", filepath.Join(dir, "x"), err)
 	}
 	// An explicit import path needs no go.mod.
 	if _, stderr, err := runNew(t, "world", "--dir", filepath.Join(noMod, "w"), "--import", "example.com/w", "w"); err != nil {

@@ -17,6 +17,8 @@ import (
 	"regexp"
 	"strings"
 	"text/template"
+
+	"github.com/seahaven/seahaven/env"
 )
 
 //go:embed world
@@ -27,12 +29,18 @@ var worldFiles embed.FS
 var validName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
 
 // World writes a new world named name into dir, a directory that must not
-// exist, be empty, or hold only a module's go.mod and go.sum. importPath is the Go import path dir has in its module
+// exist, be empty, or hold only a module's go.mod and go.sum. The name must
+// be a Go package name and a world name env.NewWorld accepts
+// (env.CheckName); otherwise World writes nothing. importPath is the Go import path dir has in its module
 // (the test and the fixture generator import the world by it). It returns
 // the paths of the files written, relative to dir.
 func World(dir, name, importPath string) ([]string, error) {
 	if !validName.MatchString(name) || token.IsKeyword(name) {
 		return nil, fmt.Errorf("world name %q: want a lower-case Go package name (a letter, then letters, digits or _, at most 63) that is not a Go keyword", name)
+	}
+	if err := env.CheckName(name); err != nil {
+		// What env.NewWorld would panic with when the package loads.
+		return nil, fmt.Errorf("world %w", err)
 	}
 	if importPath == "" {
 		return nil, errors.New("no import path for the world's package")
