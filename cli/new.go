@@ -57,9 +57,29 @@ func (c *NewCommand) Run(_ context.Context, args []string) error {
 	for _, f := range files {
 		fmt.Fprintf(c.m.Stdout, "  %s\n", f)
 	}
-	fmt.Fprintf(c.m.Stdout, "next: go generate ./%s/... && go test ./%s/... && seahaven check ./%s/...\n",
-		filepath.ToSlash(*dir), filepath.ToSlash(*dir), filepath.ToSlash(*dir))
+	pkgs := packagePattern(abs)
+	fmt.Fprintf(c.m.Stdout, "next: go generate %s && go test %s\n", pkgs, pkgs)
+	fmt.Fprintf(c.m.Stdout, "then: build a binary of your own, func main() { cli.Run(%s.World) } (docs/authoring.md, \"Your own binary\"), and run its check %s\n",
+		name, pkgs)
 	return nil
+}
+
+// packagePattern returns the go package pattern of dir and every package
+// below it, as the user types it in the current directory: "./..." for the
+// current directory, "./rel/..." below it, else dir's absolute path.
+func packagePattern(dir string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return filepath.ToSlash(dir) + "/..."
+	}
+	rel, err := filepath.Rel(wd, dir)
+	switch {
+	case err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)):
+		return filepath.ToSlash(dir) + "/..."
+	case rel == ".":
+		return "./..."
+	}
+	return "./" + filepath.ToSlash(rel) + "/..."
 }
 
 // importPathOf returns the import path dir has in the module whose go.mod

@@ -122,3 +122,35 @@ func TestNewWorld_Refused(t *testing.T) {
 		t.Errorf("w_test.go does not import example.com/w: %v", err)
 	}
 }
+
+// TestNewWorld_Hint: the commands printed after a new world name its
+// packages as they are typed in the current directory, and the check is the
+// author's own binary's.
+func TestNewWorld_Hint(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module example.com/lib\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "far")
+	t.Chdir(root)
+	for _, tt := range []struct {
+		dir  string // the --dir flag
+		pkgs string // the package pattern the hint names
+	}{
+		{"a", "./a/..."},
+		{"./b", "./b/..."},
+		{filepath.Join(root, "c"), "./c/..."},
+		{"d/e", "./d/e/..."},
+		{outside, filepath.ToSlash(outside) + "/..."},
+	} {
+		stdout, stderr, err := runNew(t, "world", "--dir", tt.dir, "--import", "example.com/lib/w", "stock")
+		if err != nil {
+			t.Fatalf("new world --dir %s: %v\n%s", tt.dir, err, stderr)
+		}
+		want := "next: go generate " + tt.pkgs + " && go test " + tt.pkgs + "\n" +
+			`then: build a binary of your own, func main() { cli.Run(stock.World) } (docs/authoring.md, "Your own binary"), and run its check ` + tt.pkgs + "\n"
+		if !strings.HasSuffix(stdout, want) {
+			t.Errorf("new world --dir %s printed:\n%s\nwant it to end:\n%s", tt.dir, stdout, want)
+		}
+	}
+}
