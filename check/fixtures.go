@@ -19,6 +19,7 @@ import (
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/fixture"
 	"github.com/seahaven/seahaven/sqlitestore"
+	"github.com/seahaven/seahaven/task"
 )
 
 // sqliteHeader is how every SQLite database file begins.
@@ -29,17 +30,8 @@ const sqliteHeader = "SQLite format 3\x00"
 // Fixtures file system. Directories whose names are not fixture ids, and
 // directories without a sidecar, are not fixtures and are skipped, as
 // fixture.List skips them.
-func fixtureFindings(ctx context.Context, w *env.World, sealed *composition.Sealed) []Finding {
-	spec := w.Spec()
-	var fsys fs.FS
-	root := spec.FixturesDir // the directory findings are positioned in
-	switch {
-	case spec.FixturesDir != "":
-		fsys = os.DirFS(spec.FixturesDir)
-	case spec.Fixtures != nil:
-		fsys = spec.Fixtures
-		root = embeddedRoot(w, fsys)
-	default:
+func fixtureFindings(ctx context.Context, w *env.World, sealed *composition.Sealed, fsys fs.FS, root string) []Finding {
+	if fsys == nil {
 		return nil
 	}
 	ids, err := fixtureIDs(fsys)
@@ -61,6 +53,20 @@ func fixtureFindings(ctx context.Context, w *env.World, sealed *composition.Seal
 		out = append(out, fc.run(data)...)
 	}
 	return out
+}
+
+// fixturesOf returns the world's own fixtures directory as a file system
+// — its FixturesDir, else its embedded Fixtures, else nil — and the
+// directory findings about it are positioned in.
+func fixturesOf(w *env.World) (fsys fs.FS, root string) {
+	spec := w.Spec()
+	switch {
+	case spec.FixturesDir != "":
+		return os.DirFS(spec.FixturesDir), spec.FixturesDir
+	case spec.Fixtures != nil:
+		return spec.Fixtures, embeddedRoot(w, spec.Fixtures)
+	}
+	return nil, ""
 }
 
 // fixtureIDs returns, sorted, the names of the directories of fsys that are
@@ -91,9 +97,10 @@ func fixtureIDs(fsys fs.FS) ([]string, error) {
 // embeddedRoot returns the directory findings about a world's embedded
 // fixtures are positioned in: the source directory they were embedded from
 // — a directory at or below the one of the world's NewWorld line that holds
-// the same sidecar as the file system (say its fixtures/ of
-// `//go:embed fixtures` and fs.Sub) — or, when none is found, "<world>
-// embedded fixtures", so a position still names the fixture and its file.
+// the same first sidecar (else tasks file) as the file system (say its
+// fixtures/ of `//go:embed fixtures` and fs.Sub) — or, when none is found,
+// "<world> embedded fixtures", so a position still names the fixture and
+// its file.
 func embeddedRoot(w *env.World, fsys fs.FS) string {
 	fallback := w.Name() + " embedded fixtures"
 	file, _, _ := SplitPos(w.Where())
@@ -108,6 +115,11 @@ func embeddedRoot(w *env.World, fsys fs.FS) string {
 		if b, err := fs.ReadFile(fsys, p); err == nil {
 			ref, want = p, b
 			break
+		}
+	}
+	if ref == "" {
+		if b, err := fs.ReadFile(fsys, task.FileName); err == nil {
+			ref, want = task.FileName, b
 		}
 	}
 	if ref == "" {

@@ -47,6 +47,7 @@ Worlds: `+strings.Join(c.m.names(), ", ")+"\n")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
+	ownDir := *dir == "" // the world's own fixtures, perhaps embedded
 	switch args[0] {
 	case "build", "list", "verify":
 	default:
@@ -133,7 +134,7 @@ Worlds: `+strings.Join(c.m.names(), ", ")+"\n")
 	}
 	if args[0] == "verify" {
 		bad = errors.Join(recoverErr, bad)
-		named, err := namedFixtures(w, *dir, list)
+		named, err := namedFixtures(w, *dir, ownDir, list)
 		bad = errors.Join(bad, err)
 		for _, n := range named {
 			if _, isBroken := broken[n.id]; !isBroken && !slices.ContainsFunc(list, func(s *fixture.Sidecar) bool { return s.ID == n.id }) {
@@ -154,12 +155,20 @@ type namedFixture struct {
 
 // namedFixtures returns, sorted by id, the fixtures that the world's default
 // (the one serve uses), its tasks and the listed sidecars' parent_id name.
-func namedFixtures(w *env.World, dir string, list []*fixture.Sidecar) ([]namedFixture, error) {
+// The tasks are those of dir's tasks file, or, when own is set, of the
+// world's own, read where it is (so an error names it, not a copy).
+func namedFixtures(w *env.World, dir string, own bool, list []*fixture.Sidecar) ([]namedFixture, error) {
 	by := map[string][]string{}
 	if id := w.Spec().DefaultFixture; id != "" {
 		by[id] = append(by[id], "the world's default fixture")
 	}
-	tasks, err := task.ForWorldDir(w, dir)
+	var tasks []env.Task
+	var err error
+	if own {
+		tasks, err = task.ForWorld(w)
+	} else {
+		tasks, err = task.ForWorldDir(w, dir)
+	}
 	for _, t := range tasks {
 		if t.Fixture != "" {
 			by[t.Fixture] = append(by[t.Fixture], "task "+t.ID)

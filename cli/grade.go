@@ -10,6 +10,7 @@ import (
 
 	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/task"
 )
 
@@ -58,13 +59,12 @@ func (c *GradeCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	dir := *fixturesDir
-	if dir == "" {
-		if dir, err = composition.FixturesDir(w); err != nil {
-			return err
-		}
+	var tasks []env.Task
+	if *fixturesDir == "" {
+		tasks, err = task.ForWorld(w) // names the world's own file in errors
+	} else {
+		tasks, err = task.ForWorldDir(w, *fixturesDir)
 	}
-	tasks, err := task.ForWorldDir(w, dir)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/seahaven/seahaven/env"
 )
@@ -65,5 +66,21 @@ func TestServeCommand_SchemaDoesNotApply(t *testing.T) {
 	want := `world broken: the schema does not apply: sqlitestore: near ")": syntax error`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("serve: %v, want an error saying %s", err, want)
+	}
+}
+
+// TestServeCommand_EmbeddedTasksError: a tasks file embedded in the world
+// that does not load refuses the start, naming the embedded file and the
+// line, not a copy on disk.
+func TestServeCommand_EmbeddedTasksError(t *testing.T) {
+	w := env.NewWorld(env.WorldSpec{Name: "stock", Version: "1.0.0", Schema: `CREATE TABLE items (id TEXT PRIMARY KEY) STRICT;`,
+		Fixtures: fstest.MapFS{"tasks.yaml": {Data: []byte("tasks:\n  - id: t\n    instruction: x\n    checks:\n      - sql: SELECT 1\n        wieght: 2\n")}}})
+	m := New(w)
+	m.Stdout, m.Stderr = io.Discard, io.Discard
+	cmd := &ServeCommand{m: m, Listening: func(string) { t.Error("serve started with a tasks file that does not load") }}
+	err := cmd.Run(context.Background(), []string{"--addr", "127.0.0.1:0", "--instances", t.TempDir(), "--log-level", "error"})
+	want := "app: tasks: stock embedded fixtures/tasks.yaml:6: tasks[0].checks[0].wieght: unknown key"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("serve: %v, want an error starting %q", err, want)
 	}
 }

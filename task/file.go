@@ -95,6 +95,13 @@ func LoadFile(path string) ([]env.Task, error) {
 	return parse(path, data)
 }
 
+// Parse is LoadFile of a tasks file's contents already read from path (a
+// file embedded in a binary, say): path names the file in errors, and its
+// base name is in each task's Source.
+func Parse(path string, data []byte) ([]env.Task, error) {
+	return parse(path, data)
+}
+
 // ferr returns a *FileError; parse sets its Path.
 func ferr(line int, key, format string, args ...any) error {
 	return &FileError{Line: line, Key: key, Msg: fmt.Sprintf(format, args...)}
@@ -399,13 +406,21 @@ func checkMapping(n *yaml.Node, key string, elem func(k *yaml.Node, sub string) 
 
 // ForWorld returns the world's tasks: those declared in Go with AddTask,
 // then those of the tasks file beside its fixtures (tasks.yaml in its
-// FixturesDir or Fixtures), if there is one. See ForWorldDir.
+// FixturesDir or, when it has none, in its embedded Fixtures), if there is
+// one. An embedded file is read where it is embedded and named
+// EmbeddedPath(w) in errors, never by a copy on disk. See ForWorldDir.
 func ForWorld(w *env.World) ([]env.Task, error) {
-	dir, err := composition.FixturesDir(w)
-	if err != nil {
-		return nil, err
+	spec := w.Spec()
+	if spec.FixturesDir != "" || spec.Fixtures == nil {
+		return ForWorldDir(w, spec.FixturesDir)
 	}
-	return ForWorldDir(w, dir)
+	return ForWorldFS(w, spec.Fixtures, EmbeddedPath(w))
+}
+
+// EmbeddedPath is how errors name the tasks file embedded in a world's
+// Fixtures: "<world> embedded fixtures/tasks.yaml".
+func EmbeddedPath(w *env.World) string {
+	return w.Name() + " embedded fixtures/" + FileName
 }
 
 // ForWorldDir is ForWorld reading the tasks file of fixturesDir instead of
@@ -414,13 +429,29 @@ func ForWorld(w *env.World) ([]env.Task, error) {
 // composition: a tool in its allow list that is not on the surface, a
 // startup keyword no hook accepts, or a table pattern naming no node.
 func ForWorldDir(w *env.World, fixturesDir string) ([]env.Task, error) {
+	if fixturesDir == "" {
+		return ForWorldFS(w, nil, "")
+	}
+	return ForWorldFS(w, os.DirFS(fixturesDir), filepath.Join(fixturesDir, FileName))
+}
+
+// ForWorldFS is ForWorldDir reading the tasks file of a fixtures file
+// system (nil reads none), named path in errors.
+func ForWorldFS(w *env.World, fixtures fs.FS, path string) ([]env.Task, error) {
 	tasks := w.Tasks()
-	if fixturesDir != "" {
-		fromFile, err := LoadFile(filepath.Join(fixturesDir, FileName))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
+	if fixtures != nil {
+		data, err := fs.ReadFile(fixtures, FileName)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return nil, fmt.Errorf("task: %s: %w", path, err)
+		default:
+			fromFile, err := parse(path, data)
+			if err != nil {
+				return nil, err
+			}
+			tasks = append(tasks, fromFile...)
 		}
-		tasks = append(tasks, fromFile...)
 	}
 	seen := map[string]string{}
 	for _, t := range tasks {
@@ -436,13 +467,20 @@ func ForWorldDir(w *env.World, fixturesDir string) ([]env.Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	sh := shapeOf(s)
 	for _, t := range tasks {
-		if err := sh.fits(t); err != nil {
+		if err := Fits(s, t); err != nil {
 			return nil, fmt.Errorf("task: %s (%s): %w", t.ID, t.Source, err)
 		}
 	}
 	return tasks, nil
+}
+
+// Fits checks that a task fits a sealed composition: every tool of its
+// allow list is on the surface, every startup keyword is accepted by a
+// hook of the tree, and every table pattern of its checks names a node.
+// The error names the key at fault.
+func Fits(s *composition.Sealed, t env.Task) error {
+	return shapeOf(s).fits(t)
 }
 
 // Find returns the task of that id in tasks.

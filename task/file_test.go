@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/task"
@@ -178,6 +179,22 @@ func TestForWorldDir(t *testing.T) {
 				t.Fatalf("ids %v, want %v", ids, tt.ids)
 			}
 		})
+	}
+}
+
+// TestForWorld_Embedded: the tasks file of a world's embedded Fixtures is
+// read where it is embedded, and an error names it so, never a copy on
+// disk.
+func TestForWorld_Embedded(t *testing.T) {
+	w := env.NewWorld(env.WorldSpec{Name: "ledger_embedded", Version: "1.0.0", Schema: `CREATE TABLE entries (id INTEGER PRIMARY KEY) STRICT;`,
+		Fixtures: fstest.MapFS{task.FileName: {Data: []byte("tasks:\n  - id: t\n    instruction: x\n    checks:\n      - sql: SELECT 1\n        wieght: 2\n")}}})
+	_, err := task.ForWorld(w)
+	want := "ledger_embedded embedded fixtures/tasks.yaml:6: tasks[0].checks[0].wieght: unknown key"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("ForWorld: %v, want an error starting %q", err, want)
+	}
+	if task.EmbeddedPath(w) != "ledger_embedded embedded fixtures/tasks.yaml" {
+		t.Errorf("EmbeddedPath = %q", task.EmbeddedPath(w))
 	}
 }
 

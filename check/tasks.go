@@ -1,0 +1,86 @@
+package check
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/task"
+)
+
+// taskFindings reports SH407 for the world's tasks: the tasks file beside
+// its fixtures (fsys, positioned in root) when it does not load, at the
+// line at fault; and each task, declared in Go or in the file, whose id is
+// declared twice or that does not fit the composition (a tool not on the
+// surface, a startup keyword no hook accepts, a table pattern naming no
+// node), at the line that declares it. The fit is checked only when the
+// world seals.
+func taskFindings(w *env.World, sealed *composition.Sealed, fsys fs.FS, root string) []Finding {
+	var out []Finding
+	goTasks := w.Tasks()
+	var fileTasks []env.Task
+	file := filepath.Join(root, task.FileName)
+	if fsys != nil {
+		data, err := fs.ReadFile(fsys, task.FileName)
+		var fe *task.FileError
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			out = append(out, finding(file+":1:1", "SH407", "the tasks file cannot be read: %v", err))
+		default:
+			fileTasks, err = task.Parse(file, data)
+			switch {
+			case errors.As(err, &fe):
+				msg := fe.Msg
+				if fe.Key != "" {
+					msg = fe.Key + ": " + msg
+				}
+				out = append(out, finding(fmt.Sprintf("%s:%d:1", file, max(fe.Line, 1)), "SH407", "the tasks file does not load: %s", msg))
+			case err != nil:
+				out = append(out, finding(file+":1:1", "SH407", "the tasks file does not load: %v", err))
+			}
+		}
+	}
+	seen := map[string]string{} // task id -> its Source
+	check := func(t env.Task, pos string) {
+		if prev, dup := seen[t.ID]; dup {
+			out = append(out, finding(pos, "SH407", "task %q is declared twice (%s and %s)", t.ID, prev, t.Source))
+			return
+		}
+		seen[t.ID] = t.Source
+		if sealed == nil {
+			return // SH504's
+		}
+		if err := task.Fits(sealed, t); err != nil {
+			out = append(out, finding(pos, "SH407", "task %s: %v", t.ID, err))
+		}
+	}
+	for _, t := range goTasks {
+		check(t, goTaskPos(w, t))
+	}
+	for _, t := range fileTasks {
+		_, line, _ := SplitPos(t.Source) // "tasks.yaml:9"
+		check(t, fmt.Sprintf("%s:%d:1", file, max(line, 1)))
+	}
+	return out
+}
+
+// goTaskPos positions a task declared with AddTask: its Source names the
+// file's base name and line, found beside the world's NewWorld line when it
+// is there, else the NewWorld line.
+func goTaskPos(w *env.World, t env.Task) string {
+	base, line, _ := SplitPos(t.Source)
+	file, _, _ := SplitPos(w.Where())
+	if p := filepath.Join(filepath.Dir(file), base); line > 0 && file != "" && !strings.ContainsRune(base, filepath.Separator) {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p + ":" + strconv.Itoa(line) + ":1"
+		}
+	}
+	return at("", w)
+}
