@@ -285,6 +285,38 @@ func TestWorld_Seal(t *testing.T) {
 	}
 }
 
+// TestWorld_SealEveryError: a tree that breaks several seal rules is one
+// SH504 finding per breach, each at its AddWorld.
+func TestWorld_SealEveryError(t *testing.T) {
+	p := newWorld("payments")
+	addTool(p, "create_charge", "Charge the account.")
+	addTool(p, "list", "List charges.")
+	chat := newWorld("chat")
+	addTool(chat, "list", "List messages.")
+	root := newWorld("company")
+	root.AddWorld(p, env.ToolBlockList("create_chrage"))
+	root.AddWorld(chat)
+	got := only(check.World(context.Background(), root), "SH504")
+	pe, ce := edge(t, root, "payments"), edge(t, root, "chat")
+	want := []struct{ where, message string }{
+		{pe.Where, `ToolBlockList names "create_chrage", which payments does not contribute (it contributes: create_charge, list)`},
+		{ce.Where, `two routes produce the tool name "list": this one and ` + pe.String()},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("SH504 findings:\n%s\nwant %d", check.Format(got), len(want))
+	}
+	for i, w := range want {
+		e := pe
+		if i == 1 {
+			e = ce
+		}
+		prefix := "the composition does not seal: " + e.String() + ": " + w.message
+		if got[i].Pos != w.where+":1" || !strings.HasPrefix(got[i].Message, prefix) {
+			t.Errorf("finding %s\nwant at %s:1 one starting %q", got[i], w.where, prefix)
+		}
+	}
+}
+
 // TestWorld_Keys: a table whose primary key cannot key the change log is
 // SH301 at its world's NewWorld line, once, and not SH504 too, even in a
 // tree that does not seal for another reason.

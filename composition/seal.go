@@ -2,6 +2,7 @@ package composition
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -100,7 +101,8 @@ var sealCache sync.Map // of *env.World to *Sealed
 // Seal resolves a root world's tree, or returns the cached resolution when
 // no registration happened anywhere since. Every whole-tree rule is checked
 // here; a failure is an error wrapping a *env.WorldBug that names the
-// AddWorld behind it. The seal also refuses a world whose schema does not
+// AddWorld behind it, or, when the tree breaks several rules, an
+// errors.Join of one such error per breach. The seal also refuses a world whose schema does not
 // apply or has a table the change log cannot key exactly (see CheckKeys):
 // an error joining one WorldBug per such world or table, each at its
 // world's NewWorld line.
@@ -138,6 +140,7 @@ type sealer struct {
 	nodes  map[nodeKey]*Node
 	routes int
 	bound  map[*Node]map[string]*env.Edge
+	errs   []error // the seal's errors, in the order found
 }
 
 // bugAt returns a *env.WorldBug at the AddWorld of e, its message led by e.
@@ -155,13 +158,10 @@ func seal(root *env.World, gen uint64) (*Sealed, error) {
 		return nil, err
 	}
 	contrib := map[*Node][]*Route{}
-	surface, err := z.contribution(z.s.Nodes[0], contrib)
-	if err != nil {
-		return nil, err
-	}
+	surface := z.contribution(z.s.Nodes[0], contrib)
 	for _, r := range surface {
 		if env.IsReserved(r.Name) {
-			return nil, env.Bugf("%s publishes a tool named %q, which is reserved", root.Name(), r.Name)
+			z.errs = append(z.errs, env.Bugf("%s publishes a tool named %q, which is reserved", root.Name(), r.Name))
 		}
 		z.s.byName[r.Name] = r
 	}
@@ -178,8 +178,15 @@ func seal(root *env.World, gen uint64) (*Sealed, error) {
 		limit := sqlitestore.AttachLimit()
 		if added > limit {
 			over := z.s.Nodes[limit+1]
-			return nil, bugAt(over.Adders[0], "the composition has %d added stores, more than SQLite can attach: the limit is %d", added, limit)
+			z.errs = append(z.errs, bugAt(over.Adders[0], "the composition has %d added stores, more than SQLite can attach: the limit is %d", added, limit))
 		}
+	}
+	switch len(z.errs) {
+	case 0:
+	case 1:
+		return nil, z.errs[0]
+	default:
+		return nil, errors.Join(z.errs...)
 	}
 	if err := CheckKeys(root); err != nil {
 		return nil, err
@@ -222,7 +229,8 @@ func (z *sealer) discover() error {
 			}
 			for key, val := range r.edge.Startup {
 				if prev, ok := z.bound[n][key]; ok && prev != r.edge && !reflect.DeepEqual(n.Bound[key], val) {
-					return bugAt(r.edge, "startup keyword %q is bound to %v here and to %v by %s, on the same node %s", key, val, n.Bound[key], prev, n.Path)
+					z.errs = append(z.errs, bugAt(r.edge, "startup keyword %q is bound to %v here and to %v by %s, on the same node %s", key, val, n.Bound[key], prev, n.Path))
+					continue
 				}
 				n.Bound[key] = val
 				z.bound[n][key] = r.edge
@@ -248,10 +256,12 @@ func (z *sealer) discover() error {
 // contribution returns what a node contributes to whoever adds it: its
 // world's own tools, then each child's contribution filtered by the edge's
 // list and renamed by its prefix. Names must be unique, valid and not
-// reserved at every level.
-func (z *sealer) contribution(n *Node, memo map[*Node][]*Route) ([]*Route, error) {
+// reserved at every level: each breach is recorded in z.errs, once per
+// node, and the route at fault is left out, so every breach of the tree
+// is found in one seal.
+func (z *sealer) contribution(n *Node, memo map[*Node][]*Route) []*Route {
 	if out, ok := memo[n]; ok {
-		return out, nil
+		return out
 	}
 	var out []*Route
 	from := map[string]*env.Edge{}
@@ -260,10 +270,7 @@ func (z *sealer) contribution(n *Node, memo map[*Node][]*Route) ([]*Route, error
 		from[t.Name] = nil
 	}
 	for _, c := range n.Children {
-		sub, err := z.contribution(c.Node, memo)
-		if err != nil {
-			return nil, err
-		}
+		sub := z.contribution(c.Node, memo)
 		e := c.Edge
 		names := map[string]bool{}
 		for _, r := range sub {
@@ -275,7 +282,7 @@ func (z *sealer) contribution(n *Node, memo map[*Node][]*Route) ([]*Route, error
 		}{{"ToolAllowList", e.Allow}, {"ToolBlockList", e.Block}} {
 			for _, want := range list.names {
 				if !names[want] {
-					return nil, bugAt(e, "%s names %q, which %s does not contribute (it contributes: %s)", list.kind, want, e.Child.Name(), strings.Join(slices.Sorted(maps.Keys(names)), ", "))
+					z.errs = append(z.errs, bugAt(e, "%s names %q, which %s does not contribute (it contributes: %s)", list.kind, want, e.Child.Name(), strings.Join(slices.Sorted(maps.Keys(names)), ", ")))
 				}
 			}
 		}
@@ -288,17 +295,20 @@ func (z *sealer) contribution(n *Node, memo map[*Node][]*Route) ([]*Route, error
 			}
 			name := e.Prefix + r.Name
 			if !env.ValidToolName(name) {
-				return nil, bugAt(e, "the contributed name %q is not a valid tool name (^[A-Za-z0-9_-]{1,128}$)", name)
+				z.errs = append(z.errs, bugAt(e, "the contributed name %q is not a valid tool name (^[A-Za-z0-9_-]{1,128}$)", name))
+				continue
 			}
 			if env.IsReserved(name) {
-				return nil, bugAt(e, "the contributed name %q is reserved", name)
+				z.errs = append(z.errs, bugAt(e, "the contributed name %q is reserved", name))
+				continue
 			}
 			if prev, dup := from[name]; dup {
 				other := n.World.Name() + "'s own tool"
 				if prev != nil {
 					other = prev.String()
 				}
-				return nil, bugAt(e, "two routes produce the tool name %q: this one and %s", name, other)
+				z.errs = append(z.errs, bugAt(e, "two routes produce the tool name %q: this one and %s", name, other))
+				continue
 			}
 			from[name] = e
 			path := append([]*Node{n}, r.Path...)
@@ -306,7 +316,7 @@ func (z *sealer) contribution(n *Node, memo map[*Node][]*Route) ([]*Route, error
 		}
 	}
 	memo[n] = out
-	return out, nil
+	return out
 }
 
 // startupOrder orders nodes by their last occurrence in a depth-first
