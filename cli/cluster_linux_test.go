@@ -84,7 +84,8 @@ func (w *wsSession) send(ctx context.Context, msg string) (string, error) {
 // restoreWS opens a /ws session through the proxy and restores checkpoint
 // id in it. A connection that reaches a replica that is draining, before
 // the proxy's health check has taken it out of rotation, is refused
-// ("Server is shutting down"): it tries again, as a trainer would.
+// ("Server is shutting down") or closed as the replica closes its
+// sessions: it tries again, as a trainer would.
 func (c *cluster) restoreWS(ctx context.Context, id string) (*wsSession, error) {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -96,7 +97,7 @@ func (c *cluster) restoreWS(ctx context.Context, id string) (*wsSession, error) 
 		switch {
 		case err == nil && strings.Contains(r, `"observation"`):
 			return w, nil
-		case err == nil && strings.Contains(r, "Server is shutting down") && time.Now().Before(deadline):
+		case (err != nil || strings.Contains(r, "Server is shutting down")) && w.replica == fmt.Sprintf("r%d", drainedReplica) && time.Now().Before(deadline):
 			w.c.CloseNow()
 			time.Sleep(100 * time.Millisecond)
 		default:

@@ -10,6 +10,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 
 	"github.com/seahaven/seahaven/env"
 )
@@ -286,7 +287,8 @@ type metadata struct {
 
 // writeOpts make json v2 write what encoding/json writes, without its
 // HTML escaping: map keys sorted, nil slices and maps as null, U+2028 and
-// U+2029 escaped, invalid UTF-8 as U+FFFD. Unlike encoding/json it does not
+// U+2029 escaped, invalid UTF-8 as U+FFFD, a time.Duration as its integer
+// nanoseconds. Unlike encoding/json it does not
 // compact raw JSON again, which for a tool's result repeated in a reply
 // was most of the cost of writing it.
 var writeOpts = jsonv2.JoinOptions(
@@ -295,6 +297,7 @@ var writeOpts = jsonv2.JoinOptions(
 	jsonv2.FormatNilMapAsNull(true),
 	jsontext.EscapeForJS(true),
 	jsontext.AllowInvalidUTF8(true),
+	jsonv1.FormatDurationAsNano(true),
 )
 
 // encode marshals v compactly without escaping <, > and &.

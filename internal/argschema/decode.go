@@ -9,12 +9,16 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 // unmarshalOptions decode a checked document: unknown members stay refused,
-// and an `any` holds what encoding/json with UseNumber gives.
+// an `any` holds what encoding/json with UseNumber gives, and a
+// time.Duration is its integer nanoseconds, as encoding/json has it (the
+// schema says integer).
 var unmarshalOptions = jsonv2.JoinOptions(
 	jsonv2.RejectUnknownMembers(true),
+	jsonv1.FormatDurationAsNano(true),
 	jsonv2.WithUnmarshalers(jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *any) error {
 		raw, err := dec.ReadValue()
 		if err != nil {
