@@ -415,6 +415,14 @@ func (b *Backend) DrainedTo(sessionID string) (openenv.CheckpointInfo, bool) {
 	return b.checkpoints.pointer(drainedDir, sessionID)
 }
 
+// Undrained forgets the drain record of a session that lives again.
+func (b *Backend) Undrained(sessionID string) error {
+	if err := os.Remove(b.checkpoints.pointerPath(drainedDir, sessionID)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
 // unknownTask is the error of a reset naming no task of the world.
 func (b *Backend) unknownTask(id string) error {
 	if len(b.tasks) == 0 {

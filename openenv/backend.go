@@ -246,4 +246,8 @@ type Restorer interface {
 	// session's next request reaches.
 	Drained(sessionID string, info CheckpointInfo) error
 	DrainedTo(sessionID string) (info CheckpointInfo, ok bool)
+	// Undrained forgets a session's drain record once the session lives
+	// again (a reset under its id, on any server): its old checkpoint is
+	// no longer where it went.
+	Undrained(sessionID string) error
 }

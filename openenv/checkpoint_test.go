@@ -304,6 +304,13 @@ func TestCheckpoint_Drain(t *testing.T) {
 	if _, body, _ := other.httpDo(t, http.MethodGet, "/state", "", h); field(t, body, "episode_id") != "ep-http" || fmt.Sprint(field(t, body, "step_count")) != "1" {
 		t.Errorf("restored HTTP session: %s", body)
 	}
+	// The session lives again: no server sends it back to its drained
+	// checkpoint any more (a proxy that routes it to a third one gets a
+	// plain unknown session, not an instruction to lose its new steps).
+	third := mustServeWorld(t, company.World, bcfg, openenv.Config{})
+	if status, body, _ := third.httpDo(t, http.MethodGet, "/state", "", h); status != http.StatusNotFound || strings.Contains(body, "checkpoint_id") {
+		t.Errorf("the restored HTTP session on a third server: %d %s, want 404 without a checkpoint", status, body)
+	}
 	// A standard MCP client is told the same, in its protocol's terms.
 	status, body, _ = other.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, mcp)
 	mcpCheckpoint, _ := field(t, body, "error.data.checkpoint_id").(string)

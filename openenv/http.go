@@ -306,6 +306,15 @@ func serveOnSession[T any](s *Server, w http.ResponseWriter, r *http.Request, cr
 		s.writeError(w, perr)
 		return
 	}
+	if made && create && r.Header.Get(SessionHeader) != "" {
+		// A named session lives here now: a server that drained it must
+		// no longer send its requests back to that checkpoint.
+		if rs, ok := s.backend.(Restorer); ok {
+			if err := rs.Undrained(ss.id); err != nil {
+				s.log.Warn("openenv: the session's drain record could not be removed", "session", ss.ref, "err", err)
+			}
+		}
+	}
 	w.Header().Set(SessionHeader, ss.id)
 	s.respond(w, http.StatusOK, res)
 }
