@@ -57,6 +57,15 @@ func TestAddWorld_ChecksAtTheCall(t *testing.T) {
 		{"BothLists", func(h, c *env.World) { h.AddWorld(c, env.ToolAllowList("a"), env.ToolBlockList("b")) }, "not both"},
 		{"EmptyEntry", func(h, c *env.World) { h.AddWorld(c, env.ToolAllowList("")) }, "empty name"},
 		{"UnknownStartupKey", func(h, c *env.World) { h.AddWorld(c, env.Startup(map[string]any{"colour": "red"})) }, `: startup keyword "colour" is not accepted by any startup hook of child (accepted: none)`},
+		{"StartupKeyType", func(h, c *env.World) {
+			env.OnStartup(c, func(*env.Ctx, struct {
+				Region string `json:"region"`
+				Seats  int    `json:"seats,omitempty"`
+			}) error {
+				return nil
+			})
+			h.AddWorld(c, env.Startup(map[string]any{"region": 5}))
+		}, `: the startup keywords bound here do not fit the startup hook of child at seal_test.go:`},
 		{"Self", func(h, c *env.World) { h.AddWorld(h) }, "makes a cycle"},
 		{"Cycle", func(h, c *env.World) { c.AddWorld(h); h.AddWorld(c) }, "makes a cycle"},
 	}

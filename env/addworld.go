@@ -105,6 +105,11 @@ func (w *World) AddWorld(child *World, opts ...AddOption) {
 			bug("startup keyword %s is not accepted by any startup hook of %s (accepted: %s)",
 				quoteList(unknown), child.Name(), orNone(accepted))
 		}
+		for _, h := range child.Hooks() {
+			if err := h.CheckBound(e.Startup); err != nil {
+				bug("the startup keywords bound here do not fit the startup hook of %s at %s: %v", child.Name(), shortWhere(h.Where), err)
+			}
+		}
 	}
 	if child == w || child.reaches(w) {
 		bug("adding %s to %s makes a cycle", child.Name(), w.Name())

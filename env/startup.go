@@ -21,7 +21,19 @@ type StartupHook struct {
 	// Where is the file:line of the registration.
 	Where string
 
-	run func(c *Ctx, kw map[string]any) error
+	run   func(c *Ctx, kw map[string]any) error
+	check func(kw map[string]any) error // nil for OnStartupMap's hooks
+}
+
+// CheckBound reports whether values bound to keywords of the hook (by
+// AddWorld's Startup) fit their types, as the hook will decode them; keys
+// it does not accept are ignored. A hook registered with OnStartupMap takes
+// any value.
+func (h *StartupHook) CheckBound(kw map[string]any) error {
+	if h.check == nil {
+		return nil
+	}
+	return h.check(kw)
 }
 
 // Run runs the hook with the keyword arguments that reach it (only its own
@@ -49,6 +61,27 @@ func OnStartup[K any](w *World, fn func(c *Ctx, k K) error) {
 			return fmt.Errorf("startup keywords: %w", err)
 		}
 		return fn(c, v.Interface().(K))
+	}, check: func(kw map[string]any) error {
+		// Decoded as the hook decodes them, into a struct of their fields.
+		var fields []reflect.StructField
+		sub := map[string]any{}
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			name = cmp.Or(name, f.Name)
+			if v, ok := kw[name]; ok && f.IsExported() && !f.Anonymous && name != "-" {
+				fields = append(fields, f)
+				sub[name] = v
+			}
+		}
+		if len(fields) == 0 {
+			return nil
+		}
+		raw, err := json.Marshal(sub)
+		if err == nil {
+			_, err = argschema.Decode(reflect.StructOf(fields), raw)
+		}
+		return err
 	}})
 }
 
