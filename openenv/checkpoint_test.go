@@ -199,14 +199,8 @@ func TestCheckpoint_DrainSuperseded(t *testing.T) {
 	}
 	s.httpDo(t, http.MethodPost, "/step", `{"action":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Bo"}}}`, h)
 
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	if err := s.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	_, _, err := c.Read(ctx)
-	var ce websocket.CloseError
-	if !errors.As(err, &ce) || ce.Code != websocket.StatusGoingAway || !strings.HasPrefix(ce.Reason, "superseded by checkpoint "+id) {
+	ce, err := shutdownClose(t, s, c)
+	if ce.Code != websocket.StatusGoingAway || !strings.HasPrefix(ce.Reason, "superseded by checkpoint "+id) {
 		t.Errorf("the superseded /ws session closed with %v, want 1001 and the restore that superseded it", err)
 	}
 	if _, body, _ := s.httpDo(t, http.MethodGet, "/checkpoints/latest?episode_id=ep-v", "", nil); fmt.Sprint(field(t, body, "revision")) != "2" {
@@ -275,14 +269,8 @@ func TestCheckpoint_Drain(t *testing.T) {
 		t.Errorf("latest of an unknown episode: %d %s", status, body)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	if err := s.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	_, _, err := c.Read(ctx)
-	var ce websocket.CloseError
-	if !errors.As(err, &ce) || ce.Code != websocket.StatusServiceRestart || !strings.HasPrefix(ce.Reason, "checkpoint ") {
+	ce, err := shutdownClose(t, s, c)
+	if ce.Code != websocket.StatusServiceRestart || !strings.HasPrefix(ce.Reason, "checkpoint ") {
 		t.Fatalf("the /ws session closed with %v, want 1012 and the checkpoint", err)
 	}
 	wsCheckpoint := strings.TrimPrefix(ce.Reason, "checkpoint ")
@@ -327,4 +315,19 @@ func TestCheckpoint_Drain(t *testing.T) {
 	if st := roundTrip(t, c2, `{"type":"state"}`); !strings.Contains(st, `"step_count":3`) || !strings.Contains(st, `"episode_id":"ep-ws"`) {
 		t.Errorf("restored /ws session: %.200s", st)
 	}
+}
+
+// shutdownClose shuts s down and returns how it closed its /ws session c:
+// the close frame (zero when there was none) and the read's error.
+func shutdownClose(t *testing.T, s *worldServer, c *websocket.Conn) (websocket.CloseError, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := c.Read(ctx)
+	var ce websocket.CloseError
+	errors.As(err, &ce)
+	return ce, err
 }

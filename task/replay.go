@@ -66,6 +66,11 @@ func ReplayTrajectory(ctx context.Context, w *env.World, tasks []env.Task, tr *T
 	if err != nil {
 		return nil, err
 	}
+	return replayIn(ctx, ep, tr, rep)
+}
+
+// replayIn makes tr's calls again in ep, which it then closes.
+func replayIn(ctx context.Context, ep *Episode, tr *Trajectory, rep *Replay) (*Replay, error) {
 	defer ep.Close()
 	if err := replayCalls(ctx, ep, tr, rep); err != nil {
 		return nil, err
@@ -95,11 +100,7 @@ func ReplayResumed(ctx context.Context, w *env.World, tasks []env.Task, tr *Traj
 	if err != nil {
 		return nil, err
 	}
-	defer ep.Close()
-	if err := replayCalls(ctx, ep, tr, rep); err != nil {
-		return nil, err
-	}
-	return rep, nil
+	return replayIn(ctx, ep, tr, rep)
 }
 
 // replayTask checks a trajectory's world, and finds its task among tasks.
