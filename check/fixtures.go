@@ -34,7 +34,7 @@ func fixtureFindings(ctx context.Context, w *env.World, sealed *composition.Seal
 	if fsys == nil {
 		return nil
 	}
-	ids, err := fixtureIDs(fsys)
+	ids, err := fixture.DirsFS(fsys)
 	if err != nil {
 		return []Finding{finding(root+":1:1", "SH401", "the fixtures directory of %s cannot be read: %v", w.Name(), err)}
 	}
@@ -69,31 +69,6 @@ func fixturesOf(w *env.World) (fsys fs.FS, root string) {
 	return nil, ""
 }
 
-// fixtureIDs returns, sorted, the names of the directories of fsys that are
-// valid fixture ids, as fixture.Dirs does for a directory on disk: a
-// file system without a root directory holds none.
-func fixtureIDs(fsys fs.FS) ([]string, error) {
-	entries, err := fs.ReadDir(fsys, ".")
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var ids []string
-	for _, e := range entries { // fs.ReadDir sorts by name, so by id
-		id := e.Name()
-		if fixture.ValidID(id) != nil {
-			continue
-		}
-		if fi, err := fs.Stat(fsys, id); err != nil || !fi.IsDir() {
-			continue
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
-}
-
 // embeddedRoot returns the directory findings about a world's embedded
 // fixtures are positioned in: the source directory they were embedded from
 // — a directory at or below the one of the world's NewWorld line that holds
@@ -107,7 +82,7 @@ func embeddedRoot(w *env.World, fsys fs.FS) string {
 	if !filepath.IsAbs(file) {
 		return fallback
 	}
-	ids, _ := fixtureIDs(fsys)
+	ids, _ := fixture.DirsFS(fsys)
 	var ref string // a file of fsys, to find on disk
 	var want []byte
 	for _, id := range ids {

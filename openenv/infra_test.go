@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -289,7 +288,7 @@ func TestInfraErrors_BrokenFixture(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "broken", "fixture.yaml"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var log syncBuffer
+	var log testfs.Buffer
 	logger := slog.New(slog.NewTextHandler(&log, nil))
 	s := mustServeWorld(t, company.World, app.Config{FixturesDir: dir, DefaultFixture: company.AcmeID, Logger: logger}, openenv.Config{})
 	status, body, _ := s.httpDo(t, http.MethodGet, "/fixtures", "", nil)
@@ -306,22 +305,4 @@ func TestInfraErrors_BrokenFixture(t *testing.T) {
 	if n := strings.Count(got, `msg="fixtures: a fixture is broken and cannot be served"`); n != 1 || !strings.Contains(got, "fixture=broken") || !strings.Contains(got, "colour: unknown key") {
 		t.Errorf("log (%d lines about the broken fixture):\n%s\nwant one naming it and its cause", n, got)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use, for a log.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
