@@ -305,10 +305,10 @@ func TestCheckpoint_Drain(t *testing.T) {
 	if status != http.StatusNotFound || mcpCheckpoint == "" || !strings.Contains(str(t, body, "error.message"), "initialize a new session at /mcp?checkpoint="+mcpCheckpoint+" to continue its episode at step 1") {
 		t.Fatalf("the drained MCP session on another server: %d %s", status, body)
 	}
-	_, body, resp = other.httpDo(t, http.MethodPost, "/mcp?checkpoint="+mcpCheckpoint, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
+	_, initialized, resp := other.httpDo(t, http.MethodPost, "/mcp?checkpoint="+mcpCheckpoint, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
 	restored := map[string]string{openenv.MCPSessionHeader: resp.Header.Get(openenv.MCPSessionHeader)}
 	if _, body, _ := other.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_staff","arguments":{}}}`, restored); !strings.Contains(body, "Cy") {
-		t.Errorf("the restored MCP session's staff: %.300s (initialize: %.200s)", body, body)
+		t.Errorf("the restored MCP session's staff: %.300s (initialize: %.200s)", body, initialized)
 	}
 	c2 := other.dial(t)
 	roundTrip(t, c2, fmt.Sprintf(`{"type":"reset","data":{"checkpoint":%q}}`, wsCheckpoint))
