@@ -192,26 +192,36 @@ func FuzzJSONRPC(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if isNotification(body) {
-			if resp.StatusCode != http.StatusAccepted || len(out) != 0 {
-				t.Fatalf("notification %q: %d %q, want 202 and no body", body, resp.StatusCode, out)
-			}
-			return
-		}
-		want := http.StatusOK
-		if isIDlessInitialize(body) {
-			want = http.StatusBadRequest
-		}
-		if resp.StatusCode != want {
-			t.Fatalf("%q: status %d, want %d", body, resp.StatusCode, want)
-		}
-		// A standard client's initialize is answered in its shape, where
-		// an error may leave out data.
-		method, _, _ := rpcMessage(body)
-		if err := checkRPCShape(out, method != "initialize"); err != nil {
-			t.Fatalf("%q: %v\n%s", body, err, out)
-		}
+		checkMCPPost(t, body, resp.StatusCode, out)
 	})
+}
+
+// checkMCPPost checks the reply to body posted to /mcp without a session
+// header: 202 and no body for exactly the valid notifications, 400 for
+// exactly the valid initialize requests without an id, else 200; and one
+// JSON-RPC response, in the shape of its client's dialect (a standard
+// client's initialize may leave out an error's data). It reports whether
+// the reply is a response.
+func checkMCPPost(t *testing.T, body []byte, status int, out []byte) bool {
+	t.Helper()
+	if isNotification(body) {
+		if status != http.StatusAccepted || len(out) != 0 {
+			t.Fatalf("notification %q: %d %q, want 202 and no body", body, status, out)
+		}
+		return false
+	}
+	want := http.StatusOK
+	if isIDlessInitialize(body) {
+		want = http.StatusBadRequest
+	}
+	if status != want {
+		t.Fatalf("%q: status %d, want %d", body, status, want)
+	}
+	method, _, _ := rpcMessage(body)
+	if err := checkRPCShape(out, method != "initialize"); err != nil {
+		t.Fatalf("%q: %v\n%s", body, err, out)
+	}
+	return true
 }
 
 func btoi(b bool) int {
@@ -220,10 +230,6 @@ func btoi(b bool) int {
 	}
 	return 0
 }
-
-// checkRPCResponse checks the shape of one JSON-RPC 2.0 response in
-// OpenEnv's dialect, whose errors always carry data.
-func checkRPCResponse(b []byte) error { return checkRPCShape(b, true) }
 
 // checkRPCShape checks the shape of one JSON-RPC 2.0 response; withData
 // is whether an error carries data, as OpenEnv's dialect has it, or may

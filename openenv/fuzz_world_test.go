@@ -210,6 +210,7 @@ func FuzzWorldJSONRPC(f *testing.F) {
 		`{"jsonrpc":"2.0","id":9,"method":"openenv/session/close","params":{"session_id":"x"}}`,
 		`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"accounts","session_id":"nope"}}`,
 		`{}`, `[]`, `{"jsonrpc":`, ``, `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`,
+		`{"jsonrpc":"2.0","method":"initialize"}`, `{"jsonrpc":"2.0","id":0,"method":"initialize"}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -232,17 +233,7 @@ func FuzzWorldJSONRPC(f *testing.F) {
 				t.Fatalf("DELETE /mcp of the session initialize made: %d %s", status, body)
 			}
 		}
-		if isNotification(body) {
-			if resp.StatusCode != http.StatusAccepted || len(out) != 0 {
-				t.Fatalf("notification %q: %d %q, want 202 and no body", body, resp.StatusCode, out)
-			}
-		} else {
-			if resp.StatusCode != http.StatusOK {
-				t.Fatalf("%q: status %d", body, resp.StatusCode)
-			}
-			if err := checkRPCResponse(out); err != nil {
-				t.Fatalf("%q: %v\n%s", body, err, out)
-			}
+		if checkMCPPost(t, body, resp.StatusCode, out) {
 			checkRefusals(t, []byte(`{"type":"mcp","data":`+string(out)+`}`))
 			var made struct {
 				Result struct {
