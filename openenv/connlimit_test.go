@@ -123,7 +123,9 @@ func TestConnLimit_Max(t *testing.T) {
 		s.rawConn(t)
 	}
 	late := s.rawConn(t)
-	if code, body := get(t, late, bufio.NewReader(late), "/health"); code != http.StatusServiceUnavailable || s.limit.Refused() != 2 {
+	// (The probes' connections may not all have left their places yet, so
+	// a silent one may be refused too.)
+	if code, body := get(t, late, bufio.NewReader(late), "/health"); code != http.StatusServiceUnavailable || s.limit.Refused() < 2 {
 		t.Fatalf("a probe past the cap and the probes' places: %d %s (refused %d), want 503", code, body, s.limit.Refused())
 	}
 	mustSucceed(t, roundTrip(t, ws, `{"type":"step","data":{"tool_name":"echo","arguments":{"message":"still here"}}}`))
