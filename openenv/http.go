@@ -233,7 +233,7 @@ func (s *Server) httpSession(r *http.Request, create bool) (ss *session, made bo
 func (s *Server) serveReset(w http.ResponseWriter, r *http.Request) {
 	if req, ok := parseBody(s, w, r, func(b []byte) (resetData, []fieldError) { return parseReset(b, []any{"body"}) }); ok {
 		serveOnSession(s, w, r, true, func(ss *session, ctx context.Context) (stepReply, *protoError) {
-			return stepReply{Observation: resetObservation}, ss.reset(ctx, req)
+			return ss.resetReply(ctx, req)
 		})
 	}
 }

@@ -251,6 +251,25 @@ func (ss *session) end() {
 	})
 }
 
+// resetReply resets ss and returns the reply: the reset observation, and,
+// for a restored episode its task had already graded done, done with that
+// grading's reward, as the next step would be refused.
+func (ss *session) resetReply(ctx context.Context, req resetData) (stepReply, *protoError) {
+	if perr := ss.reset(ctx, req); perr != nil {
+		return stepReply{}, perr
+	}
+	reply := stepReply{Observation: resetObservation}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.over {
+		reply.Done = true
+		if ss.graded {
+			reply.Reward = new(ss.lastReward)
+		}
+	}
+	return reply, nil
+}
+
 // discardUnused ends a session whose first reset failed, unless a request
 // has given it an episode meanwhile, and reports whether it ended it.
 func (ss *session) discardUnused() bool {

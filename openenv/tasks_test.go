@@ -325,6 +325,13 @@ func TestTasks_DoneLatches(t *testing.T) {
 		if st := stateOf(t, c); st["step_count"] != float64(2) {
 			t.Errorf("step_count %v, want 2", st["step_count"])
 		}
+		// A restore of the finished episode says it is done, with its reward,
+		// rather than invite a step that would be refused.
+		ck := roundTrip(t, c, `{"type":"checkpoint"}`)
+		restored := roundTrip(t, s.dial(t), fmt.Sprintf(`{"type":"reset","data":{"checkpoint":%q}}`, str(t, ck, "data.checkpoint_id")))
+		if reward, done := rewardOf(t, restored); reward != "1" || !done {
+			t.Errorf("restore of the finished episode: %s, want done with reward 1", restored)
+		}
 		// A reset starts over.
 		roundTrip(t, c, `{"type":"reset","data":{"task":"refund_eu_charge"}}`)
 		if reward, done := rewardOf(t, callTool(t, c, "eu_list_charges", `{}`)); done || reward == "1" {

@@ -532,7 +532,8 @@ func (s *Server) dispatch(ss *session, raw []byte) (reply any, closing bool) {
 	case "reset":
 		var req resetData
 		if req, errs = parseReset(data, []any{"data"}); len(errs) == 0 {
-			typ, res, perr = "observation", stepReply{Observation: resetObservation}, ss.reset(ctx, req)
+			typ = "observation"
+			res, perr = ss.resetReply(ctx, req)
 		}
 	case "step":
 		var a action
