@@ -89,6 +89,21 @@ func TestTool_RegistrationBugs(t *testing.T) {
 			t.Errorf("%s: %q lacks %q", tc.name, msg, tc.want)
 		}
 	}
+	// A result type JSON cannot encode, reached however deep, is refused at
+	// the registration; one behind an interface cannot be known there.
+	type deep struct {
+		Done chan int `json:"done"`
+	}
+	for name, reg := range map[string]func(){
+		"chan":    func() { env.Tool(w, "c", "x", func(*env.Ctx, none) (chan int, error) { return nil, nil }) },
+		"complex": func() { env.Tool(w, "x", "x", func(*env.Ctx, none) ([]complex128, error) { return nil, nil }) },
+		"field":   func() { env.Tool(w, "f", "x", func(*env.Ctx, none) (map[string]*deep, error) { return nil, nil }) },
+	} {
+		if msg := bugOf(t, reg); !strings.Contains(msg, "which JSON cannot encode") {
+			t.Errorf("%s result: %q", name, msg)
+		}
+	}
+	env.Tool(w, "any", "x", func(*env.Ctx, none) (map[string]any, error) { return nil, nil })
 	if msg := bugOf(t, func() { env.NewWorld(env.WorldSpec{Name: "Bad", Version: "1"}) }); !strings.Contains(msg, "must match") {
 		t.Errorf("NewWorld: %q", msg)
 	}

@@ -131,12 +131,15 @@ func Tool[In, Out any](w *World, name, description string, fn func(c *Ctx, in In
 
 // newToolDef builds the definition of fn's tool, in no world yet: the input
 // schema derived from In and the typed call. It fails when In has no JSON
-// Schema.
+// Schema, and when Out holds a type JSON cannot encode.
 func newToolDef[In, Out any](name, description, where string, fn func(c *Ctx, in In) (Out, error)) (*ToolDef, error) {
 	in := reflect.TypeFor[In]()
 	schema, err := argschema.Schema(in)
 	if err != nil {
 		return nil, err
+	}
+	if bad := argschema.Unencodable(reflect.TypeFor[Out]()); bad != nil {
+		return nil, fmt.Errorf("its result type %v holds a %v, which JSON cannot encode, so no call could return a result", reflect.TypeFor[Out](), bad)
 	}
 	out := argschema.OutputOf(reflect.TypeFor[Out]())
 	return &ToolDef{

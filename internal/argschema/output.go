@@ -212,3 +212,38 @@ func nullable(s *jsonschema.Schema) *jsonschema.Schema {
 	}
 	return s
 }
+
+// Unencodable returns a type reachable from t that no value of t can be
+// encoded as JSON with (a channel, a function, a complex number or an
+// unsafe pointer), through pointers, slices, arrays, map values and the
+// fields of structs encoded as objects; nil when there is none. A value
+// behind an interface, or of a type with its own JSON or text encoding,
+// is not looked into.
+func Unencodable(t reflect.Type) reflect.Type {
+	return unencodable(t, map[reflect.Type]bool{})
+}
+
+func unencodable(t reflect.Type, seen map[reflect.Type]bool) reflect.Type {
+	if seen[t] || t == timeType || t == rawType ||
+		t.Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(jsonMarshaler) ||
+		t.Implements(textMarshaler) || reflect.PointerTo(t).Implements(textMarshaler) {
+		return nil
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.Chan, reflect.Func, reflect.Complex64, reflect.Complex128, reflect.UnsafePointer:
+		return t
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		return unencodable(t.Elem(), seen)
+	case reflect.Struct:
+		for _, f := range outFields(t) {
+			if f.special || f.inline {
+				continue
+			}
+			if bad := unencodable(f.sf.Type, seen); bad != nil {
+				return bad
+			}
+		}
+	}
+	return nil
+}
