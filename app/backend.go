@@ -417,10 +417,7 @@ func (b *Backend) DrainedTo(sessionID string) (openenv.CheckpointInfo, bool) {
 
 // Undrained forgets the drain record of a session that lives again.
 func (b *Backend) Undrained(sessionID string) error {
-	if err := os.Remove(b.checkpoints.pointerPath(drainedDir, sessionID)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
+	return b.checkpoints.removePointer(drainedDir, sessionID)
 }
 
 // unknownTask is the error of a reset naming no task of the world.

@@ -680,7 +680,16 @@ func (c *checkpoints) repoint(episode string, live []stored) {
 			return
 		}
 	}
-	os.Remove(c.pointerPath(latestDir, episode))
+	c.removePointer(latestDir, episode)
+}
+
+// removePointer removes what setPointer recorded under key in dir, if
+// anything.
+func (c *checkpoints) removePointer(dir, key string) error {
+	if err := os.Remove(c.pointerPath(dir, key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // forget drops a checkpoint from the cache.

@@ -404,8 +404,9 @@ func (a *activation) ensureGroup(ns *nodeState) error {
 }
 
 // endGroup rolls every group frame back when err is set or the
-// activation's context is done; otherwise it commits them one at a time in node order, the root last. On a failed
-// commit the remaining frames roll back and the error names the node.
+// activation's context is done; otherwise it commits them one at a time
+// in node order, the root last. On a failed commit the remaining frames
+// roll back and the error names the node.
 func (a *activation) endGroup(err error) error {
 	var frames []*frame
 	for _, ns := range a.inst.nodes[1:] {

@@ -138,7 +138,7 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 		return nil, errClosed
 	}
 	var infra error
-	records := i.changes.dropped + i.changes.n
+	records := i.changes.made()
 	err := i.activate(ctx, name, kindCall, func(a *activation) error {
 		a.own = def.Name
 		err := run(a, nil)
@@ -152,7 +152,7 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 		// count and the step-mode clock stay as they were, so a retry once
 		// the host recovers runs as the call would have.
 		if ie := Fault(cmp.Or(infra, err), "the call could not complete"); ie != nil {
-			if i.changes.dropped+i.changes.n == records {
+			if i.changes.made() == records {
 				i.calls--
 			} else {
 				i.clock.stepped()

@@ -36,6 +36,10 @@ type changeLog struct {
 	dropped int   // records dropped from the front
 }
 
+// made returns how many records the log has made, those dropped included:
+// the Seq of the newest.
+func (l *changeLog) made() int { return l.dropped + l.n }
+
 // logRecord is a change record as a call collects it: the row change as
 // the capture returned it, with no map. Its Seq is its position in the log.
 type logRecord struct {

@@ -278,7 +278,7 @@ func (i *Instance) ChangeLog() []env.ChangeRecord {
 func (i *Instance) ChangeCount() int {
 	i.lockWait()
 	defer i.unlock()
-	return i.changes.dropped + i.changes.n
+	return i.changes.made()
 }
 
 // ChangeLogDropped returns how many of the oldest change records were

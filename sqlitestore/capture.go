@@ -787,9 +787,10 @@ func (m *tableMeta) keyNames() []string {
 	return m.pkNames
 }
 
-// watchSchema is the store connection's authorizer: it allows everything but
-// an ATTACH or DETACH of the store's API (see ErrAttach), and notes statements that change tables, so capture metadata is reloaded
-// before it is trusted again, and statements that leave state in the
+// watchSchema is the store connection's authorizer: it allows everything
+// but an ATTACH or DETACH of the store's API (see ErrAttach), and notes
+// statements that change tables, so capture metadata is reloaded before
+// it is trusted again, and statements that leave state in the
 // connection or change the file's schema, so the connection is not parked
 // (see Options.ShareKey). It runs when a statement is prepared, so a
 // statement prepared and never run counts too.

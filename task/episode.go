@@ -154,7 +154,6 @@ func (e *Episode) Tools() []env.ToolInfo {
 func (e *Episode) CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error) {
 	var out any
 	var err error
-	var ie *env.InfraError
 	if e.allowed != nil && !e.allowed[name] && name != env.ControlTool {
 		names := make([]string, 0, len(e.allowed))
 		for _, t := range e.Tools() {
@@ -164,13 +163,12 @@ func (e *Episode) CallJSON(ctx context.Context, name string, args json.RawMessag
 	} else {
 		before := e.inst.ChangeCount()
 		out, err = e.inst.CallJSON(ctx, name, args)
-		if errors.As(err, &ie) {
-			if e.inst.ChangeCount() == before {
-				return out, err
+		if ie := (*env.InfraError)(nil); errors.As(err, &ie) {
+			if e.inst.ChangeCount() != before {
+				e.mu.Lock()
+				e.calls++
+				e.mu.Unlock()
 			}
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			e.calls++
 			return out, err
 		}
 	}
