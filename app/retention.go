@@ -1,0 +1,221 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// retentionEvery is how often retention runs on its own, beside when the
+// store opens and after a tenth of the budget was written: so that a
+// server that only restores removes what expired and what killed writers
+// left too.
+const retentionEvery = time.Minute
+
+// wrote counts size bytes written and has retention run when a tenth of
+// the budget has been written since it last ran.
+func (c *checkpoints) wrote(size int64) {
+	c.mu.Lock()
+	c.written += size
+	due := c.maxBytes > 0 && c.written > c.maxBytes/10
+	c.mu.Unlock()
+	if due {
+		select {
+		case c.kick <- struct{}{}:
+		default: // a sweep is due already
+		}
+	}
+}
+
+// retain runs retention when the store opens, every retentionEvery, and
+// when wrote asks, until close.
+func (c *checkpoints) retain() {
+	defer close(c.done)
+	t := time.NewTicker(retentionEvery)
+	defer t.Stop()
+	for {
+		c.sweep(time.Now())
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		case <-c.kick:
+		}
+	}
+}
+
+// close stops retention and waits for a sweep in progress. It is safe to
+// call more than once.
+func (c *checkpoints) close() {
+	c.closeOnce.Do(func() {
+		close(c.stop)
+		<-c.done
+	})
+}
+
+// stored is a checkpoint directory as retention sees it.
+type stored struct {
+	id      string
+	episode string // its latestKey, from its manifest; "" when it has none that parses
+	at      time.Time
+	size    int64
+	newest  bool // the newest checkpoint of its episode
+}
+
+// sweep removes the checkpoints and fences older than the TTL, the
+// temporary directories of checkpoints whose writing was killed (older
+// than a minute), and then, while the rest take more than nine tenths of
+// the size budget, the oldest checkpoints that are not their episode's
+// newest, then the oldest of those. An episode whose newest checkpoint
+// went is pointed at its newest left, or at none. A checkpoint is removed
+// by renaming it aside first, so a restore never reads half of one.
+//
+// Nine tenths leave room for the tenth of the budget written before the
+// next sweep starts (wrote): the directory holds at most the budget and
+// the checkpoint that started the sweep.
+func (c *checkpoints) sweep(now time.Time) {
+	c.sweepMu.Lock()
+	defer c.sweepMu.Unlock()
+	c.mu.Lock()
+	c.written = 0
+	c.mu.Unlock()
+	entries, err := os.ReadDir(c.dir)
+	if err != nil {
+		c.logger.Error("app: checkpoint retention: cannot list the checkpoint store", "err", err)
+		return
+	}
+	var live []stored
+	var total int64
+	lost := map[string]bool{} // episodes that lost a checkpoint
+	removed := 0
+	for _, e := range entries {
+		name := e.Name()
+		fi, err := e.Info()
+		if err != nil || !e.IsDir() || slices.Contains(subDirs, name) {
+			continue
+		}
+		age := now.Sub(fi.ModTime())
+		switch {
+		case strings.HasPrefix(name, tmpPrefix) || strings.HasPrefix(name, trashPrefix):
+			if age > time.Minute {
+				os.RemoveAll(filepath.Join(c.dir, name))
+			}
+			continue
+		case c.ttl > 0 && age > c.ttl:
+			if ep := c.episodeOf(name); ep != "" {
+				lost[ep] = true
+			}
+			c.remove(name)
+			removed++
+			continue
+		}
+		s := stored{id: name, episode: c.episodeOf(name), at: fi.ModTime(), size: dirSize(filepath.Join(c.dir, name))}
+		live = append(live, s)
+		total += s.size
+	}
+	newest := map[string]int{}
+	for i, s := range live {
+		if j, ok := newest[s.episode]; s.episode != "" && (!ok || live[j].at.Before(s.at)) {
+			newest[s.episode] = i
+		}
+	}
+	for _, i := range newest {
+		live[i].newest = true
+	}
+	// Older revisions first, then episodes' newest; oldest first in each.
+	slices.SortFunc(live, func(a, b stored) int {
+		if a.newest != b.newest {
+			if a.newest {
+				return 1
+			}
+			return -1
+		}
+		return a.at.Compare(b.at)
+	})
+	if c.maxBytes > 0 {
+		for target := c.maxBytes - c.maxBytes/10; len(live) > 0 && total > target; live = live[1:] {
+			c.remove(live[0].id)
+			if live[0].episode != "" {
+				lost[live[0].episode] = true
+			}
+			total -= live[0].size
+			removed++
+		}
+	}
+	for ep := range lost {
+		c.repoint(ep, live)
+	}
+	for _, sub := range subDirs {
+		files, err := os.ReadDir(filepath.Join(c.dir, sub))
+		if err != nil || c.ttl <= 0 {
+			continue
+		}
+		for _, f := range files {
+			if fi, err := f.Info(); err == nil && now.Sub(fi.ModTime()) > c.ttl {
+				os.Remove(filepath.Join(c.dir, sub, f.Name()))
+			}
+		}
+	}
+	if removed > 0 {
+		c.logger.Info("app: checkpoint retention removed checkpoints", "removed", removed, "kept", len(live), "bytes", total)
+	}
+}
+
+// episodeOf returns the latestKey of checkpoint id's episode, from its
+// manifest; "" when it has no episode or no manifest that parses.
+func (c *checkpoints) episodeOf(id string) string {
+	m, ok := c.manifest(id)
+	if !ok || m.EpisodeID == "" {
+		return ""
+	}
+	return latestKey(m.World, m.EpisodeID)
+}
+
+// repoint points the latest pointer of episode (a latestKey), when the
+// checkpoint it names is gone, at the episode's newest checkpoint among
+// live, or removes it when there is none.
+func (c *checkpoints) repoint(episode string, live []stored) {
+	c.latestMu.Lock()
+	defer c.latestMu.Unlock()
+	if _, ok := c.pointer(latestDir, episode); ok {
+		return // names a checkpoint that is there (a newer one, perhaps)
+	}
+	var keep *stored
+	for i, s := range live {
+		if s.episode == episode && (keep == nil || keep.at.Before(s.at)) {
+			keep = &live[i]
+		}
+	}
+	if keep != nil {
+		if m, ok := c.manifest(keep.id); ok && c.setPointer(latestDir, episode, m.CheckpointInfo) == nil {
+			return
+		}
+	}
+	c.removePointer(latestDir, episode)
+}
+
+// remove renames a checkpoint aside, then removes it.
+func (c *checkpoints) remove(id string) {
+	c.forget(id)
+	aside := filepath.Join(c.dir, trashPrefix+id)
+	if err := os.Rename(filepath.Join(c.dir, id), aside); err == nil {
+		os.RemoveAll(aside)
+	}
+}
+
+// dirSize sums the sizes of a directory's files.
+func dirSize(dir string) int64 {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
