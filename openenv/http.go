@@ -108,36 +108,26 @@ func (s *Server) respond(w http.ResponseWriter, status int, v any) {
 	s.writeBody(w, status, b)
 }
 
-// respondRPC writes a JSON-RPC response as respond does; a response over
-// MaxReplyBytes is replaced by a JSON-RPC error with the same id, in a
-// standard client's shape when std is set (see standardReply).
-func (s *Server) respondRPC(w http.ResponseWriter, resp rpcResponse, std bool) {
-	s.writeRPC(w, resp, resp.ID, std)
-}
-
 // writeRPC writes v, a JSON-RPC response or a batch's responses, as
-// respondRPC does; a reply over the limit is the error that says so, under
-// id.
+// respond does: a reply over MaxReplyBytes is replaced by the JSON-RPC
+// error that says so, under id, in a standard client's shape when std is
+// set (see standardReply).
 func (s *Server) writeRPC(w http.ResponseWriter, v any, id json.RawMessage, std bool) {
+	shape := func(resp rpcResponse) rpcResponse {
+		if std {
+			return standardReply(resp)
+		}
+		return resp
+	}
 	b, err := encode(v)
 	if err == nil && len(b) > s.cfg.MaxReplyBytes {
 		perr := s.replyTooLarge(len(b))
-		shape := func(id json.RawMessage) rpcResponse {
-			if std {
-				return standardReply(rpcProto(id, perr))
-			}
-			return rpcProto(id, perr)
-		}
-		if b, err = encode(shape(id)); err == nil && len(b) > s.cfg.MaxReplyBytes {
-			b, err = encode(shape(nullID)) // the id itself is too long
+		if b, err = encode(shape(rpcProto(id, perr))); err == nil && len(b) > s.cfg.MaxReplyBytes {
+			b, err = encode(shape(rpcProto(nullID, perr))) // the id itself is too long
 		}
 	}
 	if err != nil {
-		resp := rpcFailure(nullID, rpcInternalError, fmt.Sprintf("response cannot be encoded as JSON: %v", err), nil)
-		if std {
-			resp = standardReply(resp)
-		}
-		s.respond(w, http.StatusOK, resp)
+		s.respond(w, http.StatusOK, shape(rpcFailure(nullID, rpcInternalError, fmt.Sprintf("response cannot be encoded as JSON: %v", err), nil)))
 		return
 	}
 	s.writeBody(w, http.StatusOK, b)

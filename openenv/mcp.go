@@ -155,7 +155,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	case http.StatusAccepted:
 		w.WriteHeader(status)
 	case http.StatusOK:
-		s.respondRPC(w, resp, mode == rpcStandard)
+		s.writeRPC(w, resp, resp.ID, mode == rpcStandard)
 	default:
 		writeJSON(w, status, resp)
 	}
@@ -169,12 +169,12 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 // request, as JSON-RPC has it.
 func (s *Server) serveBatch(ctx context.Context, w http.ResponseWriter, body []byte, ss *session) {
 	if perr := checkJSON(body, nil); perr != nil && perr.code == codeInvalidJSON {
-		s.respondRPC(w, standardReply(rpcFailure(nullID, rpcParseError, "Parse error", nil)), true)
+		s.writeRPC(w, standardReply(rpcFailure(nullID, rpcParseError, "Parse error", nil)), nullID, true)
 		return
 	}
 	var msgs []jsontext.Value
 	if err := jsonv2.Unmarshal(body, &msgs, looseOpts); err != nil || len(msgs) == 0 {
-		s.respondRPC(w, standardReply(rpcFailure(nullID, rpcInvalidRequest, "Invalid request: a batch is a non-empty array of JSON-RPC messages", nil)), true)
+		s.writeRPC(w, standardReply(rpcFailure(nullID, rpcInvalidRequest, "Invalid request: a batch is a non-empty array of JSON-RPC messages", nil)), nullID, true)
 		return
 	}
 	var resps []rpcResponse
