@@ -13,7 +13,7 @@ import (
 )
 
 // openAPITemplate is the OpenAPI description without the shared schemas,
-// which openAPIDoc adds from package schemas.
+// which openAPIFor adds from package schemas.
 //
 //go:embed openapi.json
 var openAPITemplate []byte
@@ -32,53 +32,34 @@ var openAPIComponents = map[string]string{
 	"Checkpoint":     "checkpoint",
 }
 
-// openAPIDoc returns the OpenAPI 3.1 description of the HTTP routes.
-var openAPIDoc = sync.OnceValues(func() ([]byte, error) {
-	var doc map[string]any
-	if err := json.Unmarshal(openAPITemplate, &doc); err != nil {
-		return nil, fmt.Errorf("openenv: openapi.json: %w", err)
-	}
-	comps := doc["components"].(map[string]any)["schemas"].(map[string]any)
-	for comp, name := range openAPIComponents {
-		b, err := schemas.Get(name)
-		if err != nil {
-			return nil, err
+// openAPIFor returns the OpenAPI 3.1 description of the HTTP routes
+// whose paths keep accepts, built once.
+func openAPIFor(keep func(path string) bool) func() ([]byte, error) {
+	return sync.OnceValues(func() ([]byte, error) {
+		var doc map[string]any
+		if err := json.Unmarshal(openAPITemplate, &doc); err != nil {
+			return nil, fmt.Errorf("openenv: openapi.json: %w", err)
 		}
-		comps[comp] = json.RawMessage(b)
-	}
-	return encode(doc)
-})
-
-// openAPIPaths returns openAPIDoc restricted to the paths keep accepts.
-func openAPIPaths(keep func(path string) bool) ([]byte, error) {
-	full, err := openAPIDoc()
-	if err != nil {
-		return nil, err
-	}
-	var doc map[string]json.RawMessage
-	var paths map[string]json.RawMessage
-	if err := json.Unmarshal(full, &doc); err != nil {
-		return nil, fmt.Errorf("openenv: openapi.json: %w", err)
-	}
-	if err := json.Unmarshal(doc["paths"], &paths); err != nil {
-		return nil, fmt.Errorf("openenv: openapi.json paths: %w", err)
-	}
-	maps.DeleteFunc(paths, func(p string, _ json.RawMessage) bool { return !keep(p) })
-	if doc["paths"], err = encode(paths); err != nil {
-		return nil, err
-	}
-	return encode(doc)
+		maps.DeleteFunc(doc["paths"].(map[string]any), func(p string, _ any) bool { return !keep(p) })
+		comps := doc["components"].(map[string]any)["schemas"].(map[string]any)
+		for comp, name := range openAPIComponents {
+			b, err := schemas.Get(name)
+			if err != nil {
+				return nil, err
+			}
+			comps[comp] = json.RawMessage(b)
+		}
+		return encode(doc)
+	})
 }
 
 var (
+	// openAPIDoc describes every route.
+	openAPIDoc = openAPIFor(func(string) bool { return true })
 	// agentOpenAPI describes the agent listener's routes.
-	agentOpenAPI = sync.OnceValues(func() ([]byte, error) {
-		return openAPIPaths(func(p string) bool { return slices.Contains(AgentPaths, p) })
-	})
+	agentOpenAPI = openAPIFor(func(p string) bool { return slices.Contains(AgentPaths, p) })
 	// productionOpenAPI describes every route but the episode routes.
-	productionOpenAPI = sync.OnceValues(func() ([]byte, error) {
-		return openAPIPaths(func(p string) bool { return !episodePaths[p] })
-	})
+	productionOpenAPI = openAPIFor(func(p string) bool { return !episodePaths[p] })
 )
 
 // serveOpenAPI serves GET /openapi.json: the description doc returns, or
