@@ -93,34 +93,26 @@ func (ss *session) gradeStepLocked(reward float64, done bool) {
 	}
 }
 
-// timeline is an episode's newest maxTimeline steps: a ring, so adding a
-// step to a full timeline moves no other.
-type timeline struct {
-	steps []timelineStep
-	next  int // where the next step goes once steps is full
-}
+// timeline is an episode's newest maxTimeline steps, oldest first.
+type timeline []timelineStep
 
 func (t *timeline) add(st timelineStep) {
-	if len(t.steps) < maxTimeline {
-		t.steps = append(t.steps, st)
-		return
+	if len(*t) == maxTimeline {
+		*t = (*t)[1:]
 	}
-	t.steps[t.next] = st
-	t.next = (t.next + 1) % maxTimeline
+	*t = append(*t, st)
 }
 
 // newest returns the newest step, or nil.
-func (t *timeline) newest() *timelineStep {
-	if len(t.steps) == 0 {
+func (t timeline) newest() *timelineStep {
+	if len(t) == 0 {
 		return nil
 	}
-	return &t.steps[(t.next+len(t.steps)-1)%len(t.steps)]
+	return &t[len(t)-1]
 }
 
-// list returns a copy of the steps, oldest first.
-func (t *timeline) list() []timelineStep {
-	return append(append([]timelineStep{}, t.steps[t.next:]...), t.steps[:t.next]...)
-}
+// list returns a copy of the steps, oldest first; never nil.
+func (t timeline) list() []timelineStep { return append([]timelineStep{}, t...) }
 
 // watchReply is the body of GET /sessions/{ref}/watch.
 type watchReply struct {
