@@ -1,0 +1,234 @@
+package openenv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/google/uuid"
+)
+
+// A reset replaces a session's episode: it opens an instance from the
+// reset's options (or restores a checkpoint, restoreLocked) and installs it
+// in place of the old one.
+
+// reset replaces the session's instance with a new one opened from req.
+// When opening fails, the previous instance stays.
+func (ss *session) reset(ctx context.Context, req resetData) *protoError {
+	defer ss.begin()()
+	if errs := checkRestore(req); len(errs) > 0 {
+		return invalid(errs)
+	}
+	var opts OpenOptions
+	if req.Checkpoint == nil {
+		var perr *protoError
+		if opts, perr = ss.srv.options(req); perr != nil {
+			return perr
+		}
+	} else if onAgentListener(ctx) {
+		in, _ := json.Marshal(*req.Checkpoint)
+		return invalid([]fieldError{{Type: "value_error", Loc: at(req.loc, "checkpoint"), Input: in,
+			Msg: "Value error, checkpoint: restores are the trainer's; the agent listener does not serve them"}})
+	}
+	ctx, leave, perr := ss.enter(ctx, false) // already active
+	if perr != nil {
+		return perr
+	}
+	defer leave()
+	if req.Checkpoint != nil {
+		return ss.restoreLocked(ctx, req)
+	}
+	return ss.openLocked(ctx, opts, false, req.loc)
+}
+
+// resetReply resets ss and returns the reply: the reset observation, and,
+// for a restored episode its task had already graded done, done with that
+// grading's reward, as the next step would be refused.
+func (ss *session) resetReply(ctx context.Context, req resetData) (stepReply, *protoError) {
+	if perr := ss.reset(ctx, req); perr != nil {
+		return stepReply{}, perr
+	}
+	reply := stepReply{Observation: resetObservation}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.over {
+		reply.Done = true
+		if ss.graded {
+			reply.Reward = new(ss.lastReward)
+		}
+	}
+	return reply, nil
+}
+
+// options turns a reset request into OpenOptions, filling the defaults.
+func (s *Server) options(req resetData) (OpenOptions, *protoError) {
+	info, perr := s.info()
+	if perr != nil {
+		return OpenOptions{}, perr
+	}
+	opts := OpenOptions{Fixture: info.DefaultFixture, EpisodeID: uuid.NewString()}
+	if req.Startup != nil {
+		opts.Startup = *req.Startup
+	}
+	if req.ControlTools != nil {
+		opts.ControlTools = *req.ControlTools
+	}
+	if req.Task != nil && *req.Task != "" {
+		// A task names its own fixture: the world's default does not apply.
+		opts.Task, opts.Fixture = *req.Task, ""
+	}
+	if req.Seed != nil {
+		opts.Seed = int64(*req.Seed)
+	}
+	if req.EpisodeID != nil {
+		opts.EpisodeID = string(*req.EpisodeID)
+	}
+	if req.Fixture != nil {
+		opts.Fixture = *req.Fixture
+	}
+	if req.Now != nil {
+		opts.Now = string(*req.Now)
+	}
+	if req.ClockMode != nil {
+		opts.ClockMode = string(*req.ClockMode)
+	}
+	return opts, nil
+}
+
+// openLocked opens an instance with opts (see open) and installs it
+// (installLocked). The slot must be held.
+func (ss *session) openLocked(ctx context.Context, opts OpenOptions, implicit bool, loc []any) *protoError {
+	s := ss.srv
+	inst, perr := s.open(ctx, opts, implicit, loc)
+	if perr != nil {
+		return perr
+	}
+	ss.installLocked(inst, sessionRecord{Task: opts.Task, EpisodeID: opts.EpisodeID}, uuid.NewString())
+	s.log.Debug("openenv: instance opened", "session", ss.ref, "fixture", opts.Fixture, "seed", opts.Seed)
+	return nil
+}
+
+// ensureLocked performs the implicit default reset of a session that has no
+// instance yet: OpenEnv environments exist from connect, so a first step
+// needs no reset. The slot must be held.
+func (ss *session) ensureLocked(ctx context.Context) *protoError {
+	if ss.inst != nil {
+		return nil
+	}
+	opts, perr := ss.srv.options(resetData{})
+	if perr != nil {
+		return perr
+	}
+	return ss.openLocked(ctx, opts, true, nil)
+}
+
+// installLocked makes inst the session's instance, for the episode rec
+// describes (a new one: its task and episode id alone; or a restored one,
+// as its checkpoint recorded it), run by attempt; the old instance closes
+// in the background (closeInstanceLater). The slot must be held.
+func (ss *session) installLocked(inst Instance, rec sessionRecord, attempt string) {
+	s := ss.srv
+	old := ss.inst
+	ss.inst = inst
+	ss.replays, ss.ids, ss.wrapped = nil, nil, nil
+	for _, r := range rec.Replays {
+		ss.keepLocked(r.ID, replayed{key: r.Key, step: r.Step, reply: stepReply{Observation: r.Observation, Reward: r.Reward, Done: r.Done}})
+	}
+	ss.mu.Lock()
+	if old != nil {
+		ss.endEpisodeLocked()
+	}
+	ss.steps = rec.Steps
+	ss.over, ss.doneAt = rec.Over, rec.DoneAt
+	ss.task, ss.graded, ss.lastReward, ss.episodeEnded = rec.Task, rec.Graded, rec.LastReward, false
+	ss.episodeID, ss.attempt, ss.exposed = rec.EpisodeID, attempt, false
+	ss.timeline = nil
+	ss.mu.Unlock()
+	s.metrics.episodesStarted.WithLabelValues(taskLabel(rec.Task)).Inc()
+	if old != nil {
+		// The reply need not wait for the old instance's files to go.
+		s.closeInstanceLater(old)
+	}
+}
+
+// discardUnused ends a session whose first reset failed, unless a request
+// has given it an episode meanwhile, and reports whether it ended it.
+func (ss *session) discardUnused() bool {
+	ss.slot <- struct{}{}
+	unused := ss.inst == nil && !ss.ended
+	<-ss.slot
+	if unused {
+		ss.stop(websocket.StatusNormalClosure, "its first reset failed")
+		ss.end()
+	}
+	return unused
+}
+
+// open opens an instance with opts, bounded by StepTimeout. implicit marks
+// a default reset the caller did not ask for; a failure is reported as
+// openFailure says.
+func (s *Server) open(ctx context.Context, opts OpenOptions, implicit bool, loc []any) (Instance, *protoError) {
+	octx, cancel := withTimeout(ctx, s.cfg.StepTimeout)
+	defer cancel()
+	var inst Instance
+	var err error
+	start := time.Now()
+	perr := s.guardCtx(ctx, "Backend.Open", func() { inst, err = s.backend.Open(octx, opts) })
+	if err == nil && inst == nil && perr == nil {
+		err = errors.New("the backend opened no instance")
+	}
+	s.observeOpen(octx, start, opts, err, perr)
+	if perr := s.openFailure(ctx, err, perr, implicit, loc); perr != nil {
+		return nil, perr
+	}
+	return inst, nil
+}
+
+// openFailure is the protocol error of a Backend.Open or Restorer.Restore
+// that returned err or panicked (perr); nil when neither. A failure of the
+// host is an infrastructure error; an *OptionError a VALIDATION_ERROR at loc
+// plus the option, unless implicit; any other failure a FACTORY_ERROR when
+// implicit, else an EXECUTION_ERROR.
+func (s *Server) openFailure(ctx context.Context, err error, perr *protoError, implicit bool, loc []any) *protoError {
+	if perr != nil || err == nil {
+		return perr
+	}
+	if perr := s.infraFailure(ctx, opReset, err); perr != nil {
+		return perr
+	}
+	var oe *OptionError
+	switch {
+	case implicit:
+		info, _ := s.info()
+		return &protoError{code: codeFactory, message: err.Error(), extra: errorExtra{FactoryName: info.Name}}
+	case errors.As(err, &oe):
+		return invalid([]fieldError{oe.field(loc)})
+	}
+	return newError(codeExecution, "%s", err.Error())
+}
+
+// closeInstance closes inst, logging a failure.
+func (s *Server) closeInstance(inst Instance) {
+	defer s.metrics.instances.Dec()
+	var err error
+	if perr := s.guard("Instance.Close", func() { err = inst.Close() }); perr == nil && err != nil {
+		s.log.Warn("openenv: closing an instance failed", "err", err)
+	}
+}
+
+// closeInstanceLater closes inst in the background, at most
+// maxBackgroundCloses at a time (it waits for a slot when they are all
+// taken); Shutdown waits for every such close.
+func (s *Server) closeInstanceLater(inst Instance) {
+	s.closeSlots <- struct{}{}
+	s.closers.Add(1)
+	go func() {
+		defer func() {
+			<-s.closeSlots
+			s.closers.Done()
+		}()
+		s.closeInstance(inst)
+	}()
+}
