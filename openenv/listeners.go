@@ -102,3 +102,12 @@ func (s *Server) serveProbe(accepting bool) http.HandlerFunc {
 		writeJSON(w, http.StatusOK, health{Status: status})
 	}
 }
+
+// agentListenerKey marks the context of a request the agent listener
+// serves.
+type agentListenerKey struct{}
+
+// onAgentListener reports whether ctx is a request's on the agent listener.
+func onAgentListener(ctx context.Context) bool {
+	return ctx.Value(agentListenerKey{}) != nil
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -26,70 +25,9 @@ var protocolVersions = map[string]bool{
 	"2024-11-05": true, "2025-03-26": true, "2025-06-18": true, "2025-11-25": true,
 }
 
-// nullID is the id of a response to a request whose id is unknown.
-var nullID = json.RawMessage("null")
-
-// rpcResult is a successful JSON-RPC response.
-func rpcResult(id json.RawMessage, result any) rpcResponse {
-	return rpcResponse{JSONRPC: "2.0", ID: id, Result: result}
-}
-
-// rpcFailure is a JSON-RPC error response.
-func rpcFailure(id json.RawMessage, code int, message string, data any) rpcResponse {
-	return rpcResponse{JSONRPC: "2.0", ID: id, Error: &rpcError{Code: code, Message: message, Data: data}}
-}
-
-// rpcProto renders a protoError as a JSON-RPC error response.
-func rpcProto(id json.RawMessage, perr *protoError) rpcResponse {
-	return rpcResponse{JSONRPC: "2.0", ID: id, Error: perr.rpcError()}
-}
-
-// rpcAnswer is the response of a method that returned result, or failed
-// with perr.
-func rpcAnswer(id json.RawMessage, result any, perr *protoError) rpcResponse {
-	if perr != nil {
-		return rpcProto(id, perr)
-	}
-	return rpcResult(id, result)
-}
-
-// rpcRequest is a JSON-RPC 2.0 request, or a notification when it has no
-// id. Params are read by each method.
-type rpcRequest struct {
-	JSONRPC rpcVersion `json:"jsonrpc"`
-	ID      rpcID      `json:"id"`
-	Method  string     `json:"method"`
-	Params  jsonObject `json:"params"`
-}
-
-// rpcVersion is a request's jsonrpc: "2.0".
-type rpcVersion string
-
-func (v *rpcVersion) UnmarshalJSON(b []byte) error {
-	if string(b) != `"2.0"` {
-		return &problem{"literal_error", "Input should be '2.0'"}
-	}
-	*v = "2.0"
-	return nil
-}
-
-// rpcID is a request's id: a string, an integer or null, kept as its JSON
-// (valid UTF-8) to echo in the response.
-type rpcID json.RawMessage
-
-func (id *rpcID) UnmarshalJSON(b []byte) error {
-	switch jsontext.Value(b).Kind() {
-	case 'n', '"':
-	case '0':
-		if integerLiteral(b) {
-			break
-		}
-		fallthrough
-	default:
-		return &problem{"type_error", "Input should be a valid string or integer"}
-	}
-	*id = rpcID(inputOf(b))
-	return nil
+// supportedVersions lists the protocol versions initialize negotiates.
+func supportedVersions() string {
+	return strings.Join(slices.Sorted(maps.Keys(protocolVersions)), ", ")
 }
 
 // serveMCP serves POST /mcp. The reply is always HTTP 200 with a JSON-RPC
@@ -514,15 +452,6 @@ func rpcOnSession[T any](s *Server, ctx context.Context, id json.RawMessage, par
 	return rpcAnswer(id, res, perr)
 }
 
-// agentListenerKey marks the context of a request the agent listener
-// serves.
-type agentListenerKey struct{}
-
-// onAgentListener reports whether ctx is a request's on the agent listener.
-func onAgentListener(ctx context.Context) bool {
-	return ctx.Value(agentListenerKey{}) != nil
-}
-
 // rpcInitializeSession answers initialize. A standard MCP client's
 // initialize on POST /mcp without a session header starts its episode: a
 // session of its own (counted against MaxSessions, idling out like any
@@ -583,50 +512,3 @@ func (s *Server) startMCPSession(ctx context.Context) (*session, *protoError) {
 // resetFromQuery) or of openenv/session/create's params to the request
 // that starts the session.
 type mcpSetupKey struct{}
-
-// resetFromQuery reads a standard MCP client's episode set-up from the
-// /mcp URL's query, which takes the keys of reset data: fixture, seed,
-// task, now, clock_mode, episode_id, control_tools (true or false) and
-// startup (a JSON object). Unknown keys and repeated keys are refused, as
-// in a reset.
-func resetFromQuery(q url.Values) (resetData, *protoError) {
-	var members []string
-	for _, k := range slices.Sorted(maps.Keys(q)) {
-		if len(q[k]) > 1 {
-			return resetData{}, newError(codeValidation, "The /mcp URL names %s %d times; name each reset key once", k, len(q[k]))
-		}
-		v := q[k][0]
-		kq, _ := json.Marshal(k)
-		vq, _ := json.Marshal(v)
-		switch k {
-		case "seed", "control_tools", "startup": // JSON values, as written
-			if !json.Valid([]byte(v)) {
-				return resetData{}, newError(codeValidation, "The /mcp URL's %s=%s is not a JSON value", k, v)
-			}
-			vq = []byte(v)
-		}
-		members = append(members, string(kq)+":"+string(vq))
-	}
-	req, errs := parseReset([]byte("{"+strings.Join(members, ",")+"}"), []any{"query"})
-	if len(errs) > 0 {
-		return resetData{}, invalid(errs)
-	}
-	return req, nil
-}
-
-// supportedVersions lists the protocol versions initialize negotiates.
-func supportedVersions() string {
-	return strings.Join(slices.Sorted(maps.Keys(protocolVersions)), ", ")
-}
-
-// standardReply drops a JSON-RPC error's null data: the MCP specification
-// has no null optional fields, while OpenEnv's dialect sends "data": null.
-func standardReply(resp rpcResponse) rpcResponse {
-	if e, ok := resp.Error.(*rpcError); ok && e.Data == nil {
-		resp.Error = &struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		}{e.Code, e.Message}
-	}
-	return resp
-}

@@ -215,6 +215,45 @@ type rpcError struct {
 	Data    any    `json:"data"`
 }
 
+// nullID is the id of a response to a request whose id is unknown.
+var nullID = json.RawMessage("null")
+
+// rpcResult is a successful JSON-RPC response.
+func rpcResult(id json.RawMessage, result any) rpcResponse {
+	return rpcResponse{JSONRPC: "2.0", ID: id, Result: result}
+}
+
+// rpcFailure is a JSON-RPC error response.
+func rpcFailure(id json.RawMessage, code int, message string, data any) rpcResponse {
+	return rpcResponse{JSONRPC: "2.0", ID: id, Error: &rpcError{Code: code, Message: message, Data: data}}
+}
+
+// rpcProto renders a protoError as a JSON-RPC error response.
+func rpcProto(id json.RawMessage, perr *protoError) rpcResponse {
+	return rpcResponse{JSONRPC: "2.0", ID: id, Error: perr.rpcError()}
+}
+
+// rpcAnswer is the response of a method that returned result, or failed
+// with perr.
+func rpcAnswer(id json.RawMessage, result any, perr *protoError) rpcResponse {
+	if perr != nil {
+		return rpcProto(id, perr)
+	}
+	return rpcResult(id, result)
+}
+
+// standardReply drops a JSON-RPC error's null data: the MCP specification
+// has no null optional fields, while OpenEnv's dialect sends "data": null.
+func standardReply(resp rpcResponse) rpcResponse {
+	if e, ok := resp.Error.(*rpcError); ok && e.Data == nil {
+		resp.Error = &struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		}{e.Code, e.Message}
+	}
+	return resp
+}
+
 // empty is the empty object, the result of ping and of a notification.
 type empty struct{}
 

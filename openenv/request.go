@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -48,6 +52,36 @@ func parseReset(raw []byte, loc []any) (resetData, []fieldError) {
 		return req, nil
 	}
 	return req, decodeObject(raw, loc, &req)
+}
+
+// resetFromQuery reads a standard MCP client's episode set-up from the
+// /mcp URL's query, which takes the keys of reset data: fixture, seed,
+// task, now, clock_mode, episode_id, control_tools (true or false) and
+// startup (a JSON object). Unknown keys and repeated keys are refused, as
+// in a reset.
+func resetFromQuery(q url.Values) (resetData, *protoError) {
+	var members []string
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		if len(q[k]) > 1 {
+			return resetData{}, newError(codeValidation, "The /mcp URL names %s %d times; name each reset key once", k, len(q[k]))
+		}
+		v := q[k][0]
+		kq, _ := json.Marshal(k)
+		vq, _ := json.Marshal(v)
+		switch k {
+		case "seed", "control_tools", "startup": // JSON values, as written
+			if !json.Valid([]byte(v)) {
+				return resetData{}, newError(codeValidation, "The /mcp URL's %s=%s is not a JSON value", k, v)
+			}
+			vq = []byte(v)
+		}
+		members = append(members, string(kq)+":"+string(vq))
+	}
+	req, errs := parseReset([]byte("{"+strings.Join(members, ",")+"}"), []any{"query"})
+	if len(errs) > 0 {
+		return resetData{}, invalid(errs)
+	}
+	return req, nil
 }
 
 // Action kinds of a step.
@@ -208,6 +242,45 @@ func parseStepBody(raw []byte) (stepBody, []fieldError) {
 		body.action.RequestID, body.action.idLoc = body.RequestID, []any{"body", "request_id"}
 	}
 	return body, errs
+}
+
+// rpcRequest is a JSON-RPC 2.0 request, or a notification when it has no
+// id. Params are read by each method.
+type rpcRequest struct {
+	JSONRPC rpcVersion `json:"jsonrpc"`
+	ID      rpcID      `json:"id"`
+	Method  string     `json:"method"`
+	Params  jsonObject `json:"params"`
+}
+
+// rpcVersion is a request's jsonrpc: "2.0".
+type rpcVersion string
+
+func (v *rpcVersion) UnmarshalJSON(b []byte) error {
+	if string(b) != `"2.0"` {
+		return &problem{"literal_error", "Input should be '2.0'"}
+	}
+	*v = "2.0"
+	return nil
+}
+
+// rpcID is a request's id: a string, an integer or null, kept as its JSON
+// (valid UTF-8) to echo in the response.
+type rpcID json.RawMessage
+
+func (id *rpcID) UnmarshalJSON(b []byte) error {
+	switch jsontext.Value(b).Kind() {
+	case 'n', '"':
+	case '0':
+		if integerLiteral(b) {
+			break
+		}
+		fallthrough
+	default:
+		return &problem{"type_error", "Input should be a valid string or integer"}
+	}
+	*id = rpcID(inputOf(b))
+	return nil
 }
 
 // The types below read one value each under a rule of the protocol. A value
