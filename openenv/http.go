@@ -221,7 +221,7 @@ func (s *Server) httpSession(r *http.Request, create bool) (ss *session, made bo
 // serveReset serves POST /reset on the selected session, which it makes
 // when the session header names an id that is not live.
 func (s *Server) serveReset(w http.ResponseWriter, r *http.Request) {
-	if req, ok := parseBody(s, w, r, func(b []byte) (resetData, []fieldError) { return parseReset(b, []any{"body"}) }); ok {
+	if req, ok := parseBody(s, w, r, parseReset); ok {
 		serveOnSession(s, w, r, true, func(ss *session, ctx context.Context) (stepReply, *protoError) {
 			return ss.resetReply(ctx, req)
 		})
@@ -252,9 +252,9 @@ func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
 }
 
 // parseBody reads a request's body, which must be JSON with no key named
-// twice in one object, and parses it ({} when empty) with parse; on a
-// failure it writes the error and reports false.
-func parseBody[T any](s *Server, w http.ResponseWriter, r *http.Request, parse func([]byte) (T, []fieldError)) (T, bool) {
+// twice in one object, and parses it ({} when empty) with parse, at
+// ["body"]; on a failure it writes the error and reports false.
+func parseBody[T any](s *Server, w http.ResponseWriter, r *http.Request, parse func([]byte, []any) (T, []fieldError)) (T, bool) {
 	body, perr := s.readBody(w, r)
 	if perr == nil && len(body) == 0 {
 		body = []byte("{}")
@@ -264,7 +264,7 @@ func parseBody[T any](s *Server, w http.ResponseWriter, r *http.Request, parse f
 	var req T
 	if perr == nil {
 		var errs []fieldError
-		if req, errs = parse(body); len(errs) > 0 {
+		if req, errs = parse(body, []any{"body"}); len(errs) > 0 {
 			perr = invalid(errs)
 		}
 	}
@@ -311,7 +311,7 @@ func serveOnSession[T any](s *Server, w http.ResponseWriter, r *http.Request, cr
 
 // serveInspect serves POST /inspect on the selected session.
 func (s *Server) serveInspect(w http.ResponseWriter, r *http.Request) {
-	if req, ok := parseBody(s, w, r, func(b []byte) (inspectData, []fieldError) { return parseInspect(b, []any{"body"}) }); ok {
+	if req, ok := parseBody(s, w, r, parseInspect); ok {
 		serveOnSession(s, w, r, false, func(ss *session, ctx context.Context) (json.RawMessage, *protoError) { return ss.inspect(ctx, req) })
 	}
 }
@@ -381,6 +381,6 @@ func serveBodiless[T any](s *Server, act func(*session, context.Context) (T, *pr
 }
 
 // noBody parses a body that must be an empty object.
-func noBody(b []byte) (struct{}, []fieldError) {
-	return struct{}{}, decodeObject(b, []any{"body"}, &struct{}{})
+func noBody(b []byte, loc []any) (struct{}, []fieldError) {
+	return struct{}{}, decodeObject(b, loc, &struct{}{})
 }

@@ -223,23 +223,23 @@ type stepBody struct {
 	action action
 }
 
-// parseStepBody reads the body of POST /step. Failures inside the action
-// are located relative to the action, as upstream reports them; an action
-// that is not an object is at ["body","action"].
-func parseStepBody(raw []byte) (stepBody, []fieldError) {
+// parseStepBody reads the body of POST /step, at loc. Failures inside the
+// action are located relative to the action, as upstream reports them; an
+// action that is not an object is at loc plus "action".
+func parseStepBody(raw []byte, loc []any) (stepBody, []fieldError) {
 	var body stepBody
-	errs := decodeObject(raw, []any{"body"}, &body, "action")
+	errs := decodeObject(raw, loc, &body, "action")
 	switch {
 	case body.Action == nil:
 	case body.Action.Kind() != '{': // the body's own field, at its place in the body
-		errs = append([]fieldError{typeError("dict_type", []any{"body", "action"}, body.Action)}, errs...)
+		errs = append([]fieldError{typeError("dict_type", at(loc, "action"), body.Action)}, errs...)
 	default:
 		var aerrs []fieldError
 		body.action, aerrs = parseAction(body.Action, nil)
 		errs = append(aerrs, errs...)
 	}
 	if body.RequestID != nil {
-		body.action.RequestID, body.action.idLoc = body.RequestID, []any{"body", "request_id"}
+		body.action.RequestID, body.action.idLoc = body.RequestID, at(loc, "request_id")
 	}
 	return body, errs
 }
