@@ -17,9 +17,10 @@ import (
 // returned before anything runs; a tool's error rolls its store back. A
 // call that fails because the host failed it (a store's disk full, its files
 // gone or unopenable, no file descriptors left) returns an *env.InfraError,
-// whatever error the tool or a middleware made of it. A
-// call that runs past its context's deadline, or waits that long for the
-// instance, is a *env.ToolError of KindTimeout.
+// whatever error the tool or a middleware made of it; when the call changed
+// nothing its NoStep is set, and the instance counts no call and moves no
+// step-mode clock for it. A call that runs past its context's deadline, or
+// waits that long for the instance, is a *env.ToolError of KindTimeout.
 func (i *Instance) CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error) {
 	route, def, err := i.resolve(name)
 	if err != nil {
@@ -150,14 +151,17 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 		// made of it: never as a tool's error the agent would learn from.
 		// One that left no change is no step of the episode: the call
 		// count and the step-mode clock stay as they were, so a retry once
-		// the host recovers runs as the call would have.
+		// the host recovers runs as the call would have. The error says so
+		// (NoStep), so no layer above compares counts again.
 		if ie := Fault(cmp.Or(infra, err), "the call could not complete"); ie != nil {
-			if i.changes.made() == records {
+			fail := *ie
+			fail.NoStep = i.changes.made() == records
+			if fail.NoStep {
 				i.calls--
 			} else {
 				i.clock.stepped()
 			}
-			return nil, ie
+			return nil, &fail
 		}
 	}
 	i.clock.stepped()

@@ -207,3 +207,53 @@ func TestCallJSON_TooManyOpenFiles(t *testing.T) {
 		t.Errorf("%d entries, want the 2 written with descriptors to spare", n)
 	}
 }
+
+// TestCallJSON_InfraErrorNoStep fails calls on the host, one before it
+// changed anything and one after a nested call committed on a child. The
+// first's *env.InfraError says NoStep, and the instance counts no call and
+// moves no step-mode clock for it; the second's does not, and it is a step.
+func TestCallJSON_InfraErrorNoStep(t *testing.T) {
+	ctx := context.Background()
+	child, add := ledger("nostep")
+	host := env.NewWorld(env.WorldSpec{Name: "nostephost", Version: "1", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
+	host.AddWorld(child, env.Name("led"), env.ToolAllowList())
+	full := &os.PathError{Op: "write", Path: "/x/state.sqlite", Err: syscall.ENOSPC}
+	env.Tool(host, "fail", "Fail on the host, having changed nothing.", func(c *env.Ctx, _ noArgs) (string, error) {
+		return "", full
+	})
+	env.Tool(host, "add_then_fail", "Add an entry to the child, then fail on the host.", func(c *env.Ctx, _ noArgs) (string, error) {
+		if _, err := env.Call(c.Context(), c.Worlds.Get("led"), add, amountArgs{Amount: 5}); err != nil {
+			return "", err
+		}
+		return "", full
+	})
+	inst := compositiontest.Open(t, host, composition.Options{ClockMode: env.ClockStep})
+	step := func() (int, string) {
+		st := inst.State()
+		return st.StepCount, st.Now
+	}
+
+	t.Run("ChangedNothing", func(t *testing.T) {
+		steps, now := step()
+		_, err := inst.CallJSON(ctx, "fail", nil)
+		if ie := mustInfra(t, err, "/x", env.FaultDiskFull); !ie.NoStep {
+			t.Errorf("NoStep is false for a call that changed nothing")
+		}
+		if s, n := step(); s != steps || n != now {
+			t.Errorf("after the call: step %d at %s, want step %d at %s as before it", s, n, steps, now)
+		}
+	})
+	t.Run("ChangedSomething", func(t *testing.T) {
+		steps, now := step()
+		_, err := inst.CallJSON(ctx, "add_then_fail", nil)
+		if ie := mustInfra(t, err, "/x", env.FaultDiskFull); ie.NoStep {
+			t.Errorf("NoStep is true for a call whose nested call committed")
+		}
+		if s, n := step(); s != steps+1 || n == now {
+			t.Errorf("after the call: step %d at %s, want step %d and the clock moved from %s", s, n, steps+1, now)
+		}
+		if log := inst.ChangeLog(); len(log) != 1 || log[0].Call != steps+1 {
+			t.Errorf("change log %+v, want the child's entry as call %d", log, steps+1)
+		}
+	})
+}

@@ -101,6 +101,14 @@ type InfraError struct {
 	Message string
 	// Err is the underlying cause; it is not shown to clients.
 	Err error
+	// NoStep says the failure was an agent call's that changed nothing, so
+	// it is no step of the episode: the engine took back its call number
+	// and its step of a step-mode clock, and neither an episode nor a
+	// server counts it, so a retry once the host recovers runs as the call
+	// would have. The engine decides it, once, for the error a call
+	// returns; it is false for a call that changed something and for any
+	// other operation.
+	NoStep bool
 }
 
 // Error returns the message and the cause.
