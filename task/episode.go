@@ -149,8 +149,8 @@ func (e *Episode) Tools() []env.ToolInfo {
 // with a *env.ToolError of kind env.KindNotFound, before anything runs. A
 // recording episode records the call, refused or not, unless it failed on
 // the host (a *env.InfraError): that is no result of the call an agent
-// could learn from or a replay could repeat, and when it changed nothing
-// it is not counted either, as the instance does not count it.
+// could learn from or a replay could repeat, and when the instance says it
+// was no step (env.InfraError.NoStep) it is not counted either.
 func (e *Episode) CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error) {
 	var out any
 	var err error
@@ -161,10 +161,9 @@ func (e *Episode) CallJSON(ctx context.Context, name string, args json.RawMessag
 		}
 		err = &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("unknown tool %q: task %s allows %s", name, e.task.ID, strings.Join(names, ", "))}
 	} else {
-		before := e.inst.ChangeCount()
 		out, err = e.inst.CallJSON(ctx, name, args)
 		if ie := (*env.InfraError)(nil); errors.As(err, &ie) {
-			if e.inst.ChangeCount() != before {
+			if !ie.NoStep {
 				e.mu.Lock()
 				e.calls++
 				e.mu.Unlock()

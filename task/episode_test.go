@@ -3,8 +3,10 @@ package task_test
 import (
 	"context"
 	"errors"
+	"os"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/seahaven/seahaven/composition"
@@ -144,5 +146,58 @@ func TestEpisode_RecordAfterACall(t *testing.T) {
 	}
 	if err := ep.Record(rec); err == nil || !strings.Contains(err.Error(), "after its first call") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestEpisode_InfraError fails calls on the host: one before it changed
+// anything, one after a nested call committed on a child. Neither is
+// recorded; the first is not counted (the instance said NoStep), the
+// second is.
+func TestEpisode_InfraError(t *testing.T) {
+	ctx := context.Background()
+	host := env.NewWorld(env.WorldSpec{Name: "infrahost", Version: "1", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
+	host.AddWorld(newLedger("infraledger"), env.Name("led"), env.ToolAllowList())
+	full := &os.PathError{Op: "write", Path: "/x/state.sqlite", Err: syscall.ENOSPC}
+	env.Tool(host, "write", "Write a row.", func(c *env.Ctx, _ struct{}) (int, error) {
+		_, err := c.DB.Exec("INSERT INTO h VALUES (1)")
+		return 1, err
+	})
+	env.Tool(host, "fail", "Fail on the host, having changed nothing.", func(c *env.Ctx, _ struct{}) (int, error) {
+		return 0, full
+	})
+	env.Tool(host, "add_then_fail", "Add an entry to the child, then fail on the host.", func(c *env.Ctx, _ struct{}) (int, error) {
+		if _, err := c.Worlds.Get("led").Call("add", amountArgs{Amount: 5}); err != nil {
+			return 0, err
+		}
+		return 0, full
+	})
+	ep := mustOpen(t, host, env.Task{}, composition.Options{})
+	rec, err := task.NewRecorder(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ep.Record(rec); err != nil {
+		t.Fatal(err)
+	}
+	mustCall(t, ep, "write", `{}`)
+	for _, name := range []string{"fail", "add_then_fail"} {
+		var ie *env.InfraError
+		if _, err := ep.CallJSON(ctx, name, []byte(`{}`)); !errors.As(err, &ie) {
+			t.Fatalf("%s: %v, want an *env.InfraError", name, err)
+		}
+	}
+	if _, saved, err := ep.Checkpoint(ctx); err != nil || saved.Calls != 2 {
+		t.Errorf("Checkpoint: %d calls (%v), want 2: the write and the call that changed something", saved.Calls, err)
+	}
+	path := ep.Recording().Path()
+	if err := ep.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := task.ReadTrajectoryFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Calls) != 1 || tr.Calls[0].Tool != "write" {
+		t.Errorf("recorded calls %+v, want only the write", tr.Calls)
 	}
 }
