@@ -130,7 +130,9 @@ type Instance interface {
 	// CallJSON calls a tool with JSON arguments and returns the tool's result,
 	// which the server encodes as JSON. A failure the agent may see is a
 	// *env.ToolError; an error wrapping context.DeadlineExceeded is reported as
-	// a timeout. CallJSON must return soon after ctx is done.
+	// a timeout. A failure of the host is an *env.InfraError, reported as the
+	// server's own error; with NoStep set it is no step of the episode.
+	// CallJSON must return soon after ctx is done.
 	CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error)
 	// State returns the state document; the server fills in EpisodeID and StepCount.
 	State() env.StateDoc

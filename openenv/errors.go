@@ -88,6 +88,9 @@ type protoError struct {
 	message string       // the text the client sees
 	errors  []fieldError // the failures of a validation error
 	extra   errorExtra   // what the error carries beside its message
+	// noStep marks an infrastructure error of a call that changed nothing
+	// (env.InfraError.NoStep): no step of the episode.
+	noStep bool
 }
 
 // Error returns the message.
@@ -193,7 +196,7 @@ const (
 // the host (an *env.InfraError), after counting it and logging it with its
 // cause, paths and all; nil for any other error. The client's message is
 // the InfraError's, which names no path, and the error carries its kind as
-// fault.
+// fault and its NoStep.
 func (s *Server) infraFailure(ctx context.Context, op string, err error) *protoError {
 	var ie *env.InfraError
 	if err == nil || !errors.As(err, &ie) {
@@ -204,6 +207,7 @@ func (s *Server) infraFailure(ctx context.Context, op string, err error) *protoE
 		code:    codeInfrastructure,
 		message: fmt.Sprintf("infrastructure error (%s) during %s: %s", ie.Kind, op, ie.Message),
 		extra:   errorExtra{Fault: ie.Kind},
+		noStep:  ie.NoStep,
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/compositiontest"
+	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/internal/testfs"
 	"github.com/seahaven/seahaven/openenv"
@@ -149,6 +150,64 @@ func TestInfraErrors_DiskFull(t *testing.T) {
 			t.Errorf("recording lines %q, want header call call end:\n%s", got, b)
 		}
 	})
+}
+
+// hostFailWorld's tools fail on the host (a full disk), having changed
+// nothing (fail) or after a nested call committed a note on its child
+// (note_then_fail).
+func hostFailWorld() *env.World {
+	child := env.NewWorld(env.WorldSpec{Name: "hostfailnotes", Version: "1.0.0",
+		Schema: `CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL) STRICT;`})
+	note := env.Tool(child, "note", "Write a note.", func(c *env.Ctx, in noteArgs) (noteResult, error) {
+		return writeNote(c, in.Body)
+	})
+	w := env.NewWorld(env.WorldSpec{Name: "hostfail", Version: "1.0.0", Schema: `CREATE TABLE h (x INTEGER) STRICT;`})
+	w.AddWorld(child, env.Name("notes"))
+	full := &os.PathError{Op: "write", Path: "/x/state.sqlite", Err: syscall.ENOSPC}
+	env.Tool(w, "fail", "Fail on the host, having changed nothing.", func(c *env.Ctx, in noteArgs) (noteResult, error) {
+		return noteResult{}, full
+	})
+	env.Tool(w, "note_then_fail", "Write a note on the child, then fail on the host.", func(c *env.Ctx, in noteArgs) (noteResult, error) {
+		if _, err := env.Call(c.Context(), c.Worlds.Get("notes"), note, in); err != nil {
+			return noteResult{}, err
+		}
+		return noteResult{}, full
+	})
+	return w
+}
+
+// TestInfraErrors_NoStep fails calls on the host on every transport: those
+// that changed nothing are no step of the episode, as their error says
+// (env.InfraError.NoStep); one that changed something is a step.
+func TestInfraErrors_NoStep(t *testing.T) {
+	s := mustServeWorld(t, hostFailWorld(), app.Config{}, openenv.Config{})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"nostep"}}`)
+	steps := func() string {
+		t.Helper()
+		return fmt.Sprint(field(t, roundTrip(t, c, `{"type":"state"}`), "data.step_count"))
+	}
+	mustSucceed(t, callTool(t, c, "note", `{"body":"kept"}`))
+	mustInfraFrame(t, callTool(t, c, "fail", `{"body":"ws"}`), "disk_full")
+	reply := roundTrip(t, c, `{"type":"mcp","data":{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fail","arguments":{"body":"mcp"}}}}`)
+	if fault := str(t, reply, "data.error.data.fault"); fault != "disk_full" {
+		t.Fatalf("MCP: %.300s, want an error with fault disk_full", reply)
+	}
+	status, body, _ := s.httpDo(t, http.MethodPost, "/step", `{"action":{"type":"call_tool","tool_name":"fail","arguments":{"body":"http"}}}`,
+		map[string]string{openenv.SessionHeader: s.Sessions()[0].ID})
+	if status != http.StatusServiceUnavailable {
+		t.Fatalf("POST /step: %d %s, want 503", status, body)
+	}
+	if got := steps(); got != "1" {
+		t.Errorf("step_count %s after three calls that failed on the host and changed nothing, want 1", got)
+	}
+	mustInfraFrame(t, callTool(t, c, "note_then_fail", `{"body":"committed"}`), "disk_full")
+	if got := steps(); got != "2" {
+		t.Errorf("step_count %s after a call that failed on the host having changed something, want 2", got)
+	}
+	if got := inspectValue(t, c, "SELECT count(*) FROM notes.notes"); got != "2" {
+		t.Errorf("%s notes, want 2", got)
+	}
 }
 
 // TestInfraErrors_UnknownFixture resets to fixtures that do not exist: a

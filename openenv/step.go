@@ -128,7 +128,8 @@ func (ss *session) overLocked() *protoError {
 }
 
 // callLocked counts and makes one tool call; one that failed on the host
-// and changed nothing is not counted. The slot must be held.
+// and changed nothing, as the instance's error says (env.InfraError.NoStep),
+// is not counted. The slot must be held.
 func (ss *session) callLocked(ctx context.Context, name string, args json.RawMessage, timeout time.Duration) (toolOutcome, *protoError) {
 	ss.mu.Lock()
 	ss.steps++
@@ -143,9 +144,7 @@ func (ss *session) callLocked(ctx context.Context, name string, args json.RawMes
 			out.wrapped = ss.wrapped[name]
 		}
 		ss.recordStepLocked(name, args, out, before)
-	} else if perr.code == codeInfrastructure && before >= 0 && changeCount(ss.inst) == before {
-		// A failure of the host that changed nothing is no step of the
-		// episode (the instance does not count it either).
+	} else if perr.noStep {
 		ss.mu.Lock()
 		ss.steps--
 		ss.mu.Unlock()
