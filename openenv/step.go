@@ -127,15 +127,18 @@ func (ss *session) overLocked() *protoError {
 	return newError(codeEpisodeDone, "The episode is over: its task graded it done after step %d. Reset to start a new episode.", doneAt)
 }
 
-// callLocked counts and makes one tool call; one that failed on the host
-// and changed nothing, as the instance's error says (env.InfraError.NoStep),
-// is not counted. The slot must be held.
+// callLocked makes one tool call and counts it as a step, unless it failed
+// on the host and changed nothing, as the instance's error says
+// (env.InfraError.NoStep). The slot must be held.
 func (ss *session) callLocked(ctx context.Context, name string, args json.RawMessage, timeout time.Duration) (toolOutcome, *protoError) {
+	before := changeCount(ss.inst)
+	out, perr := ss.srv.call(ctx, ss.inst, name, args, timeout)
+	if perr != nil && perr.noStep {
+		return out, perr
+	}
 	ss.mu.Lock()
 	ss.steps++
 	ss.mu.Unlock()
-	before := changeCount(ss.inst)
-	out, perr := ss.srv.call(ctx, ss.inst, name, args, timeout)
 	if perr == nil {
 		if out.err == nil {
 			if ss.wrapped == nil {
@@ -144,10 +147,6 @@ func (ss *session) callLocked(ctx context.Context, name string, args json.RawMes
 			out.wrapped = ss.wrapped[name]
 		}
 		ss.recordStepLocked(name, args, out, before)
-	} else if perr.noStep {
-		ss.mu.Lock()
-		ss.steps--
-		ss.mu.Unlock()
 	}
 	return out, perr
 }
