@@ -1,0 +1,208 @@
+package composition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/sqlitestore"
+)
+
+// touch pins a node's store for the rest of the activation.
+func (a *activation) touch(ns *nodeState) {
+	if !slices.Contains(a.pinned, ns) {
+		ns.store.Pin()
+		a.pinned = append(a.pinned, ns)
+	}
+}
+
+// frame is one open transaction on one node.
+type frame struct {
+	ns      *nodeState
+	tx      *sqlitestore.Frame
+	capture *sqlitestore.Capture
+}
+
+// begin opens a transaction frame on a node, capturing changes when the
+// activation logs.
+func (a *activation) begin(ns *nodeState) (*frame, error) {
+	a.touch(ns)
+	if err := a.cutLoose(ns); err != nil {
+		return nil, err
+	}
+	tx, err := ns.store.Begin(a.ctx)
+	if err != nil {
+		// The text names no node: an agent may read it, and nothing an
+		// agent reads says a world is composed.
+		return nil, fmt.Errorf("begin: %w", a.note(err))
+	}
+	f := &frame{ns: ns, tx: tx}
+	if a.logging {
+		f.capture = ns.store.StartCapture()
+	}
+	ns.frames = append(ns.frames, f)
+	return f, nil
+}
+
+// end commits (err == nil) or rolls back a frame and records its changes.
+// A committing frame finishes its capture before COMMIT, so any row it must
+// read back is read inside its own transaction; if COMMIT then fails the
+// records are dropped with the rollback.
+func (a *activation) end(f *frame, info *env.CallInfo, err error) error {
+	var changes []sqlitestore.RowChange
+	if err == nil && f.capture != nil {
+		changes, err = f.capture.FinishRows(a.ctx)
+		a.note(err)
+		f.capture = nil
+	}
+	if err == nil {
+		if cerr := f.tx.Commit(); cerr != nil {
+			err = fmt.Errorf("commit: %w", a.note(cerr)) // naming no node, as begin's
+		}
+	}
+	if err != nil {
+		changes = nil
+		f.tx.Rollback()
+	}
+	if f.capture != nil {
+		// Rolled back: the capture ends with no net change to report.
+		f.capture.FinishRows(a.ctx)
+	}
+	f.ns.frames = slices.DeleteFunc(f.ns.frames, func(x *frame) bool { return x == f })
+	a.record(f.ns, info.Own, info.Internal, changes)
+	a.resumeLoose(f.ns)
+	return err
+}
+
+// record keeps a frame's changes, in compact form, for the change log.
+func (a *activation) record(ns *nodeState, tool string, internal bool, changes []sqlitestore.RowChange) {
+	for _, c := range changes {
+		a.records = append(a.records, logRecord{call: a.id, tool: tool, internal: internal, world: ns.node.Path, row: c})
+	}
+}
+
+// looseCapture starts a capture of statements run on a node outside any
+// frame (a handle's DB used directly), unless one is running.
+func (a *activation) looseCapture(ns *nodeState) {
+	if !a.logging || len(ns.frames) > 0 {
+		return
+	}
+	if a.loose == nil {
+		a.loose = map[*nodeState]*sqlitestore.Capture{}
+	}
+	if a.loose[ns] == nil {
+		a.loose[ns] = ns.store.StartCapture()
+	}
+}
+
+// cutLoose ends the node's running capture of direct statements, if any,
+// and records its changes, so that the frame or transaction about to begin
+// records its own changes apart from them and after them: each record then
+// describes what one stretch of the call did, in order.
+func (a *activation) cutLoose(ns *nodeState) error {
+	c := a.loose[ns]
+	if c == nil {
+		return nil
+	}
+	a.loose[ns] = nil
+	return a.finishCapture(ns, c)
+}
+
+// resumeLoose starts a new capture of direct statements on a node whose
+// capture a frame or a transaction cut, once none is open: statements on a
+// raw connection taken before give no other sign.
+func (a *activation) resumeLoose(ns *nodeState) {
+	if c, cut := a.loose[ns]; cut && c == nil {
+		a.looseCapture(ns)
+	}
+}
+
+// finishCapture ends a capture of direct statements and records its
+// changes. Those statements committed one by one, so the read-back their
+// records may need does not depend on the call's context: past its
+// deadline, the rows stay and so must their records.
+func (a *activation) finishCapture(ns *nodeState, c *sqlitestore.Capture) error {
+	changes, err := c.FinishRows(context.WithoutCancel(a.ctx))
+	a.record(ns, a.own, false, changes)
+	return err
+}
+
+// dropRecords removes the records of a node kept since mark: the changes of
+// a transaction on its store that rolled back after its nested frames
+// committed their savepoints.
+func (a *activation) dropRecords(ns *nodeState, mark int) {
+	kept := slices.DeleteFunc(a.records[mark:], func(r logRecord) bool { return r.world == ns.node.Path })
+	a.records = a.records[:mark+len(kept)]
+}
+
+func (a *activation) finishLoose() error {
+	var errs []error
+	for _, ns := range a.inst.nodes {
+		if c := a.loose[ns]; c != nil {
+			errs = append(errs, a.note(a.finishCapture(ns, c)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// startGroup puts the activation in grouped mode (startup hooks and bulk
+// blocks): every node touched gets one transaction frame that stays open
+// until endGroup. A frame is opened on a node's first use rather than
+// up front, which no hook can tell apart from every transaction being open
+// before the first hook runs, and which spares the nodes nobody touches a
+// connection.
+func (a *activation) startGroup() { a.group = map[*nodeState]*frame{} }
+
+// ensureGroup opens the node's group frame, in grouped mode.
+func (a *activation) ensureGroup(ns *nodeState) error {
+	if a.group == nil {
+		return nil
+	}
+	if _, ok := a.group[ns]; ok {
+		return nil
+	}
+	f, err := a.begin(ns)
+	if err != nil {
+		return err
+	}
+	a.group[ns] = f
+	return nil
+}
+
+// endGroup rolls every group frame back when err is set or the
+// activation's context is done; otherwise it commits them one at a time
+// in node order, the root last. On a failed commit the remaining frames
+// roll back and the error names the node.
+func (a *activation) endGroup(err error) error {
+	var frames []*frame
+	for _, ns := range a.inst.nodes[1:] {
+		if f, ok := a.group[ns]; ok {
+			frames = append(frames, f)
+		}
+	}
+	if f, ok := a.group[a.inst.nodes[0]]; ok {
+		frames = append(frames, f)
+	}
+	a.group = nil
+	if err == nil {
+		err = a.ctx.Err() // as a call's layer (see layers)
+	}
+	if err != nil {
+		for _, f := range frames {
+			f.tx.Rollback()
+		}
+		return err
+	}
+	for k, f := range frames {
+		if cerr := f.tx.Commit(); cerr != nil {
+			a.note(cerr)
+			for _, rest := range frames[k:] {
+				rest.tx.Rollback()
+			}
+			return fmt.Errorf("node %s: commit: %w", f.ns.node.Path, cerr)
+		}
+	}
+	return nil
+}
