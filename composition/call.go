@@ -71,14 +71,12 @@ func (i *Instance) CallDef(ctx context.Context, def *env.ToolDef, args any) (any
 		return nil, err
 	}
 	var found []*Route
+	owners := map[*Node]bool{}
 	for _, r := range s.Surface {
 		if r.Def.Same(def) {
 			found = append(found, r)
+			owners[r.Owner] = true
 		}
-	}
-	owners := map[*Node]bool{}
-	for _, r := range found {
-		owners[r.Owner] = true
 	}
 	if len(owners) > 1 {
 		var cands []string
@@ -131,13 +129,10 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 		// The context of an activation that has ended: world code kept it.
 		return nil, staleErr()
 	}
-	if err := i.lockCtx(ctx, fmt.Sprintf("call of %q", name)); err != nil {
+	if err := i.lockOpen(ctx, fmt.Sprintf("call of %q", name)); err != nil {
 		return nil, timeoutError(ctx, err, "waited past its deadline for the instance's previous call; nothing ran", "was cancelled while it waited for the instance's previous call; nothing ran")
 	}
 	defer i.unlock()
-	if i.closed {
-		return nil, errClosed
-	}
 	var infra error
 	records := i.changes.made()
 	err := i.activate(ctx, name, kindCall, func(a *activation) error {
@@ -209,13 +204,10 @@ func (i *Instance) Bulk(ctx context.Context, fn func(c *env.Ctx) error) error {
 	if _, err := i.reseal(); err != nil {
 		return err
 	}
-	if err := i.lockCtx(ctx, "Bulk"); err != nil {
+	if err := i.lockOpen(ctx, "Bulk"); err != nil {
 		return err
 	}
 	defer i.unlock()
-	if i.closed {
-		return errClosed
-	}
 	return i.activate(ctx, "bulk", kindBulk, func(a *activation) error {
 		a.startGroup()
 		v, _ := a.push(nil, i.nodes[0], nil)

@@ -259,13 +259,10 @@ func (i *Instance) Checkpoint(ctx context.Context) (*Checkpoint, error) {
 	if _, err := i.reseal(); err != nil {
 		return nil, err
 	}
-	if err := i.lockCtx(ctx, "Checkpoint"); err != nil {
+	if err := i.lockOpen(ctx, "Checkpoint"); err != nil {
 		return nil, err
 	}
 	defer i.unlock()
-	if i.closed {
-		return nil, errClosed
-	}
 	st := runState{
 		Format: checkpointFormat, World: i.world.Name(), Seed: i.opts.Seed,
 		ControlTools: i.opts.ControlTools, EpisodeID: i.opts.EpisodeID, ClockMode: i.clock.mode,

@@ -192,12 +192,8 @@ type instanceDB struct{ inst *Instance }
 
 func (d *instanceDB) open() (*sqlitestore.Store, context.Context, error) {
 	i := d.inst
-	if err := i.lockCtx(context.Background(), "inst.DB() (inside a Bulk block, use the block's c.DB)"); err != nil {
+	if err := i.lockOpen(context.Background(), "inst.DB() (inside a Bulk block, use the block's c.DB)"); err != nil {
 		return nil, nil, err
-	}
-	if i.closed {
-		i.unlock()
-		return nil, nil, errClosed
 	}
 	i.nodes[0].store.Pin()
 	return i.nodes[0].store, context.Background(), nil

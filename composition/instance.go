@@ -175,6 +175,19 @@ func (i *Instance) lockCtx(ctx context.Context, what string) error {
 	}
 }
 
+// lockOpen takes the instance's lock as lockCtx does, and returns
+// errClosed, the lock released, when the instance is closed.
+func (i *Instance) lockOpen(ctx context.Context, what string) error {
+	if err := i.lockCtx(ctx, what); err != nil {
+		return err
+	}
+	if i.closed {
+		i.unlock()
+		return errClosed
+	}
+	return nil
+}
+
 // lockWait takes the instance's lock, however long that takes: for readers
 // with no context and no error to return.
 func (i *Instance) lockWait() { i.lock <- struct{}{} }

@@ -63,13 +63,10 @@ func (v *View) QueryLimit(ctx context.Context, lim sqlitestore.ReadLimit, sql st
 		}
 	}()
 	i := v.inst
-	if err := i.lockCtx(ctx, "View query"); err != nil {
+	if err := i.lockOpen(ctx, "View query"); err != nil {
 		return nil, err
 	}
 	defer i.unlock()
-	if i.closed {
-		return nil, errClosed
-	}
 	// Node stores hold their files' locks while open; no call runs now.
 	for _, ns := range i.nodes {
 		if err := ns.store.Yield(); err != nil {
