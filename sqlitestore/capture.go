@@ -124,7 +124,7 @@ const (
 type Capture struct {
 	s     *Store
 	done  bool                // guarded by s.mu, as are the fields below
-	keys  map[string]*touched // by enc, once there are more than maxScan rows
+	keys  map[string]*touched // by enc
 	order []*touched          // in first-touch order
 	raw   []rawEvent          // events recorded while table metadata was stale
 	buf   []byte              // key-encoding scratch
@@ -544,15 +544,7 @@ func (c *Capture) record(m *tableMeta, ev event) {
 func (c *Capture) find(m *tableMeta, key []any) *touched {
 	c.buf = append(append(c.buf[:0], m.name...), 0)
 	c.buf = appendKey(c.buf, key)
-	if c.keys != nil {
-		return c.keys[string(c.buf)]
-	}
-	for _, t := range c.order {
-		if t.enc == string(c.buf) {
-			return t
-		}
-	}
-	return nil
+	return c.keys[string(c.buf)]
 }
 
 // touch notes key and returns its row; on its first touch, row (nil: the row
@@ -567,21 +559,12 @@ func (c *Capture) touch(m *tableMeta, key []any, row func(int) any) *touched {
 		t.last = t.before
 	}
 	c.order = append(c.order, t)
-	switch {
-	case c.keys != nil:
-		c.keys[t.enc] = t
-	case len(c.order) > maxScan:
-		c.keys = make(map[string]*touched, 2*len(c.order))
-		for _, t := range c.order {
-			c.keys[t.enc] = t
-		}
+	if c.keys == nil {
+		c.keys = make(map[string]*touched)
 	}
+	c.keys[t.enc] = t
 	return t
 }
-
-// maxScan is the most touched rows looked up by a scan of c.order; more are
-// indexed by a map.
-const maxScan = 8
 
 // image returns a row's captured columns, by m.names, from col.
 func (m *tableMeta) image(col func(int) any) []any {
