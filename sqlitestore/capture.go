@@ -977,14 +977,11 @@ func (m *tableMeta) buildSelect() string {
 		where[i] = fmt.Sprintf("%s IS ?%d", quoteIdent(n), i+1)
 	}
 	if len(m.pk) == 0 {
-		aliases := []string{"rowid", "_rowid_", "oid"}
-		i := slices.IndexFunc(aliases, func(a string) bool {
-			return !slices.ContainsFunc(m.names, func(n string) bool { return strings.EqualFold(n, a) })
-		})
-		if i < 0 {
+		rowid := rowidName(m.names)
+		if rowid == "" {
 			return ""
 		}
-		where = []string{aliases[i] + " = ?1"}
+		where = []string{rowid + " = ?1"}
 	}
 	cols := make([]string, len(m.names))
 	for i, n := range m.names {

@@ -93,7 +93,7 @@ type keyCol struct {
 // problem returns why the rows of table cannot be keyed exactly, or nil.
 func (t *tableKey) problem(table string) *KeyProblem {
 	if len(t.key) == 0 {
-		if !t.withoutRowid && hasEveryFold(t.names, "rowid", "oid", "_rowid_") {
+		if !t.withoutRowid && rowidName(t.names) == "" {
 			return &KeyProblem{Table: table, Reason: "its columns rowid, oid and _rowid_ take every name of its rowid, " +
 				"which keys its change records as it declares no primary key, so a row cannot be read back by its key; " +
 				"rename one of those columns or declare a primary key"}
@@ -148,12 +148,13 @@ func blobAffinity(typ string, strict bool) bool {
 	return t == "" || has("BLOB") // otherwise REAL or NUMERIC
 }
 
-// hasEveryFold reports whether names holds each of want, ignoring case.
-func hasEveryFold(names []string, want ...string) bool {
-	for _, w := range want {
-		if !slices.ContainsFunc(names, func(n string) bool { return strings.EqualFold(n, w) }) {
-			return false
+// rowidName returns the first of the rowid's names (rowid, _rowid_, oid)
+// that none of columns takes, ignoring case; "" when they take all three.
+func rowidName(columns []string) string {
+	for _, name := range []string{"rowid", "_rowid_", "oid"} {
+		if !slices.ContainsFunc(columns, func(c string) bool { return strings.EqualFold(c, name) }) {
+			return name
 		}
 	}
-	return true
+	return ""
 }
