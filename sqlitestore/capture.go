@@ -712,10 +712,8 @@ func (cn *conn) readRow(t *touched) ([]any, []string, error) {
 		return nil, nil, err
 	}
 	defer st.Reset()
-	for i, v := range t.key {
-		if err := bindArg(st, i, v); err != nil {
-			return nil, nil, err
-		}
+	if err := bindArgs(st, t.key); err != nil {
+		return nil, nil, err
 	}
 	if !st.Step() {
 		return nil, m.names, st.Err()

@@ -529,20 +529,7 @@ func bindArg(st *sqlite3.Stmt, i int, a any) error {
 func readRow(st *sqlite3.Stmt, n int) []any {
 	row := make([]any, n)
 	for i := range n {
-		switch st.ColumnType(i) {
-		case sqlite3.INTEGER:
-			row[i] = st.ColumnInt64(i)
-		case sqlite3.FLOAT:
-			row[i] = st.ColumnFloat(i)
-		case sqlite3.TEXT:
-			row[i] = st.ColumnText(i)
-		case sqlite3.BLOB:
-			b := st.ColumnBlob(i, nil)
-			if b == nil {
-				b = []byte{}
-			}
-			row[i] = b
-		}
+		row[i] = copyValue(st.ColumnValue(i))
 	}
 	return row
 }
@@ -582,7 +569,8 @@ func rowSize(st *sqlite3.Stmt, n int) int64 {
 	return size
 }
 
-// copyValue copies a value that is only valid during a callback.
+// copyValue copies a value that is only valid during a callback or until
+// its statement steps on: nil, int64, float64, string or []byte.
 func copyValue(v sqlite3.Value) any {
 	switch v.Type() {
 	case sqlite3.INTEGER:
