@@ -155,16 +155,11 @@ func (cn *conn) noteLayoutUndo() {
 // noteRollback calls noteUndo when sql may roll back: it mentions ROLLBACK
 // in any letter case (a false alarm only costs a read).
 func (cn *conn) noteRollback(sql string) {
-	for i := strings.IndexAny(sql, "rR"); i >= 0 && i+len("rollback") <= len(sql); {
+	for i := 0; i+len("rollback") <= len(sql); i++ {
 		if strings.EqualFold(sql[i:i+len("rollback")], "rollback") {
 			cn.noteUndo()
 			return
 		}
-		j := strings.IndexAny(sql[i+1:], "rR")
-		if j < 0 {
-			return
-		}
-		i += j + 1
 	}
 }
 
