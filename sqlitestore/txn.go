@@ -131,13 +131,7 @@ func (s *Store) endLostLocked(cn *conn, f *Frame) bool {
 	if s.inTxnLocked() {
 		return false
 	}
-	if i := slices.Index(s.frames, f); i >= 0 {
-		for _, inner := range s.frames[i:] {
-			inner.done = true
-		}
-		s.frames = s.frames[:i]
-	}
-	f.done = true
+	s.endFramesLocked(f)
 	switch {
 	case cn == nil:
 		// The metadata kept from the closed connection may have been
@@ -146,6 +140,21 @@ func (s *Store) endLostLocked(cn *conn, f *Frame) bool {
 	case cn.ddlSeq != f.ddlSeq:
 		cn.metaDirty = true // the rollback undid the frame's schema changes
 	}
+	return true
+}
+
+// endFramesLocked ends f and the frames inside it, and reports whether f was
+// open.
+func (s *Store) endFramesLocked(f *Frame) bool {
+	f.done = true
+	i := slices.Index(s.frames, f)
+	if i < 0 {
+		return false
+	}
+	for _, inner := range s.frames[i:] {
+		inner.done = true
+	}
+	s.frames = s.frames[:i]
 	return true
 }
 
@@ -175,8 +184,7 @@ func (f *Frame) Commit() error {
 			s.endLostLocked(cn, f)
 			return err
 		}
-		f.done = true
-		s.frames = s.frames[:len(s.frames)-1]
+		s.endFramesLocked(f)
 		return nil
 	})
 }
@@ -187,18 +195,9 @@ func (f *Frame) Commit() error {
 func (f *Frame) Rollback() error {
 	s := f.s
 	err := s.do(context.Background(), false, func(cn *conn) error {
-		if f.done || s.endLostLocked(cn, f) {
+		if f.done || s.endLostLocked(cn, f) || !s.endFramesLocked(f) {
 			return nil
 		}
-		i := slices.Index(s.frames, f)
-		if i < 0 {
-			f.done = true
-			return nil
-		}
-		for _, inner := range s.frames[i:] {
-			inner.done = true
-		}
-		s.frames = s.frames[:i]
 		if cn.ddlSeq != f.ddlSeq {
 			cn.metaDirty = true // the rollback may undo schema changes
 		}
