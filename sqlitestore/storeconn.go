@@ -73,12 +73,23 @@ func (s *Store) connLocked(ctx context.Context) (*conn, error) {
 	if err := s.materializeLocked(); err != nil {
 		return nil, err
 	}
-	if cn := s.rebindLocked(); cn != nil {
-		cn.undo = &s.undo
-		s.cn = cn
-		s.pool.add(s)
-		return cn, nil
+	cn := s.rebindLocked()
+	if cn == nil {
+		var err error
+		if cn, err = s.openLocked(ctx); err != nil {
+			return nil, err
+		}
 	}
+	cn.undo = &s.undo
+	s.cn = cn
+	if s.pool != nil {
+		s.pool.add(s)
+	}
+	return cn, nil
+}
+
+// openLocked opens a new connection to the store's file and sets it up.
+func (s *Store) openLocked(ctx context.Context) (*conn, error) {
 	uri := fileURI(s.path, "rw")
 	var slot *rebindFile
 	if s.shares() {
@@ -105,11 +116,6 @@ func (s *Store) connLocked(ctx context.Context) (*conn, error) {
 		return nil, &opError{"open", s.path, err}
 	}
 	ok = true
-	cn.undo = &s.undo
-	s.cn = cn
-	if s.pool != nil {
-		s.pool.add(s)
-	}
 	return cn, nil
 }
 
