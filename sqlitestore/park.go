@@ -1,6 +1,9 @@
 package sqlitestore
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Parked connections (Options.ShareKey).
 //
@@ -218,15 +221,13 @@ func (p *Pool) closeParked(cutoff time.Time) {
 	var due []*conn
 	p.mu.Lock()
 	for shelf, l := range p.shelves {
-		keep := l[:0]
-		for _, pc := range l {
+		keep := slices.DeleteFunc(l, func(pc parked) bool {
 			if cutoff.IsZero() || pc.since.Before(cutoff) {
 				due = append(due, pc.cn)
-			} else {
-				keep = append(keep, pc)
+				return true
 			}
-		}
-		clear(l[len(keep):])
+			return false
+		})
 		if len(keep) == 0 {
 			delete(p.shelves, shelf)
 		} else {
