@@ -1019,10 +1019,7 @@ func valueEqual(a, b any) bool {
 		bb, ok := b.([]byte)
 		return ok && bytes.Equal(ab, bb)
 	}
-	if _, ok := b.([]byte); ok {
-		return false
-	}
-	return a == b
+	return a == b // false for values of different types, a []byte b among them
 }
 
 // appendKey encodes key values so that equal keys encode equally.
