@@ -48,21 +48,24 @@ func (m *fileMap) unmap() {
 	m.size = -1
 }
 
-// ready reports whether n bytes at off can be accessed through the
-// mapping, mapping the file first when it is due.
-func (m *fileMap) ready(fd int, off int64, n int) bool {
+// window returns the n bytes at off in the mapping, mapping the file first
+// when it is due; nil when they must be read or written through the
+// descriptor.
+func (m *fileMap) window(fd int, off int64, n int) []byte {
 	end := off + int64(n)
-	if m.mem != nil && m.size >= 0 && end <= int64(len(m.mem)) {
-		return end <= m.size // past the end: the descriptor extends the file
+	if m.mem == nil || m.size < 0 || end > int64(len(m.mem)) {
+		if m.ops++; m.ops < mapAfter {
+			return nil
+		}
+		m.ops = 0
+		if !m.mapFile(fd) {
+			return nil
+		}
 	}
-	if m.ops++; m.ops < mapAfter {
-		return false
+	if end > m.size || end > int64(len(m.mem)) {
+		return nil // past the end: the descriptor extends the file
 	}
-	m.ops = 0
-	if !m.mapFile(fd) {
-		return false
-	}
-	return end <= m.size && end <= int64(len(m.mem))
+	return m.mem[off:end]
 }
 
 // mapFile maps the bound file with mapHeadroom to spare.
@@ -79,24 +82,6 @@ func (m *fileMap) mapFile(fd int) bool {
 	}
 	m.mem, m.size = mem, st.Size
 	return true
-}
-
-// read copies len(p) bytes at off from the mapping; done is false when the
-// caller must read through the descriptor instead.
-func (m *fileMap) read(fd int, p []byte, off int64) (done bool, err error) {
-	if !m.ready(fd, off, len(p)) {
-		return false, nil
-	}
-	return true, m.copy(p, m.mem[off:off+int64(len(p))])
-}
-
-// write copies p to the mapping at off; done is false when the caller must
-// write through the descriptor instead.
-func (m *fileMap) write(fd int, p []byte, off int64) (done bool, err error) {
-	if !m.ready(fd, off, len(p)) {
-		return false, nil
-	}
-	return true, m.copy(m.mem[off:off+int64(len(p))], p)
 }
 
 // wrote records a write through the descriptor that ended at end.

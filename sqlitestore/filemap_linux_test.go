@@ -29,29 +29,32 @@ func TestFileMap(t *testing.T) {
 	defer m.unmap()
 	p := make([]byte, 4096)
 	for i := 1; i < mapAfter; i++ {
-		if done, _ := m.read(fd, p, 0); done {
+		if m.window(fd, 0, len(p)) != nil {
 			t.Fatalf("access %d went through a mapping before mapAfter", i)
 		}
 	}
-	if done, err := m.read(fd, p, 4096); !done || err != nil || p[0] != 1 {
-		t.Fatalf("access mapAfter: done %v, err %v, byte %d; want a mapped read of 1", done, err, p[0])
+	if w := m.window(fd, 4096, len(p)); w == nil || m.copy(p, w) != nil || p[0] != 1 {
+		t.Fatalf("access mapAfter: window %v, byte %d; want a mapped read of 1", w != nil, p[0])
 	}
-	if done, err := m.write(fd, bytes.Repeat([]byte{2}, 4096), 8192); !done || err != nil {
-		t.Fatalf("mapped write: done %v, err %v", done, err)
+	if w := m.window(fd, 8192, 4096); w == nil || m.copy(w, bytes.Repeat([]byte{2}, 4096)) != nil {
+		t.Fatalf("mapped write: window %v", w != nil)
 	}
 	got := make([]byte, 1)
 	if _, err := f.ReadAt(got, 8192); err != nil || got[0] != 2 {
 		t.Fatalf("read(2) after a mapped write: %v, byte %d; want 2", err, got[0])
 	}
-	if done, _ := m.write(fd, p, 3*4096); done {
+	if m.window(fd, 3*4096, len(p)) != nil {
 		t.Fatal("a write past the file's end went through the mapping")
 	}
 	if err := f.Truncate(4096); err != nil {
 		t.Fatal(err)
 	}
-	done, err := m.read(fd, p, 8192) // the slot still believes the file has 3 pages
-	if !done || err == nil || !strings.Contains(err.Error(), "faulted") {
-		t.Fatalf("read of a page truncated away: done %v, err %v; want a fault error", done, err)
+	w := m.window(fd, 8192, len(p)) // the slot still believes the file has 3 pages
+	if w == nil {
+		t.Fatal("no mapped window for a page truncated away")
+	}
+	if err := m.copy(p, w); err == nil || !strings.Contains(err.Error(), "faulted") {
+		t.Fatalf("read of a page truncated away: err %v; want a fault error", err)
 	}
 	if m.mem != nil {
 		t.Fatal("the mapping survived a fault")

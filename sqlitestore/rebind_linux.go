@@ -198,8 +198,8 @@ func (r *rebindFile) ReadAt(p []byte, off int64) (int, error) {
 	if r.fd < 0 {
 		return 0, errUnbound
 	}
-	if done, err := r.fmap.read(r.fd, p, off); done {
-		if err != nil {
+	if w := r.fmap.window(r.fd, off, len(p)); w != nil {
+		if err := r.fmap.copy(p, w); err != nil {
 			return 0, err
 		}
 		return len(p), nil
@@ -224,8 +224,8 @@ func (r *rebindFile) WriteAt(p []byte, off int64) (int, error) {
 	if r.fd < 0 {
 		return 0, errUnbound
 	}
-	if done, err := r.fmap.write(r.fd, p, off); done {
-		if err != nil {
+	if w := r.fmap.window(r.fd, off, len(p)); w != nil {
+		if err := r.fmap.copy(w, p); err != nil {
 			return 0, err
 		}
 		return len(p), nil
