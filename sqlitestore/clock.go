@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ncruces/go-sqlite3"
@@ -169,7 +168,7 @@ func evalDate(ctx sqlite3.Context, now func() time.Time, fn string, args []sqlit
 
 // dateHelper is a plain in-memory connection whose date functions are
 // SQLite's own. Helpers are shared by every connection of the process through
-// a small free list; each is used by one goroutine at a time.
+// a small channel of idle ones; each is used by one goroutine at a time.
 type dateHelper struct {
 	c     *sqlite3.Conn
 	stmts map[string]*sqlite3.Stmt
@@ -183,20 +182,15 @@ const maxIdleDateHelpers = 4
 // dateHelperMemory caps a helper's memory: it only evaluates single calls.
 const dateHelperMemory = 4 << 20
 
-var dateHelpers struct {
-	mu   sync.Mutex // guards free
-	free []*dateHelper
-}
+// idleDateHelpers holds the helpers kept open while unused.
+var idleDateHelpers = make(chan *dateHelper, maxIdleDateHelpers)
 
 func getDateHelper() (*dateHelper, error) {
-	dateHelpers.mu.Lock()
-	if n := len(dateHelpers.free); n > 0 {
-		h := dateHelpers.free[n-1]
-		dateHelpers.free = dateHelpers.free[:n-1]
-		dateHelpers.mu.Unlock()
+	select {
+	case h := <-idleDateHelpers:
 		return h, nil
+	default:
 	}
-	dateHelpers.mu.Unlock()
 	c, err := sqlite3.OpenContext(sqlite3.WithMaxMemory(context.Background(), dateHelperMemory), ":memory:")
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: opening a date helper: %w", err)
@@ -205,13 +199,9 @@ func getDateHelper() (*dateHelper, error) {
 }
 
 func putDateHelper(h *dateHelper) {
-	dateHelpers.mu.Lock()
-	if len(dateHelpers.free) < maxIdleDateHelpers {
-		dateHelpers.free = append(dateHelpers.free, h)
-		h = nil
-	}
-	dateHelpers.mu.Unlock()
-	if h != nil {
+	select {
+	case idleDateHelpers <- h:
+	default:
 		h.close()
 	}
 }
