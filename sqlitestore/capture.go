@@ -19,10 +19,9 @@ import (
 //
 // The preupdate hook records, for every row a statement touches, the row's key
 // and its first before-image (copied at once; no SQL runs inside the hook).
-// Finish reads each touched key's current row and emits the net change. This
-// is exact under ROLLBACK and ROLLBACK TO (rolled-back rows read back as they
-// were), REPLACE, foreign-key cascades, trigger writes, UPSERT, STRICT and
-// WITHOUT ROWID tables, and it never touches the schema.
+// Finish reads each touched key's current row and emits the net change, so
+// rolled-back rows read back as they were (the package doc lists the rest
+// this is exact under). It never touches the schema.
 //
 // Reading the rows back is only needed when rows may have changed without a
 // preupdate event: a ROLLBACK or ROLLBACK TO, a statement that failed (SQLite
