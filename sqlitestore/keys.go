@@ -1,8 +1,13 @@
 package sqlitestore
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
+	"reflect"
 	"slices"
 	"strings"
 )
@@ -157,4 +162,154 @@ func rowidName(columns []string) string {
 		}
 	}
 	return ""
+}
+
+// How keys are told apart and ordered.
+
+// appendKey encodes key values so that equal keys encode equally.
+func appendKey(b []byte, key []any) []byte {
+	for _, v := range key {
+		switch v := v.(type) {
+		case nil:
+			b = append(b, 'n')
+		case int64:
+			b = binary.BigEndian.AppendUint64(append(b, 'i'), uint64(v))
+		case float64:
+			b = binary.BigEndian.AppendUint64(append(b, 'f'), math.Float64bits(v))
+		case string:
+			b = binary.BigEndian.AppendUint32(append(b, 't'), uint32(len(v)))
+			b = append(b, v...)
+		case []byte:
+			b = binary.BigEndian.AppendUint32(append(b, 'b'), uint32(len(v)))
+			b = append(b, v...)
+		}
+	}
+	return b
+}
+
+// CompareKeys orders two KeyValues slices as SQLite sorts values: NULL before
+// numbers (integers and reals compared by value), numbers before text (by
+// bytes), text before blobs (by bytes). A slice that is a prefix of the other
+// sorts first. Values may be nil, any int, uint or float kind, string or
+// []byte; other types sort after blobs, by their printed form.
+func CompareKeys(a, b []any) int {
+	for i := range min(len(a), len(b)) {
+		if c := compareValue(a[i], b[i]); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// value classes in SQLite's sort order.
+const (
+	classNull = iota
+	classNumber
+	classText
+	classBlob
+	classOther
+)
+
+// number is a numeric value: an integer when isInt, else a real.
+type number struct {
+	isInt bool
+	i     int64
+	f     float64
+	big   uint64 // uint values above MaxInt64
+}
+
+func classify(v any) (int, number) {
+	switch v := v.(type) {
+	case nil:
+		return classNull, number{}
+	case int64:
+		return classNumber, number{isInt: true, i: v}
+	case float64:
+		return classNumber, number{f: v}
+	case string:
+		return classText, number{}
+	case []byte:
+		return classBlob, number{}
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return classNumber, number{isInt: true, i: rv.Int()}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		u := rv.Uint()
+		if u > math.MaxInt64 {
+			return classNumber, number{f: float64(u), big: u}
+		}
+		return classNumber, number{isInt: true, i: int64(u)}
+	case reflect.Float32, reflect.Float64:
+		return classNumber, number{f: rv.Float()}
+	case reflect.String:
+		return classText, number{}
+	case reflect.Slice:
+		if rv.Type().Elem().Kind() == reflect.Uint8 {
+			return classBlob, number{}
+		}
+	}
+	return classOther, number{}
+}
+
+func compareValue(a, b any) int {
+	ca, na := classify(a)
+	cb, nb := classify(b)
+	if ca != cb {
+		return cmp.Compare(ca, cb)
+	}
+	switch ca {
+	case classNull:
+		return 0
+	case classNumber:
+		return compareNumber(na, nb)
+	case classText:
+		return strings.Compare(reflect.ValueOf(a).String(), reflect.ValueOf(b).String())
+	case classBlob:
+		return bytes.Compare(reflect.ValueOf(a).Bytes(), reflect.ValueOf(b).Bytes())
+	}
+	return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
+}
+
+func compareNumber(a, b number) int {
+	switch {
+	case a.isInt && b.isInt:
+		return cmp.Compare(a.i, b.i)
+	case a.isInt:
+		return compareIntReal(a.i, b)
+	case b.isInt:
+		return -compareIntReal(b.i, a)
+	case a.big != 0 && b.big != 0:
+		return cmp.Compare(a.big, b.big)
+	}
+	return cmp.Compare(a.f, b.f)
+}
+
+// compareIntReal compares an integer with a real exactly, as SQLite does.
+func compareIntReal(i int64, r number) int {
+	if r.big != 0 {
+		return -1 // r exceeds every int64
+	}
+	f := r.f
+	switch {
+	case math.IsNaN(f):
+		return 1
+	case f < -9223372036854775808.0:
+		return 1
+	case f >= 9223372036854775808.0:
+		return -1
+	}
+	t := int64(f) // truncated toward zero, exact in range
+	if c := cmp.Compare(i, t); c != 0 {
+		return c
+	}
+	frac := f - float64(t)
+	switch {
+	case frac > 0:
+		return -1
+	case frac < 0:
+		return 1
+	}
+	return 0
 }
