@@ -86,34 +86,6 @@ type cachedStmt struct {
 	info stmtInfo
 }
 
-// stmtInfo is what the store's authorizer saw of a statement when it was
-// prepared.
-type stmtInfo struct {
-	kind      stmtKind
-	savepoint string // the savepoint a savepoint statement names
-	attach    bool   // an ATTACH or DETACH, which the authorizer refused
-}
-
-// stmtKind is what a statement does to the connection's transaction, as the
-// store's authorizer saw it when the statement was prepared; zero for a
-// statement that does none of these.
-type stmtKind uint8
-
-const (
-	// stmtTxn begins, commits or rolls back a transaction: BEGIN, COMMIT,
-	// END, ROLLBACK (not ROLLBACK TO).
-	stmtTxn stmtKind = iota + 1
-	// stmtSavepoint is a SAVEPOINT, which begins a transaction when there
-	// is none.
-	stmtSavepoint
-	// stmtRelease is a RELEASE of a savepoint.
-	stmtRelease
-	// stmtRollbackTo is a ROLLBACK TO a savepoint.
-	stmtRollbackTo
-	// stmtOwnSavepoint names a savepoint of the store's own frames.
-	stmtOwnSavepoint
-)
-
 // clockNow is the 'now' of the connection's date and time functions.
 func (cn *conn) clockNow() time.Time {
 	if cn.now == nil {

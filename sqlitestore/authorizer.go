@@ -1,0 +1,142 @@
+package sqlitestore
+
+import (
+	"strings"
+
+	"github.com/ncruces/go-sqlite3"
+)
+
+// stmtInfo is what the store's authorizer saw of a statement when it was
+// prepared.
+type stmtInfo struct {
+	kind      stmtKind
+	savepoint string // the savepoint a savepoint statement names
+	attach    bool   // an ATTACH or DETACH, which the authorizer refused
+}
+
+// stmtKind is what a statement does to the connection's transaction, as the
+// store's authorizer saw it when the statement was prepared; zero for a
+// statement that does none of these.
+type stmtKind uint8
+
+const (
+	// stmtTxn begins, commits or rolls back a transaction: BEGIN, COMMIT,
+	// END, ROLLBACK (not ROLLBACK TO).
+	stmtTxn stmtKind = iota + 1
+	// stmtSavepoint is a SAVEPOINT, which begins a transaction when there
+	// is none.
+	stmtSavepoint
+	// stmtRelease is a RELEASE of a savepoint.
+	stmtRelease
+	// stmtRollbackTo is a ROLLBACK TO a savepoint.
+	stmtRollbackTo
+	// stmtOwnSavepoint names a savepoint of the store's own frames.
+	stmtOwnSavepoint
+)
+
+// watchSchema is the store connection's authorizer: it allows everything
+// but an ATTACH or DETACH of the store's API (see ErrAttach), and notes
+// statements that change tables, so capture metadata is reloaded before
+// it is trusted again, and statements that leave state in the
+// connection or change the file's schema, so the connection is not parked
+// (see Options.ShareKey). It runs when a statement is prepared, so a
+// statement prepared and never run counts too.
+//
+// It notes what the statement does to the transaction (see stmtKind), for
+// Store.Exec to refuse transaction control, and in the connection's layout
+// log the tables whose columns it may change, and the rollbacks, which may
+// undo such changes.
+//
+// It also turns SQLite's truncate optimisation off for every table of the
+// main schema: a DELETE without WHERE would otherwise erase the table whole,
+// with no preupdate event, when its statement was prepared while no capture
+// ran (SQLite checks for the hook when it prepares, and statements are
+// cached and kept across parking). SQLITE_IGNORE on SQLITE_DELETE is
+// SQLite's documented way to have the rows deleted one by one; the deletes
+// from sqlite_schema that DROP statements authorize, and the delete of the
+// dropped table a DROP TABLE or DROP VIEW authorizes right after the drop
+// itself, are left alone, as IGNORE there would skip the DROP.
+func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, schema, _ string) sqlite3.AuthorizerReturnCode {
+	dropping := cn.dropping
+	cn.dropping = ""
+	switch action {
+	case sqlite3.AUTH_DROP_TABLE, sqlite3.AUTH_DROP_VIEW, sqlite3.AUTH_DROP_VTABLE:
+		cn.dropping = name
+	}
+	switch action {
+	case sqlite3.AUTH_TRANSACTION:
+		cn.info.kind = stmtTxn
+		if strings.EqualFold(name, "ROLLBACK") {
+			cn.noteLayoutUndo() // on the raw connection, nothing else notes it
+		}
+	case sqlite3.AUTH_SAVEPOINT:
+		cn.info.savepoint = arg
+		switch {
+		case hasPrefixFold(arg, frameSavepoint):
+			cn.info.kind = stmtOwnSavepoint
+		case strings.EqualFold(name, "BEGIN"):
+			cn.info.kind = stmtSavepoint
+		case strings.EqualFold(name, "RELEASE"):
+			cn.info.kind = stmtRelease
+		default:
+			cn.info.kind = stmtRollbackTo
+		}
+		if strings.EqualFold(name, "ROLLBACK") {
+			cn.noteLayoutUndo()
+		}
+	case sqlite3.AUTH_DELETE:
+		if schema == "main" && !hasPrefixFold(name, "sqlite_") && name != dropping {
+			return sqlite3.AUTH_IGNORE
+		}
+	case sqlite3.AUTH_CREATE_TABLE, sqlite3.AUTH_DROP_TABLE, sqlite3.AUTH_ALTER_TABLE,
+		sqlite3.AUTH_CREATE_VTABLE, sqlite3.AUTH_DROP_VTABLE:
+		table := name
+		if action == sqlite3.AUTH_ALTER_TABLE {
+			table = arg // name is the schema's
+		}
+		if cn.layout != nil {
+			cn.layout.noteTable(table)
+		}
+		cn.metaDirty = true
+		cn.ddlSeq++
+		cn.ddl, cn.tainted = true, true
+	case sqlite3.AUTH_ATTACH, sqlite3.AUTH_DETACH:
+		if cn.preparing {
+			// A user's ATTACH or DETACH (see ErrAttach); capture reads
+			// the main schema only, so writes to an attached file would
+			// be in no change log.
+			cn.info.attach = true
+			return sqlite3.AUTH_DENY
+		}
+		// The ATTACH a VACUUM runs while it steps: it may renumber rowids.
+		cn.metaDirty = true
+		cn.ddlSeq++
+		cn.tainted = true
+	case sqlite3.AUTH_CREATE_INDEX, sqlite3.AUTH_DROP_INDEX,
+		sqlite3.AUTH_CREATE_TRIGGER, sqlite3.AUTH_DROP_TRIGGER,
+		sqlite3.AUTH_CREATE_VIEW, sqlite3.AUTH_DROP_VIEW, sqlite3.AUTH_ANALYZE:
+		cn.ddl, cn.tainted = true, true
+	case sqlite3.AUTH_CREATE_TEMP_INDEX, sqlite3.AUTH_CREATE_TEMP_TABLE,
+		sqlite3.AUTH_CREATE_TEMP_TRIGGER, sqlite3.AUTH_CREATE_TEMP_VIEW:
+		cn.tainted = true
+	case sqlite3.AUTH_PRAGMA:
+		// A PRAGMA with an argument may change the connection's settings,
+		// unless it only reads (table_info(t) and the table-valued
+		// pragma_* functions); the locking mode is reset whenever a
+		// connection is parked.
+		if arg != "" && !readOnlyPragmas[strings.ToLower(name)] {
+			cn.tainted = true
+		}
+	}
+	return sqlite3.AUTH_OK
+}
+
+// readOnlyPragmas are the PRAGMAs whose argument names what to read, not a
+// setting; locking_mode is reset when a connection is parked.
+var readOnlyPragmas = map[string]bool{
+	"table_info": true, "table_xinfo": true, "table_list": true,
+	"index_info": true, "index_xinfo": true, "index_list": true,
+	"foreign_key_list": true, "foreign_key_check": true,
+	"integrity_check": true, "quick_check": true,
+	"locking_mode": true,
+}
