@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -98,9 +97,6 @@ func (r RowChange) Change() Change {
 	return ch
 }
 
-// rowidKey is KeyNames for a table with no declared primary key.
-var rowidKey = []string{"rowid"}
-
 // Change operations.
 const (
 	OpInsert = "insert"
@@ -138,61 +134,6 @@ type touched struct {
 	before []any      // by meta.names; nil when the row did not exist
 
 	last []any // by meta.names: the row's image after its last event; nil once deleted
-}
-
-// rawEvent is a preupdate event copied whole, to be keyed once the table's
-// metadata is known.
-type rawEvent struct {
-	table              string
-	op                 sqlite3.AuthorizerActionCode
-	oldRowID, newRowID int64
-	cols               int   // the table's columns at the event, as the hook counts them
-	old, new           []any // by column index; nil when absent
-
-	// log and seq are the connection's layout log and where it stood at
-	// the event: the event can be keyed by the metadata loaded later only
-	// if nothing changed the table's columns since.
-	log *layoutLog
-	seq uint64
-}
-
-// layoutLog records, for one connection bound to one store, what may have
-// changed the columns of the main schema's tables, in order, so that an
-// event recorded raw is keyed by later metadata only if its table's
-// columns stayed as they were. Statements are noted when they are
-// prepared, as the authorizer sees them.
-type layoutLog struct {
-	seq    uint64            // moves with every change noted
-	tables map[string]uint64 // by lower-cased table name: seq after a CREATE, DROP or ALTER of it
-	all    uint64            // seq after a change that may concern any table (a rollback)
-}
-
-// noteTable records a statement that creates, drops or alters table.
-func (l *layoutLog) noteTable(table string) {
-	l.seq++
-	if l.tables == nil {
-		l.tables = make(map[string]uint64)
-	}
-	l.tables[strings.ToLower(table)] = l.seq
-}
-
-// noteAll records a change that may concern every table.
-func (l *layoutLog) noteAll() {
-	l.seq++
-	l.all = l.seq
-}
-
-// tableChangedSince reports whether a statement changing table was noted
-// after seq.
-func (l *layoutLog) tableChangedSince(table string, seq uint64) bool {
-	return l.tables[strings.ToLower(table)] > seq
-}
-
-// metaHolds reports whether the loaded metadata still describes table,
-// even when it is due for a reload: nothing may have changed the table's
-// columns since it was loaded.
-func (cn *conn) metaHolds(table string) bool {
-	return cn.meta != nil && cn.layout.all <= cn.loadSeq && !cn.layout.tableChangedSince(table, cn.loadSeq)
 }
 
 // StartCapture starts a change capture. Captures nest; the innermost receives
@@ -322,64 +263,6 @@ func (s *Store) installHookLocked(cn *conn) {
 	cn.hookOn = true
 }
 
-// refreshMetaLocked reloads stale table metadata before a statement runs while
-// a capture is active, and keys the events recorded while it was stale.
-func (s *Store) refreshMetaLocked(cn *conn) error {
-	if len(s.captures) == 0 || !cn.metaDirty {
-		return nil
-	}
-	return s.loadMetaLocked(cn, nil)
-}
-
-// loadMetaLocked reloads the table metadata, and fails the captures holding
-// rows of a table that was renamed since (see renamedTo): the running ones
-// and finishing, the capture being finished (nil when none is).
-func (s *Store) loadMetaLocked(cn *conn, finishing *Capture) error {
-	old := cn.meta
-	if err := s.loadMetaOnlyLocked(cn); err != nil {
-		return err
-	}
-	cn.loadSeq = cn.layout.seq
-	cn.loadInTxn = cn.layout.seq != cn.txnSeq && !cn.c.GetAutocommit()
-	for _, c := range s.captures {
-		c.checkRenames(old, cn.meta)
-		c.replay(cn)
-	}
-	if finishing != nil {
-		finishing.checkRenames(old, cn.meta)
-		finishing.replay(cn)
-	}
-	return nil
-}
-
-// loadMetaOnlyLocked reloads the table metadata.
-func (s *Store) loadMetaOnlyLocked(cn *conn) error {
-	if slices.ContainsFunc(s.captures, func(c *Capture) bool { return len(c.order) > 0 }) {
-		s.undo++ // images kept in the old shape
-	}
-	if s.shareKey == "" || s.private {
-		return cn.loadMeta(s.untracked)
-	}
-	// Stores of one ShareKey start with the same schema, and the metadata
-	// depends on nothing else but the untracked tables.
-	key := s.shareKey + "\x00" + strings.Join(slices.Sorted(maps.Keys(s.untracked)), "\x00")
-	v, err := schemaVersion(cn.c)
-	if err != nil {
-		return err
-	}
-	if m := s.pool.sharedMeta(key); m != nil && v == s.baseCookie {
-		cn.meta, cn.metaVersion, cn.metaDirty = m, v, false
-		return nil
-	}
-	if err := cn.loadMeta(s.untracked); err != nil {
-		return err
-	}
-	if cn.metaVersion == s.baseCookie {
-		s.pool.shareMeta(key, cn.meta)
-	}
-	return nil
-}
-
 // onPreUpdate records one row event. It runs inside SQLite, so it copies what
 // it needs and runs no SQL.
 func (s *Store) onPreUpdate(cn *conn, d sqlite3.PreUpdateData) {
@@ -423,60 +306,6 @@ func (s *Store) onPreUpdate(cn *conn, d sqlite3.PreUpdateData) {
 	for _, outer := range s.captures[:n-1] {
 		outer.follow(m, ev)
 	}
-}
-
-// checkRenames fails c when a table it holds rows of, as the metadata of
-// their first touch names it, was renamed by the time meta was loaded
-// (old is the metadata meta replaces, nil when there was none). Changes
-// are reported by table name, and a row of a renamed table would be
-// reported as deleted from its old name, with its later changes under the
-// new name lost or reported against another row.
-func (c *Capture) checkRenames(old, meta map[string]*tableMeta) {
-	if c.err != nil || len(c.order) == 0 {
-		return
-	}
-	checked := make(map[*tableMeta]bool)
-	for _, t := range c.order {
-		if checked[t.meta] {
-			continue
-		}
-		checked[t.meta] = true
-		if to := t.meta.renamedTo(old, meta); to != "" {
-			c.err = fmt.Errorf("sqlitestore: change capture cannot report the rows of table %s: it was renamed to %s while the capture ran", t.meta.name, to)
-			return
-		}
-	}
-}
-
-// renamedTo returns the name under which meta holds the table m describes
-// when the table has another name there, and "" otherwise: the table of
-// m's name in meta has m's root page, or no table has it (the table was
-// dropped). A root page that another name holds was the table's own,
-// renamed, unless old, the metadata meta replaces, had no table there: a
-// dropped table's page reused by a table created since.
-func (m *tableMeta) renamedTo(old, meta map[string]*tableMeta) string {
-	if m.root == 0 {
-		return ""
-	}
-	if n := meta[m.name]; n != nil && n.root == m.root {
-		return ""
-	}
-	var to string
-	for _, n := range meta {
-		if n.root == m.root && n.name != m.name {
-			to = n.name
-			break
-		}
-	}
-	if to == "" || old == nil {
-		return to
-	}
-	for _, o := range old {
-		if o.root == m.root {
-			return to
-		}
-	}
-	return ""
 }
 
 // event is one row event, keyed once for every capture it concerns.
@@ -563,15 +392,6 @@ func (c *Capture) touch(m *tableMeta, key []any, row func(int) any) *touched {
 	return t
 }
 
-// image returns a row's captured columns, by m.names, from col.
-func (m *tableMeta) image(col func(int) any) []any {
-	row := make([]any, len(m.names))
-	for i, cid := range m.cids {
-		row[i] = col(cid)
-	}
-	return row
-}
-
 // columnReader reads a column of a preupdate row by d.Old or d.New: a copy
 // of its value, or nil when it cannot be read.
 func columnReader(read func(int) (sqlite3.Value, error)) func(int) any {
@@ -582,60 +402,6 @@ func columnReader(read func(int) (sqlite3.Value, error)) func(int) any {
 		}
 		return copyValue(v)
 	}
-}
-
-func newRawEvent(d sqlite3.PreUpdateData, log *layoutLog) rawEvent {
-	n := d.Count()
-	ev := rawEvent{table: d.Table, op: d.Op, oldRowID: d.OldRowID, newRowID: d.NewRowID, cols: n, log: log, seq: log.seq}
-	row := func(col func(int) any) []any {
-		r := make([]any, n)
-		for i := range r {
-			r[i] = col(i)
-		}
-		return r
-	}
-	if d.Op != sqlite3.AUTH_INSERT {
-		ev.old = row(columnReader(d.Old))
-	}
-	if d.Op != sqlite3.AUTH_DELETE {
-		ev.new = row(columnReader(d.New))
-	}
-	return ev
-}
-
-// replay keys the events recorded while metadata was stale, in order, by
-// the metadata just loaded. An event whose table's columns may have changed
-// since it was recorded cannot be keyed by it, and fails the capture.
-func (c *Capture) replay(cn *conn) {
-	for _, ev := range c.raw {
-		if c.err != nil {
-			break
-		}
-		// Changes noted on the event's connection after it and, when the
-		// connection changed since, any noted on this one.
-		tableMoved := ev.log.tableChangedSince(ev.table, ev.seq) || ev.log != cn.layout && cn.layout.tableChangedSince(ev.table, 0)
-		anyMoved := ev.log.all > ev.seq || ev.log != cn.layout && cn.layout.all > 0
-		m := cn.meta[ev.table]
-		if m == nil && !tableMoved || m != nil && m.skip {
-			// Gone with no statement on it since: a rollback removed the
-			// table, undoing the event too. Or not captured.
-			continue
-		}
-		if m == nil || tableMoved || anyMoved || ev.cols != m.cols {
-			c.err = fmt.Errorf("sqlitestore: change capture cannot key a change to %s: the table's columns may have changed after it, before they were reloaded", ev.table)
-			break
-		}
-		col := func(row []any) func(int) any {
-			return func(i int) any {
-				if i < len(row) {
-					return row[i]
-				}
-				return nil
-			}
-		}
-		c.record(m, m.event(ev.op, col(ev.old), col(ev.new), ev.oldRowID, ev.newRowID))
-	}
-	c.raw = nil
 }
 
 // readCurrent builds c's net changes from the touched rows' current images.
@@ -716,166 +482,6 @@ func (cn *conn) readRow(t *touched) ([]any, []string, error) {
 		return nil, m.names, st.Err()
 	}
 	return readRow(st, len(m.names)), m.names, nil
-}
-
-// tableMeta is what change capture knows about one table of the main schema.
-type tableMeta struct {
-	name      string
-	root      int64    // the root page of the table's b-tree, which a rename keeps; 0 when it has none
-	skip      bool     // not captured: untracked, shadow, virtual, view
-	cols      int      // all columns, as the preupdate hook counts them
-	cids      []int    // indexes of captured columns (all but VIRTUAL generated)
-	names     []string // names of captured columns
-	pk        []int    // column indexes of the primary key, in key order; nil: keyed by rowid
-	pkNames   []string
-	pkPos     []int  // positions of the primary-key columns in names
-	selectSQL string // reads one row by key
-
-	keyProblem *KeyProblem // non-nil: rows cannot be keyed exactly, and a capture touching one fails
-}
-
-func (m *tableMeta) keyOf(col func(int) any, rowid int64) []any {
-	if len(m.pk) == 0 {
-		return []any{rowid}
-	}
-	key := make([]any, len(m.pk))
-	for i, cid := range m.pk {
-		key[i] = col(cid)
-	}
-	return key
-}
-
-// keyIn returns the key of a row image (by names), sharing its values.
-func (m *tableMeta) keyIn(img []any, rowid int64) []any {
-	if len(m.pk) == 0 {
-		return []any{rowid}
-	}
-	key := make([]any, len(m.pkPos))
-	for i, p := range m.pkPos {
-		key[i] = img[p]
-	}
-	return key
-}
-
-// keyNames names the key's columns; ["rowid"] with no declared primary key.
-func (m *tableMeta) keyNames() []string {
-	if len(m.pk) == 0 {
-		return rowidKey
-	}
-	return m.pkNames
-}
-
-// tablesSQL lists the main schema's tables, views and virtual tables, with
-// the root page of each table's b-tree (0 when it has none).
-const tablesSQL = `SELECT l.name, l.type, coalesce(s.rootpage, 0)
-FROM pragma_table_list AS l LEFT JOIN main.sqlite_schema AS s ON s.type = 'table' AND s.name = l.name
-WHERE l.schema = 'main'`
-
-// columnsSQL lists the columns of the main schema's ordinary tables, with
-// what tells whether their rows can be keyed exactly (see tableKey): the
-// table's STRICT and WITHOUT ROWID flags, each column's declared type and
-// NOT NULL constraint, and the collation its primary-key index compares it
-// with (NULL for a rowid alias, which has no index).
-const columnsSQL = `SELECT l.name, x.cid, x.name, x.pk, x.hidden, l.strict, l.wr, x.type, x."notnull",
-  (SELECT ix.coll FROM pragma_index_list(l.name, 'main') AS i
-     JOIN pragma_index_xinfo(i.name, 'main') AS ix
-   WHERE i.origin = 'pk' AND ix.key AND ix.cid = x.cid)
-FROM pragma_table_list AS l JOIN pragma_table_xinfo(l.name, 'main') AS x
-WHERE l.schema = 'main' AND l.type = 'table'
-ORDER BY l.name, x.cid`
-
-// loadMeta (re)loads the metadata of every table of the main schema.
-func (cn *conn) loadMeta(untracked map[string]bool) error {
-	version, err := schemaVersion(cn.c)
-	if err != nil {
-		return err
-	}
-	tables, err := cn.query(tablesSQL, nil)
-	if err != nil {
-		return err
-	}
-	meta := make(map[string]*tableMeta, len(tables.Values))
-	for _, r := range tables.Values {
-		name, typ, root := r[0].(string), r[1].(string), r[2].(int64)
-		meta[name] = &tableMeta{
-			name: name,
-			root: root,
-			skip: typ != "table" || untracked[strings.ToLower(name)] || hasPrefixFold(name, "sqlite_"),
-		}
-	}
-	cols, err := cn.query(columnsSQL, nil)
-	if err != nil {
-		return err
-	}
-	keys := make(map[string]*tableKey)
-	for _, r := range cols.Values {
-		name, cid, col, pk, hidden := r[0].(string), int(r[1].(int64)), r[2].(string), r[3].(int64), r[4].(int64)
-		m := meta[name]
-		if m == nil {
-			continue
-		}
-		k := keys[name]
-		if k == nil {
-			k = &tableKey{strict: r[5].(int64) != 0, withoutRowid: r[6].(int64) != 0}
-			keys[name] = k
-		}
-		k.names = append(k.names, col)
-		m.cols = max(m.cols, cid+1)
-		if hidden == 2 { // VIRTUAL generated: not readable in the hook, not stored
-			continue
-		}
-		m.cids = append(m.cids, cid)
-		m.names = append(m.names, col)
-		if pk > 0 {
-			coll, _ := r[9].(string)
-			k.key = append(k.key, keyCol{pos: int(pk), cid: cid, name: col, typ: r[7].(string), coll: coll, notNull: r[8].(int64) != 0})
-		}
-	}
-	for name, m := range meta {
-		if m.skip {
-			continue
-		}
-		k := keys[name]
-		slices.SortFunc(k.key, func(a, b keyCol) int { return cmp.Compare(a.pos, b.pos) })
-		for _, c := range k.key {
-			m.pk = append(m.pk, c.cid)
-			m.pkPos = append(m.pkPos, slices.Index(m.cids, c.cid))
-			m.pkNames = append(m.pkNames, c.name)
-		}
-		m.selectSQL = m.buildSelect()
-		m.keyProblem = k.problem(name)
-	}
-	cn.meta = meta
-	cn.metaVersion = version
-	cn.metaDirty = false
-	return nil
-}
-
-// schemaVersion reads the schema cookie, which changes with every schema
-// change written to the file.
-func schemaVersion(c *sqlite3.Conn) (int64, error) {
-	return pragma(c, "PRAGMA main.schema_version", (*sqlite3.Stmt).ColumnInt64)
-}
-
-// buildSelect returns the statement reading one row by key, or "" when the
-// table's rowid has no free name (every alias is a column).
-func (m *tableMeta) buildSelect() string {
-	where := make([]string, len(m.pkNames))
-	for i, n := range m.pkNames {
-		where[i] = fmt.Sprintf("%s IS ?%d", quoteIdent(n), i+1)
-	}
-	if len(m.pk) == 0 {
-		rowid := rowidName(m.names)
-		if rowid == "" {
-			return ""
-		}
-		where = []string{rowid + " = ?1"}
-	}
-	cols := make([]string, len(m.names))
-	for i, n := range m.names {
-		cols[i] = quoteIdent(n)
-	}
-	return "SELECT " + strings.Join(cols, ", ") + " FROM main." + quoteIdent(m.name) + " WHERE " + strings.Join(where, " AND ")
 }
 
 // rowMap returns row as column name -> value, by names; when two names are
