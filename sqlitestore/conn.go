@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/url"
 	"slices"
 	"strings"
@@ -65,8 +64,8 @@ type conn struct {
 
 	// Per-store state the SQL functions read, swapped when a parked
 	// connection is rebound to another store.
-	rng *rand.Rand       // random() and randomblob(); nil outside stores
-	now func() time.Time // 'now' of the date and time functions; nil means time.Now
+	random func() uint64    // what random() and randomblob() draw from
+	now    func() time.Time // 'now' of the date and time functions; nil means time.Now
 
 	// Parking (Options.ShareKey).
 	slot    *rebindFile // the rebindable main file; nil for other connections
@@ -133,8 +132,9 @@ func (cn *conn) noteRollback(sql string) {
 }
 
 // openConn opens a connection to uri and applies the settings shared by stores,
-// inspectors and the in-memory schema probe.
-func openConn(ctx context.Context, uri string, maxMemory int64, now func() time.Time) (*conn, error) {
+// inspectors and the in-memory schema probe; its SQL functions read now and
+// random (nil: a stream seeded with 0).
+func openConn(ctx context.Context, uri string, maxMemory int64, now func() time.Time, random func() uint64) (*conn, error) {
 	if maxMemory <= 0 {
 		maxMemory = DefaultMaxMemory
 	}
@@ -158,9 +158,16 @@ func openConn(ctx context.Context, uri string, maxMemory int64, now func() time.
 	if err := fts5.Register(c); err != nil {
 		return nil, fmt.Errorf("sqlitestore: registering fts5: %w", formatError(ctx, err))
 	}
-	cn := &conn{c: c, stmts: make(map[string]cachedStmt), metaDirty: true, now: now, layout: new(layoutLog)}
+	if random == nil {
+		random = newRandom(0).Uint64
+	}
+	cn := &conn{c: c, stmts: make(map[string]cachedStmt), metaDirty: true, now: now, random: random, layout: new(layoutLog)}
 	if err := installClock(c, cn.clockNow); err != nil {
 		return nil, fmt.Errorf("sqlitestore: installing the clock: %w", formatError(ctx, err))
+	}
+	// cn.random, not random: a parked connection is rebound to another store's.
+	if err := installRandom(c, func() uint64 { return cn.random() }); err != nil {
+		return nil, fmt.Errorf("sqlitestore: installing random(): %w", formatError(ctx, err))
 	}
 	ok = true
 	liveConns.Add(1)

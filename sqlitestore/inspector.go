@@ -83,13 +83,9 @@ func OpenInspector(ctx context.Context, rootPath string, attach []Attachment, op
 		}
 		seen[key] = true
 	}
-	random := opts.Random
-	if random == nil {
-		random = newRandom(0).Uint64
-	}
 	in := &Inspector{}
 	err := guard(func() error {
-		cn, err := openConn(ctx, fileURI(rootPath, "ro"), 0, opts.Clock)
+		cn, err := openConn(ctx, fileURI(rootPath, "ro"), 0, opts.Clock, opts.Random)
 		if err != nil {
 			return &opError{"open", rootPath, err}
 		}
@@ -99,9 +95,6 @@ func OpenInspector(ctx context.Context, rootPath string, attach []Attachment, op
 				cn.close()
 			}
 		}()
-		if err := installRandom(cn.c, random); err != nil {
-			return fmt.Errorf("sqlitestore: installing random(): %w", formatError(ctx, err))
-		}
 		if err := setupInspector(ctx, cn, rootPath, attach, in.authorize); err != nil {
 			return err
 		}

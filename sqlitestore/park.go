@@ -81,7 +81,7 @@ func (s *Store) bindLocked(cn *conn) bool {
 		return false
 	}
 	cn.c.SetLastInsertRowID(0)
-	cn.rng, cn.now, cn.txns = s.rng, s.clock, 0
+	cn.random, cn.now, cn.txns = s.rng.Uint64, s.clock, 0
 	cn.meta, cn.metaVersion, cn.metaDirty = nil, 0, true
 	cn.layout, cn.loadSeq, cn.loadInTxn, cn.txnSeq = new(layoutLog), 0, false, 0
 	s.adoptMetaLocked(cn, s.baseCookie)
@@ -150,7 +150,7 @@ func (s *Store) parkLocked(cn *conn) bool {
 	if cn.slot.unbind() != nil {
 		return false
 	}
-	cn.undo, cn.rng, cn.now = nil, nil, nil
+	cn.undo, cn.random, cn.now = nil, nil, nil
 	return s.pool.park(s.shelf, cn)
 }
 

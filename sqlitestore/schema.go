@@ -31,14 +31,11 @@ func probe(ctx context.Context, schema string, fn func(*conn) error) error {
 		return contextError(ctx)
 	}
 	return guard(func() error {
-		cn, err := openConn(ctx, ":memory:", 0, nil)
+		cn, err := openConn(ctx, ":memory:", 0, nil, nil)
 		if err != nil {
 			return err
 		}
 		defer cn.close()
-		if err := installRandom(cn.c, newRandom(0).Uint64); err != nil {
-			return formatError(ctx, err)
-		}
 		old := cn.c.SetInterrupt(ctx)
 		defer cn.c.SetInterrupt(old)
 		if err := cn.script(schema, nil, nil, nil); err != nil {

@@ -98,7 +98,7 @@ func (s *Store) openLocked(ctx context.Context) (*conn, error) {
 			return nil, &opError{"open", s.path, err}
 		}
 	}
-	cn, err := openConn(ctx, uri, s.maxMemory, s.clock)
+	cn, err := openConn(ctx, uri, s.maxMemory, s.clock, s.rng.Uint64)
 	if err != nil {
 		if slot != nil {
 			slot.Close()
@@ -150,11 +150,6 @@ func (s *Store) setupLocked(ctx context.Context, cn *conn) error {
 		if v, err := schemaVersion(cn.c); err == nil {
 			s.adoptMetaLocked(cn, v)
 		}
-	}
-	cn.rng = s.rng
-	// cn.rng, not s.rng: a parked connection is rebound to another store's.
-	if err := installRandom(cn.c, func() uint64 { return cn.rng.Uint64() }); err != nil {
-		return formatError(ctx, err)
 	}
 	if err := cn.c.SetAuthorizer(cn.watchSchema); err != nil {
 		return formatError(ctx, err)
