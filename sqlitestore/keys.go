@@ -219,17 +219,8 @@ type number struct {
 }
 
 func classify(v any) (int, number) {
-	switch v := v.(type) {
-	case nil:
+	if v == nil {
 		return classNull, number{}
-	case int64:
-		return classNumber, number{isInt: true, i: v}
-	case float64:
-		return classNumber, number{f: v}
-	case string:
-		return classText, number{}
-	case []byte:
-		return classBlob, number{}
 	}
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
