@@ -31,20 +31,6 @@ func bindArg(st *sqlite3.Stmt, i int, a any) error {
 	switch v := a.(type) {
 	case nil:
 		return st.BindNull(p)
-	case bool:
-		return st.BindBool(p, v)
-	case int:
-		return st.BindInt64(p, int64(v))
-	case int64:
-		return st.BindInt64(p, v)
-	case int32:
-		return st.BindInt64(p, int64(v))
-	case float64:
-		return st.BindFloat(p, v)
-	case string:
-		return st.BindText(p, v)
-	case []byte:
-		return st.BindBlob(p, v)
 	case json.RawMessage:
 		if v == nil {
 			return st.BindNull(p)
