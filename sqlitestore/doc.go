@@ -94,37 +94,9 @@
 // mapping shares the page cache with every other reader of the file, and is
 // dropped when the connection is parked.
 //
-// Why an open costs about 1 ms (BenchmarkReopen_Fresh, 1.08–1.14 ms per
-// use of a released store, against 44 µs for BenchmarkReopen_Rebind, in
-// one sitting): the driver runs SQLite compiled from WebAssembly to Go, and
-// each connection is a module instance of its own. A CPU profile of the
-// fresh benchmark puts a third of its time in instantiating the module
-// (copying its data segment into the instance's fresh linear memory), a
-// quarter in sqlite3_open_v2 (its lookaside and page cache: first touches
-// of that fresh memory), a fifth in reading the schema, and the rest in the
-// statements. A rebound connection skips all of it but the statements.
-//
-// Measured on the development machine (2 vCPU, ext4, shared with other
-// work, so medians of interleaved runs are given as ranges; the benchmarks in
-// bench_test.go reproduce them):
-//
-//   - An open store costs about 300–400 KiB of resident memory outside the
-//     Go heap, one file descriptor and two memory maps (three once it maps
-//     its file); a released one costs
-//     only its Go structs.
-//   - Opening a store, one query and closing it: about 1.1 ms, as above;
-//     reopening a released store costs the same, unless a parked
-//     connection is rebound (about 50 µs, BenchmarkReopen_Rebind). A WAL
-//     store cost 3–5.5 ms (its -wal and -shm files are made on open and
-//     removed on the last close), which is why stores keep their journal
-//     in memory.
-//   - A one-row write call with ExclusiveLock (StartCapture, Begin, Exec
-//     INSERT, Commit, Finish): 27–31 µs, 12–26 µs without the capture,
-//     against 10 µs for a raw prepared BEGIN/INSERT/COMMIT with the same
-//     settings. Without exclusive locking each transaction takes and drops
-//     file locks and rereads the header: 50–70 µs. Finish usually runs no
-//     SQL: the preupdate events already hold the rows' images.
-//   - A shadowed date function call: 2–4 µs.
+// What a store costs (its memory, an open against a rebind, a write call,
+// a date function) and why an open costs about 1 ms are measured in
+// docs/scale.md; the benchmarks in bench_test.go reproduce the figures.
 //
 // # Concurrency
 //
