@@ -86,9 +86,7 @@ func (s *Store) VacuumInto(ctx context.Context, dst string) error {
 	}
 	if err != nil {
 		err = fullError(err, filepath.Dir(dst)) // before the partial copy is removed
-		if _, statErr := os.Lstat(dst); statErr == nil {
-			os.Remove(dst)
-		}
+		os.Remove(dst)
 		return &opError{"vacuum into", dst, err}
 	}
 	return nil
