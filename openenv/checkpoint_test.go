@@ -331,3 +331,50 @@ func shutdownClose(t *testing.T, s *worldServer, c *websocket.Conn) (websocket.C
 	errors.As(err, &ce)
 	return ce, err
 }
+
+// TestCheckpoint_DrainNamesNoCheckpointToAgents drains an agent's MCP
+// session and a trainer's HTTP session, then asks another server's agent
+// listener about both, by header, in params and with DELETE /mcp: the
+// agent listener is told the sessions are unknown, and never a checkpoint
+// id, which is the trainer's capability.
+func TestCheckpoint_DrainNamesNoCheckpointToAgents(t *testing.T) {
+	bcfg := app.Config{DefaultFixture: company.AcmeID, Checkpoints: t.TempDir()}
+	s := mustServeWorld(t, company.World, bcfg, openenv.Config{DrainCheckpoints: true})
+	agent := httptest.NewServer(s.AgentHandler())
+	defer agent.Close()
+	_, _, resp := do(t, agent, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
+	own := resp.Header.Get(openenv.MCPSessionHeader)
+	if _, body, _ := do(t, agent, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hire","arguments":{"name":"Ada"}}}`, map[string]string{openenv.MCPSessionHeader: own}); strings.Contains(body, `"error"`) {
+		t.Fatalf("agent's call: %s", body)
+	}
+	trainer := map[string]string{"X-Seahaven-Session": "grader-1"}
+	s.httpDo(t, http.MethodPost, "/reset", `{}`, trainer)
+	s.httpDo(t, http.MethodPost, "/step", `{"action":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Bo"}}}`, trainer)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	other := mustServeWorld(t, company.World, bcfg, openenv.Config{})
+	if _, body, _ := other.httpDo(t, http.MethodGet, "/state", "", trainer); !strings.Contains(body, "checkpoint_id") {
+		t.Fatalf("the trainer is not told its drained session's checkpoint: %s", body)
+	}
+	otherAgent := httptest.NewServer(other.AgentHandler())
+	defer otherAgent.Close()
+	for _, sid := range []string{own, "grader-1"} {
+		for _, r := range []struct {
+			method, body string
+			header       map[string]string
+		}{
+			{http.MethodPost, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, map[string]string{openenv.MCPSessionHeader: sid}},
+			{http.MethodPost, fmt.Sprintf(`{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"session_id":%q}}`, sid), nil},
+			{http.MethodDelete, "", map[string]string{openenv.MCPSessionHeader: sid}},
+		} {
+			status, body, _ := do(t, otherAgent, r.method, "/mcp", r.body, r.header)
+			if strings.Contains(body, "checkpoint") || !strings.Contains(body, sid) {
+				t.Errorf("agent listener %s /mcp on drained session %s: %d %s, want it unknown, naming no checkpoint", r.method, sid, status, body)
+			}
+		}
+	}
+}

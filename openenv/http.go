@@ -208,7 +208,7 @@ func (s *Server) httpSession(r *http.Request, create bool) (ss *session, made bo
 		return ss, false, nil
 	}
 	if !create {
-		return nil, false, s.unknownSession(id)
+		return nil, false, s.unknownSession(r.Context(), id)
 	}
 	if !sessionIDPattern.MatchString(id) {
 		return nil, false, invalid([]fieldError{{Type: "string_pattern_mismatch", Loc: []any{"header", SessionHeader},

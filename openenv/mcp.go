@@ -69,7 +69,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			// starts a new one with initialize; one its server drained
 			// is told where its episode went.
 			resp := rpcFailure(nullID, rpcInvalidParams, "Unknown "+MCPSessionHeader+": "+sid+" (it ended, or never existed): initialize a new session", nil)
-			if info, ok := s.drainedTo(sid); ok && bound == nil {
+			if info, ok := s.drainedTo(ctx, sid); ok && bound == nil {
 				resp = rpcFailure(nullID, rpcInvalidParams, fmt.Sprintf("%s %s was checkpointed and closed when its server drained: initialize a new session at /mcp?checkpoint=%s to continue its episode at step %d", MCPSessionHeader, sid, info.ID, info.Revision),
 					errorExtra{CheckpointID: info.ID})
 			}
@@ -168,7 +168,7 @@ func (s *Server) serveMCPDelete(w http.ResponseWriter, r *http.Request) {
 	}
 	ss := s.lookup(sid)
 	if !reachable(r.Context(), ss) || ss.transport != TransportMCP {
-		s.writeError(w, s.unknownSession(sid))
+		s.writeError(w, s.unknownSession(r.Context(), sid))
 		return
 	}
 	ss.stop(closeAbort, "ended by DELETE /mcp")
@@ -300,8 +300,8 @@ func (s *Server) rpcSession(ctx context.Context, params map[string]jsontext.Valu
 	}
 	ss := s.lookup(id)
 	if !reachable(ctx, ss) {
-		if ss == nil && !onAgentListener(ctx) {
-			return nil, newError(codeValidation, "%s", s.unknownSession(id).message)
+		if ss == nil {
+			return nil, newError(codeValidation, "%s", s.unknownSession(ctx, id).message)
 		}
 		return nil, newError(codeValidation, "Unknown session_id: %s", id)
 	}

@@ -167,11 +167,13 @@ func (s *Server) remove(ss *session) {
 	}
 }
 
-// unknownSession is the error of a request naming no live session here:
-// when a draining server checkpointed that session (Restorer.DrainedTo),
-// it says so and carries the checkpoint id to restore.
-func (s *Server) unknownSession(id string) *protoError {
-	if info, ok := s.drainedTo(id); ok {
+// unknownSession is the error of a request with ctx naming no live session
+// here: when a draining server checkpointed that session
+// (Restorer.DrainedTo), it says so and carries the checkpoint id to
+// restore, except on the agent listener, where a checkpoint id is never
+// named (it is the trainer's capability).
+func (s *Server) unknownSession(ctx context.Context, id string) *protoError {
+	if info, ok := s.drainedTo(ctx, id); ok {
 		perr := newError(codeUnknownSession, "Session %s was checkpointed and closed when its server drained: restore checkpoint %s (reset data {\"checkpoint\": %q}) to continue its episode at step %d.", id, info.ID, info.ID, info.Revision)
 		perr.extra.CheckpointID = info.ID
 		return perr
@@ -180,9 +182,10 @@ func (s *Server) unknownSession(id string) *protoError {
 }
 
 // drainedTo returns the checkpoint a session was drained to, if the
-// backend restores checkpoints and knows of one.
-func (s *Server) drainedTo(id string) (CheckpointInfo, bool) {
-	if r, ok := s.backend.(Restorer); ok && id != "" {
+// backend restores checkpoints and knows of one, and ctx is not a request
+// of the agent listener.
+func (s *Server) drainedTo(ctx context.Context, id string) (CheckpointInfo, bool) {
+	if r, ok := s.backend.(Restorer); ok && id != "" && !onAgentListener(ctx) {
 		return r.DrainedTo(id)
 	}
 	return CheckpointInfo{}, false
@@ -255,11 +258,11 @@ func (ss *session) acquire(ctx context.Context) *protoError {
 	select {
 	case ss.slot <- struct{}{}:
 	case <-ctx.Done():
-		return ss.srv.unknownSession(ss.id)
+		return ss.srv.unknownSession(ctx, ss.id)
 	}
 	if ss.ended {
 		<-ss.slot
-		return ss.srv.unknownSession(ss.id)
+		return ss.srv.unknownSession(ctx, ss.id)
 	}
 	return nil
 }
