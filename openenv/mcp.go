@@ -65,15 +65,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if sid := r.Header.Get(MCPSessionHeader); sid != "" {
 		bound = s.lookup(sid)
 		if !reachable(ctx, bound) || bound.transport != TransportMCP {
-			// The spec: an unknown or ended session is 404, and the client
-			// starts a new one with initialize; one its server drained
-			// is told where its episode went.
-			resp := rpcFailure(nullID, rpcInvalidParams, "Unknown "+MCPSessionHeader+": "+sid+" (it ended, or never existed): initialize a new session", nil)
-			if info, ok := s.drainedTo(ctx, sid); ok && bound == nil {
-				resp = rpcFailure(nullID, rpcInvalidParams, fmt.Sprintf("%s %s was checkpointed and closed when its server drained: initialize a new session at /mcp?checkpoint=%s to continue its episode at step %d", MCPSessionHeader, sid, info.ID, info.Revision),
-					errorExtra{CheckpointID: info.ID})
-			}
-			writeJSON(w, http.StatusNotFound, standardReply(resp))
+			s.unknownMCPSession(ctx, w, sid, bound)
 			return
 		}
 		mode = rpcStandard
@@ -168,12 +160,26 @@ func (s *Server) serveMCPDelete(w http.ResponseWriter, r *http.Request) {
 	}
 	ss := s.lookup(sid)
 	if !reachable(r.Context(), ss) || ss.transport != TransportMCP {
-		s.writeError(w, s.unknownSession(r.Context(), sid))
+		s.unknownMCPSession(r.Context(), w, sid, ss)
 		return
 	}
 	ss.stop(closeAbort, "ended by DELETE /mcp")
 	ss.end()
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// unknownMCPSession answers a POST or DELETE /mcp whose Mcp-Session-Id
+// names no session the request may use (live is the session of that id
+// here, if any). The spec: an unknown or ended session is 404, and the
+// client starts a new one with initialize; one its server drained is told
+// where its episode went.
+func (s *Server) unknownMCPSession(ctx context.Context, w http.ResponseWriter, sid string, live *session) {
+	resp := rpcFailure(nullID, rpcInvalidParams, "Unknown "+MCPSessionHeader+": "+sid+" (it ended, or never existed): initialize a new session", nil)
+	if info, ok := s.drainedTo(ctx, sid); ok && live == nil {
+		resp = rpcFailure(nullID, rpcInvalidParams, fmt.Sprintf("%s %s was checkpointed and closed when its server drained: initialize a new session at /mcp?checkpoint=%s to continue its episode at step %d", MCPSessionHeader, sid, info.ID, info.Revision),
+			errorExtra{CheckpointID: info.ID})
+	}
+	writeJSON(w, http.StatusNotFound, standardReply(resp))
 }
 
 // serveMCPGet answers GET /mcp: the server offers no event stream of its

@@ -308,4 +308,13 @@ func TestMCP_StandardSession(t *testing.T) {
 	if code, body, _ := s.httpDo(t, http.MethodDelete, "/mcp", "", hdr); code != http.StatusNoContent {
 		t.Errorf("DELETE: %d %s", code, body)
 	}
+	// An ended session's DELETE is answered as its POST is: 404 and the
+	// JSON-RPC error that says to initialize a new session.
+	for _, method := range []string{http.MethodPost, http.MethodDelete} {
+		code, body, _ = s.httpDo(t, method, "/mcp", `{"jsonrpc":"2.0","id":9,"method":"ping"}`, hdr)
+		jsonEq(t, body, `{"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"Unknown Mcp-Session-Id: `+sid+` (it ended, or never existed): initialize a new session"}}`)
+		if code != http.StatusNotFound {
+			t.Errorf("%s /mcp of an ended session: %d, want 404", method, code)
+		}
+	}
 }
