@@ -38,9 +38,9 @@ func (ss *session) reset(ctx context.Context, req resetData) *protoError {
 	}
 	defer leave()
 	if req.Checkpoint != nil {
-		return ss.restoreLocked(ctx, req)
+		return ss.closedDuring(ctx, ss.restoreLocked(ctx, req))
 	}
-	return ss.openLocked(ctx, opts, false, req.loc)
+	return ss.closedDuring(ctx, ss.openLocked(ctx, opts, false, req.loc))
 }
 
 // resetReply resets ss and returns the reply: the reset observation, and,

@@ -181,6 +181,26 @@ func (s *Server) unknownSession(ctx context.Context, id string) *protoError {
 	return newError(codeUnknownSession, "Unknown session_id: %s", id)
 }
 
+// closedDuring returns perr, the failure of a request with ctx on the
+// session, unless the session was stopped while the request ran (closed by
+// another request, reaped, or its server shutting down): then the error
+// every later request gets, saying so, since the failure of the work the
+// stop interrupted ("context canceled", or a query's error naming the
+// instance's files) says nothing true about the request.
+func (ss *session) closedDuring(ctx context.Context, perr *protoError) *protoError {
+	if perr == nil || ss.ctx.Err() == nil {
+		return perr
+	}
+	if _, drained := ss.srv.drainedTo(ctx, ss.id); drained {
+		return ss.srv.unknownSession(ctx, ss.id)
+	}
+	why := ""
+	if _, reason := ss.closeStatus(); reason != "" {
+		why = " (" + reason + ")"
+	}
+	return newError(codeUnknownSession, "Session %s was closed while the request ran%s: it no longer exists", ss.id, why)
+}
+
 // drainedTo returns the checkpoint a session was drained to, if the
 // backend restores checkpoints and knows of one, and ctx is not a request
 // of the agent listener.

@@ -262,3 +262,39 @@ func TestServer_Sessions(t *testing.T) {
 		t.Errorf("GET /sessions: %s", body)
 	}
 }
+
+// TestServer_ClosedDuringRequest closes a session while a request on it
+// runs: the request is answered as every later one is, 404 with the
+// session's error saying it was closed, not with the failure of the work
+// the close interrupted (a query's "context canceled", which may name the
+// instance's files).
+func TestServer_ClosedDuringRequest(t *testing.T) {
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{})
+	h := map[string]string{openenv.SessionHeader: "closing"}
+	if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{}`, h); status != http.StatusOK {
+		t.Fatalf("reset: %d %s", status, body)
+	}
+	type reply struct {
+		status int
+		body   string
+	}
+	replied := make(chan reply, 1)
+	go func() {
+		status, body, _ := s.httpDo(t, http.MethodPost, "/inspect", `{"sql":"SELECT sleep"}`, h)
+		replied <- reply{status, body}
+	}()
+	for deadline := time.Now().Add(waitLimit); fake.inspectLimit.Load() == nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the inspect query never started")
+		}
+	}
+	if _, body, _ := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/close","params":{"session_id":"closing"}}`, nil); !strings.Contains(body, `"closed":true`) {
+		t.Fatalf("close: %s", body)
+	}
+	got := <-replied
+	if got.status != http.StatusNotFound || strings.Contains(got.body, "canceled") ||
+		!strings.Contains(got.body, "closed while the request ran (closed by openenv/session/close)") {
+		t.Errorf("inspect on a session closed meanwhile: %d %s, want 404 saying the session was closed", got.status, got.body)
+	}
+}

@@ -353,7 +353,8 @@ func (ss *session) mcpCall(ctx context.Context, name string, args json.RawMessag
 }
 
 // withInstance runs fn as an activity of the session, with its call slot
-// held and its instance opened (ensureLocked).
+// held and its instance opened (ensureLocked). A failure because the
+// session was closed meanwhile says so (closedDuring).
 func withInstance[T any](ss *session, ctx context.Context, fn func(context.Context) (T, *protoError)) (T, *protoError) {
 	var zero T
 	ctx, leave, perr := ss.enter(ctx, true)
@@ -362,7 +363,11 @@ func withInstance[T any](ss *session, ctx context.Context, fn func(context.Conte
 	}
 	defer leave()
 	if perr := ss.ensureLocked(ctx); perr != nil {
-		return zero, perr
+		return zero, ss.closedDuring(ctx, perr)
 	}
-	return fn(ctx)
+	res, perr := fn(ctx)
+	if perr != nil {
+		return zero, ss.closedDuring(ctx, perr)
+	}
+	return res, nil
 }
