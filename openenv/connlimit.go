@@ -35,7 +35,7 @@ type ConnLimit struct {
 	// no bound.
 	Max int
 	// ReadHeaderTimeout bounds reading a request's headers. Default
-	// DefaultReadHeaderTimeout.
+	// DefaultReadHeaderTimeout, or ReadTimeout when that is shorter.
 	ReadHeaderTimeout time.Duration
 	// ReadTimeout bounds reading a request, headers and body, from its first
 	// byte; a client that sends its body slower gets an error and the
@@ -95,6 +95,13 @@ func (l *ConnLimit) limit() int { return cmp.Or(l.Max, DefaultMaxConns) }
 // Server returns an http.Server serving h with the limit's timeouts, which
 // tracks its connections for Max. Serve it on a listener from Listener.
 func (l *ConnLimit) Server(h http.Handler) *http.Server {
+	read := max(cmp.Or(l.ReadTimeout, DefaultReadTimeout), 0)
+	header := cmp.Or(l.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	if read > 0 {
+		// net/http gives the headers ReadHeaderTimeout alone, however
+		// short ReadTimeout is.
+		header = min(header, read)
+	}
 	return &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Context().Value(probeConnKey{}) != nil {
@@ -116,10 +123,10 @@ func (l *ConnLimit) Server(h http.Handler) *http.Server {
 			}
 			return ctx
 		},
-		ReadHeaderTimeout: cmp.Or(l.ReadHeaderTimeout, DefaultReadHeaderTimeout),
+		ReadHeaderTimeout: header,
 		// Once a body has been read, net/http lifts the read deadline for
 		// its background read, so a step outlasting ReadTimeout goes on.
-		ReadTimeout: max(cmp.Or(l.ReadTimeout, DefaultReadTimeout), 0),
+		ReadTimeout: read,
 		IdleTimeout: cmp.Or(l.KeepAliveTimeout, DefaultKeepAliveTimeout),
 		ConnState:   l.track,
 	}

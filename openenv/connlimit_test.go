@@ -174,6 +174,17 @@ func TestConnLimit_Timeouts(t *testing.T) {
 		}
 		closedByServer(t, c, r)
 	})
+	t.Run("SlowHeaders", func(t *testing.T) {
+		// ReadTimeout bounds the headers too, when it is shorter than
+		// ReadHeaderTimeout (here its default, 10s).
+		c := s.rawConn(t)
+		start := time.Now()
+		io.WriteString(c, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+		closedByServer(t, c, bufio.NewReader(c))
+		if took := time.Since(start); took >= openenv.DefaultReadHeaderTimeout/2 {
+			t.Errorf("headers sent too slowly were cut off after %v, want about ReadTimeout (%v)", took, limit.ReadTimeout)
+		}
+	})
 	t.Run("ShortBody", func(t *testing.T) {
 		c := s.rawConn(t)
 		io.WriteString(c, "POST /reset HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"seed\":")
