@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -376,5 +378,55 @@ func TestCheckpoint_DrainNamesNoCheckpointToAgents(t *testing.T) {
 				t.Errorf("agent listener %s /mcp on drained session %s: %d %s, want it unknown, naming no checkpoint", r.method, sid, status, body)
 			}
 		}
+	}
+}
+
+// hookHandler is a slog.Handler that calls fn, once, in the goroutine
+// logging the first record whose message contains substr.
+type hookHandler struct {
+	substr string
+	once   *sync.Once
+	fn     func()
+}
+
+func (h hookHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h hookHandler) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.substr) {
+		h.once.Do(h.fn)
+	}
+	return nil
+}
+func (h hookHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h hookHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestCheckpoint_DrainedMCPSessionIsGone asks a standard MCP session for a
+// tool call after its server drained it, while the draining server still
+// answers: the spec's 404, telling the client to initialize a new session
+// from the checkpoint, as another server would (it was a 200 JSON-RPC
+// error naming reset data, which a standard client cannot send).
+func TestCheckpoint_DrainedMCPSessionIsGone(t *testing.T) {
+	var (
+		s           *worldServer
+		sid         string
+		status      int
+		body        string
+		initialized = make(chan struct{})
+	)
+	hook := hookHandler{substr: "drain: session checkpointed", once: new(sync.Once), fn: func() {
+		<-initialized
+		status, body, _ = s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hire","arguments":{"name":"Cy"}}}`, map[string]string{openenv.MCPSessionHeader: sid})
+	}}
+	s = mustServeWorld(t, company.World, app.Config{DefaultFixture: company.AcmeID, Checkpoints: t.TempDir()}, openenv.Config{DrainCheckpoints: true, Logger: slog.New(hook)})
+	_, _, resp := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
+	sid = resp.Header.Get(openenv.MCPSessionHeader)
+	close(initialized)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkpoint, _ := field(t, body, "error.data.checkpoint_id").(string)
+	if status != http.StatusNotFound || checkpoint == "" || !strings.Contains(body, "initialize a new session at /mcp?checkpoint="+checkpoint) {
+		t.Errorf("a drained MCP session's request: %d %s, want 404 naming the checkpoint to initialize from", status, body)
 	}
 }

@@ -75,6 +75,13 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp, status, created := s.handleRPC(ctx, body, bound, mode)
+	if mode == rpcStandard && resp.Error != nil && bound.ctx.Err() != nil {
+		// The session ended before or while the request ran (its server
+		// drained it, say, and has not let it go yet): the spec's 404, as
+		// once it is gone, so the client initializes a new session.
+		s.unknownMCPSession(ctx, w, r.Header.Get(MCPSessionHeader), nil)
+		return
+	}
 	if created != "" {
 		w.Header().Set(MCPSessionHeader, created)
 	}
