@@ -149,6 +149,32 @@ func TestServer_ReplyBytes(t *testing.T) {
 		}
 	})
 
+	t.Run("Batch", func(t *testing.T) {
+		// A batch whose responses pass the limit stops at the message
+		// whose response does, and says so: the server holds no reply many
+		// times the request's size, and runs no call whose result it
+		// cannot send.
+		_, _, resp := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
+		sid := resp.Header.Get(openenv.MCPSessionHeader)
+		hdr := map[string]string{openenv.MCPSessionHeader: sid}
+		call := `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"message":"` + strings.Repeat("b", 4000) + `"}}}`
+		var msgs []string
+		for i := range 100 {
+			msgs = append(msgs, fmt.Sprintf(call, i))
+		}
+		_, reply, _ := s.httpDo(t, "POST", "/mcp", "["+strings.Join(msgs, ",")+"]", hdr)
+		msg, _ := field(t, reply, "error.message").(string)
+		var k int
+		if _, err := fmt.Sscanf(msg[strings.Index(msg, "at its message ")+len("at its message "):], "%d", &k); err != nil || !strings.Contains(msg, "of 100: it and the messages before it ran, the rest did not") ||
+			!strings.Contains(msg, fmt.Sprintf("the limit of %d bytes on a reply (the server's max-reply-bytes)", smallReplies)) {
+			t.Fatalf("reply %.400s: want an error naming the message at which the batch's reply passed the limit", reply)
+		}
+		_, state, _ := s.httpDo(t, "GET", "/state", "", map[string]string{openenv.SessionHeader: sid})
+		if n := fmt.Sprint(field(t, state, "step_count")); n != fmt.Sprint(k) {
+			t.Errorf("step_count %s after a batch refused at its message %d: want the %d calls up to it", n, k, k)
+		}
+	})
+
 	t.Run("StandardRPCID", func(t *testing.T) {
 		// The same on a standard client's session, in its shape: no data.
 		_, _, resp := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)

@@ -114,11 +114,31 @@ func (s *Server) serveBatch(ctx context.Context, w http.ResponseWriter, body []b
 		s.writeRPC(w, standardReply(rpcFailure(nullID, rpcInvalidRequest, "Invalid request: a batch is a non-empty array of JSON-RPC messages", nil)), nullID, true)
 		return
 	}
-	var resps []rpcResponse
-	for _, m := range msgs {
-		if resp, status, _ := s.handleRPC(ctx, m, ss, rpcBatched); status != http.StatusAccepted {
-			resps = append(resps, standardReply(resp))
+	// Each response is encoded as it comes, so the reply is known to fit
+	// MaxReplyBytes as it grows: at the message whose response would pass
+	// it the batch stops, instead of running calls whose results cannot be
+	// sent and holding a reply many times the request's size (a batch of
+	// tools/list) before refusing it.
+	var resps []json.RawMessage
+	size := 1 // the reply's bytes: its brackets, commas and responses
+	for i, m := range msgs {
+		resp, status, _ := s.handleRPC(ctx, m, ss, rpcBatched)
+		if status == http.StatusAccepted {
+			continue
 		}
+		b, err := encode(standardReply(resp))
+		if err != nil {
+			s.respond(w, http.StatusOK, standardReply(rpcFailure(nullID, rpcInternalError, fmt.Sprintf("response cannot be encoded as JSON: %v", err), nil)))
+			return
+		}
+		if size += len(b) + 1; size > s.cfg.MaxReplyBytes {
+			s.log.Warn("openenv: a batch's reply exceeds the reply limit", "message", i+1, "messages", len(msgs), "limit", s.cfg.MaxReplyBytes)
+			perr := newError(codeReplyTooLarge, "The batch's reply passed the limit of %d bytes on a reply (the server's max-reply-bytes) at its message %d of %d: it and the messages before it ran, the rest did not, and no response is sent. Send fewer messages at a time.",
+				s.cfg.MaxReplyBytes, i+1, len(msgs))
+			s.respondRPC(w, standardReply(rpcProto(nullID, perr)), true)
+			return
+		}
+		resps = append(resps, b)
 	}
 	if len(resps) == 0 {
 		w.WriteHeader(http.StatusAccepted)
