@@ -54,7 +54,14 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	if r.URL.RawQuery != "" {
-		req, perr := resetFromQuery(r.URL.Query())
+		// Parsed here, not with URL.Query, which drops the pairs it cannot
+		// read, and with them reset keys the client asked for.
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, rpcFailure(nullID, rpcInvalidParams, "The /mcp URL's query does not parse ("+err.Error()+"): write it as key=value pairs joined by &, each percent-encoded", nil))
+			return
+		}
+		req, perr := resetFromQuery(q)
 		if perr != nil {
 			writeJSON(w, http.StatusBadRequest, rpcProto(nullID, perr))
 			return

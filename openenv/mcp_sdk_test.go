@@ -181,6 +181,15 @@ func TestMCP_TaskSession(t *testing.T) {
 		t.Errorf("initialize with an unknown set-up key: %d %s", code, body)
 	}
 
+	// So is a URL whose query does not parse, which would drop the pairs
+	// it cannot read (seed=3;x=1 is no seed, task=invoice_750%zz no task).
+	for _, q := range []string{"seed=3;x=1", "seed=3&task=invoice_750%zz"} {
+		code, body, resp := s.httpDo(t, http.MethodPost, "/mcp?"+q, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
+		if code != http.StatusBadRequest || resp.Header.Get(openenv.MCPSessionHeader) != "" || !strings.Contains(body, "The /mcp URL's query does not parse") {
+			t.Errorf("initialize at /mcp?%s: %d %s, want 400 saying the query does not parse", q, code, body)
+		}
+	}
+
 	// OpenEnv's dialect: openenv/session/create takes the same data.
 	created := s.rpc(t, `{"jsonrpc":"2.0","id":2,"method":"openenv/session/create","params":{"task":"invoice_750"}}`)
 	sid := str(t, created, "result.session_id")
