@@ -144,7 +144,7 @@ func (ss *session) drain(ctx context.Context) {
 		ss.ended = true
 		ss.stop(websocket.StatusGoingAway, closeReason("superseded by "+by))
 		ss.release()
-		ss.srv.log.Info("openenv: drain: the session was superseded; no checkpoint taken", "session", ss.ref, "by", by)
+		ss.srv.log.Info("openenv: drain: the session was superseded; no checkpoint taken", "session", ss.ref, "by", digested(by))
 		return
 	}
 	info, perr := ss.checkpointLocked(ss.tagged)
@@ -232,7 +232,7 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 			}
 			return newError(codeExecution, "the attempt %s could not be fenced, so nothing was restored: %v", *req.Replaces, err)
 		}
-		s.log.Info("openenv: attempt fenced", append(sessionAttrs(ctx), "attempt", *req.Replaces, "by", by)...)
+		s.log.Info("openenv: attempt fenced", append(sessionAttrs(ctx), "attempt", refOf(*req.Replaces), "by", digested(by))...)
 	}
 	ss.installLocked(inst, rec, attempt)
 	return nil

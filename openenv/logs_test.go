@@ -3,11 +3,15 @@ package openenv_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/seahaven/seahaven/app"
+	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/internal/testfs"
 	"github.com/seahaven/seahaven/openenv"
 )
@@ -81,6 +85,35 @@ func TestServer_Logs(t *testing.T) {
 	for _, id := range []string{wsID, httpID} {
 		if id == "" || strings.Contains(logs.String(), id) {
 			t.Errorf("session id %q: empty, or in a log line", id)
+		}
+	}
+}
+
+// TestServer_LogsNameNoCheckpoint: the checkpoint and attempt ids a
+// restore fences with and a drain closes with, capabilities like session
+// ids, reach the logs only as digests: not in the fenced attempt's record,
+// nor in a drained or superseded session's close reason.
+func TestServer_LogsNameNoCheckpoint(t *testing.T) {
+	var logs testfs.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s := mustServeWorld(t, company.World, app.Config{DefaultFixture: company.AcmeID, Checkpoints: t.TempDir()}, openenv.Config{DrainCheckpoints: true, Logger: logger})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset"}`)
+	reply := roundTrip(t, c, `{"type":"checkpoint"}`)
+	id, attempt := str(t, reply, "data.checkpoint_id"), str(t, reply, "data.attempt")
+	h := map[string]string{openenv.SessionHeader: "successor"}
+	if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", fmt.Sprintf(`{"checkpoint":%q,"replaces":%q}`, id, attempt), h); status != http.StatusOK {
+		t.Fatalf("restore: %d %s", status, body)
+	}
+	ce, _ := shutdownClose(t, s, c)
+	if !strings.Contains(ce.Reason, id) {
+		t.Fatalf("the superseded /ws session closed with %q, want the checkpoint that superseded it", ce.Reason)
+	}
+	_, body, _ := s.httpDo(t, http.MethodGet, "/checkpoints/latest?episode_id="+str(t, reply, "data.episode_id"), "", nil)
+	drained := str(t, body, "checkpoint_id")
+	for _, capability := range []string{id, attempt, drained} {
+		if strings.Contains(logs.String(), capability) {
+			t.Errorf("the id %s is in a log line:\n%s", capability, logs.String())
 		}
 	}
 }

@@ -377,6 +377,6 @@ func (s *Server) observeCheckpoint(ctx context.Context, op string, start time.Ti
 	case outcomeOK:
 		s.log.Info("openenv: "+op, append(sessionAttrs(ctx), durationMS(d), "checkpoint", refOf(id))...)
 	case outcomeError, outcomeTimeout:
-		s.log.Warn("openenv: "+op+" failed", append(sessionAttrs(ctx), durationMS(d), "checkpoint", refOf(id), "outcome", outcome, "err", err.Error())...)
+		s.log.Warn("openenv: "+op+" failed", append(sessionAttrs(ctx), durationMS(d), "checkpoint", refOf(id), "outcome", outcome, "err", digested(err.Error()))...)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"regexp"
 	"sync"
 	"time"
 
@@ -76,6 +77,14 @@ func refOf(id string) string {
 	sum := sha256.Sum256([]byte(id))
 	return hex.EncodeToString(sum[:6])
 }
+
+// uuidPattern matches the ids a text for the logs may carry: checkpoint
+// and attempt ids, in a close reason or a fencing's description.
+var uuidPattern = regexp.MustCompile(`[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`)
+
+// digested returns text for the logs: each id in it, a capability, is
+// replaced by its digest (refOf).
+func digested(text string) string { return uuidPattern.ReplaceAllStringFunc(text, refOf) }
 
 // shuttingDown is the error a new session gets once Shutdown has begun.
 func shuttingDown() *protoError {
@@ -267,7 +276,7 @@ func (ss *session) end() {
 		// Logged before done is closed: Shutdown returns once every done is,
 		// and the process may exit right after.
 		ss.srv.log.Info("openenv: session closed", "session", ss.ref, "transport", ss.transport,
-			durationMS(time.Since(ss.created)), "reason", reason, "steps", steps)
+			durationMS(time.Since(ss.created)), "reason", digested(reason), "steps", steps)
 		close(ss.done)
 	})
 }
