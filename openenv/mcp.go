@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -142,7 +143,7 @@ func (s *Server) serveBatch(ctx context.Context, w http.ResponseWriter, body []b
 			s.log.Warn("openenv: a batch's reply exceeds the reply limit", "message", i+1, "messages", len(msgs), "limit", s.cfg.MaxReplyBytes)
 			perr := newError(codeReplyTooLarge, "The batch's reply passed the limit of %d bytes on a reply (the server's max-reply-bytes) at its message %d of %d: it and the messages before it ran, the rest did not, and no response is sent. Send fewer messages at a time.",
 				s.cfg.MaxReplyBytes, i+1, len(msgs))
-			s.respondRPC(w, standardReply(rpcProto(nullID, perr)), true)
+			s.writeRPC(w, standardReply(rpcProto(nullID, perr)), nullID, true)
 			return
 		}
 		resps = append(resps, b)

@@ -70,14 +70,23 @@ func resetFromQuery(q url.Values) (resetData, *protoError) {
 		vq, _ := json.Marshal(v)
 		switch k {
 		case "seed", "control_tools", "startup": // JSON values, as written
-			if !json.Valid([]byte(v)) {
-				return resetData{}, newError(codeValidation, "The /mcp URL's %s=%s is not a JSON value", k, v)
+			if perr := checkJSON([]byte(v), nil); perr != nil && perr.code == codeInvalidJSON {
+				return resetData{}, newError(codeValidation, "The /mcp URL's %s is not a JSON value (%s): write it as JSON, percent-encoded", k, strings.TrimPrefix(perr.message, "Invalid JSON: "))
 			}
 			vq = []byte(v)
 		}
 		members = append(members, string(kq)+":"+string(vq))
 	}
-	req, errs := parseReset([]byte("{"+strings.Join(members, ",")+"}"), []any{"query"})
+	data := []byte("{" + strings.Join(members, ",") + "}")
+	if perr := checkJSON(data, []any{"query"}); perr != nil {
+		// A key named twice inside a value, or values nested past the
+		// decoder's depth once they are one object.
+		if perr.code == codeInvalidJSON {
+			return resetData{}, newError(codeValidation, "The /mcp URL's reset data is not valid JSON as one object (%s)", strings.TrimPrefix(perr.message, "Invalid JSON: "))
+		}
+		return resetData{}, perr
+	}
+	req, errs := parseReset(data, []any{"query"})
 	if len(errs) > 0 {
 		return resetData{}, invalid(errs)
 	}
