@@ -261,7 +261,12 @@ func TestServer_AgentHandler(t *testing.T) {
 	t.Run("AgentQuota", func(t *testing.T) {
 		s := mustServeAgent(t, openenv.Config{MaxSessions: 8, AgentMaxSessions: 2})
 		create := `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create"}`
+		sessionless := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x"}}}`
 		for i := range 2 {
+			// A sessionless call counts only while it runs.
+			if _, body := s.agentDo(t, "POST", "/mcp", sessionless, nil); !strings.Contains(string(body), `"isError":false`) {
+				t.Fatalf("a sessionless call with %d agent sessions: %s", i, body)
+			}
 			if _, body := s.agentDo(t, "POST", "/mcp", create, nil); str(t, body, "result.session_id") == "" {
 				t.Fatalf("agent session %d: %s", i+1, body)
 			}
@@ -269,6 +274,11 @@ func TestServer_AgentHandler(t *testing.T) {
 		_, body := s.agentDo(t, "POST", "/mcp", create, nil)
 		if msg := str(t, body, "error.message"); !strings.Contains(msg, "Agent sessions at capacity: 2/2") {
 			t.Fatalf("a third agent session: %s, want the agent quota's refusal", body)
+		}
+		// A sessionless call opens an instance too: the quota holds for it.
+		_, body = s.agentDo(t, "POST", "/mcp", sessionless, nil)
+		if msg := str(t, body, "error.message"); !strings.Contains(msg, "Agent sessions at capacity: 2/2") {
+			t.Fatalf("a sessionless call with the agents at their quota: %s, want the agent quota's refusal", body)
 		}
 		// The trainers' share stays free.
 		for i := range 6 {

@@ -414,16 +414,31 @@ func (s *Server) rpcToolsCall(ctx context.Context, id json.RawMessage, params ma
 
 // callThrowaway makes one call on an instance opened with the default
 // options and closed at once, for tools/call without a session. Like
-// upstream, it does not count against MaxSessions.
+// upstream, it does not count against MaxSessions; on the agent listener
+// its instance counts against AgentMaxSessions while it lives, so an
+// agent's sessionless calls cannot take the active slots trainers need.
 func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMessage) (toolOutcome, *protoError) {
 	if reservedNames[name] {
 		return reservedCall(name), nil
 	}
+	agent := onAgentListener(ctx)
 	s.mu.Lock()
 	down := s.shutdown
+	perr := s.agentCapacityLocked(agent)
+	if perr == nil && !down && agent {
+		s.agentSessions++
+		defer func() {
+			s.mu.Lock()
+			s.agentSessions--
+			s.mu.Unlock()
+		}()
+	}
 	s.mu.Unlock()
 	if down {
 		return toolOutcome{}, shuttingDown()
+	}
+	if perr != nil {
+		return toolOutcome{}, perr
 	}
 	opts, perr := s.options(resetData{})
 	if perr != nil {

@@ -131,14 +131,8 @@ func (s *Server) newMCPSession(ctx context.Context) (*session, *protoError) {
 	agent := onAgentListener(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if agent && s.agentSessions >= s.cfg.AgentMaxSessions && !s.shutdown {
-		s.metrics.rejections.WithLabelValues(TransportMCP).Inc()
-		return nil, &protoError{
-			code: codeCapacity,
-			message: fmt.Sprintf("Agent sessions at capacity: %d/%d sessions started through the agent listener are live (the server's agent-max-sessions). End one (DELETE /mcp or openenv/session/close) before starting another.",
-				s.agentSessions, s.cfg.AgentMaxSessions),
-			extra: errorExtra{ActiveSessions: s.agentSessions, MaxSessions: s.cfg.AgentMaxSessions},
-		}
+	if perr := s.agentCapacityLocked(agent); perr != nil {
+		return nil, perr
 	}
 	ss, perr := s.newSessionLocked(TransportMCP, "")
 	if perr == nil && agent {
@@ -146,6 +140,21 @@ func (s *Server) newMCPSession(ctx context.Context) (*session, *protoError) {
 		s.agentSessions++
 	}
 	return ss, perr
+}
+
+// agentCapacityLocked refuses one more instance of the agent listener
+// (agent true) when AgentMaxSessions of them are live. s.mu must be held.
+func (s *Server) agentCapacityLocked(agent bool) *protoError {
+	if !agent || s.agentSessions < s.cfg.AgentMaxSessions || s.shutdown {
+		return nil
+	}
+	s.metrics.rejections.WithLabelValues(TransportMCP).Inc()
+	return &protoError{
+		code: codeCapacity,
+		message: fmt.Sprintf("Agent sessions at capacity: %d/%d sessions started through the agent listener are live (the server's agent-max-sessions). End one (DELETE /mcp or openenv/session/close) before starting another.",
+			s.agentSessions, s.cfg.AgentMaxSessions),
+		extra: errorExtra{ActiveSessions: s.agentSessions, MaxSessions: s.cfg.AgentMaxSessions},
+	}
 }
 
 // reachable reports whether a request with ctx may use ss: on the agent
