@@ -96,7 +96,8 @@
 //
 // What a store costs (its memory, an open against a rebind, a write call,
 // a date function) and why an open costs about 1 ms are measured in
-// docs/scale.md; the benchmarks in bench_test.go reproduce the figures.
+// docs/scale.md; the benchmarks in bench_test.go and, for an open against
+// a rebind, park_test.go reproduce the timings.
 //
 // # Concurrency
 //
