@@ -189,14 +189,7 @@ func TestEpisode_InfraError(t *testing.T) {
 	if _, saved, err := ep.Checkpoint(ctx); err != nil || saved.Calls != 2 {
 		t.Errorf("Checkpoint: %d calls (%v), want 2: the write and the call that changed something", saved.Calls, err)
 	}
-	path := ep.Recording().Path()
-	if err := ep.Close(); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := task.ReadTrajectoryFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := closeAndRead(t, ep)
 	if len(tr.Calls) != 1 || tr.Calls[0].Tool != "write" {
 		t.Errorf("recorded calls %+v, want only the write", tr.Calls)
 	}

@@ -76,3 +76,17 @@ func writeFile(tb testing.TB, text string) string {
 	}
 	return path
 }
+
+// closeAndRead closes ep and reads back the trajectory it recorded.
+func closeAndRead(tb testing.TB, ep *task.Episode) *task.Trajectory {
+	tb.Helper()
+	path := ep.Recording().Path()
+	if err := ep.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	tr, err := task.ReadTrajectoryFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tr
+}

@@ -214,14 +214,7 @@ func TestReplayTrajectory_WithoutTask(t *testing.T) {
 	mustCall(t, ep, "chat_send_message", `{"channel": "general", "text": "hello"}`)
 	mustCall(t, ep, env.ControlTool, `{"action": "advance_clock", "seconds": 60}`)
 	mustCall(t, ep, "invoice", `{"amount": 10}`)
-	path := ep.Recording().Path()
-	if err := ep.Close(); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := task.ReadTrajectoryFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := closeAndRead(t, ep)
 	if tr.Header.Task != "" || !tr.Header.ControlTools || tr.Header.ClockMode != env.ClockStep || tr.End == nil || tr.End.Result != nil {
 		t.Fatalf("trajectory %+v", tr)
 	}
