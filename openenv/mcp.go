@@ -1,6 +1,7 @@
 package openenv
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -127,7 +128,7 @@ func (s *Server) serveBatch(ctx context.Context, w http.ResponseWriter, body []b
 	// it the batch stops, instead of running calls whose results cannot be
 	// sent and holding a reply many times the request's size (a batch of
 	// tools/list) before refusing it.
-	var resps []json.RawMessage
+	var resps [][]byte
 	size := 1 // the reply's bytes: its brackets, commas and responses
 	for i, m := range msgs {
 		resp, status, _ := s.handleRPC(ctx, m, ss, rpcBatched)
@@ -136,7 +137,7 @@ func (s *Server) serveBatch(ctx context.Context, w http.ResponseWriter, body []b
 		}
 		b, err := encode(standardReply(resp))
 		if err != nil {
-			s.respond(w, http.StatusOK, standardReply(rpcFailure(nullID, rpcInternalError, fmt.Sprintf("response cannot be encoded as JSON: %v", err), nil)))
+			s.writeRPC(w, standardReply(resp), resp.ID, true) // its reply for a response that cannot be encoded
 			return
 		}
 		if size += len(b) + 1; size > s.cfg.MaxReplyBytes {
@@ -152,7 +153,8 @@ func (s *Server) serveBatch(ctx context.Context, w http.ResponseWriter, body []b
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	s.writeRPC(w, resps, nullID, true)
+	reply := append([]byte{'['}, bytes.Join(resps, []byte{','})...)
+	s.writeBody(w, http.StatusOK, append(reply, ']'))
 }
 
 // refuseOrigin answers 403 to a request to /mcp from a page of another
