@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/coder/websocket"
@@ -168,11 +169,16 @@ func (ss *session) drain(ctx context.Context) {
 // checkpoint of an episode on any server sharing the checkpoint store, so
 // that a trainer whose replica died finds where to restore from.
 func (s *Server) serveLatest(w http.ResponseWriter, r *http.Request) {
-	id := r.URL.Query().Get("episode_id")
+	q, qerr := url.ParseQuery(r.URL.RawQuery)
+	id := q.Get("episode_id")
 	rs, ok := s.backend.(Restorer)
 	switch {
 	case !ok:
 		s.writeError(w, newError(codeNoCheckpoints, "This server keeps no checkpoints."))
+	case qerr != nil:
+		s.writeError(w, newError(codeValidation, "The URL's query does not parse (%s): write it as key=value pairs joined by &, each percent-encoded", qerr))
+	case len(q["episode_id"]) > 1:
+		s.writeError(w, newError(codeValidation, "The URL names episode_id %d times; name it once", len(q["episode_id"])))
 	case id == "":
 		s.writeError(w, invalid([]fieldError{{Type: "missing", Loc: []any{"query", "episode_id"}, Msg: "Field required", Input: json.RawMessage(`null`)}}))
 	default:

@@ -270,6 +270,15 @@ func TestCheckpoint_Drain(t *testing.T) {
 	if status, body, _ := s.httpDo(t, http.MethodGet, "/checkpoints/latest?episode_id=nope", "", nil); status != http.StatusNotFound || !strings.Contains(body, "has no checkpoint") {
 		t.Errorf("latest of an unknown episode: %d %s", status, body)
 	}
+	for query, want := range map[string]string{
+		"episode_id=nope&episode_id=ep-ws": "names episode_id 2 times",
+		"episode_id=ep-ws;x=1":             "query does not parse",
+		"episode_id=":                      "Field required",
+	} {
+		if status, body, _ := s.httpDo(t, http.MethodGet, "/checkpoints/latest?"+query, "", nil); status != http.StatusUnprocessableEntity || !strings.Contains(body, want) {
+			t.Errorf("latest?%s: %d %s, want 422 saying %q", query, status, body, want)
+		}
+	}
 
 	ce, err := shutdownClose(t, s, c)
 	if ce.Code != websocket.StatusServiceRestart || !strings.HasPrefix(ce.Reason, "checkpoint ") {
