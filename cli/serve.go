@@ -156,8 +156,16 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *shutdownTimeout)
 	defer cancel()
 	errs := []error{err, srv.Shutdown(sctx)}
-	for _, hs := range servers {
-		errs = append(errs, hs.Shutdown(sctx))
+	for i, hs := range servers {
+		// Every session has ended by now (or the timeout has passed): a
+		// request still running past the timeout, such as a client still
+		// sending its body slowly, has no session left to act on, so its
+		// connection is cut, logged, and not counted as a failed shutdown.
+		if err := hs.Shutdown(sctx); err != nil && sctx.Err() != nil {
+			logger.Warn("shutdown: connections still open at --shutdown-timeout were closed", "addr", listeners[i].Addr().String(), "timeout", shutdownTimeout.String())
+			err = hs.Close()
+		}
+		errs = append(errs, err)
 	}
 	err = errors.Join(errs...)
 	if errors.Is(err, http.ErrServerClosed) {

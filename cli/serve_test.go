@@ -2,11 +2,14 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/seahaven/seahaven/env"
 )
@@ -82,5 +85,34 @@ func TestServeCommand_EmbeddedTasksError(t *testing.T) {
 	want := "app: tasks: stock embedded fixtures/tasks.yaml:6: tasks[0].checks[0].wieght: unknown key"
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("serve: %v, want an error starting %q", err, want)
+	}
+}
+
+// TestServeCommand_ShutdownCutsSlowBodies: a client still sending a body
+// when --shutdown-timeout passes has its connection cut and logged, and
+// serve exits cleanly, since every session had ended.
+func TestServeCommand_ShutdownCutsSlowBodies(t *testing.T) {
+	var conn net.Conn
+	stderr, err := serveBriefly(t, []string{"--shutdown-timeout", "300ms", "--read-timeout", "1m", "--log-level", "warn"}, func(base string) {
+		var derr error
+		conn, derr = net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+		if derr != nil {
+			t.Fatal(derr)
+		}
+		fmt.Fprintf(conn, "POST /reset HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"seed\":")
+		time.Sleep(100 * time.Millisecond) // the server is reading the body
+	})
+	if conn != nil {
+		defer conn.Close()
+	}
+	if err != nil {
+		t.Fatalf("serve: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "connections still open at --shutdown-timeout were closed") {
+		t.Errorf("the cut connection was not logged:\n%s", stderr)
+	}
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, rerr := conn.Read(make([]byte, 1)); rerr == nil {
+		t.Error("the slow client's connection is still open")
 	}
 }
