@@ -130,11 +130,15 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 		return nil, staleErr()
 	}
 	if err := i.lockOpen(ctx, fmt.Sprintf("call of %q", name)); err != nil {
-		return nil, timeoutError(ctx, err, "waited past its deadline for the instance's previous call; nothing ran", "was cancelled while it waited for the instance's previous call; nothing ran")
+		err = timeoutError(ctx, err, "waited past its deadline for the instance's previous call; nothing ran", "was cancelled while it waited for the instance's previous call; nothing ran")
+		if te, ok := env.AsToolError(err); ok {
+			te.Err = fmt.Errorf("%w: %w", env.ErrNoStep, te.Err)
+		}
+		return nil, err
 	}
 	defer i.unlock()
 	var infra error
-	records := i.changes.made()
+	records, streams := i.changes.made(), i.markStreams()
 	err := i.activate(ctx, name, kindCall, func(a *activation) error {
 		a.own = def.Name
 		err := run(a, nil)
@@ -152,15 +156,58 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 			fail := *ie
 			fail.NoStep = i.changes.made() == records
 			if fail.NoStep {
-				i.calls--
+				i.takeBack(streams)
 			} else {
 				i.clock.stepped()
 			}
 			return nil, &fail
 		}
 	}
+	if ctxEnded(ctx, err) && !deadline(ctx) && i.changes.made() == records {
+		// Cancelled by its caller, who is gone, before it changed
+		// anything: no step, as for a host failure that changed nothing.
+		i.takeBack(streams)
+		return nil, &env.ToolError{Kind: env.KindExecution, Message: "the call was cancelled and rolled back", Err: fmt.Errorf("%w: %w", env.ErrNoStep, err)}
+	}
 	i.clock.stepped()
 	return out, timeoutError(ctx, err, "ran past its deadline and was rolled back", "was cancelled and rolled back")
+}
+
+// streams is where each node's id stream and SQL random stream stand.
+type streams [][2][]byte
+
+// markStreams returns where the nodes' streams stand, for takeBack.
+func (i *Instance) markStreams() streams {
+	m := make(streams, len(i.nodes))
+	for k, ns := range i.nodes {
+		ids, _ := ns.ids.MarshalBinary() // a PCG's never fails
+		m[k] = [2][]byte{ids, ns.store.RandomState()}
+	}
+	return m
+}
+
+// takeBack undoes a call that is no step (it changed nothing): its call
+// number, and every id and SQL random value it drew, so that the next call
+// runs as it would have without it. The instance's lock must be held.
+func (i *Instance) takeBack(m streams) {
+	i.calls--
+	for k, ns := range i.nodes {
+		// Both states came from the same streams' MarshalBinary.
+		_ = ns.ids.UnmarshalBinary(m[k][0])
+		_ = ns.store.SetRandomState(m[k][1])
+	}
+}
+
+// ctxEnded reports whether err is ctx's own ending.
+func ctxEnded(ctx context.Context, err error) bool {
+	return err != nil && ctx.Err() != nil && (errors.Is(err, ctx.Err()) || errors.Is(err, context.Cause(ctx)))
+}
+
+// deadline reports whether ctx ended because time ran out: its deadline
+// passed, or it was cancelled with context.DeadlineExceeded as its cause,
+// as a server enforcing its own time limit does.
+func deadline(ctx context.Context) bool {
+	return errors.Is(context.Cause(ctx), context.DeadlineExceeded)
 }
 
 // timeoutError turns err, when it is ctx's own ending, into the
@@ -170,18 +217,13 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 // KindExecution, "the call " + cancelled, for any other cancellation.
 // Other errors pass unchanged.
 func timeoutError(ctx context.Context, err error, past, cancelled string) error {
-	if err == nil || ctx.Err() == nil {
+	if !ctxEnded(ctx, err) {
 		return err
 	}
-	cause := context.Cause(ctx)
-	if !errors.Is(err, ctx.Err()) && !errors.Is(err, cause) {
-		return err
+	if !deadline(ctx) {
+		return &env.ToolError{Kind: env.KindExecution, Message: "the call " + cancelled, Err: err}
 	}
-	kind, msg := env.KindTimeout, "the call "+past
-	if !errors.Is(cause, context.DeadlineExceeded) {
-		kind, msg = env.KindExecution, "the call "+cancelled
-	}
-	return &env.ToolError{Kind: kind, Message: msg, Err: err}
+	return &env.ToolError{Kind: env.KindTimeout, Message: "the call " + past, Err: err}
 }
 
 var errClosed = errors.New("composition: instance is closed")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/compositiontest"
@@ -227,6 +228,19 @@ func TestCallJSON_InfraErrorNoStep(t *testing.T) {
 		}
 		return "", full
 	})
+	env.Tool(host, "draw_then_fail", "Draw an id and SQL random bytes, write, then fail on the host.", func(c *env.Ctx, _ noArgs) (string, error) {
+		if _, err := c.DB.Exec("INSERT INTO h VALUES (length(randomblob(8)))"); err != nil {
+			return "", err
+		}
+		return c.IDs.UUID(), full
+	})
+	env.Tool(host, "draw", "Draw an id and SQL random bytes.", func(c *env.Ctx, _ noArgs) (string, error) {
+		row, err := c.DB.One("SELECT hex(randomblob(8)) AS r")
+		if err != nil {
+			return "", err
+		}
+		return c.IDs.UUID() + " " + row["r"].(string), nil
+	})
 	inst := compositiontest.Open(t, host, composition.Options{ClockMode: env.ClockStep})
 	step := func() (int, string) {
 		st := inst.State()
@@ -243,6 +257,16 @@ func TestCallJSON_InfraErrorNoStep(t *testing.T) {
 			t.Errorf("after the call: step %d at %s, want step %d at %s as before it", s, n, steps, now)
 		}
 	})
+	t.Run("DrewFromTheStreams", func(t *testing.T) {
+		inst := compositiontest.Open(t, host, composition.Options{ClockMode: env.ClockStep})
+		want := compositiontest.Call(t, compositiontest.Open(t, host, composition.Options{ClockMode: env.ClockStep}), "draw", `{}`)
+		if _, err := inst.CallJSON(ctx, "draw_then_fail", nil); !mustInfra(t, err, "/x", env.FaultDiskFull).NoStep {
+			t.Fatalf("NoStep is false for a call that changed nothing")
+		}
+		if got := compositiontest.Call(t, inst, "draw", `{}`); got != want {
+			t.Errorf("the retry drew %s, want %s as on a fresh instance", got, want)
+		}
+	})
 	t.Run("ChangedSomething", func(t *testing.T) {
 		steps, now := step()
 		_, err := inst.CallJSON(ctx, "add_then_fail", nil)
@@ -254,6 +278,107 @@ func TestCallJSON_InfraErrorNoStep(t *testing.T) {
 		}
 		if log := inst.ChangeLog(); len(log) != 1 || log[0].Call != steps+1 {
 			t.Errorf("change log %+v, want the child's entry as call %d", log, steps+1)
+		}
+	})
+}
+
+// TestCallJSON_CancelledNoStep: a call its caller cancels before it changes
+// anything is no step (env.ErrNoStep): its writes roll back, and the call
+// count, the step clock and the id streams stay as they were, so the next
+// call runs as it would have without it. One that its deadline ends, or
+// whose nested call committed first, is a step.
+func TestCallJSON_CancelledNoStep(t *testing.T) {
+	child, add := ledger("cancelled")
+	host := env.NewWorld(env.WorldSpec{Name: "cancelledhost", Version: "1", Schema: "CREATE TABLE h (x TEXT) STRICT;"})
+	host.AddWorld(child, env.Name("led"), env.ToolAllowList())
+	started := make(chan struct{}, 1)
+	env.Tool(host, "write_then_wait", "Write, then wait for the call's end.", func(c *env.Ctx, in struct {
+		Nested bool `json:"nested,omitempty"`
+	}) (string, error) {
+		if in.Nested {
+			if _, err := env.Call(c.Context(), c.Worlds.Get("led"), add, amountArgs{Amount: 5}); err != nil {
+				return "", err
+			}
+		}
+		if _, err := c.DB.Exec("INSERT INTO h VALUES (?)", c.IDs.UUID()); err != nil {
+			return "", err
+		}
+		started <- struct{}{}
+		<-c.Context().Done()
+		return "", c.Context().Err()
+	})
+	env.Tool(host, "mint", "Write a new id.", func(c *env.Ctx, _ noArgs) (string, error) {
+		id := c.IDs.UUID()
+		_, err := c.DB.Exec("INSERT INTO h VALUES (?)", id)
+		return id + " at " + c.Now().String(), err
+	})
+	fresh := compositiontest.Open(t, host, composition.Options{ClockMode: env.ClockStep})
+	want := compositiontest.Call(t, fresh, "mint", `{}`)
+
+	cancelled := func(inst *composition.Instance, args string, end func(context.Context) (context.Context, func())) error {
+		ctx, stop := end(context.Background())
+		defer stop()
+		go func() { <-started; stop() }()
+		_, err := inst.CallJSON(ctx, "write_then_wait", []byte(args))
+		return err
+	}
+	byCaller := func(ctx context.Context) (context.Context, func()) { return context.WithCancel(ctx) }
+
+	t.Run("ByItsCaller", func(t *testing.T) {
+		inst := compositiontest.Open(t, host, composition.Options{ClockMode: env.ClockStep})
+		err := cancelled(inst, `{}`, byCaller)
+		if te, ok := env.AsToolError(err); !ok || te.Kind != env.KindExecution || te.Message != "the call was cancelled and rolled back" || !errors.Is(err, env.ErrNoStep) {
+			t.Fatalf("err = %v, want the cancelled call's tool error wrapping env.ErrNoStep", err)
+		}
+		if st := inst.State(); st.StepCount != 0 || len(inst.ChangeLog()) != 0 {
+			t.Errorf("after the call: step %d, change log %v; want no step and no change", st.StepCount, inst.ChangeLog())
+		}
+		if got := compositiontest.Call(t, inst, "mint", `{}`); got != want {
+			t.Errorf("the next call returned %s, want %s as on a fresh instance", got, want)
+		}
+	})
+	t.Run("ByItsDeadline", func(t *testing.T) {
+		inst := compositiontest.Open(t, host, composition.Options{ClockMode: env.ClockStep})
+		err := cancelled(inst, `{}`, func(ctx context.Context) (context.Context, func()) {
+			ctx, cancel := context.WithCancelCause(ctx)
+			return ctx, func() { cancel(context.DeadlineExceeded) }
+		})
+		if te, ok := env.AsToolError(err); !ok || te.Kind != env.KindTimeout || errors.Is(err, env.ErrNoStep) {
+			t.Fatalf("err = %v, want a timeout that is a step", err)
+		}
+		if st := inst.State(); st.StepCount != 1 {
+			t.Errorf("step %d after a timeout, want 1", st.StepCount)
+		}
+	})
+	t.Run("AfterANestedCommit", func(t *testing.T) {
+		inst := compositiontest.Open(t, host, composition.Options{ClockMode: env.ClockStep})
+		err := cancelled(inst, `{"nested":true}`, byCaller)
+		if te, ok := env.AsToolError(err); !ok || te.Message != "the call was cancelled and rolled back" || errors.Is(err, env.ErrNoStep) {
+			t.Fatalf("err = %v, want the cancelled call's tool error, a step", err)
+		}
+		if st := inst.State(); st.StepCount != 1 || len(inst.ChangeLog()) != 1 {
+			t.Errorf("after the call: step %d, change log %v; want step 1 and the nested entry", st.StepCount, inst.ChangeLog())
+		}
+	})
+	t.Run("WhileWaitingForTheInstance", func(t *testing.T) {
+		inst := compositiontest.Open(t, host, composition.Options{ClockMode: env.ClockStep})
+		ctx, stop := context.WithCancel(context.Background())
+		first := make(chan error, 1)
+		go func() {
+			_, err := inst.CallJSON(ctx, "write_then_wait", nil)
+			first <- err
+		}()
+		<-started
+		wctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		_, err := inst.CallJSON(wctx, "mint", nil)
+		stop()
+		<-first
+		if te, ok := env.AsToolError(err); !ok || te.Kind != env.KindTimeout || !errors.Is(err, env.ErrNoStep) {
+			t.Fatalf("err = %v, want a timeout wrapping env.ErrNoStep", err)
+		}
+		if got := compositiontest.Call(t, inst, "mint", `{}`); got != want {
+			t.Errorf("the next call returned %s, want %s as on a fresh instance", got, want)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package env
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 )
@@ -40,6 +41,16 @@ func (e *ToolError) Unwrap() error { return e.Err }
 func Errorf(format string, args ...any) *ToolError {
 	return &ToolError{Kind: KindExecution, Message: fmt.Sprintf(format, args...)}
 }
+
+// ErrNoStep is wrapped by the *ToolError of an agent call that is no step
+// of the episode: one that ran nothing (it waited for the instance's
+// previous call until its context ended) or that its caller cancelled
+// (its context ended, other than by its deadline) before it changed
+// anything. The engine took back its call number and its step of a
+// step-mode clock, as for InfraError.NoStep, and neither an episode nor a
+// server counts or records it, so the same call made again runs and
+// replays as this one would have.
+var ErrNoStep = errors.New("the call is no step of the episode")
 
 // WorldBug is a mistake of a world's author: a bad registration, a tree that
 // does not seal, a handle used after its call, an instance opened inside a

@@ -1,7 +1,9 @@
 package openenv_test
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -143,5 +145,71 @@ func TestFaults_Deadline(t *testing.T) {
 			t.Errorf("notes %q, want kept,quick", got)
 		}
 		checkIntegrity(t, c)
+	})
+}
+
+// TestFaults_CancelledStep: a step whose client goes away, or whose session
+// is closed, while its tool runs is rolled back and is no step: the session
+// goes on at the step count it had, and a request on a session closed
+// meanwhile learns that, not a tool error nobody is waiting for.
+func TestFaults_CancelledStep(t *testing.T) {
+	s := mustServeWorld(t, faultyWorld, app.Config{}, openenv.Config{})
+	h := map[string]string{openenv.SessionHeader: "cancelled-step"}
+	step := func(ctx context.Context, tool, args string) (int, string, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.ts.URL+"/step",
+			strings.NewReader(`{"action":{"type":"call_tool","tool_name":"`+tool+`","arguments":`+args+`}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(openenv.SessionHeader, h[openenv.SessionHeader])
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		return res.StatusCode, string(body), err
+	}
+	if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{}`, h); status != http.StatusOK {
+		t.Fatalf("reset: %d %s", status, body)
+	}
+	if status, body, err := step(context.Background(), "note", `{"body":"kept"}`); status != http.StatusOK || err != nil {
+		t.Fatalf("step: %d %s %v", status, body, err)
+	}
+
+	t.Run("ClientGone", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		if _, _, err := step(ctx, "slow", `{"body":"gone","ms":60000}`); err == nil {
+			t.Fatal("the step returned before its client gave up")
+		}
+		// The next step waits for the cancelled one to end.
+		if status, body, err := step(context.Background(), "note", `{"body":"after"}`); status != http.StatusOK || err != nil {
+			t.Fatalf("step: %d %s %v", status, body, err)
+		}
+		_, body, _ := s.httpDo(t, http.MethodGet, "/state", "", h)
+		if got := fmt.Sprint(field(t, body, "step_count")); got != "2" {
+			t.Errorf("step_count %s after the cancelled step and one more, want 2", got)
+		}
+	})
+	t.Run("SessionClosed", func(t *testing.T) {
+		type reply struct {
+			status int
+			body   string
+		}
+		replied := make(chan reply, 1)
+		go func() {
+			status, body, _ := step(context.Background(), "slow", `{"body":"closed","ms":60000}`)
+			replied <- reply{status, body}
+		}()
+		time.Sleep(200 * time.Millisecond) // the tool is waiting
+		if _, body, _ := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/close","params":{"session_id":"cancelled-step"}}`, nil); !strings.Contains(body, `"closed":true`) {
+			t.Fatalf("close: %s", body)
+		}
+		got := <-replied
+		if got.status != http.StatusNotFound || strings.Contains(got.body, "rolled back") {
+			t.Errorf("step on a session closed meanwhile: %d %s, want 404 saying the session is gone", got.status, got.body)
+		}
 	})
 }

@@ -97,6 +97,9 @@ type toolOutcome struct {
 	// wrapped says the tool's output schema declares its structured
 	// content as {"result": <result>} (env.ToolInfo.ResultWrapped).
 	wrapped bool
+	// noStep says the call ran nothing or was cancelled before it changed
+	// anything (env.ErrNoStep): it is no step of the episode.
+	noStep bool
 }
 
 // structured returns the result as MCP structured content, which is always

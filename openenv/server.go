@@ -265,7 +265,7 @@ type SessionInfo struct {
 	LastActivity time.Time `json:"last_activity"`
 	// StepCount counts the tool calls since the last reset, as the state
 	// document does: a call counts once it has returned, and not at all
-	// when it failed on the host having changed nothing.
+	// when it failed on the host or was cancelled having changed nothing.
 	StepCount int `json:"step_count"`
 	// EpisodeID is the current episode, "" before the first reset.
 	EpisodeID string `json:"episode_id"`

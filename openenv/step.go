@@ -127,13 +127,14 @@ func (ss *session) overLocked() *protoError {
 	return newError(codeEpisodeDone, "The episode is over: its task graded it done after step %d. Reset to start a new episode.", doneAt)
 }
 
-// callLocked makes one tool call and counts it as a step, unless it failed
-// on the host and changed nothing, as the instance's error says
-// (env.InfraError.NoStep). The slot must be held.
+// callLocked makes one tool call and counts it as a step, unless the
+// instance's error says it is none: it failed on the host and changed
+// nothing (env.InfraError.NoStep), ran nothing or was cancelled before it
+// changed anything (env.ErrNoStep). The slot must be held.
 func (ss *session) callLocked(ctx context.Context, name string, args json.RawMessage, timeout time.Duration) (toolOutcome, *protoError) {
 	before := changeCount(ss.inst)
 	out, perr := ss.srv.call(ctx, ss.inst, name, args, timeout)
-	if perr != nil && perr.noStep {
+	if perr != nil && perr.noStep || out.noStep {
 		return out, perr
 	}
 	ss.mu.Lock()
@@ -185,7 +186,7 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 			return
 		}
 		if err != nil {
-			out.err = toolError(cctx, err, name, timeout)
+			out.err, out.noStep = toolError(cctx, err, name, timeout), errors.Is(err, env.ErrNoStep)
 			return
 		}
 		if raw == nil { // a backend that does not check results
@@ -207,6 +208,13 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 	})
 	if infra != nil {
 		perr = infra
+	}
+	if perr == nil && out.noStep && ctx.Err() != nil {
+		// Cancelled with its request or session, before it changed
+		// anything: nobody is waiting for it as a step, and if its session
+		// was closed, the request learns that instead (closedDuring).
+		perr = newError(codeSession, "The request ended before its call of %q changed anything: the call was rolled back and is no step of the episode.", name)
+		perr.noStep = true
 	}
 	s.observeCall(ctx, start, name, out, perr)
 	return out, perr

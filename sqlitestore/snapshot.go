@@ -20,6 +20,18 @@ func (s *Store) RandomState() []byte {
 	return b
 }
 
+// SetRandomState moves the store's random() and randomblob() stream to
+// where RandomState said it stood, as when a call that drew from it is
+// taken back.
+func (s *Store) SetRandomState(b []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.rngSrc.UnmarshalBinary(b); err != nil {
+		return fmt.Errorf("sqlitestore: SetRandomState: %w", err)
+	}
+	return nil
+}
+
 // Snapshot returns the store file's content as it stands between
 // transactions: every committed write, byte for byte, so that a store
 // opened on a copy (Options.Data) goes on exactly as this one would. It

@@ -150,7 +150,9 @@ func (e *Episode) Tools() []env.ToolInfo {
 // recording episode records the call, refused or not, unless it failed on
 // the host (a *env.InfraError): that is no result of the call an agent
 // could learn from or a replay could repeat, and when the instance says it
-// was no step (env.InfraError.NoStep) it is not counted either.
+// was no step (env.InfraError.NoStep) it is not counted either. A call
+// that ran nothing or was cancelled before it changed anything
+// (env.ErrNoStep) is neither counted nor recorded.
 func (e *Episode) CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error) {
 	var out any
 	var err error
@@ -162,6 +164,9 @@ func (e *Episode) CallJSON(ctx context.Context, name string, args json.RawMessag
 		err = &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("unknown tool %q: task %s allows %s", name, e.task.ID, strings.Join(names, ", "))}
 	} else {
 		out, err = e.inst.CallJSON(ctx, name, args)
+		if errors.Is(err, env.ErrNoStep) {
+			return out, err
+		}
 		if ie := (*env.InfraError)(nil); errors.As(err, &ie) {
 			if !ie.NoStep {
 				e.mu.Lock()

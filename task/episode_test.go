@@ -194,3 +194,52 @@ func TestEpisode_InfraError(t *testing.T) {
 		t.Errorf("recorded calls %+v, want only the write", tr.Calls)
 	}
 }
+
+// TestEpisode_CancelledCall: a call cancelled by its caller before it
+// changed anything is neither counted nor recorded (env.ErrNoStep), and
+// the recording replays without a mismatch, since the ids the call drew
+// were taken back too.
+func TestEpisode_CancelledCall(t *testing.T) {
+	ctx := context.Background()
+	w := env.NewWorld(env.WorldSpec{Name: "cancelhost", Version: "1", Schema: "CREATE TABLE h (id TEXT PRIMARY KEY) STRICT;"})
+	started := make(chan struct{}, 1)
+	env.Tool(w, "mint", "Write a new id.", func(c *env.Ctx, _ struct{}) (string, error) {
+		id := c.IDs.UUID()
+		_, err := c.DB.Exec("INSERT INTO h VALUES (?)", id)
+		return id, err
+	})
+	env.Tool(w, "mint_and_wait", "Write a new id, then wait for the call's end.", func(c *env.Ctx, _ struct{}) (string, error) {
+		if _, err := c.DB.Exec("INSERT INTO h VALUES (?)", c.IDs.UUID()); err != nil {
+			return "", err
+		}
+		started <- struct{}{}
+		<-c.Context().Done()
+		return "", c.Context().Err()
+	})
+	ep := mustOpen(t, w, env.Task{}, composition.Options{})
+	rec, err := task.NewRecorder(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ep.Record(rec); err != nil {
+		t.Fatal(err)
+	}
+	mustCall(t, ep, "mint", `{}`)
+	cctx, cancel := context.WithCancel(ctx)
+	go func() { <-started; cancel() }()
+	if _, err := ep.CallJSON(cctx, "mint_and_wait", []byte(`{}`)); !errors.Is(err, env.ErrNoStep) {
+		t.Fatalf("the cancelled call: %v, want an error wrapping env.ErrNoStep", err)
+	}
+	mustCall(t, ep, "mint", `{}`)
+	if st := ep.State(); st.StepCount != 2 {
+		t.Errorf("step_count %d, want 2: the cancelled call is no step", st.StepCount)
+	}
+	tr := closeAndRead(t, ep)
+	if len(tr.Calls) != 2 || tr.Calls[0].Tool != "mint" || tr.Calls[1].Tool != "mint" {
+		t.Fatalf("recorded calls %+v, want the two mints", tr.Calls)
+	}
+	rep, err := task.ReplayTrajectory(ctx, w, nil, tr, composition.Options{Dir: t.TempDir()})
+	if err != nil || len(rep.Mismatches) != 0 {
+		t.Errorf("replay: %v, mismatches %v", err, rep.Mismatches)
+	}
+}
