@@ -172,13 +172,7 @@ func TestEpisode_InfraError(t *testing.T) {
 		return 0, full
 	})
 	ep := mustOpen(t, host, env.Task{}, composition.Options{})
-	rec, err := task.NewRecorder(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ep.Record(rec); err != nil {
-		t.Fatal(err)
-	}
+	startRecording(t, ep)
 	mustCall(t, ep, "write", `{}`)
 	for _, name := range []string{"fail", "add_then_fail"} {
 		var ie *env.InfraError
@@ -217,13 +211,7 @@ func TestEpisode_CancelledCall(t *testing.T) {
 		return "", c.Context().Err()
 	})
 	ep := mustOpen(t, w, env.Task{}, composition.Options{})
-	rec, err := task.NewRecorder(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ep.Record(rec); err != nil {
-		t.Fatal(err)
-	}
+	startRecording(t, ep)
 	mustCall(t, ep, "mint", `{}`)
 	cctx, cancel := context.WithCancel(ctx)
 	go func() { <-started; cancel() }()

@@ -77,6 +77,19 @@ func writeFile(tb testing.TB, text string) string {
 	return path
 }
 
+// startRecording has ep record its calls to a file in a temporary
+// directory (closeAndRead reads it back).
+func startRecording(tb testing.TB, ep *task.Episode) {
+	tb.Helper()
+	rec, err := task.NewRecorder(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := ep.Record(rec); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // closeAndRead closes ep and reads back the trajectory it recorded.
 func closeAndRead(tb testing.TB, ep *task.Episode) *task.Trajectory {
 	tb.Helper()
