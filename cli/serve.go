@@ -161,11 +161,15 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		// request still running past the timeout, such as a client still
 		// sending its body slowly, has no session left to act on, so its
 		// connection is cut, logged, and not counted as a failed shutdown.
-		if err := hs.Shutdown(sctx); err != nil && sctx.Err() != nil {
+		herr := hs.Shutdown(sctx)
+		if herr != nil && sctx.Err() != nil {
 			logger.Warn("shutdown: connections still open at --shutdown-timeout were closed", "addr", listeners[i].Addr().String(), "timeout", shutdownTimeout.String())
-			err = hs.Close()
+			// Its listeners are closed already, which is all Close can
+			// report; what it does here is close the connections.
+			_ = hs.Close()
+			herr = nil
 		}
-		errs = append(errs, err)
+		errs = append(errs, herr)
 	}
 	err = errors.Join(errs...)
 	if errors.Is(err, http.ErrServerClosed) {
