@@ -188,12 +188,13 @@ func (c *changeRun) check(shapes []changeShape) error {
 
 // value is one store value, typed: exactly one field is set, none for
 // NULL. A REAL is kept as its bits, so every float (infinities too)
-// returns exactly.
+// returns exactly. The fields are omitted only when nil (omitzero): the
+// empty text and the empty blob, which omitempty would drop, are values.
 type value struct {
-	I *int64  `json:"i,omitempty"`
-	F *uint64 `json:"f,omitempty"`
-	S *string `json:"s,omitempty"`
-	B *[]byte `json:"b,omitempty"`
+	I *int64  `json:"i,omitzero"`
+	F *uint64 `json:"f,omitzero"`
+	S *string `json:"s,omitzero"`
+	B *[]byte `json:"b,omitzero"`
 }
 
 func valuesOf(vs []any) []value {

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/sqlitestore"
@@ -212,6 +214,33 @@ func TestCheckpoint_ContinuesExactly(t *testing.T) {
 				t.Error("a sibling's call did not change its state document")
 			}
 		})
+	}
+}
+
+// TestCheckpoint_ChangeValues restores a change log holding every kind of
+// store value, the empty text and blob among them, through the checkpoint
+// store's files and from memory: each record's values return with their
+// types and bits.
+func TestCheckpoint_ChangeValues(t *testing.T) {
+	w := env.NewWorld(env.WorldSpec{Name: "vals", Version: "1.0.0",
+		Schema: `CREATE TABLE v (id TEXT PRIMARY KEY, x ANY) STRICT;`})
+	env.Tool(w, "put", "Insert every kind of value.", func(c *env.Ctx, _ struct{}) (any, error) {
+		_, err := c.DB.Exec(`INSERT INTO v VALUES ('text', 'a'), ('empty text', ''), ('blob', x'00ff'),
+			('empty blob', x''), ('null', NULL), ('zero', 0), ('int', -9223372036854775808),
+			('real', 0.1), ('negative zero', -0.0), ('infinity', 1e999), ('nul', 'a' || char(0) || 'b')`)
+		return nil, err
+	})
+	inst := compositiontest.Open(t, w, composition.Options{})
+	compositiontest.Call(t, inst, "put", `{}`)
+	want := fmt.Sprintf("%#v", inst.ChangeLog())
+	cp, err := inst.Checkpoint(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, root := range map[string]string{"files": t.TempDir(), "memory": ""} {
+		if got := fmt.Sprintf("%#v", restore(t, w, cp, root, "ck").ChangeLog()); got != want {
+			t.Errorf("%s: restored change log\n%s\nwant\n%s", name, got, want)
+		}
 	}
 }
 
