@@ -409,6 +409,16 @@ func TestCapture_Cases(t *testing.T) {
 			),
 		},
 		{
+			name:   "NegativeZero",
+			schema: `CREATE TABLE t (id TEXT PRIMARY KEY, x ANY) STRICT;`,
+			setup:  `INSERT INTO t VALUES ('n', -0.0), ('p', 0.0), ('same', -0.0);`,
+			act:    execAll(`UPDATE t SET x = 0.0 WHERE id = 'n'`, `UPDATE t SET x = -0.0 WHERE id = 'p'`, `UPDATE t SET x = 1 WHERE id = 'same'`, `UPDATE t SET x = -0.0 WHERE id = 'same'`),
+			want: lines(
+				"update t map[id:n] before=map[id:n x:-0] after=map[id:n x:0]",
+				"update t map[id:p] before=map[id:p x:0] after=map[id:p x:-0]",
+			),
+		},
+		{
 			name:   "UpdateChangesIntegerKey",
 			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);`,
 			setup:  `INSERT INTO t VALUES (1, 'a');`,
