@@ -12,6 +12,11 @@ type stmtInfo struct {
 	kind      stmtKind
 	savepoint string // the savepoint a savepoint statement names
 	attach    bool   // an ATTACH or DETACH, which the authorizer refused
+	// drop and create name the table of the main schema a DROP TABLE or
+	// a CREATE TABLE names, as written: SQLite erases the one's rows and
+	// fills the other's (CREATE TABLE ... AS SELECT) with no preupdate
+	// event, so change capture reads them (see Store.dropRowsLocked).
+	drop, create string
 }
 
 // stmtKind is what a statement does to the connection's transaction, as the
@@ -96,6 +101,14 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 		}
 		if cn.layout != nil {
 			cn.layout.noteTable(table)
+		}
+		if schema == "main" {
+			switch action {
+			case sqlite3.AUTH_DROP_TABLE:
+				cn.info.drop = name
+			case sqlite3.AUTH_CREATE_TABLE:
+				cn.info.create = name
+			}
 		}
 		cn.metaDirty = true
 		cn.ddlSeq++

@@ -37,10 +37,13 @@ import (
 // Change is the net change of one row during a capture.
 type Change struct {
 	// Table is the table's name in the main schema. Rows are told apart
-	// by table name and key: a table dropped while the capture ran
-	// reports the rows it touched as deleted, and one created reports its
-	// rows as inserted. A capture holding rows of a table that is renamed
-	// while it runs fails instead (see Capture).
+	// by table name, key columns and key: a table dropped while the
+	// capture ran reports every row it had as deleted, and one created
+	// (by CREATE TABLE ... AS SELECT too) reports its rows as inserted;
+	// a table dropped and created again with other key columns reports
+	// the old rows deleted and the new ones inserted. A capture holding
+	// rows of a table that is renamed while it runs fails instead (see
+	// Capture).
 	Table string
 	// Op is "insert", "update" or "delete".
 	Op string
@@ -131,7 +134,7 @@ type Capture struct {
 type touched struct {
 	meta   *tableMeta // the table's metadata at the first touch
 	key    []any      // primary-key values, or the rowid
-	enc    string     // table name, NUL and encoded key: the row's identity
+	enc    string     // the table's ident and the encoded key: the row's identity
 	before []any      // by meta.names; nil when the row did not exist
 
 	last []any // by meta.names: the row's image after its last event; nil once deleted
@@ -302,11 +305,116 @@ func (s *Store) onPreUpdate(cn *conn, d sqlite3.PreUpdateData) {
 		s.undo++ // outer captures' rows may change out of their sight
 		return
 	}
-	ev := m.event(d.Op, columnReader(d.Old), columnReader(d.New), d.OldRowID, d.NewRowID)
-	c.record(m, ev)
+	s.recordLocked(m, m.event(d.Op, columnReader(d.Old), columnReader(d.New), d.OldRowID, d.NewRowID))
+}
+
+// recordLocked hands one row event to the innermost capture, and keeps the
+// outer ones' images current.
+func (s *Store) recordLocked(m *tableMeta, ev event) {
+	n := len(s.captures)
+	s.captures[n-1].record(m, ev)
 	for _, outer := range s.captures[:n-1] {
 		outer.follow(m, ev)
 	}
+}
+
+// Rows that move with no preupdate event.
+//
+// A DROP TABLE erases its table's rows, and a CREATE TABLE ... AS SELECT
+// fills its new table, without a preupdate event for any row. While a
+// capture runs, the store reads those rows itself: before a DROP TABLE
+// runs, every row of the table is noted as touched, with its image as
+// its before-image, so the capture reports it deleted (or, when the
+// drop is rolled back, unchanged); after a CREATE TABLE created a table,
+// every row of it is noted as inserted.
+
+// dropRowsLocked notes, for the running captures, the rows of the table a
+// DROP TABLE about to run erases, and reports whether the table a CREATE
+// TABLE names exists already (createdRowsLocked needs to know).
+func (s *Store) dropRowsLocked(cn *conn, info stmtInfo) (existed bool, err error) {
+	if len(s.captures) == 0 || info.drop == "" && info.create == "" {
+		return false, nil
+	}
+	if info.create != "" {
+		name, err := cn.tableName(info.create)
+		return name != "", err
+	}
+	name, err := cn.tableName(info.drop)
+	if name == "" || err != nil {
+		return false, err
+	}
+	// The metadata describes the schema the statement runs against, though
+	// the DROP's own prepare has marked it due for a reload.
+	if v, err := schemaVersion(cn.c); err != nil {
+		return false, err
+	} else if v != cn.metaVersion {
+		if err := s.loadMetaLocked(cn, nil); err != nil {
+			return false, err
+		}
+		cn.metaDirty = true
+	}
+	return false, s.tableRowsLocked(cn, name, func(m *tableMeta, key, img []any) event {
+		return event{oldKey: key, oldCol: func(cid int) any { return img[slices.Index(m.cids, cid)] }}
+	})
+}
+
+// createdRowsLocked notes, for the running captures, the rows of the table
+// a CREATE TABLE that just ran created, unless it existed before.
+func (s *Store) createdRowsLocked(cn *conn, info stmtInfo, existed bool) error {
+	if len(s.captures) == 0 || info.create == "" || existed {
+		return nil
+	}
+	if err := s.refreshMetaLocked(cn); err != nil {
+		return err
+	}
+	name, err := cn.tableName(info.create)
+	if name == "" || err != nil {
+		return err
+	}
+	return s.tableRowsLocked(cn, name, func(m *tableMeta, key, img []any) event {
+		return event{newKey: key, newImg: img}
+	})
+}
+
+// tableRowsLocked reads every row of the captured table name and records
+// the event ev makes of each.
+func (s *Store) tableRowsLocked(cn *conn, name string, ev func(m *tableMeta, key, img []any) event) error {
+	m := cn.meta[name]
+	if m == nil || m.skip || len(m.names) == 0 {
+		return nil
+	}
+	cols := make([]string, len(m.names), len(m.names)+1)
+	for i, n := range m.names {
+		cols[i] = quoteIdent(n)
+	}
+	rowid := len(m.pk) == 0 && rowidName(m.names) != ""
+	if rowid {
+		cols = append(cols, rowidName(m.names))
+	}
+	rows, err := cn.query("SELECT "+strings.Join(cols, ", ")+" FROM main."+quoteIdent(name), nil)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows.Values {
+		img := r[:len(m.names)]
+		var id int64
+		if rowid {
+			id = r[len(m.names)].(int64)
+		}
+		s.recordLocked(m, ev(m, m.keyIn(img, id), img))
+	}
+	return nil
+}
+
+// tableName returns the name of the main schema's table that name, as a
+// statement writes it, designates (SQLite folds the case of ASCII letters
+// in names); "" when there is none.
+func (cn *conn) tableName(name string) (string, error) {
+	rows, err := cn.query("SELECT name FROM main.sqlite_schema WHERE type = 'table' AND name = ?1 COLLATE NOCASE", []any{name})
+	if err != nil || len(rows.Values) == 0 {
+		return "", err
+	}
+	return rows.Values[0][0].(string), nil
 }
 
 // event is one row event, keyed once for every capture it concerns.
@@ -369,8 +477,7 @@ func (c *Capture) record(m *tableMeta, ev event) {
 // find returns the touched row of m at key, or nil; it leaves the row's
 // encoded identity in c.buf.
 func (c *Capture) find(m *tableMeta, key []any) *touched {
-	c.buf = append(append(c.buf[:0], m.name...), 0)
-	c.buf = appendKey(c.buf, key)
+	c.buf = appendKey(append(c.buf[:0], m.ident...), key)
 	return c.keys[string(c.buf)]
 }
 
@@ -468,7 +575,8 @@ func (c *Capture) collect(read func(*touched) ([]any, []string, error)) ([]RowCh
 // table is gone.
 func (cn *conn) readRow(t *touched) ([]any, []string, error) {
 	m := cn.meta[t.meta.name]
-	if m == nil || m.skip || m.selectSQL == "" || len(m.pk) != len(t.meta.pk) {
+	if m == nil || m.skip || m.selectSQL == "" || m.ident != t.meta.ident {
+		// Gone, or created again with another key: the row is gone.
 		return nil, nil, nil
 	}
 	st, err := cn.prepare(m.selectSQL)

@@ -336,9 +336,9 @@ func (cn *conn) queryLimit(sql string, args []any, lim ReadLimit) (*Rows, error)
 
 // script runs every statement of sql in order. before, when not nil, runs
 // before each statement is prepared; check, when not nil, runs once it is
-// prepared, and stops the script with its error; done, when not nil, runs
-// once it ran.
-func (cn *conn) script(sql string, before func() error, check func(text string, info stmtInfo) error, done func(info stmtInfo)) error {
+// prepared; done, when not nil, runs once it ran. An error of any of them
+// stops the script.
+func (cn *conn) script(sql string, before func() error, check func(text string, info stmtInfo) error, done func(info stmtInfo) error) error {
 	for {
 		sql = skipFiller(sql)
 		if sql == "" {
@@ -371,7 +371,9 @@ func (cn *conn) script(sql string, before func() error, check func(text string, 
 			return statementError(err, text)
 		}
 		if done != nil {
-			done(info)
+			if err := done(info); err != nil {
+				return err
+			}
 		}
 		sql = tail
 	}

@@ -62,7 +62,10 @@
 // trigger writes, UPSERT, STRICT and WITHOUT ROWID tables, schema changes
 // inside the call, and a DELETE without WHERE however its statement was
 // prepared (the store's authorizer turns SQLite's truncate optimisation,
-// which fires no preupdate hook, off). Temporary tables, FTS5 and R*Tree shadow tables, tables in
+// which fires no preupdate hook, off). A DROP TABLE and a CREATE TABLE ...
+// AS SELECT move rows with no preupdate event either: the store reads the
+// table's rows before the one and after the other, so they are reported
+// deleted and inserted. Temporary tables, FTS5 and R*Tree shadow tables, tables in
 // Options.Untracked and VIRTUAL generated columns are left out. A row written
 // twice yields one net change; a row changed and changed back yields none.
 // Rows are keyed by primary key (by rowid without one); a table whose key

@@ -373,10 +373,15 @@ func statement[T any](s *Store, ctx context.Context, sql string, run func(*conn)
 		if err != nil {
 			return err
 		}
-		if out, err = run(cn); err == nil {
-			s.noteSavepointLocked(info)
+		existed, err := s.dropRowsLocked(cn, info)
+		if err != nil {
+			return err
 		}
-		return err
+		if out, err = run(cn); err != nil {
+			return err
+		}
+		s.noteSavepointLocked(info)
+		return s.createdRowsLocked(cn, info, existed)
 	})
 	return out, err
 }
@@ -386,9 +391,17 @@ func statement[T any](s *Store, ctx context.Context, sql string, run func(*conn)
 // failing statement.
 func (s *Store) ExecScript(ctx context.Context, sql string) error {
 	return s.do(ctx, true, func(cn *conn) error {
-		return cn.script(sql, func() error { return s.refreshMetaLocked(cn) }, func(text string, info stmtInfo) error {
-			return s.allowLocked(cn, text, info)
-		}, s.noteSavepointLocked)
+		var existed bool
+		return cn.script(sql, func() error { return s.refreshMetaLocked(cn) }, func(text string, info stmtInfo) (err error) {
+			if err := s.allowLocked(cn, text, info); err != nil {
+				return err
+			}
+			existed, err = s.dropRowsLocked(cn, info)
+			return err
+		}, func(info stmtInfo) error {
+			s.noteSavepointLocked(info)
+			return s.createdRowsLocked(cn, info, existed)
+		})
 	})
 }
 

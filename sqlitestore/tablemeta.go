@@ -26,6 +26,10 @@ type tableMeta struct {
 	pkNames   []string
 	pkPos     []int  // positions of the primary-key columns in names
 	selectSQL string // reads one row by key
+	// ident is the table name and its key's column names, each ended by
+	// NUL: the start of a touched row's identity, which tells apart the
+	// rows of a table dropped and created again with another key.
+	ident string
 
 	keyProblem *KeyProblem // non-nil: rows cannot be keyed exactly, and a capture touching one fails
 }
@@ -108,6 +112,7 @@ func (cn *conn) loadMeta(untracked map[string]bool) error {
 			m.pkNames = append(m.pkNames, c.name)
 		}
 		m.selectSQL = m.buildSelect()
+		m.ident = m.name + "\x00" + strings.Join(m.keyNames(), "\x00") + "\x00"
 		m.keyProblem = k.problem(name)
 	}
 	cn.meta = meta
