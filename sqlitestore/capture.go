@@ -80,8 +80,10 @@ type RowChange struct {
 	// the capture finished (when the table is gone, its columns when the row
 	// was first touched).
 	Names []string
-	// Before is the row before the capture, by Names (columns added during
-	// the capture NULL); nil for an insert.
+	// Before is the row before the capture, by Names; nil for an insert. A
+	// column added during the capture holds NULL when the row was first
+	// touched before it was added, and what SQLite read for it (its
+	// default) when after.
 	Before []any
 	// After is the row when the capture finished, by Names; nil for a
 	// delete.
