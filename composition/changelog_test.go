@@ -481,3 +481,58 @@ func TestChangeLog_DirectWritesUseTheOwnName(t *testing.T) {
 		t.Errorf("log:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestChangeLog_VacuumInACallIsAWorldBug: a VACUUM may renumber the rowids
+// that key a table without a primary key, so a call may not run one, on
+// its own store (in its transaction) or directly on an added world's
+// (where SQLite would run it): either is a WorldBug naming the statement,
+// and the log stays exact. Between calls, the instance's DB vacuums.
+func TestChangeLog_VacuumInACallIsAWorldBug(t *testing.T) {
+	child := env.NewWorld(env.WorldSpec{Name: "vkid", Version: "1.0.0", Schema: "CREATE TABLE n (v TEXT);"})
+	host := env.NewWorld(env.WorldSpec{Name: "vhost", Version: "1.0.0", Schema: "CREATE TABLE n (v TEXT);"})
+	host.AddWorld(child, env.Name("kid"))
+	type sqlArgs struct {
+		Own bool     `json:"own,omitempty"`
+		SQL []string `json:"sql"`
+	}
+	env.Tool(host, "run", "Run SQL on the host's or the child's store.", func(c *env.Ctx, a sqlArgs) (any, error) {
+		db := c.Worlds.Get("kid").DB()
+		if a.Own {
+			db = c.DB
+		}
+		for _, q := range a.SQL {
+			if _, err := db.Exec(q); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	})
+	inst := compositiontest.Open(t, host, composition.Options{})
+	ctx := context.Background()
+	compositiontest.Call(t, inst, "run", `{"sql": ["INSERT INTO n VALUES ('a'), ('b'), ('c')"]}`)
+	for _, own := range []bool{false, true} {
+		args, _ := json.Marshal(sqlArgs{Own: own, SQL: []string{"DELETE FROM n WHERE v = 'a'", "VACUUM"}})
+		_, err := inst.CallJSON(ctx, "run", args)
+		var bug *env.WorldBug
+		const want = `DB.Exec("VACUUM"): VACUUM is refused during a call`
+		if !errors.As(err, &bug) || !strings.HasPrefix(bug.Message, want) {
+			t.Fatalf("own %t: err = %v, want a WorldBug beginning %q", own, err, want)
+		}
+	}
+	compositiontest.Call(t, inst, "run", `{"sql": ["UPDATE n SET v = upper(v)"]}`)
+	want := logLines(
+		"1 run kid n insert map[rowid:1] after=map[v:a]",
+		"1 run kid n insert map[rowid:2] after=map[v:b]",
+		"1 run kid n insert map[rowid:3] after=map[v:c]",
+		// The direct delete of the refused call's stretch stays committed.
+		"2 run kid n delete map[rowid:1] before=map[v:a]",
+		"4 run kid n update map[rowid:2] before=map[v:b] after=map[v:B]",
+		"4 run kid n update map[rowid:3] before=map[v:c] after=map[v:C]",
+	)
+	if got := formatLog(inst.ChangeLog()); got != want {
+		t.Errorf("log:\n%s\nwant:\n%s", got, want)
+	}
+	if _, err := inst.DB().Exec("VACUUM"); err != nil {
+		t.Errorf("VACUUM between calls: %v", err)
+	}
+}

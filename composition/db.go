@@ -152,9 +152,9 @@ func dbConn(d storeUse) (any, error) {
 }
 
 // dbError turns the store's refusal of a statement that would begin,
-// commit or roll back a transaction, reach a savepoint across a frame, or
-// attach or detach a database, into the WorldBug that says what to do instead; other errors pass
-// unchanged.
+// commit or roll back a transaction, reach a savepoint across a frame,
+// attach or detach a database, or vacuum a store during a call, into the
+// WorldBug that says what to do instead; other errors pass unchanged.
 func dbError(method, sql string, err error) error {
 	switch {
 	case errors.Is(err, sqlitestore.ErrTransactionControl):
@@ -165,6 +165,9 @@ func dbError(method, sql string, err error) error {
 		return &env.WorldBug{Err: err, Message: fmt.Sprintf("DB.%s(%q): a world's store reaches its own file only: ATTACH and DETACH are refused, "+
 			"as a write to another file would be in no change log; reach an added world through its tools or its DB, "+
 			"and read every store at once through the instance's inspection view", method, strings.TrimSpace(sql))}
+	case errors.Is(err, sqlitestore.ErrVacuum):
+		return &env.WorldBug{Err: err, Message: fmt.Sprintf("DB.%s(%q): VACUUM is refused during a call: it may renumber the rowids "+
+			"that key the change log's records of tables without a primary key; vacuum between calls, through the instance's DB", method, strings.TrimSpace(sql))}
 	case errors.Is(err, sqlitestore.ErrSavepointScope):
 		return &env.WorldBug{Err: err, Message: fmt.Sprintf("DB.%s(%q): no savepoint of that name was opened in this frame since its last "+
 			"DB.Transaction or nested call on this store began: RELEASE and ROLLBACK TO reach only those, as one opened before "+

@@ -54,7 +54,9 @@
 // opened in the innermost frame since it, or the last frame inside it,
 // began ([ErrSavepointScope]), so no statement undoes or merges a frame's
 // work from outside it. ATTACH and DETACH are refused ([ErrAttach]): a
-// store's statements reach its own file only. [Store.StartCapture] and [Capture.Finish] bracket a call
+// store's statements reach its own file only. So is a VACUUM while a
+// capture runs ([ErrVacuum]): it may renumber the rowids that key rows.
+// [Store.StartCapture] and [Capture.Finish] bracket a call
 // and return its net row changes, one insert, update or delete per row,
 // sorted by table and key. Capture uses SQLite's preupdate hook for the first
 // before-image of each touched row and reads the rows' current images at the

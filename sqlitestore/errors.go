@@ -49,6 +49,13 @@ var (
 	// that began inside it: one opened before would undo or merge work of a
 	// frame from outside it.
 	ErrSavepointScope = errors.New("sqlitestore: savepoint refused: it was not opened in the current frame since its last inner frame began")
+	// ErrVacuum is wrapped by the error Exec, Query and ExecScript return
+	// for a VACUUM of the store's file while a capture runs: it may give
+	// the rows of a table without a declared primary key other rowids, and
+	// the rowid keys their changes, so the changes captured before it
+	// would name other rows than those after it. A VACUUM INTO another
+	// file is allowed.
+	ErrVacuum = errors.New("sqlitestore: VACUUM refused while changes are captured: it may renumber the rowids that key the changes of tables without a primary key")
 	// ErrCaptureOrder is returned by Capture.Finish when a capture started after
 	// it is still running.
 	ErrCaptureOrder = errors.New("sqlitestore: capture finished before the captures started after it")

@@ -345,7 +345,8 @@ func (s *Store) materializeLocked() error {
 // whose transaction SQLite rolled back on its own, every statement fails
 // with an error wrapping ErrRolledBack. An ATTACH or DETACH fails with an
 // error wrapping ErrAttach and does nothing: the store's connection reaches
-// its own file only.
+// its own file only. While a capture runs, a VACUUM of the store's file
+// fails with an error wrapping ErrVacuum and does nothing.
 func (s *Store) Exec(ctx context.Context, sql string, args ...any) (Result, error) {
 	return statement(s, ctx, sql, func(cn *conn) (Result, error) { return cn.exec(sql, args) })
 }

@@ -618,3 +618,45 @@ func TestStore_RefusesAttach(t *testing.T) {
 		}
 	})
 }
+
+// TestStore_RefusesVacuumWhileCapturing: a VACUUM may give the rows of a
+// table without a primary key other rowids, which key their changes, so a
+// store refuses it while a capture runs (in autocommit too, where SQLite
+// would run it) and runs it otherwise. A VACUUM INTO another file leaves
+// the store's rows as they are.
+func TestStore_RefusesVacuumWhileCapturing(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		run  func(s *sqlitestore.Store) error // runs a VACUUM of the store's file
+	}{
+		{"Exec", func(s *sqlitestore.Store) error { _, err := s.Exec(ctx, `VACUUM`); return err }},
+		{"ExecSchema", func(s *sqlitestore.Store) error { _, err := s.Exec(ctx, ` /* c */ vacuum main;`); return err }},
+		{"Query", func(s *sqlitestore.Store) error { _, err := s.Query(ctx, `Vacuum`); return err }},
+		{"ExecScript", func(s *sqlitestore.Store) error {
+			return s.ExecScript(ctx, `VACUUM; INSERT INTO t VALUES ('y')`)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := MustCreate(t, `CREATE TABLE t (v TEXT); INSERT INTO t VALUES ('a'), ('b'), ('c'); DELETE FROM t WHERE v = 'a';`, sqlitestore.Options{})
+			c := s.StartCapture()
+			if err := tt.run(s); !errors.Is(err, sqlitestore.ErrVacuum) {
+				t.Fatalf("VACUUM while capturing: err = %v, want ErrVacuum", err)
+			}
+			if _, err := s.Exec(ctx, `VACUUM INTO ?`, filepath.Join(t.TempDir(), "copy.sqlite")); err != nil {
+				t.Fatalf("VACUUM INTO while capturing: %v", err)
+			}
+			MustExec(t, s, `UPDATE t SET v = upper(v) WHERE v = 'b'`)
+			changes, err := c.Finish(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := formatChanges(changes), lines("update t map[rowid:2] before=map[v:b] after=map[v:B]"); got != want {
+				t.Fatalf("changes:\n%s\nwant:\n%s", got, want)
+			}
+			if err := tt.run(s); err != nil {
+				t.Fatalf("VACUUM with no capture: %v", err)
+			}
+		})
+	}
+}
