@@ -25,7 +25,7 @@ var Notes = map[string]string{
 	"FixtureRef.file_sha256":    "The SHA-256 of each node's frozen file, keyed by node path.",
 
 	"ChangeRecord.seq":      "Numbers the records of an instance from 1, in log order.",
-	"ChangeRecord.call":     "Numbers the agent calls of an instance from 1; a call's records share its number, and a call that changed nothing has none.",
+	"ChangeRecord.call":     "Numbers the agent calls of an instance that ran a tool, from 1; a call's records share its number, and a call that changed nothing has none. A call refused before it ran (an unknown tool, arguments that do not validate) takes no number, though a server counts it in `step_count`.",
 	"ChangeRecord.tool":     "The tool whose frame wrote the row, by its owning world's own (unprefixed) name.",
 	"ChangeRecord.internal": "True when that frame was a nested call made by host code through a handle.",
 	"ChangeRecord.table":    "The table's name in that node's store.",
