@@ -31,7 +31,8 @@ const (
 type ChangeRecord struct {
 	// Seq numbers the records of an instance from 1, in log order.
 	Seq int `json:"seq"`
-	// Call numbers the agent-level calls (activations) of an instance from 1.
+	// Call numbers the agent-level calls (activations) of an instance from
+	// 1: the calls that ran a tool, not those refused before it ran.
 	Call int `json:"call"`
 	// Tool is the tool whose frame wrote the row, as the owning world names it.
 	Tool string `json:"tool"`
@@ -45,9 +46,10 @@ type ChangeRecord struct {
 	Op string `json:"op"`
 	// Key holds the primary key columns (or "rowid" for a table without one).
 	Key map[string]any `json:"key"`
-	// Before is the row before the call; nil for an insert.
+	// Before is the row when the writing frame began (a call has one frame
+	// per node it writes, and one per nested call); nil for an insert.
 	Before map[string]any `json:"before"`
-	// After is the row after the call; nil for a delete.
+	// After is the row when the writing frame ended; nil for a delete.
 	After map[string]any `json:"after"`
 }
 
