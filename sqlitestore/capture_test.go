@@ -353,6 +353,18 @@ func TestCapture_Cases(t *testing.T) {
 			want:   lines("update t map[id:1] before=map[id:1 v:a w:<nil>] after=map[id:1 v:a w:new]"),
 		},
 		{
+			// What RowChange.Before and docs/eval.md say: NULL for a row
+			// first touched before the column was added, its default after.
+			name:   "ColumnAddedWithADefault",
+			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);`,
+			setup:  `INSERT INTO t VALUES (1, 'a'), (2, 'b');`,
+			act:    execAll(`UPDATE t SET v = 'A' WHERE id = 1`, `ALTER TABLE t ADD COLUMN w TEXT DEFAULT 'd'`, `UPDATE t SET v = 'B' WHERE id = 2`),
+			want: lines(
+				"update t map[id:1] before=map[id:1 v:a w:<nil>] after=map[id:1 v:A w:d]",
+				"update t map[id:2] before=map[id:2 v:b w:d] after=map[id:2 v:B w:d]",
+			),
+		},
+		{
 			name:   "ColumnDroppedDuringCapture",
 			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT, w TEXT);`,
 			setup:  `INSERT INTO t VALUES (1, 'a', 'x'), (2, 'b', 'y');`,
