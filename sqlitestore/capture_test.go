@@ -1086,3 +1086,27 @@ func TestCapture_RawSchemaChanges(t *testing.T) {
 		})
 	}
 }
+
+// TestCapture_DDLPreparedAgainstAnotherSchema runs a DROP TABLE IF EXISTS
+// and a CREATE TABLE IF NOT EXISTS ... AS SELECT first while they do
+// nothing (x does not exist, c does), then in a capture after the schema
+// changed: the store caches statements, and what they do now is what
+// counts.
+func TestCapture_DDLPreparedAgainstAnotherSchema(t *testing.T) {
+	s := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'a'); CREATE TABLE c (id INTEGER PRIMARY KEY);`, sqlitestore.Options{})
+	const drop, create = `DROP TABLE IF EXISTS x`, `CREATE TABLE IF NOT EXISTS c AS SELECT id, v FROM t`
+	MustExec(t, s, drop)
+	MustExec(t, s, create)
+	MustExec(t, s, `CREATE TABLE x (k TEXT PRIMARY KEY NOT NULL, n INTEGER) WITHOUT ROWID`)
+	MustExec(t, s, `INSERT INTO x VALUES ('a', 1), ('b', 2)`)
+	MustExec(t, s, `DROP TABLE c`)
+	got := capture(t, s, execAll(drop, create))
+	want := lines(
+		"insert c map[rowid:1] after=map[id:1 v:a]",
+		"delete x map[k:a] before=map[k:a n:1]",
+		"delete x map[k:b] before=map[k:b n:2]",
+	)
+	if got != want {
+		t.Errorf("changes:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -193,6 +193,23 @@ func (cn *conn) prepare(sql string) (*sqlite3.Stmt, error) {
 	return st, err
 }
 
+// forget closes and drops sql's statement from the cache, if it is there.
+func (cn *conn) forget(sql string) {
+	c, ok := cn.stmts[sql]
+	if !ok {
+		return
+	}
+	c.st.Close()
+	delete(cn.stmts, sql)
+	cn.order = slices.DeleteFunc(cn.order, func(s string) bool { return s == sql })
+}
+
+// isDrop reports whether sql begins with the keyword DROP.
+func isDrop(sql string) bool {
+	sql = skipFiller(sql)
+	return len(sql) > len("drop") && strings.EqualFold(sql[:len("drop")], "drop") && !isIdentByte(sql[len("drop")])
+}
+
 // errManyStatements is the error of a text holding more than one
 // statement where one is run: Exec and Query point their callers to
 // ExecScript.
