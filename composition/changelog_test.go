@@ -536,3 +536,45 @@ func TestChangeLog_VacuumInACallIsAWorldBug(t *testing.T) {
 		t.Errorf("VACUUM between calls: %v", err)
 	}
 }
+
+// TestChangeLog_DropAndCreateTable: a tool that drops a table and creates
+// one from a query moves rows SQLite reports no event for; the log has a
+// delete for every row dropped, an insert for every row created, and
+// nothing when the call fails.
+func TestChangeLog_DropAndCreateTable(t *testing.T) {
+	w := kvWorld("ddl")
+	type sqlArgs struct {
+		SQL  []string `json:"sql"`
+		Fail bool     `json:"fail,omitempty"`
+	}
+	env.Tool(w, "run", "Run SQL.", func(c *env.Ctx, a sqlArgs) (any, error) {
+		for _, q := range a.SQL {
+			if _, err := c.DB.Exec(q); err != nil {
+				return nil, err
+			}
+		}
+		if a.Fail {
+			return nil, env.Errorf("failed on purpose")
+		}
+		return nil, nil
+	})
+	inst := compositiontest.Open(t, w, composition.Options{})
+	if _, err := inst.DB().Exec("INSERT INTO kv VALUES ('a', 1), ('b', 2)"); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range []string{
+		`{"sql": ["CREATE TABLE copy AS SELECT id, v FROM kv", "DROP TABLE kv"], "fail": true}`,
+		`{"sql": ["CREATE TABLE copy AS SELECT id, v FROM kv", "DROP TABLE kv"]}`,
+	} {
+		_, _ = inst.CallJSON(context.Background(), "run", json.RawMessage(args))
+	}
+	want := logLines(
+		"2 run main copy insert map[rowid:1] after=map[id:a v:1]",
+		"2 run main copy insert map[rowid:2] after=map[id:b v:2]",
+		"2 run main kv delete map[id:a] before=map[id:a v:1]",
+		"2 run main kv delete map[id:b] before=map[id:b v:2]",
+	)
+	if got := formatLog(inst.ChangeLog()); got != want {
+		t.Errorf("log:\n%s\nwant:\n%s", got, want)
+	}
+}
