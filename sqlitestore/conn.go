@@ -204,12 +204,6 @@ func (cn *conn) forget(sql string) {
 	cn.order = slices.DeleteFunc(cn.order, func(s string) bool { return s == sql })
 }
 
-// isDrop reports whether sql begins with the keyword DROP.
-func isDrop(sql string) bool {
-	sql = skipFiller(sql)
-	return len(sql) > len("drop") && strings.EqualFold(sql[:len("drop")], "drop") && !isIdentByte(sql[len("drop")])
-}
-
 // errManyStatements is the error of a text holding more than one
 // statement where one is run: Exec and Query point their callers to
 // ExecScript.

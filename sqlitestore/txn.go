@@ -91,20 +91,58 @@ func (s *Store) allowLocked(cn *conn, text string, info stmtInfo) error {
 
 // vacuumsInPlace reports whether stmt, one statement, is a VACUUM of the
 // store's own file rather than a VACUUM INTO another. SQLite's authorizer
-// sees no VACUUM when it is prepared, so the text tells.
+// sees no VACUUM when it is prepared, so the text tells, read as SQLite's
+// grammar has it: VACUUM, an optional schema name, then INTO or not,
+// with comments anywhere between.
 func vacuumsInPlace(stmt string) bool {
-	stmt = skipFiller(stmt)
-	const vacuum = "vacuum"
-	if len(stmt) < len(vacuum) || !strings.EqualFold(stmt[:len(vacuum)], vacuum) ||
-		len(stmt) > len(vacuum) && isIdentByte(stmt[len(vacuum)]) {
+	rest, ok := keyword(stmt, "vacuum")
+	if !ok {
 		return false
 	}
-	for _, word := range strings.FieldsFunc(stmt, func(r rune) bool { return r < utf8.RuneSelf && !isIdentByte(byte(r)) }) {
-		if strings.EqualFold(word, "into") {
-			return false
-		}
+	if _, into := keyword(rest, "into"); into {
+		return false
 	}
-	return true
+	_, into := keyword(skipName(skipFiller(rest)), "into")
+	return !into
+}
+
+// keyword reports whether sql, past leading whitespace and comments,
+// begins with the keyword kw (in any case) as a whole word, and returns
+// what follows it.
+func keyword(sql, kw string) (string, bool) {
+	sql = skipFiller(sql)
+	if len(sql) < len(kw) || !strings.EqualFold(sql[:len(kw)], kw) || len(sql) > len(kw) && isIdentByte(sql[len(kw)]) {
+		return "", false
+	}
+	return sql[len(kw):], true
+}
+
+// skipName returns what follows the name sql begins with: an identifier,
+// or a name quoted as SQLite quotes them ("…", […], `…` or '…', a quote
+// doubled inside). A text that begins with no name is returned unchanged.
+func skipName(sql string) string {
+	if sql == "" {
+		return sql
+	}
+	closing := sql[0]
+	switch closing {
+	case '"', '`', '\'':
+	case '[':
+		closing = ']'
+	default:
+		return strings.TrimLeftFunc(sql, func(r rune) bool { return r >= utf8.RuneSelf || isIdentByte(byte(r)) })
+	}
+	for i := 1; i < len(sql); i++ {
+		if sql[i] != closing {
+			continue
+		}
+		if closing != ']' && i+1 < len(sql) && sql[i+1] == closing {
+			i++ // a doubled quote
+			continue
+		}
+		return sql[i+1:]
+	}
+	return ""
 }
 
 // isIdentByte reports whether b may continue an unquoted SQL identifier.

@@ -633,6 +633,8 @@ func TestStore_RefusesVacuumWhileCapturing(t *testing.T) {
 		{"Exec", func(s *sqlitestore.Store) error { _, err := s.Exec(ctx, `VACUUM`); return err }},
 		{"ExecSchema", func(s *sqlitestore.Store) error { _, err := s.Exec(ctx, ` /* c */ vacuum main;`); return err }},
 		{"Query", func(s *sqlitestore.Store) error { _, err := s.Query(ctx, `Vacuum`); return err }},
+		{"IntoInAComment", func(s *sqlitestore.Store) error { _, err := s.Exec(ctx, `VACUUM /* into */`); return err }},
+		{"IntoAfterALineComment", func(s *sqlitestore.Store) error { _, err := s.Exec(ctx, "VACUUM \"main\" -- into\n"); return err }},
 		{"ExecScript", func(s *sqlitestore.Store) error {
 			return s.ExecScript(ctx, `VACUUM; INSERT INTO t VALUES ('y')`)
 		}},
