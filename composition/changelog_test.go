@@ -37,6 +37,14 @@ func formatLog(log []env.ChangeRecord) string {
 	return b.String()
 }
 
+// wantLog fails t unless inst's change log, formatted, is lines.
+func wantLog(t *testing.T, inst *composition.Instance, lines ...string) {
+	t.Helper()
+	if got, want := formatLog(inst.ChangeLog()), logLines(lines...); got != want {
+		t.Errorf("log:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 func logLines(ls ...string) string {
 	if len(ls) == 0 {
 		return ""
@@ -242,13 +250,10 @@ func TestChangeLog_SavepointAcrossANestedCall(t *testing.T) {
 	if row["rows"] != "a=2" {
 		t.Errorf("rows %v, want a=2", row["rows"])
 	}
-	want := logLines(
+	wantLog(t, inst,
 		"1 undo kv kv insert map[id:a] after=map[id:a v:1]",
 		"1 bump internal kv kv update map[id:a] before=map[id:a v:1] after=map[id:a v:2]",
 	)
-	if got := formatLog(inst.ChangeLog()); got != want {
-		t.Errorf("log:\n%s\nwant:\n%s", got, want)
-	}
 }
 
 // TestChangeLog_FailedCallLeavesNothing ends a call's transaction from
@@ -371,10 +376,7 @@ func TestChangeLog_DirectWritesPastTheDeadline(t *testing.T) {
 	if row["n"] != int64(1) {
 		t.Fatalf("%v rows, want the one committed", row["n"])
 	}
-	want := logLines("1 late kv kv insert map[id:a] after=map[id:a v:1]")
-	if got := formatLog(inst.ChangeLog()); got != want {
-		t.Errorf("log:\n%s\nwant:\n%s", got, want)
-	}
+	wantLog(t, inst, "1 late kv kv insert map[id:a] after=map[id:a v:1]")
 }
 
 // TestDB_TransactionControlIsAWorldBug runs transaction control through
@@ -473,13 +475,10 @@ func TestChangeLog_DirectWritesUseTheOwnName(t *testing.T) {
 	})
 	inst := compositiontest.Open(t, host, composition.Options{})
 	compositiontest.Call(t, inst, "x_bump", `{}`)
-	want := logLines(
+	wantLog(t, inst,
 		"1 bump kid kv insert map[id:a] after=map[id:a v:0]",
 		"1 bump kid kv update map[id:a] before=map[id:a v:0] after=map[id:a v:1]",
 	)
-	if got := formatLog(inst.ChangeLog()); got != want {
-		t.Errorf("log:\n%s\nwant:\n%s", got, want)
-	}
 }
 
 // TestChangeLog_VacuumInACallIsAWorldBug: a VACUUM may renumber the rowids
@@ -520,7 +519,7 @@ func TestChangeLog_VacuumInACallIsAWorldBug(t *testing.T) {
 		}
 	}
 	compositiontest.Call(t, inst, "run", `{"sql": ["UPDATE n SET v = upper(v)"]}`)
-	want := logLines(
+	wantLog(t, inst,
 		"1 run kid n insert map[rowid:1] after=map[v:a]",
 		"1 run kid n insert map[rowid:2] after=map[v:b]",
 		"1 run kid n insert map[rowid:3] after=map[v:c]",
@@ -529,9 +528,6 @@ func TestChangeLog_VacuumInACallIsAWorldBug(t *testing.T) {
 		"4 run kid n update map[rowid:2] before=map[v:b] after=map[v:B]",
 		"4 run kid n update map[rowid:3] before=map[v:c] after=map[v:C]",
 	)
-	if got := formatLog(inst.ChangeLog()); got != want {
-		t.Errorf("log:\n%s\nwant:\n%s", got, want)
-	}
 	if _, err := inst.DB().Exec("VACUUM"); err != nil {
 		t.Errorf("VACUUM between calls: %v", err)
 	}
@@ -568,13 +564,10 @@ func TestChangeLog_DropAndCreateTable(t *testing.T) {
 	} {
 		_, _ = inst.CallJSON(context.Background(), "run", json.RawMessage(args))
 	}
-	want := logLines(
+	wantLog(t, inst,
 		"2 run main copy insert map[rowid:1] after=map[id:a v:1]",
 		"2 run main copy insert map[rowid:2] after=map[id:b v:2]",
 		"2 run main kv delete map[id:a] before=map[id:a v:1]",
 		"2 run main kv delete map[id:b] before=map[id:b v:2]",
 	)
-	if got := formatLog(inst.ChangeLog()); got != want {
-		t.Errorf("log:\n%s\nwant:\n%s", got, want)
-	}
 }
