@@ -117,6 +117,12 @@ func keyword(sql, kw string) (string, bool) {
 	return sql[len(kw):], true
 }
 
+// isDrop reports whether sql begins with the keyword DROP.
+func isDrop(sql string) bool {
+	_, ok := keyword(sql, "drop")
+	return ok
+}
+
 // skipName returns what follows the name sql begins with: an identifier,
 // or a name quoted as SQLite quotes them ("…", […], `…` or '…', a quote
 // doubled inside). A text that begins with no name is returned unchanged.
