@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -277,6 +278,9 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 		params, _ = members(jsontext.Value(req.Params))
 	}
 	if strings.HasPrefix(method, "notifications/") {
+		if method == "notifications/cancelled" && std {
+			ws.cancelRequest(params["requestId"], params["reason"])
+		}
 		if hasID {
 			return rpcResult(id, empty{}), http.StatusOK, ""
 		}
@@ -307,6 +311,11 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 		}
 		return s.rpcToolsList(ctx, id, params, ws), http.StatusOK, ""
 	case "tools/call":
+		if std {
+			var done func()
+			ctx, done = ws.track(ctx, id)
+			defer done()
+		}
 		return s.rpcToolsCall(ctx, id, params, ws, std), http.StatusOK, ""
 	case "openenv/session/create":
 		return s.rpcSessionCreate(ctx, id, req.Params, ws), http.StatusOK, ""
@@ -570,3 +579,78 @@ func (s *Server) startMCPSession(ctx context.Context) (*session, *protoError) {
 // resetFromQuery) or of openenv/session/create's params to the request
 // that starts the session.
 type mcpSetupKey struct{}
+
+// runningRequest is a standard MCP client's request in progress on its
+// session: cancel stops it.
+type runningRequest struct {
+	cancel context.CancelCauseFunc
+}
+
+// errRequestCancelled is the cause of a request's context its client
+// cancelled with notifications/cancelled.
+var errRequestCancelled = errors.New("openenv: the client cancelled the request (notifications/cancelled)")
+
+// track registers a standard client's request of the JSON-RPC id on the
+// session until done is called, and returns its context, which
+// cancelRequest cancels. A client sends notifications/cancelled in a POST
+// of its own while the request's POST waits for its reply (the MCP
+// specification's cancellation; the TypeScript SDK keeps that POST open),
+// so the request's own context does not end with it.
+func (ss *session) track(ctx context.Context, id json.RawMessage) (tracked context.Context, done func()) {
+	key, ok := requestKey(jsontext.Value(id))
+	if !ok {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	r := &runningRequest{cancel: cancel}
+	ss.mu.Lock()
+	if ss.requests == nil {
+		ss.requests = map[string]*runningRequest{}
+	}
+	ss.requests[key] = r // a client reusing an id in flight cancels the newer request
+	ss.mu.Unlock()
+	return ctx, func() {
+		ss.mu.Lock()
+		if ss.requests[key] == r {
+			delete(ss.requests, key)
+		}
+		ss.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// cancelRequest stops the session's request in progress whose id is
+// requestID (notifications/cancelled's params.requestId), if there is one;
+// a cancellation of a request that has finished, or was never made, is
+// ignored, as the specification has it.
+func (ss *session) cancelRequest(requestID, reason jsontext.Value) {
+	key, ok := requestKey(requestID)
+	if !ok {
+		return
+	}
+	ss.mu.Lock()
+	r := ss.requests[key]
+	ss.mu.Unlock()
+	if r == nil {
+		return
+	}
+	cause := errRequestCancelled
+	if why, ok := str(reason); ok && why != "" {
+		cause = fmt.Errorf("%w: %s", errRequestCancelled, why)
+	}
+	r.cancel(cause)
+}
+
+// requestKey is the key of a JSON-RPC id in session.requests: the id
+// compacted, so one sent with other spacing names the same request. Only
+// strings and numbers are ids.
+func requestKey(id jsontext.Value) (string, bool) {
+	if k := id.Kind(); k != '"' && k != '0' {
+		return "", false
+	}
+	v := slices.Clone(id)
+	if v.Compact() != nil {
+		return "", false
+	}
+	return string(v), true
+}

@@ -1,7 +1,9 @@
 package openenv_test
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -316,5 +318,74 @@ func TestMCP_StandardSession(t *testing.T) {
 		if code != http.StatusNotFound {
 			t.Errorf("%s /mcp of an ended session: %d, want 404", method, code)
 		}
+	}
+}
+
+// A standard client cancels a request in progress with
+// notifications/cancelled, sent in a POST of its own while the request's
+// POST waits for its reply (the TypeScript SDK does so when a call's
+// AbortSignal fires or its timeout passes, and keeps the first POST open).
+// The call stops, its POST is answered at once, and the session's next
+// call runs instead of waiting for the cancelled one.
+func TestMCP_StandardCancel(t *testing.T) {
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{StepTimeout: time.Hour})
+	_, _, resp := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, nil)
+	sid := resp.Header.Get(openenv.MCPSessionHeader)
+	if sid == "" {
+		t.Fatal("initialize started no session")
+	}
+	hdr := map[string]string{openenv.MCPSessionHeader: sid}
+
+	type reply struct {
+		code int
+		body string
+		err  error
+	}
+	post := func(body string) <-chan reply {
+		ch := make(chan reply, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.ts.URL+"/mcp", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set(openenv.MCPSessionHeader, sid)
+			resp, err := s.ts.Client().Do(req)
+			if err != nil {
+				ch <- reply{err: err}
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			ch <- reply{resp.StatusCode, string(b), err}
+		}()
+		return ch
+	}
+	for _, id := range []string{`7`, `"call-8"`} {
+		slow := post(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
+		<-fake.slowStarted
+		// Another id is no cancellation of this call.
+		if code, body, _ := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99,"reason":"not this one"}}`, hdr); code != http.StatusAccepted {
+			t.Fatalf("notifications/cancelled of another id: %d %s", code, body)
+		}
+		select {
+		case r := <-slow:
+			t.Fatalf("a cancellation of another id ended the call: %d %s %v", r.code, r.body, r.err)
+		case <-time.After(50 * time.Millisecond):
+		}
+		code, body, _ := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+id+`,"reason":"AbortError: the user gave up"}}`, hdr)
+		if code != http.StatusAccepted {
+			t.Fatalf("notifications/cancelled: %d %s", code, body)
+		}
+		r := <-slow
+		if r.err != nil || r.code != http.StatusOK || fmt.Sprint(field(t, r.body, "id")) != strings.Trim(id, `"`) {
+			t.Fatalf("the cancelled call's reply: %d %s %v", r.code, r.body, r.err)
+		}
+	}
+	// The session is free for the next call.
+	code, body, _ := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2}}}`, hdr)
+	jsonEq(t, body, `{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"text","text":"3"}],"structuredContent":{"result":3},"isError":false}}`)
+	if code != http.StatusOK {
+		t.Errorf("the call after the cancelled ones: %d", code)
 	}
 }
