@@ -51,6 +51,11 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		resp, status := rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+perr.message, nil), http.StatusOK
 		if r.Header.Get(MCPSessionHeader) != "" || perr.code == codeMediaType {
 			resp, status = standardReply(resp), perr.httpStatus()
+			if id, ok := leadingID(body); ok && perr.code != codeMediaType {
+				// The Go SDK's client keeps its session after a refused
+				// POST only when the reply names the request's id.
+				resp.ID = id
+			}
 		}
 		writeJSON(w, status, resp)
 		return
@@ -653,4 +658,34 @@ func requestKey(id jsontext.Value) (string, bool) {
 		return "", false
 	}
 	return string(v), true
+}
+
+// leadingID returns the id of the JSON-RPC request whose body begins with
+// prefix (the part of a body too large or too slow to read whole), when a
+// top-level "id" member comes before the first member that prefix cuts
+// short. The official Go SDK's client writes the id second, after
+// "jsonrpc".
+func leadingID(prefix []byte) (json.RawMessage, bool) {
+	dec := jsontext.NewDecoder(bytes.NewReader(prefix))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil, false
+	}
+	for {
+		tok, err := dec.ReadToken()
+		if err != nil || tok.Kind() != '"' {
+			return nil, false
+		}
+		name := tok.String() // before the decoder reads on, which voids tok
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, false
+		}
+		if name == "id" {
+			// A number the prefix ends in may be cut short: 12 of 123.
+			if k := v.Kind(); k != '"' && (k != '0' || dec.InputOffset() == int64(len(prefix))) {
+				return nil, false
+			}
+			return json.RawMessage(v.Clone()), true
+		}
+	}
 }

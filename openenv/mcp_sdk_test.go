@@ -362,3 +362,31 @@ func idsIn(v any) []string {
 	}
 	return ids
 }
+
+// A call whose request is over the server's size limit fails alone: the
+// Go SDK's client keeps its session only when a refused POST's body is a
+// JSON-RPC error response with the request's id (with a null id it
+// closes the session, and every later call fails "client is closing"), so
+// the 413 names the id the body opened with.
+func TestMCP_GoSDKBodyTooLarge(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{MaxMessageBytes: 4096})
+	ctx := context.Background()
+	client := mcp.NewClient(&mcp.Implementation{Name: "sdk-test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.ts.URL + "/mcp", MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "hire", Arguments: map[string]any{"name": strings.Repeat("x", 8000)}})
+	if err == nil || !strings.Contains(err.Error(), "Request body exceeds the limit of 4096 bytes") {
+		t.Errorf("a call over the size limit: %v, want the limit's error", err)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_staff", Arguments: map[string]any{}}); err != nil || res.IsError {
+		t.Errorf("the next call on the session: %v %+v", err, res)
+	}
+	if err := cs.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	if n := len(s.Sessions()); n != 0 {
+		t.Errorf("%d sessions after close, want 0", n)
+	}
+}

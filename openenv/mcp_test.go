@@ -212,13 +212,22 @@ func TestMCP_BodyTooLarge(t *testing.T) {
 	s := mustServe(t, newFake(t), openenv.Config{MaxMessageBytes: 64})
 	got := s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"`+strings.Repeat("x", 64)+`"}}}`)
 	jsonEq(t, got, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: Request body exceeds the limit of 64 bytes","data":null}}`)
-	// On a standard client's session: 413, as on the other routes.
+	// On a standard client's session: 413, as on the other routes, naming
+	// the request's id when the part of the body read names it before the
+	// cut (the Go SDK's client keeps its session only then).
 	s = mustServe(t, newFake(t), openenv.Config{MaxMessageBytes: 128})
 	_, _, resp := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
-	code, body, _ := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"`+strings.Repeat("x", 128)+`"}}}`,
-		map[string]string{openenv.MCPSessionHeader: resp.Header.Get(openenv.MCPSessionHeader)})
-	if code != http.StatusRequestEntityTooLarge || compact(t, body) != `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: Request body exceeds the limit of 128 bytes"}}` {
-		t.Errorf("standard session, a body over the limit: %d %s", code, body)
+	hdr := map[string]string{openenv.MCPSessionHeader: resp.Header.Get(openenv.MCPSessionHeader)}
+	for _, tt := range []struct{ body, id string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"` + strings.Repeat("x", 128) + `"}}}`, `1`},
+		{`{"jsonrpc":"2.0","id":"r-2","method":"tools/call","params":{"name":"echo","arguments":{"message":"` + strings.Repeat("x", 128) + `"}}}`, `"r-2"`},
+		{`{"method":"tools/call","params":{"name":"echo","arguments":{"message":"` + strings.Repeat("x", 128) + `"}},"jsonrpc":"2.0","id":3}`, `null`},
+		{`[{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"message":"` + strings.Repeat("x", 128) + `"}}}]`, `null`},
+	} {
+		code, body, _ := s.httpDo(t, "POST", "/mcp", tt.body, hdr)
+		if code != http.StatusRequestEntityTooLarge || compact(t, body) != `{"jsonrpc":"2.0","id":`+tt.id+`,"error":{"code":-32600,"message":"Invalid request: Request body exceeds the limit of 128 bytes"}}` {
+			t.Errorf("standard session, a body over the limit: %d %s, want 413 with id %s", code, body, tt.id)
+		}
 	}
 }
 
