@@ -562,7 +562,8 @@ func (s *Server) rpcInitializeSession(ctx context.Context, id json.RawMessage, p
 // startMCPSession makes an MCP session (newMCPSession) and opens its
 // instance: with the reset data of the request's URL query or params
 // (mcpSetupKey) when it has them, with the default options otherwise. It
-// ends the session again when that fails.
+// ends the session again when that fails, or when the request ended
+// meanwhile (its client gone, it would never learn the session's id).
 func (s *Server) startMCPSession(ctx context.Context) (*session, *protoError) {
 	ss, perr := s.newMCPSession(ctx)
 	if perr != nil {
@@ -572,6 +573,11 @@ func (s *Server) startMCPSession(ctx context.Context) (*session, *protoError) {
 		perr = ss.reset(ctx, req)
 	} else {
 		_, perr = withInstance(ss, ctx, func(context.Context) (any, *protoError) { return nil, nil })
+	}
+	if perr == nil && ctx.Err() != nil {
+		// The client left before the reply that names the session: no
+		// request could ever use or end it.
+		perr = newError(codeSession, "The request ended before its session started, so the session was closed: start another")
 	}
 	if perr != nil {
 		ss.stop(closeAbort, "opening the instance failed")

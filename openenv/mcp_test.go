@@ -398,3 +398,33 @@ func TestMCP_StandardCancel(t *testing.T) {
 		t.Errorf("the call after the cancelled ones: %d", code)
 	}
 }
+
+// A standard client that gives up on its initialize before the reply
+// (its timeout passed while the instance opened) never learns the
+// session's id, so no request could use or end that session: the server
+// ends it instead of keeping a slot until the idle timeout.
+func TestMCP_InitializeAbandoned(t *testing.T) {
+	fake := newFake(t)
+	fake.openGate, fake.openStarted = make(chan struct{}), make(chan context.Context, 1)
+	s := mustServe(t, fake, openenv.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.ts.URL+"/mcp",
+		strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	done := make(chan error, 1)
+	go func() {
+		resp, err := s.ts.Client().Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	opening := <-fake.openStarted
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the abandoned initialize got a reply")
+	}
+	<-opening.Done() // the server saw the client go; the open goes on
+	close(fake.openGate)
+	waitFor(t, "the abandoned session to end", func() bool { return len(s.Sessions()) == 0 && fake.open.Load() == 0 })
+}
