@@ -62,16 +62,22 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	if r.URL.RawQuery != "" {
+		// A refusal names the request's id: the Go SDK's client reports a
+		// refused POST's error only when its response has one.
+		reqID := nullID
+		if id, ok := leadingID(body); ok {
+			reqID = id
+		}
 		// Parsed here, not with URL.Query, which drops the pairs it cannot
 		// read, and with them reset keys the client asked for.
 		q, err := url.ParseQuery(r.URL.RawQuery)
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, rpcFailure(nullID, rpcInvalidParams, "The /mcp URL's query does not parse ("+err.Error()+"): write it as key=value pairs joined by &, each percent-encoded", nil))
+			writeJSON(w, http.StatusBadRequest, rpcFailure(reqID, rpcInvalidParams, "The /mcp URL's query does not parse ("+err.Error()+"): write it as key=value pairs joined by &, each percent-encoded", nil))
 			return
 		}
 		req, perr := resetFromQuery(q)
 		if perr != nil {
-			writeJSON(w, http.StatusBadRequest, rpcProto(nullID, perr))
+			writeJSON(w, http.StatusBadRequest, rpcProto(reqID, perr))
 			return
 		}
 		ctx = context.WithValue(ctx, mcpSetupKey{}, req)
@@ -667,10 +673,10 @@ func requestKey(id jsontext.Value) (string, bool) {
 }
 
 // leadingID returns the id of the JSON-RPC request whose body begins with
-// prefix (the part of a body too large or too slow to read whole), when a
-// top-level "id" member comes before the first member that prefix cuts
-// short. The official Go SDK's client writes the id second, after
-// "jsonrpc".
+// prefix (the whole body, or the part of one too large or too slow to read
+// whole), when a top-level "id" member comes before the first member that
+// prefix cuts short. The official Go SDK's client writes the id second,
+// after "jsonrpc".
 func leadingID(prefix []byte) (json.RawMessage, bool) {
 	dec := jsontext.NewDecoder(bytes.NewReader(prefix))
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {

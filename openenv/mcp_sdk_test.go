@@ -181,10 +181,22 @@ func TestMCP_TaskSession(t *testing.T) {
 		t.Errorf("the trainer's grading of the MCP session: %s", graded)
 	}
 
-	// A bad set-up is refused before any session exists.
+	// A bad set-up is refused before any session exists, with the
+	// initialize's id, so the Go SDK's client reports why (with a null id
+	// it says only "Bad Request").
 	code, body, _ := s.httpDo(t, http.MethodPost, "/mcp?colour=red", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
-	if code != http.StatusBadRequest || !strings.Contains(body, "colour") {
+	if code != http.StatusBadRequest || !strings.Contains(body, "colour") || fmt.Sprint(field(t, body, "id")) != "1" {
 		t.Errorf("initialize with an unknown set-up key: %d %s", code, body)
+	}
+	for q, want := range map[string]string{
+		"colour=red": "query.colour: Extra inputs are not permitted",
+		"seed=-1":    "query.seed: Input should be greater than or equal to 0",
+		"seed=3;x=1": "The /mcp URL's query does not parse",
+	} {
+		_, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.ts.URL + "/mcp?" + q, MaxRetries: -1}, nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("the Go SDK's client at /mcp?%s: %v, want an error saying %s", q, err, want)
+		}
 	}
 
 	// So is a URL whose query does not parse, which would drop the pairs
