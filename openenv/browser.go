@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/go-chi/cors"
 )
 
 // browserGuard refuses what a web page of another site can make a browser
@@ -23,7 +25,8 @@ import (
 //     itself, answering in JSON-RPC's shape, and /ws through the WebSocket
 //     handshake.
 //
-// Both refusals are 403 {"detail": …}.
+// Both refusals are 403 {"detail": …}. The pages of AllowedOrigins get
+// CORS headers from cors, inside this guard.
 func (s *Server) browserGuard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if openPaths[r.URL.Path] {
@@ -45,6 +48,29 @@ func (s *Server) browserGuard(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// cors lets the pages of Config.AllowedOrigins use the server from a
+// browser, which asks first (a CORS preflight) before it sends a JSON
+// POST or a DELETE to another origin, and shows a page a reply only when
+// the reply allows its origin. It answers the preflight of such a page,
+// before the token check, since a preflight carries no credentials, and
+// marks every reply to the page as readable by it, with the session
+// headers a client reads (the MCP TypeScript SDK's client reads
+// Mcp-Session-Id). Without AllowedOrigins it adds nothing: a page of the
+// server's own origin needs none of it.
+func (s *Server) cors(next http.Handler) http.Handler {
+	if len(s.cfg.AllowedOrigins) == 0 {
+		return next
+	}
+	return cors.Handler(cors.Options{
+		AllowOriginFunc: func(r *http.Request, origin string) bool { return s.originAllowed(origin, r.Host) },
+		AllowedMethods:  []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodDelete},
+		AllowedHeaders: []string{"Authorization", "Content-Type", "Accept", "Last-Event-ID",
+			MCPSessionHeader, "Mcp-Protocol-Version", SessionHeader},
+		ExposedHeaders: []string{MCPSessionHeader, SessionHeader, "WWW-Authenticate"},
+		MaxAge:         600,
+	})(next)
 }
 
 // hostAllowed applies browserGuard's Host rule.

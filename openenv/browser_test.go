@@ -86,3 +86,51 @@ func TestServer_BrowserGuard(t *testing.T) {
 		}
 	})
 }
+
+// A page of an allowed origin can use the server from a browser, the MCP
+// TypeScript SDK's client on /mcp among them: the browser's preflight of
+// a JSON POST (or of a DELETE /mcp) is answered, before the token check,
+// since a preflight carries no credentials; every reply to that origin
+// lets the page read it and the Mcp-Session-Id header. A page of another
+// origin gets none of this.
+func TestServer_BrowserCORS(t *testing.T) {
+	const ui = "https://ui.example.com"
+	s := mustServe(t, newFake(t), openenv.Config{AllowedOrigins: []string{ui}, Token: "s3cret"})
+	preflight := func(origin, method, path string) *http.Response {
+		t.Helper()
+		_, _, resp := s.httpDo(t, http.MethodOptions, path, "", map[string]string{
+			"Origin": origin, "Access-Control-Request-Method": method,
+			"Access-Control-Request-Headers": "authorization,content-type,mcp-protocol-version,mcp-session-id",
+		})
+		return resp
+	}
+	for _, r := range []struct{ method, path string }{{"POST", "/mcp"}, {"DELETE", "/mcp"}, {"POST", "/reset"}, {"POST", "/step"}} {
+		resp := preflight(ui, r.method, r.path)
+		h := resp.Header
+		if resp.StatusCode/100 != 2 || h.Get("Access-Control-Allow-Origin") != ui || !strings.Contains(h.Get("Access-Control-Allow-Methods"), r.method) ||
+			!strings.Contains(strings.ToLower(h.Get("Access-Control-Allow-Headers")), "mcp-session-id") ||
+			!strings.Contains(strings.ToLower(h.Get("Access-Control-Allow-Headers")), "authorization") {
+			t.Errorf("preflight of %s %s from %s: %d %v", r.method, r.path, ui, resp.StatusCode, h)
+		}
+		if resp := preflight("https://evil.example", r.method, r.path); resp.Header.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("preflight of %s %s from another origin allowed: %v", r.method, r.path, resp.Header)
+		}
+	}
+	code, body, resp := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`,
+		map[string]string{"Origin": ui, "Authorization": "Bearer s3cret"})
+	sid := resp.Header.Get(openenv.MCPSessionHeader)
+	if code != http.StatusOK || sid == "" || resp.Header.Get("Access-Control-Allow-Origin") != ui ||
+		!strings.Contains(strings.ToLower(resp.Header.Get("Access-Control-Expose-Headers")), "mcp-session-id") {
+		t.Errorf("initialize from %s: %d %s %v", ui, code, body, resp.Header)
+	}
+	// The token is still required of the requests themselves.
+	if code, _, resp := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":2,"method":"ping"}`, map[string]string{"Origin": ui, openenv.MCPSessionHeader: sid}); code != http.StatusUnauthorized || resp.Header.Get("Access-Control-Allow-Origin") != ui {
+		t.Errorf("ping from %s without the token: %d %v, want 401 the page can read", ui, code, resp.Header)
+	}
+	if code, _, _ := s.httpDo(t, "DELETE", "/mcp", "", map[string]string{"Origin": ui, "Authorization": "Bearer s3cret", openenv.MCPSessionHeader: sid}); code != http.StatusNoContent {
+		t.Errorf("DELETE /mcp from %s: %d", ui, code)
+	}
+	if _, _, resp := s.httpDo(t, "GET", "/health", "", map[string]string{"Origin": "https://evil.example"}); resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("a reply to another origin allows it: %v", resp.Header)
+	}
+}

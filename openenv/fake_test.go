@@ -29,6 +29,10 @@ type fakeBackend struct {
 
 	// slowStarted receives the episode id of each slow call as it starts.
 	slowStarted chan string
+	// openGate, when set, holds each Open until it is closed (whatever its
+	// context), after sending that context on openStarted.
+	openGate    chan struct{}
+	openStarted chan context.Context
 	// inspectLimit is the limit of the last inspect query.
 	inspectLimit atomic.Pointer[openenv.InspectLimit]
 
@@ -87,6 +91,10 @@ func (b *fakeBackend) Info() openenv.Info {
 func (b *fakeBackend) Open(ctx context.Context, opts openenv.OpenOptions) (openenv.Instance, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if b.openGate != nil {
+		b.openStarted <- ctx
+		<-b.openGate
 	}
 	switch opts.Fixture {
 	case "", "base", "child":

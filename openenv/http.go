@@ -159,17 +159,18 @@ func (s *Server) writeError(w http.ResponseWriter, perr *protoError) {
 	s.respond(w, perr.httpStatus(), perr.httpBody())
 }
 
-// readBody reads a request body of at most MaxMessageBytes.
+// readBody reads a request body of at most MaxMessageBytes. On a failure
+// it returns the part of the body it read with the error.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *protoError) {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxMessageBytes))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		return nil, newError(codeTooLarge, "Request body exceeds the limit of %d bytes", s.cfg.MaxMessageBytes)
+		return b, newError(codeTooLarge, "Request body exceeds the limit of %d bytes", s.cfg.MaxMessageBytes)
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return nil, newError(codeSlowBody, "Reading the request body failed: it was not sent within the server's read timeout (%v)", err)
+		return b, newError(codeSlowBody, "Reading the request body failed: it was not sent within the server's read timeout (%v)", err)
 	case err != nil:
-		return nil, newError(codeBadBody, "Reading the request body failed: the client sent less than it announced (%v)", err)
+		return b, newError(codeBadBody, "Reading the request body failed: the client sent less than it announced (%v)", err)
 	}
 	if len(b) > 0 && !jsonMediaType(r.Header.Get("Content-Type")) {
 		// A page of any site may send a text/plain body without asking

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -50,22 +51,33 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		resp, status := rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+perr.message, nil), http.StatusOK
 		if r.Header.Get(MCPSessionHeader) != "" || perr.code == codeMediaType {
 			resp, status = standardReply(resp), perr.httpStatus()
+			if id, ok := leadingID(body); ok && perr.code != codeMediaType {
+				// The Go SDK's client keeps its session after a refused
+				// POST only when the reply names the request's id.
+				resp.ID = id
+			}
 		}
 		writeJSON(w, status, resp)
 		return
 	}
 	ctx := r.Context()
 	if r.URL.RawQuery != "" {
+		// A refusal names the request's id: the Go SDK's client reports a
+		// refused POST's error only when its response has one.
+		reqID := nullID
+		if id, ok := leadingID(body); ok {
+			reqID = id
+		}
 		// Parsed here, not with URL.Query, which drops the pairs it cannot
 		// read, and with them reset keys the client asked for.
 		q, err := url.ParseQuery(r.URL.RawQuery)
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, rpcFailure(nullID, rpcInvalidParams, "The /mcp URL's query does not parse ("+err.Error()+"): write it as key=value pairs joined by &, each percent-encoded", nil))
+			writeJSON(w, http.StatusBadRequest, rpcFailure(reqID, rpcInvalidParams, "The /mcp URL's query does not parse ("+err.Error()+"): write it as key=value pairs joined by &, each percent-encoded", nil))
 			return
 		}
 		req, perr := resetFromQuery(q)
 		if perr != nil {
-			writeJSON(w, http.StatusBadRequest, rpcProto(nullID, perr))
+			writeJSON(w, http.StatusBadRequest, rpcProto(reqID, perr))
 			return
 		}
 		ctx = context.WithValue(ctx, mcpSetupKey{}, req)
@@ -277,6 +289,9 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 		params, _ = members(jsontext.Value(req.Params))
 	}
 	if strings.HasPrefix(method, "notifications/") {
+		if method == "notifications/cancelled" && std {
+			ws.cancelRequest(params["requestId"], params["reason"])
+		}
 		if hasID {
 			return rpcResult(id, empty{}), http.StatusOK, ""
 		}
@@ -307,6 +322,11 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 		}
 		return s.rpcToolsList(ctx, id, params, ws), http.StatusOK, ""
 	case "tools/call":
+		if std {
+			var done func()
+			ctx, done = ws.track(ctx, id)
+			defer done()
+		}
 		return s.rpcToolsCall(ctx, id, params, ws, std), http.StatusOK, ""
 	case "openenv/session/create":
 		return s.rpcSessionCreate(ctx, id, req.Params, ws), http.StatusOK, ""
@@ -548,7 +568,8 @@ func (s *Server) rpcInitializeSession(ctx context.Context, id json.RawMessage, p
 // startMCPSession makes an MCP session (newMCPSession) and opens its
 // instance: with the reset data of the request's URL query or params
 // (mcpSetupKey) when it has them, with the default options otherwise. It
-// ends the session again when that fails.
+// ends the session again when that fails, or when the request ended
+// meanwhile (its client gone, it would never learn the session's id).
 func (s *Server) startMCPSession(ctx context.Context) (*session, *protoError) {
 	ss, perr := s.newMCPSession(ctx)
 	if perr != nil {
@@ -558,6 +579,11 @@ func (s *Server) startMCPSession(ctx context.Context) (*session, *protoError) {
 		perr = ss.reset(ctx, req)
 	} else {
 		_, perr = withInstance(ss, ctx, func(context.Context) (any, *protoError) { return nil, nil })
+	}
+	if perr == nil && ctx.Err() != nil {
+		// The client left before the reply that names the session: no
+		// request could ever use or end it.
+		perr = newError(codeSession, "The request ended before its session started, so the session was closed: start another")
 	}
 	if perr != nil {
 		ss.stop(closeAbort, "opening the instance failed")
@@ -570,3 +596,108 @@ func (s *Server) startMCPSession(ctx context.Context) (*session, *protoError) {
 // resetFromQuery) or of openenv/session/create's params to the request
 // that starts the session.
 type mcpSetupKey struct{}
+
+// runningRequest is a standard MCP client's request in progress on its
+// session: cancel stops it.
+type runningRequest struct {
+	cancel context.CancelCauseFunc
+}
+
+// errRequestCancelled is the cause of a request's context its client
+// cancelled with notifications/cancelled.
+var errRequestCancelled = errors.New("openenv: the client cancelled the request (notifications/cancelled)")
+
+// track registers a standard client's request of the JSON-RPC id on the
+// session until done is called, and returns its context, which
+// cancelRequest cancels. A client sends notifications/cancelled in a POST
+// of its own while the request's POST waits for its reply (the MCP
+// specification's cancellation; the TypeScript SDK keeps that POST open),
+// so the request's own context does not end with it.
+func (ss *session) track(ctx context.Context, id json.RawMessage) (tracked context.Context, done func()) {
+	key, ok := requestKey(jsontext.Value(id))
+	if !ok {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	r := &runningRequest{cancel: cancel}
+	ss.mu.Lock()
+	if ss.requests == nil {
+		ss.requests = map[string]*runningRequest{}
+	}
+	ss.requests[key] = r // a client reusing an id in flight cancels the newer request
+	ss.mu.Unlock()
+	return ctx, func() {
+		ss.mu.Lock()
+		if ss.requests[key] == r {
+			delete(ss.requests, key)
+		}
+		ss.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// cancelRequest stops the session's request in progress whose id is
+// requestID (notifications/cancelled's params.requestId), if there is one;
+// a cancellation of a request that has finished, or was never made, is
+// ignored, as the specification has it.
+func (ss *session) cancelRequest(requestID, reason jsontext.Value) {
+	key, ok := requestKey(requestID)
+	if !ok {
+		return
+	}
+	ss.mu.Lock()
+	r := ss.requests[key]
+	ss.mu.Unlock()
+	if r == nil {
+		return
+	}
+	cause := errRequestCancelled
+	if why, ok := str(reason); ok && why != "" {
+		cause = fmt.Errorf("%w: %s", errRequestCancelled, why)
+	}
+	r.cancel(cause)
+}
+
+// requestKey is the key of a JSON-RPC id in session.requests: the id
+// compacted, so one sent with other spacing names the same request. Only
+// strings and numbers are ids.
+func requestKey(id jsontext.Value) (string, bool) {
+	if k := id.Kind(); k != '"' && k != '0' {
+		return "", false
+	}
+	v := slices.Clone(id)
+	if v.Compact() != nil {
+		return "", false
+	}
+	return string(v), true
+}
+
+// leadingID returns the id of the JSON-RPC request whose body begins with
+// prefix (the whole body, or the part of one too large or too slow to read
+// whole), when a top-level "id" member comes before the first member that
+// prefix cuts short. The official Go SDK's client writes the id second,
+// after "jsonrpc".
+func leadingID(prefix []byte) (json.RawMessage, bool) {
+	dec := jsontext.NewDecoder(bytes.NewReader(prefix))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil, false
+	}
+	for {
+		tok, err := dec.ReadToken()
+		if err != nil || tok.Kind() != '"' {
+			return nil, false
+		}
+		name := tok.String() // before the decoder reads on, which voids tok
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, false
+		}
+		if name == "id" {
+			// A number the prefix ends in may be cut short: 12 of 123.
+			if k := v.Kind(); k != '"' && (k != '0' || dec.InputOffset() == int64(len(prefix))) {
+				return nil, false
+			}
+			return json.RawMessage(v.Clone()), true
+		}
+	}
+}

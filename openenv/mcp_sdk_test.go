@@ -12,6 +12,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/seahaven/seahaven/app"
+	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/examples/worlds/chat"
+	"github.com/seahaven/seahaven/examples/worlds/company"
+	"github.com/seahaven/seahaven/examples/worlds/payments"
+	"github.com/seahaven/seahaven/examples/worlds/shop"
 	"github.com/seahaven/seahaven/openenv"
 	"github.com/seahaven/seahaven/schemas/schematest"
 )
@@ -175,10 +181,22 @@ func TestMCP_TaskSession(t *testing.T) {
 		t.Errorf("the trainer's grading of the MCP session: %s", graded)
 	}
 
-	// A bad set-up is refused before any session exists.
+	// A bad set-up is refused before any session exists, with the
+	// initialize's id, so the Go SDK's client reports why (with a null id
+	// it says only "Bad Request").
 	code, body, _ := s.httpDo(t, http.MethodPost, "/mcp?colour=red", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
-	if code != http.StatusBadRequest || !strings.Contains(body, "colour") {
+	if code != http.StatusBadRequest || !strings.Contains(body, "colour") || fmt.Sprint(field(t, body, "id")) != "1" {
 		t.Errorf("initialize with an unknown set-up key: %d %s", code, body)
+	}
+	for q, want := range map[string]string{
+		"colour=red": "query.colour: Extra inputs are not permitted",
+		"seed=-1":    "query.seed: Input should be greater than or equal to 0",
+		"seed=3;x=1": "The /mcp URL's query does not parse",
+	} {
+		_, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.ts.URL + "/mcp?" + q, MaxRetries: -1}, nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("the Go SDK's client at /mcp?%s: %v, want an error saying %s", q, err, want)
+		}
 	}
 
 	// So is a URL whose query does not parse, which would drop the pairs
@@ -219,4 +237,168 @@ func TestMCP_TaskSession(t *testing.T) {
 		t.Errorf("openenv/session/create with an unknown key: %s", bad)
 	}
 	s.rpc(t, `{"jsonrpc":"2.0","id":5,"method":"openenv/session/close","params":{"session_id":"`+sid+`"}}`)
+}
+
+// Every tool of every example world, called through the official Go SDK
+// with arguments made from its input schema, answers structured content
+// that matches the output schema it lists (checked with an independent
+// validator, as the TypeScript SDK's client checks every result), on a
+// session with the control tool listed too. A tool's own refusal is an
+// isError result with text, not a protocol error; each tool succeeds once.
+func TestMCP_GoSDKOutputSchemas(t *testing.T) {
+	worlds := []struct {
+		world *env.World
+		bcfg  app.Config
+	}{
+		{company.World, app.Config{DefaultFixture: company.AcmeID}},
+		{payments.World, app.Config{}},
+		{shop.World, app.Config{}},
+		{chat.World, app.Config{}},
+	}
+	ctx := context.Background()
+	for _, w := range worlds {
+		t.Run(w.world.Name(), func(t *testing.T) {
+			s := mustServeWorld(t, w.world, w.bcfg, openenv.Config{})
+			client := mcp.NewClient(&mcp.Implementation{Name: "sdk-test", Version: "1"}, nil)
+			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.ts.URL + "/mcp?control_tools=true", MaxRetries: -1}, nil)
+			if err != nil {
+				t.Fatalf("connect: %v", err)
+			}
+			defer cs.Close()
+			tools, err := cs.ListTools(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string // ids the results named, for the arguments that take one
+			for _, tl := range tools.Tools {
+				raw, _ := json.Marshal(tl.OutputSchema)
+				out, err := schematest.Compile(raw)
+				if tl.OutputSchema == nil || err != nil {
+					t.Errorf("tool %s: output schema %s: %v", tl.Name, raw, err)
+					continue
+				}
+				var in map[string]any
+				if b, _ := json.Marshal(tl.InputSchema); json.Unmarshal(b, &in) != nil {
+					t.Fatalf("tool %s: input schema %s", tl.Name, b)
+				}
+				args, succeeded := sampleArgs(in, ids), false
+				if tl.Name == "seahaven_control" { // its seconds are optional, and needed
+					args["seconds"] = 60
+				}
+				for range 2 { // twice: a second call may find what the first made
+					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tl.Name, Arguments: args})
+					if err != nil {
+						t.Errorf("%s %v: %v", tl.Name, args, err)
+						break
+					}
+					if res.IsError {
+						if len(res.Content) == 0 || res.StructuredContent != nil {
+							t.Errorf("%s %v: an error result %+v, want text and no structured content", tl.Name, args, res)
+						}
+						continue
+					}
+					doc, _ := json.Marshal(res.StructuredContent)
+					if err := out.Validate(doc); err != nil {
+						t.Errorf("%s %v: structured content %s does not match the output schema %s: %v", tl.Name, args, doc, raw, err)
+					}
+					ids = append(ids, idsIn(res.StructuredContent)...)
+					succeeded = true
+				}
+				if !succeeded {
+					t.Errorf("%s %v: no call succeeded", tl.Name, args)
+				}
+			}
+		})
+	}
+}
+
+// sampleArgs makes arguments that an input schema accepts: each required
+// property, a string property named like an id taken from ids (the newest).
+func sampleArgs(schema map[string]any, ids []string) map[string]any {
+	args := map[string]any{}
+	props, _ := schema["properties"].(map[string]any)
+	required, _ := schema["required"].([]any)
+	for _, r := range required {
+		name, _ := r.(string)
+		p, _ := props[name].(map[string]any)
+		args[name] = sampleValue(name, p, ids)
+	}
+	return args
+}
+
+func sampleValue(name string, p map[string]any, ids []string) any {
+	if e, ok := p["enum"].([]any); ok && len(e) > 0 {
+		return e[0]
+	}
+	typ := p["type"]
+	if ts, ok := typ.([]any); ok && len(ts) > 0 {
+		typ = ts[0]
+	}
+	switch typ {
+	case "integer", "number":
+		if m, ok := p["minimum"].(float64); ok && m > 5 {
+			return m
+		}
+		return 5
+	case "boolean":
+		return true
+	case "array":
+		return []any{}
+	case "object":
+		return sampleArgs(p, ids)
+	}
+	switch {
+	case strings.HasSuffix(name, "id") && len(ids) > 0:
+		return ids[len(ids)-1]
+	case name == "channel":
+		return "general"
+	}
+	return "hello"
+}
+
+// idsIn returns the values of the "id" keys in v, a decoded JSON value.
+func idsIn(v any) []string {
+	var ids []string
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if s, ok := x.(string); ok && k == "id" {
+				ids = append(ids, s)
+			}
+			ids = append(ids, idsIn(x)...)
+		}
+	case []any:
+		for _, x := range v {
+			ids = append(ids, idsIn(x)...)
+		}
+	}
+	return ids
+}
+
+// A call whose request is over the server's size limit fails alone: the
+// Go SDK's client keeps its session only when a refused POST's body is a
+// JSON-RPC error response with the request's id (with a null id it
+// closes the session, and every later call fails "client is closing"), so
+// the 413 names the id the body opened with.
+func TestMCP_GoSDKBodyTooLarge(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{MaxMessageBytes: 4096})
+	ctx := context.Background()
+	client := mcp.NewClient(&mcp.Implementation{Name: "sdk-test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.ts.URL + "/mcp", MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "hire", Arguments: map[string]any{"name": strings.Repeat("x", 8000)}})
+	if err == nil || !strings.Contains(err.Error(), "Request body exceeds the limit of 4096 bytes") {
+		t.Errorf("a call over the size limit: %v, want the limit's error", err)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_staff", Arguments: map[string]any{}}); err != nil || res.IsError {
+		t.Errorf("the next call on the session: %v %+v", err, res)
+	}
+	if err := cs.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	if n := len(s.Sessions()); n != 0 {
+		t.Errorf("%d sessions after close, want 0", n)
+	}
 }

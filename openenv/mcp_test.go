@@ -1,7 +1,9 @@
 package openenv_test
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -210,13 +212,22 @@ func TestMCP_BodyTooLarge(t *testing.T) {
 	s := mustServe(t, newFake(t), openenv.Config{MaxMessageBytes: 64})
 	got := s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"`+strings.Repeat("x", 64)+`"}}}`)
 	jsonEq(t, got, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: Request body exceeds the limit of 64 bytes","data":null}}`)
-	// On a standard client's session: 413, as on the other routes.
+	// On a standard client's session: 413, as on the other routes, naming
+	// the request's id when the part of the body read names it before the
+	// cut (the Go SDK's client keeps its session only then).
 	s = mustServe(t, newFake(t), openenv.Config{MaxMessageBytes: 128})
 	_, _, resp := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
-	code, body, _ := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"`+strings.Repeat("x", 128)+`"}}}`,
-		map[string]string{openenv.MCPSessionHeader: resp.Header.Get(openenv.MCPSessionHeader)})
-	if code != http.StatusRequestEntityTooLarge || compact(t, body) != `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: Request body exceeds the limit of 128 bytes"}}` {
-		t.Errorf("standard session, a body over the limit: %d %s", code, body)
+	hdr := map[string]string{openenv.MCPSessionHeader: resp.Header.Get(openenv.MCPSessionHeader)}
+	for _, tt := range []struct{ body, id string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"` + strings.Repeat("x", 128) + `"}}}`, `1`},
+		{`{"jsonrpc":"2.0","id":"r-2","method":"tools/call","params":{"name":"echo","arguments":{"message":"` + strings.Repeat("x", 128) + `"}}}`, `"r-2"`},
+		{`{"method":"tools/call","params":{"name":"echo","arguments":{"message":"` + strings.Repeat("x", 128) + `"}},"jsonrpc":"2.0","id":3}`, `null`},
+		{`[{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"message":"` + strings.Repeat("x", 128) + `"}}}]`, `null`},
+	} {
+		code, body, _ := s.httpDo(t, "POST", "/mcp", tt.body, hdr)
+		if code != http.StatusRequestEntityTooLarge || compact(t, body) != `{"jsonrpc":"2.0","id":`+tt.id+`,"error":{"code":-32600,"message":"Invalid request: Request body exceeds the limit of 128 bytes"}}` {
+			t.Errorf("standard session, a body over the limit: %d %s, want 413 with id %s", code, body, tt.id)
+		}
 	}
 }
 
@@ -317,4 +328,103 @@ func TestMCP_StandardSession(t *testing.T) {
 			t.Errorf("%s /mcp of an ended session: %d, want 404", method, code)
 		}
 	}
+}
+
+// A standard client cancels a request in progress with
+// notifications/cancelled, sent in a POST of its own while the request's
+// POST waits for its reply (the TypeScript SDK does so when a call's
+// AbortSignal fires or its timeout passes, and keeps the first POST open).
+// The call stops, its POST is answered at once, and the session's next
+// call runs instead of waiting for the cancelled one.
+func TestMCP_StandardCancel(t *testing.T) {
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{StepTimeout: time.Hour})
+	_, _, resp := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, nil)
+	sid := resp.Header.Get(openenv.MCPSessionHeader)
+	if sid == "" {
+		t.Fatal("initialize started no session")
+	}
+	hdr := map[string]string{openenv.MCPSessionHeader: sid}
+
+	type reply struct {
+		code int
+		body string
+		err  error
+	}
+	post := func(body string) <-chan reply {
+		ch := make(chan reply, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.ts.URL+"/mcp", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set(openenv.MCPSessionHeader, sid)
+			resp, err := s.ts.Client().Do(req)
+			if err != nil {
+				ch <- reply{err: err}
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			ch <- reply{resp.StatusCode, string(b), err}
+		}()
+		return ch
+	}
+	for _, id := range []string{`7`, `"call-8"`} {
+		slow := post(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
+		<-fake.slowStarted
+		// Another id is no cancellation of this call.
+		if code, body, _ := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99,"reason":"not this one"}}`, hdr); code != http.StatusAccepted {
+			t.Fatalf("notifications/cancelled of another id: %d %s", code, body)
+		}
+		select {
+		case r := <-slow:
+			t.Fatalf("a cancellation of another id ended the call: %d %s %v", r.code, r.body, r.err)
+		case <-time.After(50 * time.Millisecond):
+		}
+		code, body, _ := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+id+`,"reason":"AbortError: the user gave up"}}`, hdr)
+		if code != http.StatusAccepted {
+			t.Fatalf("notifications/cancelled: %d %s", code, body)
+		}
+		r := <-slow
+		if r.err != nil || r.code != http.StatusOK || fmt.Sprint(field(t, r.body, "id")) != strings.Trim(id, `"`) {
+			t.Fatalf("the cancelled call's reply: %d %s %v", r.code, r.body, r.err)
+		}
+	}
+	// The session is free for the next call.
+	code, body, _ := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2}}}`, hdr)
+	jsonEq(t, body, `{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"text","text":"3"}],"structuredContent":{"result":3},"isError":false}}`)
+	if code != http.StatusOK {
+		t.Errorf("the call after the cancelled ones: %d", code)
+	}
+}
+
+// A standard client that gives up on its initialize before the reply
+// (its timeout passed while the instance opened) never learns the
+// session's id, so no request could use or end that session: the server
+// ends it instead of keeping a slot until the idle timeout.
+func TestMCP_InitializeAbandoned(t *testing.T) {
+	fake := newFake(t)
+	fake.openGate, fake.openStarted = make(chan struct{}), make(chan context.Context, 1)
+	s := mustServe(t, fake, openenv.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.ts.URL+"/mcp",
+		strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	done := make(chan error, 1)
+	go func() {
+		resp, err := s.ts.Client().Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	opening := <-fake.openStarted
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the abandoned initialize got a reply")
+	}
+	<-opening.Done() // the server saw the client go; the open goes on
+	close(fake.openGate)
+	waitFor(t, "the abandoned session to end", func() bool { return len(s.Sessions()) == 0 && fake.open.Load() == 0 })
 }

@@ -335,7 +335,7 @@ func NewServer(b Backend, cfg Config) *Server {
 	}
 	s.large = largeLimiter(cfg.LargeMessageRate)
 	s.metrics = newMetrics(s)
-	s.handler = s.browserGuard(s.RequireToken(s.limitBodies(s.routes())))
+	s.handler = s.browserGuard(s.cors(s.RequireToken(s.limitBodies(s.routes()))))
 	if h := s.handler; s.cfg.Replica != "" {
 		s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(ReplicaHeader, s.cfg.Replica)

@@ -67,6 +67,10 @@ type session struct {
 	stopped      bool     // stop was called; closeCode and closeReason are set
 	closeCode    websocket.StatusCode
 	closeReason  string
+	// requests are a standard MCP client's tools/call requests in
+	// progress, by their id (compacted JSON), so its notifications/cancelled
+	// can stop one (track, cancelRequest).
+	requests map[string]*runningRequest
 
 	endOnce sync.Once
 	done    chan struct{} // closed once the instance is closed and the slot freed

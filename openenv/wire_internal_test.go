@@ -1,10 +1,14 @@
 package openenv
 
 import (
+	"bytes"
 	"maps"
 	"reflect"
 	"slices"
 	"testing"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // readStepSlowly reads raw as dispatch reads a /ws message member by
@@ -131,4 +135,39 @@ func BenchmarkEncodeStepReply(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// FuzzLeadingID checks leadingID on any body and each of its prefixes: an
+// id found in a prefix is a string or a number, and the
+// whole body, when it is a JSON object, has that same id.
+func FuzzLeadingID(f *testing.F) {
+	for _, raw := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`,
+		`{"jsonrpc":"2.0","id":"r-1","method":"ping"}`,
+		`{"method":"ping","jsonrpc":"2.0","id":3}`,
+		`{"jsonrpc":"2.0","id":null,"method":"ping"}`,
+		`{"id":{"a":1}}`,
+		`[{"jsonrpc":"2.0","id":4}]`,
+		`{"jsonrpc":"2.0","id":"\u00e9","method":"ping"}`,
+	} {
+		f.Add([]byte(raw), len(raw)/2)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, cut int) {
+		if cut < 0 || cut > len(body) {
+			return
+		}
+		id, ok := leadingID(body[:cut])
+		if !ok {
+			return
+		}
+		if k := jsontext.Value(id).Kind(); k != '"' && k != '0' {
+			t.Fatalf("%q: id %s is neither a string nor a number", body[:cut], id)
+		}
+		var whole map[string]jsontext.Value
+		if jsonv2.Unmarshal(body, &whole) == nil {
+			if got, ok := whole["id"]; !ok || !bytes.Equal(bytes.TrimSpace(got), id) {
+				t.Fatalf("%q: the prefix %q has id %s, the body %s", body, body[:cut], id, got)
+			}
+		}
+	})
 }
