@@ -212,4 +212,38 @@ func TestFaults_CancelledStep(t *testing.T) {
 			t.Errorf("step on a session closed meanwhile: %d %s, want 404 saying the session is gone", got.status, got.body)
 		}
 	})
+	t.Run("MCPCancelled", func(t *testing.T) {
+		// A standard MCP client's notifications/cancelled rolls its call
+		// back, and the call is no step either.
+		_, _, resp := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, nil)
+		mh := map[string]string{openenv.MCPSessionHeader: resp.Header.Get(openenv.MCPSessionHeader)}
+		replied := make(chan string, 1)
+		go func() {
+			_, body, _ := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"body":"cancelled","ms":60000}}}`, mh)
+			replied <- body
+		}()
+		time.Sleep(200 * time.Millisecond) // the tool is waiting
+		if status, body, _ := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, mh); status != http.StatusAccepted {
+			t.Fatalf("notifications/cancelled: %d %s", status, body)
+		}
+		if body := <-replied; !strings.Contains(body, "is no step") {
+			t.Errorf("the cancelled call's reply: %s, want an error saying it is no step", body)
+		}
+		_, body, _ := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"note","arguments":{"body":"next"}}}`, mh)
+		if !strings.Contains(body, `"isError":false`) {
+			t.Fatalf("the call after the cancelled one: %s", body)
+		}
+		found := false
+		for _, info := range s.Sessions() {
+			if info.Transport == openenv.TransportMCP {
+				found = true
+				if info.StepCount != 1 {
+					t.Errorf("step_count %d after a cancelled call and one more, want 1", info.StepCount)
+				}
+			}
+		}
+		if !found {
+			t.Error("the MCP session is not live")
+		}
+	})
 }
