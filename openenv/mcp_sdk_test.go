@@ -29,15 +29,6 @@ import (
 func TestMCP_GoSDKClient(t *testing.T) {
 	s := mustServeCompany(t, openenv.Config{})
 	ctx := context.Background()
-	connect := func(t *testing.T) *mcp.ClientSession {
-		t.Helper()
-		client := mcp.NewClient(&mcp.Implementation{Name: "sdk-test", Version: "1"}, nil)
-		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.ts.URL + "/mcp", MaxRetries: -1}, nil)
-		if err != nil {
-			t.Fatalf("connect: %v", err)
-		}
-		return cs
-	}
 	text := func(t *testing.T, res *mcp.CallToolResult) string {
 		t.Helper()
 		var b strings.Builder
@@ -49,7 +40,7 @@ func TestMCP_GoSDKClient(t *testing.T) {
 		return b.String()
 	}
 
-	a := connect(t)
+	a := sdkConnect(t, s, "")
 	tools, err := a.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +114,7 @@ func TestMCP_GoSDKClient(t *testing.T) {
 	}
 
 	// A second client is a second episode.
-	b := connect(t)
+	b := sdkConnect(t, s, "")
 	res, err = b.CallTool(ctx, &mcp.CallToolParams{Name: "list_staff", Arguments: map[string]any{}})
 	if err != nil || strings.Contains(text(t, res), "Eve Example") {
 		t.Errorf("the second client sees the first's hire: %v %s", err, text(t, res))
@@ -156,11 +147,7 @@ func cmpOr(m, fallback map[string]any) map[string]any {
 func TestMCP_TaskSession(t *testing.T) {
 	s := mustServeCompany(t, openenv.Config{})
 	ctx := context.Background()
-	client := mcp.NewClient(&mcp.Implementation{Name: "sdk-test", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.ts.URL + "/mcp?task=invoice_750&seed=3", MaxRetries: -1}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
+	cs := sdkConnect(t, s, "task=invoice_750&seed=3")
 	defer cs.Close()
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil {
@@ -193,6 +180,7 @@ func TestMCP_TaskSession(t *testing.T) {
 		"seed=-1":    "query.seed: Input should be greater than or equal to 0",
 		"seed=3;x=1": "The /mcp URL's query does not parse",
 	} {
+		client := mcp.NewClient(&mcp.Implementation{Name: "sdk-test", Version: "1"}, nil)
 		_, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.ts.URL + "/mcp?" + q, MaxRetries: -1}, nil)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("the Go SDK's client at /mcp?%s: %v, want an error saying %s", q, err, want)
@@ -259,11 +247,7 @@ func TestMCP_GoSDKOutputSchemas(t *testing.T) {
 	for _, w := range worlds {
 		t.Run(w.world.Name(), func(t *testing.T) {
 			s := mustServeWorld(t, w.world, w.bcfg, openenv.Config{})
-			client := mcp.NewClient(&mcp.Implementation{Name: "sdk-test", Version: "1"}, nil)
-			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.ts.URL + "/mcp?control_tools=true", MaxRetries: -1}, nil)
-			if err != nil {
-				t.Fatalf("connect: %v", err)
-			}
+			cs := sdkConnect(t, s, "control_tools=true")
 			defer cs.Close()
 			tools, err := cs.ListTools(ctx, nil)
 			if err != nil {
@@ -383,12 +367,8 @@ func idsIn(v any) []string {
 func TestMCP_GoSDKBodyTooLarge(t *testing.T) {
 	s := mustServeCompany(t, openenv.Config{MaxMessageBytes: 4096})
 	ctx := context.Background()
-	client := mcp.NewClient(&mcp.Implementation{Name: "sdk-test", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.ts.URL + "/mcp", MaxRetries: -1}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "hire", Arguments: map[string]any{"name": strings.Repeat("x", 8000)}})
+	cs := sdkConnect(t, s, "")
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "hire", Arguments: map[string]any{"name": strings.Repeat("x", 8000)}})
 	if err == nil || !strings.Contains(err.Error(), "Request body exceeds the limit of 4096 bytes") {
 		t.Errorf("a call over the size limit: %v, want the limit's error", err)
 	}
@@ -401,4 +381,20 @@ func TestMCP_GoSDKBodyTooLarge(t *testing.T) {
 	if n := len(s.Sessions()); n != 0 {
 		t.Errorf("%d sessions after close, want 0", n)
 	}
+}
+
+// sdkConnect connects the official Go SDK's client to the server's /mcp
+// with the URL's query q (none when empty).
+func sdkConnect(tb testing.TB, s *worldServer, q string) *mcp.ClientSession {
+	tb.Helper()
+	endpoint := s.ts.URL + "/mcp"
+	if q != "" {
+		endpoint += "?" + q
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "sdk-test", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, nil)
+	if err != nil {
+		tb.Fatalf("connect: %v", err)
+	}
+	return cs
 }
