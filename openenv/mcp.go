@@ -90,6 +90,9 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		mode = rpcStandard
+	} else if r.Header.Get("MCP-Protocol-Version") != "" && !isInitialize(body) {
+		s.sessionRequired(w, body)
+		return
 	}
 	if mode == rpcStandard && jsontext.Value(body).Kind() == '[' {
 		s.serveBatch(ctx, w, body, bound)
@@ -229,6 +232,32 @@ func (s *Server) unknownMCPSession(ctx context.Context, w http.ResponseWriter, s
 			errorExtra{CheckpointID: info.ID})
 	}
 	writeJSON(w, http.StatusNotFound, standardReply(resp))
+}
+
+// isInitialize reports whether body is one JSON-RPC message whose method
+// is initialize.
+func isInitialize(body []byte) bool {
+	m, ok := members(body)
+	method, _ := str(m["method"])
+	return ok && method == "initialize"
+}
+
+// sessionRequired refuses, with the 400 the MCP specification gives a
+// server that requires sessions, a request that carries
+// MCP-Protocol-Version, as a standard client's requests after initialize
+// do, but no Mcp-Session-Id: its client has lost its session (ended it
+// with DELETE, say). Read as OpenEnv's dialect, which sends no
+// MCP-Protocol-Version, its calls would run on an instance nobody sees
+// again, and their replies would not be the standard's shape.
+func (s *Server) sessionRequired(w http.ResponseWriter, body []byte) {
+	id, ok := leadingID(body)
+	if !ok {
+		id = nullID
+	}
+	writeJSON(w, http.StatusBadRequest, standardReply(rpcFailure(id, rpcInvalidRequest,
+		"Bad Request: no "+MCPSessionHeader+" header. A standard MCP client (this request carries MCP-Protocol-Version) "+
+			"names in every request after initialize the session its initialize started; a session ended with DELETE /mcp is gone: "+
+			"initialize a new one. (OpenEnv's dialect sends no MCP-Protocol-Version and names its session in params.session_id.)", nil)))
 }
 
 // serveMCPGet answers GET /mcp: the server offers no event stream of its

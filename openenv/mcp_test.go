@@ -428,3 +428,41 @@ func TestMCP_InitializeAbandoned(t *testing.T) {
 	close(fake.openGate)
 	waitFor(t, "the abandoned session to end", func() bool { return len(s.Sessions()) == 0 && fake.open.Load() == 0 })
 }
+
+// A request that carries MCP-Protocol-Version, as a standard client's
+// requests after initialize do, but no Mcp-Session-Id comes from a client
+// that lost its session (the TypeScript SDK's after terminateSession, say):
+// it is refused with 400, naming its id, instead of running as OpenEnv's
+// dialect on an instance nobody sees again. An initialize with the header,
+// and OpenEnv's dialect without it, are served as before.
+func TestMCP_SessionRequired(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{})
+	version := map[string]string{"MCP-Protocol-Version": "2025-06-18"}
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2}}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":7,"method":"initial\u0069ze!"}`,
+		`[{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}]`,
+	} {
+		code, got, _ := s.httpDo(t, http.MethodPost, "/mcp", body, version)
+		want := "7"
+		if strings.HasPrefix(body, "[") {
+			want = "<nil>" // a batch's id is no request's
+		}
+		if code != http.StatusBadRequest || fmt.Sprint(field(t, got, "error.code")) != "-32600" ||
+			fmt.Sprint(field(t, got, "id")) != want || !strings.Contains(got, "no Mcp-Session-Id header") {
+			t.Errorf("%s with MCP-Protocol-Version and no session: %d %s, want 400 naming id %s", body, code, got, want)
+		}
+	}
+	if len(s.Sessions()) != 0 {
+		t.Errorf("refused requests left %d sessions", len(s.Sessions()))
+	}
+	code, _, resp := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":0,"method":"initial\u0069ze","params":{"protocolVersion":"2025-06-18"}}`, version)
+	if code != http.StatusOK || resp.Header.Get(openenv.MCPSessionHeader) == "" {
+		t.Errorf("initialize with MCP-Protocol-Version: %d, session %q", code, resp.Header.Get(openenv.MCPSessionHeader))
+	}
+	got := s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`)
+	if field(t, got, "result.tools") == nil {
+		t.Errorf("OpenEnv's dialect without the header: %s", got)
+	}
+}
