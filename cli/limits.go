@@ -267,8 +267,11 @@ func (f *scaleFlags) capacity(log *slog.Logger, maxSessions int) (capacity, erro
 }
 
 // debug adds net/http/pprof at /debug/pprof/ in front of h when --pprof is
-// set; otherwise it returns h.
-func (f *scaleFlags) debug(h http.Handler) http.Handler {
+// set, behind guard (the server's token check); otherwise it returns h.
+// Only pprof is wrapped: the server's handler h checks the token itself,
+// after answering the CORS preflights of --allowed-origins, which carry no
+// credentials.
+func (f *scaleFlags) debug(guard func(http.Handler) http.Handler, h http.Handler) http.Handler {
 	if !*f.pprof {
 		return h
 	}
@@ -278,9 +281,10 @@ func (f *scaleFlags) debug(h http.Handler) http.Handler {
 	prof.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	prof.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	prof.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	guarded := guard(prof)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/debug/pprof/") {
-			prof.ServeHTTP(w, r)
+			guarded.ServeHTTP(w, r)
 			return
 		}
 		h.ServeHTTP(w, r)

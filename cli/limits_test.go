@@ -164,6 +164,7 @@ func TestServeCommand_Pprof(t *testing.T) {
 	}{
 		{"On", []string{"--pprof"}, http.StatusOK},
 		{"Off", nil, http.StatusNotFound},
+		{"BehindTheToken", []string{"--pprof", "--token", "s3cret", "--allowed-origins", "https://ui.example"}, http.StatusUnauthorized},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			stderr, err := serveBriefly(t, tt.args, func(base string) {
@@ -176,6 +177,20 @@ func TestServeCommand_Pprof(t *testing.T) {
 					if res.StatusCode != want {
 						t.Errorf("GET %s = %d, want %d", path, res.StatusCode, want)
 					}
+				}
+				// Behind a token, a CORS preflight, which carries no
+				// credentials, runs nothing of pprof.
+				req, _ := http.NewRequest(http.MethodOptions, base+"/debug/pprof/", nil)
+				req.Header.Set("Origin", "https://ui.example")
+				req.Header.Set("Access-Control-Request-Method", "GET")
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				if tt.status == http.StatusUnauthorized && (res.StatusCode != http.StatusUnauthorized || strings.Contains(string(body), "goroutine")) {
+					t.Errorf("OPTIONS /debug/pprof/ = %d %.100q", res.StatusCode, body)
 				}
 			})
 			if err != nil {

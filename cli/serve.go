@@ -117,7 +117,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	servers := []*http.Server{conns.Server(withWeb(srv, srv.RequireToken(scale.debug(srv.Handler()))))}
+	servers := []*http.Server{conns.Server(withWeb(srv, scale.debug(srv.RequireToken, srv.Handler())))}
 	listeners := []net.Listener{conns.Listener(ln)}
 	boundAgentAddr := ""
 	if *agentAddr != "" {

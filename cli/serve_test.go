@@ -56,6 +56,41 @@ func TestServeCommand_Web(t *testing.T) {
 	}
 }
 
+// TestServeCommand_CORS: with a token and --allowed-origins, a page of an
+// allowed origin can use the server from a browser: its preflight, which
+// carries no credentials, is answered, and the refusal of a request
+// without the token is one the page can read.
+func TestServeCommand_CORS(t *testing.T) {
+	const ui = "https://ui.example"
+	stderr, err := serveBriefly(t, []string{"--token", "s3cret", "--allowed-origins", ui}, func(base string) {
+		do := func(method string, header map[string]string) *http.Response {
+			t.Helper()
+			req, _ := http.NewRequest(method, base+"/mcp", nil)
+			for k, v := range header {
+				req.Header.Set(k, v)
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			return res
+		}
+		res := do(http.MethodOptions, map[string]string{"Origin": ui, "Access-Control-Request-Method": "POST",
+			"Access-Control-Request-Headers": "authorization,content-type,mcp-session-id"})
+		if res.StatusCode/100 != 2 || res.Header.Get("Access-Control-Allow-Origin") != ui {
+			t.Errorf("preflight of POST /mcp from %s: %d %v", ui, res.StatusCode, res.Header)
+		}
+		res = do(http.MethodPost, map[string]string{"Origin": ui, "Content-Type": "application/json"})
+		if res.StatusCode != http.StatusUnauthorized || res.Header.Get("Access-Control-Allow-Origin") != ui {
+			t.Errorf("POST /mcp from %s without the token: %d %v, want 401 the page can read", ui, res.StatusCode, res.Header)
+		}
+	})
+	if err != nil {
+		t.Errorf("serve: %v\n%s", err, stderr)
+	}
+}
+
 // TestServeCommand_SchemaDoesNotApply: a world whose schema does not apply
 // is refused at startup, naming the world and SQLite's error, instead of
 // serving a /ready that every reset then fails.
