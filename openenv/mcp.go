@@ -51,10 +51,10 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		resp, status := rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+perr.message, nil), http.StatusOK
 		if r.Header.Get(MCPSessionHeader) != "" || perr.code == codeMediaType {
 			resp, status = standardReply(resp), perr.httpStatus()
-			if id, ok := leadingID(body); ok && perr.code != codeMediaType {
+			if perr.code != codeMediaType {
 				// The Go SDK's client keeps its session after a refused
 				// POST only when the reply names the request's id.
-				resp.ID = id
+				resp.ID = refusedID(body)
 			}
 		}
 		writeJSON(w, status, resp)
@@ -64,10 +64,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.RawQuery != "" {
 		// A refusal names the request's id: the Go SDK's client reports a
 		// refused POST's error only when its response has one.
-		reqID := nullID
-		if id, ok := leadingID(body); ok {
-			reqID = id
-		}
+		reqID := refusedID(body)
 		// Parsed here, not with URL.Query, which drops the pairs it cannot
 		// read, and with them reset keys the client asked for.
 		q, err := url.ParseQuery(r.URL.RawQuery)
@@ -250,11 +247,7 @@ func isInitialize(body []byte) bool {
 // MCP-Protocol-Version, its calls would run on an instance nobody sees
 // again, and their replies would not be the standard's shape.
 func (s *Server) sessionRequired(w http.ResponseWriter, body []byte) {
-	id, ok := leadingID(body)
-	if !ok {
-		id = nullID
-	}
-	writeJSON(w, http.StatusBadRequest, standardReply(rpcFailure(id, rpcInvalidRequest,
+	writeJSON(w, http.StatusBadRequest, standardReply(rpcFailure(refusedID(body), rpcInvalidRequest,
 		"Bad Request: no "+MCPSessionHeader+" header. A standard MCP client (this request carries MCP-Protocol-Version) "+
 			"names in every request after initialize the session its initialize started; a session ended with DELETE /mcp is gone: "+
 			"initialize a new one. (OpenEnv's dialect sends no MCP-Protocol-Version and names its session in params.session_id.)", nil)))
@@ -699,6 +692,15 @@ func requestKey(id jsontext.Value) (string, bool) {
 		return "", false
 	}
 	return string(v), true
+}
+
+// refusedID is the id a refusal of the request whose body begins with
+// prefix names: its leadingID, or null when it has none.
+func refusedID(prefix []byte) json.RawMessage {
+	if id, ok := leadingID(prefix); ok {
+		return id
+	}
+	return nullID
 }
 
 // leadingID returns the id of the JSON-RPC request whose body begins with

@@ -650,6 +650,7 @@ func sameChanges(a, b []Change) bool {
 	})
 }
 
+// hasPrefixFold reports whether s begins with prefix, in any letter case.
 func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }

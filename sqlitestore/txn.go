@@ -111,7 +111,7 @@ func vacuumsInPlace(stmt string) bool {
 // what follows it.
 func keyword(sql, kw string) (string, bool) {
 	sql = skipFiller(sql)
-	if len(sql) < len(kw) || !strings.EqualFold(sql[:len(kw)], kw) || len(sql) > len(kw) && isIdentByte(sql[len(kw)]) {
+	if !hasPrefixFold(sql, kw) || len(sql) > len(kw) && isIdentByte(sql[len(kw)]) {
 		return "", false
 	}
 	return sql[len(kw):], true
