@@ -92,22 +92,18 @@ func LoadFile(path string) ([]env.Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("task: %w", err)
 	}
-	return parse(path, data)
+	return Parse(path, data)
+}
+
+// ferr returns a *FileError; Parse sets its Path.
+func ferr(line int, key, format string, args ...any) error {
+	return &FileError{Line: line, Key: key, Msg: fmt.Sprintf(format, args...)}
 }
 
 // Parse is LoadFile of a tasks file's contents already read from path (a
 // file embedded in a binary, say): path names the file in errors, and its
 // base name is in each task's Source.
-func Parse(path string, data []byte) ([]env.Task, error) {
-	return parse(path, data)
-}
-
-// ferr returns a *FileError; parse sets its Path.
-func ferr(line int, key, format string, args ...any) error {
-	return &FileError{Line: line, Key: key, Msg: fmt.Sprintf(format, args...)}
-}
-
-func parse(path string, data []byte) (_ []env.Task, err error) {
+func Parse(path string, data []byte) (_ []env.Task, err error) {
 	defer func() {
 		var fe *FileError
 		if errors.As(err, &fe) {
@@ -446,7 +442,7 @@ func ForWorldFS(w *env.World, fixtures fs.FS, path string) ([]env.Task, error) {
 		case err != nil:
 			return nil, fmt.Errorf("task: %s: %w", path, err)
 		default:
-			fromFile, err := parse(path, data)
+			fromFile, err := Parse(path, data)
 			if err != nil {
 				return nil, err
 			}
