@@ -133,7 +133,8 @@ func grade(ctx context.Context, inst *composition.Instance, sh *shape, t env.Tas
 		w := c.EffectiveWeight()
 		passed := out.Score == 1
 		res.Checks = append(res.Checks, env.CheckResult{Name: c.Name, Passed: passed, Score: out.Score, Weight: w, Detail: out.Detail})
-		if isGuard(c) {
+		// A guard check (only_changed, unchanged) can only take reward away.
+		if k := c.Kind(); k == env.CheckOnlyChanged || k == env.CheckUnchanged {
 			guardTotal += w
 			guardEarned += w * out.Score
 		} else {
@@ -159,13 +160,6 @@ func grade(ctx context.Context, inst *composition.Instance, sh *shape, t env.Tas
 	}
 	res.Done = allPassed || funcDone
 	return res, nil
-}
-
-// isGuard reports whether c is a guard check, which can only take reward
-// away: only_changed and unchanged.
-func isGuard(c env.Check) bool {
-	k := c.Kind()
-	return k == env.CheckOnlyChanged || k == env.CheckUnchanged
 }
 
 func runCheck(ctx context.Context, v *composition.View, lv logView, sh *shape, c env.Check) (env.GradeResult, error) {
@@ -198,12 +192,7 @@ func runCheck(ctx context.Context, v *composition.View, lv logView, sh *shape, c
 	case env.CheckMustChange:
 		var missing, found []string
 		for _, p := range pats {
-			n := 0
-			for _, r := range log {
-				if p.Matches(r) {
-					n++
-				}
-			}
+			n := len(matching(log, []env.TablePattern{p}, true))
 			if n == 0 {
 				missing = append(missing, p.String())
 			} else {
