@@ -179,8 +179,6 @@ func New(w *env.World, cfg Config) (_ *Backend, err error) {
 		if _, err := fixture.Recover(b.fixturesDir, b.logger); err != nil {
 			b.logger.Error("fixtures: recovery failed", "dir", b.fixturesDir, "err", err)
 		}
-	}
-	if b.fixturesDir != "" {
 		b.listFixtures() // logs the fixtures that are broken
 	}
 	if b.defaultFixture != "" {
@@ -268,8 +266,15 @@ func (b *Backend) listFixtures() []openenv.FixtureInfo {
 	var le *fixture.ListError
 	switch {
 	case errors.As(err, &le):
-		// A broken fixture is left out; the others are listed.
-		b.logBrokenLocked(le)
+		// A broken fixture is left out; the others are listed. Each is
+		// logged when the set of broken fixtures differs from the one last
+		// logged.
+		if msg := le.Error(); msg != b.broken {
+			b.broken = msg
+			for _, br := range le.Broken {
+				b.logger.Error("fixtures: a fixture is broken and cannot be served", "dir", b.fixturesDir, "fixture", br.ID, "err", br.Err)
+			}
+		}
 	case err != nil:
 		b.logger.Error("fixtures: cannot list the fixtures directory", "dir", b.fixturesDir, "err", err)
 		return b.fixtures
@@ -282,17 +287,6 @@ func (b *Backend) listFixtures() []openenv.FixtureInfo {
 	}
 	b.fixtures, b.listed = out, time.Now()
 	return out
-}
-
-// logBrokenLocked logs each fixture of le that cannot be served, when the
-// set of broken fixtures differs from the one last logged. b.mu is held.
-func (b *Backend) logBrokenLocked(le *fixture.ListError) {
-	if msg := le.Error(); msg != b.broken {
-		b.broken = msg
-		for _, br := range le.Broken {
-			b.logger.Error("fixtures: a fixture is broken and cannot be served", "dir", b.fixturesDir, "fixture", br.ID, "err", br.Err)
-		}
-	}
 }
 
 // Open creates an instance. With opts.Task it opens the task's episode:
