@@ -88,7 +88,7 @@ func (c *checkpoints) sweep(now time.Time) {
 	}
 	var live []stored
 	var total int64
-	lost := map[string]bool{} // episodes that lost a checkpoint
+	lost := map[string]bool{} // episodes that lost a checkpoint ("" for none)
 	removed := 0
 	for _, e := range entries {
 		name := e.Name()
@@ -104,9 +104,7 @@ func (c *checkpoints) sweep(now time.Time) {
 			}
 			continue
 		case c.ttl > 0 && age > c.ttl:
-			if ep := c.episodeOf(name); ep != "" {
-				lost[ep] = true
-			}
+			lost[c.episodeOf(name)] = true
 			c.remove(name)
 			removed++
 			continue
@@ -137,13 +135,12 @@ func (c *checkpoints) sweep(now time.Time) {
 	if c.maxBytes > 0 {
 		for target := c.maxBytes - c.maxBytes/10; len(live) > 0 && total > target; live = live[1:] {
 			c.remove(live[0].id)
-			if live[0].episode != "" {
-				lost[live[0].episode] = true
-			}
+			lost[live[0].episode] = true
 			total -= live[0].size
 			removed++
 		}
 	}
+	delete(lost, "") // a checkpoint of no episode has no latest pointer
 	for ep := range lost {
 		c.repoint(ep, live)
 	}
