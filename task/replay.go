@@ -69,11 +69,34 @@ func ReplayTrajectory(ctx context.Context, w *env.World, tasks []env.Task, tr *T
 	return replayIn(ctx, ep, tr, rep)
 }
 
-// replayIn makes tr's calls again in ep, which it then closes.
+// replayIn makes a trajectory's calls again in ep, grades it, records in
+// rep what differed from the recording, and closes ep.
 func replayIn(ctx context.Context, ep *Episode, tr *Trajectory, rep *Replay) (*Replay, error) {
 	defer ep.Close()
-	if err := replayCalls(ctx, ep, tr, rep); err != nil {
+	for i, c := range tr.Calls {
+		out, callErr := ep.CallJSON(ctx, c.Tool, c.arguments())
+		got, err := NewCallLine(c.Tool, c.arguments(), out, callErr)
+		if err != nil {
+			return nil, err
+		}
+		rep.Calls++
+		if diff := diffCall(c, got); diff != "" {
+			rep.Mismatches = append(rep.Mismatches, fmt.Sprintf("call %d (%s): %s", i+1, c.Tool, diff))
+		}
+	}
+	var err error
+	if rep.StateSHA256, err = StateHash(ctx, ep.Instance()); err != nil {
 		return nil, err
+	}
+	if tr.Header.Task != "" {
+		res, err := ep.Grade(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rep.Result = &res
+	}
+	if tr.End != nil {
+		rep.Mismatches = append(rep.Mismatches, diffEnd(*tr.End, rep)...)
 	}
 	return rep, nil
 }
@@ -120,37 +143,6 @@ func replayTask(w *env.World, tasks []env.Task, h Header) (*Replay, env.Task, er
 		}
 	}
 	return rep, t, nil
-}
-
-// replayCalls makes a trajectory's calls on ep, grades it, and records in
-// rep what differed from the recording.
-func replayCalls(ctx context.Context, ep *Episode, tr *Trajectory, rep *Replay) error {
-	for i, c := range tr.Calls {
-		out, callErr := ep.CallJSON(ctx, c.Tool, c.arguments())
-		got, err := NewCallLine(c.Tool, c.arguments(), out, callErr)
-		if err != nil {
-			return err
-		}
-		rep.Calls++
-		if diff := diffCall(c, got); diff != "" {
-			rep.Mismatches = append(rep.Mismatches, fmt.Sprintf("call %d (%s): %s", i+1, c.Tool, diff))
-		}
-	}
-	var err error
-	if rep.StateSHA256, err = StateHash(ctx, ep.Instance()); err != nil {
-		return err
-	}
-	if tr.Header.Task != "" {
-		res, err := ep.Grade(ctx)
-		if err != nil {
-			return err
-		}
-		rep.Result = &res
-	}
-	if tr.End != nil {
-		rep.Mismatches = append(rep.Mismatches, diffEnd(*tr.End, rep)...)
-	}
-	return nil
 }
 
 // diffCall compares a recorded call with its replay.
