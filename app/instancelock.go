@@ -82,19 +82,16 @@ func lockInstanceDir(dir string) (release func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("app: locking the instance directory: %w", err)
 	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			// Only the lock this call took: a remade lock file at the same
-			// path belongs to the new lock.
-			if fi, err := os.Stat(dir + lockSuffix); err == nil {
-				if own, err := f.Stat(); err == nil && os.SameFile(fi, own) {
-					os.Remove(dir + lockSuffix)
-				}
+	return sync.OnceFunc(func() {
+		// Only the lock this call took: a remade lock file at the same
+		// path belongs to the new lock.
+		if fi, err := os.Stat(dir + lockSuffix); err == nil {
+			if own, err := f.Stat(); err == nil && os.SameFile(fi, own) {
+				os.Remove(dir + lockSuffix)
 			}
-			f.Close()
-		})
-	}, nil
+		}
+		f.Close()
+	}), nil
 }
 
 // CleanStaleInstances removes the instance directories under root made by
