@@ -82,9 +82,10 @@ type checkpoints struct {
 	logger   *slog.Logger
 
 	// Retention runs on its own goroutine (retain): kick asks it for a
-	// sweep, stop ends it, and done is closed when it has.
+	// sweep, stop ends it, and done is closed when it has. close stops it
+	// and waits for a sweep in progress; it is safe to call more than once.
 	kick, stop, done chan struct{}
-	closeOnce        sync.Once
+	close            func()
 	sweepMu          sync.Mutex // held by a sweep: one at a time
 	// latestMu is held while an episode's latest pointer is written, so
 	// that retention does not point one away from a checkpoint written
@@ -146,6 +147,10 @@ func newCheckpoints(dir string, ttl time.Duration, maxBytes int64, logger *slog.
 	}
 	c := &checkpoints{dir: abs, ttl: cmp.Or(ttl, DefaultCheckpointTTL), maxBytes: cmp.Or(maxBytes, DefaultCheckpointMaxBytes), logger: logger, loaded: map[string]*loadedCheckpoint{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	c.close = sync.OnceFunc(func() {
+		close(c.stop)
+		<-c.done
+	})
 	go c.retain()
 	return c, nil
 }

@@ -30,7 +30,7 @@ func (c *checkpoints) wrote(size int64) {
 }
 
 // retain runs retention when the store opens, every retentionEvery, and
-// when wrote asks, until close.
+// when wrote asks, until c.close.
 func (c *checkpoints) retain() {
 	defer close(c.done)
 	t := time.NewTicker(retentionEvery)
@@ -44,15 +44,6 @@ func (c *checkpoints) retain() {
 		case <-c.kick:
 		}
 	}
-}
-
-// close stops retention and waits for a sweep in progress. It is safe to
-// call more than once.
-func (c *checkpoints) close() {
-	c.closeOnce.Do(func() {
-		close(c.stop)
-		<-c.done
-	})
 }
 
 // stored is a checkpoint directory as retention sees it.
