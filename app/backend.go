@@ -114,13 +114,10 @@ type Config struct {
 // quarter of maxActive's slots (DefaultMaxActive when zero), at least one;
 // with no cap on calls (negative), no cap on queries either.
 func DefaultMaxInspect(maxActive int) int {
-	switch {
-	case maxActive < 0:
+	if maxActive < 0 {
 		return -1
-	case maxActive == 0:
-		maxActive = DefaultMaxActive
 	}
-	return max(1, maxActive/4)
+	return max(1, cmp.Or(maxActive, DefaultMaxActive)/4)
 }
 
 // DefaultInspectCPU is Config.InspectCPU when it is zero: a
