@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -162,7 +163,11 @@ func (ft fileTask) task(key string) (env.Task, error) {
 	}
 	if ft.Startup != nil {
 		t.Startup = map[string]any{}
-		for k, n := range ft.Startup {
+		// In the file's order, so that of several bad keywords the error
+		// names the first, not one picked by map iteration.
+		byLine := func(a, b string) int { return cmp.Compare(ft.Startup[a].Line, ft.Startup[b].Line) }
+		for _, k := range slices.SortedFunc(maps.Keys(ft.Startup), byLine) {
+			n := ft.Startup[k]
 			v, err := nodeValue(&n, fmt.Sprintf("%s.startup.%s", key, k))
 			if err != nil {
 				return env.Task{}, err

@@ -92,6 +92,8 @@ func TestLoadFile_Errors(t *testing.T) {
 		{"ToolNotAString", head + "    tools: [add, 2]\n", 4, "tasks[0].tools[1]", "want a string, got the integer 2"},
 		{"ChecksNotAList", head + "    checks: {sql: x}\n", 4, "tasks[0].checks", "want a list, got a mapping"},
 		{"StartupNotAMapping", head + "    startup: [1]\n", 4, "tasks[0].startup", "want a mapping, got a list"},
+		// Of several bad keywords the first in the file is named, every time.
+		{"StartupFirstBadKeyword", head + "    startup:\n      zz: {a: 1, a: 2}\n      mm: {b: 1, b: 2}\n      aa: {c: 1, c: 2}\n", 5, "tasks[0].startup.zz.a", "duplicate key"},
 		{"TaskNotAMapping", "tasks:\n  - just text\n", 2, "tasks[0]", `want a mapping, got the string "just text"`},
 		{"EmptyTools", head + "    tools: []\n" + check, 2, "tasks[0]", "tools is an empty allow list"},
 		{"EmptyPatterns", head + "    checks:\n      - unchanged: []\n", 2, "tasks[0]", "unchanged: empty list of tables"},
