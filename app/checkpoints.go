@@ -314,6 +314,12 @@ func (c *checkpoints) read(id string) (*loadedCheckpoint, error) {
 		if _, serr := os.Stat(dir); serr == nil {
 			return nil, c.unknown(id, "is incomplete: it has no manifest")
 		}
+		switch {
+		case c.ttl == 0: // ReadCheckpoint's store
+			return nil, fmt.Errorf("app: checkpoint %s is not in %s: %w", id, c.dir, fs.ErrNotExist)
+		case c.ttl < 0:
+			return nil, c.unknown(id, "does not exist in this server's checkpoint store (checkpoints are kept until the store is over its size budget)")
+		}
 		return nil, c.unknown(id, fmt.Sprintf("does not exist in this server's checkpoint store (checkpoints are kept %s, fewer when the store is over its size budget)", c.ttl))
 	case err != nil:
 		return nil, &env.InfraError{Kind: env.FaultStorage, Message: "the checkpoint store cannot be read; nothing was restored", Err: err}
@@ -362,13 +368,7 @@ func (c *checkpoints) read(id string) (*loadedCheckpoint, error) {
 // fs.ErrNotExist; an expired, incomplete or corrupt one is an error
 // saying which.
 func ReadCheckpoint(dir, id string) (*composition.Checkpoint, task.Saved, error) {
-	c := &checkpoints{dir: dir}
-	if isID(id) {
-		if _, err := os.Stat(filepath.Join(dir, id)); errors.Is(err, fs.ErrNotExist) {
-			return nil, task.Saved{}, fmt.Errorf("app: checkpoint %s is not in %s: %w", id, dir, fs.ErrNotExist)
-		}
-	}
-	l, err := c.read(id)
+	l, err := (&checkpoints{dir: dir}).read(id)
 	if err != nil {
 		return nil, task.Saved{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -443,5 +444,29 @@ func TestCheckpoints_CacheBudget(t *testing.T) {
 	c.forget(fmt.Sprint(2*maxLoaded - 1))
 	if len(c.order) != maxLoaded-1 || c.loadedBytes != maxLoaded-1 {
 		t.Errorf("after forget: %d ids, %d bytes", len(c.order), c.loadedBytes)
+	}
+}
+
+// TestCheckpoints_NotFound: a checkpoint that is not in the store is
+// refused with the store's own retention, and ReadCheckpoint's error wraps
+// fs.ErrNotExist.
+func TestCheckpoints_NotFound(t *testing.T) {
+	const id = "6f9619ff-8b86-d011-b42d-00c04fc964ff"
+	for _, c := range []struct {
+		ttl  time.Duration
+		want string
+	}{
+		{0, "(checkpoints are kept 24h0m0s, fewer when the store is over its size budget)"},
+		{time.Hour, "(checkpoints are kept 1h0m0s, fewer when the store is over its size budget)"},
+		{-1, "(checkpoints are kept until the store is over its size budget)"},
+	} {
+		b := newTestBackend(t, Config{Checkpoints: t.TempDir(), CheckpointTTL: c.ttl})
+		if msg := restoreErr(t, b, id); !strings.Contains(msg, "does not exist in this server's checkpoint store "+c.want) {
+			t.Errorf("ttl %v: got %q, want it to contain %q", c.ttl, msg, c.want)
+		}
+	}
+	dir := t.TempDir()
+	if _, _, err := ReadCheckpoint(dir, id); !errors.Is(err, fs.ErrNotExist) || err.Error() != "app: checkpoint "+id+" is not in "+dir+": file does not exist" {
+		t.Errorf("ReadCheckpoint: %v, want fs.ErrNotExist naming the checkpoint and the directory", err)
 	}
 }
