@@ -191,12 +191,10 @@ func DeclareWorlds[T any](w *World) {
 		panic(&WorldBug{Message: fmt.Sprintf("DeclareWorlds(%s): %s is not a struct", w.Name(), t), Where: where})
 	}
 	d := &Declared{Type: t, Fields: map[string]string{}, Where: where}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if f.Type != reflect.TypeFor[*Handle]() {
-			continue
+	for f := range t.Fields() {
+		if f.Type == reflect.TypeFor[*Handle]() {
+			d.Fields[childName(f)] = f.Name
 		}
-		d.Fields[childName(f)] = f.Name
 	}
 	w.mu.Lock()
 	w.declared = append(w.declared, d)
@@ -235,10 +233,9 @@ func handleFields(t reflect.Type) []handleField {
 		return fs.([]handleField)
 	}
 	var fs []handleField
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
+	for f := range t.Fields() {
 		if f.Type == reflect.TypeFor[*Handle]() && f.IsExported() {
-			fs = append(fs, handleField{i, childName(f)})
+			fs = append(fs, handleField{f.Index[0], childName(f)})
 		}
 	}
 	handleFieldsCache.Store(t, fs)

@@ -65,11 +65,9 @@ func OnStartup[K any](w *World, fn func(c *Ctx, k K) error) {
 		// Decoded as the hook decodes them, into a struct of their fields.
 		var fields []reflect.StructField
 		sub := map[string]any{}
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			name = cmp.Or(name, f.Name)
-			if v, ok := kw[name]; ok && f.IsExported() && !f.Anonymous && name != "-" {
+		for f := range t.Fields() {
+			name, ok := keyName(f)
+			if v, bound := kw[name]; bound && ok && !f.Anonymous {
 				fields = append(fields, f)
 				sub[name] = v
 			}
@@ -108,17 +106,18 @@ func (w *World) addHook(h *StartupHook) {
 // structKeys returns the sorted json names of a struct's fields.
 func structKeys(t reflect.Type) []string {
 	var keys []string
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
+	for f := range t.Fields() {
+		if name, ok := keyName(f); ok {
+			keys = append(keys, name)
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" {
-			continue
-		}
-		keys = append(keys, cmp.Or(name, f.Name))
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// keyName returns the keyword a struct field is decoded from, its json
+// name, and whether it is one: an exported field not tagged "-".
+func keyName(f reflect.StructField) (string, bool) {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return cmp.Or(name, f.Name), f.IsExported() && name != "-"
 }
