@@ -22,15 +22,7 @@ import (
 // step-mode clock for it. A call that runs past its context's deadline, or
 // waits that long for the instance, is a *env.ToolError of KindTimeout.
 func (i *Instance) CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error) {
-	route, def, err := i.resolve(name)
-	if err != nil {
-		return nil, err
-	}
-	in, err := def.Decode(args)
-	if err != nil {
-		return nil, err
-	}
-	return i.callRoute(ctx, name, route, def, in, args)
+	return i.Call(ctx, name, args) // env.ToolDef.AcceptJSON decodes raw JSON as Decode does
 }
 
 // Call is CallJSON with arguments given as a Go value (a struct or a map).
