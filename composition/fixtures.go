@@ -301,12 +301,8 @@ func cloneScope(p *string) *string {
 	return new(*p)
 }
 
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
-}
+// short returns the first 12 characters of a hash, for messages.
+func short(h string) string { return h[:min(len(h), 12)] }
 
 // FreezeOptions configures Freeze.
 type FreezeOptions struct {
