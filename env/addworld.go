@@ -115,14 +115,13 @@ func (w *World) AddWorld(child *World, opts ...AddOption) {
 		bug("adding %s to %s makes a cycle", child.Name(), w.Name())
 	}
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	for _, other := range w.edges {
 		if other.Name == e.Name {
-			w.mu.Unlock()
 			bug("name %q is already used by %s", e.Name, other)
 		}
 	}
 	w.edges = append(w.edges, e)
-	w.mu.Unlock()
 	generation.Add(1)
 }
 
