@@ -119,17 +119,11 @@ func Seal(root *env.World) (*Sealed, error) {
 	return s, nil
 }
 
+// nodeKey identifies a node: its world, and its scope as scopeText writes
+// it, which tells no scope (null) from every named one.
 type nodeKey struct {
 	world *env.World
 	scope string
-	set   bool
-}
-
-func keyOf(w *env.World, scope *string) nodeKey {
-	if scope == nil {
-		return nodeKey{world: w}
-	}
-	return nodeKey{world: w, scope: *scope, set: true}
 }
 
 // maxRoutes bounds route expansion of pathological sharing.
@@ -167,13 +161,12 @@ func seal(root *env.World, gen uint64) (*Sealed, error) {
 	}
 	z.s.Surface = surface
 	z.s.StartupOrder = z.startupOrder()
-	keys := map[string]bool{}
+	var keys []string
 	for _, n := range z.s.Nodes {
-		for _, k := range n.World.StartupKeys() {
-			keys[k] = true
-		}
+		keys = append(keys, n.World.StartupKeys()...)
 	}
-	z.s.StartupKeys = slices.Sorted(maps.Keys(keys))
+	slices.Sort(keys)
+	z.s.StartupKeys = slices.Compact(keys)
 	if added := len(z.s.Nodes) - 1; added > 0 {
 		limit := sqlitestore.AttachLimit()
 		if added > limit {
@@ -211,7 +204,7 @@ func (z *sealer) discover() error {
 		if z.routes > maxRoutes {
 			return bugAt(r.edge, "the tree has more than %d routes; share fewer worlds", maxRoutes)
 		}
-		k := keyOf(r.world, r.scope)
+		k := nodeKey{r.world, scopeText(r.scope)}
 		n, seen := z.nodes[k]
 		if !seen {
 			n = &Node{Index: len(z.s.Nodes), World: r.world, Scope: r.scope, Path: r.path, Bound: map[string]any{}}
@@ -247,7 +240,7 @@ func (z *sealer) discover() error {
 	}
 	for _, n := range z.s.Nodes {
 		for _, e := range n.World.Edges() {
-			n.Children = append(n.Children, Child{Edge: e, Node: z.nodes[keyOf(e.Child, cmp.Or(e.Store, n.Scope))]})
+			n.Children = append(n.Children, Child{Edge: e, Node: z.nodes[nodeKey{e.Child, scopeText(cmp.Or(e.Store, n.Scope))}]})
 		}
 	}
 	return nil
