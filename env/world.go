@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
-	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -235,13 +234,12 @@ func (w *World) Edges() []*Edge { return cloneLocked(w, &w.edges) }
 
 // StartupKeys returns the sorted keyword names the world's own hooks accept.
 func (w *World) StartupKeys() []string {
-	seen := map[string]bool{}
+	var keys []string
 	for _, h := range w.Hooks() {
-		for _, k := range h.Keys {
-			seen[k] = true
-		}
+		keys = append(keys, h.Keys...)
 	}
-	return slices.Sorted(maps.Keys(seen))
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }
 
 // Use registers middleware on the world. Middleware runs outermost first,
