@@ -157,10 +157,7 @@ func (a *activation) startGroup() { a.group = map[*nodeState]*frame{} }
 
 // ensureGroup opens the node's group frame, in grouped mode.
 func (a *activation) ensureGroup(ns *nodeState) error {
-	if a.group == nil {
-		return nil
-	}
-	if _, ok := a.group[ns]; ok {
+	if _, open := a.group[ns]; open || a.group == nil {
 		return nil
 	}
 	f, err := a.begin(ns)
