@@ -60,10 +60,10 @@ func fixturesDir(w *env.World, override string) (string, error) {
 
 // materialized caches the directories Fixtures file systems were copied to,
 // by file system.
-var materialized struct {
+var materialized = struct {
 	sync.Mutex // guards m
 	m          map[fs.FS]string
-}
+}{m: map[fs.FS]string{}}
 
 // FixturesDir returns the directory of the world's own fixtures: its
 // FixturesDir when set, else a copy on disk of its Fixtures file system,
@@ -88,9 +88,6 @@ func FixturesDir(w *env.World) (string, error) {
 		return "", err
 	}
 	if cacheable {
-		if materialized.m == nil {
-			materialized.m = map[fs.FS]string{}
-		}
 		materialized.m[key] = dir
 	}
 	return dir, nil
