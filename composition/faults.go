@@ -25,8 +25,7 @@ func Fault(err error, what string) *env.InfraError {
 	if err == nil {
 		return nil
 	}
-	var ie *env.InfraError
-	if errors.As(err, &ie) {
+	if ie, ok := errors.AsType[*env.InfraError](err); ok {
 		return ie
 	}
 	var pe *fs.PathError

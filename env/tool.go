@@ -186,9 +186,7 @@ func Call[In, Out any](ctx context.Context, caller Caller, ref *ToolRef[In, Out]
 
 // AsToolError reports whether err is or wraps a *ToolError and returns it.
 func AsToolError(err error) (*ToolError, bool) {
-	var te *ToolError
-	ok := errors.As(err, &te)
-	return te, ok
+	return errors.AsType[*ToolError](err)
 }
 
 // BuiltinTool builds a tool that belongs to no world, for engines that serve
