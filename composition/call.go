@@ -94,13 +94,12 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 		info.Node = route.Owner.Path
 	}
 	var out any
-	run := func(a *activation, parent *turn) error {
-		var err error
+	run := func(a *activation, parent *turn) (err error) {
 		if route == nil {
 			out, err = a.control(in)
-			return err
+		} else {
+			out, err = a.descend(parent, route, 0, info, in)
 		}
-		out, err = a.descend(parent, route, 0, info, in)
 		return err
 	}
 	if a := i.running.Load(); a != nil && ctx == a.ctx {
