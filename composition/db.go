@@ -65,9 +65,10 @@ func first(rows []env.Row, err error) (env.Row, error) {
 // Transaction runs fn in a savepoint of the node's frame or, on a node used
 // directly (a handle's DB), in a transaction of its own. A direct
 // transaction is a stretch of its own in the change log: the direct
-// statements before it are recorded first, and when it rolls back, the
-// records of the nested calls it holds go with their rows. The turn is in
-// use while the transaction begins, and free for fn's own statements.
+// statements before it are recorded first. When either rolls back, the
+// records of the calls nested in it on this node (a tool calling its own
+// instance, a host calling through a handle) go with their rows. The turn
+// is in use while the transaction begins, and free for fn's own statements.
 func (d *nodeDB) Transaction(fn func() error) error {
 	if err := d.ready(); err != nil {
 		return err
@@ -96,17 +97,16 @@ func (d *nodeDB) Transaction(fn func() error) error {
 	if err != nil {
 		tx.Rollback()
 	}
+	var cerr error
 	if direct {
-		cerr := a.cutLoose(ns)
-		if err != nil {
-			a.dropRecords(ns, mark)
-		}
+		cerr = a.cutLoose(ns)
 		a.resumeLoose(ns)
-		if err == nil {
-			err = cerr
-		}
 	}
-	return a.note(err)
+	if err != nil {
+		a.dropRecords(ns, mark)
+		return a.note(err)
+	}
+	return a.note(cerr)
 }
 
 // storeUse is a store as an env.DB reaches it, shared by nodeDB and

@@ -23,6 +23,10 @@ type frame struct {
 	ns      *nodeState
 	tx      *sqlitestore.Frame
 	capture *sqlitestore.Capture
+	// mark is the length of the activation's records when the frame
+	// began: the node's records past it are of the frame's transaction,
+	// its nested frames' included, and go when it rolls back.
+	mark int
 }
 
 // begin opens a transaction frame on a node, capturing changes when the
@@ -38,7 +42,7 @@ func (a *activation) begin(ns *nodeState) (*frame, error) {
 		// agent reads says a world is composed.
 		return nil, fmt.Errorf("begin: %w", a.note(err))
 	}
-	f := &frame{ns: ns, tx: tx}
+	f := &frame{ns: ns, tx: tx, mark: len(a.records)}
 	if a.logging {
 		f.capture = ns.store.StartCapture()
 	}
@@ -49,7 +53,9 @@ func (a *activation) begin(ns *nodeState) (*frame, error) {
 // end commits (err == nil) or rolls back a frame and records its changes.
 // A committing frame finishes its capture before COMMIT, so any row it must
 // read back is read inside its own transaction; if COMMIT then fails the
-// records are dropped with the rollback.
+// records are dropped with the rollback, and so are those of the frames
+// nested in it on the same node (a call the tool made into its own
+// instance), whose savepoints the rollback undoes.
 func (a *activation) end(f *frame, info *env.CallInfo, err error) error {
 	var changes []sqlitestore.RowChange
 	if err == nil && f.capture != nil {
@@ -65,6 +71,7 @@ func (a *activation) end(f *frame, info *env.CallInfo, err error) error {
 	if err != nil {
 		changes = nil
 		f.tx.Rollback()
+		a.dropRecords(f.ns, f.mark)
 	}
 	if f.capture != nil {
 		// Rolled back: the capture ends with no net change to report.
@@ -130,8 +137,8 @@ func (a *activation) finishCapture(ns *nodeState, c *sqlitestore.Capture) error 
 }
 
 // dropRecords removes the records of a node kept since mark: the changes of
-// a transaction on its store that rolled back after its nested frames
-// committed their savepoints.
+// a transaction or savepoint on its store that rolled back after its nested
+// frames committed their savepoints.
 func (a *activation) dropRecords(ns *nodeState, mark int) {
 	kept := slices.DeleteFunc(a.records[mark:], func(r logRecord) bool { return r.world == ns.node.Path })
 	a.records = a.records[:mark+len(kept)]
