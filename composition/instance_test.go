@@ -829,3 +829,45 @@ func TestDeadline_CodeThatDoesNotLook(t *testing.T) {
 		t.Errorf("%v rows, want only the startup hook's", n)
 	}
 }
+
+// startupBase is embedded in TestStartup_EmbeddedKeywords's keywords.
+type startupBase struct {
+	Region string `json:"region"`
+}
+
+// TestStartup_EmbeddedKeywords: an embedded struct's fields are keywords
+// of the hook, as its decoder reads them, for Open and for AddWorld's
+// bound keywords alike.
+func TestStartup_EmbeddedKeywords(t *testing.T) {
+	type K struct {
+		startupBase
+		Plan string `json:"plan,omitempty"`
+	}
+	child := env.NewWorld(env.WorldSpec{Name: "embchild", Version: "1", Schema: "CREATE TABLE c (x INTEGER) STRICT;"})
+	var got []K
+	env.OnStartup(child, func(c *env.Ctx, k K) error { got = append(got, k); return nil })
+	if keys := child.StartupKeys(); !slices.Equal(keys, []string{"plan", "region"}) {
+		t.Fatalf("StartupKeys() = %v, want [plan region]", keys)
+	}
+	compositiontest.Open(t, child, composition.Options{Startup: map[string]any{"region": "eu", "plan": "pro"}})
+	if want := (K{startupBase{"eu"}, "pro"}); len(got) != 1 || got[0] != want {
+		t.Fatalf("the hook got %+v, want %+v", got, want)
+	}
+
+	host := env.NewWorld(env.WorldSpec{Name: "embhost", Version: "1", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
+	host.AddWorld(child, env.Startup(map[string]any{"region": "us"}))
+	got = nil
+	compositiontest.Open(t, host, composition.Options{})
+	if len(got) != 1 || got[0].Region != "us" {
+		t.Fatalf("the hook got %+v, want region us bound by AddWorld", got)
+	}
+
+	defer func() {
+		bug, ok := recover().(*env.WorldBug)
+		if !ok || !strings.Contains(bug.Message, "the startup keywords bound here do not fit the startup hook of embchild") || !strings.Contains(bug.Message, "region") {
+			t.Fatalf("AddWorld with a bad embedded keyword: %v", bug)
+		}
+	}()
+	other := env.NewWorld(env.WorldSpec{Name: "embother", Version: "1", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
+	other.AddWorld(child, env.Startup(map[string]any{"region": 7}))
+}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -51,7 +52,11 @@ func OnStartup[K any](w *World, fn func(c *Ctx, k K) error) {
 	if fn == nil || t.Kind() != reflect.Struct {
 		panic(&WorldBug{Message: fmt.Sprintf("%s.OnStartup: want a func(*env.Ctx, K) error with K a struct, got K=%s", w.Name(), t), Where: where})
 	}
-	w.addHook(&StartupHook{World: w, Keys: structKeys(t), Where: where, run: func(c *Ctx, kw map[string]any) error {
+	keys, err := structKeys(t)
+	if err != nil {
+		panic(&WorldBug{Message: fmt.Sprintf("%s.OnStartup: the keywords of %s: %v", w.Name(), t, err), Where: where})
+	}
+	w.addHook(&StartupHook{World: w, Keys: keys, Where: where, run: func(c *Ctx, kw map[string]any) error {
 		raw, err := json.Marshal(kw)
 		if err != nil {
 			return fmt.Errorf("startup keywords: %w", err)
@@ -62,15 +67,19 @@ func OnStartup[K any](w *World, fn func(c *Ctx, k K) error) {
 		}
 		return fn(c, v.Interface().(K))
 	}, check: func(kw map[string]any) error {
-		// Decoded as the hook decodes them, into a struct of their fields.
+		// Decoded as the hook decodes them, into a struct of their fields
+		// (an embedded struct's among them).
 		var fields []reflect.StructField
 		sub := map[string]any{}
-		for f := range t.Fields() {
+		for _, f := range reflect.VisibleFields(t) {
 			name, ok := keyName(f)
-			if v, bound := kw[name]; bound && ok && !f.Anonymous {
-				fields = append(fields, f)
-				sub[name] = v
+			v, bound := kw[name]
+			_, seen := sub[name]
+			if !bound || !ok || f.Anonymous || seen || !slices.Contains(keys, name) {
+				continue // not one of the hook's keywords, or not bound
 			}
+			fields = append(fields, reflect.StructField{Name: f.Name, Type: f.Type, Tag: f.Tag})
+			sub[name] = v
 		}
 		if len(fields) == 0 {
 			return nil
@@ -103,16 +112,18 @@ func (w *World) addHook(h *StartupHook) {
 	generation.Add(1)
 }
 
-// structKeys returns the sorted json names of a struct's fields.
-func structKeys(t reflect.Type) []string {
-	var keys []string
-	for f := range t.Fields() {
-		if name, ok := keyName(f); ok {
-			keys = append(keys, name)
-		}
+// structKeys returns the sorted keywords of a struct: the properties of its
+// argument schema, which holds an embedded struct's fields as its own.
+func structKeys(t reflect.Type) ([]string, error) {
+	raw, err := argschema.Schema(t)
+	if err != nil {
+		return nil, err
 	}
-	slices.Sort(keys)
-	return keys
+	var schema struct{ Properties map[string]json.RawMessage }
+	if err := json.Unmarshal(raw, &schema); err != nil {
+		return nil, err
+	}
+	return slices.Sorted(maps.Keys(schema.Properties)), nil
 }
 
 // keyName returns the keyword a struct field is decoded from, its json
