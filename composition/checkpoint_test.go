@@ -284,6 +284,7 @@ func TestCheckpoint_Refused(t *testing.T) {
 		{"garbage", dice, &composition.Checkpoint{Sidecar: cp.Sidecar, Files: cp.Files, State: []byte("nope")}, "composition: the checkpoint's state does not decode"},
 		{"other world", w, cp, "composition: the checkpoint is of world dice, not keeper"},
 		{"file changed", dice, changed, "checkpoint: hash mismatch: checkpoint"},
+		{"file missing", dice, &composition.Checkpoint{Sidecar: cp.Sidecar, Files: map[string][]byte{}, State: cp.State}, `checkpoint: checkpoint "` + cp.Sidecar.ID + `" node main: file state.sqlite is missing`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := composition.Open(ctx, c.world, composition.Options{Checkpoint: c.cp, Dir: t.TempDir()})

@@ -189,6 +189,11 @@ func newSource(s *fixture.Sidecar, files map[string][]byte, what string) (*sourc
 		return nil, err
 	}
 	hashes := s.FileHashes()
+	for _, path := range slices.Sorted(maps.Keys(hashes)) {
+		if _, ok := files[path]; !ok {
+			return nil, fmt.Errorf("%s: %s %q node %s: file %s is missing", what, what, s.ID, path, fixture.FileName(path))
+		}
+	}
 	for path, b := range files {
 		if got, want := fixture.HashBytes(b), hashes[path]; got != want {
 			return nil, fmt.Errorf("%s: hash mismatch: %s %q node %s: file %s has sha256 %s, the sidecar says %s", what, what, s.ID, path, fixture.FileName(path), got, want)
