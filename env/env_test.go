@@ -161,6 +161,16 @@ func TestDeclareWorlds(t *testing.T) {
 	if len(d) != 1 || d[0].Fields["payments"] != "Payments" || d[0].Fields["payments_eu"] != "PaymentsEU" || d[0].Fields["chat_room"] != "ChatRoom" || len(d[0].Fields) != 3 {
 		t.Fatalf("declared %+v", d)
 	}
+	defer func() {
+		const want = "DeclareWorlds(decl): field payments of env_test.hidden is unexported, and WorldsOf fills exported fields only: export it"
+		if bug, ok := recover().(*env.WorldBug); !ok || bug.Message != want {
+			t.Fatalf("unexported field: %v, want a WorldBug %q", bug, want)
+		}
+	}()
+	type hidden struct {
+		payments *env.Handle //lint:ignore U1000 the field under test
+	}
+	env.DeclareWorlds[hidden](w)
 }
 
 // A world declares its schema and typed tools; the input schema is derived

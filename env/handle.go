@@ -183,7 +183,8 @@ type Declared struct {
 // struct type T, so that a type checker sees them and `seahaven check` binds
 // them to the AddWorld registrations (SH502, SH503). A field's child name is
 // its `world:"..."` tag, else its name in snake_case. Declaring is never
-// required. Use WorldsOf to fill a T from a context.
+// required. Use WorldsOf to fill a T from a context; an unexported *Handle
+// field, which it could not fill, is a WorldBug.
 func DeclareWorlds[T any](w *World) {
 	t := reflect.TypeFor[T]()
 	where := callerLine(1)
@@ -192,9 +193,13 @@ func DeclareWorlds[T any](w *World) {
 	}
 	d := &Declared{Type: t, Fields: map[string]string{}, Where: where}
 	for f := range t.Fields() {
-		if f.Type == reflect.TypeFor[*Handle]() {
-			d.Fields[childName(f)] = f.Name
+		if f.Type != reflect.TypeFor[*Handle]() {
+			continue
 		}
+		if !f.IsExported() {
+			panic(&WorldBug{Message: fmt.Sprintf("DeclareWorlds(%s): field %s of %s is unexported, and WorldsOf fills exported fields only: export it", w.Name(), f.Name, t), Where: where})
+		}
+		d.Fields[childName(f)] = f.Name
 	}
 	w.mu.Lock()
 	w.declared = append(w.declared, d)

@@ -219,8 +219,12 @@ func (t Task) Validate() error {
 		return fmt.Errorf("task %s: difficulty %q: want easy, medium or hard", t.ID, t.Difficulty)
 	}
 	if t.Now != "" {
-		if _, err := time.Parse(time.RFC3339Nano, t.Now); err != nil {
+		now, err := time.Parse(time.RFC3339Nano, t.Now)
+		if err != nil {
 			return fmt.Errorf("task %s: now %q is not an RFC 3339 instant", t.ID, t.Now)
+		}
+		if !InClockRange(now) {
+			return fmt.Errorf("task %s: now %q is outside the clock's range, %s to %s", t.ID, t.Now, MinTime, MaxTime)
 		}
 	}
 	if _, ok := t.Startup[""]; ok {
