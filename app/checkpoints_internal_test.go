@@ -50,6 +50,9 @@ func checkpointedEpisode(tb testing.TB, b *Backend, episode string) openenv.Chec
 func newTestBackend(tb testing.TB, cfg Config) *Backend {
 	tb.Helper()
 	cfg.InstanceRoot = tb.TempDir()
+	if cfg.Checkpoints == "" {
+		cfg.Checkpoints = tb.TempDir() // not the shared default under the temp dir
+	}
 	b, err := New(company.World, cfg)
 	if err != nil {
 		tb.Fatal(err)

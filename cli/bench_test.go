@@ -29,7 +29,7 @@ func runBench(t *testing.T, args ...string) (string, string, error) {
 }
 
 func TestBenchCommand_URL(t *testing.T) {
-	backend, err := app.New(company.World, app.Config{InstanceRoot: t.TempDir(), DefaultFixture: company.AcmeID})
+	backend, err := app.New(company.World, app.Config{InstanceRoot: t.TempDir(), Checkpoints: t.TempDir(), DefaultFixture: company.AcmeID})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 func TestWorldBackend_MaxActive(t *testing.T) {
-	backend, err := app.New(faultyWorld, app.Config{InstanceRoot: t.TempDir(), MaxActive: 1})
+	backend, err := app.New(faultyWorld, app.Config{InstanceRoot: t.TempDir(), Checkpoints: t.TempDir(), MaxActive: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestWorldBackend_MaxActive(t *testing.T) {
 }
 
 func TestWorldBackend_MaxInspect(t *testing.T) {
-	backend, err := app.New(faultyWorld, app.Config{InstanceRoot: t.TempDir(), MaxActive: 1, MaxInspect: 1})
+	backend, err := app.New(faultyWorld, app.Config{InstanceRoot: t.TempDir(), Checkpoints: t.TempDir(), MaxActive: 1, MaxInspect: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,9 @@ func mustServeWorld(tb testing.TB, w *env.World, bcfg app.Config, cfg openenv.Co
 	if bcfg.InstanceRoot == "" {
 		bcfg.InstanceRoot = tb.TempDir()
 	}
+	if bcfg.Checkpoints == "" {
+		bcfg.Checkpoints = tb.TempDir() // not the shared default under the temp dir
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

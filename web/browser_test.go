@@ -72,7 +72,7 @@ func mustServeCompany(tb testing.TB, fixturesDir string) string {
 func mustServeCompanyToken(tb testing.TB, fixturesDir, token string) string {
 	tb.Helper()
 	backend, err := app.New(company.World, app.Config{
-		FixturesDir: fixturesDir, DefaultFixture: "acme", InstanceRoot: tb.TempDir(),
+		FixturesDir: fixturesDir, DefaultFixture: "acme", InstanceRoot: tb.TempDir(), Checkpoints: tb.TempDir(),
 	})
 	if err != nil {
 		tb.Fatal(err)

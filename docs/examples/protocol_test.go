@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -26,7 +27,7 @@ func serveCompany() (*httptest.Server, func()) {
 		panic(err)
 	}
 	backend, err := app.New(company.World, app.Config{
-		DefaultFixture: "acme", InstanceRoot: instances, Logger: quiet,
+		DefaultFixture: "acme", InstanceRoot: instances, Checkpoints: filepath.Join(instances, "checkpoints"), Logger: quiet,
 	})
 	if err != nil {
 		panic(err)
