@@ -1,6 +1,7 @@
 package openenv
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -338,12 +339,7 @@ func clip(v string, n int) string {
 }
 
 // taskLabel is the task label of an episode's series.
-func taskLabel(task string) string {
-	if task == "" {
-		return "none"
-	}
-	return task
-}
+func taskLabel(task string) string { return cmp.Or(task, "none") }
 
 // buildVersion is the main module's version, or "devel" for a build from
 // a checkout.

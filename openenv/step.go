@@ -1,6 +1,7 @@
 package openenv
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -264,11 +265,7 @@ func reservedCall(name string) toolOutcome {
 func toolError(ctx context.Context, err error, name string, timeout time.Duration) *env.ToolError {
 	var te *env.ToolError
 	if errors.As(err, &te) {
-		kind := te.Kind
-		if kind == "" {
-			kind = env.KindExecution
-		}
-		return &env.ToolError{Kind: kind, Message: te.Message}
+		return &env.ToolError{Kind: cmp.Or(te.Kind, env.KindExecution), Message: te.Message}
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 		msg := fmt.Sprintf("tool %q timed out", name)
