@@ -174,11 +174,12 @@ func replyTooLarge(n, limit int) *protoError {
 	return newError(codeReplyTooLarge, "The reply of %d bytes exceeds the limit of %d bytes on a reply (the server's max-reply-bytes)", n, limit)
 }
 
-// capacityError is the refusal of a session at the limit.
-func capacityError(active, limit int) *protoError {
+// capacityError is the refusal of a session at a limit; format takes the
+// active sessions and the limit.
+func capacityError(format string, active, limit int) *protoError {
 	return &protoError{
 		code:    codeCapacity,
-		message: fmt.Sprintf("Server at capacity: %d/%d sessions active. Cannot accept new connections.", active, limit),
+		message: fmt.Sprintf(format, active, limit),
 		extra:   errorExtra{ActiveSessions: active, MaxSessions: limit},
 	}
 }

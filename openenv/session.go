@@ -103,7 +103,7 @@ func (s *Server) newSessionLocked(transport, id string) (*session, *protoError) 
 	}
 	if len(s.sessions) >= s.cfg.MaxSessions {
 		s.metrics.rejections.WithLabelValues(transport).Inc()
-		return nil, capacityError(len(s.sessions), s.cfg.MaxSessions)
+		return nil, capacityError("Server at capacity: %d/%d sessions active. Cannot accept new connections.", len(s.sessions), s.cfg.MaxSessions)
 	}
 	if id == "" {
 		id = uuid.NewString()
@@ -153,12 +153,8 @@ func (s *Server) agentCapacityLocked(agent bool) *protoError {
 		return nil
 	}
 	s.metrics.rejections.WithLabelValues(TransportMCP).Inc()
-	return &protoError{
-		code: codeCapacity,
-		message: fmt.Sprintf("Agent sessions at capacity: %d/%d sessions started through the agent listener are live (the server's agent-max-sessions). End one (DELETE /mcp or openenv/session/close) before starting another.",
-			s.agentSessions, s.cfg.AgentMaxSessions),
-		extra: errorExtra{ActiveSessions: s.agentSessions, MaxSessions: s.cfg.AgentMaxSessions},
-	}
+	return capacityError("Agent sessions at capacity: %d/%d sessions started through the agent listener are live (the server's agent-max-sessions). End one (DELETE /mcp or openenv/session/close) before starting another.",
+		s.agentSessions, s.cfg.AgentMaxSessions)
 }
 
 // reachable reports whether a request with ctx may use ss: on the agent
