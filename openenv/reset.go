@@ -69,32 +69,25 @@ func (s *Server) options(req resetData) (OpenOptions, *protoError) {
 		return OpenOptions{}, perr
 	}
 	opts := OpenOptions{Fixture: info.DefaultFixture, EpisodeID: uuid.NewString()}
-	if req.Startup != nil {
-		opts.Startup = *req.Startup
-	}
-	if req.ControlTools != nil {
-		opts.ControlTools = *req.ControlTools
-	}
 	if req.Task != nil && *req.Task != "" {
 		// A task names its own fixture: the world's default does not apply.
 		opts.Task, opts.Fixture = *req.Task, ""
 	}
-	if req.Seed != nil {
-		opts.Seed = int64(*req.Seed)
-	}
-	if req.EpisodeID != nil {
-		opts.EpisodeID = string(*req.EpisodeID)
-	}
-	if req.Fixture != nil {
-		opts.Fixture = *req.Fixture
-	}
-	if req.Now != nil {
-		opts.Now = string(*req.Now)
-	}
-	if req.ClockMode != nil {
-		opts.ClockMode = string(*req.ClockMode)
-	}
+	setIf(&opts.Startup, (*map[string]any)(req.Startup))
+	setIf(&opts.ControlTools, req.ControlTools)
+	setIf(&opts.Seed, (*int64)(req.Seed))
+	setIf(&opts.EpisodeID, (*string)(req.EpisodeID))
+	setIf(&opts.Fixture, req.Fixture)
+	setIf(&opts.Now, (*string)(req.Now))
+	setIf(&opts.ClockMode, (*string)(req.ClockMode))
 	return opts, nil
+}
+
+// setIf sets *dst to the value v points to, when a key gave one.
+func setIf[T any](dst, v *T) {
+	if v != nil {
+		*dst = *v
+	}
 }
 
 // openLocked opens an instance with opts (see open) and installs it
