@@ -295,14 +295,13 @@ func (ss *session) end() {
 func (ss *session) acquire(ctx context.Context) *protoError {
 	select {
 	case ss.slot <- struct{}{}:
-	case <-ctx.Done():
-		return ss.srv.unknownSession(ctx, ss.id)
-	}
-	if ss.ended {
+		if !ss.ended {
+			return nil
+		}
 		<-ss.slot
-		return ss.srv.unknownSession(ctx, ss.id)
+	case <-ctx.Done():
 	}
-	return nil
+	return ss.srv.unknownSession(ctx, ss.id)
 }
 
 // release gives the call slot back.
