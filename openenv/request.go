@@ -139,7 +139,7 @@ func parseAction(raw []byte, loc []any) (action, []fieldError) {
 	if !ok {
 		return action{}, []fieldError{typeError("dict_type", at(loc), raw)}
 	}
-	a := action{Type: actionCallTool, Arguments: jsonObject(`{}`)}
+	a := action{Type: actionCallTool, Arguments: jsonObject(`{}`), idLoc: at(loc, "request_id")}
 	if t, present := m["type"]; present {
 		if errs := decodeMembers(map[string]jsontext.Value{"type": t}, loc, &a); len(errs) > 0 {
 			return action{}, errs
@@ -148,9 +148,8 @@ func parseAction(raw []byte, loc []any) (action, []fieldError) {
 	if a.Type == actionListTools {
 		var l listToolsAction
 		errs := decodeMembers(m, loc, &l)
-		return action{Type: actionListTools, RequestID: l.RequestID, idLoc: at(loc, "request_id")}, errs
+		return action{Type: actionListTools, RequestID: l.RequestID, idLoc: a.idLoc}, errs
 	}
-	a.idLoc = at(loc, "request_id")
 	return a, decodeRequired(m, raw, loc, &a, "tool_name")
 }
 
