@@ -28,16 +28,12 @@ var protocolVersions = map[string]bool{
 	"2024-11-05": true, "2025-03-26": true, "2025-06-18": true, "2025-11-25": true,
 }
 
-// supportedVersions lists the protocol versions initialize negotiates.
-func supportedVersions() string {
-	return strings.Join(slices.Sorted(maps.Keys(protocolVersions)), ", ")
-}
-
 // serveMCP serves POST /mcp. The reply is always HTTP 200 with a JSON-RPC
 // response, except for a notification, which gets 202 and no body.
 func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !protocolVersions[v] {
-		writeJSON(w, http.StatusBadRequest, rpcFailure(nullID, rpcInvalidRequest, "Unsupported MCP-Protocol-Version "+v+" (supported: "+supportedVersions()+")", nil))
+		supported := strings.Join(slices.Sorted(maps.Keys(protocolVersions)), ", ")
+		writeJSON(w, http.StatusBadRequest, rpcFailure(nullID, rpcInvalidRequest, "Unsupported MCP-Protocol-Version "+v+" (supported: "+supported+")", nil))
 		return
 	}
 	if s.refuseOrigin(w, r) {
