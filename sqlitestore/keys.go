@@ -284,23 +284,12 @@ func compareIntReal(i int64, r number) int {
 	}
 	f := r.f
 	switch {
-	case math.IsNaN(f):
-		return 1
-	case f < -9223372036854775808.0:
+	case math.IsNaN(f), f < -9223372036854775808.0:
 		return 1
 	case f >= 9223372036854775808.0:
 		return -1
 	}
 	t := int64(f) // truncated toward zero, exact in range
-	if c := cmp.Compare(i, t); c != 0 {
-		return c
-	}
-	frac := f - float64(t)
-	switch {
-	case frac > 0:
-		return -1
-	case frac < 0:
-		return 1
-	}
-	return 0
+	// i equals f's integral part: f's fraction decides.
+	return cmp.Or(cmp.Compare(i, t), cmp.Compare(0, f-float64(t)))
 }
