@@ -27,8 +27,7 @@ const PaceBurst = 50 * time.Millisecond
 //
 // A nil *Pacer paces nothing. A Pacer is safe for concurrent use.
 type Pacer struct {
-	rate  float64       // running time allowed per unit of wall-clock time
-	burst time.Duration // the most running time banked while idle
+	rate float64 // running time allowed per unit of wall-clock time
 
 	mu     sync.Mutex    // guards tokens, last and paused
 	tokens time.Duration // running time available now; negative: owed
@@ -42,7 +41,7 @@ func NewPacer(cpus float64) *Pacer {
 	if cpus <= 0 {
 		panic("sqlitestore: NewPacer with cpus <= 0")
 	}
-	return &Pacer{rate: cpus, burst: PaceBurst, tokens: PaceBurst, last: time.Now()}
+	return &Pacer{rate: cpus, tokens: PaceBurst, last: time.Now()}
 }
 
 // Paused returns the total time paced queries have spent paused.
@@ -61,20 +60,13 @@ func (p *Pacer) charge(ran time.Duration) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
-	p.tokens = min(p.burst, p.tokens+time.Duration(float64(now.Sub(p.last))*p.rate))
+	p.tokens = min(PaceBurst, p.tokens+time.Duration(float64(now.Sub(p.last))*p.rate))
 	p.last = now
 	p.tokens -= ran
 	if p.tokens >= 0 {
 		return 0
 	}
 	return time.Duration(float64(-p.tokens) / p.rate)
-}
-
-// addPaused records a pause of d.
-func (p *Pacer) addPaused(d time.Duration) {
-	p.mu.Lock()
-	p.paused += d
-	p.mu.Unlock()
 }
 
 // interrupt returns the context a paced query's connection is given as its
@@ -115,7 +107,9 @@ func (c *pacedContext) Err() error {
 			t.Stop()
 		}
 		end := time.Now()
-		c.p.addPaused(end.Sub(now))
+		c.p.mu.Lock()
+		c.p.paused += end.Sub(now)
+		c.p.mu.Unlock()
 		// The pause is not running time.
 		c.last.Store(end.UnixNano())
 	}
