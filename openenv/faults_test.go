@@ -139,6 +139,21 @@ func TestFaults_Deadline(t *testing.T) {
 			t.Errorf("error_type %s in %s", kind, body)
 		}
 	})
+	t.Run("HTTPTinyTimeoutS", func(t *testing.T) {
+		// A timeout_s under a nanosecond is a bound of a nanosecond, not
+		// a duration of 0, which would lift StepTimeout.
+		id := s.Sessions()[0].ID
+		start := time.Now()
+		status, body, _ := s.httpDo(t, http.MethodPost, "/step",
+			`{"action":{"type":"call_tool","tool_name":"slow","arguments":{"body":"tiny","ms":60000}},"timeout_s":1e-10}`,
+			map[string]string{openenv.SessionHeader: id})
+		if status != http.StatusOK {
+			t.Fatalf("status %d: %s", status, body)
+		}
+		if kind := str(t, body, "observation.error.error_type"); kind != "timeout" {
+			t.Errorf("error_type %s in %s after %v", kind, body, time.Since(start))
+		}
+	})
 	t.Run("SessionSurvives", func(t *testing.T) {
 		mustSucceed(t, callTool(t, c, "slow", `{"body":"quick","ms":1}`))
 		if got := inspectValue(t, c, "SELECT group_concat(body, ',') FROM (SELECT body FROM notes ORDER BY id)"); got != "kept,quick" {

@@ -238,7 +238,9 @@ func (s *Server) serveStep(w http.ResponseWriter, r *http.Request) {
 	}
 	timeout := s.cfg.StepTimeout
 	if req.TimeoutS != nil {
-		if d := time.Duration(float64(*req.TimeoutS) * float64(time.Second)); timeout <= 0 || d < timeout {
+		// At least a nanosecond: a duration of 0 would be no bound at all.
+		d := max(time.Duration(float64(*req.TimeoutS)*float64(time.Second)), time.Nanosecond)
+		if timeout <= 0 || d < timeout {
 			timeout = d
 		}
 	}
