@@ -466,3 +466,16 @@ func TestMCP_SessionRequired(t *testing.T) {
 		t.Errorf("OpenEnv's dialect without the header: %s", got)
 	}
 }
+
+// TestMCP_UnsupportedVersion: a request whose MCP-Protocol-Version the
+// server does not know is refused with 400 and a JSON-RPC error listing the
+// versions it knows, in the MCP specification's shape (no null data).
+func TestMCP_UnsupportedVersion(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{})
+	code, got, _ := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+		map[string]string{"MCP-Protocol-Version": "1999-01-01"})
+	const want = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Unsupported MCP-Protocol-Version 1999-01-01 (supported: 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25)"}}`
+	if code != http.StatusBadRequest || strings.TrimSpace(got) != want {
+		t.Errorf("got %d %s, want 400 %s", code, got, want)
+	}
+}
