@@ -239,10 +239,14 @@ func TestChurn(t *testing.T) {
 	}
 	const clients = 16
 	// StepTimeout ends a call whose client has vanished without a trace
-	// (its socket drop unnoticed); reads and pings notice sooner.
+	// (its socket drop unnoticed); reads and pings notice sooner. Pings go
+	// out often, but a live client under the race detector on a loaded
+	// machine may take seconds to answer one or to read a reply: the
+	// bounds that close its session as dead leave it that time, or a
+	// scenario that completes would fail on the machine's load alone.
 	s := mustServeWorld(t, churnWorld, app.Config{}, openenv.Config{
-		StepTimeout: 5 * time.Second, PingInterval: 500 * time.Millisecond, PongTimeout: 2 * time.Second,
-		WriteTimeout: 2 * time.Second,
+		StepTimeout: 5 * time.Second, PingInterval: 500 * time.Millisecond, PongTimeout: 8 * time.Second,
+		WriteTimeout: 8 * time.Second,
 	})
 	transport := &http.Transport{}
 	hc := &http.Client{Transport: transport}
