@@ -42,8 +42,10 @@ func (h *StartupHook) CheckBound(kw map[string]any) error {
 func (h *StartupHook) Run(c *Ctx, kw map[string]any) error { return h.run(c, kw) }
 
 // OnStartup registers a startup hook on w. K must be a struct: its fields'
-// json names are the keywords the hook accepts, and a `default:"..."` tag
-// (or a pointer, or omitempty) makes a keyword optional. At creation the
+// json names are the keywords the hook accepts (an embedded struct's fields
+// among them, as for a tool's arguments), and a `default:"..."` tag (or a
+// pointer, or omitempty) makes a keyword optional. A K that a tool could
+// not take as its arguments is a *WorldBug here. At creation the
 // hook receives the broadcast keywords it names, with those bound by
 // AddWorld(..., Startup(...)) winning on this node.
 func OnStartup[K any](w *World, fn func(c *Ctx, k K) error) {
