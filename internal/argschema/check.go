@@ -345,17 +345,13 @@ func (c *checker) checkNumber(s *jsonschema.Schema, n number, lit string) *Error
 
 // enumText lists the allowed values of an enum, for messages.
 func enumText(enum []any) string {
-	var b strings.Builder
+	var items []string
 	for _, v := range enum {
-		if v == nil {
-			continue
+		if v != nil {
+			items = append(items, literal(v))
 		}
-		if b.Len() > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(literal(v))
 	}
-	return b.String()
+	return strings.Join(items, ", ")
 }
 
 // number is a JSON number read for a Go kind.
