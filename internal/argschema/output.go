@@ -1,7 +1,6 @@
 package argschema
 
 import (
-	"encoding"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -56,11 +55,6 @@ func (o Output) clone() Output {
 	return o
 }
 
-var (
-	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
-	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
-)
-
 // outSchema describes values of type t as encoded; seen holds the struct
 // types being described, so a recursive type ends in "any value".
 func outSchema(t reflect.Type, seen map[reflect.Type]bool) *jsonschema.Schema {
@@ -72,9 +66,9 @@ func outSchema(t reflect.Type, seen map[reflect.Type]bool) *jsonschema.Schema {
 		return &jsonschema.Schema{Type: "string", Format: "date-time"}
 	case t == rawType || k == reflect.Interface:
 		return &jsonschema.Schema{}
-	case t.Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(jsonMarshaler):
+	case implements(t, jsonMarshaler):
 		return &jsonschema.Schema{}
-	case t.Implements(textMarshaler) || reflect.PointerTo(t).Implements(textMarshaler):
+	case implements(t, textMarshaler):
 		return &jsonschema.Schema{Type: "string"}
 	case k == reflect.String:
 		return &jsonschema.Schema{Type: "string"}
@@ -225,8 +219,7 @@ func Unencodable(t reflect.Type) reflect.Type {
 
 func unencodable(t reflect.Type, seen map[reflect.Type]bool) reflect.Type {
 	if seen[t] || t == timeType || t == rawType ||
-		t.Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(jsonMarshaler) ||
-		t.Implements(textMarshaler) || reflect.PointerTo(t).Implements(textMarshaler) {
+		implements(t, jsonMarshaler) || implements(t, textMarshaler) {
 		return nil
 	}
 	seen[t] = true

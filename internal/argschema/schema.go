@@ -19,13 +19,20 @@ import (
 )
 
 var (
-	timeType  = reflect.TypeFor[time.Time]()
-	rawType   = reflect.TypeFor[json.RawMessage]()
-	textTypes = []reflect.Type{
-		reflect.TypeFor[json.Marshaler](), reflect.TypeFor[json.Unmarshaler](),
-		reflect.TypeFor[encoding.TextMarshaler](), reflect.TypeFor[encoding.TextUnmarshaler](),
+	timeType      = reflect.TypeFor[time.Time]()
+	rawType       = reflect.TypeFor[json.RawMessage]()
+	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+	textTypes     = []reflect.Type{
+		jsonMarshaler, reflect.TypeFor[json.Unmarshaler](),
+		textMarshaler, reflect.TypeFor[encoding.TextUnmarshaler](),
 	}
 )
+
+// implements reports whether t or a pointer to t implements the interface it.
+func implements(t, it reflect.Type) bool {
+	return t.Implements(it) || reflect.PointerTo(t).Implements(it)
+}
 
 // build derives the schema of struct type st with jsonschema-go, then adapts
 // it: the project's tags, the nullability of pointers only, and the types
@@ -137,7 +144,7 @@ func (a *adapter) plain(t reflect.Type, where string) error {
 		return nil
 	}
 	for _, it := range textTypes {
-		if t.Implements(it) || reflect.PointerTo(t).Implements(it) {
+		if implements(t, it) {
 			return a.errorf(where, "type %v implements %v; argument types must be plain data", t, it)
 		}
 	}
