@@ -415,13 +415,14 @@ func runDynamic(ctx context.Context, modRoot string, worlds []checkedWorld) ([]c
 // file is inside it.
 func relativePos(dir, pos string) string {
 	file, _, _ := check.SplitPos(pos)
-	rest := pos[len(file):]
-	if !filepath.IsAbs(file) {
-		return pos
+	if rel, ok := within(dir, file); ok && filepath.IsAbs(file) {
+		return rel + pos[len(file):]
 	}
-	rel, err := filepath.Rel(dir, file)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return pos
-	}
-	return rel + rest
+	return pos
+}
+
+// within returns path relative to dir, and whether path is dir or below it.
+func within(dir, path string) (string, bool) {
+	rel, err := filepath.Rel(dir, path)
+	return rel, err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

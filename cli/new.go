@@ -69,12 +69,9 @@ func (c *NewCommand) Run(_ context.Context, args []string) error {
 // current directory, "./rel/..." below it, else dir's absolute path.
 func packagePattern(dir string) string {
 	wd, err := os.Getwd()
-	if err != nil {
-		return filepath.ToSlash(dir) + "/..."
-	}
-	rel, err := filepath.Rel(wd, dir)
+	rel, inside := within(wd, dir)
 	switch {
-	case err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)):
+	case err != nil || !inside:
 		return filepath.ToSlash(dir) + "/..."
 	case rel == ".":
 		return "./..."
