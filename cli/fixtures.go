@@ -47,10 +47,8 @@ Worlds: `+strings.Join(c.m.names(), ", ")+"\n")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	ownDir := *dir == "" // the world's own fixtures, perhaps embedded
-	switch args[0] {
-	case "build", "list", "verify":
-	default:
+	tasksDir := *dir // "": the world's own tasks file, perhaps embedded
+	if !slices.Contains([]string{"build", "list", "verify"}, args[0]) {
 		return &exitError{code: 2, err: fmt.Errorf("fixtures: unknown subcommand %q", args[0])}
 	}
 	w, err := c.m.world(*worldName)
@@ -134,7 +132,7 @@ Worlds: `+strings.Join(c.m.names(), ", ")+"\n")
 	}
 	if args[0] == "verify" {
 		bad = errors.Join(recoverErr, bad)
-		named, err := namedFixtures(w, *dir, ownDir, list)
+		named, err := namedFixtures(w, tasksDir, list)
 		bad = errors.Join(bad, err)
 		for _, n := range named {
 			if _, isBroken := broken[n.id]; !isBroken && !slices.ContainsFunc(list, func(s *fixture.Sidecar) bool { return s.ID == n.id }) {
@@ -154,21 +152,14 @@ type namedFixture struct {
 }
 
 // namedFixtures returns, sorted by id, the fixtures that the world's default
-// (the one serve uses), its tasks and the listed sidecars' parent_id name.
-// The tasks are those of dir's tasks file, or, when own is set, of the
-// world's own, read where it is (so an error names it, not a copy).
-func namedFixtures(w *env.World, dir string, own bool, list []*fixture.Sidecar) ([]namedFixture, error) {
+// (the one serve uses), its tasks (worldTasks of tasksDir) and the listed
+// sidecars' parent_id name.
+func namedFixtures(w *env.World, tasksDir string, list []*fixture.Sidecar) ([]namedFixture, error) {
 	by := map[string][]string{}
 	if id := w.Spec().DefaultFixture; id != "" {
 		by[id] = append(by[id], "the world's default fixture")
 	}
-	var tasks []env.Task
-	var err error
-	if own {
-		tasks, err = task.ForWorld(w)
-	} else {
-		tasks, err = task.ForWorldDir(w, dir)
-	}
+	tasks, err := worldTasks(w, tasksDir)
 	for _, t := range tasks {
 		if t.Fixture != "" {
 			by[t.Fixture] = append(by[t.Fixture], "task "+t.ID)
@@ -184,6 +175,16 @@ func namedFixtures(w *env.World, dir string, own bool, list []*fixture.Sidecar) 
 		out = append(out, namedFixture{id: id, by: by[id]})
 	}
 	return out, err
+}
+
+// worldTasks returns the world's tasks with those of dir's tasks file, or,
+// when dir is "", of the world's own, read where it is (so an error names
+// it, not a copy).
+func worldTasks(w *env.World, dir string) ([]env.Task, error) {
+	if dir == "" {
+		return task.ForWorld(w)
+	}
+	return task.ForWorldDir(w, dir)
 }
 
 // verifyFixture creates (and closes) an instance from the fixture: every

@@ -10,7 +10,6 @@ import (
 
 	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/composition"
-	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/task"
 )
 
@@ -59,12 +58,7 @@ func (c *GradeCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var tasks []env.Task
-	if *fixturesDir == "" {
-		tasks, err = task.ForWorld(w) // names the world's own file in errors
-	} else {
-		tasks, err = task.ForWorldDir(w, *fixturesDir)
-	}
+	tasks, err := worldTasks(w, *fixturesDir)
 	if err != nil {
 		return err
 	}
