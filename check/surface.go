@@ -58,18 +58,13 @@ func surfaceFindings(s *composition.Sealed) []Finding {
 		owner *composition.Node
 	}
 	groups := map[key][]*composition.Route{}
-	var order []key
 	for _, r := range s.Surface {
-		k := key{r.Def, r.Owner}
-		if _, ok := groups[k]; !ok {
-			order = append(order, k)
-		}
-		groups[k] = append(groups[k], r)
+		groups[key{r.Def, r.Owner}] = append(groups[key{r.Def, r.Owner}], r)
 	}
-	for _, k := range order {
-		rs := groups[k]
-		if len(rs) < 2 {
-			continue
+	for _, r := range s.Surface {
+		rs := groups[key{r.Def, r.Owner}]
+		if len(rs) < 2 || rs[0] != r {
+			continue // reported once, at the group's first route
 		}
 		names := make([]string, len(rs))
 		for i, r := range rs {
@@ -85,7 +80,7 @@ func surfaceFindings(s *composition.Sealed) []Finding {
 			}
 		}
 		fs = append(fs, finding(at(where, root), "SH207", "the tool %s of node %s reaches the agent under %d names: %s",
-			k.def.Name, k.owner.Path, len(rs), strings.Join(names, ", ")))
+			r.Def.Name, r.Owner.Path, len(rs), strings.Join(names, ", ")))
 	}
 	return fs
 }
