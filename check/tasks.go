@@ -23,7 +23,6 @@ import (
 // world seals.
 func taskFindings(w *env.World, sealed *composition.Sealed, fsys fs.FS, root string) []Finding {
 	var out []Finding
-	goTasks := w.Tasks()
 	var fileTasks []env.Task
 	file := filepath.Join(root, task.FileName)
 	if fsys != nil {
@@ -61,7 +60,7 @@ func taskFindings(w *env.World, sealed *composition.Sealed, fsys fs.FS, root str
 			out = append(out, finding(pos, "SH407", "task %s: %v", t.ID, err))
 		}
 	}
-	for _, t := range goTasks {
+	for _, t := range w.Tasks() {
 		check(t, goTaskPos(w, t))
 	}
 	for _, t := range fileTasks {
