@@ -83,18 +83,16 @@ func embeddedRoot(w *env.World, fsys fs.FS) string {
 		return fallback
 	}
 	ids, _ := fixture.DirsFS(fsys)
+	var candidates []string
+	for _, id := range ids {
+		candidates = append(candidates, path.Join(id, fixture.SidecarName))
+	}
 	var ref string // a file of fsys, to find on disk
 	var want []byte
-	for _, id := range ids {
-		p := path.Join(id, fixture.SidecarName)
+	for _, p := range append(candidates, task.FileName) {
 		if b, err := fs.ReadFile(fsys, p); err == nil {
 			ref, want = p, b
 			break
-		}
-	}
-	if ref == "" {
-		if b, err := fs.ReadFile(fsys, task.FileName); err == nil {
-			ref, want = task.FileName, b
 		}
 	}
 	if ref == "" {
