@@ -158,18 +158,13 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 		fmt.Fprintln(c.m.Stderr, "bench: the run with attackers")
 	}
 	rep, err := bench.Run(ctx, cfg)
-	if rep != nil && without != nil {
+	if rep == nil {
+		return err
+	}
+	if without != nil {
 		rep.CompareHostile(without)
 	}
-	if rep != nil {
-		if werr := rep.WriteTable(c.m.Stdout); werr != nil {
-			err = errors.Join(err, werr)
-		}
-		if jerr := writeJSONReport(*jsonOut, rep); jerr != nil {
-			err = errors.Join(err, jerr)
-		}
-	}
-	return err
+	return errors.Join(err, rep.WriteTable(c.m.Stdout), writeJSONReport(*jsonOut, rep))
 }
 
 // echo runs `seahaven bench echo --addr ADDR`: a bare WebSocket echo server,
