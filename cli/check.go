@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -143,15 +142,13 @@ func loadPackages(ctx context.Context, dir string, patterns []string) (all []*pa
 			extra = append(extra, p.PkgPath)
 		}
 	})
-	sort.Strings(extra)
+	slices.Sort(extra)
 
-	cfg := &packages.Config{
-		Context: ctx,
-		Dir:     dir,
+	all, err = packages.Load(&packages.Config{
+		Context: ctx, Dir: dir,
 		Mode: packages.NeedName | packages.NeedFiles | packages.NeedCompiledGoFiles | packages.NeedImports |
 			packages.NeedTypes | packages.NeedTypesInfo | packages.NeedTypesSizes | packages.NeedSyntax | packages.NeedModule,
-	}
-	all, err = packages.Load(cfg, append(slices.Clone(patterns), extra...)...)
+	}, slices.Concat(patterns, extra)...)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("check: loading %s: %w", strings.Join(patterns, " "), err)
 	}
@@ -400,12 +397,12 @@ func runDynamic(ctx context.Context, modRoot string, worlds []checkedWorld) ([]c
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("check: running the worlds' checks failed (%v):\n%s", err, strings.TrimSpace(stderr.String()))
 	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		return nil, fmt.Errorf("check: reading the worlds' findings: %w", err)
-	}
 	var findings []check.Finding
-	if err := json.Unmarshal(data, &findings); err != nil {
+	data, err := os.ReadFile(out)
+	if err == nil {
+		err = json.Unmarshal(data, &findings)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("check: reading the worlds' findings: %w", err)
 	}
 	return findings, nil
