@@ -227,10 +227,7 @@ func (cn *conn) prepareKind(sql string) (*sqlite3.Stmt, stmtInfo, error) {
 		return nil, stmtInfo{}, fmt.Errorf("sqlitestore: %w in %q", errManyStatements, abbreviate(sql, 80))
 	}
 	if len(cn.order) >= stmtCacheSize {
-		old := cn.order[0]
-		cn.order = cn.order[1:]
-		cn.stmts[old].st.Close()
-		delete(cn.stmts, old)
+		cn.forget(cn.order[0])
 	}
 	cn.stmts[sql] = cachedStmt{st, info}
 	cn.order = append(cn.order, sql)
