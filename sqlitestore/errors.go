@@ -125,8 +125,8 @@ func (e *Error) Unwrap() []error { return e.causes }
 // IsConstraint reports whether err is a constraint violation reported by
 // SQLite (UNIQUE, NOT NULL, CHECK, FOREIGN KEY, PRIMARY KEY).
 func IsConstraint(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && e.Code == int(sqlite3.CONSTRAINT)
+	e, ok := errors.AsType[*Error](err)
+	return ok && e.Code == int(sqlite3.CONSTRAINT)
 }
 
 // formatError is the one place where errors from the SQLite driver become
@@ -138,8 +138,7 @@ func formatError(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	var e *Error
-	if errors.As(err, &e) {
+	if _, ok := errors.AsType[*Error](err); ok {
 		return err
 	}
 	var code sqlite3.ExtendedErrorCode
@@ -223,8 +222,8 @@ func guard(fn func() error) (err error) {
 // otherwise it says that the write failed and the disk may be full. The
 // result keeps SQLite's codes.
 func fullError(err error, dir string) error {
-	var e *Error
-	if !errors.As(err, &e) || e.ExtendedCode != int(sqlite3.IOERR_WRITE) || errors.Is(err, syscall.ENOSPC) {
+	e, ok := errors.AsType[*Error](err)
+	if !ok || e.ExtendedCode != int(sqlite3.IOERR_WRITE) || errors.Is(err, syscall.ENOSPC) {
 		return err
 	}
 	if free, ok := FreeSpace(dir); ok && free < spaceFloor {
@@ -245,8 +244,7 @@ const mayBeFull = ": writing to the file failed (the disk may be full)"
 
 // readOnlyError marks an authorization failure on an Inspector.
 func readOnlyError(err error) error {
-	var e *Error
-	if errors.As(err, &e) && e.Code == int(sqlite3.AUTH) {
+	if e, ok := errors.AsType[*Error](err); ok && e.Code == int(sqlite3.AUTH) {
 		e.Message += " (the inspection connection is read-only)"
 		e.causes = append(e.causes, ErrReadOnly)
 	}

@@ -283,8 +283,7 @@ func (e *opError) Error() string {
 // Unwrap returns the cause and, when the file system failed the operation
 // (the cause is an *fs.PathError), ErrStorage.
 func (e *opError) Unwrap() []error {
-	var pe *fs.PathError
-	if errors.As(e.err, &pe) {
+	if _, ok := errors.AsType[*fs.PathError](e.err); ok {
 		return []error{e.err, ErrStorage}
 	}
 	return []error{e.err}
