@@ -85,9 +85,6 @@ func (s *Store) bindLocked(cn *conn) bool {
 	cn.meta, cn.metaVersion, cn.metaDirty = nil, 0, true
 	cn.layout, cn.loadSeq, cn.loadInTxn, cn.txnSeq = new(layoutLog), 0, false, 0
 	s.adoptMetaLocked(cn, s.baseCookie)
-	if len(s.captures) > 0 {
-		s.installHookLocked(cn)
-	}
 	return true
 }
 

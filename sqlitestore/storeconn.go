@@ -81,6 +81,9 @@ func (s *Store) connLocked(ctx context.Context) (*conn, error) {
 		}
 	}
 	cn.undo = &s.undo
+	if len(s.captures) > 0 {
+		s.installHookLocked(cn)
+	}
 	s.cn = cn
 	if s.pool != nil {
 		s.pool.add(s)
@@ -151,13 +154,7 @@ func (s *Store) setupLocked(ctx context.Context, cn *conn) error {
 			s.adoptMetaLocked(cn, v)
 		}
 	}
-	if err := cn.c.SetAuthorizer(cn.watchSchema); err != nil {
-		return formatError(ctx, err)
-	}
-	if len(s.captures) > 0 {
-		s.installHookLocked(cn)
-	}
-	return nil
+	return formatError(ctx, cn.c.SetAuthorizer(cn.watchSchema))
 }
 
 // adoptMetaLocked gives a connection the capture metadata the store saved
