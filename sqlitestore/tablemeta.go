@@ -399,13 +399,10 @@ func (c *Capture) replay(cn *conn) {
 			c.err = fmt.Errorf("sqlitestore: change capture cannot key a change to %s: the table's columns may have changed after it, before they were reloaded", ev.table)
 			break
 		}
+		// With ev.cols == m.cols every column m reads is in its row, and m
+		// reads no old row of an insert nor new row of a delete.
 		col := func(row []any) func(int) any {
-			return func(i int) any {
-				if i < len(row) {
-					return row[i]
-				}
-				return nil
-			}
+			return func(i int) any { return row[i] }
 		}
 		c.record(m, m.event(ev.op, col(ev.old), col(ev.new), ev.oldRowID, ev.newRowID))
 	}
