@@ -525,9 +525,8 @@ func (cn *conn) readCurrent(c *Capture) (out []RowChange, err error) {
 			// End the read transaction even when ctx interrupted the reads.
 			old := cn.c.SetInterrupt(context.Background())
 			defer cn.c.SetInterrupt(old)
-			if _, cerr := cn.exec("COMMIT", nil); err == nil {
-				err = cerr
-			}
+			_, cerr := cn.exec("COMMIT", nil)
+			err = cmp.Or(err, cerr)
 		}()
 	}
 	return c.collect(cn.readRow)

@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -246,10 +247,7 @@ func (i *Inspector) QueryLimit(ctx context.Context, lim ReadLimit, sql string, a
 		}
 		return readOnlyError(formatError(ctx, err))
 	})
-	if endErr := i.endTransactionLocked(); endErr != nil && err == nil {
-		err = endErr
-	}
-	if err != nil {
+	if err = cmp.Or(err, i.endTransactionLocked()); err != nil {
 		return nil, err
 	}
 	return rows, nil

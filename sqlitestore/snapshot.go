@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -111,11 +112,7 @@ func syncFile(path string) error {
 		if err != nil {
 			return err
 		}
-		err = f.Sync()
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		if err := cmp.Or(f.Sync(), f.Close()); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"errors"
@@ -316,10 +317,7 @@ func (s *Store) materializeLocked() error {
 		return &opError{"create", s.path, err}
 	}
 	_, err = f.Write(s.data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err = cmp.Or(err, f.Close()); err != nil {
 		os.Remove(s.path)
 		return &opError{"create", s.path, err}
 	}
