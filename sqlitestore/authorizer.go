@@ -99,9 +99,7 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 		if action == sqlite3.AUTH_ALTER_TABLE {
 			table = arg // name is the schema's
 		}
-		if cn.layout != nil {
-			cn.layout.noteTable(table)
-		}
+		cn.layout.noteTable(table)
 		if schema == "main" {
 			switch action {
 			case sqlite3.AUTH_DROP_TABLE:

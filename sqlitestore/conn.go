@@ -114,7 +114,7 @@ func (cn *conn) noteUndo() {
 // transaction (or the failed statement) began, any table's columns may now
 // differ from what the metadata or a raw event holds.
 func (cn *conn) noteLayoutUndo() {
-	if cn.layout != nil && (cn.loadInTxn || cn.layout.seq != cn.txnSeq) {
+	if cn.loadInTxn || cn.layout.seq != cn.txnSeq {
 		cn.layout.noteAll()
 		cn.metaDirty = true
 	}
