@@ -246,7 +246,7 @@ func (cn *conn) prepareNext(sql string) (st *sqlite3.Stmt, tail string, info stm
 	st, tail, err = cn.c.Prepare(sql)
 	info, cn.info, cn.preparing = cn.info, stmtInfo{}, false
 	if err != nil && info.attach {
-		err = fmt.Errorf("%w: %s", ErrAttach, abbreviate(strings.TrimSpace(firstStatement(sql)), 200))
+		err = fmt.Errorf("%w: %s", ErrAttach, abbreviate(firstStatement(sql), 200))
 	}
 	return st, tail, info, err
 }

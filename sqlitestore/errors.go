@@ -259,6 +259,8 @@ func transactionError(stmt string) error {
 		"which ends with the query, so that no lock is held between queries", ErrTransaction)
 }
 
+// abbreviate trims s, folds its runs of white space into one space and
+// cuts it after n bytes with an ellipsis.
 func abbreviate(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) <= n {

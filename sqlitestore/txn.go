@@ -77,14 +77,14 @@ var errTxnLost = fmt.Errorf("%w: statements are refused until its frames end", E
 func (s *Store) allowLocked(cn *conn, text string, info stmtInfo) error {
 	switch {
 	case info.kind == stmtTxn || info.kind == stmtOwnSavepoint || info.kind == stmtSavepoint && cn.c.GetAutocommit():
-		return fmt.Errorf("%w: %s", ErrTransactionControl, abbreviate(strings.TrimSpace(text), 200))
+		return fmt.Errorf("%w: %s", ErrTransactionControl, abbreviate(text, 200))
 	case len(s.frames) > 0 && cn.c.GetAutocommit():
 		return errTxnLost
 	case (info.kind == stmtRelease || info.kind == stmtRollbackTo) && len(s.frames) > 0 &&
 		s.frames[len(s.frames)-1].savepoint(info.savepoint) < 0:
-		return fmt.Errorf("%w: %s", ErrSavepointScope, abbreviate(strings.TrimSpace(text), 200))
+		return fmt.Errorf("%w: %s", ErrSavepointScope, abbreviate(text, 200))
 	case len(s.captures) > 0 && vacuumsInPlace(text):
-		return fmt.Errorf("%w: %s", ErrVacuum, abbreviate(strings.TrimSpace(text), 200))
+		return fmt.Errorf("%w: %s", ErrVacuum, abbreviate(text, 200))
 	}
 	return nil
 }
