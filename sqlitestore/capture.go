@@ -153,7 +153,7 @@ func (s *Store) StartCapture() *Capture {
 		return c
 	}
 	s.captures = append(s.captures, c)
-	if s.cn != nil && !s.cn.hookOn {
+	if s.cn != nil && len(s.captures) == 1 {
 		s.installHookLocked(s.cn)
 	}
 	return c
@@ -201,9 +201,8 @@ func (c *Capture) FinishRows(ctx context.Context) ([]RowChange, error) {
 		i := slices.Index(s.captures, c)
 		inner := i != len(s.captures)-1
 		s.captures = slices.Delete(s.captures, i, i+1)
-		if len(s.captures) == 0 && s.cn != nil && s.cn.hookOn {
+		if len(s.captures) == 0 && s.cn != nil {
 			s.cn.c.PreUpdateHook(nil)
-			s.cn.hookOn = false
 		}
 		if inner {
 			return ErrCaptureOrder
@@ -263,10 +262,12 @@ func (c *Capture) eventsComplete() bool {
 	return c.undoAt == s.undo && len(c.raw) == 0 && (s.cn == nil || !s.cn.metaDirty && !s.cn.exposed)
 }
 
-// installHookLocked routes the connection's preupdate events to the captures.
+// installHookLocked routes the connection's preupdate events to the
+// captures. The store's connection has the hook exactly while a capture
+// runs: the first capture installs it, the last to finish removes it, and
+// connLocked installs it on a connection opened or rebound meanwhile.
 func (s *Store) installHookLocked(cn *conn) {
 	cn.c.PreUpdateHook(func(d sqlite3.PreUpdateData) { s.onPreUpdate(cn, d) })
-	cn.hookOn = true
 }
 
 // onPreUpdate records one row event. It runs inside SQLite, so it copies what

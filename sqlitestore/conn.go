@@ -46,11 +46,10 @@ type conn struct {
 	metaDirty   bool                  // meta must be reloaded before it is trusted
 	metaVersion int64                 // the schema cookie meta was loaded at
 	ddlSeq      uint64                // counts statements prepared that change tables
-	hookOn      bool
-	dropping    string  // the table of the DROP the authorizer saw last, for the delete it authorizes next
-	undo        *uint64 // the store's Store.undo; nil for other connections
-	exposed     bool    // handed out by Store.Conn
-	preparing   bool    // prepareNext is preparing a statement of the store's API
+	dropping    string                // the table of the DROP the authorizer saw last, for the delete it authorizes next
+	undo        *uint64               // the store's Store.undo; nil for other connections
+	exposed     bool                  // handed out by Store.Conn
+	preparing   bool                  // prepareNext is preparing a statement of the store's API
 	// layout notes what may have changed the tables' columns since the
 	// connection was bound to its store; loadSeq is layout.seq when meta
 	// was loaded, and loadInTxn whether it was loaded inside a transaction

@@ -123,10 +123,7 @@ func (s *Store) parkLocked(cn *conn) bool {
 	if !s.shares() || cn.tainted || !cn.c.GetAutocommit() {
 		return false
 	}
-	if cn.hookOn {
-		cn.c.PreUpdateHook(nil)
-		cn.hookOn = false
-	}
+	cn.c.PreUpdateHook(nil)
 	if cn.exclusive {
 		// In normal locking mode the lock goes with the next access.
 		// (PRAGMA locking_mode acts when it is prepared, so it is never
