@@ -64,7 +64,7 @@ type conn struct {
 	// Per-store state the SQL functions read, swapped when a parked
 	// connection is rebound to another store.
 	random func() uint64    // what random() and randomblob() draw from
-	now    func() time.Time // 'now' of the date and time functions; nil means time.Now
+	now    func() time.Time // 'now' of the date and time functions
 
 	// Parking (Options.ShareKey).
 	slot    *rebindFile // the rebindable main file; nil for other connections
@@ -79,14 +79,6 @@ type conn struct {
 type cachedStmt struct {
 	st   *sqlite3.Stmt
 	info stmtInfo
-}
-
-// clockNow is the 'now' of the connection's date and time functions.
-func (cn *conn) clockNow() time.Time {
-	if cn.now == nil {
-		return time.Now()
-	}
-	return cn.now()
 }
 
 // cookieOffset is where a database header keeps the schema cookie, a
@@ -131,8 +123,8 @@ func (cn *conn) noteRollback(sql string) {
 }
 
 // openConn opens a connection to uri and applies the settings shared by stores,
-// inspectors and the in-memory schema probe; its SQL functions read now and
-// random (nil: a stream seeded with 0).
+// inspectors and the in-memory schema probe; its SQL functions read now (nil:
+// time.Now) and random (nil: a stream seeded with 0).
 func openConn(ctx context.Context, uri string, maxMemory int64, now func() time.Time, random func() uint64) (*conn, error) {
 	if maxMemory <= 0 {
 		maxMemory = DefaultMaxMemory
@@ -157,14 +149,18 @@ func openConn(ctx context.Context, uri string, maxMemory int64, now func() time.
 	if err := fts5.Register(c); err != nil {
 		return nil, fmt.Errorf("sqlitestore: registering fts5: %w", formatError(ctx, err))
 	}
+	if now == nil {
+		now = time.Now
+	}
 	if random == nil {
 		random = newRandom(0).Uint64
 	}
 	cn := &conn{c: c, stmts: make(map[string]cachedStmt), metaDirty: true, now: now, random: random, layout: new(layoutLog)}
-	if err := installClock(c, cn.clockNow); err != nil {
+	// cn.now and cn.random, not now and random: a parked connection is
+	// rebound to another store's.
+	if err := installClock(c, func() time.Time { return cn.now() }); err != nil {
 		return nil, fmt.Errorf("sqlitestore: installing the clock: %w", formatError(ctx, err))
 	}
-	// cn.random, not random: a parked connection is rebound to another store's.
 	if err := installRandom(c, func() uint64 { return cn.random() }); err != nil {
 		return nil, fmt.Errorf("sqlitestore: installing random(): %w", formatError(ctx, err))
 	}
