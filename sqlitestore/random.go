@@ -8,12 +8,9 @@ import (
 )
 
 // newRandom returns the seeded stream behind a store's SQL random() and
-// randomblob(). A Store keeps it, so it continues across reopens.
-func newRandom(seed uint64) *rand.Rand { return rand.New(newSource(seed)) }
-
-// newSource returns newRandom's source, whose state Store.RandomState
-// reads.
-func newSource(seed uint64) *rand.PCG { return rand.NewPCG(seed, seed^0x9e3779b97f4a7c15) }
+// randomblob(), whose state Store.RandomState reads. A Store keeps it, so
+// it continues across reopens.
+func newRandom(seed uint64) *rand.PCG { return rand.NewPCG(seed, seed^0x9e3779b97f4a7c15) }
 
 // installRandom shadows random() and randomblob(N) on c with the stream
 // next draws from. The

@@ -17,7 +17,7 @@ import (
 func (s *Store) RandomState() []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b, _ := s.rngSrc.MarshalBinary() // a PCG's never fails
+	b, _ := s.rng.MarshalBinary() // a PCG's never fails
 	return b
 }
 
@@ -27,7 +27,7 @@ func (s *Store) RandomState() []byte {
 func (s *Store) SetRandomState(b []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.rngSrc.UnmarshalBinary(b); err != nil {
+	if err := s.rng.UnmarshalBinary(b); err != nil {
 		return fmt.Errorf("sqlitestore: SetRandomState: %w", err)
 	}
 	return nil

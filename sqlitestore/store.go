@@ -149,8 +149,7 @@ type Store struct {
 	cn       *conn      // nil while released
 	closed   bool
 	data     []byte // the file's content while it is not written yet (Options.Data)
-	rng      *rand.Rand
-	rngSrc   *rand.PCG // rng's source
+	rng      *rand.PCG
 	frames   []*Frame
 	captures []*Capture
 	undo     uint64 // moves whenever rows may have changed without a preupdate event
@@ -248,10 +247,9 @@ func newStore(opts Options) (*Store, error) {
 		pool:      opts.Pool,
 		untracked: make(map[string]bool, len(opts.Untracked)),
 	}
-	s.rngSrc = newSource(opts.Seed)
-	s.rng = rand.New(s.rngSrc)
+	s.rng = newRandom(opts.Seed)
 	if opts.RandomState != nil {
-		if err := s.rngSrc.UnmarshalBinary(opts.RandomState); err != nil {
+		if err := s.rng.UnmarshalBinary(opts.RandomState); err != nil {
 			return nil, fmt.Errorf("sqlitestore: Options.RandomState: %w", err)
 		}
 	}
