@@ -390,9 +390,9 @@ func (s *Store) tableRowsLocked(cn *conn, name string, ev func(m *tableMeta, key
 	for i, n := range m.names {
 		cols[i] = quoteIdent(n)
 	}
-	rowid := len(m.pk) == 0 && rowidName(m.names) != ""
+	rowid := len(m.pk) == 0 && m.rowid != ""
 	if rowid {
-		cols = append(cols, rowidName(m.names))
+		cols = append(cols, m.rowid)
 	}
 	rows, err := cn.query("SELECT "+strings.Join(cols, ", ")+" FROM main."+quoteIdent(name), nil)
 	if err != nil {

@@ -262,6 +262,25 @@ func TestCapture_Cases(t *testing.T) {
 			),
 		},
 		{
+			// A VIRTUAL generated column named rowid takes the name: the
+			// key is read through _rowid_.
+			name:   "NoPrimaryKeyVirtualColumnNamedRowid",
+			schema: `CREATE TABLE n (a INTEGER, rowid INTEGER GENERATED ALWAYS AS (a + 100) VIRTUAL);`,
+			setup:  `INSERT INTO n (a) VALUES (1); INSERT INTO n (a) VALUES (2);`,
+			act:    execAll(`UPDATE n SET a = 7 WHERE a = 1`),
+			want:   lines("update n map[rowid:1] before=map[a:1] after=map[a:7]"),
+		},
+		{
+			name:   "NoPrimaryKeyVirtualTextColumnNamedRowid",
+			schema: `CREATE TABLE n (a INTEGER, rowid TEXT GENERATED ALWAYS AS ('x') VIRTUAL);`,
+			setup:  `INSERT INTO n (a) VALUES (1); INSERT INTO n (a) VALUES (2);`,
+			act:    execAll(`DROP TABLE n`),
+			want: lines(
+				"delete n map[rowid:1] before=map[a:1]",
+				"delete n map[rowid:2] before=map[a:2]",
+			),
+		},
+		{
 			name:   "BlobsStayBytes",
 			schema: `CREATE TABLE b (id BLOB PRIMARY KEY, data BLOB) STRICT, WITHOUT ROWID;`,
 			setup:  `INSERT INTO b VALUES (x'01', x'00ff');`,

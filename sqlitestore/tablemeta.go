@@ -25,6 +25,7 @@ type tableMeta struct {
 	pk        []int    // column indexes of the primary key, in key order; nil: keyed by rowid
 	pkNames   []string
 	pkPos     []int  // positions of the primary-key columns in names
+	rowid     string // with no primary key: the rowid's first name no column has, VIRTUAL ones included; "" when none is free
 	selectSQL string // reads one row by key
 	// ident is the table name and its key's column names, each ended by
 	// NUL: the start of a touched row's identity, which tells apart the
@@ -111,6 +112,9 @@ func (cn *conn) loadMeta(untracked map[string]bool) error {
 			m.pkPos = append(m.pkPos, slices.Index(m.cids, c.cid))
 			m.pkNames = append(m.pkNames, c.name)
 		}
+		if len(m.pk) == 0 {
+			m.rowid = rowidName(k.names)
+		}
 		m.selectSQL = m.buildSelect()
 		m.ident = m.name + "\x00" + strings.Join(m.keyNames(), "\x00") + "\x00"
 		m.keyProblem = k.problem(name)
@@ -135,11 +139,10 @@ func (m *tableMeta) buildSelect() string {
 		where[i] = fmt.Sprintf("%s IS ?%d", quoteIdent(n), i+1)
 	}
 	if len(m.pk) == 0 {
-		rowid := rowidName(m.names)
-		if rowid == "" {
+		if m.rowid == "" {
 			return ""
 		}
-		where = []string{rowid + " = ?1"}
+		where = []string{m.rowid + " = ?1"}
 	}
 	cols := make([]string, len(m.names))
 	for i, n := range m.names {
