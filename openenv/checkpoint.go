@@ -86,7 +86,7 @@ func (ss *session) checkpointLocked(ctx context.Context) (CheckpointInfo, *proto
 	var info CheckpointInfo
 	start := time.Now()
 	perr := s.guardCtx(ctx, "Instance.Checkpoint", func() { info, err = c.Checkpoint(cctx, req) })
-	s.observeCheckpoint(ctx, "checkpoint", start, info.ID, err, perr)
+	s.observeCheckpoint(cctx, "checkpoint", start, info.ID, err, perr)
 	if perr != nil {
 		return CheckpointInfo{}, perr
 	}
@@ -220,7 +220,7 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 			s.closeInstanceLater(inst)
 		}
 	}
-	s.observeCheckpoint(ctx, "restore", start, id, err, perr)
+	s.observeCheckpoint(octx, "restore", start, id, err, perr)
 	if perr := s.openFailure(ctx, err, perr, false, req.loc); perr != nil {
 		return perr
 	}

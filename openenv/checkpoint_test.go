@@ -439,3 +439,61 @@ func TestCheckpoint_DrainedMCPSessionIsGone(t *testing.T) {
 		t.Errorf("a drained MCP session's request: %d %s, want 404 naming the checkpoint to initialize from", status, body)
 	}
 }
+
+// stallingCheckpoints is a fakeBackend whose checkpoints and restores run
+// until their context ends and then fail with an error of their own that
+// does not wrap the context's, as an engine interrupted mid-write does.
+type stallingCheckpoints struct{ *fakeBackend }
+
+func (b stallingCheckpoints) Open(ctx context.Context, opts openenv.OpenOptions) (openenv.Instance, error) {
+	inst, err := b.fakeBackend.Open(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return stallingInstance{inst}, nil
+}
+
+func (stallingCheckpoints) Restore(ctx context.Context, id string) (openenv.Instance, openenv.CheckpointRequest, error) {
+	<-ctx.Done()
+	return nil, openenv.CheckpointRequest{}, errors.New("restore interrupted")
+}
+func (stallingCheckpoints) Fence(string, string, string) error { return nil }
+func (stallingCheckpoints) FencedBy(string) (string, bool)     { return "", false }
+func (stallingCheckpoints) Latest(string) (openenv.CheckpointInfo, bool) {
+	return openenv.CheckpointInfo{}, false
+}
+func (stallingCheckpoints) Drained(string, openenv.CheckpointInfo) error { return nil }
+func (stallingCheckpoints) DrainedTo(string) (openenv.CheckpointInfo, bool) {
+	return openenv.CheckpointInfo{}, false
+}
+func (stallingCheckpoints) Undrained(string) error { return nil }
+
+type stallingInstance struct{ openenv.Instance }
+
+func (stallingInstance) Checkpoint(ctx context.Context, _ openenv.CheckpointRequest) (openenv.CheckpointInfo, error) {
+	<-ctx.Done()
+	return openenv.CheckpointInfo{}, errors.New("checkpoint interrupted")
+}
+
+// TestCheckpoint_TimeoutMetric: a checkpoint or restore cut short by the
+// server's own deadline counts as a timeout, whatever error the backend
+// returns for it.
+func TestCheckpoint_TimeoutMetric(t *testing.T) {
+	t.Parallel()
+	fake := newFake(t)
+	s := mustServeOver(t, stallingCheckpoints{fake}, fake, openenv.Config{StepTimeout: 50 * time.Millisecond})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{}}`)
+	if r := roundTrip(t, c, `{"type":"checkpoint"}`); str(t, r, "type") != "error" {
+		t.Fatalf("a checkpoint past the deadline: %s", r)
+	}
+	if r := roundTrip(t, c, `{"type":"reset","data":{"checkpoint":"6f9619ff-8b86-d011-b42d-00c04fc964ff"}}`); str(t, r, "type") != "error" {
+		t.Fatalf("a restore past the deadline: %s", r)
+	}
+	m := s.scrape(t)
+	for _, op := range []string{"checkpoint", "restore"} {
+		if n := m.value(t, "seahaven_checkpoints_total", "op", op, "outcome", "timeout"); n != 1 {
+			t.Errorf(`seahaven_checkpoints_total{op=%q,outcome="timeout"} = %v, want 1`, op, n)
+		}
+	}
+}

@@ -34,10 +34,16 @@ type testServer struct {
 // and checks that every instance was closed.
 func mustServe(tb testing.TB, fake *fakeBackend, cfg openenv.Config) *testServer {
 	tb.Helper()
+	return mustServeOver(tb, fake, fake, cfg)
+}
+
+// mustServeOver is mustServe for a Backend b wrapping fake.
+func mustServeOver(tb testing.TB, b openenv.Backend, fake *fakeBackend, cfg openenv.Config) *testServer {
+	tb.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	srv := openenv.NewServer(fake, cfg)
+	srv := openenv.NewServer(b, cfg)
 	ts := httptest.NewServer(srv.Handler())
 	tb.Cleanup(ts.Close)
 	tb.Cleanup(func() {

@@ -244,7 +244,9 @@ func durationMS(d time.Duration) slog.Attr {
 
 // backendOutcome is the outcome label of a call into the Backend or an
 // Instance that returned err, or panicked (perr, which guard has logged
-// with the stack); an infrastructure error is logged by infraFailure.
+// with the stack); an infrastructure error is logged by infraFailure. ctx
+// must be the context the call was given, the one the server's deadline
+// bounds: a call past it is a timeout whatever error it returned.
 func backendOutcome(ctx context.Context, err error, perr *protoError) string {
 	switch {
 	case perr != nil:
