@@ -5,7 +5,9 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -170,4 +172,28 @@ func FuzzLeadingID(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCloseReason: a close frame's reason fits its 123 bytes and stays
+// UTF-8, however long the message and wherever its characters fall.
+func TestCloseReason(t *testing.T) {
+	for _, msg := range []string{
+		"short",
+		strings.Repeat("é", 100),        // 200 bytes, two to a character
+		"x" + strings.Repeat("€", 60),   // three to a character, offset by one
+		strings.Repeat("a", 119) + "😀😀", // a four-byte character across the cut
+		"bad \xff byte",
+		strings.Repeat("a", 200),
+	} {
+		got := closeReason(msg)
+		if len(got) > 123 || !utf8.ValidString(got) {
+			t.Errorf("closeReason(%q) = %q (%d bytes), want valid UTF-8 of at most 123 bytes", msg, got, len(got))
+		}
+		if len(msg) > 123 && !strings.HasSuffix(got, "...") {
+			t.Errorf("closeReason(%q) = %q, want it cut with ...", msg, got)
+		}
+	}
+	if got := closeReason(strings.Repeat("a", 200)); got != strings.Repeat("a", 120)+"..." {
+		t.Errorf("closeReason of 200 bytes of ASCII = %q, want 120 bytes and ...", got)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -167,12 +168,18 @@ func (wc *wsConn) work() (websocket.StatusCode, string) {
 	}
 }
 
-// closeReason fits a message into a close frame's 123-byte reason.
+// closeReason fits a message into a close frame's 123-byte reason, which
+// must be UTF-8: a longer one is cut at a character boundary.
 func closeReason(msg string) string {
+	msg = strings.ToValidUTF8(msg, "\uFFFD")
 	if len(msg) <= 123 {
 		return msg
 	}
-	return msg[:120] + "..."
+	n := 120
+	for n > 0 && !utf8.RuneStart(msg[n]) {
+		n--
+	}
+	return msg[:n] + "..."
 }
 
 // write sends one frame, bounded by WriteTimeout. A session stopping does
