@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/ncruces/go-sqlite3"
 )
@@ -260,11 +261,15 @@ func transactionError(stmt string) error {
 }
 
 // abbreviate trims s, folds its runs of white space into one space and
-// cuts it after n bytes with an ellipsis.
+// cuts it after at most n bytes, at a character boundary, with an
+// ellipsis.
 func abbreviate(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }
