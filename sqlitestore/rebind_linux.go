@@ -239,6 +239,9 @@ func (r *rebindFile) WriteAt(p []byte, off int64) (int, error) {
 		if err != nil {
 			return n, err
 		}
+		if m == 0 { // no progress and no reason: do not spin
+			return n, io.ErrShortWrite
+		}
 		n += m
 	}
 	r.fmap.wrote(off + int64(n))
