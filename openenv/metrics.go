@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -332,10 +333,14 @@ func (s *Server) observeInspect(ctx context.Context, start time.Time, err error,
 	}
 }
 
-// clip cuts a client's string to at most n bytes for a log line.
+// clip cuts a client's string to at most n bytes for a log line, at a
+// character boundary.
 func clip(v string, n int) string {
 	if len(v) <= n {
 		return v
+	}
+	for n > 0 && !utf8.RuneStart(v[n]) {
+		n--
 	}
 	return v[:n] + "..."
 }

@@ -197,3 +197,18 @@ func TestCloseReason(t *testing.T) {
 		t.Errorf("closeReason of 200 bytes of ASCII = %q, want 120 bytes and ...", got)
 	}
 }
+
+// TestClip: a client's string clipped for a log line keeps at most n bytes
+// before the ellipsis and stays UTF-8 wherever its characters fall.
+func TestClip(t *testing.T) {
+	for _, v := range []string{"short", strings.Repeat("é", 100), "x" + strings.Repeat("€", 60), strings.Repeat("a", 127) + "😀"} {
+		got := clip(v, 128)
+		body := strings.TrimSuffix(got, "...")
+		if len(body) > 128 || !utf8.ValidString(got) {
+			t.Errorf("clip(%q, 128) = %q, want valid UTF-8 of at most 128 bytes before the ellipsis", v, got)
+		}
+		if len(v) > 128 && body == got {
+			t.Errorf("clip(%q, 128) = %q, want it cut with ...", v, got)
+		}
+	}
+}
