@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -60,8 +61,39 @@ func checkJSON(raw []byte, prefix []any) *protoError {
 	if err = json.Unmarshal(raw, &v); err == nil { // the two disagree only on pathological input
 		err = errors.New("not a single JSON value")
 	}
-	return &protoError{code: codeInvalidJSON, message: "Invalid JSON: " + err.Error(),
+	return &protoError{code: codeInvalidJSON, message: "Invalid JSON: " + syntaxMessage(raw, err),
 		errors: []fieldError{{Type: "json_invalid", Loc: at(prefix), Msg: "JSON decode error", Input: json.RawMessage("{}")}}}
+}
+
+// syntaxMessage is the text of err, encoding/json's failure to read raw.
+// encoding/json names an unexpected byte as if it were a character of its
+// own, so a character outside ASCII, a typographic quote say, shows as
+// another ('â' for '“'): the text names the character raw holds there
+// instead, with its code point, or the byte when it starts no UTF-8
+// character.
+func syntaxMessage(raw []byte, err error) string {
+	msg := err.Error()
+	var se *json.SyntaxError
+	if !errors.As(err, &se) || se.Offset < 1 || se.Offset > int64(len(raw)) {
+		return msg
+	}
+	b := raw[se.Offset-1]
+	if b < utf8.RuneSelf {
+		return msg
+	}
+	shown := "'" + string(rune(b)) + "'" // as encoding/json quotes it
+	if !strings.Contains(msg, shown) {
+		return msg
+	}
+	r, size := utf8.DecodeRune(raw[se.Offset-1:])
+	name := fmt.Sprintf("byte 0x%02X (not UTF-8)", b)
+	switch {
+	case r == '\ufeff':
+		name = "byte order mark U+FEFF"
+	case r != utf8.RuneError || size > 1:
+		name = fmt.Sprintf("character %q (U+%04X)", r, r)
+	}
+	return strings.Replace(msg, "character "+shown, name, 1)
 }
 
 // locOf turns a JSON pointer into raw into a pydantic location: object keys

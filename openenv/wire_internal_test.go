@@ -212,3 +212,12 @@ func TestClip(t *testing.T) {
 		}
 	}
 }
+
+// TestSyntaxMessage_NotUTF8: a byte that starts no UTF-8 character is
+// named as a byte, not as the character encoding/json reads it as.
+func TestSyntaxMessage_NotUTF8(t *testing.T) {
+	perr := checkJSON([]byte("{\"a\":\xff}"), nil)
+	if perr == nil || perr.message != "Invalid JSON: invalid byte 0xFF (not UTF-8) looking for beginning of value" {
+		t.Errorf("checkJSON of a stray byte: %+v", perr)
+	}
+}

@@ -324,6 +324,11 @@ func TestWS_ProtocolErrors(t *testing.T) {
 		{"NotJSON", `hello`, `{"type":"error","data":{"message":"Invalid JSON: invalid character 'h' looking for beginning of value","code":"INVALID_JSON"}}`},
 		{"TrailingData", `{} {}`, `{"type":"error","data":{"message":"Invalid JSON: invalid character '{' after top-level value","code":"INVALID_JSON"}}`},
 		{"Empty", ``, `{"type":"error","data":{"message":"Invalid JSON: unexpected end of JSON input","code":"INVALID_JSON"}}`},
+		// A character outside ASCII is named as the message has it, not as
+		// its first byte read as a character of its own ('â' for '“').
+		{"TypographicQuotes", `{“type”: “state”}`, `{"type":"error","data":{"message":"Invalid JSON: invalid character '“' (U+201C) looking for beginning of object key string","code":"INVALID_JSON"}}`},
+		{"ByteOrderMark", "\ufeff" + `{"type":"state"}`, `{"type":"error","data":{"message":"Invalid JSON: invalid byte order mark U+FEFF looking for beginning of value","code":"INVALID_JSON"}}`},
+		{"AccentedValue", `{"type":é}`, `{"type":"error","data":{"message":"Invalid JSON: invalid character 'é' (U+00E9) looking for beginning of value","code":"INVALID_JSON"}}`},
 		{"MissingType", `{"data":{}}`, `{"type":"error","data":{"message":"Unknown message type: null","code":"UNKNOWN_TYPE"}}`},
 		{"NumberType", `{"type":5}`, `{"type":"error","data":{"message":"Unknown message type: 5","code":"UNKNOWN_TYPE"}}`},
 		{"UnknownType", `{"type":"dance"}`, `{"type":"error","data":{"message":"Unknown message type: dance","code":"UNKNOWN_TYPE"}}`},
