@@ -457,6 +457,7 @@ func (s *Server) rpcToolsCall(ctx context.Context, id json.RawMessage, params ma
 // upstream, it does not count against MaxSessions; on the agent listener
 // its instance counts against AgentMaxSessions while it lives, so an
 // agent's sessionless calls cannot take the active slots trainers need.
+// Shutdown cancels it and waits for its instance to close.
 func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMessage) (toolOutcome, *protoError) {
 	if reservedNames[name] {
 		return reservedCall(name), nil
@@ -465,13 +466,18 @@ func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMe
 	s.mu.Lock()
 	down := s.shutdown
 	perr := s.agentCapacityLocked(agent)
-	if perr == nil && !down && agent {
-		s.agentSessions++
-		defer func() {
-			s.mu.Lock()
-			s.agentSessions--
-			s.mu.Unlock()
-		}()
+	if perr == nil && !down {
+		// Shutdown waits for the call and its instance.
+		s.throwaways.Add(1)
+		defer s.throwaways.Done()
+		if agent {
+			s.agentSessions++
+			defer func() {
+				s.mu.Lock()
+				s.agentSessions--
+				s.mu.Unlock()
+			}()
+		}
 	}
 	s.mu.Unlock()
 	if down {
@@ -480,6 +486,10 @@ func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMe
 	if perr != nil {
 		return toolOutcome{}, perr
 	}
+	// Shutdown cancels the call, as it does a session's.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.ended, cancel)()
 	opts, perr := s.options(resetData{})
 	if perr != nil {
 		return toolOutcome{}, perr
@@ -491,6 +501,10 @@ func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMe
 	}
 	defer s.closeInstance(inst)
 	out, perr := s.call(ctx, inst, name, args, s.cfg.StepTimeout)
+	if (perr != nil || out.err != nil) && s.ended.Err() != nil {
+		// What the cancelled call failed with says nothing true about it.
+		return toolOutcome{}, newError(codeShuttingDown, "Server is shutting down: the call of %q was cancelled before it finished.", name)
+	}
 	if perr == nil && out.err == nil {
 		out.wrapped = s.wrappedResults(inst)[name]
 	}

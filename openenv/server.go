@@ -296,6 +296,11 @@ type Server struct {
 
 	quit       chan struct{} // closed when Shutdown begins
 	reaperDone chan struct{} // closed when the reaper returns
+	// ended is cancelled when Shutdown begins: it stops the calls that
+	// belong to no session (callThrowaway), and throwaways counts them.
+	ended      context.Context
+	endAll     context.CancelFunc
+	throwaways sync.WaitGroup
 
 	pending      *byteBudget   // MaxPendingTotal: the bytes WebSocket sessions read ahead
 	large        *rate.Limiter // LargeMessageRate: the bytes of messages past LargeMessageBytes; nil: unbounded
@@ -333,6 +338,7 @@ func NewServer(b Backend, cfg Config) *Server {
 		agentAuth:  newSecrets(cfg.AgentToken),
 		pending:    newByteBudget(cfg.MaxPendingTotal),
 	}
+	s.ended, s.endAll = context.WithCancel(context.Background())
 	s.large = largeLimiter(cfg.LargeMessageRate)
 	s.metrics = newMetrics(s)
 	s.handler = s.browserGuard(s.cors(s.RequireToken(s.limitBodies(s.routes()))))
@@ -379,6 +385,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if !s.shutdown {
 		s.shutdown = true
 		close(s.quit)
+		s.endAll()
 	}
 	reaping := s.reaping
 	s.mu.Unlock()
@@ -403,8 +410,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		if reaping {
 			<-s.reaperDone
 		}
-		// Every session has ended, so no reset starts another close.
+		// Every session has ended, so no reset starts another close; no
+		// sessionless call starts after shutdown began.
 		s.closers.Wait()
+		s.throwaways.Wait()
 		close(done)
 	}()
 	select {

@@ -134,6 +134,32 @@ func TestServer_Shutdown(t *testing.T) {
 	})
 }
 
+// TestServer_ShutdownSessionlessCall: a tools/call on POST /mcp without a
+// session runs on an instance of its own; Shutdown cancels it and waits
+// for that instance to close, as it does for every session's.
+func TestServer_ShutdownSessionlessCall(t *testing.T) {
+	fake := newFake(t)
+	// The call's own timeout ends it, should Shutdown not.
+	s := mustServe(t, fake, openenv.Config{StepTimeout: 5 * time.Second})
+	reply := make(chan string, 1)
+	go func() {
+		_, body, _ := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`, nil)
+		reply <- body
+	}()
+	<-fake.slowStarted
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if n := fake.open.Load(); n != 0 {
+		t.Errorf("%d instances open after Shutdown, want the sessionless call's closed", n)
+	}
+	if body := <-reply; !strings.Contains(body, `Server is shutting down: the call of \"slow\" was cancelled`) {
+		t.Errorf("the sessionless call cut short by Shutdown: %s", body)
+	}
+}
+
 func TestServer_ShutdownDeadline(t *testing.T) {
 	fake := newFake(t)
 	s := mustServe(t, fake, openenv.Config{})
