@@ -139,6 +139,13 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 	}
 	state, perr := ss.state(r.Context())
 	if perr != nil {
+		if perr.code == codeUnknownSession {
+			// The session ended while the watch waited for its call in
+			// progress. The watcher knows it by its ref: its id, a
+			// capability, and a checkpoint it was drained to are not
+			// the watcher's to learn.
+			perr = newError(codeUnknownSession, "Session %s ended while the watch waited for it (GET /sessions lists the live ones)", ref)
+		}
 		s.writeError(w, perr)
 		return
 	}

@@ -3,7 +3,9 @@ package openenv_test
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -78,5 +80,37 @@ func TestWatch(t *testing.T) {
 	}
 	if code, body, _ := s.httpDo(t, "GET", "/sessions/nope/watch", "", nil); code != http.StatusNotFound {
 		t.Errorf("an unknown ref: %d %s", code, body)
+	}
+}
+
+// TestWatch_SessionEndsWhileWatched: a watch waits for the session's call
+// in progress; when the session ends meanwhile, the 404 names it by its
+// ref, as the watcher knows it, and never by its id, which is a
+// capability that GET /sessions does not show.
+func TestWatch_SessionEndsWhileWatched(t *testing.T) {
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset"}`)
+	send(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"slow"}}`)
+	<-fake.slowStarted
+	list := s.Sessions()
+	if len(list) != 1 {
+		t.Fatalf("%d sessions, want 1", len(list))
+	}
+	type answer struct {
+		code int
+		body string
+	}
+	got := make(chan answer, 1)
+	go func() {
+		code, body, _ := s.httpDo(t, "GET", "/sessions/"+list[0].Ref+"/watch", "", nil)
+		got <- answer{code, body}
+	}()
+	time.Sleep(50 * time.Millisecond) // the watch waits for the slow call
+	c.CloseNow()
+	a := <-got
+	if a.code != http.StatusNotFound || strings.Contains(a.body, list[0].ID) || !strings.Contains(a.body, list[0].Ref) {
+		t.Errorf("watch of a session that ended meanwhile: %d %s\nwant a 404 naming ref %s and not id %s", a.code, a.body, list[0].Ref, list[0].ID)
 	}
 }
