@@ -177,6 +177,11 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *prot
 		// first (a "simple" cross-origin request); a JSON body is never one.
 		return nil, newError(codeMediaType, "Content-Type %q is not supported: send the body as application/json", r.Header.Get("Content-Type"))
 	}
+	if ce := r.Header.Get("Content-Encoding"); len(b) > 0 && ce != "" && !strings.EqualFold(ce, "identity") {
+		// Read as it came, a compressed body would be refused as JSON that
+		// does not parse, which says nothing of why.
+		return nil, newError(codeMediaType, "Content-Encoding %q is not supported: send the body uncompressed", ce)
+	}
 	return b, nil
 }
 

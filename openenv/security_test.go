@@ -1,6 +1,8 @@
 package openenv_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -224,6 +226,35 @@ func TestServer_JSONContentType(t *testing.T) {
 		}
 		if tt.want == http.StatusUnsupportedMediaType && !strings.Contains(string(b), "send the body as application/json") {
 			t.Errorf("POST %s: %s", tt.path, b)
+		}
+	}
+}
+
+// A body sent compressed (Content-Encoding) is refused with 415 naming
+// the coding, on every JSON route, instead of being read as JSON and
+// refused as a JSON decode error; "identity" is no coding at all.
+func TestServer_ContentEncoding(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{})
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(`{"seed":1}`))
+	zw.Close()
+	for _, tt := range []struct {
+		path, body, coding string
+		want               int
+	}{
+		{"/reset", gz.String(), "gzip", http.StatusUnsupportedMediaType},
+		{"/reset", `{"seed":1}`, "br", http.StatusUnsupportedMediaType},
+		{"/reset", `{"seed":1}`, "identity", http.StatusOK},
+		{"/step", `{"action":{"type":"list_tools"}}`, "deflate", http.StatusUnsupportedMediaType},
+		{"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "gzip", http.StatusUnsupportedMediaType},
+	} {
+		code, body, _ := s.httpDo(t, http.MethodPost, tt.path, tt.body, map[string]string{"Content-Encoding": tt.coding})
+		if code != tt.want {
+			t.Errorf("POST %s (Content-Encoding %q): %d %s, want %d", tt.path, tt.coding, code, body, tt.want)
+		}
+		if tt.want == http.StatusUnsupportedMediaType && !strings.Contains(body, `Content-Encoding \"`+tt.coding+`\" is not supported`) {
+			t.Errorf("POST %s (Content-Encoding %q): %s, want it to name the coding", tt.path, tt.coding, body)
 		}
 	}
 }
