@@ -394,7 +394,24 @@ func (c *checkpoints) fence(attempt, episode, by string) error {
 	if info, ok := c.readPointer(attemptsDir, attempt); ok && info.EpisodeID != episode {
 		return &openenv.OptionError{Option: "replaces", Value: attempt, Message: fmt.Sprintf("attempt %s is an attempt at episode %q, not at %q, the episode the checkpoint continues: replaces names an attempt at the same episode; nothing was restored", attempt, info.EpisodeID, episode)}
 	}
-	if err := os.WriteFile(p, []byte(by), 0o600); err != nil {
+	// The fence is created, never replaced: of two restores replacing one
+	// attempt, on this server or another sharing the store, one fences it
+	// and the other is refused, so the attempt has one successor.
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		prev, _ := c.fencedBy(attempt)
+		return &openenv.OptionError{Option: "replaces", Value: attempt, Message: fmt.Sprintf("attempt %s was already superseded by %s: an attempt is replaced once (to replace that attempt, name it in replaces); nothing was restored", attempt, prev)}
+	}
+	if err == nil {
+		_, err = f.WriteString(by)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(p)
+		}
+	}
+	if err != nil {
 		return faultOr(err, "the attempt could not be fenced", fmt.Errorf("app: fence: %w", err))
 	}
 	return nil
@@ -409,6 +426,9 @@ func (c *checkpoints) fencedBy(attempt string) (string, bool) {
 	b, err := os.ReadFile(p)
 	if err != nil {
 		return "", false
+	}
+	if len(b) == 0 { // created, and the process stopped before writing it
+		return "another restore", true
 	}
 	return string(b), true
 }

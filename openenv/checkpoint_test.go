@@ -184,6 +184,58 @@ func TestCheckpoint_ReplacesOtherEpisode(t *testing.T) {
 	}
 }
 
+// TestCheckpoint_ReplacesOnce: of several restores replacing one attempt
+// at once, one fences it and the others are refused at body.replaces,
+// naming the successor, so the episode has one live continuation; the
+// successor's attempt can be replaced in turn.
+func TestCheckpoint_ReplacesOnce(t *testing.T) {
+	s := mustServeWorld(t, company.World, app.Config{DefaultFixture: company.AcmeID, Checkpoints: t.TempDir()}, openenv.Config{})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Ada"}}}`)
+	reply := roundTrip(t, c, `{"type":"checkpoint"}`)
+	id, attempt := str(t, reply, "data.checkpoint_id"), str(t, reply, "data.attempt")
+
+	const n = 4
+	bodies := make([]string, n)
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			h := map[string]string{"X-Seahaven-Session": fmt.Sprintf("successor-%d", i)}
+			statuses[i], bodies[i], _ = s.httpDo(t, http.MethodPost, "/reset", fmt.Sprintf(`{"checkpoint":%q,"replaces":%q}`, id, attempt), h)
+		})
+	}
+	wg.Wait()
+	won := -1
+	for i := range n {
+		switch {
+		case statuses[i] == http.StatusOK && won < 0:
+			won = i
+		case statuses[i] == http.StatusOK:
+			t.Errorf("restores %d and %d both replaced attempt %s", won, i, attempt)
+		case !strings.Contains(bodies[i], `"loc":["body","replaces"]`) ||
+			!strings.Contains(bodies[i], fmt.Sprintf("attempt %s was already superseded by checkpoint %s, restored as attempt ", attempt, id)):
+			t.Errorf("restore %d: %d %s", i, statuses[i], bodies[i])
+		}
+	}
+	if won < 0 {
+		t.Fatalf("no restore replaced the attempt: %q", bodies)
+	}
+	// The successor checkpoints; a restore replacing its attempt succeeds.
+	h := map[string]string{"X-Seahaven-Session": fmt.Sprintf("successor-%d", won)}
+	status, body, _ := s.httpDo(t, http.MethodPost, "/checkpoint", "", h)
+	if status != http.StatusOK {
+		t.Fatalf("successor's checkpoint: %d %s", status, body)
+	}
+	next := fmt.Sprintf(`{"type":"reset","data":{"checkpoint":%q,"replaces":%q}}`, str(t, body, "checkpoint_id"), str(t, body, "attempt"))
+	if r := roundTrip(t, s.dial(t), next); str(t, r, "type") == "error" {
+		t.Fatalf("a restore replacing the successor: %s", r)
+	}
+	if status, body, _ := s.httpDo(t, http.MethodPost, "/step", `{"action":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Bo"}}}`, h); status != http.StatusConflict {
+		t.Errorf("the replaced successor stepped: %d %s", status, body)
+	}
+}
+
 // TestCheckpoint_DrainSuperseded: a draining server takes no checkpoint
 // of a session whose attempt a restore superseded: it closes the /ws
 // session saying so, and the episode's newest checkpoint stays the
