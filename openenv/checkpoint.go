@@ -35,6 +35,7 @@ type replayRecord struct {
 	Observation json.RawMessage `json:"observation"`
 	Reward      *float64        `json:"reward"`
 	Done        bool            `json:"done"`
+	Ungraded    bool            `json:"ungraded,omitempty"`
 }
 
 // recordLocked returns the session's record of its episode. The slot
@@ -49,7 +50,7 @@ func (ss *session) recordLocked() (json.RawMessage, error) {
 		if err != nil {
 			return nil, err
 		}
-		rec.Replays = append(rec.Replays, replayRecord{ID: id, Key: r.key, Step: r.step, Observation: obs, Reward: r.reply.Reward, Done: r.reply.Done})
+		rec.Replays = append(rec.Replays, replayRecord{ID: id, Key: r.key, Step: r.step, Observation: obs, Reward: r.reply.Reward, Done: r.reply.Done, Ungraded: r.ungraded})
 	}
 	return json.Marshal(rec)
 }

@@ -1,8 +1,10 @@
 package openenv
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // Idempotent steps: a step that carries a request_id its episode has
@@ -17,12 +19,15 @@ type replayed struct {
 	key   string // the action it answered (action.key)
 	step  int    // the step it was
 	reply stepReply
+	// ungraded marks a step that ran but whose grading failed: reply has
+	// its observation only, and a retry grades it again.
+	ungraded bool
 }
 
 // replayLocked answers a step whose request_id the episode has seen: ok
 // with the recorded reply when the action is the same, a validation error
 // when it is not. The slot must be held.
-func (ss *session) replayLocked(a action) (stepReply, bool, *protoError) {
+func (ss *session) replayLocked(ctx context.Context, a action, timeout time.Duration) (stepReply, bool, *protoError) {
 	if a.RequestID == nil {
 		return stepReply{}, false, nil
 	}
@@ -35,20 +40,44 @@ func (ss *session) replayLocked(a action) (stepReply, bool, *protoError) {
 		return stepReply{}, false, invalid([]fieldError{{Type: "value_error", Loc: a.idLoc, Input: id,
 			Msg: fmt.Sprintf("Value error, request_id %s answered another action at step %d of this episode; a new action needs a new request_id", id, rec.step)}})
 	}
+	if rec.ungraded {
+		return ss.regradeLocked(ctx, string(*a.RequestID), rec, timeout)
+	}
 	ss.srv.metrics.replayed.Inc()
 	return rec.reply, true, nil
 }
 
+// regradeLocked answers the retry of a step that ran but whose grading
+// failed: it grades the episode again, as long as no step has run since,
+// and keeps the reply once grading succeeds. The step does not run again.
+// The slot must be held.
+func (ss *session) regradeLocked(ctx context.Context, id string, rec replayed, timeout time.Duration) (stepReply, bool, *protoError) {
+	ss.mu.Lock()
+	since := ss.steps - rec.step
+	ss.mu.Unlock()
+	if since > 0 {
+		return stepReply{}, false, newError(codeExecution, "request_id %q: its step ran as step %d but grading it failed, and %d later steps have run, so its reward can no longer be given; the step is not run again", id, rec.step, since)
+	}
+	reply, perr := ss.gradeReplyLocked(ctx, rec.reply, timeout)
+	if perr != nil {
+		return stepReply{}, false, perr
+	}
+	rec.reply, rec.ungraded = reply, false
+	ss.replays[id] = rec
+	ss.srv.metrics.replayed.Inc()
+	return reply, true, nil
+}
+
 // rememberLocked keeps a step's reply under its request_id, forgetting
 // the oldest past maxReplays. The slot must be held.
-func (ss *session) rememberLocked(a action, reply stepReply) {
+func (ss *session) rememberLocked(a action, reply stepReply, ungraded bool) {
 	if a.RequestID == nil {
 		return
 	}
 	ss.mu.Lock()
 	step := ss.steps
 	ss.mu.Unlock()
-	ss.keepLocked(string(*a.RequestID), replayed{key: a.key(), step: step, reply: reply})
+	ss.keepLocked(string(*a.RequestID), replayed{key: a.key(), step: step, reply: reply, ungraded: ungraded})
 }
 
 // keepLocked keeps a step reply under its request_id, forgetting the

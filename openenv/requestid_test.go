@@ -1,9 +1,12 @@
 package openenv_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/coder/websocket"
@@ -94,4 +97,75 @@ func atoi(tb testing.TB, s string) int {
 		tb.Fatalf("%q is not an integer", s)
 	}
 	return n
+}
+
+// gradingBackend opens the fake's instances with a task whose grading
+// fails while fails is positive, counting down, and gives 0.5 after.
+type gradingBackend struct {
+	*fakeBackend
+	fails atomic.Int32
+}
+
+func (b *gradingBackend) Open(ctx context.Context, opts openenv.OpenOptions) (openenv.Instance, error) {
+	in, err := b.fakeBackend.Open(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &gradingInstance{Instance: in, b: b}, nil
+}
+
+type gradingInstance struct {
+	openenv.Instance
+	b *gradingBackend
+}
+
+func (in *gradingInstance) Grade(context.Context) (openenv.Grading, error) {
+	if in.b.fails.Add(-1) >= 0 {
+		return openenv.Grading{}, errors.New("the check's query failed")
+	}
+	return openenv.Grading{Reward: 0.5}, nil
+}
+
+// A step that ran but whose grading failed is not run again by its retry:
+// the retry grades it again and, once grading succeeds, gets the step's
+// observation with the grading; after a later step it is refused.
+func TestStep_RequestIDGradingFailed(t *testing.T) {
+	fake := newFake(t)
+	b := &gradingBackend{fakeBackend: fake}
+	s := mustServeOver(t, b, fake, openenv.Config{})
+	c := s.dial(t)
+	defer c.Close(websocket.StatusNormalClosure, "")
+	echoes := func() int {
+		rows, _ := field(t, roundTrip(t, c, `{"type":"inspect","data":{"sql":"SELECT message FROM echoes"}}`), "data.rows").([]any)
+		return len(rows)
+	}
+	step := `{"type":"step","data":{"type":"call_tool","tool_name":"echo","arguments":{"message":"once"},"request_id":"g-1"}}`
+
+	b.fails.Store(2)
+	for range 2 {
+		if r := roundTrip(t, c, step); !strings.Contains(r, "the step ran, but grading its task failed: the check's query failed") {
+			t.Fatalf("a step whose grading failed: %s", r)
+		}
+	}
+	r := roundTrip(t, c, step)
+	if !strings.Contains(r, `"type":"observation"`) || !strings.Contains(r, `"reward":0.5`) || !strings.Contains(r, `once`) {
+		t.Errorf("the retry once grading works: %s", r)
+	}
+	if again := roundTrip(t, c, step); again != r {
+		t.Errorf("a retry after the grading: %s, want %s", again, r)
+	}
+	if n := echoes(); n != 1 {
+		t.Errorf("the step ran %d times, want once", n)
+	}
+
+	b.fails.Store(1)
+	late := `{"type":"step","data":{"type":"call_tool","tool_name":"echo","arguments":{"message":"late"},"request_id":"g-2"}}`
+	roundTrip(t, c, late)
+	roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"echo","arguments":{"message":"next"}}}`)
+	if r := roundTrip(t, c, late); !strings.Contains(r, `request_id \"g-2\": its step ran as step 2 but grading it failed, and 1 later steps have run`) {
+		t.Errorf("a retry after a later step: %s", r)
+	}
+	if n := echoes(); n != 3 {
+		t.Errorf("%d echoes, want 3", n)
+	}
 }

@@ -127,7 +127,7 @@ func (ss *session) installLocked(inst Instance, rec sessionRecord, attempt strin
 	ss.inst = inst
 	ss.replays, ss.ids, ss.wrapped = nil, nil, nil
 	for _, r := range rec.Replays {
-		ss.keepLocked(r.ID, replayed{key: r.Key, step: r.Step, reply: stepReply{Observation: r.Observation, Reward: r.Reward, Done: r.Done}})
+		ss.keepLocked(r.ID, replayed{key: r.Key, step: r.Step, reply: stepReply{Observation: r.Observation, Reward: r.Reward, Done: r.Done}, ungraded: r.Ungraded})
 	}
 	ss.mu.Lock()
 	if old != nil {

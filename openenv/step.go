@@ -18,7 +18,7 @@ func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (s
 		if perr := ss.fencedLocked(); perr != nil {
 			return stepReply{}, perr
 		}
-		if reply, ok, perr := ss.replayLocked(a); ok || perr != nil {
+		if reply, ok, perr := ss.replayLocked(ctx, a, timeout); ok || perr != nil {
 			return reply, perr
 		}
 		if perr := ss.overLocked(); perr != nil {
@@ -26,7 +26,7 @@ func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (s
 		}
 		reply, perr := ss.stepLocked(ctx, a, timeout)
 		if perr == nil {
-			ss.rememberLocked(a, reply)
+			ss.rememberLocked(a, reply, false)
 			if a.Type != actionListTools {
 				ss.autoCheckpointLocked(ctx)
 			}
@@ -53,6 +53,19 @@ func (ss *session) stepLocked(ctx context.Context, a action, timeout time.Durati
 		}
 		reply.Observation = out.observation(a.ToolName)
 	}
+	graded, perr := ss.gradeReplyLocked(ctx, reply, timeout)
+	if perr != nil {
+		// The step ran and stays: a retry under its request_id grades it
+		// again rather than running it twice.
+		ss.rememberLocked(a, reply, true)
+	}
+	return graded, perr
+}
+
+// gradeReplyLocked completes a step's reply with the task's grading after
+// it, when the instance runs a task (it is a Grader); otherwise the reward
+// stays null and done false. The slot must be held.
+func (ss *session) gradeReplyLocked(ctx context.Context, reply stepReply, timeout time.Duration) (stepReply, *protoError) {
 	g, ok := ss.inst.(Grader)
 	if !ok {
 		return reply, nil
