@@ -384,6 +384,19 @@ func TestCapture_Cases(t *testing.T) {
 			),
 		},
 		{
+			// The hook gives the default of a REAL column added after the
+			// row was written as written (an integer); SQLite reads it
+			// as a real, and the row did not change.
+			name:   "RealColumnAddedWithAnIntegralDefault",
+			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); CREATE TABLE s (id INTEGER PRIMARY KEY, v TEXT) STRICT;`,
+			setup: `INSERT INTO t VALUES (1, 'a'), (2, 'b'); INSERT INTO s VALUES (1, 'a');
+				ALTER TABLE t ADD COLUMN r REAL DEFAULT 3; ALTER TABLE t ADD COLUMN z DOUBLE DEFAULT -0.0; ALTER TABLE s ADD COLUMN r REAL DEFAULT 4;`,
+			act: execAll(`UPDATE t SET v = v`, `UPDATE s SET v = v`, `UPDATE t SET v = 'B' WHERE id = 2`),
+			want: lines(
+				"update t map[id:2] before=map[id:2 r:3 v:b z:0] after=map[id:2 r:3 v:B z:0]",
+			),
+		},
+		{
 			name:   "ColumnDroppedDuringCapture",
 			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT, w TEXT);`,
 			setup:  `INSERT INTO t VALUES (1, 'a', 'x'), (2, 'b', 'y');`,

@@ -153,6 +153,20 @@ func blobAffinity(typ string, strict bool) bool {
 	return t == "" || has("BLOB") // otherwise REAL or NUMERIC
 }
 
+// realAffinity reports whether a column of a declared type has REAL
+// affinity: REAL in a STRICT table; otherwise by SQLite's rules, a type
+// naming REAL, FLOA or DOUB and none of INT, CHAR, CLOB and TEXT.
+func realAffinity(typ string, strict bool) bool {
+	t := strings.ToUpper(typ)
+	if strict {
+		return t == "REAL"
+	}
+	has := func(s ...string) bool {
+		return slices.ContainsFunc(s, func(s string) bool { return strings.Contains(t, s) })
+	}
+	return !has("INT", "CHAR", "CLOB", "TEXT") && has("REAL", "FLOA", "DOUB")
+}
+
 // rowidName returns the first of the rowid's names (rowid, _rowid_, oid)
 // that none of columns takes, ignoring case; "" when they take all three.
 func rowidName(columns []string) string {

@@ -22,6 +22,7 @@ type tableMeta struct {
 	cols      int      // all columns, as the preupdate hook counts them
 	cids      []int    // indexes of captured columns (all but VIRTUAL generated)
 	names     []string // names of captured columns
+	real      []bool   // by names: the column has REAL affinity (see read); nil when none has
 	pk        []int    // column indexes of the primary key, in key order; nil: keyed by rowid
 	pkNames   []string
 	pkPos     []int  // positions of the primary-key columns in names
@@ -96,6 +97,14 @@ func (cn *conn) loadMeta(untracked map[string]bool) error {
 		}
 		m.cids = append(m.cids, cid)
 		m.names = append(m.names, col)
+		if realAffinity(r[7].(string), k.strict) {
+			if m.real == nil {
+				m.real = make([]bool, len(m.names)-1, len(m.names))
+			}
+			m.real = append(m.real, true)
+		} else if m.real != nil {
+			m.real = append(m.real, false)
+		}
 		if pk > 0 {
 			coll, _ := r[9].(string)
 			k.key = append(k.key, keyCol{pos: int(pk), cid: cid, name: col, typ: r[7].(string), coll: coll, notNull: r[8].(int64) != 0})
@@ -160,9 +169,23 @@ func (m *tableMeta) keyOf(col func(int) any, rowid int64) []any {
 	}
 	key := make([]any, len(m.pk))
 	for i, cid := range m.pk {
-		key[i] = col(cid)
+		key[i] = m.read(m.pkPos[i], col(cid))
 	}
 	return key
+}
+
+// read returns v, the value of the column at i in names, as SQLite reads
+// it from the table: an integer in a column of REAL affinity as a real.
+// The preupdate hook gives the default of a column added by ALTER TABLE
+// ADD COLUMN, to a row stored before the column was added, as the default
+// is written: the integer 3 for REAL DEFAULT 3, which SQLite reads as 3.0.
+func (m *tableMeta) read(i int, v any) any {
+	if m.real != nil && m.real[i] {
+		if n, ok := v.(int64); ok {
+			return float64(n)
+		}
+	}
+	return v
 }
 
 // keyIn returns the key of a row image (by names), sharing its values.
@@ -189,7 +212,7 @@ func (m *tableMeta) keyNames() []string {
 func (m *tableMeta) image(col func(int) any) []any {
 	row := make([]any, len(m.names))
 	for i, cid := range m.cids {
-		row[i] = col(cid)
+		row[i] = m.read(i, col(cid))
 	}
 	return row
 }
