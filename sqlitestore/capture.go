@@ -42,8 +42,8 @@ type Change struct {
 	// (by CREATE TABLE ... AS SELECT too) reports its rows as inserted;
 	// a table dropped and created again with other key columns reports
 	// the old rows deleted and the new ones inserted. A capture holding
-	// rows of a table that is renamed while it runs fails instead (see
-	// Capture).
+	// rows of a table that is renamed while it runs, or one of whose
+	// columns is, fails instead (see Capture).
 	Table string
 	// Op is "insert", "update" or "delete".
 	Op string
@@ -119,7 +119,12 @@ const (
 // under its old name makes Finish fail with an error naming the table and
 // its new name: the rows would otherwise be reported as deleted from the
 // old name, and their later changes lost. Rows first touched under the new
-// name are reported under it as usual.
+// name are reported under it as usual. A column renamed (ALTER TABLE ...
+// RENAME COLUMN, or a rollback undoing one) after the capture touched rows
+// of its table with the column under its old name fails Finish the same
+// way: images are matched to the table's columns by name, so the column
+// would read as NULL before, or, for a key column, every such row as
+// deleted.
 type Capture struct {
 	s     *Store
 	done  bool                // guarded by s.mu, as are the fields below

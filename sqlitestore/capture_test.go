@@ -1048,6 +1048,79 @@ func TestCapture_Rename(t *testing.T) {
 		_, err = c.Finish(ctx)
 		renamed(t, err, "u", "t")
 	})
+	// A column renamed after its rows were touched: matched by name, its
+	// values would read as NULL before (a value column) or every touched
+	// row as deleted (a key column).
+	columnRenamed := func(t *testing.T, err error, table, from, to string) {
+		t.Helper()
+		want := "sqlitestore: change capture cannot report the rows of table " + table + ": its column " + from + " was renamed to " + to + " while the capture ran"
+		if err == nil || err.Error() != want {
+			t.Errorf("err = %v, want %q", err, want)
+		}
+	}
+	t.Run("TouchedThenColumnRenamed", func(t *testing.T) {
+		for _, tt := range []struct{ touch, rename, from, to string }{
+			{`UPDATE t SET b = 'B' WHERE id = 1`, `ALTER TABLE t RENAME COLUMN a TO c`, "a", "c"},
+			{`DELETE FROM t WHERE id = 1`, `ALTER TABLE t RENAME COLUMN a TO A`, "a", "A"},
+			{`UPDATE t SET b = 'B' WHERE id = 1`, `ALTER TABLE t RENAME COLUMN id TO k`, "id", "k"},
+		} {
+			for _, release := range []bool{false, true} {
+				s := MustCreate(t, schema, sqlitestore.Options{})
+				c := s.StartCapture()
+				MustExec(t, s, tt.touch)
+				if release {
+					if err := s.Release(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				MustExec(t, s, tt.rename)
+				changes, err := c.Finish(ctx)
+				columnRenamed(t, err, "t", tt.from, tt.to)
+				if changes != nil {
+					t.Errorf("changes = %v, want none", changes)
+				}
+			}
+		}
+	})
+	t.Run("ColumnRenamedThenTouched", func(t *testing.T) {
+		s := MustCreate(t, schema, sqlitestore.Options{})
+		got := capture(t, s, execAll(`ALTER TABLE t RENAME COLUMN a TO c`, `UPDATE t SET b = 'B' WHERE id = 1`))
+		if want := lines("update t map[id:1] before=map[b:b c:a id:1] after=map[b:B c:a id:1]"); got != want {
+			t.Errorf("changes:\n%s\nwant:\n%s", got, want)
+		}
+	})
+	t.Run("ColumnRenameRolledBack", func(t *testing.T) {
+		s := MustCreate(t, schema, sqlitestore.Options{})
+		c := s.StartCapture()
+		f, err := s.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		execAll(`SAVEPOINT s`, `ALTER TABLE t RENAME COLUMN a TO c`, `UPDATE t SET b = 'B' WHERE id = 1`, `ROLLBACK TO s`)(t, s)
+		if err := f.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Finish(ctx)
+		columnRenamed(t, err, "t", "c", "a")
+	})
+	t.Run("ColumnsAddedAndDroppedRolledBack", func(t *testing.T) {
+		// A rollback undoing an ADD and a DROP COLUMN at once renames
+		// nothing the capture's rows hold.
+		s := MustCreate(t, schema, sqlitestore.Options{})
+		got := capture(t, s, func(t *testing.T, s *sqlitestore.Store) {
+			f, err := s.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			execAll(`UPDATE t SET b = 'B' WHERE id = 1`, `SAVEPOINT s`, `ALTER TABLE t ADD COLUMN c TEXT`, `ALTER TABLE t DROP COLUMN a`, `ROLLBACK TO s`)(t, s)
+			if err := f.Commit(); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if want := lines("update t map[id:1] before=map[a:a b:b id:1] after=map[a:a b:B id:1]"); got != want {
+			t.Errorf("changes:\n%s\nwant:\n%s", got, want)
+		}
+	})
 }
 
 // TestCapture_RawSchemaChanges changes rows and the schema through the raw

@@ -326,7 +326,37 @@ func (c *Capture) checkRenames(old, meta map[string]*tableMeta) {
 			c.err = fmt.Errorf("sqlitestore: change capture cannot report the rows of table %s: it was renamed to %s while the capture ran", t.meta.name, to)
 			return
 		}
+		if from, to := t.meta.renamedColumn(old, meta); from != "" {
+			c.err = fmt.Errorf("sqlitestore: change capture cannot report the rows of table %s: its column %s was renamed to %s while the capture ran", t.meta.name, from, to)
+			return
+		}
 	}
+}
+
+// renamedColumn returns a column of the table m describes, as a row was
+// first touched, that was renamed (ALTER TABLE ... RENAME COLUMN, or a
+// rollback undoing one) between old and meta, and its new name; "", ""
+// when none was. Images are matched to the table's columns by name, so a
+// renamed column would read as one dropped and one added (NULL before),
+// and a renamed key column as every touched row deleted. A rename keeps
+// the table's root page, its columns and their order; old is the metadata
+// meta replaces, m itself when there was none.
+func (m *tableMeta) renamedColumn(old, meta map[string]*tableMeta) (from, to string) {
+	o := m
+	if old != nil {
+		o = old[m.name]
+	}
+	n := meta[m.name]
+	if o == nil || n == nil || m.root == 0 || o.root != m.root || n.root != m.root ||
+		o.cols != n.cols || len(o.names) != len(n.names) {
+		return "", ""
+	}
+	for i, name := range o.names {
+		if n.names[i] != name && slices.Contains(m.names, name) && !slices.Contains(n.names, name) {
+			return name, n.names[i]
+		}
+	}
+	return "", ""
 }
 
 // layoutLog records, for one connection bound to one store, what may have
