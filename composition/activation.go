@@ -276,7 +276,7 @@ func (a *activation) layers(parent *turn, ns *nodeState, mws []env.Middleware, d
 	if err := a.ensureGroup(ns); err != nil {
 		return nil, err
 	}
-	f, err := a.begin(ns)
+	f, err := a.begin(ns, info)
 	if err != nil {
 		return nil, err
 	}

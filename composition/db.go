@@ -63,9 +63,10 @@ func first(rows []env.Row, err error) (env.Row, error) {
 }
 
 // Transaction runs fn in a savepoint of the node's frame or, on a node used
-// directly (a handle's DB), in a transaction of its own. A direct
-// transaction is a stretch of its own in the change log: the direct
-// statements before it are recorded first. When either rolls back, the
+// directly (a handle's DB), in a transaction of its own. Either is a
+// stretch of its own in the change log: the frame's changes or the direct
+// statements before it are recorded first, and its own before what
+// follows. When either rolls back, the
 // records of the calls nested in it on this node (a tool calling its own
 // instance, a host calling through a handle) go with their rows. The turn
 // is in use while the transaction begins, and free for fn's own statements.
@@ -81,8 +82,12 @@ func (d *nodeDB) Transaction(fn func() error) error {
 			return err
 		}
 	}
+	// The frame's changes so far are recorded before the mark: a rollback
+	// drops the records past it, and undoes none of those changes.
+	a.cutFrame(ns)
 	mark := len(a.records)
 	tx, err := ns.store.Begin(a.ctx)
+	a.resumeFrame(ns)
 	if err != nil {
 		a.resumeLoose(ns)
 		d.close()
@@ -91,12 +96,17 @@ func (d *nodeDB) Transaction(fn func() error) error {
 	a.looseCapture(ns)
 	d.close()
 	err = guard(fn)
+	// The frame's changes in the transaction are recorded in it, so that
+	// a rollback drops their records, and no capture of the frame spans
+	// the rollback (its first images would be rows the rollback undid).
+	a.cutFrame(ns)
 	if err == nil {
 		err = tx.Commit()
 	}
 	if err != nil {
 		tx.Rollback()
 	}
+	a.resumeFrame(ns)
 	var cerr error
 	if direct {
 		cerr = a.cutLoose(ns)

@@ -1,6 +1,7 @@
 package composition
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,22 +28,38 @@ type frame struct {
 	// began: the node's records past it are of the frame's transaction,
 	// its nested frames' included, and go when it rolls back.
 	mark int
+	// tool and internal are what the frame's records say of the call
+	// (info.Own and info.Internal); nil info for a group frame.
+	tool     string
+	internal bool
+	// cut is set while a frame nested on the same node (a tool calling
+	// its own instance) or a DB.Transaction has cut the frame's capture
+	// (see cutFrame); err is the failure of a cut's capture, which fails
+	// the frame.
+	cut bool
+	err error
 }
 
 // begin opens a transaction frame on a node, capturing changes when the
-// activation logs.
-func (a *activation) begin(ns *nodeState) (*frame, error) {
+// activation logs; info is the call the frame runs (nil for a group
+// frame).
+func (a *activation) begin(ns *nodeState, info *env.CallInfo) (*frame, error) {
 	a.touch(ns)
 	if err := a.cutLoose(ns); err != nil {
 		return nil, err
 	}
+	a.cutFrame(ns)
 	tx, err := ns.store.Begin(a.ctx)
 	if err != nil {
+		a.resumeFrame(ns)
 		// The text names no node: an agent may read it, and nothing an
 		// agent reads says a world is composed.
 		return nil, fmt.Errorf("begin: %w", a.note(err))
 	}
 	f := &frame{ns: ns, tx: tx, mark: len(a.records)}
+	if info != nil {
+		f.tool, f.internal = info.Own, info.Internal
+	}
 	if a.logging {
 		f.capture = ns.store.StartCapture()
 	}
@@ -58,6 +75,9 @@ func (a *activation) begin(ns *nodeState) (*frame, error) {
 // instance), whose savepoints the rollback undoes.
 func (a *activation) end(f *frame, info *env.CallInfo, err error) error {
 	var changes []sqlitestore.RowChange
+	if err == nil {
+		err = f.err
+	}
 	if err == nil && f.capture != nil {
 		changes, err = f.capture.FinishRows(a.ctx)
 		a.note(err)
@@ -79,8 +99,47 @@ func (a *activation) end(f *frame, info *env.CallInfo, err error) error {
 	}
 	f.ns.frames = slices.DeleteFunc(f.ns.frames, func(x *frame) bool { return x == f })
 	a.record(f.ns, info.Own, info.Internal, changes)
+	a.resumeFrame(f.ns)
 	a.resumeLoose(f.ns)
 	return err
+}
+
+// cutFrame ends the capture of the node's innermost frame, if one is
+// open, and records its changes, so that the frame about to begin inside
+// it on the same node (a tool calling its own instance) records its own
+// changes apart from them and after them, as cutLoose does for direct
+// statements. Without the cut, the outer frame's record of a row both
+// wrote would span the nested frame's change too, or start from the image
+// the nested frame left: records the log could not chain. The frame's
+// capture resumes when the nested frame ends (resumeFrame); a failure of
+// the cut capture fails the frame.
+func (a *activation) cutFrame(ns *nodeState) {
+	if len(ns.frames) == 0 {
+		return
+	}
+	f := ns.frames[len(ns.frames)-1]
+	if f.capture == nil {
+		return
+	}
+	changes, err := f.capture.FinishRows(a.ctx)
+	f.capture, f.cut = nil, true
+	if err != nil {
+		f.err = cmp.Or(f.err, a.note(err))
+		return
+	}
+	a.record(ns, f.tool, f.internal, changes)
+}
+
+// resumeFrame starts a new capture for the node's innermost frame when a
+// cut stopped its last one.
+func (a *activation) resumeFrame(ns *nodeState) {
+	if len(ns.frames) == 0 {
+		return
+	}
+	if f := ns.frames[len(ns.frames)-1]; f.cut {
+		f.cut = false
+		f.capture = ns.store.StartCapture()
+	}
 }
 
 // record keeps a frame's changes, in compact form, for the change log.
@@ -167,7 +226,7 @@ func (a *activation) ensureGroup(ns *nodeState) error {
 	if _, open := a.group[ns]; open || a.group == nil {
 		return nil
 	}
-	f, err := a.begin(ns)
+	f, err := a.begin(ns, nil)
 	if err != nil {
 		return err
 	}

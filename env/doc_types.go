@@ -47,7 +47,9 @@ type ChangeRecord struct {
 	// Key holds the primary key columns (or "rowid" for a table without one).
 	Key map[string]any `json:"key"`
 	// Before is the row when the writing frame began (a call has one frame
-	// per node it writes, and one per nested call); nil for an insert.
+	// per node it writes, and one per nested call; a call of the tool's
+	// own instance or a DB.Transaction cuts a frame in two, and each part
+	// begins where the one before it ended); nil for an insert.
 	Before map[string]any `json:"before"`
 	// After is the row when the writing frame ended; nil for a delete.
 	After map[string]any `json:"after"`
