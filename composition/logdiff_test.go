@@ -1,0 +1,342 @@
+package composition_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/ncruces/go-sqlite3"
+
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
+)
+
+// The differential test of the change log: random calls on a composed
+// world (direct writes to an added world, nested and re-entrant calls,
+// transactions, failures, panics, the raw connection, releases,
+// checkpoints restored and forked), each call's records chained row by row
+// against full reads of every store before and after it.
+
+type logDiffArgs struct {
+	Ops []string `json:"ops"`
+}
+
+// logDiffWorld is a host with tables of several key kinds and an added
+// world "kv"; the host's tool "run" runs ops (see runOps).
+func logDiffWorld() *env.World {
+	kv := env.NewWorld(env.WorldSpec{Name: "ldkv", Version: "1.0.0", Schema: `
+CREATE TABLE kv (id TEXT PRIMARY KEY, v INTEGER NOT NULL) STRICT;
+CREATE TABLE c (id INTEGER PRIMARY KEY, kid TEXT REFERENCES kv (id) ON DELETE CASCADE, r REAL);
+CREATE TRIGGER kv_up AFTER UPDATE ON kv WHEN NEW.v = 3 BEGIN INSERT INTO c (kid, r) VALUES (NEW.id, 3); END;`})
+	env.Tool(kv, "bump", "Add one to every row.", func(c *env.Ctx, _ noArgs) (any, error) {
+		_, err := c.DB.Exec("UPDATE kv SET v = v + 1")
+		return nil, err
+	})
+	env.Tool(kv, "put_fail", "Write, then fail.", func(c *env.Ctx, _ noArgs) (any, error) {
+		c.DB.Exec("INSERT OR REPLACE INTO kv VALUES ('f', 1)")
+		return nil, errors.New("put_fail fails")
+	})
+	env.Tool(kv, "put_panic", "Write, then panic.", func(c *env.Ctx, _ noArgs) (any, error) {
+		c.DB.Exec("DELETE FROM kv WHERE v > 1")
+		panic("put_panic panics")
+	})
+	host := env.NewWorld(env.WorldSpec{Name: "ldhost", Version: "1.0.0", Schema: `
+CREATE TABLE h (id INTEGER PRIMARY KEY, v TEXT, r REAL);
+CREATE TABLE n (a INTEGER, b TEXT);
+CREATE TABLE w (k TEXT NOT NULL, j INTEGER NOT NULL, v, PRIMARY KEY (k, j)) WITHOUT ROWID;`})
+	host.AddWorld(kv, env.Name("kv"))
+	return host
+}
+
+// logDiffInst is the instance "run" runs on: a fork swaps it.
+var logDiffInst *composition.Instance
+
+func init() {
+	// Registered once: the world is sealed by its first instance.
+	logDiffHost = logDiffWorld()
+	env.Tool(logDiffHost, "run", "Run ops.", func(c *env.Ctx, in logDiffArgs) (any, error) {
+		return nil, runOps(c, in.Ops)
+	})
+}
+
+var logDiffHost *env.World
+
+// runOps runs ops in c: "h:SQL" on the host's store, "k:SQL" on kv's
+// directly, "raw:SQL" on the raw connection of kv's store, "call:TOOL" a
+// nested call of kv, "self:JSON" a re-entrant call of run with the ops in
+// JSON, "tx:JSON" and "txfail:JSON" the ops in JSON inside a transaction
+// on kv that commits or fails, "fail" and "panic" end the call so.
+// Statements that fail, and nested calls that do, are ignored.
+func runOps(c *env.Ctx, ops []string) error {
+	kv := c.Worlds.Get("kv")
+	for _, op := range ops {
+		kind, arg, _ := strings.Cut(op, ":")
+		var sub []string
+		if strings.HasPrefix(arg, "[") {
+			if err := json.Unmarshal([]byte(arg), &sub); err != nil {
+				return err
+			}
+		}
+		switch kind {
+		case "h":
+			c.DB.Exec(arg)
+		case "k":
+			kv.DB().Exec(arg)
+		case "raw":
+			conn, err := kv.DB().Conn()
+			if err != nil {
+				return err
+			}
+			conn.(*sqlite3.Conn).Exec(arg)
+		case "call":
+			kv.Call(arg, map[string]any{})
+		case "self":
+			logDiffInst.Call(c.Context(), "run", logDiffArgs{Ops: sub})
+		case "tx", "txfail":
+			kv.DB().Transaction(func() error {
+				if err := runOps(c, sub); err != nil {
+					return err
+				}
+				if kind == "txfail" {
+					return errors.New("txfail fails")
+				}
+				return nil
+			})
+		case "fail":
+			return errors.New("run fails")
+		case "panic":
+			panic("run panics")
+		}
+	}
+	return nil
+}
+
+var logDiffValues = []string{"0", "1", "2", "3", "-1", "1.0", "2.5", "-0.0", "'a'", "'b'", "NULL", "x'61'"}
+
+// logDiffOps returns random ops, depth levels of nesting at most.
+func logDiffOps(r *rand.Rand, depth int) []string {
+	v := func() string { return logDiffValues[r.IntN(len(logDiffValues))] }
+	var ops []string
+	for range 1 + r.IntN(5) {
+		var op string
+		switch r.IntN(20) {
+		case 0:
+			op = fmt.Sprintf("h:INSERT OR REPLACE INTO h VALUES (%d, %s, %s)", r.IntN(4), v(), v())
+		case 1:
+			op = fmt.Sprintf("h:UPDATE h SET r = %s, v = %s WHERE id = %d", v(), v(), r.IntN(4))
+		case 2:
+			op = fmt.Sprintf("h:DELETE FROM h WHERE id = %d", r.IntN(4))
+		case 3:
+			op = fmt.Sprintf("h:INSERT INTO n VALUES (%s, %s), (%s, %s)", v(), v(), v(), v())
+		case 4:
+			op = fmt.Sprintf("h:DELETE FROM n WHERE a = %s", v())
+		case 5:
+			op = fmt.Sprintf("h:INSERT INTO w VALUES ('k%d', %d, %s) ON CONFLICT DO UPDATE SET v = excluded.v, j = j + 1", r.IntN(3), r.IntN(3), v())
+		case 6:
+			op = "h:DELETE FROM w"
+		case 7:
+			op = fmt.Sprintf("k:INSERT OR REPLACE INTO kv VALUES ('%c', %d)", 'a'+r.IntN(3), r.IntN(4))
+		case 8:
+			op = fmt.Sprintf("k:DELETE FROM kv WHERE id = '%c'", 'a'+r.IntN(3))
+		case 9:
+			op = fmt.Sprintf("k:INSERT INTO c (kid, r) VALUES ('%c', %s)", 'a'+r.IntN(3), v())
+		case 10:
+			op = fmt.Sprintf("raw:UPDATE kv SET v = v * 2 WHERE id = '%c'", 'a'+r.IntN(3))
+		case 11, 12:
+			op = "call:" + []string{"bump", "put_fail", "put_panic"}[r.IntN(3)]
+		case 13, 14:
+			if depth > 0 {
+				b, _ := json.Marshal(logDiffOps(r, depth-1))
+				op = "self:" + string(b)
+			}
+		case 15, 16:
+			if depth > 0 {
+				b, _ := json.Marshal(logDiffOps(r, depth-1))
+				op = []string{"tx:", "txfail:"}[r.IntN(2)] + string(b)
+			}
+		case 17:
+			if r.IntN(3) == 0 {
+				op = []string{"fail", "panic"}[r.IntN(2)]
+			}
+		case 18:
+			op = fmt.Sprintf("h:UPDATE h SET id = id + %d", 1+r.IntN(2))
+		default:
+			op = fmt.Sprintf("k:UPDATE kv SET v = %d", r.IntN(4))
+		}
+		if op != "" {
+			ops = append(ops, op)
+		}
+	}
+	return ops
+}
+
+// logDiffSnapshot reads every row of every store through the inspection
+// view, by "world\x00table\x00key".
+func logDiffSnapshot(t *testing.T, inst *composition.Instance) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	for _, tb := range []struct{ world, schema, table, key string }{
+		{"main", "main", "h", "id"}, {"main", "main", "n", "rowid"}, {"main", "main", "w", "k, j"},
+		{"kv", "kv", "kv", "id"}, {"kv", "kv", "c", "id"},
+	} {
+		rows, err := inst.Inspect().Query(context.Background(), fmt.Sprintf("SELECT %s AS key__, * FROM %s.%s", strings.ReplaceAll(tb.key, ", ", " || '/' || "), tb.schema, tb.table))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range rows.Maps() {
+			key := m["key__"]
+			delete(m, "key__")
+			out[tb.world+"\x00"+tb.table+"\x00"+fmt.Sprint(key)] = m
+		}
+	}
+	return out
+}
+
+// recordKey is a record's row as logDiffSnapshot names it.
+func recordKey(r env.ChangeRecord) string {
+	var key string
+	switch r.Table {
+	case "w":
+		key = fmt.Sprintf("%v/%v", r.Key["k"], r.Key["j"])
+	case "n":
+		key = fmt.Sprint(r.Key["rowid"])
+	default:
+		key = fmt.Sprint(r.Key["id"])
+	}
+	return r.World + "\x00" + r.Table + "\x00" + key
+}
+
+// sameRow compares two rows value by value, types and float bits included.
+func sameRow(a, b map[string]any) bool {
+	if (a == nil) != (b == nil) || len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		w, ok := b[k]
+		if !ok || fmt.Sprintf("%T", v) != fmt.Sprintf("%T", w) {
+			return false
+		}
+		if f, ok := v.(float64); ok {
+			if math.Float64bits(f) != math.Float64bits(w.(float64)) {
+				return false
+			}
+		} else if fmt.Sprint(v) != fmt.Sprint(w) {
+			return false
+		}
+	}
+	return true
+}
+
+// chainLog chains the records of one call, row by row in log order, from
+// the rows before it to the rows after it.
+func chainLog(before, after map[string]map[string]any, records []env.ChangeRecord) error {
+	var errs []error
+	cur := map[string]map[string]any{}
+	touched := map[string]bool{}
+	for _, r := range records {
+		k := recordKey(r)
+		row := cur[k]
+		if !touched[k] {
+			row = before[k]
+			touched[k] = true
+		}
+		if !sameRow(row, r.Before) {
+			errs = append(errs, fmt.Errorf("record %d (%s %s %s %v): before %v, but the row was %v", r.Seq, r.Tool, r.Op, r.Table, r.Key, r.Before, row))
+		}
+		cur[k] = r.After
+	}
+	for k, row := range cur {
+		if !sameRow(row, after[k]) {
+			errs = append(errs, fmt.Errorf("%q: the records end at %v, the row is %v", k, row, after[k]))
+		}
+	}
+	for k, row := range after {
+		if !touched[k] && !sameRow(row, before[k]) {
+			errs = append(errs, fmt.Errorf("%q: no record, but the row went from %v to %v", k, before[k], row))
+		}
+	}
+	for k, row := range before {
+		if !touched[k] && after[k] == nil {
+			errs = append(errs, fmt.Errorf("%q: no record, but the row %v is gone", k, row))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func TestChangeLog_Differential(t *testing.T) {
+	n := 40
+	if testing.Short() {
+		n = 8
+	}
+	ctx := context.Background()
+	for seed := range uint64(n) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 1))
+			inst := openLogDiff(t, composition.Options{Seed: int64(seed)})
+			var calls []string
+			defer func() {
+				if t.Failed() {
+					t.Logf("calls:\n%s", strings.Join(calls, "\n"))
+				}
+			}()
+			for range 12 {
+				switch r.IntN(6) {
+				case 0:
+					inst.Release()
+					calls = append(calls, "Release")
+					continue
+				case 1:
+					cp, err := inst.Checkpoint(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					fork, err := composition.Open(ctx, logDiffHost, composition.Options{Checkpoint: cp, Seed: int64(seed)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { fork.Close() })
+					if got, want := len(fork.ChangeLog()), len(inst.ChangeLog()); got != want {
+						t.Fatalf("the fork's log holds %d records, the checkpointed instance's %d", got, want)
+					}
+					inst = fork
+					calls = append(calls, "Fork")
+					continue
+				}
+				ops := logDiffOps(r, 2)
+				b, _ := json.Marshal(logDiffArgs{Ops: ops})
+				calls = append(calls, string(b))
+				before := logDiffSnapshot(t, inst)
+				prev := len(inst.ChangeLog())
+				logDiffInst = inst
+				_, err := inst.CallJSON(ctx, "run", b)
+				if err != nil {
+					calls = append(calls, "  -> "+err.Error())
+				}
+				after := logDiffSnapshot(t, inst)
+				log := inst.ChangeLog()[prev:]
+				if err := chainLog(before, after, log); err != nil {
+					t.Fatalf("call %s:\n%v\nrecords:\n%s", b, err, formatLog(log))
+				}
+			}
+		})
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+func openLogDiff(t *testing.T, opts composition.Options) *composition.Instance {
+	t.Helper()
+	opts.Dir = t.TempDir()
+	inst, err := composition.Open(context.Background(), logDiffHost, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inst.Close() })
+	return inst
+}
