@@ -366,6 +366,35 @@ func (s *Store) dropRowsLocked(cn *conn, info stmtInfo) (existed bool, err error
 	})
 }
 
+// rawDropLocked fails the running captures when a DROP TABLE of a captured
+// table is prepared on the raw connection (Store.Conn): it erases the
+// table's rows with no preupdate event, and only Exec and ExecScript read
+// them first (dropRowsLocked). It runs in the authorizer, under s.mu when
+// the store's own statement runs (a shadow table dropped with its virtual
+// table is not captured), and from the raw connection's user otherwise.
+func (s *Store) rawDropLocked(table string) {
+	cn := s.cn
+	if len(s.captures) == 0 || cn == nil {
+		return
+	}
+	m := cn.meta[table]
+	if m == nil {
+		for name, t := range cn.meta {
+			if strings.EqualFold(name, table) {
+				m = t
+			}
+		}
+	}
+	if m == nil || m.skip {
+		return
+	}
+	for _, c := range s.captures {
+		if c.err == nil {
+			c.err = fmt.Errorf("sqlitestore: change capture cannot report the rows of table %s: a DROP TABLE on the raw connection erased them unseen; drop tables through Exec or ExecScript", m.name)
+		}
+	}
+}
+
 // createdRowsLocked notes, for the running captures, the rows of the table
 // a CREATE TABLE that just ran created, unless it existed before.
 func (s *Store) createdRowsLocked(cn *conn, info stmtInfo, existed bool) error {

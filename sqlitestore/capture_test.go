@@ -1155,6 +1155,18 @@ func TestCapture_RawSchemaChanges(t *testing.T) {
 			wantErr: lost,
 		},
 		{
+			// Its rows go with no preupdate event, and no one reads them:
+			// row 1 would be in no change.
+			name:    "TableDropped",
+			raw:     []string{`DROP TABLE t`},
+			wantErr: "sqlitestore: change capture cannot report the rows of table t: a DROP TABLE on the raw connection erased them unseen; drop tables through Exec or ExecScript",
+		},
+		{
+			name: "CreatedAndDropped",
+			raw:  []string{`CREATE TABLE z (q)`, `DROP TABLE z`, `UPDATE t SET b = 'B' WHERE id = 1`},
+			want: lines("update t map[id:1] before=map[a:a b:b id:1] after=map[a:a b:B id:1]"),
+		},
+		{
 			name: "AlteredOnce",
 			raw:  []string{`ALTER TABLE t ADD COLUMN c TEXT`, `UPDATE t SET c = 'C' WHERE id = 1`, `INSERT INTO t VALUES (2, 'x', 'y', 'z')`},
 			want: lines(

@@ -49,6 +49,7 @@ type conn struct {
 	dropping    string                // the table of the DROP the authorizer saw last, for the delete it authorizes next
 	undo        *uint64               // the store's Store.undo; nil for other connections
 	exposed     bool                  // handed out by Store.Conn
+	rawDrop     func(table string)    // the store's, told of a DROP TABLE prepared on the raw connection; nil for other connections
 	preparing   bool                  // prepareNext is preparing a statement of the store's API
 	// layout notes what may have changed the tables' columns since the
 	// connection was bound to its store; loadSeq is layout.seq when meta

@@ -503,7 +503,11 @@ func (s *Store) releaseIdle(cutoff time.Time) bool {
 // in a transaction; once the store is released or closed it is closed. Do not
 // replace its authorizer or preupdate hook, which the store uses. Exec's
 // refusals do not apply to it: what it runs is the caller's own, and a
-// write to a database it attaches is in no change log.
+// write to a database it attaches is in no change log. A DROP TABLE and a
+// CREATE TABLE ... AS SELECT move rows with no preupdate event, and only
+// Exec and ExecScript read them: a DROP TABLE of a captured table
+// prepared on it fails the running captures, and the rows a CREATE TABLE
+// ... AS SELECT on it fills are in no change log.
 func (s *Store) Conn(ctx context.Context) (*sqlite3.Conn, error) {
 	var c *sqlite3.Conn
 	err := s.do(ctx, true, func(cn *conn) error {

@@ -81,6 +81,7 @@ func (s *Store) connLocked(ctx context.Context) (*conn, error) {
 		}
 	}
 	cn.undo = &s.undo
+	cn.rawDrop = s.rawDropLocked
 	if len(s.captures) > 0 {
 		s.installHookLocked(cn)
 	}
