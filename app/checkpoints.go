@@ -308,7 +308,7 @@ func (c *checkpoints) read(id string) (*loadedCheckpoint, error) {
 		return nil, c.unknown(id, "is not a checkpoint id (checkpoint ids are the lowercase UUIDs checkpoint replies carry)")
 	}
 	dir := filepath.Join(c.dir, id)
-	data, err := os.ReadFile(filepath.Join(dir, manifestName))
+	data, err := fixture.ReadFile(filepath.Join(dir, manifestName))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if _, serr := os.Stat(dir); serr == nil {
@@ -321,6 +321,8 @@ func (c *checkpoints) read(id string) (*loadedCheckpoint, error) {
 			return nil, c.unknown(id, "does not exist in this server's checkpoint store (checkpoints are kept until the store is over its size budget)")
 		}
 		return nil, c.unknown(id, fmt.Sprintf("does not exist in this server's checkpoint store (checkpoints are kept %s, fewer when the store is over its size budget)", c.ttl))
+	case errors.Is(err, fixture.ErrNotRegular):
+		return nil, c.unknown(id, fmt.Sprintf("is corrupt: %s is not a regular file", manifestName))
 	case err != nil:
 		return nil, &env.InfraError{Kind: env.FaultStorage, Message: "the checkpoint store cannot be read; nothing was restored", Err: err}
 	}
@@ -336,7 +338,10 @@ func (c *checkpoints) read(id string) (*loadedCheckpoint, error) {
 	l.stamp, _ = fixture.Stamp(dir, l.files())
 	files := map[string][]byte{}
 	for _, name := range []string{fixture.SidecarName, stateName, episodeName} {
-		b, err := os.ReadFile(filepath.Join(dir, name))
+		b, err := fixture.ReadFile(filepath.Join(dir, name))
+		if errors.Is(err, fixture.ErrNotRegular) {
+			return nil, c.unknown(id, fmt.Sprintf("is corrupt: %s is not a regular file", name))
+		}
 		if err != nil {
 			return nil, c.unknown(id, fmt.Sprintf("is incomplete: %s cannot be read", name))
 		}
@@ -345,7 +350,9 @@ func (c *checkpoints) read(id string) (*loadedCheckpoint, error) {
 		}
 		files[name] = b
 	}
-	if l.cp, err = composition.ReadCheckpoint(dir, files[fixture.SidecarName], files[stateName]); err != nil {
+	if l.cp, err = composition.ReadCheckpoint(dir, files[fixture.SidecarName], files[stateName]); errors.Is(err, fixture.ErrNotRegular) {
+		return nil, c.unknown(id, fmt.Sprintf("is corrupt: %v", err))
+	} else if err != nil {
 		return nil, c.unknown(id, fmt.Sprintf("is incomplete: %v", err))
 	}
 	if !maps.Equal(l.cp.Sidecar.FileHashes(), l.m.FileSHA256) {
@@ -423,7 +430,7 @@ func (c *checkpoints) fencedBy(attempt string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	b, err := os.ReadFile(p)
+	b, err := fixture.ReadFile(p)
 	if err != nil {
 		return "", false
 	}
@@ -467,7 +474,7 @@ func (c *checkpoints) setPointer(dir, key string, info openenv.CheckpointInfo) e
 // or not the checkpoint it names is still there.
 func (c *checkpoints) readPointer(dir, key string) (openenv.CheckpointInfo, bool) {
 	var info openenv.CheckpointInfo
-	data, err := os.ReadFile(c.pointerPath(dir, key))
+	data, err := fixture.ReadFile(c.pointerPath(dir, key))
 	if err != nil || json.Unmarshal(data, &info) != nil || !isID(info.ID) {
 		return openenv.CheckpointInfo{}, false
 	}
@@ -512,7 +519,7 @@ func (c *checkpoints) latest(world, episode string) (openenv.CheckpointInfo, boo
 // else.
 func (c *checkpoints) manifest(id string) (manifest, bool) {
 	var m manifest
-	data, err := os.ReadFile(filepath.Join(c.dir, id, manifestName))
+	data, err := fixture.ReadFile(filepath.Join(c.dir, id, manifestName))
 	if err != nil || json.Unmarshal(data, &m) != nil || m.ID != id {
 		return manifest{}, false
 	}

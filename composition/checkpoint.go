@@ -420,7 +420,9 @@ func (cp *Checkpoint) WriteDir(dir string) ([]byte, error) {
 
 // ReadCheckpoint reads the checkpoint WriteDir wrote into dir: sidecar is
 // its fixture.yaml's content, state its State. The store files are checked
-// against the sidecar's hashes when the first instance opens from it.
+// against the sidecar's hashes when the first instance opens from it; one
+// that is not a regular file (a named pipe, a device) is refused now, with
+// an error wrapping fixture.ErrNotRegular.
 func ReadCheckpoint(dir string, sidecar, state []byte) (*Checkpoint, error) {
 	s, err := fixture.Parse(sidecar)
 	if err != nil {
@@ -428,7 +430,11 @@ func ReadCheckpoint(dir string, sidecar, state []byte) (*Checkpoint, error) {
 	}
 	cp := &Checkpoint{Sidecar: s, Files: map[string][]byte{}, State: state}
 	for path := range s.FileHashes() {
-		b, err := os.ReadFile(filepath.Join(dir, fixture.FileName(path)))
+		b, err := fixture.ReadFile(filepath.Join(dir, fixture.FileName(path)))
+		if errors.Is(err, fixture.ErrNotRegular) {
+			// Named without the directory, which is the server's.
+			return nil, fmt.Errorf("composition: checkpoint %q: node %s: file %s: %w", s.ID, path, fixture.FileName(path), fixture.ErrNotRegular)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("composition: checkpoint %q: node %s: %w", s.ID, path, err)
 		}

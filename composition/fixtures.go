@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -162,7 +161,7 @@ func loadSource(w *env.World, sealed *Sealed, opts Options) (*source, error) {
 	}
 	files := map[string][]byte{}
 	for _, n := range sealed.Nodes {
-		b, err := os.ReadFile(filepath.Join(dir, n.File))
+		b, err := fixture.ReadFile(filepath.Join(dir, n.File))
 		if err != nil {
 			return nil, fmt.Errorf("composition: fixture %q: node %s: %w", s.ID, n.Path, err)
 		}

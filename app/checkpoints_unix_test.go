@@ -1,0 +1,97 @@
+//go:build unix
+
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// within fails the test when fn does not return within a few seconds.
+func within(t *testing.T, what string, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not return: it waits on a file that is not a regular file", what)
+	}
+}
+
+// TestCheckpoints_NotRegular: a checkpoint file that is a named pipe or a
+// link to a device is refused at once as corrupt, naming the file, by the
+// server that wrote it and by another; retention and the latest and fence
+// records do not wait on such files either.
+func TestCheckpoints_NotRegular(t *testing.T) {
+	dir := t.TempDir()
+	b := newTestBackend(t, Config{Checkpoints: dir})
+	other := newTestBackend(t, Config{Checkpoints: dir})
+	for _, kind := range []struct {
+		name string
+		make func(t *testing.T, path string)
+	}{
+		{"named pipe", func(t *testing.T, p string) {
+			if err := unix.Mkfifo(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"link to /dev/zero", func(t *testing.T, p string) {
+			if err := os.Symlink("/dev/zero", p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		for _, file := range []string{manifestName, "fixture.yaml", stateName, episodeName, "state.sqlite", "state.payments.sqlite"} {
+			t.Run(kind.name+"/"+file, func(t *testing.T) {
+				info := checkpointed(t, b)
+				p := filepath.Join(dir, info.ID, file)
+				if err := os.Remove(p); err != nil {
+					t.Fatal(err)
+				}
+				kind.make(t, p)
+				for _, server := range []struct {
+					name string
+					b    *Backend
+				}{{"another server", other}, {"the server that wrote it", b}} {
+					var msg string
+					within(t, "the restore", func() { msg = restoreErr(t, server.b, info.ID) })
+					if !strings.Contains(msg, "is corrupt") || !strings.Contains(msg, file) || !strings.Contains(msg, "not a regular file") ||
+						!strings.HasSuffix(msg, "nothing was restored") || strings.Contains(msg, dir) {
+						t.Errorf("%s: got %q, want it corrupt, naming %s as not a regular file without the store's directory", server.name, msg, file)
+					}
+				}
+				within(t, "retention", func() { b.checkpoints.sweep(time.Now()) })
+			})
+		}
+	}
+	// The records beside the checkpoints.
+	info := checkpointed(t, b)
+	for _, p := range []string{
+		b.checkpoints.pointerPath(latestDir, latestKey("company", "ep")),
+		filepath.Join(dir, fencesDir, info.ID),
+	} {
+		os.Remove(p)
+		if err := unix.Mkfifo(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	within(t, "Latest", func() {
+		if _, ok := b.Latest("ep"); ok {
+			t.Error("Latest names a checkpoint through a named pipe")
+		}
+	})
+	within(t, "FencedBy", func() {
+		if _, ok := b.FencedBy(info.ID); ok {
+			t.Error("FencedBy reads a fence through a named pipe")
+		}
+	})
+}
