@@ -258,6 +258,51 @@ func TestCheckpoints_Retention(t *testing.T) {
 	}
 }
 
+// TestCheckpoints_SweepWhileWriting: retention that takes a checkpoint
+// being written for one a killed writer left (a slow write, a clock ahead
+// of the shared volume's) makes that checkpoint fail; it never removes
+// the files of one whose writing succeeded, so every checkpoint a reply
+// names restores.
+func TestCheckpoints_SweepWhileWriting(t *testing.T) {
+	ctx := context.Background()
+	b := newTestBackend(t, Config{Checkpoints: t.TempDir(), CheckpointMaxBytes: 1 << 40})
+	inst, err := b.Open(ctx, openenv.OpenOptions{Fixture: company.AcmeID, EpisodeID: "ep"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close()
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			// Two minutes on: every checkpoint being written looks left
+			// behind by a killed writer.
+			b.checkpoints.sweep(time.Now().Add(2 * time.Minute))
+		}
+	}()
+	written, failed := 0, 0
+	for range 200 {
+		info, err := inst.(openenv.Checkpointer).Checkpoint(ctx, openenv.CheckpointRequest{Revision: 1, Session: json.RawMessage(`{}`)})
+		if err != nil {
+			failed++
+			continue
+		}
+		written++
+		b.checkpoints.forget(info.ID) // read it from the directory
+		if _, err := b.checkpoints.read(info.ID); err != nil {
+			t.Errorf("checkpoint %s was written, and then: %v", info.ID, err)
+		}
+	}
+	close(stop)
+	<-done
+	t.Logf("%d checkpoints written, %d failed as retention removed them", written, failed)
+}
+
 // TestCheckpoints_RetentionKeepsNewest: over the budget, retention removes
 // the older revisions of an episode before the newest checkpoint of any
 // other, keeps nine tenths of the budget, and an episode whose checkpoints

@@ -61,7 +61,8 @@ type stored struct {
 // the size budget, the oldest checkpoints that are not their episode's
 // newest, then the oldest of those. An episode whose newest checkpoint
 // went is pointed at its newest left, or at none. A checkpoint is removed
-// by renaming it aside first, so a restore never reads half of one.
+// by renaming it aside first, so a restore never reads half of one, and so
+// is a temporary directory, so a writer never publishes half of one.
 //
 // Nine tenths leave room for the tenth of the budget written before the
 // next sweep starts (wrote): the directory holds at most the budget and
@@ -89,7 +90,19 @@ func (c *checkpoints) sweep(now time.Time) {
 		}
 		age := now.Sub(fi.ModTime())
 		switch {
-		case strings.HasPrefix(name, tmpPrefix) || strings.HasPrefix(name, trashPrefix):
+		case strings.HasPrefix(name, tmpPrefix):
+			if age > time.Minute {
+				// Renamed aside before it is removed, as a checkpoint is: a
+				// writer that was only slow then fails to rename it into
+				// place, instead of publishing a checkpoint whose files the
+				// removal deleted as the rename happened.
+				aside := filepath.Join(c.dir, trashPrefix+name)
+				if os.Rename(filepath.Join(c.dir, name), aside) == nil {
+					os.RemoveAll(aside)
+				}
+			}
+			continue
+		case strings.HasPrefix(name, trashPrefix):
 			if age > time.Minute {
 				os.RemoveAll(filepath.Join(c.dir, name))
 			}
