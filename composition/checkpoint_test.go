@@ -15,6 +15,7 @@ import (
 	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/examples/worlds/company"
+	"github.com/seahaven/seahaven/fixture"
 	"github.com/seahaven/seahaven/sqlitestore"
 )
 
@@ -275,6 +276,11 @@ func TestCheckpoint_Refused(t *testing.T) {
 	}
 	changed := &composition.Checkpoint{Sidecar: cp.Sidecar, Files: map[string][]byte{"main": append([]byte{}, cp.Files["main"]...)}, State: cp.State}
 	changed.Files["main"][200] ^= 0xff
+	// Cut short, with a sidecar that vouches for the cut bytes.
+	cutSidecar := *cp.Sidecar
+	cutFile := cp.Files["main"][:len(cp.Files["main"])-512]
+	cutSidecar.FileSHA256 = fixture.HashBytes(cutFile)
+	cut := &composition.Checkpoint{Sidecar: &cutSidecar, Files: map[string][]byte{"main": cutFile}, State: cp.State}
 	for _, c := range []struct {
 		name  string
 		world *env.World
@@ -284,6 +290,7 @@ func TestCheckpoint_Refused(t *testing.T) {
 		{"garbage", dice, &composition.Checkpoint{Sidecar: cp.Sidecar, Files: cp.Files, State: []byte("nope")}, "composition: the checkpoint's state does not decode"},
 		{"other world", w, cp, "composition: the checkpoint is of world dice, not keeper"},
 		{"file changed", dice, changed, "checkpoint: hash mismatch: checkpoint"},
+		{"file cut short", dice, cut, `checkpoint: checkpoint "` + cp.Sidecar.ID + `" node main: file state.sqlite is cut short`},
 		{"file missing", dice, &composition.Checkpoint{Sidecar: cp.Sidecar, Files: map[string][]byte{}, State: cp.State}, `checkpoint: checkpoint "` + cp.Sidecar.ID + `" node main: file state.sqlite is missing`},
 	} {
 		t.Run(c.name, func(t *testing.T) {

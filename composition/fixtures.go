@@ -3,6 +3,7 @@ package composition
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -198,8 +199,52 @@ func newSource(s *fixture.Sidecar, files map[string][]byte, what string) (*sourc
 			return nil, fmt.Errorf("%s: hash mismatch: %s %q node %s: file %s has sha256 %s, the sidecar says %s", what, what, s.ID, path, fixture.FileName(path), got, want)
 		}
 	}
+	// The hashes vouch for the bytes, not for what they are: a file cut
+	// short (or no database at all) whose sidecar was written to match
+	// would fail its instance's first call as a fault of the server's disk.
+	for _, path := range slices.Sorted(maps.Keys(files)) {
+		if reason := databaseReason(files[path]); reason != "" {
+			return nil, fmt.Errorf("%s: %s %q node %s: file %s %s", what, what, s.ID, path, fixture.FileName(path), reason)
+		}
+	}
 	ref := &env.FixtureRef{ID: s.ID, FormatVersion: s.FormatVersion, FileSHA256: hashes}
 	return &source{sidecar: s, now: now, ref: ref, files: files}, nil
+}
+
+// sqliteMagic opens every SQLite database file.
+const sqliteMagic = "SQLite format 3\x00"
+
+// databaseReason says what makes b no whole SQLite database file, from its
+// header, or "": not the SQLite magic, a page size SQLite never writes, a
+// length that is not whole pages, or fewer pages than the header counts
+// (when the count is valid: its change counters agree). An empty file is
+// an empty database, as SQLite reads it.
+func databaseReason(b []byte) string {
+	const headerLen = 100
+	switch {
+	case len(b) == 0:
+		return ""
+	case len(b) < headerLen:
+		return fmt.Sprintf("is cut short: %d bytes, fewer than an SQLite database header", len(b))
+	case string(b[:len(sqliteMagic)]) != sqliteMagic:
+		return "is not an SQLite database"
+	}
+	pageSize := int64(binary.BigEndian.Uint16(b[16:18]))
+	if pageSize == 1 {
+		pageSize = 65536
+	}
+	if pageSize < 512 || pageSize&(pageSize-1) != 0 {
+		return fmt.Sprintf("is not an SQLite database: its header's page size is %d", pageSize)
+	}
+	size := int64(len(b))
+	if size%pageSize != 0 {
+		return fmt.Sprintf("is cut short: %d bytes, not a whole number of its %d-byte pages", size, pageSize)
+	}
+	pages := int64(binary.BigEndian.Uint32(b[28:32]))
+	if valid := pages > 0 && binary.BigEndian.Uint32(b[24:28]) == binary.BigEndian.Uint32(b[92:96]); valid && pages*pageSize > size {
+		return fmt.Sprintf("is cut short: %d bytes, and its header counts %d pages of %d bytes", size, pages, pageSize)
+	}
+	return ""
 }
 
 // materialise opens the node's store on a private copy of its frozen file

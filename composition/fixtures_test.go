@@ -128,6 +128,35 @@ func TestCreate_Refusals(t *testing.T) {
 			t.Fatalf("err = %v, want fixture.ErrHashMismatch", err)
 		}
 	})
+	// A file whose sidecar was rewritten to match it: the hash vouches
+	// for the bytes, and the bytes are no whole database.
+	for _, c := range []struct {
+		name  string
+		spoil func([]byte) []byte
+		want  string
+	}{
+		{"CutMidPage", func(b []byte) []byte { return b[:len(b)-100] }, "is cut short"},
+		{"CutAtPage", func(b []byte) []byte { return b[:4096] }, "is cut short: 4096 bytes, and its header counts"},
+		{"CutInHeader", func(b []byte) []byte { return b[:50] }, "is cut short: 50 bytes, fewer than an SQLite database header"},
+		{"NotSQLite", func(b []byte) []byte { return bytes.Repeat([]byte("x"), 4096) }, "is not an SQLite database"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tr := newTree(t)
+			s := tr.freeze(t, "acme", 1)
+			p := filepath.Join(tr.dir, "acme", "state.payments.sqlite")
+			b, _ := os.ReadFile(p)
+			b = c.spoil(b)
+			os.WriteFile(p, b, 0o644)
+			s.Nodes[0].FileSHA256 = fixture.HashBytes(b)
+			data, err := fixture.Marshal(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(tr.dir, "acme", fixture.SidecarName), data, 0o644)
+			_, err = composition.Open(ctx, tr.root, composition.Options{Fixture: "acme"})
+			wantRefusal(t, err, `fixture "acme" node payments: file state.payments.sqlite `+c.want)
+		})
+	}
 	t.Run("NodeAdded", func(t *testing.T) {
 		tr := newTree(t)
 		tr.freeze(t, "acme", 1)
