@@ -341,8 +341,12 @@ func encodeState(path string, state map[string]any) ([]byte, error) {
 	return nil, env.Bugf("checkpoint: node %s: ctx.State cannot be encoded", path)
 }
 
-// checkRunState checks a decoded checkpoint state against the sealed tree.
-func checkRunState(st *runState, s *Sealed) error {
+// checkRunState checks a decoded checkpoint state against the sealed tree
+// and the checkpoint's sidecar: its world, its nodes, and its composition
+// records, which the restored instance reports as its own (the node, world,
+// scope and aliases of each sealed node, and the schema hash the sidecar
+// records for it).
+func checkRunState(st *runState, s *Sealed, sidecar *fixture.Sidecar) error {
 	if st.World != s.Root.Name() {
 		return fmt.Errorf("composition: the checkpoint is of world %s, not %s", st.World, s.Root.Name())
 	}
@@ -356,6 +360,21 @@ func checkRunState(st *runState, s *Sealed) error {
 	}
 	if !slices.Equal(paths, want) || len(st.Composition) != len(want) {
 		return fmt.Errorf("composition: the checkpoint's nodes (%s) are not %s's (%s)", strings.Join(paths, ", "), s.Root.Name(), strings.Join(want, ", "))
+	}
+	schemas := map[string]string{fixture.RootPath: sidecar.SchemaHash}
+	for _, n := range sidecar.Nodes {
+		schemas[n.Path] = n.SchemaHash
+	}
+	for k, n := range s.Nodes {
+		r := st.Composition[k]
+		if r.Path != n.Path || r.World != n.World.Name() || scopeText(r.Scope) != scopeText(n.Scope) ||
+			!slices.Equal(slices.Sorted(slices.Values(r.Aliases)), slices.Sorted(slices.Values(n.Aliases))) {
+			return fmt.Errorf("composition: the checkpoint's composition record %d (node %q, world %q, scope %s, aliases [%s]) is not %s's node %s (world %s, scope %s, aliases [%s])",
+				k+1, r.Path, r.World, scopeText(r.Scope), strings.Join(r.Aliases, ", "), s.Root.Name(), n.Path, n.World.Name(), scopeText(n.Scope), strings.Join(n.Aliases, ", "))
+		}
+		if want, ok := schemas[n.Path]; !ok || r.SchemaHash != want {
+			return fmt.Errorf("composition: the checkpoint's composition record of node %s has schema hash %q; its sidecar records %q", n.Path, r.SchemaHash, want)
+		}
 	}
 	return nil
 }

@@ -281,6 +281,13 @@ func TestCheckpoint_Refused(t *testing.T) {
 	cutFile := cp.Files["main"][:len(cp.Files["main"])-512]
 	cutSidecar.FileSHA256 = fixture.HashBytes(cutFile)
 	cut := &composition.Checkpoint{Sidecar: &cutSidecar, Files: map[string][]byte{"main": cutFile}, State: cp.State}
+	// A state whose composition records name what the world does not have.
+	record := func(old, new string) *composition.Checkpoint {
+		if !bytes.Contains(cp.State, []byte(old)) {
+			t.Fatalf("the state has no %s: %s", old, cp.State)
+		}
+		return &composition.Checkpoint{Sidecar: cp.Sidecar, Files: cp.Files, State: bytes.Replace(cp.State, []byte(old), []byte(new), 1)}
+	}
 	for _, c := range []struct {
 		name  string
 		world *env.World
@@ -290,6 +297,11 @@ func TestCheckpoint_Refused(t *testing.T) {
 		{"garbage", dice, &composition.Checkpoint{Sidecar: cp.Sidecar, Files: cp.Files, State: []byte("nope")}, "composition: the checkpoint's state does not decode"},
 		{"other world", w, cp, "composition: the checkpoint is of world dice, not keeper"},
 		{"file changed", dice, changed, "checkpoint: hash mismatch: checkpoint"},
+		{"record of another node", dice, record(`"composition":[{"path":"main"`, `"composition":[{"path":"evil"`),
+			`composition: the checkpoint's composition record 1 (node "evil", world "dice", scope null, aliases []) is not dice's node main`},
+		{"record of another world", dice, record(`"composition":[{"path":"main","world":"dice"`, `"composition":[{"path":"main","world":"keeper"`),
+			`composition: the checkpoint's composition record 1 (node "main", world "keeper", scope null, aliases []) is not dice's node main (world dice`},
+		{"record of another schema", dice, record(`"schema_hash":"`, `"schema_hash":"0`), "composition: the checkpoint's composition record of node main has schema hash"},
 		{"file cut short", dice, cut, `checkpoint: checkpoint "` + cp.Sidecar.ID + `" node main: file state.sqlite is cut short`},
 		{"file missing", dice, &composition.Checkpoint{Sidecar: cp.Sidecar, Files: map[string][]byte{}, State: cp.State}, `checkpoint: checkpoint "` + cp.Sidecar.ID + `" node main: file state.sqlite is missing`},
 	} {

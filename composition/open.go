@@ -54,10 +54,10 @@ func open(ctx context.Context, world *env.World, opts Options) (*Instance, error
 		if resumed, records, err = cp.decode(); err != nil {
 			return nil, err
 		}
-		if err := checkRunState(resumed, sealed); err != nil {
+		if src, err = cp.source(); err != nil {
 			return nil, err
 		}
-		if src, err = cp.source(); err != nil {
+		if err := checkRunState(resumed, sealed, src.sidecar); err != nil {
 			return nil, err
 		}
 		if err := CompareShape(ctx, src.sidecar, sealed); err != nil {
