@@ -376,6 +376,16 @@ func checkRunState(st *runState, s *Sealed, sidecar *fixture.Sidecar) error {
 			return fmt.Errorf("composition: the checkpoint's composition record of node %s has schema hash %q; its sidecar records %q", n.Path, r.SchemaHash, want)
 		}
 	}
+	// The fixture the episode started from, which its state document names
+	// and its next checkpoints and freezes record as their parent.
+	if f := st.Fixture; f != nil {
+		if err := fixture.ValidID(f.ID); err != nil {
+			return fmt.Errorf("composition: the checkpoint's fixture: %w", err)
+		}
+		if got := slices.Sorted(maps.Keys(f.FileSHA256)); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+			return fmt.Errorf("composition: the checkpoint's fixture %q has files of nodes %s, not of %s's nodes %s", f.ID, strings.Join(got, ", "), s.Root.Name(), strings.Join(want, ", "))
+		}
+	}
 	return nil
 }
 

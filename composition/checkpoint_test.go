@@ -281,6 +281,22 @@ func TestCheckpoint_Refused(t *testing.T) {
 	cutFile := cp.Files["main"][:len(cp.Files["main"])-512]
 	cutSidecar.FileSHA256 = fixture.HashBytes(cutFile)
 	cut := &composition.Checkpoint{Sidecar: &cutSidecar, Files: map[string][]byte{"main": cutFile}, State: cp.State}
+	// A state whose fixture is none the world's nodes came from.
+	acme, err := composition.Open(ctx, company.World, composition.Options{Dir: t.TempDir(), Fixture: company.AcmeID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer acme.Close()
+	acmeCP, err := acme.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	companyRecord := func(old, new string) *composition.Checkpoint {
+		if !bytes.Contains(acmeCP.State, []byte(old)) {
+			t.Fatalf("the state has no %s: %s", old, acmeCP.State)
+		}
+		return &composition.Checkpoint{Sidecar: acmeCP.Sidecar, Files: acmeCP.Files, State: bytes.Replace(acmeCP.State, []byte(old), []byte(new), 1)}
+	}
 	// A state whose composition records name what the world does not have.
 	record := func(old, new string) *composition.Checkpoint {
 		if !bytes.Contains(cp.State, []byte(old)) {
@@ -302,6 +318,10 @@ func TestCheckpoint_Refused(t *testing.T) {
 		{"record of another world", dice, record(`"composition":[{"path":"main","world":"dice"`, `"composition":[{"path":"main","world":"keeper"`),
 			`composition: the checkpoint's composition record 1 (node "main", world "keeper", scope null, aliases []) is not dice's node main (world dice`},
 		{"record of another schema", dice, record(`"schema_hash":"`, `"schema_hash":"0`), "composition: the checkpoint's composition record of node main has schema hash"},
+		{"fixture of another id", company.World, companyRecord(`"fixture":{"id":"acme"`, `"fixture":{"id":"../acme"`),
+			`composition: the checkpoint's fixture: fixture: invalid id "../acme"`},
+		{"fixture of other nodes", company.World, companyRecord(`"format_version":2,"file_sha256":{`, `"format_version":2,"file_sha256":{"evil":"",`),
+			`composition: the checkpoint's fixture "acme" has files of nodes chat, evil, main, payments, payments_eu, shop, not of company's nodes main,`},
 		{"file cut short", dice, cut, `checkpoint: checkpoint "` + cp.Sidecar.ID + `" node main: file state.sqlite is cut short`},
 		{"file missing", dice, &composition.Checkpoint{Sidecar: cp.Sidecar, Files: map[string][]byte{}, State: cp.State}, `checkpoint: checkpoint "` + cp.Sidecar.ID + `" node main: file state.sqlite is missing`},
 	} {
