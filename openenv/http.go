@@ -49,12 +49,12 @@ func (s *Server) routes() http.Handler {
 	r.Get("/checkpoints/latest", s.serveLatest)
 	r.Method(http.MethodGet, "/metrics", s.serveMetrics())
 	if !s.cfg.Production {
-		r.Post("/reset", s.serveReset)
-		r.Post("/step", s.serveStep)
-		r.Get("/state", s.serveState)
-		r.Post("/inspect", s.serveInspect)
-		r.Post("/grade", serveBodiless(s, (*session).grade))
-		r.Post("/checkpoint", serveBodiless(s, (*session).checkpoint))
+		r.Post("/reset", serveOp(s, parseReset, true, (*session).resetReply))
+		r.Post("/step", serveOp(s, parseStepBody, false, (*session).postStep))
+		r.Get("/state", serveOp(s, nil, false, withoutData((*session).state)))
+		r.Post("/inspect", serveOp(s, parseInspect, false, (*session).inspect))
+		r.Post("/grade", serveOp(s, noBody, false, withoutData((*session).grade)))
+		r.Post("/checkpoint", serveOp(s, noBody, false, withoutData((*session).checkpoint)))
 	}
 	r.Post("/mcp", s.serveMCP)
 	r.Delete("/mcp", s.serveMCPDelete)
@@ -224,24 +224,57 @@ func (s *Server) httpSession(r *http.Request, create bool) (ss *session, made bo
 	return ss, perr == nil, perr
 }
 
-// serveReset serves POST /reset on the selected session, which it makes
-// when the session header names an id that is not live.
-func (s *Server) serveReset(w http.ResponseWriter, r *http.Request) {
-	if req, ok := parseBody(s, w, r, parseReset); ok {
-		serveOnSession(s, w, r, true, func(ss *session, ctx context.Context) (stepReply, *protoError) {
-			return ss.resetReply(ctx, req)
-		})
+// serveOp serves an HTTP episode route: act's result, given the request's
+// body read with parse (nil: the route reads no body), on the live session
+// the request names (X-Seahaven-Session, or the default session; create as
+// httpSession).
+//
+// A session the request made whose first act failed (a refused reset) is
+// ended: it holds no episode, and must hold no slot, nor be stepped as if
+// the reset had succeeded.
+func serveOp[T, R any](s *Server, parse func([]byte, []any) (T, []fieldError), create bool, act func(*session, context.Context, T) (R, *protoError)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		req, perr := parseBody(s, w, r, parse)
+		var ss *session
+		var made bool
+		if perr == nil {
+			ss, made, perr = s.httpSession(r, create)
+		}
+		if perr != nil {
+			s.writeError(w, perr)
+			return
+		}
+		res, perr := act(ss, r.Context(), req)
+		if perr != nil {
+			if !made || !ss.discardUnused() {
+				w.Header().Set(SessionHeader, ss.id)
+			}
+			s.writeError(w, perr)
+			return
+		}
+		if made && create && r.Header.Get(SessionHeader) != "" {
+			// A named session lives here now: a server that drained it must
+			// no longer send its requests back to that checkpoint.
+			if rs, ok := s.backend.(Restorer); ok {
+				if err := rs.Undrained(ss.id); err != nil {
+					s.log.Warn("openenv: the session's drain record could not be removed", "session", ss.ref, "err", err)
+				}
+			}
+		}
+		w.Header().Set(SessionHeader, ss.id)
+		s.respond(w, http.StatusOK, res)
 	}
 }
 
-// serveStep serves POST /step on the selected session. timeout_s, when
-// given, shortens the call's timeout (it never extends StepTimeout).
-func (s *Server) serveStep(w http.ResponseWriter, r *http.Request) {
-	req, ok := parseBody(s, w, r, parseStepBody)
-	if !ok {
-		return
-	}
-	timeout := s.cfg.StepTimeout
+// withoutData is act as the act of a route whose body carries no data.
+func withoutData[R any](act func(*session, context.Context) (R, *protoError)) func(*session, context.Context, struct{}) (R, *protoError) {
+	return func(ss *session, ctx context.Context, _ struct{}) (R, *protoError) { return act(ss, ctx) }
+}
+
+// postStep runs the step of a POST /step body. timeout_s, when given,
+// shortens the call's timeout (it never extends StepTimeout).
+func (ss *session) postStep(ctx context.Context, req stepBody) (stepReply, *protoError) {
+	timeout := ss.srv.cfg.StepTimeout
 	if req.TimeoutS != nil {
 		// At least a nanosecond: a duration of 0 would be no bound at all.
 		d := max(time.Duration(float64(*req.TimeoutS)*float64(time.Second)), time.Nanosecond)
@@ -249,79 +282,30 @@ func (s *Server) serveStep(w http.ResponseWriter, r *http.Request) {
 			timeout = d
 		}
 	}
-	serveOnSession(s, w, r, false, func(ss *session, ctx context.Context) (stepReply, *protoError) {
-		return ss.step(ctx, req.action, timeout)
-	})
+	return ss.step(ctx, req.action, timeout)
 }
 
-// serveState serves GET /state of the selected session.
-func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
-	serveOnSession(s, w, r, false, (*session).state)
-}
-
-// parseBody reads a request's body, which must be JSON with no key named
-// twice in one object, and parses it ({} when empty) with parse, at
-// ["body"]; on a failure it writes the error and reports false.
-func parseBody[T any](s *Server, w http.ResponseWriter, r *http.Request, parse func([]byte, []any) (T, []fieldError)) (T, bool) {
+// parseBody reads a request's body, when parse is not nil: JSON with no
+// key named twice in one object, parsed ({} when empty) with parse, at
+// ["body"].
+func parseBody[T any](s *Server, w http.ResponseWriter, r *http.Request, parse func([]byte, []any) (T, []fieldError)) (req T, perr *protoError) {
+	if parse == nil {
+		return req, nil
+	}
 	body, perr := s.readBody(w, r)
 	if perr == nil && len(body) == 0 {
 		body = []byte("{}")
 	} else if perr == nil {
 		perr = checkJSON(body, []any{"body"})
 	}
-	var req T
-	if perr == nil {
-		var errs []fieldError
-		if req, errs = parse(body, []any{"body"}); len(errs) > 0 {
-			perr = invalid(errs)
-		}
-	}
 	if perr != nil {
-		s.writeError(w, perr)
-		return req, false
+		return req, perr
 	}
-	return req, true
-}
-
-// serveOnSession answers a request on the live session it names
-// (X-Seahaven-Session, or the default session; create as httpSession) with
-// what act returns.
-//
-// A session the request made whose first act failed (a refused reset) is
-// ended: it holds no episode, and must hold no slot, nor be stepped as if
-// the reset had succeeded.
-func serveOnSession[T any](s *Server, w http.ResponseWriter, r *http.Request, create bool, act func(*session, context.Context) (T, *protoError)) {
-	ss, made, perr := s.httpSession(r, create)
-	if perr != nil {
-		s.writeError(w, perr)
-		return
+	req, errs := parse(body, []any{"body"})
+	if len(errs) > 0 {
+		return req, invalid(errs)
 	}
-	res, perr := act(ss, r.Context())
-	if perr != nil {
-		if !made || !ss.discardUnused() {
-			w.Header().Set(SessionHeader, ss.id)
-		}
-		s.writeError(w, perr)
-		return
-	}
-	if made && create && r.Header.Get(SessionHeader) != "" {
-		// A named session lives here now: a server that drained it must
-		// no longer send its requests back to that checkpoint.
-		if rs, ok := s.backend.(Restorer); ok {
-			if err := rs.Undrained(ss.id); err != nil {
-				s.log.Warn("openenv: the session's drain record could not be removed", "session", ss.ref, "err", err)
-			}
-		}
-	}
-	w.Header().Set(SessionHeader, ss.id)
-	s.respond(w, http.StatusOK, res)
-}
-
-// serveInspect serves POST /inspect on the selected session.
-func (s *Server) serveInspect(w http.ResponseWriter, r *http.Request) {
-	if req, ok := parseBody(s, w, r, parseInspect); ok {
-		serveOnSession(s, w, r, false, func(ss *session, ctx context.Context) (json.RawMessage, *protoError) { return ss.inspect(ctx, req) })
-	}
+	return req, nil
 }
 
 // serveMetadata serves GET /metadata in OpenEnv's EnvironmentMetadata shape.
@@ -374,18 +358,6 @@ func (s *Server) serveTasks(w http.ResponseWriter, _ *http.Request) {
 // serveSessions serves GET /sessions: the monitoring list, without ids.
 func (s *Server) serveSessions(w http.ResponseWriter, _ *http.Request) {
 	s.respond(w, http.StatusOK, s.Sessions())
-}
-
-// serveBodiless serves a POST that takes no body (an empty object at
-// most) and is not a step, such as POST /grade and POST /checkpoint: act's
-// result on the session named by X-Seahaven-Session (or the default
-// session).
-func serveBodiless[T any](s *Server, act func(*session, context.Context) (T, *protoError)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := parseBody(s, w, r, noBody); ok {
-			serveOnSession(s, w, r, false, act)
-		}
-	}
 }
 
 // noBody parses a body that must be an empty object.
