@@ -168,12 +168,6 @@ func locString(loc []any) string {
 	return strings.Join(parts, ".")
 }
 
-// replyTooLarge is the error sent instead of a reply of n bytes, more than
-// the limit of limit bytes.
-func replyTooLarge(n, limit int) *protoError {
-	return newError(codeReplyTooLarge, "The reply of %d bytes exceeds the limit of %d bytes on a reply (the server's max-reply-bytes)", n, limit)
-}
-
 // capacityError is the refusal of a session at a limit; format takes the
 // active sessions and the limit.
 func capacityError(format string, active, limit int) *protoError {

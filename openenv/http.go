@@ -133,11 +133,11 @@ func (s *Server) writeRPC(w http.ResponseWriter, v any, id json.RawMessage, std 
 	s.writeBody(w, http.StatusOK, b)
 }
 
-// replyTooLarge logs a reply of n bytes over MaxReplyBytes and returns the
-// error sent instead.
-func (s *Server) replyTooLarge(n int) *protoError {
-	s.log.Warn("openenv: a reply exceeds the reply limit", "bytes", n, "limit", s.cfg.MaxReplyBytes)
-	return replyTooLarge(n, s.cfg.MaxReplyBytes)
+// replyTooLarge logs a reply of n bytes over MaxReplyBytes, with the log
+// attributes attrs before its own, and returns the error sent instead.
+func (s *Server) replyTooLarge(n int, attrs ...any) *protoError {
+	s.log.Warn("openenv: a reply exceeds the reply limit", append(attrs, "bytes", n, "limit", s.cfg.MaxReplyBytes)...)
+	return newError(codeReplyTooLarge, "The reply of %d bytes exceeds the limit of %d bytes on a reply (the server's max-reply-bytes)", n, s.cfg.MaxReplyBytes)
 }
 
 // writeBody writes an encoded JSON response, bounded by WriteTimeout: a

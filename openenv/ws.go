@@ -195,8 +195,7 @@ func (wc *wsConn) write(frame any) error {
 	case err != nil:
 		b, err = encode(newError(codeExecution, "reply cannot be encoded as JSON: %v", err).frame())
 	case len(b) > wc.srv.cfg.MaxReplyBytes: // never the refusal of a connection without a session
-		wc.srv.log.Warn("openenv: a reply exceeds the reply limit", "session", wc.ss.ref, "bytes", len(b), "limit", wc.srv.cfg.MaxReplyBytes)
-		b, err = encode(replyTooLarge(len(b), wc.srv.cfg.MaxReplyBytes).frame())
+		b, err = encode(wc.srv.replyTooLarge(len(b), "session", wc.ss.ref).frame())
 	}
 	if err != nil {
 		return err
