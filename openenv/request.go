@@ -160,11 +160,8 @@ func parseAction(raw []byte, loc []any) (action, []fieldError) {
 type callToolStep struct {
 	Type string `json:"type"`
 	Data *struct {
-		Type      *actionType `json:"type"`
-		Metadata  *jsonObject `json:"metadata"`
-		ToolName  *string     `json:"tool_name"`
-		Arguments *jsonObject `json:"arguments"`
-		RequestID *label      `json:"request_id"`
+		action
+		ToolName *string `json:"tool_name"` // nil when missing, which action's own field cannot tell
 	} `json:"data"`
 }
 
@@ -177,16 +174,13 @@ type callToolStep struct {
 func readCallToolStep(raw []byte) (a action, ok bool) {
 	var m callToolStep
 	if bytes.Contains(raw, []byte("null")) || jsonv2.Unmarshal(raw, &m, readOpts) != nil ||
-		m.Type != "step" || m.Data == nil || m.Data.ToolName == nil || m.Data.Type != nil && *m.Data.Type != actionCallTool {
+		m.Type != "step" || m.Data == nil || m.Data.ToolName == nil || m.Data.Type == actionListTools {
 		return action{}, false
 	}
-	d := m.Data
-	a = action{Type: actionCallTool, ToolName: *d.ToolName, Arguments: jsonObject(`{}`), RequestID: d.RequestID, idLoc: []any{"data", "request_id"}}
-	if d.Metadata != nil {
-		a.Metadata = *d.Metadata
-	}
-	if d.Arguments != nil {
-		a.Arguments = *d.Arguments
+	a = m.Data.action
+	a.Type, a.ToolName, a.idLoc = actionCallTool, *m.Data.ToolName, []any{"data", "request_id"}
+	if a.Arguments == nil {
+		a.Arguments = jsonObject(`{}`)
 	}
 	return a, true
 }
