@@ -402,7 +402,9 @@ func (s *Server) rpcToolsList(ctx context.Context, id json.RawMessage, params ma
 	default:
 		tools, perr = ss.mcpTools(ctx)
 	}
-	return rpcAnswer(id, mcpTools(tools), perr)
+	return rpcAnswer(id, listTools(tools, func(t env.ToolInfo, input json.RawMessage) mcpTool {
+		return mcpTool{Name: t.Name, Description: t.Description, InputSchema: input, OutputSchema: t.OutputSchema}
+	}), perr)
 }
 
 // rpcToolsCall answers tools/call. A tool failure is a -32603 error whose

@@ -39,9 +39,10 @@ var resetObservation = json.RawMessage(`{}`)
 // emptyInputSchema stands in for a tool that declares no input schema.
 var emptyInputSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
-// toolsObservation is the observation of a list_tools step.
-type toolsObservation struct {
-	Tools []stepTool `json:"tools"`
+// toolList is a tool listing: the observation of a list_tools step, of
+// stepTools, and the result of a JSON-RPC tools/list, of mcpTools.
+type toolList[T any] struct {
+	Tools []T `json:"tools"`
 }
 
 // stepTool is one entry of a step-path tool listing (snake_case).
@@ -49,11 +50,6 @@ type stepTool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"input_schema"`
-}
-
-// mcpToolList is the result of a JSON-RPC tools/list.
-type mcpToolList struct {
-	Tools []mcpTool `json:"tools"`
 }
 
 // mcpTool is one entry of a JSON-RPC tools/list result (camelCase).
@@ -64,30 +60,18 @@ type mcpTool struct {
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 }
 
-// inputSchema returns a tool's schema, or the empty one.
-func inputSchema(t env.ToolInfo) json.RawMessage {
-	if len(bytes.TrimSpace(t.InputSchema)) == 0 {
-		return emptyInputSchema
-	}
-	return t.InputSchema
-}
-
-// listToolsObservation is the observation of a list_tools step.
-func listToolsObservation(tools []env.ToolInfo) toolsObservation {
-	out := make([]stepTool, len(tools))
+// listTools lists tools, each the entry that entry makes of it and of its
+// input schema (the empty one for a tool that declares none).
+func listTools[T any](tools []env.ToolInfo, entry func(t env.ToolInfo, input json.RawMessage) T) toolList[T] {
+	out := make([]T, len(tools))
 	for i, t := range tools {
-		out[i] = stepTool{Name: t.Name, Description: t.Description, InputSchema: inputSchema(t)}
+		input := t.InputSchema
+		if len(bytes.TrimSpace(input)) == 0 {
+			input = emptyInputSchema
+		}
+		out[i] = entry(t, input)
 	}
-	return toolsObservation{out}
-}
-
-// mcpTools is the result of a JSON-RPC tools/list.
-func mcpTools(tools []env.ToolInfo) mcpToolList {
-	out := make([]mcpTool, len(tools))
-	for i, t := range tools {
-		out[i] = mcpTool{Name: t.Name, Description: t.Description, InputSchema: inputSchema(t), OutputSchema: t.OutputSchema}
-	}
-	return mcpToolList{out}
+	return toolList[T]{out}
 }
 
 // toolOutcome is what one tool call produced: a JSON result or a tool error.

@@ -45,7 +45,9 @@ func (ss *session) stepLocked(ctx context.Context, a action, timeout time.Durati
 		if perr != nil {
 			return stepReply{}, perr
 		}
-		reply.Observation = listToolsObservation(tools)
+		reply.Observation = listTools(tools, func(t env.ToolInfo, input json.RawMessage) stepTool {
+			return stepTool{Name: t.Name, Description: t.Description, InputSchema: input}
+		})
 	} else {
 		out, perr := ss.callLocked(ctx, a.ToolName, json.RawMessage(a.Arguments), timeout)
 		if perr != nil {
