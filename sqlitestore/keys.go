@@ -136,35 +136,44 @@ func (t *tableKey) columnProblem(k keyCol) string {
 }
 
 // blobAffinity reports whether a column of a declared type keeps every value
-// as given: ANY in a STRICT table; otherwise BLOB affinity, by SQLite's rules
-// (a type naming none of INT, CHAR, CLOB, TEXT, REAL, FLOA, DOUB and either
-// empty or naming BLOB).
+// as given: ANY in a STRICT table; otherwise BLOB affinity.
 func blobAffinity(typ string, strict bool) bool {
-	t := strings.ToUpper(typ)
 	if strict {
-		return t == "ANY"
+		return strings.EqualFold(typ, "ANY")
 	}
-	has := func(s ...string) bool {
-		return slices.ContainsFunc(s, func(s string) bool { return strings.Contains(t, s) })
-	}
-	if has("INT", "CHAR", "CLOB", "TEXT") {
-		return false
-	}
-	return t == "" || has("BLOB") // otherwise REAL or NUMERIC
+	return affinity(typ) == "BLOB"
 }
 
 // realAffinity reports whether a column of a declared type has REAL
-// affinity: REAL in a STRICT table; otherwise by SQLite's rules, a type
-// naming REAL, FLOA or DOUB and none of INT, CHAR, CLOB and TEXT.
+// affinity: REAL in a STRICT table; otherwise by SQLite's rules.
 func realAffinity(typ string, strict bool) bool {
-	t := strings.ToUpper(typ)
 	if strict {
-		return t == "REAL"
+		return strings.EqualFold(typ, "REAL")
 	}
+	return affinity(typ) == "REAL"
+}
+
+// affinity returns the affinity SQLite gives a column of a declared type in
+// a table that is not STRICT, by its rules in order: a type naming INT is
+// INTEGER; else one naming CHAR, CLOB or TEXT is TEXT; else an empty one or
+// one naming BLOB is BLOB; else one naming REAL, FLOA or DOUB is REAL; any
+// other is NUMERIC.
+func affinity(typ string) string {
+	t := strings.ToUpper(typ)
 	has := func(s ...string) bool {
 		return slices.ContainsFunc(s, func(s string) bool { return strings.Contains(t, s) })
 	}
-	return !has("INT", "CHAR", "CLOB", "TEXT") && has("REAL", "FLOA", "DOUB")
+	switch {
+	case has("INT"):
+		return "INTEGER"
+	case has("CHAR", "CLOB", "TEXT"):
+		return "TEXT"
+	case t == "" || has("BLOB"):
+		return "BLOB"
+	case has("REAL", "FLOA", "DOUB"):
+		return "REAL"
+	}
+	return "NUMERIC"
 }
 
 // rowidName returns the first of the rowid's names (rowid, _rowid_, oid)
