@@ -10,22 +10,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-)
 
-// within fails the test when fn does not return within a few seconds.
-func within(t *testing.T, what string, fn func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn()
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s did not return: it waits on a file that is not a regular file", what)
-	}
-}
+	"github.com/seahaven/seahaven/internal/testfs"
+)
 
 // TestCheckpoints_NotRegular: a checkpoint file that is a named pipe or a
 // link to a device is refused at once as corrupt, naming the file, by the
@@ -63,13 +50,13 @@ func TestCheckpoints_NotRegular(t *testing.T) {
 					b    *Backend
 				}{{"another server", other}, {"the server that wrote it", b}} {
 					var msg string
-					within(t, "the restore", func() { msg = restoreErr(t, server.b, info.ID) })
+					testfs.Within(t, "the restore", func() { msg = restoreErr(t, server.b, info.ID) })
 					if !strings.Contains(msg, "is corrupt") || !strings.Contains(msg, file) || !strings.Contains(msg, "not a regular file") ||
 						!strings.HasSuffix(msg, "nothing was restored") || strings.Contains(msg, dir) {
 						t.Errorf("%s: got %q, want it corrupt, naming %s as not a regular file without the store's directory", server.name, msg, file)
 					}
 				}
-				within(t, "retention", func() { b.checkpoints.sweep(time.Now()) })
+				testfs.Within(t, "retention", func() { b.checkpoints.sweep(time.Now()) })
 			})
 		}
 	}
@@ -84,12 +71,12 @@ func TestCheckpoints_NotRegular(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	within(t, "Latest", func() {
+	testfs.Within(t, "Latest", func() {
 		if _, ok := b.Latest("ep"); ok {
 			t.Error("Latest names a checkpoint through a named pipe")
 		}
 	})
-	within(t, "FencedBy", func() {
+	testfs.Within(t, "FencedBy", func() {
 		if _, ok := b.FencedBy(info.ID); ok {
 			t.Error("FencedBy reads a fence through a named pipe")
 		}

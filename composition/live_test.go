@@ -12,27 +12,8 @@ import (
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/internal/testfs"
 )
-
-// hung is how long a test waits for something that, unfixed, never
-// happens: a bound for the failure path, never a measure of speed.
-const hung = time.Minute
-
-// within runs fn in a goroutine and fails the test if it has not returned
-// after hung: the failure a deadlock would otherwise be.
-func within(t *testing.T, what string, fn func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn()
-	}()
-	select {
-	case <-done:
-	case <-time.After(hung):
-		t.Fatalf("%s never returned", what)
-	}
-}
 
 func toolNames(tools []env.ToolInfo) []string {
 	var names []string
@@ -175,7 +156,7 @@ func TestHandle_Stale(t *testing.T) {
 			})
 		inst := compositiontest.Open(t, st.host, composition.Options{})
 		t.Cleanup(st.done)
-		within(t, "fan_out", func() { compositiontest.Call(t, inst, "fan_out", `{}`) })
+		testfs.Within(t, "fan_out", func() { compositiontest.Call(t, inst, "fan_out", `{}`) })
 		wantStale(t, "the goroutine's use", <-used)
 	})
 	t.Run("UsedAfterTheCallThatMadeItReturned", func(t *testing.T) {
@@ -229,7 +210,7 @@ func TestHandle_Stale(t *testing.T) {
 		inst := compositiontest.Open(t, st.host, composition.Options{})
 		t.Cleanup(st.done)
 		used := make(chan error, 1)
-		within(t, "Bulk", func() {
+		testfs.Within(t, "Bulk", func() {
 			err := inst.Bulk(ctx, func(c *env.Ctx) error {
 				h := c.Worlds.Get(st.child.Name())
 				go func() {
@@ -267,7 +248,7 @@ func TestInstance_LockWait(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		defer cancel()
 		var err error
-		within(t, "the waiting call", func() { _, err = inst.CallJSON(ctx, "c_wait", nil) })
+		testfs.Within(t, "the waiting call", func() { _, err = inst.CallJSON(ctx, "c_wait", nil) })
 		te, ok := env.AsToolError(err)
 		if !ok || te.Kind != env.KindTimeout || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("waiting call: %v, want a timeout", err)
@@ -294,7 +275,7 @@ func TestInstance_LockWait(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		var err error
-		within(t, "Bulk", func() { err = inst.Bulk(ctx, func(c *env.Ctx) error { return nil }) })
+		testfs.Within(t, "Bulk", func() { err = inst.Bulk(ctx, func(c *env.Ctx) error { return nil }) })
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("Bulk: %v, want context.Canceled", err)
 		}
@@ -318,7 +299,7 @@ func TestBulk_CallContext(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var err error
-			within(t, "Bulk", func() {
+			testfs.Within(t, "Bulk", func() {
 				err = inst.Bulk(ctx, func(c *env.Ctx) error {
 					cctx, cancel := tc.ctx(c)
 					defer cancel()
@@ -334,7 +315,7 @@ func TestBulk_CallContext(t *testing.T) {
 	}
 	t.Run("FreezeInsideTheBlock", func(t *testing.T) {
 		var err error
-		within(t, "Bulk", func() {
+		testfs.Within(t, "Bulk", func() {
 			err = inst.Bulk(ctx, func(c *env.Ctx) error {
 				_, err := inst.Freeze(c.Context(), "inside", "", composition.FreezeOptions{FixturesDir: t.TempDir()})
 				return err
@@ -358,5 +339,5 @@ func TestBulk_CallContext(t *testing.T) {
 			t.Fatalf("rows %v, %v", r, err)
 		}
 	})
-	within(t, "Close", func() { inst.Close() })
+	testfs.Within(t, "Close", func() { inst.Close() })
 }

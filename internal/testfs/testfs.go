@@ -1,6 +1,6 @@
 // Package testfs holds helpers shared by the tests of several packages:
-// file systems, and a buffer that is written and read at once. It is
-// imported by tests only.
+// file systems, a buffer that is written and read at once, and a bound on
+// calls that could hang. It is imported by tests only.
 package testfs
 
 import (
@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // MountTmpfs mounts a tmpfs of the given size (mount's notation: "512k") on
@@ -33,4 +34,21 @@ func MountTmpfs(tb testing.TB, size string) string {
 		}
 	})
 	return dir
+}
+
+// Within runs fn in a goroutine and fails the test if it has not returned
+// after a minute: the failure a hang would otherwise be. The bound is for
+// the failure path, never a measure of speed.
+func Within(tb testing.TB, what string, fn func()) {
+	tb.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		tb.Fatalf("%s did not return within a minute", what)
+	}
 }
