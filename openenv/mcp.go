@@ -88,6 +88,12 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if mode == rpcStandard && jsontext.Value(body).Kind() == '[' {
+		if v := requestVersion(r, bound); v >= firstVersionWithoutBatches {
+			// The body must be one JSON-RPC message: none of the batch runs.
+			writeJSON(w, http.StatusBadRequest, standardReply(rpcFailure(nullID, rpcInvalidRequest,
+				"Invalid request: a JSON-RPC batch, which MCP "+firstVersionWithoutBatches+" and later do not have (this session speaks "+v+"): send each message in a POST of its own", nil)))
+			return
+		}
 		s.serveBatch(ctx, w, body, bound)
 		return
 	}
@@ -115,9 +121,28 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// serveBatch answers a JSON-RPC batch on a standard client's session (the
-// 2025-03-26 specification has clients send them; 2025-06-18 dropped
-// them): each message is handled in order as if it came alone, and the
+// firstVersionWithoutBatches is the MCP protocol version that dropped
+// JSON-RPC batches: from it on, a POST's body is one JSON-RPC message.
+const firstVersionWithoutBatches = "2025-06-18"
+
+// requestVersion is the MCP protocol version of a standard client's
+// request on its session ss: its MCP-Protocol-Version header, else the
+// version the session's initialize negotiated, else 2025-03-26, which the
+// specification has a server assume when it cannot tell. Versions are
+// dates, so they order as strings.
+func requestVersion(r *http.Request, ss *session) string {
+	if v := r.Header.Get("MCP-Protocol-Version"); v != "" {
+		return v
+	}
+	if ss.mcpVersion != "" {
+		return ss.mcpVersion
+	}
+	return "2025-03-26"
+}
+
+// serveBatch answers a JSON-RPC batch on a standard client's session of
+// 2025-03-26 or older (the 2025-03-26 specification has clients send
+// them; 2025-06-18 dropped them, and serveMCP refuses them there): each message is handled in order as if it came alone, and the
 // reply is the array of the requests' responses, or 202 and no body when
 // the batch held only notifications. An empty batch is one invalid
 // request, as JSON-RPC has it.
@@ -529,7 +554,7 @@ func (s *Server) rpcSessionCreate(ctx context.Context, id json.RawMessage, rawPa
 		}
 		ctx = context.WithValue(ctx, mcpSetupKey{}, req)
 	}
-	ss, perr := s.startMCPSession(ctx)
+	ss, perr := s.startMCPSession(ctx, "")
 	if perr != nil {
 		return rpcProto(id, perr)
 	}
@@ -585,7 +610,7 @@ func (s *Server) rpcInitializeSession(ctx context.Context, id json.RawMessage, p
 	if mode != rpcPost {
 		return rpcResult(id, result), http.StatusOK, ""
 	}
-	ss, perr := s.startMCPSession(ctx)
+	ss, perr := s.startMCPSession(ctx, result.ProtocolVersion)
 	if perr != nil {
 		// A refusal before anything was done (capacity, shutdown, a
 		// failing host) is its HTTP status, 503, which a proxy retries on
@@ -599,13 +624,14 @@ func (s *Server) rpcInitializeSession(ctx context.Context, id json.RawMessage, p
 	return rpcResult(id, result), http.StatusOK, ss.id
 }
 
-// startMCPSession makes an MCP session (newMCPSession) and opens its
-// instance: with the reset data of the request's URL query or params
-// (mcpSetupKey) when it has them, with the default options otherwise. It
-// ends the session again when that fails, or when the request ended
-// meanwhile (its client gone, it would never learn the session's id).
-func (s *Server) startMCPSession(ctx context.Context) (*session, *protoError) {
-	ss, perr := s.newMCPSession(ctx)
+// startMCPSession makes an MCP session (newMCPSession, of the negotiated
+// version) and opens its instance: with the reset data of the request's
+// URL query or params (mcpSetupKey) when it has them, with the default
+// options otherwise. It ends the session again when that fails, or when
+// the request ended meanwhile (its client gone, it would never learn the
+// session's id).
+func (s *Server) startMCPSession(ctx context.Context, version string) (*session, *protoError) {
+	ss, perr := s.newMCPSession(ctx, version)
 	if perr != nil {
 		return nil, perr
 	}

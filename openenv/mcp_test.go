@@ -479,3 +479,47 @@ func TestMCP_UnsupportedVersion(t *testing.T) {
 		t.Errorf("got %d %s, want 400 %s", code, got, want)
 	}
 }
+
+// MCP 2025-06-18 dropped JSON-RPC batches: on a session of that version or
+// later (its MCP-Protocol-Version header, else the version its initialize
+// negotiated) a batch is refused with 400 and runs none of its messages,
+// while a 2025-03-26 session's batches are answered as before.
+func TestMCP_BatchByVersion(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{})
+	const batch = `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2}}},{"jsonrpc":"2.0","id":2,"method":"ping"}]`
+	const refused = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: a JSON-RPC batch, which MCP 2025-06-18 and later do not have (this session speaks %s): send each message in a POST of its own"}}`
+	for _, tt := range []struct {
+		negotiated, header string
+		refusedAs          string // the version the refusal names; "" for a batch answered
+	}{
+		{"2025-06-18", "", "2025-06-18"},
+		{"2025-11-25", "", "2025-11-25"},
+		{"2025-11-25", "2025-06-18", "2025-06-18"},
+		{"2025-03-26", "2025-11-25", "2025-11-25"},
+		{"2025-03-26", "", ""},
+		{"2024-11-05", "2024-11-05", ""},
+	} {
+		_, _, resp := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+tt.negotiated+`","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, nil)
+		sid := resp.Header.Get(openenv.MCPSessionHeader)
+		if sid == "" {
+			t.Fatal("initialize started no session")
+		}
+		hdr := map[string]string{openenv.MCPSessionHeader: sid}
+		if tt.header != "" {
+			hdr["MCP-Protocol-Version"] = tt.header
+		}
+		code, body, _ := s.httpDo(t, http.MethodPost, "/mcp", batch, hdr)
+		_, state, _ := s.httpDo(t, "GET", "/state", "", map[string]string{openenv.SessionHeader: sid})
+		steps := fmt.Sprint(field(t, state, "step_count"))
+		if tt.refusedAs != "" {
+			if code != http.StatusBadRequest || compact(t, body) != compact(t, fmt.Sprintf(refused, tt.refusedAs)) || steps != "0" {
+				t.Errorf("a batch on a %s session (header %q): %d %s, %s steps; want 400 refusing it, and no step", tt.negotiated, tt.header, code, body, steps)
+			}
+		} else if code != http.StatusOK || !strings.HasPrefix(body, "[") || steps != "1" {
+			t.Errorf("a batch on a %s session (header %q): %d %s, %s steps; want its responses, and one step", tt.negotiated, tt.header, code, body, steps)
+		}
+		if code, _, _ := s.httpDo(t, http.MethodDelete, "/mcp", "", hdr); code != http.StatusNoContent {
+			t.Errorf("DELETE: %d", code)
+		}
+	}
+}

@@ -29,6 +29,9 @@ type session struct {
 	// listener's requests reach it there, and no other session is reached
 	// from there.
 	agent bool
+	// mcpVersion is the MCP protocol version a standard client's
+	// initialize negotiated for the session; "" for any other session.
+	mcpVersion string
 
 	ctx    context.Context // cancelled when the session stops
 	cancel context.CancelFunc
@@ -130,8 +133,10 @@ func (s *Server) newSessionLocked(transport, id string) (*session, *protoError) 
 
 // newMCPSession registers a session with a new id for an MCP request,
 // marked as the agent's and counted against AgentMaxSessions when the
-// request came through the agent listener.
-func (s *Server) newMCPSession(ctx context.Context) (*session, *protoError) {
+// request came through the agent listener. version is the MCP protocol
+// version a standard client's initialize negotiated, "" for OpenEnv's
+// dialect.
+func (s *Server) newMCPSession(ctx context.Context, version string) (*session, *protoError) {
 	agent := onAgentListener(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -139,9 +144,12 @@ func (s *Server) newMCPSession(ctx context.Context) (*session, *protoError) {
 		return nil, perr
 	}
 	ss, perr := s.newSessionLocked(TransportMCP, "")
-	if perr == nil && agent {
-		ss.agent = true
-		s.agentSessions++
+	if perr == nil {
+		ss.mcpVersion = version // set before any lookup can find the session
+		if agent {
+			ss.agent = true
+			s.agentSessions++
+		}
 	}
 	return ss, perr
 }
