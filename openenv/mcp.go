@@ -363,6 +363,13 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 			// Every tool comes in the first page, which names no next one.
 			return rpcFailure(id, rpcInvalidParams, "Invalid params - unknown cursor "+string(c)+": tools/list returns every tool at once and issues no cursor", nil), http.StatusOK, ""
 		}
+		if std {
+			// It waits for the session's call in progress, so its client may
+			// give up on it.
+			var done func()
+			ctx, done = ws.track(ctx, id)
+			defer done()
+		}
 		return s.rpcToolsList(ctx, id, params, ws), http.StatusOK, ""
 	case "tools/call":
 		if std {
@@ -658,7 +665,8 @@ func (s *Server) startMCPSession(ctx context.Context, version string) (*session,
 type mcpSetupKey struct{}
 
 // runningRequest is a standard MCP client's request in progress on its
-// session: cancel stops it.
+// session (tools/call, or tools/list, which waits for a call in
+// progress): cancel stops it.
 type runningRequest struct {
 	cancel context.CancelCauseFunc
 }

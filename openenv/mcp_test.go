@@ -399,6 +399,75 @@ func TestMCP_StandardCancel(t *testing.T) {
 	}
 }
 
+// A tools/list waits for the session's call in progress; a standard
+// client that gives up on it with notifications/cancelled (as the
+// TypeScript SDK does when its timeout passes, keeping the POST open) gets
+// its POST answered at once, while the call goes on.
+func TestMCP_StandardCancelList(t *testing.T) {
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{StepTimeout: time.Hour})
+	_, _, resp := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, nil)
+	sid := resp.Header.Get(openenv.MCPSessionHeader)
+	if sid == "" {
+		t.Fatal("initialize started no session")
+	}
+	hdr := map[string]string{openenv.MCPSessionHeader: sid}
+	type reply struct {
+		code int
+		body string
+	}
+	post := func(body string) <-chan reply {
+		ch := make(chan reply, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.ts.URL+"/mcp", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set(openenv.MCPSessionHeader, sid)
+			resp, err := s.ts.Client().Do(req)
+			if err != nil {
+				ch <- reply{}
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			ch <- reply{resp.StatusCode, string(b)}
+		}()
+		return ch
+	}
+	slow := post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
+	<-fake.slowStarted
+	list := post(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	select {
+	case r := <-list:
+		t.Fatalf("tools/list answered during the call: %d %s", r.code, r.body)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if code, body, _ := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`, hdr); code != http.StatusAccepted {
+		t.Fatalf("notifications/cancelled: %d %s", code, body)
+	}
+	select {
+	case r := <-list:
+		// The client ignores the reply, but its error says what happened.
+		if r.code != http.StatusOK || fmt.Sprint(field(t, r.body, "id")) != "2" || !strings.Contains(r.body, "The client cancelled the request (notifications/cancelled)") {
+			t.Fatalf("the cancelled tools/list: %d %s, want its reply saying it was cancelled", r.code, r.body)
+		}
+	case <-time.After(waitLimit / 4):
+		t.Fatal("the cancelled tools/list is still waiting")
+	}
+	select {
+	case r := <-slow:
+		t.Fatalf("cancelling the tools/list ended the call: %d %s", r.code, r.body)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if code, body, _ := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, hdr); code != http.StatusAccepted {
+		t.Fatalf("notifications/cancelled: %d %s", code, body)
+	}
+	if r := <-slow; r.code != http.StatusOK {
+		t.Errorf("the cancelled call: %d %s", r.code, r.body)
+	}
+}
+
 // A standard client that gives up on its initialize before the reply
 // (its timeout passed while the instance opened) never learns the
 // session's id, so no request could use or end that session: the server

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"regexp"
 	"sync"
@@ -70,7 +71,7 @@ type session struct {
 	stopped      bool     // stop was called; closeCode and closeReason are set
 	closeCode    websocket.StatusCode
 	closeReason  string
-	// requests are a standard MCP client's tools/call requests in
+	// requests are a standard MCP client's tools/call and tools/list requests in
 	// progress, by their id (compacted JSON), so its notifications/cancelled
 	// can stop one (track, cancelRequest).
 	requests map[string]*runningRequest
@@ -299,7 +300,8 @@ func (ss *session) end() {
 }
 
 // acquire takes the call slot. It fails when ctx ends first or the session
-// has ended.
+// has ended; a request its client cancelled (notifications/cancelled) is
+// told so, not that its session is unknown.
 func (ss *session) acquire(ctx context.Context) *protoError {
 	select {
 	case ss.slot <- struct{}{}:
@@ -308,6 +310,9 @@ func (ss *session) acquire(ctx context.Context) *protoError {
 		}
 		<-ss.slot
 	case <-ctx.Done():
+		if errors.Is(context.Cause(ctx), errRequestCancelled) && ss.ctx.Err() == nil {
+			return newError(codeSession, "The client cancelled the request (notifications/cancelled) while it waited for the session's call in progress")
+		}
 	}
 	return ss.srv.unknownSession(ctx, ss.id)
 }
