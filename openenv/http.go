@@ -70,12 +70,14 @@ func (s *Server) router(openAPI func() ([]byte, error)) chi.Router {
 	// HEAD is GET without the body (probes and load balancers send it).
 	r.Use(middleware.GetHead)
 	r.NotFound(serveNotFound)
-	r.MethodNotAllowed(serveMethodNotAllowed)
+	r.MethodNotAllowed(methodNotAllowed(r))
 	r.Get("/health", serveHealth)
 	r.Get("/metadata", s.serveMetadata)
 	r.Get("/schema", s.serveSchema)
 	r.Get("/openapi.json", serveOpenAPI(openAPI))
-	r.Get("/mcp", serveMCPGet)
+	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPatch} {
+		r.MethodFunc(m, "/mcp", serveMCPOther)
+	}
 	return r
 }
 

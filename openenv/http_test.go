@@ -56,6 +56,24 @@ func TestHTTP_Routes(t *testing.T) {
 	}
 }
 
+// TestHTTP_Allow: a 405 names the methods the route takes, as RFC 9110
+// asks (HEAD wherever GET is).
+func TestHTTP_Allow(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{})
+	for _, tt := range []struct{ method, path, allow string }{
+		{"POST", "/health", "GET, HEAD"},
+		{"PUT", "/state", "GET, HEAD"},
+		{"GET", "/reset", "POST"},
+		{"DELETE", "/step", "POST"},
+		{"PATCH", "/fixtures", "GET, HEAD"},
+	} {
+		code, body, resp := s.httpDo(t, tt.method, tt.path, "", nil)
+		if code != 405 || resp.Header.Get("Allow") != tt.allow {
+			t.Errorf("%s %s: %d %s (Allow %q), want 405 with Allow %q", tt.method, tt.path, code, body, resp.Header.Get("Allow"), tt.allow)
+		}
+	}
+}
+
 func TestHTTP_Schema(t *testing.T) {
 	s := mustServe(t, newFake(t), openenv.Config{})
 	_, body, _ := s.httpDo(t, "GET", "/schema", "", nil)

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/seahaven/seahaven/env"
 )
@@ -49,9 +52,23 @@ func serveNotFound(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusNotFound, detail{"Not Found"})
 }
 
-// serveMethodNotAllowed answers a known route with the wrong method as FastAPI does.
-func serveMethodNotAllowed(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusMethodNotAllowed, detail{"Method Not Allowed"})
+// methodNotAllowed answers a known route of mux with the wrong method as
+// FastAPI does, with the Allow header RFC 9110 asks of a 405: the methods
+// mux routes the path for (HEAD with GET, see middleware.GetHead).
+func methodNotAllowed(mux chi.Routes) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var allow []string
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			if mux.Match(chi.NewRouteContext(), m, r.URL.Path) {
+				allow = append(allow, m)
+				if m == http.MethodGet {
+					allow = append(allow, http.MethodHead)
+				}
+			}
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeJSON(w, http.StatusMethodNotAllowed, detail{"Method Not Allowed"})
+	}
 }
 
 // serveProbe serves GET /ready, or GET /accepting when accepting.

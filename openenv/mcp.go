@@ -274,9 +274,10 @@ func (s *Server) sessionRequired(w http.ResponseWriter, body []byte) {
 			"initialize a new one. (OpenEnv's dialect sends no MCP-Protocol-Version and names its session in params.session_id.)", nil)))
 }
 
-// serveMCPGet answers GET /mcp: the server offers no event stream of its
-// own (every reply comes with its request), so 405 with the methods it takes.
-func serveMCPGet(w http.ResponseWriter, _ *http.Request) {
+// serveMCPOther answers /mcp with a method but POST and DELETE; to GET, the
+// server offers no event stream of its own (every reply comes with its
+// request). It is 405 with the methods /mcp takes.
+func serveMCPOther(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Allow", "POST, DELETE")
 	writeJSON(w, http.StatusMethodNotAllowed, detail{"Method Not Allowed: /mcp takes POST (JSON-RPC) and DELETE (end a session); it has no event stream"})
 }

@@ -202,9 +202,11 @@ func TestMCP_NotPOST(t *testing.T) {
 	if code != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST, DELETE" || !strings.HasPrefix(str(t, body, "detail"), "Method Not Allowed") {
 		t.Errorf("GET /mcp: %d %s (Allow %q)", code, body, resp.Header.Get("Allow"))
 	}
-	code, body, _ = s.httpDo(t, "PUT", "/mcp", "", nil)
-	if code != http.StatusMethodNotAllowed {
-		t.Errorf("PUT /mcp: %d %s", code, body)
+	for _, m := range []string{"PUT", "PATCH"} {
+		code, body, resp = s.httpDo(t, m, "/mcp", "", nil)
+		if code != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST, DELETE" {
+			t.Errorf("%s /mcp: %d %s (Allow %q)", m, code, body, resp.Header.Get("Allow"))
+		}
 	}
 }
 
