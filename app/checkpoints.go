@@ -401,22 +401,18 @@ func (c *checkpoints) fence(attempt, episode, by string) error {
 	if info, ok := c.readPointer(attemptsDir, attempt); ok && info.EpisodeID != episode {
 		return &openenv.OptionError{Option: "replaces", Value: attempt, Message: fmt.Sprintf("attempt %s is an attempt at episode %q, not at %q, the episode the checkpoint continues: replaces names an attempt at the same episode; nothing was restored", attempt, info.EpisodeID, episode)}
 	}
-	// The fence is created, never replaced: of two restores replacing one
-	// attempt, on this server or another sharing the store, one fences it
-	// and the other is refused, so the attempt has one successor.
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	// The fence is created whole, never replaced: of two restores replacing
+	// one attempt, on this server or another sharing the store, one links
+	// its fence in place and the other is refused, so the attempt has one
+	// successor.
+	tmp, err := writeTemp(filepath.Dir(p), []byte(by))
+	if err == nil {
+		err = os.Link(tmp, p)
+		os.Remove(tmp)
+	}
 	if errors.Is(err, fs.ErrExist) {
 		prev, _ := c.fencedBy(attempt)
 		return &openenv.OptionError{Option: "replaces", Value: attempt, Message: fmt.Sprintf("attempt %s was already superseded by %s: an attempt is replaced once (to replace that attempt, name it in replaces); nothing was restored", attempt, prev)}
-	}
-	if err == nil {
-		_, err = f.WriteString(by)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(p)
-		}
 	}
 	if err != nil {
 		return faultOr(err, "the attempt could not be fenced", fmt.Errorf("app: fence: %w", err))
@@ -434,9 +430,6 @@ func (c *checkpoints) fencedBy(attempt string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	if len(b) == 0 { // created, and the process stopped before writing it
-		return "another restore", true
-	}
 	return string(b), true
 }
 
@@ -453,21 +446,33 @@ func (c *checkpoints) setPointer(dir, key string, info openenv.CheckpointInfo) e
 		return err
 	}
 	p := c.pointerPath(dir, key)
-	f, err := os.CreateTemp(filepath.Dir(p), ".tmp-")
+	tmp, err := writeTemp(filepath.Dir(p), data)
 	if err != nil {
 		return err
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// writeTemp writes data to a new temporary file in dir and returns its
+// name, for a caller to move into place whole.
+func writeTemp(dir string, data []byte) (string, error) {
+	f, err := os.CreateTemp(dir, ".tmp-")
+	if err != nil {
+		return "", err
 	}
 	_, err = f.Write(data)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(f.Name(), p)
-	}
 	if err != nil {
 		os.Remove(f.Name())
+		return "", err
 	}
-	return err
+	return f.Name(), nil
 }
 
 // readPointer returns what setPointer recorded under key in dir, whether
