@@ -191,13 +191,21 @@ func (cn *conn) prepare(sql string) (*sqlite3.Stmt, error) {
 
 // forget closes and drops sql's statement from the cache, if it is there.
 func (cn *conn) forget(sql string) {
-	c, ok := cn.stmts[sql]
+	key := stmtKey(sql)
+	c, ok := cn.stmts[key]
 	if !ok {
 		return
 	}
 	c.st.Close()
-	delete(cn.stmts, sql)
-	cn.order = slices.DeleteFunc(cn.order, func(s string) bool { return s == sql })
+	delete(cn.stmts, key)
+	cn.order = slices.DeleteFunc(cn.order, func(s string) bool { return s == key })
+}
+
+// stmtKey is the text sql's statement is cached under and prepared
+// from: sql without the white space, semicolons and comments before it and
+// the white space and semicolons after it.
+func stmtKey(sql string) string {
+	return strings.TrimRight(skipFiller(sql), " \t\r\n\f;")
 }
 
 // errManyStatements is the error of a text holding more than one
@@ -207,11 +215,20 @@ var errManyStatements = errors.New("more than one statement")
 
 // prepareKind is prepare, also reporting what the statement does to the
 // transaction.
+//
+// The cache keeps the statement's own text (see stmtKey), and so does the
+// statement itself, never what surrounds it in sql: a text padded with
+// megabytes of white space or comments, each padding different, would
+// otherwise pin that much memory per cached statement.
 func (cn *conn) prepareKind(sql string) (*sqlite3.Stmt, stmtInfo, error) {
-	if c, ok := cn.stmts[sql]; ok {
+	key := stmtKey(sql)
+	if c, ok := cn.stmts[key]; ok {
 		return c.st, c.info, nil
 	}
-	st, tail, info, err := cn.prepareNext(skipFiller(sql))
+	if len(key) < len(sql) {
+		key = strings.Clone(key) // a slice of sql would keep sql whole
+	}
+	st, tail, info, err := cn.prepareNext(key)
 	if err != nil {
 		return nil, stmtInfo{}, err
 	}
@@ -222,11 +239,23 @@ func (cn *conn) prepareKind(sql string) (*sqlite3.Stmt, stmtInfo, error) {
 		st.Close()
 		return nil, stmtInfo{}, fmt.Errorf("sqlitestore: %w in %q", errManyStatements, abbreviate(sql, 80))
 	}
+	if tail != "" {
+		// Comments after the statement, which it would keep with its
+		// text: it is prepared again without them.
+		st.Close()
+		key = strings.Clone(stmtKey(key[:len(key)-len(tail)]))
+		if c, ok := cn.stmts[key]; ok {
+			return c.st, c.info, nil
+		}
+		if st, _, info, err = cn.prepareNext(key); err != nil {
+			return nil, stmtInfo{}, err
+		}
+	}
 	if len(cn.order) >= stmtCacheSize {
 		cn.forget(cn.order[0])
 	}
-	cn.stmts[sql] = cachedStmt{st, info}
-	cn.order = append(cn.order, sql)
+	cn.stmts[key] = cachedStmt{st, info}
+	cn.order = append(cn.order, key)
 	return st, info, nil
 }
 

@@ -3,6 +3,7 @@ package sqlitestore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -216,4 +217,51 @@ func TestInspector_Random(t *testing.T) {
 	if got := sample(sqlitestore.InspectorOptions{Random: counter}); got[0] != int64(1) {
 		t.Errorf("random() = %v, want the first value of Random", got[0])
 	}
+}
+
+// TestInspector_PaddedStatementsAreNotKept sends distinct statements
+// padded with megabytes of white space and comments: each is cached, and
+// the cache must not keep the padding, which SQLite never sees, or 128 of
+// them would pin a gigabyte of the server's memory per inspector.
+func TestInspector_PaddedStatementsAreNotKept(t *testing.T) {
+	ctx := context.Background()
+	_, _, in := inspectorFixture(t)
+	const n, size = 32, 4 << 20 // 128 MiB of padding in all
+	pad := strings.Repeat(" ", size)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		sql := fmt.Sprintf("/* %d */%sSELECT count(*) + %d FROM staff;%s", i, pad, i, pad[:i])
+		if i%2 == 1 {
+			sql = fmt.Sprintf("SELECT count(*) + %d FROM staff; /* %s */", i, pad)
+		}
+		rows, err := in.Query(ctx, sql)
+		if err != nil {
+			t.Fatalf("query %d: %v", i, err)
+		}
+		if want := int64(2 + i); rows.Values[0][0] != want {
+			t.Fatalf("query %d: %v, want %d", i, rows.Values, want)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > n*size/4 {
+		t.Errorf("the heap grew by %d MiB over %d padded statements: the padding is kept", grown>>20, n)
+	}
+
+	t.Run("SameStatementReused", func(t *testing.T) {
+		// The same statement with a different padding, or none, is the
+		// cached one, and still answers.
+		for _, sql := range []string{"SELECT count(*) FROM staff", "  SELECT count(*) FROM staff ;; ",
+			"SELECT count(*) FROM staff; /* c */", "SELECT count(*) FROM staff; -- c", "SELECT count(*) FROM staff -- c;"} {
+			rows, err := in.Query(ctx, sql)
+			if err != nil {
+				t.Fatalf("%q: %v", sql, err)
+			}
+			if rows.Values[0][0] != int64(2) {
+				t.Errorf("%q: %v, want 2", sql, rows.Values)
+			}
+		}
+	})
 }
