@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
@@ -25,6 +27,12 @@ const maxTimeline = 200
 // maxTimelineJSON is the most bytes of a step's arguments or result the
 // timeline keeps; a larger one is kept as a JSON string that says so.
 const maxTimelineJSON = 4 << 10
+
+// maxTimelineText is the most bytes of a step's tool name or error message
+// the timeline keeps; the rest is cut and its length said. Both come from
+// the client (an unknown tool's error repeats its name), and a session
+// keeps maxTimeline steps.
+const maxTimelineText = 1 << 10
 
 // timelineStep is one tool call of an episode, as the inspector shows it.
 type timelineStep struct {
@@ -56,6 +64,19 @@ func clipJSON(raw []byte) json.RawMessage {
 	return b
 }
 
+// clipText returns s, or its first maxTimelineText bytes (whole UTF-8
+// sequences) followed by how long it was, copied so as not to keep s.
+func clipText(s string) string {
+	if len(s) <= maxTimelineText {
+		return strings.Clone(s)
+	}
+	cut := maxTimelineText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes, not kept)", s[:cut], len(s))
+}
+
 // changeCount returns inst's change count, or -1.
 func changeCount(inst Instance) int {
 	if c, ok := inst.(ChangeCounter); ok {
@@ -67,9 +88,9 @@ func changeCount(inst Instance) int {
 // recordStepLocked appends a call to the timeline. before is the change
 // count before it. The slot must be held.
 func (ss *session) recordStepLocked(name string, args json.RawMessage, out toolOutcome, before int) {
-	st := timelineStep{At: time.Now().UTC(), Tool: name, Arguments: clipJSON(args)}
+	st := timelineStep{At: time.Now().UTC(), Tool: clipText(name), Arguments: clipJSON(args)}
 	if out.err != nil {
-		st.Error = &toolErrorData{out.err.Kind, out.err.Message}
+		st.Error = &toolErrorData{out.err.Kind, clipText(out.err.Message)}
 	} else {
 		st.Result = clipJSON(out.result)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -127,5 +128,46 @@ func TestWatch_SessionEndsWhileWatched(t *testing.T) {
 			t.Errorf("watch of a session that ended meanwhile: %d %s\nwant a 404 naming ref %s", a.code, a.body, list[0].Ref)
 		}
 		return
+	}
+}
+
+// TestWatch_LongToolNameIsClipped: the timeline keeps a session's newest
+// 200 steps, so what it keeps of each is bounded, the tool name and the
+// error message included: both come from the client (an unknown tool's
+// error repeats its name), and a name of megabytes kept whole, twice, for
+// each of 200 steps would hold gigabytes per session. The step's own reply
+// is not the timeline's business.
+func TestWatch_LongToolNameIsClipped(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{})
+	c := s.dial(t)
+	defer c.Close(websocket.StatusNormalClosure, "")
+	roundTrip(t, c, `{"type":"reset"}`)
+	name := strings.Repeat("é", 1<<19) // 1 MiB
+	roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"`+name+`","arguments":{}}}`)
+
+	list := s.Sessions()
+	if len(list) != 1 {
+		t.Fatalf("%d sessions", len(list))
+	}
+	code, body, _ := s.httpDo(t, "GET", "/sessions/"+list[0].Ref+"/watch", "", nil)
+	if code != http.StatusOK {
+		t.Fatalf("watch: %d %.300s", code, body)
+	}
+	if len(body) > 16<<10 {
+		t.Errorf("the watch of one step is %d bytes: the tool name is kept whole", len(body))
+	}
+	var w struct {
+		Steps []struct {
+			Tool  string
+			Error *struct{ Message string } `json:"error"`
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &w); err != nil || len(w.Steps) != 1 || w.Steps[0].Error == nil {
+		t.Fatalf("watch: %v %.300s", err, body)
+	}
+	for what, text := range map[string]string{"tool": w.Steps[0].Tool, "error message": w.Steps[0].Error.Message} {
+		if len(text) > 2<<10 || !strings.Contains(text, "ééé") || !strings.HasSuffix(text, " bytes, not kept)") || !utf8.ValidString(text) {
+			t.Errorf("the %s kept, %d bytes: %.100q", what, len(text), text)
+		}
 	}
 }
