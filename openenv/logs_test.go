@@ -117,3 +117,36 @@ func TestServer_LogsNameNoCheckpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestServer_LogsClipClientText: an error that repeats what the client
+// sent (SQLite's "unrecognized token" repeats the query's token, an
+// unknown tool's error its name) reaches the log cut, so that each request
+// of megabytes does not write megabytes to the log.
+func TestServer_LogsClipClientText(t *testing.T) {
+	var logs testfs.Buffer
+	s := mustServeCompany(t, openenv.Config{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset"}`)
+	long := strings.Repeat("a", 1<<20)
+	for _, msg := range []string{
+		`{"type":"inspect","data":{"sql":"SELECT '` + long + `"}}`,
+		`{"type":"inspect","data":{"sql":"SELECT ` + long + `"}}`,
+		`{"type":"step","data":{"type":"call_tool","tool_name":"` + long + `","arguments":{}}}`,
+	} {
+		roundTrip(t, c, msg)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var rec struct{ Msg string }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line is not JSON: %v\n%.300s", err, line)
+		}
+		seen[rec.Msg] = true
+		if len(line) > 4<<10 {
+			t.Errorf("a log line of %d bytes: %.300s", len(line), line)
+		}
+	}
+	if !seen["openenv: inspect query failed"] || !seen["openenv: tool call failed"] {
+		t.Errorf("the failures are not logged:\n%.2000s", logs.String())
+	}
+}

@@ -317,7 +317,7 @@ func (s *Server) observeCall(ctx context.Context, start time.Time, name string, 
 		level = slog.LevelWarn
 	}
 	s.log.Log(ctx, level, "openenv: tool call failed", append(sessionAttrs(ctx), durationMS(d),
-		"tool", clip(name, 128), "error_type", out.err.Kind, "err", out.err.Message)...)
+		"tool", clip(name, 128), "error_type", out.err.Kind, "err", clip(out.err.Message, maxLogText))...)
 }
 
 // observeInspect records one inspect query that started at start, and
@@ -329,9 +329,15 @@ func (s *Server) observeInspect(ctx context.Context, start time.Time, err error,
 	}
 	s.metrics.inspects.WithLabelValues(outcomeError).Inc()
 	if perr == nil {
-		s.log.Info("openenv: inspect query failed", append(sessionAttrs(ctx), durationMS(time.Since(start)), "err", err.Error())...)
+		s.log.Info("openenv: inspect query failed", append(sessionAttrs(ctx), durationMS(time.Since(start)), "err", clip(err.Error(), maxLogText))...)
 	}
 }
+
+// maxLogText is the most bytes of an error a log line carries when the
+// error may repeat what a client sent: SQLite's "unrecognized token" and
+// "no such column" repeat a query's token whole, an unknown tool's error
+// its name, each up to a message's size, for every request.
+const maxLogText = 1 << 10
 
 // clip cuts a client's string to at most n bytes for a log line, at a
 // character boundary.
