@@ -120,7 +120,8 @@ func TestServer_LogsNameNoCheckpoint(t *testing.T) {
 
 // TestServer_LogsClipClientText: an error that repeats what the client
 // sent (SQLite's "unrecognized token" repeats the query's token, an
-// unknown tool's error its name) reaches the log cut, so that each request
+// unknown tool's error its name, an unknown task's the task) reaches the
+// log cut, so that each request
 // of megabytes does not write megabytes to the log.
 func TestServer_LogsClipClientText(t *testing.T) {
 	var logs testfs.Buffer
@@ -132,6 +133,7 @@ func TestServer_LogsClipClientText(t *testing.T) {
 		`{"type":"inspect","data":{"sql":"SELECT '` + long + `"}}`,
 		`{"type":"inspect","data":{"sql":"SELECT ` + long + `"}}`,
 		`{"type":"step","data":{"type":"call_tool","tool_name":"` + long + `","arguments":{}}}`,
+		`{"type":"reset","data":{"task":"` + long + `"}}`,
 	} {
 		roundTrip(t, c, msg)
 	}
@@ -146,7 +148,7 @@ func TestServer_LogsClipClientText(t *testing.T) {
 			t.Errorf("a log line of %d bytes: %.300s", len(line), line)
 		}
 	}
-	if !seen["openenv: inspect query failed"] || !seen["openenv: tool call failed"] {
+	if !seen["openenv: inspect query failed"] || !seen["openenv: tool call failed"] || !seen["openenv: reset failed"] {
 		t.Errorf("the failures are not logged:\n%.2000s", logs.String())
 	}
 }

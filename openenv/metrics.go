@@ -276,7 +276,7 @@ func (s *Server) observeOpen(ctx context.Context, start time.Time, opts OpenOpti
 	}
 	if perr == nil && outcome != outcomeInfra {
 		s.log.Warn("openenv: reset failed", append(sessionAttrs(ctx), durationMS(d),
-			"fixture", opts.Fixture, "seed", opts.Seed, "outcome", outcome, "err", err.Error())...)
+			"fixture", clip(opts.Fixture, 128), "seed", opts.Seed, "outcome", outcome, "err", clip(err.Error(), maxLogText))...)
 	}
 }
 
@@ -336,7 +336,8 @@ func (s *Server) observeInspect(ctx context.Context, start time.Time, err error,
 // maxLogText is the most bytes of an error a log line carries when the
 // error may repeat what a client sent: SQLite's "unrecognized token" and
 // "no such column" repeat a query's token whole, an unknown tool's error
-// its name, each up to a message's size, for every request.
+// its name, an unknown task's error the task, each up to a message's size,
+// for every request.
 const maxLogText = 1 << 10
 
 // clip cuts a client's string to at most n bytes for a log line, at a
