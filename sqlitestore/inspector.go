@@ -179,8 +179,9 @@ func transactionStatement(action sqlite3.AuthorizerActionCode, op string) string
 	return strings.ToUpper(op)
 }
 
-// readOnlyAuthorizer allows reads, introspection and temp-schema scratch
-// tables, and denies everything else, transaction control included.
+// readOnlyAuthorizer allows reads and introspection, and denies everything
+// else: writes (to the temp schema too), schema changes and transaction
+// control.
 func readOnlyAuthorizer(action sqlite3.AuthorizerActionCode, name3rd, name4th, schema, _ string) sqlite3.AuthorizerReturnCode {
 	switch action {
 	case sqlite3.AUTH_SELECT, sqlite3.AUTH_READ, sqlite3.AUTH_FUNCTION, sqlite3.AUTH_RECURSIVE:
