@@ -332,6 +332,45 @@ func TestMCP_StandardSession(t *testing.T) {
 	}
 }
 
+// mcpReply is the reply to a POST /mcp made in the background.
+type mcpReply struct {
+	code int
+	body string
+	err  error
+}
+
+// standardSession initializes a standard MCP session (2025-11-25) on s and
+// returns the header that names it and a function that POSTs a body on it
+// in the background.
+func standardSession(t *testing.T, s *testServer) (map[string]string, func(body string) <-chan mcpReply) {
+	t.Helper()
+	_, _, resp := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, nil)
+	sid := resp.Header.Get(openenv.MCPSessionHeader)
+	if sid == "" {
+		t.Fatal("initialize started no session")
+	}
+	post := func(body string) <-chan mcpReply {
+		ch := make(chan mcpReply, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.ts.URL+"/mcp", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set(openenv.MCPSessionHeader, sid)
+			resp, err := s.ts.Client().Do(req)
+			if err != nil {
+				ch <- mcpReply{err: err}
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			ch <- mcpReply{resp.StatusCode, string(b), err}
+		}()
+		return ch
+	}
+	return map[string]string{openenv.MCPSessionHeader: sid}, post
+}
+
 // A standard client cancels a request in progress with
 // notifications/cancelled, sent in a POST of its own while the request's
 // POST waits for its reply (the TypeScript SDK does so when a call's
@@ -341,37 +380,7 @@ func TestMCP_StandardSession(t *testing.T) {
 func TestMCP_StandardCancel(t *testing.T) {
 	fake := newFake(t)
 	s := mustServe(t, fake, openenv.Config{StepTimeout: time.Hour})
-	_, _, resp := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, nil)
-	sid := resp.Header.Get(openenv.MCPSessionHeader)
-	if sid == "" {
-		t.Fatal("initialize started no session")
-	}
-	hdr := map[string]string{openenv.MCPSessionHeader: sid}
-
-	type reply struct {
-		code int
-		body string
-		err  error
-	}
-	post := func(body string) <-chan reply {
-		ch := make(chan reply, 1)
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-			defer cancel()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.ts.URL+"/mcp", strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set(openenv.MCPSessionHeader, sid)
-			resp, err := s.ts.Client().Do(req)
-			if err != nil {
-				ch <- reply{err: err}
-				return
-			}
-			defer resp.Body.Close()
-			b, err := io.ReadAll(resp.Body)
-			ch <- reply{resp.StatusCode, string(b), err}
-		}()
-		return ch
-	}
+	hdr, post := standardSession(t, s)
 	for _, id := range []string{`7`, `"call-8"`} {
 		slow := post(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
 		<-fake.slowStarted
@@ -408,35 +417,7 @@ func TestMCP_StandardCancel(t *testing.T) {
 func TestMCP_StandardCancelList(t *testing.T) {
 	fake := newFake(t)
 	s := mustServe(t, fake, openenv.Config{StepTimeout: time.Hour})
-	_, _, resp := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, nil)
-	sid := resp.Header.Get(openenv.MCPSessionHeader)
-	if sid == "" {
-		t.Fatal("initialize started no session")
-	}
-	hdr := map[string]string{openenv.MCPSessionHeader: sid}
-	type reply struct {
-		code int
-		body string
-	}
-	post := func(body string) <-chan reply {
-		ch := make(chan reply, 1)
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-			defer cancel()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.ts.URL+"/mcp", strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set(openenv.MCPSessionHeader, sid)
-			resp, err := s.ts.Client().Do(req)
-			if err != nil {
-				ch <- reply{}
-				return
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			ch <- reply{resp.StatusCode, string(b)}
-		}()
-		return ch
-	}
+	hdr, post := standardSession(t, s)
 	slow := post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
 	<-fake.slowStarted
 	list := post(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
