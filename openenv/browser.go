@@ -101,14 +101,19 @@ func (s *Server) originAllowed(origin, host string) bool {
 	return slices.ContainsFunc(s.cfg.AllowedOrigins, func(a string) bool { return strings.EqualFold(strings.TrimSuffix(a, "/"), origin) })
 }
 
-// originPatterns are the hosts of Config.AllowedOrigins, for the WebSocket
-// handshake's own Origin check.
+// originPatterns are Config.AllowedOrigins as the WebSocket handshake's own
+// Origin check matches them: scheme and host, so that an https origin does
+// not admit the page of the same host over http, with path.Match's
+// metacharacters (an IPv6 host's brackets) escaped.
 func (s *Server) originPatterns() []string {
-	var hosts []string
+	var patterns []string
 	for _, o := range s.cfg.AllowedOrigins {
 		if u, err := url.Parse(o); err == nil && u.Host != "" {
-			hosts = append(hosts, u.Host)
+			patterns = append(patterns, matchEscaper.Replace(u.Scheme+"://"+u.Host))
 		}
 	}
-	return hosts
+	return patterns
 }
+
+// matchEscaper escapes the metacharacters of path.Match.
+var matchEscaper = strings.NewReplacer(`\`, `\`, `*`, `\*`, `?`, `\?`, `[`, `\[`)

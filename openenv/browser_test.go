@@ -87,6 +87,38 @@ func TestServer_BrowserGuard(t *testing.T) {
 	})
 }
 
+// A page of an allowed origin opens /ws; a page of the same host under
+// another scheme, or of another host, is refused at the handshake.
+func TestServer_BrowserWSOrigin(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{AllowedOrigins: []string{"https://ui.example.com", "http://[::1]:5173"}})
+	for _, c := range []struct {
+		origin string
+		ok     bool
+	}{
+		{"https://ui.example.com", true},
+		{"HTTPS://UI.EXAMPLE.COM", true},
+		{"http://[::1]:5173", true},
+		{"http://ui.example.com", false},
+		{"https://ui.example.com:8443", false},
+		{"https://evil.example", false},
+		{"http://[::2]:5173", false},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		c2, resp, err := websocket.Dial(ctx, s.wsURL(), &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {c.origin}}})
+		cancel()
+		if err == nil {
+			c2.Close(websocket.StatusNormalClosure, "")
+		}
+		if ok := err == nil; ok != c.ok {
+			status := 0
+			if resp != nil {
+				status = resp.StatusCode
+			}
+			t.Errorf("/ws from Origin %s: opened %v (status %d, %v), want %v", c.origin, ok, status, err, c.ok)
+		}
+	}
+}
+
 // A page of an allowed origin can use the server from a browser, the MCP
 // TypeScript SDK's client on /mcp among them: the browser's preflight of
 // a JSON POST (or of a DELETE /mcp) is answered, before the token check,
