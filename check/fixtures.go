@@ -41,7 +41,7 @@ func fixtureFindings(ctx context.Context, w *env.World, sealed *composition.Seal
 	hashes := schemaHashes{}
 	var out []Finding
 	for _, id := range ids {
-		data, err := fs.ReadFile(fsys, path.Join(id, fixture.SidecarName))
+		data, err := readRegular(fsys, path.Join(id, fixture.SidecarName))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -53,6 +53,20 @@ func fixtureFindings(ctx context.Context, w *env.World, sealed *composition.Seal
 		out = append(out, fc.run(data)...)
 	}
 	return out
+}
+
+// readRegular is fs.ReadFile for a file of a world's directory that must be
+// a regular file: anything else is refused before it is opened, since
+// reading a named pipe would wait forever and a device might never end.
+func readRegular(fsys fs.FS, name string) ([]byte, error) {
+	fi, err := fs.Stat(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%v)", name, fi.Mode().Type())
+	}
+	return fs.ReadFile(fsys, name)
 }
 
 // fixturesOf returns the world's own fixtures directory as a file system
@@ -90,7 +104,7 @@ func embeddedRoot(w *env.World, fsys fs.FS) string {
 	var ref string // a file of fsys, to find on disk
 	var want []byte
 	for _, p := range append(candidates, task.FileName) {
-		if b, err := fs.ReadFile(fsys, p); err == nil {
+		if b, err := readRegular(fsys, p); err == nil {
 			ref, want = p, b
 			break
 		}

@@ -26,7 +26,7 @@ func taskFindings(w *env.World, sealed *composition.Sealed, fsys fs.FS, root str
 	var fileTasks []env.Task
 	file := filepath.Join(root, task.FileName)
 	if fsys != nil {
-		data, err := fs.ReadFile(fsys, task.FileName)
+		data, err := readRegular(fsys, task.FileName)
 		var fe *task.FileError
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
