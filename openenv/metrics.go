@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"runtime/debug"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -16,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/internal/runecut"
 )
 
 // InstanceDirCounter is implemented by a Backend that keeps one directory
@@ -346,10 +346,7 @@ func clip(v string, n int) string {
 	if len(v) <= n {
 		return v
 	}
-	for n > 0 && !utf8.RuneStart(v[n]) {
-		n--
-	}
-	return v[:n] + "..."
+	return runecut.Prefix(v, n) + "..."
 }
 
 // taskLabel is the task label of an episode's series.

@@ -6,11 +6,11 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/internal/runecut"
 )
 
 // ChangeCounter is implemented by an Instance that can tell, cheaply, how
@@ -70,11 +70,7 @@ func clipText(s string) string {
 	if len(s) <= maxTimelineText {
 		return strings.Clone(s)
 	}
-	cut := maxTimelineText
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes, not kept)", s[:cut], len(s))
+	return fmt.Sprintf("%s… (%d bytes, not kept)", runecut.Prefix(s, maxTimelineText), len(s))
 }
 
 // changeCount returns inst's change count, or -1.

@@ -175,11 +175,7 @@ func closeReason(msg string) string {
 	if len(msg) <= 123 {
 		return msg
 	}
-	n := 120
-	for n > 0 && !utf8.RuneStart(msg[n]) {
-		n--
-	}
-	return msg[:n] + "..."
+	return clip(msg, 120)
 }
 
 // write sends one frame, bounded by WriteTimeout. A session stopping does

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"strings"
 	"syscall"
-	"unicode/utf8"
 
 	"github.com/ncruces/go-sqlite3"
+
+	"github.com/seahaven/seahaven/internal/runecut"
 )
 
 // Sentinel errors. Each is documented on the functions that return it.
@@ -268,8 +269,5 @@ func abbreviate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return runecut.Prefix(s, n) + "…"
 }

@@ -17,6 +17,8 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/seahaven/seahaven/internal/runecut"
 )
 
 // check reads raw, one JSON value, against the schema s and returns it
@@ -503,9 +505,5 @@ func clip(s string) string {
 	if len(s) <= clipLen {
 		return s
 	}
-	n := clipLen
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
+	return runecut.Prefix(s, clipLen) + "..."
 }
