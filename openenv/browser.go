@@ -116,4 +116,4 @@ func (s *Server) originPatterns() []string {
 }
 
 // matchEscaper escapes the metacharacters of path.Match.
-var matchEscaper = strings.NewReplacer(`\`, `\`, `*`, `\*`, `?`, `\?`, `[`, `\[`)
+var matchEscaper = strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`)

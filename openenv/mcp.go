@@ -142,10 +142,11 @@ func requestVersion(r *http.Request, ss *session) string {
 
 // serveBatch answers a JSON-RPC batch on a standard client's session of
 // 2025-03-26 or older (the 2025-03-26 specification has clients send
-// them; 2025-06-18 dropped them, and serveMCP refuses them there): each message is handled in order as if it came alone, and the
-// reply is the array of the requests' responses, or 202 and no body when
-// the batch held only notifications. An empty batch is one invalid
-// request, as JSON-RPC has it.
+// them; 2025-06-18 dropped them, and serveMCP refuses them there): each
+// message is handled in order as if it came alone, and the reply is the
+// array of the requests' responses, or 202 and no body when the batch held
+// only notifications. An empty batch is one invalid request, as JSON-RPC
+// has it.
 func (s *Server) serveBatch(ctx context.Context, w http.ResponseWriter, body []byte, ss *session) {
 	if perr := checkJSON(body, nil); perr != nil && perr.code == codeInvalidJSON {
 		s.writeRPC(w, standardReply(rpcFailure(nullID, rpcParseError, "Parse error", nil)), nullID, true)
