@@ -300,7 +300,7 @@ func (a *activation) layers(parent *turn, ns *nodeState, mws []env.Middleware, d
 	if err == nil && !info.Internal {
 		err = checkResult(a.ctx, info, out)
 	}
-	err = a.end(f, info, err)
+	err = a.end(f, err)
 	if err != nil {
 		return nil, err
 	}

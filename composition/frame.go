@@ -29,7 +29,7 @@ type frame struct {
 	// its nested frames' included, and go when it rolls back.
 	mark int
 	// tool and internal are what the frame's records say of the call
-	// (info.Own and info.Internal); nil info for a group frame.
+	// (info.Own and info.Internal); empty for a group frame.
 	tool     string
 	internal bool
 	// cut is set while a frame nested on the same node (a tool calling
@@ -73,7 +73,7 @@ func (a *activation) begin(ns *nodeState, info *env.CallInfo) (*frame, error) {
 // records are dropped with the rollback, and so are those of the frames
 // nested in it on the same node (a call the tool made into its own
 // instance), whose savepoints the rollback undoes.
-func (a *activation) end(f *frame, info *env.CallInfo, err error) error {
+func (a *activation) end(f *frame, err error) error {
 	var changes []sqlitestore.RowChange
 	if err == nil {
 		err = f.err
@@ -98,7 +98,7 @@ func (a *activation) end(f *frame, info *env.CallInfo, err error) error {
 		f.capture.FinishRows(a.ctx)
 	}
 	f.ns.frames = slices.DeleteFunc(f.ns.frames, func(x *frame) bool { return x == f })
-	a.record(f.ns, info.Own, info.Internal, changes)
+	a.record(f.ns, f.tool, f.internal, changes)
 	a.resumeFrame(f.ns)
 	a.resumeLoose(f.ns)
 	return err
