@@ -377,12 +377,10 @@ func (s *Store) rawDropLocked(table string) {
 	if len(s.captures) == 0 || cn == nil {
 		return
 	}
-	m := cn.meta[table]
-	if m == nil {
-		for name, t := range cn.meta {
-			if strings.EqualFold(name, table) {
-				m = t
-			}
+	var m *tableMeta // SQLite names tables case-insensitively
+	for name, t := range cn.meta {
+		if strings.EqualFold(name, table) {
+			m = t
 		}
 	}
 	if m == nil || m.skip {

@@ -22,7 +22,7 @@ type tableMeta struct {
 	cols      int      // all columns, as the preupdate hook counts them
 	cids      []int    // indexes of captured columns (all but VIRTUAL generated)
 	names     []string // names of captured columns
-	real      []bool   // by names: the column has REAL affinity (see read); nil when none has
+	real      []bool   // by names: the column has REAL affinity (see read)
 	pk        []int    // column indexes of the primary key, in key order; nil: keyed by rowid
 	pkNames   []string
 	pkPos     []int  // positions of the primary-key columns in names
@@ -97,14 +97,7 @@ func (cn *conn) loadMeta(untracked map[string]bool) error {
 		}
 		m.cids = append(m.cids, cid)
 		m.names = append(m.names, col)
-		if realAffinity(r[7].(string), k.strict) {
-			if m.real == nil {
-				m.real = make([]bool, len(m.names)-1, len(m.names))
-			}
-			m.real = append(m.real, true)
-		} else if m.real != nil {
-			m.real = append(m.real, false)
-		}
+		m.real = append(m.real, realAffinity(r[7].(string), k.strict))
 		if pk > 0 {
 			coll, _ := r[9].(string)
 			k.key = append(k.key, keyCol{pos: int(pk), cid: cid, name: col, typ: r[7].(string), coll: coll, notNull: r[8].(int64) != 0})
@@ -180,7 +173,7 @@ func (m *tableMeta) keyOf(col func(int) any, rowid int64) []any {
 // ADD COLUMN, to a row stored before the column was added, as the default
 // is written: the integer 3 for REAL DEFAULT 3, which SQLite reads as 3.0.
 func (m *tableMeta) read(i int, v any) any {
-	if m.real != nil && m.real[i] {
+	if m.real[i] {
 		if n, ok := v.(int64); ok {
 			return float64(n)
 		}
