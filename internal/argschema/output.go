@@ -108,7 +108,7 @@ func outStruct(t reflect.Type, seen map[reflect.Type]bool) *jsonschema.Schema {
 		case f.inline:
 			closed = false
 			continue
-		case f.special:
+		case f.other != "": // string or format
 			p = &jsonschema.Schema{}
 		default:
 			p = outSchema(f.sf.Type, seen)
@@ -118,7 +118,7 @@ func outStruct(t reflect.Type, seen map[reflect.Type]bool) *jsonschema.Schema {
 		}
 		s.Properties[f.name] = p
 		s.PropertyOrder = append(s.PropertyOrder, f.name)
-		if !f.optional {
+		if !f.optional && !throughPointer(t, f.sf.Index) {
 			s.Required = append(s.Required, f.name)
 		}
 	}
@@ -128,60 +128,20 @@ func outStruct(t reflect.Type, seen map[reflect.Type]bool) *jsonschema.Schema {
 	return s
 }
 
-// outField is a struct field that is a member of the encoded object.
-type outField struct {
-	sf       reflect.StructField
-	name     string
-	tagged   bool
-	optional bool // omitempty, omitzero, or reached through an embedded pointer
-	special  bool // a tag option that changes the encoding (string, format)
-	inline   bool // inline or unknown: members of its own
-}
-
 // outFields lists the members of t's encoded object in field order, the
-// fields of one name settled by losesTo, as fields settles an argument
+// fields of one name settled by dominant, as fields settles an argument
 // struct's (which refuses what outFields describes as any value).
-func outFields(t reflect.Type) []outField {
-	var all []outField
+func outFields(t reflect.Type) []field {
+	var all []field
 	for _, sf := range reflect.VisibleFields(t) {
 		tag := sf.Tag.Get("json")
 		name, opts, _ := strings.Cut(tag, ",")
 		if tag == "-" || inlined(sf, name) || !sf.IsExported() {
 			continue // skipped, or inlined: its fields are visible fields of t
 		}
-		f := outField{sf: sf, name: name, tagged: name != "", optional: throughPointer(t, sf.Index)}
-		if name == "" {
-			f.name = sf.Name
-		}
-		for opt := range strings.SplitSeq(opts, ",") {
-			switch {
-			case opt == "":
-			case opt == "omitempty" || opt == "omitzero":
-				f.optional = true
-			case opt == "inline" || opt == "unknown":
-				f.inline = true
-			default:
-				f.special = true
-			}
-		}
-		all = append(all, f)
+		all = append(all, newField(sf, name, opts))
 	}
-	var out []outField
-	for _, f := range all {
-		dominant := true
-		for _, g := range all {
-			if g.name != f.name || g.inline || f.inline || slices.Equal(g.sf.Index, f.sf.Index) {
-				continue
-			}
-			if losesTo(f.sf.Index, f.tagged, g.sf.Index, g.tagged) {
-				dominant = false
-			}
-		}
-		if dominant {
-			out = append(out, f)
-		}
-	}
-	return out
+	return dominant(all)
 }
 
 // throughPointer reports whether the field at index is reached through an
@@ -230,7 +190,7 @@ func unencodable(t reflect.Type, seen map[reflect.Type]bool) reflect.Type {
 		return unencodable(t.Elem(), seen)
 	case reflect.Struct:
 		for _, f := range outFields(t) {
-			if f.special || f.inline {
+			if f.other != "" { // inline, or an encoding of its own
 				continue
 			}
 			if bad := unencodable(f.sf.Type, seen); bad != nil {

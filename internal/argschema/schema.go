@@ -151,14 +151,54 @@ func (a *adapter) plain(t reflect.Type, where string) error {
 	return nil
 }
 
-// field is a struct field that is a JSON property.
+// field is a struct field that is a member of its JSON object.
 type field struct {
 	sf       reflect.StructField
 	name     string
 	tagged   bool   // named by its json tag
 	optional bool   // omitempty or omitzero
+	inline   bool   // inline or unknown: members of its own
+	other    string // its first json tag option but omitempty and omitzero, or ""
 	shadows  bool   // other fields of t have its name
-	goPath   string // for messages
+}
+
+// newField reads struct field sf, given name and the options opts by its
+// json tag.
+func newField(sf reflect.StructField, name, opts string) field {
+	f := field{sf: sf, name: cmp.Or(name, sf.Name), tagged: name != ""}
+	for opt := range strings.SplitSeq(opts, ",") {
+		switch opt {
+		case "":
+		case "omitempty", "omitzero":
+			f.optional = true
+		default:
+			f.other = cmp.Or(f.other, opt)
+			f.inline = f.inline || opt == "inline" || opt == "unknown"
+		}
+	}
+	return f
+}
+
+// dominant returns the fields of all that json v2 keeps, in order: of the
+// fields of one name, those no other field of the name beats by losesTo.
+// Inline fields take no part. A kept field's shadows says whether another
+// field had its name.
+func dominant(all []field) []field {
+	var out []field
+	for _, f := range all {
+		beaten := false
+		for _, g := range all {
+			if g.name != f.name || g.inline || f.inline || slices.Equal(g.sf.Index, f.sf.Index) {
+				continue
+			}
+			f.shadows = true
+			beaten = beaten || losesTo(f.sf.Index, f.tagged, g.sf.Index, g.tagged)
+		}
+		if !beaten {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // adaptStruct adapts the schema of struct type t: its properties are the
@@ -171,7 +211,7 @@ func (a *adapter) adaptStruct(t reflect.Type, s *jsonschema.Schema, where string
 	props := make(map[string]*jsonschema.Schema, len(fields))
 	var order, required []string
 	for _, f := range fields {
-		fwhere := joinWhere(where, f.goPath)
+		fwhere := joinWhere(where, goPath(t, f.sf.Index))
 		p := s.Properties[f.name]
 		if f.shadows {
 			// jsonschema-go keeps the last field of a name, json v2 the dominant one.
@@ -210,7 +250,7 @@ func (a *adapter) fields(t reflect.Type, where string) ([]field, error) {
 		tag, hasTag := sf.Tag.Lookup("json")
 		name, opts, _ := strings.Cut(tag, ",")
 		if sf.Anonymous {
-			if inlined(sf, name) && tag != "-" {
+			if inlined(sf, name) {
 				continue // its fields are visible fields of t
 			}
 			if hasTag || sf.IsExported() {
@@ -224,38 +264,13 @@ func (a *adapter) fields(t reflect.Type, where string) ([]field, error) {
 		if p := unexportedEmbeddedPointer(t, sf.Index); p != "" {
 			return nil, a.errorf(joinWhere(where, goPath), "cannot set a field reached through the embedded pointer %s to an unexported struct type", p)
 		}
-		f := field{sf: sf, name: name, tagged: name != "", goPath: goPath}
-		if name == "" {
-			f.name = sf.Name
-		}
-		for opt := range strings.SplitSeq(opts, ",") {
-			switch opt {
-			case "":
-			case "omitempty", "omitzero":
-				f.optional = true
-			default:
-				return nil, a.errorf(joinWhere(where, goPath), "the json tag option %q is not supported", opt)
-			}
+		f := newField(sf, name, opts)
+		if f.other != "" {
+			return nil, a.errorf(joinWhere(where, goPath), "the json tag option %q is not supported", f.other)
 		}
 		all = append(all, f)
 	}
-	var out []field
-	for _, f := range all {
-		dominant := true
-		for _, g := range all {
-			if g.name != f.name || slices.Equal(g.sf.Index, f.sf.Index) {
-				continue
-			}
-			f.shadows = true
-			if losesTo(f.sf.Index, f.tagged, g.sf.Index, g.tagged) {
-				dominant = false
-			}
-		}
-		if dominant {
-			out = append(out, f)
-		}
-	}
-	return out, nil
+	return dominant(all), nil
 }
 
 // inlined reports whether json v2 flattens the embedded field sf, given
