@@ -64,10 +64,13 @@ func readRegular(fsys fs.FS, name string) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%v)", name, fi.Mode().Type())
+		return nil, fmt.Errorf("%s is %w (%v)", name, errNotRegular, fi.Mode().Type())
 	}
 	return fs.ReadFile(fsys, name)
 }
+
+// errNotRegular is the error readRegular wraps for a file it refuses.
+var errNotRegular = errors.New("not a regular file")
 
 // fixturesOf returns the world's own fixtures directory as a file system
 // — its FixturesDir, else its embedded Fixtures, else nil — and the
@@ -314,21 +317,15 @@ func (fc *fixtureCheck) checkFile(n fixture.Node) {
 	if n.Path == fixture.RootPath {
 		fileLine = fc.lines.key(n.Path, "file_sha256")
 	}
-	p := path.Join(fc.id, n.File)
-	fi, err := fs.Stat(fc.fsys, p)
+	data, err := readRegular(fc.fsys, path.Join(fc.id, n.File)) // as the engine reads a fixture's files
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		fc.add(fileLine, "SH405", "node %s: %s is missing", n.Path, n.File)
 		return
-	case err != nil:
-		fc.add(fileLine, "SH405", "node %s: %s cannot be read: %v", n.Path, n.File, err)
-		return
-	case !fi.Mode().IsRegular():
+	case errors.Is(err, errNotRegular):
 		fc.add(fileLine, "SH405", "node %s: %s is not a regular file", n.Path, n.File)
 		return
-	}
-	data, err := fs.ReadFile(fc.fsys, p) // as the engine reads a fixture's files
-	if err != nil {
+	case err != nil:
 		fc.add(fileLine, "SH405", "node %s: %s cannot be read: %v", n.Path, n.File, err)
 		return
 	}
