@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -27,14 +26,8 @@ type Output struct {
 	Wrapped bool
 }
 
-// outputs caches OutputOf by type.
-var outputs sync.Map // reflect.Type -> Output
-
 // OutputOf returns the output schema of results of type t.
 func OutputOf(t reflect.Type) Output {
-	if o, ok := outputs.Load(t); ok {
-		return o.(Output).clone()
-	}
 	var o Output
 	s := outSchema(t, map[reflect.Type]bool{})
 	if t.Kind() != reflect.Struct || s.Type != "object" {
@@ -46,12 +39,6 @@ func OutputOf(t reflect.Type) Output {
 		b = []byte(`{"type":"object"}`)
 	}
 	o.Schema = b
-	outputs.Store(t, o)
-	return o.clone()
-}
-
-func (o Output) clone() Output {
-	o.Schema = append(json.RawMessage(nil), o.Schema...)
 	return o
 }
 
