@@ -450,9 +450,4 @@ func findLines(m *yaml.Node) sidecarLines {
 }
 
 // short abbreviates a hash for messages.
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
-}
+func short(h string) string { return h[:min(len(h), 12)] }
