@@ -392,40 +392,34 @@ func parseNumber(lit string, kind reflect.Kind) (number, string) {
 	}
 	outOfRange := "number " + clip(lit) + " is out of range for " + kind.String()
 	var n number
-	switch {
-	case kind == reflect.Float32 || kind == reflect.Float64:
+	if kind == reflect.Float32 || kind == reflect.Float64 {
 		f, err := strconv.ParseFloat(lit, bits[kind])
 		if err != nil && f != 0 { // underflow rounds to zero
 			return n, outOfRange
 		}
 		n.f = f
 		return n, ""
-	case kind >= reflect.Uint && kind <= reflect.Uintptr:
-		u, err := strconv.ParseUint(lit, 10, bits[kind])
-		if err != nil {
-			digits, problem := integral(lit, outOfRange)
-			if problem != "" {
-				return n, problem
-			}
-			if u, err = strconv.ParseUint(strings.TrimPrefix(digits, "-"), 10, bits[kind]); err != nil || digits[0] == '-' && u != 0 {
-				return n, outOfRange
-			}
-			n.canonical = strconv.FormatUint(u, 10)
+	}
+	// An integer kind, signed or not.
+	parse := func(s string) (err error) {
+		if kind >= reflect.Uint && kind <= reflect.Uintptr {
+			n.u, err = strconv.ParseUint(s, 10, bits[kind])
+			n.f = float64(n.u)
+		} else {
+			n.i, err = strconv.ParseInt(s, 10, bits[kind])
+			n.f = float64(n.i)
 		}
-		n.u, n.f = u, float64(u)
-	default:
-		i, err := strconv.ParseInt(lit, 10, bits[kind])
-		if err != nil {
-			digits, problem := integral(lit, outOfRange)
-			if problem != "" {
-				return n, problem
-			}
-			if i, err = strconv.ParseInt(digits, 10, bits[kind]); err != nil {
-				return n, outOfRange
-			}
-			n.canonical = strconv.FormatInt(i, 10)
+		return err
+	}
+	if parse(lit) != nil {
+		digits, problem := integral(lit, outOfRange)
+		if problem != "" {
+			return n, problem
 		}
-		n.i, n.f = i, float64(i)
+		if parse(digits) != nil { // too large, or negative for an unsigned kind
+			return n, outOfRange
+		}
+		n.canonical = digits
 	}
 	return n, ""
 }
