@@ -27,30 +27,18 @@ func (i *Instance) CallJSON(ctx context.Context, name string, args json.RawMessa
 
 // Call is CallJSON with arguments given as a Go value (a struct or a map).
 func (i *Instance) Call(ctx context.Context, name string, args any) (any, error) {
-	route, def, err := i.resolve(name)
-	if err != nil {
-		return nil, err
-	}
-	in, raw, err := def.AcceptJSON(args)
-	if err != nil {
-		return nil, err
-	}
-	return i.callRoute(ctx, name, route, def, in, raw)
-}
-
-func (i *Instance) resolve(name string) (*Route, *env.ToolDef, error) {
 	s, err := i.reseal()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if name == env.ControlTool && i.opts.ControlTools {
-		return nil, controlDef, nil
+		return i.callRoute(ctx, name, nil, controlDef, args)
 	}
 	r, ok := s.Lookup(name)
 	if !ok {
-		return nil, nil, &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("unknown tool %q", name)}
+		return nil, &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("unknown tool %q", name)}
 	}
-	return r, r.Def, nil
+	return i.callRoute(ctx, name, r, r.Def, args)
 }
 
 // CallDef calls a tool by its definition, resolved over the whole agent
@@ -80,14 +68,16 @@ func (i *Instance) CallDef(ctx context.Context, def *env.ToolDef, args any) (any
 	if len(found) == 0 {
 		return nil, &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("tool %s of %s is not on %s's agent surface", def.Name, def.World.Name(), i.world.Name())}
 	}
-	in, raw, err := found[0].Def.AcceptJSON(args)
+	return i.callRoute(ctx, found[0].Name, found[0], found[0].Def, args)
+}
+
+// callRoute calls def, the tool of route (nil for the control tool), by its
+// published name, with args accepted as def accepts them.
+func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def *env.ToolDef, args any) (any, error) {
+	in, raw, err := def.AcceptJSON(args)
 	if err != nil {
 		return nil, err
 	}
-	return i.callRoute(ctx, found[0].Name, found[0], found[0].Def, in, raw)
-}
-
-func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def *env.ToolDef, in any, raw json.RawMessage) (any, error) {
 	ctx = cmp.Or(ctx, context.Background())
 	info := &env.CallInfo{Tool: name, Own: def.Name, Node: "main", Arguments: raw}
 	if route != nil {
@@ -130,7 +120,7 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 	defer i.unlock()
 	var infra error
 	records, streams := i.changes.made(), i.markStreams()
-	err := i.activate(ctx, name, kindCall, func(a *activation) error {
+	err = i.activate(ctx, name, kindCall, func(a *activation) error {
 		a.own = def.Name
 		err := run(a, nil)
 		infra = a.infra
