@@ -114,13 +114,13 @@ func evalDate(ctx sqlite3.Context, now func() time.Time, fn string, args []sqlit
 		}
 		return nowText
 	}
+	vals := make([]any, n)
 	for i, a := range args {
-		p := i + 1
 		switch a.Type() {
 		case sqlite3.INTEGER:
-			err = st.BindInt64(p, a.Int64())
+			vals[i] = a.Int64()
 		case sqlite3.FLOAT:
-			err = st.BindFloat(p, a.Float())
+			vals[i] = a.Float()
 		case sqlite3.TEXT:
 			t := a.Text()
 			switch {
@@ -129,22 +129,17 @@ func evalDate(ctx sqlite3.Context, now func() time.Time, fn string, args []sqlit
 			case i >= modFrom && (strings.EqualFold(t, "localtime") || strings.EqualFold(t, "utc")):
 				t = neutralModifier
 			}
-			err = st.BindText(p, t)
+			vals[i] = t
 		case sqlite3.BLOB:
-			err = st.BindBlob(p, a.RawBlob())
-		default:
-			err = st.BindNull(p)
-		}
-		if err != nil {
-			ctx.ResultError(err)
-			return
+			vals[i] = a.RawBlob()
 		}
 	}
 	if implicitNow {
-		if err := st.BindText(n, nowAt()); err != nil {
-			ctx.ResultError(err)
-			return
-		}
+		vals[n-1] = nowAt()
+	}
+	if err := bindArgs(st, vals); err != nil {
+		ctx.ResultError(err)
+		return
 	}
 	if !st.Step() {
 		if err := st.Err(); err != nil {
