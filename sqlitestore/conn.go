@@ -280,23 +280,26 @@ func (cn *conn) prepareNext(sql string) (st *sqlite3.Stmt, tail string, info stm
 func skipFiller(sql string) string {
 	for {
 		sql = strings.TrimLeft(sql, " \t\r\n\f;")
-		switch {
-		case strings.HasPrefix(sql, "--"):
-			i := strings.IndexByte(sql, '\n')
-			if i < 0 {
-				return ""
-			}
-			sql = sql[i+1:]
-		case strings.HasPrefix(sql, "/*"):
-			i := strings.Index(sql[2:], "*/")
-			if i < 0 {
-				return ""
-			}
-			sql = sql[i+4:]
-		default:
+		rest, ok := skipComment(sql)
+		if !ok {
 			return sql
 		}
+		sql = rest
 	}
+}
+
+// skipComment returns what follows the comment sql begins with ("" when
+// the comment does not end), and whether sql begins with one.
+func skipComment(sql string) (string, bool) {
+	end := "\n"
+	switch {
+	case strings.HasPrefix(sql, "/*"):
+		end = "*/"
+	case !strings.HasPrefix(sql, "--"):
+		return sql, false
+	}
+	_, rest, _ := strings.Cut(sql[2:], end)
+	return rest, true
 }
 
 // exec runs one statement with args.
@@ -415,36 +418,16 @@ func (cn *conn) script(sql string, before func() error, check func(text string, 
 // firstStatement returns sql up to its first semicolon outside quotes and
 // comments: enough to name a statement SQLite could not prepare.
 func firstStatement(sql string) string {
-	for i := 0; i < len(sql); i++ {
-		switch c := sql[i]; c {
-		case ';':
-			return sql[:i+1]
-		case '\'', '"', '`', '[':
-			end := c
-			if c == '[' {
-				end = ']'
-			}
-			j := strings.IndexByte(sql[i+1:], end)
-			if j < 0 {
-				return sql
-			}
-			i += j + 1
-		case '-':
-			if strings.HasPrefix(sql[i:], "--") {
-				j := strings.IndexByte(sql[i:], '\n')
-				if j < 0 {
-					return sql
-				}
-				i += j
-			}
-		case '/':
-			if strings.HasPrefix(sql[i:], "/*") {
-				j := strings.Index(sql[i+2:], "*/")
-				if j < 0 {
-					return sql
-				}
-				i += j + 3
-			}
+	for rest := sql; rest != ""; {
+		if rest[0] == ';' {
+			return sql[:len(sql)-len(rest)+1]
+		}
+		if strings.IndexByte("'\"`[", rest[0]) >= 0 {
+			rest = skipName(rest)
+		} else if after, ok := skipComment(rest); ok {
+			rest = after
+		} else {
+			rest = rest[1:]
 		}
 	}
 	return sql
