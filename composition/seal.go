@@ -167,12 +167,8 @@ func seal(root *env.World, gen uint64) (*Sealed, error) {
 	}
 	slices.Sort(keys)
 	z.s.StartupKeys = slices.Compact(keys)
-	if added := len(z.s.Nodes) - 1; added > 0 {
-		limit := sqlitestore.AttachLimit()
-		if added > limit {
-			over := z.s.Nodes[limit+1]
-			z.errs = append(z.errs, bugAt(over.Adders[0], "the composition has %d added stores, more than SQLite can attach: the limit is %d", added, limit))
-		}
+	if added, limit := len(z.s.Nodes)-1, sqlitestore.AttachLimit(); added > limit {
+		z.errs = append(z.errs, bugAt(z.s.Nodes[limit+1].Adders[0], "the composition has %d added stores, more than SQLite can attach: the limit is %d", added, limit))
 	}
 	switch len(z.errs) {
 	case 0:
