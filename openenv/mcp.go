@@ -350,6 +350,13 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 			return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: the id must be a string or an integer; MCP does not allow null", nil), http.StatusOK, ""
 		}
 	}
+	if std && (method == "tools/call" || method == "tools/list") {
+		// A call, or a listing that waits for the session's call in
+		// progress: its client may give up on it.
+		var done func()
+		ctx, done = ws.track(ctx, id)
+		defer done()
+	}
 
 	switch method {
 	case "initialize":
@@ -365,20 +372,8 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 			// Every tool comes in the first page, which names no next one.
 			return rpcFailure(id, rpcInvalidParams, "Invalid params - unknown cursor "+string(c)+": tools/list returns every tool at once and issues no cursor", nil), http.StatusOK, ""
 		}
-		if std {
-			// It waits for the session's call in progress, so its client may
-			// give up on it.
-			var done func()
-			ctx, done = ws.track(ctx, id)
-			defer done()
-		}
 		return s.rpcToolsList(ctx, id, params, ws), http.StatusOK, ""
 	case "tools/call":
-		if std {
-			var done func()
-			ctx, done = ws.track(ctx, id)
-			defer done()
-		}
 		return s.rpcToolsCall(ctx, id, params, ws, std), http.StatusOK, ""
 	case "openenv/session/create":
 		return s.rpcSessionCreate(ctx, id, req.Params, ws), http.StatusOK, ""
