@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/coder/websocket"
@@ -278,37 +280,30 @@ func (ss *session) supersededBy() (string, bool) {
 }
 
 // checkRestore refuses reset data that names a checkpoint beside options
-// a checkpoint fixes, or replaces without a checkpoint.
+// a checkpoint fixes (every reset key but replaces), or replaces without a
+// checkpoint.
 func checkRestore(req resetData) []fieldError {
-	if req.Checkpoint == nil {
-		if req.Replaces != nil {
-			in, _ := json.Marshal(*req.Replaces)
-			return []fieldError{{Type: "value_error", Loc: at(req.loc, "replaces"), Input: in,
-				Msg: "Value error, replaces names the attempt a restore supersedes: it needs checkpoint"}}
-		}
-		return nil
-	}
 	var errs []fieldError
+	refuse := func(key string, value any, msg string) {
+		in, _ := json.Marshal(value)
+		errs = append(errs, fieldError{Type: "value_error", Loc: at(req.loc, key), Input: in, Msg: "Value error, " + msg})
+	}
 	if req.Replaces != nil {
-		if u, err := uuid.Parse(*req.Replaces); err != nil || u.String() != *req.Replaces {
-			in, _ := json.Marshal(*req.Replaces)
-			errs = append(errs, fieldError{Type: "value_error", Loc: at(req.loc, "replaces"), Input: in,
-				Msg: fmt.Sprintf("Value error, %s is not an attempt id (attempt ids are the lowercase UUIDs checkpoint replies carry)", in)})
+		in, _ := json.Marshal(*req.Replaces)
+		if req.Checkpoint == nil {
+			refuse("replaces", *req.Replaces, "replaces names the attempt a restore supersedes: it needs checkpoint")
+		} else if u, err := uuid.Parse(*req.Replaces); err != nil || u.String() != *req.Replaces {
+			refuse("replaces", *req.Replaces, fmt.Sprintf("%s is not an attempt id (attempt ids are the lowercase UUIDs checkpoint replies carry)", in))
 		}
 	}
-	for _, f := range []struct {
-		name  string
-		value any
-		set   bool
-	}{
-		{"seed", req.Seed, req.Seed != nil}, {"episode_id", req.EpisodeID, req.EpisodeID != nil}, {"fixture", req.Fixture, req.Fixture != nil},
-		{"now", req.Now, req.Now != nil}, {"clock_mode", req.ClockMode, req.ClockMode != nil}, {"startup", req.Startup, req.Startup != nil},
-		{"control_tools", req.ControlTools, req.ControlTools != nil}, {"task", req.Task, req.Task != nil},
-	} {
-		if f.set {
-			in, _ := json.Marshal(f.value)
-			errs = append(errs, fieldError{Type: "value_error", Loc: at(req.loc, f.name), Input: in,
-				Msg: fmt.Sprintf("Value error, %s cannot be given with checkpoint: a restore continues the checkpointed episode as it was", f.name)})
+	if req.Checkpoint == nil {
+		return errs
+	}
+	v := reflect.ValueOf(req)
+	for i := range v.NumField() {
+		key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		if f := v.Field(i); key != "" && key != "checkpoint" && key != "replaces" && !f.IsNil() {
+			refuse(key, f.Interface(), key+" cannot be given with checkpoint: a restore continues the checkpointed episode as it was")
 		}
 	}
 	return errs
