@@ -165,7 +165,7 @@ func (s *Server) serveBatch(ctx context.Context, w http.ResponseWriter, body []b
 	var resps [][]byte
 	size := 1 // the reply's bytes: its brackets, commas and responses
 	for i, m := range msgs {
-		resp, status, _ := s.handleRPC(ctx, m, ss, rpcBatched)
+		resp, status, _ := s.handleRPC(ctx, m, ss, rpcStandard)
 		if status == http.StatusAccepted {
 			continue
 		}
@@ -214,8 +214,7 @@ type rpcMode int
 const (
 	rpcWS       rpcMode = iota // an mcp message on /ws, bound to the socket's session (OpenEnv's dialect)
 	rpcPost                    // POST /mcp without a session header: OpenEnv's dialect, or a standard client's initialize
-	rpcStandard                // POST /mcp with Mcp-Session-Id: a standard MCP client's session
-	rpcBatched                 // one message of a batch on a standard client's session
+	rpcStandard                // POST /mcp with Mcp-Session-Id, alone or in a batch: a standard MCP client's session
 )
 
 // serveMCPDelete serves DELETE /mcp: a standard MCP client ends the
@@ -312,7 +311,7 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 	if !ok {
 		return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: Input should be an object", nil), http.StatusOK, ""
 	}
-	std := mode == rpcStandard || mode == rpcBatched
+	std := mode == rpcStandard
 	_, hasMethod := m["method"]
 	_, hasResult := m["result"]
 	_, hasError := m["error"]
