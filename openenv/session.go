@@ -56,19 +56,19 @@ type session struct {
 
 	mu           sync.Mutex // guards the fields below
 	lastActivity time.Time
-	busy         int      // calls in progress; the reaper spares a busy session
-	steps        int      // tool calls since the last reset
-	over         bool     // the task graded the episode done: later steps are refused
-	doneAt       int      // the step count when it did
-	task         string   // the episode's task; "" for none
-	graded       bool     // the episode has been graded
-	lastReward   float64  // its latest grading's reward
-	episodeEnded bool     // the episode's end is observed (it finished, or the instance went)
-	episodeID    string   // "" before the first reset
-	attempt      string   // this session's attempt at the episode: new at every reset and restore
-	exposed      bool     // a checkpoint of the episode names attempt, so a restore may fence it
-	timeline     timeline // the episode's newest tool calls, for the inspector
-	stopped      bool     // stop was called; closeCode and closeReason are set
+	busy         int            // calls in progress; the reaper spares a busy session
+	steps        int            // tool calls since the last reset
+	over         bool           // the task graded the episode done: later steps are refused
+	doneAt       int            // the step count when it did
+	task         string         // the episode's task; "" for none
+	graded       bool           // the episode has been graded
+	lastReward   float64        // its latest grading's reward
+	episodeEnded bool           // the episode's end is observed (it finished, or the instance went)
+	episodeID    string         // "" before the first reset
+	attempt      string         // this session's attempt at the episode: new at every reset and restore
+	exposed      bool           // a checkpoint of the episode names attempt, so a restore may fence it
+	timeline     []timelineStep // the episode's newest maxTimeline tool calls, oldest first, for the inspector
+	stopped      bool           // stop was called; closeCode and closeReason are set
 	closeCode    websocket.StatusCode
 	closeReason  string
 	// requests are a standard MCP client's tools/call and tools/list requests in

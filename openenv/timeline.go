@@ -98,38 +98,20 @@ func (ss *session) recordStepLocked(name string, args json.RawMessage, out toolO
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	st.Step = ss.steps
-	ss.timeline.add(st)
+	if len(ss.timeline) == maxTimeline {
+		ss.timeline = ss.timeline[1:]
+	}
+	ss.timeline = append(ss.timeline, st)
 }
 
 // gradeStepLocked sets the newest step's reward and done.
 func (ss *session) gradeStepLocked(reward float64, done bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if last := ss.timeline.newest(); last != nil && last.Step == ss.steps {
-		last.Reward, last.Done = &reward, done
+	if n := len(ss.timeline); n > 0 && ss.timeline[n-1].Step == ss.steps {
+		ss.timeline[n-1].Reward, ss.timeline[n-1].Done = &reward, done
 	}
 }
-
-// timeline is an episode's newest maxTimeline steps, oldest first.
-type timeline []timelineStep
-
-func (t *timeline) add(st timelineStep) {
-	if len(*t) == maxTimeline {
-		*t = (*t)[1:]
-	}
-	*t = append(*t, st)
-}
-
-// newest returns the newest step, or nil.
-func (t timeline) newest() *timelineStep {
-	if len(t) == 0 {
-		return nil
-	}
-	return &t[len(t)-1]
-}
-
-// list returns a copy of the steps, oldest first; never nil.
-func (t timeline) list() []timelineStep { return append([]timelineStep{}, t...) }
 
 // watchReply is the body of GET /sessions/{ref}/watch.
 type watchReply struct {
@@ -167,7 +149,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ss.mu.Lock()
-	steps := ss.timeline.list()
+	steps := append([]timelineStep{}, ss.timeline...) // never null
 	ss.mu.Unlock()
 	s.respond(w, http.StatusOK, watchReply{Session: ss.info(), Steps: steps, State: state})
 }
