@@ -421,14 +421,8 @@ func (s *Server) rpcSession(ctx context.Context, params map[string]jsontext.Valu
 func (s *Server) rpcToolsList(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, ws *session) rpcResponse {
 	ss, perr := s.rpcSession(ctx, params, ws, false)
 	var tools []env.ToolInfo
-	switch {
-	case perr != nil:
-	case ss == nil:
-		var info Info
-		info, perr = s.info()
-		tools = info.Tools
-	default:
-		tools, perr = ss.mcpTools(ctx)
+	if perr == nil {
+		tools, perr = s.mcpTools(ctx, ss)
 	}
 	return rpcAnswer(id, listTools(tools, func(t env.ToolInfo, input json.RawMessage) mcpTool {
 		return mcpTool{Name: t.Name, Description: t.Description, InputSchema: input, OutputSchema: t.OutputSchema}

@@ -347,19 +347,22 @@ func (ss *session) inspect(ctx context.Context, req inspectData) (json.RawMessag
 	})
 }
 
-// mcpTools returns the session's tool listing: its instance's, or the
-// world's before the first reset (discovery needs no reset).
-func (ss *session) mcpTools(ctx context.Context) ([]env.ToolInfo, *protoError) {
-	_, leave, perr := ss.enter(ctx, true)
-	if perr != nil {
-		return nil, perr
+// mcpTools returns the tool listing of tools/list on ss: its instance's,
+// or the world's without a session or before its first reset (discovery
+// needs no reset).
+func (s *Server) mcpTools(ctx context.Context, ss *session) ([]env.ToolInfo, *protoError) {
+	if ss != nil {
+		_, leave, perr := ss.enter(ctx, true)
+		if perr != nil {
+			return nil, perr
+		}
+		defer leave()
+		if ss.inst != nil {
+			return s.tools(ss.inst)
+		}
 	}
-	defer leave()
-	if ss.inst == nil {
-		info, perr := ss.srv.info()
-		return info.Tools, perr
-	}
-	return ss.srv.tools(ss.inst)
+	info, perr := s.info()
+	return info.Tools, perr
 }
 
 // mcpCall makes one tool call for JSON-RPC tools/call. It counts as a step.
