@@ -730,41 +730,33 @@ func requestKey(id jsontext.Value) (string, bool) {
 	return string(v), true
 }
 
-// refusedID is the id a refusal of the request whose body begins with
-// prefix names: its leadingID, or null when it has none.
+// refusedID is the id a refusal of the JSON-RPC request whose body begins
+// with prefix (the whole body, or the part of one too large or too slow to
+// read whole) names: a top-level "id" member that comes before the first
+// member prefix cuts short, and that is a string or a number; null when
+// there is none. The official Go SDK's client writes the id second, after
+// "jsonrpc".
 func refusedID(prefix []byte) json.RawMessage {
-	if id, ok := leadingID(prefix); ok {
-		return id
-	}
-	return nullID
-}
-
-// leadingID returns the id of the JSON-RPC request whose body begins with
-// prefix (the whole body, or the part of one too large or too slow to read
-// whole), when a top-level "id" member comes before the first member that
-// prefix cuts short. The official Go SDK's client writes the id second,
-// after "jsonrpc".
-func leadingID(prefix []byte) (json.RawMessage, bool) {
 	dec := jsontext.NewDecoder(bytes.NewReader(prefix))
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return nil, false
+		return nullID
 	}
 	for {
 		tok, err := dec.ReadToken()
 		if err != nil || tok.Kind() != '"' {
-			return nil, false
+			return nullID
 		}
 		name := tok.String() // before the decoder reads on, which voids tok
 		v, err := dec.ReadValue()
 		if err != nil {
-			return nil, false
+			return nullID
 		}
 		if name == "id" {
 			// A number the prefix ends in may be cut short: 12 of 123.
 			if k := v.Kind(); k != '"' && (k != '0' || dec.InputOffset() == int64(len(prefix))) {
-				return nil, false
+				return nullID
 			}
-			return json.RawMessage(v.Clone()), true
+			return json.RawMessage(v.Clone())
 		}
 	}
 }
