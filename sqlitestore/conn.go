@@ -144,11 +144,16 @@ func openConn(ctx context.Context, uri string, maxMemory int64, now func() time.
 	if err := c.BusyTimeout(BusyTimeout); err != nil {
 		return nil, formatError(ctx, err)
 	}
-	if err := c.Exec(fmt.Sprintf("PRAGMA foreign_keys=ON; PRAGMA cache_size=-%d;", CacheSizeKiB)); err != nil {
-		return nil, formatError(ctx, err)
-	}
+	// FTS5 first: PRAGMA cache_size reads the schema, and a shadow table
+	// is known as one only when its module is registered as the schema
+	// is read (or its virtual table connected since). Read before, an
+	// FTS5 table's shadow tables pass for ordinary tables, which change
+	// capture would report the rows of.
 	if err := fts5.Register(c); err != nil {
 		return nil, fmt.Errorf("sqlitestore: registering fts5: %w", formatError(ctx, err))
+	}
+	if err := c.Exec(fmt.Sprintf("PRAGMA foreign_keys=ON; PRAGMA cache_size=-%d;", CacheSizeKiB)); err != nil {
+		return nil, formatError(ctx, err)
 	}
 	if now == nil {
 		now = time.Now
