@@ -22,11 +22,7 @@ import (
 
 // diffTables are the tables a schema picks from; each has variants, and
 // some need another (a foreign key's parent, a trigger's target).
-var diffTables = []struct {
-	name     string
-	variants []string
-	needs    []string
-}{
+var diffTables = []diffTableSpec{
 	{name: "r", variants: []string{
 		`CREATE TABLE r (a INTEGER, b TEXT, c)`,
 		`CREATE TABLE r (a INTEGER UNIQUE ON CONFLICT REPLACE, b TEXT, c)`,
@@ -75,12 +71,25 @@ CREATE TRIGGER au_del AFTER DELETE ON au BEGIN UPDATE ip SET b = 'au gone' WHERE
 	}},
 }
 
+// diffTableSpec is a table a schema may pick: its variants, and the
+// tables it needs.
+type diffTableSpec struct {
+	name     string
+	variants []string
+	needs    []string
+}
+
 // diffValues are the values statements write: integers and reals SQLite
 // may find equal, zeros of both signs, text in both cases, a blob, NULL.
 var diffValues = []string{"0", "1", "2", "3", "-1", "1.0", "2.5", "-0.0", "0.0", "'a'", "'A'", "'b'", "'1'", "x'61'", "NULL", "9223372036854775807", "1e300"}
 
 // diffSource draws choices from the bytes of a fuzz input, then zeros.
-type diffSource struct{ in []byte }
+// A wide source also draws from the tables, values and statements of
+// capture_diff_wide_test.go.
+type diffSource struct {
+	in   []byte
+	wide bool
+}
 
 func (d *diffSource) n(k int) int {
 	if len(d.in) == 0 || k <= 0 {
@@ -93,37 +102,40 @@ func (d *diffSource) n(k int) int {
 
 func (d *diffSource) done() bool { return len(d.in) == 0 }
 
-func (d *diffSource) value() string { return diffValues[d.n(len(diffValues))] }
+func (d *diffSource) value() string {
+	if d.wide {
+		return wideValues[d.n(len(wideValues))]
+	}
+	return diffValues[d.n(len(diffValues))]
+}
 
 // diffSchema picks tables and their variants.
 func diffSchema(d *diffSource) (schema string, tables []string) {
 	var picked []string
+	list, mask := diffTables, d.n(64)
+	if d.wide {
+		list = wideTables
+		mask = d.n(1 << len(list))
+	}
 	var add func(i int)
 	add = func(i int) {
-		t := diffTables[i]
+		t := list[i]
 		if slices.Contains(tables, t.name) {
 			return
 		}
 		for _, need := range t.needs {
-			add(slices.IndexFunc(diffTables, func(x struct {
-				name     string
-				variants []string
-				needs    []string
-			}) bool {
-				return x.name == need
-			}))
+			add(slices.IndexFunc(list, func(x diffTableSpec) bool { return x.name == need }))
 		}
 		tables = append(tables, t.name)
 		picked = append(picked, t.variants[d.n(len(t.variants))]+";")
 	}
-	mask := d.n(64)
-	for i := range diffTables {
+	for i := range list {
 		if mask&(1<<i) != 0 {
 			add(i)
 		}
 	}
 	if len(tables) == 0 {
-		add(d.n(len(diffTables)))
+		add(d.n(len(list)))
 	}
 	return strings.Join(picked, "\n"), tables
 }
@@ -137,6 +149,8 @@ var diffColumns = map[string][]string{
 	"tk": {"k", "v", "w", "rowid", "x1"},
 	"ch": {"id", "pid", "v", "x1"},
 	"au": {"id", "what"},
+	"vw": {"id", "a", "b"},
+	"ft": {"id", "a", "b", "rowid", "x1"},
 }
 
 // diffStatement returns a random statement on tables; many fail, which is
@@ -146,7 +160,15 @@ func diffStatement(d *diffSource, tables []string, savepoints *int) string {
 	cols := diffColumns[t]
 	col := func() string { return cols[d.n(len(cols))] }
 	v := d.value
-	switch d.n(26) {
+	k := 26
+	if d.wide {
+		k += wideStatements
+	}
+	k = d.n(k)
+	if k >= 26 {
+		return wideStatement(d, k-26, t, tables, col)
+	}
+	switch k {
 	case 0, 1, 2:
 		c1, c2 := col(), col()
 		return fmt.Sprintf("INSERT INTO %s (%s, %s) VALUES (%s, %s), (%s, %s)", t, c1, c2, v(), v(), v(), v())
@@ -226,6 +248,7 @@ type diffRig struct {
 	// reports.
 	rolledBack bool
 	sp         int // savepoints named so far
+	open       int // frames open, in every capture
 }
 
 func (r *diffRig) logf(format string, args ...any) {
@@ -253,6 +276,9 @@ func (r *diffRig) exec(raw bool) {
 			err = c.Exec(q)
 		}
 		q = "raw: " + q
+	} else if r.d.wide && strings.Contains(q, "RETURNING") && r.d.n(2) == 0 {
+		_, err = r.s.Query(ctx, q)
+		q = "query: " + q
 	} else {
 		_, err = r.s.Exec(ctx, q)
 	}
@@ -311,6 +337,7 @@ func (r *diffRig) release() {
 
 // endFrame commits or rolls back f.
 func (r *diffRig) endFrame(f *sqlitestore.Frame) {
+	r.open--
 	var err error
 	if r.d.n(2) == 0 {
 		r.logf("Rollback")
@@ -333,7 +360,14 @@ func (r *diffRig) endFrame(f *sqlitestore.Frame) {
 // refused, and the rows it touched are unknown.
 func (r *diffRig) call(depth int) map[string]bool {
 	ctx := context.Background()
-	before := snapshotTables(r.t, r.s)
+	// SQLite may have rolled an open frame's transaction back on its own
+	// (SQLITE_FULL once AUTOINCREMENT runs out of rowids): the store then
+	// refuses every statement until the frames end, snapshots included.
+	lost := r.open > 0 && !r.s.InTransaction()
+	var before diffSnapshot
+	if !lost {
+		before = snapshotTables(r.t, r.s)
+	}
 	c := r.s.StartCapture()
 	r.logf("-- capture %d", depth)
 	var frames []*sqlitestore.Frame
@@ -350,6 +384,7 @@ func (r *diffRig) call(depth int) map[string]bool {
 		case 0:
 			if f, err := r.s.Begin(ctx); err == nil {
 				frames = append(frames, f)
+				r.open++
 				r.logf("Begin")
 			} else {
 				r.logf("Begin -- %v", err)
@@ -394,6 +429,10 @@ func (r *diffRig) call(depth int) map[string]bool {
 	if refused {
 		return nil
 	}
+	if lost || r.open > 0 && !r.s.InTransaction() {
+		r.logf("not checked: the transaction was lost")
+		return nil
+	}
 	if depth > 0 && r.rolledBack {
 		// Rows the rollback undid that the outer capture touched are the
 		// outer one's to report.
@@ -427,9 +466,10 @@ func rowID(r sqlitestore.RowChange) string {
 }
 
 // runCaptureDiff runs the differential test on one input.
-func runCaptureDiff(t *testing.T, in []byte) {
+// A wide run draws from the wider generator too.
+func runCaptureDiff(t *testing.T, in []byte, wide bool) {
 	ctx := context.Background()
-	d := &diffSource{in: in}
+	d := &diffSource{in: in, wide: wide}
 	schema, tables := diffSchema(d)
 	r := &diffRig{t: t, d: d, tables: tables}
 	defer func() {
@@ -508,7 +548,7 @@ func TestCapture_Differential(t *testing.T) {
 		n = 20
 	}
 	for seed := range uint64(n) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runCaptureDiff(t, diffInput(seed)) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runCaptureDiff(t, diffInput(seed), false) })
 		if t.Failed() {
 			return
 		}
@@ -526,6 +566,6 @@ func FuzzCaptureDiff(f *testing.F) {
 		if len(in) > 400 {
 			in = in[:400]
 		}
-		runCaptureDiff(t, in)
+		runCaptureDiff(t, in, false)
 	})
 }
