@@ -27,11 +27,13 @@ type logDiffArgs struct {
 }
 
 // logDiffWorld is a host with tables of several key kinds and an added
-// world "kv"; the host's tool "run" runs ops (see runOps).
+// world "kv", which has a table of the host's name h; the host's tool "run"
+// runs ops (see runOps).
 func logDiffWorld() *env.World {
 	kv := env.NewWorld(env.WorldSpec{Name: "ldkv", Version: "1.0.0", Schema: `
 CREATE TABLE kv (id TEXT PRIMARY KEY, v INTEGER NOT NULL) STRICT;
 CREATE TABLE c (id INTEGER PRIMARY KEY, kid TEXT REFERENCES kv (id) ON DELETE CASCADE, r REAL);
+CREATE TABLE h (id INTEGER PRIMARY KEY, v TEXT);
 CREATE TRIGGER kv_up AFTER UPDATE ON kv WHEN NEW.v = 3 BEGIN INSERT INTO c (kid, r) VALUES (NEW.id, 3); END;`})
 	env.Tool(kv, "bump", "Add one to every row.", func(c *env.Ctx, _ noArgs) (any, error) {
 		_, err := c.DB.Exec("UPDATE kv SET v = v + 1")
@@ -40,6 +42,17 @@ CREATE TRIGGER kv_up AFTER UPDATE ON kv WHEN NEW.v = 3 BEGIN INSERT INTO c (kid,
 	env.Tool(kv, "put_fail", "Write, then fail.", func(c *env.Ctx, _ noArgs) (any, error) {
 		c.DB.Exec("INSERT OR REPLACE INTO kv VALUES ('f', 1)")
 		return nil, errors.New("put_fail fails")
+	})
+	env.Tool(kv, "txput", "Write in a transaction that fails, write, and write in one that commits.", func(c *env.Ctx, _ noArgs) (any, error) {
+		c.DB.Transaction(func() error {
+			c.DB.Exec("INSERT OR REPLACE INTO h VALUES (9, 'tx')")
+			return errors.New("txput's transaction fails")
+		})
+		c.DB.Exec("INSERT OR REPLACE INTO kv VALUES ('t', 2)")
+		return nil, c.DB.Transaction(func() error {
+			_, err := c.DB.Exec("UPDATE h SET v = v || 'ok'")
+			return err
+		})
 	})
 	env.Tool(kv, "put_panic", "Write, then panic.", func(c *env.Ctx, _ noArgs) (any, error) {
 		c.DB.Exec("DELETE FROM kv WHERE v > 1")
@@ -67,10 +80,11 @@ func init() {
 var logDiffHost *env.World
 
 // runOps runs ops in c: "h:SQL" on the host's store, "k:SQL" on kv's
-// directly, "raw:SQL" on the raw connection of kv's store, "call:TOOL" a
-// nested call of kv, "self:JSON" a re-entrant call of run with the ops in
-// JSON, "tx:JSON" and "txfail:JSON" the ops in JSON inside a transaction
-// on kv that commits or fails, "fail" and "panic" end the call so.
+// directly, "raw:SQL" on the raw connection of kv's store and "rawh:SQL"
+// on the host's, "call:TOOL" a nested call of kv, "self:JSON" a re-entrant
+// call of run with the ops in JSON, "tx:JSON" and "txfail:JSON" the ops in
+// JSON inside a transaction on kv that commits or fails, "txh:JSON" inside
+// one on the host that commits, "fail" and "panic" end the call so.
 // Statements that fail, and nested calls that do, are ignored.
 func runOps(c *env.Ctx, ops []string) error {
 	kv := c.Worlds.Get("kv")
@@ -93,6 +107,14 @@ func runOps(c *env.Ctx, ops []string) error {
 				return err
 			}
 			conn.(*sqlite3.Conn).Exec(arg)
+		case "rawh":
+			conn, err := c.DB.Conn()
+			if err != nil {
+				return err
+			}
+			conn.(*sqlite3.Conn).Exec(arg)
+		case "txh":
+			c.DB.Transaction(func() error { return runOps(c, sub) })
 		case "call":
 			kv.Call(arg, map[string]any{})
 		case "self":
@@ -118,13 +140,20 @@ func runOps(c *env.Ctx, ops []string) error {
 
 var logDiffValues = []string{"0", "1", "2", "3", "-1", "1.0", "2.5", "-0.0", "'a'", "'b'", "NULL", "x'61'"}
 
-// logDiffOps returns random ops, depth levels of nesting at most.
-func logDiffOps(r *rand.Rand, depth int) []string {
+// logDiffOps returns random ops, depth levels of nesting at most; wide
+// ones draw from more ops: kv's table h, which the host's name shares,
+// savepoints, the host's raw connection and transactions, kv's tool txput,
+// and keys changed.
+func logDiffOps(r *rand.Rand, depth int, wide bool) []string {
 	v := func() string { return logDiffValues[r.IntN(len(logDiffValues))] }
 	var ops []string
 	for range 1 + r.IntN(5) {
 		var op string
-		switch r.IntN(20) {
+		k := 20
+		if wide {
+			k = 28
+		}
+		switch r.IntN(k) {
 		case 0:
 			op = fmt.Sprintf("h:INSERT OR REPLACE INTO h VALUES (%d, %s, %s)", r.IntN(4), v(), v())
 		case 1:
@@ -151,12 +180,12 @@ func logDiffOps(r *rand.Rand, depth int) []string {
 			op = "call:" + []string{"bump", "put_fail", "put_panic"}[r.IntN(3)]
 		case 13, 14:
 			if depth > 0 {
-				b, _ := json.Marshal(logDiffOps(r, depth-1))
+				b, _ := json.Marshal(logDiffOps(r, depth-1, wide))
 				op = "self:" + string(b)
 			}
 		case 15, 16:
 			if depth > 0 {
-				b, _ := json.Marshal(logDiffOps(r, depth-1))
+				b, _ := json.Marshal(logDiffOps(r, depth-1, wide))
 				op = []string{"tx:", "txfail:"}[r.IntN(2)] + string(b)
 			}
 		case 17:
@@ -165,8 +194,25 @@ func logDiffOps(r *rand.Rand, depth int) []string {
 			}
 		case 18:
 			op = fmt.Sprintf("h:UPDATE h SET id = id + %d", 1+r.IntN(2))
-		default:
+		case 19:
 			op = fmt.Sprintf("k:UPDATE kv SET v = %d", r.IntN(4))
+		case 20, 21:
+			op = fmt.Sprintf("k:INSERT OR REPLACE INTO h VALUES (%d, %s)", r.IntN(4), v())
+		case 22:
+			op = []string{"h:", "k:"}[r.IntN(2)] + []string{"SAVEPOINT s", "ROLLBACK TO s", "RELEASE s"}[r.IntN(3)]
+		case 23:
+			if depth > 0 {
+				b, _ := json.Marshal(logDiffOps(r, depth-1, wide))
+				op = "txh:" + string(b)
+			}
+		case 24:
+			op = fmt.Sprintf("rawh:UPDATE h SET v = v || 'r' WHERE id = %d", r.IntN(4))
+		case 25:
+			op = "call:txput"
+		case 26:
+			op = fmt.Sprintf("k:UPDATE kv SET id = id || 'x' WHERE id = '%c'", 'a'+r.IntN(3))
+		default:
+			op = fmt.Sprintf("h:INSERT INTO h (v, r) VALUES (%s, %s) RETURNING id", v(), v())
 		}
 		if op != "" {
 			ops = append(ops, op)
@@ -182,7 +228,7 @@ func logDiffSnapshot(t *testing.T, inst *composition.Instance) map[string]map[st
 	out := map[string]map[string]any{}
 	for _, tb := range []struct{ world, schema, table, key string }{
 		{"main", "main", "h", "id"}, {"main", "main", "n", "rowid"}, {"main", "main", "w", "k, j"},
-		{"kv", "kv", "kv", "id"}, {"kv", "kv", "c", "id"},
+		{"kv", "kv", "kv", "id"}, {"kv", "kv", "c", "id"}, {"kv", "kv", "h", "id"},
 	} {
 		rows, err := inst.Inspect().Query(context.Background(), fmt.Sprintf("SELECT %s AS key__, * FROM %s.%s", strings.ReplaceAll(tb.key, ", ", " || '/' || "), tb.schema, tb.table))
 		if err != nil {
@@ -268,64 +314,73 @@ func chainLog(before, after map[string]map[string]any, records []env.ChangeRecor
 	return errors.Join(errs...)
 }
 
-func TestChangeLog_Differential(t *testing.T) {
+func TestChangeLog_Differential(t *testing.T) { runLogDiff(t, false) }
+
+// TestChangeLog_DifferentialWide is TestChangeLog_Differential with the
+// wider ops (see logDiffOps).
+func TestChangeLog_DifferentialWide(t *testing.T) { runLogDiff(t, true) }
+
+func runLogDiff(t *testing.T, wide bool) {
 	n := 40
 	if testing.Short() {
 		n = 8
 	}
-	ctx := context.Background()
 	for seed := range uint64(n) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			r := rand.New(rand.NewPCG(seed, 1))
-			inst := openLogDiff(t, composition.Options{Seed: int64(seed)})
-			var calls []string
-			defer func() {
-				if t.Failed() {
-					t.Logf("calls:\n%s", strings.Join(calls, "\n"))
-				}
-			}()
-			for range 12 {
-				switch r.IntN(6) {
-				case 0:
-					inst.Release()
-					calls = append(calls, "Release")
-					continue
-				case 1:
-					cp, err := inst.Checkpoint(ctx)
-					if err != nil {
-						t.Fatal(err)
-					}
-					fork, err := composition.Open(ctx, logDiffHost, composition.Options{Checkpoint: cp, Seed: int64(seed)})
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(func() { fork.Close() })
-					if got, want := len(fork.ChangeLog()), len(inst.ChangeLog()); got != want {
-						t.Fatalf("the fork's log holds %d records, the checkpointed instance's %d", got, want)
-					}
-					inst = fork
-					calls = append(calls, "Fork")
-					continue
-				}
-				ops := logDiffOps(r, 2)
-				b, _ := json.Marshal(logDiffArgs{Ops: ops})
-				calls = append(calls, string(b))
-				before := logDiffSnapshot(t, inst)
-				prev := len(inst.ChangeLog())
-				logDiffInst = inst
-				_, err := inst.CallJSON(ctx, "run", b)
-				if err != nil {
-					calls = append(calls, "  -> "+err.Error())
-				}
-				after := logDiffSnapshot(t, inst)
-				log := inst.ChangeLog()[prev:]
-				if err := chainLog(before, after, log); err != nil {
-					t.Fatalf("call %s:\n%v\nrecords:\n%s", b, err, formatLog(log))
-				}
-			}
-		})
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { logDiffSeed(t, seed, wide) })
 		if t.Failed() {
 			return
+		}
+	}
+}
+
+// logDiffSeed runs the differential test of the change log on one seed.
+func logDiffSeed(t *testing.T, seed uint64, wide bool) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(seed, 1))
+	inst := openLogDiff(t, composition.Options{Seed: int64(seed)})
+	var calls []string
+	defer func() {
+		if t.Failed() {
+			t.Logf("calls:\n%s", strings.Join(calls, "\n"))
+		}
+	}()
+	for range 12 {
+		switch r.IntN(6) {
+		case 0:
+			inst.Release()
+			calls = append(calls, "Release")
+			continue
+		case 1:
+			cp, err := inst.Checkpoint(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fork, err := composition.Open(ctx, logDiffHost, composition.Options{Checkpoint: cp, Seed: int64(seed)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { fork.Close() })
+			if got, want := len(fork.ChangeLog()), len(inst.ChangeLog()); got != want {
+				t.Fatalf("the fork's log holds %d records, the checkpointed instance's %d", got, want)
+			}
+			inst = fork
+			calls = append(calls, "Fork")
+			continue
+		}
+		ops := logDiffOps(r, 2, wide)
+		b, _ := json.Marshal(logDiffArgs{Ops: ops})
+		calls = append(calls, string(b))
+		before := logDiffSnapshot(t, inst)
+		prev := len(inst.ChangeLog())
+		logDiffInst = inst
+		_, err := inst.CallJSON(ctx, "run", b)
+		if err != nil {
+			calls = append(calls, "  -> "+err.Error())
+		}
+		after := logDiffSnapshot(t, inst)
+		log := inst.ChangeLog()[prev:]
+		if err := chainLog(before, after, log); err != nil {
+			t.Fatalf("call %s:\n%v\nrecords:\n%s", b, err, formatLog(log))
 		}
 	}
 }
