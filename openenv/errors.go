@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/internal/runecut"
 )
 
 // Error codes of WebSocket error frames (OpenEnv's WSErrorCode).
@@ -140,11 +142,63 @@ func newError(code, format string, args ...any) *protoError {
 	return &protoError{code: code, message: fmt.Sprintf(format, args...)}
 }
 
-// invalid returns a validation error listing errs. The message names each
-// offending location, so a client that shows only the message still learns
-// what to fix.
+// invalid returns a validation error listing errs, each bounded. The
+// message names each offending location, so a client that shows only the
+// message still learns what to fix.
 func invalid(errs []fieldError) *protoError {
+	for i := range errs {
+		errs[i] = errs[i].bounded()
+	}
 	return &protoError{code: codeValidation, message: "Invalid message: " + summary(errs), errors: errs}
+}
+
+// maxEcho is the most bytes of a client's text a validation error repeats
+// in each place: its input, each key of its location, its message (which
+// may quote the input). Longer text is cut as the timeline and the logs cut
+// it, so a megabyte sent where a number belongs is not sent back, twice.
+const maxEcho = 1 << 10
+
+// bounded returns fe with its input, location keys and message cut to
+// maxEcho by echoText and echoJSON; fe's own location is left as it was.
+func (fe fieldError) bounded() fieldError {
+	if slices.ContainsFunc(fe.Loc, func(l any) bool { k, ok := l.(string); return ok && len(k) > maxEcho }) {
+		loc := make([]any, len(fe.Loc))
+		for i, l := range fe.Loc {
+			if k, ok := l.(string); ok {
+				l = echoText(k)
+			}
+			loc[i] = l
+		}
+		fe.Loc = loc
+	}
+	fe.Msg = echoText(fe.Msg)
+	fe.Input = echoJSON(fe.Input)
+	return fe
+}
+
+// echoText returns s, or its first maxEcho bytes (whole UTF-8 sequences)
+// followed by how long it was.
+func echoText(s string) string {
+	if len(s) <= maxEcho {
+		return s
+	}
+	return fmt.Sprintf("%s… (%d bytes, not echoed)", runecut.Prefix(s, maxEcho), len(s))
+}
+
+// echoJSON returns raw, an input, when it is at most maxEcho bytes long;
+// else a JSON string holding echoText of the string raw encodes, or of
+// raw's own text when it is another value, so the error still shows how
+// the input began.
+func echoJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) <= maxEcho {
+		return raw
+	}
+	text := string(raw)
+	var s string
+	if raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
+		text = s
+	}
+	return mustEncode(echoText(text))
 }
 
 // summary names each failure of errs at its location.

@@ -1,0 +1,68 @@
+package openenv_test
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/seahaven/seahaven/openenv"
+)
+
+// echoReplyLimit is more than any reply to one bounded validation failure
+// needs, and far less than the inputs the tests below send.
+const echoReplyLimit = 8 << 10
+
+// TestValidation_EchoBounded sends 2 MiB where a number belongs, as a key
+// that is not allowed and as a fixture name, on each transport: each
+// refusal repeats the first KiB of the client's text, says how long it
+// was, and stays a few KiB, instead of sending the megabytes back.
+func TestValidation_EchoBounded(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{})
+	big := strings.Repeat("é", 1<<20) // 2 MiB, two bytes a character
+	cut := strings.Repeat("é", 512) + "… (" + strconv.Itoa(len(big)) + " bytes, not echoed)"
+	c := s.dial(t)
+	t.Run("WS", func(t *testing.T) {
+		reply := roundTrip(t, c, `{"type":"reset","data":{"seed":"`+big+`","`+big+`":1}}`)
+		if len(reply) > echoReplyLimit {
+			t.Fatalf("a reply of %d bytes: %.300s", len(reply), reply)
+		}
+		checkError(t, reply, []string{"VALIDATION_ERROR"}, "data."+cut+": Extra inputs are not permitted", "data.seed: Input should be a valid integer")
+		errs := field(t, reply, "data.errors").([]any)
+		if len(errs) != 2 {
+			t.Fatalf("%d errors, want 2: %s", len(errs), reply)
+		}
+		seed, extra := errs[0].(map[string]any), errs[1].(map[string]any) // in key order
+		if loc := extra["loc"].([]any); len(loc) != 2 || loc[1] != cut {
+			t.Errorf("loc %.300q, want the key cut", loc)
+		}
+		if seed["input"] != cut {
+			t.Errorf("input %.300q, want %.300q", seed["input"], cut)
+		}
+		reply = roundTrip(t, c, `{"type":"reset","data":{"fixture":"`+big+`"}}`)
+		if len(reply) > echoReplyLimit {
+			t.Fatalf("a reply of %d bytes: %.300s", len(reply), reply)
+		}
+		checkError(t, reply, []string{"VALIDATION_ERROR"}, "data.fixture: ", " bytes, not echoed)")
+	})
+	t.Run("HTTP", func(t *testing.T) {
+		seed := `[` + strings.Repeat("1,", 1<<20) + `1]`
+		status, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{"seed":`+seed+`}`, nil)
+		if status != http.StatusUnprocessableEntity || len(body) > echoReplyLimit {
+			t.Fatalf("status %d, a body of %d bytes: %.300s", status, len(body), body)
+		}
+		want := seed[:1<<10] + "… (" + strconv.Itoa(len(seed)) + " bytes, not echoed)"
+		if got := field(t, body, "detail").([]any)[0].(map[string]any)["input"]; got != want {
+			t.Errorf("input %.300q, want the JSON's text cut, %.300q", got, want)
+		}
+	})
+	t.Run("MCP", func(t *testing.T) {
+		reply := s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{"`+big+`":1}}`)
+		if len(reply) > echoReplyLimit {
+			t.Fatalf("a reply of %d bytes: %.300s", len(reply), reply)
+		}
+		if msg := str(t, reply, "error.message"); msg != "Invalid message: params."+cut+": Extra inputs are not permitted" {
+			t.Errorf("message %.300q", msg)
+		}
+	})
+}
