@@ -29,7 +29,10 @@ type Attachment struct {
 // control; introspection pragmas and the read-only checks integrity_check
 // and quick_check (over every attached schema when none is named) are
 // allowed. Its date and time functions read the instance clock, and random()
-// and randomblob() draw from InspectorOptions.Random. Each query sees the
+// and randomblob() draw from InspectorOptions.Random. No query reads the
+// paths of the store files: pragma_database_list's file column reads as
+// NULL, and so does any value a query returns that is one of those paths
+// (the file column of PRAGMA database_list). Each query sees the
 // rows the stores have committed by then, in a read transaction that ends
 // with the query: the connection holds no lock between queries. Temporary
 // storage (sorts, temp tables) is kept in the connection's memory, under its
@@ -46,6 +49,9 @@ type Inspector struct {
 	// ending is set while the Inspector rolls back a transaction left open,
 	// which the authorizer then lets through.
 	ending bool
+	// files are the store files' names as PRAGMA database_list gives them,
+	// which QueryLimit reads as NULL.
+	files map[string]bool
 }
 
 // InspectorOptions configures OpenInspector.
@@ -96,9 +102,11 @@ func OpenInspector(ctx context.Context, rootPath string, attach []Attachment, op
 				cn.close()
 			}
 		}()
-		if err := setupInspector(ctx, cn, rootPath, attach, in.authorize); err != nil {
+		files, err := setupInspector(ctx, cn, rootPath, attach, in.authorize)
+		if err != nil {
 			return err
 		}
+		in.files = files
 		ok = true
 		in.cn = cn
 		return nil
@@ -109,26 +117,28 @@ func OpenInspector(ctx context.Context, rootPath string, attach []Attachment, op
 	return in, nil
 }
 
-func setupInspector(ctx context.Context, cn *conn, rootPath string, attach []Attachment, auth func(sqlite3.AuthorizerActionCode, string, string, string, string) sqlite3.AuthorizerReturnCode) error {
+// setupInspector attaches attach to cn and sets auth as its authorizer. It
+// returns the names of the connection's store files.
+func setupInspector(ctx context.Context, cn *conn, rootPath string, attach []Attachment, auth func(sqlite3.AuthorizerActionCode, string, string, string, string) sqlite3.AuthorizerReturnCode) (map[string]bool, error) {
 	old := cn.c.SetInterrupt(ctx)
 	defer cn.c.SetInterrupt(old)
 	if ro, _ := cn.c.ReadOnly("main"); !ro {
-		return fmt.Errorf("sqlitestore: %s did not open read-only", rootPath)
+		return nil, fmt.Errorf("sqlitestore: %s did not open read-only", rootPath)
 	}
 	// Sorts, DISTINCT, materialized subqueries and temp tables then live in
 	// the connection's memory, bounded by its cap, instead of unlinked files
 	// in the OS temp directory that nothing bounds.
 	if err := cn.c.Exec("PRAGMA temp_store=MEMORY"); err != nil {
-		return &opError{"open", rootPath, formatError(ctx, err)}
+		return nil, &opError{"open", rootPath, formatError(ctx, err)}
 	}
 	if _, err := cn.query("SELECT count(*) FROM main.sqlite_schema", nil); err != nil {
-		return &opError{"open", rootPath, formatError(ctx, err)}
+		return nil, &opError{"open", rootPath, formatError(ctx, err)}
 	}
 	for _, a := range attach {
 		schema := quoteIdent(a.Schema)
 		st, _, err := cn.c.Prepare("ATTACH DATABASE ?1 AS " + schema)
 		if err != nil {
-			return &opError{"attach", a.Path, formatError(ctx, err)}
+			return nil, &opError{"attach", a.Path, formatError(ctx, err)}
 		}
 		if err = st.BindText(1, fileURI(a.Path, "ro")); err == nil {
 			err = st.Exec()
@@ -138,14 +148,26 @@ func setupInspector(ctx context.Context, cn *conn, rootPath string, attach []Att
 			_, err = cn.query("SELECT count(*) FROM "+schema+".sqlite_schema", nil)
 		}
 		if err != nil {
-			return &opError{"attach", a.Path, formatError(ctx, err)}
+			return nil, &opError{"attach", a.Path, formatError(ctx, err)}
+		}
+	}
+	const list = "SELECT file FROM pragma_database_list"
+	rows, err := cn.query(list, nil)
+	if err != nil {
+		return nil, &opError{"open", rootPath, formatError(ctx, err)}
+	}
+	cn.forget(list)
+	files := map[string]bool{}
+	for _, r := range rows.Values {
+		if f, ok := r[0].(string); ok && f != "" {
+			files[f] = true
 		}
 	}
 	// Set last: statements prepared before are expired by SQLite.
 	if err := cn.c.SetAuthorizer(auth); err != nil {
-		return formatError(ctx, err)
+		return nil, formatError(ctx, err)
 	}
-	return nil
+	return files, nil
 }
 
 // authorize is the Inspector's authorizer: readOnlyAuthorizer, which also
@@ -184,7 +206,12 @@ func transactionStatement(action sqlite3.AuthorizerActionCode, op string) string
 // control.
 func readOnlyAuthorizer(action sqlite3.AuthorizerActionCode, name3rd, name4th, schema, _ string) sqlite3.AuthorizerReturnCode {
 	switch action {
-	case sqlite3.AUTH_SELECT, sqlite3.AUTH_READ, sqlite3.AUTH_FUNCTION, sqlite3.AUTH_RECURSIVE:
+	case sqlite3.AUTH_READ:
+		if strings.EqualFold(name3rd, "pragma_database_list") && strings.EqualFold(name4th, "file") {
+			return sqlite3.AUTH_IGNORE // a server path: reads as NULL
+		}
+		return sqlite3.AUTH_OK
+	case sqlite3.AUTH_SELECT, sqlite3.AUTH_FUNCTION, sqlite3.AUTH_RECURSIVE:
 		return sqlite3.AUTH_OK
 	case sqlite3.AUTH_INSERT, sqlite3.AUTH_UPDATE, sqlite3.AUTH_DELETE:
 		// The temp schema too: a temp table named like a store's table
@@ -243,6 +270,9 @@ func (i *Inspector) QueryLimit(ctx context.Context, lim ReadLimit, sql string, a
 		i.denied = ""
 		var err error
 		rows, err = i.cn.queryLimit(sql, args, lim)
+		if rows != nil {
+			hideFiles(rows.Values, i.files)
+		}
 		if err != nil && i.denied != "" {
 			return transactionError(i.denied)
 		}
@@ -252,6 +282,19 @@ func (i *Inspector) QueryLimit(ctx context.Context, lim ReadLimit, sql string, a
 		return nil, err
 	}
 	return rows, nil
+}
+
+// hideFiles sets each value of rows that names one of files to nil: the
+// file column of PRAGMA database_list, which the authorizer cannot hide as
+// it hides the column of the pragma_database_list table.
+func hideFiles(rows [][]any, files map[string]bool) {
+	for _, r := range rows {
+		for j, v := range r {
+			if s, ok := v.(string); ok && files[s] {
+				r[j] = nil
+			}
+		}
+	}
 }
 
 // endTransactionLocked rolls back a transaction the connection is still

@@ -248,3 +248,35 @@ func TestOpenInspector_Errors(t *testing.T) {
 		}
 	})
 }
+
+// TestInspector_HidesFilePaths reads the list of databases every way
+// SQLite offers: the schema names are there, the paths of the store files
+// (server paths) are not.
+func TestInspector_HidesFilePaths(t *testing.T) {
+	root, pay, in := inspectorFixture(t)
+	dir := filepath.Dir(root.Path())
+	for _, q := range []string{
+		"PRAGMA database_list",
+		"PRAGMA main.database_list",
+		"SELECT * FROM pragma_database_list",
+		"SELECT file || '' AS f, length(file) AS n FROM pragma_database_list",
+		"SELECT group_concat(file) FROM pragma_database_list()",
+		"SELECT name, file FROM pragma_database_list ORDER BY seq",
+	} {
+		rows, err := in.Query(context.Background(), q)
+		if err != nil {
+			t.Errorf("%s: %v", q, err)
+			continue
+		}
+		if got := fmt.Sprint(rows.Values); strings.Contains(got, dir) || strings.Contains(got, pay.Path()) {
+			t.Errorf("%s = %v, names the store files", q, got)
+		}
+	}
+	rows, err := in.Query(context.Background(), "SELECT name FROM pragma_database_list ORDER BY seq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := [][]any{{"main"}, {"payments"}}; !reflect.DeepEqual(rows.Values, want) {
+		t.Errorf("names %v, want %v", rows.Values, want)
+	}
+}
