@@ -66,3 +66,31 @@ func TestValidation_EchoBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestValidation_ProblemsBounded sends a reset with 5000 keys the reset
+// does not take: the refusal lists the first 100 in key order and says
+// how many more there were, on /ws and over HTTP.
+func TestValidation_ProblemsBounded(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{})
+	keys := make([]string, 5000)
+	for i := range keys {
+		keys[i] = `"k` + strconv.Itoa(10000+i) + `":1`
+	}
+	data := "{" + strings.Join(keys, ",") + "}"
+	reply := roundTrip(t, s.dial(t), `{"type":"reset","data":`+data+`}`)
+	checkError(t, reply, []string{"VALIDATION_ERROR"}, "data.k10000: Extra inputs are not permitted; ",
+		"data.k10099: Extra inputs are not permitted; and 4900 more problems, not listed")
+	if msg := str(t, reply, "data.message"); strings.Contains(msg, "k10100") {
+		t.Errorf("message %.300q names a problem past the first 100", msg)
+	}
+	if errs := field(t, reply, "data.errors").([]any); len(errs) != 100 {
+		t.Errorf("%d problems listed, want 100", len(errs))
+	}
+	status, body, _ := s.httpDo(t, http.MethodPost, "/reset", data, nil)
+	if status != http.StatusUnprocessableEntity {
+		t.Fatalf("status %d: %.300s", status, body)
+	}
+	if errs := field(t, body, "detail").([]any); len(errs) != 100 {
+		t.Errorf("%d problems listed, want 100", len(errs))
+	}
+}

@@ -146,11 +146,25 @@ func newError(code, format string, args ...any) *protoError {
 // message names each offending location, so a client that shows only the
 // message still learns what to fix.
 func invalid(errs []fieldError) *protoError {
+	more := 0
+	if len(errs) > maxProblems {
+		more = len(errs) - maxProblems
+		errs = slices.Clone(errs[:maxProblems]) // not keeping the rest
+	}
 	for i := range errs {
 		errs[i] = errs[i].bounded()
 	}
-	return &protoError{code: codeValidation, message: "Invalid message: " + summary(errs), errors: errs}
+	msg := "Invalid message: " + summary(errs)
+	if more > 0 {
+		msg += fmt.Sprintf("; and %d more problems, not listed", more)
+	}
+	return &protoError{code: codeValidation, message: msg, errors: errs}
 }
+
+// maxProblems is the most problems a validation error lists: a message of
+// a million keys nobody asked for gets a refusal of a few KiB naming the
+// first ones, not a reply larger than any limit.
+const maxProblems = 100
 
 // maxEcho is the most bytes of a client's text a validation error repeats
 // in each place: its input, each key of its location, its message (which
