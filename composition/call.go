@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/internal/runecut"
 )
 
 // CallJSON calls a tool of the agent surface by its published name with JSON
@@ -36,9 +37,22 @@ func (i *Instance) Call(ctx context.Context, name string, args any) (any, error)
 	}
 	r, ok := s.Lookup(name)
 	if !ok {
-		return nil, &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("unknown tool %q", name)}
+		return nil, &env.ToolError{Kind: env.KindNotFound, Message: unknownTool(name)}
 	}
 	return i.callRoute(ctx, name, r, r.Def, args)
+}
+
+// maxShownName is the most bytes of an unknown tool's name its error
+// repeats: a client that sends a megabyte as a name gets no megabyte back.
+const maxShownName = 1 << 10
+
+// unknownTool is the message of a call naming no tool: the name, cut at
+// maxShownName bytes on a character boundary with its length noted.
+func unknownTool(name string) string {
+	if len(name) <= maxShownName {
+		return fmt.Sprintf("unknown tool %q", name)
+	}
+	return fmt.Sprintf("unknown tool %q… (a name of %d bytes)", runecut.Prefix(name, maxShownName), len(name))
 }
 
 // CallDef calls a tool by its definition, resolved over the whole agent

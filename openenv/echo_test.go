@@ -94,3 +94,37 @@ func TestValidation_ProblemsBounded(t *testing.T) {
 		t.Errorf("%d problems listed, want 100", len(errs))
 	}
 }
+
+// TestErrors_NameBounded sends 2 MiB as a message type, a JSON-RPC method,
+// a tool name and an SQL token: each error names the first KiB of it and
+// how long it was, instead of the megabytes.
+func TestErrors_NameBounded(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{})
+	big := strings.Repeat("q", 2<<20)
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset"}`)
+	for _, tt := range []struct {
+		name, msg, path, want string
+	}{
+		{"WSType", `{"type":"` + big + `"}`, "data.message", "Unknown message type: " + big[:1<<10] + "… (2097152 bytes, not echoed)"},
+		{"WSMethod", `{"type":"mcp","data":{"jsonrpc":"2.0","id":1,"method":"` + big + `"}}`, "data.error.message", "Method not found: " + big[:1<<10] + "… (2097152 bytes, not echoed)"},
+		{"WSMCPTool", `{"type":"mcp","data":{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + big + `","arguments":{}}}}`, "data.error.message", `unknown tool "` + big[:1<<10] + `"… (a name of 2097152 bytes)`},
+		{"WSInspect", `{"type":"inspect","data":{"sql":"SELECT ` + big + `"}}`, "data.message", " bytes, not echoed)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reply := roundTrip(t, c, tt.msg)
+			if len(reply) > echoReplyLimit {
+				t.Fatalf("a reply of %d bytes: %.300s", len(reply), reply)
+			}
+			if got := str(t, reply, tt.path); !strings.HasSuffix(got, tt.want) {
+				t.Errorf("%s %.300q, want it to end %.300q", tt.path, got, tt.want)
+			}
+		})
+	}
+	t.Run("MCP", func(t *testing.T) {
+		reply := s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"`+big+`"}`)
+		if len(reply) > echoReplyLimit {
+			t.Fatalf("a reply of %d bytes: %.300s", len(reply), reply)
+		}
+	})
+}

@@ -387,7 +387,7 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 			return rpcOnSession(s, ctx, id, params, ws, (*session).checkpoint), http.StatusOK, ""
 		}
 	}
-	return rpcFailure(id, rpcMethodNotFound, "Method not found: "+method, nil), http.StatusOK, ""
+	return rpcFailure(id, rpcMethodNotFound, "Method not found: "+echoText(method), nil), http.StatusOK, ""
 }
 
 // rpcSession resolves params.session_id. Without one it returns ws (nil on

@@ -341,7 +341,7 @@ func (ss *session) inspect(ctx context.Context, req inspectData) (json.RawMessag
 			if errors.Is(ictx.Err(), context.DeadlineExceeded) && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return nil, newError(codeQuery, "inspect timed out after %s: %v", s.cfg.InspectTimeout, err)
 			}
-			return nil, newError(codeQuery, "%s", err.Error())
+			return nil, newError(codeQuery, "%s", echoText(err.Error())) // SQLite repeats a bad token whole
 		}
 		return inspectReply(res, s.cfg.InspectRowLimit, s.cfg.MaxReplyBytes)
 	})

@@ -507,7 +507,7 @@ func (s *Server) dispatch(ss *session, raw []byte) (reply any, closing bool) {
 		if !isString {
 			label = string(inputOf(t))
 		}
-		return newError(codeUnknownType, "Unknown message type: %s", label).frame(), false
+		return newError(codeUnknownType, "Unknown message type: %s", echoText(label)).frame(), false
 	}
 	s.metrics.wsMessages.WithLabelValues(typ).Inc()
 	var errs []fieldError
