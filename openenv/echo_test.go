@@ -127,4 +127,20 @@ func TestErrors_NameBounded(t *testing.T) {
 			t.Fatalf("a reply of %d bytes: %.300s", len(reply), reply)
 		}
 	})
+	t.Run("MCPSessionHeader", func(t *testing.T) {
+		sid := big[:512<<10] // within net/http's 1 MiB of headers
+		for _, method := range []string{http.MethodPost, http.MethodDelete} {
+			body := ""
+			if method == http.MethodPost {
+				body = `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+			}
+			status, reply, _ := s.httpDo(t, method, "/mcp", body, map[string]string{openenv.MCPSessionHeader: sid})
+			if status != http.StatusNotFound || len(reply) > echoReplyLimit {
+				t.Fatalf("%s: status %d, a reply of %d bytes: %.300s", method, status, len(reply), reply)
+			}
+			if msg := str(t, reply, "error.message"); !strings.Contains(msg, "… (524288 bytes, not echoed) (it ended, or never existed)") {
+				t.Errorf("%s: message %.300q", method, msg)
+			}
+		}
+	})
 }

@@ -244,7 +244,7 @@ func (s *Server) serveMCPDelete(w http.ResponseWriter, r *http.Request) {
 // client starts a new one with initialize; one its server drained is told
 // where its episode went.
 func (s *Server) unknownMCPSession(ctx context.Context, w http.ResponseWriter, sid string, live *session) {
-	resp := rpcFailure(nullID, rpcInvalidParams, "Unknown "+MCPSessionHeader+": "+sid+" (it ended, or never existed): initialize a new session", nil)
+	resp := rpcFailure(nullID, rpcInvalidParams, "Unknown "+MCPSessionHeader+": "+echoText(sid)+" (it ended, or never existed): initialize a new session", nil)
 	if info, ok := s.drainedTo(ctx, sid); ok && live == nil {
 		resp = rpcFailure(nullID, rpcInvalidParams, fmt.Sprintf("%s %s was checkpointed and closed when its server drained: initialize a new session at /mcp?checkpoint=%s to continue its episode at step %d", MCPSessionHeader, sid, info.ID, info.Revision),
 			errorExtra{CheckpointID: info.ID})
