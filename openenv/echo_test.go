@@ -127,6 +127,21 @@ func TestErrors_NameBounded(t *testing.T) {
 			t.Fatalf("a reply of %d bytes: %.300s", len(reply), reply)
 		}
 	})
+	t.Run("MCPSessionParam", func(t *testing.T) {
+		reply := s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"session_id":"`+big+`"}}`)
+		if len(reply) > echoReplyLimit {
+			t.Fatalf("a reply of %d bytes: %.300s", len(reply), reply)
+		}
+		if msg := str(t, reply, "error.message"); msg != "Unknown session_id: "+big[:1<<10]+"… (2097152 bytes, not echoed)" {
+			t.Errorf("message %.300q", msg)
+		}
+	})
+	t.Run("ContentType", func(t *testing.T) {
+		status, reply, _ := s.httpDo(t, http.MethodPost, "/reset", "{}", map[string]string{"Content-Type": "text/" + big[:512<<10]})
+		if status != http.StatusUnsupportedMediaType || len(reply) > echoReplyLimit {
+			t.Fatalf("status %d, a reply of %d bytes: %.300s", status, len(reply), reply)
+		}
+	})
 	t.Run("MCPSessionHeader", func(t *testing.T) {
 		sid := big[:512<<10] // within net/http's 1 MiB of headers
 		for _, method := range []string{http.MethodPost, http.MethodDelete} {

@@ -177,7 +177,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *prot
 	if len(b) > 0 && !jsonMediaType(r.Header.Get("Content-Type")) {
 		// A page of any site may send a text/plain body without asking
 		// first (a "simple" cross-origin request); a JSON body is never one.
-		return nil, newError(codeMediaType, "Content-Type %q is not supported: send the body as application/json", r.Header.Get("Content-Type"))
+		return nil, newError(codeMediaType, "Content-Type %q is not supported: send the body as application/json", echoText(r.Header.Get("Content-Type")))
 	}
 	if ce := r.Header.Get("Content-Encoding"); len(b) > 0 && ce != "" && !strings.EqualFold(ce, "identity") {
 		// Read as it came, a compressed body would be refused as JSON that

@@ -412,7 +412,7 @@ func (s *Server) rpcSession(ctx context.Context, params map[string]jsontext.Valu
 		if ss == nil {
 			return nil, newError(codeValidation, "%s", s.unknownSession(ctx, id).message)
 		}
-		return nil, newError(codeValidation, "Unknown session_id: %s", id)
+		return nil, newError(codeValidation, "Unknown session_id: %s", echoText(id))
 	}
 	return ss, nil
 }

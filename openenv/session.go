@@ -205,7 +205,7 @@ func (s *Server) unknownSession(ctx context.Context, id string) *protoError {
 		perr.extra.CheckpointID = info.ID
 		return perr
 	}
-	return newError(codeUnknownSession, "Unknown session_id: %s", id)
+	return newError(codeUnknownSession, "Unknown session_id: %s", echoText(id))
 }
 
 // closedDuring returns perr, the failure of a request with ctx on the
