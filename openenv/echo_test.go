@@ -142,6 +142,19 @@ func TestErrors_NameBounded(t *testing.T) {
 			t.Fatalf("status %d, a reply of %d bytes: %.300s", status, len(reply), reply)
 		}
 	})
+	t.Run("URL", func(t *testing.T) {
+		long := big[:256<<10]
+		for _, path := range []string{"/sessions/" + long + "/watch", "/mcp?" + long + "=1&" + long + "=2"} {
+			method, body := http.MethodGet, ""
+			if strings.HasPrefix(path, "/mcp") {
+				method, body = http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+			}
+			status, reply, _ := s.httpDo(t, method, path, body, nil)
+			if len(reply) > echoReplyLimit || !strings.Contains(reply, "… (262144 bytes, not echoed)") {
+				t.Errorf("%.30s: status %d, a reply of %d bytes: %.300s", path, status, len(reply), reply)
+			}
+		}
+	})
 	t.Run("MCPSessionHeader", func(t *testing.T) {
 		sid := big[:512<<10] // within net/http's 1 MiB of headers
 		for _, method := range []string{http.MethodPost, http.MethodDelete} {

@@ -63,7 +63,7 @@ func resetFromQuery(q url.Values) (resetData, *protoError) {
 	var members []string
 	for _, k := range slices.Sorted(maps.Keys(q)) {
 		if len(q[k]) > 1 {
-			return resetData{}, newError(codeValidation, "The /mcp URL names %s %d times; name each reset key once", k, len(q[k]))
+			return resetData{}, newError(codeValidation, "The /mcp URL names %s %d times; name each reset key once", echoText(k), len(q[k]))
 		}
 		v := q[k][0]
 		kq, _ := json.Marshal(k)
