@@ -37,7 +37,7 @@ func (i *Instance) Call(ctx context.Context, name string, args any) (any, error)
 	}
 	r, ok := s.Lookup(name)
 	if !ok {
-		return nil, &env.ToolError{Kind: env.KindNotFound, Message: unknownTool(name)}
+		return nil, &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("unknown tool %q", runecut.Clip(name, maxShownName, "not echoed"))}
 	}
 	return i.callRoute(ctx, name, r, r.Def, args)
 }
@@ -45,15 +45,6 @@ func (i *Instance) Call(ctx context.Context, name string, args any) (any, error)
 // maxShownName is the most bytes of an unknown tool's name its error
 // repeats: a client that sends a megabyte as a name gets no megabyte back.
 const maxShownName = 1 << 10
-
-// unknownTool is the message of a call naming no tool: the name, cut at
-// maxShownName bytes on a character boundary with its length noted.
-func unknownTool(name string) string {
-	if len(name) <= maxShownName {
-		return fmt.Sprintf("unknown tool %q", name)
-	}
-	return fmt.Sprintf("unknown tool %q… (a name of %d bytes)", runecut.Prefix(name, maxShownName), len(name))
-}
 
 // CallDef calls a tool by its definition, resolved over the whole agent
 // surface: it reaches any tool the agent could call and nothing a list keeps

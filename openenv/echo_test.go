@@ -108,7 +108,7 @@ func TestErrors_NameBounded(t *testing.T) {
 	}{
 		{"WSType", `{"type":"` + big + `"}`, "data.message", "Unknown message type: " + big[:1<<10] + "… (2097152 bytes, not echoed)"},
 		{"WSMethod", `{"type":"mcp","data":{"jsonrpc":"2.0","id":1,"method":"` + big + `"}}`, "data.error.message", "Method not found: " + big[:1<<10] + "… (2097152 bytes, not echoed)"},
-		{"WSMCPTool", `{"type":"mcp","data":{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + big + `","arguments":{}}}}`, "data.error.message", `unknown tool "` + big[:1<<10] + `"… (a name of 2097152 bytes)`},
+		{"WSMCPTool", `{"type":"mcp","data":{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + big + `","arguments":{}}}}`, "data.error.message", `unknown tool "` + big[:1<<10] + `… (2097152 bytes, not echoed)"`},
 		{"WSInspect", `{"type":"inspect","data":{"sql":"SELECT ` + big + `"}}`, "data.message", " bytes, not echoed)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -192,12 +192,7 @@ func (fe fieldError) bounded() fieldError {
 
 // echoText returns s, or its first maxEcho bytes (whole UTF-8 sequences)
 // followed by how long it was.
-func echoText(s string) string {
-	if len(s) <= maxEcho {
-		return s
-	}
-	return fmt.Sprintf("%s… (%d bytes, not echoed)", runecut.Prefix(s, maxEcho), len(s))
-}
+func echoText(s string) string { return runecut.Clip(s, maxEcho, "not echoed") }
 
 // echoJSON returns raw, an input, when it is at most maxEcho bytes long;
 // else a JSON string holding echoText of the string raw encodes, or of

@@ -67,10 +67,7 @@ func clipJSON(raw []byte) json.RawMessage {
 // clipText returns s, or its first maxTimelineText bytes (whole UTF-8
 // sequences) followed by how long it was, copied so as not to keep s.
 func clipText(s string) string {
-	if len(s) <= maxTimelineText {
-		return strings.Clone(s)
-	}
-	return fmt.Sprintf("%s… (%d bytes, not kept)", runecut.Prefix(s, maxTimelineText), len(s))
+	return strings.Clone(runecut.Clip(s, maxTimelineText, "not kept"))
 }
 
 // changeCount returns inst's change count, or -1.

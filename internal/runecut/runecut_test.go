@@ -43,3 +43,11 @@ func ExamplePrefix() {
 	// na
 	// naï
 }
+
+func ExampleClip() {
+	fmt.Println(runecut.Clip("short", 8, "not echoed"))
+	fmt.Println(runecut.Clip("héllo, world", 2, "not echoed"))
+	// Output:
+	// short
+	// h… (13 bytes, not echoed)
+}
