@@ -32,16 +32,10 @@ func newTestClock() *testClock {
 	return &testClock{now: time.Date(2001, 2, 3, 4, 5, 6, 789e6, time.UTC)}
 }
 
-// pinLocal sets the process time zone to UTC+5 for the test, so a 'localtime'
-// that leaked through to Go's time.Local would show.
-func pinLocal(t *testing.T) {
-	old := time.Local
-	time.Local = time.FixedZone("UTC+5", 5*3600)
-	t.Cleanup(func() { time.Local = old })
-}
-
+// TestClock_Functions runs with the process time zone at UTC+5 (see
+// TestMain), so a 'localtime' that leaked through to Go's time.Local would
+// show.
 func TestClock_Functions(t *testing.T) {
-	pinLocal(t)
 	clock := newTestClock()
 	s := MustCreate(t, `CREATE TABLE t (x);`, sqlitestore.Options{Clock: clock.Now})
 	for _, tt := range []struct {

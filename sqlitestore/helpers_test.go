@@ -2,11 +2,23 @@ package sqlitestore_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/seahaven/seahaven/sqlitestore"
 )
+
+// TestMain sets the process time zone to UTC+5 before any test runs, so a
+// 'localtime' that leaked through to Go's time.Local would show
+// (TestClock_Functions). It is set once, before any goroutine starts:
+// time.Now reads time.Local, and a pool's sweeper outlives the test that
+// started it, so a test that set and restored time.Local raced with it.
+func TestMain(m *testing.M) {
+	time.Local = time.FixedZone("UTC+5", 5*3600)
+	os.Exit(m.Run())
+}
 
 // MustCreate creates a store from schema in a temporary directory and closes
 // it when the test ends. opts.Path is filled in when empty.
