@@ -22,8 +22,11 @@ func (p *Pool) ReleaseDue(now time.Time) { p.releaseDue(now) }
 func (p *Pool) Sweeping() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.sweeping
+	return p.sweepStop != nil
 }
+
+// WaitSweepers waits until no pool's sweeper goroutine runs.
+func WaitSweepers() { sweepers.Wait() }
 
 // Shares reports whether the store's connections are parked and rebound.
 func (s *Store) Shares() bool {

@@ -15,9 +15,17 @@ import (
 // (TestClock_Functions). It is set once, before any goroutine starts:
 // time.Now reads time.Local, and a pool's sweeper outlives the test that
 // started it, so a test that set and restored time.Local raced with it.
+//
+// After the tests it waits for the pools' sweepers to exit (each does once
+// its pool's stores are closed and the connections parked in it have been
+// idle for IdleAfter): under -race, a goroutine that runs while the process
+// exits can crash it after PASS with a bare SIGSEGV, as the race runtime is
+// torn down under it.
 func TestMain(m *testing.M) {
 	time.Local = time.FixedZone("UTC+5", 5*3600)
-	os.Exit(m.Run())
+	code := m.Run()
+	sqlitestore.WaitSweepers()
+	os.Exit(code)
 }
 
 // MustCreate creates a store from schema in a temporary directory and closes

@@ -233,4 +233,7 @@ func (p *Pool) closeParked(cutoff time.Time) {
 	for _, cn := range due {
 		guard(cn.close)
 	}
+	if len(due) > 0 {
+		p.stopIfEmpty()
+	}
 }

@@ -42,13 +42,16 @@ type Pool struct {
 	// SetLimits.
 	IdleAfter time.Duration
 
-	mu       sync.Mutex // guards MaxOpen and IdleAfter after first use, lru, sweeping, shelves, nParked, metas, and every member store's poolElem and lastUse
-	lru      list.List  // stores with an open connection, most recently used first
-	sweeping bool       // the sweeper goroutine is running
-	shelves  map[string][]parked
-	nParked  int
-	metas    map[string]map[string]*tableMeta // see sharedMeta
+	mu        sync.Mutex    // guards MaxOpen and IdleAfter after first use, lru, sweepStop, shelves, nParked, metas, and every member store's poolElem and lastUse
+	lru       list.List     // stores with an open connection, most recently used first
+	sweepStop chan struct{} // closed to make the running sweeper goroutine exit; nil when none runs
+	shelves   map[string][]parked
+	nParked   int
+	metas     map[string]map[string]*tableMeta // see sharedMeta
 }
+
+// sweepers counts the running sweeper goroutines of every pool.
+var sweepers sync.WaitGroup
 
 // maxSharedMetas bounds how many schemas' capture metadata a pool keeps.
 const maxSharedMetas = 256
@@ -136,9 +139,31 @@ func (p *Pool) add(s *Store) {
 // startSweeperLocked starts the sweeper if idle release is on and it is not
 // running.
 func (p *Pool) startSweeperLocked() {
-	if idle := p.idleAfterLocked(); idle > 0 && !p.sweeping {
-		p.sweeping = true
-		go p.sweepLoop()
+	if idle := p.idleAfterLocked(); idle > 0 && p.sweepStop == nil {
+		stop := make(chan struct{})
+		p.sweepStop = stop
+		sweepers.Add(1)
+		go p.sweepLoop(stop)
+	}
+}
+
+// stopSweeperLocked makes the running sweeper exit; the next connection
+// opened or parked starts a new one.
+func (p *Pool) stopSweeperLocked() {
+	if p.sweepStop != nil {
+		close(p.sweepStop)
+		p.sweepStop = nil
+	}
+}
+
+// stopIfEmpty stops the sweeper when the pool holds no open or parked
+// connection, at once rather than at its next sweep, which may be IdleAfter
+// away.
+func (p *Pool) stopIfEmpty() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.lru.Len()+p.nParked == 0 {
+		p.stopSweeperLocked()
 	}
 }
 
@@ -198,12 +223,19 @@ func (p *Pool) settle() {
 
 // sweepLoop is the sweeper goroutine: it releases the stores idle for
 // IdleAfter, then sleeps until the next one is due, and exits once no
-// connection is open or idle release is turned off.
-func (p *Pool) sweepLoop() {
+// connection is open or parked, idle release is turned off, or stop is
+// closed.
+func (p *Pool) sweepLoop(stop chan struct{}) {
+	defer sweepers.Done()
 	t := time.NewTimer(0)
 	defer t.Stop()
-	for range t.C {
-		next, more := p.sweep(time.Now())
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		next, more := p.sweep(time.Now(), stop)
 		if !more {
 			return
 		}
@@ -212,18 +244,21 @@ func (p *Pool) sweepLoop() {
 }
 
 // sweep releases the stores due at now and returns how long to sleep before
-// the next sweep. more is false when the sweeper should exit: then sweeping
-// has been cleared under the lock, so the next add starts a new sweeper.
-func (p *Pool) sweep(now time.Time) (next time.Duration, more bool) {
+// the next sweep. more is false when the sweeper should exit: then it has
+// been stopped under the lock, so the next add starts a new sweeper.
+func (p *Pool) sweep(now time.Time, stop chan struct{}) (next time.Duration, more bool) {
 	p.releaseDue(now)
 	if idle := p.IdleDelay(); idle > 0 {
 		p.closeParked(now.Add(-idle))
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.sweepStop != stop {
+		return 0, false // stopped while it swept; a new sweeper may run
+	}
 	idle := p.idleAfterLocked()
 	if idle <= 0 || p.lru.Len()+p.nParked == 0 {
-		p.sweeping = false
+		p.stopSweeperLocked()
 		return 0, false
 	}
 	// Sleep until the least recently used store or the oldest parked

@@ -265,6 +265,39 @@ func TestPool_Sweeper(t *testing.T) {
 	waitFor(t, "the sweeper to exit after Close", func() bool { return !pool.Sweeping() })
 }
 
+// A pool's sweeper exits as soon as the pool holds no connection, open or
+// parked, not at its next sweep, IdleAfter later: a pool whose stores are
+// closed leaves no goroutine running.
+func TestPool_SweeperStopsWhenEmpty(t *testing.T) {
+	pool := &sqlitestore.Pool{MaxOpen: 10, IdleAfter: time.Hour}
+	s := MustCreate(t, `CREATE TABLE t (x);`, sqlitestore.Options{Pool: pool})
+	MustExec(t, s, `INSERT INTO t VALUES (1)`)
+	if !pool.Sweeping() {
+		t.Fatal("no sweeper while a connection is open")
+	}
+	if err := s.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if pool.Sweeping() {
+		t.Fatal("the sweeper still runs after the pool's last connection closed")
+	}
+	t.Run("Parked", func(t *testing.T) {
+		skipWithoutParking(t)
+		shared := openShared(t, pool, t.TempDir(), 0, frozen(t, parkSchema, 0), 1)
+		MustExec(t, shared, `INSERT INTO t (v) VALUES ('x')`)
+		if err := shared.Release(); err != nil {
+			t.Fatal(err)
+		}
+		if pool.Parked() != 1 || !pool.Sweeping() {
+			t.Fatalf("Parked() = %d, sweeping %v; want 1 and a sweeper", pool.Parked(), pool.Sweeping())
+		}
+		pool.CloseParked()
+		if pool.Sweeping() {
+			t.Fatal("the sweeper still runs after the pool's parked connections closed")
+		}
+	})
+}
+
 func TestPool_SetLimits(t *testing.T) {
 	pool := &sqlitestore.Pool{MaxOpen: 10, IdleAfter: -1}
 	dir := t.TempDir()

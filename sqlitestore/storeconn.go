@@ -213,7 +213,11 @@ func (s *Store) closeConnLocked() error {
 	if s.parkLocked(cn) {
 		return nil
 	}
-	return formatError(context.Background(), cn.close())
+	err := cn.close()
+	if s.pool != nil {
+		s.pool.stopIfEmpty()
+	}
+	return formatError(context.Background(), err)
 }
 
 func (s *Store) inTxnLocked() bool {
