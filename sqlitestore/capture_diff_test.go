@@ -271,10 +271,14 @@ func (r *diffRig) exec(raw bool) {
 			// (see Store.Conn).
 			return
 		}
+		// The raw connection is the store's only while it is pinned: a
+		// pool's sweeper may release it between two uses otherwise.
+		r.s.Pin()
 		var c *sqlite3.Conn
 		if c, err = r.s.Conn(ctx); err == nil {
 			err = c.Exec(q)
 		}
+		r.s.Unpin()
 		q = "raw: " + q
 	} else if r.d.wide && strings.Contains(q, "RETURNING") && r.d.n(2) == 0 {
 		_, err = r.s.Query(ctx, q)
