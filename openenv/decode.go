@@ -162,16 +162,23 @@ var typeMessages = map[string]string{
 // key, as the *problem its type returned or as the type error its field's
 // kind names. A pointer field is optional, as pydantic's Optional: null
 // reads as the key left out. Other fields refuse null, but for types that
-// read it themselves (their UnmarshalJSON) and raw JSON.
+// read it themselves (their UnmarshalJSON) and raw JSON. Unknown keys past
+// the maxProblems a reply lists are counted, not built, so a message of a
+// million keys costs a count, not a million problems.
 func decodeMembers(m map[string]jsontext.Value, loc []any, dst any) []fieldError {
 	v := reflect.ValueOf(dst).Elem()
 	fields := fieldsOf(v.Type())
 	var errs []fieldError
+	unbuilt := 0 // unknown keys past the problems a reply lists
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		val := m[k]
 		i, ok := fields[k]
 		if !ok {
-			errs = append(errs, extraForbidden(at(loc, k), val))
+			if len(errs) < maxProblems {
+				errs = append(errs, extraForbidden(at(loc, k), val))
+			} else {
+				unbuilt++
+			}
 			continue
 		}
 		f := v.Field(i)
@@ -195,6 +202,9 @@ func decodeMembers(m map[string]jsontext.Value, loc []any, dst any) []fieldError
 			t = t.Elem()
 		}
 		errs = append(errs, typeError(pydanticTypes[t.Kind()], at(loc, k), val))
+	}
+	if unbuilt > 0 {
+		errs = append(errs, fieldError{more: unbuilt})
 	}
 	return errs
 }

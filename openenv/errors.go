@@ -104,6 +104,10 @@ type fieldError struct {
 	Loc   []any           `json:"loc"`
 	Msg   string          `json:"msg"`
 	Input json.RawMessage `json:"input"`
+
+	// more, when not 0, makes this entry a count of problems found but not
+	// built, past the maxProblems a reply lists (see decodeMembers).
+	more int
 }
 
 // frame renders e as a /ws error frame.
@@ -146,14 +150,19 @@ func newError(code, format string, args ...any) *protoError {
 // message names each offending location, so a client that shows only the
 // message still learns what to fix.
 func invalid(errs []fieldError) *protoError {
+	listed := make([]fieldError, 0, min(len(errs), maxProblems))
 	more := 0
-	if len(errs) > maxProblems {
-		more = len(errs) - maxProblems
-		errs = slices.Clone(errs[:maxProblems]) // not keeping the rest
+	for _, fe := range errs {
+		switch {
+		case fe.more > 0:
+			more += fe.more
+		case len(listed) < maxProblems:
+			listed = append(listed, fe.bounded())
+		default:
+			more++
+		}
 	}
-	for i := range errs {
-		errs[i] = errs[i].bounded()
-	}
+	errs = listed
 	msg := "Invalid message: " + summary(errs)
 	if more > 0 {
 		msg += fmt.Sprintf("; and %d more problems, not listed", more)

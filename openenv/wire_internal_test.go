@@ -5,6 +5,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -219,5 +220,27 @@ func TestSyntaxMessage_NotUTF8(t *testing.T) {
 	perr := checkJSON([]byte("{\"a\":\xff}"), nil)
 	if perr == nil || perr.message != "Invalid JSON: invalid byte 0xFF (not UTF-8) looking for beginning of value" {
 		t.Errorf("checkJSON of a stray byte: %+v", perr)
+	}
+}
+
+// TestDecodeMembers_UnknownKeysCounted: past the problems a reply lists,
+// unknown keys are counted, not each built into a problem, and the
+// refusal still lists the first ones in key order and counts the rest,
+// known keys' problems past the list included.
+func TestDecodeMembers_UnknownKeysCounted(t *testing.T) {
+	keys := []string{`"seed":"x"`} // a type error after the unknown keys in key order
+	for i := range 5000 {
+		keys = append(keys, `"k`+strconv.Itoa(10000+i)+`":1`)
+	}
+	_, errs := parseReset([]byte("{"+strings.Join(keys, ",")+"}"), []any{"data"})
+	if len(errs) > maxProblems+2 {
+		t.Errorf("%d problems built for 5001, want at most %d", len(errs), maxProblems+2)
+	}
+	perr := invalid(errs)
+	if len(perr.errors) != maxProblems || perr.errors[0].Loc[1] != "k10000" || perr.errors[maxProblems-1].Loc[1] != "k10099" {
+		t.Fatalf("listed %d problems, from %v to %v", len(perr.errors), perr.errors[0].Loc, perr.errors[len(perr.errors)-1].Loc)
+	}
+	if want := "; and 4901 more problems, not listed"; !strings.HasSuffix(perr.message, want) {
+		t.Errorf("message ends %q, want %q", perr.message[len(perr.message)-60:], want)
 	}
 }
