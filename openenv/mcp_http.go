@@ -1,0 +1,460 @@
+package openenv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// This file holds the /mcp routes over HTTP and a standard MCP client's
+// sessions: initialize, the requests in progress it may cancel, and the ids
+// of refusals. mcp.go answers each JSON-RPC request.
+
+// defaultProtocolVersion is the MCP protocol version initialize answers
+// when the client asks for one the server does not know: the latest it
+// supports, as the specification has it.
+const defaultProtocolVersion = "2025-11-25"
+
+// protocolVersions are the MCP protocol versions initialize echoes.
+var protocolVersions = map[string]bool{
+	"2024-11-05": true, "2025-03-26": true, "2025-06-18": true, "2025-11-25": true,
+}
+
+// serveMCP serves POST /mcp. The reply is always HTTP 200 with a JSON-RPC
+// response, except for a notification, which gets 202 and no body.
+func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
+	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !protocolVersions[v] {
+		supported := strings.Join(slices.Sorted(maps.Keys(protocolVersions)), ", ")
+		writeJSON(w, http.StatusBadRequest, standardReply(rpcFailure(nullID, rpcInvalidRequest, "Unsupported MCP-Protocol-Version "+v+" (supported: "+supported+")", nil)))
+		return
+	}
+	if s.refuseOrigin(w, r) {
+		return
+	}
+	body, perr := s.readBody(w, r)
+	if perr != nil {
+		// A standard client's session gets the HTTP status of every other
+		// route (413, 408, 400), as Streamable HTTP has it, and 415 goes
+		// to every client; OpenEnv's dialect answers 200, as upstream does.
+		resp, status := rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+perr.message, nil), http.StatusOK
+		if r.Header.Get(MCPSessionHeader) != "" || perr.code == codeMediaType {
+			resp, status = standardReply(resp), perr.httpStatus()
+			if perr.code != codeMediaType {
+				// The Go SDK's client keeps its session after a refused
+				// POST only when the reply names the request's id.
+				resp.ID = refusedID(body)
+			}
+		}
+		writeJSON(w, status, resp)
+		return
+	}
+	ctx := r.Context()
+	if r.URL.RawQuery != "" {
+		// A refusal names the request's id: the Go SDK's client reports a
+		// refused POST's error only when its response has one.
+		reqID := refusedID(body)
+		// Parsed here, not with URL.Query, which drops the pairs it cannot
+		// read, and with them reset keys the client asked for.
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, rpcFailure(reqID, rpcInvalidParams, "The /mcp URL's query does not parse ("+err.Error()+"): write it as key=value pairs joined by &, each percent-encoded", nil))
+			return
+		}
+		req, perr := resetFromQuery(q)
+		if perr != nil {
+			writeJSON(w, http.StatusBadRequest, rpcProto(reqID, perr))
+			return
+		}
+		ctx = context.WithValue(ctx, mcpSetupKey{}, req)
+	}
+	mode, bound := rpcPost, (*session)(nil)
+	if sid := r.Header.Get(MCPSessionHeader); sid != "" {
+		bound = s.lookup(sid)
+		if !reachable(ctx, bound) || bound.transport != TransportMCP {
+			s.unknownMCPSession(ctx, w, sid, bound)
+			return
+		}
+		mode = rpcStandard
+	} else if r.Header.Get("MCP-Protocol-Version") != "" && !isInitialize(body) {
+		s.sessionRequired(w, body)
+		return
+	}
+	if mode == rpcStandard && jsontext.Value(body).Kind() == '[' {
+		if v := requestVersion(r, bound); v >= firstVersionWithoutBatches {
+			// The body must be one JSON-RPC message: none of the batch runs.
+			writeJSON(w, http.StatusBadRequest, standardReply(rpcFailure(nullID, rpcInvalidRequest,
+				"Invalid request: a JSON-RPC batch, which MCP "+firstVersionWithoutBatches+" and later do not have (this session speaks "+v+"): send each message in a POST of its own", nil)))
+			return
+		}
+		s.serveBatch(ctx, w, body, bound)
+		return
+	}
+	resp, status, created := s.handleRPC(ctx, body, bound, mode)
+	if mode == rpcStandard && resp.Error != nil && bound.ctx.Err() != nil {
+		// The session ended before or while the request ran (its server
+		// drained it, say, and has not let it go yet): the spec's 404, as
+		// once it is gone, so the client initializes a new session.
+		s.unknownMCPSession(ctx, w, r.Header.Get(MCPSessionHeader), nil)
+		return
+	}
+	if created != "" {
+		w.Header().Set(MCPSessionHeader, created)
+	}
+	if mode == rpcStandard || status != http.StatusOK {
+		resp = standardReply(resp)
+	}
+	switch status {
+	case http.StatusAccepted:
+		w.WriteHeader(status)
+	case http.StatusOK:
+		s.writeRPC(w, resp, resp.ID, mode == rpcStandard)
+	default:
+		writeJSON(w, status, resp)
+	}
+}
+
+// firstVersionWithoutBatches is the MCP protocol version that dropped
+// JSON-RPC batches: from it on, a POST's body is one JSON-RPC message.
+const firstVersionWithoutBatches = "2025-06-18"
+
+// requestVersion is the MCP protocol version of a standard client's
+// request on its session ss: its MCP-Protocol-Version header, else the
+// version the session's initialize negotiated, else 2025-03-26, which the
+// specification has a server assume when it cannot tell. Versions are
+// dates, so they order as strings.
+func requestVersion(r *http.Request, ss *session) string {
+	if v := r.Header.Get("MCP-Protocol-Version"); v != "" {
+		return v
+	}
+	if ss.mcpVersion != "" {
+		return ss.mcpVersion
+	}
+	return "2025-03-26"
+}
+
+// serveBatch answers a JSON-RPC batch on a standard client's session of
+// 2025-03-26 or older (the 2025-03-26 specification has clients send
+// them; 2025-06-18 dropped them, and serveMCP refuses them there): each
+// message is handled in order as if it came alone, and the reply is the
+// array of the requests' responses, or 202 and no body when the batch held
+// only notifications. An empty batch is one invalid request, as JSON-RPC
+// has it.
+func (s *Server) serveBatch(ctx context.Context, w http.ResponseWriter, body []byte, ss *session) {
+	if perr := checkJSON(body, nil); perr != nil && perr.code == codeInvalidJSON {
+		s.writeRPC(w, standardReply(rpcFailure(nullID, rpcParseError, "Parse error", nil)), nullID, true)
+		return
+	}
+	var msgs []jsontext.Value
+	if err := jsonv2.Unmarshal(body, &msgs, looseOpts); err != nil || len(msgs) == 0 {
+		s.writeRPC(w, standardReply(rpcFailure(nullID, rpcInvalidRequest, "Invalid request: a batch is a non-empty array of JSON-RPC messages", nil)), nullID, true)
+		return
+	}
+	// Each response is encoded as it comes, so the reply is known to fit
+	// MaxReplyBytes as it grows: at the message whose response would pass
+	// it the batch stops, instead of running calls whose results cannot be
+	// sent and holding a reply many times the request's size (a batch of
+	// tools/list) before refusing it.
+	var resps [][]byte
+	size := 1 // the reply's bytes: its brackets, commas and responses
+	for i, m := range msgs {
+		resp, status, _ := s.handleRPC(ctx, m, ss, rpcStandard)
+		if status == http.StatusAccepted {
+			continue
+		}
+		b, err := encode(standardReply(resp))
+		if err != nil {
+			s.writeRPC(w, standardReply(resp), resp.ID, true) // its reply for a response that cannot be encoded
+			return
+		}
+		if size += len(b) + 1; size > s.cfg.MaxReplyBytes {
+			s.log.Warn("openenv: a batch's reply exceeds the reply limit", "message", i+1, "messages", len(msgs), "limit", s.cfg.MaxReplyBytes)
+			perr := newError(codeReplyTooLarge, "The batch's reply passed the limit of %d bytes on a reply (the server's max-reply-bytes) at its message %d of %d: it and the messages before it ran, the rest did not, and no response is sent. Send fewer messages at a time.",
+				s.cfg.MaxReplyBytes, i+1, len(msgs))
+			s.writeRPC(w, standardReply(rpcProto(nullID, perr)), nullID, true)
+			return
+		}
+		resps = append(resps, b)
+	}
+	if len(resps) == 0 {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	reply := append([]byte{'['}, bytes.Join(resps, []byte{','})...)
+	s.writeBody(w, http.StatusOK, append(reply, ']'))
+}
+
+// refuseOrigin answers 403 to a request to /mcp from a page of another
+// origin, and reports whether it did. The Streamable HTTP transport:
+// servers must validate Origin, so a web page cannot drive or end an
+// episode (DNS rebinding included).
+func (s *Server) refuseOrigin(w http.ResponseWriter, r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" || s.originAllowed(o, r.Host) {
+		return false
+	}
+	writeJSON(w, http.StatusForbidden, standardReply(rpcFailure(nullID, rpcInvalidRequest, "Origin "+o+" is not allowed: /mcp answers pages of its own origin only", nil)))
+	return true
+}
+
+// MCPSessionHeader carries a standard MCP client's session: initialize
+// issues it, every later request sends it, DELETE /mcp ends it.
+const MCPSessionHeader = "Mcp-Session-Id"
+
+// rpcMode is how a JSON-RPC request reached the server.
+type rpcMode int
+
+const (
+	rpcWS       rpcMode = iota // an mcp message on /ws, bound to the socket's session (OpenEnv's dialect)
+	rpcPost                    // POST /mcp without a session header: OpenEnv's dialect, or a standard client's initialize
+	rpcStandard                // POST /mcp with Mcp-Session-Id, alone or in a batch: a standard MCP client's session
+)
+
+// serveMCPDelete serves DELETE /mcp: a standard MCP client ends the
+// session its Mcp-Session-Id names.
+func (s *Server) serveMCPDelete(w http.ResponseWriter, r *http.Request) {
+	if s.refuseOrigin(w, r) {
+		return
+	}
+	sid := r.Header.Get(MCPSessionHeader)
+	if sid == "" {
+		writeJSON(w, http.StatusBadRequest, standardReply(rpcFailure(nullID, rpcInvalidRequest, "DELETE /mcp needs the "+MCPSessionHeader+" header of the session to end", nil)))
+		return
+	}
+	ss := s.lookup(sid)
+	if !reachable(r.Context(), ss) || ss.transport != TransportMCP {
+		s.unknownMCPSession(r.Context(), w, sid, ss)
+		return
+	}
+	ss.stop(closeAbort, "ended by DELETE /mcp")
+	ss.end()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// unknownMCPSession answers a POST or DELETE /mcp whose Mcp-Session-Id
+// names no session the request may use (live is the session of that id
+// here, if any). The spec: an unknown or ended session is 404, and the
+// client starts a new one with initialize; one its server drained is told
+// where its episode went.
+func (s *Server) unknownMCPSession(ctx context.Context, w http.ResponseWriter, sid string, live *session) {
+	resp := rpcFailure(nullID, rpcInvalidParams, "Unknown "+MCPSessionHeader+": "+echoText(sid)+" (it ended, or never existed): initialize a new session", nil)
+	if info, ok := s.drainedTo(ctx, sid); ok && live == nil {
+		resp = rpcFailure(nullID, rpcInvalidParams, fmt.Sprintf("%s %s was checkpointed and closed when its server drained: initialize a new session at /mcp?checkpoint=%s to continue its episode at step %d", MCPSessionHeader, sid, info.ID, info.Revision),
+			errorExtra{CheckpointID: info.ID})
+	}
+	writeJSON(w, http.StatusNotFound, standardReply(resp))
+}
+
+// isInitialize reports whether body is one JSON-RPC message whose method
+// is initialize.
+func isInitialize(body []byte) bool {
+	m, ok := members(body)
+	method, _ := str(m["method"])
+	return ok && method == "initialize"
+}
+
+// sessionRequired refuses, with the 400 the MCP specification gives a
+// server that requires sessions, a request that carries
+// MCP-Protocol-Version, as a standard client's requests after initialize
+// do, but no Mcp-Session-Id: its client has lost its session (ended it
+// with DELETE, say). Read as OpenEnv's dialect, which sends no
+// MCP-Protocol-Version, its calls would run on an instance nobody sees
+// again, and their replies would not be the standard's shape.
+func (s *Server) sessionRequired(w http.ResponseWriter, body []byte) {
+	writeJSON(w, http.StatusBadRequest, standardReply(rpcFailure(refusedID(body), rpcInvalidRequest,
+		"Bad Request: no "+MCPSessionHeader+" header. A standard MCP client (this request carries MCP-Protocol-Version) "+
+			"names in every request after initialize the session its initialize started; a session ended with DELETE /mcp is gone: "+
+			"initialize a new one. (OpenEnv's dialect sends no MCP-Protocol-Version and names its session in params.session_id.)", nil)))
+}
+
+// serveMCPOther answers /mcp with a method but POST and DELETE; to GET, the
+// server offers no event stream of its own (every reply comes with its
+// request). It is 405 with the methods /mcp takes.
+func serveMCPOther(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Allow", "POST, DELETE")
+	writeJSON(w, http.StatusMethodNotAllowed, detail{"Method Not Allowed: /mcp takes POST (JSON-RPC) and DELETE (end a session); it has no event stream"})
+}
+
+// rpcInitializeSession answers initialize. A standard MCP client's
+// initialize on POST /mcp without a session header starts its episode: a
+// session of its own (counted against MaxSessions, idling out like any
+// other) with its instance opened at once, whose id the reply carries in
+// the Mcp-Session-Id header. Elsewhere (an mcp message on /ws, or a
+// session that exists) it only negotiates.
+func (s *Server) rpcInitializeSession(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, mode rpcMode) (rpcResponse, int, string) {
+	v, ok := str(params["protocolVersion"])
+	if !ok {
+		return rpcFailure(id, rpcInvalidParams, "Invalid params - initialize needs 'protocolVersion', a string such as "+defaultProtocolVersion, nil), http.StatusOK, ""
+	}
+	var result initializeResult
+	result.ProtocolVersion = defaultProtocolVersion
+	if protocolVersions[v] {
+		result.ProtocolVersion = v
+	}
+	info, _ := s.info()
+	result.ServerInfo.Name, result.ServerInfo.Version = info.Name, info.Version
+	if mode != rpcPost {
+		return rpcResult(id, result), http.StatusOK, ""
+	}
+	ss, perr := s.startMCPSession(ctx, result.ProtocolVersion)
+	if perr != nil {
+		// A refusal before anything was done (capacity, shutdown, a
+		// failing host) is its HTTP status, 503, which a proxy retries on
+		// another replica; any other failure is 200, as JSON-RPC has it.
+		status := http.StatusOK
+		if perr.httpStatus() == http.StatusServiceUnavailable {
+			status = http.StatusServiceUnavailable
+		}
+		return rpcProto(id, perr), status, ""
+	}
+	return rpcResult(id, result), http.StatusOK, ss.id
+}
+
+// startMCPSession makes an MCP session (newMCPSession, of the negotiated
+// version) and opens its instance: with the reset data of the request's
+// URL query or params (mcpSetupKey) when it has them, with the default
+// options otherwise. It ends the session again when that fails, or when
+// the request ended meanwhile (its client gone, it would never learn the
+// session's id).
+func (s *Server) startMCPSession(ctx context.Context, version string) (*session, *protoError) {
+	ss, perr := s.newMCPSession(ctx, version)
+	if perr != nil {
+		return nil, perr
+	}
+	if req, ok := ctx.Value(mcpSetupKey{}).(resetData); ok {
+		perr = ss.reset(ctx, req)
+	} else {
+		_, perr = withInstance(ss, ctx, func(context.Context) (any, *protoError) { return nil, nil })
+	}
+	if perr == nil && ctx.Err() != nil {
+		// The client left before the reply that names the session: no
+		// request could ever use or end it.
+		perr = newError(codeSession, "The request ended before its session started, so the session was closed: start another")
+	}
+	if perr != nil {
+		ss.stop(closeAbort, "opening the instance failed")
+		ss.end()
+	}
+	return ss, perr
+}
+
+// mcpSetupKey carries the reset data of a POST /mcp URL's query (see
+// resetFromQuery) or of openenv/session/create's params to the request
+// that starts the session.
+type mcpSetupKey struct{}
+
+// runningRequest is a standard MCP client's request in progress on its
+// session (tools/call, or tools/list, which waits for a call in
+// progress): cancel stops it.
+type runningRequest struct {
+	cancel context.CancelCauseFunc
+}
+
+// errRequestCancelled is the cause of a request's context its client
+// cancelled with notifications/cancelled.
+var errRequestCancelled = errors.New("openenv: the client cancelled the request (notifications/cancelled)")
+
+// track registers a standard client's request of the JSON-RPC id on the
+// session until done is called, and returns its context, which
+// cancelRequest cancels. A client sends notifications/cancelled in a POST
+// of its own while the request's POST waits for its reply (the MCP
+// specification's cancellation; the TypeScript SDK keeps that POST open),
+// so the request's own context does not end with it.
+func (ss *session) track(ctx context.Context, id json.RawMessage) (tracked context.Context, done func()) {
+	key, ok := requestKey(jsontext.Value(id))
+	if !ok {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	r := &runningRequest{cancel: cancel}
+	ss.mu.Lock()
+	if ss.requests == nil {
+		ss.requests = map[string]*runningRequest{}
+	}
+	ss.requests[key] = r // a client reusing an id in flight cancels the newer request
+	ss.mu.Unlock()
+	return ctx, func() {
+		ss.mu.Lock()
+		if ss.requests[key] == r {
+			delete(ss.requests, key)
+		}
+		ss.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// cancelRequest stops the session's request in progress whose id is
+// requestID (notifications/cancelled's params.requestId), if there is one;
+// a cancellation of a request that has finished, or was never made, is
+// ignored, as the specification has it.
+func (ss *session) cancelRequest(requestID, reason jsontext.Value) {
+	key, ok := requestKey(requestID)
+	if !ok {
+		return
+	}
+	ss.mu.Lock()
+	r := ss.requests[key]
+	ss.mu.Unlock()
+	if r == nil {
+		return
+	}
+	cause := errRequestCancelled
+	if why, ok := str(reason); ok && why != "" {
+		cause = fmt.Errorf("%w: %s", errRequestCancelled, why)
+	}
+	r.cancel(cause)
+}
+
+// requestKey is the key of a JSON-RPC id in session.requests: the id
+// compacted, so one sent with other spacing names the same request. Only
+// strings and numbers are ids.
+func requestKey(id jsontext.Value) (string, bool) {
+	if k := id.Kind(); k != '"' && k != '0' {
+		return "", false
+	}
+	v := slices.Clone(id)
+	if v.Compact() != nil {
+		return "", false
+	}
+	return string(v), true
+}
+
+// refusedID is the id a refusal of the JSON-RPC request whose body begins
+// with prefix (the whole body, or the part of one too large or too slow to
+// read whole) names: a top-level "id" member that comes before the first
+// member prefix cuts short, and that is a string or a number; null when
+// there is none. The official Go SDK's client writes the id second, after
+// "jsonrpc".
+func refusedID(prefix []byte) json.RawMessage {
+	dec := jsontext.NewDecoder(bytes.NewReader(prefix))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nullID
+	}
+	for {
+		tok, err := dec.ReadToken()
+		if err != nil || tok.Kind() != '"' {
+			return nullID
+		}
+		name := tok.String() // before the decoder reads on, which voids tok
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nullID
+		}
+		if name == "id" {
+			// A number the prefix ends in may be cut short: 12 of 123.
+			if k := v.Kind(); k != '"' && (k != '0' || dec.InputOffset() == int64(len(prefix))) {
+				return nullID
+			}
+			return json.RawMessage(v.Clone())
+		}
+	}
+}
