@@ -546,30 +546,39 @@ func diffInput(seed uint64) []byte {
 var raceBuild bool
 
 // TestCapture_Differential runs the differential test on random inputs.
-func TestCapture_Differential(t *testing.T) {
+func TestCapture_Differential(t *testing.T) { runCaptureDiffSeeds(t, false) }
+
+// FuzzCaptureDiff is the differential test under the fuzzer. Its seeds
+// include inputs whose rows hold the integral default of a REAL column
+// added by ALTER TABLE (226, 332).
+func FuzzCaptureDiff(f *testing.F) { fuzzCaptureDiff(f, false, 0, 1, 226, 332) }
+
+// runCaptureDiffSeeds runs the differential test, with the wider generator
+// when wide is set, on the inputs of the first 120 seeds (20 under -short
+// or the race detector).
+func runCaptureDiffSeeds(t *testing.T, wide bool) {
 	n := 120
 	if testing.Short() || raceBuild {
 		n = 20
 	}
 	for seed := range uint64(n) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runCaptureDiff(t, diffInput(seed), false) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runCaptureDiff(t, diffInput(seed), wide) })
 		if t.Failed() {
 			return
 		}
 	}
 }
 
-// FuzzCaptureDiff is the differential test under the fuzzer. Its seeds
-// include inputs whose rows hold the integral default of a REAL column
-// added by ALTER TABLE (226, 332).
-func FuzzCaptureDiff(f *testing.F) {
-	for _, seed := range []uint64{0, 1, 226, 332} {
+// fuzzCaptureDiff runs the differential test under the fuzzer, starting
+// from the inputs of seeds.
+func fuzzCaptureDiff(f *testing.F, wide bool, seeds ...uint64) {
+	for _, seed := range seeds {
 		f.Add(diffInput(seed))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if len(in) > 400 {
 			in = in[:400]
 		}
-		runCaptureDiff(t, in, false)
+		runCaptureDiff(t, in, wide)
 	})
 }

@@ -147,32 +147,11 @@ func wideStatement(d *diffSource, k int, t string, tables []string, col func() s
 
 // TestCapture_DifferentialWide runs the differential test on random inputs
 // with the wider generator.
-func TestCapture_DifferentialWide(t *testing.T) {
-	n := 120
-	if testing.Short() || raceBuild {
-		n = 20
-	}
-	for seed := range uint64(n) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runCaptureDiff(t, diffInput(seed), true) })
-		if t.Failed() {
-			return
-		}
-	}
-}
+func TestCapture_DifferentialWide(t *testing.T) { runCaptureDiffSeeds(t, true) }
 
 // FuzzCaptureDiffWide is the differential test with the wider generator
 // under the fuzzer. Its seeds include an input whose FTS5 shadow tables a
 // reopened connection took for ordinary ones (453), and one whose
 // AUTOINCREMENT runs out of rowids, which rolls the transaction back
 // (1347).
-func FuzzCaptureDiffWide(f *testing.F) {
-	for _, seed := range []uint64{0, 1, 453, 1347} {
-		f.Add(diffInput(seed))
-	}
-	f.Fuzz(func(t *testing.T, in []byte) {
-		if len(in) > 400 {
-			in = in[:400]
-		}
-		runCaptureDiff(t, in, true)
-	})
-}
+func FuzzCaptureDiffWide(f *testing.F) { fuzzCaptureDiff(f, true, 0, 1, 453, 1347) }
