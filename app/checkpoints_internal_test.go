@@ -518,3 +518,34 @@ func TestCheckpoints_NotFound(t *testing.T) {
 		t.Errorf("ReadCheckpoint: %v, want fs.ErrNotExist naming the checkpoint and the directory", err)
 	}
 }
+
+// TestCheckpoints_RetentionRemovalFails: a checkpoint retention cannot
+// remove (here its name aside is taken by a directory that is not empty,
+// so the rename fails) still counts against the size budget, so the sweep
+// removes the next oldest instead of stopping as if it had freed it.
+func TestCheckpoints_RetentionRemovalFails(t *testing.T) {
+	dir := t.TempDir()
+	b := newTestBackend(t, Config{Checkpoints: dir, CheckpointTTL: time.Hour, CheckpointMaxBytes: 1 << 40})
+	now := time.Now()
+	var ids []string
+	for k := range 3 {
+		id := checkpointedEpisode(t, b, "e").ID
+		os.Chtimes(filepath.Join(dir, id), now.Add(-time.Duration(10-k)*time.Minute), now.Add(-time.Duration(10-k)*time.Minute))
+		ids = append(ids, id)
+	}
+	blocked := filepath.Join(dir, trashPrefix+ids[0])
+	if err := os.MkdirAll(filepath.Join(blocked, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	size := dirSize(filepath.Join(dir, ids[2]))
+	b.checkpoints.sweepMu.Lock()
+	b.checkpoints.maxBytes = (dirSize(filepath.Join(dir, ids[0])) + size + size/2) * 10 / 9
+	b.checkpoints.sweepMu.Unlock()
+	b.checkpoints.sweep(now)
+	for i, want := range []bool{true, false, true} {
+		_, err := os.Stat(filepath.Join(dir, ids[i]))
+		if got := err == nil; got != want {
+			t.Errorf("checkpoint %d (oldest first) kept: %v, want %v", i, got, want)
+		}
+	}
+}

@@ -108,9 +108,11 @@ func (c *checkpoints) sweep(now time.Time) {
 			}
 			continue
 		case c.ttl > 0 && age > c.ttl:
-			lost[c.episodeOf(name)] = true
-			c.remove(name)
-			removed++
+			ep := c.episodeOf(name)
+			if c.remove(name) {
+				lost[ep] = true
+				removed++
+			}
 			continue
 		}
 		s := stored{id: name, episode: c.episodeOf(name), at: fi.ModTime(), size: dirSize(filepath.Join(c.dir, name))}
@@ -137,12 +139,17 @@ func (c *checkpoints) sweep(now time.Time) {
 		return a.at.Compare(b.at)
 	})
 	if c.maxBytes > 0 {
+		var kept []stored // checkpoints that could not be removed
 		for target := c.maxBytes - c.maxBytes/10; len(live) > 0 && total > target; live = live[1:] {
-			c.remove(live[0].id)
+			if !c.remove(live[0].id) {
+				kept = append(kept, live[0])
+				continue
+			}
 			lost[live[0].episode] = true
 			total -= live[0].size
 			removed++
 		}
+		live = append(kept, live...)
 	}
 	delete(lost, "") // a checkpoint of no episode has no latest pointer
 	for ep := range lost {
@@ -197,13 +204,18 @@ func (c *checkpoints) repoint(episode string, live []stored) {
 	c.removePointer(latestDir, episode)
 }
 
-// remove renames a checkpoint aside, then removes it.
-func (c *checkpoints) remove(id string) {
+// remove renames a checkpoint aside, then removes it. It reports whether
+// the checkpoint left the store, and logs why not: a checkpoint that could
+// not be renamed aside still counts against the size budget.
+func (c *checkpoints) remove(id string) bool {
 	c.forget(id)
 	aside := filepath.Join(c.dir, trashPrefix+id)
-	if err := os.Rename(filepath.Join(c.dir, id), aside); err == nil {
-		os.RemoveAll(aside)
+	if err := os.Rename(filepath.Join(c.dir, id), aside); err != nil {
+		c.logger.Error("app: checkpoint retention cannot remove a checkpoint", "checkpoint", id, "err", err)
+		return false
 	}
+	os.RemoveAll(aside)
+	return true
 }
 
 // dirSize sums the sizes of a directory's files.
