@@ -418,6 +418,13 @@ func TestMCP_StandardCancelList(t *testing.T) {
 	fake := newFake(t)
 	s := mustServe(t, fake, openenv.Config{StepTimeout: time.Hour})
 	hdr, post := standardSession(t, s)
+	cancel := func(id int) {
+		t.Helper()
+		msg := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, id)
+		if code, body, _ := s.httpDo(t, "POST", "/mcp", msg, hdr); code != http.StatusAccepted {
+			t.Fatalf("notifications/cancelled: %d %s", code, body)
+		}
+	}
 	slow := post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
 	<-fake.slowStarted
 	list := post(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
@@ -426,9 +433,7 @@ func TestMCP_StandardCancelList(t *testing.T) {
 		t.Fatalf("tools/list answered during the call: %d %s", r.code, r.body)
 	case <-time.After(50 * time.Millisecond):
 	}
-	if code, body, _ := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`, hdr); code != http.StatusAccepted {
-		t.Fatalf("notifications/cancelled: %d %s", code, body)
-	}
+	cancel(2)
 	select {
 	case r := <-list:
 		// The client ignores the reply, but its error says what happened.
@@ -443,9 +448,7 @@ func TestMCP_StandardCancelList(t *testing.T) {
 		t.Fatalf("cancelling the tools/list ended the call: %d %s", r.code, r.body)
 	case <-time.After(50 * time.Millisecond):
 	}
-	if code, body, _ := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, hdr); code != http.StatusAccepted {
-		t.Fatalf("notifications/cancelled: %d %s", code, body)
-	}
+	cancel(1)
 	if r := <-slow; r.code != http.StatusOK {
 		t.Errorf("the cancelled call: %d %s", r.code, r.body)
 	}
