@@ -37,14 +37,10 @@ func (i *Instance) Call(ctx context.Context, name string, args any) (any, error)
 	}
 	r, ok := s.Lookup(name)
 	if !ok {
-		return nil, &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("unknown tool %q", runecut.Clip(name, maxShownName, "not echoed"))}
+		return nil, &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("unknown tool %q", runecut.Echo(name))}
 	}
 	return i.callRoute(ctx, name, r, r.Def, args)
 }
-
-// maxShownName is the most bytes of an unknown tool's name its error
-// repeats: a client that sends a megabyte as a name gets no megabyte back.
-const maxShownName = 1 << 10
 
 // CallDef calls a tool by its definition, resolved over the whole agent
 // surface: it reaches any tool the agent could call and nothing a list keeps

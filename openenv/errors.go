@@ -175,40 +175,31 @@ func invalid(errs []fieldError) *protoError {
 // first ones, not a reply larger than any limit.
 const maxProblems = 100
 
-// maxEcho is the most bytes of a client's text a validation error repeats
-// in each place: its input, each key of its location, its message (which
-// may quote the input). Longer text is cut as the timeline and the logs cut
-// it, so a megabyte sent where a number belongs is not sent back, twice.
-const maxEcho = 1 << 10
-
-// bounded returns fe with its input, location keys and message cut to
-// maxEcho by echoText and echoJSON; fe's own location is left as it was.
+// bounded returns fe with its input, each key of its location and its
+// message (which may quote the input) cut to runecut.MaxEcho by
+// runecut.Echo and echoJSON; fe's own location is left as it was.
 func (fe fieldError) bounded() fieldError {
-	if slices.ContainsFunc(fe.Loc, func(l any) bool { k, ok := l.(string); return ok && len(k) > maxEcho }) {
+	if slices.ContainsFunc(fe.Loc, func(l any) bool { k, ok := l.(string); return ok && len(k) > runecut.MaxEcho }) {
 		loc := make([]any, len(fe.Loc))
 		for i, l := range fe.Loc {
 			if k, ok := l.(string); ok {
-				l = echoText(k)
+				l = runecut.Echo(k)
 			}
 			loc[i] = l
 		}
 		fe.Loc = loc
 	}
-	fe.Msg = echoText(fe.Msg)
+	fe.Msg = runecut.Echo(fe.Msg)
 	fe.Input = echoJSON(fe.Input)
 	return fe
 }
 
-// echoText returns s, or its first maxEcho bytes (whole UTF-8 sequences)
-// followed by how long it was.
-func echoText(s string) string { return runecut.Clip(s, maxEcho, "not echoed") }
-
-// echoJSON returns raw, an input, when it is at most maxEcho bytes long;
-// else a JSON string holding echoText of the string raw encodes, or of
-// raw's own text when it is another value, so the error still shows how
-// the input began.
+// echoJSON returns raw, an input, when it is at most runecut.MaxEcho bytes
+// long; else a JSON string holding runecut.Echo of the string raw encodes,
+// or of raw's own text when it is another value, so the error still shows
+// how the input began.
 func echoJSON(raw json.RawMessage) json.RawMessage {
-	if len(raw) <= maxEcho {
+	if len(raw) <= runecut.MaxEcho {
 		return raw
 	}
 	text := string(raw)
@@ -216,7 +207,7 @@ func echoJSON(raw json.RawMessage) json.RawMessage {
 	if raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
 		text = s
 	}
-	return mustEncode(echoText(text))
+	return mustEncode(runecut.Echo(text))
 }
 
 // summary names each failure of errs at its location.

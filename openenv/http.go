@@ -17,6 +17,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/seahaven/seahaven/internal/runecut"
 	"github.com/seahaven/seahaven/schemas"
 )
 
@@ -177,7 +178,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *prot
 	if len(b) > 0 && !jsonMediaType(r.Header.Get("Content-Type")) {
 		// A page of any site may send a text/plain body without asking
 		// first (a "simple" cross-origin request); a JSON body is never one.
-		return nil, newError(codeMediaType, "Content-Type %q is not supported: send the body as application/json", echoText(r.Header.Get("Content-Type")))
+		return nil, newError(codeMediaType, "Content-Type %q is not supported: send the body as application/json", runecut.Echo(r.Header.Get("Content-Type")))
 	}
 	if ce := r.Header.Get("Content-Encoding"); len(b) > 0 && ce != "" && !strings.EqualFold(ce, "identity") {
 		// Read as it came, a compressed body would be refused as JSON that

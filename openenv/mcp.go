@@ -9,6 +9,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/internal/runecut"
 )
 
 // handleRPC answers one JSON-RPC 2.0 request; one naming a key twice in an
@@ -116,7 +117,7 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 			return rpcOnSession(s, ctx, id, params, ws, (*session).checkpoint), http.StatusOK, ""
 		}
 	}
-	return rpcFailure(id, rpcMethodNotFound, "Method not found: "+echoText(method), nil), http.StatusOK, ""
+	return rpcFailure(id, rpcMethodNotFound, "Method not found: "+runecut.Echo(method), nil), http.StatusOK, ""
 }
 
 // rpcSession resolves params.session_id. Without one it returns ws (nil on
@@ -141,7 +142,7 @@ func (s *Server) rpcSession(ctx context.Context, params map[string]jsontext.Valu
 		if ss == nil {
 			return nil, newError(codeValidation, "%s", s.unknownSession(ctx, id).message)
 		}
-		return nil, newError(codeValidation, "Unknown session_id: %s", echoText(id))
+		return nil, newError(codeValidation, "Unknown session_id: %s", runecut.Echo(id))
 	}
 	return ss, nil
 }

@@ -14,6 +14,8 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/seahaven/seahaven/internal/runecut"
 )
 
 // This file holds the /mcp routes over HTTP and a standard MCP client's
@@ -246,7 +248,7 @@ func (s *Server) serveMCPDelete(w http.ResponseWriter, r *http.Request) {
 // client starts a new one with initialize; one its server drained is told
 // where its episode went.
 func (s *Server) unknownMCPSession(ctx context.Context, w http.ResponseWriter, sid string, live *session) {
-	resp := rpcFailure(nullID, rpcInvalidParams, "Unknown "+MCPSessionHeader+": "+echoText(sid)+" (it ended, or never existed): initialize a new session", nil)
+	resp := rpcFailure(nullID, rpcInvalidParams, "Unknown "+MCPSessionHeader+": "+runecut.Echo(sid)+" (it ended, or never existed): initialize a new session", nil)
 	if info, ok := s.drainedTo(ctx, sid); ok && live == nil {
 		resp = rpcFailure(nullID, rpcInvalidParams, fmt.Sprintf("%s %s was checkpointed and closed when its server drained: initialize a new session at /mcp?checkpoint=%s to continue its episode at step %d", MCPSessionHeader, sid, info.ID, info.Revision),
 			errorExtra{CheckpointID: info.ID})

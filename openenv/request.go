@@ -16,6 +16,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/internal/runecut"
 )
 
 // This file and reply.go declare the messages of the protocol as Go types.
@@ -63,7 +64,7 @@ func resetFromQuery(q url.Values) (resetData, *protoError) {
 	var members []string
 	for _, k := range slices.Sorted(maps.Keys(q)) {
 		if len(q[k]) > 1 {
-			return resetData{}, newError(codeValidation, "The /mcp URL names %s %d times; name each reset key once", echoText(k), len(q[k]))
+			return resetData{}, newError(codeValidation, "The /mcp URL names %s %d times; name each reset key once", runecut.Echo(k), len(q[k]))
 		}
 		v := q[k][0]
 		kq, _ := json.Marshal(k)

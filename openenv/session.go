@@ -12,6 +12,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/google/uuid"
+
+	"github.com/seahaven/seahaven/internal/runecut"
 )
 
 // reservedNames are the orchestration verbs, never tools (OpenEnv RFC 001).
@@ -205,7 +207,7 @@ func (s *Server) unknownSession(ctx context.Context, id string) *protoError {
 		perr.extra.CheckpointID = info.ID
 		return perr
 	}
-	return newError(codeUnknownSession, "Unknown session_id: %s", echoText(id))
+	return newError(codeUnknownSession, "Unknown session_id: %s", runecut.Echo(id))
 }
 
 // closedDuring returns perr, the failure of a request with ctx on the

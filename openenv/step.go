@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/internal/runecut"
 )
 
 // step runs one action and returns its step response: the observation, the
@@ -341,7 +342,7 @@ func (ss *session) inspect(ctx context.Context, req inspectData) (json.RawMessag
 			if errors.Is(ictx.Err(), context.DeadlineExceeded) && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return nil, newError(codeQuery, "inspect timed out after %s: %v", s.cfg.InspectTimeout, err)
 			}
-			return nil, newError(codeQuery, "%s", echoText(err.Error())) // SQLite repeats a bad token whole
+			return nil, newError(codeQuery, "%s", runecut.Echo(err.Error())) // SQLite repeats a bad token whole
 		}
 		return inspectReply(res, s.cfg.InspectRowLimit, s.cfg.MaxReplyBytes)
 	})

@@ -130,7 +130,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if ss == nil {
-		s.writeError(w, newError(codeUnknownSession, "No live session has ref %q (GET /sessions lists the live ones)", echoText(ref)))
+		s.writeError(w, newError(codeUnknownSession, "No live session has ref %q (GET /sessions lists the live ones)", runecut.Echo(ref)))
 		return
 	}
 	state, perr := ss.state(r.Context())

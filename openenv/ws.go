@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/coder/websocket"
+
+	"github.com/seahaven/seahaven/internal/runecut"
 )
 
 // closeAbort is a pseudo close code: drop the connection without a close
@@ -507,7 +509,7 @@ func (s *Server) dispatch(ss *session, raw []byte) (reply any, closing bool) {
 		if !isString {
 			label = string(inputOf(t))
 		}
-		return newError(codeUnknownType, "Unknown message type: %s", echoText(label)).frame(), false
+		return newError(codeUnknownType, "Unknown message type: %s", runecut.Echo(label)).frame(), false
 	}
 	s.metrics.wsMessages.WithLabelValues(typ).Inc()
 	var errs []fieldError

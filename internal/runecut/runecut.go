@@ -19,6 +19,15 @@ func Prefix(s string, n int) string {
 	return s[:n]
 }
 
+// MaxEcho is the most bytes of a client's text a reply, an error or a
+// message repeats in one place: a megabyte sent where a name or a number
+// belongs is not sent back.
+const MaxEcho = 1 << 10
+
+// Echo returns s as a message repeats a client's text: its first MaxEcho
+// bytes, cut as Clip cuts them, noted "not echoed".
+func Echo(s string) string { return Clip(s, MaxEcho, "not echoed") }
+
 // Clip returns s when it is at most n bytes long; otherwise its Prefix of n
 // bytes followed by "… (L bytes, note)", L being the length of s, so the
 // reader learns that it was cut and by how much.

@@ -2,6 +2,7 @@ package runecut_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -50,4 +51,13 @@ func ExampleClip() {
 	// Output:
 	// short
 	// h… (13 bytes, not echoed)
+}
+
+func ExampleEcho() {
+	fmt.Println(runecut.Echo("short"))
+	long := runecut.Echo(strings.Repeat("x", 2000))
+	fmt.Println(long[runecut.MaxEcho:])
+	// Output:
+	// short
+	// … (2000 bytes, not echoed)
 }
