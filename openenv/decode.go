@@ -28,8 +28,15 @@ import (
 // first read in one pass (readCallToolStep); whatever that pass does not
 // take is read member by member here, which is what locates a fault.
 
-// readOpts are the json v2 options of every read.
-var readOpts = jsonv2.JoinOptions(jsontext.AllowInvalidUTF8(true), jsonv2.RejectUnknownMembers(true))
+// readOpts are the json v2 options of every read of JSON checkJSON
+// accepted whole. checkJSON has found every name an object repeats, so
+// reads do not track names again: a message of many keys pays for that
+// once, not once per read.
+var readOpts = jsonv2.JoinOptions(jsontext.AllowInvalidUTF8(true), jsonv2.RejectUnknownMembers(true), jsontext.AllowDuplicateNames(true))
+
+// strictOpts are readOpts for JSON nothing checked yet (readCallToolStep):
+// a repeated name fails the read.
+var strictOpts = jsonv2.JoinOptions(readOpts, jsontext.AllowDuplicateNames(false))
 
 // looseOpts read JSON that may repeat a name, to locate or measure it.
 var looseOpts = jsonv2.JoinOptions(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
@@ -169,16 +176,11 @@ func decodeMembers(m map[string]jsontext.Value, loc []any, dst any) []fieldError
 	v := reflect.ValueOf(dst).Elem()
 	fields := fieldsOf(v.Type())
 	var errs []fieldError
-	unbuilt := 0 // unknown keys past the problems a reply lists
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		val := m[k]
 		i, ok := fields[k]
 		if !ok {
-			if len(errs) < maxProblems {
-				errs = append(errs, extraForbidden(at(loc, k), val))
-			} else {
-				unbuilt++
-			}
+			errs = addExtra(errs, loc, k, val)
 			continue
 		}
 		f := v.Field(i)
@@ -203,10 +205,21 @@ func decodeMembers(m map[string]jsontext.Value, loc []any, dst any) []fieldError
 		}
 		errs = append(errs, typeError(pydanticTypes[t.Kind()], at(loc, k), val))
 	}
-	if unbuilt > 0 {
-		errs = append(errs, fieldError{more: unbuilt})
-	}
 	return errs
+}
+
+// addExtra appends to errs the extra_forbidden problem of the unknown key k
+// at loc. Once errs holds the maxProblems a reply lists, the key is only
+// counted, in an entry whose more counts the keys past them.
+func addExtra(errs []fieldError, loc []any, k string, raw []byte) []fieldError {
+	switch {
+	case len(errs) < maxProblems:
+		return append(errs, extraForbidden(at(loc, k), raw))
+	case errs[len(errs)-1].more > 0:
+		errs[len(errs)-1].more++
+		return errs
+	}
+	return append(errs, fieldError{more: 1})
 }
 
 // structFields caches fieldsOf.

@@ -256,12 +256,15 @@ func (s *Server) unknownMCPSession(ctx context.Context, w http.ResponseWriter, s
 	writeJSON(w, http.StatusNotFound, standardReply(resp))
 }
 
-// isInitialize reports whether body is one JSON-RPC message whose method
-// is initialize.
+// isInitialize reports whether body, JSON nothing checked yet, is one
+// JSON-RPC message whose method is initialize.
 func isInitialize(body []byte) bool {
-	m, ok := members(body)
+	var m map[string]jsontext.Value
+	if jsonv2.Unmarshal(body, &m, strictOpts) != nil {
+		return false
+	}
 	method, _ := str(m["method"])
-	return ok && method == "initialize"
+	return method == "initialize"
 }
 
 // sessionRequired refuses, with the 400 the MCP specification gives a

@@ -174,7 +174,7 @@ type callToolStep struct {
 // way, which says what is wrong in pydantic's shape.
 func readCallToolStep(raw []byte) (a action, ok bool) {
 	var m callToolStep
-	if bytes.Contains(raw, []byte("null")) || jsonv2.Unmarshal(raw, &m, readOpts) != nil ||
+	if bytes.Contains(raw, []byte("null")) || jsonv2.Unmarshal(raw, &m, strictOpts) != nil ||
 		m.Type != "step" || m.Data == nil || m.Data.ToolName == nil || m.Data.Type == actionListTools {
 		return action{}, false
 	}

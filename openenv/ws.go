@@ -515,7 +515,7 @@ func (s *Server) dispatch(ss *session, raw []byte) (reply any, closing bool) {
 	var errs []fieldError
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if k != "type" && (k != "data" || !takesData) {
-			errs = append(errs, extraForbidden([]any{k}, m[k]))
+			errs = addExtra(errs, nil, k, m[k])
 		}
 	}
 	if len(errs) > 0 {
