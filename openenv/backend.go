@@ -129,7 +129,8 @@ type Instance interface {
 	Tools() []env.ToolInfo
 	// CallJSON calls a tool with JSON arguments and returns the tool's result,
 	// which the server encodes as JSON. A failure the agent may see is a
-	// *env.ToolError; an error wrapping context.DeadlineExceeded is reported as
+	// *env.ToolError, of kind env.KindNotFound for a name Tools does not
+	// list (the server's metrics then name no series after it); an error wrapping context.DeadlineExceeded is reported as
 	// a timeout. A failure of the host is an *env.InfraError, reported as the
 	// server's own error; with NoStep set it is no step of the episode.
 	// CallJSON must return soon after ctx is done.

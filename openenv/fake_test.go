@@ -207,6 +207,9 @@ func (in *fakeInstance) CallJSON(ctx context.Context, name string, args json.Raw
 			return map[string]any{"now": in.now}, nil
 		}
 	}
+	if strings.HasSuffix(name, "_boom") { // a backend that fails on a name it does not list
+		panic("no tool " + name)
+	}
 	return nil, &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("unknown tool %q", name)}
 }
 

@@ -257,7 +257,7 @@ func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMe
 	out, perr := s.call(ctx, inst, name, args, s.cfg.StepTimeout)
 	if (perr != nil || out.err != nil) && s.ended.Err() != nil {
 		// What the cancelled call failed with says nothing true about it.
-		return toolOutcome{}, newError(codeShuttingDown, "Server is shutting down: the call of %q was cancelled before it finished.", name)
+		return toolOutcome{}, newError(codeShuttingDown, "Server is shutting down: the call of %q was cancelled before it finished.", runecut.Echo(name))
 	}
 	if perr == nil && out.err == nil {
 		out.wrapped = s.wrappedResults(inst)[name]

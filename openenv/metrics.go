@@ -291,8 +291,11 @@ func (s *Server) observeInfra(ctx context.Context, op string, ie *env.InfraError
 // outcome, and one log line when it failed. A failure the agent caused (a
 // ToolError: wrong arguments, an unknown tool, a refusal by the world) is
 // logged at debug level; a timeout at warn level; a panic has been logged
-// by guard.
-func (s *Server) observeCall(ctx context.Context, start time.Time, name string, out toolOutcome, perr *protoError) {
+// by guard. The tool label is the name only when the name is a tool of
+// inst: a call that failed before its backend told an unknown name apart
+// (a panic, an infrastructure failure, a cancellation) is labelled
+// unknownTool unless inst lists it.
+func (s *Server) observeCall(ctx context.Context, start time.Time, inst Instance, name string, out toolOutcome, perr *protoError) {
 	d := time.Since(start)
 	outcome := outcomeOK
 	switch {
@@ -304,7 +307,7 @@ func (s *Server) observeCall(ctx context.Context, start time.Time, name string, 
 		outcome = out.err.Kind
 	}
 	tool := name
-	if outcome == env.KindNotFound {
+	if outcome == env.KindNotFound || perr != nil && !s.lists(inst, name) {
 		tool = unknownTool
 	}
 	s.metrics.calls.WithLabelValues(tool, outcome).Inc()

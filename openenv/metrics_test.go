@@ -109,6 +109,7 @@ func TestServer_Metrics(t *testing.T) {
 	roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"fail","arguments":{}}}`)
 	roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"no_such_tool_`+strings.Repeat("x", 50)+`","arguments":{}}}`)
 	roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"boom","arguments":{}}}`)
+	roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"no_such_tool_boom","arguments":{}}}`)
 	roundTrip(t, c, `{"type":"inspect","data":{"sql":"SELECT message FROM echoes"}}`)
 	roundTrip(t, c, `{"type":"inspect","data":{"sql":"SELECT * FROM nowhere"}}`)
 	roundTrip(t, c, `{"type":"state"}`)
@@ -138,11 +139,12 @@ func TestServer_Metrics(t *testing.T) {
 		{"seahaven_tool_calls_total", []string{"tool", "fail", "outcome", "execution_error"}, 1},
 		{"seahaven_tool_calls_total", []string{"tool", "_unknown", "outcome", "tool_not_found"}, 1},
 		{"seahaven_tool_calls_total", []string{"tool", "boom", "outcome", "panic"}, 1},
+		{"seahaven_tool_calls_total", []string{"tool", "_unknown", "outcome", "panic"}, 1},
 		{"seahaven_tool_call_duration_seconds", []string{"tool", "add"}, 2},
 		{"seahaven_inspect_queries_total", []string{"outcome", "ok"}, 1},
 		{"seahaven_inspect_queries_total", []string{"outcome", "error"}, 1},
 		{"seahaven_ws_messages_total", []string{"type", "reset"}, 2},
-		{"seahaven_ws_messages_total", []string{"type", "step"}, 6},
+		{"seahaven_ws_messages_total", []string{"type", "step"}, 7},
 		{"seahaven_ws_messages_total", []string{"type", "inspect"}, 2},
 		{"seahaven_ws_messages_total", []string{"type", "state"}, 1},
 		{"seahaven_ws_messages_total", []string{"type", "invalid"}, 2},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/seahaven/seahaven/env"
@@ -176,13 +177,19 @@ func (s *Server) tools(inst Instance) ([]env.ToolInfo, *protoError) {
 	return tools, perr
 }
 
+// lists reports whether inst's tool listing names name.
+func (s *Server) lists(inst Instance, name string) bool {
+	tools, _ := s.tools(inst)
+	return slices.ContainsFunc(tools, func(t env.ToolInfo) bool { return t.Name == name })
+}
+
 // call makes one tool call on inst, bounded by timeout. Tool failures come
 // back in the outcome; only a panic is a protoError.
 func (s *Server) call(ctx context.Context, inst Instance, name string, args json.RawMessage, timeout time.Duration) (toolOutcome, *protoError) {
 	start := time.Now()
 	if reservedNames[name] {
 		out := reservedCall(name)
-		s.observeCall(ctx, start, name, out, nil)
+		s.observeCall(ctx, start, nil, name, out, nil)
 		return out, nil
 	}
 	cctx, cancel := withTimeout(ctx, timeout)
@@ -197,7 +204,7 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 		raw, err = encode(v)
 		return err
 	})
-	perr := s.guardCtx(ctx, fmt.Sprintf("tool %q", name), func() {
+	perr := s.guardCtx(ctx, fmt.Sprintf("tool %q", runecut.Echo(name)), func() {
 		res, err := inst.CallJSON(cctx, name, args)
 		if infra = s.infraFailure(ctx, opCall, err); infra != nil {
 			return
@@ -230,10 +237,10 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 		// Cancelled with its request or session, before it changed
 		// anything: nobody is waiting for it as a step, and if its session
 		// was closed, the request learns that instead (closedDuring).
-		perr = newError(codeSession, "The request ended before its call of %q changed anything: the call was rolled back and is no step of the episode.", name)
+		perr = newError(codeSession, "The request ended before its call of %q changed anything: the call was rolled back and is no step of the episode.", runecut.Echo(name))
 		perr.noStep = true
 	}
-	s.observeCall(ctx, start, name, out, perr)
+	s.observeCall(ctx, start, inst, name, out, perr)
 	return out, perr
 }
 
