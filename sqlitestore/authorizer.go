@@ -104,11 +104,14 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 			switch action {
 			case sqlite3.AUTH_DROP_TABLE:
 				cn.info.drop = name
-				if !cn.preparing && cn.exposed && cn.rawDrop != nil {
+				if !cn.own && cn.exposed && cn.rawDrop != nil {
 					cn.rawDrop(name)
 				}
 			case sqlite3.AUTH_CREATE_TABLE:
 				cn.info.create = name
+				if !cn.own && cn.exposed && cn.rawCreate != nil {
+					cn.rawCreate(name)
+				}
 			}
 		}
 		cn.metaDirty = true

@@ -135,6 +135,14 @@ type Capture struct {
 	err   error               // first failure inside the hook
 
 	undoAt uint64 // Store.undo at StartCapture
+	// tables holds the main schema's tables when the raw connection was
+	// first exposed while the capture ran, under their names now; nil
+	// while it was not. A row of another table did not exist when the
+	// capture started. rawCreates holds, by foldASCII, the tables the raw
+	// connection prepared a CREATE TABLE for since, and dropped those of
+	// tables that a nested capture saw dropped through Exec (see
+	// Store.rawCreatedLocked).
+	tables, rawCreates, dropped map[string]bool
 }
 
 // touched is a row a capture saw, with its first before-image.
@@ -156,6 +164,9 @@ func (s *Store) StartCapture() *Capture {
 	if s.closed {
 		c.done = true
 		return c
+	}
+	if s.cn != nil && s.cn.exposed {
+		c.err = s.trackTablesLocked(s.cn, c)
 	}
 	s.captures = append(s.captures, c)
 	if s.cn != nil && len(s.captures) == 1 {
@@ -215,7 +226,7 @@ func (c *Capture) FinishRows(ctx context.Context) ([]RowChange, error) {
 		if c.err != nil {
 			return c.err
 		}
-		if len(c.order) == 0 && len(c.raw) == 0 {
+		if len(c.order) == 0 && len(c.raw) == 0 && len(c.rawCreates) == 0 {
 			return nil
 		}
 		if c.eventsComplete() {
@@ -242,6 +253,9 @@ func (c *Capture) FinishRows(ctx context.Context) ([]RowChange, error) {
 			if c.err != nil {
 				return c.err
 			}
+			if err := s.rawCreatedLocked(cn, c); err != nil {
+				return err
+			}
 			var err error
 			out, err = cn.readCurrent(c)
 			return err
@@ -264,7 +278,7 @@ var verifyEvents bool
 // It is called under s.mu.
 func (c *Capture) eventsComplete() bool {
 	s := c.s
-	return c.undoAt == s.undo && len(c.raw) == 0 && (s.cn == nil || !s.cn.metaDirty && !s.cn.exposed)
+	return c.undoAt == s.undo && len(c.raw) == 0 && len(c.rawCreates) == 0 && (s.cn == nil || !s.cn.metaDirty && !s.cn.exposed)
 }
 
 // installHookLocked routes the connection's preupdate events to the
@@ -376,7 +390,11 @@ func (c *Capture) record(m *tableMeta, ev event) {
 		return
 	}
 	if ev.oldKey != nil {
-		c.touch(m, ev.oldKey, ev.oldCol).last = nil
+		before := ev.oldCol
+		if c.tables != nil && !c.tables[m.name] {
+			before = nil // a row of a table created since: its rows are read when c finishes
+		}
+		c.touch(m, ev.oldKey, before).last = nil
 	}
 	if ev.newKey != nil {
 		c.touch(m, ev.newKey, nil).last = ev.newImg

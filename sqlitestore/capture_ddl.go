@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -15,6 +16,14 @@ import (
 // its before-image, so the capture reports it deleted (or, when the
 // drop is rolled back, unchanged); after a CREATE TABLE created a table,
 // every row of it is noted as inserted.
+//
+// Statements on the raw connection (Store.Conn) run out of the store's
+// sight. A DROP TABLE prepared there fails the running captures
+// (rawDropLocked). For a CREATE TABLE, each capture running while the
+// connection is exposed knows the tables there were when it began to see
+// it (Capture.tables); when it finishes, every row of a table the raw
+// connection prepared a CREATE TABLE for, that it did not know, is
+// inserted (rawCreatedLocked).
 
 // dropRowsLocked notes, for the running captures, the rows of the table a
 // DROP TABLE about to run erases, and reports whether the table a CREATE
@@ -41,17 +50,26 @@ func (s *Store) dropRowsLocked(cn *conn, info stmtInfo) (existed bool, err error
 		}
 		cn.metaDirty = true
 	}
-	return false, s.tableRowsLocked(cn, name, func(m *tableMeta, key, img []any) event {
-		return event{oldKey: key, oldCol: func(cid int) any { return img[slices.Index(m.cids, cid)] }}
+	err = cn.tableRows(name, func(m *tableMeta, key, img []any) {
+		s.recordLocked(m, event{oldKey: key, oldCol: func(cid int) any { return img[slices.Index(m.cids, cid)] }})
 	})
+	// The innermost capture has noted every row: to it, a table of the
+	// name created again is new. The outer ones have not.
+	for i, c := range s.captures {
+		if i == len(s.captures)-1 {
+			delete(c.tables, name)
+		} else if c.tables != nil {
+			c.dropped = setAdd(c.dropped, name)
+		}
+	}
+	return false, err
 }
 
 // rawDropLocked fails the running captures when a DROP TABLE of a captured
 // table is prepared on the raw connection (Store.Conn): it erases the
 // table's rows with no preupdate event, and only Exec and ExecScript read
-// them first (dropRowsLocked). It runs in the authorizer, under s.mu when
-// the store's own statement runs (a shadow table dropped with its virtual
-// table is not captured), and from the raw connection's user otherwise.
+// them first (dropRowsLocked). It runs in the authorizer, from the raw
+// connection's user.
 func (s *Store) rawDropLocked(table string) {
 	cn := s.cn
 	if len(s.captures) == 0 || cn == nil {
@@ -86,14 +104,101 @@ func (s *Store) createdRowsLocked(cn *conn, info stmtInfo, existed bool) error {
 	if name == "" || err != nil {
 		return err
 	}
-	return s.tableRowsLocked(cn, name, func(m *tableMeta, key, img []any) event {
-		return event{newKey: key, newImg: img}
+	return cn.tableRows(name, func(m *tableMeta, key, img []any) {
+		s.recordLocked(m, event{newKey: key, newImg: img})
 	})
 }
 
-// tableRowsLocked reads every row of the captured table name and records
-// the event ev makes of each.
-func (s *Store) tableRowsLocked(cn *conn, name string, ev func(m *tableMeta, key, img []any) event) error {
+// trackTablesLocked has c know the tables of the main schema now, once the
+// raw connection is exposed while c runs (see rawCreatedLocked).
+func (s *Store) trackTablesLocked(cn *conn, c *Capture) error {
+	if c.tables != nil {
+		return nil
+	}
+	if cn.metaDirty || cn.meta == nil {
+		if err := s.loadMetaLocked(cn, nil); err != nil {
+			return err
+		}
+	}
+	c.tables = make(map[string]bool, len(cn.meta))
+	for name := range cn.meta {
+		c.tables[name] = true
+	}
+	return nil
+}
+
+// rawCreateLocked notes, for the running captures, a CREATE TABLE prepared
+// on the raw connection. It runs in the authorizer, from the raw
+// connection's user (see rawDropLocked).
+func (s *Store) rawCreateLocked(table string) {
+	for _, c := range s.captures {
+		c.rawCreates = setAdd(c.rawCreates, foldASCII(table))
+	}
+}
+
+// setAdd adds name to set, made when nil, and returns it.
+func setAdd(set map[string]bool, name string) map[string]bool {
+	if set == nil {
+		set = make(map[string]bool)
+	}
+	set[name] = true
+	return set
+}
+
+// rawCreatedLocked notes as inserted, for c as it finishes, every row of
+// each table the raw connection prepared a CREATE TABLE for that c did not
+// know, and has the captures still running know those tables: their rows
+// are c's.
+func (s *Store) rawCreatedLocked(cn *conn, c *Capture) error {
+	if c.tables == nil || len(c.rawCreates) == 0 {
+		return nil
+	}
+	if cn.metaDirty || cn.meta == nil {
+		if err := s.loadMetaLocked(cn, c); err != nil {
+			return err
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(cn.meta)) {
+		if !c.rawCreates[foldASCII(name)] {
+			continue
+		}
+		if c.dropped[name] {
+			return fmt.Errorf("sqlitestore: change capture cannot report the rows of table %s: a nested capture dropped it, and the raw connection may have created it again; create tables through Exec or ExecScript", name)
+		}
+		if c.tables[name] {
+			continue
+		}
+		err := cn.tableRows(name, func(m *tableMeta, key, img []any) {
+			c.record(m, event{newKey: key, newImg: img})
+		})
+		if err != nil {
+			return err
+		}
+		for _, outer := range s.captures {
+			if outer.tables != nil {
+				outer.tables[name] = true
+				delete(outer.dropped, name)
+			}
+		}
+	}
+	return nil
+}
+
+// foldASCII returns name with its ASCII letters in lower case, as SQLite
+// compares table names.
+func foldASCII(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// tableRows reads every row of the captured table name and hands each to
+// fn with its key.
+func (cn *conn) tableRows(name string, fn func(m *tableMeta, key, img []any)) error {
 	m := cn.meta[name]
 	if m == nil || m.skip || len(m.names) == 0 {
 		return nil
@@ -116,7 +221,7 @@ func (s *Store) tableRowsLocked(cn *conn, name string, ev func(m *tableMeta, key
 		if rowid {
 			id = r[len(m.names)].(int64)
 		}
-		s.recordLocked(m, ev(m, m.keyIn(img, id), img))
+		fn(m, m.keyIn(img, id), img)
 	}
 	return nil
 }

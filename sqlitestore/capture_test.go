@@ -1167,6 +1167,37 @@ func TestCapture_RawSchemaChanges(t *testing.T) {
 			want: lines("update t map[id:1] before=map[a:a b:b id:1] after=map[a:a b:B id:1]"),
 		},
 		{
+			// Its rows go in with no preupdate event: the store reads
+			// them when the capture finishes.
+			name: "CreatedAsSelect",
+			raw:  []string{`CREATE TABLE z AS SELECT id, a FROM t`, `CREATE TABLE IF NOT EXISTS Z AS SELECT 9`},
+			want: lines("insert z map[rowid:1] after=map[a:a id:1]"),
+		},
+		{
+			name: "CreatedAsSelectAndChanged",
+			raw:  []string{`CREATE TABLE z (k TEXT PRIMARY KEY NOT NULL, v)`, `INSERT INTO z VALUES ('x', 1), ('y', 2)`, `CREATE TABLE w AS SELECT * FROM z`, `DELETE FROM z WHERE k = 'x'`, `UPDATE w SET v = 3`},
+			want: lines(
+				"insert w map[rowid:1] after=map[k:x v:3]",
+				"insert w map[rowid:2] after=map[k:y v:3]",
+				"insert z map[k:y] after=map[k:y v:2]",
+			),
+		},
+		{
+			// A table renamed is the same table: its rows are not new.
+			name: "RenamedThenChanged",
+			raw:  []string{`CREATE TABLE z AS SELECT 1 AS q`, `ALTER TABLE t RENAME TO u`, `UPDATE u SET b = 'B' WHERE id = 1`},
+			want: lines(
+				"update u map[id:1] before=map[a:a b:b id:1] after=map[a:a b:B id:1]",
+				"insert z map[rowid:1] after=map[q:1]",
+			),
+		},
+		{
+			// t exists: neither statement makes a table, nor a row.
+			name: "CreateOfAnExistingTable",
+			raw:  []string{`CREATE TABLE IF NOT EXISTS T AS SELECT 1`, `UPDATE t SET b = 'B' WHERE id = 1`},
+			want: lines("update t map[id:1] before=map[a:a b:b id:1] after=map[a:a b:B id:1]"),
+		},
+		{
 			name: "AlteredOnce",
 			raw:  []string{`ALTER TABLE t ADD COLUMN c TEXT`, `UPDATE t SET c = 'C' WHERE id = 1`, `INSERT INTO t VALUES (2, 'x', 'y', 'z')`},
 			want: lines(
@@ -1201,6 +1232,113 @@ func TestCapture_RawSchemaChanges(t *testing.T) {
 				t.Errorf("changes:\n%s\nwant:\n%s", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestCapture_RawCreateNested creates tables with CREATE TABLE ... AS
+// SELECT on the raw connection, one in an inner capture and one after it,
+// and drops a table through Exec to create it again on the raw
+// connection: each table's rows are in the capture that created them,
+// once, and a capture started while the raw connection is exposed knows
+// the tables there were when it began.
+func TestCapture_RawCreateNested(t *testing.T) {
+	ctx := context.Background()
+	s := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT); INSERT INTO t VALUES (1, 'a');`, sqlitestore.Options{})
+	s.Pin()
+	defer s.Unpin()
+	outer := s.StartCapture()
+	raw, err := s.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := s.StartCapture()
+	if err := raw.Exec(`CREATE TABLE x AS SELECT id FROM t`); err != nil {
+		t.Fatal(err)
+	}
+	changes, err := inner.Finish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := formatChanges(changes), lines("insert x map[rowid:1] after=map[id:1]"); got != want {
+		t.Errorf("inner capture:\n%s\nwant:\n%s", got, want)
+	}
+	if _, err := s.Exec(ctx, `DROP TABLE t`); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Exec(`CREATE TABLE t AS SELECT 2 AS id, 'b' AS a; CREATE TABLE y AS SELECT 'y' AS v`); err != nil {
+		t.Fatal(err)
+	}
+	late := s.StartCapture() // the raw connection is exposed: it knows t, x and y
+	if err := raw.Exec(`INSERT INTO y VALUES ('z')`); err != nil {
+		t.Fatal(err)
+	}
+	changes, err = late.Finish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := formatChanges(changes), lines("insert y map[rowid:2] after=map[v:z]"); got != want {
+		t.Errorf("capture started after the tables were created:\n%s\nwant:\n%s", got, want)
+	}
+	changes, err = outer.Finish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// t was one table with the key id and is now another, keyed by rowid.
+	want := lines(
+		"delete t map[id:1] before=map[a:a id:1]",
+		"insert t map[rowid:1] after=map[a:b id:2]",
+		"insert y map[rowid:1] after=map[v:y]",
+		"insert y map[rowid:2] after=map[v:z]",
+	)
+	if got := formatChanges(changes); got != want {
+		t.Errorf("outer capture:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestCapture_OwnStatementsReprepared has the store run its cached CREATE
+// TABLE again after the schema changed under it, while its raw connection
+// is exposed: SQLite prepares it again as it steps, and it is the
+// store's, not a CREATE TABLE of the raw connection's. A nested capture
+// drops the table first, and rolls the drop back: a table the raw
+// connection created after such a drop would fail the outer capture.
+func TestCapture_OwnStatementsReprepared(t *testing.T) {
+	ctx := context.Background()
+	s := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY); INSERT INTO t VALUES (1);`, sqlitestore.Options{})
+	s.Pin()
+	defer s.Unpin()
+	const create = `CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY)`
+	if _, err := s.Exec(ctx, create); err != nil { // cached
+		t.Fatal(err)
+	}
+	if _, err := s.Conn(ctx); err != nil {
+		t.Fatal(err)
+	}
+	outer := s.StartCapture()
+	inner := s.StartCapture()
+	f, err := s.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Exec(ctx, `DROP TABLE t`); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if changes, err := inner.Finish(ctx); err != nil || len(changes) != 0 {
+		t.Fatalf("inner capture: %v, %v; want no change", changes, err)
+	}
+	for _, q := range []string{create, `INSERT INTO t VALUES (2)`} {
+		if _, err := s.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changes, err := outer.Finish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := formatChanges(changes), lines("insert t map[id:2] after=map[id:2]"); got != want {
+		t.Errorf("changes:\n%s\nwant:\n%s", got, want)
 	}
 }
 

@@ -504,10 +504,10 @@ func (s *Store) releaseIdle(cutoff time.Time) bool {
 // replace its authorizer or preupdate hook, which the store uses. Exec's
 // refusals do not apply to it: what it runs is the caller's own, and a
 // write to a database it attaches is in no change log. A DROP TABLE and a
-// CREATE TABLE ... AS SELECT move rows with no preupdate event, and only
-// Exec and ExecScript read them: a DROP TABLE of a captured table
-// prepared on it fails the running captures, and the rows a CREATE TABLE
-// ... AS SELECT on it fills are in no change log.
+// CREATE TABLE ... AS SELECT move rows with no preupdate event: a DROP
+// TABLE of a captured table prepared on it fails the running captures, and
+// the rows of a table a CREATE TABLE on it created are read as inserted
+// when each capture finishes.
 func (s *Store) Conn(ctx context.Context) (*sqlite3.Conn, error) {
 	var c *sqlite3.Conn
 	err := s.do(ctx, true, func(cn *conn) error {
@@ -515,6 +515,11 @@ func (s *Store) Conn(ctx context.Context) (*sqlite3.Conn, error) {
 		// now for as long as it holds (see Capture.replay).
 		if err := s.refreshMetaLocked(cn); err != nil {
 			return err
+		}
+		for _, c := range s.captures {
+			if err := s.trackTablesLocked(cn, c); err != nil {
+				return err
+			}
 		}
 		// What runs on the raw connection is out of sight: captures read
 		// their rows back from now on.

@@ -44,8 +44,9 @@ func (s *Store) doLocked(ctx context.Context, open bool, fn func(cn *conn) error
 		if cn.c.GetAutocommit() {
 			cn.txnSeq = cn.layout.seq // what is noted before this cannot be rolled back
 		}
-		old := cn.c.SetInterrupt(ctx)
-		defer cn.c.SetInterrupt(old)
+		old, own := cn.c.SetInterrupt(ctx), cn.own
+		cn.own = true
+		defer func() { cn.c.SetInterrupt(old); cn.own = own }()
 		return formatError(ctx, fn(cn))
 	})
 	if err != nil {
@@ -81,7 +82,7 @@ func (s *Store) connLocked(ctx context.Context) (*conn, error) {
 		}
 	}
 	cn.undo = &s.undo
-	cn.rawDrop = s.rawDropLocked
+	cn.rawDrop, cn.rawCreate = s.rawDropLocked, s.rawCreateLocked
 	if len(s.captures) > 0 {
 		s.installHookLocked(cn)
 	}

@@ -262,13 +262,27 @@ func (s *Store) loadMetaLocked(cn *conn, finishing *Capture) error {
 	cn.loadInTxn = cn.layout.seq != cn.txnSeq && !cn.c.GetAutocommit()
 	for _, c := range s.captures {
 		c.checkRenames(old, cn.meta)
+		c.knowRenames(old, cn.meta)
 		c.replay(cn)
 	}
 	if finishing != nil {
 		finishing.checkRenames(old, cn.meta)
+		finishing.knowRenames(old, cn.meta)
 		finishing.replay(cn)
 	}
 	return nil
+}
+
+// knowRenames has c know, under its new name, each table it knows that was
+// renamed between old and meta (see Capture.tables).
+func (c *Capture) knowRenames(old, meta map[string]*tableMeta) {
+	for name := range c.tables {
+		if m := old[name]; m != nil {
+			if to := m.renamedTo(old, meta); to != "" {
+				c.tables[to] = true
+			}
+		}
+	}
 }
 
 // loadMetaOnlyLocked reloads the table metadata.
