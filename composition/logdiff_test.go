@@ -143,7 +143,8 @@ var logDiffValues = []string{"0", "1", "2", "3", "-1", "1.0", "2.5", "-0.0", "'a
 // logDiffOps returns random ops, depth levels of nesting at most; wide
 // ones draw from more ops: kv's table h, which the host's name shares,
 // savepoints, the host's raw connection and transactions, kv's tool txput,
-// and keys changed.
+// keys changed, and a table kz created on kv's raw connection (CREATE
+// TABLE ... AS SELECT) and dropped through Exec.
 func logDiffOps(r *rand.Rand, depth int, wide bool) []string {
 	v := func() string { return logDiffValues[r.IntN(len(logDiffValues))] }
 	var ops []string
@@ -151,7 +152,7 @@ func logDiffOps(r *rand.Rand, depth int, wide bool) []string {
 		var op string
 		k := 20
 		if wide {
-			k = 28
+			k = 31
 		}
 		switch r.IntN(k) {
 		case 0:
@@ -211,6 +212,12 @@ func logDiffOps(r *rand.Rand, depth int, wide bool) []string {
 			op = "call:txput"
 		case 26:
 			op = fmt.Sprintf("k:UPDATE kv SET id = id || 'x' WHERE id = '%c'", 'a'+r.IntN(3))
+		case 28:
+			op = "raw:CREATE TABLE IF NOT EXISTS kz AS SELECT id, v FROM kv"
+		case 29:
+			op = "k:DROP TABLE IF EXISTS kz"
+		case 30:
+			op = fmt.Sprintf("raw:INSERT INTO kz VALUES ('%c', %s)", 'a'+r.IntN(3), v())
 		default:
 			op = fmt.Sprintf("h:INSERT INTO h (v, r) VALUES (%s, %s) RETURNING id", v(), v())
 		}
@@ -228,9 +235,12 @@ func logDiffSnapshot(t *testing.T, inst *composition.Instance) map[string]map[st
 	out := map[string]map[string]any{}
 	for _, tb := range []struct{ world, schema, table, key string }{
 		{"main", "main", "h", "id"}, {"main", "main", "n", "rowid"}, {"main", "main", "w", "k, j"},
-		{"kv", "kv", "kv", "id"}, {"kv", "kv", "c", "id"}, {"kv", "kv", "h", "id"},
+		{"kv", "kv", "kv", "id"}, {"kv", "kv", "c", "id"}, {"kv", "kv", "h", "id"}, {"kv", "kv", "kz", "rowid"},
 	} {
 		rows, err := inst.Inspect().Query(context.Background(), fmt.Sprintf("SELECT %s AS key__, * FROM %s.%s", strings.ReplaceAll(tb.key, ", ", " || '/' || "), tb.schema, tb.table))
+		if err != nil && tb.table == "kz" && strings.Contains(err.Error(), "no such table") {
+			continue // not created, or dropped
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -249,7 +259,7 @@ func recordKey(r env.ChangeRecord) string {
 	switch r.Table {
 	case "w":
 		key = fmt.Sprintf("%v/%v", r.Key["k"], r.Key["j"])
-	case "n":
+	case "n", "kz":
 		key = fmt.Sprint(r.Key["rowid"])
 	default:
 		key = fmt.Sprint(r.Key["id"])
