@@ -171,10 +171,12 @@ type callToolStep struct {
 // null anywhere (each field has its own null rule), a missing tool_name,
 // an unknown or repeated key, a value of the wrong type or one a field's
 // rule refuses, JSON that does not parse. Those go the member-by-member
-// way, which says what is wrong in pydantic's shape.
+// way, which says what is wrong in pydantic's shape. A message that does
+// not hold "step" as written is not read at all: a reset or an inspect
+// costs no read of this pass.
 func readCallToolStep(raw []byte) (a action, ok bool) {
 	var m callToolStep
-	if bytes.Contains(raw, []byte("null")) || jsonv2.Unmarshal(raw, &m, strictOpts) != nil ||
+	if !bytes.Contains(raw, []byte(`"step"`)) || bytes.Contains(raw, []byte("null")) || jsonv2.Unmarshal(raw, &m, strictOpts) != nil ||
 		m.Type != "step" || m.Data == nil || m.Data.ToolName == nil || m.Data.Type == actionListTools {
 		return action{}, false
 	}
