@@ -58,7 +58,9 @@ func (c *NewCommand) Run(_ context.Context, args []string) error {
 		fmt.Fprintf(c.m.Stdout, "  %s\n", f)
 	}
 	pkgs := packagePattern(abs)
-	fmt.Fprintf(c.m.Stdout, "next: go generate %s && go test %s\n", pkgs, pkgs)
+	// The new package imports what the module does not require yet, so
+	// go generate stops at "updates to go.mod needed" until it is tidied.
+	fmt.Fprintf(c.m.Stdout, "next: go mod tidy && go generate %s && go test %s\n", pkgs, pkgs)
 	fmt.Fprintf(c.m.Stdout, "then: build a binary of your own, func main() { cli.Run(%s.World) } (docs/authoring.md, \"Your own binary\"), and run its check %s\n",
 		name, pkgs)
 	return nil

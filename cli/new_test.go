@@ -123,9 +123,10 @@ func TestNewWorld_Refused(t *testing.T) {
 	}
 }
 
-// TestNewWorld_Hint: the commands printed after a new world name its
-// packages as they are typed in the current directory, and the check is the
-// author's own binary's.
+// TestNewWorld_Hint: the commands printed after a new world tidy the
+// module first (the new package imports what it does not require yet), name
+// its packages as they are typed in the current directory, and the check is
+// the author's own binary's.
 func TestNewWorld_Hint(t *testing.T) {
 	root := t.TempDir()
 	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module example.com/lib\n"), 0o644); err != nil {
@@ -147,7 +148,7 @@ func TestNewWorld_Hint(t *testing.T) {
 		if err != nil {
 			t.Fatalf("new world --dir %s: %v\n%s", tt.dir, err, stderr)
 		}
-		want := "next: go generate " + tt.pkgs + " && go test " + tt.pkgs + "\n" +
+		want := "next: go mod tidy && go generate " + tt.pkgs + " && go test " + tt.pkgs + "\n" +
 			`then: build a binary of your own, func main() { cli.Run(stock.World) } (docs/authoring.md, "Your own binary"), and run its check ` + tt.pkgs + "\n"
 		if !strings.HasSuffix(stdout, want) {
 			t.Errorf("new world --dir %s printed:\n%s\nwant it to end:\n%s", tt.dir, stdout, want)
