@@ -291,7 +291,7 @@ func (a *activation) layers(parent *turn, ns *nodeState, mws []env.Middleware, d
 		}
 		return def.Invoke(c, in)
 	}
-	out, err = guardValue(func() (any, error) { return next(0) })
+	out, err = a.guardValue("tool "+info.Tool+" on node "+info.Node, func() (any, error) { return next(0) })
 	if err == nil {
 		// Code that ran past the call's deadline, or on after it was
 		// cancelled, without looking: nothing of it commits.
@@ -349,14 +349,18 @@ func (a *activation) nested(t *turn, ns *nodeState, def *env.ToolDef, args any) 
 	return a.layers(t, ns, ns.node.World.Middleware(), def, info, in, nil)
 }
 
-// guard runs fn, turning a panic into an error: a *env.WorldBug panic (a
-// stale handle's State) is returned as is.
-func guard(fn func() error) (err error) {
-	_, err = guardValue(func() (any, error) { return nil, fn() })
+// guard runs fn, world code named by what, turning a panic into an error:
+// a *env.WorldBug panic (a stale handle's State) is returned as is; any
+// other is logged at error level with its stack (an agent sees only
+// "internal error: " and the value) and returned as an execution_error
+// whose cause keeps the stack too.
+func (a *activation) guard(what string, fn func() error) (err error) {
+	_, err = a.guardValue(what, func() (any, error) { return nil, fn() })
 	return err
 }
 
-func guardValue(fn func() (any, error)) (out any, err error) {
+// guardValue is guard for code that returns a value.
+func (a *activation) guardValue(what string, fn func() (any, error)) (out any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			var bug *env.WorldBug
@@ -364,8 +368,11 @@ func guardValue(fn func() (any, error)) (out any, err error) {
 				err = e
 				return
 			}
+			stack := debug.Stack()
+			a.inst.log.ErrorContext(a.ctx, "composition: recovered a panic", "in", what, "call", a.id,
+				"panic", fmt.Sprint(r), "stack", string(stack))
 			err = &env.ToolError{Kind: env.KindExecution, Message: fmt.Sprintf("internal error: %v", r),
-				Err: fmt.Errorf("panic: %v\n%s", r, debug.Stack())}
+				Err: fmt.Errorf("panic: %v\n%s", r, stack)}
 		}
 	}()
 	return fn()

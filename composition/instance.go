@@ -45,8 +45,10 @@ type Options struct {
 	EpisodeID string
 	// Pool caps open connections across instances; nil uses DefaultPool.
 	Pool *sqlitestore.Pool
-	// Logger receives one line per call, at debug level, and one per
-	// fixture repair (see fixture.Recover); nil discards.
+	// Logger receives one line per call, at debug level, one per
+	// fixture repair (see fixture.Recover), and one per panic of world code
+	// (a tool, a middleware layer, a startup hook, a Bulk block, a
+	// Transaction's function), at error level with its stack; nil discards.
 	Logger *slog.Logger
 	// MinFree is the space, in bytes, that must stay free on the instance
 	// directory's file system beyond the files the instance writes (its
