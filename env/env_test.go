@@ -2,6 +2,7 @@ package env_test
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -78,7 +79,13 @@ type none struct{}
 func TestTool_RegistrationBugs(t *testing.T) {
 	w := env.NewWorld(env.WorldSpec{Name: "regs", Version: "1"})
 	fn := func(c *env.Ctx, _ none) (int, error) { return 0, nil }
-	env.Tool(w, "ok", "Fine.", fn)
+	first := env.Tool(w, "ok", "Fine.", fn).Def().Where
+	// A duplicate names the line of the first registration, which may be
+	// in another file of the package.
+	want := `regs.Tool("ok"): the tool is already registered at ` + filepath.Base(first) + "; give one of them another name"
+	if msg := bugOf(t, func() { env.Tool(w, "ok", "Again.", fn) }); msg != want {
+		t.Errorf("duplicate: %q, want %q", msg, want)
+	}
 	for _, tc := range []struct{ name, want string }{
 		{"ok", "already registered"},
 		{"reset", "reserved"},

@@ -258,8 +258,9 @@ func (w *World) Use(mw Middleware) {
 func (w *World) addTool(t *ToolDef) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, dup := w.toolByName[t.Name]; dup {
-		panic(&WorldBug{Message: fmt.Sprintf("%s: tool %q is already registered", w.spec.Name, t.Name), Where: t.Where})
+	if old, dup := w.toolByName[t.Name]; dup {
+		panic(&WorldBug{Message: fmt.Sprintf("%s.Tool(%q): the tool is already registered at %s; give one of them another name",
+			w.spec.Name, t.Name, shortWhere(old.Where)), Where: t.Where})
 	}
 	w.tools = append(w.tools, t)
 	w.toolByName[t.Name] = t
