@@ -259,6 +259,13 @@ func (a *adapter) fields(t reflect.Type, where string) ([]field, error) {
 			continue
 		}
 		if !sf.IsExported() || tag == "-" {
+			// Nothing decodes into it: a tag that would shape an argument
+			// means the author expected one.
+			if k := argumentTag(sf); k != "" && !sf.IsExported() {
+				return nil, a.errorf(joinWhere(where, goPath), "it has a %s tag, but it is unexported, so no argument fills it: export it, or drop the tag", k)
+			} else if k != "" {
+				return nil, a.errorf(joinWhere(where, goPath), `it has a %s tag, but its json tag is "-", so no argument fills it: give it a json name, or drop the tag`, k)
+			}
 			continue
 		}
 		if p := unexportedEmbeddedPointer(t, sf.Index); p != "" {
@@ -271,6 +278,19 @@ func (a *adapter) fields(t reflect.Type, where string) ([]field, error) {
 		all = append(all, f)
 	}
 	return dominant(all), nil
+}
+
+// argumentTags are the tags that shape an argument's schema (see tags).
+var argumentTags = []string{"doc", "default", "enum", "min", "max", "maxlen"}
+
+// argumentTag returns the first of argumentTags sf has, or "".
+func argumentTag(sf reflect.StructField) string {
+	for _, k := range argumentTags {
+		if _, ok := sf.Tag.Lookup(k); ok {
+			return k
+		}
+	}
+	return ""
 }
 
 // inlined reports whether json v2 flattens the embedded field sf, given

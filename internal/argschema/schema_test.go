@@ -243,6 +243,13 @@ func TestSchema_Errors(t *testing.T) {
 		{"EmbeddedWithName", reflect.TypeFor[struct {
 			Item `json:"item"`
 		}](), "argschema: struct { argschema_test.Item \"json:\\\"item\\\"\" } field Item: an embedded field must be an untagged struct"},
+		{"UnexportedWithDoc", reflect.TypeFor[struct {
+			N    int    `json:"n"`
+			note string `doc:"A note."`
+		}](), "argschema: struct { N int \"json:\\\"n\\\"\"; note string \"doc:\\\"A note.\\\"\" } field note: it has a doc tag, but it is unexported, so no argument fills it: export it, or drop the tag"},
+		{"SkippedWithDefault", reflect.TypeFor[struct {
+			S string `json:"-" default:"x"`
+		}](), "argschema: struct { S string \"json:\\\"-\\\" default:\\\"x\\\"\" } field S: it has a default tag, but its json tag is \"-\", so no argument fills it: give it a json name, or drop the tag"},
 		{"UnexportedEmbeddedPointer", reflect.TypeFor[HasUnexportedEmbeddedPtr](), "argschema: argschema_test.HasUnexportedEmbeddedPtr field embeddedPtr.V: cannot set a field reached through the embedded pointer embeddedPtr to an unexported struct type"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
