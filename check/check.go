@@ -57,6 +57,7 @@ var Rules = []Rule{
 	{"SH209", SeverityError, true, "ctx.Worlds.Get naming something that is not a registered child"},
 	{"SH301", SeverityError, false, "a tracked table whose primary key cannot key the change log exactly"},
 	{"SH302", SeverityError, false, "a world's schema does not apply to an empty store"},
+	{"SH303", SeverityWarning, false, "a world's UntrackedTables names a table its schema does not create"},
 	{"SH401", SeverityError, false, "a fixture's sidecar does not parse"},
 	{"SH402", SeverityError, false, "a fixture node's file does not have the sha256 its sidecar records"},
 	{"SH403", SeverityError, false, "a fixture node's schema hash differs from its world's current schema (schema drift)"},
@@ -159,8 +160,8 @@ func at(where string, w *env.World) string {
 }
 
 // World runs every dynamic check on w as the root of a composition:
-// whether it seals (SH504), the schemas of its tree's worlds (SH302) and
-// the primary keys of their tables (SH301),
+// whether it seals (SH504), the schemas of its tree's worlds (SH302), the
+// primary keys of their tables (SH301) and their UntrackedTables (SH303),
 // its declared child names (SH502, SH503), its agent surface (SH206,
 // SH207), each of its own fixtures (SH401–SH406), in its FixturesDir or,
 // when it has none, in its embedded Fixtures, and its tasks (SH407): those
@@ -171,6 +172,7 @@ func World(ctx context.Context, w *env.World) []Finding {
 	sealed, err := composition.Seal(w) // sealed is nil when err is not
 	fs := sealFindings(w, err)
 	fs = append(fs, keyFindings(w)...)
+	fs = append(fs, untrackedFindings(ctx, w)...)
 	fs = append(fs, declaredFindings(w)...)
 	if sealed != nil {
 		fs = append(fs, surfaceFindings(sealed)...)

@@ -23,6 +23,9 @@
 //     composition.CheckKeys).
 //   - SH302 (error): the schema of a world of the tree does not apply to an
 //     empty store.
+//   - SH303 (warning): the UntrackedTables of a world of the tree names a
+//     table its schema does not create (a misspelt name leaves the table it
+//     meant in the change log).
 //   - SH401–SH405 (errors): a fixture of the world does not parse (SH401),
 //     a node file's hash differs from the sidecar's (SH402), a node's schema
 //     drifted from its world's (SH403), the sidecar's now is missing or not

@@ -1,7 +1,10 @@
 package check
 
 import (
+	"context"
 	"errors"
+	"slices"
+	"strings"
 
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/env"
@@ -25,6 +28,41 @@ func keyFindings(w *env.World) []Finding {
 			code = "SH302"
 		}
 		fs = append(fs, finding(at(whereOf(e), w), code, "%v", e))
+	}
+	return fs
+}
+
+// untrackedFindings reports SH303: one finding per name in the
+// UntrackedTables of a world of w's tree that names no table or view its
+// schema creates (compared as SQLite compares names), at the line that
+// declared that world. A schema that does not apply is SH302's.
+func untrackedFindings(ctx context.Context, w *env.World) []Finding {
+	var fs []Finding
+	seen := map[*env.World]bool{}
+	for queue := []*env.World{w}; len(queue) > 0; queue = queue[1:] {
+		x := queue[0]
+		if seen[x] {
+			continue
+		}
+		seen[x] = true
+		for _, e := range x.Edges() {
+			queue = append(queue, e.Child)
+		}
+		spec := x.Spec()
+		if len(spec.UntrackedTables) == 0 {
+			continue
+		}
+		tables, err := sqlitestore.SchemaTables(ctx, spec.Schema)
+		if err != nil {
+			continue
+		}
+		for _, name := range spec.UntrackedTables {
+			if !slices.ContainsFunc(tables, func(t string) bool { return strings.EqualFold(t, name) }) {
+				fs = append(fs, finding(at("", x), "SH303",
+					"world %s: UntrackedTables names %q, which its schema does not create (it creates: %s); a misspelt name leaves the table it meant in the change log",
+					x.Name(), name, strings.Join(tables, ", ")))
+			}
+		}
 	}
 	return fs
 }

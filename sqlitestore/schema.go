@@ -24,6 +24,26 @@ func SchemaHash(ctx context.Context, schema string) (string, error) {
 	return h, err
 }
 
+// SchemaTables returns the names of the tables and views a schema creates
+// in its main schema (sqlite_* internal tables excluded), sorted: the
+// schema is applied to an empty in-memory store. A failing schema returns
+// SQLite's message naming the statement.
+func SchemaTables(ctx context.Context, schema string) ([]string, error) {
+	var names []string
+	err := probe(ctx, schema, func(cn *conn) error {
+		rows, err := cn.query(`SELECT name FROM pragma_table_list WHERE schema = 'main' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`, nil)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows.Values {
+			names = append(names, r[0].(string))
+		}
+		slices.Sort(names)
+		return nil
+	})
+	return names, err
+}
+
 // probe applies schema to an empty in-memory connection and runs fn on it.
 // SQLite's errors, fn's included, become package errors.
 func probe(ctx context.Context, schema string, fn func(*conn) error) error {
