@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -64,7 +65,7 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	calls := fs.Int64("calls", 0, "stop after this many calls (resets with --reset-loop) instead of after --duration")
 	worldName := fs.String("world", c.m.Default, "the world the started server serves: "+strings.Join(c.m.names(), ", "))
 	fixtureID := fs.String("fixture", "", "the fixture each reset names (default: the server's default)")
-	mix := fs.String("tool-mix", bench.DefaultToolMix, `tools to call with weights, e.g. "invoice:1,list_staff:1" ("list_tools" is the list action; "" makes no call: sessions reset once and idle)`)
+	mix := fs.String("tool-mix", bench.DefaultToolMix, `tools to call with weights, e.g. "invoice:1,list_staff:1" ("list_tools" is the list action; "" makes no call: sessions reset once and idle); not given: the server's first tool when it lists no invoice`)
 	toolArgs := argsFlag{}
 	fs.Var(toolArgs, "args", "arguments of a tool as tool=JSON, repeatable (default: the least its input schema accepts)")
 	think := fs.Duration("think", 0, "pause between two calls (or resets) of one session, jittered ±50%")
@@ -91,6 +92,11 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	}
 	if toolMix == nil {
 		toolMix = []bench.MixEntry{}
+	}
+	mixGiven := false
+	fs.Visit(func(f *flag.Flag) { mixGiven = mixGiven || f.Name == "tool-mix" })
+	if !mixGiven {
+		toolMix = nil // bench's default, which falls back to the server's first tool
 	}
 	// The load generator holds one socket per session.
 	if l, err := readHostLimits(); err == nil && l.NoFile > 0 && uint64(*sessions)+fdReserve > l.NoFile {

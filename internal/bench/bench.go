@@ -72,8 +72,9 @@ type Config struct {
 	// with ResetLoop) instead of after Duration.
 	Calls int64
 	// ToolMix is what the sessions call, drawn by weight (ParseToolMix).
-	// An empty mix makes no call: each session only resets. Default
-	// DefaultToolMix.
+	// An empty mix makes no call: each session only resets. Default (nil)
+	// DefaultToolMix when the server lists its tool, else the first tool
+	// the server lists.
 	ToolMix []MixEntry
 	// Args are the arguments of each tool by name; a tool without an entry
 	// gets ExampleArgs of its input schema.
@@ -129,6 +130,8 @@ type Config struct {
 	// Attacks names the attacks the hostile sessions send (see Attacks);
 	// empty means all of them. ParseAttacks checks a list of names.
 	Attacks []string
+
+	defaultMix bool // ToolMix was nil: prepare may pick the server's first tool
 }
 
 func (c Config) withDefaults() Config {
@@ -140,6 +143,7 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ToolMix == nil {
 		c.ToolMix, _ = ParseToolMix(DefaultToolMix)
+		c.defaultMix = true
 	}
 	if c.SeedBase == 0 {
 		c.SeedBase = DefaultSeedBase
@@ -230,6 +234,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := r.prepare(ctx); err != nil {
 		return nil, err
 	}
+	cfg.ToolMix, rep.Settings.ToolMix = r.cfg.ToolMix, FormatToolMix(r.cfg.ToolMix)
 	if err := r.load(ctx, rep); err != nil {
 		return nil, err
 	}
@@ -280,6 +285,12 @@ func (r *run) prepare(ctx context.Context) error {
 	tools := map[string]json.RawMessage{}
 	for _, t := range reply.Data.Observation.Tools {
 		tools[t.Name] = t.InputSchema
+	}
+	// The default mix is the company world's; a server of another world
+	// gets its first tool.
+	if _, ok := tools[r.cfg.ToolMix[0].Tool]; !ok && r.cfg.defaultMix && len(reply.Data.Observation.Tools) > 0 {
+		r.cfg.ToolMix = []MixEntry{{Tool: reply.Data.Observation.Tools[0].Name, Weight: 1}}
+		r.picker = newPicker(r.cfg.ToolMix)
 	}
 	for _, e := range r.cfg.ToolMix {
 		if e.Tool == ListTools {
