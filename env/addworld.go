@@ -76,6 +76,7 @@ func Startup(kw map[string]any) AddOption {
 // Whole-tree rules are checked when the tree is sealed.
 func (w *World) AddWorld(child *World, opts ...AddOption) {
 	where := callerLine(1)
+	mustWorld(w, "World.AddWorld", where)
 	if child == nil {
 		panic(&WorldBug{Message: fmt.Sprintf("%s.AddWorld: nil world", w.Name()), Where: where})
 	}

@@ -211,3 +211,27 @@ func ExampleTool() {
 	// {"type":"object","properties":{"amount":{"type":"integer","description":"Amount in cents."}},"required":["amount"],"additionalProperties":false}
 	// {"type":"object","properties":{"id":{"type":"string"},"amount":{"type":"integer"}},"required":["id","amount"],"additionalProperties":false} false
 }
+
+// TestRegistration_NilWorld: a registration on a nil world (one assigned in
+// an init function, still nil when package-level variables register on
+// it) is a WorldBug at its line saying so, not a nil pointer dereference.
+func TestRegistration_NilWorld(t *testing.T) {
+	var w *env.World
+	const why = ": the world is nil: a world assigned in an init function is still nil when package-level variables are initialised; declare it as a package-level variable, var World = env.NewWorld(...)"
+	for _, tc := range []struct {
+		what string
+		reg  func()
+	}{
+		{`env.Tool("t")`, func() { env.Tool(w, "t", "x", func(*env.Ctx, none) (int, error) { return 0, nil }) }},
+		{"env.OnStartup", func() { env.OnStartup(w, func(*env.Ctx, none) error { return nil }) }},
+		{"env.OnStartupMap", func() { env.OnStartupMap(w, nil, func(*env.Ctx, map[string]any) error { return nil }) }},
+		{"env.DeclareWorlds", func() { env.DeclareWorlds[struct{ A *env.Handle }](w) }},
+		{"World.Use", func() { w.Use(func(c *env.Ctx, next func() (any, error)) (any, error) { return next() }) }},
+		{"World.AddWorld", func() { w.AddWorld(env.NewWorld(env.WorldSpec{Name: "child", Version: "1"})) }},
+		{"World.AddTask", func() { w.AddTask(env.Task{ID: "t", Instruction: "Do it."}) }},
+	} {
+		if msg := bugOf(t, tc.reg); msg != tc.what+why {
+			t.Errorf("%s: %q, want %q", tc.what, msg, tc.what+why)
+		}
+	}
+}

@@ -76,6 +76,17 @@ func Bugf(format string, args ...any) *WorldBug {
 	return &WorldBug{Message: fmt.Sprintf(format, args...)}
 }
 
+// mustWorld panics with a *WorldBug at where when w, the world a
+// registration (what) is made on, is nil: a world assigned in an init
+// function is still nil when the package's variables are initialised, and
+// a registration on it would fail with a nil pointer dereference instead.
+func mustWorld(w *World, what, where string) {
+	if w == nil {
+		panic(&WorldBug{Message: what + ": the world is nil: a world assigned in an init function is still nil when package-level variables " +
+			"are initialised; declare it as a package-level variable, var World = env.NewWorld(...)", Where: where})
+	}
+}
+
 // callerLine returns "file:line" of the caller skip frames above its caller.
 func callerLine(skip int) string {
 	_, file, line, ok := runtime.Caller(skip + 1)

@@ -188,6 +188,7 @@ type Declared struct {
 func DeclareWorlds[T any](w *World) {
 	t := reflect.TypeFor[T]()
 	where := callerLine(1)
+	mustWorld(w, "env.DeclareWorlds", where)
 	if t.Kind() != reflect.Struct {
 		panic(&WorldBug{Message: fmt.Sprintf("DeclareWorlds(%s): %s is not a struct", w.Name(), t), Where: where})
 	}

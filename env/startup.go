@@ -50,6 +50,7 @@ func (h *StartupHook) Run(c *Ctx, kw map[string]any) error { return h.run(c, kw)
 // AddWorld(..., Startup(...)) winning on this node.
 func OnStartup[K any](w *World, fn func(c *Ctx, k K) error) {
 	where := callerLine(1)
+	mustWorld(w, "env.OnStartup", where)
 	t := reflect.TypeFor[K]()
 	if fn == nil || t.Kind() != reflect.Struct {
 		panic(&WorldBug{Message: fmt.Sprintf("%s.OnStartup: want a func(*env.Ctx, K) error with K a struct, got K=%s", w.Name(), t), Where: where})
@@ -99,6 +100,7 @@ func OnStartup[K any](w *World, fn func(c *Ctx, k K) error) {
 // before any file is touched.
 func OnStartupMap(w *World, keys []string, fn func(c *Ctx, kw map[string]any) error) {
 	where := callerLine(1)
+	mustWorld(w, "env.OnStartupMap", where)
 	if fn == nil {
 		panic(&WorldBug{Message: fmt.Sprintf("%s.OnStartupMap: nil function", w.Name()), Where: where})
 	}

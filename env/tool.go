@@ -109,6 +109,7 @@ func (r *ToolRef[In, Out]) Name() string { return r.def.Name }
 // or an argument type with no JSON Schema.
 func Tool[In, Out any](w *World, name, description string, fn func(c *Ctx, in In) (Out, error)) *ToolRef[In, Out] {
 	where := callerLine(1)
+	mustWorld(w, fmt.Sprintf("env.Tool(%q)", name), where)
 	bug := func(format string, args ...any) {
 		panic(&WorldBug{Message: fmt.Sprintf("%s.Tool(%q): ", w.Name(), name) + fmt.Sprintf(format, args...), Where: where})
 	}

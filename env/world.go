@@ -246,6 +246,7 @@ func (w *World) StartupKeys() []string {
 // in registration order, around every call of a tool this world owns or
 // contributes.
 func (w *World) Use(mw Middleware) {
+	mustWorld(w, "World.Use", callerLine(1))
 	if mw == nil {
 		panic(&WorldBug{Message: fmt.Sprintf("%s.Use: nil middleware", w.spec.Name), Where: callerLine(1)})
 	}
