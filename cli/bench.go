@@ -207,7 +207,7 @@ func (c *BenchCommand) checkpoint(ctx context.Context, args []string) error {
 	rounds := fs.Int("rounds", 200, "resets, checkpoints and restores measured")
 	fork := fs.Int("fork", 16, "sessions one checkpoint is restored into")
 	tool := fs.String("tool", "invoice", "the tool each call calls")
-	toolArgs := fs.String("args", "", "its JSON arguments (default: the least its input schema accepts)")
+	toolArgs := fs.String("args", "", `its JSON arguments (default: {"amount":1} for invoice, else {})`)
 	storage := fs.String("storage", storageDisk, "the started server's --storage: disk, or memory")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
 	if err := parseNoArgs(fs, args); err != nil {

@@ -112,8 +112,14 @@ func RunCheckpoints(ctx context.Context, cfg CheckpointConfig) (*CheckpointRepor
 			return nil, err
 		}
 		for range cfg.Calls {
-			if _, _, err := send(cfg.Step, "step"); err != nil {
+			rp, _, err := send(cfg.Step, "step")
+			if err != nil {
 				return nil, err
+			}
+			// A call that fails writes nothing, and the checkpoints after
+			// it would measure an instance that never changed.
+			if e := rp.Data.Observation.Error; len(e) > 0 && string(e) != "null" {
+				return nil, fmt.Errorf("bench: step: the call failed: %s", e)
 			}
 		}
 		before := cpu()
