@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,14 @@ type Attachment struct {
 	// Path is the absolute path of the store file.
 	Path string
 }
+
+// MaxInspectSQL is the longest statement an Inspector runs, in bytes, from
+// its first token to its last (SQLITE_LIMIT_SQL_LENGTH on its connection).
+// The driver reads no name SQLite hands it past a million bytes: a longer
+// one (a result column named by its expression, a pragma's argument as the
+// authorizer sees it) would panic, inside SQLite's own calls when it is the
+// authorizer's, and leave the connection's memory corrupt.
+const MaxInspectSQL = 1_000_000
 
 // Inspector is a read-only connection over a root store with other stores
 // attached read-only, for evals: one statement can join across stores. The
@@ -125,6 +134,7 @@ func setupInspector(ctx context.Context, cn *conn, rootPath string, attach []Att
 	if ro, _ := cn.c.ReadOnly("main"); !ro {
 		return nil, fmt.Errorf("sqlitestore: %s did not open read-only", rootPath)
 	}
+	cn.c.Limit(sqlite3.LIMIT_SQL_LENGTH, MaxInspectSQL)
 	// Sorts, DISTINCT, materialized subqueries and temp tables then live in
 	// the connection's memory, bounded by its cap, instead of unlinked files
 	// in the OS temp directory that nothing bounds.
@@ -250,7 +260,8 @@ func (i *Inspector) Query(ctx context.Context, sql string, args ...any) (*Rows, 
 // or change the connection fails with an error wrapping ErrReadOnly;
 // BEGIN, COMMIT, ROLLBACK, SAVEPOINT and RELEASE fail with an error
 // wrapping ErrTransaction. Whatever the outcome, no transaction stays open
-// after it. Running out of the connection's memory (a huge sort) fails with
+// after it. A statement longer than MaxInspectSQL fails with an error
+// saying so. Running out of the connection's memory (a huge sort) fails with
 // an error wrapping ErrOutOfMemory. A query given a lim.Pacer pauses
 // while it runs whenever the queries sharing the Pacer have used up their
 // share of the CPU.
@@ -268,8 +279,15 @@ func (i *Inspector) QueryLimit(ctx context.Context, lim ReadLimit, sql string, a
 		old := i.cn.c.SetInterrupt(lim.Pacer.interrupt(ctx))
 		defer i.cn.c.SetInterrupt(old)
 		i.denied = ""
-		var err error
-		rows, err = i.cn.queryLimit(sql, args, lim)
+		_, err := i.cn.prepare(sql)
+		if errors.Is(err, sqlite3.TOOBIG) {
+			// Nothing else a statement of at most MaxInspectSQL bytes
+			// holds is too big to prepare.
+			return newError(sqlite3.TOOBIG, fmt.Sprintf("statement too long: the inspection connection runs statements of at most %d bytes", MaxInspectSQL))
+		}
+		if err == nil {
+			rows, err = i.cn.queryLimit(sql, args, lim)
+		}
 		if rows != nil {
 			hideFiles(rows.Values, i.files)
 		}

@@ -280,3 +280,45 @@ func TestInspector_HidesFilePaths(t *testing.T) {
 		t.Errorf("names %v, want %v", rows.Values, want)
 	}
 }
+
+// TestInspector_LongStatements sends statements past MaxInspectSQL whose
+// text would reach the driver as a name longer than it reads: a result
+// column named by its expression, an alias, a pragma's argument and a
+// collation the authorizer or SQLite hand over. Each used to panic, the
+// authorizer's inside SQLite's own calls, leaving the connection's memory
+// corrupt; each is now refused, and the connection answers after it.
+func TestInspector_LongStatements(t *testing.T) {
+	ctx := context.Background()
+	_, _, in := inspectorFixture(t)
+	long := strings.Repeat("x", sqlitestore.MaxInspectSQL)
+	want := fmt.Sprintf("sqlitestore: statement too long: the inspection connection runs statements of at most %d bytes", sqlitestore.MaxInspectSQL)
+	for _, q := range []string{
+		`SELECT length('` + long + `')`,
+		`SELECT 1 AS "` + long + `"`,
+		`PRAGMA table_info('` + long + `')`,
+		`SELECT * FROM pragma_table_info('` + long + `')`,
+		`SELECT 'a' COLLATE "` + long + `"`,
+		`WITH "` + long + `" AS (SELECT 1) SELECT * FROM staff`,
+		`SELECT 1 ` + long,
+	} {
+		for range 3 { // a corrupt connection fails on a later round
+			_, err := in.Query(ctx, q)
+			if err == nil || err.Error() != want {
+				t.Fatalf("%.40s…: err = %.200v, want %q", q, err, want)
+			}
+			rows, err := in.Query(ctx, `SELECT count(*) FROM staff`)
+			if err != nil || rows.Values[0][0] != int64(2) {
+				t.Fatalf("after %.40s…: %v, %v", q, rows, err)
+			}
+		}
+	}
+	// A statement of MaxInspectSQL bytes runs, whatever pads it.
+	lit := strings.Repeat("y", sqlitestore.MaxInspectSQL-len(`SELECT length('')`))
+	rows, err := in.Query(ctx, "/* "+long+" */ SELECT length('"+lit+"');  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := rows.Values[0][0]; n != int64(len(lit)) {
+		t.Errorf("length = %v, want %d", n, len(lit))
+	}
+}
