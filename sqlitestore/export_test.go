@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"github.com/ncruces/go-sqlite3"
 	"reflect"
 	"time"
 )
@@ -78,4 +79,12 @@ func (s *Store) MetaTables() uintptr {
 		return 0
 	}
 	return reflect.ValueOf(s.cn.meta).Pointer()
+}
+
+// StmtMemory is the memory the inspector's prepared statements hold.
+func (i *Inspector) StmtMemory() int64 {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	n, _, _ := i.cn.c.Status(sqlite3.DBSTATUS_STMT_USED, false)
+	return n
 }

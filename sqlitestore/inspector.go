@@ -45,7 +45,8 @@ const MaxInspectSQL = 1_000_000
 // rows the stores have committed by then, in a read transaction that ends
 // with the query: the connection holds no lock between queries. Temporary
 // storage (sorts, temp tables) is kept in the connection's memory, under its
-// memory cap, never in files.
+// memory cap, never in files; the statements it keeps prepared hold at most
+// an eighth of that cap.
 //
 // An Inspector is safe for concurrent use; queries run one at a time.
 type Inspector struct {
@@ -296,10 +297,30 @@ func (i *Inspector) QueryLimit(ctx context.Context, lim ReadLimit, sql string, a
 		}
 		return readOnlyError(formatError(ctx, err))
 	})
+	i.trimCacheLocked()
 	if err = cmp.Or(err, i.endTransactionLocked()); err != nil {
 		return nil, err
 	}
 	return rows, nil
+}
+
+// inspectStmtMemory bounds the memory an Inspector's cached statements
+// hold together. Kept, they take from the connection's memory cap what
+// the queries need: twenty distinct statements near MaxInspectSQL would
+// leave too little to prepare another.
+const inspectStmtMemory = DefaultMaxMemory / 8
+
+// trimCacheLocked closes the oldest cached statements, the one just run
+// included, while the connection's statements hold more than
+// inspectStmtMemory. The caller holds mu.
+func (i *Inspector) trimCacheLocked() {
+	for len(i.cn.order) > 0 {
+		used, _, err := i.cn.c.Status(sqlite3.DBSTATUS_STMT_USED, false)
+		if err != nil || used <= inspectStmtMemory {
+			return
+		}
+		i.cn.forget(i.cn.order[0])
+	}
 }
 
 // hideFiles sets each value of rows that names one of files to nil: the

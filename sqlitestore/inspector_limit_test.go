@@ -265,3 +265,29 @@ func TestInspector_PaddedStatementsAreNotKept(t *testing.T) {
 		}
 	})
 }
+
+// TestInspector_LongStatementsAreNotKept runs distinct statements near
+// MaxInspectSQL: each prepared statement holds about twice its text in
+// the connection's memory, and kept in the statement cache eighteen of
+// them left too little of the memory cap to prepare the next. The cache
+// now gives way, and every query answers.
+func TestInspector_LongStatementsAreNotKept(t *testing.T) {
+	ctx := context.Background()
+	_, _, in := inspectorFixture(t)
+	lit := strings.Repeat("x", sqlitestore.MaxInspectSQL-100)
+	for i := range 40 {
+		rows, err := in.Query(ctx, fmt.Sprintf("SELECT length('%s') + %d AS n", lit, i))
+		if err != nil {
+			t.Fatalf("statement %d: %v", i+1, err)
+		}
+		if want := int64(len(lit) + i); rows.Values[0][0] != want {
+			t.Fatalf("statement %d: %v, want %d", i+1, rows.Values, want)
+		}
+		if used := in.StmtMemory(); used > sqlitestore.DefaultMaxMemory/8 {
+			t.Fatalf("after statement %d the statements hold %d bytes", i+1, used)
+		}
+	}
+	if rows, err := in.Query(ctx, `SELECT count(*) FROM staff`); err != nil || rows.Values[0][0] != int64(2) {
+		t.Fatalf("a new statement after them: %v, %v", rows, err)
+	}
+}
