@@ -95,9 +95,9 @@ func TestValidation_ProblemsBounded(t *testing.T) {
 	}
 }
 
-// TestErrors_NameBounded sends 2 MiB as a message type, a JSON-RPC method,
-// a tool name and an SQL token: each error names the first KiB of it and
-// how long it was, instead of the megabytes.
+// TestErrors_NameBounded sends 2 MiB as a message type, a JSON-RPC method
+// and a tool name, and most of a megabyte as an SQL token: each error names
+// the first KiB of it and how long it was, instead of the megabytes.
 func TestErrors_NameBounded(t *testing.T) {
 	s := mustServeCompany(t, openenv.Config{})
 	big := strings.Repeat("q", 2<<20)
@@ -109,7 +109,9 @@ func TestErrors_NameBounded(t *testing.T) {
 		{"WSType", `{"type":"` + big + `"}`, "data.message", "Unknown message type: " + big[:1<<10] + "… (2097152 bytes, not echoed)"},
 		{"WSMethod", `{"type":"mcp","data":{"jsonrpc":"2.0","id":1,"method":"` + big + `"}}`, "data.error.message", "Method not found: " + big[:1<<10] + "… (2097152 bytes, not echoed)"},
 		{"WSMCPTool", `{"type":"mcp","data":{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + big + `","arguments":{}}}}`, "data.error.message", `unknown tool "` + big[:1<<10] + `… (2097152 bytes, not echoed)"`},
-		{"WSInspect", `{"type":"inspect","data":{"sql":"SELECT ` + big + `"}}`, "data.message", " bytes, not echoed)"},
+		// The longest token the inspection connection takes (a statement
+		// is at most sqlitestore.MaxInspectSQL, a million bytes, long).
+		{"WSInspect", `{"type":"inspect","data":{"sql":"SELECT ` + big[:1_000_000-len("SELECT ")] + `"}}`, "data.message", " bytes, not echoed)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			reply := roundTrip(t, c, tt.msg)
