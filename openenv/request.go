@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -439,7 +440,8 @@ func (s *startupData) UnmarshalJSON(b []byte) error {
 }
 
 // inspectArg reads an inspect parameter, a JSON scalar, as a SQL value:
-// string, int64 (an integer literal, which must fit), float64, bool or nil.
+// string, int64 (an integer literal, which must fit), float64 (±Inf for
+// a number past the float range, such as 1e999), bool or nil.
 func inspectArg(b []byte) (any, error) {
 	switch b[0] {
 	case '"':
@@ -455,8 +457,16 @@ func inspectArg(b []byte) (any, error) {
 	}
 	if !integerLiteral(b) {
 		var f float64
-		err := jsonv2.Unmarshal(b, &f)
-		return f, err
+		if err := jsonv2.Unmarshal(b, &f); err != nil {
+			// A number past the largest float is the infinity of its
+			// sign, as a reply writes one (1e999) and as readers that
+			// hold numbers as doubles read it.
+			if inf, _ := strconv.ParseFloat(string(b), 64); math.IsInf(inf, 0) {
+				return inf, nil
+			}
+			return nil, err
+		}
+		return f, nil
 	}
 	var n int64
 	if jsonv2.Unmarshal(b, &n) != nil {

@@ -299,4 +299,15 @@ func TestWorldBackend_InspectInfinity(t *testing.T) {
 	if status != http.StatusOK || compact(t, body) != want {
 		t.Errorf("inspect: %d %s, want 200 %s", status, body, want)
 	}
+
+	t.Run("Params", func(t *testing.T) {
+		// A grader sends back what a reply gave it: 1e999 was refused as
+		// not a number.
+		status, body, _ := s.httpDo(t, "POST", "/inspect",
+			`{"sql":"SELECT ? AS up, ? AS down, typeof(?) AS type, ? = 1e308 * 10 AS same, ? AS tiny","params":[1e999,-1e999,1e400,1e999,1e-400]}`, nil)
+		want := `{"columns":["up","down","type","same","tiny"],"rows":[[1e999,-1e999,"real",1,0]],"truncated":false}`
+		if status != http.StatusOK || compact(t, body) != want {
+			t.Errorf("inspect: %d %s, want 200 %s", status, body, want)
+		}
+	})
 }
