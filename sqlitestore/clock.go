@@ -92,10 +92,17 @@ func evalDate(ctx sqlite3.Context, now func() time.Time, fn string, args []sqlit
 		ctx.ResultError(err)
 		return
 	}
+	size := 0 // the bytes of the text and blob arguments
 	defer func() {
 		if r := recover(); r != nil {
 			h.close()
-			ctx.ResultError(fmt.Errorf("sqlitestore: %s(): %v", fn, r))
+			msg := fmt.Sprint(r)
+			if err, ok := r.(error); ok && strings.Contains(err.Error(), "out of memory") {
+				msg = fmt.Sprintf("out of memory: the date and time functions evaluate a call in %d MiB, and its arguments take %d bytes", dateHelperMemory>>20, size)
+			}
+			// No "sqlitestore: ": the error SQLite reports is this text,
+			// and it is this package's *Error.
+			ctx.ResultError(fmt.Errorf("%s(): %s", fn, msg))
 			return
 		}
 		putDateHelper(h)
@@ -123,6 +130,7 @@ func evalDate(ctx sqlite3.Context, now func() time.Time, fn string, args []sqlit
 			vals[i] = a.Float()
 		case sqlite3.TEXT:
 			t := a.Text()
+			size += len(t)
 			switch {
 			case i >= timeFrom && i < timeTo && strings.EqualFold(t, "now"):
 				t = nowAt()
@@ -132,6 +140,7 @@ func evalDate(ctx sqlite3.Context, now func() time.Time, fn string, args []sqlit
 			vals[i] = t
 		case sqlite3.BLOB:
 			vals[i] = a.RawBlob()
+			size += len(vals[i].([]byte))
 		}
 	}
 	if implicitNow {
@@ -188,7 +197,7 @@ func getDateHelper() (*dateHelper, error) {
 	}
 	c, err := sqlite3.OpenContext(sqlite3.WithMaxMemory(context.Background(), dateHelperMemory), ":memory:")
 	if err != nil {
-		return nil, fmt.Errorf("sqlitestore: opening a date helper: %w", err)
+		return nil, fmt.Errorf("opening a date helper: %w", err)
 	}
 	return &dateHelper{c: c, stmts: make(map[string]*sqlite3.Stmt)}, nil
 }

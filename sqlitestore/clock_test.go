@@ -77,6 +77,17 @@ func TestClock_Functions(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "wrong number of arguments to function timediff()") {
 			t.Fatalf("err = %v", err)
 		}
+		// Arguments past what a call is evaluated in: the error says so,
+		// once prefixed, where it said "sqlitestore: sqlitestore:
+		// datetime(): sqlite3: out of memory".
+		_, err = s.Query(context.Background(), `SELECT datetime('now', printf('%.*c', 5000000, ' '))`)
+		want := "sqlitestore: datetime(): out of memory: the date and time functions evaluate a call in 4 MiB, and its arguments take 5000003 bytes"
+		if err == nil || err.Error() != want {
+			t.Fatalf("err = %v, want %q", err, want)
+		}
+		if got := MustOne(t, s, `SELECT datetime('now', '+1 day')`); got != "2001-02-04 04:05:06" {
+			t.Errorf("after it: %v", got)
+		}
 	})
 
 	t.Run("ClockMoves", func(t *testing.T) {
