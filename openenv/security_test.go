@@ -311,3 +311,26 @@ func TestWorldBackend_InspectInfinity(t *testing.T) {
 		}
 	})
 }
+
+// TestWorldBackend_InspectLongName sends statements past the inspection
+// connection's million bytes whose text SQLite hands the driver as a name
+// (a result column's, a pragma argument the authorizer reads): each was an
+// "internal error: … panicked" that left the session's inspection
+// connection corrupt. Each is now an EXECUTION_ERROR naming the limit, and
+// the session answers after it.
+func TestWorldBackend_InspectLongName(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{"seed":1}}`)
+	long := strings.Repeat("x", 1_000_001) // one byte past what the driver reads of a name
+	for _, sql := range []string{`SELECT 1 AS "` + long + `"`, `PRAGMA table_info('` + long + `')`} {
+		b, _ := json.Marshal(map[string]any{"type": "inspect", "data": map[string]string{"sql": sql}})
+		for range 2 {
+			checkError(t, roundTrip(t, c, string(b)), []string{"EXECUTION_ERROR"},
+				"sqlitestore: statement too long: the inspection connection runs statements of at most 1000000 bytes")
+			if n := inspectValue(t, c, "SELECT count(*) FROM staff"); n != "3" {
+				t.Fatalf("staff after %.30s…: %s", sql, n)
+			}
+		}
+	}
+}

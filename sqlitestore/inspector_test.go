@@ -290,7 +290,7 @@ func TestInspector_HidesFilePaths(t *testing.T) {
 func TestInspector_LongStatements(t *testing.T) {
 	ctx := context.Background()
 	_, _, in := inspectorFixture(t)
-	long := strings.Repeat("x", sqlitestore.MaxInspectSQL)
+	long := strings.Repeat("x", sqlitestore.MaxInspectSQL+1) // one byte past what the driver reads of a name
 	want := fmt.Sprintf("sqlitestore: statement too long: the inspection connection runs statements of at most %d bytes", sqlitestore.MaxInspectSQL)
 	for _, q := range []string{
 		`SELECT length('` + long + `')`,
