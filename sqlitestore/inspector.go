@@ -46,7 +46,8 @@ const MaxInspectSQL = 1_000_000
 // with the query: the connection holds no lock between queries. Temporary
 // storage (sorts, temp tables) is kept in the connection's memory, under its
 // memory cap, never in files; the statements it keeps prepared hold at most
-// an eighth of that cap.
+// an eighth of that cap. Its instr, replace, trim, ltrim and rtrim give
+// SQLite's results in time a query's context bounds (see textfuncs.go).
 //
 // An Inspector is safe for concurrent use; queries run one at a time.
 type Inspector struct {
@@ -141,6 +142,9 @@ func setupInspector(ctx context.Context, cn *conn, rootPath string, attach []Att
 	// in the OS temp directory that nothing bounds.
 	if err := cn.c.Exec("PRAGMA temp_store=MEMORY"); err != nil {
 		return nil, &opError{"open", rootPath, formatError(ctx, err)}
+	}
+	if err := installTextFuncs(cn.c); err != nil {
+		return nil, fmt.Errorf("sqlitestore: installing the text functions: %w", formatError(ctx, err))
 	}
 	if _, err := cn.query("SELECT count(*) FROM main.sqlite_schema", nil); err != nil {
 		return nil, &opError{"open", rootPath, formatError(ctx, err)}
