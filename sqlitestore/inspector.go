@@ -46,8 +46,9 @@ const MaxInspectSQL = 1_000_000
 // with the query: the connection holds no lock between queries. Temporary
 // storage (sorts, temp tables) is kept in the connection's memory, under its
 // memory cap, never in files; the statements it keeps prepared hold at most
-// an eighth of that cap. Its instr, replace, trim, ltrim and rtrim give
-// SQLite's results in time a query's context bounds (see textfuncs.go).
+// an eighth of that cap. Its instr, replace, trim, ltrim, rtrim, LIKE and
+// GLOB give SQLite's results in time a query's context bounds (see
+// textfuncs.go and likefuncs.go).
 //
 // An Inspector is safe for concurrent use; queries run one at a time.
 type Inspector struct {
@@ -145,6 +146,9 @@ func setupInspector(ctx context.Context, cn *conn, rootPath string, attach []Att
 	}
 	if err := installTextFuncs(cn.c); err != nil {
 		return nil, fmt.Errorf("sqlitestore: installing the text functions: %w", formatError(ctx, err))
+	}
+	if err := installLikeFuncs(cn.c); err != nil {
+		return nil, fmt.Errorf("sqlitestore: installing LIKE and GLOB: %w", formatError(ctx, err))
 	}
 	if _, err := cn.query("SELECT count(*) FROM main.sqlite_schema", nil); err != nil {
 		return nil, &opError{"open", rootPath, formatError(ctx, err)}
