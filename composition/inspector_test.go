@@ -28,30 +28,41 @@ func TestView_Inspector(t *testing.T) {
 	}
 }
 
+// TestView_Random samples random() through the view: a query's samples
+// depend on the seed and the query alone, not on the queries before it (a
+// console's, one cut off) nor on a reopen.
 func TestView_Random(t *testing.T) {
 	ctx := context.Background()
 	w, _ := ledger("sampled")
-	samples := func(seed int64) []any {
+	sample := func(v *composition.View, q string) any {
+		t.Helper()
+		rows, err := v.Query(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows.Values[0][0]
+	}
+	const grade, other = "SELECT random()", "SELECT random() AS r"
+	samples := func(seed int64, before ...string) []any {
 		t.Helper()
 		inst := compositiontest.Open(t, w, composition.Options{Seed: seed})
 		v := inst.Inspect()
-		var out []any
-		for range 2 {
-			rows, err := v.Query(ctx, "SELECT random()")
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, rows.Values[0][0])
-			inst.Release() // the stream continues across a reopen
+		for _, q := range before {
+			sample(v, q)
 		}
-		return out
+		a := sample(v, grade)
+		inst.Release()
+		return []any{a, sample(v, grade), sample(v, other)}
 	}
-	a, b := samples(7), samples(7)
-	if !reflect.DeepEqual(a, b) {
-		t.Errorf("seed 7 sampled %v, then %v: want the same", a, b)
+	a := samples(7)
+	if b := samples(7, other, "SELECT randomblob(64)", other); !reflect.DeepEqual(a, b) {
+		t.Errorf("seed 7 sampled %v alone and %v after other queries: want the same", a, b)
 	}
-	if a[0] == a[1] {
-		t.Errorf("two queries drew the same value %v: the stream restarted", a[0])
+	if a[0] != a[1] {
+		t.Errorf("one query sampled %v, then %v after a reopen: want the same", a[0], a[1])
+	}
+	if a[0] == a[2] {
+		t.Errorf("two queries both sampled %v", a[0])
 	}
 	if c := samples(8); reflect.DeepEqual(a, c) {
 		t.Errorf("seeds 7 and 8 both sampled %v", a)

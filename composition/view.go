@@ -23,16 +23,17 @@ import (
 // (sqlitestore.Pool.IdleDelay), so an idle instance holds no connection; the
 // next query reopens it.
 //
-// random() and randomblob() in its queries draw from one stream seeded from
-// the instance's seed (and a salt of its own, so it is not any node's
-// stream), which continues across reopens: the same queries on the same
-// episode read the same samples.
+// random() and randomblob() in a query draw from a stream of its own,
+// seeded from the instance's seed and the query's text (with a salt of its
+// own, so it is no node's stream): the same query on the same episode reads
+// the same samples, whatever queries ran before it (a grading, a console's,
+// one cut off by its timeout) and across checkpoints and restores.
 type View struct {
 	inst *Instance
 
 	// guarded by inst.lock:
 	insp      *sqlitestore.Inspector
-	rng       *rand.Rand  // random() of the queries
+	rng       *rand.PCG   // random() of the running query, seeded by QueryLimit
 	lastQuery time.Time   // when the last query ended
 	idleTimer *time.Timer // releases insp once idle; nil until the first query
 }
@@ -42,7 +43,7 @@ func (i *Instance) Inspect() *View {
 	i.lockWait()
 	defer i.unlock()
 	if i.view == nil {
-		i.view = &View{inst: i, rng: rand.New(rand.NewPCG(env.StreamSeed(i.opts.Seed, "", "inspect")))}
+		i.view = &View{inst: i, rng: rand.NewPCG(0, 0)}
 	}
 	return i.view
 }
@@ -67,6 +68,7 @@ func (v *View) QueryLimit(ctx context.Context, lim sqlitestore.ReadLimit, sql st
 		return nil, err
 	}
 	defer i.unlock()
+	v.rng.Seed(env.StreamSeed(i.opts.Seed, sql, "inspect"))
 	// Node stores hold their files' locks while open; no call runs now.
 	for _, ns := range i.nodes {
 		if err := ns.store.Yield(); err != nil {
