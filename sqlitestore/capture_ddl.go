@@ -115,7 +115,7 @@ func (s *Store) trackTablesLocked(cn *conn, c *Capture) error {
 	if c.tables != nil {
 		return nil
 	}
-	if cn.metaDirty || cn.meta == nil {
+	if cn.metaDirty { // as it is until the first load
 		if err := s.loadMetaLocked(cn, nil); err != nil {
 			return err
 		}
@@ -148,15 +148,10 @@ func setAdd(set map[string]bool, name string) map[string]bool {
 // rawCreatedLocked notes as inserted, for c as it finishes, every row of
 // each table the raw connection prepared a CREATE TABLE for that c did not
 // know, and has the captures still running know those tables: their rows
-// are c's.
+// are c's. cn's metadata is current (Finish has reloaded it).
 func (s *Store) rawCreatedLocked(cn *conn, c *Capture) error {
 	if c.tables == nil || len(c.rawCreates) == 0 {
 		return nil
-	}
-	if cn.metaDirty || cn.meta == nil {
-		if err := s.loadMetaLocked(cn, c); err != nil {
-			return err
-		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(cn.meta)) {
 		if !c.rawCreates[foldASCII(name)] {

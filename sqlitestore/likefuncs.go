@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"bytes"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/ncruces/go-sqlite3"
 )
@@ -160,12 +161,7 @@ func cString(b []byte) []byte {
 func charCount(b []byte) int {
 	n := 0
 	for i := 0; i < len(b); n++ {
-		i++
-		if b[i-1] >= 0xc0 {
-			for i < len(b) && isContinuation(b[i]) {
-				i++
-			}
-		}
+		i = charEnd(b, i)
 	}
 	return n
 }
@@ -194,7 +190,7 @@ func utf8Read(b []byte, i int) (uint32, int) {
 	default:
 		c = 0
 	}
-	for i < len(b) && isContinuation(b[i]) {
+	for i < len(b) && !utf8.RuneStart(b[i]) {
 		c = c<<6 + uint32(b[i]&0x3f)
 		i++
 	}

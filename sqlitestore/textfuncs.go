@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/ncruces/go-sqlite3"
 )
@@ -116,7 +117,7 @@ func instrBytes(h, n []byte, text bool) int64 {
 	if !text {
 		return int64(bytes.Index(h, n) + 1)
 	}
-	if isContinuation(n[0]) { // only the first position is such a place
+	if !utf8.RuneStart(n[0]) { // only the first position is such a place
 		if bytes.HasPrefix(h, n) {
 			return 1
 		}
@@ -128,15 +129,25 @@ func instrBytes(h, n []byte, text bool) int64 {
 	}
 	chars := int64(1)
 	for _, b := range h[1 : i+1] {
-		if !isContinuation(b) {
+		if utf8.RuneStart(b) {
 			chars++
 		}
 	}
 	return chars
 }
 
-// isContinuation reports whether b continues a UTF-8 sequence.
-func isContinuation(b byte) bool { return b&0xc0 == 0x80 }
+// charEnd returns where the character of b at i ends, as SQLite steps
+// over a text: a lead byte takes the continuation bytes after it, any
+// other byte is a character of its own.
+func charEnd(b []byte, i int) int {
+	j := i + 1
+	if b[i] >= 0xc0 {
+		for j < len(b) && !utf8.RuneStart(b[j]) {
+			j++
+		}
+	}
+	return j
+}
 
 // trimSet removes from the start (left) and the end (right) of x the
 // characters of set, as SQLite's trim(x, set) does: set's characters are
@@ -144,9 +155,7 @@ func isContinuation(b byte) bool { return b&0xc0 == 0x80 }
 // continuation bytes after it, and at each step the first of them in set
 // that x begins (ends) with is removed.
 func trimSet(name string, x, set []byte, left, right bool) ([]byte, error) {
-	if i := bytes.IndexByte(set, 0); i >= 0 {
-		set = set[:i]
-	}
+	set = cString(set)
 	var (
 		single [256]bool           // the one-byte characters of set
 		lead   [256][][]byte       // the characters beginning with a lead byte, in set's order
@@ -156,12 +165,7 @@ func trimSet(name string, x, set []byte, left, right bool) ([]byte, error) {
 	)
 	for z := 0; z < len(set); {
 		s := z
-		z++
-		if set[s] >= 0xc0 {
-			for z < len(set) && isContinuation(set[z]) {
-				z++
-			}
-		}
+		z = charEnd(set, s)
 		c := set[s:z]
 		count++
 		if seen[string(c)] {
@@ -174,7 +178,7 @@ func trimSet(name string, x, set []byte, left, right bool) ([]byte, error) {
 		if c[0] >= 0xc0 {
 			lead[c[0]] = append(lead[c[0]], c)
 		}
-		if last := c[len(c)-1]; isContinuation(last) {
+		if last := c[len(c)-1]; !utf8.RuneStart(last) {
 			tail[last] = append(tail[last], c)
 		}
 	}
@@ -210,7 +214,7 @@ func trimSet(name string, x, set []byte, left, right bool) ([]byte, error) {
 	}
 	for right && p < q {
 		b := x[q-1]
-		if !isContinuation(b) {
+		if utf8.RuneStart(b) {
 			// Only a character of one byte ends with it.
 			if !single[b] {
 				break
