@@ -297,6 +297,13 @@ func (a *activation) layers(parent *turn, ns *nodeState, mws []env.Middleware, d
 		// cancelled, without looking: nothing of it commits.
 		err = a.ctx.Err()
 	}
+	if err == nil && len(mws) > 0 && !def.Returns(out) {
+		got := "nil"
+		if out != nil {
+			got = fmt.Sprintf("a %T", out)
+		}
+		err = env.Bugf("a middleware of %s returned %s for %s, whose result is a %v: a middleware returns what next returned, or a value of the tool's result type", ns.node.World.Name(), got, info.Tool, def.ResultType())
+	}
 	if err == nil && !info.Internal {
 		err = checkResult(a.ctx, info, out)
 	}

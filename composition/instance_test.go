@@ -748,7 +748,10 @@ func TestCall_ResultCheck(t *testing.T) {
 	w, _ := ledger("rcheck")
 	w.Use(func(c *env.Ctx, next func() (any, error)) (any, error) {
 		out, err := next()
-		return map[string]any{"wrapped": out}, err
+		if s, ok := out.(string); ok {
+			return "wrapped " + s, err
+		}
+		return out, err
 	})
 	inst := compositiontest.Open(t, w, composition.Options{})
 	var checked []any
@@ -758,7 +761,7 @@ func TestCall_ResultCheck(t *testing.T) {
 	})
 	out, err := inst.CallJSON(ctx, "add", []byte(`{"amount": 1}`))
 	// One node, one layer: its middleware and its tool share a transaction.
-	if err != nil || len(checked) != 1 || !reflect.DeepEqual(checked[0], out) {
+	if s, _ := out.(string); err != nil || len(checked) != 1 || !reflect.DeepEqual(checked[0], out) || !strings.HasPrefix(s, "wrapped ") {
 		t.Fatalf("out %v, err %v, checked %v: want the node's one layer checked, its value the result", out, err, checked)
 	}
 	refuse := env.WithResultCheck(context.Background(), func(any) error { return errors.New("cannot send") })
@@ -870,4 +873,53 @@ func TestStartup_EmbeddedKeywords(t *testing.T) {
 	}()
 	other := env.NewWorld(env.WorldSpec{Name: "embother", Version: "1", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
 	other.AddWorld(child, env.Startup(map[string]any{"region": 7}))
+}
+
+// TestMiddleware_ResultOfAnotherType: a middleware that swaps a tool's
+// result for a value of another type fails the call, naming both types,
+// since the result would contradict the tool's output schema; one that
+// returns a value of the tool's type, or nil where the type has one, is
+// served.
+func TestMiddleware_ResultOfAnotherType(t *testing.T) {
+	type counted struct{ N int }
+	var swap any
+	w := env.NewWorld(env.WorldSpec{Name: "swapper", Version: "1", Schema: "CREATE TABLE s (x INTEGER) STRICT;"})
+	w.Use(func(c *env.Ctx, next func() (any, error)) (any, error) {
+		out, err := next()
+		if err != nil || swap == "keep" {
+			return out, err
+		}
+		return swap, nil
+	})
+	env.Tool(w, "count", "Counts.", func(c *env.Ctx, _ noArgs) (counted, error) { return counted{N: 1}, nil })
+	env.Tool(w, "list", "Lists.", func(c *env.Ctx, _ noArgs) ([]int, error) { return []int{1}, nil })
+	inst := compositiontest.Open(t, w, composition.Options{})
+	for _, tc := range []struct {
+		tool string
+		swap any
+		want string // "" when the call is served
+	}{
+		{"count", "keep", ""},
+		{"count", counted{N: 2}, ""},
+		{"count", "cached", "a middleware of swapper returned a string for count, whose result is a composition_test.counted: a middleware returns what next returned, or a value of the tool's result type"},
+		{"count", nil, "a middleware of swapper returned nil for count, whose result is a composition_test.counted: a middleware returns what next returned, or a value of the tool's result type"},
+		{"count", &counted{N: 2}, "a middleware of swapper returned a *composition_test.counted for count, whose result is a composition_test.counted: a middleware returns what next returned, or a value of the tool's result type"},
+		{"list", nil, ""},
+		{"list", []int{2}, ""},
+		{"list", []string{"x"}, "a middleware of swapper returned a []string for list, whose result is a []int: a middleware returns what next returned, or a value of the tool's result type"},
+	} {
+		swap = tc.swap
+		before := len(inst.ChangeLog())
+		_, err := inst.CallJSON(context.Background(), tc.tool, nil)
+		var bug *env.WorldBug
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s swapped for %#v: %v", tc.tool, tc.swap, err)
+		case tc.want != "" && (!errors.As(err, &bug) || bug.Message != tc.want):
+			t.Errorf("%s swapped for %#v: err = %v, want the WorldBug %q", tc.tool, tc.swap, err, tc.want)
+		}
+		if len(inst.ChangeLog()) != before {
+			t.Errorf("%s: the change log grew", tc.tool)
+		}
+	}
 }

@@ -33,6 +33,7 @@ type ToolDef struct {
 	Where string
 
 	in     reflect.Type
+	out    reflect.Type
 	origin *ToolDef // the registration a clone's copy came from; nil for an original
 	invoke func(c *Ctx, in any) (any, error)
 }
@@ -42,6 +43,28 @@ type ToolDef struct {
 func (t *ToolDef) Same(other *ToolDef) bool { return t.root() == other.root() }
 
 func (t *ToolDef) root() *ToolDef { return cmp.Or(t.origin, t) }
+
+// Returns reports whether v is a result of the tool's result type, as
+// OutputSchema describes: a value of that type, or nil when the type has a
+// nil (a pointer, slice, map or interface). A middleware that replaced a
+// tool's result with anything else would break the schema.
+func (t *ToolDef) Returns(v any) bool {
+	if v == nil {
+		switch t.out.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+			return true
+		}
+		return false
+	}
+	got := reflect.TypeOf(v)
+	if t.out.Kind() == reflect.Interface {
+		return got.Implements(t.out)
+	}
+	return got == t.out
+}
+
+// ResultType returns the tool's result type.
+func (t *ToolDef) ResultType() reflect.Type { return t.out }
 
 // Info returns the listing entry for the tool under a published name.
 func (t *ToolDef) Info(name string) ToolInfo {
@@ -144,7 +167,7 @@ func newToolDef[In, Out any](name, description, where string, fn func(c *Ctx, in
 	}
 	out := argschema.OutputOf(reflect.TypeFor[Out]())
 	return &ToolDef{
-		Name: name, Description: description, InputSchema: schema, Where: where, in: in,
+		Name: name, Description: description, InputSchema: schema, Where: where, in: in, out: reflect.TypeFor[Out](),
 		OutputSchema: out.Schema, ResultWrapped: out.Wrapped,
 		invoke: func(c *Ctx, v any) (any, error) {
 			typed, ok := v.(In)

@@ -272,7 +272,10 @@ func (w *World) addTool(t *ToolDef) {
 // context: c.DB, c.State, c.IDs and c.Worlds are those of the world that
 // registered it; c.Call is the same object in every layer and names the
 // tool and the owning node. It calls next to descend, or returns without
-// calling it to refuse the call.
+// calling it to refuse the call. It returns what next returned or a value
+// of the tool's result type (nil where that type has one): anything else
+// fails the call with a *WorldBug, since the tool's OutputSchema describes
+// its result.
 type Middleware func(c *Ctx, next func() (any, error)) (any, error)
 
 // shortWhere turns a full file:line into base:line for messages.
