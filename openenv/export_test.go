@@ -13,9 +13,7 @@ func DuplicateKey(b []byte) ([]any, bool) {
 // in the server's MaxPendingTotal budget) and the readers waiting for room
 // in their session's or the server's read-ahead budget.
 func (s *Server) PendingBytes() (used int64, waiting int) {
-	s.pending.mu.Lock()
-	defer s.pending.mu.Unlock()
-	return s.pending.used, int(s.aheadWaiting.Load())
+	return s.pendingBytes.Load(), int(s.aheadWaiting.Load())
 }
 
 // IdleConns returns how many counted connections are idle between requests

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/time/rate"
 )
 
@@ -302,9 +303,10 @@ type Server struct {
 	endAll     context.CancelFunc
 	throwaways sync.WaitGroup
 
-	pending      *byteBudget   // MaxPendingTotal: the bytes WebSocket sessions read ahead
-	large        *rate.Limiter // LargeMessageRate: the bytes of messages past LargeMessageBytes; nil: unbounded
-	aheadWaiting atomic.Int64  // WebSocket readers waiting for read-ahead room
+	pending      *semaphore.Weighted // MaxPendingTotal: the bytes WebSocket sessions read ahead
+	pendingBytes atomic.Int64        // the bytes pending holds
+	large        *rate.Limiter       // LargeMessageRate: the bytes of messages past LargeMessageBytes; nil: unbounded
+	aheadWaiting atomic.Int64        // WebSocket readers waiting for read-ahead room
 
 	closers    sync.WaitGroup // instances a reset replaced, closing in the background
 	closeSlots chan struct{}  // bounds closers: a reset waits for a free slot
@@ -336,7 +338,7 @@ func NewServer(b Backend, cfg Config) *Server {
 		closeSlots: make(chan struct{}, maxBackgroundCloses),
 		auth:       newSecrets(cfg.Token),
 		agentAuth:  newSecrets(cfg.AgentToken),
-		pending:    newByteBudget(cfg.MaxPendingTotal),
+		pending:    semaphore.NewWeighted(cfg.MaxPendingTotal),
 	}
 	s.ended, s.endAll = context.WithCancel(context.Background())
 	s.large = largeLimiter(cfg.LargeMessageRate)

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/coder/websocket"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/seahaven/seahaven/internal/runecut"
 )
@@ -73,8 +74,8 @@ type wsConn struct {
 	ss  *session
 	c   *websocket.Conn
 
-	queue  chan inbound // messages read and not yet taken by the worker; the reader closes it
-	budget *byteBudget  // MaxPendingBytes: the bytes of the queued messages
+	queue  chan inbound        // messages read and not yet taken by the worker; the reader closes it
+	budget *semaphore.Weighted // MaxPendingBytes: the bytes of the queued messages
 
 	// blocked is set while the reader waits for room in the queue. It then
 	// cannot read pongs, so the keepalive skips its ping: the peer is
@@ -103,7 +104,7 @@ type inbound struct {
 func (wc *wsConn) run() {
 	s := wc.srv
 	wc.queue = make(chan inbound, s.cfg.MaxPending)
-	wc.budget = newByteBudget(s.cfg.MaxPendingBytes)
+	wc.budget = semaphore.NewWeighted(s.cfg.MaxPendingBytes)
 	var reading sync.WaitGroup
 	reading.Go(wc.readLoop)
 	stopPings := func() {}
@@ -258,16 +259,19 @@ func (wc *wsConn) enqueue(m inbound) bool {
 
 // reserve takes n bytes of the connection's and of the server's read-ahead
 // budgets, waiting for them; it fails, holding nothing, when the session
-// ends first.
+// ends first. A message larger than a budget takes the whole of it, so it
+// waits until nothing else holds any.
 func (wc *wsConn) reserve(n int64) bool {
 	if n == 0 {
 		return true
 	}
-	if wc.budget.tryAcquire(n) {
-		if wc.srv.pending.tryAcquire(n) {
+	own, all := wc.costs(n)
+	if wc.budget.TryAcquire(own) {
+		if wc.srv.pending.TryAcquire(all) {
+			wc.srv.pendingBytes.Add(all)
 			return true
 		}
-		wc.budget.release(n)
+		wc.budget.Release(own)
 	}
 	wc.blocked.Store(true)
 	wc.srv.aheadWaiting.Add(1)
@@ -276,22 +280,31 @@ func (wc *wsConn) reserve(n int64) bool {
 		wc.srv.aheadWaiting.Add(-1)
 	}()
 	ctx := wc.ss.ctx
-	if wc.budget.acquire(ctx, n) != nil {
+	if wc.budget.Acquire(ctx, own) != nil {
 		return false
 	}
-	if wc.srv.pending.acquire(ctx, n) != nil {
-		wc.budget.release(n)
+	if wc.srv.pending.Acquire(ctx, all) != nil {
+		wc.budget.Release(own)
 		return false
 	}
+	wc.srv.pendingBytes.Add(all)
 	return true
+}
+
+// costs is what a message of n bytes holds of the connection's and of the
+// server's read-ahead budgets.
+func (wc *wsConn) costs(n int64) (own, all int64) {
+	return min(n, wc.srv.cfg.MaxPendingBytes), min(n, wc.srv.cfg.MaxPendingTotal)
 }
 
 // release gives back the read-ahead bytes of a message the worker took or
 // that was dropped.
 func (wc *wsConn) release(n int64) {
 	if n > 0 {
-		wc.budget.release(n)
-		wc.srv.pending.release(n)
+		own, all := wc.costs(n)
+		wc.budget.Release(own)
+		wc.srv.pending.Release(all)
+		wc.srv.pendingBytes.Add(-all)
 	}
 }
 
