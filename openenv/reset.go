@@ -215,13 +215,8 @@ func (s *Server) closeInstance(inst Instance) {
 // maxBackgroundCloses at a time (it waits for a slot when they are all
 // taken); Shutdown waits for every such close.
 func (s *Server) closeInstanceLater(inst Instance) {
-	s.closeSlots <- struct{}{}
-	s.closers.Add(1)
-	go func() {
-		defer func() {
-			<-s.closeSlots
-			s.closers.Done()
-		}()
+	s.closers.Go(func() error {
 		s.closeInstance(inst)
-	}()
+		return nil
+	})
 }

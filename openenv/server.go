@@ -308,8 +308,9 @@ type Server struct {
 	large        *rate.Limiter       // LargeMessageRate: the bytes of messages past LargeMessageBytes; nil: unbounded
 	aheadWaiting atomic.Int64        // WebSocket readers waiting for read-ahead room
 
-	closers    sync.WaitGroup // instances a reset replaced, closing in the background
-	closeSlots chan struct{}  // bounds closers: a reset waits for a free slot
+	// closers closes the instances resets replaced in the background, at
+	// most maxBackgroundCloses at once: a reset waits for a free slot.
+	closers errgroup.Group
 
 	gcMu    sync.Mutex   // guards gcAt and gcStats; held during a forced collection
 	gcAt    time.Time    // when GET /debug/runtime?gc=1 last forced a collection
@@ -335,12 +336,12 @@ func NewServer(b Backend, cfg Config) *Server {
 		sessions:   map[string]*session{},
 		quit:       make(chan struct{}),
 		reaperDone: make(chan struct{}),
-		closeSlots: make(chan struct{}, maxBackgroundCloses),
 		auth:       newSecrets(cfg.Token),
 		agentAuth:  newSecrets(cfg.AgentToken),
 		pending:    semaphore.NewWeighted(cfg.MaxPendingTotal),
 	}
 	s.ended, s.endAll = context.WithCancel(context.Background())
+	s.closers.SetLimit(maxBackgroundCloses)
 	s.large = largeLimiter(cfg.LargeMessageRate)
 	s.metrics = newMetrics(s)
 	s.handler = s.browserGuard(s.cors(s.RequireToken(s.limitBodies(s.routes()))))
