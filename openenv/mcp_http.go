@@ -357,13 +357,6 @@ func (s *Server) startMCPSession(ctx context.Context, version string) (*session,
 // that starts the session.
 type mcpSetupKey struct{}
 
-// runningRequest is a standard MCP client's request in progress on its
-// session (tools/call, or tools/list, which waits for a call in
-// progress): cancel stops it.
-type runningRequest struct {
-	cancel context.CancelCauseFunc
-}
-
 // errRequestCancelled is the cause of a request's context its client
 // cancelled with notifications/cancelled.
 var errRequestCancelled = errors.New("openenv: the client cancelled the request (notifications/cancelled)")
@@ -380,10 +373,10 @@ func (ss *session) track(ctx context.Context, id json.RawMessage) (tracked conte
 		return ctx, func() {}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	r := &runningRequest{cancel: cancel}
+	r := &cancel
 	ss.mu.Lock()
 	if ss.requests == nil {
-		ss.requests = map[string]*runningRequest{}
+		ss.requests = map[string]*context.CancelCauseFunc{}
 	}
 	ss.requests[key] = r // a client reusing an id in flight cancels the newer request
 	ss.mu.Unlock()
@@ -416,7 +409,7 @@ func (ss *session) cancelRequest(requestID, reason jsontext.Value) {
 	if why, ok := str(reason); ok && why != "" {
 		cause = fmt.Errorf("%w: %s", errRequestCancelled, why)
 	}
-	r.cancel(cause)
+	(*r)(cause)
 }
 
 // requestKey is the key of a JSON-RPC id in session.requests: the id

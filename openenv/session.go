@@ -73,10 +73,11 @@ type session struct {
 	stopped      bool           // stop was called; closeCode and closeReason are set
 	closeCode    websocket.StatusCode
 	closeReason  string
-	// requests are a standard MCP client's tools/call and tools/list requests in
-	// progress, by their id (compacted JSON), so its notifications/cancelled
-	// can stop one (track, cancelRequest).
-	requests map[string]*runningRequest
+	// requests cancel a standard MCP client's tools/call and tools/list
+	// requests in progress, by their id (compacted JSON), so its
+	// notifications/cancelled can stop one (track, cancelRequest); a
+	// pointer tells a request from a newer one reusing its id.
+	requests map[string]*context.CancelCauseFunc
 
 	endOnce sync.Once
 	done    chan struct{} // closed once the instance is closed and the slot freed
