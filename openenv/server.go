@@ -295,10 +295,10 @@ type Server struct {
 	// agentSessions counts the live sessions of the agent listener.
 	agentSessions int
 
-	quit       chan struct{} // closed when Shutdown begins
-	reaperDone chan struct{} // closed when the reaper returns
-	// ended is cancelled when Shutdown begins: it stops the calls that
-	// belong to no session (callThrowaway), and throwaways counts them.
+	reaper sync.WaitGroup // the idle reaper, once reaping
+	// ended is cancelled when Shutdown begins: it stops the reaper and the
+	// calls that belong to no session (callThrowaway), and throwaways
+	// counts those.
 	ended      context.Context
 	endAll     context.CancelFunc
 	throwaways sync.WaitGroup
@@ -330,15 +330,13 @@ func NewServer(b Backend, cfg Config) *Server {
 	}
 	cfg = cfg.withDefaults()
 	s := &Server{
-		backend:    b,
-		cfg:        cfg,
-		log:        cfg.Logger,
-		sessions:   map[string]*session{},
-		quit:       make(chan struct{}),
-		reaperDone: make(chan struct{}),
-		auth:       newSecrets(cfg.Token),
-		agentAuth:  newSecrets(cfg.AgentToken),
-		pending:    semaphore.NewWeighted(cfg.MaxPendingTotal),
+		backend:   b,
+		cfg:       cfg,
+		log:       cfg.Logger,
+		sessions:  map[string]*session{},
+		auth:      newSecrets(cfg.Token),
+		agentAuth: newSecrets(cfg.AgentToken),
+		pending:   semaphore.NewWeighted(cfg.MaxPendingTotal),
 	}
 	s.ended, s.endAll = context.WithCancel(context.Background())
 	s.closers.SetLimit(maxBackgroundCloses)
@@ -385,12 +383,8 @@ func (s *Server) Sessions() []SessionInfo {
 // so call this alongside it. Shutdown may be called more than once.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
-	if !s.shutdown {
-		s.shutdown = true
-		close(s.quit)
-		s.endAll()
-	}
-	reaping := s.reaping
+	s.shutdown = true
+	s.endAll()
 	s.mu.Unlock()
 
 	list := s.snapshot()
@@ -410,9 +404,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		for _, ss := range list {
 			<-ss.done
 		}
-		if reaping {
-			<-s.reaperDone
-		}
+		s.reaper.Wait()
 		// Every session has ended, so no reset starts another close; no
 		// sessionless call starts after shutdown began.
 		s.closers.Wait()

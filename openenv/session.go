@@ -128,7 +128,7 @@ func (s *Server) newSessionLocked(transport, id string) (*session, *protoError) 
 	s.sessions[id] = ss
 	if !s.reaping && (s.cfg.IdleTimeout > 0 || s.cfg.AgentIdleTimeout > 0) {
 		s.reaping = true
-		go s.reap()
+		s.reaper.Go(s.reap)
 	}
 	s.metrics.sessionsOpened.WithLabelValues(transport).Inc()
 	s.log.Info("openenv: session opened", "session", ss.ref, "transport", transport, "active", len(s.sessions))
@@ -380,7 +380,6 @@ func (ss *session) idle(now time.Time, d time.Duration) bool {
 
 // reap closes idle sessions until Shutdown.
 func (s *Server) reap() {
-	defer close(s.reaperDone)
 	shortest := s.cfg.IdleTimeout
 	if shortest <= 0 || s.cfg.AgentIdleTimeout > 0 && s.cfg.AgentIdleTimeout < shortest {
 		shortest = s.cfg.AgentIdleTimeout
@@ -390,7 +389,7 @@ func (s *Server) reap() {
 	defer t.Stop()
 	for {
 		select {
-		case <-s.quit:
+		case <-s.ended.Done():
 			return
 		case now := <-t.C:
 			s.reapIdle(now)
