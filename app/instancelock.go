@@ -29,7 +29,7 @@ var instanceRootMu sync.Mutex
 func makeInstanceDir(root string) (dir string, release func(), err error) {
 	instanceRootMu.Lock()
 	defer instanceRootMu.Unlock()
-	if _, err := cleanStaleLocked(root); err != nil {
+	if err := cleanStale(root); err != nil {
 		return "", nil, err
 	}
 	dir, err = os.MkdirTemp(root, strconv.Itoa(os.Getpid())+"-")
@@ -94,27 +94,16 @@ func lockInstanceDir(dir string) (release func(), err error) {
 	}), nil
 }
 
-// CleanStaleInstances removes the instance directories under root made by
+// cleanStale removes the instance directories under root made by
 // processes that are no longer running (a server killed with SIGKILL, or by
 // the out-of-memory killer, leaves them behind). A directory is stale when
 // its lock can be taken and the process that made it is not running, or is
 // this very process (a restarted container's server has the pid of the one
-// before). It returns the directories it removed.
-func CleanStaleInstances(root string) ([]string, error) {
-	instanceRootMu.Lock()
-	defer instanceRootMu.Unlock()
-	return cleanStaleLocked(root)
-}
-
-// cleanStaleLocked does the work of CleanStaleInstances; instanceRootMu
-// must be held.
-func cleanStaleLocked(root string) ([]string, error) {
+// before). instanceRootMu must be held.
+func cleanStale(root string) error {
 	ents, err := os.ReadDir(root)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, err
+		return err
 	}
 	dirs := map[string]bool{}
 	for _, e := range ents {
@@ -122,7 +111,6 @@ func cleanStaleLocked(root string) ([]string, error) {
 			dirs[e.Name()] = true
 		}
 	}
-	var removed []string
 	for _, e := range ents {
 		name := e.Name()
 		base, isLock := strings.CutSuffix(name, lockSuffix)
@@ -136,14 +124,13 @@ func cleanStaleLocked(root string) ([]string, error) {
 			continue
 		}
 		if err := os.RemoveAll(p); err != nil {
-			return removed, err
+			return err
 		}
 		if err := os.Remove(p + lockSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return removed, err
+			return err
 		}
-		removed = append(removed, p)
 	}
-	return removed, nil
+	return nil
 }
 
 // staleInstanceDir reports whether the instance directory p, made by the
