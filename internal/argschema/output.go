@@ -49,24 +49,16 @@ func outSchema(t reflect.Type, seen map[reflect.Type]bool) *jsonschema.Schema {
 		return nullable(outSchema(t.Elem(), seen))
 	}
 	switch k := t.Kind(); {
-	case t == timeType:
-		return &jsonschema.Schema{Type: "string", Format: "date-time"}
-	case t == rawType || k == reflect.Interface:
-		return &jsonschema.Schema{}
+	case t == timeType || t == rawType || k == reflect.Interface:
+		return scalar(t)
 	case implements(t, jsonMarshaler):
 		return &jsonschema.Schema{}
 	case implements(t, textMarshaler):
 		return &jsonschema.Schema{Type: "string"}
-	case k == reflect.String:
-		return &jsonschema.Schema{Type: "string"}
-	case k == reflect.Bool:
-		return &jsonschema.Schema{Type: "boolean"}
-	case k >= reflect.Int && k <= reflect.Uint64:
-		return &jsonschema.Schema{Type: "integer"}
-	case k == reflect.Float32 || k == reflect.Float64:
-		return &jsonschema.Schema{Type: "number"}
 	case k == reflect.Slice && t.Elem().Kind() == reflect.Uint8:
-		return nullable(&jsonschema.Schema{Type: "string", ContentEncoding: "base64"})
+		return nullable(scalar(t))
+	case scalar(t) != nil:
+		return scalar(t)
 	case k == reflect.Slice:
 		return nullable(&jsonschema.Schema{Type: "array", Items: outSchema(t.Elem(), seen)})
 	case k == reflect.Array:

@@ -34,14 +34,14 @@ func implements(t, it reflect.Type) bool {
 	return t.Implements(it) || reflect.PointerTo(t).Implements(it)
 }
 
-// build derives the schema of struct type st with jsonschema-go, then adapts
-// it: the project's tags, the nullability of pointers only, and the types
-// json v2 decodes differently from how jsonschema-go describes them.
+// build derives the schema of struct type st from the Go type: the
+// project's tags, the nullability of pointers only, and the types json v2
+// decodes.
 func build(root, st reflect.Type) (*jsonschema.Schema, map[*jsonschema.Schema]reflect.Kind, error) {
-	// Types jsonschema-go cannot describe are left out, for the adapter to
-	// refuse by their field.
-	s, err := jsonschema.ForType(st, forOptions)
-	if err != nil {
+	// jsonschema-go's walk of the type serves only to refuse recursive
+	// types, in its words; it leaves out the types it cannot describe, for
+	// the adapter to refuse by their field.
+	if _, err := jsonschema.ForType(st, &jsonschema.ForOptions{IgnoreInvalidTypes: true}); err != nil {
 		return nil, nil, fmt.Errorf("argschema: %v: %w", root, errors.Unwrap(err))
 	}
 	// json v2 validates the type's json tags on first use. Its message
@@ -55,15 +55,14 @@ func build(root, st reflect.Type) (*jsonschema.Schema, map[*jsonschema.Schema]re
 		return nil, nil, fmt.Errorf("argschema: %v: %w", root, err)
 	}
 	a := &adapter{root: root, kinds: map[*jsonschema.Schema]reflect.Kind{}}
-	if err := a.adapt(st, s, ""); err != nil {
+	s, err := a.schema(st, "")
+	if err != nil {
 		return nil, nil, err
 	}
 	return s, a.kinds, nil
 }
 
-var forOptions = &jsonschema.ForOptions{IgnoreInvalidTypes: true}
-
-// adapter walks a Go type and the schema jsonschema-go derived from it.
+// adapter derives the schema of a Go type.
 type adapter struct {
 	root  reflect.Type
 	kinds map[*jsonschema.Schema]reflect.Kind // Go kind of each integer and number node
@@ -78,63 +77,70 @@ func (a *adapter) errorf(where, format string, args ...any) error {
 	return fmt.Errorf("argschema: %v field %s: %s", a.root, where, msg)
 }
 
-// adapt rewrites s, the schema of t, in place.
-func (a *adapter) adapt(t reflect.Type, s *jsonschema.Schema, where string) error {
+// scalar returns the schema of a type whose JSON has no members (time.Time,
+// json.RawMessage, an interface, a string, a boolean, a number or []byte),
+// or nil.
+func scalar(t reflect.Type) *jsonschema.Schema {
+	switch k := t.Kind(); {
+	case t == timeType:
+		return &jsonschema.Schema{Type: "string", Format: "date-time"}
+	case t == rawType || k == reflect.Interface:
+		return &jsonschema.Schema{}
+	case k == reflect.String:
+		return &jsonschema.Schema{Type: "string"}
+	case k == reflect.Bool:
+		return &jsonschema.Schema{Type: "boolean"}
+	case k >= reflect.Int && k <= reflect.Uint64:
+		return &jsonschema.Schema{Type: "integer"}
+	case k == reflect.Float32 || k == reflect.Float64:
+		return &jsonschema.Schema{Type: "number"}
+	case k == reflect.Slice && t.Elem().Kind() == reflect.Uint8:
+		return &jsonschema.Schema{Type: "string", ContentEncoding: "base64"}
+	}
+	return nil
+}
+
+// schema returns the schema of arguments of type t, found at where.
+func (a *adapter) schema(t reflect.Type, where string) (*jsonschema.Schema, error) {
 	nullable := t.Kind() == reflect.Pointer
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if err := a.plain(t, where); err != nil {
-		return err
+		return nil, err
 	}
+	s := scalar(t)
+	var err error
 	switch k := t.Kind(); {
-	case t == timeType:
-		*s = jsonschema.Schema{Type: "string", Format: "date-time"}
-	case t == rawType:
-		*s = jsonschema.Schema{}
-	case k == reflect.String:
-		*s = jsonschema.Schema{Type: "string"}
-	case k == reflect.Bool:
-		*s = jsonschema.Schema{Type: "boolean"}
-	case k >= reflect.Int && k <= reflect.Uint64:
-		// The kind's range is checked on decode, in its own words.
-		*s = jsonschema.Schema{Type: "integer"}
-		a.kinds[s] = k
-	case k == reflect.Float32 || k == reflect.Float64:
-		*s = jsonschema.Schema{Type: "number"}
-		a.kinds[s] = k
-	case k == reflect.Interface:
-		if t.NumMethod() != 0 {
-			return a.errorf(where, "unsupported type %v: only the empty interface can hold arguments", t)
+	case k == reflect.Interface && t.NumMethod() != 0:
+		return nil, a.errorf(where, "unsupported type %v: only the empty interface can hold arguments", t)
+	case s != nil:
+		if s.Type == "integer" || s.Type == "number" {
+			// The kind's range is checked on decode, in its own words.
+			a.kinds[s] = k
 		}
-		*s = jsonschema.Schema{}
-	case k == reflect.Slice && t.Elem().Kind() == reflect.Uint8:
-		*s = jsonschema.Schema{Type: "string", ContentEncoding: "base64"}
 	case k == reflect.Slice:
 		// A JSON null is no array: only pointers are nullable.
-		*s = jsonschema.Schema{Type: "array", Items: cmp.Or(s.Items, &jsonschema.Schema{})}
-		if err := a.adapt(t.Elem(), s.Items, where+"[]"); err != nil {
-			return err
-		}
+		s = &jsonschema.Schema{Type: "array"}
+		s.Items, err = a.schema(t.Elem(), where+"[]")
 	case k == reflect.Map:
 		if t.Key().Kind() != reflect.String {
-			return a.errorf(where, "unsupported type %v: map keys must be strings", t)
+			return nil, a.errorf(where, "unsupported type %v: map keys must be strings", t)
 		}
-		*s = jsonschema.Schema{Type: "object", AdditionalProperties: cmp.Or(s.AdditionalProperties, &jsonschema.Schema{})}
-		if err := a.adapt(t.Elem(), s.AdditionalProperties, where+"[]"); err != nil {
-			return err
-		}
+		s = &jsonschema.Schema{Type: "object"}
+		s.AdditionalProperties, err = a.schema(t.Elem(), where+"[]")
 	case k == reflect.Struct:
-		if err := a.adaptStruct(t, s, where); err != nil {
-			return err
-		}
+		s, err = a.object(t, where)
 	default:
-		return a.errorf(where, "unsupported type %v", t)
+		return nil, a.errorf(where, "unsupported type %v", t)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if nullable && s.Type != "" {
 		s.Types, s.Type = []string{s.Type, "null"}, ""
 	}
-	return nil
+	return s, nil
 }
 
 // plain refuses a type with its own JSON or text encoding (other than
@@ -159,7 +165,6 @@ type field struct {
 	optional bool   // omitempty or omitzero
 	inline   bool   // inline or unknown: members of its own
 	other    string // its first json tag option but omitempty and omitzero, or ""
-	shadows  bool   // other fields of t have its name
 }
 
 // newField reads struct field sf, given name and the options opts by its
@@ -181,19 +186,14 @@ func newField(sf reflect.StructField, name, opts string) field {
 
 // dominant returns the fields of all that json v2 keeps, in order: of the
 // fields of one name, those no other field of the name beats by losesTo.
-// Inline fields take no part. A kept field's shadows says whether another
-// field had its name.
+// Inline fields take no part.
 func dominant(all []field) []field {
 	var out []field
 	for _, f := range all {
-		beaten := false
-		for _, g := range all {
-			if g.name != f.name || g.inline || f.inline || slices.Equal(g.sf.Index, f.sf.Index) {
-				continue
-			}
-			f.shadows = true
-			beaten = beaten || losesTo(f.sf.Index, f.tagged, g.sf.Index, g.tagged)
-		}
+		beaten := slices.ContainsFunc(all, func(g field) bool {
+			return g.name == f.name && !g.inline && !f.inline && !slices.Equal(g.sf.Index, f.sf.Index) &&
+				losesTo(f.sf.Index, f.tagged, g.sf.Index, g.tagged)
+		})
 		if !beaten {
 			out = append(out, f)
 		}
@@ -201,42 +201,31 @@ func dominant(all []field) []field {
 	return out
 }
 
-// adaptStruct adapts the schema of struct type t: its properties are the
+// object returns the schema of struct type t: its properties are the
 // fields json v2 decodes, with their tags applied.
-func (a *adapter) adaptStruct(t reflect.Type, s *jsonschema.Schema, where string) error {
+func (a *adapter) object(t reflect.Type, where string) (*jsonschema.Schema, error) {
 	fields, err := a.fields(t, where)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	props := make(map[string]*jsonschema.Schema, len(fields))
-	var order, required []string
+	s := &jsonschema.Schema{Type: "object", Properties: make(map[string]*jsonschema.Schema, len(fields)),
+		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}}
 	for _, f := range fields {
 		fwhere := joinWhere(where, goPath(t, f.sf.Index))
-		p := s.Properties[f.name]
-		if f.shadows {
-			// jsonschema-go keeps the last field of a name, json v2 the dominant one.
-			if p, err = jsonschema.ForType(f.sf.Type, forOptions); err != nil {
-				return a.errorf(fwhere, "%v", errors.Unwrap(err))
-			}
-		}
-		if p == nil {
-			p = &jsonschema.Schema{} // a type jsonschema-go left out: adapt refuses it
-		}
-		if err := a.adapt(f.sf.Type, p, fwhere); err != nil {
-			return err
+		p, err := a.schema(f.sf.Type, fwhere)
+		if err != nil {
+			return nil, err
 		}
 		if err := a.tags(f.sf, p); err != nil {
-			return a.errorf(fwhere, "%v", err)
+			return nil, a.errorf(fwhere, "%v", err)
 		}
-		props[f.name] = p
-		order = append(order, f.name)
+		s.Properties[f.name] = p
+		s.PropertyOrder = append(s.PropertyOrder, f.name)
 		if f.sf.Type.Kind() != reflect.Pointer && !f.optional && p.Default == nil {
-			required = append(required, f.name)
+			s.Required = append(s.Required, f.name)
 		}
 	}
-	*s = jsonschema.Schema{Type: "object", Properties: props, PropertyOrder: order, Required: required,
-		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}}
-	return nil
+	return s, nil
 }
 
 // fields lists the JSON properties of struct type t in field order, by the
