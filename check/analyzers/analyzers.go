@@ -46,18 +46,6 @@ const (
 // which a driver runs first.
 var Analyzers = []*analysis.Analyzer{OpenInCall, UnknownChild}
 
-// Code returns the lint code an analyzer's diagnostics carry, or "" for an
-// analyzer that reports none.
-func Code(a *analysis.Analyzer) string {
-	switch a {
-	case OpenInCall:
-		return "SH208"
-	case UnknownChild:
-		return "SH209"
-	}
-	return ""
-}
-
 // signatureOf returns the signature of fn when fn is named name in package
 // pkg, or nil.
 func signatureOf(fn *types.Func, pkg, name string) *types.Signature {
