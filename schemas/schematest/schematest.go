@@ -35,15 +35,11 @@ func Validate(name string, doc []byte) error {
 	if !ok {
 		return fmt.Errorf("%w %q", schemas.ErrUnknown, name)
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
-	if err != nil {
-		return fmt.Errorf("schematest: document is not JSON: %w", err)
-	}
-	return sch.Validate(inst)
+	return sch.Validate(doc)
 }
 
 // load compiles every embedded schema once.
-var load = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
+var load = sync.OnceValues(func() (map[string]*Schema, error) {
 	c := jsonschema.NewCompiler()
 	names := schemas.Names()
 	for _, name := range names {
@@ -59,13 +55,13 @@ var load = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
 			return nil, fmt.Errorf("schematest: %s.json: %w", name, err)
 		}
 	}
-	set := make(map[string]*jsonschema.Schema, len(names))
+	set := make(map[string]*Schema, len(names))
 	for _, name := range names {
 		sch, err := c.Compile(baseURL + name + ".json")
 		if err != nil {
 			return nil, fmt.Errorf("schematest: %s.json: %w", name, err)
 		}
-		set[name] = sch
+		set[name] = &Schema{sch}
 	}
 	return set, nil
 })
