@@ -62,7 +62,7 @@ func (c *checker) release() {
 	c.dec.Reset(&c.in)
 	c.out.Reset()
 	c.enc.Reset(&c.out)
-	c.kinds, c.depth, c.path = nil, 0, c.path[:0]
+	c.kinds, c.path = nil, c.path[:0]
 	checkers.Put(c)
 }
 
@@ -74,8 +74,9 @@ type checker struct {
 	out   bytes.Buffer
 	kinds map[*jsonschema.Schema]reflect.Kind
 	bad   int64 // offset of the first invalid UTF-8 byte, or -1
-	depth int
-	path  []segment
+	// path leads to the value being read: a segment for each object or
+	// array it is in.
+	path []segment
 }
 
 // segment is one step of a JSON path: an object key or an array index.
@@ -176,13 +177,9 @@ func (c *checker) value(s *jsonschema.Schema) *Error {
 	}
 	switch k {
 	case '"':
-		str := tok.String()
-		if e := c.checkString(s, str); e != nil {
+		str, e := c.checkString(s, tok.String())
+		if e != nil {
 			return e
-		}
-		if s.Format == "date-time" {
-			tm, _ := time.Parse(time.RFC3339, str)
-			str = tm.UTC().Format(time.RFC3339Nano)
 		}
 		tok = jsontext.String(str) // as decoded: escaped lone surrogates are U+FFFD
 	case '0':
@@ -212,11 +209,10 @@ func (c *checker) write(err error) *Error {
 	return nil
 }
 
-// open enters an object or array, one level deeper, and copies its opening
-// token.
+// open enters an object or array, one level deeper than path, and copies
+// its opening token.
 func (c *checker) open() *Error {
-	c.depth++
-	if c.depth > MaxDepth {
+	if len(c.path) >= MaxDepth {
 		return c.errorf("nesting is deeper than " + strconv.Itoa(MaxDepth) + " levels")
 	}
 	tok, e := c.read(false)
@@ -277,7 +273,6 @@ func (c *checker) object(s *jsonschema.Schema) *Error {
 			}
 		}
 	}
-	c.depth--
 	return c.write(c.enc.WriteToken(jsontext.EndObject))
 }
 
@@ -301,34 +296,36 @@ func (c *checker) array(s *jsonschema.Schema) *Error {
 		return e
 	}
 	c.path = c.path[:len(c.path)-1]
-	c.depth--
 	return c.write(c.enc.WriteToken(jsontext.EndArray))
 }
 
-func (c *checker) checkString(s *jsonschema.Schema, str string) *Error {
+// checkString checks str against the schema s and returns it as json v2
+// is to decode it: a date-time in UTC.
+func (c *checker) checkString(s *jsonschema.Schema, str string) (string, *Error) {
 	if s.MaxLength != nil && len(str) > *s.MaxLength {
 		if n := utf8.RuneCountInString(str); n > *s.MaxLength {
-			return c.errorf("string length " + strconv.Itoa(n) + " exceeds maxLength " + strconv.Itoa(*s.MaxLength))
+			return "", c.errorf("string length " + strconv.Itoa(n) + " exceeds maxLength " + strconv.Itoa(*s.MaxLength))
 		}
 	}
 	if s.Enum != nil && !slices.Contains(s.Enum, any(str)) {
-		return c.errorf("value " + strconv.Quote(clip(str)) + " is not one of " + enumText(s.Enum))
+		return "", c.errorf("value " + strconv.Quote(clip(str)) + " is not one of " + enumText(s.Enum))
 	}
 	switch {
 	case s.Format == "date-time":
 		tm, err := time.Parse(time.RFC3339, str)
 		if err != nil {
-			return c.errorf("expected an RFC 3339 date-time, got " + strconv.Quote(clip(str)))
+			return "", c.errorf("expected an RFC 3339 date-time, got " + strconv.Quote(clip(str)))
 		}
 		if y := tm.UTC().Year(); y < 0 || y > 9999 {
-			return c.errorf("date-time " + strconv.Quote(clip(str)) + " is outside the years 0000 to 9999 in UTC")
+			return "", c.errorf("date-time " + strconv.Quote(clip(str)) + " is outside the years 0000 to 9999 in UTC")
 		}
+		return tm.UTC().Format(time.RFC3339Nano), nil
 	case s.ContentEncoding == "base64":
 		if _, err := base64.StdEncoding.DecodeString(str); err != nil {
-			return c.errorf("invalid base64: " + err.Error())
+			return "", c.errorf("invalid base64: " + err.Error())
 		}
 	}
-	return nil
+	return str, nil
 }
 
 // checkNumber checks n, written as lit, against the enum and bounds of s.
