@@ -108,8 +108,9 @@ func outStruct(t reflect.Type, seen map[reflect.Type]bool) *jsonschema.Schema {
 }
 
 // outFields lists the members of t's encoded object in field order, the
-// fields of one name settled by dominant, as fields settles an argument
-// struct's (which refuses what outFields describes as any value).
+// fields of one name settled by dominant; fields lists an argument
+// struct's with it, once it has refused what outFields describes as any
+// value.
 func outFields(t reflect.Type) []field {
 	var all []field
 	for _, sf := range reflect.VisibleFields(t) {

@@ -228,12 +228,12 @@ func (a *adapter) object(t reflect.Type, where string) (*jsonschema.Schema, erro
 	return s, nil
 }
 
-// fields lists the JSON properties of struct type t in field order, by the
-// rules json v2 (like encoding/json) applies to embedded structs: the
-// shallowest field of a name wins, then a tagged one, and a name left
+// fields refuses the fields of struct type t no argument can fill as
+// written, and lists its JSON properties in field order as outFields does:
+// by the rules json v2 (like encoding/json) applies to embedded structs,
+// the shallowest field of a name wins, then a tagged one, and a name left
 // ambiguous is no property.
 func (a *adapter) fields(t reflect.Type, where string) ([]field, error) {
-	var all []field
 	for _, sf := range reflect.VisibleFields(t) {
 		goPath := goPath(t, sf.Index)
 		tag, hasTag := sf.Tag.Lookup("json")
@@ -260,13 +260,11 @@ func (a *adapter) fields(t reflect.Type, where string) ([]field, error) {
 		if p := unexportedEmbeddedPointer(t, sf.Index); p != "" {
 			return nil, a.errorf(joinWhere(where, goPath), "cannot set a field reached through the embedded pointer %s to an unexported struct type", p)
 		}
-		f := newField(sf, name, opts)
-		if f.other != "" {
+		if f := newField(sf, name, opts); f.other != "" {
 			return nil, a.errorf(joinWhere(where, goPath), "the json tag option %q is not supported", f.other)
 		}
-		all = append(all, f)
 	}
-	return dominant(all), nil
+	return outFields(t), nil
 }
 
 // argumentTags are the tags that shape an argument's schema (see tags).
