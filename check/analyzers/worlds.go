@@ -120,8 +120,6 @@ const (
 type Registration struct {
 	// Kind is KindTool, KindMiddleware or KindHook.
 	Kind string
-	// Call is the registration call.
-	Call *ast.CallExpr
 	// Tool is the tool's name, for a tool registered with a constant name.
 	Tool string
 	// WorldExpr is the expression naming the world registered on.
@@ -445,7 +443,7 @@ func (wp *worldsPass) collectRegistrations(ins *inspector.Inspector) {
 		default:
 			continue
 		}
-		r := &Registration{Kind: kind, Call: call, Tool: tool, WorldExpr: worldExpr}
+		r := &Registration{Kind: kind, Tool: tool, WorldExpr: worldExpr}
 		r.World = wp.lookup(packageVar(info, worldExpr))
 		r.Body, r.Ctx = wp.funcOf(call.Args[fnArg], map[types.Object]bool{})
 		wp.res.Registrations = append(wp.res.Registrations, r)
