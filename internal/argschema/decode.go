@@ -38,10 +38,9 @@ func (e *entry) decode(t reflect.Type, raw []byte) (reflect.Value, error) {
 		raw = []byte("{}")
 	case bytes.HasPrefix(trimmed, []byte("null")) && !jsontext.Value(trimmed).IsValid():
 		return reflect.Value{}, &Error{Problem: "unexpected data after the arguments object"}
-	case trimmed[0] != '{' && jsonKinds[jsontext.Value(trimmed).Kind()] != "":
-		// Refused before reading further, however deep the input.
-		return reflect.Value{}, &Error{Problem: "expected object, got " + jsonKinds[jsontext.Value(trimmed).Kind()]}
 	}
+	// The check refuses anything but an object at its first byte, however
+	// deep the input.
 	doc, cerr := check(e.schema, e.kinds, raw, "arguments object")
 	if cerr != nil {
 		return reflect.Value{}, cerr
