@@ -248,9 +248,6 @@ func TestWS_SlowReaderKept(t *testing.T) {
 	fake := newFake(t)
 	const pongTimeout = 2 * time.Second
 	s := mustServe(t, fake, openenv.Config{
-		// PongTimeout exceeds the time the step runs before its reply is
-		// written, even on a loaded machine: until then the client's
-		// reader answers pings.
 		PingInterval: 2 * time.Millisecond, PongTimeout: pongTimeout, WriteTimeout: waitLimit,
 		MaxReplyBytes: 128 << 20, // the reply (the 16 MiB blob four times over) is sent, not refused
 		Logger:        slog.New(countHandler{substr: "ping deferred", n: &deferred}),
@@ -267,7 +264,6 @@ func TestWS_SlowReaderKept(t *testing.T) {
 	c := s.dialWith(t, &websocket.DialOptions{HTTPClient: &http.Client{Transport: transport}})
 	roundTrip(t, c, `{"type":"reset"}`)
 	const size = 16 << 20
-	send(t, c, fmt.Sprintf(`{"type":"step","data":{"type":"call_tool","tool_name":"blob","arguments":{"n":%d}}}`, size))
 	// The client reads the reply 1 KiB at a time, pausing after each read
 	// until the server has deferred another ping, for 1.5 PongTimeout: the
 	// write spans many ping intervals and more than PongTimeout. It reads
@@ -312,6 +308,9 @@ func TestWS_SlowReaderKept(t *testing.T) {
 			}
 		}
 	}()
+	// The reader waits for the reply before the step is sent, so it answers
+	// pings however long the step takes to build its reply.
+	send(t, c, fmt.Sprintf(`{"type":"step","data":{"type":"call_tool","tool_name":"blob","arguments":{"n":%d}}}`, size))
 	var res result
 	select {
 	case res = <-done:
