@@ -67,7 +67,7 @@ func NewWorlds(impl WorldsImpl) *Worlds {
 // a name twice returns the same handle: it is bound to the same activation.
 func (w *Worlds) Get(name string) *Handle {
 	if w == nil || w.impl == nil {
-		return &Handle{err: Bugf("ctx.Worlds.Get(%q): this context has no added worlds", name)}
+		return &Handle{impl: broken{Bugf("ctx.Worlds.Get(%q): this context has no added worlds", name)}}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -78,7 +78,7 @@ func (w *Worlds) Get(name string) *Handle {
 	}
 	impl, err := w.impl.Get(name)
 	if err != nil {
-		return &Handle{err: err}
+		return &Handle{impl: broken{err}}
 	}
 	h := &Handle{impl: impl}
 	w.got = append(w.got, namedHandle{name, h})
@@ -101,45 +101,26 @@ func (w *Worlds) Names() []string {
 // the code that made it (a tool, a middleware layer, a hook, a Bulk block)
 // and fails the same way when used while that code is not the code running
 // (see StaleHandle). A Handle is not safe for concurrent use.
-type Handle struct {
-	impl HandleImpl
-	err  error
-}
+type Handle struct{ impl HandleImpl }
 
 // Call runs one tool of the node by the added world's own, unprefixed name.
 // Lists and prefixes do not apply: host code can call every tool.
-func (h *Handle) Call(tool string, args any) (any, error) {
-	if h.err != nil {
-		return nil, h.err
-	}
-	return h.impl.CallName(tool, args)
-}
+func (h *Handle) Call(tool string, args any) (any, error) { return h.impl.CallName(tool, args) }
 
 // CallDef runs a tool by definition, resolved over the handle's subtree; it
 // makes *Handle an env.Caller.
 func (h *Handle) CallDef(ctx context.Context, def *ToolDef, args any) (any, error) {
-	if h.err != nil {
-		return nil, h.err
-	}
 	return h.impl.CallDef(ctx, def, args)
 }
 
 // DB returns the node's store. Outside a Transaction, statements autocommit
 // one by one.
-func (h *Handle) DB() DB {
-	if h.err != nil {
-		return errDB{h.err}
-	}
-	return h.impl.DB()
-}
+func (h *Handle) DB() DB { return h.impl.DB() }
 
 // State returns the node's own state map. It panics with a *WorldBug when the
 // handle is stale or names no child; the engine turns that panic into the
 // call's error.
 func (h *Handle) State() map[string]any {
-	if h.err != nil {
-		panic(h.err)
-	}
 	s, err := h.impl.State()
 	if err != nil {
 		panic(err)
@@ -148,26 +129,24 @@ func (h *Handle) State() map[string]any {
 }
 
 // Worlds returns the node's own children, for reaching a grandchild.
-func (h *Handle) Worlds() *Worlds {
-	if h.err != nil {
-		return &Worlds{impl: errWorlds{h.err}}
-	}
-	return h.impl.Worlds()
-}
+func (h *Handle) Worlds() *Worlds { return h.impl.Worlds() }
 
-// errDB is the DB of an unusable handle: every method returns the error.
-type errDB struct{ err error }
+// broken is the handle, the worlds and the DB of a handle no node stands
+// behind: every use fails with err.
+type broken struct{ err error }
 
-func (d errDB) Exec(string, ...any) (Result, error) { return Result{}, d.err }
-func (d errDB) Rows(string, ...any) ([]Row, error)  { return nil, d.err }
-func (d errDB) One(string, ...any) (Row, error)     { return nil, d.err }
-func (d errDB) Transaction(func() error) error      { return d.err }
-func (d errDB) Conn() (any, error)                  { return nil, d.err }
-
-type errWorlds struct{ err error }
-
-func (w errWorlds) Get(string) (HandleImpl, error) { return nil, w.err }
-func (w errWorlds) Names() []string                { return nil }
+func (b broken) CallName(string, any) (any, error)                   { return nil, b.err }
+func (b broken) CallDef(context.Context, *ToolDef, any) (any, error) { return nil, b.err }
+func (b broken) DB() DB                                              { return b }
+func (b broken) State() (map[string]any, error)                      { return nil, b.err }
+func (b broken) Worlds() *Worlds                                     { return &Worlds{impl: b} }
+func (b broken) Get(string) (HandleImpl, error)                      { return nil, b.err }
+func (b broken) Names() []string                                     { return nil }
+func (b broken) Exec(string, ...any) (Result, error)                 { return Result{}, b.err }
+func (b broken) Rows(string, ...any) ([]Row, error)                  { return nil, b.err }
+func (b broken) One(string, ...any) (Row, error)                     { return nil, b.err }
+func (b broken) Transaction(func() error) error                      { return b.err }
+func (b broken) Conn() (any, error)                                  { return nil, b.err }
 
 // Declared records a struct type declaring a world's static child names.
 type Declared struct {
