@@ -154,9 +154,6 @@ func seal(root *env.World, gen uint64) (*Sealed, error) {
 	contrib := map[*Node][]*Route{}
 	surface := z.contribution(z.s.Nodes[0], contrib)
 	for _, r := range surface {
-		if env.IsReserved(r.Name) {
-			z.errs = append(z.errs, env.Bugf("%s publishes a tool named %q, which is reserved", root.Name(), r.Name))
-		}
 		z.s.byName[r.Name] = r
 	}
 	z.s.Surface = surface
