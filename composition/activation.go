@@ -67,6 +67,7 @@ const (
 	kindCall    activationKind = iota // an agent call: logged, one step
 	kindBulk                          // a Bulk block
 	kindStartup                       // the startup hooks of Open
+	kindDB                            // a statement of Instance.DB
 )
 
 // activation is one outermost call (or a bulk block, or startup) of an

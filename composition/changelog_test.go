@@ -402,6 +402,9 @@ func TestDB_TransactionControlIsAWorldBug(t *testing.T) {
 	check(t, err, `DB.Exec("BEGIN IMMEDIATE")`)
 	_, err = inst.DB().Rows("SAVEPOINT x")
 	check(t, err, `DB.Rows("SAVEPOINT x")`)
+	_, err = inst.DB().One("COMMIT")
+	check(t, err, `DB.One("COMMIT")`)
+	check(t, inst.DB().Transaction(func() error { return nil }), "inst.DB().Transaction: use Bulk")
 	row, err := inst.DB().One("SELECT count(*) AS n FROM kv")
 	if err != nil || row["n"] != int64(0) {
 		t.Fatalf("rows after the refusals: %v, %v; want 0", row, err)

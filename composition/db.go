@@ -33,26 +33,39 @@ func (d *nodeDB) ready() error {
 // close ends a use ready started.
 func (d *nodeDB) close() { d.a.leave(d.t) }
 
-func (d *nodeDB) Exec(sql string, args ...any) (env.Result, error) { return dbExec(d, sql, args) }
-
-func (d *nodeDB) Rows(sql string, args ...any) ([]env.Row, error) {
-	return dbQuery(d, "Rows", sql, args)
+func (d *nodeDB) Exec(sql string, args ...any) (env.Result, error) {
+	if err := d.ready(); err != nil {
+		return env.Result{}, err
+	}
+	defer d.close()
+	r, err := d.ns.store.Exec(d.a.ctx, sql, args...)
+	return env.Result{RowsAffected: r.RowsAffected, LastInsertID: r.LastInsertID}, dbError("Exec", sql, d.a.note(err))
 }
+
+func (d *nodeDB) Rows(sql string, args ...any) ([]env.Row, error) { return d.query("Rows", sql, args) }
 
 func (d *nodeDB) One(sql string, args ...any) (env.Row, error) {
-	return first(dbQuery(d, "One", sql, args))
+	return first(d.query("One", sql, args))
 }
 
-func (d *nodeDB) Conn() (any, error) { return dbConn(d) }
-
-func (d *nodeDB) open() (*sqlitestore.Store, context.Context, error) {
+// query runs Rows or One (method, for errors).
+func (d *nodeDB) query(method, sql string, args []any) ([]env.Row, error) {
 	if err := d.ready(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return d.ns.store, d.a.ctx, nil
+	defer d.close()
+	rows, err := d.ns.store.Query(d.a.ctx, sql, args...)
+	return toRows(rows, dbError(method, sql, d.a.note(err)))
 }
 
-func (d *nodeDB) note(err error) error { return d.a.note(err) }
+func (d *nodeDB) Conn() (any, error) {
+	if err := d.ready(); err != nil {
+		return nil, err
+	}
+	defer d.close()
+	c, err := d.ns.store.Conn(d.a.ctx)
+	return c, d.a.note(err)
+}
 
 // first returns the first of rows, or nil.
 func first(rows []env.Row, err error) (env.Row, error) {
@@ -119,48 +132,6 @@ func (d *nodeDB) Transaction(fn func() error) error {
 	return a.note(cerr)
 }
 
-// storeUse is a store as an env.DB reaches it, shared by nodeDB and
-// instanceDB.
-type storeUse interface {
-	// open starts a use of the store, returning it and the context of its
-	// statements; close must follow when open succeeds.
-	open() (*sqlitestore.Store, context.Context, error)
-	close()
-	// note passes on the error of a statement, noting a failure of the host.
-	note(err error) error
-}
-
-func dbExec(d storeUse, sql string, args []any) (env.Result, error) {
-	s, ctx, err := d.open()
-	if err != nil {
-		return env.Result{}, err
-	}
-	defer d.close()
-	r, err := s.Exec(ctx, sql, args...)
-	return env.Result{RowsAffected: r.RowsAffected, LastInsertID: r.LastInsertID}, dbError("Exec", sql, d.note(err))
-}
-
-// dbQuery runs Rows or One (method, for errors).
-func dbQuery(d storeUse, method, sql string, args []any) ([]env.Row, error) {
-	s, ctx, err := d.open()
-	if err != nil {
-		return nil, err
-	}
-	defer d.close()
-	rows, err := s.Query(ctx, sql, args...)
-	return toRows(rows, dbError(method, sql, d.note(err)))
-}
-
-func dbConn(d storeUse) (any, error) {
-	s, ctx, err := d.open()
-	if err != nil {
-		return nil, err
-	}
-	defer d.close()
-	c, err := s.Conn(ctx)
-	return c, d.note(err)
-}
-
 // dbError turns the store's refusal of a statement that would begin,
 // commit or roll back a transaction, reach a savepoint across a frame,
 // attach or detach a database, or vacuum a store during a call, into the
@@ -199,39 +170,47 @@ func toRows(rows *sqlitestore.Rows, err error) ([]env.Row, error) {
 }
 
 // instanceDB is the root's store for code outside any call: each method
-// takes the instance's lock (and is refused inside a Bulk block, where the
-// block's c.DB is the root's store).
+// takes the instance's lock and runs as a handle's DB does, in an
+// activation of its own that logs nothing (and is refused inside a Bulk
+// block, where the block's c.DB is the root's store).
 type instanceDB struct{ inst *Instance }
 
-func (d *instanceDB) open() (*sqlitestore.Store, context.Context, error) {
+// use runs fn with the root's store as the first turn of an activation of
+// its own reaches it.
+func (d instanceDB) use(fn func(db *nodeDB) error) error {
 	i := d.inst
 	if err := i.lockOpen(context.Background(), "inst.DB() (inside a Bulk block, use the block's c.DB)"); err != nil {
-		return nil, nil, err
+		return err
 	}
-	i.nodes[0].store.Pin()
-	return i.nodes[0].store, context.Background(), nil
+	defer i.unlock()
+	return i.activate(context.Background(), "db", kindDB, func(a *activation) error {
+		v, _ := a.push(nil, i.nodes[0], nil)
+		defer a.pop(v)
+		return fn((*nodeDB)(&v.node))
+	})
 }
 
-func (d *instanceDB) close() {
-	d.inst.nodes[0].store.Unpin()
-	d.inst.unlock()
+func (d instanceDB) Exec(sql string, args ...any) (r env.Result, err error) {
+	err = d.use(func(db *nodeDB) error { r, err = db.Exec(sql, args...); return err })
+	return r, err
 }
 
-func (d *instanceDB) note(err error) error { return err }
-
-func (d *instanceDB) Exec(sql string, args ...any) (env.Result, error) { return dbExec(d, sql, args) }
-
-func (d *instanceDB) Rows(sql string, args ...any) ([]env.Row, error) {
-	return dbQuery(d, "Rows", sql, args)
+func (d instanceDB) Rows(sql string, args ...any) (rows []env.Row, err error) {
+	err = d.use(func(db *nodeDB) error { rows, err = db.Rows(sql, args...); return err })
+	return rows, err
 }
 
-func (d *instanceDB) One(sql string, args ...any) (env.Row, error) {
-	return first(dbQuery(d, "One", sql, args))
+func (d instanceDB) One(sql string, args ...any) (row env.Row, err error) {
+	err = d.use(func(db *nodeDB) error { row, err = db.One(sql, args...); return err })
+	return row, err
 }
 
-func (d *instanceDB) Conn() (any, error) { return dbConn(d) }
+func (d instanceDB) Conn() (c any, err error) {
+	err = d.use(func(db *nodeDB) error { c, err = db.Conn(); return err })
+	return c, err
+}
 
-func (d *instanceDB) Transaction(fn func() error) error {
+func (d instanceDB) Transaction(fn func() error) error {
 	return env.Bugf("inst.DB().Transaction: use Bulk for transactions outside a call")
 }
 

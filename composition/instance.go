@@ -346,7 +346,7 @@ func (i *Instance) State() env.StateDoc {
 // DB returns the root's store, for code outside any call. Statements
 // autocommit one by one unless wrapped in Transaction.
 func (i *Instance) DB() env.DB {
-	return &instanceDB{inst: i}
+	return instanceDB{inst: i}
 }
 
 // Close closes every store and the inspection view and removes the instance
