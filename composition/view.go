@@ -34,7 +34,6 @@ type View struct {
 	// guarded by inst.lock:
 	insp      *sqlitestore.Inspector
 	rng       *rand.PCG   // random() of the running query, seeded by QueryLimit
-	lastQuery time.Time   // when the last query ended
 	idleTimer *time.Timer // releases insp once idle; nil until the first query
 }
 
@@ -97,38 +96,30 @@ func (v *View) QueryLimit(ctx context.Context, lim sqlitestore.ReadLimit, sql st
 }
 
 // scheduleReleaseLocked arms the timer that releases the connection once the
-// view has been idle for the pool's idle delay. The caller holds inst.lock.
+// view has been idle for the pool's idle delay, again from now when it is
+// armed already. The caller holds inst.lock.
 func (v *View) scheduleReleaseLocked() {
 	idle := v.inst.pool.IdleDelay()
 	if idle <= 0 {
 		return
 	}
-	v.lastQuery = time.Now()
 	if v.idleTimer == nil {
-		v.idleTimer = time.AfterFunc(idle, v.releaseIfIdle)
+		v.idleTimer = time.AfterFunc(idle, v.release)
 	} else {
 		v.idleTimer.Reset(idle)
 	}
 }
 
-// releaseIfIdle runs on the idle timer: it closes the connection if the view
-// has not been queried since, and otherwise waits for the rest of the delay.
-func (v *View) releaseIfIdle() {
+// release runs on the idle timer: it closes the connection. A query that
+// ends while it waits for the lock has armed the timer again, and the next
+// query reopens the connection.
+func (v *View) release() {
 	i := v.inst
 	i.lockWait()
 	defer i.unlock()
-	if i.closed || v.insp == nil {
-		return
+	if !i.closed {
+		v.close()
 	}
-	idle := i.pool.IdleDelay()
-	if idle <= 0 {
-		return
-	}
-	if rest := idle - time.Since(v.lastQuery); rest > 0 {
-		v.idleTimer.Reset(rest)
-		return
-	}
-	v.close()
 }
 
 // Rows runs read-only SQL and returns every row.
