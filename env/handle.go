@@ -41,48 +41,24 @@ type WorldsImpl interface {
 
 // Worlds reaches the worlds a node's world added, by the name each was added
 // under. It belongs to one activation; it is safe for concurrent use.
-type Worlds struct {
-	impl WorldsImpl
-
-	mu   sync.Mutex // guards got
-	got  []namedHandle
-	seen [4]namedHandle // got's first backing array
-}
-
-// namedHandle is a handle Get returned, kept for the next Get of its name.
-type namedHandle struct {
-	name string
-	h    *Handle
-}
+type Worlds struct{ impl WorldsImpl }
 
 // NewWorlds wraps an engine's implementation.
-func NewWorlds(impl WorldsImpl) *Worlds {
-	w := &Worlds{impl: impl}
-	w.got = w.seen[:0]
-	return w
-}
+func NewWorlds(impl WorldsImpl) *Worlds { return &Worlds{impl: impl} }
 
 // Get returns the handle of the child added under name. A name no AddWorld
-// registered yields a handle whose every use fails with a *WorldBug. Getting
-// a name twice returns the same handle: it is bound to the same activation.
+// registered yields a handle whose every use fails with a *WorldBug. Every
+// handle Get returns for a name reaches the same node and is bound to the
+// same activation.
 func (w *Worlds) Get(name string) *Handle {
 	if w == nil || w.impl == nil {
 		return &Handle{impl: broken{Bugf("ctx.Worlds.Get(%q): this context has no added worlds", name)}}
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, g := range w.got {
-		if g.name == name {
-			return g.h
-		}
 	}
 	impl, err := w.impl.Get(name)
 	if err != nil {
 		return &Handle{impl: broken{err}}
 	}
-	h := &Handle{impl: impl}
-	w.got = append(w.got, namedHandle{name, h})
-	return h
+	return &Handle{impl: impl}
 }
 
 // Names returns the registered child names in AddWorld order.
