@@ -1,6 +1,7 @@
 package env
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -104,7 +105,7 @@ func (w *World) AddWorld(child *World, opts ...AddOption) {
 		unknown := slices.DeleteFunc(slices.Sorted(maps.Keys(e.Startup)), func(k string) bool { return slices.Contains(accepted, k) })
 		if len(unknown) > 0 {
 			bug("startup keyword %s is not accepted by any startup hook of %s (accepted: %s)",
-				quoteList(unknown), child.Name(), orNone(accepted))
+				quoteList(unknown), child.Name(), cmp.Or(strings.Join(accepted, ", "), "none"))
 		}
 		for _, h := range child.Hooks() {
 			if err := h.CheckBound(e.Startup); err != nil {
@@ -154,11 +155,4 @@ func quoteList(xs []string) string {
 		q[i] = fmt.Sprintf("%q", x)
 	}
 	return strings.Join(q, ", ")
-}
-
-func orNone(xs []string) string {
-	if len(xs) == 0 {
-		return "none"
-	}
-	return strings.Join(xs, ", ")
 }
