@@ -93,7 +93,7 @@ func likeFunc(ctx sqlite3.Context, op string, args []sqlite3.Value, chars *[]uin
 			return
 		}
 		esc := cString(args[2].RawText())
-		if charCount(esc) != 1 {
+		if len(esc) == 0 || charEnd(esc, 0) != len(esc) { // not one character
 			ctx.ResultError(fmt.Errorf("ESCAPE expression must be a single character"))
 			return
 		}
@@ -122,11 +122,6 @@ func likeFunc(ctx sqlite3.Context, op string, args []sqlite3.Value, chars *[]uin
 	s := (*chars)[:0]
 	t := cString(text)
 	for i := 0; i < len(t); {
-		if t[i] < 0xc0 {
-			s = append(s, uint32(t[i]))
-			i++
-			continue
-		}
 		var c uint32
 		c, i = utf8Read(t, i)
 		s = append(s, c)
@@ -141,11 +136,7 @@ func likeFunc(ctx sqlite3.Context, op string, args []sqlite3.Value, chars *[]uin
 			op, len(lp.toks), len(s), maxLikeWork))
 		return
 	}
-	if match {
-		ctx.ResultInt64(1)
-	} else {
-		ctx.ResultInt64(0)
-	}
+	ctx.ResultBool(match)
 }
 
 // cString is b up to its first NUL, as SQLite reads a text there.
@@ -154,16 +145,6 @@ func cString(b []byte) []byte {
 		return b[:i]
 	}
 	return b
-}
-
-// charCount counts the characters of b as SQLite steps over them: a lead
-// byte with the continuation bytes after it, or any other byte.
-func charCount(b []byte) int {
-	n := 0
-	for i := 0; i < len(b); n++ {
-		i = charEnd(b, i)
-	}
-	return n
 }
 
 // utf8Read decodes the character of b at i as SQLite does, and returns it
