@@ -204,20 +204,7 @@ func (r *rebindFile) ReadAt(p []byte, off int64) (int, error) {
 		}
 		return len(p), nil
 	}
-	n := 0
-	for n < len(p) {
-		m, err := unix.Pread(r.fd, p[n:], off+int64(n))
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err != nil:
-			return n, err
-		case m == 0:
-			return n, io.EOF
-		}
-		n += m
-	}
-	return n, nil
+	return ioAt(unix.Pread, r.fd, p, off, io.EOF)
 }
 
 func (r *rebindFile) WriteAt(p []byte, off int64) (int, error) {
@@ -230,21 +217,30 @@ func (r *rebindFile) WriteAt(p []byte, off int64) (int, error) {
 		}
 		return len(p), nil
 	}
+	n, err := ioAt(unix.Pwrite, r.fd, p, off, io.ErrShortWrite)
+	if err == nil {
+		r.fmap.wrote(off + int64(n))
+	}
+	return n, err
+}
+
+// ioAt calls op, unix.Pread or unix.Pwrite, until it has moved len(p)
+// bytes at off; a call that moves none and reports nothing ends it with
+// short, so that it never spins.
+func ioAt(op func(int, []byte, int64) (int, error), fd int, p []byte, off int64, short error) (int, error) {
 	n := 0
 	for n < len(p) {
-		m, err := unix.Pwrite(r.fd, p[n:], off+int64(n))
-		if err == unix.EINTR {
+		m, err := op(fd, p[n:], off+int64(n))
+		switch {
+		case err == unix.EINTR:
 			continue
-		}
-		if err != nil {
+		case err != nil:
 			return n, err
-		}
-		if m == 0 { // no progress and no reason: do not spin
-			return n, io.ErrShortWrite
+		case m == 0:
+			return n, short
 		}
 		n += m
 	}
-	r.fmap.wrote(off + int64(n))
 	return n, nil
 }
 
