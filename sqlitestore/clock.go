@@ -123,24 +123,19 @@ func evalDate(ctx sqlite3.Context, now func() time.Time, fn string, args []sqlit
 	}
 	vals := make([]any, n)
 	for i, a := range args {
-		switch a.Type() {
-		case sqlite3.INTEGER:
-			vals[i] = a.Int64()
-		case sqlite3.FLOAT:
-			vals[i] = a.Float()
-		case sqlite3.TEXT:
-			t := a.Text()
+		// An empty blob stays one: bound as nil it would be NULL.
+		vals[i] = copyValue(a)
+		switch t := vals[i].(type) {
+		case []byte:
+			size += len(t)
+		case string:
 			size += len(t)
 			switch {
 			case i >= timeFrom && i < timeTo && strings.EqualFold(t, "now"):
-				t = nowAt()
+				vals[i] = nowAt()
 			case i >= modFrom && (strings.EqualFold(t, "localtime") || strings.EqualFold(t, "utc")):
-				t = neutralModifier
+				vals[i] = neutralModifier
 			}
-			vals[i] = t
-		case sqlite3.BLOB:
-			vals[i] = a.RawBlob()
-			size += len(vals[i].([]byte))
 		}
 	}
 	if implicitNow {

@@ -56,6 +56,8 @@ func TestClock_Functions(t *testing.T) {
 		{`strftime('%Y-%m-%dT%H:%M:%f', 'now')`, "2001-02-03T04:05:06.789"},
 		{`strftime('%s')`, "981173106"},
 		{`strftime('now', '2020-01-01')`, "now"},
+		{`strftime(x'', '2020-01-01')`, ""}, // an empty format, as SQLite reads an empty blob
+		{`strftime(CAST('%Y' AS BLOB), '2020-01-01')`, "2020"},
 		{`datetime('now', '+1 day', 'start of month')`, "2001-02-01 00:00:00"},
 		{`timediff('now', '2001-01-01')`, "+0000-01-02 04:05:06.789"},
 		{`datetime('2020-05-06 07:08:09', '+1 hour')`, "2020-05-06 08:08:09"},
