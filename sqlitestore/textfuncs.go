@@ -183,29 +183,26 @@ func trimSet(name string, x, set []byte, left, right bool) ([]byte, error) {
 		}
 	}
 	work := 0
-	tooMuch := func() error {
-		return fmt.Errorf("%s(): trimming %d bytes by a set of %d characters takes more than %d comparisons, more than one call may make on the inspection connection",
-			name, len(x), count, maxTrimWork)
+	// first returns the length of the first of cands that s begins (with
+	// suffix, ends) with; 0 when none does or the work is used up.
+	first := func(cands [][]byte, s []byte, suffix bool) int {
+		for _, c := range cands {
+			if work += len(c); work > maxTrimWork {
+				return 0
+			}
+			if !suffix && bytes.HasPrefix(s, c) || suffix && bytes.HasSuffix(s, c) {
+				return len(c)
+			}
+		}
+		return 0
 	}
 	p, q := 0, len(x)
 	for left && p < q {
-		b := x[p]
-		if b < 0xc0 {
-			if !single[b] {
-				break
-			}
-			p++
-			continue
-		}
-		n := 0
-		for _, c := range lead[b] {
-			if work += len(c); work > maxTrimWork {
-				return nil, tooMuch()
-			}
-			if bytes.HasPrefix(x[p:q], c) {
-				n = len(c)
-				break
-			}
+		n := 1
+		if b := x[p]; b >= 0xc0 {
+			n = first(lead[b], x[p:q], false)
+		} else if !single[b] {
+			n = 0
 		}
 		if n == 0 {
 			break
@@ -213,29 +210,20 @@ func trimSet(name string, x, set []byte, left, right bool) ([]byte, error) {
 		p += n
 	}
 	for right && p < q {
-		b := x[q-1]
-		if utf8.RuneStart(b) {
-			// Only a character of one byte ends with it.
-			if !single[b] {
-				break
-			}
-			q--
-			continue
-		}
-		n := 0
-		for _, c := range tail[b] {
-			if work += len(c); work > maxTrimWork {
-				return nil, tooMuch()
-			}
-			if bytes.HasSuffix(x[p:q], c) {
-				n = len(c)
-				break
-			}
+		n := 1
+		if b := x[q-1]; !utf8.RuneStart(b) {
+			n = first(tail[b], x[p:q], true)
+		} else if !single[b] { // only a character of one byte ends with b
+			n = 0
 		}
 		if n == 0 {
 			break
 		}
 		q -= n
+	}
+	if work > maxTrimWork {
+		return nil, fmt.Errorf("%s(): trimming %d bytes by a set of %d characters takes more than %d comparisons, more than one call may make on the inspection connection",
+			name, len(x), count, maxTrimWork)
 	}
 	return x[p:q], nil
 }
