@@ -189,11 +189,13 @@ func setupInspector(ctx context.Context, cn *conn, rootPath string, attach []Att
 	return files, nil
 }
 
-// authorize is the Inspector's authorizer: readOnlyAuthorizer, which also
-// refuses transaction control, noting the statement refused so that Query
-// can say why. While the Inspector ends a transaction left open it allows
-// that. The caller of the statement being prepared holds mu.
-func (i *Inspector) authorize(action sqlite3.AuthorizerActionCode, name3rd, name4th, schema, inner string) sqlite3.AuthorizerReturnCode {
+// authorize is the Inspector's authorizer. It allows reads and
+// introspection, and denies everything else: writes (to the temp schema
+// too), schema changes and transaction control, noting the
+// transaction-control statement refused so that Query can say why. While
+// the Inspector ends a transaction left open it allows that. The caller of
+// the statement being prepared holds mu.
+func (i *Inspector) authorize(action sqlite3.AuthorizerActionCode, name3rd, name4th, _, _ string) sqlite3.AuthorizerReturnCode {
 	switch action {
 	case sqlite3.AUTH_TRANSACTION, sqlite3.AUTH_SAVEPOINT:
 		if i.ending {
@@ -201,30 +203,6 @@ func (i *Inspector) authorize(action sqlite3.AuthorizerActionCode, name3rd, name
 		}
 		i.denied = transactionStatement(action, name3rd)
 		return sqlite3.AUTH_DENY
-	}
-	return readOnlyAuthorizer(action, name3rd, name4th, schema, inner)
-}
-
-// transactionStatement names the statement of a transaction-control action:
-// BEGIN, COMMIT or ROLLBACK for a transaction (name3rd), SAVEPOINT, RELEASE
-// or ROLLBACK TO for a savepoint.
-func transactionStatement(action sqlite3.AuthorizerActionCode, op string) string {
-	if action == sqlite3.AUTH_SAVEPOINT {
-		switch strings.ToUpper(op) {
-		case "BEGIN":
-			return "SAVEPOINT"
-		case "ROLLBACK":
-			return "ROLLBACK TO"
-		}
-	}
-	return strings.ToUpper(op)
-}
-
-// readOnlyAuthorizer allows reads and introspection, and denies everything
-// else: writes (to the temp schema too), schema changes and transaction
-// control.
-func readOnlyAuthorizer(action sqlite3.AuthorizerActionCode, name3rd, name4th, schema, _ string) sqlite3.AuthorizerReturnCode {
-	switch action {
 	case sqlite3.AUTH_READ:
 		if strings.EqualFold(name3rd, "pragma_database_list") && strings.EqualFold(name4th, "file") {
 			return sqlite3.AUTH_IGNORE // a server path: reads as NULL
@@ -255,6 +233,21 @@ func readOnlyAuthorizer(action sqlite3.AuthorizerActionCode, name3rd, name4th, s
 	default: // ATTACH (and VACUUM, reported as ATTACH), DETACH, DDL, ANALYZE, REINDEX, triggers, views
 		return sqlite3.AUTH_DENY
 	}
+}
+
+// transactionStatement names the statement of a transaction-control action:
+// BEGIN, COMMIT or ROLLBACK for a transaction (name3rd), SAVEPOINT, RELEASE
+// or ROLLBACK TO for a savepoint.
+func transactionStatement(action sqlite3.AuthorizerActionCode, op string) string {
+	if action == sqlite3.AUTH_SAVEPOINT {
+		switch strings.ToUpper(op) {
+		case "BEGIN":
+			return "SAVEPOINT"
+		case "ROLLBACK":
+			return "ROLLBACK TO"
+		}
+	}
+	return strings.ToUpper(op)
 }
 
 // Query runs one read-only statement with args (bound as Store.Exec binds
@@ -288,7 +281,7 @@ func (i *Inspector) QueryLimit(ctx context.Context, lim ReadLimit, sql string, a
 		old := i.cn.c.SetInterrupt(lim.Pacer.interrupt(ctx))
 		defer i.cn.c.SetInterrupt(old)
 		i.denied = ""
-		_, err := i.cn.prepare(sql)
+		_, _, err := i.cn.prepare(sql)
 		if errors.Is(err, sqlite3.TOOBIG) {
 			// Nothing else a statement of at most MaxInspectSQL bytes
 			// holds is too big to prepare.
