@@ -505,7 +505,7 @@ func (cn *conn) readRow(t *touched) ([]any, []string, error) {
 		// Gone, or created again with another key: the row is gone.
 		return nil, nil, nil
 	}
-	st, err := cn.prepare(m.selectSQL)
+	st, _, err := cn.prepare(m.selectSQL)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -189,13 +189,6 @@ func (cn *conn) close() error {
 	return cn.c.Close()
 }
 
-// prepare returns the cached statement for sql, preparing it on a miss.
-// sql must hold exactly one statement.
-func (cn *conn) prepare(sql string) (*sqlite3.Stmt, error) {
-	st, _, err := cn.prepareKind(sql)
-	return st, err
-}
-
 // forget closes and drops sql's statement from the cache, if it is there.
 func (cn *conn) forget(sql string) {
 	key := stmtKey(sql)
@@ -220,14 +213,15 @@ func stmtKey(sql string) string {
 // ExecScript.
 var errManyStatements = errors.New("more than one statement")
 
-// prepareKind is prepare, also reporting what the statement does to the
-// transaction.
+// prepare returns the cached statement for sql, preparing it on a miss,
+// and what it does to the transaction. sql must hold exactly one
+// statement.
 //
 // The cache keeps the statement's own text (see stmtKey), and so does the
 // statement itself, never what surrounds it in sql: a text padded with
 // megabytes of white space or comments, each padding different, would
 // otherwise pin that much memory per cached statement.
-func (cn *conn) prepareKind(sql string) (*sqlite3.Stmt, stmtInfo, error) {
+func (cn *conn) prepare(sql string) (*sqlite3.Stmt, stmtInfo, error) {
 	key := stmtKey(sql)
 	if c, ok := cn.stmts[key]; ok {
 		return c.st, c.info, nil
@@ -311,7 +305,7 @@ func skipComment(sql string) (string, bool) {
 
 // exec runs one statement with args.
 func (cn *conn) exec(sql string, args []any) (Result, error) {
-	st, err := cn.prepare(sql)
+	st, _, err := cn.prepare(sql)
 	if err != nil {
 		return Result{}, err
 	}
@@ -342,7 +336,7 @@ func (cn *conn) query(sql string, args []any) (*Rows, error) {
 // stops it. A value's size is measured where SQLite holds it, before it is
 // copied, so a row past lim.MaxBytes costs no Go memory.
 func (cn *conn) queryLimit(sql string, args []any, lim ReadLimit) (*Rows, error) {
-	st, err := cn.prepare(sql)
+	st, _, err := cn.prepare(sql)
 	if err != nil {
 		return nil, err
 	}

@@ -365,7 +365,7 @@ func statement[T any](s *Store, ctx context.Context, sql string, run func(*conn)
 			// schema it runs on, so dropRowsLocked knows its table.
 			cn.forget(sql)
 		}
-		_, info, err := cn.prepareKind(sql)
+		_, info, err := cn.prepare(sql)
 		switch {
 		case errors.Is(err, errManyStatements):
 			err = fmt.Errorf("%w; use ExecScript", err)
