@@ -260,15 +260,14 @@ func (s *Store) loadMetaLocked(cn *conn, finishing *Capture) error {
 	}
 	cn.loadSeq = cn.layout.seq
 	cn.loadInTxn = cn.layout.seq != cn.txnSeq && !cn.c.GetAutocommit()
-	for _, c := range s.captures {
+	captures := s.captures
+	if finishing != nil {
+		captures = append(slices.Clip(captures), finishing)
+	}
+	for _, c := range captures {
 		c.checkRenames(old, cn.meta)
 		c.knowRenames(old, cn.meta)
 		c.replay(cn)
-	}
-	if finishing != nil {
-		finishing.checkRenames(old, cn.meta)
-		finishing.knowRenames(old, cn.meta)
-		finishing.replay(cn)
 	}
 	return nil
 }
