@@ -24,6 +24,7 @@ func installRandom(c *sqlite3.Conn, next func() uint64) error {
 		return err
 	}
 	return c.CreateFunction("randomblob", 1, sqlite3.INNOCUOUS, func(ctx sqlite3.Context, args ...sqlite3.Value) {
+		defer resultNoMem(ctx)       // a blob too big for the connection's memory
 		n := max(args[0].Int64(), 1) // as SQLite's randomblob
 		if n > MaxLength {
 			ctx.ResultError(sqlite3.TOOBIG)
@@ -33,13 +34,6 @@ func installRandom(c *sqlite3.Conn, next func() uint64) error {
 		for i := 0; i < len(b); i += 8 {
 			binary.LittleEndian.PutUint64(b[i:], next())
 		}
-		defer func() {
-			if r := recover(); r != nil {
-				// The blob did not fit in the connection's memory: report it
-				// as SQLite would, without unwinding through SQLite.
-				ctx.ResultError(sqlite3.NOMEM)
-			}
-		}()
 		ctx.ResultBlob(b[:n])
 	})
 }
