@@ -287,10 +287,12 @@ func TestPark_SweptAndBounded(t *testing.T) {
 	if pool.Parked() != 2 {
 		t.Fatalf("Parked() = %d, want MaxOpen/4 = 2", pool.Parked())
 	}
+	// Other tests' pools may close connections meanwhile, so the count may
+	// end below before, never above it.
 	deadline := time.Now().Add(5 * time.Second)
-	for sqlitestore.OpenConnections() != before || pool.Sweeping() {
+	for pool.Parked() != 0 || sqlitestore.OpenConnections() > before || pool.Sweeping() {
 		if time.Now().After(deadline) {
-			t.Fatalf("after IdleAfter: %d connections open (want %d), %d parked, sweeping %v", sqlitestore.OpenConnections(), before, pool.Parked(), pool.Sweeping())
+			t.Fatalf("after IdleAfter: %d connections open (want at most %d), %d parked, sweeping %v", sqlitestore.OpenConnections(), before, pool.Parked(), pool.Sweeping())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
