@@ -313,13 +313,7 @@ var yamlNodeType = reflect.TypeFor[yaml.Node]()
 // anywhere: it leaves the field at its zero value.
 func checkNode(n *yaml.Node, t reflect.Type, key string) error {
 	n = yamlnode.Deref(n)
-	bad := func(want string) error {
-		msg := fmt.Sprintf("want %s, got %s", want, yamlnode.Describe(n))
-		if want == "a string" && n.Kind == yaml.ScalarNode {
-			msg += " (quote it to make it a string)"
-		}
-		return &FileError{Line: n.Line, Key: key, Msg: msg}
-	}
+	bad := func(want string) error { return &FileError{Line: n.Line, Key: key, Msg: yamlnode.Want(n, want)} }
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 		return nil
 	}
@@ -382,25 +376,15 @@ var scalarKinds = map[reflect.Kind]struct {
 // checkMapping checks a mapping's keys (strings, no duplicates) and each
 // value against the type elem returns for its key.
 func checkMapping(n *yaml.Node, key string, elem func(k *yaml.Node, sub string) (reflect.Type, error)) error {
-	sub := func(k string) string {
-		if key == "" {
-			return k
-		}
-		return key + "." + k
-	}
-	err := yamlnode.Pairs(n, func(k, v *yaml.Node) error {
-		t, err := elem(k, sub(k.Value))
+	err := yamlnode.Pairs(n, key, func(k, v *yaml.Node, sub string) error {
+		t, err := elem(k, sub)
 		if err != nil {
 			return err
 		}
-		return checkNode(v, t, sub(k.Value))
+		return checkNode(v, t, sub)
 	})
-	var ke *yamlnode.KeyError
-	if errors.As(err, &ke) {
-		if ke.Duplicate {
-			return &FileError{Line: ke.Key.Line, Key: sub(ke.Key.Value), Msg: ke.Msg}
-		}
-		return &FileError{Line: ke.Key.Line, Key: key, Msg: ke.Msg}
+	if ke := (*yamlnode.KeyError)(nil); errors.As(err, &ke) {
+		return &FileError{Line: ke.Line, Key: ke.Key, Msg: ke.Msg}
 	}
 	return err
 }

@@ -74,11 +74,11 @@ func ErrorLine(err error) (line int, msg string, ok bool) {
 
 // KeyError is a mapping key Pairs refuses.
 type KeyError struct {
-	// Key is the offending key node, with aliases followed.
-	Key *yaml.Node
-	// Duplicate is true for a key that repeats an earlier one, false for a
-	// key that is not a string.
-	Duplicate bool
+	// Line is the offending key's line.
+	Line int
+	// Key names what errors blame: the repeated key's path (see Join) for
+	// a duplicate, the mapping's for a key that is not a string.
+	Key string
 	// Msg says what is wrong: "keys must be strings, not a mapping" or
 	// "duplicate key (first at line 3)".
 	Msg string
@@ -87,22 +87,32 @@ type KeyError struct {
 // Error returns Msg.
 func (e *KeyError) Error() string { return e.Msg }
 
-// Pairs calls fn with each key and value of mapping m in order, aliases
-// followed. Before calling fn it refuses a key that is not a string, or
-// that repeats an earlier key, with a *KeyError. It stops at the first
-// error, its own or fn's, and returns it.
-func Pairs(m *yaml.Node, fn func(k, v *yaml.Node) error) error {
+// Join returns the path of key in the mapping at path: "path.key", or key
+// alone at the top ("").
+func Join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// Pairs calls fn with each key and value of mapping m, whose path is path,
+// in order, aliases followed, and the key's path (Join). Before calling fn
+// it refuses a key that is not a string, or that repeats an earlier key,
+// with a *KeyError. It stops at the first error, its own or fn's, and
+// returns it.
+func Pairs(m *yaml.Node, path string, fn func(k, v *yaml.Node, key string) error) error {
 	first := make(map[string]int, len(m.Content)/2)
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := Deref(m.Content[i]), Deref(m.Content[i+1])
 		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
-			return &KeyError{Key: k, Msg: "keys must be strings, not " + Describe(k)}
+			return &KeyError{Line: k.Line, Key: path, Msg: "keys must be strings, not " + Describe(k)}
 		}
 		if line, dup := first[k.Value]; dup {
-			return &KeyError{Key: k, Duplicate: true, Msg: "duplicate key (first at line " + strconv.Itoa(line) + ")"}
+			return &KeyError{Line: k.Line, Key: Join(path, k.Value), Msg: "duplicate key (first at line " + strconv.Itoa(line) + ")"}
 		}
 		first[k.Value] = k.Line
-		if err := fn(k, v); err != nil {
+		if err := fn(k, v, Join(path, k.Value)); err != nil {
 			return err
 		}
 	}

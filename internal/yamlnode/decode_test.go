@@ -84,29 +84,31 @@ func TestPairs(t *testing.T) {
 	}
 
 	var got []string
-	err := yamlnode.Pairs(mapping("a: &x 1\nb: *x\n"), func(k, v *yaml.Node) error {
-		got = append(got, k.Value+"="+v.Value)
+	err := yamlnode.Pairs(mapping("a: &x 1\nb: *x\n"), "m", func(k, v *yaml.Node, key string) error {
+		got = append(got, key+"="+v.Value)
 		return nil
 	})
-	if err != nil || len(got) != 2 || got[0] != "a=1" || got[1] != "b=1" {
-		t.Errorf("Pairs = %q, %v; want [a=1 b=1] with the alias followed", got, err)
+	if err != nil || len(got) != 2 || got[0] != "m.a=1" || got[1] != "m.b=1" {
+		t.Errorf("Pairs = %q, %v; want [m.a=1 m.b=1] with the alias followed", got, err)
 	}
 
 	for _, tt := range []struct {
 		text string
+		path string // the mapping's
 		line int
-		dup  bool
+		key  string // the key the error blames
 		msg  string
 	}{
-		{"a: 1\n2: x\n", 2, false, "keys must be strings, not the integer 2"},
-		{"a: 1\n<<: {b: 2}\n", 2, false, "keys must be strings, not a value tagged !!merge"},
-		{"a: 1\nb: 2\na: 3\n", 3, true, "duplicate key (first at line 1)"},
+		{"a: 1\n2: x\n", "m", 2, "m", "keys must be strings, not the integer 2"},
+		{"a: 1\n<<: {b: 2}\n", "", 2, "", "keys must be strings, not a value tagged !!merge"},
+		{"a: 1\nb: 2\na: 3\n", "m", 3, "m.a", "duplicate key (first at line 1)"},
+		{"a: 1\nb: 2\na: 3\n", "", 3, "a", "duplicate key (first at line 1)"},
 	} {
 		calls := 0
-		err := yamlnode.Pairs(mapping(tt.text), func(k, v *yaml.Node) error { calls++; return nil })
+		err := yamlnode.Pairs(mapping(tt.text), tt.path, func(*yaml.Node, *yaml.Node, string) error { calls++; return nil })
 		var ke *yamlnode.KeyError
-		if !errors.As(err, &ke) || ke.Key.Line != tt.line || ke.Duplicate != tt.dup || ke.Msg != tt.msg || ke.Error() != tt.msg {
-			t.Errorf("Pairs(%q) = %#v, want a KeyError at line %d (duplicate %v): %q", tt.text, err, tt.line, tt.dup, tt.msg)
+		if !errors.As(err, &ke) || ke.Line != tt.line || ke.Key != tt.key || ke.Msg != tt.msg || ke.Error() != tt.msg {
+			t.Errorf("Pairs(%q) = %#v, want a KeyError at line %d blaming %q: %q", tt.text, err, tt.line, tt.key, tt.msg)
 		}
 		if want := tt.line - 1; calls != want {
 			t.Errorf("Pairs(%q) called fn %d times, want %d (the keys before the bad one)", tt.text, calls, want)
@@ -115,8 +117,27 @@ func TestPairs(t *testing.T) {
 
 	stop := errors.New("stop")
 	calls := 0
-	err = yamlnode.Pairs(mapping("a: 1\nb: 2\n"), func(k, v *yaml.Node) error { calls++; return stop })
+	err = yamlnode.Pairs(mapping("a: 1\nb: 2\n"), "", func(*yaml.Node, *yaml.Node, string) error { calls++; return stop })
 	if err != stop || calls != 1 {
 		t.Errorf("Pairs with a failing fn = %v after %d calls, want its error after 1", err, calls)
+	}
+}
+
+func TestWant(t *testing.T) {
+	for _, tt := range []struct {
+		text, want, msg string
+	}{
+		{"1", "a string", "want a string, got the integer 1 (quote it to make it a string)"},
+		{"null", "a string", "want a string, got null"},
+		{"[1]", "a string", "want a string, got a list"},
+		{"x", "an integer", `want an integer, got the string "x"`},
+	} {
+		n, err := yamlnode.DecodeOne([]byte(tt.text))
+		if err != nil {
+			t.Fatalf("DecodeOne(%q): %v", tt.text, err)
+		}
+		if got := yamlnode.Want(n, tt.want); got != tt.msg {
+			t.Errorf("Want(%s, %q) = %q, want %q", tt.text, tt.want, got, tt.msg)
+		}
 	}
 }

@@ -19,6 +19,16 @@ func Deref(n *yaml.Node) *yaml.Node {
 	return n
 }
 
+// Want is the message of a value n of the wrong type: "want a string, got
+// the integer 1", with a hint to quote a scalar where a string is wanted.
+func Want(n *yaml.Node, want string) string {
+	msg := fmt.Sprintf("want %s, got %s", want, Describe(n))
+	if n.Kind == yaml.ScalarNode && want == "a string" && n.ShortTag() != "!!null" {
+		msg += " (quote it to make it a string)"
+	}
+	return msg
+}
+
 // Describe names what a YAML node is, for type errors: "a mapping",
 // "the string \"x\"", "the integer 3", "null".
 func Describe(n *yaml.Node) string {
