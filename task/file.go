@@ -129,11 +129,11 @@ func Parse(path string, data []byte) (_ []env.Task, err error) {
 		// checkNode refuses everything yaml.v3 does; this is a backstop.
 		return nil, yamlError(err)
 	}
-	tasks, ok := keyNode(root, "tasks")
-	if !ok {
+	// checkNode let through null or a mapping whose one key is tasks.
+	if root.Kind != yaml.MappingNode || len(root.Content) == 0 {
 		return nil, ferr(root.Line, "tasks", "missing required key")
 	}
-	taskNodes := yamlnode.Deref(tasks).Content
+	taskNodes := yamlnode.Deref(root.Content[1]).Content
 	out := make([]env.Task, 0, len(fd.Tasks))
 	first := map[string]int{}
 	for i, ft := range fd.Tasks {
@@ -260,20 +260,6 @@ func scalarValue[T any](n *yaml.Node, key, msg string) (any, error) {
 		return nil, &FileError{Line: n.Line, Key: key, Msg: cmp.Or(msg, err.Error())}
 	}
 	return v, nil
-}
-
-// keyNode returns the value of key in mapping m.
-func keyNode(m *yaml.Node, key string) (*yaml.Node, bool) {
-	m = yamlnode.Deref(m)
-	if m.Kind != yaml.MappingNode {
-		return nil, false
-	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if yamlnode.Deref(m.Content[i]).Value == key {
-			return m.Content[i+1], true
-		}
-	}
-	return nil, false
 }
 
 // yamlError turns a yaml.v3 error into a *FileError with its line.

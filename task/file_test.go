@@ -79,6 +79,7 @@ func TestLoadFile_Errors(t *testing.T) {
 		{"TwoDocuments", "tasks: []\n---\ntasks: []\n", 2, "", "more than one YAML document"},
 		{"NotAMapping", "- a\n", 1, "", "want a mapping, got a list"},
 		{"MissingTasks", "{}\n", 1, "tasks", "missing required key"},
+		{"NullDocument", "~\n", 1, "tasks", "missing required key"},
 		{"UnknownTopKey", "tasks: []\ntask: 1\n", 2, "task", "unknown key (known keys: tasks)"},
 		{"UnknownTaskKey", head + "    instructions: y\n", 4, "tasks[0].instructions", "unknown key (known keys: id, instruction, difficulty, fixture, now, seed, startup, tools, checks, no_change_correct)"},
 		{"UnknownCheckKey", head + check + "        expect: 1\n", 6, "tasks[0].checks[0].expect", "unknown key (known keys: name, weight, sql, args, equals, only_changed, must_change, unchanged)"},
