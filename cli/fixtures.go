@@ -134,10 +134,11 @@ Worlds: `+strings.Join(c.m.names(), ", ")+"\n")
 		bad = errors.Join(recoverErr, bad)
 		named, err := namedFixtures(w, tasksDir, list)
 		bad = errors.Join(bad, err)
-		for _, n := range named {
-			if _, isBroken := broken[n.id]; !isBroken && !slices.ContainsFunc(list, func(s *fixture.Sidecar) bool { return s.ID == n.id }) {
-				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\tMISSING\tnamed by %s\n", n.id, strings.Join(n.by, ", "))
-				bad = errors.Join(bad, fmt.Errorf("fixture %s is missing from %s (named by %s)", n.id, *dir, strings.Join(n.by, ", ")))
+		for _, id := range slices.Sorted(maps.Keys(named)) {
+			if _, isBroken := broken[id]; !isBroken && !slices.ContainsFunc(list, func(s *fixture.Sidecar) bool { return s.ID == id }) {
+				by := strings.Join(named[id], ", ")
+				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\tMISSING\tnamed by %s\n", id, by)
+				bad = errors.Join(bad, fmt.Errorf("fixture %s is missing from %s (named by %s)", id, *dir, by))
 			}
 		}
 	}
@@ -145,16 +146,10 @@ Worlds: `+strings.Join(c.m.names(), ", ")+"\n")
 	return bad
 }
 
-// namedFixture is a fixture id something refers to.
-type namedFixture struct {
-	id string
-	by []string // who names it
-}
-
-// namedFixtures returns, sorted by id, the fixtures that the world's default
-// (the one serve uses), its tasks (worldTasks of tasksDir) and the listed
-// sidecars' parent_id name.
-func namedFixtures(w *env.World, tasksDir string, list []*fixture.Sidecar) ([]namedFixture, error) {
+// namedFixtures returns the fixtures that the world's default (the one
+// serve uses), its tasks (worldTasks of tasksDir) and the listed sidecars'
+// parent_id name, each with who names it.
+func namedFixtures(w *env.World, tasksDir string, list []*fixture.Sidecar) (map[string][]string, error) {
 	by := map[string][]string{}
 	if id := w.Spec().DefaultFixture; id != "" {
 		by[id] = append(by[id], "the world's default fixture")
@@ -170,11 +165,7 @@ func namedFixtures(w *env.World, tasksDir string, list []*fixture.Sidecar) ([]na
 			by[*s.ParentID] = append(by[*s.ParentID], "the parent_id of "+s.ID)
 		}
 	}
-	out := make([]namedFixture, 0, len(by))
-	for _, id := range slices.Sorted(maps.Keys(by)) {
-		out = append(out, namedFixture{id: id, by: by[id]})
-	}
-	return out, err
+	return by, err
 }
 
 // worldTasks returns the world's tasks with those of dir's tasks file, or,
