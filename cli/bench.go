@@ -23,23 +23,6 @@ type BenchCommand struct {
 	m *Main
 }
 
-// argsFlag collects repeated --args tool=JSON flags.
-type argsFlag map[string]json.RawMessage
-
-func (a argsFlag) String() string { return "" }
-
-func (a argsFlag) Set(v string) error {
-	tool, raw, ok := strings.Cut(v, "=")
-	if !ok || tool == "" {
-		return fmt.Errorf("want tool=JSON, got %q", v)
-	}
-	if !json.Valid([]byte(raw)) {
-		return fmt.Errorf("arguments of %s are not JSON: %s", tool, raw)
-	}
-	a[tool] = json.RawMessage(raw)
-	return nil
-}
-
 // loadGeneratorGOGC is the GOGC a bench runs with unless GOGC is set. The
 // load generator keeps little live heap and allocates for every reply, so
 // at the default it collects tens of times a second, on the cores it shares
@@ -66,8 +49,18 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	worldName := fs.String("world", c.m.Default, "the world the started server serves: "+strings.Join(c.m.names(), ", "))
 	fixtureID := fs.String("fixture", "", "the fixture each reset names (default: the server's default)")
 	mix := fs.String("tool-mix", bench.DefaultToolMix, `tools to call with weights, e.g. "invoice:1,list_staff:1" ("list_tools" is the list action; "" makes no call: sessions reset once and idle); not given: the server's first tool when it lists no invoice`)
-	toolArgs := argsFlag{}
-	fs.Var(toolArgs, "args", "arguments of a tool as tool=JSON, repeatable (default: the least its input schema accepts)")
+	toolArgs := map[string]json.RawMessage{}
+	fs.Func("args", "arguments of a tool as tool=JSON, repeatable (default: the least its input schema accepts)", func(v string) error {
+		tool, raw, ok := strings.Cut(v, "=")
+		if !ok || tool == "" {
+			return fmt.Errorf("want tool=JSON, got %q", v)
+		}
+		if !json.Valid([]byte(raw)) {
+			return fmt.Errorf("arguments of %s are not JSON: %s", tool, raw)
+		}
+		toolArgs[tool] = json.RawMessage(raw)
+		return nil
+	})
 	think := fs.Duration("think", 0, "pause between two calls (or resets) of one session, jittered ±50%")
 	resetLoop := fs.Bool("reset-loop", false, "sessions reset in a loop instead of calling tools")
 	spread := fs.Bool("spread", true, "spread the sessions' first calls over one --think; false: each calls at once after its reset (with a long --think: one call, then idle)")
