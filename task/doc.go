@@ -35,6 +35,6 @@
 //
 // # Concurrency
 //
-// LoadFile, ForWorld, Grade, ReplayTrajectory and ReplayResumed are safe for concurrent
-// use. Episode, Recorder and Recording are safe for concurrent use.
+// Parse, ForWorld, Grade, ReplayTrajectory and ReplayResumed are safe for
+// concurrent use. Episode, Recorder and Recording are safe for concurrent use.
 package task

@@ -24,7 +24,7 @@ import (
 // <FixturesDir>/tasks.yaml.
 const FileName = "tasks.yaml"
 
-// FileError is a tasks file that LoadFile refuses. It names the file, the
+// FileError is a tasks file that Parse refuses. It names the file, the
 // line and the offending key.
 type FileError struct {
 	// Path is the file.
@@ -82,28 +82,18 @@ type fileCheck struct {
 	Unchanged   []string    `yaml:"unchanged"`
 }
 
-// LoadFile reads a tasks file strictly: one YAML document holding a
-// mapping with a tasks list. It refuses unknown keys, duplicate keys and
-// values of the wrong type (a number where a string is wanted, a float
-// where an integer is), naming the key and its line, then validates every
-// task (env.Task.Validate) and refuses a repeated id. Each task's Source is
-// "<file>:<line>". Errors are *FileError values.
-func LoadFile(path string) ([]env.Task, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("task: %w", err)
-	}
-	return Parse(path, data)
-}
-
 // ferr returns a *FileError; Parse sets its Path.
 func ferr(line int, key, format string, args ...any) error {
 	return &FileError{Line: line, Key: key, Msg: fmt.Sprintf(format, args...)}
 }
 
-// Parse is LoadFile of a tasks file's contents already read from path (a
-// file embedded in a binary, say): path names the file in errors, and its
-// base name is in each task's Source.
+// Parse reads the contents of the tasks file at path strictly: one YAML
+// document holding a mapping with a tasks list. It refuses unknown keys,
+// duplicate keys and values of the wrong type (a number where a string is
+// wanted, a float where an integer is), naming the key and its line, then
+// validates every task (env.Task.Validate) and refuses a repeated id.
+// Errors are *FileError values naming path; each task's Source is
+// "<base name of path>:<line>".
 func Parse(path string, data []byte) (_ []env.Task, err error) {
 	defer func() {
 		var fe *FileError

@@ -13,8 +13,8 @@ import (
 	"github.com/seahaven/seahaven/task"
 )
 
-func TestLoadFile_OK(t *testing.T) {
-	path := writeFile(t, `# every key
+func TestParse_OK(t *testing.T) {
+	got, err := task.Parse(filepath.Join("fixtures", task.FileName), []byte(`# every key
 tasks:
   - id: t1
     instruction: Do it.
@@ -39,8 +39,7 @@ tasks:
       lines.
     checks:
       - sql: SELECT 1
-`)
-	got, err := task.LoadFile(path)
+`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,11 +59,11 @@ tasks:
 		ID: "t2", Instruction: "Two lines.", Checks: []env.Check{{Name: "sql #1", SQL: "SELECT 1"}}, Source: "tasks.yaml:20",
 	}}
 	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("LoadFile:\n got %#v\nwant %#v", got, want)
+		t.Fatalf("Parse:\n got %#v\nwant %#v", got, want)
 	}
 }
 
-func TestLoadFile_Errors(t *testing.T) {
+func TestParse_Errors(t *testing.T) {
 	const head = "tasks:\n  - id: a\n    instruction: x\n"
 	const check = "    checks:\n      - sql: SELECT 1\n"
 	tests := []struct {
@@ -105,8 +104,8 @@ func TestLoadFile_Errors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := writeFile(t, tt.text)
-			_, err := task.LoadFile(path)
+			path := filepath.Join("fixtures", task.FileName)
+			_, err := task.Parse(path, []byte(tt.text))
 			var fe *task.FileError
 			if !errors.As(err, &fe) {
 				t.Fatalf("err = %v, want a *task.FileError", err)
@@ -118,13 +117,6 @@ func TestLoadFile_Errors(t *testing.T) {
 				t.Errorf("Error() = %q, want it to start with the path", err)
 			}
 		})
-	}
-}
-
-func TestLoadFile_Missing(t *testing.T) {
-	_, err := task.LoadFile(filepath.Join(t.TempDir(), task.FileName))
-	if !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("err = %v, want os.ErrNotExist", err)
 	}
 }
 
@@ -201,21 +193,16 @@ func TestForWorld_Embedded(t *testing.T) {
 	}
 }
 
-// FuzzLoadFile: whatever the bytes, LoadFile returns tasks that validate,
+// FuzzParse: whatever the bytes, Parse returns tasks that validate,
 // with distinct ids, or a *FileError; it never panics.
-func FuzzLoadFile(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	f.Add([]byte("tasks:\n  - id: a\n    instruction: x\n    checks:\n      - sql: SELECT 1\n        equals: [1, {b: c}]\n"))
 	f.Add([]byte("tasks:\n  - id: a\n    instruction: x\n    tools: [t]\n    checks:\n      - only_changed: [main.x:insert]\n        weight: 2\n"))
 	f.Add([]byte("tasks:\n  - &a {id: a, instruction: x, checks: [{sql: s}]}\n  - *a\n"))
 	f.Add([]byte("tasks: [{id: a, seed: 99999999999999999999}]"))
 	f.Add([]byte("tasks: !!map {}\n"))
-	dir := f.TempDir()
-	path := filepath.Join(dir, task.FileName)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		tasks, err := task.LoadFile(path)
+		tasks, err := task.Parse(task.FileName, data)
 		if err != nil {
 			var fe *task.FileError
 			if !errors.As(err, &fe) {

@@ -2,8 +2,6 @@ package task_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/seahaven/seahaven/composition"
@@ -65,16 +63,6 @@ func mustCall(tb testing.TB, ep *task.Episode, tool, args string) any {
 		tb.Fatalf("%s(%s): %v", tool, args, err)
 	}
 	return out
-}
-
-// writeFile writes a tasks file into a new directory and returns its path.
-func writeFile(tb testing.TB, text string) string {
-	tb.Helper()
-	path := filepath.Join(tb.TempDir(), task.FileName)
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		tb.Fatal(err)
-	}
-	return path
 }
 
 // startRecording has ep record its calls to a file in a temporary
