@@ -183,14 +183,9 @@ func New(w *env.World, cfg Config) (_ *Backend, err error) {
 			return nil, fmt.Errorf("app: default fixture: %w", err)
 		}
 	}
-	// The world's own tasks file is read where it is, so an error names
-	// the author's file or the embedded one, not a copy on disk.
-	if cfg.FixturesDir == "" {
-		b.tasks, err = task.ForWorld(w)
-	} else {
-		b.tasks, err = task.ForWorldDir(w, b.fixturesDir)
-	}
-	if err != nil {
+	// cfg's, not b.fixturesDir: the world's own tasks file is read where it
+	// is, so an error names the author's file or the embedded one, not a copy.
+	if b.tasks, err = task.ForWorldDir(w, cfg.FixturesDir); err != nil {
 		return nil, fmt.Errorf("app: tasks: %w", err)
 	}
 	ckdir := cmp.Or(cfg.Checkpoints, filepath.Join(os.TempDir(), "seahaven-checkpoints"))

@@ -147,14 +147,14 @@ Worlds: `+strings.Join(c.m.names(), ", ")+"\n")
 }
 
 // namedFixtures returns the fixtures that the world's default (the one
-// serve uses), its tasks (worldTasks of tasksDir) and the listed sidecars'
+// serve uses), its tasks (task.ForWorldDir of tasksDir) and the listed sidecars'
 // parent_id name, each with who names it.
 func namedFixtures(w *env.World, tasksDir string, list []*fixture.Sidecar) (map[string][]string, error) {
 	by := map[string][]string{}
 	if id := w.Spec().DefaultFixture; id != "" {
 		by[id] = append(by[id], "the world's default fixture")
 	}
-	tasks, err := worldTasks(w, tasksDir)
+	tasks, err := task.ForWorldDir(w, tasksDir)
 	for _, t := range tasks {
 		if t.Fixture != "" {
 			by[t.Fixture] = append(by[t.Fixture], "task "+t.ID)
@@ -166,16 +166,6 @@ func namedFixtures(w *env.World, tasksDir string, list []*fixture.Sidecar) (map[
 		}
 	}
 	return by, err
-}
-
-// worldTasks returns the world's tasks with those of dir's tasks file, or,
-// when dir is "", of the world's own, read where it is (so an error names
-// it, not a copy).
-func worldTasks(w *env.World, dir string) ([]env.Task, error) {
-	if dir == "" {
-		return task.ForWorld(w)
-	}
-	return task.ForWorldDir(w, dir)
 }
 
 // verifyFixture creates (and closes) an instance from the fixture: every

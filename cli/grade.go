@@ -58,7 +58,7 @@ func (c *GradeCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	tasks, err := worldTasks(w, *fixturesDir)
+	tasks, err := task.ForWorldDir(w, *fixturesDir)
 	if err != nil {
 		return err
 	}

@@ -369,14 +369,9 @@ func checkMapping(n *yaml.Node, key string, elem func(k *yaml.Node, sub string) 
 // then those of the tasks file beside its fixtures (tasks.yaml in its
 // FixturesDir or, when it has none, in its embedded Fixtures), if there is
 // one. An embedded file is read where it is embedded and named
-// EmbeddedPath(w) in errors, never by a copy on disk. See ForWorldDir.
-func ForWorld(w *env.World) ([]env.Task, error) {
-	spec := w.Spec()
-	if spec.FixturesDir != "" || spec.Fixtures == nil {
-		return ForWorldDir(w, spec.FixturesDir)
-	}
-	return ForWorldFS(w, spec.Fixtures, EmbeddedPath(w))
-}
+// EmbeddedPath(w) in errors, never by a copy on disk. It is
+// ForWorldDir(w, "").
+func ForWorld(w *env.World) ([]env.Task, error) { return ForWorldDir(w, "") }
 
 // EmbeddedPath is how errors name the tasks file embedded in a world's
 // Fixtures: "<world> embedded fixtures/tasks.yaml".
@@ -385,15 +380,16 @@ func EmbeddedPath(w *env.World) string {
 }
 
 // ForWorldDir is ForWorld reading the tasks file of fixturesDir instead of
-// the world's own ("" reads none). It refuses an id declared twice (in Go,
-// in the file, or in both), and a task that does not fit the world's
-// composition: a tool in its allow list that is not on the surface, a
-// startup keyword no hook accepts, or a table pattern naming no node.
+// the world's own, unless fixturesDir is "". It refuses an id declared
+// twice (in Go, in the file, or in both), and a task that does not fit the
+// world's composition: a tool in its allow list that is not on the
+// surface, a startup keyword no hook accepts, or a table pattern naming no
+// node.
 func ForWorldDir(w *env.World, fixturesDir string) ([]env.Task, error) {
-	if fixturesDir == "" {
-		return ForWorldFS(w, nil, "")
+	if dir := cmp.Or(fixturesDir, w.Spec().FixturesDir); dir != "" {
+		return ForWorldFS(w, os.DirFS(dir), filepath.Join(dir, FileName))
 	}
-	return ForWorldFS(w, os.DirFS(fixturesDir), filepath.Join(fixturesDir, FileName))
+	return ForWorldFS(w, w.Spec().Fixtures, EmbeddedPath(w))
 }
 
 // ForWorldFS is ForWorldDir reading the tasks file of a fixtures file

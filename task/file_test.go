@@ -188,6 +188,9 @@ func TestForWorld_Embedded(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("ForWorld: %v, want an error starting %q", err, want)
 	}
+	if _, err := task.ForWorldDir(w, ""); err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("ForWorldDir(w, \"\"): %v, want the world's own file read, an error starting %q", err, want)
+	}
 	if task.EmbeddedPath(w) != "ledger_embedded embedded fixtures/tasks.yaml" {
 		t.Errorf("EmbeddedPath = %q", task.EmbeddedPath(w))
 	}
