@@ -157,9 +157,6 @@ func NewRecorder(dir string) (*Recorder, error) {
 	return &Recorder{dir: dir}, nil
 }
 
-// Dir returns the directory the recorder writes into.
-func (r *Recorder) Dir() string { return r.dir }
-
 var safeNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$`)
 
 // nameTime is how a recording's file name writes its start (UTC, to the

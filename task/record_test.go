@@ -233,7 +233,8 @@ func recordingName(base string) *regexp.Regexp {
 }
 
 func TestRecorder_Names(t *testing.T) {
-	rec, err := task.NewRecorder(filepath.Join(t.TempDir(), "new", "dir"))
+	dir := filepath.Join(t.TempDir(), "new", "dir")
+	rec, err := task.NewRecorder(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,15 +252,15 @@ func TestRecorder_Names(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if filepath.Dir(r.Path()) != rec.Dir() {
-			t.Fatalf("file %s outside %s", r.Path(), rec.Dir())
+		if filepath.Dir(r.Path()) != dir {
+			t.Fatalf("file %s outside %s", r.Path(), dir)
 		}
 		if name := filepath.Base(r.Path()); !recordingName(tt.base).MatchString(name) {
 			t.Errorf("episode %q recorded as %s, want %s.<start>.<random>.jsonl", tt.id, name, tt.base)
 		}
 		r.Close()
 	}
-	if ents, err := os.ReadDir(rec.Dir()); err != nil || len(ents) != 5 {
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 5 {
 		t.Errorf("%d files (%v), want 5", len(ents), err)
 	}
 }
@@ -267,7 +268,8 @@ func TestRecorder_Names(t *testing.T) {
 // TestRecorder_ManyWithOneID records more episodes with one id than the
 // recorder once allowed (1,000), each with one attempt at a name.
 func TestRecorder_ManyWithOneID(t *testing.T) {
-	rec, err := task.NewRecorder(t.TempDir())
+	dir := t.TempDir()
+	rec, err := task.NewRecorder(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +288,7 @@ func TestRecorder_ManyWithOneID(t *testing.T) {
 	if len(seen) != n {
 		t.Errorf("%d distinct files for %d recordings", len(seen), n)
 	}
-	ents, err := os.ReadDir(rec.Dir())
+	ents, err := os.ReadDir(dir)
 	if err != nil || len(ents) != n {
 		t.Fatalf("%d files (%v), want %d", len(ents), err, n)
 	}
