@@ -34,6 +34,11 @@ type Result struct {
 	Checks []env.CheckResult `json:"checks"`
 }
 
+// Passed reports whether every check passed.
+func (r Result) Passed() bool {
+	return !slices.ContainsFunc(r.Checks, func(c env.CheckResult) bool { return !c.Passed })
+}
+
 // WriteText writes the result for people: one line per check, then the
 // reward.
 //

@@ -199,6 +199,9 @@ func TestResult_WriteText(t *testing.T) {
 	if b.String() != want {
 		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
 	}
+	if res.Passed() {
+		t.Error("Passed() with failing checks")
+	}
 }
 
 // TestGrade_TruncatedLog grades an episode whose change log lost its
