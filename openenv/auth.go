@@ -1,10 +1,12 @@
 package openenv
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"strings"
 )
@@ -107,6 +109,34 @@ func (s *Server) limitBodies(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// pacedBody is a request body or a WebSocket message whose bytes past
+// LargeMessageBytes are read no faster than LargeMessageRate allows across
+// the server.
+type pacedBody struct {
+	io.ReadCloser
+	s    *Server
+	ctx  context.Context
+	read int64 // bytes read so far
+}
+
+func (b *pacedBody) Read(p []byte) (int, error) {
+	if b.read >= LargeMessageBytes {
+		// Pay for the bytes read, after reading them: a Read may return
+		// fewer than asked, and the last one none.
+		n, err := b.ReadCloser.Read(p[:min(len(p), largeChunk)])
+		b.read += int64(n)
+		if n > 0 {
+			if werr := b.s.large.WaitN(b.ctx, n); werr != nil {
+				return n, werr
+			}
+		}
+		return n, err
+	}
+	n, err := b.ReadCloser.Read(p[:min(int64(len(p)), LargeMessageBytes-b.read)])
+	b.read += int64(n)
+	return n, err
 }
 
 // SessionCookie is the cookie a browser carries instead of the bearer

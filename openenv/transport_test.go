@@ -239,6 +239,29 @@ func (h countHandler) Handle(_ context.Context, r slog.Record) error {
 func (h countHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h countHandler) WithGroup(string) slog.Handler      { return h }
 
+// TestWS_SlowMessageKept has the server read a client's message slowly
+// (LargeMessageRate), across many ping intervals and for longer than
+// PongTimeout: the client's pong waits behind the message, and the
+// session must survive, since the message's bytes keep coming.
+func TestWS_SlowMessageKept(t *testing.T) {
+	var late atomic.Int64
+	s := mustServe(t, newFake(t), openenv.Config{
+		PingInterval: 20 * time.Millisecond, PongTimeout: 600 * time.Millisecond,
+		LargeMessageRate: 256 << 10, // a 64 KiB chunk every 250 ms: 1.5 s for the message
+		Logger:           slog.New(countHandler{substr: "pong late", n: &late}),
+	})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset"}`)
+	text := strings.Repeat("x", 512<<10)
+	reply := roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"echo","arguments":{"message":"`+text+`"}}}`)
+	if !strings.Contains(reply, text) {
+		t.Fatalf("reply %.200s, want the echo", reply)
+	}
+	if late.Load() == 0 {
+		t.Error("no pong was late: the message was read faster than PongTimeout")
+	}
+}
+
 // TestWS_SlowReaderKept has a client read a reply of several MiB slowly,
 // a little at a time, across many ping intervals and for longer than
 // PongTimeout: the session must survive, since the peer keeps reading and

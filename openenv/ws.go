@@ -89,6 +89,11 @@ type wsConn struct {
 	// completed as a sign of life, like a pong.
 	writing atomic.Bool
 	written atomic.Uint64
+
+	// received counts the bytes of messages read: a pong queues behind the
+	// message being sent, which the server may read slowly
+	// (LargeMessageRate), so the keepalive counts them as a sign of life.
+	received atomic.Int64
 }
 
 // inbound is one message read from the peer.
@@ -323,6 +328,7 @@ func (wc *wsConn) readMessage(ctx context.Context) (inbound, error) {
 			readBuffers.Put(buf)
 		}
 	}()
+	r = countingReader{r, &wc.received}
 	if wc.srv.large != nil {
 		r = &pacedBody{ReadCloser: io.NopCloser(r), s: wc.srv, ctx: wc.ss.ctx}
 	}
@@ -362,32 +368,16 @@ func (wc *wsConn) readMessage(ctx context.Context) (inbound, error) {
 	return inbound{data: bytes.Clone(buf.Bytes())}, nil
 }
 
-// pacedBody is a request body or a WebSocket message whose bytes past
-// LargeMessageBytes are read no faster than LargeMessageRate allows across
-// the server.
-type pacedBody struct {
-	io.ReadCloser
-	s    *Server
-	ctx  context.Context
-	read int64 // bytes read so far
+// countingReader adds the bytes it reads to n.
+type countingReader struct {
+	io.Reader
+	n *atomic.Int64
 }
 
-func (b *pacedBody) Read(p []byte) (int, error) {
-	if b.read >= LargeMessageBytes {
-		// Pay for the bytes read, after reading them: a Read may return
-		// fewer than asked, and the last one none.
-		n, err := b.ReadCloser.Read(p[:min(len(p), largeChunk)])
-		b.read += int64(n)
-		if n > 0 {
-			if werr := b.s.large.WaitN(b.ctx, n); werr != nil {
-				return n, werr
-			}
-		}
-		return n, err
-	}
-	n, err := b.ReadCloser.Read(p[:min(int64(len(p)), LargeMessageBytes-b.read)])
-	b.read += int64(n)
-	return n, err
+func (r countingReader) Read(p []byte) (int, error) {
+	k, err := r.Reader.Read(p)
+	r.n.Add(int64(k))
+	return k, err
 }
 
 // readBuffers holds buffers for reading messages, of at most
@@ -442,7 +432,9 @@ func (wc *wsConn) keepalive() (stop func()) {
 
 // ping is one keepalive ping; it reports whether to go on pinging. A reply
 // being written or written meanwhile counts as a pong (see wsConn.writing):
-// WriteTimeout tells a peer that stopped reading.
+// WriteTimeout tells a peer that stopped reading. So do bytes of a message
+// received meanwhile (see wsConn.received): IdleTimeout tells a peer that
+// never ends its message.
 func (wc *wsConn) ping(ctx context.Context) bool {
 	s := wc.srv
 	if wc.ss.ctx.Err() != nil {
@@ -456,15 +448,15 @@ func (wc *wsConn) ping(ctx context.Context) bool {
 		s.log.Debug("openenv: websocket ping deferred: a reply is being written", "session", wc.ss.ref)
 		return true
 	}
-	written := wc.written.Load()
+	written, received := wc.written.Load(), wc.received.Load()
 	pctx, cancel := withTimeout(ctx, s.cfg.PongTimeout)
 	err := wc.c.Ping(pctx)
 	cancel()
 	if err == nil || wc.ss.ctx.Err() != nil || ctx.Err() != nil {
 		return err == nil
 	}
-	if wc.written.Load() != written || (writeBounded && wc.writing.Load()) {
-		s.log.Debug("openenv: websocket pong late, but the peer is reading replies", "session", wc.ss.ref, "err", err)
+	if wc.written.Load() != written || wc.received.Load() != received || (writeBounded && wc.writing.Load()) {
+		s.log.Debug("openenv: websocket pong late, but the peer is reading replies or sending", "session", wc.ss.ref, "err", err)
 		return true
 	}
 	s.log.Info("openenv: websocket peer did not answer a ping", "session", wc.ss.ref, "err", err)
