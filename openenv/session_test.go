@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,6 +50,57 @@ func TestServer_IdleReaperSparesBusySessions(t *testing.T) {
 		t.Errorf("reply %s, want the step's timeout", reply)
 	}
 }
+
+// TestServer_IdleReaperEndsAnUnendedMessage has a client send a message
+// a little at a time and never end it, nor answer a ping: the bytes keep
+// the keepalive from closing the session (a pong waits behind a message),
+// and the idle reaper closes it once it has been idle for IdleTimeout.
+func TestServer_IdleReaperEndsAnUnendedMessage(t *testing.T) {
+	var idle, dead atomic.Int64
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{
+		IdleTimeout: 300 * time.Millisecond, PingInterval: 20 * time.Millisecond, PongTimeout: 100 * time.Millisecond,
+		Logger: slog.New(multiCount{"closing an idle session": &idle, "did not answer a ping": &dead}),
+	})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset"}`)
+	w, err := c.Writer(context.Background(), websocket.MessageText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trickled := make(chan struct{})
+	go func() {
+		defer close(trickled)
+		chunk := []byte(strings.Repeat(" ", 8<<10)) // past the client's write buffer, so each is sent
+		for range 1000 {                            // 10 s and 8 MiB at most
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	waitFor(t, "the session to go", func() bool { return len(s.Sessions()) == 0 })
+	c.CloseNow()
+	<-trickled
+	if idle.Load() != 1 || dead.Load() != 0 {
+		t.Errorf("%d idle closes and %d closes for a missed pong, want the idle reaper's one", idle.Load(), dead.Load())
+	}
+}
+
+// multiCount counts the log records whose message contains each key.
+type multiCount map[string]*atomic.Int64
+
+func (h multiCount) Enabled(context.Context, slog.Level) bool { return true }
+func (h multiCount) Handle(_ context.Context, r slog.Record) error {
+	for substr, n := range h {
+		if strings.Contains(r.Message, substr) {
+			n.Add(1)
+		}
+	}
+	return nil
+}
+func (h multiCount) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h multiCount) WithGroup(string) slog.Handler      { return h }
 
 func TestServer_StateIsNotActivity(t *testing.T) {
 	fake := newFake(t)
