@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/seahaven/seahaven/app"
+	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/internal/bench"
 	"github.com/seahaven/seahaven/openenv"
@@ -63,7 +64,7 @@ func serve(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	srv, backend, err := newServer(*instances)
+	srv, backend, err := newServer(company.World, app.Config{InstanceRoot: *instances, DefaultFixture: company.AcmeID})
 	if err != nil {
 		return err
 	}
@@ -81,18 +82,21 @@ func serve(args []string) error {
 	return hs.Shutdown(sctx)
 }
 
-func newServer(instances string) (*openenv.Server, *app.Backend, error) {
-	backend, err := app.New(company.World, app.Config{InstanceRoot: instances, DefaultFixture: company.AcmeID})
+// newServer makes a server of w, logging nothing.
+func newServer(w *env.World, cfg app.Config) (*openenv.Server, *app.Backend, error) {
+	backend, err := app.New(w, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
 	return openenv.NewServer(backend, openenv.Config{Logger: slog.New(slog.DiscardHandler)}), backend, nil
 }
 
-// startServer serves the company world in this process for one test.
-func startServer(t *testing.T) *httptest.Server {
+// serveWorld serves w in this process for one test, its instances in a
+// directory of the test's own, and returns its base URL.
+func serveWorld(t *testing.T, w *env.World, cfg app.Config) string {
 	t.Helper()
-	srv, backend, err := newServer(t.TempDir())
+	cfg.InstanceRoot = t.TempDir()
+	srv, backend, err := newServer(w, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +106,12 @@ func startServer(t *testing.T) *httptest.Server {
 		srv.Shutdown(context.Background())
 		backend.Close()
 	})
-	return ts
+	return ts.URL
+}
+
+// startServer serves the company world in this process for one test.
+func startServer(t *testing.T) string {
+	return serveWorld(t, company.World, app.Config{DefaultFixture: company.AcmeID})
 }
 
 // checkSane checks what every report must satisfy.
@@ -196,13 +205,13 @@ func TestRun_Subprocess(t *testing.T) {
 func TestRun_URL(t *testing.T) {
 	// 400 calls keep the hold long enough for the server's CPU time, counted
 	// in clock ticks, to move.
-	ts := startServer(t)
+	url := startServer(t)
 	mix, err := bench.ParseToolMix("invoice:3,list_tools:1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep, err := bench.Run(context.Background(), bench.Config{
-		URL: ts.URL, Fixture: company.AcmeID, Sessions: 3, Calls: 400, ToolMix: mix, SkipFloors: true, Settle: 10 * time.Second,
+		URL: url, Fixture: company.AcmeID, Sessions: 3, Calls: 400, ToolMix: mix, SkipFloors: true, Settle: 10 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -220,9 +229,9 @@ func TestRun_URL(t *testing.T) {
 }
 
 func TestRun_ResetLoop(t *testing.T) {
-	ts := startServer(t)
+	url := startServer(t)
 	rep, err := bench.Run(context.Background(), bench.Config{
-		URL: ts.URL, Sessions: 2, Calls: 20, ResetLoop: true, SkipFloors: true, Settle: 10 * time.Second,
+		URL: url, Sessions: 2, Calls: 20, ResetLoop: true, SkipFloors: true, Settle: 10 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -245,15 +254,15 @@ func TestRun_ResetLoop(t *testing.T) {
 }
 
 func TestRun_Errors(t *testing.T) {
-	ts := startServer(t)
+	url := startServer(t)
 	for _, tt := range []struct {
 		name   string
 		cfg    bench.Config
 		errMsg string
 	}{
 		{"NoServer", bench.Config{}, "needs a URL or a Server command"},
-		{"UnknownTool", bench.Config{URL: ts.URL, ToolMix: []bench.MixEntry{{Tool: "nope", Weight: 1}}, SkipFloors: true}, `names "nope", which the server does not list`},
-		{"UnknownFixture", bench.Config{URL: ts.URL, Fixture: "nope", SkipFloors: true}, "the first reset failed"},
+		{"UnknownTool", bench.Config{URL: url, ToolMix: []bench.MixEntry{{Tool: "nope", Weight: 1}}, SkipFloors: true}, `names "nope", which the server does not list`},
+		{"UnknownFixture", bench.Config{URL: url, Fixture: "nope", SkipFloors: true}, "the first reset failed"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := bench.Run(context.Background(), tt.cfg)
@@ -265,9 +274,9 @@ func TestRun_Errors(t *testing.T) {
 }
 
 func TestRun_Hostile(t *testing.T) {
-	ts := startServer(t)
+	url := startServer(t)
 	rep, err := bench.Run(context.Background(), bench.Config{
-		URL: ts.URL, Fixture: company.AcmeID, Sessions: 3, Duration: 4 * time.Second, Think: 20 * time.Millisecond,
+		URL: url, Fixture: company.AcmeID, Sessions: 3, Duration: 4 * time.Second, Think: 20 * time.Millisecond,
 		Attackers: 2, AttackPause: 10 * time.Millisecond, SkipFloors: true, Settle: 15 * time.Second,
 	})
 	if err != nil {

@@ -2,42 +2,20 @@ package bench_test
 
 import (
 	"context"
-	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/seahaven/seahaven/app"
-	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/examples/worlds/payments"
 	"github.com/seahaven/seahaven/internal/bench"
-	"github.com/seahaven/seahaven/openenv"
 )
-
-// serveWorld serves w in this process for one test, its instances and
-// checkpoints in directories of the test's own, and returns its base URL.
-func serveWorld(t *testing.T, w *env.World) string {
-	t.Helper()
-	backend, err := app.New(w, app.Config{InstanceRoot: t.TempDir(), Checkpoints: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := openenv.NewServer(backend, openenv.Config{Logger: slog.New(slog.DiscardHandler)})
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		ts.Close()
-		srv.Shutdown(context.Background())
-		backend.Close()
-	})
-	return ts.URL
-}
 
 // TestRun_DefaultMixOfAnotherWorld: with no tool mix, a server of a world
 // that lists no invoice (the default mix's tool, the company's) is called
 // through its first tool, and the report says so; a mix that is given is
 // never replaced.
 func TestRun_DefaultMixOfAnotherWorld(t *testing.T) {
-	url := serveWorld(t, payments.World)
+	url := serveWorld(t, payments.World, app.Config{Checkpoints: t.TempDir()})
 	rep, err := bench.Run(context.Background(), bench.Config{URL: url, Sessions: 1, Calls: 5, SkipFloors: true})
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +35,7 @@ func TestRun_DefaultMixOfAnotherWorld(t *testing.T) {
 // measurement with the call's error, rather than measuring checkpoints of
 // an instance that never changed; calls that succeed are measured.
 func TestRunCheckpoints_FailedStep(t *testing.T) {
-	url := serveWorld(t, payments.World)
+	url := serveWorld(t, payments.World, app.Config{Checkpoints: t.TempDir()})
 	step := func(tool, args string) []byte {
 		return []byte(`{"type":"step","data":{"type":"call_tool","tool_name":"` + tool + `","arguments":` + args + `}}`)
 	}
