@@ -35,6 +35,18 @@ func inspectorFixture(t *testing.T) (root, pay *sqlitestore.Store, in *sqlitesto
 	return root, pay, in
 }
 
+// firstValue runs sql on in with a minute to answer and returns its first
+// row's first value, or its error, as text.
+func firstValue(in *sqlitestore.Inspector, sql string, args ...any) string {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rows, err := in.Query(ctx, sql, args...)
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprint(rows.Values[0][0])
+}
+
 func TestInspector_Query(t *testing.T) {
 	ctx := context.Background()
 	root, pay, in := inspectorFixture(t)
