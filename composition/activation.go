@@ -292,7 +292,7 @@ func (a *activation) layers(parent *turn, ns *nodeState, mws []env.Middleware, d
 		}
 		return def.Invoke(c, in)
 	}
-	out, err = a.guardValue("tool "+info.Tool+" on node "+info.Node, func() (any, error) { return next(0) })
+	out, err = a.guardValue(func() string { return "tool " + info.Tool + " on node " + info.Node }, func() (any, error) { return next(0) })
 	if err == nil {
 		// Code that ran past the call's deadline, or on after it was
 		// cancelled, without looking: nothing of it commits.
@@ -357,18 +357,19 @@ func (a *activation) nested(t *turn, ns *nodeState, def *env.ToolDef, args any) 
 	return a.layers(t, ns, ns.node.World.Middleware(), def, info, in, nil)
 }
 
-// guard runs fn, world code named by what, turning a panic into an error:
+// guard runs fn, world code that what names, turning a panic into an error:
 // a *env.WorldBug panic (a stale handle's State) is returned as is; any
 // other is logged at error level with its stack (an agent sees only
 // "internal error: " and the value) and returned as an execution_error
-// whose cause keeps the stack too.
-func (a *activation) guard(what string, fn func() error) (err error) {
+// whose cause keeps the stack too. what is called only on a panic, so a
+// call that does not panic builds no name.
+func (a *activation) guard(what func() string, fn func() error) (err error) {
 	_, err = a.guardValue(what, func() (any, error) { return nil, fn() })
 	return err
 }
 
 // guardValue is guard for code that returns a value.
-func (a *activation) guardValue(what string, fn func() (any, error)) (out any, err error) {
+func (a *activation) guardValue(what func() string, fn func() (any, error)) (out any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			var bug *env.WorldBug
@@ -377,7 +378,7 @@ func (a *activation) guardValue(what string, fn func() (any, error)) (out any, e
 				return
 			}
 			stack := debug.Stack()
-			a.inst.log.ErrorContext(a.ctx, "composition: recovered a panic", "in", what, "call", a.id,
+			a.inst.log.ErrorContext(a.ctx, "composition: recovered a panic", "in", what(), "call", a.id,
 				"panic", fmt.Sprint(r), "stack", string(stack))
 			err = &env.ToolError{Kind: env.KindExecution, Message: fmt.Sprintf("internal error: %v", r),
 				Err: fmt.Errorf("panic: %v\n%s", r, stack)}

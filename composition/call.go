@@ -235,7 +235,7 @@ func (i *Instance) Bulk(ctx context.Context, fn func(c *env.Ctx) error) error {
 	return i.activate(ctx, "bulk", kindBulk, func(a *activation) error {
 		a.startGroup()
 		v, _ := a.push(nil, i.nodes[0], nil)
-		err := a.guard("a Bulk block", func() error { return fn(v.ctx) })
+		err := a.guard(func() string { return "a Bulk block" }, func() error { return fn(v.ctx) })
 		a.pop(v)
 		return a.endGroup(err)
 	})

@@ -108,7 +108,7 @@ func (d *nodeDB) Transaction(fn func() error) error {
 	}
 	a.looseCapture(ns)
 	d.close()
-	err = a.guard("a Transaction on node "+ns.node.Path, fn)
+	err = a.guard(func() string { return "a Transaction on node " + ns.node.Path }, fn)
 	// The frame's changes in the transaction are recorded in it, so that
 	// a rollback drops their records, and no capture of the frame spans
 	// the rollback (its first images would be rows the rollback undid).

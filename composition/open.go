@@ -232,7 +232,7 @@ func (i *Instance) runStartup(ctx context.Context) error {
 					}
 				}
 				v, _ := a.push(nil, i.nodes[n.Index], nil)
-				err := a.guard("a startup hook of "+n.World.Name()+" on node "+n.Path, func() error { return h.Run(v.ctx, kw) })
+				err := a.guard(func() string { return "a startup hook of " + n.World.Name() + " on node " + n.Path }, func() error { return h.Run(v.ctx, kw) })
 				a.pop(v)
 				if err != nil {
 					// No source location: the message reaches clients,
