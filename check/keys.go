@@ -38,16 +38,7 @@ func keyFindings(w *env.World) []Finding {
 // declared that world. A schema that does not apply is SH302's.
 func untrackedFindings(ctx context.Context, w *env.World) []Finding {
 	var fs []Finding
-	seen := map[*env.World]bool{}
-	for queue := []*env.World{w}; len(queue) > 0; queue = queue[1:] {
-		x := queue[0]
-		if seen[x] {
-			continue
-		}
-		seen[x] = true
-		for _, e := range x.Edges() {
-			queue = append(queue, e.Child)
-		}
+	for x := range w.Tree() {
 		spec := x.Spec()
 		if len(spec.UntrackedTables) == 0 {
 			continue

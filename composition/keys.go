@@ -84,19 +84,8 @@ func worldKeyBugs(w *env.World) []error {
 // SH302) even when the tree does not seal for another reason.
 func CheckKeys(root *env.World) error {
 	var bugs []error
-	seen := map[*env.World]bool{}
-	queue := []*env.World{root}
-	for len(queue) > 0 {
-		w := queue[0]
-		queue = queue[1:]
-		if seen[w] {
-			continue
-		}
-		seen[w] = true
+	for w := range root.Tree() {
 		bugs = append(bugs, worldKeyBugs(w)...)
-		for _, e := range w.Edges() {
-			queue = append(queue, e.Child)
-		}
 	}
 	return errors.Join(bugs...)
 }

@@ -129,24 +129,12 @@ func (w *World) AddWorld(child *World, opts ...AddOption) {
 
 // reaches reports whether target is in w's tree.
 func (w *World) reaches(target *World) bool {
-	seen := map[*World]bool{}
-	var walk func(*World) bool
-	walk = func(x *World) bool {
+	for x := range w.Tree() {
 		if x == target {
 			return true
 		}
-		if seen[x] {
-			return false
-		}
-		seen[x] = true
-		for _, e := range x.Edges() {
-			if walk(e.Child) {
-				return true
-			}
-		}
-		return false
 	}
-	return walk(w)
+	return false
 }
 
 func quoteList(xs []string) string {

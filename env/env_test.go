@@ -235,3 +235,29 @@ func TestRegistration_NilWorld(t *testing.T) {
 		}
 	}
 }
+
+// TestWorld_Tree walks a diamond: a root adding two worlds that both add a
+// shared one, which is also added twice under two names. Each world comes
+// once, breadth first, and a stopped walk stops.
+func TestWorld_Tree(t *testing.T) {
+	world := func(name string) *env.World { return env.NewWorld(env.WorldSpec{Name: name, Version: "1"}) }
+	root, left, right, shared := world("treeroot"), world("treeleft"), world("treeright"), world("treeshared")
+	left.AddWorld(shared)
+	right.AddWorld(shared)
+	right.AddWorld(shared, env.Name("again"))
+	root.AddWorld(left)
+	root.AddWorld(right)
+	var names []string
+	for w := range root.Tree() {
+		names = append(names, w.Name())
+	}
+	if got := strings.Join(names, " "); got != "treeroot treeleft treeright treeshared" {
+		t.Errorf("Tree = %s, want each world once, breadth first", got)
+	}
+	for w := range root.Tree() {
+		if w != root {
+			t.Fatalf("the walk went on to %s after it was stopped", w.Name())
+		}
+		break
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"iter"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -231,6 +232,27 @@ func (w *World) Hooks() []*StartupHook { return cloneLocked(w, &w.hooks) }
 
 // Edges returns the world's AddWorld registrations in order.
 func (w *World) Edges() []*Edge { return cloneLocked(w, &w.edges) }
+
+// Tree yields w and every world its AddWorld registrations reach, each
+// once however many times it was added, breadth first.
+func (w *World) Tree() iter.Seq[*World] {
+	return func(yield func(*World) bool) {
+		seen := map[*World]bool{}
+		for queue := []*World{w}; len(queue) > 0; queue = queue[1:] {
+			x := queue[0]
+			if seen[x] {
+				continue
+			}
+			seen[x] = true
+			if !yield(x) {
+				return
+			}
+			for _, e := range x.Edges() {
+				queue = append(queue, e.Child)
+			}
+		}
+	}
+}
 
 // StartupKeys returns the sorted keyword names the world's own hooks accept.
 func (w *World) StartupKeys() []string {
