@@ -145,7 +145,10 @@ type Instance struct {
 // while a Bulk block runs with any context (the block holds the instance
 // until it returns, and Go cannot tell a call made inside the block from
 // one made beside it), and during any activation with a context derived
-// from that activation's.
+// from that activation's. A wait also ends, with a *env.WorldBug, when the
+// activation holding the lock has not returned stuckAfter after its own
+// context ended: a call made inside a call with another context waits for
+// itself, until the outer call's deadline and no longer.
 func (i *Instance) lockCtx(ctx context.Context, what string) error {
 	if a := i.running.Load(); a != nil {
 		switch {
@@ -169,13 +172,44 @@ func (i *Instance) lockCtx(ctx context.Context, what string) error {
 		return nil
 	default:
 	}
-	select {
-	case i.lock <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
+	for {
+		a := i.running.Load()
+		var ended <-chan struct{}
+		if a != nil {
+			ended = a.ctx.Done()
+		}
+		select {
+		case i.lock <- struct{}{}:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-ended:
+		}
+		// The holder's context ended: it has stuckAfter to return.
+		t := time.NewTimer(stuckAfter)
+		select {
+		case i.lock <- struct{}{}:
+			t.Stop()
+			return nil
+		case <-ctx.Done():
+			t.Stop()
+			return context.Cause(ctx)
+		case <-t.C:
+		}
+		if i.running.Load() == a {
+			return env.Bugf("%s waited for the call of %s, which still held the instance %v after its context ended: "+
+				"a call made inside a call must pass that call's own context, c.Context(), as any other context waits for the call forever, "+
+				"and world code must return once its context ends", what, a.tool, stuckAfter)
+		}
 	}
 }
+
+// stuckAfter is how long a call waiting for the instance gives the
+// activation holding it to return once that activation's context has
+// ended, before it fails with a *env.WorldBug. A tool that calls its own
+// instance with a context other than c.Context() waits for itself: this
+// ends that wait soon after the outer call's deadline.
+const stuckAfter = time.Second
 
 // lockOpen takes the instance's lock as lockCtx does, and returns
 // errClosed, the lock released, when the instance is closed.

@@ -283,6 +283,43 @@ func TestInstance_LockWait(t *testing.T) {
 	})
 }
 
+// A tool that calls its own instance with a context other than its own
+// waits for itself. The wait ends soon after the outer call's deadline,
+// with a *env.WorldBug that names the mistake, and the instance serves the
+// next call.
+func TestInstance_SelfCallWithAnotherContext(t *testing.T) {
+	w, _ := ledger("sc")
+	var inst *composition.Instance
+	inner := make(chan error, 1)
+	env.Tool(w, "self", "Call add on this instance with a fresh context.", func(c *env.Ctx, _ noArgs) (string, error) {
+		_, err := inst.CallJSON(context.Background(), "add", []byte(`{"amount": 1}`))
+		inner <- err
+		return "", err
+	})
+	inst = compositiontest.Open(t, w, composition.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	var err error
+	testfs.Within(t, "the outer call", func() { _, err = inst.CallJSON(ctx, "self", nil) })
+	if err == nil {
+		t.Fatal("the outer call succeeded")
+	}
+	var bug *env.WorldBug
+	const want = `call of "add" waited for the call of self, which still held the instance 1s after its context ended: ` +
+		"a call made inside a call must pass that call's own context, c.Context(), as any other context waits for the call forever, " +
+		"and world code must return once its context ends"
+	if err := <-inner; !errors.As(err, &bug) || bug.Message != want {
+		t.Fatalf("inner call: %v\nwant the WorldBug %q", err, want)
+	}
+	if _, err := inst.CallJSON(context.Background(), "add", []byte(`{"amount": 2}`)); err != nil {
+		t.Fatalf("the next call: %v", err)
+	}
+	row, _ := inst.Inspect().One(context.Background(), "SELECT count(*) AS n, sum(amount) AS s FROM entries")
+	if row["n"] != int64(1) || row["s"] != int64(2) {
+		t.Fatalf("entries %v, want only the next call's", row)
+	}
+}
+
 func TestBulk_CallContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
