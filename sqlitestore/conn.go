@@ -143,6 +143,7 @@ func openConn(ctx context.Context, uri string, maxMemory int64, now func() time.
 		}
 	}()
 	c.Limit(sqlite3.LIMIT_LENGTH, MaxLength)
+	c.Limit(sqlite3.LIMIT_SQL_LENGTH, MaxSQL)
 	if err := c.BusyTimeout(BusyTimeout); err != nil {
 		return nil, formatError(ctx, err)
 	}
@@ -271,11 +272,26 @@ func (cn *conn) prepareNext(sql string) (st *sqlite3.Stmt, tail string, info stm
 	cn.info, cn.preparing = stmtInfo{}, true
 	st, tail, err = cn.c.Prepare(sql)
 	info, cn.info, cn.preparing = cn.info, stmtInfo{}, false
-	if err != nil && info.attach {
+	switch {
+	case err != nil && info.attach:
 		err = fmt.Errorf("%w: %s", ErrAttach, abbreviate(firstStatement(sql), 200))
+	case errors.Is(err, sqlite3.TOOBIG) && len(sql) > MaxSQL:
+		// Nothing else a statement of at most MaxSQL bytes holds is too
+		// big to prepare.
+		err = newError(sqlite3.TOOBIG, fmt.Sprintf("statement too long: a connection runs statements of at most %d bytes; pass long values as parameters", MaxSQL), err)
 	}
 	return st, tail, info, err
 }
+
+// MaxSQL is the longest statement a store's connection runs, in bytes,
+// from its first token to its last (SQLITE_LIMIT_SQL_LENGTH): a longer one
+// fails with an error saying so. The driver reads no name SQLite hands it
+// past a million bytes: a longer one (a result column named by its
+// expression, a table or column name, a pragma's argument as the
+// authorizer sees it) would panic, inside SQLite's own calls when it is
+// the authorizer's, and leave the connection's memory corrupt. Values of
+// any length up to MaxLength pass as parameters.
+const MaxSQL = 1_000_000
 
 // skipFiller drops leading white space, empty statements and comments.
 func skipFiller(sql string) string {

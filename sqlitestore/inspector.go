@@ -23,12 +23,8 @@ type Attachment struct {
 }
 
 // MaxInspectSQL is the longest statement an Inspector runs, in bytes, from
-// its first token to its last (SQLITE_LIMIT_SQL_LENGTH on its connection).
-// The driver reads no name SQLite hands it past a million bytes: a longer
-// one (a result column named by its expression, a pragma's argument as the
-// authorizer sees it) would panic, inside SQLite's own calls when it is the
-// authorizer's, and leave the connection's memory corrupt.
-const MaxInspectSQL = 1_000_000
+// its first token to its last: MaxSQL, as on every connection.
+const MaxInspectSQL = MaxSQL
 
 // Inspector is a read-only connection over a root store with other stores
 // attached read-only, for evals: one statement can join across stores. The
@@ -137,7 +133,6 @@ func setupInspector(ctx context.Context, cn *conn, rootPath string, attach []Att
 	if ro, _ := cn.c.ReadOnly("main"); !ro {
 		return nil, fmt.Errorf("sqlitestore: %s did not open read-only", rootPath)
 	}
-	cn.c.Limit(sqlite3.LIMIT_SQL_LENGTH, MaxInspectSQL)
 	// Sorts, DISTINCT, materialized subqueries and temp tables then live in
 	// the connection's memory, bounded by its cap, instead of unlinked files
 	// in the OS temp directory that nothing bounds.

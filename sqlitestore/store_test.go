@@ -212,6 +212,48 @@ func TestStore_Errors(t *testing.T) {
 	}
 }
 
+// A statement longer than MaxSQL fails with an error saying so, before
+// SQLite hands the driver a name too long for it to read: a table, a
+// column named by its expression or a pragma's argument of over a million
+// bytes used to panic the driver, inside SQLite's own call when the
+// authorizer read it, leaving the connection's memory corrupt. Long values
+// pass as parameters, and a long script of short statements runs.
+func TestStore_LongStatement(t *testing.T) {
+	ctx := context.Background()
+	s := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);`, sqlitestore.Options{})
+	long := strings.Repeat("x", sqlitestore.MaxSQL)
+	const want = "sqlitestore: statement too long: a connection runs statements of at most 1000000 bytes; pass long values as parameters"
+	for name, sql := range map[string]string{
+		"TableName":         `CREATE TABLE ` + long + ` (a)`,
+		"ColumnFromLiteral": `SELECT '` + long + `'`,
+		"Alias":             `SELECT 1 AS "` + long + `"`,
+		"TableAsSelect":     `CREATE TABLE t2 AS SELECT '` + long + `'`,
+		"PragmaArgument":    `PRAGMA table_info('` + long + `')`,
+		"Literal":           `INSERT INTO t (v) VALUES ('` + long + `')`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := s.Query(ctx, sql)
+			if err == nil || err.Error() != want || !errors.Is(err, sqlite3.TOOBIG) {
+				t.Fatalf("err = %.300v, want %q wrapping TOOBIG", err, want)
+			}
+		})
+	}
+	if err := s.ExecScript(ctx, `CREATE TABLE `+long+` (a);`); err == nil || !strings.HasPrefix(err.Error(), want+" (in statement: CREATE TABLE xxx") {
+		t.Errorf("ExecScript: %.300v", err)
+	}
+	MustExec(t, s, `INSERT INTO t (v) VALUES (?)`, strings.Repeat("y", 5*sqlitestore.MaxSQL))
+	var script strings.Builder
+	for script.Len() <= 3*sqlitestore.MaxSQL {
+		script.WriteString(`INSERT INTO t (v) VALUES ('` + strings.Repeat("z", 1000) + `');` + "\n")
+	}
+	if err := s.ExecScript(ctx, script.String()); err != nil {
+		t.Fatalf("a long script of short statements: %v", err)
+	}
+	if got := MustOne(t, s, `SELECT count(*) FROM t`); got != int64(1+strings.Count(script.String(), "INSERT")) {
+		t.Errorf("rows = %v", got)
+	}
+}
+
 // runaway never finishes on its own.
 const runaway = `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c`
 
