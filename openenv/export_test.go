@@ -29,3 +29,10 @@ func (l *ConnLimit) IdleConns() int {
 	}
 	return n
 }
+
+// Probes returns how many connections beyond Max hold a probe's place.
+func (l *ConnLimit) Probes() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.probes
+}
