@@ -40,6 +40,8 @@ type conn struct {
 	stmts map[string]cachedStmt
 	order []string // cache keys, oldest first
 	info  stmtInfo // what the authorizer saw of the statement being prepared
+	// tooLong is the message refusing a statement longer than MaxSQL.
+	tooLong string
 
 	// Change capture (stores only).
 	meta        map[string]*tableMeta // main-schema tables by name, loaded lazily
@@ -164,7 +166,8 @@ func openConn(ctx context.Context, uri string, maxMemory int64, now func() time.
 	if random == nil {
 		random = newRandom(0).Uint64
 	}
-	cn := &conn{c: c, stmts: make(map[string]cachedStmt), metaDirty: true, now: now, random: random, layout: new(layoutLog)}
+	cn := &conn{c: c, stmts: make(map[string]cachedStmt), metaDirty: true, now: now, random: random, layout: new(layoutLog),
+		tooLong: fmt.Sprintf("statement too long: a connection runs statements of at most %d bytes; pass long values as parameters", MaxSQL)}
 	// cn.now and cn.random, not now and random: a parked connection is
 	// rebound to another store's.
 	if err := installClock(c, func() time.Time { return cn.now() }); err != nil {
@@ -278,7 +281,7 @@ func (cn *conn) prepareNext(sql string) (st *sqlite3.Stmt, tail string, info stm
 	case errors.Is(err, sqlite3.TOOBIG) && len(sql) > MaxSQL:
 		// Nothing else a statement of at most MaxSQL bytes holds is too
 		// big to prepare.
-		err = newError(sqlite3.TOOBIG, fmt.Sprintf("statement too long: a connection runs statements of at most %d bytes; pass long values as parameters", MaxSQL), err)
+		err = newError(sqlite3.TOOBIG, cn.tooLong, err)
 	}
 	return st, tail, info, err
 }

@@ -3,7 +3,6 @@ package sqlitestore
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -133,6 +132,7 @@ func setupInspector(ctx context.Context, cn *conn, rootPath string, attach []Att
 	if ro, _ := cn.c.ReadOnly("main"); !ro {
 		return nil, fmt.Errorf("sqlitestore: %s did not open read-only", rootPath)
 	}
+	cn.tooLong = fmt.Sprintf("statement too long: the inspection connection runs statements of at most %d bytes", MaxInspectSQL)
 	// Sorts, DISTINCT, materialized subqueries and temp tables then live in
 	// the connection's memory, bounded by its cap, instead of unlinked files
 	// in the OS temp directory that nothing bounds.
@@ -276,15 +276,8 @@ func (i *Inspector) QueryLimit(ctx context.Context, lim ReadLimit, sql string, a
 		old := i.cn.c.SetInterrupt(lim.Pacer.interrupt(ctx))
 		defer i.cn.c.SetInterrupt(old)
 		i.denied = ""
-		_, _, err := i.cn.prepare(sql)
-		if errors.Is(err, sqlite3.TOOBIG) {
-			// Nothing else a statement of at most MaxInspectSQL bytes
-			// holds is too big to prepare.
-			return newError(sqlite3.TOOBIG, fmt.Sprintf("statement too long: the inspection connection runs statements of at most %d bytes", MaxInspectSQL))
-		}
-		if err == nil {
-			rows, err = i.cn.queryLimit(sql, args, lim)
-		}
+		var err error
+		rows, err = i.cn.queryLimit(sql, args, lim)
 		if rows != nil {
 			hideFiles(rows.Values, i.files)
 		}
