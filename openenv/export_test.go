@@ -9,13 +9,6 @@ func DuplicateKey(b []byte) ([]any, bool) {
 	return nil, false
 }
 
-// PendingBytes returns the bytes WebSocket sessions have read ahead (held
-// in the server's MaxPendingTotal budget) and the readers waiting for room
-// in their session's or the server's read-ahead budget.
-func (s *Server) PendingBytes() (used int64, waiting int) {
-	return s.pendingBytes.Load(), int(s.aheadWaiting.Load())
-}
-
 // IdleConns returns how many counted connections are idle between requests
 // (those a connection at the cap may close to make room).
 func (l *ConnLimit) IdleConns() int {

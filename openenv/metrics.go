@@ -149,6 +149,14 @@ func newMetrics(s *Server) *serverMetrics {
 		Name: "seahaven_sessions_max",
 		Help: "The capacity: the most live sessions (MaxSessions).",
 	}, func() float64 { return float64(s.cfg.MaxSessions) })
+	f.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "seahaven_ws_read_ahead_bytes",
+		Help: "Bytes of WebSocket messages read and not yet answered, held in the server's read-ahead budget (MaxPendingTotal).",
+	}, func() float64 { return float64(s.pendingBytes.Load()) })
+	f.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "seahaven_ws_readers_waiting",
+		Help: "WebSocket readers waiting for room in their session's or the server's read-ahead budget.",
+	}, func() float64 { return float64(s.aheadWaiting.Load()) })
 	process := collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})
 	m.process.MustRegister(process)
 	m.registry.MustRegister(collectors.NewGoCollector(), process)

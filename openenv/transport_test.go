@@ -374,13 +374,14 @@ func TestWS_ReadAheadBytes(t *testing.T) {
 		}
 		return c
 	}
-	// held waits until the server holds want bytes read ahead with waiting
+	// held waits until /metrics shows want bytes read ahead and waiting
 	// readers waiting for room.
 	held := func(s *testServer, want int64, waiting int) {
 		t.Helper()
 		deadline := time.Now().Add(waitLimit)
 		for {
-			used, w := s.PendingBytes()
+			m := s.scrape(t)
+			used, w := int64(m.value(t, "seahaven_ws_read_ahead_bytes")), int(m.value(t, "seahaven_ws_readers_waiting"))
 			if used == want && w == waiting {
 				return
 			}

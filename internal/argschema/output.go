@@ -48,17 +48,18 @@ func outSchema(t reflect.Type, seen map[reflect.Type]bool) *jsonschema.Schema {
 	if t.Kind() == reflect.Pointer {
 		return nullable(outSchema(t.Elem(), seen))
 	}
+	s := scalar(t)
 	switch k := t.Kind(); {
 	case t == timeType || t == rawType || k == reflect.Interface:
-		return scalar(t)
+		return s
 	case implements(t, jsonMarshaler):
 		return &jsonschema.Schema{}
 	case implements(t, textMarshaler):
 		return &jsonschema.Schema{Type: "string"}
 	case k == reflect.Slice && t.Elem().Kind() == reflect.Uint8:
-		return nullable(scalar(t))
-	case scalar(t) != nil:
-		return scalar(t)
+		return nullable(s)
+	case s != nil:
+		return s
 	case k == reflect.Slice:
 		return nullable(&jsonschema.Schema{Type: "array", Items: outSchema(t.Elem(), seen)})
 	case k == reflect.Array:
