@@ -72,6 +72,10 @@ func checkJSON(raw []byte, prefix []any) *protoError {
 		errors: []fieldError{{Type: "json_invalid", Loc: at(prefix), Msg: "JSON decode error", Input: json.RawMessage("{}")}}}
 }
 
+// maxDepth is how deep arrays and objects nest in JSON that encoding/json
+// and json v2 read.
+const maxDepth = 10000
+
 // syntaxMessage is the text of err, encoding/json's failure to read raw.
 // encoding/json names an unexpected byte as if it were a character of its
 // own, so a character outside ASCII, a typographic quote say, shows as
@@ -83,6 +87,9 @@ func syntaxMessage(raw []byte, err error) string {
 	var se *json.SyntaxError
 	if !errors.As(err, &se) || se.Offset < 1 || se.Offset > int64(len(raw)) {
 		return msg
+	}
+	if strings.HasSuffix(msg, "exceeded max depth") { // encoding/json's "invalid character '[' exceeded max depth"
+		return fmt.Sprintf("arrays and objects nested past the depth limit of %d (at byte %d)", maxDepth, se.Offset-1)
 	}
 	b := raw[se.Offset-1]
 	if b < utf8.RuneSelf {

@@ -76,9 +76,6 @@ func (s *Server) router(openAPI func() ([]byte, error)) chi.Router {
 	r.Get("/metadata", s.serveMetadata)
 	r.Get("/schema", s.serveSchema)
 	r.Get("/openapi.json", serveOpenAPI(openAPI))
-	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPatch} {
-		r.MethodFunc(m, "/mcp", serveMCPOther)
-	}
 	return r
 }
 

@@ -54,7 +54,9 @@ func serveNotFound(w http.ResponseWriter, _ *http.Request) {
 
 // methodNotAllowed answers a known route of mux with the wrong method as
 // FastAPI does, with the Allow header RFC 9110 asks of a 405: the methods
-// mux routes the path for (HEAD with GET, see middleware.GetHead).
+// mux routes the path for (HEAD with GET, see middleware.GetHead). To GET
+// /mcp, the server offers no event stream of its own (every reply comes
+// with its request), and the reply says so.
 func methodNotAllowed(mux chi.Routes) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var allow []string
@@ -67,7 +69,11 @@ func methodNotAllowed(mux chi.Routes) http.HandlerFunc {
 			}
 		}
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeJSON(w, http.StatusMethodNotAllowed, detail{"Method Not Allowed"})
+		msg := "Method Not Allowed"
+		if r.URL.Path == "/mcp" {
+			msg += ": /mcp takes POST (JSON-RPC) and DELETE (end a session); it has no event stream"
+		}
+		writeJSON(w, http.StatusMethodNotAllowed, detail{msg})
 	}
 }
 

@@ -27,13 +27,14 @@ import (
 // methods are. OpenEnv's dialect answers a request without an id as
 // upstream does.
 func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode rpcMode) (resp rpcResponse, status int, created string) {
+	std := mode == rpcStandard
 	if mode != rpcWS { // a /ws message was checked whole
 		switch perr := checkJSON(body, nil); {
 		case perr == nil:
 		case perr.code == codeInvalidJSON:
-			return rpcFailure(nullID, rpcParseError, "Parse error", nil), http.StatusOK, ""
+			return parseFailure(perr, std), http.StatusOK, ""
 		default:
-			return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+summary(perr.errors), nil), http.StatusOK, ""
+			return rpcFailure(refusedID(body), rpcInvalidRequest, "Invalid request: "+summary(perr.errors), nil), http.StatusOK, ""
 		}
 	}
 	var req rpcRequest
@@ -41,7 +42,6 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 	if !ok {
 		return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: Input should be an object", nil), http.StatusOK, ""
 	}
-	std := mode == rpcStandard
 	_, hasMethod := m["method"]
 	_, hasResult := m["result"]
 	_, hasError := m["error"]
@@ -89,6 +89,10 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 
 	switch method {
 	case "initialize":
+		if std {
+			// Its version was negotiated once: the session keeps it.
+			return rpcFailure(id, rpcInvalidRequest, "Invalid request: this session is initialized already, speaking "+ws.mcpVersion+": an initialize sent without Mcp-Session-Id starts a new session", nil), http.StatusBadRequest, ""
+		}
 		resp, status, created := s.rpcInitializeSession(ctx, id, params, mode)
 		if mode == rpcPost { // a standard client's
 			resp = standardReply(resp)
@@ -118,6 +122,17 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 		}
 	}
 	return rpcFailure(id, rpcMethodNotFound, "Method not found: "+runecut.Echo(method), nil), http.StatusOK, ""
+}
+
+// parseFailure is the reply to a JSON-RPC message that is not JSON:
+// upstream's bare "Parse error" in OpenEnv's dialect, and the fault, where
+// it is, for a standard client.
+func parseFailure(perr *protoError, std bool) rpcResponse {
+	msg := "Parse error"
+	if std {
+		msg += ": " + strings.TrimPrefix(perr.message, "Invalid JSON: ")
+	}
+	return rpcFailure(nullID, rpcParseError, msg, nil)
 }
 
 // rpcSession resolves params.session_id. Without one it returns ws (nil on

@@ -109,6 +109,12 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		s.unknownMCPSession(ctx, w, r.Header.Get(MCPSessionHeader), nil)
 		return
 	}
+	if mode == rpcStandard && status == http.StatusOK && resp.Error != nil && string(resp.ID) == "null" {
+		// A message the server refuses without knowing which request it
+		// was (one that is not JSON, a notification it cannot take): the
+		// HTTP error Streamable HTTP asks for.
+		status = http.StatusBadRequest
+	}
 	if created != "" {
 		w.Header().Set(MCPSessionHeader, created)
 	}
@@ -153,12 +159,12 @@ func requestVersion(r *http.Request, ss *session) string {
 // has it.
 func (s *Server) serveBatch(ctx context.Context, w http.ResponseWriter, body []byte, ss *session) {
 	if perr := checkJSON(body, nil); perr != nil && perr.code == codeInvalidJSON {
-		s.writeRPC(w, standardReply(rpcFailure(nullID, rpcParseError, "Parse error", nil)), nullID, true)
+		writeJSON(w, http.StatusBadRequest, standardReply(parseFailure(perr, true)))
 		return
 	}
 	var msgs []jsontext.Value
 	if err := jsonv2.Unmarshal(body, &msgs, looseOpts); err != nil || len(msgs) == 0 {
-		s.writeRPC(w, standardReply(rpcFailure(nullID, rpcInvalidRequest, "Invalid request: a batch is a non-empty array of JSON-RPC messages", nil)), nullID, true)
+		writeJSON(w, http.StatusBadRequest, standardReply(rpcFailure(nullID, rpcInvalidRequest, "Invalid request: a batch is a non-empty array of JSON-RPC messages", nil)))
 		return
 	}
 	// Each response is encoded as it comes, so the reply is known to fit
@@ -281,20 +287,12 @@ func (s *Server) sessionRequired(w http.ResponseWriter, body []byte) {
 			"initialize a new one. (OpenEnv's dialect sends no MCP-Protocol-Version and names its session in params.session_id.)", nil)))
 }
 
-// serveMCPOther answers /mcp with a method but POST and DELETE; to GET, the
-// server offers no event stream of its own (every reply comes with its
-// request). It is 405 with the methods /mcp takes.
-func serveMCPOther(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Allow", "POST, DELETE")
-	writeJSON(w, http.StatusMethodNotAllowed, detail{"Method Not Allowed: /mcp takes POST (JSON-RPC) and DELETE (end a session); it has no event stream"})
-}
-
 // rpcInitializeSession answers initialize. A standard MCP client's
 // initialize on POST /mcp without a session header starts its episode: a
 // session of its own (counted against MaxSessions, idling out like any
 // other) with its instance opened at once, whose id the reply carries in
-// the Mcp-Session-Id header. Elsewhere (an mcp message on /ws, or a
-// session that exists) it only negotiates.
+// the Mcp-Session-Id header. On /ws (an mcp message) it only negotiates;
+// handleRPC refuses it on a standard client's session, which has begun.
 func (s *Server) rpcInitializeSession(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, mode rpcMode) (rpcResponse, int, string) {
 	v, ok := str(params["protocolVersion"])
 	if !ok {

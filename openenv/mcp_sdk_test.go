@@ -199,12 +199,12 @@ func TestMCP_TaskSession(t *testing.T) {
 	// A JSON value nested past the decoder's depth is named as such.
 	deep := strings.Repeat("[", 10001) + strings.Repeat("]", 10001)
 	code, body, _ = s.httpDo(t, http.MethodPost, "/mcp?startup="+deep, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
-	if msg, _ := field(t, body, "error.message").(string); code != http.StatusBadRequest || !strings.HasPrefix(msg, "The /mcp URL's startup is not a JSON value") || !strings.Contains(msg, "depth") {
+	if msg, _ := field(t, body, "error.message").(string); code != http.StatusBadRequest || !strings.HasPrefix(msg, "The /mcp URL's startup is not a JSON value") || !strings.Contains(msg, "nested past the depth limit of 10000") {
 		t.Errorf("initialize with a startup nested too deep: %d %.300s", code, body)
 	}
 
 	for q, want := range map[string]string{
-		"startup=" + deep[1:len(deep)-1]:  "The /mcp URL's reset data is not valid JSON as one object (invalid character '[' exceeded max depth)",
+		"startup=" + deep[1:len(deep)-1]:  "The /mcp URL's reset data is not valid JSON as one object (arrays and objects nested past the depth limit of 10000 (at byte 10010))",
 		`startup={"plan":"a","plan":"b"}`: `query.startup.plan: Duplicate key \"plan\"`,
 	} {
 		code, body, _ = s.httpDo(t, http.MethodPost, "/mcp?"+strings.ReplaceAll(q, `"`, "%22"), `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)

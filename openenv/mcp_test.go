@@ -199,10 +199,11 @@ func TestMCP_CannotCloseWebSocketSession(t *testing.T) {
 func TestMCP_NotPOST(t *testing.T) {
 	s := mustServe(t, newFake(t), openenv.Config{})
 	code, body, resp := s.httpDo(t, "GET", "/mcp", "", nil)
-	if code != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST, DELETE" || !strings.HasPrefix(str(t, body, "detail"), "Method Not Allowed") {
-		t.Errorf("GET /mcp: %d %s (Allow %q)", code, body, resp.Header.Get("Allow"))
+	if want := "Method Not Allowed: /mcp takes POST (JSON-RPC) and DELETE (end a session); it has no event stream"; code != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST, DELETE" || str(t, body, "detail") != want {
+		t.Errorf("GET /mcp: %d %s (Allow %q), want 405 %q with Allow \"POST, DELETE\"", code, body, resp.Header.Get("Allow"), want)
 	}
-	for _, m := range []string{"PUT", "PATCH"} {
+	// Allow names the methods /mcp takes, whatever the method refused.
+	for _, m := range []string{"PUT", "PATCH", "OPTIONS", "HEAD"} {
 		code, body, resp = s.httpDo(t, m, "/mcp", "", nil)
 		if code != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST, DELETE" {
 			t.Errorf("%s /mcp: %d %s (Allow %q)", m, code, body, resp.Header.Get("Allow"))
@@ -258,8 +259,24 @@ func TestMCP_StandardSession(t *testing.T) {
 			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: ping needs an id: a message without one is a notification, and only notifications/… methods are sent as notifications"}}`},
 		{"CallWithoutID", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"message":"ghost"}}}`, http.StatusBadRequest,
 			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: tools/call needs an id: a message without one is a notification, and only notifications/… methods are sent as notifications"}}`},
-		{"NullID", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, http.StatusOK,
+		{"NullID", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, http.StatusBadRequest,
 			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: the id must be a string or an integer; MCP does not allow null"}}`},
+		// A notification the server cannot take is an HTTP error, as
+		// Streamable HTTP has it, like any message it cannot tie to an id.
+		{"BadNotification", `{"jsonrpc":"2.0","method":"notifications/initialized","params":5}`, http.StatusBadRequest,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: params: Input should be a valid dictionary"}}`},
+		{"NotificationWithoutVersion", `{"method":"notifications/initialized"}`, http.StatusBadRequest,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: jsonrpc: Field required"}}`},
+		{"NotJSON", `{"jsonrpc":"2.0","id":1,`, http.StatusBadRequest,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: unexpected end of JSON input"}}`},
+		{"TooDeep", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}}`, http.StatusBadRequest,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: arrays and objects nested past the depth limit of 10000 (at byte 10052)"}}`},
+		// A repeated key leaves the request's id readable: its error names it.
+		{"DuplicateKey", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"a":2}}}`, http.StatusOK,
+			`{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Invalid request: params.arguments.a: Duplicate key \"a\": an object may name each key once"}}`},
+		// The session's version was negotiated once.
+		{"InitializeAgain", `{"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, http.StatusBadRequest,
+			`{"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":"Invalid request: this session is initialized already, speaking 2025-03-26: an initialize sent without Mcp-Session-Id starts a new session"}}`},
 		{"Notification", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, http.StatusAccepted, ``},
 		{"Response", `{"jsonrpc":"2.0","id":1,"result":{}}`, http.StatusBadRequest,
 			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: a JSON-RPC response, but this server sends no requests for a client to answer"}}`},
@@ -272,9 +289,9 @@ func TestMCP_StandardSession(t *testing.T) {
 				`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: ping needs an id: a message without one is a notification, and only notifications/… methods are sent as notifications"}},` +
 				`{"jsonrpc":"2.0","id":"b","result":{"content":[{"type":"text","text":"3"}],"structuredContent":{"result":3},"isError":false}}]`},
 		{"BatchOfNotifications", `[{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}]`, http.StatusAccepted, ``},
-		{"EmptyBatch", `[]`, http.StatusOK,
+		{"EmptyBatch", `[]`, http.StatusBadRequest,
 			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: a batch is a non-empty array of JSON-RPC messages"}}`},
-		{"BatchNotJSON", `[{"jsonrpc":"2.0"`, http.StatusOK, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`},
+		{"BatchNotJSON", `[{"jsonrpc":"2.0"`, http.StatusBadRequest, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: unexpected end of JSON input"}}`},
 		{"BatchOfNonObjects", `[1]`, http.StatusOK, `[{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: Input should be an object"}}]`},
 	}
 	for _, tt := range tests {
