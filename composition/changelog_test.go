@@ -536,6 +536,39 @@ func TestChangeLog_VacuumInACallIsAWorldBug(t *testing.T) {
 	}
 }
 
+// TestChangeLog_StorePragmaIsAWorldBug: a tool that turns the journal off
+// would keep the rows of a DB.Transaction it rolls back, with no record of
+// them: the PRAGMA is a WorldBug naming it, the transaction still rolls
+// back, and the log and the store agree.
+func TestChangeLog_StorePragmaIsAWorldBug(t *testing.T) {
+	w := env.NewWorld(env.WorldSpec{Name: "jo", Version: "1.0.0", Schema: "CREATE TABLE t (id INTEGER PRIMARY KEY, v INT NOT NULL);"})
+	env.Tool(w, "go", "", func(c *env.Ctx, _ noArgs) (any, error) {
+		_, perr := c.DB.Exec("PRAGMA journal_mode=OFF")
+		err := c.DB.Transaction(func() error {
+			if _, err := c.DB.Exec("INSERT INTO t VALUES (1, 1)"); err != nil {
+				return err
+			}
+			return errors.New("undo")
+		})
+		if err == nil || err.Error() != "undo" {
+			return nil, fmt.Errorf("transaction: %v", err)
+		}
+		return nil, perr
+	})
+	inst := compositiontest.Open(t, w, composition.Options{})
+	_, err := inst.CallJSON(context.Background(), "go", []byte(`{}`))
+	var bug *env.WorldBug
+	const want = `DB.Exec("PRAGMA journal_mode=OFF"): the store keeps journal_mode, writable_schema and schema_version its own: ` +
+		`a failed call and each ROLLBACK TO roll back through its journal, and the change log reads the schema SQLite keeps; a world may read these PRAGMAs, not set them`
+	if !errors.As(err, &bug) || bug.Message != want {
+		t.Fatalf("err = %v, want the WorldBug %q", err, want)
+	}
+	row, err := inst.Inspect().One(context.Background(), "SELECT count(*) AS n FROM t")
+	if err != nil || row["n"] != int64(0) || len(inst.ChangeLog()) != 0 {
+		t.Errorf("%v rows in t (%v), %d records; want none", row["n"], err, len(inst.ChangeLog()))
+	}
+}
+
 // TestChangeLog_DropAndCreateTable: a tool that drops a table and creates
 // one from a query moves rows SQLite reports no event for; the log has a
 // delete for every row dropped, an insert for every row created, and

@@ -134,7 +134,8 @@ func (d *nodeDB) Transaction(fn func() error) error {
 
 // dbError turns the store's refusal of a statement that would begin,
 // commit or roll back a transaction, reach a savepoint across a frame,
-// attach or detach a database, or vacuum a store during a call, into the
+// attach or detach a database, vacuum a store during a call, or set a
+// PRAGMA the store keeps its own, into the
 // WorldBug that says what to do instead; other errors pass unchanged.
 func dbError(method, sql string, err error) error {
 	switch {
@@ -149,6 +150,10 @@ func dbError(method, sql string, err error) error {
 	case errors.Is(err, sqlitestore.ErrVacuum):
 		return &env.WorldBug{Err: err, Message: fmt.Sprintf("DB.%s(%q): VACUUM is refused during a call: it may renumber the rowids "+
 			"that key the change log's records of tables without a primary key; vacuum between calls, through the instance's DB", method, strings.TrimSpace(sql))}
+	case errors.Is(err, sqlitestore.ErrPragma):
+		return &env.WorldBug{Err: err, Message: fmt.Sprintf("DB.%s(%q): the store keeps journal_mode, writable_schema and schema_version its own: "+
+			"a failed call and each ROLLBACK TO roll back through its journal, and the change log reads the schema SQLite keeps; "+
+			"a world may read these PRAGMAs, not set them", method, strings.TrimSpace(sql))}
 	case errors.Is(err, sqlitestore.ErrSavepointScope):
 		return &env.WorldBug{Err: err, Message: fmt.Sprintf("DB.%s(%q): no savepoint of that name was opened in this frame since its last "+
 			"DB.Transaction or nested call on this store began: RELEASE and ROLLBACK TO reach only those, as one opened before "+

@@ -17,6 +17,9 @@ type stmtInfo struct {
 	// fills the other's (CREATE TABLE ... AS SELECT) with no preupdate
 	// event, so change capture reads them (see Store.dropRowsLocked).
 	drop, create string
+	// pragma names a PRAGMA that sets what the store keeps its own (see
+	// ErrPragma).
+	pragma string
 }
 
 // stmtKind is what a statement does to the connection's transaction, as the
@@ -144,6 +147,9 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 		if arg != "" && !readOnlyPragmas[strings.ToLower(name)] {
 			cn.tainted = true
 		}
+		if arg != "" && storePragmas[strings.ToLower(name)] {
+			cn.info.pragma = name
+		}
 	}
 	return sqlite3.AUTH_OK
 }
@@ -157,3 +163,10 @@ var readOnlyPragmas = map[string]bool{
 	"integrity_check": true, "quick_check": true,
 	"locking_mode": true,
 }
+
+// storePragmas are the PRAGMAs whose settings the store keeps its own:
+// journal_mode (a call's rollback, and each ROLLBACK TO, needs the
+// journal), writable_schema and schema_version (a schema rewritten under
+// SQLite leaves change capture and the inspection view describing tables
+// that are not there, or a corrupt file).
+var storePragmas = map[string]bool{"journal_mode": true, "writable_schema": true, "schema_version": true}

@@ -58,6 +58,12 @@ var (
 	// would name other rows than those after it. A VACUUM INTO another
 	// file is allowed.
 	ErrVacuum = errors.New("sqlitestore: VACUUM refused while changes are captured: it may renumber the rowids that key the changes of tables without a primary key")
+	// ErrPragma is wrapped by the error Exec, Query and ExecScript return
+	// for a PRAGMA that sets journal_mode, writable_schema or
+	// schema_version: the store rolls failed calls back through its
+	// journal, and change capture reads the schema SQLite keeps. Reading
+	// them is allowed.
+	ErrPragma = errors.New("sqlitestore: PRAGMA refused: the store keeps this setting its own")
 	// ErrCaptureOrder is returned by Capture.Finish when a capture started after
 	// it is still running.
 	ErrCaptureOrder = errors.New("sqlitestore: capture finished before the captures started after it")

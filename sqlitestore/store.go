@@ -341,7 +341,9 @@ func (s *Store) materializeLocked() error {
 // with an error wrapping ErrRolledBack. An ATTACH or DETACH fails with an
 // error wrapping ErrAttach and does nothing: the store's connection reaches
 // its own file only. While a capture runs, a VACUUM of the store's file
-// fails with an error wrapping ErrVacuum and does nothing.
+// fails with an error wrapping ErrVacuum and does nothing. A PRAGMA setting
+// journal_mode, writable_schema or schema_version fails with an error
+// wrapping ErrPragma and does nothing.
 func (s *Store) Exec(ctx context.Context, sql string, args ...any) (Result, error) {
 	return statement(s, ctx, sql, func(cn *conn) (Result, error) { return cn.exec(sql, args) })
 }
@@ -382,10 +384,17 @@ func statement[T any](s *Store, ctx context.Context, sql string, run func(*conn)
 		if out, err = run(cn); err != nil {
 			return err
 		}
-		s.noteSavepointLocked(info)
-		return s.createdRowsLocked(cn, info, existed)
+		return s.afterLocked(cn, info, existed)
 	})
 	return out, err
+}
+
+// afterLocked does what a statement of Exec, Query or ExecScript that ran
+// leaves to do: note the savepoint it opened, and the rows it created for
+// the running captures.
+func (s *Store) afterLocked(cn *conn, info stmtInfo, existed bool) error {
+	s.noteSavepointLocked(info)
+	return s.createdRowsLocked(cn, info, existed)
 }
 
 // ExecScript runs several statements, without arguments, in order, with
@@ -401,8 +410,7 @@ func (s *Store) ExecScript(ctx context.Context, sql string) error {
 			existed, err = s.dropRowsLocked(cn, info)
 			return err
 		}, func(info stmtInfo) error {
-			s.noteSavepointLocked(info)
-			return s.createdRowsLocked(cn, info, existed)
+			return s.afterLocked(cn, info, existed)
 		})
 	})
 }

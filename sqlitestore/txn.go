@@ -85,6 +85,8 @@ func (s *Store) allowLocked(cn *conn, text string, info stmtInfo) error {
 		return fmt.Errorf("%w: %s", ErrSavepointScope, abbreviate(text, 200))
 	case len(s.captures) > 0 && vacuumsInPlace(text):
 		return fmt.Errorf("%w: %s", ErrVacuum, abbreviate(text, 200))
+	case info.pragma != "":
+		return fmt.Errorf("%w (%s): %s", ErrPragma, strings.ToLower(info.pragma), abbreviate(text, 200))
 	}
 	return nil
 }

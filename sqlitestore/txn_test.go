@@ -662,3 +662,56 @@ func TestStore_RefusesVacuumWhileCapturing(t *testing.T) {
 		})
 	}
 }
+
+// TestStore_RefusesStorePragmas: the journal, which rolls back a failed
+// frame and each ROLLBACK TO, and the schema SQLite keeps, which change
+// capture reads, are the store's own: a PRAGMA setting journal_mode,
+// writable_schema or schema_version is refused (in any case, on any
+// schema name, through Exec, Query and ExecScript) and changes nothing,
+// so a frame that rolls back still undoes its rows; reading them runs.
+func TestStore_RefusesStorePragmas(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		run  func(s *sqlitestore.Store) error
+	}{
+		{"JournalOff", func(s *sqlitestore.Store) error { _, err := s.Exec(ctx, `PRAGMA journal_mode=OFF`); return err }},
+		{"JournalOfMain", func(s *sqlitestore.Store) error {
+			_, err := s.Exec(ctx, `pragma main.Journal_Mode = 'off'`)
+			return err
+		}},
+		{"WritableSchema", func(s *sqlitestore.Store) error { _, err := s.Query(ctx, `PRAGMA writable_schema=ON`); return err }},
+		{"SchemaVersion", func(s *sqlitestore.Store) error { _, err := s.Exec(ctx, `PRAGMA schema_version = 99`); return err }},
+		{"ExecScript", func(s *sqlitestore.Store) error {
+			return s.ExecScript(ctx, `INSERT INTO t VALUES ('x'); PRAGMA journal_mode=OFF`)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := MustCreate(t, `CREATE TABLE t (v TEXT);`, sqlitestore.Options{})
+			c := s.StartCapture()
+			f, err := s.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = tt.run(s)
+			if !errors.Is(err, sqlitestore.ErrPragma) || !strings.Contains(err.Error(), "sqlitestore: PRAGMA refused: the store keeps this setting its own (") {
+				t.Fatalf("err = %v, want ErrPragma naming the PRAGMA", err)
+			}
+			MustExec(t, s, `INSERT INTO t VALUES ('a')`)
+			if err := f.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			if changes, err := c.Finish(ctx); err != nil || len(changes) != 0 {
+				t.Fatalf("changes %v, %v; want none: the frame rolled back", changes, err)
+			}
+			if n := MustQuery(t, s, `SELECT count(*) FROM t`).Values[0][0]; n != int64(0) {
+				t.Fatalf("%v rows after the rollback, want 0", n)
+			}
+			rows := MustQuery(t, s, `PRAGMA journal_mode`)
+			if mode := rows.Values[0][0]; mode != "memory" {
+				t.Errorf("journal_mode %v, want memory", mode)
+			}
+			MustQuery(t, s, `PRAGMA schema_version`)
+		})
+	}
+}
