@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	jsonv2 "github.com/go-json-experiment/json"
 
@@ -188,12 +189,15 @@ func (c *changeRun) check(shapes []changeShape) error {
 
 // value is one store value, typed: exactly one field is set, none for
 // NULL. A REAL is kept as its bits, so every float (infinities too)
-// returns exactly. The fields are omitted only when nil (omitzero): the
-// empty text and the empty blob, which omitempty would drop, are values.
+// returns exactly, and a TEXT that is not UTF-8 (SQLite keeps what it is
+// given) as its bytes, which JSON text cannot hold. The fields are omitted
+// only when nil (omitzero): the empty text and the empty blob, which
+// omitempty would drop, are values.
 type value struct {
 	I *int64  `json:"i,omitzero"`
 	F *uint64 `json:"f,omitzero"`
 	S *string `json:"s,omitzero"`
+	T *[]byte `json:"t,omitzero"`
 	B *[]byte `json:"b,omitzero"`
 }
 
@@ -209,7 +213,11 @@ func valuesOf(vs []any) []value {
 		case float64:
 			out[k].F = new(math.Float64bits(v))
 		case string:
-			out[k].S = &v
+			if utf8.ValidString(v) {
+				out[k].S = &v
+			} else {
+				out[k].T = new([]byte(v))
+			}
 		case []byte:
 			out[k].B = &v
 		}
@@ -230,6 +238,8 @@ func anyOf(vs []value) []any {
 			out[k] = math.Float64frombits(*v.F)
 		case v.S != nil:
 			out[k] = *v.S
+		case v.T != nil:
+			out[k] = string(*v.T)
 		case v.B != nil:
 			out[k] = *v.B
 		}

@@ -219,7 +219,8 @@ func TestCheckpoint_ContinuesExactly(t *testing.T) {
 }
 
 // TestCheckpoint_ChangeValues restores a change log holding every kind of
-// store value, the empty text and blob among them, through the checkpoint
+// store value, the empty text and blob and text that is not UTF-8 among
+// them (each kept apart from the others), through the checkpoint
 // store's files and from memory: each record's values return with their
 // types and bits.
 func TestCheckpoint_ChangeValues(t *testing.T) {
@@ -228,7 +229,8 @@ func TestCheckpoint_ChangeValues(t *testing.T) {
 	env.Tool(w, "put", "Insert every kind of value.", func(c *env.Ctx, _ struct{}) (any, error) {
 		_, err := c.DB.Exec(`INSERT INTO v VALUES ('text', 'a'), ('empty text', ''), ('blob', x'00ff'),
 			('empty blob', x''), ('null', NULL), ('zero', 0), ('int', -9223372036854775808),
-			('real', 0.1), ('negative zero', -0.0), ('infinity', 1e999), ('nul', 'a' || char(0) || 'b')`)
+			('real', 0.1), ('negative zero', -0.0), ('infinity', 1e999), ('nul', 'a' || char(0) || 'b'),
+			('not utf-8', CAST(x'ff' AS TEXT)), ('not utf-8 either', CAST(x'61fe' AS TEXT))`)
 		return nil, err
 	})
 	inst := compositiontest.Open(t, w, composition.Options{})
