@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -193,6 +194,10 @@ func (in *fakeInstance) CallJSON(ctx context.Context, name string, args json.Raw
 		default:
 		}
 		<-ctx.Done()
+		if errors.Is(ctx.Err(), context.Canceled) {
+			// Cancelled before it changed anything, as the engine says it.
+			return nil, fmt.Errorf("slow interrupted: %w: %w", env.ErrNoStep, ctx.Err())
+		}
 		return nil, fmt.Errorf("slow interrupted: %w", ctx.Err())
 	case "blob":
 		var a struct {

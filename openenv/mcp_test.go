@@ -425,6 +425,11 @@ func TestMCP_StandardCancel(t *testing.T) {
 	if code != http.StatusOK {
 		t.Errorf("the call after the cancelled ones: %d", code)
 	}
+	// A call its client gave up on is no panic of the server's.
+	m := s.scrape(t)
+	if c := m.value(t, "seahaven_tool_calls_total", "tool", "slow", "outcome", "cancelled"); c != 2 {
+		t.Errorf("seahaven_tool_calls_total{tool=slow,outcome=cancelled} = %v, want 2", c)
+	}
 }
 
 // A tools/list waits for the session's call in progress; a standard

@@ -34,6 +34,9 @@ const (
 	outcomeTimeout = "timeout"
 	outcomePanic   = "panic"
 	outcomeInfra   = "infrastructure_error"
+	// outcomeCancelled: the client went away, or its session was closed,
+	// before the operation changed anything.
+	outcomeCancelled = "cancelled"
 )
 
 // unknownTool is the tool label of a call to a tool that does not exist.
@@ -192,7 +195,7 @@ func newMetrics(s *Server) *serverMetrics {
 			return float64(n)
 		})
 	}
-	for _, o := range []string{outcomeOK, outcomeError, outcomeTimeout, outcomePanic} {
+	for _, o := range []string{outcomeOK, outcomeError, outcomeTimeout, outcomePanic, outcomeCancelled} {
 		m.resets.WithLabelValues(o)
 	}
 	m.inspects.WithLabelValues(outcomeOK)
@@ -264,6 +267,8 @@ func backendOutcome(ctx context.Context, err error, perr *protoError) string {
 		return outcomeInfra
 	case err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded)):
 		return outcomeTimeout
+	case errors.Is(err, context.Canceled):
+		return outcomeCancelled
 	case err != nil:
 		return outcomeError
 	}
@@ -282,7 +287,7 @@ func (s *Server) observeOpen(ctx context.Context, start time.Time, opts OpenOpti
 		s.metrics.instances.Inc()
 		return
 	}
-	if perr == nil && outcome != outcomeInfra {
+	if perr == nil && outcome != outcomeInfra && outcome != outcomeCancelled {
 		s.log.Warn("openenv: reset failed", append(sessionAttrs(ctx), durationMS(d),
 			"fixture", clip(opts.Fixture, 128), "seed", opts.Seed, "outcome", outcome, "err", clip(err.Error(), maxLogText))...)
 	}
@@ -309,6 +314,8 @@ func (s *Server) observeCall(ctx context.Context, start time.Time, inst Instance
 	switch {
 	case perr != nil && perr.code == codeInfrastructure:
 		outcome = outcomeInfra // infraFailure has logged it
+	case out.cancelled || perr != nil && perr.noStep:
+		outcome = outcomeCancelled
 	case perr != nil:
 		outcome = outcomePanic
 	case out.err != nil:

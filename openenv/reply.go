@@ -84,6 +84,10 @@ type toolOutcome struct {
 	// noStep says the call ran nothing or was cancelled before it changed
 	// anything (env.ErrNoStep): it is no step of the episode.
 	noStep bool
+	// cancelled says the call ended with its request's context or its
+	// instance's (the client went away, the session closed), not past
+	// its deadline.
+	cancelled bool
 }
 
 // structured returns the result as MCP structured content, which is always

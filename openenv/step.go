@@ -211,6 +211,7 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 		}
 		if err != nil {
 			out.err, out.noStep = toolError(cctx, err, name, timeout), errors.Is(err, env.ErrNoStep)
+			out.cancelled = errors.Is(err, context.Canceled) && !errors.Is(context.Cause(cctx), context.DeadlineExceeded)
 			return
 		}
 		if raw == nil { // a backend that does not check results
@@ -233,8 +234,9 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 	if infra != nil {
 		perr = infra
 	}
-	if perr == nil && out.noStep && ctx.Err() != nil {
-		// Cancelled with its request or session, before it changed
+	if perr == nil && out.noStep && (ctx.Err() != nil || out.cancelled) {
+		// Cancelled with its request or session (whose instance may see
+		// the session closed before the request does), before it changed
 		// anything: nobody is waiting for it as a step, and if its session
 		// was closed, the request learns that instead (closedDuring).
 		perr = newError(codeSession, "The request ended before its call of %q changed anything: the call was rolled back and is no step of the episode.", runecut.Echo(name))
