@@ -321,6 +321,24 @@ func TestServer_AgentHandler(t *testing.T) {
 			t.Errorf("/mcp with the token: status %d", code)
 		}
 	})
+
+	// seahaven_control moves the episode's clock: the agent cannot switch
+	// it on for a session it starts, in either dialect; the trainer can.
+	t.Run("NoControlTools", func(t *testing.T) {
+		const want = "control_tools: seahaven_control, which sets the episode's clock, is the trainer's; the agent listener does not serve it"
+		if code, body := s.agentDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{"control_tools":true}}`, nil); code != http.StatusOK || !strings.Contains(body, want) {
+			t.Errorf("openenv/session/create with control_tools: %d %s", code, body)
+		}
+		if code, body := s.agentDo(t, "POST", "/mcp?control_tools=true", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil); !strings.Contains(body, want) {
+			t.Errorf("initialize at /mcp?control_tools=true: %d %s", code, body)
+		}
+		if code, body := s.agentDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{"control_tools":false}}`, nil); code != http.StatusOK || !strings.Contains(body, "session_id") {
+			t.Errorf("openenv/session/create with control_tools false: %d %s", code, body)
+		}
+		if code, body, _ := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{"control_tools":true}}`, nil); code != http.StatusOK || !strings.Contains(body, "session_id") {
+			t.Errorf("the main listener's openenv/session/create with control_tools: %d %s", code, body)
+		}
+	})
 }
 
 // With an agent token, each listener takes its own credential only: an

@@ -21,6 +21,10 @@ func (ss *session) reset(ctx context.Context, req resetData) *protoError {
 	if errs := checkRestore(req); len(errs) > 0 {
 		return invalid(errs)
 	}
+	if req.ControlTools != nil && *req.ControlTools && onAgentListener(ctx) {
+		return invalid([]fieldError{{Type: "value_error", Loc: at(req.loc, "control_tools"), Input: json.RawMessage("true"),
+			Msg: "Value error, control_tools: seahaven_control, which sets the episode's clock, is the trainer's; the agent listener does not serve it"}})
+	}
 	var opts OpenOptions
 	if req.Checkpoint == nil {
 		var perr *protoError
