@@ -139,7 +139,8 @@ type StateDoc struct {
 	Fixture      *FixtureRef                  `json:"fixture"`
 	ChangeLog    []ChangeRecord               `json:"change_log"`
 	// ChangeLogTruncated is set when the change log outgrew the server's
-	// bound and its oldest records were dropped: ChangeLog then holds only
+	// bound, or the state document a server's reply limit, and its oldest
+	// records were dropped: ChangeLog then holds only
 	// the newest, from Seq ChangeLogTruncated.Dropped+1. Nil when the log
 	// is whole.
 	ChangeLogTruncated *ChangeLogTruncation `json:"change_log_truncated,omitempty"`
@@ -154,8 +155,13 @@ type StateDoc struct {
 type ChangeLogTruncation struct {
 	// Dropped is how many of the oldest records were dropped.
 	Dropped int `json:"dropped"`
-	// MaxBytes is the bound the log was kept within.
-	MaxBytes int64 `json:"max_bytes"`
+	// MaxBytes is the bound the log was kept within, when that bound
+	// dropped records.
+	MaxBytes int64 `json:"max_bytes,omitzero"`
+	// ReplyBytes, when set, is the limit on a reply a server's state
+	// document was kept within by leaving out the oldest records it still
+	// held (counted in Dropped): the instance's log has them.
+	ReplyBytes int64 `json:"reply_bytes,omitzero"`
 }
 
 // Clock modes of an instance.

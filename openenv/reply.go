@@ -357,6 +357,35 @@ func stateDoc(doc env.StateDoc, episodeID string, steps int) env.StateDoc {
 	return doc
 }
 
+// fitState returns doc with as many of its oldest change records left out
+// as its JSON must lose to take at most max bytes, and counted in its
+// ChangeLogTruncated, as the log's own bound drops them: a grader reading
+// the state of a long episode gets the newest records, where the reply
+// would have been refused whole. ReplyBytes says the reply's limit dropped
+// them.
+func fitState(doc env.StateDoc, max int) env.StateDoc {
+	b, err := encode(doc)
+	if err != nil || len(b) <= max {
+		return doc
+	}
+	over, drop := len(b)-max, 0
+	for ; drop < len(doc.ChangeLog) && over > 0; drop++ {
+		r, err := encode(doc.ChangeLog[drop])
+		if err != nil {
+			return doc
+		}
+		over -= len(r) + 1 // and its comma
+	}
+	t := env.ChangeLogTruncation{}
+	if doc.ChangeLogTruncated != nil {
+		t = *doc.ChangeLogTruncated
+	}
+	t.Dropped += drop
+	t.ReplyBytes = int64(max)
+	doc.ChangeLog, doc.ChangeLogTruncated = doc.ChangeLog[drop:], &t
+	return doc
+}
+
 // replyReserve is the part of MaxReplyBytes kept for what wraps a reply's
 // data: the /ws envelope, a JSON-RPC id, a step's tool name, an inspect
 // reply's truncated_reason.

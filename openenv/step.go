@@ -322,7 +322,7 @@ func (ss *session) state(ctx context.Context) (env.StateDoc, *protoError) {
 	ss.mu.Lock()
 	episodeID, steps := ss.episodeID, ss.steps
 	ss.mu.Unlock()
-	return stateDoc(doc, episodeID, steps), nil
+	return fitState(stateDoc(doc, episodeID, steps), ss.srv.cfg.MaxReplyBytes-replyReserve), nil
 }
 
 // inspect runs one read-only query and returns the encoded reply data,

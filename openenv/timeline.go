@@ -148,5 +148,11 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 	ss.mu.Lock()
 	steps := append([]timelineStep{}, ss.timeline...) // never null
 	ss.mu.Unlock()
-	s.respond(w, http.StatusOK, watchReply{Session: ss.info(), Steps: steps, State: state})
+	reply := watchReply{Session: ss.info(), Steps: steps}
+	if b, err := encode(reply); err == nil {
+		// The state takes what the session and its timeline leave.
+		state = fitState(state, s.cfg.MaxReplyBytes-replyReserve-len(b))
+	}
+	reply.State = state
+	s.respond(w, http.StatusOK, reply)
 }
