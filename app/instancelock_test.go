@@ -147,3 +147,56 @@ func TestNewCleansStaleInstances(t *testing.T) {
 		}
 	})
 }
+
+// TestNewRefusesAStaleDefaultFixture: a default fixture frozen for another
+// schema (a world changed without go generate) or whose files do not match
+// their hashes stops the server at startup, naming the problem, rather than
+// failing every reset of a server that reports ready.
+func TestNewRefusesAStaleDefaultFixture(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		edit func(t *testing.T, dir string)
+		want string
+	}{
+		{"SchemaDrifted", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "acme", "fixture.yaml")
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = []byte(strings.Replace(string(b), "schema_hash: 7b208652", "schema_hash: 0b208652", 1))
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, `app: default fixture: fixture "acme" does not match company's composition: schema drifted: node main`},
+		{"FileChanged", func(t *testing.T, dir string) {
+			f, err := os.OpenFile(filepath.Join(dir, "acme", "state.chat.sqlite"), os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Write([]byte{0})
+			f.Close()
+		}, `app: default fixture: `},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.CopyFS(dir, os.DirFS("../examples/worlds/company/fixtures")); err != nil {
+				t.Fatal(err)
+			}
+			if b, err := app.New(company.World, app.Config{InstanceRoot: t.TempDir(), FixturesDir: dir}); err != nil {
+				t.Fatalf("the fixtures as built: %v", err)
+			} else {
+				b.Close()
+			}
+			tt.edit(t, dir)
+			b, err := app.New(company.World, app.Config{InstanceRoot: t.TempDir(), FixturesDir: dir})
+			if err == nil {
+				b.Close()
+				t.Fatalf("New took a default fixture that no reset could open")
+			}
+			if !strings.HasPrefix(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to begin %q", err, tt.want)
+			}
+		})
+	}
+}
