@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 )
@@ -49,8 +50,9 @@ type ConnLimit struct {
 
 	mu      sync.Mutex        // guards conns, probes and refused
 	conns   map[net.Conn]bool // the counted connections; true while idle between requests
-	probes  int               // connections open beyond Max for the probes (probeConn)
+	probes  []*probeConn      // connections open beyond Max for the probes, oldest first
 	refused int64             // connections answered 503
+	quiet   time.Duration     // probeQuiet, unless a test sets another
 }
 
 // probeHeadroom is how many connections beyond Max are taken anyway, for
@@ -58,10 +60,14 @@ type ConnLimit struct {
 // answered only when it is a probe (/health, /ready, /accepting), and is
 // then closed. So clients that hold every place (slow ones included) do
 // not fail a replica's liveness and readiness, which would restart a pod
-// that is only busy.
+// that is only busy. When the headroom is full, a new connection takes the
+// place of the oldest whose request has not come whole within probeQuiet:
+// a probe sends its request at once, so connections left silent, or
+// sending slowly, cannot hold the places.
 const (
 	probeHeadroom    = 8
 	probeReadTimeout = 2 * time.Second
+	probeQuiet       = 250 * time.Millisecond
 )
 
 // probeConn is a connection taken beyond Max for the probes: reading from
@@ -69,6 +75,8 @@ const (
 type probeConn struct {
 	net.Conn
 	deadline time.Time
+	accepted time.Time
+	active   bool // its request has been read; guarded by the ConnLimit's mu
 	released bool // it left the headroom; guarded by the ConnLimit's mu
 }
 
@@ -172,8 +180,12 @@ func (ln *limitListener) Accept() (net.Conn, error) {
 		if admitted {
 			return c, nil
 		}
-		if ln.l.admitProbe() {
-			return &probeConn{Conn: c, deadline: time.Now().Add(probeReadTimeout)}, nil
+		pc, quiet := ln.l.admitProbe(c)
+		if quiet != nil {
+			quiet.Close()
+		}
+		if pc != nil {
+			return pc, nil
 		}
 		ln.l.refuse(c)
 	}
@@ -203,17 +215,28 @@ func (l *ConnLimit) admit(c net.Conn) (admitted bool, evicted net.Conn) {
 	return true, evicted
 }
 
-// admitProbe takes a connection beyond Max for the probes, when there is
-// headroom; one refused outright is counted.
-func (l *ConnLimit) admitProbe() bool {
+// admitProbe takes c beyond Max for the probes, when there is headroom or
+// a connection in it has not sent its request within probeQuiet (it is returned,
+// released, for the caller to close); nil when c is refused, which is
+// counted.
+func (l *ConnLimit) admitProbe(c net.Conn) (pc, evicted *probeConn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.probes >= probeHeadroom {
-		l.refused++
-		return false
+	now := time.Now()
+	if len(l.probes) >= probeHeadroom {
+		quiet := cmp.Or(l.quiet, probeQuiet)
+		i := slices.IndexFunc(l.probes, func(p *probeConn) bool { return !p.active && now.Sub(p.accepted) >= quiet })
+		if i < 0 {
+			l.refused++
+			return nil, nil
+		}
+		evicted = l.probes[i]
+		evicted.released = true
+		l.probes = slices.Delete(l.probes, i, i+1)
 	}
-	l.probes++
-	return true
+	pc = &probeConn{Conn: c, deadline: now.Add(probeReadTimeout), accepted: now}
+	l.probes = append(l.probes, pc)
+	return pc, evicted
 }
 
 // tooMany is the detail of a connection refused at the cap.
@@ -238,9 +261,12 @@ func (l *ConnLimit) track(c net.Conn, state http.ConnState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if pc, ok := c.(*probeConn); ok {
-		if (state == http.StateClosed || state == http.StateHijacked) && !pc.released {
+		switch {
+		case state == http.StateActive:
+			pc.active = true
+		case (state == http.StateClosed || state == http.StateHijacked) && !pc.released:
 			pc.released = true
-			l.probes--
+			l.probes = slices.DeleteFunc(l.probes, func(p *probeConn) bool { return p == pc })
 		}
 		return
 	}

@@ -122,22 +122,31 @@ func TestConnLimit_Max(t *testing.T) {
 	// (A probe's place is given back once the server has seen its
 	// connection close, which may come after the client saw it.)
 	waitFor(t, "the probes to give their places back", func() bool { return s.limit.Probes() == 0 })
+	s.limit.SetProbeQuiet(time.Hour)
+	var quiet []net.Conn
 	for range 8 {
-		s.rawConn(t)
+		quiet = append(quiet, s.rawConn(t))
 	}
 	waitFor(t, "the silent connections to take the probes' places", func() bool { return s.limit.Probes() == 8 })
 	late := s.rawConn(t)
 	if code, body := get(t, late, bufio.NewReader(late), "/health"); code != http.StatusServiceUnavailable || s.limit.Refused() != 2 {
 		t.Fatalf("a probe past the cap and the probes' places: %d %s (refused %d), want 503", code, body, s.limit.Refused())
 	}
+	// But connections that do not send a whole request cannot hold them:
+	// once they have been quiet long enough, a probe takes the place of
+	// the oldest, which the server closes.
+	s.limit.SetProbeQuiet(time.Millisecond)
+	time.Sleep(2 * time.Millisecond)
+	late = s.rawConn(t)
+	if code, body := get(t, late, bufio.NewReader(late), "/health"); code != http.StatusOK || s.limit.Refused() != 2 {
+		t.Fatalf("a probe past the cap with silent connections in the probes' places: %d %s (refused %d), want 200", code, body, s.limit.Refused())
+	}
+	closedByServer(t, quiet[0], bufio.NewReader(quiet[0]))
 	mustSucceed(t, roundTrip(t, ws, `{"type":"step","data":{"tool_name":"echo","arguments":{"message":"still here"}}}`))
 	// A silent connection in a probe's place is cut within seconds, not
 	// after ReadHeaderTimeout (an hour here).
-	waitFor(t, "the probes' places to empty", func() bool {
-		probe := s.rawConn(t)
-		code, _ := get(t, probe, bufio.NewReader(probe), "/health")
-		return code == http.StatusOK
-	})
+	waitFor(t, "the probes' places to empty", func() bool { return s.limit.Probes() == 0 })
+	s.limit.SetProbeQuiet(0)
 
 	// A freed place goes to the next connection, which stays open idle.
 	silent[0].Close()

@@ -1,5 +1,7 @@
 package openenv
 
+import "time"
+
 // DuplicateKey exposes checkJSON's duplicate-key location to the external
 // tests, which check it against a reference built on encoding/json.
 func DuplicateKey(b []byte) ([]any, bool) {
@@ -27,5 +29,13 @@ func (l *ConnLimit) IdleConns() int {
 func (l *ConnLimit) Probes() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.probes
+	return len(l.probes)
+}
+
+// SetProbeQuiet sets how long a connection in the probes' places may go
+// without a whole request before a new one takes its place.
+func (l *ConnLimit) SetProbeQuiet(d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.quiet = d
 }
