@@ -313,8 +313,11 @@ func (s *Server) rpcSessionClose(ctx context.Context, id json.RawMessage, params
 	if ss.transport == TransportWS {
 		return rpcFailure(id, rpcInvalidRequest, "Cannot close active WebSocket-managed session via MCP method", nil)
 	}
-	ss.stop(closeAbort, "closed by openenv/session/close")
+	first := ss.stop(closeAbort, "closed by openenv/session/close")
 	ss.end()
+	if !first { // another request closed it, or its server drained it, meanwhile
+		return rpcProto(id, newError(codeValidation, "%s", s.unknownSession(ctx, ss.id).message))
+	}
 	return rpcResult(id, sessionResult{SessionID: ss.id, Closed: true})
 }
 

@@ -243,8 +243,12 @@ func (s *Server) serveMCPDelete(w http.ResponseWriter, r *http.Request) {
 		s.unknownMCPSession(r.Context(), w, sid, ss)
 		return
 	}
-	ss.stop(closeAbort, "ended by DELETE /mcp")
+	first := ss.stop(closeAbort, "ended by DELETE /mcp")
 	ss.end()
+	if !first { // another request ended it, or its server drained it, meanwhile
+		s.unknownMCPSession(r.Context(), w, sid, nil)
+		return
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -597,6 +599,49 @@ func TestMCP_BatchByVersion(t *testing.T) {
 		}
 		if code, _, _ := s.httpDo(t, http.MethodDelete, "/mcp", "", hdr); code != http.StatusNoContent {
 			t.Errorf("DELETE: %d", code)
+		}
+	}
+}
+
+// TestMCP_CloseOnce: of requests that end one session at once, one ends it;
+// the others get the unknown session's error (-32602, or 404 for DELETE),
+// as a close after the session ended does.
+func TestMCP_CloseOnce(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{})
+	for round := range 50 {
+		create := s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{}}`)
+		id := str(t, create, "result.session_id")
+		var wg sync.WaitGroup
+		replies := make([]string, 8)
+		for k := range replies {
+			wg.Go(func() {
+				replies[k] = s.rpc(t, `{"jsonrpc":"2.0","id":2,"method":"openenv/session/close","params":{"session_id":"`+id+`"}}`)
+			})
+		}
+		wg.Wait()
+		closed := 0
+		for _, r := range replies {
+			switch {
+			case strings.Contains(r, `"closed":true`):
+				closed++
+			case !strings.Contains(r, `"code":-32602`) || !strings.Contains(r, "Unknown session_id"):
+				t.Fatalf("round %d: a close that lost the race: %s", round, r)
+			}
+		}
+		if closed != 1 {
+			t.Fatalf("round %d: %d closes said closed, want 1: %v", round, closed, replies)
+		}
+
+		_, _, resp := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
+		hdr := map[string]string{openenv.MCPSessionHeader: resp.Header.Get(openenv.MCPSessionHeader)}
+		codes := make([]int, 4)
+		for k := range codes {
+			wg.Go(func() { codes[k], _, _ = s.httpDo(t, "DELETE", "/mcp", "", hdr) })
+		}
+		wg.Wait()
+		slices.Sort(codes)
+		if !slices.Equal(codes, []int{http.StatusNoContent, http.StatusNotFound, http.StatusNotFound, http.StatusNotFound}) {
+			t.Fatalf("round %d: DELETE /mcp four times at once: %v, want one 204 and three 404", round, codes)
 		}
 	}
 }

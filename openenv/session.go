@@ -252,16 +252,18 @@ func (ss *session) info() SessionInfo {
 }
 
 // stop cancels the session's work and records how its socket should close;
-// the first call's code and reason win. The session ends when its owner (the
-// WebSocket handler) or the caller then calls end.
-func (ss *session) stop(code websocket.StatusCode, reason string) {
+// the first call's code and reason win, and it alone reports first. The
+// session ends when its owner (the WebSocket handler) or the caller then
+// calls end.
+func (ss *session) stop(code websocket.StatusCode, reason string) (first bool) {
 	ss.mu.Lock()
-	if !ss.stopped {
+	if first = !ss.stopped; first {
 		ss.stopped = true
 		ss.closeCode, ss.closeReason = code, reason
 	}
 	ss.mu.Unlock()
 	ss.cancel()
+	return first
 }
 
 // closeStatus returns the code and reason recorded by stop.
