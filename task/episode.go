@@ -79,7 +79,7 @@ func Open(ctx context.Context, w *env.World, t env.Task, opts composition.Option
 		EpisodeID: opts.EpisodeID, ClockMode: st.ClockMode, Startup: opts.Startup, ControlTools: opts.ControlTools,
 	}
 	if st.Fixture != nil {
-		e.header.Fixture = st.Fixture.ID
+		e.header.Fixture, e.header.FixtureSHA256 = st.Fixture.ID, st.Fixture.FileSHA256
 	}
 	return e, nil
 }

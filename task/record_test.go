@@ -77,7 +77,7 @@ func TestRecorder_Episode(t *testing.T) {
 	}
 	h := tr.Header
 	if h.Type != task.LineHeader || h.Task != "invoice_750" || h.World != "company" || h.WorldVersion != company.World.Version() ||
-		h.Fixture != "acme" || h.Seed != 5 || h.Now != company.AcmeNow || h.EpisodeID != "ep-7" {
+		h.Fixture != "acme" || len(h.FixtureSHA256) != 5 || h.Seed != 5 || h.Now != company.AcmeNow || h.EpisodeID != "ep-7" {
 		t.Fatalf("header %+v", h)
 	}
 	if len(tr.Calls) != 3 {
@@ -181,6 +181,10 @@ func TestReplayTrajectory_Errors(t *testing.T) {
 		{"OtherWorld", `{"type":"header","task":"","world":"shop","world_version":"1.0.0","fixture":"","seed":0,"now":"","episode_id":""}`, `the trajectory is of world "shop", not "company"`},
 		{"UnknownTask", `{"type":"header","task":"nope","world":"company","world_version":"0.1.0","fixture":"acme","seed":0,"now":"","episode_id":""}`, `task "nope" is not a task of company`},
 		{"MissingFixture", `{"type":"header","task":"","world":"company","world_version":"0.1.0","fixture":"gone","seed":0,"now":"","episode_id":""}`, "gone"},
+		// acme built again since the recording: its calls would differ for
+		// that alone, and the replay would blame the world.
+		{"OtherFixtureFiles", `{"type":"header","task":"","world":"company","world_version":"0.1.0","fixture":"acme","fixture_sha256":{"state.sqlite":"` + strings.Repeat("ab", 32) + `"},"seed":0,"now":"","episode_id":""}`,
+			`task: fixture "acme" is not the one the episode was recorded on: its file state.sqlite has SHA-256 `},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

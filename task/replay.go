@@ -1,6 +1,7 @@
 package task
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -66,7 +67,26 @@ func ReplayTrajectory(ctx context.Context, w *env.World, tasks []env.Task, tr *T
 	if err != nil {
 		return nil, err
 	}
+	if err := sameFixture(h, ep.Instance().State().Fixture); err != nil {
+		ep.Close()
+		return nil, err
+	}
 	return replayIn(ctx, ep, tr, rep)
+}
+
+// sameFixture refuses to replay a recording made on other files than the
+// fixture f the replay opened under the same id: its calls would differ for
+// that reason alone.
+func sameFixture(h Header, f *env.FixtureRef) error {
+	if h.FixtureSHA256 == nil || f == nil {
+		return nil
+	}
+	for _, file := range slices.Sorted(maps.Keys(h.FixtureSHA256)) {
+		if got, want := f.FileSHA256[file], h.FixtureSHA256[file]; got != want {
+			return fmt.Errorf("task: fixture %q is not the one the episode was recorded on: its file %s has SHA-256 %.12s…, the recording's %.12s… (the fixture was built again since); replay against the fixtures the episode ran on", h.Fixture, file, cmp.Or(got, "(none)"), want)
+		}
+	}
+	return nil
 }
 
 // replayIn makes a trajectory's calls again in ep, grades it, records in
