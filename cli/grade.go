@@ -62,7 +62,7 @@ func (c *GradeCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	failed := 0
+	broken, differed := 0, 0 // files that could not be replayed, and that replayed otherwise
 	enc := json.NewEncoder(c.m.Stdout)
 	for _, file := range fs.Args() {
 		r := c.gradeFile(file, func(tr *task.Trajectory) (*task.Replay, error) {
@@ -83,8 +83,11 @@ func (c *GradeCommand) Run(ctx context.Context, args []string) error {
 			}
 			return task.ReplayResumed(ctx, w, tasks, tr, cp, saved, opts)
 		})
-		if r.Error != "" || len(r.Mismatches) > 0 {
-			failed++
+		switch {
+		case r.Error != "":
+			broken++
+		case len(r.Mismatches) > 0:
+			differed++
 		}
 		if *asJSON {
 			if err := enc.Encode(r); err != nil {
@@ -94,8 +97,15 @@ func (c *GradeCommand) Run(ctx context.Context, args []string) error {
 		}
 		c.print(r)
 	}
-	if failed > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("grade: %d of %d trajectories did not replay as recorded", failed, fs.NArg())}
+	if broken+differed > 0 {
+		var parts []string
+		if broken > 0 {
+			parts = append(parts, fmt.Sprintf("%d could not be replayed", broken))
+		}
+		if differed > 0 {
+			parts = append(parts, fmt.Sprintf("%d did not replay as recorded", differed))
+		}
+		return &exitError{code: 1, err: fmt.Errorf("grade: of the %s given, %s", plural(fs.NArg(), "file"), strings.Join(parts, " and "))}
 	}
 	return nil
 }

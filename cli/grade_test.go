@@ -188,16 +188,17 @@ func TestGradeCommand(t *testing.T) {
 		if !strings.Contains(stdout, "  NON-DETERMINISTIC: call 1 (invoice): recorded result {") {
 			t.Errorf("stdout lacks the mismatch:\n%s", stdout)
 		}
-		if stderr != "seahaven: grade: 1 of 2 trajectories did not replay as recorded\n" {
+		if stderr != "seahaven: grade: of the 2 files given, 1 did not replay as recorded\n" {
 			t.Errorf("stderr %q", stderr)
 		}
 	})
 	t.Run("ErrUnreadable", func(t *testing.T) {
 		bad := filepath.Join(t.TempDir(), "bad.jsonl")
 		os.WriteFile(bad, []byte("{}\n"), 0o644)
-		stdout, _, err := runGrade(t, bad)
-		if code := exitCode(err); code != 1 || !strings.Contains(stdout, `bad.jsonl: ERROR task: `+bad+`: line 1: type "", want "header"`) {
-			t.Fatalf("exit code %d, stdout %q", code, stdout)
+		stdout, stderr, err := runGrade(t, bad)
+		if code := exitCode(err); code != 1 || !strings.Contains(stdout, `bad.jsonl: ERROR task: `+bad+`: line 1: type "", want "header"`) ||
+			stderr != "seahaven: grade: of the 1 file given, 1 could not be replayed\n" {
+			t.Fatalf("exit code %d, stdout %q, stderr %q", code, stdout, stderr)
 		}
 	})
 	t.Run("ErrNoFiles", func(t *testing.T) {
