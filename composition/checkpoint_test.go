@@ -320,6 +320,9 @@ func TestCheckpoint_Refused(t *testing.T) {
 		{"record of another world", dice, record(`"composition":[{"path":"main","world":"dice"`, `"composition":[{"path":"main","world":"keeper"`),
 			`composition: the checkpoint's composition record 1 (node "main", world "keeper", scope null, aliases []) is not dice's node main (world dice`},
 		{"record of another schema", dice, record(`"schema_hash":"`, `"schema_hash":"0`), "composition: the checkpoint's composition record of node main has schema hash"},
+		// A world whose schema changed since the checkpoint was taken.
+		{"schema drifted", env.NewWorld(env.WorldSpec{Name: "dice", Version: "1.0.1", Schema: `CREATE TABLE rolls (id TEXT PRIMARY KEY) STRICT;`}), cp,
+			`checkpoint "` + cp.Sidecar.ID + `" does not match dice's composition: schema drifted: node main (world dice 1.0.1) has schema hash`},
 		{"fixture of another id", company.World, companyRecord(`"fixture":{"id":"acme"`, `"fixture":{"id":"../acme"`),
 			`composition: the checkpoint's fixture: fixture: invalid id "../acme"`},
 		{"fixture of other nodes", company.World, companyRecord(`"format_version":2,"file_sha256":{`, `"format_version":2,"file_sha256":{"evil":"",`),

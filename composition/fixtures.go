@@ -286,6 +286,13 @@ func (s *source) nodeRecord(n *Node) (string, *string) {
 // added, node removed, shape changed, schema drifted. A version-only change
 // with an unchanged schema is not a mismatch.
 func CompareShape(ctx context.Context, s *fixture.Sidecar, sealed *Sealed) error {
+	return compareShape(ctx, s, sealed, "fixture", "frozen")
+}
+
+// compareShape is CompareShape for the sidecar of what (a fixture, or a
+// checkpoint), which was made (frozen, taken) for the composition its
+// sidecar describes.
+func compareShape(ctx context.Context, s *fixture.Sidecar, sealed *Sealed, what, made string) error {
 	type shape struct {
 		world, scope, schema string
 		aliases              []string
@@ -314,7 +321,7 @@ func CompareShape(ctx context.Context, s *fixture.Sidecar, sealed *Sealed) error
 			return err
 		}
 		if h != f.schema {
-			problems = append(problems, fmt.Sprintf("schema drifted: node %s (world %s %s) has schema hash %s, the fixture was frozen at %s", n.Path, n.World.Name(), n.World.Version(), short(h), short(f.schema)))
+			problems = append(problems, fmt.Sprintf("schema drifted: node %s (world %s %s) has schema hash %s, the %s was %s at %s", n.Path, n.World.Name(), n.World.Version(), short(h), what, made, short(f.schema)))
 		}
 	}
 	for _, p := range slices.Sorted(maps.Keys(frozen)) {
@@ -323,12 +330,12 @@ func CompareShape(ctx context.Context, s *fixture.Sidecar, sealed *Sealed) error
 		}
 	}
 	if s.World != sealed.Root.Name() {
-		problems = append([]string{fmt.Sprintf("the fixture is of world %s, not %s", s.World, sealed.Root.Name())}, problems...)
+		problems = append([]string{fmt.Sprintf("the %s is of world %s, not %s", what, s.World, sealed.Root.Name())}, problems...)
 	}
 	if len(problems) == 0 {
 		return nil
 	}
-	return env.Bugf("fixture %q does not match %s's composition: %s", s.ID, sealed.Root.Name(), strings.Join(problems, "; "))
+	return env.Bugf("%s %q does not match %s's composition: %s", what, s.ID, sealed.Root.Name(), strings.Join(problems, "; "))
 }
 
 // scopeText writes a node's scope for messages: quoted, or null.

@@ -60,7 +60,7 @@ func open(ctx context.Context, world *env.World, opts Options) (*Instance, error
 		if err := checkRunState(resumed, sealed, src.sidecar); err != nil {
 			return nil, err
 		}
-		if err := CompareShape(ctx, src.sidecar, sealed); err != nil {
+		if err := compareShape(ctx, src.sidecar, sealed, "checkpoint", "taken"); err != nil {
 			return nil, err
 		}
 		opts = resumeOptions(opts, resumed)
