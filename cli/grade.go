@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
+	"os"
 	"strings"
 
 	"github.com/seahaven/seahaven/app"
@@ -61,6 +62,11 @@ func (c *GradeCommand) Run(ctx context.Context, args []string) error {
 	tasks, err := task.ForWorldDir(w, *fixturesDir)
 	if err != nil {
 		return err
+	}
+	if *checkpoints != "" {
+		if fi, err := os.Stat(*checkpoints); err != nil || !fi.IsDir() {
+			return &exitError{code: 2, err: fmt.Errorf("grade: --checkpoints %s is not a directory (it names the server's checkpoint store, its --checkpoints)", *checkpoints)}
+		}
 	}
 	broken, differed := 0, 0 // files that could not be replayed, and that replayed otherwise
 	enc := json.NewEncoder(c.m.Stdout)

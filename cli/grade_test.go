@@ -131,6 +131,13 @@ func TestGradeCommand_Restored(t *testing.T) {
 			}
 		})
 	}
+	t.Run("NoStore", func(t *testing.T) {
+		missing := filepath.Join(t.TempDir(), "nowhere")
+		_, _, err := runGrade(t, "--world", "company", "--checkpoints", missing, file)
+		if want := "grade: --checkpoints " + missing + " is not a directory"; exitCode(err) != 2 || !strings.Contains(err.Error(), want) {
+			t.Errorf("err %v, want exit 2 saying %q", err, want)
+		}
+	})
 }
 
 func TestGradeCommand(t *testing.T) {
