@@ -403,8 +403,11 @@ func (b *Backend) Fence(attempt, episodeID, by string) error {
 	return b.checkpoints.fence(attempt, episodeID, by)
 }
 
-// FencedBy reports whether attempt was fenced, and by what.
-func (b *Backend) FencedBy(attempt string) (string, bool) { return b.checkpoints.fencedBy(attempt) }
+// FencedBy reports whether attempt was fenced, and by what. A fence that
+// cannot be read (but is not absent) is an *env.InfraError.
+func (b *Backend) FencedBy(attempt string) (string, bool, error) {
+	return b.checkpoints.fencedBy(attempt)
+}
 
 // Latest returns the newest checkpoint of an episode of the backend's
 // world in the checkpoint store (see openenv.Restorer): a checkpoint of

@@ -411,7 +411,7 @@ func (c *checkpoints) fence(attempt, episode, by string) error {
 		os.Remove(tmp)
 	}
 	if errors.Is(err, fs.ErrExist) {
-		prev, _ := c.fencedBy(attempt)
+		prev, _, _ := c.fencedBy(attempt)
 		return &openenv.OptionError{Option: "replaces", Value: attempt, Message: fmt.Sprintf("attempt %s was already superseded by %s: an attempt is replaced once (to replace that attempt, name it in replaces); nothing was restored", attempt, prev)}
 	}
 	if err != nil {
@@ -420,17 +420,24 @@ func (c *checkpoints) fence(attempt, episode, by string) error {
 	return nil
 }
 
-// fencedBy reports whether attempt was fenced, and by what.
-func (c *checkpoints) fencedBy(attempt string) (string, bool) {
+// fencedBy reports whether attempt was fenced, and by what. A fence that
+// cannot be read, for any reason but its absence, is an error (an
+// *env.InfraError): the attempt may be fenced, and its caller refuses
+// its request rather than let a superseded attempt step.
+func (c *checkpoints) fencedBy(attempt string) (string, bool, error) {
 	p, ok := c.fencePath(attempt)
 	if !ok {
-		return "", false
+		return "", false, nil
 	}
 	b, err := fixture.ReadFile(p)
-	if err != nil {
-		return "", false
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", false, nil
+	case err != nil:
+		const what = "the attempt's fence cannot be read, so its request was refused"
+		return "", false, faultOr(err, what, &env.InfraError{Kind: env.FaultStorage, Message: "the checkpoint store failed; " + what, Err: err})
 	}
-	return string(b), true
+	return string(b), true, nil
 }
 
 // pointerPath is the file of key in a pointer directory (latestDir,

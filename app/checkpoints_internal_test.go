@@ -549,3 +549,52 @@ func TestCheckpoints_RetentionRemovalFails(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpoints_RetentionKeepsFences: retention keeps a fence past the
+// TTL while the store holds a checkpoint of its attempt's episode (a
+// restore of one could otherwise replace the attempt again), and the
+// record of which episode the attempt was at with it; once the episode's
+// checkpoints are gone, so are both.
+func TestCheckpoints_RetentionKeepsFences(t *testing.T) {
+	dir := t.TempDir()
+	b := newTestBackend(t, Config{Checkpoints: dir, CheckpointTTL: time.Hour, CheckpointMaxBytes: 1 << 40})
+	ctx := context.Background()
+	inst, err := b.Open(ctx, openenv.OpenOptions{Fixture: company.AcmeID, EpisodeID: "ep"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close()
+	const attempt = "0c6f3b62-8d4e-4e0a-9a51-7c1f2b3d4e5f"
+	info, err := inst.(openenv.Checkpointer).Checkpoint(ctx, openenv.CheckpointRequest{Revision: 0, Attempt: attempt, Session: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Fence(attempt, "ep", "checkpoint x"); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	old := now.Add(-2 * time.Hour)
+	record := b.checkpoints.pointerPath(attemptsDir, attempt)
+	for _, p := range []string{filepath.Join(dir, fencesDir, attempt), record} {
+		os.Chtimes(p, old, old)
+	}
+	b.checkpoints.sweep(now)
+	if by, ok, err := b.FencedBy(attempt); !ok || err != nil || by != "checkpoint x" {
+		t.Fatalf("a fence past the TTL, its episode's checkpoint kept: %q %v %v", by, ok, err)
+	}
+	if _, err := os.Stat(record); err != nil {
+		t.Errorf("the fenced attempt's record went: %v", err)
+	}
+	if err := b.Fence(attempt, "ep", "checkpoint y"); err == nil || !strings.Contains(err.Error(), "was already superseded by checkpoint x") {
+		t.Errorf("a second fence of the attempt: %v", err)
+	}
+
+	os.Chtimes(filepath.Join(dir, info.ID), old, old)
+	b.checkpoints.sweep(now)
+	if _, ok, err := b.FencedBy(attempt); ok || err != nil {
+		t.Errorf("the fence of an episode with no checkpoint left, past the TTL: kept (%v)", err)
+	}
+	if _, err := os.Stat(record); !os.IsNotExist(err) {
+		t.Errorf("the fenced attempt's record was kept: %v", err)
+	}
+}

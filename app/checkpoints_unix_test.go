@@ -17,7 +17,9 @@ import (
 // TestCheckpoints_NotRegular: a checkpoint file that is a named pipe or a
 // link to a device is refused at once as corrupt, naming the file, by the
 // server that wrote it and by another; retention and the latest and fence
-// records do not wait on such files either.
+// records do not wait on such files either, and a fence that is not a
+// regular file is an error, which refuses its attempt's requests, rather
+// than no fence.
 func TestCheckpoints_NotRegular(t *testing.T) {
 	dir := t.TempDir()
 	b := newTestBackend(t, Config{Checkpoints: dir})
@@ -77,8 +79,10 @@ func TestCheckpoints_NotRegular(t *testing.T) {
 		}
 	})
 	testfs.Within(t, "FencedBy", func() {
-		if _, ok := b.FencedBy(info.ID); ok {
-			t.Error("FencedBy reads a fence through a named pipe")
+		// Not read through, and not taken for no fence either: the
+		// attempt's requests are refused.
+		if _, ok, err := b.FencedBy(info.ID); ok || err == nil {
+			t.Errorf("FencedBy of a fence that is a named pipe: fenced %v, error %v; want an error", ok, err)
 		}
 	})
 }

@@ -55,7 +55,8 @@ type stored struct {
 	newest  bool // the newest checkpoint of its episode
 }
 
-// sweep removes the checkpoints and fences older than the TTL, the
+// sweep removes the checkpoints and records older than the TTL (a fence
+// not while a checkpoint of its episode is left: expireRecords), the
 // temporary directories of checkpoints whose writing was killed (older
 // than a minute), and then, while the rest take more than nine tenths of
 // the size budget, the oldest checkpoints that are not their episode's
@@ -155,19 +156,57 @@ func (c *checkpoints) sweep(now time.Time) {
 	for ep := range lost {
 		c.repoint(ep, live)
 	}
-	for _, sub := range subDirs {
-		files, err := os.ReadDir(filepath.Join(c.dir, sub))
-		if err != nil || c.ttl <= 0 {
-			continue
-		}
-		for _, f := range files {
-			if fi, err := f.Info(); err == nil && now.Sub(fi.ModTime()) > c.ttl {
-				os.Remove(filepath.Join(c.dir, sub, f.Name()))
-			}
-		}
+	if c.ttl > 0 {
+		c.expireRecords(now, live)
 	}
 	if removed > 0 {
 		c.logger.Info("app: checkpoint retention removed checkpoints", "removed", removed, "kept", len(live), "bytes", total)
+	}
+}
+
+// expireRecords removes the files of the store's subDirs older than the
+// TTL, but for a fence while live holds a checkpoint of its attempt's
+// episode, and the record of a fenced attempt's episode while its fence
+// is kept: a checkpoint of the episode could otherwise be restored to
+// replace the attempt a second time, giving the episode two live
+// continuations.
+func (c *checkpoints) expireRecords(now time.Time, live []stored) {
+	episodes := map[string]bool{} // the episode ids of live
+	for _, s := range live {
+		if _, ep, ok := strings.Cut(s.episode, "\n"); ok {
+			episodes[ep] = true
+		}
+	}
+	kept := map[string]bool{} // the records of fenced attempts, by file name
+	old := func(f os.DirEntry) bool {
+		fi, err := f.Info()
+		return err == nil && now.Sub(fi.ModTime()) > c.ttl
+	}
+	fences, _ := os.ReadDir(filepath.Join(c.dir, fencesDir))
+	for _, f := range fences {
+		attempt := f.Name()
+		if isID(attempt) {
+			record := filepath.Base(c.pointerPath(attemptsDir, attempt))
+			if info, ok := c.readPointer(attemptsDir, attempt); ok && episodes[info.EpisodeID] {
+				kept[record] = true
+				continue
+			}
+			if !old(f) {
+				kept[record] = true
+				continue
+			}
+		}
+		if old(f) {
+			os.Remove(filepath.Join(c.dir, fencesDir, attempt))
+		}
+	}
+	for _, sub := range []string{latestDir, drainedDir, attemptsDir} {
+		files, _ := os.ReadDir(filepath.Join(c.dir, sub))
+		for _, f := range files {
+			if !(sub == attemptsDir && kept[f.Name()]) && old(f) {
+				os.Remove(filepath.Join(c.dir, sub, f.Name()))
+			}
+		}
 	}
 }
 

@@ -238,8 +238,11 @@ type Restorer interface {
 	// at another episode is refused with an *OptionError on option
 	// "replaces", and nothing is fenced.
 	Fence(attempt, episodeID, by string) error
-	// FencedBy reports whether attempt was fenced, and by what.
-	FencedBy(attempt string) (by string, fenced bool)
+	// FencedBy reports whether attempt was fenced, and by what. An error
+	// says the fence could not be read (a server then refuses the
+	// attempt's request, as it might be fenced); an *env.InfraError is
+	// reported as such.
+	FencedBy(attempt string) (by string, fenced bool, err error)
 	// Latest returns the newest checkpoint taken of an episode, on any
 	// server sharing the checkpoint store; ok is false when there is none
 	// (or it expired, or was removed).

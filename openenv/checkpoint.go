@@ -62,7 +62,7 @@ func (ss *session) recordLocked() (json.RawMessage, error) {
 // step, and the episode goes on unchanged.
 func (ss *session) checkpoint(ctx context.Context) (CheckpointInfo, *protoError) {
 	return withInstance(ss, ctx, func(ctx context.Context) (CheckpointInfo, *protoError) {
-		if perr := ss.fencedLocked(); perr != nil {
+		if perr := ss.fencedLocked(ctx); perr != nil {
 			return CheckpointInfo{}, perr
 		}
 		return ss.checkpointLocked(ctx)
@@ -144,7 +144,14 @@ func (ss *session) drain(ctx context.Context) {
 		ss.release()
 		return
 	}
-	if by, fenced := ss.supersededBy(); fenced {
+	by, fenced, err := ss.supersededBy()
+	if err != nil {
+		// It may have been superseded: a checkpoint could fork the episode.
+		ss.release()
+		ss.srv.log.Warn("openenv: drain: the session's fence cannot be read; the session closes without a checkpoint", "session", ss.ref, "err", digested(err.Error()))
+		return
+	}
+	if fenced {
 		ss.ended = true
 		ss.stop(websocket.StatusGoingAway, closeReason("superseded by "+by))
 		ss.release()
@@ -248,10 +255,17 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 }
 
 // fencedLocked refuses a request of a session whose attempt a restore
-// superseded. Only an attempt a checkpoint reply named can be fenced, so
-// only those sessions ask. The slot must be held.
-func (ss *session) fencedLocked() *protoError {
-	by, fenced := ss.supersededBy()
+// superseded, or whose fence cannot be read: the request might be one the
+// fence refuses. Only an attempt a checkpoint reply named can be fenced,
+// so only those sessions ask. The slot must be held.
+func (ss *session) fencedLocked(ctx context.Context) *protoError {
+	by, fenced, err := ss.supersededBy()
+	if err != nil {
+		if perr := ss.srv.infraFailure(ctx, opFence, err); perr != nil {
+			return perr
+		}
+		return newError(codeExecution, "This session's attempt cannot be checked against the fences of superseded attempts, so the request was refused: %v", err)
+	}
 	if !fenced {
 		return nil
 	}
@@ -264,19 +278,33 @@ func (ss *session) fencedLocked() *protoError {
 
 // supersededBy reports whether a restore fenced the session's attempt, and
 // which. Only an attempt a checkpoint reply named can be fenced, so only
-// those sessions ask.
-func (ss *session) supersededBy() (string, bool) {
+// those sessions ask. An attempt once seen fenced stays fenced, though
+// retention removes its fence or the fence can no longer be read: a
+// superseded attempt never steps again.
+func (ss *session) supersededBy() (string, bool, error) {
 	ss.mu.Lock()
-	exposed, attempt := ss.exposed, ss.attempt
+	exposed, attempt, superseded := ss.exposed, ss.attempt, ss.superseded
 	ss.mu.Unlock()
+	if superseded != "" {
+		return superseded, true, nil
+	}
 	if !exposed {
-		return "", false
+		return "", false, nil
 	}
 	r, ok := ss.srv.backend.(Restorer)
 	if !ok {
-		return "", false
+		return "", false, nil
 	}
-	return r.FencedBy(attempt)
+	by, fenced, err := r.FencedBy(attempt)
+	if err != nil || !fenced {
+		return "", false, err
+	}
+	ss.mu.Lock()
+	if ss.attempt == attempt {
+		ss.superseded = by
+	}
+	ss.mu.Unlock()
+	return by, true, nil
 }
 
 // checkRestore refuses reset data that names a checkpoint beside options

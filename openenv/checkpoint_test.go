@@ -236,6 +236,54 @@ func TestCheckpoint_ReplacesOnce(t *testing.T) {
 	}
 }
 
+// TestCheckpoint_FenceSticky: a session that saw its attempt fenced stays
+// fenced once the fence file is gone (retention removed it), for steps and
+// checkpoints; a session whose fence cannot be read is refused with an
+// infrastructure error rather than let through, and steps again once it
+// can be read and is absent.
+func TestCheckpoint_FenceSticky(t *testing.T) {
+	dir := t.TempDir()
+	s := mustServeWorld(t, company.World, app.Config{DefaultFixture: company.AcmeID, Checkpoints: dir}, openenv.Config{})
+	step := `{"type":"step","data":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Bo"}}}`
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"ep-1"}}`)
+	reply := roundTrip(t, c, `{"type":"checkpoint"}`)
+	id, attempt := str(t, reply, "data.checkpoint_id"), str(t, reply, "data.attempt")
+	h := map[string]string{"X-Seahaven-Session": "successor"}
+	if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", fmt.Sprintf(`{"checkpoint":%q,"replaces":%q}`, id, attempt), h); status != http.StatusOK {
+		t.Fatalf("restore: %d %s", status, body)
+	}
+	if r := roundTrip(t, c, step); !strings.Contains(r, "superseded by checkpoint "+id) {
+		t.Fatalf("the superseded attempt stepped: %s", r)
+	}
+	if err := os.Remove(filepath.Join(dir, "fences", attempt)); err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []string{step, `{"type":"checkpoint"}`} {
+		if r := roundTrip(t, c, req); !strings.Contains(r, "superseded by checkpoint "+id) {
+			t.Errorf("once its fence is gone, the superseded attempt's %.30s: %s", req, r)
+		}
+	}
+
+	other := s.dial(t)
+	reply = roundTrip(t, other, `{"type":"checkpoint"}`)
+	fence := filepath.Join(dir, "fences", str(t, reply, "data.attempt"))
+	if err := os.Mkdir(fence, 0o700); err != nil { // a fence that cannot be read
+		t.Fatal(err)
+	}
+	for _, req := range []string{step, `{"type":"checkpoint"}`} {
+		if r := roundTrip(t, other, req); str(t, r, "data.fault") != "storage_error" || strings.Contains(r, dir) {
+			t.Errorf("a request whose fence cannot be read: %s, want an infrastructure error naming no path", r)
+		}
+	}
+	if err := os.Remove(fence); err != nil {
+		t.Fatal(err)
+	}
+	if r := roundTrip(t, other, step); str(t, r, "type") == "error" {
+		t.Errorf("a step once the fence reads as absent: %s", r)
+	}
+}
+
 // TestCheckpoint_DrainSuperseded: a draining server takes no checkpoint
 // of a session whose attempt a restore superseded: it closes the /ws
 // session saying so, and the episode's newest checkpoint stays the
@@ -509,8 +557,8 @@ func (stallingCheckpoints) Restore(ctx context.Context, id string) (openenv.Inst
 	<-ctx.Done()
 	return nil, openenv.CheckpointRequest{}, errors.New("restore interrupted")
 }
-func (stallingCheckpoints) Fence(string, string, string) error { return nil }
-func (stallingCheckpoints) FencedBy(string) (string, bool)     { return "", false }
+func (stallingCheckpoints) Fence(string, string, string) error    { return nil }
+func (stallingCheckpoints) FencedBy(string) (string, bool, error) { return "", false, nil }
 func (stallingCheckpoints) Latest(string) (openenv.CheckpointInfo, bool) {
 	return openenv.CheckpointInfo{}, false
 }

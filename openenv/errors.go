@@ -248,6 +248,7 @@ const (
 	opCall    = "call"
 	opInspect = "inspect"
 	opGrade   = "grade"
+	opFence   = "fence" // reading the fence of a session's attempt, before its step or checkpoint
 )
 
 // infraFailure returns the protocol error of err when err is a failure of

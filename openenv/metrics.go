@@ -121,7 +121,7 @@ func newMetrics(s *Server) *serverMetrics {
 	m.authFailures = f.NewCounter(prometheus.CounterOpts{Name: "seahaven_auth_failures_total",
 		Help: "Requests refused with 401 for a missing or wrong bearer token."})
 	m.infraErrors = counters("seahaven_infrastructure_errors_total",
-		"Operations the host failed (reported to the client as an infrastructure error, never as a tool result), by fault (disk_full, too_many_open_files, storage_error) and op (reset, call, inspect, grade, checkpoint).", "fault", "op")
+		"Operations the host failed (reported to the client as an infrastructure error, never as a tool result), by fault (disk_full, too_many_open_files, storage_error) and op (reset, call, inspect, grade, checkpoint, fence).", "fault", "op")
 	m.episodesStarted = counters("seahaven_episodes_started_total",
 		"Episodes begun (an instance opened for a session), by task (none for an episode without one).", "task")
 	m.episodesFinished = counters("seahaven_episodes_finished_total",

@@ -140,7 +140,7 @@ func (ss *session) installLocked(inst Instance, rec sessionRecord, attempt strin
 	ss.steps = rec.Steps
 	ss.over, ss.doneAt = rec.Over, rec.DoneAt
 	ss.task, ss.graded, ss.lastReward, ss.episodeEnded = rec.Task, rec.Graded, rec.LastReward, false
-	ss.episodeID, ss.attempt, ss.exposed = rec.EpisodeID, attempt, false
+	ss.episodeID, ss.attempt, ss.exposed, ss.superseded = rec.EpisodeID, attempt, false, ""
 	ss.timeline = nil
 	ss.mu.Unlock()
 	s.metrics.episodesStarted.WithLabelValues(taskLabel(rec.Task)).Inc()

@@ -17,7 +17,7 @@ import (
 // reward and the done flag.
 func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (stepReply, *protoError) {
 	return withInstance(ss, ctx, func(ctx context.Context) (stepReply, *protoError) {
-		if perr := ss.fencedLocked(); perr != nil {
+		if perr := ss.fencedLocked(ctx); perr != nil {
 			return stepReply{}, perr
 		}
 		if reply, ok, perr := ss.replayLocked(ctx, a, timeout); ok || perr != nil {
