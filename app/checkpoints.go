@@ -91,9 +91,14 @@ type checkpoints struct {
 	// that retention does not point one away from a checkpoint written
 	// meanwhile.
 	latestMu sync.Mutex
-	mu       sync.Mutex // guards written, loaded and order
+	mu       sync.Mutex // guards written, fresh, loaded and order
 	// written counts the bytes written since retention last ran.
 	written int64
+	// fresh holds the ids of the checkpoints being written (false) and
+	// written since the last sweep started (true): a sweep removes none
+	// of them, so the sweep a checkpoint's write starts never removes the
+	// checkpoint a reply is about to name.
+	fresh map[string]bool
 	// loaded caches the checkpoints restored last, by id (order holds
 	// their ids oldest first, within maxLoaded and maxLoadedBytes): the
 	// restores of a fork read and verify the files once, and share their
@@ -145,7 +150,7 @@ func newCheckpoints(dir string, ttl time.Duration, maxBytes int64, logger *slog.
 	if err != nil {
 		return nil, err
 	}
-	c := &checkpoints{dir: abs, ttl: cmp.Or(ttl, DefaultCheckpointTTL), maxBytes: cmp.Or(maxBytes, DefaultCheckpointMaxBytes), logger: logger, loaded: map[string]*loadedCheckpoint{},
+	c := &checkpoints{dir: abs, ttl: cmp.Or(ttl, DefaultCheckpointTTL), maxBytes: cmp.Or(maxBytes, DefaultCheckpointMaxBytes), logger: logger, loaded: map[string]*loadedCheckpoint{}, fresh: map[string]bool{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	c.close = sync.OnceFunc(func() {
 		close(c.stop)
@@ -210,10 +215,16 @@ func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openen
 		return openenv.CheckpointInfo{}, err
 	}
 	testHookWrote(manifestName)
+	c.mu.Lock()
+	c.fresh[id] = false
+	c.mu.Unlock()
 	if err := os.Rename(tmp, filepath.Join(c.dir, id)); err != nil {
+		c.mu.Lock()
+		delete(c.fresh, id)
+		c.mu.Unlock()
 		return openenv.CheckpointInfo{}, err
 	}
-	c.wrote(size)
+	c.wrote(id, size)
 	l := &loadedCheckpoint{m: m, cp: cp, ep: savedEpisode{Episode: ep, Session: req.Session}, size: size}
 	l.stamp, _ = fixture.Stamp(filepath.Join(c.dir, id), l.files())
 	if m.Attempt != "" {

@@ -232,6 +232,7 @@ func TestCheckpoints_Retention(t *testing.T) {
 	for range 4 {
 		ids = append(ids, checkpointed(t, b).ID)
 	}
+	b.checkpoints.sweep(time.Now()) // the sweep their writes started spares them
 	now := time.Now()
 	old := now.Add(-2 * time.Hour)
 	os.Chtimes(filepath.Join(dir, ids[0]), old, old)
@@ -323,6 +324,7 @@ func TestCheckpoints_RetentionKeepsNewest(t *testing.T) {
 		at(id, time.Duration(5-k)*time.Minute)
 		big = append(big, id)
 	}
+	b.checkpoints.sweep(now) // the sweep their writes started spares them
 	size := func(ids ...string) (n int64) {
 		for _, id := range ids {
 			n += dirSize(filepath.Join(dir, id))
@@ -533,6 +535,7 @@ func TestCheckpoints_RetentionRemovalFails(t *testing.T) {
 		os.Chtimes(filepath.Join(dir, id), now.Add(-time.Duration(10-k)*time.Minute), now.Add(-time.Duration(10-k)*time.Minute))
 		ids = append(ids, id)
 	}
+	b.checkpoints.sweep(now) // the sweep their writes started spares them
 	blocked := filepath.Join(dir, trashPrefix+ids[0])
 	if err := os.MkdirAll(filepath.Join(blocked, "x"), 0o755); err != nil {
 		t.Fatal(err)
@@ -596,5 +599,48 @@ func TestCheckpoints_RetentionKeepsFences(t *testing.T) {
 	}
 	if _, err := os.Stat(record); !os.IsNotExist(err) {
 		t.Errorf("the fenced attempt's record was kept: %v", err)
+	}
+}
+
+// TestCheckpoints_RetentionSparesFresh: the sweep a checkpoint's write
+// starts does not remove it, though the checkpoint alone is over the
+// budget, so the id its reply names restores; the next sweep may. The
+// checkpoint a drain named for a session's next request stays within any
+// budget until the session comes back.
+func TestCheckpoints_RetentionSparesFresh(t *testing.T) {
+	dir := t.TempDir()
+	b := newTestBackend(t, Config{Checkpoints: dir, CheckpointMaxBytes: 1 << 40})
+	b.checkpoints.close() // only the sweeps below run
+	now := time.Now()
+	info := checkpointed(t, b)
+	b.checkpoints.maxBytes = 1000 // smaller than any checkpoint
+	b.checkpoints.sweep(now)
+	if msg := restoreErr(t, b, info.ID); msg != "" {
+		t.Fatalf("the checkpoint that started the sweep: %q", msg)
+	}
+	next := checkpointed(t, b)
+	b.checkpoints.sweep(now)
+	if msg := restoreErr(t, b, info.ID); !strings.Contains(msg, "does not exist") {
+		t.Errorf("the checkpoint of the sweep before, over the budget: %q", msg)
+	}
+	if msg := restoreErr(t, b, next.ID); msg != "" {
+		t.Errorf("the checkpoint that started the second sweep: %q", msg)
+	}
+
+	if err := b.Drained("session-1", next); err != nil {
+		t.Fatal(err)
+	}
+	checkpointed(t, b)
+	b.checkpoints.sweep(now)
+	b.checkpoints.sweep(now)
+	if msg := restoreErr(t, b, next.ID); msg != "" {
+		t.Errorf("the checkpoint a drain named: %q", msg)
+	}
+	if err := b.Undrained("session-1"); err != nil {
+		t.Fatal(err)
+	}
+	b.checkpoints.sweep(now)
+	if msg := restoreErr(t, b, next.ID); !strings.Contains(msg, "does not exist") {
+		t.Errorf("the checkpoint a drain named, once its session came back: %q", msg)
 	}
 }

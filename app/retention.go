@@ -1,11 +1,16 @@
 package app
 
 import (
+	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/seahaven/seahaven/fixture"
+	"github.com/seahaven/seahaven/openenv"
 )
 
 // retentionEvery is how often retention runs on its own, beside when the
@@ -14,10 +19,11 @@ import (
 // left too.
 const retentionEvery = time.Minute
 
-// wrote counts size bytes written and has retention run when a tenth of
-// the budget has been written since it last ran.
-func (c *checkpoints) wrote(size int64) {
+// wrote counts size bytes written, for checkpoint id, and has retention
+// run when a tenth of the budget has been written since it last ran.
+func (c *checkpoints) wrote(id string, size int64) {
 	c.mu.Lock()
+	c.fresh[id] = true
 	c.written += size
 	due := c.maxBytes > 0 && c.written > c.maxBytes/10
 	c.mu.Unlock()
@@ -67,18 +73,41 @@ type stored struct {
 //
 // Nine tenths leave room for the tenth of the budget written before the
 // next sweep starts (wrote): the directory holds at most the budget and
-// the checkpoint that started the sweep.
+// the checkpoint that started the sweep. That checkpoint, and any being
+// written, are never removed by the sweep (fresh): their ids are about to
+// be named to a client. Nor does the budget remove the checkpoint a drain
+// named for a session's next request (drainedDir) while its record lasts.
 func (c *checkpoints) sweep(now time.Time) {
 	c.sweepMu.Lock()
 	defer c.sweepMu.Unlock()
 	c.mu.Lock()
 	c.written = 0
+	var started []string // written before this sweep: fresh until it ends
+	for id, written := range c.fresh {
+		if written {
+			started = append(started, id)
+		}
+	}
 	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		for _, id := range started {
+			delete(c.fresh, id)
+		}
+		c.mu.Unlock()
+	}()
 	entries, err := os.ReadDir(c.dir)
 	if err != nil {
 		c.logger.Error("app: checkpoint retention: cannot list the checkpoint store", "err", err)
 		return
 	}
+	// Read after the listing: a checkpoint renamed into place before it
+	// was marked fresh before it.
+	c.mu.Lock()
+	fresh := maps.Clone(c.fresh)
+	c.mu.Unlock()
+	spared := func(id string) bool { _, ok := fresh[id]; return ok }
+	drained := c.drainedIDs()
 	var live []stored
 	var total int64
 	lost := map[string]bool{} // episodes that lost a checkpoint ("" for none)
@@ -108,7 +137,7 @@ func (c *checkpoints) sweep(now time.Time) {
 				os.RemoveAll(filepath.Join(c.dir, name))
 			}
 			continue
-		case c.ttl > 0 && age > c.ttl:
+		case c.ttl > 0 && age > c.ttl && !spared(name):
 			ep := c.episodeOf(name)
 			if c.remove(name) {
 				lost[ep] = true
@@ -142,7 +171,7 @@ func (c *checkpoints) sweep(now time.Time) {
 	if c.maxBytes > 0 {
 		var kept []stored // checkpoints that could not be removed
 		for target := c.maxBytes - c.maxBytes/10; len(live) > 0 && total > target; live = live[1:] {
-			if !c.remove(live[0].id) {
+			if spared(live[0].id) || drained[live[0].id] || !c.remove(live[0].id) {
 				kept = append(kept, live[0])
 				continue
 			}
@@ -208,6 +237,20 @@ func (c *checkpoints) expireRecords(now time.Time, live []stored) {
 			}
 		}
 	}
+}
+
+// drainedIDs returns the ids of the checkpoints drains named for
+// sessions' next requests (drainedDir).
+func (c *checkpoints) drainedIDs() map[string]bool {
+	ids := map[string]bool{}
+	files, _ := os.ReadDir(filepath.Join(c.dir, drainedDir))
+	for _, f := range files {
+		var info openenv.CheckpointInfo
+		if data, err := fixture.ReadFile(filepath.Join(c.dir, drainedDir, f.Name())); err == nil && json.Unmarshal(data, &info) == nil {
+			ids[info.ID] = true
+		}
+	}
+	return ids
 }
 
 // episodeOf returns the latestKey of checkpoint id's episode, from its
