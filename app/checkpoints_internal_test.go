@@ -77,7 +77,8 @@ func restoreErr(tb testing.TB, b *Backend, id string) string {
 }
 
 // TestCheckpoints_Refused: a checkpoint whose files were changed, cut or
-// lost is refused with an error saying so, and so is an id naming none:
+// lost is refused with an error saying so, naming no server path, and so
+// is an id naming none:
 // by another server sharing the directory, and by the one that wrote and
 // restored it, which keeps it in memory for forks only while its files are
 // unchanged on disk.
@@ -93,6 +94,12 @@ func TestCheckpoints_Refused(t *testing.T) {
 		{"state cut short", func(d string) { os.Truncate(filepath.Join(d, stateName), 10) }, "is corrupt: state.json has sha256"},
 		{"episode changed", func(d string) { os.WriteFile(filepath.Join(d, episodeName), []byte(`{}`), 0o600) }, "is corrupt: episode.json has sha256"},
 		{"sidecar gone", func(d string) { os.Remove(filepath.Join(d, "fixture.yaml")) }, "is incomplete: fixture.yaml cannot be read"},
+		{"store file gone", func(d string) { os.Remove(filepath.Join(d, "state.sqlite")) }, "is incomplete: composition: checkpoint \"" /* its id */},
+		{"store file a directory", func(d string) {
+			p := filepath.Join(d, "state.payments.sqlite")
+			os.Remove(p)
+			os.Mkdir(p, 0o700)
+		}, "node payments: file state.payments.sqlite"},
 		{"manifest gone", func(d string) { os.Remove(filepath.Join(d, manifestName)) }, "is incomplete: it has no manifest"},
 		{"manifest garbled", func(d string) { os.WriteFile(filepath.Join(d, manifestName), []byte(`{"format":`), 0o600) }, "is corrupt: its manifest does not parse"},
 		{"store file a link", func(d string) {
@@ -124,6 +131,9 @@ func TestCheckpoints_Refused(t *testing.T) {
 				msg := restoreErr(t, server.b, info.ID)
 				if !strings.Contains(msg, c.want) || !strings.HasSuffix(msg, "nothing was restored") {
 					t.Errorf("%s: got %q, want it to contain %q and end in %q", server.name, msg, c.want, "nothing was restored")
+				}
+				if strings.Contains(msg, dir) {
+					t.Errorf("%s: %q names the server's checkpoint directory", server.name, msg)
 				}
 			}
 		})

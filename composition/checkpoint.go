@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
@@ -461,7 +462,8 @@ func (cp *Checkpoint) WriteDir(dir string) ([]byte, error) {
 // its fixture.yaml's content, state its State. The store files are checked
 // against the sidecar's hashes when the first instance opens from it; one
 // that is not a regular file (a named pipe, a device) is refused now, with
-// an error wrapping fixture.ErrNotRegular.
+// an error wrapping fixture.ErrNotRegular. Its errors name no directory,
+// so a server can show them to a client.
 func ReadCheckpoint(dir string, sidecar, state []byte) (*Checkpoint, error) {
 	s, err := fixture.Parse(sidecar)
 	if err != nil {
@@ -475,7 +477,13 @@ func ReadCheckpoint(dir string, sidecar, state []byte) (*Checkpoint, error) {
 			return nil, fmt.Errorf("composition: checkpoint %q: node %s: file %s: %w", s.ID, path, fixture.FileName(path), fixture.ErrNotRegular)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("composition: checkpoint %q: node %s: %w", s.ID, path, err)
+			// Named without the directory too: the cause alone (a
+			// missing file, an I/O error) is wrapped.
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return nil, fmt.Errorf("composition: checkpoint %q: node %s: file %s: %w", s.ID, path, fixture.FileName(path), err)
 		}
 		cp.Files[path] = b
 	}
