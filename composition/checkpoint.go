@@ -14,6 +14,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -264,8 +265,8 @@ func init() {
 // for the call in progress, as a call does, and changes nothing: the
 // episode goes on as if it had not been taken. It fails with a
 // *env.WorldBug when a node's ctx.State holds a value encoding/gob cannot
-// carry (a function, a channel, a type not registered with gob.Register),
-// naming the node and key.
+// carry (a function, a channel, a type not registered with gob.Register)
+// or would give back as another type (a pointer), naming the node and key.
 func (i *Instance) Checkpoint(ctx context.Context) (*Checkpoint, error) {
 	ctx = cmp.Or(ctx, context.Background())
 	if _, err := i.reseal(); err != nil {
@@ -334,22 +335,92 @@ func (i *Instance) Checkpoint(ctx context.Context) (*Checkpoint, error) {
 }
 
 // encodeState encodes a node's ctx.State with encoding/gob, nil when it is
-// empty. A value gob cannot encode is a *env.WorldBug naming the key.
+// empty. A value gob cannot encode is a *env.WorldBug naming the key, and
+// so is one that would decode to another type (a pointer, which gob
+// carries as the value it points to): world code asserting the type it
+// kept would panic after a restore.
 func encodeState(path string, state map[string]any) ([]byte, error) {
 	if len(state) == 0 {
 		return nil, nil
 	}
 	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(state); err == nil {
-		return buf.Bytes(), nil
+	if err := gob.NewEncoder(&buf).Encode(state); err != nil {
+		for _, k := range slices.Sorted(maps.Keys(state)) {
+			v := state[k]
+			if err := gob.NewEncoder(io.Discard).Encode(map[string]any{k: v}); err != nil {
+				return nil, env.Bugf("checkpoint: node %s: ctx.State[%q] holds a %T, which a checkpoint cannot carry (%v): keep there values encoding/gob carries (strings, numbers, booleans, []byte and slices of those, time.Time, and []any and map[string]any of such values, as JSON decodes to); register any other type, a map[string]int or a struct, with gob.Register", path, k, v, err)
+			}
+		}
+		return nil, env.Bugf("checkpoint: node %s: ctx.State cannot be encoded", path)
+	}
+	var back map[string]any
+	if err := gob.NewDecoder(bytes.NewReader(buf.Bytes())).Decode(&back); err != nil {
+		return nil, env.Bugf("checkpoint: node %s: ctx.State does not decode as it was encoded (%v)", path, err)
 	}
 	for _, k := range slices.Sorted(maps.Keys(state)) {
-		v := state[k]
-		if err := gob.NewEncoder(io.Discard).Encode(map[string]any{k: v}); err != nil {
-			return nil, env.Bugf("checkpoint: node %s: ctx.State[%q] holds a %T, which a checkpoint cannot carry (%v): keep values encoding/gob encodes there (strings, numbers, booleans, slices, maps and structs of them; register other types with gob.Register)", path, k, v, err)
+		if at, kept, got := typeChange(reflect.ValueOf(state[k]), reflect.ValueOf(back[k]), ""); kept != nil {
+			return nil, env.Bugf("checkpoint: node %s: ctx.State[%q]%s holds a %s, which a restore would give back as a %s: encoding/gob carries a pointer as the value it points to, and decodes a registered type as the type gob.Register was given; keep %s values there, not %s", path, k, at, kept, got, got, kept)
 		}
 	}
-	return nil, env.Bugf("checkpoint: node %s: ctx.State cannot be encoded", path)
+	return buf.Bytes(), nil
+}
+
+// typeChange walks v, a value of ctx.State, beside d, what it decodes to,
+// and returns the first place (a path of indexes and fields below the key)
+// where their types differ, and both types; nil types when none does. Only
+// the contents of interfaces can change type, so slices, arrays and maps
+// of other element types are not walked element by element.
+func typeChange(v, d reflect.Value, at string) (string, reflect.Type, reflect.Type) {
+	if !v.IsValid() || !d.IsValid() {
+		return "", nil, nil // nil, which gob refuses or returns as nil
+	}
+	if v.Type() != d.Type() {
+		return at, v.Type(), d.Type()
+	}
+	switch v.Kind() {
+	case reflect.Interface, reflect.Pointer:
+		if v.IsNil() || d.IsNil() {
+			return "", nil, nil
+		}
+		return typeChange(v.Elem(), d.Elem(), at)
+	case reflect.Slice, reflect.Array:
+		if !mayHoldInterface(v.Type().Elem()) {
+			return "", nil, nil
+		}
+		for k := range min(v.Len(), d.Len()) {
+			if at, kept, got := typeChange(v.Index(k), d.Index(k), fmt.Sprintf("%s[%d]", at, k)); kept != nil {
+				return at, kept, got
+			}
+		}
+	case reflect.Map:
+		if !mayHoldInterface(v.Type().Elem()) {
+			return "", nil, nil
+		}
+		for _, key := range v.MapKeys() {
+			if at, kept, got := typeChange(v.MapIndex(key), d.MapIndex(key), fmt.Sprintf("%s[%#v]", at, key.Interface())); kept != nil {
+				return at, kept, got
+			}
+		}
+	case reflect.Struct:
+		for k := range v.NumField() {
+			if f := v.Type().Field(k); f.IsExported() {
+				if at, kept, got := typeChange(v.Field(k), d.Field(k), at+"."+f.Name); kept != nil {
+					return at, kept, got
+				}
+			}
+		}
+	}
+	return "", nil, nil
+}
+
+// mayHoldInterface reports whether a value of type t may hold an
+// interface, whose content gob may return as another type.
+func mayHoldInterface(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Interface, reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map, reflect.Struct:
+		return true
+	}
+	return false
 }
 
 // checkRunState checks a decoded checkpoint state against the sealed tree

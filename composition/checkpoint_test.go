@@ -3,6 +3,7 @@ package composition_test
 import (
 	"bytes"
 	"context"
+	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -334,6 +335,66 @@ func TestCheckpoint_Refused(t *testing.T) {
 			_, err := composition.Open(ctx, c.world, composition.Options{Checkpoint: c.cp, Dir: t.TempDir()})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+// ckPoint is a type a world registers with gob.Register to keep in
+// ctx.State.
+type ckPoint struct{ X, Y int }
+
+func init() { gob.Register(ckPoint{}) }
+
+// TestCheckpoint_StateTypes: a checkpoint refuses a ctx.State value that a
+// restore would give back as another type (a pointer comes back as the
+// value it points to), naming the node, the key, both types and what to
+// keep instead, and one gob cannot encode saying which types it can; a
+// registered value returns as itself.
+func TestCheckpoint_StateTypes(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		value any    // kept in ctx.State["v"]
+		want  string // the start of the checkpoint's error; "" for none
+	}{
+		{"pointer", &ckPoint{1, 2}, `checkpoint: node main: ctx.State["v"] holds a *composition_test.ckPoint, which a restore would give back as a composition_test.ckPoint: ` +
+			`encoding/gob carries a pointer as the value it points to, and decodes a registered type as the type gob.Register was given; keep composition_test.ckPoint values there, not *composition_test.ckPoint`},
+		{"pointer in a list", []any{"a", &ckPoint{}}, `checkpoint: node main: ctx.State["v"][1] holds a *composition_test.ckPoint, which a restore would give back as a composition_test.ckPoint`},
+		{"pointer in a map", map[string]any{"p": &ckPoint{}}, `checkpoint: node main: ctx.State["v"]["p"] holds a *composition_test.ckPoint, which a restore would give back as a composition_test.ckPoint`},
+		{"unregistered map", map[string]int{"n": 1}, `checkpoint: node main: ctx.State["v"] holds a map[string]int, which a checkpoint cannot carry (gob: type not registered for interface: map[string]int): ` +
+			`keep there values encoding/gob carries (strings, numbers, booleans, []byte and slices of those, time.Time, and []any and map[string]any of such values, as JSON decodes to); register any other type, a map[string]int or a struct, with gob.Register`},
+		{"registered value", ckPoint{1, 2}, ""},
+		{"JSON values", map[string]any{"n": int64(3), "l": []any{"x", 1.5, map[string]any{}}}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := env.NewWorld(env.WorldSpec{Name: "keeper", Version: "1.0.0", Schema: `CREATE TABLE t (x INTEGER);`})
+			env.OnStartup(w, func(ec *env.Ctx, _ struct{}) error {
+				ec.State["v"] = c.value
+				return nil
+			})
+			env.Tool(w, "kind", "The type of State[\"v\"].", func(ec *env.Ctx, _ struct{}) (string, error) {
+				return fmt.Sprintf("%T", ec.State["v"]), nil
+			})
+			inst, err := composition.Open(ctx, w, composition.Options{Dir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer inst.Close()
+			cp, err := inst.Checkpoint(ctx)
+			if c.want != "" {
+				var bug *env.WorldBug
+				if !errors.As(err, &bug) || !strings.HasPrefix(err.Error(), c.want) {
+					t.Fatalf("got %v, want a *env.WorldBug starting %q", err, c.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			restored := restore(t, w, cp, "", "")
+			if got, want := outcome(t, restored, ckStep{"kind", `{}`}), outcome(t, inst, ckStep{"kind", `{}`}); got != want {
+				t.Errorf("restored: %s, want %s", got, want)
 			}
 		})
 	}
