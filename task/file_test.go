@@ -75,6 +75,8 @@ func TestParse_Errors(t *testing.T) {
 	}{
 		{"Empty", "", 0, "", "is empty"},
 		{"NotYAML", "tasks: [\n", 1, "", "did not find expected"},
+		// yaml.v3 names the line the scalar before the tab began on.
+		{"TabIndent", head + "\tdifficulty: easy\n", 4, "", "found a tab character that violates indentation"},
 		{"TwoDocuments", "tasks: []\n---\ntasks: []\n", 2, "", "more than one YAML document"},
 		{"NotAMapping", "- a\n", 1, "", "want a mapping, got a list"},
 		{"MissingTasks", "{}\n", 1, "tasks", "missing required key"},

@@ -3,6 +3,7 @@ package yamlnode
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"regexp"
 	"strconv"
@@ -32,8 +33,9 @@ func (e *DocumentError) Error() string { return e.Msg }
 // content node, with aliases followed (see Deref). It returns ErrEmpty for
 // text with no document, a *DocumentError for a second document or a
 // malformed one, and yaml.v3's own error for text that is not valid YAML
-// (see ErrorLine). The first document's syntax errors are reported before
-// the second document's.
+// (see ErrorLine), but for a tab in an indentation, which names the line
+// of the tab itself. The first document's syntax errors are reported
+// before the second document's.
 func DecodeOne(data []byte) (*yaml.Node, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
@@ -41,19 +43,41 @@ func DecodeOne(data []byte) (*yaml.Node, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, ErrEmpty
 		}
-		return nil, err
+		return nil, tabLine(data, err)
 	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
 	case err == nil:
 		return nil, &DocumentError{Line: extra.Line, Msg: "holds more than one YAML document"}
 	case !errors.Is(err, io.EOF):
-		return nil, err
+		return nil, tabLine(data, err)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
 		return nil, &DocumentError{Line: doc.Line, Msg: "is not a YAML document"}
 	}
 	return Deref(doc.Content[0]), nil
+}
+
+// tabLine corrects the line of a yaml.v3 error about a tab character.
+// yaml.v3 names the line where the token it was scanning began (a plain
+// scalar's first line, a block scalar's indicator), which is often the line
+// above the tab; the tab is on the first line from there whose indentation
+// holds one. Any other error is returned as it is.
+func tabLine(data []byte, err error) error {
+	line, msg, ok := ErrorLine(err)
+	if !ok || !strings.Contains(msg, "tab character") {
+		return err
+	}
+	for i, l := range bytes.Split(data, []byte("\n")) {
+		indent := l[:len(l)-len(bytes.TrimLeft(l, " \t"))]
+		if i+1 >= line && bytes.IndexByte(indent, '\t') >= 0 {
+			if i+1 == line {
+				return err
+			}
+			return fmt.Errorf("yaml: line %d: %s", i+1, msg)
+		}
+	}
+	return err
 }
 
 // errorLineRE picks the line out of a yaml.v3 error message.

@@ -41,6 +41,13 @@ func TestDecodeOne(t *testing.T) {
 	}{
 		{"a: [1\n", 1},
 		{"a: 1\n---\nb: [\n", 3},
+		// A tab in an indentation is named at its own line, not at the
+		// line of the token yaml.v3 was scanning.
+		{"a: 1\n\tb: 2\n", 2},
+		{"tasks:\n  - id: x\n\tfixture: y\n", 3},
+		{"a:\n  - b\n\t- c\n", 3},
+		{"a: 1\nc: |\n  x\n\ty\n", 4},
+		{"a: 1\n---\nb:\n  - c\n\t- d\n", 5},
 	} {
 		_, err := yamlnode.DecodeOne([]byte(tt.text))
 		if err == nil || errors.Is(err, yamlnode.ErrEmpty) || errors.As(err, &de) {
