@@ -137,7 +137,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	logger.Info("serving", "world", w.Name(), "version", w.Version(), "addr", ln.Addr().String(), "agent_addr", boundAgentAddr,
-		"default_fixture", *fixtureID, "max_sessions", *maxSessions, "production", *production, "token", *token != "")
+		"default_fixture", backend.Info().DefaultFixture, "max_sessions", *maxSessions, "production", *production, "token", *token != "")
 	if c.Listening != nil {
 		c.Listening(ln.Addr().String())
 	}

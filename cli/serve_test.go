@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/env"
 )
 
@@ -149,5 +152,47 @@ func TestServeCommand_ShutdownCutsSlowBodies(t *testing.T) {
 	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, rerr := conn.Read(make([]byte, 1)); rerr == nil {
 		t.Error("the slow client's connection is still open")
+	}
+}
+
+// TestServeCommand_LogsDefaultFixture: the startup line names the fixture
+// a reset that names none starts from: --fixture when given, else the
+// world's DefaultFixture.
+func TestServeCommand_LogsDefaultFixture(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string // serve's flags
+		want string   // in the "serving" line
+	}{
+		{"WorldDefault", nil, "default_fixture=demo"},
+		{"Flag", []string{"--fixture", "other"}, "default_fixture=other"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := env.NewWorld(env.WorldSpec{Name: "stock", Version: "1.0.0", Schema: `CREATE TABLE items (id TEXT PRIMARY KEY) STRICT;`,
+				DefaultFixture: "demo"})
+			dir := compositiontest.Fixture(t, w, composition.Options{}, "demo", func(*composition.Instance) {})
+			inst := compositiontest.Open(t, w, composition.Options{})
+			if _, err := inst.Freeze(context.Background(), "other", "", composition.FreezeOptions{FixturesDir: dir}); err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			m := New(w)
+			m.Stdout, m.Stderr = io.Discard, &stderr
+			ctx, cancel := context.WithCancel(context.Background())
+			cmd := &ServeCommand{m: m, Listening: func(string) { cancel() }}
+			err := cmd.Run(ctx, append([]string{"--addr", "127.0.0.1:0", "--instances", t.TempDir(), "--fixtures", dir, "--log-format", "text"}, tt.args...))
+			if err != nil {
+				t.Fatalf("serve: %v\n%s", err, &stderr)
+			}
+			var line string
+			for l := range strings.Lines(stderr.String()) {
+				if strings.Contains(l, "msg=serving") {
+					line = l
+				}
+			}
+			if !strings.Contains(line, " "+tt.want+" ") {
+				t.Errorf("serving line %q, want %s", line, tt.want)
+			}
+		})
 	}
 }
