@@ -35,7 +35,8 @@
 //     in the sentence instance creation refuses with.
 //   - SH407 (error): the world's tasks file does not load, or a task does
 //     not fit the world (a tool not on the surface, a startup keyword no
-//     hook accepts, a table pattern naming no node, an id declared twice).
+//     hook accepts, a table pattern naming no node, a fixture the world
+//     does not have, an id declared twice).
 //   - SH502 (error): a struct declared with env.DeclareWorlds names a child no
 //     AddWorld registered.
 //   - SH503 (warning): a registered child no declared struct names.

@@ -5,24 +5,29 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/fixture"
 	"github.com/seahaven/seahaven/task"
 )
 
 // taskFindings reports SH407 for the world's tasks: the tasks file beside
 // its fixtures (fsys, positioned in root) when it does not load, at the
 // line at fault; and each task, declared in Go or in the file, whose id is
-// declared twice or that does not fit the composition (a tool not on the
+// declared twice, that names a fixture the world's fixtures directory does
+// not hold, or that does not fit the composition (a tool not on the
 // surface, a startup keyword no hook accepts, a table pattern naming no
 // node), at the line that declares it. The fit is checked only when the
 // world seals.
 func taskFindings(w *env.World, sealed *composition.Sealed, fsys fs.FS, root string) []Finding {
 	var out []Finding
+	fixtures := fixtureIDs(fsys)
 	var fileTasks []env.Task
 	file := filepath.Join(root, task.FileName)
 	if fsys != nil {
@@ -53,6 +58,13 @@ func taskFindings(w *env.World, sealed *composition.Sealed, fsys fs.FS, root str
 			return
 		}
 		seen[t.ID] = t.Source
+		if t.Fixture != "" && !slices.Contains(fixtures, t.Fixture) {
+			have := "it has none"
+			if len(fixtures) > 0 {
+				have = "its fixtures: " + strings.Join(fixtures, ", ")
+			}
+			out = append(out, finding(pos, "SH407", "task %s: fixture: %q is not a fixture of %s (%s), so every reset of the task fails", t.ID, t.Fixture, w.Name(), have))
+		}
 		if sealed == nil {
 			return // SH504's
 		}
@@ -66,6 +78,23 @@ func taskFindings(w *env.World, sealed *composition.Sealed, fsys fs.FS, root str
 	for _, t := range fileTasks {
 		_, line, _ := SplitPos(t.Source) // "tasks.yaml:9"
 		check(t, fmt.Sprintf("%s:%d:1", file, max(line, 1)))
+	}
+	return out
+}
+
+// fixtureIDs returns the ids of the fixtures of fsys, a world's fixtures
+// directory: its directories that hold a sidecar, whole or not (a broken
+// one is SH401's). A nil fsys holds none.
+func fixtureIDs(fsys fs.FS) []string {
+	if fsys == nil {
+		return nil
+	}
+	ids, _ := fixture.DirsFS(fsys)
+	var out []string
+	for _, id := range ids {
+		if _, err := fs.Stat(fsys, path.Join(id, fixture.SidecarName)); !errors.Is(err, fs.ErrNotExist) {
+			out = append(out, id)
+		}
 	}
 	return out
 }

@@ -6,10 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
 
 	"github.com/seahaven/seahaven/check"
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/env"
 )
 
@@ -101,6 +105,55 @@ func TestWorld_Tasks(t *testing.T) {
 		fsys := fstest.MapFS{"tasks.yaml": {Data: []byte(fixed)}}
 		if got := check.World(context.Background(), newStaff(env.WorldSpec{Fixtures: fsys})); len(got) != 0 {
 			t.Errorf("findings:\n%s", check.Format(got))
+		}
+	})
+}
+
+// TestWorld_TaskFixture: a task naming a fixture the world's fixtures
+// directory does not hold is SH407 at the task's line, in the tasks file
+// and in Go; one naming a fixture that is there is clean.
+func TestWorld_TaskFixture(t *testing.T) {
+	const tasks = `tasks:
+  - id: count_staff
+    instruction: Count the staff.
+    fixture: demo
+    checks:
+      - sql: SELECT count(*) FROM staff
+  - id: count_more
+    instruction: Count the staff again.
+    fixture: nosuch
+    checks:
+      - sql: SELECT count(*) FROM staff
+`
+	spec := env.WorldSpec{Name: "staffing", Version: "1.0.0", Schema: staffSchema}
+	dir := compositiontest.Fixture(t, env.NewWorld(spec), composition.Options{}, "demo", func(*composition.Instance) {})
+	file := filepath.Join(dir, "tasks.yaml")
+	if err := os.WriteFile(file, []byte(tasks), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec.FixturesDir = dir
+	w := env.NewWorld(spec)
+	w.AddTask(env.Task{ID: "go_task", Instruction: "Count.", Fixture: "gone", Checks: []env.Check{{SQL: "SELECT 1"}}})
+	line := currentLine() - 1
+	self, _, _ := check.SplitPos(w.Where())
+	got := check.Format(check.World(context.Background(), w))
+	want := fmt.Sprintf(`%s:%d:1: SH407 error: task go_task: fixture: "gone" is not a fixture of staffing (its fixtures: demo), so every reset of the task fails
+%s:7:1: SH407 error: task count_more: fixture: "nosuch" is not a fixture of staffing (its fixtures: demo), so every reset of the task fails
+`, self, line, file)
+	// Findings are sorted by file; the order of the two files depends on
+	// where the test's directory is.
+	if !slices.Equal(slices.Sorted(strings.Lines(got)), slices.Sorted(strings.Lines(want))) {
+		t.Errorf("findings:\n%s\nwant\n%s", got, want)
+	}
+
+	t.Run("NoFixtures", func(t *testing.T) {
+		fsys := fstest.MapFS{"tasks.yaml": {Data: []byte(tasks)}}
+		got := check.Format(check.World(context.Background(), env.NewWorld(env.WorldSpec{Name: "staffing", Version: "1.0.0", Schema: staffSchema, Fixtures: fsys})))
+		want := `staffing embedded fixtures/tasks.yaml:2:1: SH407 error: task count_staff: fixture: "demo" is not a fixture of staffing (it has none), so every reset of the task fails
+staffing embedded fixtures/tasks.yaml:7:1: SH407 error: task count_more: fixture: "nosuch" is not a fixture of staffing (it has none), so every reset of the task fails
+`
+		if got != want {
+			t.Errorf("findings:\n%s\nwant\n%s", got, want)
 		}
 	})
 }

@@ -60,12 +60,19 @@ Worlds: `+strings.Join(c.m.names(), ", ")+"\n")
 			return fmt.Errorf("fixtures build: world %s has no fixtures directory to build into (its fixtures are embedded in the binary, or it has none): give --dir, the source directory they are embedded from", w.Name())
 		}
 	}
+	// shown is the fixtures directory as the author knows it: not the copy
+	// on disk that embedded fixtures are read from.
+	shown := *dir
 	if *dir == "" {
 		if *dir, err = composition.FixturesDir(w); err != nil {
 			return err
 		}
 		if *dir == "" {
 			return fmt.Errorf("fixtures %s: world %s has no fixtures (neither FixturesDir nor Fixtures)", args[0], w.Name())
+		}
+		shown = *dir
+		if w.Spec().FixturesDir == "" {
+			shown = "the fixtures embedded in world " + w.Name()
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(c.m.Stderr, nil))
@@ -138,7 +145,7 @@ Worlds: `+strings.Join(c.m.names(), ", ")+"\n")
 			if _, isBroken := broken[id]; !isBroken && !slices.ContainsFunc(list, func(s *fixture.Sidecar) bool { return s.ID == id }) {
 				by := strings.Join(named[id], ", ")
 				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\tMISSING\tnamed by %s\n", id, by)
-				bad = errors.Join(bad, fmt.Errorf("fixture %s is missing from %s (named by %s)", id, *dir, by))
+				bad = errors.Join(bad, fmt.Errorf("fixture %s is missing from %s (named by %s)", id, shown, by))
 			}
 		}
 	}

@@ -3,12 +3,15 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/seahaven/seahaven/compositiontest"
+	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 )
 
@@ -110,6 +113,22 @@ func TestFixturesCommand_VerifyMissing(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "\nacme ") || !strings.Contains(stdout, "MISSING") {
 		t.Errorf("no MISSING row for acme:\n%s", stdout)
+	}
+}
+
+// TestFixturesCommand_VerifyMissingEmbedded: a fixture missing from a
+// world's embedded fixtures is named as missing from them, not from the
+// copy on disk instances are made from.
+func TestFixturesCommand_VerifyMissingEmbedded(t *testing.T) {
+	w := env.NewWorld(env.WorldSpec{Name: "stock", Version: "1.0.0", Schema: `CREATE TABLE items (id TEXT PRIMARY KEY) STRICT;`,
+		Fixtures: fstest.MapFS{"tasks.yaml": {Data: []byte("tasks:\n  - id: t\n    instruction: x\n    fixture: nosuch\n    checks:\n      - sql: SELECT 1\n")}}})
+	var out bytes.Buffer
+	m := New(w)
+	m.Stdout, m.Stderr = &out, io.Discard
+	err := m.Run(context.Background(), []string{"fixtures", "verify"})
+	want := "fixture nosuch is missing from the fixtures embedded in world stock (named by task t)"
+	if exitCode(err) != 1 || err.Error() != want {
+		t.Errorf("fixtures verify: %v, want exit code 1 and %q\n%s", err, want, &out)
 	}
 }
 
