@@ -77,6 +77,31 @@ func TestNewWorld(t *testing.T) {
 	}
 }
 
+// TestNewWorld_Names: worlds whose names are near the names the
+// scaffold's files use (scaffold.CheckGoName) compile and vet, tests
+// included, side by side in one module.
+func TestNewWorld_Names(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module of its own")
+	}
+	dir := filepath.Join(t.TempDir(), "lib")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustModule(t, dir, "example.com/lib")
+	for _, name := range []string{"contexts", "task_list", "fixtures2", "logs", "strings", "errs", "demo_shop", "stock_tests"} {
+		if _, stderr, err := runNew(t, "world", "--dir", filepath.Join(dir, name), name); err != nil {
+			t.Fatalf("new world %s: %v\n%s", name, err, stderr)
+		}
+	}
+	cmd := exec.Command("go", "vet", "./...")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go vet: %v\n%s", err, out)
+	}
+}
+
 func TestNewWorld_Refused(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "lib")
 	if err := os.MkdirAll(filepath.Join(dir, "full"), 0o755); err != nil {
@@ -100,6 +125,9 @@ func TestNewWorld_Refused(t *testing.T) {
 		{[]string{"world", "--dir", filepath.Join(dir, "x"), "main"}, `new world: world name "main" is reserved`},
 		{[]string{"world", "--dir", filepath.Join(dir, "x"), "temp"}, `new world: world name "temp" is reserved`},
 		{[]string{"world", "--dir", filepath.Join(dir, "x"), "a__b"}, `new world: world name "a__b" must not contain "__"`},
+		// Names the world's files would not compile with.
+		{[]string{"world", "--dir", filepath.Join(dir, "x"), "fmt"}, `new world: world name "fmt" is the name of a package the new world's files import`},
+		{[]string{"world", "--dir", filepath.Join(dir, "x"), "string"}, `new world: world name "string" is one of Go's predeclared identifiers`},
 		{[]string{"world", "--dir", filepath.Join(dir, "full"), "full"}, "new world: " + filepath.Join(dir, "full") + " is not empty"},
 		{[]string{"world", "--dir", filepath.Join(noMod, "w"), "w"}, "new world: no go.mod in " + filepath.Join(noMod, "w") + " or above it; pass --import"},
 		{[]string{"world"}, "new world takes one NAME, got 0 arguments"},
