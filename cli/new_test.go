@@ -75,6 +75,30 @@ func TestNewWorld(t *testing.T) {
 	if exitCode(err) != 1 || !strings.Contains(out, want) {
 		t.Errorf("seahaven check of an embedded fixture with an unknown key: %v\n%s%s\nwant %s", err, out, errOut, want)
 	}
+	if err := os.WriteFile(sidecar, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// The world's own tests check the fixture it ships: a schema that
+	// drifted from it fails go test, as it fails seahaven check.
+	src := filepath.Join(dir, "library", "library.go")
+	code, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drifted := bytes.Replace(code, []byte("  quantity INTEGER NOT NULL"), []byte("  note TEXT,\n  quantity INTEGER NOT NULL"), 1)
+	if bytes.Equal(drifted, code) {
+		t.Fatalf("library.go has no quantity column to drift:\n%s", code)
+	}
+	if err := os.WriteFile(src, drifted, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "test", "-count=1", "./...")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	if out, err := cmd.CombinedOutput(); err == nil || !bytes.Contains(out, []byte("--- FAIL: TestWorldChecksClean")) || !bytes.Contains(out, []byte("SH403 error: fixture demo")) {
+		t.Errorf("go test of a world whose schema drifted from its fixture: %v, want TestWorldChecksClean to fail with SH403\n%s", err, out)
+	}
 }
 
 // TestNewWorld_Names: worlds whose names are near the names the

@@ -35,6 +35,7 @@ func TestWorld_Names(t *testing.T) {
 		{"log", imported},
 		{"os", imported},
 		{"embed", imported},
+		{"check", imported},
 		// Go's predeclared identifiers.
 		{"string", predeclared},
 		{"len", predeclared},
