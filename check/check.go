@@ -68,6 +68,7 @@ var Rules = []Rule{
 	{"SH502", SeverityError, false, "a struct declared with env.DeclareWorlds names a child no AddWorld registered"},
 	{"SH503", SeverityWarning, false, "a registered child name no declared struct annotates"},
 	{"SH504", SeverityError, false, "the world's composition does not seal"},
+	{"SH505", SeverityError, false, "a world's package panics when it is loaded (seahaven check only)"},
 }
 
 // Lookup returns the rule of a code.

@@ -41,6 +41,10 @@
 //     AddWorld registered.
 //   - SH503 (warning): a registered child no declared struct names.
 //   - SH504 (error): the composition does not seal.
+//   - SH505 (error): a world's package panics when it is loaded, so its
+//     worlds cannot be checked (a tool whose arguments have no schema);
+//     reported by `seahaven check`, since a package that panics cannot run
+//     World.
 //
 // # Positions
 //

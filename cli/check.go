@@ -32,8 +32,8 @@ import (
 type CheckCommand struct{ m *Main }
 
 // checkedWorld is a package-level *env.World variable the generated
-// program checks.
-type checkedWorld struct{ pkgPath, name string }
+// program checks, and the position of its declaration.
+type checkedWorld struct{ pkgPath, name, pos string }
 
 // Run runs the command.
 func (c *CheckCommand) Run(ctx context.Context, args []string) error {
@@ -201,7 +201,8 @@ func analyse(pkgs []*packages.Package, roots map[string]bool) (findings []check.
 			case !importableFromRoot(p.PkgPath, p.Module):
 				skipped = append(skipped, desc+" (an internal package below the module root)")
 			default:
-				worlds = append(worlds, checkedWorld{pkgPath: p.PkgPath, name: w.Var.Name()})
+				pos := p.Fset.Position(w.Var.Pos())
+				worlds = append(worlds, checkedWorld{pkgPath: p.PkgPath, name: w.Var.Name(), pos: fmt.Sprintf("%s:%d:%d", pos.Filename, pos.Line, pos.Column)})
 			}
 		}
 	}
@@ -364,7 +365,10 @@ func main() {
 // runDynamic generates a program in a temporary directory of the module
 // root that imports every world's package and runs check.World on each
 // world, runs it with `go run`, and returns its findings. The directory is
-// removed afterwards.
+// removed afterwards. A package that panics as it is loaded (a tool whose
+// arguments have no schema, say) stops the program before any world is
+// checked: then each package is checked by a program of its own, and each
+// that panics is an SH505 finding, at the line of its own that panicked.
 func runDynamic(ctx context.Context, modRoot string, worlds []checkedWorld) ([]check.Finding, error) {
 	if modRoot == "" {
 		return nil, errors.New("check: the packages are not in a module, so their worlds cannot be checked")
@@ -374,6 +378,71 @@ func runDynamic(ctx context.Context, modRoot string, worlds []checkedWorld) ([]c
 		return nil, fmt.Errorf("check: %w", err)
 	}
 	defer os.RemoveAll(tmp)
+	findings, err := runWorlds(ctx, tmp, modRoot, worlds)
+	var pe *loadPanic
+	if !errors.As(err, &pe) {
+		return findings, err
+	}
+	findings = nil
+	var pkgs []string // in the order of worlds, which are by package
+	for _, w := range worlds {
+		if !slices.Contains(pkgs, w.pkgPath) {
+			pkgs = append(pkgs, w.pkgPath)
+		}
+	}
+	for _, pkg := range pkgs {
+		of := slices.DeleteFunc(slices.Clone(worlds), func(w checkedWorld) bool { return w.pkgPath != pkg })
+		fs, err := runWorlds(ctx, tmp, modRoot, of)
+		if errors.As(err, &pe) {
+			findings = append(findings, pe.finding(pkg, of[0].pos))
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		findings = append(findings, fs...)
+	}
+	return findings, nil
+}
+
+// loadPanic is the output of a generated program that panicked.
+type loadPanic struct{ output string }
+
+func (e *loadPanic) Error() string {
+	return "check: a world's package panics when it is loaded:\n" + e.output
+}
+
+// finding is SH505 for the package pkg, which panicked: positioned at the
+// deepest line of the stack in one of its own functions (the registration
+// that panicked), else at fallback (the world variable's declaration).
+func (e *loadPanic) finding(pkg, fallback string) check.Finding {
+	msg := e.output
+	if i := strings.Index(msg, "panic: "); i >= 0 {
+		msg = msg[i+len("panic: "):]
+	}
+	msg, _, _ = strings.Cut(msg, "\n")
+	msg = strings.TrimSuffix(msg, " [recovered]")
+	pos := fallback
+	lines := strings.Split(e.output, "\n")
+	for i := 0; i+1 < len(lines); i++ {
+		fn, _, _ := strings.Cut(lines[i], "(")
+		if !strings.HasPrefix(fn, pkg+".") || strings.Contains(strings.TrimPrefix(fn, pkg+"."), "/") {
+			continue // not a function of pkg
+		}
+		if at, _, _ := strings.Cut(strings.TrimSpace(lines[i+1]), " "); at != "" {
+			pos = at + ":1"
+			break
+		}
+	}
+	r, _ := check.Lookup("SH505")
+	return check.Finding{Pos: pos, Code: r.Code, Severity: r.Severity,
+		Message: fmt.Sprintf("package %s panics when it is loaded, so its worlds cannot be checked: %s", pkg, msg)}
+}
+
+// runWorlds writes the program that checks worlds into tmp, a directory of
+// the module root, runs it and returns its findings; the error is a
+// *loadPanic when the program panicked.
+func runWorlds(ctx context.Context, tmp, modRoot string, worlds []checkedWorld) ([]check.Finding, error) {
 	var imports, list strings.Builder
 	alias := map[string]string{}
 	for _, w := range worlds {
@@ -390,11 +459,17 @@ func runDynamic(ctx context.Context, modRoot string, worlds []checkedWorld) ([]c
 		return nil, fmt.Errorf("check: %w", err)
 	}
 	out := filepath.Join(tmp, "findings.json")
+	if err := os.Remove(out); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("check: %w", err)
+	}
 	cmd := exec.CommandContext(ctx, "go", "run", "-trimpath=false", src, out)
 	cmd.Dir = modRoot
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	if err := cmd.Run(); err != nil {
+		if s := stderr.String(); strings.HasPrefix(s, "panic: ") || strings.Contains(s, "\npanic: ") {
+			return nil, &loadPanic{output: strings.TrimSpace(s)}
+		}
 		return nil, fmt.Errorf("check: running the worlds' checks failed (%v):\n%s", err, strings.TrimSpace(stderr.String()))
 	}
 	var findings []check.Finding

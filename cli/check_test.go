@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -167,6 +168,26 @@ func TestCheckCommand(t *testing.T) {
 		}
 		if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 			t.Errorf("findings = %+v\nwant %+v", got, want)
+		}
+	})
+
+	// A package that panics when it is loaded is a finding of its own, and
+	// the other packages' worlds are checked all the same.
+	t.Run("JSONPanic", func(t *testing.T) {
+		stdout, _, err := runCheck(t, "-C", dir, "-json", "./panics", "./badschema")
+		if exitCode(err) != 1 {
+			t.Fatalf("err = %v, want exit code 1", err)
+		}
+		var got []check.Finding
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Fatalf("output is not a JSON array of findings: %v\n%s", err, stdout)
+		}
+		var codes []string
+		for _, f := range got {
+			codes = append(codes, f.Pos+" "+f.Code)
+		}
+		if want := []string{"badschema/badschema.go:8:1 SH302", "panics/panics.go:15:1 SH505"}; !slices.Equal(codes, want) {
+			t.Errorf("findings = %+v\nwant %q", got, want)
 		}
 	})
 
