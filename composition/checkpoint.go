@@ -488,7 +488,18 @@ func (i *Instance) resume(st *runState, records []logRecord) error {
 	}
 	i.calls = st.Calls
 	i.fixture = st.Fixture
-	i.compRecords = st.Composition
+	i.compRecords = slices.Clone(st.Composition)
+	for k := range i.compRecords {
+		// A world upgraded since, with the same schema, restores too: the
+		// record says the version installed now, as a reset would, and the
+		// version the fixture was frozen with when that differs.
+		r, installed := &i.compRecords[k], i.nodes[k].node.World.Version()
+		frozen := *cmp.Or(r.FrozenWorldVersion, &r.WorldVersion)
+		r.WorldVersion, r.FrozenWorldVersion = installed, nil
+		if i.fixture != nil && frozen != installed {
+			r.FrozenWorldVersion = &frozen
+		}
+	}
 	i.changes.dropped = st.Dropped
 	for _, r := range records {
 		i.changes.add(r)

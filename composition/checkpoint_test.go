@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -22,8 +23,11 @@ import (
 
 // dice draws from every stream an instance has: its ids, SQL random() and
 // randomblob(), and its clock; a startup hook keeps a value in ctx.State.
-var dice = func() *env.World {
-	w := env.NewWorld(env.WorldSpec{Name: "dice", Version: "1.0.0", DefaultClockMode: env.ClockStep,
+var dice = diceWorld("1.0.0")
+
+// diceWorld returns the dice world at version.
+func diceWorld(version string) *env.World {
+	w := env.NewWorld(env.WorldSpec{Name: "dice", Version: version, DefaultClockMode: env.ClockStep,
 		Schema: `CREATE TABLE rolls (id TEXT PRIMARY KEY, n INTEGER NOT NULL, salt BLOB, at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP, label TEXT) STRICT;`})
 	type rollArgs struct {
 		Fail bool `json:"fail,omitempty"`
@@ -50,7 +54,53 @@ var dice = func() *env.World {
 		return nil
 	})
 	return w
-}()
+}
+
+// TestCheckpoint_UpgradedWorld: a checkpoint restores into the world at
+// another version with the same schema, and the state document says the
+// version installed now, as a reset would; a fixture's frozen version,
+// when it differs from it, stays named.
+func TestCheckpoint_UpgradedWorld(t *testing.T) {
+	ctx := context.Background()
+	inst := compositiontest.Open(t, dice, composition.Options{Startup: map[string]any{"label": "x"}})
+	compositiontest.Call(t, inst, "roll", `{}`)
+	fixtures := t.TempDir()
+	if _, err := inst.Freeze(ctx, "table", "A roll.", composition.FreezeOptions{FixturesDir: fixtures}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name   string
+		opts   composition.Options
+		frozen *string
+	}{
+		{"Genesis", composition.Options{Startup: map[string]any{"label": "x"}}, nil},
+		{"Fixture", composition.Options{Fixture: "table", FixturesDir: fixtures, Seed: 9, Startup: map[string]any{"label": "x"}}, new("1.0.0")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			old := compositiontest.Open(t, dice, tt.opts)
+			compositiontest.Call(t, old, "roll", `{}`)
+			if got := old.State().Composition["main"]; got.WorldVersion != "1.0.0" || got.FrozenWorldVersion != nil {
+				t.Fatalf("before: world_version %s, frozen %v", got.WorldVersion, got.FrozenWorldVersion)
+			}
+			cp, err := old.Checkpoint(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := restore(t, diceWorld("1.1.0"), cp, "", "up").State().Composition["main"]
+			if got.WorldVersion != "1.1.0" || !reflect.DeepEqual(got.FrozenWorldVersion, tt.frozen) {
+				t.Errorf("restored into 1.1.0: world_version %s, frozen_world_version %v; want 1.1.0 and %v", got.WorldVersion, ptrText(got.FrozenWorldVersion), ptrText(tt.frozen))
+			}
+		})
+	}
+}
+
+// ptrText prints a *string for a test's message.
+func ptrText(p *string) string {
+	if p == nil {
+		return "null"
+	}
+	return *p
+}
 
 type ckStep struct{ tool, args string }
 
