@@ -338,8 +338,14 @@ func (c *checkpoints) read(id string) (*loadedCheckpoint, error) {
 		return nil, &env.InfraError{Kind: env.FaultStorage, Message: "the checkpoint store cannot be read; nothing was restored", Err: err}
 	}
 	l := &loadedCheckpoint{}
-	if err := json.Unmarshal(data, &l.m); err != nil || l.m.Format != 1 || l.m.ID != id {
+	err = json.Unmarshal(data, &l.m)
+	switch {
+	case err == nil && l.m.Format != 1:
+		return nil, c.unknown(id, fmt.Sprintf("is of format %d; this server reads checkpoints of format 1 (a newer server wrote it, or its manifest was edited)", l.m.Format))
+	case err != nil:
 		return nil, c.unknown(id, "is corrupt: its manifest does not parse")
+	case l.m.ID != id:
+		return nil, c.unknown(id, "is corrupt: its manifest names another checkpoint")
 	}
 	if expired(l.m.CheckpointInfo) {
 		return nil, c.unknown(id, "expired at "+l.m.ExpiresAt)

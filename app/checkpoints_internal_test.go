@@ -102,6 +102,20 @@ func TestCheckpoints_Refused(t *testing.T) {
 		}, "node payments: file state.payments.sqlite"},
 		{"manifest gone", func(d string) { os.Remove(filepath.Join(d, manifestName)) }, "is incomplete: it has no manifest"},
 		{"manifest garbled", func(d string) { os.WriteFile(filepath.Join(d, manifestName), []byte(`{"format":`), 0o600) }, "is corrupt: its manifest does not parse"},
+		{"manifest of another format", func(d string) { os.WriteFile(filepath.Join(d, manifestName), []byte(`{"format":2}`), 0o600) }, "is of format 2; this server reads checkpoints of format 1"},
+		{"manifest of another checkpoint", func(d string) {
+			p := filepath.Join(d, manifestName)
+			b, _ := os.ReadFile(p)
+			var m map[string]any
+			json.Unmarshal(b, &m)
+			id := m["checkpoint_id"].(string)
+			m["checkpoint_id"] = strings.Repeat("0", len(id))
+			if id == m["checkpoint_id"] {
+				m["checkpoint_id"] = strings.Repeat("1", len(id))
+			}
+			b, _ = json.Marshal(m)
+			os.WriteFile(p, b, 0o600)
+		}, "is corrupt: its manifest names another checkpoint"},
 		{"store file a link", func(d string) {
 			p := filepath.Join(d, "state.sqlite")
 			os.Remove(p)
