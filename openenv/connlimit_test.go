@@ -169,6 +169,68 @@ func TestConnLimit_Max(t *testing.T) {
 	mustSucceed(t, roundTrip(t, ws, `{"type":"step","data":{"tool_name":"echo","arguments":{"message":"still here"}}}`))
 }
 
+// TestConnLimit_AnnouncedTooLarge sends bodies whose Content-Length is
+// over MaxMessageBytes, and then only a few bytes: each is refused with 413
+// at once, not with 408 at the read timeout, and its connection closed. A
+// standard MCP client's reply names the request's id when the bytes sent
+// name it; OpenEnv's dialect answers 200.
+func TestConnLimit_AnnouncedTooLarge(t *testing.T) {
+	// A read timeout the test would not outwait.
+	limit := &openenv.ConnLimit{Max: -1, ReadTimeout: 10 * waitLimit}
+	s := mustServeLimited(t, newFake(t), openenv.Config{MaxMessageBytes: 256}, limit)
+	resp, err := http.Post("http://"+s.addr+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	sid := resp.Header.Get(openenv.MCPSessionHeader)
+	if sid == "" {
+		t.Fatal("initialize started no session")
+	}
+	for _, tt := range []struct {
+		name, path, header, body string
+		status                   int
+		want                     string
+	}{
+		{"Reset", "/reset", "", `{}`, http.StatusRequestEntityTooLarge,
+			`{"detail":"Request body exceeds the limit of 256 bytes","code":"SESSION_ERROR"}`},
+		{"Step", "/step", "", `{"action":`, http.StatusRequestEntityTooLarge,
+			`{"detail":"Request body exceeds the limit of 256 bytes","code":"SESSION_ERROR"}`},
+		{"MCPOpenEnv", "/mcp", "", `{"jsonrpc":"2.0","id":7,`, http.StatusOK,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: Request body exceeds the limit of 256 bytes","data":null}}`},
+		{"MCPStandardID", "/mcp", sid, `{"jsonrpc":"2.0","id":7,"method":"tools/list"`, http.StatusRequestEntityTooLarge,
+			`{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"Invalid request: Request body exceeds the limit of 256 bytes"}}`},
+		{"MCPStandardStringID", "/mcp", sid, `{"jsonrpc":"2.0","id":"r-8"`, http.StatusRequestEntityTooLarge,
+			`{"jsonrpc":"2.0","id":"r-8","error":{"code":-32600,"message":"Invalid request: Request body exceeds the limit of 256 bytes"}}`},
+		{"MCPStandardNoID", "/mcp", sid, `{}`, http.StatusRequestEntityTooLarge,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: Request body exceeds the limit of 256 bytes"}}`},
+		{"MCPStandardIDAfterCut", "/mcp", sid, `{"method":"tools/list","params":{"cursor":"` + strings.Repeat("x", 300) + `"},"id":9}`, http.StatusRequestEntityTooLarge,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: Request body exceeds the limit of 256 bytes"}}`},
+		{"MCPStandardNotSent", "/mcp", sid, `{"jsonrpc":"2.0",`, http.StatusRequestEntityTooLarge,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: Request body exceeds the limit of 256 bytes"}}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := s.rawConn(t)
+			hdr := ""
+			if tt.header != "" {
+				hdr = openenv.MCPSessionHeader + ": " + tt.header + "\r\n"
+			}
+			io.WriteString(c, "POST "+tt.path+" HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"+hdr+"Content-Length: 99999999999\r\n\r\n"+tt.body)
+			c.SetReadDeadline(time.Now().Add(waitLimit))
+			r := bufio.NewReader(c)
+			resp, err := http.ReadResponse(r, nil)
+			if err != nil {
+				t.Fatalf("no reply before the client's deadline: %v", err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tt.status || strings.TrimSpace(string(b)) != tt.want {
+				t.Errorf("got  %d %s\nwant %d %s", resp.StatusCode, b, tt.status, tt.want)
+			}
+			closedByServer(t, c, r)
+		})
+	}
+}
+
 // TestConnLimit_Timeouts checks that a body sent too slowly and an idle
 // keep-alive connection are closed, and that a step running longer than
 // ReadTimeout is not cut short by it.
@@ -180,8 +242,14 @@ func TestConnLimit_Timeouts(t *testing.T) {
 		io.WriteString(c, "POST /reset HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"seed\":")
 		r := bufio.NewReader(c)
 		// The client's fault, said as such: 408, not a server error.
-		if resp, err := http.ReadResponse(r, nil); err != nil || resp.StatusCode != http.StatusRequestTimeout {
-			t.Errorf("a body sent too slowly: %v %v, want 408", resp, err)
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The message names no socket address.
+		b, _ := io.ReadAll(resp.Body)
+		if want := `{"detail":"Reading the request body failed: it was not sent within the server's read timeout","code":"SESSION_ERROR"}`; resp.StatusCode != http.StatusRequestTimeout || strings.TrimSpace(string(b)) != want {
+			t.Errorf("a body sent too slowly: %d %s, want 408 %s", resp.StatusCode, b, want)
 		}
 		closedByServer(t, c, r)
 	})
@@ -205,7 +273,7 @@ func TestConnLimit_Timeouts(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(resp.Body)
-		if want := `{"detail":"Reading the request body failed: the client sent less than it announced (unexpected EOF)","code":"SESSION_ERROR"}`; resp.StatusCode != http.StatusBadRequest || strings.TrimSpace(string(b)) != want {
+		if want := `{"detail":"Reading the request body failed: the client sent less than it announced","code":"SESSION_ERROR"}`; resp.StatusCode != http.StatusBadRequest || strings.TrimSpace(string(b)) != want {
 			t.Errorf("a body cut short: %d %s, want 400 %s", resp.StatusCode, b, want)
 		}
 	})

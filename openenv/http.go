@@ -161,16 +161,30 @@ func (s *Server) writeError(w http.ResponseWriter, perr *protoError) {
 
 // readBody reads a request body of at most MaxMessageBytes. On a failure
 // it returns the part of the body it read with the error.
+//
+// A body whose Content-Length already exceeds MaxMessageBytes is refused
+// at once, unread, and the connection is closed after the reply: waiting
+// for bytes the server will not take would answer a client that sends
+// less than it announced only at the read timeout.
+//
+// The error of a failed read is logged, not sent: it names the
+// connection's addresses.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *protoError) {
+	if r.ContentLength > s.cfg.MaxMessageBytes {
+		w.Header().Set("Connection", "close")
+		return nil, s.bodyTooLarge()
+	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxMessageBytes))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		return b, newError(codeTooLarge, "Request body exceeds the limit of %d bytes", s.cfg.MaxMessageBytes)
+		return b, s.bodyTooLarge()
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return b, newError(codeSlowBody, "Reading the request body failed: it was not sent within the server's read timeout (%v)", err)
+		s.log.Debug("openenv: a request body was not sent within the read timeout", "method", r.Method, "path", r.URL.Path, "read", len(b), "err", err)
+		return b, newError(codeSlowBody, "Reading the request body failed: it was not sent within the server's read timeout")
 	case err != nil:
-		return b, newError(codeBadBody, "Reading the request body failed: the client sent less than it announced (%v)", err)
+		s.log.Debug("openenv: a request body was cut short by its client", "method", r.Method, "path", r.URL.Path, "read", len(b), "err", err)
+		return b, newError(codeBadBody, "Reading the request body failed: the client sent less than it announced")
 	}
 	if len(b) > 0 && !jsonMediaType(r.Header.Get("Content-Type")) {
 		// A page of any site may send a text/plain body without asking
@@ -183,6 +197,11 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *prot
 		return nil, newError(codeMediaType, "Content-Encoding %q is not supported: send the body uncompressed", ce)
 	}
 	return b, nil
+}
+
+// bodyTooLarge is the error of a request body over MaxMessageBytes.
+func (s *Server) bodyTooLarge() *protoError {
+	return newError(codeTooLarge, "Request body exceeds the limit of %d bytes", s.cfg.MaxMessageBytes)
 }
 
 // jsonMediaType reports whether a Content-Type header names JSON:
