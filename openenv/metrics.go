@@ -4,9 +4,14 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -209,12 +214,59 @@ func newMetrics(s *Server) *serverMetrics {
 // it. Each Server has its own registry, never the global default one.
 func (s *Server) Registry() *prometheus.Registry { return s.metrics.registry }
 
-// serveMetrics serves GET /metrics in the Prometheus text format.
+// serveMetrics serves GET /metrics in the Prometheus text format. The
+// failures of one scrape are logged once, when it ends: at debug level
+// when its client went away or stopped reading (promhttp, which goes on
+// with the next metric family, meets one failed write per family), else
+// at warn.
 func (s *Server) serveMetrics() http.Handler {
-	return promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{
-		ErrorLog:      slog.NewLogLogger(s.log.Handler(), slog.LevelError),
-		ErrorHandling: promhttp.ContinueOnError,
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var errs scrapeErrors
+		promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{
+			ErrorLog:      &errs,
+			ErrorHandling: promhttp.ContinueOnError,
+		}).ServeHTTP(w, r)
+		if errs.n == 0 {
+			return
+		}
+		level := slog.LevelWarn
+		if errs.clientOnly {
+			level = slog.LevelDebug
+		}
+		s.log.Log(r.Context(), level, "openenv: a /metrics scrape failed", "err", errs.first, "errors", errs.n, "remote", r.RemoteAddr)
 	})
+}
+
+// scrapeErrors is the promhttp.Logger of one scrape: it keeps the first
+// failure it is told of and counts them. It is not safe for concurrent
+// use; promhttp calls it from the scrape's own goroutine.
+type scrapeErrors struct {
+	first      string // the first failure, as promhttp says it
+	n          int    // failures
+	clientOnly bool   // each failure was the client's going away or not reading
+}
+
+func (e *scrapeErrors) Println(v ...any) {
+	client := false
+	for _, x := range v {
+		if err, ok := x.(error); ok && clientWriteFailure(err) {
+			client = true
+		}
+	}
+	if e.n == 0 {
+		e.first, e.clientOnly = strings.TrimSpace(fmt.Sprintln(v...)), true
+	}
+	e.n++
+	e.clientOnly = e.clientOnly && client
+}
+
+// clientWriteFailure reports whether err, from a write of a reply, says
+// that its client closed the connection or did not read within the write
+// timeout, rather than a fault of the server.
+func clientWriteFailure(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		errors.Is(err, context.Canceled)
 }
 
 // countSessions returns the live sessions of one transport.

@@ -1,15 +1,24 @@
 package openenv_test
 
 import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/seahaven/seahaven/internal/testfs"
 	"github.com/seahaven/seahaven/openenv"
 )
 
@@ -242,5 +251,78 @@ func TestServer_Metrics_SessionlessCall(t *testing.T) {
 	}
 	if got := m.value(t, "seahaven_instances_open"); got != 0 {
 		t.Errorf("instances open = %v after a sessionless call, want 0", got)
+	}
+}
+
+// TestServer_Metrics_AbortedScrape closes a scrape's connection after its
+// headers, while the server still has most of its metric families to send:
+// the failure is one debug record, not one error record per family.
+func TestServer_Metrics_AbortedScrape(t *testing.T) {
+	var logs testfs.Buffer
+	s := mustServe(t, newFake(t), openenv.Config{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	// Families of some 5 MiB in all, more than the sockets' buffers hold.
+	label := strings.Repeat("x", 200)
+	for i := range 20 {
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: fmt.Sprintf("a_filler_%02d", i), Help: "Filler."}, []string{"l"})
+		for j := range 1000 {
+			g.WithLabelValues(fmt.Sprintf("%s%d", label, j)).Set(1)
+		}
+		s.Registry().MustRegister(g)
+	}
+	c, err := net.Dial("tcp", s.ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.(*net.TCPConn).SetReadBuffer(4 << 10)
+	io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(waitLimit))
+	if _, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	waitFor(t, "the aborted scrape's record", func() bool { return strings.Contains(logs.String(), "metric family") })
+	var failed []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line is not JSON: %v\n%s", err, line)
+		}
+		if rec["level"] == "ERROR" {
+			t.Errorf("a record at error level: %s", line)
+		}
+		if rec["msg"] == "openenv: a /metrics scrape failed" {
+			failed = append(failed, rec)
+		}
+	}
+	if len(failed) != 1 || failed[0]["level"] != "DEBUG" || failed[0]["errors"].(float64) < 2 {
+		t.Errorf("the aborted scrape was logged as %v, want one debug record counting its failed families", failed)
+	}
+}
+
+// failingCollector is a collector whose every collection fails.
+type failingCollector struct{ desc *prometheus.Desc }
+
+func (c failingCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c failingCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.NewInvalidMetric(c.desc, errors.New("the source is gone"))
+}
+
+// TestServer_Metrics_GatherError: a collector's failure, which is not the
+// client's, is one warn record; the scrape serves the other series.
+func TestServer_Metrics_GatherError(t *testing.T) {
+	var logs testfs.Buffer
+	s := mustServe(t, newFake(t), openenv.Config{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	s.Registry().MustRegister(failingCollector{prometheus.NewDesc("a_failing", "Fails.", nil, nil)})
+	if e := s.scrape(t); e.value(t, "seahaven_sessions_max") <= 0 {
+		t.Error("the scrape lacks seahaven_sessions_max")
+	}
+	var failed []string
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if strings.Contains(line, "metrics") {
+			failed = append(failed, line)
+		}
+	}
+	if len(failed) != 1 || !strings.Contains(failed[0], `"level":"WARN","msg":"openenv: a /metrics scrape failed","err":"error gathering metrics:`) || !strings.Contains(failed[0], "the source is gone") {
+		t.Errorf("the failed gathering was logged as %q, want one warn record", failed)
 	}
 }
