@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +19,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/examples/worlds/company"
+	"github.com/seahaven/seahaven/internal/testfs"
 	"github.com/seahaven/seahaven/openenv"
 	"github.com/seahaven/seahaven/schemas/schematest"
 )
@@ -425,6 +428,75 @@ func TestCheckpoint_Drain(t *testing.T) {
 	roundTrip(t, c2, fmt.Sprintf(`{"type":"reset","data":{"checkpoint":%q}}`, wsCheckpoint))
 	if st := roundTrip(t, c2, `{"type":"state"}`); !strings.Contains(st, `"step_count":3`) || !strings.Contains(st, `"episode_id":"ep-ws"`) {
 		t.Errorf("restored /ws session: %.200s", st)
+	}
+}
+
+// TestCheckpoint_DrainClientNotReading drains two /ws sessions, each with a
+// reply in flight: its client read the reply's first byte and then nothing
+// more (a reply of 12 MB, more than the sockets' buffers hold), or reads
+// all of it. Shutdown returns at once, not at WriteTimeout: the first
+// connection is closed, logged at warn, and the second client gets its
+// whole reply and then its close frame, 1012 with the checkpoint.
+func TestCheckpoint_DrainClientNotReading(t *testing.T) {
+	var logs testfs.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	s := mustServeWorld(t, company.World, app.Config{DefaultFixture: company.AcmeID, Checkpoints: t.TempDir()},
+		openenv.Config{DrainCheckpoints: true, WriteTimeout: 10 * waitLimit, MaxReplyBytes: 64 << 20, Logger: logger})
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	// begin asks c for a reply of size bytes and more, and reads its first byte.
+	begin := func(c *websocket.Conn, size int) io.Reader {
+		roundTrip(t, c, `{"type":"reset"}`)
+		send(t, c, fmt.Sprintf(`{"type":"inspect","data":{"sql":"SELECT printf('%%.*c', %d, 'x') AS x"}}`, size))
+		_, r, err := c.Reader(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(r, make([]byte, 1)); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	// The client that stops reading has a small socket buffer.
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			c.(*net.TCPConn).SetReadBuffer(16 << 10)
+		}
+		return c, err
+	}
+	begin(s.dialWith(t, &websocket.DialOptions{HTTPClient: &http.Client{Transport: &http.Transport{DialContext: dial}}}), 12_000_000)
+	const size = 1_000_000
+	reading := s.dial(t)
+	rest := begin(reading, size)
+
+	type outcome struct {
+		n   int64 // bytes of the reply read, its first one included
+		err error // how the connection closed
+	}
+	read := make(chan outcome, 1)
+	go func() {
+		n, err := io.Copy(io.Discard, rest)
+		if err != nil {
+			read <- outcome{n + 1, err}
+			return
+		}
+		_, _, err = reading.Read(ctx)
+		read <- outcome{n + 1, err}
+	}()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with a client that does not read: %v", err)
+	}
+	got := <-read
+	var ce websocket.CloseError
+	if !errors.As(got.err, &ce) || ce.Code != websocket.StatusServiceRestart || !strings.HasPrefix(ce.Reason, "checkpoint ") {
+		t.Errorf("the reading client's connection ended with %v, want 1012 and its checkpoint", got.err)
+	}
+	if want := int64(len(`{"type":"inspect","data":{"columns":["x"],"rows":[[""]],"truncated":false}}`) + size); got.n != want {
+		t.Errorf("the reading client read %d bytes of its reply, want %d", got.n, want)
+	}
+	if n := strings.Count(logs.String(), `"level":"WARN","msg":"openenv: websocket closed: its client read nothing of a write after the session ended","session":`); n != 1 {
+		t.Errorf("%d warn records of a connection closed for not reading, want 1:\n%s", n, logs.String())
 	}
 }
 
