@@ -13,6 +13,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/google/uuid"
+
+	"github.com/seahaven/seahaven/internal/runecut"
 )
 
 // sessionRecord is the server's part of a checkpoint
@@ -194,7 +196,7 @@ func (s *Server) serveLatest(w http.ResponseWriter, r *http.Request) {
 	default:
 		info, found := rs.Latest(id)
 		if !found {
-			writeJSON(w, http.StatusNotFound, httpError{Detail: fmt.Sprintf("Episode %s has no checkpoint in this server's checkpoint store.", id)})
+			s.writeError(w, newError(codeNoCheckpoint, "Episode %s has no checkpoint in this server's checkpoint store.", runecut.Echo(id)))
 			return
 		}
 		s.respond(w, http.StatusOK, info)

@@ -370,7 +370,8 @@ func TestCheckpoint_Drain(t *testing.T) {
 	if status != http.StatusOK || fmt.Sprint(field(t, body, "revision")) != "2" {
 		t.Fatalf("latest: %d %s", status, body)
 	}
-	if status, body, _ := s.httpDo(t, http.MethodGet, "/checkpoints/latest?episode_id=nope", "", nil); status != http.StatusNotFound || !strings.Contains(body, "has no checkpoint") {
+	// The shape of every other 404 of a thing not there, with its code.
+	if status, body, _ := s.httpDo(t, http.MethodGet, "/checkpoints/latest?episode_id=nope", "", nil); status != http.StatusNotFound || compact(t, body) != `{"detail":"Episode nope has no checkpoint in this server's checkpoint store.","code":"SESSION_ERROR"}` {
 		t.Errorf("latest of an unknown episode: %d %s", status, body)
 	}
 	for query, want := range map[string]string{

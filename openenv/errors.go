@@ -36,6 +36,7 @@ const (
 	codeNoTask         = "NO_TASK"           // a grade request for an episode without a task
 	codeSuperseded     = "SUPERSEDED"        // a request of an attempt a restore fenced
 	codeNoCheckpoints  = "NO_CHECKPOINTS"    // a checkpoint or restore the backend cannot do
+	codeNoCheckpoint   = "NO_CHECKPOINT"     // an episode with no checkpoint in the store
 	codeMediaType      = "UNSUPPORTED_MEDIA" // a request body that is not application/json
 	codeBadBody        = "BAD_BODY"          // a request body cut short by its client
 	codeSlowBody       = "SLOW_BODY"         // a request body not sent within the read timeout
@@ -77,6 +78,7 @@ var codes = map[string]struct {
 	codeNoTask:         {codeSession, http.StatusConflict, rpcInvalidParams},
 	codeSuperseded:     {codeSession, http.StatusConflict, rpcServerError},
 	codeNoCheckpoints:  {codeSession, http.StatusNotImplemented, rpcServerError},
+	codeNoCheckpoint:   {codeSession, http.StatusNotFound, rpcInvalidParams},
 	codeMediaType:      {codeValidation, http.StatusUnsupportedMediaType, rpcInvalidRequest},
 	codeBadBody:        {codeSession, http.StatusBadRequest, rpcInvalidRequest},
 	codeSlowBody:       {codeSession, http.StatusRequestTimeout, rpcInvalidRequest},
