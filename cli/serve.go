@@ -49,7 +49,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	agentAddr := fs.String("agent-addr", "", "also listen here serving only the agent routes: /mcp, /health, /metadata, /schema, /openapi.json (default: off; env SEAHAVEN_AGENT_ADDR)")
 	agentToken := fs.String("agent-token", "", "require Authorization: Bearer <token> on --agent-addr instead of --token, which that listener then refuses (env SEAHAVEN_AGENT_TOKEN, preferred)")
 	token := fs.String("token", "", "require Authorization: Bearer <token> on every route but /health, /ready and /accepting (env SEAHAVEN_TOKEN, preferred: a flag shows in ps)")
-	production := fs.Bool("production", false, "production mode: no POST /reset, POST /step, GET /state, POST /inspect (env SEAHAVEN_PRODUCTION=true)")
+	production := fs.Bool("production", false, "production mode: no POST /reset, POST /step, GET /state, POST /inspect, POST /grade, POST /checkpoint (env SEAHAVEN_PRODUCTION=true)")
 	maxMessage := fs.Int64("max-message-bytes", int64(openenv.DefaultMaxMessageBytes), "the largest WebSocket message or request body (env SEAHAVEN_MAX_MESSAGE_BYTES)")
 	maxReply := fs.Int("max-reply-bytes", openenv.DefaultMaxReplyBytes, fmt.Sprintf("the largest reply: an inspect reply holds the rows that fit, a larger tool result or state is an error; at least %d (env SEAHAVEN_MAX_REPLY_BYTES)", openenv.MinReplyBytes))
 	recordDir := fs.String("record", "", "write one trajectory (JSONL) per episode into this directory, for seahaven grade (default: off; env SEAHAVEN_RECORD)")

@@ -128,10 +128,20 @@ func TestServeCommand_Security(t *testing.T) {
 
 	t.Run("ProductionFromEnv", func(t *testing.T) {
 		t.Setenv("SEAHAVEN_PRODUCTION", "true")
+		var help bytes.Buffer
+		m := exampleMain()
+		m.Stdout, m.Stderr = &help, &help
+		(&ServeCommand{m: m}).Run(context.Background(), []string{"-h"})
+		_, production, _ := strings.Cut(help.String(), "-production")
+		production, _, _ = strings.Cut(production, "\n  -")
 		err := serveOnce(t, nil, func(base string) {
-			for _, r := range []struct{ method, path string }{{"POST", "/reset"}, {"POST", "/step"}, {"GET", "/state"}, {"POST", "/inspect"}} {
+			for _, r := range []struct{ method, path string }{{"POST", "/reset"}, {"POST", "/step"}, {"GET", "/state"}, {"POST", "/inspect"}, {"POST", "/grade"}, {"POST", "/checkpoint"}} {
 				if got := status(t, r.method, base+r.path, ""); got != http.StatusNotFound {
 					t.Errorf("%s %s in production: %d, want 404", r.method, r.path, got)
+				}
+				// serve -h names each route production mode removes.
+				if !strings.Contains(production, r.method+" "+r.path+",") && !strings.Contains(production, r.method+" "+r.path+" ") {
+					t.Errorf("serve -h does not say --production removes %s %s: %q", r.method, r.path, production)
 				}
 			}
 			if got := status(t, "GET", base+"/metadata", ""); got != http.StatusOK {

@@ -44,6 +44,8 @@ func TestServer_Production(t *testing.T) {
 		{"POST", "/step", `{"action":{"type":"list_tools"}}`},
 		{"GET", "/state", ""},
 		{"POST", "/inspect", `{"sql":"SELECT message FROM echoes"}`},
+		{"POST", "/grade", ""},
+		{"POST", "/checkpoint", ""},
 		{"GET", "/reset", ""}, // 405 in simulation mode, absent here
 	} {
 		code, body, _ := s.httpDo(t, r.method, r.path, r.body, nil)
@@ -59,7 +61,7 @@ func TestServer_Production(t *testing.T) {
 	t.Run("OpenAPI", func(t *testing.T) {
 		_, body, _ := s.httpDo(t, "GET", "/openapi.json", "", nil)
 		paths := openAPIPaths(t, body)
-		for _, p := range []string{"/reset", "/step", "/state", "/inspect"} {
+		for _, p := range []string{"/reset", "/step", "/state", "/inspect", "/grade", "/checkpoint"} {
 			if slices.Contains(paths, p) {
 				t.Errorf("production /openapi.json lists %s", p)
 			}
