@@ -49,11 +49,14 @@ func mustCheckModule(tb testing.TB) string {
 	return dir
 }
 
-// mustModule makes dir the module named module that uses this repository's
-// seahaven through a replace directive, with this repository's
-// requirements and sums.
+// mustModule makes dir (made with its parents when they do not exist) the
+// module named module that uses this repository's seahaven through a
+// replace directive, with this repository's requirements and sums.
 func mustModule(tb testing.TB, dir, module string) {
 	tb.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
 	repo, err := filepath.Abs("..")
 	if err != nil {
 		tb.Fatal(err)

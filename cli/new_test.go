@@ -29,9 +29,6 @@ func TestNewWorld(t *testing.T) {
 		t.Skip("builds and tests a module of its own")
 	}
 	dir := filepath.Join(t.TempDir(), "lib")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	mustModule(t, dir, "example.com/lib")
 	stdout, stderr, err := runNew(t, "world", "--dir", filepath.Join(dir, "library"), "library")
 	if err != nil {
@@ -109,9 +106,6 @@ func TestNewWorld_Names(t *testing.T) {
 		t.Skip("builds a module of its own")
 	}
 	dir := filepath.Join(t.TempDir(), "lib")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	mustModule(t, dir, "example.com/lib")
 	for _, name := range []string{"contexts", "task_list", "fixtures2", "logs", "strings", "errs", "demo_shop", "stock_tests"} {
 		if _, stderr, err := runNew(t, "world", "--dir", filepath.Join(dir, name), name); err != nil {

@@ -28,9 +28,6 @@ func TestOwnWorld(t *testing.T) {
 		t.Skip("builds and serves a module of its own")
 	}
 	dir := filepath.Join(t.TempDir(), "library")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	mustModule(t, dir, "example.com/library")
 	if _, stderr, err := runNew(t, "world", "--dir", dir, "library"); err != nil {
 		t.Fatalf("new world: %v\n%s", err, stderr)
