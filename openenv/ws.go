@@ -1,14 +1,12 @@
 package openenv
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -39,8 +37,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Time{})
 	rc.SetWriteDeadline(time.Time{})
-	hw := &hijackWatch{ResponseWriter: w}
-	c, err := websocket.Accept(hw, r, &websocket.AcceptOptions{OriginPatterns: s.originPatterns()})
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.originPatterns()})
 	if err != nil {
 		// Accept has written the HTTP error.
 		s.log.Debug("openenv: websocket upgrade refused", "err", err)
@@ -55,96 +52,37 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		if perr.code == codeShuttingDown {
 			code, reason = websocket.StatusGoingAway, "server shutting down"
 		}
-		if err := (&wsConn{srv: s, c: c}).write(perr.frame()); err != nil {
+		if err := (&wsConn{srv: s, c: c, writes: r.Context()}).write(perr.frame()); err != nil {
 			c.CloseNow()
 			return
 		}
 		c.Close(code, reason)
 		return
 	}
-	(&wsConn{srv: s, ss: ss, c: c, sock: hw.conn}).run()
+	(&wsConn{srv: s, ss: ss, c: c}).run()
 }
 
-// hijackWatch is the ResponseWriter of a WebSocket upgrade: it hands the
-// WebSocket library the connection as a watchedConn, and keeps it.
-type hijackWatch struct {
-	http.ResponseWriter
-	conn *watchedConn
-}
+// wsEndGrace is how long a write of a /ws connection may go on once its
+// session has ended (drained, reaped, closed): a reply in flight then has
+// that long to reach its client, where it had WriteTimeout. A client that
+// does not read would otherwise hold the session's end, and the server's
+// shutdown, for WriteTimeout.
+const wsEndGrace = 2 * time.Second
 
-func (h *hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	c, brw, err := http.NewResponseController(h.ResponseWriter).Hijack()
-	if err != nil {
-		return nil, nil, err
-	}
-	// The upgrade's reply is flushed by now: the writer wraps the watched
-	// connection, with nothing buffered.
-	h.conn = &watchedConn{Conn: c}
-	return h.conn, bufio.NewReadWriter(brw.Reader, bufio.NewWriterSize(h.conn, brw.Writer.Size())), nil
-}
-
-// watchedConn is the socket of a /ws connection. It tells a write blocked
-// on a client that does not read from one to a client that reads slowly:
-// it writes in pieces of at most watchedChunk bytes and notes the time
-// each one left.
-type watchedConn struct {
-	net.Conn
-	writes   atomic.Int32 // Writes in progress
-	progress atomic.Int64 // when a Write began or last wrote bytes, in Unix nanoseconds
-}
-
-// watchedChunk is the most a watchedConn writes at once: a client reading
-// a few KiB a second is seen to read.
-const watchedChunk = 16 << 10
-
-func (c *watchedConn) Write(p []byte) (int, error) {
-	c.writes.Add(1)
-	defer c.writes.Add(-1)
-	c.progress.Store(time.Now().UnixNano())
-	n := 0
-	for n < len(p) {
-		k, err := c.Conn.Write(p[n:min(len(p), n+watchedChunk)])
-		n += k
-		if k > 0 {
-			c.progress.Store(time.Now().UnixNano())
-		}
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
-}
-
-// stalled returns for how long a Write in progress has written nothing;
-// zero when none is in progress.
-func (c *watchedConn) stalled(now time.Time) time.Duration {
-	if c.writes.Load() == 0 {
-		return 0
-	}
-	return max(now.Sub(time.Unix(0, c.progress.Load())), 0)
-}
-
-// wsStallTimeout is how long a /ws connection whose session has ended may
-// hold a write that moves no byte. Past it the socket is closed: a client
-// that does not read would otherwise hold the session's end, and the
-// server's shutdown, for WriteTimeout, and it would never read the reply
-// in flight and the close frame anyway. A client that reads them, however
-// slowly, gets them.
-const wsStallTimeout = 2 * time.Second
-
-// wsConn is one /ws connection and its session, served by two goroutines,
-// a timer for its keepalive pings (see keepalive) and, once the session has
-// ended, one watching its writes (see watchStalls).
+// wsConn is one /ws connection and its session, served by two goroutines
+// and a timer for its keepalive pings (see keepalive).
 // The reader reads messages, which keeps pings answered and a disconnect
 // noticed while a step runs, and queues them for the worker, reading ahead
 // at most MaxPending messages and MaxPendingBytes (MaxPendingTotal across
 // the server). The worker (the handler's goroutine) answers the queued
 // messages one at a time, in order, and is the only writer of replies.
 type wsConn struct {
-	srv  *Server
-	ss   *session
-	c    *websocket.Conn
-	sock *watchedConn // c's socket
+	srv *Server
+	ss  *session
+	c   *websocket.Conn
+	// writes bounds every write: it ends wsEndGrace after the session does
+	// (run makes it).
+	writes context.Context
 
 	queue  chan inbound        // messages read and not yet taken by the worker; the reader closes it
 	budget *semaphore.Weighted // MaxPendingBytes: the bytes of the queued messages
@@ -188,7 +126,11 @@ func (wc *wsConn) run() {
 	if s.cfg.PingInterval > 0 {
 		stopPings = wc.keepalive()
 	}
-	stopWatch := wc.watchStalls()
+	var cutWrites context.CancelFunc
+	wc.writes, cutWrites = context.WithCancel(context.Background())
+	defer cutWrites()
+	unwatch := context.AfterFunc(wc.ss.ctx, func() { time.AfterFunc(wsEndGrace, cutWrites) })
+	defer unwatch()
 
 	code, reason := wc.work()
 	wc.ss.end()
@@ -197,7 +139,6 @@ func (wc *wsConn) run() {
 	} else {
 		wc.c.Close(code, reason)
 	}
-	stopWatch()
 	stopPings()
 	reading.Wait()
 	// The reader closed the queue; what is left was never answered.
@@ -250,43 +191,6 @@ func (wc *wsConn) work() (websocket.StatusCode, string) {
 	}
 }
 
-// watchStalls closes the socket, once the session has stopped, when a
-// write (a reply in flight, or the close frame) moves no byte for
-// wsStallTimeout, and logs it at warn level. The returned stop ends the
-// watch; until the session stops it holds no goroutine or timer.
-func (wc *wsConn) watchStalls() (stop func()) {
-	var (
-		mu      sync.Mutex // guards stopped and t
-		stopped bool
-		t       *time.Timer
-	)
-	var look func()
-	look = func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
-		}
-		stalled := wc.sock.stalled(time.Now())
-		if stalled >= wsStallTimeout {
-			wc.srv.log.Warn("openenv: websocket closed: its client read nothing of a write after the session ended", "session", wc.ss.ref, "stalled", stalled.Round(time.Millisecond).String())
-			wc.sock.Close() // fails the write, and the close handshake
-			return
-		}
-		t = time.AfterFunc(wsStallTimeout-stalled, look)
-	}
-	unwatch := context.AfterFunc(wc.ss.ctx, look)
-	return func() {
-		unwatch()
-		mu.Lock()
-		stopped = true
-		if t != nil {
-			t.Stop()
-		}
-		mu.Unlock()
-	}
-}
-
 // closeReason fits a message into a close frame's 123-byte reason, which
 // must be UTF-8: a longer one is cut at a character boundary.
 func closeReason(msg string) string {
@@ -300,8 +204,8 @@ func closeReason(msg string) string {
 // write sends one frame, bounded by WriteTimeout. A session stopping does
 // not cut a write short, so a reply in flight completes and the close frame
 // follows it; a peer that has stopped reading is cut off by WriteTimeout,
-// or wsStallTimeout once the session has stopped (see watchStalls), and a
-// dead one by keepalive closing the connection. Writes do not overlap:
+// or wsEndGrace once the session has stopped, and a dead one by keepalive
+// closing the connection. Writes do not overlap:
 // one goroutine at a time answers (see wsConn).
 func (wc *wsConn) write(frame any) error {
 	wc.writing.Store(true)
@@ -316,9 +220,12 @@ func (wc *wsConn) write(frame any) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := withTimeout(context.Background(), wc.srv.cfg.WriteTimeout)
+	ctx, cancel := withTimeout(wc.writes, wc.srv.cfg.WriteTimeout)
 	defer cancel()
 	if err := wc.c.Write(ctx, websocket.MessageText, b); err != nil {
+		if wc.writes.Err() != nil {
+			wc.srv.log.Warn("openenv: websocket closed: its client did not take a reply within "+wsEndGrace.String()+" of the session's end", "session", wc.ss.ref)
+		}
 		return err
 	}
 	wc.written.Add(1)
