@@ -245,6 +245,10 @@ func parseStepBody(raw []byte, loc []any) (stepBody, []fieldError) {
 		errs = append(aerrs, errs...)
 	}
 	if body.RequestID != nil {
+		if in := body.action.RequestID; in != nil && *in != *body.RequestID {
+			errs = append(errs, fieldError{Type: "value_error", Loc: at(loc, "request_id"), Input: mustEncode(string(*body.RequestID)),
+				Msg: fmt.Sprintf("Value error, the body's request_id and its action's (%q) differ: give it once", runecut.Echo(string(*in)))})
+		}
 		body.action.RequestID, body.action.idLoc = body.RequestID, at(loc, "request_id")
 	}
 	return body, errs

@@ -62,6 +62,15 @@ func TestStep_RequestID(t *testing.T) {
 		if code != http.StatusUnprocessableEntity || !strings.Contains(other, `"loc":["body","request_id"]`) {
 			t.Errorf("another action under h-1: %d %s", code, other)
 		}
+		// The id may be given in the action too, but not as another id.
+		if code, body, _ := s.httpDo(t, "POST", "/step", `{"action":{"type":"list_tools","request_id":"h-2"},"request_id":"h-2"}`, hdr); code != http.StatusOK {
+			t.Errorf("the same request_id in the body and its action: %d %s", code, body)
+		}
+		code, twice, _ := s.httpDo(t, "POST", "/step", `{"action":{"type":"list_tools","request_id":"h-3"},"request_id":"h-4"}`, hdr)
+		if code != http.StatusUnprocessableEntity || !strings.Contains(twice, `"loc":["body","request_id"]`) ||
+			!strings.Contains(twice, `the body's request_id and its action's (\"h-3\") differ: give it once`) {
+			t.Errorf("two request_ids: %d %s", code, twice)
+		}
 		_, state, _ := s.httpDo(t, "GET", "/state", "", hdr)
 		if n := strings.Count(state, `"name":"Eve"`); n != 1 {
 			t.Errorf("Eve hired %d times, want once", n)
