@@ -184,7 +184,11 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *prot
 		return b, newError(codeSlowBody, "Reading the request body failed: it was not sent within the server's read timeout")
 	case err != nil:
 		s.log.Debug("openenv: a request body was cut short by its client", "method", r.Method, "path", r.URL.Path, "read", len(b), "err", err)
-		return b, newError(codeBadBody, "Reading the request body failed: the client sent less than it announced")
+		msg := "the client sent less than it announced"
+		if strings.Contains(err.Error(), "chunk") { // net/http's "malformed chunked encoding", "invalid byte in chunk length"
+			msg = "its chunked encoding does not parse"
+		}
+		return b, newError(codeBadBody, "Reading the request body failed: %s", msg)
 	}
 	if len(b) > 0 && !jsonMediaType(r.Header.Get("Content-Type")) {
 		// A page of any site may send a text/plain body without asking
