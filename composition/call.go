@@ -44,26 +44,37 @@ func (i *Instance) Call(ctx context.Context, name string, args any) (any, error)
 
 // CallDef calls a tool by its definition, resolved over the whole agent
 // surface: it reaches any tool the agent could call and nothing a list keeps
-// off it. A tool whose world is a node of the tree twice is a *env.WorldBug
-// naming every candidate. It makes *Instance an env.Caller.
+// off it. A tool whose world is a node of the tree twice (on the surface or
+// not) is a *env.WorldBug naming every candidate. It makes *Instance an
+// env.Caller.
 func (i *Instance) CallDef(ctx context.Context, def *env.ToolDef, args any) (any, error) {
 	s, err := i.reseal()
 	if err != nil {
 		return nil, err
 	}
 	var found []*Route
-	owners := map[*Node]bool{}
 	for _, r := range s.Surface {
 		if r.Def.Same(def) {
 			found = append(found, r)
-			owners[r.Owner] = true
 		}
 	}
-	if len(owners) > 1 {
-		var cands []string
-		for _, r := range found {
-			cands = append(cands, fmt.Sprintf("%s at %s", r.Name, r.Owner.Path))
+	// The nodes of the tree of def's world, on the surface or kept off it
+	// by a list: a call naming no one of them is refused, whichever of
+	// them the agent sees.
+	var cands []string
+	for _, n := range s.Nodes {
+		if n.World != def.World {
+			continue
 		}
+		name := def.Name
+		for _, r := range found {
+			if r.Owner == n {
+				name = r.Name
+			}
+		}
+		cands = append(cands, fmt.Sprintf("%s at %s", name, n.Path))
+	}
+	if len(cands) > 1 {
 		return nil, env.Bugf("%s is a tool of %s, which is a node of this tree more than once (%s): call it through the handle of the account you mean, ctx.Worlds.Get(name)", def.Name, def.World.Name(), strings.Join(cands, ", "))
 	}
 	if len(found) == 0 {

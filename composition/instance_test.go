@@ -703,12 +703,47 @@ func TestHandles_CallMessages(t *testing.T) {
 	if _, err := inst.CallJSON(context.Background(), "try", []byte(`{"case":"once"}`)); err != nil {
 		t.Fatalf("a typed call through the handle of one account: %v", err)
 	}
-	// At the instance, a tool on the surface of two accounts names both.
+	// At the instance, a tool of four accounts, two of them on the surface,
+	// names all four.
 	_, err := env.Call(context.Background(), inst, ledAdd, amountArgs{1})
 	var bug *env.WorldBug
-	want := `add is a tool of hm_led, which is a node of this tree more than once (solo_add at solo, duo_add at duo): call it through the handle of the account you mean, ctx.Worlds.Get(name)`
+	want := `add is a tool of hm_led, which is a node of this tree more than once (solo_add at solo, duo_add at duo, add at shop/a, add at shop/b): call it through the handle of the account you mean, ctx.Worlds.Get(name)`
 	if !errors.As(err, &bug) || bug.Message != want {
 		t.Fatalf("typed call at the instance: %v\nwant a WorldBug %q", err, want)
+	}
+}
+
+// TestCall_TypedAtTheInstanceNodeTwice: a tool's world added twice names no
+// one store at the instance, though a list keeps one account, or both, off
+// the agent surface: the WorldBug names every account, by its published
+// name when it has one, and nothing runs.
+func TestCall_TypedAtTheInstanceNodeTwice(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		eu    []env.AddOption // the second account's options besides its name and store
+		us    []env.AddOption
+		cands string
+	}{
+		{"OneHidden", []env.AddOption{env.ToolAllowList()}, []env.AddOption{env.ToolPrefix("pay_")}, "pay_add at payments, add at payments_eu"},
+		{"OneBlocked", []env.AddOption{env.ToolBlockList("add")}, []env.AddOption{env.ToolPrefix("pay_")}, "pay_add at payments, add at payments_eu"},
+		{"BothHidden", []env.AddOption{env.ToolAllowList()}, []env.AddOption{env.ToolAllowList()}, "add at payments, add at payments_eu"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, add := ledger("twice_" + strings.ToLower(tt.name))
+			root := newWorld("twiceroot_" + strings.ToLower(tt.name))
+			root.AddWorld(p, append([]env.AddOption{env.Name("payments")}, tt.us...)...)
+			root.AddWorld(p, append([]env.AddOption{env.Name("payments_eu"), env.Store("eu")}, tt.eu...)...)
+			inst := compositiontest.Open(t, root, composition.Options{})
+			_, err := env.Call(context.Background(), inst, add, amountArgs{Amount: 1})
+			want := "add is a tool of " + p.Name() + ", which is a node of this tree more than once (" + tt.cands + "): call it through the handle of the account you mean, ctx.Worlds.Get(name)"
+			var bug *env.WorldBug
+			if !errors.As(err, &bug) || bug.Message != want {
+				t.Fatalf("err = %v\nwant the WorldBug %q", err, want)
+			}
+			if len(inst.ChangeLog()) != 0 {
+				t.Errorf("the refused call wrote: %v", inst.ChangeLog())
+			}
+		})
 	}
 }
 
