@@ -179,9 +179,10 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 }
 
 // withWeb serves the inspector and playground (package web) at /web, which
-// signs a browser in when the server has a token, and api everywhere else.
+// signs a browser in when the server has a token, behind the server's
+// checks against pages of other sites, and api everywhere else.
 func withWeb(srv *openenv.Server, api http.Handler) http.Handler {
-	ui := web.HandlerWithAuth(srv)
+	ui := srv.BrowserGuard(web.HandlerWithAuth(srv))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/web" || strings.HasPrefix(r.URL.Path, web.Prefix) {
 			ui.ServeHTTP(w, r)

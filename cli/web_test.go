@@ -65,6 +65,32 @@ func TestServe_WebSignIn(t *testing.T) {
 			t.Errorf("GET %s with the cookie = %d: %.200s", path, code, body)
 		}
 	}
+	// Pages of other sites cannot sign a browser in or out, nor reach the
+	// sign-in through a name of theirs (DNS rebinding): the server's own
+	// checks hold at /web as on every route.
+	for _, tc := range []struct{ path, origin, host string }{
+		{"/web/logout", "http://evil.example", ""},
+		{"/web/login", "http://127.0.0.1:1", ""},
+		{"/web/login", "", "evil.example"},
+	} {
+		req, _ := http.NewRequest("POST", live.base+tc.path, strings.NewReader(url.Values{"token": {live.token}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.AddCookie(cookie)
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+		}
+		if tc.host != "" {
+			req.Host = tc.host
+		}
+		res, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusForbidden || len(res.Cookies()) != 0 {
+			t.Errorf("POST %s (Origin %q, Host %q) = %d with cookies %v, want 403 and none", tc.path, tc.origin, tc.host, res.StatusCode, res.Cookies())
+		}
+	}
 	// The agent listener has no UI and no sign-in.
 	if code, _ := live.get(t, "GET", live.agent+"/web/", "", true); code != http.StatusNotFound {
 		t.Errorf("GET /web/ on the agent listener = %d, want 404", code)

@@ -50,6 +50,14 @@ func (s *Server) browserGuard(next http.Handler) http.Handler {
 	})
 }
 
+// BrowserGuard returns next behind the checks every route of the server's
+// own handlers has against web pages of other sites (a Host it does not
+// answer to, a state-changing request from a foreign Origin; see
+// Config.AllowedHosts and Config.AllowedOrigins), for a handler served
+// beside them, such as the /web inspector's sign-in. It is safe for
+// concurrent use.
+func (s *Server) BrowserGuard(next http.Handler) http.Handler { return s.browserGuard(next) }
+
 // cors lets the pages of Config.AllowedOrigins use the server from a
 // browser, which asks first (a CORS preflight) before it sends a JSON
 // POST or a DELETE to another origin, and shows a page a reply only when

@@ -114,8 +114,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	policy := ""
-	if name == "index.html" {
+	switch name {
+	case "index.html":
 		policy = contentSecurityPolicy
+	case "login.html": // the sign-in page by name: framed by nobody either
+		policy = loginSecurityPolicy
 	}
 	setHeaders(w.Header(), a.contentType, "no-cache", policy)
 	w.Header().Set("ETag", a.etag)
@@ -173,7 +176,7 @@ func HandlerWithAuth(auth Auth) http.Handler {
 			http.Redirect(w, r, Prefix, http.StatusSeeOther)
 			return
 		case Prefix, Prefix + "index.html":
-			if !auth.Authorized(r) {
+			if !auth.Authorized(r) && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 				h.login(w, r, http.StatusOK, "")
 				return
 			}

@@ -207,6 +207,11 @@ func TestHandlerWithAuth(t *testing.T) {
 		{"FormTooLarge", "POST", "/web/login", "token=" + strings.Repeat("x", 9<<10), false, 400, "could not be read", "", ""},
 		{"Logout", "POST", "/web/logout", "", true, 303, "", "Location", "/web/"},
 		{"BareRedirects", "GET", "/web", "", false, 301, "", "Location", "/web/"},
+		// The sign-in page by name is framed by nobody, as the page is.
+		{"SignInPageByName", "GET", "/web/login.html", "", false, 200, `name="token"`, "Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'"},
+		// The page takes GET and HEAD only, signed in or not.
+		{"PageNeedsGet", "DELETE", "/web/", "", false, 405, "", "Allow", "GET, HEAD"},
+		{"PageNeedsGetSignedIn", "OPTIONS", "/web/", "", true, 405, "", "Allow", "GET, HEAD"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := do(tc.method, tc.path, tc.body, tc.signedIn)
