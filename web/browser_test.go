@@ -19,6 +19,7 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/coder/websocket"
 
 	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/composition"
@@ -409,7 +410,47 @@ func TestUI_Browser(t *testing.T) {
 		if got := textOf(t, ctx, "#sessions-pill"); !strings.HasPrefix(got, "sessions: ") || got == "sessions: 0" {
 			t.Errorf("sessions pill = %q, want a live count", got)
 		}
+		// Client-chosen text (an episode id) wraps, and its bidi controls
+		// stay inside it.
+		style, err := chromedp.Run(ctx, chromedp.Evaluate[string](
+			`(s => s.overflowWrap + " " + s.unicodeBidi)(getComputedStyle(document.querySelector("#session-table code")))`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if style != "anywhere isolate" {
+			t.Errorf("a code cell's overflow-wrap and unicode-bidi = %q, want anywhere isolate", style)
+		}
 		shot(t, ctx, "sessions")
+	})
+
+	t.Run("WatchEnded", func(t *testing.T) {
+		// A session watched until it ends: the tab says so and stops
+		// polling it, where it asked for it every second for good.
+		dctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
+		defer cancel()
+		c, _, err := websocket.Dial(dctx, "ws"+strings.TrimPrefix(base, "http")+"/ws", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		if err := c.Write(dctx, websocket.MessageText, []byte(`{"type":"reset","data":{"episode_id":"watched-then-gone"}}`)); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := c.Read(dctx); err != nil {
+			t.Fatal(err)
+		}
+		run(t, ctx, "watch a session of another client",
+			chromedp.Click(chromedp.CSS(`#tabs a[data-tab="sessions"]`)),
+			chromedp.Click(chromedp.CSS(`#session-table tr[data-episode="watched-then-gone"] button.watch`)),
+			chromedp.WaitNotVisible(chromedp.ID("watch-empty")))
+		c.Close(websocket.StatusNormalClosure, "")
+		run(t, ctx, "see it end", chromedp.WaitVisible(chromedp.ID("watch-empty")))
+		if got := textOf(t, ctx, "#watch-error"); !strings.Contains(got, "the session has ended") {
+			t.Errorf("watch error = %q, want it to say the session has ended", got)
+		}
+		if got := textOf(t, ctx, "#watch-ref"); got != "—" {
+			t.Errorf("watching %q, want nothing", got)
+		}
 	})
 
 	t.Run("Fixtures", func(t *testing.T) {

@@ -297,6 +297,12 @@ async function refreshWatch() {
   try {
     w = await getJSON(`/sessions/${encodeURIComponent(ref)}/watch`);
   } catch (err) {
+    if (err.status === 404 && ui.watchRef === ref) {
+      // The session ended: stop polling it, and say so until another is picked.
+      ui.watchRef = null;
+      showError($("watch-error"), `${err.message} (the session has ended; pick a live one under Sessions)`);
+      return;
+    }
     showError($("watch-error"), `${err.message || err} (the session may have ended)`);
     return;
   }

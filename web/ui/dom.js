@@ -78,7 +78,9 @@ export async function getJSON(path) {
   }
   if (!res.ok) {
     const detail = body && body.detail !== undefined ? (typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail)) : res.statusText;
-    throw new Error(`GET ${path}: ${res.status} ${detail}`);
+    const err = new Error(`GET ${path}: ${res.status} ${detail}`);
+    err.status = res.status;
+    throw err;
   }
   return body;
 }
