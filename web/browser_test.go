@@ -352,6 +352,26 @@ func TestUI_Browser(t *testing.T) {
 		}
 	})
 
+	t.Run("ConsoleExactIntegers", func(t *testing.T) {
+		// Integers past 2^53, in a parameter and in a result, stay exact:
+		// the page neither rounds what it sends nor what it shows.
+		run(t, ctx, "select big integers",
+			chromedp.SetValue(chromedp.ID("sql"), "SELECT ? AS p, 9007199254740993 AS big, ? + 0 AS again"),
+			chromedp.SetValue(chromedp.ID("sql-params"), "[9007199254740995, -9223372036854775807]"),
+			chromedp.Click(chromedp.ID("sql-run")),
+			chromedp.WaitVisible(chromedp.CSS(`#sql-result th`)))
+		cells, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#sql-result td")].map(td => td.textContent)`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"9007199254740995", "9007199254740993", "-9223372036854775807"}; strings.Join(cells, " ") != strings.Join(want, " ") {
+			t.Errorf("cells %q, want %q", cells, want)
+		}
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("sql-params").value = ""`)); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("ConsoleRefusesWrites", func(t *testing.T) {
 		run(t, ctx, "run a DELETE",
 			chromedp.SetValue(chromedp.ID("sql"), "DELETE FROM invoices"),

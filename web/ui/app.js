@@ -3,7 +3,7 @@
 // JSON GET endpoints /metadata, /composition, /fixtures, /tasks, /sessions
 // and /sessions/{ref}/watch.
 
-import { $, h, fill, showError, pretty, cell, getJSON } from "./dom.js";
+import { $, h, fill, showError, pretty, cell, getJSON, parseJSON } from "./dom.js";
 import { Session } from "./session.js";
 import { buildForm } from "./form.js";
 import { renderTree, renderEdges } from "./tree.js";
@@ -101,7 +101,7 @@ function resetOptions() {
   if (startup) {
     let v;
     try {
-      v = JSON.parse(startup);
+      v = parseJSON(startup);
     } catch (err) {
       throw new Error(`Startup keywords are not valid JSON: ${err.message}`);
     }
@@ -180,7 +180,7 @@ function callArguments() {
   if (!ui.argsEdited) return ui.readArgs();
   let v;
   try {
-    v = JSON.parse($("tool-args").value);
+    v = parseJSON($("tool-args").value);
   } catch (err) {
     throw new Error(`The arguments are not valid JSON: ${err.message}`);
   }
@@ -357,7 +357,7 @@ async function runSQL(text) {
     let params = [];
     if (raw) {
       try {
-        params = JSON.parse(raw);
+        params = parseJSON(raw);
       } catch (err) {
         throw new Error(`Parameters are not valid JSON: ${err.message}`);
       }

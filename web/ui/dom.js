@@ -44,6 +44,17 @@ export function showError(box, err) {
   box.hidden = false;
 }
 
+// parseJSON is JSON.parse that keeps integers past 2^53 exact: each is held
+// as the digits it was written with (JSON.rawJSON), which JSON.stringify
+// writes back unchanged and cell and pretty show, where a Number would
+// round 9007199254740993 to 9007199254740992. Browsers without source text
+// access parse as JSON.parse does.
+export function parseJSON(text) {
+  if (typeof JSON.rawJSON !== "function") return JSON.parse(text);
+  return JSON.parse(text, (_, v, ctx) =>
+    typeof v === "number" && !Number.isSafeInteger(v) && ctx && /^-?\d+$/.test(ctx.source) ? JSON.rawJSON(ctx.source) : v);
+}
+
 // pretty formats a value as indented JSON.
 export const pretty = (v) => JSON.stringify(v, null, 2);
 
@@ -72,7 +83,7 @@ export async function getJSON(path) {
   const text = await res.text();
   let body;
   try {
-    body = text ? JSON.parse(text) : null;
+    body = text ? parseJSON(text) : null;
   } catch {
     throw new Error(`GET ${path}: ${res.status} ${res.statusText}: the reply is not JSON`);
   }

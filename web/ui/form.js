@@ -3,7 +3,7 @@
 // unions) is typed as JSON. Empty optional fields are left out of the
 // arguments.
 
-import { h } from "./dom.js";
+import { h, parseJSON } from "./dom.js";
 
 // baseType returns a schema's JSON type, ignoring "null" in a type list.
 function baseType(s) {
@@ -117,7 +117,7 @@ function control(s, path, req) {
       return [el, () => {
         if (el.value.trim() === "") return undefined;
         try {
-          return JSON.parse(el.value);
+          return parseJSON(el.value);
         } catch (err) {
           throw new Error(`${path} is not valid JSON: ${err.message}`);
         }

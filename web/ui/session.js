@@ -2,6 +2,8 @@
 // message with exactly one frame, in order (close gets none), so replies are
 // matched to requests by a FIFO queue.
 
+import { parseJSON } from "./dom.js";
+
 // ProtocolError is an error frame: {message, code, ...}.
 export class ProtocolError extends Error {
   constructor(data) {
@@ -48,7 +50,7 @@ export class Session extends EventTarget {
   receive(text) {
     let frame;
     try {
-      frame = JSON.parse(text);
+      frame = parseJSON(text);
     } catch {
       this.notice(new Error("the server sent a frame that is not JSON"));
       return;
