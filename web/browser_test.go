@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/coder/websocket"
@@ -563,6 +565,13 @@ func TestUI_Browser_Token(t *testing.T) {
 	if got := textOf(t, ctx, "#world"); !strings.Contains(got, "company") {
 		t.Errorf("header world = %q, want it to name company (GET /composition with the cookie)", got)
 	}
+	// Signed out behind the page's back (its cookie gone, as when the
+	// server's token changes), the page turns back into the sign-in form
+	// at its next request, rather than showing 401s it cannot act on.
+	if _, err := chromedp.Call(ctx, network.ClearBrowserCookies, cdp.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, "see the sign-in form again", chromedp.WaitVisible(chromedp.ID("token")))
 	// The API still refuses a request without credentials.
 	res, err := http.Get(base + "/composition")
 	if err != nil {

@@ -87,6 +87,11 @@ export async function getJSON(path) {
   } catch {
     throw new Error(`GET ${path}: ${res.status} ${res.statusText}: the reply is not JSON`);
   }
+  if (res.status === 401 && location.pathname.endsWith("/web/")) {
+    // Signed out (the server's token changed, or the cookie was cleared):
+    // the page itself is the sign-in form again.
+    location.reload();
+  }
   if (!res.ok) {
     const detail = body && body.detail !== undefined ? (typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail)) : res.statusText;
     const err = new Error(`GET ${path}: ${res.status} ${detail}`);
