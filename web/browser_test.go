@@ -475,6 +475,54 @@ func TestUI_Browser(t *testing.T) {
 		}
 	})
 
+	t.Run("EpisodeIdOfAnotherClient", func(t *testing.T) {
+		// Another client's session has the episode id this page then
+		// resets with: the page's timeline and its row are its own.
+		dctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
+		defer cancel()
+		c, _, err := websocket.Dial(dctx, "ws"+strings.TrimPrefix(base, "http")+"/ws", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		for _, m := range []string{`{"type":"reset","data":{"episode_id":"shared-ep"}}`,
+			`{"type":"step","data":{"type":"call_tool","tool_name":"list_staff","arguments":{}}}`,
+			`{"type":"step","data":{"type":"call_tool","tool_name":"list_staff","arguments":{}}}`} {
+			if err := c.Write(dctx, websocket.MessageText, []byte(m)); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := c.Read(dctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		run(t, ctx, "open a new page and reset with the same episode id",
+			chromedp.Navigate(base+"/web/"),
+			chromedp.WaitVisible(chromedp.CSS(`#ws-status[data-state="open"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#tabs a[data-tab="playground"]`)),
+			chromedp.Click(chromedp.CSS(`#tabs a[data-tab="playground"]`)),
+			chromedp.SetValue(chromedp.ID("reset-episode"), "shared-ep"),
+			chromedp.WaitEnabled(chromedp.ID("reset-btn")),
+			chromedp.Click(chromedp.ID("reset-btn")),
+			chromedp.WaitVisible(chromedp.CSS(`#episode[data-episode="shared-ep"][data-steps="0"]`)),
+			chromedp.Click(chromedp.CSS(`#tabs a[data-tab="sessions"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#session-table tr.mine[data-episode="shared-ep"]`)))
+		mine, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#session-table tr.mine")].map(r => r.dataset.steps)`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(mine) != 1 || mine[0] != "0" {
+			t.Errorf("rows marked this page's: steps %q, want one, with 0 steps", mine)
+		}
+		count, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("timeline-count").textContent`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if count != "" {
+			t.Errorf("the page's timeline counts %q, want no step", count)
+		}
+		run(t, ctx, "back to the playground", chromedp.Click(chromedp.CSS(`#tabs a[data-tab="playground"]`)))
+	})
+
 	t.Run("Fixtures", func(t *testing.T) {
 		acme, err := fixture.Read(fixturesDir, "acme")
 		if err != nil {

@@ -26,6 +26,8 @@ const ui = {
   fixtures: [],
   tasks: [],
   watchRef: null, // the session the Watch tab shows
+  ownRef: null, // this page's session, once known: its ref lasts as long as the socket
+  others: new Set(), // sessions of other clients that had the episode id this page reset with, before it did
   sessions: [], // the latest GET /sessions
 };
 
@@ -59,6 +61,8 @@ async function connect() {
   const url = `${location.protocol === "https:" ? "wss:" : "ws:"}//${location.host}/ws`;
   const s = new Session(url);
   ui.session = s;
+  ui.ownRef = null;
+  ui.others = new Set();
   setStatus("connecting", "connecting…");
   s.addEventListener("notice", (ev) => banner(ev.detail));
   s.addEventListener("close", (ev) => {
@@ -118,7 +122,14 @@ async function reset() {
   btn.disabled = true;
   try {
     if (!ui.session) throw new Error("the session is not connected yet");
-    await ui.session.reset(resetOptions());
+    const opts = resetOptions();
+    if (!ui.ownRef && opts.episode_id) {
+      // Episode ids are the clients' own: another client's session may
+      // have this one already, and is not this page's.
+      const list = await getJSON("/sessions");
+      ui.others = new Set(list.filter((x) => x.transport === "ws" && x.episode_id === opts.episode_id).map((x) => x.ref));
+    }
+    await ui.session.reset(opts);
     ui.callTools.clear();
     ui.seenCalls.clear();
     $("call-result").hidden = true;
@@ -254,12 +265,16 @@ function renderEpisode(doc) {
     fact("seed", String(doc.seed)));
 }
 
-// ownRef finds this page's session among the live ones by its episode id.
+// ownRef finds this page's session among the live ones: by its episode id
+// the first time, leaving out the sessions of other clients that had that
+// id before this page reset with it, and by the ref found since.
 async function ownRef() {
   const list = await getJSON("/sessions");
   ui.sessions = list;
-  const mine = list.find((s) => s.transport === "ws" && ui.episode && s.episode_id === ui.episode);
-  return mine ? mine.ref : null;
+  if (ui.ownRef && list.some((s) => s.ref === ui.ownRef)) return ui.ownRef;
+  const mine = list.filter((s) => s.transport === "ws" && ui.episode && s.episode_id === ui.episode && !ui.others.has(s.ref));
+  ui.ownRef = mine.length === 1 ? mine[0].ref : null;
+  return ui.ownRef;
 }
 
 // refreshTimeline draws this page's episode: its grading and the timeline
@@ -454,7 +469,7 @@ async function refreshSessions() {
     $("sessions-pill").textContent = `sessions: ${list.length}`;
     $("sessions-count").textContent = list.length;
     $("sessions-updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
-    renderSessions($("session-table"), list, ui.episode, watch);
+    renderSessions($("session-table"), list, ui.ownRef, watch);
   } catch (err) {
     showError($("sessions-error"), err);
     $("sessions-pill").textContent = "sessions: ?";

@@ -45,21 +45,21 @@ export function renderFixtures(el, fixtures, use) {
   }));
 }
 
-// renderSessions draws the session table; mine is this page's episode id,
-// and watch(ref) opens the Watch tab on a session.
+// renderSessions draws the session table; mine is this page's session's
+// ref, and watch(ref) opens the Watch tab on a session.
 export function renderSessions(table, sessions, mine, watch) {
   const now = Date.now();
   const rows = [...sessions].sort((a, b) => Date.parse(a.created) - Date.parse(b.created));
   fill(table,
     h("thead", {}, h("tr", {}, ["ref", "transport", "age", "idle", "steps", "episode", ""].map((c) => h("th", {}, c)))),
-    h("tbody", {}, rows.length ? rows.map((s) => h("tr", { class: mine && s.episode_id === mine ? "mine" : null, dataset: { ref: s.ref, episode: s.episode_id || "", steps: s.step_count } },
+    h("tbody", {}, rows.length ? rows.map((s) => h("tr", { class: mine && s.ref === mine ? "mine" : null, dataset: { ref: s.ref, episode: s.episode_id || "", steps: s.step_count } },
       h("td", {}, h("code", {}, s.ref)),
       h("td", {}, s.transport),
       h("td", { title: s.created }, ago(s.created, now)),
       h("td", { title: s.last_activity }, ago(s.last_activity, now)),
       h("td", { class: "num" }, s.step_count),
       h("td", {}, s.episode_id ? h("code", {}, s.episode_id) : h("span", { class: "muted" }, "no reset yet"),
-        mine && s.episode_id === mine ? h("span", { class: "tag" }, "this page") : null),
+        mine && s.ref === mine ? h("span", { class: "tag" }, "this page") : null),
       h("td", {}, h("button", { type: "button", class: "small watch", onclick: () => watch(s.ref) }, "Watch"))))
       : h("tr", {}, h("td", { colspan: 7, class: "muted" }, "No live sessions."))));
 }
