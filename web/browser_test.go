@@ -172,6 +172,29 @@ func (pe *pageErrors) check(t *testing.T) {
 	}
 }
 
+// otherClient opens a /ws session on base for a client other than the
+// page, closed when the test ends, and returns it with send, which sends one
+// message and reads its reply.
+func otherClient(t *testing.T, base string) (*websocket.Conn, func(msg string)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.CloseNow() })
+	return c, func(msg string) {
+		t.Helper()
+		if err := c.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := c.Read(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // stepTimeout bounds one group of browser actions, so a selector that never
 // matches fails the test with its name instead of hanging it. It is not an
 // assertion on speed.
@@ -448,19 +471,8 @@ func TestUI_Browser(t *testing.T) {
 	t.Run("WatchEnded", func(t *testing.T) {
 		// A session watched until it ends: the tab says so and stops
 		// polling it, where it asked for it every second for good.
-		dctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
-		defer cancel()
-		c, _, err := websocket.Dial(dctx, "ws"+strings.TrimPrefix(base, "http")+"/ws", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.CloseNow()
-		if err := c.Write(dctx, websocket.MessageText, []byte(`{"type":"reset","data":{"episode_id":"watched-then-gone"}}`)); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := c.Read(dctx); err != nil {
-			t.Fatal(err)
-		}
+		c, send := otherClient(t, base)
+		send(`{"type":"reset","data":{"episode_id":"watched-then-gone"}}`)
 		run(t, ctx, "watch a session of another client",
 			chromedp.Click(chromedp.CSS(`#tabs a[data-tab="sessions"]`)),
 			chromedp.Click(chromedp.CSS(`#session-table tr[data-episode="watched-then-gone"] button.watch`)),
@@ -478,23 +490,10 @@ func TestUI_Browser(t *testing.T) {
 	t.Run("EpisodeIdOfAnotherClient", func(t *testing.T) {
 		// Another client's session has the episode id this page then
 		// resets with: the page's timeline and its row are its own.
-		dctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
-		defer cancel()
-		c, _, err := websocket.Dial(dctx, "ws"+strings.TrimPrefix(base, "http")+"/ws", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.CloseNow()
-		for _, m := range []string{`{"type":"reset","data":{"episode_id":"shared-ep"}}`,
-			`{"type":"step","data":{"type":"call_tool","tool_name":"list_staff","arguments":{}}}`,
-			`{"type":"step","data":{"type":"call_tool","tool_name":"list_staff","arguments":{}}}`} {
-			if err := c.Write(dctx, websocket.MessageText, []byte(m)); err != nil {
-				t.Fatal(err)
-			}
-			if _, _, err := c.Read(dctx); err != nil {
-				t.Fatal(err)
-			}
-		}
+		_, send := otherClient(t, base)
+		send(`{"type":"reset","data":{"episode_id":"shared-ep"}}`)
+		send(`{"type":"step","data":{"type":"call_tool","tool_name":"list_staff","arguments":{}}}`)
+		send(`{"type":"step","data":{"type":"call_tool","tool_name":"list_staff","arguments":{}}}`)
 		run(t, ctx, "open a new page and reset with the same episode id",
 			chromedp.Navigate(base+"/web/"),
 			chromedp.WaitVisible(chromedp.CSS(`#ws-status[data-state="open"]`)),

@@ -1,15 +1,12 @@
 package web_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/coder/websocket"
 	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 )
@@ -79,22 +76,7 @@ func TestUI_Browser_Tasks(t *testing.T) {
 
 	t.Run("WatchAnotherClient", func(t *testing.T) {
 		// A trainer's session, driven over /ws by this test.
-		wctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		c, _, err := websocket.Dial(wctx, "ws"+strings.TrimPrefix(base, "http")+"/ws", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.CloseNow()
-		send := func(msg string) {
-			t.Helper()
-			if err := c.Write(wctx, websocket.MessageText, []byte(msg)); err != nil {
-				t.Fatal(err)
-			}
-			if _, _, err := c.Read(wctx); err != nil {
-				t.Fatal(err)
-			}
-		}
+		_, send := otherClient(t, base)
 		send(`{"type":"reset","data":{"task":"invoice_750","episode_id":"trainer-episode"}}`)
 		send(`{"type":"step","data":{"type":"call_tool","tool_name":"invoice","arguments":{"amount":0}}}`)
 		run(t, ctx, "watch the trainer's session",
