@@ -502,8 +502,13 @@ func writeTemp(dir string, data []byte) (string, error) {
 // readPointer returns what setPointer recorded under key in dir, whether
 // or not the checkpoint it names is still there.
 func (c *checkpoints) readPointer(dir, key string) (openenv.CheckpointInfo, bool) {
+	return readPointerFile(c.pointerPath(dir, key))
+}
+
+// readPointerFile reads the pointer file at path (see setPointer).
+func readPointerFile(path string) (openenv.CheckpointInfo, bool) {
 	var info openenv.CheckpointInfo
-	data, err := fixture.ReadFile(c.pointerPath(dir, key))
+	data, err := fixture.ReadFile(path)
 	if err != nil || json.Unmarshal(data, &info) != nil || !isID(info.ID) {
 		return openenv.CheckpointInfo{}, false
 	}

@@ -1,16 +1,12 @@
 package app
 
 import (
-	"encoding/json"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/seahaven/seahaven/fixture"
-	"github.com/seahaven/seahaven/openenv"
 )
 
 // retentionEvery is how often retention runs on its own, beside when the
@@ -245,8 +241,7 @@ func (c *checkpoints) drainedIDs() map[string]bool {
 	ids := map[string]bool{}
 	files, _ := os.ReadDir(filepath.Join(c.dir, drainedDir))
 	for _, f := range files {
-		var info openenv.CheckpointInfo
-		if data, err := fixture.ReadFile(filepath.Join(c.dir, drainedDir, f.Name())); err == nil && json.Unmarshal(data, &info) == nil {
+		if info, ok := readPointerFile(filepath.Join(c.dir, drainedDir, f.Name())); ok {
 			ids[info.ID] = true
 		}
 	}
