@@ -179,7 +179,11 @@ func New(w *env.World, cfg Config) (_ *Backend, err error) {
 		b.listFixtures() // logs the fixtures that are broken
 	}
 	if b.defaultFixture != "" {
-		if err := b.checkDefaultFixture(); err != nil {
+		// A default fixture no reset could open (missing, its files not
+		// matching their hashes, frozen for another world or schema) stops
+		// the server rather than fail every default reset of a server
+		// that reports ready.
+		if err := composition.CheckFixture(w, b.fixturesDir, b.defaultFixture); err != nil {
 			return nil, fmt.Errorf("app: default fixture: %w", err)
 		}
 	}
@@ -198,29 +202,6 @@ func New(w *env.World, cfg Config) (_ *Backend, err error) {
 		}
 	}
 	return b, nil
-}
-
-// checkDefaultFixture refuses a default fixture no reset could open: one
-// that is missing, whose files do not match their hashes, or that was
-// frozen for another world or another schema (run go generate). A server
-// would otherwise report ready and fail every default reset.
-func (b *Backend) checkDefaultFixture() error {
-	s, err := fixture.Read(b.fixturesDir, b.defaultFixture)
-	if err != nil {
-		return err
-	}
-	dir, err := fixture.Dir(b.fixturesDir, b.defaultFixture)
-	if err != nil {
-		return err
-	}
-	if err := fixture.Verify(dir, s); err != nil {
-		return err
-	}
-	sealed, err := composition.Seal(b.world)
-	if err != nil {
-		return err
-	}
-	return composition.CompareShape(context.Background(), s, sealed)
 }
 
 // InstanceDir returns the directory this backend makes instances in.

@@ -105,6 +105,20 @@ func Fixtures(w *env.World) ([]*fixture.Sidecar, error) {
 	return fixture.List(dir)
 }
 
+// CheckFixture reads fixture id of w from fixturesDir (the world's own
+// fixtures when empty) and checks it as a reset opening it does: its files
+// against their hashes and its sidecar against w's composition. Its error
+// is the one such a reset would fail with; the fixture is then kept in
+// memory for the resets that follow. It is safe for concurrent use.
+func CheckFixture(w *env.World, fixturesDir, id string) error {
+	sealed, err := Seal(w)
+	if err != nil {
+		return err
+	}
+	_, err = loadSource(w, sealed, Options{Fixture: id, FixturesDir: fixturesDir})
+	return err
+}
+
 // source is a verified fixture, with its files' bytes cached in memory so an
 // instance starts from private copies without reading or hashing again.
 type source struct {
