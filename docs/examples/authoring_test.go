@@ -48,7 +48,7 @@ func Example_authoringSchema() {
 	// {"type":"object","properties":{"email":{"type":"string","description":"The customer's email address.","maxLength":254},"plan":{"type":"string","description":"The customer's plan.","default":"free","enum":["free","pro","enterprise"]},"seats":{"type":"integer","description":"Seats on the plan.","default":1,"minimum":1,"maximum":500},"note":{"type":["string","null"],"description":"A free-text note, or null.","maxLength":500}},"required":["email"],"additionalProperties":false}
 	// invalid_args: invalid arguments: field "plan": value "gold" is not one of "free", "pro", "enterprise"
 	// invalid_args: invalid arguments: field "seats": value 0 is less than minimum 1
-	// invalid_args: invalid arguments: unknown field "colour"
+	// invalid_args: invalid arguments: unknown field "colour" (known fields: email, plan, seats, note)
 	// invalid_args: invalid arguments: missing required field "email"
 	// invalid_args: invalid arguments: field "email": expected string, got number
 }

@@ -240,7 +240,7 @@ func (c *checker) object(s *jsonschema.Schema) *Error {
 		case sub != nil:
 			seen = append(seen, key)
 		case s.AdditionalProperties != nil && s.AdditionalProperties.Not != nil:
-			return c.errorf("unknown field " + strconv.Quote(clip(key)))
+			return c.errorf("unknown field " + strconv.Quote(clip(key)) + knownFields(s))
 		case s.AdditionalProperties != nil:
 			sub = s.AdditionalProperties
 		default:
@@ -486,6 +486,23 @@ func plainKey(k string) bool {
 		}
 	}
 	return true
+}
+
+// maxKnownFields is the most field names an unknown field's message lists.
+const maxKnownFields = 20
+
+// knownFields is what an unknown field's message adds: the names the
+// object takes, in the schema's order, so an agent that misspelled one can
+// correct it from the refusal alone.
+func knownFields(s *jsonschema.Schema) string {
+	names := s.PropertyOrder
+	switch {
+	case len(names) == 0:
+		return " (the object takes no fields)"
+	case len(names) > maxKnownFields:
+		return " (known fields: " + strings.Join(names[:maxKnownFields], ", ") + " and " + strconv.Itoa(len(names)-maxKnownFields) + " more)"
+	}
+	return " (known fields: " + strings.Join(names, ", ") + ")"
 }
 
 // clipLen is the most bytes of untrusted text a message repeats.

@@ -123,7 +123,7 @@ func TestDecode_Embedded(t *testing.T) {
 		t.Errorf("got  %#v\nwant %#v", got, want)
 	}
 	if _, err := argschema.Decode(reflect.TypeFor[Embedded](), []byte(`{"x":1,"y":2,"w":"top","v":4,"tagged":{},"name":"n"}`)); err == nil ||
-		err.Error() != `invalid arguments: unknown field "name"` {
+		err.Error() != `invalid arguments: unknown field "name" (known fields: x, y, w, v, tagged)` {
 		t.Errorf("ambiguous field: %v", err)
 	}
 }
@@ -161,8 +161,8 @@ func TestDecode_Errors(t *testing.T) {
 		{"String", `"x"`, "", `invalid arguments: expected object, got string`},
 		{"Number", `5`, "", `invalid arguments: expected object, got number`},
 		{"Bool", `true`, "", `invalid arguments: expected object, got boolean`},
-		{"UnknownField", `{"amout":1}`, "", `invalid arguments: unknown field "amout"`},
-		{"UnknownFieldCase", `{"Amount":1}`, "", `invalid arguments: unknown field "Amount"`},
+		{"UnknownField", `{"amout":1}`, "", `invalid arguments: unknown field "amout" (known fields: amount, currency, small, count, ratio, flag, memo, level, temp, items, meta, any, raw, when, blob, nested, names)`},
+		{"UnknownFieldCase", `{"Amount":1}`, "", `invalid arguments: unknown field "Amount" (known fields: amount, currency, small, count, ratio, flag, memo, level, temp, items, meta, any, raw, when, blob, nested, names)`},
 		{"MissingRequired", `{"currency":"usd"}`, "", `invalid arguments: missing required field "amount"`},
 		{"DuplicateKey", `{"amount":1,"amount":2}`, "", `invalid arguments: duplicate field "amount"`},
 		{"DuplicateEscapedKey", `{"amount":1,"\u0061mount":2}`, "", `invalid arguments: duplicate field "amount"`},
@@ -198,7 +198,7 @@ func TestDecode_Errors(t *testing.T) {
 		{"ObjectGotArray", `{"amount":1,"meta":[]}`, "meta", `invalid arguments: field "meta": expected object, got array`},
 		{"StructGotString", `{"amount":1,"nested":"x"}`, "nested", `invalid arguments: field "nested": expected object, got string`},
 		{"NestedMissing", `{"amount":1,"items":[{"sku":"a","qty":1},{"sku":"b"}]}`, "items[1]", `invalid arguments: field "items[1]": missing required field "qty"`},
-		{"NestedUnknown", `{"amount":1,"items":[{"sku":"a","qty":1},{"sku":"b","qty":1,"skuu":1}]}`, "items[1]", `invalid arguments: field "items[1]": unknown field "skuu"`},
+		{"NestedUnknown", `{"amount":1,"items":[{"sku":"a","qty":1},{"sku":"b","qty":1,"skuu":1}]}`, "items[1]", `invalid arguments: field "items[1]": unknown field "skuu" (known fields: sku, qty)`},
 		{"NestedWrongType", `{"amount":1,"items":[{"sku":5,"qty":1}]}`, "items[0].sku", `invalid arguments: field "items[0].sku": expected string, got number`},
 		{"NestedDuplicate", `{"amount":1,"nested":{"sku":"a","sku":"b","qty":1}}`, "nested", `invalid arguments: field "nested": duplicate field "sku"`},
 		{"MapDuplicate", `{"amount":1,"meta":{"a":1,"a":2}}`, "meta", `invalid arguments: field "meta": duplicate field "a"`},
@@ -227,7 +227,7 @@ func TestDecode_Errors(t *testing.T) {
 		{"TrailingAfterNull", `null null`, "", `invalid arguments: unexpected data after the arguments object`},
 		{"Depth65", deep(`{"amount":1,"any":`, 64), "any" + strings.Repeat("[0]", 63), `invalid arguments: field "any` + strings.Repeat("[0]", 63) + `": nesting is deeper than 64 levels`},
 		{"Depth65Raw", deep(`{"amount":1,"raw":`, 64), "raw" + strings.Repeat("[0]", 63), `invalid arguments: field "raw` + strings.Repeat("[0]", 63) + `": nesting is deeper than 64 levels`},
-		{"LongKeyClipped", `{"` + strings.Repeat("k", 100) + `":1}`, "", `invalid arguments: unknown field "` + strings.Repeat("k", 64) + `..."`},
+		{"LongKeyClipped", `{"` + strings.Repeat("k", 100) + `":1}`, "", `invalid arguments: unknown field "` + strings.Repeat("k", 64) + `..." (known fields: amount, currency, small, count, ratio, flag, memo, level, temp, items, meta, any, raw, when, blob, nested, names)`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := argschema.Decode(reflect.TypeFor[Args](), []byte(tt.in))
@@ -359,5 +359,25 @@ func TestDecode_AgreesWithSchema(t *testing.T) {
 				t.Errorf("Decode: %v\nschema: %v", derr, verr)
 			}
 		})
+	}
+}
+
+// An unknown field's refusal lists the fields the object takes, at most
+// twenty of them, so an agent can correct a misspelling from it alone.
+func TestDecode_UnknownFieldNamesKnown(t *testing.T) {
+	type Wide struct {
+		F01, F02, F03, F04, F05, F06, F07, F08, F09, F10, F11 int `json:",omitempty"`
+		F12, F13, F14, F15, F16, F17, F18, F19, F20, F21, F22 int `json:",omitempty"`
+	}
+	for _, tc := range []struct {
+		typ  reflect.Type
+		want string
+	}{
+		{reflect.TypeFor[struct{}](), `invalid arguments: unknown field "x" (the object takes no fields)`},
+		{reflect.TypeFor[Wide](), `invalid arguments: unknown field "x" (known fields: F01, F02, F03, F04, F05, F06, F07, F08, F09, F10, F11, F12, F13, F14, F15, F16, F17, F18, F19, F20 and 2 more)`},
+	} {
+		if _, err := argschema.Decode(tc.typ, []byte(`{"x":1}`)); err == nil || err.Error() != tc.want {
+			t.Errorf("%v:\ngot  %v\nwant %s", tc.typ, err, tc.want)
+		}
 	}
 }

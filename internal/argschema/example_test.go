@@ -60,8 +60,8 @@ func ExampleError() {
 	// Output:
 	// invalid arguments: field "items[1].qty": expected integer, got string
 	//   Field="items[1].qty" Problem="expected integer, got string"
-	// invalid arguments: unknown field "itmes"
-	//   Field="" Problem="unknown field \"itmes\""
+	// invalid arguments: unknown field "itmes" (known fields: items)
+	//   Field="" Problem="unknown field \"itmes\" (known fields: items)"
 	// invalid arguments: field "items[0].qty": expected integer, got non-integral number 1.5
 	//   Field="items[0].qty" Problem="expected integer, got non-integral number 1.5"
 }

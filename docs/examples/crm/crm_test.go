@@ -64,7 +64,7 @@ func TestAddCustomer_Refusals(t *testing.T) {
 		{"TooManySeats", `{"email": "ada@example.com", "seats": 501}`,
 			`invalid arguments: field "seats": value 501 is greater than maximum 500`},
 		{"UnknownField", `{"email": "ada@example.com", "colour": "red"}`,
-			`invalid arguments: unknown field "colour"`},
+			`invalid arguments: unknown field "colour" (known fields: email, plan, seats, note)`},
 		{"MissingEmail", `{}`,
 			`invalid arguments: missing required field "email"`},
 		{"DuplicateEmail", `{"email": "grace@example.com"}`,
