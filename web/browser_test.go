@@ -303,6 +303,9 @@ func TestUI_Browser(t *testing.T) {
 		if url != base+"/web/" {
 			t.Errorf("location = %s, want %s/web/ (the redirect)", url, base)
 		}
+		if signOut, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!document.getElementById("sign-out").hidden`)); err != nil || signOut {
+			t.Errorf("a server without a token shows a sign-out button (%v)", err)
+		}
 		if got := textOf(t, ctx, "#world"); !strings.Contains(got, "company") {
 			t.Errorf("header world = %q, want it to name company", got)
 		}
@@ -612,6 +615,18 @@ func TestUI_Browser_Token(t *testing.T) {
 	if got := textOf(t, ctx, "#world"); !strings.Contains(got, "company") {
 		t.Errorf("header world = %q, want it to name company (GET /composition with the cookie)", got)
 	}
+	// The sign-out button ends the cookie: the page is the sign-in form,
+	// and the next sign-in works as the first.
+	run(t, ctx, "sign out",
+		chromedp.Click(chromedp.ID("sign-out"), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.ID("token")))
+	if res, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{}); err != nil || len(res.Cookies) != 0 {
+		t.Errorf("cookies after sign-out: %v (%v)", res.Cookies, err)
+	}
+	run(t, ctx, "sign in again",
+		chromedp.SendKeys(chromedp.ID("token"), token),
+		chromedp.Submit(chromedp.ID("token")),
+		chromedp.WaitVisible(chromedp.CSS(`#ws-status[data-state="open"]`)))
 	// Signed out behind the page's back (its cookie gone, as when the
 	// server's token changes), the page turns back into the sign-in form
 	// at its next request, rather than showing 401s it cannot act on.

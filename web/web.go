@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"html"
 	"io/fs"
+	"maps"
 	"net/http"
 	"path"
 	"strings"
@@ -73,9 +74,8 @@ var loadHandler = sync.OnceValue(func() *handler {
 		if err != nil {
 			return err
 		}
-		sum := sha256.Sum256(b)
-		ct := cmp.Or(contentTypes[path.Ext(p)], http.DetectContentType(b))
-		h.assets[strings.TrimPrefix(p, "ui/")] = asset{body: b, contentType: ct, etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
+		name := strings.TrimPrefix(p, "ui/")
+		h.assets[name] = newAsset(name, b)
 		return nil
 	})
 	if err != nil {
@@ -84,6 +84,13 @@ var loadHandler = sync.OnceValue(func() *handler {
 	}
 	return h
 })
+
+// newAsset returns the asset named name with body b.
+func newAsset(name string, b []byte) asset {
+	sum := sha256.Sum256(b)
+	ct := cmp.Or(contentTypes[path.Ext(name)], http.DetectContentType(b))
+	return asset{body: b, contentType: ct, etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
+}
 
 // ServeHTTP serves one asset.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -141,16 +148,38 @@ type Auth interface {
 // maxLoginForm bounds the sign-in form's body.
 const maxLoginForm = 8 << 10
 
+// signOutHidden and signOutShown are the page's sign-out button as
+// index.html has it and as HandlerWithAuth serves it.
+const (
+	signOutHidden = `id="sign-out" class="small" hidden>`
+	signOutShown  = `id="sign-out" class="small">`
+)
+
+// withSignOut is the handler HandlerWithAuth serves the assets with: the
+// page shows its sign-out button.
+var withSignOut = sync.OnceValue(func() *handler {
+	h := loadHandler()
+	page := h.assets["index.html"]
+	body := bytes.Replace(page.body, []byte(signOutHidden), []byte(signOutShown), 1)
+	if bytes.Equal(body, page.body) {
+		panic("web: index.html has no sign-out button")
+	}
+	assets := maps.Clone(h.assets)
+	assets["index.html"] = newAsset("index.html", body)
+	return &handler{assets: assets}
+})
+
 // HandlerWithAuth is Handler for a server that requires a token. A browser
 // cannot add the bearer header to the page's WebSocket, so the UI signs in
 // instead: the page itself is replaced by a sign-in form until the request
 // is authorized; POST [Prefix]login with the form field "token" sets the
 // session cookie (auth.Login) and redirects to the page, and POST
-// [Prefix]logout clears it. The other assets (styles, scripts, icon) are the
+// [Prefix]logout clears it, from the page's sign-out button, which only
+// this handler shows. The other assets (styles, scripts, icon) are the
 // same for everyone and are served without credentials; every route they
 // call stays behind the token. The handler is safe for concurrent use.
 func HandlerWithAuth(auth Auth) http.Handler {
-	h := loadHandler()
+	h := withSignOut()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case Prefix + "login", Prefix + "logout":

@@ -503,6 +503,16 @@ function wire() {
     }
   });
   $("reconnect").addEventListener("click", () => connect());
+  // Shown only by a server with a token (web.HandlerWithAuth): ending the
+  // browser's session cookie turns the page back into the sign-in form.
+  $("sign-out").addEventListener("click", async () => {
+    if (ui.session) ui.session.close();
+    try {
+      await fetch("logout", { method: "POST" });
+    } finally {
+      location.reload();
+    }
+  });
   $("reset-task").addEventListener("change", showInstruction);
   window.addEventListener("pagehide", () => ui.session && ui.session.close());
 }
