@@ -398,19 +398,22 @@ func (b *Backend) Latest(episodeID string) (openenv.CheckpointInfo, bool) {
 }
 
 // Drained records the checkpoint a draining server took of a session
-// (see openenv.Restorer).
+// (see openenv.Restorer), for the servers of the backend's world.
 func (b *Backend) Drained(sessionID string, info openenv.CheckpointInfo) error {
-	return b.checkpoints.setPointer(drainedDir, sessionID, info)
+	return b.checkpoints.setPointer(drainedDir, worldKey(b.world.Name(), sessionID), info)
 }
 
-// DrainedTo returns the checkpoint a draining server took of a session.
+// DrainedTo returns the checkpoint a draining server of the backend's
+// world took of a session: a session of the same id that a server of
+// another world drained is not this one.
 func (b *Backend) DrainedTo(sessionID string) (openenv.CheckpointInfo, bool) {
-	return b.checkpoints.pointer(drainedDir, sessionID)
+	return b.checkpoints.drained(b.world.Name(), sessionID)
 }
 
-// Undrained forgets the drain record of a session that lives again.
+// Undrained forgets the drain record of a session of the backend's world
+// that lives again.
 func (b *Backend) Undrained(sessionID string) error {
-	return b.checkpoints.removePointer(drainedDir, sessionID)
+	return b.checkpoints.undrained(b.world.Name(), sessionID)
 }
 
 // unknownTask is the error of a reset naming no task of the world.

@@ -529,19 +529,47 @@ func (c *checkpoints) pointer(dir, key string) (openenv.CheckpointInfo, bool) {
 	return info, true
 }
 
-// latestKey is the key of an episode's latest pointer: episodes of
-// different worlds may share an id, and a server restores only its own
-// world's checkpoints.
-func latestKey(world, episode string) string { return world + "\n" + episode }
+// worldKey is the key of a world's episode or session in a pointer
+// directory (latestDir, drainedDir): servers of different worlds sharing
+// the store may each have one of the same id, and a server restores only
+// its own world's checkpoints.
+func worldKey(world, id string) string { return world + "\n" + id }
 
-// latest returns the newest checkpoint of a world's episode. A pointer
-// keyed by the episode alone, as servers of earlier versions wrote them,
-// serves when its checkpoint is of the world.
+// latestKey is the key of an episode's latest pointer.
+func latestKey(world, episode string) string { return worldKey(world, episode) }
+
+// latest returns the newest checkpoint of a world's episode.
 func (c *checkpoints) latest(world, episode string) (openenv.CheckpointInfo, bool) {
-	if info, ok := c.pointer(latestDir, latestKey(world, episode)); ok {
+	return c.worldPointer(latestDir, world, episode)
+}
+
+// drained returns the checkpoint a server of world took of a session when
+// it drained (see Backend.Drained).
+func (c *checkpoints) drained(world, session string) (openenv.CheckpointInfo, bool) {
+	return c.worldPointer(drainedDir, world, session)
+}
+
+// undrained removes a world's session's drain record: the one keyed by
+// the world, and one keyed by the session alone whose checkpoint is of the
+// world (see worldPointer).
+func (c *checkpoints) undrained(world, session string) error {
+	err := c.removePointer(drainedDir, worldKey(world, session))
+	if info, ok := c.readPointer(drainedDir, session); ok {
+		if m, ok := c.manifest(info.ID); ok && m.World == world {
+			err = errors.Join(err, c.removePointer(drainedDir, session))
+		}
+	}
+	return err
+}
+
+// worldPointer returns what setPointer recorded in dir for a world's id
+// (worldKey). A pointer keyed by the id alone, as servers of earlier
+// versions wrote them, serves when its checkpoint is of the world.
+func (c *checkpoints) worldPointer(dir, world, id string) (openenv.CheckpointInfo, bool) {
+	if info, ok := c.pointer(dir, worldKey(world, id)); ok {
 		return info, true
 	}
-	if info, ok := c.pointer(latestDir, episode); ok {
+	if info, ok := c.pointer(dir, id); ok {
 		if m, ok := c.manifest(info.ID); ok && m.World == world {
 			return info, true
 		}

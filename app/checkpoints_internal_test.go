@@ -460,6 +460,60 @@ func TestCheckpoints_LatestOfWorld(t *testing.T) {
 	}
 }
 
+// TestCheckpoints_DrainedOfWorld: a session's drain record is its
+// world's: a server of another world sharing the store, whose own session
+// of that id is unknown or lives again, neither names the checkpoint,
+// which it cannot restore, nor forgets it for the servers of its world. A
+// record keyed by the session alone, as servers of earlier versions wrote
+// them, serves the servers of its checkpoint's world.
+func TestCheckpoints_DrainedOfWorld(t *testing.T) {
+	dir := t.TempDir()
+	b := newTestBackend(t, Config{Checkpoints: dir})
+	info := checkpointed(t, b)
+	other, err := New(payments.World, Config{Checkpoints: dir, InstanceRoot: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	if err := b.Drained("grader-1", info); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := other.DrainedTo("grader-1"); ok {
+		t.Errorf("a payments server's drain record of a company session: %s", got.ID)
+	}
+	if err := other.Undrained("grader-1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := b.DrainedTo("grader-1"); got.ID != info.ID {
+		t.Errorf("drained to, once a payments server's session of the same id lived again: %q, want %s", got.ID, info.ID)
+	}
+	if err := b.Undrained("grader-1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := b.DrainedTo("grader-1"); ok {
+		t.Errorf("drained to, once the session lived again: %s", got.ID)
+	}
+
+	if err := b.checkpoints.setPointer(drainedDir, "legacy", info); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := other.DrainedTo("legacy"); ok {
+		t.Errorf("a payments server's legacy drain record of a company session: %s", got.ID)
+	}
+	if err := other.Undrained("legacy"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := b.DrainedTo("legacy"); got.ID != info.ID {
+		t.Errorf("legacy drained to: %q, want %s", got.ID, info.ID)
+	}
+	if err := b.Undrained("legacy"); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := b.DrainedTo("legacy"); ok {
+		t.Errorf("legacy drained to, once the session lived again: %s", got.ID)
+	}
+}
+
 // TestCheckpoints_Recorded: a restored episode is recorded in a new
 // trajectory whose header names the checkpoint it continues.
 func TestCheckpoints_Recorded(t *testing.T) {
