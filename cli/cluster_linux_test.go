@@ -577,3 +577,49 @@ func TestCluster(t *testing.T) {
 		t.Errorf("no HTTP session of r2 was restored on r1 (%v): nothing to check once r2 is back", restoredOn)
 	}
 }
+
+// TestClusterProxyReload: HAProxy reloaded with the project's
+// configuration keeps its stick tables, the only record of where HTTP and
+// MCP sessions live (each started on the replica round robin chose, not
+// the one its hash names), so every session's requests still reach the
+// replica that holds it; they got 404 from other replicas when a reload
+// dropped the tables.
+func TestClusterProxyReload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the cluster test takes half a minute")
+	}
+	c := newCluster(t)
+	httpReplica := map[string]string{}
+	for k := range 12 {
+		id := fmt.Sprintf("reload-%d", k)
+		status, body, hdr := c.do(http.MethodPost, "/reset", `{}`, map[string]string{"X-Seahaven-Session": id})
+		if status != http.StatusOK {
+			t.Fatalf("HTTP reset %s: %d %s", id, status, body)
+		}
+		httpReplica[id] = hdr.Get("X-Seahaven-Replica")
+	}
+	mcpReplica := map[string]string{}
+	for range 6 {
+		status, body, hdr := c.do(http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"cluster","version":"1"}}}`, nil)
+		sid := hdr.Get("Mcp-Session-Id")
+		if status != http.StatusOK || sid == "" {
+			t.Fatalf("MCP initialize: %d %s", status, body)
+		}
+		mcpReplica[sid] = hdr.Get("X-Seahaven-Replica")
+	}
+
+	c.reloadHAProxy()
+
+	for id, replica := range httpReplica {
+		status, body, hdr := c.do(http.MethodGet, "/state", "", map[string]string{"X-Seahaven-Session": id})
+		if status != http.StatusOK || hdr.Get("X-Seahaven-Replica") != replica {
+			t.Errorf("after the reload, HTTP session %s of %s: %d on %s: %.200s", id, replica, status, hdr.Get("X-Seahaven-Replica"), body)
+		}
+	}
+	for sid, replica := range mcpReplica {
+		status, body, hdr := c.do(http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, map[string]string{"Mcp-Session-Id": sid})
+		if status != http.StatusOK || hdr.Get("X-Seahaven-Replica") != replica {
+			t.Errorf("after the reload, MCP session of %s: %d on %s: %.200s", replica, status, hdr.Get("X-Seahaven-Replica"), body)
+		}
+	}
+}

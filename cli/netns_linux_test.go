@@ -59,8 +59,10 @@ type cluster struct {
 	args     []string // the replicas' flags
 	replicas []*served
 	haproxy  *exec.Cmd
-	stats    string       // HAProxy's stats socket (added to the configuration)
-	client   *http.Client // dials from the client's namespace
+	proxyCfg string         // the configuration HAProxy runs
+	proxyOut *testfs.Buffer // HAProxy's log, of every process
+	stats    string         // HAProxy's stats socket (added to the configuration)
+	client   *http.Client   // dials from the client's namespace
 }
 
 // ns names a namespace of the cluster: r1..r3, px, cl.
@@ -183,17 +185,13 @@ func (c *cluster) startHAProxy() {
 	if regexp.MustCompile(`(?m)^\s*(server-template|resolvers)`).MatchString(cfg) || !strings.Contains(cfg, "bind "+clusterProxy) || !strings.Contains(cfg, "stats socket") {
 		c.t.Fatalf("the HAProxy configuration did not take the cluster's servers:\n%s", cfg)
 	}
-	path := filepath.Join(c.t.TempDir(), "haproxy.cfg")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+	c.proxyCfg = filepath.Join(c.t.TempDir(), "haproxy.cfg")
+	if err := os.WriteFile(c.proxyCfg, []byte(cfg), 0o644); err != nil {
 		c.t.Fatal(err)
 	}
-	out := new(testfs.Buffer)
-	argv := append(append([]string{"ip", "netns", "exec", c.ns("px")}, cpus(0)...), "haproxy", "-db", "-f", path)
-	c.haproxy = exec.Command(argv[0], argv[1:]...)
-	c.haproxy.Stdout, c.haproxy.Stderr = out, out
-	if err := c.haproxy.Start(); err != nil {
-		c.t.Fatal(err)
-	}
+	c.proxyOut = new(testfs.Buffer)
+	out := c.proxyOut
+	c.haproxy = c.runHAProxy()
 	c.t.Cleanup(func() {
 		c.haproxy.Process.Kill()
 		c.haproxy.Wait()
@@ -208,6 +206,48 @@ func (c *cluster) startHAProxy() {
 			}
 		}
 	})
+	c.waitHAProxy()
+}
+
+// runHAProxy starts an HAProxy process in the proxy's namespace with the
+// cluster's configuration and the extra arguments.
+func (c *cluster) runHAProxy(extra ...string) *exec.Cmd {
+	c.t.Helper()
+	argv := append(append([]string{"ip", "netns", "exec", c.ns("px")}, cpus(0)...), "haproxy", "-db", "-f", c.proxyCfg)
+	cmd := exec.Command(argv[0], append(argv[1:], extra...)...)
+	cmd.Stdout, cmd.Stderr = c.proxyOut, c.proxyOut
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	return cmd
+}
+
+// reloadHAProxy reloads HAProxy as an operator applying a change does: a
+// new process takes over from the running one (-sf), which finishes its
+// connections and exits. It returns once the old process has exited.
+func (c *cluster) reloadHAProxy() {
+	c.t.Helper()
+	// A process hands its tables over (peers) only once its own start-up
+	// resync, from the process it replaced if any, is over: its resync
+	// timeout has passed, a few seconds after it started.
+	deadline := time.Now().Add(crashWait)
+	for peers := c.admin("show peers"); strings.TrimSpace(peers) != "" && !strings.Contains(peers, "resync_timeout=<PAST>"); peers = c.admin("show peers") {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("HAProxy's peers did not end their start-up resync within %s:\n%s", crashWait, c.admin("show peers"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	old := c.haproxy
+	// ip netns exec and taskset exec HAProxy: the command's process is it.
+	c.haproxy = c.runHAProxy("-sf", strconv.Itoa(old.Process.Pid))
+	c.client.CloseIdleConnections()
+	old.Wait()
+	c.waitHAProxy()
+}
+
+// waitHAProxy waits for HAProxy to answer /health.
+func (c *cluster) waitHAProxy() {
+	c.t.Helper()
 	deadline := time.Now().Add(crashWait)
 	for {
 		resp, err := c.client.Get("http://" + clusterProxy + "/health")
@@ -218,7 +258,7 @@ func (c *cluster) startHAProxy() {
 			}
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("HAProxy did not answer within %s: %v\n%s", crashWait, err, out.String())
+			c.t.Fatalf("HAProxy did not answer within %s: %v\n%s", crashWait, err, c.proxyOut.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
