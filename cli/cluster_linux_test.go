@@ -623,3 +623,48 @@ func TestClusterProxyReload(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterFull: while every replica is full, a request that starts no
+// session (GET /metadata, GET /checkpoints/latest) is still answered by a
+// replica, and one that would start a session is refused by the proxy in
+// the servers' error shape, CAPACITY_REACHED, where both got HAProxy's
+// HTML page "No server is available to handle this request".
+func TestClusterFull(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the cluster test takes half a minute")
+	}
+	c := newCluster(t, "--max-sessions", "2")
+	for k := range 2 * clusterReplicas {
+		id := fmt.Sprintf("full-%d", k)
+		if status, body, _ := c.do(http.MethodPost, "/reset", `{"episode_id":"full"}`, map[string]string{"X-Seahaven-Session": id}); status != http.StatusOK {
+			t.Fatalf("HTTP reset %s: %d %s", id, status, body)
+		}
+	}
+	// HAProxy's checks of /accepting take every replica out of the new
+	// sessions' rotation.
+	deadline := time.Now().Add(crashWait)
+	for k := 1; k <= clusterReplicas; k++ {
+		for server := fmt.Sprintf("r%d", k); c.stat("seahaven_new", server, 17) != "DOWN"; {
+			if time.Now().After(deadline) {
+				t.Fatalf("HAProxy still sends new sessions to %s, which is full: %s", server, c.stat("seahaven_new", server, 17))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if status, body, _ := c.do(http.MethodGet, "/metadata", "", nil); status != http.StatusOK || !strings.Contains(body, `"name":"company"`) {
+		t.Errorf("GET /metadata while every replica is full: %d %.200s", status, body)
+	}
+	if status, body, _ := c.do(http.MethodGet, "/checkpoints/latest?episode_id=none", "", nil); status != http.StatusNotFound || !strings.Contains(body, `"code":"SESSION_ERROR"`) {
+		t.Errorf("GET /checkpoints/latest while every replica is full: %d %.200s", status, body)
+	}
+	for _, req := range []struct{ path, body string }{
+		{"/reset", `{}`},
+		{"/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"cluster","version":"1"}}}`},
+	} {
+		status, body, hdr := c.do(http.MethodPost, req.path, req.body, nil)
+		var e struct{ Detail, Code string }
+		if status != http.StatusServiceUnavailable || hdr.Get("Content-Type") != "application/json" || json.Unmarshal([]byte(body), &e) != nil || e.Code != "CAPACITY_REACHED" || e.Detail == "" {
+			t.Errorf("POST %s while every replica is full: %d %s %.200s, want 503 {\"detail\",\"code\":\"CAPACITY_REACHED\"}", req.path, status, hdr.Get("Content-Type"), body)
+		}
+	}
+}

@@ -82,7 +82,7 @@ func (c *cluster) ip(args ...string) {
 // HAProxy with the project's configuration, its servers replaced by the
 // replicas. It skips the test where namespaces cannot be made, unless CI
 // is set: CI runs it.
-func newCluster(t *testing.T) *cluster {
+func newCluster(t *testing.T, args ...string) *cluster {
 	skip := t.Skipf
 	if os.Getenv("CI") != "" {
 		skip = t.Fatalf
@@ -131,6 +131,7 @@ func newCluster(t *testing.T) *cluster {
 	ckdir := t.TempDir()
 	c.args = []string{"--world", "company", "--token", clusterToken, "--checkpoints", ckdir, "--checkpoint-every", "5", "--max-sessions", "1024",
 		"--shutdown-timeout", "30s", "--log-level", "info"}
+	c.args = append(c.args, args...) // the test's own, which win
 	c.replicas = make([]*served, clusterReplicas+1)
 	for k := 1; k <= clusterReplicas; k++ {
 		c.start(k)
@@ -286,6 +287,18 @@ func (c *cluster) admin(command string) string {
 // backend (the scur of its stats).
 func (c *cluster) sessions(backend, server string) int {
 	c.t.Helper()
+	scur := c.stat(backend, server, 4)
+	n, err := strconv.Atoi(scur)
+	if err != nil {
+		c.t.Fatalf("HAProxy's stats: %s/%s scur %q", backend, server, scur)
+	}
+	return n
+}
+
+// stat returns field i of server's row in backend in HAProxy's stats (#
+// pxname,svname,qcur,qmax,scur,…; 17 is its status: UP, DOWN, …).
+func (c *cluster) stat(backend, server string, i int) string {
+	c.t.Helper()
 	r := csv.NewReader(strings.NewReader(c.admin("show stat")))
 	r.FieldsPerRecord = -1
 	rows, err := r.ReadAll()
@@ -293,17 +306,12 @@ func (c *cluster) sessions(backend, server string) int {
 		c.t.Fatalf("HAProxy's stats: %v", err)
 	}
 	for _, row := range rows {
-		// # pxname,svname,qcur,qmax,scur,...
-		if len(row) > 4 && row[0] == backend && row[1] == server {
-			n, err := strconv.Atoi(row[4])
-			if err != nil {
-				c.t.Fatalf("HAProxy's stats: %s/%s scur %q", backend, server, row[4])
-			}
-			return n
+		if len(row) > i && row[0] == backend && row[1] == server {
+			return row[i]
 		}
 	}
-	c.t.Fatalf("HAProxy's stats have no %s/%s", backend, server)
-	return 0
+	c.t.Fatalf("HAProxy's stats have no field %d of %s/%s", i, backend, server)
+	return ""
 }
 
 // dialIn returns a dial function whose sockets are made in the network
