@@ -226,9 +226,14 @@ func TestHTTP_StatefulSessions(t *testing.T) {
 			{"GET", "/state", ""},
 			{"POST", "/inspect", `{"sql":"SELECT 1"}`},
 		} {
-			code, body, _ := s.httpDo(t, r.method, r.path, r.body, map[string]string{openenv.SessionHeader: "nobody"})
+			code, body, resp := s.httpDo(t, r.method, r.path, r.body, map[string]string{openenv.SessionHeader: "nobody"})
 			if code != 404 || compact(t, body) != `{"detail":"Unknown session_id: nobody","code":"SESSION_ERROR"}` {
 				t.Errorf("%s %s: %d %s", r.method, r.path, code, body)
+			}
+			// A proxy learning where sessions live from this header must
+			// not learn a server that does not hold the session.
+			if h := resp.Header.Get(openenv.SessionHeader); h != "" {
+				t.Errorf("%s %s of an unknown session names session %q", r.method, r.path, h)
 			}
 		}
 	})
