@@ -131,7 +131,8 @@ func (ss *session) autoCheckpointLocked(ctx context.Context) {
 
 // drain checkpoints the session once its step in progress is done, records
 // the checkpoint for its next request (Restorer.Drained) and stops it: a
-// /ws session closes with status 1012 and the reason "checkpoint <id>".
+// /ws session closes with status 1012 and the reason "checkpoint <id>",
+// and has no record, since no request names it (its id is never told).
 // A session without an instance, or whose checkpoint fails, just stops.
 // So does a session whose attempt a restore superseded: its episode goes
 // on in the session that restored it, and a checkpoint of it would fork
@@ -166,8 +167,10 @@ func (ss *session) drain(ctx context.Context) {
 		ss.srv.log.Warn("openenv: drain: the session closes without a checkpoint", "session", ss.ref, "err", perr.message)
 		return
 	}
-	if err := r.Drained(ss.id, info); err != nil {
-		ss.srv.log.Warn("openenv: drain: the checkpoint could not be recorded for the session's next request", "session", ss.ref, "checkpoint", refOf(info.ID), "err", err)
+	if ss.transport != TransportWS {
+		if err := r.Drained(ss.id, info); err != nil {
+			ss.srv.log.Warn("openenv: drain: the checkpoint could not be recorded for the session's next request", "session", ss.ref, "checkpoint", refOf(info.ID), "err", err)
+		}
 	}
 	// No step may run past the checkpoint: the session's next request
 	// gets the checkpoint instead (acquire, Server.unknownSession).

@@ -432,6 +432,37 @@ func TestCheckpoint_Drain(t *testing.T) {
 	}
 }
 
+// TestCheckpoint_DrainRecordsNamedSessions: a drain records the checkpoint
+// of a session a later request can name (HTTP, MCP) for that request, and
+// none for a /ws session, whose id no client is told and whose checkpoint
+// its close reason names: such a record served nobody, and kept the
+// checkpoint from the store's size budget until the TTL.
+func TestCheckpoint_DrainRecordsNamedSessions(t *testing.T) {
+	dir := t.TempDir()
+	bcfg := app.Config{DefaultFixture: company.AcmeID, Checkpoints: dir}
+	s := mustServeWorld(t, company.World, bcfg, openenv.Config{DrainCheckpoints: true})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"ep-ws"}}`)
+	h := map[string]string{"X-Seahaven-Session": "drain-http"}
+	if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{"episode_id":"ep-http"}`, h); status != http.StatusOK {
+		t.Fatalf("reset: %d %s", status, body)
+	}
+	if ce, err := shutdownClose(t, s, c); ce.Code != websocket.StatusServiceRestart {
+		t.Fatalf("the /ws session closed with %v, want 1012 and the checkpoint", err)
+	}
+	records, err := os.ReadDir(filepath.Join(dir, "drained"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(records) != 1 {
+		t.Errorf("%d drain records of a /ws and an HTTP session, want 1, the HTTP session's", len(records))
+	}
+	other := mustServeWorld(t, company.World, bcfg, openenv.Config{})
+	if status, body, _ := other.httpDo(t, http.MethodGet, "/state", "", h); status != http.StatusNotFound || field(t, body, "checkpoint_id") == nil {
+		t.Errorf("the drained HTTP session on another server: %d %s", status, body)
+	}
+}
+
 // TestCheckpoint_DrainClientNotReading drains two /ws sessions, each with a
 // reply in flight: its client read the reply's first byte and then nothing
 // more (a reply of 12 MB, more than the sockets' buffers hold), or reads
