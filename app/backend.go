@@ -32,7 +32,9 @@ type Backend struct {
 	dir            string
 	minFree        int64
 	maxChangeLog   int64
-	logger         *slog.Logger
+	baseLogger     *slog.Logger       // unlabelled; component labels it
+	logger         *slog.Logger       // the fixtures' lines
+	calls          *slog.Logger       // the instances' lines, one per tool call
 	gate           gate               // resets, tool calls and grading
 	inspectGate    gate               // inspect queries
 	inspectPacer   *sqlitestore.Pacer // inspect queries' share of the CPU; nil: unpaced
@@ -60,8 +62,10 @@ type Config struct {
 	// InstanceRoot is where per-process instance directories are made; ""
 	// is <os temp dir>/seahaven-instances.
 	InstanceRoot string
-	// Logger receives one line per tool call and one per fixture repair;
-	// nil discards.
+	// Logger receives one line per tool call (labelled component=calls),
+	// and the lines of the fixtures' repair and the instance directory
+	// (component=fixtures, component=instances) and of the checkpoint
+	// store's retention (component=checkpoints); nil discards.
 	Logger *slog.Logger
 	// MaxActive caps the resets and tool calls running in the engine at
 	// once, across sessions; the others wait their turn in arrival order
@@ -155,8 +159,9 @@ func New(w *env.World, cfg Config) (_ *Backend, err error) {
 		return nil, err
 	}
 	b := &Backend{world: w, fixturesDir: cfg.FixturesDir, defaultFixture: cmp.Or(cfg.DefaultFixture, w.Spec().DefaultFixture), dir: dir, release: release,
-		minFree: cmp.Or(cfg.MinFreeDisk, DefaultMinFreeDisk), maxChangeLog: cfg.MaxChangeLogBytes, logger: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		minFree: cmp.Or(cfg.MinFreeDisk, DefaultMinFreeDisk), maxChangeLog: cfg.MaxChangeLogBytes, baseLogger: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 		gate: newGate(cfg.MaxActive), inspectGate: newGate(cmp.Or(cfg.MaxInspect, DefaultMaxInspect(cfg.MaxActive)))}
+	b.logger, b.calls = b.component("fixtures"), b.component("calls")
 	defer func() {
 		if err != nil {
 			b.Close()
@@ -193,7 +198,7 @@ func New(w *env.World, cfg Config) (_ *Backend, err error) {
 		return nil, fmt.Errorf("app: tasks: %w", err)
 	}
 	ckdir := cmp.Or(cfg.Checkpoints, filepath.Join(os.TempDir(), "seahaven-checkpoints"))
-	if b.checkpoints, err = newCheckpoints(ckdir, cfg.CheckpointTTL, cfg.CheckpointMaxBytes, b.logger); err != nil {
+	if b.checkpoints, err = newCheckpoints(ckdir, cfg.CheckpointTTL, cfg.CheckpointMaxBytes, b.component("checkpoints")); err != nil {
 		return nil, err
 	}
 	if cfg.RecordDir != "" {
@@ -202,6 +207,12 @@ func New(w *env.World, cfg Config) (_ *Backend, err error) {
 		}
 	}
 	return b, nil
+}
+
+// component returns the backend's logger with its lines labelled as
+// name's.
+func (b *Backend) component(name string) *slog.Logger {
+	return b.baseLogger.With("component", name)
 }
 
 // InstanceDir returns the directory this backend makes instances in.
@@ -233,7 +244,7 @@ func (b *Backend) Ready() error {
 		return &env.InfraError{Kind: env.FaultStorage, Message: "the server's instance directory is gone and cannot be made again", Err: err}
 	}
 	if remade {
-		b.logger.Warn("app: the instance directory was removed; made it again", "dir", b.dir)
+		b.component("instances").Warn("app: the instance directory was removed; made it again", "dir", b.dir)
 	}
 	return nil
 }
@@ -313,7 +324,7 @@ func (b *Backend) Open(ctx context.Context, opts openenv.OpenOptions) (openenv.I
 	ep, err := task.Open(ctx, b.world, t, composition.Options{
 		Fixture: opts.Fixture, FixturesDir: b.fixturesDir, Now: opts.Now, Seed: opts.Seed,
 		Startup: opts.Startup, ControlTools: opts.ControlTools, ClockMode: opts.ClockMode,
-		Dir: b.dir, EpisodeID: opts.EpisodeID, Logger: b.logger, MinFree: b.minFree, MaxChangeLogBytes: b.maxChangeLog,
+		Dir: b.dir, EpisodeID: opts.EpisodeID, Logger: b.calls, MinFree: b.minFree, MaxChangeLogBytes: b.maxChangeLog,
 	})
 	if errors.Is(err, fixture.ErrNotFound) {
 		return nil, b.unknownFixture(opts.Fixture, t.Fixture)
@@ -368,7 +379,7 @@ func (b *Backend) Restore(ctx context.Context, id string) (openenv.Instance, ope
 	}
 	defer leave()
 	ep, err := task.Resume(ctx, b.world, t, saved.Episode, composition.Options{
-		Checkpoint: l.cp, Dir: b.dir, Logger: b.logger, MinFree: b.minFree, MaxChangeLogBytes: b.maxChangeLog,
+		Checkpoint: l.cp, Dir: b.dir, Logger: b.calls, MinFree: b.minFree, MaxChangeLogBytes: b.maxChangeLog,
 	}, b.recorder, id)
 	if err != nil {
 		return nil, openenv.CheckpointRequest{}, faultOr(err, "nothing was restored", b.checkpoints.unknown(id, fmt.Sprintf("cannot be restored: %v", err)))

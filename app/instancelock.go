@@ -54,7 +54,8 @@ func remakeInstanceDir(dir string, release func()) (remade bool, _ func(), _ err
 	}
 	instanceRootMu.Lock()
 	defer instanceRootMu.Unlock()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// 0o700, as os.MkdirTemp made it: the instances are the server's alone.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return false, release, fmt.Errorf("app: making the instance directory again: %w", err)
 	}
 	if _, err := os.Stat(dir + lockSuffix); err == nil {

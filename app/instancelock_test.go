@@ -1,7 +1,9 @@
 package app_test
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -124,6 +126,31 @@ func TestNewCleansStaleInstances(t *testing.T) {
 			t.Errorf("%s was left behind", gone)
 		}
 	}
+
+	t.Run("RemadeAsMade", func(t *testing.T) {
+		// A cleaner removed the directory: Ready makes it again as
+		// os.MkdirTemp made it (the server's alone), saying so in a line
+		// labelled as the instance directory's, not as a tool call's.
+		var logs bytes.Buffer
+		b, err := app.New(company.World, app.Config{InstanceRoot: root, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		dir := b.InstanceDir()
+		if err := os.Remove(dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Ready(); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("remade directory: %v (%v), want drwx------", fi.Mode(), err)
+		}
+		if !strings.Contains(logs.String(), `"component":"instances"`) {
+			t.Errorf("logs = %s, want the remake labelled component=instances", logs.String())
+		}
+	})
 
 	t.Run("CloseRemovesDirAndLock", func(t *testing.T) {
 		b, err := app.New(company.World, app.Config{InstanceRoot: root})

@@ -96,7 +96,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	backend, err := app.New(w, app.Config{
-		FixturesDir: *fixturesDir, DefaultFixture: *fixtureID, InstanceRoot: *instances, Logger: logger.With("component", "calls"),
+		FixturesDir: *fixturesDir, DefaultFixture: *fixtureID, InstanceRoot: *instances, Logger: logger,
 		MaxActive: *scale.maxActive, MaxInspect: *scale.maxInspect, InspectCPU: *scale.inspectCPU, RecordDir: *recordDir, MinFreeDisk: *minFreeDisk, MaxChangeLogBytes: *maxChangeLog,
 		Checkpoints: *checkpoints, CheckpointTTL: *checkpointTTL, CheckpointMaxBytes: *checkpointMax,
 	})
