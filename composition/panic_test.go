@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -111,3 +112,42 @@ func panicInHook()        { panic("in a hook") }
 func panicInTool()        { panic("in a tool") }
 func panicInTransaction() { panic("in a transaction") }
 func panicInBulk()        { panic("in a block") }
+
+// TestNilPointerError: world code that returns a nil pointer as its error
+// (var e *env.ToolError; return e), which is no nil error, fails with a
+// *env.WorldBug saying so; the engine read the error with errors.As, whose
+// call of its Unwrap panicked outside any recovery.
+func TestNilPointerError(t *testing.T) {
+	w := env.NewWorld(env.WorldSpec{Name: "nilerr", Version: "1", Schema: "CREATE TABLE t (id INTEGER PRIMARY KEY) STRICT;"})
+	type hookArgs struct {
+		Fail bool `json:"fail,omitempty"`
+	}
+	env.OnStartup(w, func(c *env.Ctx, k hookArgs) error {
+		if k.Fail {
+			var te *env.ToolError
+			return te
+		}
+		return nil
+	})
+	env.Tool(w, "typed_nil", "Returns a nil *env.ToolError.", func(c *env.Ctx, _ noArgs) (string, error) {
+		if _, err := c.DB.Exec("INSERT INTO t VALUES (1)"); err != nil {
+			return "", err
+		}
+		var te *env.ToolError
+		return "", te
+	})
+	ctx := context.Background()
+	inst := compositiontest.Open(t, w, composition.Options{})
+	_, err := inst.CallJSON(ctx, "typed_nil", nil)
+	var bug *env.WorldBug
+	if want := "tool typed_nil on node main returned a nil *env.ToolError as its error, which is not a nil error: return nil itself when nothing failed"; !errors.As(err, &bug) || err.Error() != want {
+		t.Errorf("call: %v (%T), want a WorldBug %q", err, err, want)
+	}
+	if rows := compositiontest.Rows(t, inst, "SELECT * FROM t"); len(rows) != 0 {
+		t.Errorf("the failed call left rows: %v", rows)
+	}
+	_, err = composition.Open(ctx, w, composition.Options{Dir: t.TempDir(), Startup: map[string]any{"fail": true}})
+	if want := "a startup hook of nilerr on node main returned a nil *env.ToolError as its error"; !errors.As(err, &bug) || !strings.Contains(err.Error(), want) {
+		t.Errorf("open: %v (%T), want a WorldBug saying %q", err, err, want)
+	}
+}
