@@ -115,6 +115,27 @@ func TestDecode_Defaults(t *testing.T) {
 	}
 }
 
+// A json.RawMessage's default is a JSON literal, as an any's is and as its
+// schema (any value) reads it; it was taken as raw text, like a []byte's,
+// so the tool got and the schema listed a JSON string.
+func TestDecode_RawMessageDefault(t *testing.T) {
+	type Raw struct {
+		Raw json.RawMessage `json:"raw" default:"{\"a\":[1,2]}"`
+		Any any             `json:"any" default:"{\"a\":[1,2]}"`
+	}
+	got := decodeAs[Raw](t, `{}`)
+	if string(got.Raw) != `{"a":[1,2]}` || !reflect.DeepEqual(got.Any, map[string]any{"a": []any{json.Number("1"), json.Number("2")}}) {
+		t.Errorf("got raw %s, any %#v; want both the object {\"a\":[1,2]}", got.Raw, got.Any)
+	}
+	schema, err := argschema.Schema(reflect.TypeFor[Raw]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"raw":{"default":{"a":[1,2]}}`; !strings.Contains(string(schema), want) {
+		t.Errorf("schema %s, want it to hold %s", schema, want)
+	}
+}
+
 func TestDecode_Embedded(t *testing.T) {
 	got := decodeAs[Embedded](t, `{"x":1,"y":2,"w":"top","v":4,"tagged":{"notify":true}}`)
 	want := Embedded{A: A{X: 1}, B: &B{Y: 2}, Deeper: Deeper{Top: "top"}, Tagged: Options{Notify: true}}

@@ -32,7 +32,8 @@
 //   - default:"value" is applied when the field is absent and listed as
 //     "default". The value is the raw text for string, time.Time (RFC 3339)
 //     and []byte (base64) fields, a JSON literal for numbers and booleans,
-//     and a JSON document for every other type.
+//     and a JSON document for every other type (json.RawMessage and any
+//     included).
 //   - enum:"a,b,c" lists the allowed values of a string or number field;
 //     surrounding spaces are trimmed, so a value cannot contain a comma.
 //   - min:"0" and max:"100" bound a number field (inclusive). Bounds are

@@ -404,7 +404,7 @@ func (a *adapter) tags(sf reflect.StructField, p *jsonschema.Schema) error {
 	}
 	if tag, ok := sf.Tag.Lookup("default"); ok {
 		raw := []byte(tag)
-		if kind == reflect.String || base == timeType || kind == reflect.Slice && base.Elem().Kind() == reflect.Uint8 {
+		if kind == reflect.String || base == timeType || kind == reflect.Slice && base.Elem().Kind() == reflect.Uint8 && base != rawType {
 			raw, _ = json.Marshal(tag)
 		}
 		def, e := check(p, a.kinds, raw, "value")
