@@ -339,8 +339,8 @@ func TestDecode_Concurrent(t *testing.T) {
 
 // TestDecode_AgreesWithSchema checks that Decode accepts exactly what the
 // published schema allows, as an independent validator reads the schema,
-// for documents that stay within what the schema can say (no kind ranges,
-// date-times or base64).
+// for documents that stay within what the schema can say (no 64-bit kind
+// ranges, date-times or base64).
 func TestDecode_AgreesWithSchema(t *testing.T) {
 	published := compileSchema(t, reflect.TypeFor[Args]())
 	for _, doc := range []string{
@@ -400,5 +400,36 @@ func TestDecode_UnknownFieldNamesKnown(t *testing.T) {
 		if _, err := argschema.Decode(tc.typ, []byte(`{"x":1}`)); err == nil || err.Error() != tc.want {
 			t.Errorf("%v:\ngot  %v\nwant %s", tc.typ, err, tc.want)
 		}
+	}
+}
+
+// TestDecode_KindRangesInSchema: the published schema bounds an integer
+// field by its Go kind where a JSON Schema bound says the range exactly,
+// so a client validating against it refuses what Decode refuses; a uint8
+// was published as any integer, and -1 and 256 passed the schema.
+func TestDecode_KindRangesInSchema(t *testing.T) {
+	type Kinds struct {
+		Small uint8  `json:"small,omitempty"`
+		Short int16  `json:"short,omitempty"`
+		Word  uint32 `json:"word,omitempty"`
+		Count uint   `json:"count,omitempty"`
+		Level uint8  `json:"level,omitempty" enum:"1,2,3"`
+		Pct   *uint8 `json:"pct" max:"100"`
+	}
+	published := compileSchema(t, reflect.TypeFor[Kinds]())
+	for _, doc := range []string{
+		`{"small":255}`, `{"small":256}`, `{"small":-1}`, `{"small":0}`,
+		`{"short":-32768}`, `{"short":-32769}`, `{"short":32767}`, `{"short":32768}`,
+		`{"word":4294967295}`, `{"word":4294967296}`, `{"word":-1}`,
+		`{"count":-1}`, `{"count":0}`, `{"level":3}`, `{"level":4}`,
+		`{"pct":100}`, `{"pct":101}`, `{"pct":-1}`, `{"pct":null}`,
+	} {
+		t.Run(doc, func(t *testing.T) {
+			_, derr := argschema.Decode(reflect.TypeFor[Kinds](), []byte(doc))
+			verr := published.Validate([]byte(doc))
+			if (derr == nil) != (verr == nil) {
+				t.Errorf("Decode: %v\nschema: %v", derr, verr)
+			}
+		})
 	}
 }

@@ -46,7 +46,10 @@
 //
 //	string, named string types   {"type":"string"}
 //	bool                         {"type":"boolean"}
-//	int, int8 … uint64           {"type":"integer"}, range of the kind enforced
+//	int, int8 … uint64           {"type":"integer"}, range of the kind enforced; the
+//	                             kinds of 32 bits or fewer publish it as "minimum" and
+//	                             "maximum", uint and uint64 a "minimum" of 0 (min, max
+//	                             and enum tags narrow it)
 //	float32, float64             {"type":"number"}
 //	time.Time                    {"type":"string","format":"date-time"}, RFC 3339, decoded in UTC
 //	[]byte                       {"type":"string","contentEncoding":"base64"}

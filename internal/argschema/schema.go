@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -100,6 +101,31 @@ func scalar(t reflect.Type) *jsonschema.Schema {
 	return nil
 }
 
+// kindRange returns the bounds of integer kind k that a float64 holds
+// exactly, as a schema's minimum and maximum: both for the kinds of 32 bits
+// or fewer, 0 alone for the other unsigned ones, none for int and int64
+// (their range past 2^53 is checked on decode alone).
+func kindRange(k reflect.Kind) (lo, hi *float64) {
+	bound := func(f float64) *float64 { return &f }
+	switch k {
+	case reflect.Int8:
+		return bound(math.MinInt8), bound(math.MaxInt8)
+	case reflect.Int16:
+		return bound(math.MinInt16), bound(math.MaxInt16)
+	case reflect.Int32:
+		return bound(math.MinInt32), bound(math.MaxInt32)
+	case reflect.Uint8:
+		return bound(0), bound(math.MaxUint8)
+	case reflect.Uint16:
+		return bound(0), bound(math.MaxUint16)
+	case reflect.Uint32:
+		return bound(0), bound(math.MaxUint32)
+	case reflect.Uint, reflect.Uint64, reflect.Uintptr:
+		return bound(0), nil
+	}
+	return nil, nil
+}
+
 // schema returns the schema of arguments of type t, found at where.
 func (a *adapter) schema(t reflect.Type, where string) (*jsonschema.Schema, error) {
 	nullable := t.Kind() == reflect.Pointer
@@ -116,8 +142,10 @@ func (a *adapter) schema(t reflect.Type, where string) (*jsonschema.Schema, erro
 		return nil, a.errorf(where, "unsupported type %v: only the empty interface can hold arguments", t)
 	case s != nil:
 		if s.Type == "integer" || s.Type == "number" {
-			// The kind's range is checked on decode, in its own words.
+			// The kind's range is checked on decode, in its own words, and
+			// published where a JSON Schema bound says it exactly.
 			a.kinds[s] = k
+			s.Minimum, s.Maximum = kindRange(k)
 		}
 	case k == reflect.Slice:
 		// A JSON null is no array: only pointers are nullable.
@@ -350,6 +378,8 @@ func (a *adapter) tags(sf reflect.StructField, p *jsonschema.Schema) error {
 		if kind != reflect.String && !numeric {
 			return fmt.Errorf("the enum tag needs a string or number field, not %v", base)
 		}
+		// The values listed say more than the kind's range.
+		p.Minimum, p.Maximum = nil, nil
 		for item := range strings.SplitSeq(tag, ",") {
 			item = strings.TrimSpace(item)
 			if item == "" {
