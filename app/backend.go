@@ -189,6 +189,15 @@ func New(w *env.World, cfg Config) (_ *Backend, err error) {
 		// the server rather than fail every default reset of a server
 		// that reports ready.
 		if err := composition.CheckFixture(w, b.fixturesDir, b.defaultFixture); err != nil {
+			if errors.Is(err, fixture.ErrNotFound) {
+				// Named as given, not as the copy embedded fixtures are
+				// read from, with the ids there are.
+				where := cmp.Or(cfg.FixturesDir, w.Spec().FixturesDir)
+				if where == "" {
+					where = "the fixtures embedded in world " + w.Name()
+				}
+				return nil, fmt.Errorf("app: default fixture: %q is not in %s (fixtures: %s)", b.defaultFixture, where, b.fixtureIDs())
+			}
 			return nil, fmt.Errorf("app: default fixture: %w", err)
 		}
 	}
@@ -444,18 +453,25 @@ func (b *Backend) unknownTask(id string) error {
 // (taskFixture, a fault of the server's setup). Neither names the fixtures
 // directory.
 func (b *Backend) unknownFixture(id, taskFixture string) error {
-	known := "none"
-	if list := b.listFixtures(); len(list) > 0 {
-		ids := make([]string, len(list))
-		for i, f := range list {
-			ids[i] = f.ID
-		}
-		known = strings.Join(ids, ", ")
-	}
+	known := b.fixtureIDs()
 	if id == "" {
 		return fmt.Errorf("the task's fixture %q does not exist on this server (fixtures: %s)", taskFixture, known)
 	}
 	return &openenv.OptionError{Option: "fixture", Value: id, Message: fmt.Sprintf("unknown fixture %q (fixtures: %s)", id, known)}
+}
+
+// fixtureIDs lists the ids of the fixtures served, for errors: "none"
+// when there are none.
+func (b *Backend) fixtureIDs() string {
+	list := b.listFixtures()
+	if len(list) == 0 {
+		return "none"
+	}
+	ids := make([]string, len(list))
+	for i, f := range list {
+		ids[i] = f.ID
+	}
+	return strings.Join(ids, ", ")
 }
 
 // worldInstance adapts a task episode (perhaps without a task) to Instance;

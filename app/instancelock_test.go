@@ -227,3 +227,30 @@ func TestNewRefusesAStaleDefaultFixture(t *testing.T) {
 		})
 	}
 }
+
+// TestNewNamesAMissingDefaultFixture: a default fixture the fixtures do not
+// hold stops the server naming them as the operator knows them (the
+// directory given, or the world's embedded fixtures) and the ids they hold,
+// where it named the copy on disk embedded fixtures are read from, a
+// directory the operator never made, and no id.
+func TestNewNamesAMissingDefaultFixture(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("../examples/worlds/company/fixtures")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		fixtures, want string
+	}{
+		{"", `app: default fixture: "nope" is not in the fixtures embedded in world company (fixtures: acme)`},
+		{dir, `app: default fixture: "nope" is not in ` + dir + ` (fixtures: acme)`},
+	} {
+		b, err := app.New(company.World, app.Config{InstanceRoot: t.TempDir(), FixturesDir: tt.fixtures, DefaultFixture: "nope"})
+		if err == nil {
+			b.Close()
+			t.Fatalf("New took a default fixture that does not exist")
+		}
+		if err.Error() != tt.want {
+			t.Errorf("err = %v\nwant %s", err, tt.want)
+		}
+	}
+}
