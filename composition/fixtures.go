@@ -164,7 +164,12 @@ func loadSource(w *env.World, sealed *Sealed, opts Options) (*source, error) {
 	}
 	if err != nil {
 		if errors.Is(err, fixture.ErrNotFound) {
-			return nil, &notFoundError{fmt.Sprintf("composition: %s has no fixture %q in %s", w.Name(), opts.Fixture, root)}
+			where := root
+			if own, _ := FixturesDir(w); w.Spec().FixturesDir == "" && own != "" && filepath.Clean(own) == root {
+				// Not the copy on disk they are read from.
+				where = "the fixtures embedded in world " + w.Name()
+			}
+			return nil, &notFoundError{fmt.Sprintf("composition: %s has no fixture %q in %s", w.Name(), opts.Fixture, where)}
 		}
 		return nil, err
 	}

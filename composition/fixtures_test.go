@@ -370,3 +370,22 @@ func TestOpen_RecoversInterruptedPublish(t *testing.T) {
 		t.Errorf("Open left %q", left)
 	}
 }
+
+// TestCreate_UnknownEmbeddedFixture: an id naming none of a world's
+// embedded fixtures is refused naming them so, where the error named the
+// copy on disk they are read from, a directory nobody made.
+func TestCreate_UnknownEmbeddedFixture(t *testing.T) {
+	w := env.NewWorld(env.WorldSpec{Name: "embedded", Version: "1", Fixtures: os.DirFS(t.TempDir()),
+		Schema: "CREATE TABLE t (id INTEGER PRIMARY KEY) STRICT;"})
+	dir, err := composition.FixturesDir(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `composition: embedded has no fixture "nope" in the fixtures embedded in world embedded`
+	for _, opts := range []composition.Options{{Fixture: "nope"}, {Fixture: "nope", FixturesDir: dir}} {
+		_, err := composition.Open(context.Background(), w, opts)
+		if err == nil || err.Error() != want || !errors.Is(err, fixture.ErrNotFound) {
+			t.Errorf("Open(%+v) = %v, want %s", opts, err, want)
+		}
+	}
+}
