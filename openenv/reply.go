@@ -318,7 +318,10 @@ type metadata struct {
 // writeOpts make json v2 write what encoding/json writes, without its
 // HTML escaping: map keys sorted, nil slices and maps as null, U+2028 and
 // U+2029 escaped, invalid UTF-8 as U+FFFD, a time.Duration as its integer
-// nanoseconds. Unlike encoding/json it does not
+// nanoseconds, an [N]byte as an array of numbers and a []~byte as base64
+// (as a tool's output schema describes them), and omitempty leaving out
+// false, 0, a nil pointer or interface and an empty array, slice, map or
+// string. Unlike encoding/json it does not
 // compact raw JSON again, which for a tool's result repeated in a reply
 // was most of the cost of writing it.
 var writeOpts = jsonv2.JoinOptions(
@@ -328,6 +331,9 @@ var writeOpts = jsonv2.JoinOptions(
 	jsontext.EscapeForJS(true),
 	jsontext.AllowInvalidUTF8(true),
 	jsonv1.FormatDurationAsNano(true),
+	jsonv1.FormatByteArrayAsArray(true),
+	jsonv1.FormatBytesWithLegacySemantics(true),
+	jsonv1.OmitEmptyWithLegacySemantics(true),
 )
 
 // encode marshals v compactly without escaping <, > and &.
