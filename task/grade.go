@@ -8,7 +8,9 @@ import (
 	"io"
 	"maps"
 	"math"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -162,6 +164,35 @@ func grade(ctx context.Context, inst *composition.Instance, sh *shape, t env.Tas
 	return res, nil
 }
 
+// runFunc runs a Go check, turning its panic into an error naming where it
+// panicked: a grader's bug fails the grading, as an error it returned
+// would, and does not unwind through the caller (a server's step, which ran
+// and is recorded, or seahaven grade).
+func runFunc(ctx context.Context, v *composition.View, fn env.GradeFunc, log []env.ChangeRecord) (res env.GradeResult, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the Go check panicked%s: %v", panicSite(), r)
+		}
+	}()
+	return fn(ctx, v, log)
+}
+
+// panicSite returns " at file:line" of the code that panicked, called from
+// the deferred function that recovered it, or "".
+func panicSite() string {
+	pcs := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
+	for {
+		f, more := frames.Next()
+		if !strings.HasPrefix(f.Function, "runtime.") && f.File != "" {
+			return fmt.Sprintf(" at %s:%d", filepath.Base(f.File), f.Line)
+		}
+		if !more {
+			return ""
+		}
+	}
+}
+
 func runCheck(ctx context.Context, v *composition.View, lv logView, sh *shape, c env.Check) (env.GradeResult, error) {
 	log := lv.records
 	kind := c.Kind()
@@ -177,7 +208,7 @@ func runCheck(ctx context.Context, v *composition.View, lv logView, sh *shape, c
 	case env.CheckSQL:
 		return sqlCheck(ctx, v, c)
 	case env.CheckFunc:
-		return c.Func(ctx, v, slices.Clone(log))
+		return runFunc(ctx, v, c.Func, slices.Clone(log))
 	case env.CheckOnlyChanged:
 		if others := matching(log, pats, false); len(others) > 0 {
 			return env.Fail("expected changes only to %s; found %s", join(pats), countRecords(others, "other change")), nil

@@ -152,6 +152,11 @@ func TestGrade_Errors(t *testing.T) {
 		{"FuncFails", env.Check{Name: "c", Func: func(context.Context, env.Inspector, []env.ChangeRecord) (env.GradeResult, error) {
 			return env.GradeResult{}, errors.New("grader broke")
 		}}, `task t: check "c": grader broke`},
+		// A panic fails the grading naming where it happened, instead of
+		// unwinding through the caller (a server's step lost its record).
+		{"FuncPanics", env.Check{Name: "c", Func: func(context.Context, env.Inspector, []env.ChangeRecord) (env.GradeResult, error) {
+			panic("grader bug")
+		}}, `task t: check "c": the Go check panicked at grade_test.go:`},
 		{"ScoreAboveOne", env.Check{Name: "c", Func: func(context.Context, env.Inspector, []env.ChangeRecord) (env.GradeResult, error) {
 			return env.GradeResult{Score: 1.5}, nil
 		}}, `task t: check "c": score 1.5 is outside [0, 1]`},
