@@ -319,9 +319,10 @@ type metadata struct {
 // HTML escaping: map keys sorted, nil slices and maps as null, U+2028 and
 // U+2029 escaped, invalid UTF-8 as U+FFFD, a time.Duration as its integer
 // nanoseconds, an [N]byte as an array of numbers and a []~byte as base64
-// (as a tool's output schema describes them), and omitempty leaving out
+// (as a tool's output schema describes them), omitempty leaving out
 // false, 0, a nil pointer or interface and an empty array, slice, map or
-// string. Unlike encoding/json it does not
+// string, and two fields of one name in a struct left out rather than an
+// error. Unlike encoding/json it does not
 // compact raw JSON again, which for a tool's result repeated in a reply
 // was most of the cost of writing it.
 var writeOpts = jsonv2.JoinOptions(
@@ -334,6 +335,7 @@ var writeOpts = jsonv2.JoinOptions(
 	jsonv1.FormatByteArrayAsArray(true),
 	jsonv1.FormatBytesWithLegacySemantics(true),
 	jsonv1.OmitEmptyWithLegacySemantics(true),
+	jsonv1.ReportErrorsWithLegacySemantics(true),
 )
 
 // encode marshals v compactly without escaping <, > and &.
