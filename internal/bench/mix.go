@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -94,9 +95,10 @@ func (p *picker) pick(r *rand.Rand) string {
 
 // ExampleArgs returns arguments that satisfy a tool's input JSON Schema with
 // the least effort: every required property gets the smallest value its
-// schema allows (integers and numbers their minimum or 1, strings "bench"
-// padded to minLength, booleans false, arrays empty, objects built the same
-// way, enums their first value, defaults their default).
+// schema allows (integers and numbers 1, or the bound nearest it, strings
+// "bench" cut to maxLength or padded to minLength, a date-time an instant
+// and base64 text the bytes "bench", booleans false, arrays empty, objects
+// built the same way, enums their first value, defaults their default).
 func ExampleArgs(schema json.RawMessage) (json.RawMessage, error) {
 	var s map[string]any
 	if len(schema) > 0 {
@@ -128,15 +130,32 @@ func exampleValue(s map[string]any, depth int) any {
 	}
 	switch typ {
 	case "integer", "number":
-		if m, ok := s["minimum"].(float64); ok && m > 1 {
-			return m
+		// 1, unless the bounds leave it out.
+		v := 1.0
+		if m, ok := s["minimum"].(float64); ok && m > v {
+			v = m
 		}
-		if m, ok := s["exclusiveMinimum"].(float64); ok && m >= 1 {
-			return m + 1
+		if m, ok := s["exclusiveMinimum"].(float64); ok && m >= v {
+			v = math.Floor(m) + 1
 		}
-		return 1
+		if m, ok := s["maximum"].(float64); ok && m < v {
+			v = m
+			if typ == "integer" {
+				v = math.Floor(m)
+			}
+		}
+		return v
 	case "string":
+		switch {
+		case s["format"] == "date-time":
+			return "2026-01-01T00:00:00Z"
+		case s["contentEncoding"] == "base64":
+			return "YmVuY2g=" // "bench"
+		}
 		v := "bench"
+		if n, ok := s["maxLength"].(float64); ok && int(n) < len(v) {
+			v = v[:max(int(n), 0)]
+		}
 		if n, ok := s["minLength"].(float64); ok && int(n) > len(v) {
 			v += strings.Repeat("x", int(n)-len(v))
 		}
