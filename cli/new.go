@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/mod/modfile"
@@ -34,7 +35,12 @@ func (c *NewCommand) Run(_ context.Context, args []string) error {
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
-		return &exitError{code: 2, err: fmt.Errorf("new world takes one NAME, got %d arguments", fs.NArg())}
+		err := fmt.Errorf("new world takes one NAME, got %d arguments", fs.NArg())
+		if fs.NArg() > 1 && slices.ContainsFunc(fs.Args()[1:], func(a string) bool { return strings.HasPrefix(a, "-") }) {
+			// Parsing stops at the first argument that is no flag.
+			err = fmt.Errorf("new world takes one NAME, got %d arguments: flags go before NAME (seahaven new world --dir DIR %s)", fs.NArg(), fs.Arg(0))
+		}
+		return &exitError{code: 2, err: err}
 	}
 	name := fs.Arg(0)
 	if *dir == "" {

@@ -149,6 +149,8 @@ func TestNewWorld_Refused(t *testing.T) {
 		{[]string{"world", "--dir", filepath.Join(dir, "full"), "full"}, "new world: " + filepath.Join(dir, "full") + " is not empty"},
 		{[]string{"world", "--dir", filepath.Join(noMod, "w"), "w"}, "new world: no go.mod in " + filepath.Join(noMod, "w") + " or above it; pass --import"},
 		{[]string{"world"}, "new world takes one NAME, got 0 arguments"},
+		// A flag after NAME is an argument to the flag package.
+		{[]string{"world", "w", "--dir", filepath.Join(dir, "x")}, "new world takes one NAME, got 3 arguments: flags go before NAME (seahaven new world --dir DIR w)"},
 		{[]string{"planet", "x"}, `new: want "seahaven new world NAME"`},
 	} {
 		_, _, err := runNew(t, tt.args...)
