@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
@@ -167,14 +168,19 @@ func grade(ctx context.Context, inst *composition.Instance, sh *shape, t env.Tas
 // runFunc runs a Go check, turning its panic into an error naming where it
 // panicked: a grader's bug fails the grading, as an error it returned
 // would, and does not unwind through the caller (a server's step, which ran
-// and is recorded, or seahaven grade).
+// and is recorded, or seahaven grade). A nil pointer returned as its error
+// (var e *MyError; return e) is a bug of the same kind, said so.
 func runFunc(ctx context.Context, v *composition.View, fn env.GradeFunc, log []env.ChangeRecord) (res env.GradeResult, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("the Go check panicked%s: %v", panicSite(), r)
 		}
 	}()
-	return fn(ctx, v, log)
+	res, err = fn(ctx, v, log)
+	if rv := reflect.ValueOf(err); err != nil && rv.Kind() == reflect.Pointer && rv.IsNil() {
+		return res, fmt.Errorf("the Go check returned a nil %T as its error, which is not a nil error: return nil itself when the check could run", err)
+	}
+	return res, err
 }
 
 // panicSite returns " at file:line" of the code that panicked, called from

@@ -157,6 +157,10 @@ func TestGrade_Errors(t *testing.T) {
 		{"FuncPanics", env.Check{Name: "c", Func: func(context.Context, env.Inspector, []env.ChangeRecord) (env.GradeResult, error) {
 			panic("grader bug")
 		}}, `task t: check "c": the Go check panicked at grade_test.go:`},
+		{"FuncTypedNilError", env.Check{Name: "c", Func: func(context.Context, env.Inspector, []env.ChangeRecord) (env.GradeResult, error) {
+			var te *env.ToolError
+			return env.GradeResult{}, te
+		}}, `task t: check "c": the Go check returned a nil *env.ToolError as its error, which is not a nil error`},
 		{"ScoreAboveOne", env.Check{Name: "c", Func: func(context.Context, env.Inspector, []env.ChangeRecord) (env.GradeResult, error) {
 			return env.GradeResult{Score: 1.5}, nil
 		}}, `task t: check "c": score 1.5 is outside [0, 1]`},
