@@ -18,10 +18,11 @@ type octet byte
 // legacyResult holds what json v2 writes otherwise than encoding/json by
 // default.
 type legacyResult struct {
-	Hash  [4]byte `json:"hash"`
-	Tag   []octet `json:"tag"`
-	Count int     `json:"count,omitempty"`
-	OK    bool    `json:"ok,omitempty"`
+	Hash  [4]byte     `json:"hash"`
+	Tag   []octet     `json:"tag"`
+	Count int         `json:"count,omitempty"`
+	OK    bool        `json:"ok,omitempty"`
+	Num   json.Number `json:"num"`
 	Inner struct {
 		N int `json:"n,omitempty"`
 	} `json:"inner,omitempty"`
@@ -30,15 +31,17 @@ type legacyResult struct {
 // TestCall_ResultEncodedAsEncodingJSON: a tool's result reaches the client
 // as encoding/json writes it, which its output schema describes and a
 // trajectory records: an [N]byte as an array of numbers, a []~byte as
-// base64, omitempty leaving out 0 and false. json v2's defaults wrote the
+// base64, omitempty leaving out 0 and false, a json.Number as its number.
+// json v2's defaults wrote the
 // [4]byte as base64 (against the schema's array of four integers, which
 // an MCP client validating structuredContent refuses), a []octet as an
-// array, and 0 and false where encoding/json leaves them out; and a
+// array, 0 and false where encoding/json leaves them out and a
+// json.Number as a string; and a
 // result struct with two fields of one name, which encoding/json writes
 // without either (and the output schema describes so), failed every call.
 func TestCall_ResultEncodedAsEncodingJSON(t *testing.T) {
 	w := env.NewWorld(env.WorldSpec{Name: "legacy", Version: "1", Schema: "CREATE TABLE t (id INTEGER PRIMARY KEY) STRICT;"})
-	res := legacyResult{Hash: [4]byte{1, 2, 3, 4}, Tag: []octet("hi")}
+	res := legacyResult{Hash: [4]byte{1, 2, 3, 4}, Tag: []octet("hi"), Num: "12345678901234567890.25"}
 	env.Tool(w, "legacy", "Returns values json v2 writes otherwise.", func(c *env.Ctx, _ struct{}) (legacyResult, error) {
 		return res, nil
 	})

@@ -321,8 +321,8 @@ type metadata struct {
 // nanoseconds, an [N]byte as an array of numbers and a []~byte as base64
 // (as a tool's output schema describes them), omitempty leaving out
 // false, 0, a nil pointer or interface and an empty array, slice, map or
-// string, and two fields of one name in a struct left out rather than an
-// error. Unlike encoding/json it does not
+// string, two fields of one name in a struct left out rather than an
+// error, and a json.Number as its number (writeNumber). Unlike encoding/json it does not
 // compact raw JSON again, which for a tool's result repeated in a reply
 // was most of the cost of writing it.
 var writeOpts = jsonv2.JoinOptions(
@@ -336,7 +336,18 @@ var writeOpts = jsonv2.JoinOptions(
 	jsonv1.FormatBytesWithLegacySemantics(true),
 	jsonv1.OmitEmptyWithLegacySemantics(true),
 	jsonv1.ReportErrorsWithLegacySemantics(true),
+	jsonv2.WithMarshalers(jsonv2.MarshalToFunc(writeNumber)),
 )
+
+// writeNumber writes a json.Number as encoding/json does: its literal as a
+// number ("" as 0), or an error when it is no JSON number.
+func writeNumber(enc *jsontext.Encoder, n json.Number) error {
+	lit := jsontext.Value(cmp.Or(string(n), "0"))
+	if !lit.IsValid() || lit.Kind() != '0' {
+		return fmt.Errorf("json: invalid number literal %q", string(n))
+	}
+	return enc.WriteValue(lit)
+}
 
 // encode marshals v compactly without escaping <, > and &.
 func encode(v any) ([]byte, error) { return jsonv2.Marshal(v, writeOpts) }

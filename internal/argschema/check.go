@@ -380,7 +380,8 @@ var bits = map[reflect.Kind]int{
 	reflect.Float32: 32, reflect.Float64: 64,
 }
 
-// parseNumber reads the JSON number lit for a field of the given kind. An
+// parseNumber reads the JSON number lit for a field of the given kind
+// (reflect.String for a json.Number). An
 // integer may be written with a fraction or an exponent (2.0, 1e3) when its
 // value is integral. The problem is "" on success.
 func parseNumber(lit string, kind reflect.Kind) (number, string) {
@@ -389,6 +390,10 @@ func parseNumber(lit string, kind reflect.Kind) (number, string) {
 	}
 	outOfRange := "number " + clip(lit) + " is out of range for " + kind.String()
 	var n number
+	if kind == reflect.String { // a json.Number keeps any number as written
+		n.f, _ = strconv.ParseFloat(lit, 64) // ±Inf past float64, for bounds
+		return n, ""
+	}
 	if kind == reflect.Float32 || kind == reflect.Float64 {
 		f, err := strconv.ParseFloat(lit, bits[kind])
 		if err != nil && f != 0 { // underflow rounds to zero

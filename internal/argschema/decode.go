@@ -13,13 +13,14 @@ import (
 )
 
 // unmarshalOptions decode a checked document: unknown members stay refused,
-// an `any` holds what encoding/json with UseNumber gives, and a
+// an `any` holds what encoding/json with UseNumber gives, a json.Number
+// the number as written, and a
 // time.Duration is its integer nanoseconds, as encoding/json has it (the
 // schema says integer).
 var unmarshalOptions = jsonv2.JoinOptions(
 	jsonv2.RejectUnknownMembers(true),
 	jsonv1.FormatDurationAsNano(true),
-	jsonv2.WithUnmarshalers(jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *any) error {
+	jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *any) error {
 		raw, err := dec.ReadValue()
 		if err != nil {
 			return err
@@ -27,7 +28,19 @@ var unmarshalOptions = jsonv2.JoinOptions(
 		d := json.NewDecoder(bytes.NewReader(raw))
 		d.UseNumber()
 		return d.Decode(v)
-	})),
+	}), jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *json.Number) error {
+		// A json.Number is the number's literal, as encoding/json has it;
+		// the schema says number, and the check let nothing else through.
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return err
+		}
+		if tok.Kind() != '0' {
+			return errors.New("a json.Number takes a JSON number")
+		}
+		*v = json.Number(tok.String())
+		return nil
+	}))),
 )
 
 // decode checks raw against the entry's schema, then decodes the checked

@@ -433,3 +433,35 @@ func TestDecode_KindRangesInSchema(t *testing.T) {
 		})
 	}
 }
+
+// TestDecode_JSONNumber: a json.Number takes a JSON number, kept as
+// written, as encoding/json has it, and publishes a number; it was
+// published as a string, refused 5 and took "abc".
+func TestDecode_JSONNumber(t *testing.T) {
+	type Args struct {
+		N     json.Number  `json:"n"`
+		Price *json.Number `json:"price,omitempty" min:"0"`
+		Level json.Number  `json:"level,omitempty" enum:"1,2.5" default:"1"`
+	}
+	published := compileSchema(t, reflect.TypeFor[Args]())
+	for _, tc := range []struct{ in, n, problem string }{
+		{`{"n":5}`, "5", ""},
+		{`{"n":12345678901234567890.125}`, "12345678901234567890.125", ""},
+		{`{"n":-1e400}`, "-1e400", ""},
+		{`{"n":"abc"}`, "", `invalid arguments: field "n": expected number, got string`},
+		{`{"n":5,"price":-1}`, "", `invalid arguments: field "price": value -1 is less than minimum 0`},
+		{`{"n":5,"level":3}`, "", `invalid arguments: field "level": value 3 is not one of 1, 2.5`},
+	} {
+		v, err := argschema.Decode(reflect.TypeFor[Args](), []byte(tc.in))
+		if tc.problem != "" {
+			if err == nil || err.Error() != tc.problem {
+				t.Errorf("%s: %v, want %s", tc.in, err, tc.problem)
+			}
+		} else if err != nil || v.Interface().(Args).N != json.Number(tc.n) || v.Interface().(Args).Level != "1" {
+			t.Errorf("%s: %v (%v), want n %s and level 1 (its default)", tc.in, v, err, tc.n)
+		}
+		if verr := published.Validate([]byte(tc.in)); (verr == nil) != (tc.problem == "") {
+			t.Errorf("%s: the published schema says %v", tc.in, verr)
+		}
+	}
+}

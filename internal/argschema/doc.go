@@ -51,6 +51,7 @@
 //	                             "maximum", uint and uint64 a "minimum" of 0 (min, max
 //	                             and enum tags narrow it)
 //	float32, float64             {"type":"number"}
+//	json.Number                  {"type":"number"}, any number, kept as written
 //	time.Time                    {"type":"string","format":"date-time"}, RFC 3339, decoded in UTC
 //	[]byte                       {"type":"string","contentEncoding":"base64"}
 //	[]T                          {"type":"array","items":T}

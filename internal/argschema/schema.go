@@ -22,6 +22,7 @@ import (
 var (
 	timeType      = reflect.TypeFor[time.Time]()
 	rawType       = reflect.TypeFor[json.RawMessage]()
+	numberType    = reflect.TypeFor[json.Number]()
 	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
 	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
 	textTypes     = []reflect.Type{
@@ -87,6 +88,8 @@ func scalar(t reflect.Type) *jsonschema.Schema {
 		return &jsonschema.Schema{Type: "string", Format: "date-time"}
 	case t == rawType || k == reflect.Interface:
 		return &jsonschema.Schema{}
+	case t == numberType: // a number, kept as its literal
+		return &jsonschema.Schema{Type: "number"}
 	case k == reflect.String:
 		return &jsonschema.Schema{Type: "string"}
 	case k == reflect.Bool:
@@ -370,7 +373,8 @@ func (a *adapter) tags(sf reflect.StructField, p *jsonschema.Schema) error {
 		base = base.Elem()
 	}
 	kind := base.Kind()
-	numeric := kind >= reflect.Int && kind <= reflect.Uint64 || kind == reflect.Float32 || kind == reflect.Float64
+	number := base == numberType // a string kind, but a number to its tags
+	numeric := kind >= reflect.Int && kind <= reflect.Uint64 || kind == reflect.Float32 || kind == reflect.Float64 || number
 	if doc, ok := sf.Tag.Lookup("doc"); ok {
 		p.Description = doc
 	}
@@ -423,7 +427,7 @@ func (a *adapter) tags(sf reflect.StructField, p *jsonschema.Schema) error {
 		return fmt.Errorf("min %s is greater than max %s", literal(*p.Minimum), literal(*p.Maximum))
 	}
 	if tag, ok := sf.Tag.Lookup("maxlen"); ok {
-		if kind != reflect.String {
+		if kind != reflect.String || number {
 			return fmt.Errorf("the maxlen tag needs a string field, not %v", base)
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(tag))
@@ -434,7 +438,7 @@ func (a *adapter) tags(sf reflect.StructField, p *jsonschema.Schema) error {
 	}
 	if tag, ok := sf.Tag.Lookup("default"); ok {
 		raw := []byte(tag)
-		if kind == reflect.String || base == timeType || kind == reflect.Slice && base.Elem().Kind() == reflect.Uint8 && base != rawType {
+		if kind == reflect.String && !number || base == timeType || kind == reflect.Slice && base.Elem().Kind() == reflect.Uint8 && base != rawType {
 			raw, _ = json.Marshal(tag)
 		}
 		def, e := check(p, a.kinds, raw, "value")
