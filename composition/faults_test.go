@@ -209,6 +209,52 @@ func TestCallJSON_TooManyOpenFiles(t *testing.T) {
 	}
 }
 
+// TestClose_TooManyOpenFiles closes an instance while the process has no
+// file descriptor left: its directory is removed all the same, where
+// os.RemoveAll, which opens it, failed and left it on disk for the life of
+// the process.
+func TestClose_TooManyOpenFiles(t *testing.T) {
+	root := t.TempDir()
+	w, _ := ledger("solo")
+	inst, err := composition.Open(context.Background(), w, composition.Options{Dir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	compositiontest.Call(t, inst, "add", `{"amount": 1}`)
+	inst.Release() // the store holds no descriptor to give back at Close
+
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	low := lim
+	low.Cur = 64
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	var fillers []*os.File
+	for {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			break
+		}
+		fillers = append(fillers, f)
+	}
+	closeErr := inst.Close()
+	for _, f := range fillers {
+		f.Close()
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	if closeErr != nil {
+		t.Errorf("Close: %v", closeErr)
+	}
+	if _, err := os.Stat(inst.Dir()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the instance directory is still there after Close (stat: %v)", err)
+	}
+}
+
 // TestCallJSON_InfraErrorNoStep fails calls on the host, one before it
 // changed anything and one after a nested call committed on a child. The
 // first's *env.InfraError says NoStep, and the instance counts no call and

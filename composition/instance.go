@@ -400,9 +400,28 @@ func (i *Instance) Close() error {
 		errs = append(errs, ns.store.Close())
 	}
 	if !i.opts.KeepDir {
-		errs = append(errs, os.RemoveAll(i.dir))
+		errs = append(errs, i.removeDir())
 	}
 	return errors.Join(errs...)
+}
+
+// removeDir removes the instance directory. os.RemoveAll opens the
+// directory and its parent, which fails while the process has no file
+// descriptor left; the directory then holds at most the nodes' files, so
+// it removes those and the directory by name, which takes none, instead of
+// leaving them on disk until the process ends.
+func (i *Instance) removeDir() error {
+	err := os.RemoveAll(i.dir)
+	if err == nil {
+		return nil
+	}
+	for _, n := range i.sealed.Load().Nodes {
+		os.Remove(filepath.Join(i.dir, n.File))
+	}
+	if os.Remove(i.dir) == nil {
+		return nil
+	}
+	return err
 }
 
 // Release closes the instance's idle connections now; the next call reopens

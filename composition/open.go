@@ -102,7 +102,7 @@ func open(ctx context.Context, world *env.World, opts Options) (*Instance, error
 			for _, ns := range inst.nodes {
 				ns.store.Close()
 			}
-			os.RemoveAll(inst.dir)
+			inst.removeDir()
 		}
 	}()
 	if err := checkSpace(inst.dir, src, opts.MinFree); err != nil {
