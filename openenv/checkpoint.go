@@ -236,6 +236,7 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 		}
 	}
 	s.observeCheckpoint(octx, "restore", start, id, err, perr)
+	err = s.openTimeout(ctx, octx, "restore", err)
 	if perr := s.openFailure(ctx, err, perr, false, req.loc); perr != nil {
 		return perr
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seahaven/seahaven/app"
+	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/openenv"
 )
 
@@ -160,6 +161,54 @@ func TestFaults_Deadline(t *testing.T) {
 			t.Errorf("notes %q, want kept,quick", got)
 		}
 		checkIntegrity(t, c)
+	})
+}
+
+// stallingWorld's startup hook, given stall, waits until its context ends.
+var stallingWorld = env.NewWorld(env.WorldSpec{
+	Name: "stalling", Version: "1.0.0", Description: "A startup hook that waits for its deadline.",
+	Schema: `CREATE TABLE t (x INTEGER) STRICT;`,
+})
+
+type stallKeywords struct {
+	Stall bool `json:"stall,omitempty"`
+}
+
+func init() {
+	env.OnStartup(stallingWorld, func(c *env.Ctx, k stallKeywords) error {
+		if k.Stall {
+			<-c.Context().Done()
+			return c.Context().Err()
+		}
+		return nil
+	})
+}
+
+// TestFaults_ResetDeadline resets with a startup hook that runs past the
+// step timeout: the reset fails saying it ran past its deadline, the step
+// timeout, where it said only "context deadline exceeded"; the session
+// keeps its episode.
+func TestFaults_ResetDeadline(t *testing.T) {
+	s := mustServeWorld(t, stallingWorld, app.Config{}, openenv.Config{StepTimeout: time.Second})
+	const want = "the reset ran past its deadline (the server's step timeout, 1s) and opened no instance"
+	t.Run("WebSocket", func(t *testing.T) {
+		c := s.dial(t)
+		if reply := roundTrip(t, c, `{"type":"reset","data":{"episode_id":"kept"}}`); str(t, reply, "type") != "observation" {
+			t.Fatalf("reset: %s", reply)
+		}
+		reply := roundTrip(t, c, `{"type":"reset","data":{"startup":{"stall":true}}}`)
+		if code, msg := str(t, reply, "data.code"), str(t, reply, "data.message"); code != "EXECUTION_ERROR" || !strings.HasPrefix(msg, want) {
+			t.Errorf("reply %s, want an EXECUTION_ERROR starting %q", reply, want)
+		}
+		if ep := str(t, roundTrip(t, c, `{"type":"state"}`), "data.episode_id"); ep != "kept" {
+			t.Errorf("episode %q after the failed reset, want kept", ep)
+		}
+	})
+	t.Run("HTTP", func(t *testing.T) {
+		status, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{"startup":{"stall":true}}`, map[string]string{openenv.SessionHeader: "stalls"})
+		if status != http.StatusInternalServerError || str(t, body, "code") != "EXECUTION_ERROR" || !strings.HasPrefix(str(t, body, "detail"), want) {
+			t.Errorf("reset: %d %s, want 500 EXECUTION_ERROR starting %q", status, body, want)
+		}
 	})
 }
 

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/google/uuid"
+
+	"github.com/seahaven/seahaven/env"
 )
 
 // A reset replaces a session's episode: it opens an instance from the
@@ -177,10 +180,23 @@ func (s *Server) open(ctx context.Context, opts OpenOptions, implicit bool, loc 
 		err = errors.New("the backend opened no instance")
 	}
 	s.observeOpen(octx, start, opts, err, perr)
+	err = s.openTimeout(ctx, octx, "reset", err)
 	if perr := s.openFailure(ctx, err, perr, implicit, loc); perr != nil {
 		return nil, perr
 	}
 	return inst, nil
+}
+
+// openTimeout is err, the failure of a reset or restore (what) whose
+// deadline, the server's step timeout, passed while it ran (octx), saying
+// so: the backend's own error says no more than "context deadline
+// exceeded". Any other failure is returned as it is.
+func (s *Server) openTimeout(ctx, octx context.Context, what string, err error) error {
+	if err == nil || ctx.Err() != nil || !errors.Is(octx.Err(), context.DeadlineExceeded) ||
+		errors.As(err, new(*env.InfraError)) || errors.As(err, new(*OptionError)) {
+		return err
+	}
+	return fmt.Errorf("the %s ran past its deadline (the server's step timeout, %s) and opened no instance: %w", what, s.cfg.StepTimeout, err)
 }
 
 // openFailure is the protocol error of a Backend.Open or Restorer.Restore
