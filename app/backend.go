@@ -242,8 +242,9 @@ func (b *Backend) Close() error {
 
 // Ready reports whether the backend can open instances: it makes the
 // instance directory again when something removed it (a cleaner of the
-// temp directory), and fails with an *env.InfraError when it cannot. It
-// implements [ReadinessChecker].
+// temp directory), and fails with an *env.InfraError when it cannot, or
+// when its file system has less free space than Config.MinFreeDisk, which
+// fails every reset with disk_full. It implements [ReadinessChecker].
 func (b *Backend) Ready() error {
 	b.dirMu.Lock()
 	defer b.dirMu.Unlock()
@@ -254,6 +255,10 @@ func (b *Backend) Ready() error {
 	}
 	if remade {
 		b.component("instances").Warn("app: the instance directory was removed; made it again", "dir", b.dir)
+	}
+	if free, ok := sqlitestore.FreeSpace(b.dir); ok && b.minFree >= 0 && free < b.minFree {
+		return &env.InfraError{Kind: env.FaultDiskFull, Message: "the server's disk is full; no instance can be opened",
+			Err: fmt.Errorf("app: %s has %d bytes free, fewer than the %d a reset leaves free", b.dir, free, b.minFree)}
 	}
 	return nil
 }

@@ -107,6 +107,15 @@ func TestInfraErrors_DiskFull(t *testing.T) {
 	t.Run("Reset", func(t *testing.T) {
 		mustInfraFrame(t, roundTrip(t, c, `{"type":"reset","data":{"episode_id":"again"}}`), "disk_full")
 	})
+	t.Run("NotReady", func(t *testing.T) {
+		// Every reset fails now: the probes say so, where they said ready
+		// and accepting.
+		for _, path := range []string{"/ready", "/accepting"} {
+			if status, body, _ := s.httpDo(t, http.MethodGet, path, "", nil); status != http.StatusServiceUnavailable || body != `{"status":"not_ready","fault":"disk_full"}` {
+				t.Errorf("%s: %d %s, want 503 not_ready with fault disk_full", path, status, body)
+			}
+		}
+	})
 	t.Run("Counted", func(t *testing.T) {
 		m := s.scrape(t)
 		if got := m.value(t, "seahaven_infrastructure_errors_total", "fault", "disk_full", "op", "call"); got != 3 {
@@ -122,6 +131,9 @@ func TestInfraErrors_DiskFull(t *testing.T) {
 	t.Run("SessionSurvives", func(t *testing.T) {
 		if err := os.Remove(filepath.Join(dir, "filler")); err != nil {
 			t.Fatal(err)
+		}
+		if status, body, _ := s.httpDo(t, http.MethodGet, "/ready", "", nil); status != http.StatusOK {
+			t.Errorf("/ready with room again: %d %s", status, body)
 		}
 		mustSucceed(t, callTool(t, c, "note", big))
 		if got := inspectValue(t, c, "SELECT count(*) FROM notes"); got != "2" {
