@@ -40,6 +40,7 @@ type replayRecord struct {
 	Reward      *float64        `json:"reward"`
 	Done        bool            `json:"done"`
 	Ungraded    bool            `json:"ungraded,omitempty"`
+	Failed      string          `json:"failed,omitempty"`
 }
 
 // recordLocked returns the session's record of its episode. The slot
@@ -54,7 +55,7 @@ func (ss *session) recordLocked() (json.RawMessage, error) {
 		if err != nil {
 			return nil, err
 		}
-		rec.Replays = append(rec.Replays, replayRecord{ID: id, Key: r.key, Step: r.step, Observation: obs, Reward: r.reply.Reward, Done: r.reply.Done, Ungraded: r.ungraded})
+		rec.Replays = append(rec.Replays, replayRecord{ID: id, Key: r.key, Step: r.step, Observation: obs, Reward: r.reply.Reward, Done: r.reply.Done, Ungraded: r.ungraded, Failed: r.failed})
 	}
 	return json.Marshal(rec)
 }

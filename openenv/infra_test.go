@@ -338,6 +338,31 @@ func TestInfraErrors_RecordingDiskFull(t *testing.T) {
 	mustInfraFrame(t, roundTrip(t, c, `{"type":"reset","data":{"episode_id":"rec"}}`), "disk_full")
 }
 
+// TestInfraErrors_RecordingFullRetry fills the recording's file system
+// while an episode runs: the step whose call ran but could not be recorded
+// fails with an infrastructure error, and its retry under the same
+// request_id is told so and runs nothing, where it ran the call a second
+// time.
+func TestInfraErrors_RecordingFullRetry(t *testing.T) {
+	dir := testfs.MountTmpfs(t, "64k")
+	s := mustServeWorld(t, faultyWorld, app.Config{RecordDir: dir}, openenv.Config{})
+	c := s.dial(t)
+	if reply := roundTrip(t, c, `{"type":"reset","data":{"episode_id":"rec"}}`); str(t, reply, "type") != "observation" {
+		t.Fatalf("reset: %s", reply)
+	}
+	// The call's line, written at the next call, does not fit.
+	mustSucceed(t, callTool(t, c, "note", fmt.Sprintf(`{"body":%q}`, strings.Repeat("x", 128<<10))))
+	step := `{"type":"step","data":{"type":"call_tool","tool_name":"note","arguments":{"body":"once"},"request_id":"r-2"}}`
+	mustInfraFrame(t, roundTrip(t, c, step), "disk_full")
+	reply := roundTrip(t, c, step)
+	if code, msg := str(t, reply, "data.code"), str(t, reply, "data.message"); code != "EXECUTION_ERROR" || !strings.Contains(msg, `request_id "r-2": its step ran as step 2 but failed on the host`) || !strings.HasSuffix(msg, "the step is not run again") {
+		t.Errorf("retry: %s, want an EXECUTION_ERROR saying the step ran and is not run again", reply)
+	}
+	if got := inspectValue(t, c, "SELECT count(*) FROM notes WHERE body = 'once'"); got != "1" {
+		t.Errorf("%s notes written by the step and its retry, want 1", got)
+	}
+}
+
 // TestInfraErrors_BrokenFixture serves a fixtures directory in which one
 // sidecar does not parse: GET /fixtures lists the others, an unknown
 // fixture's error lists them too, and the server logs the broken one by id

@@ -22,6 +22,10 @@ type replayed struct {
 	// ungraded marks a step that ran but whose grading failed: reply has
 	// its observation only, and a retry grades it again.
 	ungraded bool
+	// failed is the message of a step that ran but failed on the host (an
+	// infrastructure error that is a step, such as a call that could not
+	// be recorded): its reply is lost, and a retry is told so.
+	failed string
 }
 
 // replayLocked answers a step whose request_id the episode has seen: ok
@@ -39,6 +43,9 @@ func (ss *session) replayLocked(ctx context.Context, a action, timeout time.Dura
 		id, _ := json.Marshal(string(*a.RequestID))
 		return stepReply{}, false, invalid([]fieldError{{Type: "value_error", Loc: a.idLoc, Input: id,
 			Msg: fmt.Sprintf("Value error, request_id %s answered another action at step %d of this episode; a new action needs a new request_id", id, rec.step)}})
+	}
+	if rec.failed != "" {
+		return stepReply{}, false, newError(codeExecution, "request_id %q: its step ran as step %d but failed on the host (%s), so its reply is lost; the step is not run again", string(*a.RequestID), rec.step, rec.failed)
 	}
 	if rec.ungraded {
 		return ss.regradeLocked(ctx, string(*a.RequestID), rec, timeout)
@@ -78,6 +85,19 @@ func (ss *session) rememberLocked(a action, reply stepReply, ungraded bool) {
 	step := ss.steps
 	ss.mu.Unlock()
 	ss.keepLocked(string(*a.RequestID), replayed{key: a.key(), step: step, reply: reply, ungraded: ungraded})
+}
+
+// rememberFailedLocked keeps, under its request_id, a step that ran but
+// failed on the host with perr, so that a retry does not run it again.
+// The slot must be held.
+func (ss *session) rememberFailedLocked(a action, perr *protoError) {
+	if a.RequestID == nil {
+		return
+	}
+	ss.mu.Lock()
+	step := ss.steps
+	ss.mu.Unlock()
+	ss.keepLocked(string(*a.RequestID), replayed{key: a.key(), step: step, failed: perr.message})
 }
 
 // keepLocked keeps a step reply under its request_id, forgetting the

@@ -134,7 +134,7 @@ func (ss *session) installLocked(inst Instance, rec sessionRecord, attempt strin
 	ss.inst = inst
 	ss.replays, ss.ids, ss.wrapped = nil, nil, nil
 	for _, r := range rec.Replays {
-		ss.keepLocked(r.ID, replayed{key: r.Key, step: r.Step, reply: stepReply{Observation: r.Observation, Reward: r.Reward, Done: r.Done}, ungraded: r.Ungraded})
+		ss.keepLocked(r.ID, replayed{key: r.Key, step: r.Step, reply: stepReply{Observation: r.Observation, Reward: r.Reward, Done: r.Done}, ungraded: r.Ungraded, failed: r.Failed})
 	}
 	ss.mu.Lock()
 	if old != nil {

@@ -53,6 +53,11 @@ func (ss *session) stepLocked(ctx context.Context, a action, timeout time.Durati
 	} else {
 		out, perr := ss.callLocked(ctx, a.ToolName, json.RawMessage(a.Arguments), timeout)
 		if perr != nil {
+			if perr.code == codeInfrastructure && !perr.noStep {
+				// The call ran and is a step: a retry under its request_id
+				// must not run it again.
+				ss.rememberFailedLocked(a, perr)
+			}
 			return stepReply{}, perr
 		}
 		reply.Observation = out.observation(a.ToolName)
