@@ -112,7 +112,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	})
 	// One bound for the connections of both listeners: they share the
 	// process's file descriptors.
-	conns := &openenv.ConnLimit{Max: limits.MaxConns, ReadTimeout: *readTimeout, KeepAliveTimeout: *keepAlive}
+	conns := &openenv.ConnLimit{Max: limits.MaxConns, ReadTimeout: *readTimeout, KeepAliveTimeout: *keepAlive, Logger: logger}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"slices"
@@ -47,6 +49,11 @@ type ConnLimit struct {
 	// KeepAliveTimeout is how long a keep-alive connection may wait for its
 	// next request before it is closed. Default DefaultKeepAliveTimeout.
 	KeepAliveTimeout time.Duration
+	// Logger, when set, takes the server's own error log (a failed
+	// accept, such as one out of file descriptors), at warn level;
+	// otherwise net/http writes it through the log package, as plain
+	// text.
+	Logger *slog.Logger
 
 	mu      sync.Mutex        // guards conns, probes and refused
 	conns   map[net.Conn]bool // the counted connections; true while idle between requests
@@ -110,7 +117,12 @@ func (l *ConnLimit) Server(h http.Handler) *http.Server {
 		// short ReadTimeout is.
 		header = min(header, read)
 	}
+	var errorLog *log.Logger
+	if l.Logger != nil {
+		errorLog = slog.NewLogLogger(l.Logger.Handler(), slog.LevelWarn)
+	}
 	return &http.Server{
+		ErrorLog: errorLog,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Context().Value(probeConnKey{}) != nil {
 				w.Header().Set("Connection", "close")

@@ -3,6 +3,8 @@ package openenv_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -310,4 +312,48 @@ func TestConnLimit_Timeouts(t *testing.T) {
 			t.Fatalf("a step longer than ReadTimeout: %s, want its own timeout", reply)
 		}
 	})
+}
+
+// tempAcceptError is an accept failure net/http retries, as it does one
+// out of file descriptors.
+type tempAcceptError struct{}
+
+func (tempAcceptError) Error() string   { return "accept: too many open files" }
+func (tempAcceptError) Timeout() bool   { return false }
+func (tempAcceptError) Temporary() bool { return true }
+
+// failingListener fails its first Accept with tempAcceptError and every
+// later one for good.
+type failingListener struct {
+	net.Listener
+	calls int
+}
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	l.calls++
+	if l.calls == 1 {
+		return nil, tempAcceptError{}
+	}
+	return nil, net.ErrClosed
+}
+
+// TestConnLimit_ErrorLog: the server's own error log, a failed accept
+// here, goes to the ConnLimit's Logger as one JSON object, where net/http
+// wrote it through the log package as a line of plain text.
+func TestConnLimit_ErrorLog(t *testing.T) {
+	var buf strings.Builder
+	limit := &openenv.ConnLimit{Logger: slog.New(slog.NewJSONHandler(&buf, nil))}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	hs := limit.Server(http.NotFoundHandler())
+	if err := hs.Serve(limit.Listener(&failingListener{Listener: ln})); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Serve: %v", err)
+	}
+	var line struct{ Level, Msg string }
+	if err := json.Unmarshal([]byte(buf.String()), &line); err != nil || line.Level != "WARN" || !strings.HasPrefix(line.Msg, "http: Accept error: accept: too many open files") {
+		t.Errorf("log %q (%v), want one JSON object at WARN saying the accept failed", buf.String(), err)
+	}
 }
