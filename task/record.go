@@ -205,13 +205,19 @@ func (r *Recorder) Start(h Header) (*Recording, error) {
 }
 
 // Recording is one trajectory file being written. Each line is written with
-// one write, so a file cut short by a crash holds whole lines. It is safe
-// for concurrent use.
+// one write, so a file cut short by a crash holds whole lines. A write that
+// fails (a full disk) stops the recording: the part of the line it wrote is
+// cut off, so the file holds the episode's whole lines up to that one and
+// no end line, and every later Call and End fails saying so, rather than
+// leaving a gap in a file that reads as whole. It is safe for concurrent
+// use.
 type Recording struct {
-	mu     sync.Mutex // guards f and calls
-	f      *os.File
-	calls  int
-	closed bool
+	mu      sync.Mutex // guards the fields below
+	f       *os.File
+	size    int64 // the bytes of the whole lines written
+	calls   int
+	closed  bool
+	stopped error // the write that stopped the recording
 }
 
 // Path returns the file's path.
@@ -225,8 +231,11 @@ func (r *Recording) Call(l CallLine) error {
 	if r.closed {
 		return errors.New("task: recording is closed")
 	}
+	if err := r.writeLocked(l); err != nil {
+		return err
+	}
 	r.calls++
-	return r.writeLocked(l)
+	return nil
 }
 
 // End appends the end line (its Calls is filled in) and closes the file.
@@ -255,14 +264,27 @@ func (r *Recording) Close() error {
 	return r.f.Close()
 }
 
+// writeLocked writes v as one line; the caller holds r.mu.
 func (r *Recording) writeLocked(v any) error {
+	if r.stopped != nil {
+		return fmt.Errorf("task: recording stopped after %d calls, when a line could not be written: %w", r.calls, r.stopped)
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("task: recording: %w", err)
 	}
-	if _, err := r.f.Write(append(b, '\n')); err != nil {
+	n, err := r.f.Write(append(b, '\n'))
+	if err != nil {
+		r.stopped = err
+		if n > 0 {
+			// Cut off the part written, which the next line would run into.
+			if terr := r.f.Truncate(r.size); terr != nil {
+				err = errors.Join(err, terr)
+			}
+		}
 		return fmt.Errorf("task: recording: %w", err)
 	}
+	r.size += int64(n)
 	return nil
 }
 

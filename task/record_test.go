@@ -4,16 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/examples/worlds/company"
+	"github.com/seahaven/seahaven/internal/testfs"
 	"github.com/seahaven/seahaven/task"
 )
 
@@ -359,4 +363,55 @@ func FuzzReadTrajectory(f *testing.F) {
 			t.Fatalf("round trip differs:\n%+v\n%+v", tr, again)
 		}
 	})
+}
+
+// TestRecording_DiskFull fills the recording's file system: the write that
+// fails stops the recording, its cut-off part is removed, and the file
+// reads back as the whole lines before it and no end line. Before, the
+// part stayed and the next line ran into it: the file no longer parsed.
+func TestRecording_DiskFull(t *testing.T) {
+	dir := testfs.MountTmpfs(t, "64k")
+	rec, err := task.NewRecorder(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rec.Start(task.Header{World: "company", EpisodeID: "full"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	args := json.RawMessage(`{"note":"` + strings.Repeat("x", 10<<10) + `"}`)
+	line, err := task.NewCallLine("invoice", args, map[string]int{"amount": 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := 0
+	for ; written < 100; written++ {
+		if err = r.Call(line); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("after %d calls: %v, want ENOSPC", written, err)
+	}
+	// Room again (another file removed, say): the recording stays stopped,
+	// so the file never has a gap.
+	if err := r.Call(line); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("recording stopped after %d calls", written)) || !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("a call after the stop: %v", err)
+	}
+	if err := r.End(task.EndLine{}); err == nil {
+		t.Error("End after the stop succeeded")
+	}
+	f, err := os.Open(r.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr, err := task.ReadTrajectory(f)
+	if err != nil {
+		t.Fatalf("the file does not read back: %v", err)
+	}
+	if len(tr.Calls) != written || tr.End != nil {
+		t.Errorf("read back %d calls and end %v, want %d calls and no end", len(tr.Calls), tr.End, written)
+	}
 }
