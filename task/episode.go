@@ -200,7 +200,7 @@ func (e *Episode) CallJSON(ctx context.Context, name string, args json.RawMessag
 // flushLocked writes the pending call line; the caller holds e.mu.
 func (e *Episode) flushLocked() error {
 	if e.pending == nil {
-		return nil
+		return e.rec.stoppedErr() // the line a failed flush dropped
 	}
 	l := *e.pending
 	e.pending = nil

@@ -264,10 +264,25 @@ func (r *Recording) Close() error {
 	return r.f.Close()
 }
 
+// stoppedErr returns the error a write after a failed one returns, or nil.
+func (r *Recording) stoppedErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stoppedLocked()
+}
+
+// stoppedLocked is stoppedErr for a caller holding r.mu.
+func (r *Recording) stoppedLocked() error {
+	if r.stopped == nil {
+		return nil
+	}
+	return fmt.Errorf("task: recording stopped after %d calls, when a line could not be written: %w", r.calls, r.stopped)
+}
+
 // writeLocked writes v as one line; the caller holds r.mu.
 func (r *Recording) writeLocked(v any) error {
-	if r.stopped != nil {
-		return fmt.Errorf("task: recording stopped after %d calls, when a line could not be written: %w", r.calls, r.stopped)
+	if err := r.stoppedLocked(); err != nil {
+		return err
 	}
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -415,3 +415,40 @@ func TestRecording_DiskFull(t *testing.T) {
 		t.Errorf("read back %d calls and end %v, want %d calls and no end", len(tr.Calls), tr.End, written)
 	}
 }
+
+// TestEpisode_RecordingStopped: once a line of an episode cannot be
+// written, every later call of the episode fails as that one did, the
+// first included (its own line is the one the failed write dropped).
+func TestEpisode_RecordingStopped(t *testing.T) {
+	ctx := context.Background()
+	tk, _ := companyTask(t, "invoice_750")
+	rec, err := task.NewRecorder(testfs.MountTmpfs(t, "64k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := task.Open(ctx, company.World, tk, composition.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	if err := ep.Record(rec); err != nil {
+		t.Fatal(err)
+	}
+	// Refused, and recorded with its arguments: 8 KiB a line.
+	args := []byte(`{"amount": 750, "memo": "` + strings.Repeat("m", 8<<10) + `"}`)
+	var calls int
+	var ie *env.InfraError
+	for ; calls < 100; calls++ {
+		if _, err = ep.CallJSON(ctx, "invoice", args); errors.As(err, &ie) {
+			break
+		}
+	}
+	if ie == nil || ie.Kind != env.FaultDiskFull {
+		t.Fatalf("after %d calls: %v, want the disk-full fault", calls, err)
+	}
+	for i := range 2 {
+		if _, err := ep.CallJSON(ctx, "invoice", []byte(`{"amount": 1}`)); !errors.As(err, &ie) || !strings.Contains(err.Error(), "recording stopped") {
+			t.Errorf("call %d after the stop: %v, want the fault saying the recording stopped", i+1, err)
+		}
+	}
+}
