@@ -58,7 +58,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	maxPendingBytes := fs.Int64("max-pending-bytes", int64(openenv.DefaultMaxPendingBytes), "the bytes a WebSocket session reads ahead of the message being processed; past them it stops reading (env SEAHAVEN_MAX_PENDING_BYTES)")
 	largeRate := fs.Int64("large-message-rate", int64(openenv.DefaultLargeMessageRate), "bytes per second, across the server, at which the part of WebSocket messages and request bodies past 64 KiB is read; negative: unbounded (env SEAHAVEN_LARGE_MESSAGE_RATE)")
 	maxPendingTotal := fs.Int64("max-pending-total", int64(openenv.DefaultMaxPendingTotal), "the bytes all WebSocket sessions together read ahead (env SEAHAVEN_MAX_PENDING_TOTAL)")
-	minFreeDisk := fs.Int64("min-free-disk", int64(app.DefaultMinFreeDisk), "bytes a reset leaves free on the instances' file system beyond the instance's own files; a reset that would leave less fails with an infrastructure error (disk_full); negative disables (env SEAHAVEN_MIN_FREE_DISK)")
+	minFreeDisk := fs.Int64("min-free-disk", int64(app.DefaultMinFreeDisk), "bytes a reset leaves free on the instances' file system beyond the instance's own files; a reset that would leave less fails with an infrastructure error (disk_full); 0 checks only that the instance's files fit, negative checks nothing (env SEAHAVEN_MIN_FREE_DISK)")
 	maxChangeLog := fs.Int64("max-changelog-bytes", int64(composition.DefaultMaxChangeLogBytes), "bound on each session's change log in memory; past it the oldest records are dropped and the state document's change_log_truncated says how many; negative disables (env SEAHAVEN_MAX_CHANGELOG_BYTES)")
 	checkpoints := fs.String("checkpoints", "", "the directory checkpoints are written to and restored from; servers sharing it restore each other's (default <temp dir>/seahaven-checkpoints; env SEAHAVEN_CHECKPOINTS)")
 	checkpointTTL := fs.Duration("checkpoint-ttl", app.DefaultCheckpointTTL, "how long a checkpoint is kept; negative: forever (env SEAHAVEN_CHECKPOINT_TTL)")
@@ -94,6 +94,11 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	w, err := c.m.world(*worldName)
 	if err != nil {
 		return err
+	}
+	if *minFreeDisk == 0 {
+		// app.Config reads zero as its default; no reserve beyond the
+		// instance's files is one byte.
+		*minFreeDisk = 1
 	}
 	backend, err := app.New(w, app.Config{
 		FixturesDir: *fixturesDir, DefaultFixture: *fixtureID, InstanceRoot: *instances, Logger: logger,

@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/seahaven/seahaven/internal/testfs"
 )
 
 func TestInstanceRoot(t *testing.T) {
@@ -100,4 +103,32 @@ func TestServeCommand_Storage(t *testing.T) {
 			t.Fatalf("serve: %v\n%s", err, stderr)
 		}
 	})
+}
+
+// TestServe_MinFreeDiskZero: --min-free-disk 0 asks for no reserve beyond
+// an instance's own files, so a server whose instances' file system has
+// less than the default reserve free is ready and resets; before, 0 read
+// as the 8 MiB default, refusing every reset with disk_full.
+func TestServe_MinFreeDiskZero(t *testing.T) {
+	bin := buildSeahaven(t)
+	instances := testfs.MountTmpfs(t, "4m")
+	s := startServe(t, bin, "--world", "company", "--instances", instances, "--min-free-disk", "0")
+	res, err := http.Get("http://" + s.addr + "/ready")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET /ready = %d %s, want 200", res.StatusCode, body)
+	}
+	res, err = http.Post("http://"+s.addr+"/reset", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Errorf("POST /reset = %d %s, want 200", res.StatusCode, body)
+	}
 }
