@@ -50,13 +50,15 @@ func New(worlds ...*env.World) *Main {
 
 // Run runs the program with the process's arguments over worlds (the
 // first is the default) until it ends or the process is interrupted
-// (SIGINT, SIGTERM), and exits with its status. It is a world author's
-// whole main:
+// (SIGINT, SIGTERM), and exits with its status. A second signal ends the
+// process at once, as if it had no handler, without waiting for a
+// shutdown under way. It is a world author's whole main:
 //
 //	func main() { cli.Run(library.World) }
 func Run(worlds ...*env.World) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	context.AfterFunc(ctx, stop) // the next signal takes its default action
 	m := New(worlds...)
 	if err := m.Run(ctx, os.Args[1:]); err != nil {
 		m.fail(err)

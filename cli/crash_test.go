@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -334,5 +335,48 @@ func TestServe_KillAndRestart(t *testing.T) {
 			names = append(names, e.Name())
 		}
 		t.Errorf("instance root after a graceful stop holds %v (%v), want nothing", names, err)
+	}
+}
+
+// TestServe_SecondSignal: a second SIGTERM ends a server whose shutdown is
+// waiting (here on a request whose body never comes) at once, as a second
+// Ctrl-C is expected to; before, the signal was swallowed and the process
+// waited for the whole --shutdown-timeout.
+func TestServe_SecondSignal(t *testing.T) {
+	bin := buildSeahaven(t)
+	s := startServe(t, bin, "--world", "company", "--instances", t.TempDir(), "--shutdown-timeout", "10m", "--read-timeout", "10m")
+	conn, err := net.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// The 100 Continue says the handler is reading the body: the request
+	// is under way, and the shutdown waits for it.
+	fmt.Fprintf(conn, "POST /reset HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n", s.addr)
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil || !strings.Contains(line, "100 Continue") {
+		t.Fatalf("first reply line %q (%v), want 100 Continue", line, err)
+	}
+	fmt.Fprint(conn, "{")
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(s.log(), `"shutting down"`); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no shutdown a minute after SIGTERM: %s", s.log())
+		}
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-s.done:
+		s.done <- err
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+			t.Errorf("the server ended with %v, want killed by the second SIGTERM", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the server still runs a minute after the second SIGTERM")
 	}
 }
