@@ -303,7 +303,7 @@ func (a *activation) layers(parent *turn, ns *nodeState, mws []env.Middleware, d
 		if out != nil {
 			got = fmt.Sprintf("a %T", out)
 		}
-		err = env.Bugf("a middleware of %s returned %s for %s, whose result is a %v: a middleware returns what next returned, or a value of the tool's result type", ns.node.World.Name(), got, info.Tool, def.ResultType())
+		err = env.Bugf("a middleware of %s returned %s for %s, whose result type is %v: a middleware returns what next returned, or a value of the tool's result type", ns.node.World.Name(), got, info.Tool, def.ResultType())
 	}
 	if err == nil && !info.Internal {
 		err = checkResult(a.ctx, info, out)

@@ -936,12 +936,12 @@ func TestMiddleware_ResultOfAnotherType(t *testing.T) {
 	}{
 		{"count", "keep", ""},
 		{"count", counted{N: 2}, ""},
-		{"count", "cached", "a middleware of swapper returned a string for count, whose result is a composition_test.counted: a middleware returns what next returned, or a value of the tool's result type"},
-		{"count", nil, "a middleware of swapper returned nil for count, whose result is a composition_test.counted: a middleware returns what next returned, or a value of the tool's result type"},
-		{"count", &counted{N: 2}, "a middleware of swapper returned a *composition_test.counted for count, whose result is a composition_test.counted: a middleware returns what next returned, or a value of the tool's result type"},
+		{"count", "cached", "a middleware of swapper returned a string for count, whose result type is composition_test.counted: a middleware returns what next returned, or a value of the tool's result type"},
+		{"count", nil, "a middleware of swapper returned nil for count, whose result type is composition_test.counted: a middleware returns what next returned, or a value of the tool's result type"},
+		{"count", &counted{N: 2}, "a middleware of swapper returned a *composition_test.counted for count, whose result type is composition_test.counted: a middleware returns what next returned, or a value of the tool's result type"},
 		{"list", nil, ""},
 		{"list", []int{2}, ""},
-		{"list", []string{"x"}, "a middleware of swapper returned a []string for list, whose result is a []int: a middleware returns what next returned, or a value of the tool's result type"},
+		{"list", []string{"x"}, "a middleware of swapper returned a []string for list, whose result type is []int: a middleware returns what next returned, or a value of the tool's result type"},
 	} {
 		swap = tc.swap
 		before := len(inst.ChangeLog())

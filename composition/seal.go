@@ -268,7 +268,11 @@ func (z *sealer) contribution(n *Node, memo map[*Node][]*Route) []*Route {
 		}{{"ToolAllowList", e.Allow}, {"ToolBlockList", e.Block}} {
 			for _, want := range list.names {
 				if !names[want] {
-					z.errs = append(z.errs, bugAt(e, "%s names %q, which %s does not contribute (it contributes: %s)", list.kind, want, e.Child.Name(), strings.Join(slices.Sorted(maps.Keys(names)), ", ")))
+					contributes := "it contributes no tools"
+					if len(names) > 0 {
+						contributes = "it contributes: " + strings.Join(slices.Sorted(maps.Keys(names)), ", ")
+					}
+					z.errs = append(z.errs, bugAt(e, "%s names %q, which %s does not contribute (%s)", list.kind, want, e.Child.Name(), contributes))
 				}
 			}
 		}

@@ -94,7 +94,12 @@ func TestSeal_ChecksAtTheSeal(t *testing.T) {
 			addTool(c, "a")
 			h.AddWorld(c, env.ToolAllowList("nope"))
 			return h
-		}, `ToolAllowList names "nope", which child does not contribute`},
+		}, `ToolAllowList names "nope", which child does not contribute (it contributes: a)`},
+		{"AllowOnAWorldWithoutTools", func() *env.World {
+			h, c := newWorld("host"), newWorld("child")
+			h.AddWorld(c, env.ToolAllowList("nope"))
+			return h
+		}, `ToolAllowList names "nope", which child does not contribute (it contributes no tools)`},
 		{"BlockNamesMissingTool", func() *env.World {
 			h, c := newWorld("host"), newWorld("child")
 			addTool(c, "a")
