@@ -248,12 +248,12 @@ func TestWorld_Fixtures(t *testing.T) {
 		},
 		{
 			name: "SH406NodeAdded", check: shape{paymentsSchema: chargesSchema, withChat: true},
-			want: []want{{lineNodes, "SH406", `fixture "acme" does not match company's composition: node added: chat (world chat, scope null)`}},
+			want: []want{{lineNodes, "SH406", `fixture "acme" does not match company's composition: node added: chat (world chat, scope null) (rebuild the fixture from the world's code: seahaven fixtures build, or the world's go generate)`}},
 		},
 		{
 			name: "SH406ScopeChangedAndDrift", check: shape{paymentsSchema: chargesDrifted, scope: "eu"},
 			want: []want{
-				{lineNodes, "SH406", `fixture "acme" does not match company's composition: shape changed: node payments was world payments, scope null, aliases [] and is now world payments, scope "eu", aliases []`},
+				{lineNodes, "SH406", `fixture "acme" does not match company's composition: shape changed: node payments was world payments, scope null, aliases [] and is now world payments, scope "eu", aliases [] (rebuild the fixture from the world's code: seahaven fixtures build, or the world's go generate)`},
 				{lineNodeHash, "SH403", fmt.Sprintf("node payments: the sidecar records schema hash %s, but world payments 1.0.0 now hashes to %s: the schema drifted since the fixture was frozen",
 					s.Nodes[0].SchemaHash[:12], hashOf(t, chargesDrifted)[:12])},
 			},

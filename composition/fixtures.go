@@ -354,8 +354,15 @@ func compareShape(ctx context.Context, s *fixture.Sidecar, sealed *Sealed, what,
 	if len(problems) == 0 {
 		return nil
 	}
-	return env.Bugf("%s %q does not match %s's composition: %s", what, s.ID, sealed.Root.Name(), strings.Join(problems, "; "))
+	hint := ""
+	if what == "fixture" {
+		hint = rebuildHint
+	}
+	return env.Bugf("%s %q does not match %s's composition: %s%s", what, s.ID, sealed.Root.Name(), strings.Join(problems, "; "), hint)
 }
+
+// rebuildHint ends a fixture's shape refusal: what its author does about it.
+const rebuildHint = " (rebuild the fixture from the world's code: seahaven fixtures build, or the world's go generate)"
 
 // scopeText writes a node's scope for messages: quoted, or null.
 func scopeText(p *string) string {

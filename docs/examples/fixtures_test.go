@@ -222,10 +222,10 @@ func Example_fixturesRefusals() {
 	_, err = composition.Open(ctx, company, composition.Options{Fixture: "acme_v2"})
 	fmt.Println(strings.ReplaceAll(err.Error(), dir, "<fixtures>"))
 	// Output:
-	// fixture "acme" does not match company's composition: node added: payments_eu (world payments, scope "eu")
-	// fixture "acme" does not match company's composition: node removed: payments (world payments)
-	// fixture "acme" does not match company's composition: shape changed: node payments was world payments, scope null, aliases [] and is now world payments, scope "us", aliases []
-	// fixture "acme" does not match company's composition: schema drifted: node main (world company 0.1.0) has schema hash 495cc4c96fc9, the fixture was frozen at 5f514ab9b920
+	// fixture "acme" does not match company's composition: node added: payments_eu (world payments, scope "eu") (rebuild the fixture from the world's code: seahaven fixtures build, or the world's go generate)
+	// fixture "acme" does not match company's composition: node removed: payments (world payments) (rebuild the fixture from the world's code: seahaven fixtures build, or the world's go generate)
+	// fixture "acme" does not match company's composition: shape changed: node payments was world payments, scope null, aliases [] and is now world payments, scope "us", aliases [] (rebuild the fixture from the world's code: seahaven fixtures build, or the world's go generate)
+	// fixture "acme" does not match company's composition: schema drifted: node main (world company 0.1.0) has schema hash 495cc4c96fc9, the fixture was frozen at 5f514ab9b920 (rebuild the fixture from the world's code: seahaven fixtures build, or the world's go generate)
 	// fixture: hash mismatch: node "payments" file state.payments.sqlite: sidecar records 0cc919cfe863d1a870efac18dbf681492d82528d8a0efa5c319aa683a35d5d40, file has 8e32feecdcb2fdbf1cfa5a83c0f51c7a2bfc933145d38cd97642a8b173df2ffa
 	// composition: company has no fixture "acme_v2" in <fixtures>
 }
