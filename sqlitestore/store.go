@@ -515,7 +515,8 @@ func (s *Store) releaseIdle(cutoff time.Time) bool {
 // CREATE TABLE ... AS SELECT move rows with no preupdate event: a DROP
 // TABLE of a captured table prepared on it fails the running captures, and
 // the rows of a table a CREATE TABLE on it created are read as inserted
-// when each capture finishes.
+// when each capture finishes. A COMMIT or END on it while frames are open
+// rolls the transaction back (the frames then end with ErrRolledBack).
 func (s *Store) Conn(ctx context.Context) (*sqlite3.Conn, error) {
 	var c *sqlite3.Conn
 	err := s.do(ctx, true, func(cn *conn) error {
@@ -533,6 +534,19 @@ func (s *Store) Conn(ctx context.Context) (*sqlite3.Conn, error) {
 		// their rows back from now on.
 		cn.exposed = true
 		s.undo++
+		// A COMMIT (or END) on the raw connection while frames are open
+		// would commit their work behind their owners' backs: kept in the
+		// file whether the call then fails or not, and in no change log.
+		// SQLite rolls the transaction back instead, as it does for a
+		// RAISE(ROLLBACK), and the frames end lost (ErrRolledBack). An
+		// exposed connection is never parked, so it stays this store's.
+		cn.c.CommitHook(func() bool {
+			if cn.own || len(s.frames) == 0 {
+				return true
+			}
+			cn.noteUndo()
+			return false
+		})
 		c = cn.c
 		return nil
 	})

@@ -3,6 +3,7 @@ package sqlitestore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -494,6 +495,56 @@ func TestFrame_LostThenReleased(t *testing.T) {
 				MustExec(t, s, `INSERT INTO t VALUES (2)`)
 				if got := MustOne(t, s, `SELECT group_concat(id) FROM t`); got != "2" {
 					t.Errorf("rows = %v, want 2", got)
+				}
+			})
+		}
+	}
+}
+
+// TestStore_RawCommitInAFrame runs COMMIT and END on the raw connection
+// while frames are open: SQLite rolls the transaction back instead, so the
+// frames' writes are not kept behind their owners' backs (in the file
+// whatever the call did next, in no change log), and the frames end lost.
+// A COMMIT with no frame open commits as usual.
+func TestStore_RawCommitInAFrame(t *testing.T) {
+	ctx := context.Background()
+	for _, stmt := range []string{"COMMIT", "END"} {
+		for _, inner := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/inner=%v", stmt, inner), func(t *testing.T) {
+				s := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY);`, sqlitestore.Options{})
+				c, err := s.Conn(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				outer, err := s.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f := outer
+				if inner {
+					if f, err = s.Begin(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+				MustExec(t, s, `INSERT INTO t VALUES (1)`)
+				if err := c.Exec(stmt); err == nil {
+					t.Errorf("%s on the raw connection in a frame succeeded", stmt)
+				}
+				if s.InTransaction() {
+					t.Fatal("the transaction is still open")
+				}
+				if err := f.Commit(); !errors.Is(err, sqlitestore.ErrRolledBack) {
+					t.Errorf("Commit = %v, want ErrRolledBack", err)
+				}
+				outer.Rollback()
+				if got := MustOne(t, s, `SELECT count(*) FROM t`); got != int64(0) {
+					t.Errorf("rows after the frames = %v, want 0", got)
+				}
+				if err := c.Exec(`BEGIN; INSERT INTO t VALUES (2); ` + stmt); err != nil {
+					t.Errorf("%s on the raw connection with no frame open = %v", stmt, err)
+				}
+				if got := MustOne(t, s, `SELECT count(*) FROM t`); got != int64(1) {
+					t.Errorf("rows after the raw transaction = %v, want 1", got)
 				}
 			})
 		}
