@@ -123,6 +123,11 @@ func (i *Instance) activate(ctx context.Context, tool string, kind activationKin
 	if lerr := a.finishLoose(); err == nil {
 		err = lerr
 	}
+	if kind == kindCall {
+		if oerr := a.commitUnowned(); err == nil {
+			err = oerr
+		}
+	}
 	a.ended.Store(true)
 	i.running.Store(nil)
 	for _, ns := range a.pinned {

@@ -607,3 +607,92 @@ func TestChangeLog_DropAndCreateTable(t *testing.T) {
 		"2 run main kv delete map[id:b] before=map[id:b v:2]",
 	)
 }
+
+// TestChangeLog_RawTransactionOnADirectStore begins a transaction on the
+// raw connection of an added world's store used directly, outside its
+// frames: a nested call or a Transaction inside it is a WorldBug, and so
+// is leaving it open when the call ends, where the transaction is
+// committed. The log then describes exactly the rows the files hold, and
+// the inspection view reads them. Before, a nested call's frame was a
+// savepoint inside it and a later ROLLBACK took rows the log kept, and a
+// transaction left open held its rows uncommitted (and the file locked)
+// across calls while the log described them.
+func TestChangeLog_RawTransactionOnADirectStore(t *testing.T) {
+	host := env.NewWorld(env.WorldSpec{Name: "rthost", Version: "1.0.0", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
+	host.AddWorld(kvWorld("rtkv"), env.Name("kv"), env.ToolPrefix("kv_"))
+	type rawArgs struct {
+		Steps []string `json:"steps"`
+	}
+	env.Tool(host, "raw", "Run steps on kv: SQL on its raw connection, direct SQL (db:), a nested call (call:) or a Transaction (tx:).",
+		func(c *env.Ctx, in rawArgs) (any, error) {
+			kv := c.Worlds.Get("kv")
+			conn, err := kv.DB().Conn()
+			if err != nil {
+				return nil, err
+			}
+			for _, s := range in.Steps {
+				kind, arg, _ := strings.Cut(s, ":")
+				switch kind {
+				case "db":
+					_, err = kv.DB().Exec(arg)
+				case "call":
+					_, err = kv.Call(arg, noArgs{})
+				case "tx":
+					err = kv.DB().Transaction(func() error {
+						_, err := kv.DB().Exec(arg)
+						return err
+					})
+				default:
+					err = conn.(*sqlite3.Conn).Exec(s)
+				}
+				if err != nil {
+					return nil, err
+				}
+			}
+			return nil, nil
+		})
+	for _, tt := range []struct {
+		name    string
+		steps   []string
+		wantErr bool
+		rows    string // kv's rows after the call, id=v
+		log     []string
+	}{
+		{name: "Committed", steps: []string{"BEGIN", "db:INSERT INTO kv VALUES ('a', 1)", "COMMIT", "call:bump"},
+			rows: "a=2", log: []string{
+				"1 raw kv kv insert map[id:a] after=map[id:a v:1]",
+				"1 bump internal kv kv update map[id:a] before=map[id:a v:1] after=map[id:a v:2]",
+			}},
+		{name: "RolledBack", steps: []string{"BEGIN", "db:INSERT INTO kv VALUES ('a', 1)", "ROLLBACK"}},
+		{name: "NestedCallInside", steps: []string{"BEGIN", "db:INSERT INTO kv VALUES ('a', 1)", "call:bump", "ROLLBACK"},
+			wantErr: true, rows: "a=1", log: []string{"1 raw kv kv insert map[id:a] after=map[id:a v:1]"}},
+		{name: "TransactionInside", steps: []string{"SAVEPOINT s", "tx:INSERT INTO kv VALUES ('a', 1)", "ROLLBACK"},
+			wantErr: true},
+		{name: "LeftOpen", steps: []string{"BEGIN", "db:INSERT INTO kv VALUES ('a', 1)"},
+			wantErr: true, rows: "a=1", log: []string{"1 raw kv kv insert map[id:a] after=map[id:a v:1]"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			inst := compositiontest.Open(t, host, composition.Options{})
+			args, _ := json.Marshal(rawArgs{Steps: tt.steps})
+			_, err := inst.CallJSON(ctx, "raw", args)
+			var bug *env.WorldBug
+			if tt.wantErr != errors.As(err, &bug) {
+				t.Fatalf("call = %v, want a WorldBug: %v", err, tt.wantErr)
+			}
+			if bug != nil && !strings.Contains(bug.Message, "a transaction begun on a store's raw connection (DB().Conn()) is open") {
+				t.Errorf("WorldBug = %q", bug.Message)
+			}
+			row, err := inst.Inspect().One(ctx, "SELECT coalesce(group_concat(id || '=' || v), '') AS rows FROM kv.kv")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if row["rows"] != tt.rows {
+				t.Errorf("kv's rows = %q, want %q", row["rows"], tt.rows)
+			}
+			wantLog(t, inst, tt.log...)
+			// The store is usable by the next call.
+			compositiontest.Call(t, inst, "kv_bump", `{}`)
+		})
+	}
+}

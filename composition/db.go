@@ -90,6 +90,10 @@ func (d *nodeDB) Transaction(fn func() error) error {
 	a, ns := d.a, d.ns
 	direct := a.logging && len(ns.frames) == 0
 	if direct {
+		if err := a.unowned(ns); err != nil {
+			d.close()
+			return err
+		}
 		if err := a.cutLoose(ns); err != nil {
 			d.close()
 			return err

@@ -45,6 +45,9 @@ type frame struct {
 // frame).
 func (a *activation) begin(ns *nodeState, info *env.CallInfo) (*frame, error) {
 	a.touch(ns)
+	if err := a.unowned(ns); err != nil {
+		return nil, err
+	}
 	if err := a.cutLoose(ns); err != nil {
 		return nil, err
 	}
@@ -102,6 +105,49 @@ func (a *activation) end(f *frame, err error) error {
 	a.resumeFrame(f.ns)
 	a.resumeLoose(f.ns)
 	return err
+}
+
+// errUnowned is the WorldBug for a transaction begun on a store's raw
+// connection outside its frames while the change log captures it.
+func errUnowned() error {
+	return env.Bugf("a transaction begun on a store's raw connection (DB().Conn()) is open: " +
+		"the change log cannot describe a nested call, a Transaction or the end of the call inside it; " +
+		"end it (COMMIT or ROLLBACK) before any of those, or use DB().Transaction")
+}
+
+// unowned refuses, when the activation logs, a frame or a transaction on
+// a node whose store is in a transaction no frame owns: begun on the raw
+// connection of a store used directly (a handle's DB), or between calls
+// on the instance's. Begun inside it, the frame would commit only a
+// savepoint, and the stretch cut before it would record rows read inside
+// it: a ROLLBACK of it then left records of rows never committed, and
+// leaving it open kept them uncommitted and the file locked against the
+// inspection view.
+func (a *activation) unowned(ns *nodeState) error {
+	if a.logging && len(ns.frames) == 0 && ns.store.InUnownedTransaction() {
+		return errUnowned()
+	}
+	return nil
+}
+
+// commitUnowned commits, on every node an agent call touched, a
+// transaction begun on the store's raw connection outside its frames and
+// left open when the call ends, after the direct statements' captures
+// ended (finishLoose), which read their rows inside it: committed, the
+// files hold what those records say. The call then fails with
+// errUnowned.
+func (a *activation) commitUnowned() error {
+	var errs []error
+	for _, ns := range a.pinned {
+		open, err := ns.store.CommitUnowned()
+		if open {
+			errs = append(errs, errUnowned())
+		}
+		if err != nil {
+			errs = append(errs, a.note(err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // cutFrame ends the capture of the node's innermost frame, if one is

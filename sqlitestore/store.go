@@ -423,6 +423,36 @@ func (s *Store) InTransaction() bool {
 	return s.inTxnLocked()
 }
 
+// InUnownedTransaction reports whether the store's connection is inside a
+// transaction no frame owns: one a BEGIN or SAVEPOINT on the raw
+// connection (see Conn) began outside any frame.
+func (s *Store) InUnownedTransaction() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.frames) == 0 && s.inTxnLocked()
+}
+
+// CommitUnowned commits the transaction no frame owns, if there is one
+// (see InUnownedTransaction), and reports whether there was. When the
+// COMMIT fails (a deferred foreign key), the transaction is rolled back
+// and the error returned.
+func (s *Store) CommitUnowned() (bool, error) {
+	var open bool
+	err := s.do(context.Background(), false, func(cn *conn) error {
+		if cn == nil || len(s.frames) > 0 || cn.c.GetAutocommit() {
+			return nil
+		}
+		open = true
+		_, err := cn.exec("COMMIT", nil)
+		if err != nil && !cn.c.GetAutocommit() {
+			cn.noteUndo()
+			cn.exec("ROLLBACK", nil)
+		}
+		return err
+	})
+	return open, err
+}
+
 // IsOpen reports whether the store currently holds an open connection.
 func (s *Store) IsOpen() bool {
 	s.mu.Lock()
