@@ -53,6 +53,7 @@ type conn struct {
 	exposed     bool                  // handed out by Store.Conn
 	rawDrop     func(table string)    // the store's, told of a DROP TABLE prepared on the raw connection; nil for other connections
 	rawCreate   func(table string)    // the store's, told of a CREATE TABLE prepared on the raw connection; nil for other connections
+	rollbacks   uint64                // transactions rolled back on the connection, counted by its rollback hook (stores only)
 	preparing   bool                  // prepareNext is preparing a statement of the store's API
 	own         bool                  // the store is using the connection: a statement prepared or re-prepared (SQLite does so as it steps a statement the schema changed under) is not the raw connection user's
 	// layout notes what may have changed the tables' columns since the

@@ -156,6 +156,9 @@ func (s *Store) setupLocked(ctx context.Context, cn *conn) error {
 			s.adoptMetaLocked(cn, v)
 		}
 	}
+	// A frame's transaction may end without the store ending it (see
+	// Store.lostLocked); every end by rollback is counted.
+	cn.c.RollbackHook(func() { cn.rollbacks++ })
 	return formatError(ctx, cn.c.SetAuthorizer(cn.watchSchema))
 }
 

@@ -17,6 +17,10 @@ type Frame struct {
 	s      *Store
 	name   string // savepoint name; "" for the outermost frame
 	ddlSeq uint64 // the connection's ddlSeq at Begin
+	// rollbacks is the connection's count of transactions rolled back at
+	// Begin: once it moves, the transaction the frames began is gone,
+	// even if the raw connection has begun another since.
+	rollbacks uint64
 
 	// s.mu guards done and savepoints.
 	done bool
@@ -35,10 +39,10 @@ type Frame struct {
 func (s *Store) Begin(ctx context.Context) (*Frame, error) {
 	var f *Frame
 	err := s.do(ctx, true, func(cn *conn) error {
-		if len(s.frames) > 0 && cn.c.GetAutocommit() {
+		if s.lostLocked(cn) {
 			return errTxnLost
 		}
-		fr := &Frame{s: s, ddlSeq: cn.ddlSeq}
+		fr := &Frame{s: s, ddlSeq: cn.ddlSeq, rollbacks: cn.rollbacks}
 		sql := "BEGIN IMMEDIATE"
 		if cn.c.GetAutocommit() {
 			if err := s.lockModeLocked(cn); err != nil {
@@ -78,7 +82,7 @@ func (s *Store) allowLocked(cn *conn, text string, info stmtInfo) error {
 	switch {
 	case info.kind == stmtTxn || info.kind == stmtOwnSavepoint || info.kind == stmtSavepoint && cn.c.GetAutocommit():
 		return fmt.Errorf("%w: %s", ErrTransactionControl, abbreviate(text, 200))
-	case len(s.frames) > 0 && cn.c.GetAutocommit():
+	case s.lostLocked(cn):
 		return errTxnLost
 	case (info.kind == stmtRelease || info.kind == stmtRollbackTo) && len(s.frames) > 0 &&
 		s.frames[len(s.frames)-1].savepoint(info.savepoint) < 0:
@@ -190,20 +194,35 @@ func (f *Frame) savepoint(name string) int {
 	return -1
 }
 
+// lostLocked reports whether frames are open whose transaction has ended
+// (see endLostLocked). A transaction the raw connection began after that
+// is not theirs: committed as theirs, it would keep writes whose records
+// went with the frames. cn is nil when the connection is closed.
+func (s *Store) lostLocked(cn *conn) bool {
+	return len(s.frames) > 0 && (cn == nil || cn.c.GetAutocommit() || cn.rollbacks != s.frames[0].rollbacks)
+}
+
 // endLostLocked ends f and the frames inside it when SQLite has left the
 // transaction on its own (an interrupted write, an out-of-memory error, a
 // RAISE(ROLLBACK), a ROLLBACK on the raw connection) and reports whether it
 // had. The frames around f stay open, so the store keeps refusing
 // statements (errTxnLost) until their owners end them too: the owner of an
-// outer frame means to roll back whatever runs before it ends.
+// outer frame means to roll back whatever runs before it ends. When the
+// last frame ends, a transaction the raw connection began since the loss
+// is rolled back: what it wrote was written under the lost frames, whose
+// records are gone.
 //
 // cn is nil when the connection is closed: a connection is not released
 // while frames are open, so its transaction ended with it.
 func (s *Store) endLostLocked(cn *conn, f *Frame) bool {
-	if s.inTxnLocked() {
+	if !s.lostLocked(cn) {
 		return false
 	}
 	s.endFramesLocked(f)
+	if len(s.frames) == 0 && cn != nil && !cn.c.GetAutocommit() {
+		cn.noteUndo()
+		cn.exec("ROLLBACK", nil)
+	}
 	switch {
 	case cn == nil:
 		// The metadata kept from the closed connection may have been
@@ -253,12 +272,29 @@ func (f *Frame) Commit() error {
 			sql = "RELEASE " + f.name
 		}
 		if _, err := cn.exec(sql, nil); err != nil {
+			if f.name != "" {
+				err = s.loseLocked(cn, err)
+			}
 			s.endLostLocked(cn, f)
 			return err
 		}
 		s.endFramesLocked(f)
 		return nil
 	})
+}
+
+// loseLocked rolls back the transaction of a frame whose savepoint is gone
+// (err, its RELEASE or ROLLBACK TO, failed): a RELEASE or ROLLBACK TO on
+// the raw connection of a savepoint opened before the frame ended it, and
+// merged the frame's work into the transaction around it, where the
+// frame's owner can neither commit it alone nor undo it. Every frame of
+// the store is then lost (see endLostLocked).
+func (s *Store) loseLocked(cn *conn, err error) error {
+	if !cn.c.GetAutocommit() {
+		cn.noteUndo()
+		cn.exec("ROLLBACK", nil)
+	}
+	return fmt.Errorf("%w: a savepoint of its frames was gone: %w", ErrRolledBack, err)
 }
 
 // Rollback undoes the frame and ends it, together with any inner frames still
@@ -278,7 +314,7 @@ func (f *Frame) Rollback() error {
 			return err
 		}
 		if _, err := cn.exec("ROLLBACK TO "+f.name, nil); err != nil {
-			return err
+			return s.loseLocked(cn, err)
 		}
 		_, err := cn.exec("RELEASE "+f.name, nil)
 		return err

@@ -551,6 +551,113 @@ func TestStore_RawCommitInAFrame(t *testing.T) {
 	}
 }
 
+// TestFrame_RawTransactionAfterTheLoss ends frames' transaction from the
+// raw connection, and then gives the connection another transaction: the
+// frames stay lost (their writes went, and so did their records), so they
+// neither commit the new transaction as theirs nor let the store's
+// statements run in it, and the new transaction is rolled back with them.
+// A RELEASE on the raw connection of a savepoint opened before an inner
+// frame merges that frame into the transaction around it: the frame can
+// neither commit nor undo its work alone, so the transaction is rolled back.
+// Before, the outer frame committed what the lost or merged frame wrote.
+func TestFrame_RawTransactionAfterTheLoss(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		run  func(t *testing.T, s *sqlitestore.Store, raw *sqlite3.Conn) []*sqlitestore.Frame
+	}{
+		{"RollbackThenBegin", func(t *testing.T, s *sqlitestore.Store, raw *sqlite3.Conn) []*sqlitestore.Frame {
+			f, err := s.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			MustExec(t, s, `INSERT INTO t VALUES (1)`)
+			if err := raw.Exec(`ROLLBACK; BEGIN; INSERT INTO t VALUES (2)`); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Exec(ctx, `INSERT INTO t VALUES (3)`); !errors.Is(err, sqlitestore.ErrRolledBack) {
+				t.Errorf("a statement after the loss = %v, want ErrRolledBack", err)
+			}
+			return []*sqlitestore.Frame{f}
+		}},
+		{"RaiseRollbackThenSavepoint", func(t *testing.T, s *sqlitestore.Store, raw *sqlite3.Conn) []*sqlitestore.Frame {
+			f, err := s.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			MustExec(t, s, `INSERT INTO t VALUES (1)`)
+			if _, err := s.Exec(ctx, `INSERT OR ROLLBACK INTO t VALUES (1)`); err == nil {
+				t.Fatal("INSERT OR ROLLBACK of a taken key succeeded")
+			}
+			if err := raw.Exec(`SAVEPOINT r; INSERT INTO t VALUES (2)`); err != nil {
+				t.Fatal(err)
+			}
+			return []*sqlitestore.Frame{f}
+		}},
+		{"ReleaseAroundAnInnerFrame", func(t *testing.T, s *sqlitestore.Store, raw *sqlite3.Conn) []*sqlitestore.Frame {
+			outer, err := s.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := raw.Exec(`SAVEPOINT r`); err != nil {
+				t.Fatal(err)
+			}
+			inner, err := s.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			MustExec(t, s, `INSERT INTO t VALUES (1)`)
+			if err := raw.Exec(`RELEASE r`); err != nil {
+				t.Fatal(err)
+			}
+			if err := inner.Rollback(); !errors.Is(err, sqlitestore.ErrRolledBack) {
+				t.Errorf("Rollback of the merged frame = %v, want ErrRolledBack", err)
+			}
+			return []*sqlitestore.Frame{outer}
+		}},
+		{"ReleaseAroundAnInnerFrameCommitted", func(t *testing.T, s *sqlitestore.Store, raw *sqlite3.Conn) []*sqlitestore.Frame {
+			outer, err := s.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := raw.Exec(`SAVEPOINT r`); err != nil {
+				t.Fatal(err)
+			}
+			inner, err := s.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			MustExec(t, s, `INSERT INTO t VALUES (1)`)
+			if err := raw.Exec(`RELEASE r`); err != nil {
+				t.Fatal(err)
+			}
+			if err := inner.Commit(); !errors.Is(err, sqlitestore.ErrRolledBack) {
+				t.Errorf("Commit of the merged frame = %v, want ErrRolledBack", err)
+			}
+			return []*sqlitestore.Frame{outer}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY);`, sqlitestore.Options{})
+			raw, err := s.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range tt.run(t, s, raw) {
+				if err := f.Commit(); !errors.Is(err, sqlitestore.ErrRolledBack) {
+					t.Errorf("Commit = %v, want ErrRolledBack", err)
+				}
+			}
+			if s.InTransaction() {
+				t.Error("a transaction is still open after the frames ended")
+			}
+			if got := MustOne(t, s, `SELECT count(*) FROM t`); got != int64(0) {
+				t.Errorf("rows after the frames = %v, want 0", got)
+			}
+		})
+	}
+}
+
 // TestStore_PanicLeavesStoreUnlocked runs a statement whose SQL function
 // panics: the panic reaches the caller and the store is not left locked.
 func TestStore_PanicLeavesStoreUnlocked(t *testing.T) {
