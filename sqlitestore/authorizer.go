@@ -89,6 +89,9 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 		default:
 			cn.info.kind = stmtRollbackTo
 		}
+		if !cn.own && cn.rawSavepoint != nil && !cn.rawSavepoint(cn.info) {
+			return sqlite3.AUTH_DENY
+		}
 		if strings.EqualFold(name, "ROLLBACK") {
 			cn.noteLayoutUndo()
 		}

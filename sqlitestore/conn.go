@@ -44,18 +44,19 @@ type conn struct {
 	tooLong string
 
 	// Change capture (stores only).
-	meta        map[string]*tableMeta // main-schema tables by name, loaded lazily
-	metaDirty   bool                  // meta must be reloaded before it is trusted
-	metaVersion int64                 // the schema cookie meta was loaded at
-	ddlSeq      uint64                // counts statements prepared that change tables
-	dropping    string                // the table of the DROP the authorizer saw last, for the delete it authorizes next
-	undo        *uint64               // the store's Store.undo; nil for other connections
-	exposed     bool                  // handed out by Store.Conn
-	rawDrop     func(table string)    // the store's, told of a DROP TABLE prepared on the raw connection; nil for other connections
-	rawCreate   func(table string)    // the store's, told of a CREATE TABLE prepared on the raw connection; nil for other connections
-	rollbacks   uint64                // transactions rolled back on the connection, counted by its rollback hook (stores only)
-	preparing   bool                  // prepareNext is preparing a statement of the store's API
-	own         bool                  // the store is using the connection: a statement prepared or re-prepared (SQLite does so as it steps a statement the schema changed under) is not the raw connection user's
+	meta         map[string]*tableMeta // main-schema tables by name, loaded lazily
+	metaDirty    bool                  // meta must be reloaded before it is trusted
+	metaVersion  int64                 // the schema cookie meta was loaded at
+	ddlSeq       uint64                // counts statements prepared that change tables
+	dropping     string                // the table of the DROP the authorizer saw last, for the delete it authorizes next
+	undo         *uint64               // the store's Store.undo; nil for other connections
+	exposed      bool                  // handed out by Store.Conn
+	rawDrop      func(table string)    // the store's, told of a DROP TABLE prepared on the raw connection; nil for other connections
+	rawCreate    func(table string)    // the store's, told of a CREATE TABLE prepared on the raw connection; nil for other connections
+	rollbacks    uint64                // transactions rolled back on the connection, counted by its rollback hook (stores only)
+	rawSavepoint func(stmtInfo) bool   // the store's, asked whether a savepoint statement prepared on the raw connection may run; nil for other connections
+	preparing    bool                  // prepareNext is preparing a statement of the store's API
+	own          bool                  // the store is using the connection: a statement prepared or re-prepared (SQLite does so as it steps a statement the schema changed under) is not the raw connection user's
 	// layout notes what may have changed the tables' columns since the
 	// connection was bound to its store; loadSeq is layout.seq when meta
 	// was loaded, and loadInTxn whether it was loaded inside a transaction

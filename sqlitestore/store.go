@@ -546,7 +546,10 @@ func (s *Store) releaseIdle(cutoff time.Time) bool {
 // TABLE of a captured table prepared on it fails the running captures, and
 // the rows of a table a CREATE TABLE on it created are read as inserted
 // when each capture finishes. A COMMIT or END on it while frames are open
-// rolls the transaction back (the frames then end with ErrRolledBack).
+// rolls the transaction back (the frames then end with ErrRolledBack), and
+// while frames are open its savepoint statements are held to the
+// innermost frame's scope as Exec's are (ErrSavepointScope), refused by
+// the authorizer.
 func (s *Store) Conn(ctx context.Context) (*sqlite3.Conn, error) {
 	var c *sqlite3.Conn
 	err := s.do(ctx, true, func(cn *conn) error {

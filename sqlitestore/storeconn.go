@@ -82,7 +82,7 @@ func (s *Store) connLocked(ctx context.Context) (*conn, error) {
 		}
 	}
 	cn.undo = &s.undo
-	cn.rawDrop, cn.rawCreate = s.rawDropLocked, s.rawCreateLocked
+	cn.rawDrop, cn.rawCreate, cn.rawSavepoint = s.rawDropLocked, s.rawCreateLocked, s.rawSavepointLocked
 	if len(s.captures) > 0 {
 		s.installHookLocked(cn)
 	}

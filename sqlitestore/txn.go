@@ -183,6 +183,30 @@ func (s *Store) noteSavepointLocked(info stmtInfo) {
 	}
 }
 
+// rawSavepointLocked decides, for a savepoint statement prepared on the
+// raw connection while frames are open, whether it may run, and notes it
+// as Exec notes its own (noteSavepointLocked). A RELEASE or ROLLBACK TO
+// may name only a savepoint opened since the innermost frame began, and
+// no statement the savepoints of the store's own frames: a ROLLBACK TO
+// of one opened before a DB.Transaction or nested call would undo work
+// whose records that frame already kept, and a RELEASE would merge the
+// frame into the transaction around it.
+func (s *Store) rawSavepointLocked(info stmtInfo) bool {
+	if len(s.frames) == 0 {
+		return true
+	}
+	switch info.kind {
+	case stmtOwnSavepoint:
+		return false
+	case stmtRelease, stmtRollbackTo:
+		if s.frames[len(s.frames)-1].savepoint(info.savepoint) < 0 {
+			return false
+		}
+	}
+	s.noteSavepointLocked(info)
+	return true
+}
+
 // savepoint returns the index in f.savepoints of the savepoint SQLite finds
 // by name (the latest, names compared without case), or -1.
 func (f *Frame) savepoint(name string) int {

@@ -557,8 +557,10 @@ func TestStore_RawCommitInAFrame(t *testing.T) {
 // neither commit the new transaction as theirs nor let the store's
 // statements run in it, and the new transaction is rolled back with them.
 // A RELEASE on the raw connection of a savepoint opened before an inner
-// frame merges that frame into the transaction around it: the frame can
-// neither commit nor undo its work alone, so the transaction is rolled back.
+// frame (prepared before it began: run as it is prepared, it is refused,
+// TestStore_RawSavepointScope) merges that frame into the transaction
+// around it: the frame can neither commit nor undo its work alone, so the
+// transaction is rolled back.
 // Before, the outer frame committed what the lost or merged frame wrote.
 func TestFrame_RawTransactionAfterTheLoss(t *testing.T) {
 	ctx := context.Background()
@@ -602,12 +604,18 @@ func TestFrame_RawTransactionAfterTheLoss(t *testing.T) {
 			if err := raw.Exec(`SAVEPOINT r`); err != nil {
 				t.Fatal(err)
 			}
+			// Prepared before the inner frame began, when it may run.
+			release, _, err := raw.Prepare(`RELEASE r`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer release.Close()
 			inner, err := s.Begin(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			MustExec(t, s, `INSERT INTO t VALUES (1)`)
-			if err := raw.Exec(`RELEASE r`); err != nil {
+			if err := release.Exec(); err != nil {
 				t.Fatal(err)
 			}
 			if err := inner.Rollback(); !errors.Is(err, sqlitestore.ErrRolledBack) {
@@ -623,12 +631,18 @@ func TestFrame_RawTransactionAfterTheLoss(t *testing.T) {
 			if err := raw.Exec(`SAVEPOINT r`); err != nil {
 				t.Fatal(err)
 			}
+			// Prepared before the inner frame began, when it may run.
+			release, _, err := raw.Prepare(`RELEASE r`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer release.Close()
 			inner, err := s.Begin(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			MustExec(t, s, `INSERT INTO t VALUES (1)`)
-			if err := raw.Exec(`RELEASE r`); err != nil {
+			if err := release.Exec(); err != nil {
 				t.Fatal(err)
 			}
 			if err := inner.Commit(); !errors.Is(err, sqlitestore.ErrRolledBack) {
@@ -655,6 +669,62 @@ func TestFrame_RawTransactionAfterTheLoss(t *testing.T) {
 				t.Errorf("rows after the frames = %v, want 0", got)
 			}
 		})
+	}
+}
+
+// TestStore_RawSavepointScope runs savepoint statements on the raw
+// connection inside an inner frame: as through Exec, RELEASE and ROLLBACK
+// TO reach only the savepoints opened since the frame began, and none names
+// the frames' own. Before, a ROLLBACK TO of a savepoint opened before the
+// inner frame undid work the frame had committed, whose records a change
+// log kept.
+func TestStore_RawSavepointScope(t *testing.T) {
+	ctx := context.Background()
+	s := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY);`, sqlitestore.Options{})
+	raw, err := s.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outer, err := s.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Exec(`SAVEPOINT r`); err != nil {
+		t.Fatal(err)
+	}
+	inner, err := s.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	MustExec(t, s, `INSERT INTO t VALUES (1)`)
+	if err := inner.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	inner, err = s.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{`ROLLBACK TO r`, `RELEASE r`, `RELEASE sqlitestore_2`, `ROLLBACK TO sqlitestore_2`, `SAVEPOINT sqlitestore_9`} {
+		if err := raw.Exec(stmt); err == nil {
+			t.Errorf("%s on the raw connection in the inner frame succeeded", stmt)
+		}
+	}
+	if err := raw.Exec(`SAVEPOINT q; INSERT INTO t VALUES (2); ROLLBACK TO q; RELEASE q`); err != nil {
+		t.Errorf("a savepoint of the inner frame's own on the raw connection = %v", err)
+	}
+	if err := inner.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// As through Exec, a frame's savepoints opened before a frame began in
+	// it can no longer be named: COMMIT releases r.
+	if err := raw.Exec(`RELEASE r`); err == nil {
+		t.Error("RELEASE r after a frame began in the frame that opened it succeeded")
+	}
+	if err := outer.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := MustOne(t, s, `SELECT group_concat(id) FROM t`); got != "1" {
+		t.Errorf("rows = %v, want 1", got)
 	}
 }
 
