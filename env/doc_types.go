@@ -44,7 +44,8 @@ type ChangeRecord struct {
 	Table string `json:"table"`
 	// Op is OpInsert, OpUpdate or OpDelete.
 	Op string `json:"op"`
-	// Key holds the primary key columns (or "rowid" for a table without one).
+	// Key holds the primary key columns (or "rowid" for a table without
+	// one; "_rowid_", or "oid", when a column is named rowid).
 	Key map[string]any `json:"key"`
 	// Before is the row when the writing frame began (a call has one frame
 	// per node it writes, and one per nested call; a call of the tool's

@@ -48,7 +48,8 @@ type Change struct {
 	// Op is "insert", "update" or "delete".
 	Op string
 	// Key maps the primary-key columns to their values; it is {"rowid": n}
-	// for a table with no declared primary key.
+	// for a table with no declared primary key ({"_rowid_": n}, or
+	// {"oid": n}, when a column is named rowid).
 	Key map[string]any
 	// KeyValues holds the same values in primary-key column order.
 	KeyValues []any
@@ -72,7 +73,8 @@ type RowChange struct {
 	// Op is OpInsert, OpUpdate or OpDelete.
 	Op string
 	// KeyNames names the primary-key columns in key order; it is ["rowid"]
-	// for a table with no declared primary key.
+	// for a table with no declared primary key (["_rowid_"], or ["oid"],
+	// when a column is named rowid).
 	KeyNames []string
 	// KeyValues holds the key's values, by KeyNames.
 	KeyValues []any

@@ -75,7 +75,7 @@ func snapshotTables(t *testing.T, s *sqlitestore.Store) diffSnapshot {
 				continue // refused: rows cannot be keyed
 			}
 			sel = append(sel, rowidCol)
-			keyNames = []string{"rowid"}
+			keyNames = []string{rowidCol} // the name that reads it back
 		}
 		rows, err := s.Query(ctx, "SELECT "+strings.Join(sel, ", ")+` FROM "`+name+`"`)
 		if err != nil {

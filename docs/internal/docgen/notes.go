@@ -30,7 +30,7 @@ var Notes = map[string]string{
 	"ChangeRecord.internal": "True when that frame was a nested call made by host code through a handle.",
 	"ChangeRecord.table":    "The table's name in that node's store.",
 	"ChangeRecord.op":       "The row's net change over the frame.",
-	"ChangeRecord.key":      "The row's primary-key columns, or `{\"rowid\": n}` for a table without a declared primary key.",
+	"ChangeRecord.key":      "The row's primary-key columns, or `{\"rowid\": n}` for a table without a declared primary key (`{\"_rowid_\": n}`, or `{\"oid\": n}`, when a column is named `rowid`).",
 	"ChangeRecord.before":   "The row when the frame began; null for an insert.",
 	"ChangeRecord.after":    "The row when the frame ended; null for a delete.",
 
