@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -81,5 +82,77 @@ func TestServeCommand_MaxConns(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("serve: %v\n%s", err, stderr)
+	}
+}
+
+// TestServeCommand_AgentConns has agents hold silent connections to the
+// agent listener, more than --max-conns: the trainer's requests on the main
+// listener are still answered, as the agents take at most a quarter of the
+// places. Before, the two listeners shared the cap and the agents' silent
+// connections had the trainer's requests answered 503.
+func TestServeCommand_AgentConns(t *testing.T) {
+	const max = 4
+	var stderr bytes.Buffer
+	m := exampleMain()
+	m.Stdout, m.Stderr = io.Discard, &stderr
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc, agentc := make(chan string, 1), make(chan string, 1)
+	errc := make(chan error, 1)
+	cmd := &ServeCommand{m: m, Listening: func(a string) { addrc <- a }, AgentListening: func(a string) { agentc <- a }}
+	go func() {
+		errc <- cmd.Run(ctx, []string{"--addr", "127.0.0.1:0", "--agent-addr", "127.0.0.1:0", "--instances", t.TempDir(),
+			"--token", "secret", "--max-conns", "4", "--log-level", "error"})
+	}()
+	var addr, agent string
+	for addr == "" || agent == "" {
+		select {
+		case addr = <-addrc:
+		case agent = <-agentc:
+		case err := <-errc:
+			cancel()
+			t.Fatalf("serve ended before listening: %v\n%s", err, stderr.String())
+		}
+	}
+	defer func() {
+		cancel()
+		if err := <-errc; err != nil {
+			t.Errorf("serve: %v\n%s", err, stderr.String())
+		}
+	}()
+	for range 2 * max {
+		c, err := net.Dial("tcp", agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	// The connections are accepted one after another: the trainer's is
+	// dialed once the last of them has been (it is answered 503 or served).
+	last, err := net.Dial("tcp", agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(last, "GET /metadata HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer secret\r\nConnection: close\r\n\r\n")
+	last.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if resp, err := http.ReadResponse(bufio.NewReader(last), nil); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("an agent's connection past its share: %v %v, want 503", resp, err)
+	}
+	last.Close()
+	for range max - 1 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		io.WriteString(c, "GET /metadata HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer secret\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("the trainer's GET /metadata with agents holding silent connections: %d %s, want 200", resp.StatusCode, body)
+		}
 	}
 }

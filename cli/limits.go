@@ -217,7 +217,7 @@ type scaleFlags struct {
 func addScaleFlags(fs *flag.FlagSet) *scaleFlags {
 	return &scaleFlags{
 		maxOpen:     fs.Int("max-open", 0, "the most SQLite connections idle instances keep open; 0 derives it from the file and memory-map limits (env SEAHAVEN_MAX_OPEN)"),
-		maxConns:    fs.Int("max-conns", 0, "the most HTTP connections open at once across the listeners, WebSocket sessions not counted; past it an idle keep-alive connection is closed, else the new one gets 503; 0 derives it from the file-descriptor limit (at most 1024); negative: no bound (env SEAHAVEN_MAX_CONNS)"),
+		maxConns:    fs.Int("max-conns", 0, "the most HTTP connections open at once across the listeners, WebSocket sessions not counted, the --agent-addr listener's at most a quarter of them; past it an idle keep-alive connection is closed, else the new one gets 503; 0 derives it from the file-descriptor limit (at most 1024); negative: no bound (env SEAHAVEN_MAX_CONNS)"),
 		idleRelease: fs.Duration("idle-release", sqlitestore.DefaultIdleAfter, "close an instance's SQLite connections after this long without a call; negative keeps them (env SEAHAVEN_IDLE_RELEASE)"),
 		force:       fs.Bool("force", false, "start even when --max-sessions or --max-open exceed the file-descriptor or memory-map limits"),
 		pprof:       fs.Bool("pprof", false, "serve net/http/pprof at /debug/pprof/ on the main listener"),

@@ -116,7 +116,9 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		Replica: *replica, CheckpointEvery: *checkpointEvery, DrainCheckpoints: *drainCheckpoints,
 	})
 	// One bound for the connections of both listeners: they share the
-	// process's file descriptors.
+	// process's file descriptors. The agent listener's take at most a
+	// quarter of them, as its sessions do of --max-sessions, so agents
+	// holding connections open cannot shut the trainer out.
 	conns := &openenv.ConnLimit{Max: limits.MaxConns, ReadTimeout: *readTimeout, KeepAliveTimeout: *keepAlive, Logger: logger}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -132,7 +134,11 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 			return fmt.Errorf("--agent-addr: %w", err)
 		}
 		servers = append(servers, conns.Server(srv.AgentHandler()))
-		listeners = append(listeners, conns.Listener(aln))
+		share := 0 // no bound but --max-conns's, when that is none
+		if limits.MaxConns > 0 {
+			share = max(limits.MaxConns/4, 1)
+		}
+		listeners = append(listeners, conns.ListenerShare(aln, share))
 		boundAgentAddr = aln.Addr().String()
 	}
 	if err := checkExposure(logger, listeners, []string{*addr, *agentAddr}, *token, *agentToken, *insecure); err != nil {

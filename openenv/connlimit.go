@@ -55,11 +55,17 @@ type ConnLimit struct {
 	// text.
 	Logger *slog.Logger
 
-	mu      sync.Mutex        // guards conns, probes and refused
-	conns   map[net.Conn]bool // the counted connections; true while idle between requests
-	probes  []*probeConn      // connections open beyond Max for the probes, oldest first
-	refused int64             // connections answered 503
-	quiet   time.Duration     // probeQuiet, unless a test sets another
+	mu      sync.Mutex            // guards conns, probes, refused and each limitListener's open
+	conns   map[net.Conn]connInfo // the counted connections
+	probes  []*probeConn          // connections open beyond Max for the probes, oldest first
+	refused int64                 // connections answered 503
+	quiet   time.Duration         // probeQuiet, unless a test sets another
+}
+
+// connInfo is what a ConnLimit knows of a counted connection.
+type connInfo struct {
+	idle bool           // between requests
+	ln   *limitListener // the listener that accepted it
 }
 
 // probeHeadroom is how many connections beyond Max are taken anyway, for
@@ -83,8 +89,9 @@ type probeConn struct {
 	net.Conn
 	deadline time.Time
 	accepted time.Time
-	active   bool // its request has been read; guarded by the ConnLimit's mu
-	released bool // it left the headroom; guarded by the ConnLimit's mu
+	active   bool   // its request has been read; guarded by the ConnLimit's mu
+	released bool   // it left the headroom; guarded by the ConnLimit's mu
+	refusal  string // the 503's detail for a request other than a probe
 }
 
 func (c *probeConn) SetReadDeadline(t time.Time) error {
@@ -131,15 +138,15 @@ func (l *ConnLimit) Server(h http.Handler) *http.Server {
 					l.refused++
 					l.mu.Unlock()
 					w.Header().Set("Retry-After", "1")
-					writeJSON(w, http.StatusServiceUnavailable, detail{l.tooMany()})
+					writeJSON(w, http.StatusServiceUnavailable, detail{r.Context().Value(probeConnKey{}).(string)})
 					return
 				}
 			}
 			h.ServeHTTP(w, r)
 		}),
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			if _, ok := c.(*probeConn); ok {
-				return context.WithValue(ctx, probeConnKey{}, true)
+			if pc, ok := c.(*probeConn); ok {
+				return context.WithValue(ctx, probeConnKey{}, pc.refusal)
 			}
 			return ctx
 		},
@@ -155,6 +162,18 @@ func (l *ConnLimit) Server(h http.Handler) *http.Server {
 // Listener returns ln with every accepted connection counted against Max.
 func (l *ConnLimit) Listener(ln net.Listener) net.Listener {
 	return &limitListener{Listener: ln, l: l}
+}
+
+// ListenerShare returns ln with every accepted connection counted against
+// Max, of which it holds at most share at once (none when share is not
+// positive): a connection past its share makes room by closing one of its
+// own idle keep-alive connections, else is refused 503 at once, as is one
+// past Max: none of its connections takes a place kept for the probes. So
+// the clients of a listener trusted less than the others (the agent
+// listener's) cannot hold every place, nor the probes', and shut the
+// others' clients, or the orchestrator's probes, out.
+func (l *ConnLimit) ListenerShare(ln net.Listener, share int) net.Listener {
+	return &limitListener{Listener: ln, l: l, share: share}
 }
 
 // Refused returns how many connections were answered 503 at the cap.
@@ -174,7 +193,9 @@ func (l *ConnLimit) Open() int {
 // limitListener is a listener whose connections a ConnLimit counts.
 type limitListener struct {
 	net.Listener
-	l *ConnLimit
+	l     *ConnLimit
+	share int // the most connections of this listener open at once; 0: Max alone
+	open  int // its counted connections; guarded by l.mu
 }
 
 // Accept returns the next connection within the limit, answering those
@@ -185,53 +206,81 @@ func (ln *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		admitted, evicted := ln.l.admit(c)
+		admitted, evicted, refusal := ln.l.admit(c, ln)
 		if evicted != nil {
 			evicted.Close()
 		}
 		if admitted {
 			return c, nil
 		}
-		pc, quiet := ln.l.admitProbe(c)
+		if ln.share > 0 {
+			// The probes come to the other listeners: this one's clients
+			// get none of the places kept for them.
+			ln.l.mu.Lock()
+			ln.l.refused++
+			ln.l.mu.Unlock()
+			ln.l.refuse(c, refusal)
+			continue
+		}
+		pc, quiet := ln.l.admitProbe(c, refusal)
 		if quiet != nil {
 			quiet.Close()
 		}
 		if pc != nil {
 			return pc, nil
 		}
-		ln.l.refuse(c)
+		ln.l.refuse(c, refusal)
 	}
 }
 
-// admit counts c when there is room, or when an idle connection can make
-// room (it is returned, uncounted, for the caller to close).
-func (l *ConnLimit) admit(c net.Conn) (admitted bool, evicted net.Conn) {
+// admit counts c, accepted by ln, when there is room, or when an idle
+// connection can make room (it is returned, uncounted, for the caller to
+// close): one of ln's own when ln holds its share. Else refusal is why
+// not, the detail of the 503.
+func (l *ConnLimit) admit(c net.Conn, ln *limitListener) (admitted bool, evicted net.Conn, refusal string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.conns == nil {
-		l.conns = map[net.Conn]bool{}
+		l.conns = map[net.Conn]connInfo{}
 	}
-	if max := l.limit(); max > 0 && len(l.conns) >= max {
-		for old, idle := range l.conns {
-			if idle {
-				evicted = old
-				delete(l.conns, old)
-				break
-			}
+	switch max := l.limit(); {
+	case ln.share > 0 && ln.open >= ln.share:
+		if evicted = l.evictIdle(ln); evicted == nil {
+			return false, nil, fmt.Sprintf("Too many connections: this listener holds its share of %d of the server's %d; retry later", ln.share, max)
 		}
-		if evicted == nil {
-			return false, nil
+	case max > 0 && len(l.conns) >= max:
+		if evicted = l.evictIdle(nil); evicted == nil {
+			return false, nil, l.tooMany()
 		}
 	}
-	l.conns[c] = false
-	return true, evicted
+	l.conns[c] = connInfo{ln: ln}
+	ln.open++
+	return true, evicted, ""
+}
+
+// evictIdle uncounts and returns an idle connection (of ln, unless ln is
+// nil), or nil when there is none. l.mu must be held.
+func (l *ConnLimit) evictIdle(ln *limitListener) net.Conn {
+	for c, info := range l.conns {
+		if info.idle && (ln == nil || info.ln == ln) {
+			l.forget(c, info)
+			return c
+		}
+	}
+	return nil
+}
+
+// forget uncounts c. l.mu must be held.
+func (l *ConnLimit) forget(c net.Conn, info connInfo) {
+	delete(l.conns, c)
+	info.ln.open--
 }
 
 // admitProbe takes c beyond Max for the probes, when there is headroom or
 // a connection in it has not sent its request within probeQuiet (it is returned,
 // released, for the caller to close); nil when c is refused, which is
-// counted.
-func (l *ConnLimit) admitProbe(c net.Conn) (pc, evicted *probeConn) {
+// counted. refusal is the 503's detail for a request other than a probe.
+func (l *ConnLimit) admitProbe(c net.Conn, refusal string) (pc, evicted *probeConn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := time.Now()
@@ -246,7 +295,7 @@ func (l *ConnLimit) admitProbe(c net.Conn) (pc, evicted *probeConn) {
 		evicted.released = true
 		l.probes = slices.Delete(l.probes, i, i+1)
 	}
-	pc = &probeConn{Conn: c, deadline: now.Add(probeReadTimeout), accepted: now}
+	pc = &probeConn{Conn: c, deadline: now.Add(probeReadTimeout), accepted: now, refusal: refusal}
 	l.probes = append(l.probes, pc)
 	return pc, evicted
 }
@@ -259,9 +308,9 @@ func (l *ConnLimit) tooMany() string {
 // refuseWriteTimeout bounds writing the 503 to a refused connection.
 const refuseWriteTimeout = time.Second
 
-// refuse answers c 503 and closes it.
-func (l *ConnLimit) refuse(c net.Conn) {
-	body := string(mustEncode(detail{l.tooMany()}))
+// refuse answers c 503 with the detail refusal and closes it.
+func (l *ConnLimit) refuse(c net.Conn, refusal string) {
+	body := string(mustEncode(detail{refusal}))
 	c.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
 	fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: %d\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s", len(body), body)
 	c.Close()
@@ -282,15 +331,15 @@ func (l *ConnLimit) track(c net.Conn, state http.ConnState) {
 		}
 		return
 	}
-	if _, counted := l.conns[c]; !counted {
+	info, counted := l.conns[c]
+	if !counted {
 		return // evicted, or not accepted through Listener
 	}
 	switch state {
-	case http.StateIdle:
-		l.conns[c] = true
-	case http.StateNew, http.StateActive:
-		l.conns[c] = false
+	case http.StateIdle, http.StateNew, http.StateActive:
+		info.idle = state == http.StateIdle
+		l.conns[c] = info
 	case http.StateHijacked, http.StateClosed:
-		delete(l.conns, c)
+		l.forget(c, info)
 	}
 }

@@ -356,4 +356,64 @@ func TestConnLimit_ErrorLog(t *testing.T) {
 	if err := json.Unmarshal([]byte(buf.String()), &line); err != nil || line.Level != "WARN" || !strings.HasPrefix(line.Msg, "http: Accept error: accept: too many open files") {
 		t.Errorf("log %q (%v), want one JSON object at WARN saying the accept failed", buf.String(), err)
 	}
+
+}
+
+// TestConnLimit_ListenerShare serves the agent listener within a share of
+// the cap, as seahaven serve does: agents holding silent connections past
+// their share are refused, naming it, while the trainer's listener still
+// takes connections, and an agent's idle keep-alive connection gives way
+// to its next one. Without the share, the agents' silent connections held
+// every place and the trainer's requests were answered 503.
+func TestConnLimit_ListenerShare(t *testing.T) {
+	const max, share = 4, 1
+	limit := &openenv.ConnLimit{Max: max, ReadHeaderTimeout: time.Hour}
+	s := mustServeLimited(t, newFake(t), openenv.Config{}, limit)
+	aln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := limit.Server(s.srv.AgentHandler())
+	go hs.Serve(limit.ListenerShare(aln, share))
+	t.Cleanup(func() { hs.Close() })
+	agent := &limitServer{srv: s.srv, limit: limit, addr: aln.Addr().String()}
+
+	first := agent.rawConn(t)
+	firstR := bufio.NewReader(first)
+	if code, body := get(t, first, firstR, "/health"); code != http.StatusOK {
+		t.Fatalf("the agent's first connection: %d %s", code, body)
+	}
+	waitFor(t, "the agent's connection to be idle", func() bool { return limit.IdleConns() == 1 })
+	// Its next connection takes the idle one's place, and holds the share
+	// without sending anything.
+	agent.rawConn(t)
+	closedByServer(t, first, firstR)
+	waitFor(t, "the agent's new connection to be counted", func() bool { return limit.Open() == share })
+	// Past it, a connection is refused at once, even one asking for a
+	// probe: the places kept for probes are the other listeners'.
+	for i, path := range []string{"/metadata", "/health"} {
+		extra := agent.rawConn(t)
+		code, body := get(t, extra, bufio.NewReader(extra), path)
+		if code != http.StatusServiceUnavailable || !strings.Contains(body, "this listener holds its share of 1 of the server's 4") || limit.Refused() != int64(i+1) {
+			t.Fatalf("GET %s on an agent's connection past its share: %d %s (refused %d), want 503 naming the share", path, code, body, limit.Refused())
+		}
+	}
+	if n := limit.Probes(); n != 0 {
+		t.Fatalf("the agents' connections took %d of the probes' places", n)
+	}
+	// The trainer's listener has the rest of the places.
+	for range max - share {
+		c := s.rawConn(t)
+		io.WriteString(c, "GET /metadata HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(waitLimit))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("the trainer's connection with the agents' share held: %d %s, want 200", resp.StatusCode, b)
+		}
+	}
+	waitFor(t, "every place to be taken", func() bool { return limit.Open() == max })
 }

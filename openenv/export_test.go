@@ -17,8 +17,8 @@ func (l *ConnLimit) IdleConns() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
-	for _, idle := range l.conns {
-		if idle {
+	for _, info := range l.conns {
+		if info.idle {
 			n++
 		}
 	}
