@@ -219,6 +219,10 @@ func jsonMediaType(ct string) bool {
 // the default HTTP session, and whether the request made it. create allows
 // making a session for an id that is not live (reset only).
 func (s *Server) httpSession(r *http.Request, create bool) (ss *session, made bool, perr *protoError) {
+	if n := len(r.Header.Values(SessionHeader)); n > 1 {
+		return nil, false, invalid([]fieldError{{Type: "duplicate_key", Loc: []any{"header", SessionHeader},
+			Msg: repeatedHeader(SessionHeader, n), Input: mustEncode(r.Header.Values(SessionHeader))}})
+	}
 	id := r.Header.Get(SessionHeader)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -245,6 +249,13 @@ func (s *Server) httpSession(r *http.Request, create bool) (ss *session, made bo
 	}
 	ss, perr = s.newSessionLocked(TransportHTTP, id)
 	return ss, perr == nil, perr
+}
+
+// repeatedHeader is the message refusing a request that sends the header
+// name n times: of a header naming a session, the server would act on one
+// value and a proxy routing on it perhaps on another.
+func repeatedHeader(name string, n int) string {
+	return fmt.Sprintf("Header %s is sent %d times: send it once", name, n)
 }
 
 // serveOp serves an HTTP episode route: act's result, given the request's

@@ -37,6 +37,9 @@ var protocolVersions = map[string]bool{
 // serveMCP serves POST /mcp. The reply is always HTTP 200 with a JSON-RPC
 // response, except for a notification, which gets 202 and no body.
 func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
+	if s.refuseRepeatedMCPHeaders(w, r) {
+		return
+	}
 	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !protocolVersions[v] {
 		supported := strings.Join(slices.Sorted(maps.Keys(protocolVersions)), ", ")
 		writeJSON(w, http.StatusBadRequest, standardReply(rpcFailure(nullID, rpcInvalidRequest, "Unsupported MCP-Protocol-Version "+v+" (supported: "+supported+")", nil)))
@@ -237,7 +240,7 @@ const (
 // serveMCPDelete serves DELETE /mcp: a standard MCP client ends the
 // session its Mcp-Session-Id names.
 func (s *Server) serveMCPDelete(w http.ResponseWriter, r *http.Request) {
-	if s.refuseOrigin(w, r) {
+	if s.refuseOrigin(w, r) || s.refuseRepeatedMCPHeaders(w, r) {
 		return
 	}
 	sid := r.Header.Get(MCPSessionHeader)
@@ -271,6 +274,19 @@ func (s *Server) unknownMCPSession(ctx context.Context, w http.ResponseWriter, s
 			errorExtra{CheckpointID: info.ID})
 	}
 	writeJSON(w, http.StatusNotFound, standardReply(resp))
+}
+
+// refuseRepeatedMCPHeaders answers 400, with a JSON-RPC error, a request
+// that sends Mcp-Session-Id or MCP-Protocol-Version more than once, and
+// reports whether it did.
+func (s *Server) refuseRepeatedMCPHeaders(w http.ResponseWriter, r *http.Request) bool {
+	for _, name := range []string{MCPSessionHeader, "MCP-Protocol-Version"} {
+		if n := len(r.Header.Values(name)); n > 1 {
+			writeJSON(w, http.StatusBadRequest, standardReply(rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+repeatedHeader(name, n), nil)))
+			return true
+		}
+	}
+	return false
 }
 
 // isInitialize reports whether body, JSON nothing checked yet, is one

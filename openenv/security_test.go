@@ -334,3 +334,79 @@ func TestWorldBackend_InspectLongName(t *testing.T) {
 		}
 	}
 }
+
+// A request sending a header that names its session (X-Seahaven-Session,
+// Mcp-Session-Id) or its MCP version more than once is refused naming the
+// header, and nothing runs. The server acted on the first value, where a
+// proxy routing on the header (HAProxy's req.hdr takes the last) may have
+// sent the request to another replica, and a client that sent two ids had
+// no way to tell which of its sessions a step ran on.
+func TestServer_RepeatedSessionHeaders(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{})
+	for _, name := range []string{"a", "b"} {
+		if code, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{}`, map[string]string{openenv.SessionHeader: name}); code != http.StatusOK {
+			t.Fatalf("reset %s: %d %s", name, code, body)
+		}
+	}
+	_, _, resp := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26"}}`, nil)
+	sid := resp.Header.Get(openenv.MCPSessionHeader)
+	if sid == "" {
+		t.Fatal("initialize started no session")
+	}
+	send := func(method, path, body string, header http.Header) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, s.ts.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = header
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := s.ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(b)
+	}
+	step := `{"action":{"type":"call_tool","tool_name":"echo","arguments":{"message":"hi"}}}`
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`
+	for _, tt := range []struct {
+		name, method, path, body string
+		header                   http.Header
+		want                     int
+		wantMsg                  string
+	}{
+		{"Step", http.MethodPost, "/step", step, http.Header{openenv.SessionHeader: {"a", "b"}}, http.StatusUnprocessableEntity,
+			`"loc":["header","X-Seahaven-Session"],"msg":"Header X-Seahaven-Session is sent 2 times: send it once","input":["a","b"]`},
+		{"SameTwice", http.MethodGet, "/state", ``, http.Header{openenv.SessionHeader: {"a", "a"}}, http.StatusUnprocessableEntity,
+			`Header X-Seahaven-Session is sent 2 times`},
+		{"Reset", http.MethodPost, "/reset", `{}`, http.Header{openenv.SessionHeader: {"a", "c"}}, http.StatusUnprocessableEntity,
+			`Header X-Seahaven-Session is sent 2 times`},
+		{"MCP", http.MethodPost, "/mcp", call, http.Header{openenv.MCPSessionHeader: {sid, "other"}}, http.StatusBadRequest,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: Header Mcp-Session-Id is sent 2 times: send it once"}}`},
+		{"MCPVersion", http.MethodPost, "/mcp", call, http.Header{openenv.MCPSessionHeader: {sid}, "Mcp-Protocol-Version": {"2025-03-26", "2025-11-25"}}, http.StatusBadRequest,
+			`Header MCP-Protocol-Version is sent 2 times: send it once`},
+		{"MCPDelete", http.MethodDelete, "/mcp", ``, http.Header{openenv.MCPSessionHeader: {sid, "other"}}, http.StatusBadRequest,
+			`Header Mcp-Session-Id is sent 2 times: send it once`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := send(tt.method, tt.path, tt.body, tt.header)
+			if code != tt.want || !strings.Contains(body, tt.wantMsg) {
+				t.Errorf("%d %s, want %d with %s", code, body, tt.want, tt.wantMsg)
+			}
+		})
+	}
+	// Nothing ran: the sessions took no step, and none was made or ended.
+	for _, name := range []string{"a", "b"} {
+		if code, body, _ := s.httpDo(t, http.MethodGet, "/state", ``, map[string]string{openenv.SessionHeader: name}); code != http.StatusOK || !strings.Contains(body, `"step_count":0`) {
+			t.Errorf("state of %s: %d %.200s, want step_count 0", name, code, body)
+		}
+	}
+	if code, body, _ := s.httpDo(t, http.MethodGet, "/state", ``, map[string]string{openenv.SessionHeader: "c"}); code != http.StatusNotFound {
+		t.Errorf("state of c: %d %.200s, want 404: the refused reset made no session", code, body)
+	}
+	if code, body := send(http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":2,"method":"ping"}`, http.Header{openenv.MCPSessionHeader: {sid}}); code != http.StatusOK {
+		t.Errorf("the MCP session after the refused DELETE: %d %s", code, body)
+	}
+}
