@@ -51,8 +51,12 @@ func (s *Server) requireAgentToken(next http.Handler) http.Handler {
 func (s *Server) requireSecret(a *secrets, cookies bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := credential(r)
-		switch {
-		case openPaths[r.URL.Path], ok && same(token, a.token), !ok && cookies && s.sessionCookieValid(r):
+		switch n := len(r.Header.Values("Authorization")); {
+		case openPaths[r.URL.Path]:
+			next.ServeHTTP(w, r)
+		case n > 1:
+			s.unauthorized(w, r, `Bearer realm="seahaven", error="invalid_request"`, repeatedHeader("Authorization", n))
+		case ok && same(token, a.token), !ok && cookies && s.sessionCookieValid(r):
 			next.ServeHTTP(w, r)
 		case ok:
 			s.unauthorized(w, r, `Bearer realm="seahaven", error="invalid_token"`, "Invalid bearer token")
@@ -66,8 +70,12 @@ func (s *Server) requireSecret(a *secrets, cookies bool, next http.Handler) http
 // credential returns the token a request carries: the Bearer token of its
 // Authorization header, or the password of HTTP Basic auth (any user name),
 // which clients that cannot add a header send from the URL's user-info
-// (http://seahaven:TOKEN@host:8000).
+// (http://seahaven:TOKEN@host:8000). A request sending the header more
+// than once carries none that is valid.
 func credential(r *http.Request) (string, bool) {
+	if len(r.Header.Values("Authorization")) > 1 {
+		return "", true
+	}
 	if _, password, ok := r.BasicAuth(); ok {
 		return password, password != ""
 	}

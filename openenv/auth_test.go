@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -337,4 +338,48 @@ func TestServer_SessionCookie(t *testing.T) {
 			t.Error("not Authorized without a token configured")
 		}
 	})
+}
+
+// A request sending Authorization more than once is refused naming the
+// header, whichever of its values is the token: the server read the first
+// alone, so the token then a wrong value passed, and a wrong value then the
+// token was refused as a wrong token.
+func TestServer_RepeatedAuthorization(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{Token: testToken})
+	for _, values := range [][]string{
+		{"Bearer " + testToken, "Bearer wrong"},
+		{"Bearer wrong", "Bearer " + testToken},
+		{"Bearer " + testToken, "Bearer " + testToken},
+		{"Basic " + base64.StdEncoding.EncodeToString([]byte("seahaven:"+testToken)), "Bearer " + testToken},
+	} {
+		for _, r := range []struct{ method, path, body string }{
+			{http.MethodGet, "/metadata", ""},
+			{http.MethodPost, "/reset", "{}"},
+			{http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`},
+			{http.MethodGet, "/ws", ""},
+		} {
+			req, err := http.NewRequest(r.method, s.ts.URL+r.path, strings.NewReader(r.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header["Authorization"] = values
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := s.ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(b), "Header Authorization is sent 2 times: send it once") ||
+				resp.Header.Get("WWW-Authenticate") != `Bearer realm="seahaven", error="invalid_request"` {
+				t.Errorf("%s %s with Authorization %q: %d %s (WWW-Authenticate %q), want 401 naming the repeated header",
+					r.method, r.path, values, resp.StatusCode, b, resp.Header.Get("WWW-Authenticate"))
+			}
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, s.ts.URL+"/health", nil)
+	req.Header["Authorization"] = []string{"a", "b"}
+	if resp, err := s.ts.Client().Do(req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /health with Authorization twice: %v %v, want 200: the probes take no credential", resp, err)
+	}
 }
