@@ -37,10 +37,14 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Time{})
 	rc.SetWriteDeadline(time.Time{})
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.originPatterns()})
+	refusal := &upgradeRefusal{ResponseWriter: w}
+	c, err := websocket.Accept(refusal, r, &websocket.AcceptOptions{OriginPatterns: s.originPatterns()})
 	if err != nil {
-		// Accept has written the HTTP error.
 		s.log.Debug("openenv: websocket upgrade refused", "err", err)
+		if refusal.status != 0 {
+			// It may quote the request's headers: at most 1 KiB of it.
+			writeJSON(w, refusal.status, detail{runecut.Echo(strings.TrimSpace(refusal.text.String()))})
+		}
 		return
 	}
 	c.SetReadLimit(-1) // readMessage enforces MaxMessageBytes itself, to report it
@@ -61,6 +65,34 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	(&wsConn{srv: s, ss: ss, c: c}).run()
 }
+
+// upgradeRefusal is the ResponseWriter websocket.Accept writes to: the
+// plain-text error it writes when it refuses an upgrade (a request without
+// Upgrade: websocket, an invalid Sec-WebSocket-Key) is kept, for serveWS
+// to answer as every route does, {"detail": …}. It passes the rest on, and
+// unwraps to the writer it hijacks.
+type upgradeRefusal struct {
+	http.ResponseWriter
+	status int          // the error status Accept wrote; 0 if none
+	text   bytes.Buffer // the text it wrote with it
+}
+
+func (u *upgradeRefusal) WriteHeader(status int) {
+	if status >= http.StatusBadRequest {
+		u.status = status
+		return
+	}
+	u.ResponseWriter.WriteHeader(status)
+}
+
+func (u *upgradeRefusal) Write(b []byte) (int, error) {
+	if u.status != 0 {
+		return u.text.Write(b)
+	}
+	return u.ResponseWriter.Write(b)
+}
+
+func (u *upgradeRefusal) Unwrap() http.ResponseWriter { return u.ResponseWriter }
 
 // wsEndGrace is how long a write of a /ws connection may go on once its
 // session has ended (drained, reaped, closed): a reply in flight then has

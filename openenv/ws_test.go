@@ -2,7 +2,9 @@ package openenv_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"strings"
@@ -826,4 +828,43 @@ func TestWS_ConcurrentUseIsSerialised(t *testing.T) {
 		roundTrip(t, c, fmt.Sprintf(`{"type":"step","data":{"tool_name":"echo","arguments":{"message":"%d"}}}`, i))
 	}
 	wg.Wait()
+}
+
+// An upgrade the WebSocket handshake refuses (a plain GET, a wrong
+// version, a malformed key) is answered as every other route's error,
+// JSON {"detail": …} saying what is wrong, where it was text/plain.
+func TestWS_UpgradeRefusedAsJSON(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{})
+	upgrade := map[string]string{"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+	with := func(k, v string) map[string]string {
+		h := maps.Clone(upgrade)
+		h[k] = v
+		return h
+	}
+	for _, tt := range []struct {
+		name   string
+		header map[string]string
+		status int
+		detail string
+	}{
+		{"PlainGET", nil, http.StatusUpgradeRequired, `Connection header "" does not contain Upgrade`},
+		{"NoUpgrade", with("Upgrade", "h2c"), http.StatusUpgradeRequired, `Upgrade header "h2c" does not contain websocket`},
+		{"Version", with("Sec-WebSocket-Version", "8"), http.StatusBadRequest, `unsupported WebSocket protocol version`},
+		{"Key", with("Sec-WebSocket-Key", "short"), http.StatusBadRequest, `invalid Sec-WebSocket-Key "short"`},
+		{"Origin", with("Origin", "http://evil.example"), http.StatusForbidden, `request Origin "evil.example" is not authorized for Host`},
+		{"LongOrigin", with("Origin", "http://"+strings.Repeat("a", 4096)), http.StatusForbidden, `… (4158 bytes, not echoed)`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body, resp := s.httpDo(t, http.MethodGet, "/ws", "", tt.header)
+			var got struct{ Detail string }
+			if err := json.Unmarshal([]byte(body), &got); err != nil || code != tt.status ||
+				resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(got.Detail, tt.detail) {
+				t.Errorf("%d %s %q, want %d application/json with a detail saying %s", code, resp.Header.Get("Content-Type"), body, tt.status, tt.detail)
+			}
+		})
+	}
+	// The server still upgrades a request that is right.
+	if got := roundTrip(t, s.dial(t), `{"type":"reset"}`); got != resetOK {
+		t.Errorf("reset: %s", got)
+	}
 }
