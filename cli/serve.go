@@ -76,6 +76,10 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	// A token from a secret file may end in a newline. (Tokens have no
 	// flag default, so that -h never prints one; applyEnv read them.)
 	*token, *agentToken = strings.TrimSpace(*token), strings.TrimSpace(*agentToken)
+	if *agentToken != "" && *agentToken == *token {
+		// The agent's token would open the main listener too.
+		return errors.New("the agent token (SEAHAVEN_AGENT_TOKEN, --agent-token) is the token (SEAHAVEN_TOKEN, --token): an agent holding it could reset, inspect and close every episode; give the agent listener a token of its own")
+	}
 	if *maxReply < openenv.MinReplyBytes {
 		return fmt.Errorf("--max-reply-bytes %d: want at least %d, so that every error and envelope fits", *maxReply, openenv.MinReplyBytes)
 	}

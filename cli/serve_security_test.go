@@ -177,6 +177,8 @@ func TestServeCommand_Security(t *testing.T) {
 		{"BadRateEnv", map[string]string{"SEAHAVEN_LARGE_MESSAGE_RATE": "fast"}, nil, `SEAHAVEN_LARGE_MESSAGE_RATE="fast": want an integer`},
 		{"OpenAddressWithoutToken", nil, []string{"--addr", "0.0.0.0:0"}, "is reachable from other hosts and no token is set"},
 		{"OpenAgentAddressWithoutToken", nil, []string{"--agent-addr", "0.0.0.0:0"}, "--agent-addr 0.0.0.0:"},
+		{"AgentTokenIsTheToken", map[string]string{"SEAHAVEN_TOKEN": "shared", "SEAHAVEN_AGENT_TOKEN": "shared\n"}, []string{"--agent-addr", "127.0.0.1:0"},
+			"the agent token (SEAHAVEN_AGENT_TOKEN, --agent-token) is the token (SEAHAVEN_TOKEN, --token)"},
 		{"WorldTraversal", nil, []string{"--world", "../../etc"}, `unknown world "../../etc"`},
 		{"DefaultFixtureTraversal", nil, []string{"--fixture", "../acme"}, `invalid id "../acme"`},
 	} {
