@@ -68,8 +68,9 @@ func checkJSON(raw []byte, prefix []any) *protoError {
 	if err = json.Unmarshal(raw, &v); err == nil { // the two disagree only on pathological input
 		err = errors.New("not a single JSON value")
 	}
-	return &protoError{code: codeInvalidJSON, message: "Invalid JSON: " + syntaxMessage(raw, err),
-		errors: []fieldError{{Type: "json_invalid", Loc: at(prefix), Msg: "JSON decode error", Input: json.RawMessage("{}")}}}
+	reason := syntaxMessage(raw, err)
+	return &protoError{code: codeInvalidJSON, message: "Invalid JSON: " + reason,
+		errors: []fieldError{{Type: "json_invalid", Loc: at(prefix), Msg: "JSON decode error", Input: json.RawMessage("{}"), Ctx: &errorCtx{reason}}}}
 }
 
 // maxDepth is how deep arrays and objects nest in JSON that encoding/json

@@ -106,10 +106,18 @@ type fieldError struct {
 	Loc   []any           `json:"loc"`
 	Msg   string          `json:"msg"`
 	Input json.RawMessage `json:"input"`
+	// Ctx says more of the failure, as pydantic's ctx does: a JSON decode
+	// error's reason, {"error": …}, as FastAPI reports it.
+	Ctx *errorCtx `json:"ctx,omitempty"`
 
 	// more, when not 0, makes this entry a count of problems found but not
 	// built, past the maxProblems a reply lists (see decodeMembers).
 	more int
+}
+
+// errorCtx is a fieldError's ctx.
+type errorCtx struct {
+	Error string `json:"error"`
 }
 
 // frame renders e as a /ws error frame.
