@@ -178,9 +178,19 @@ func TestServeCommand_Pprof(t *testing.T) {
 						t.Errorf("GET %s = %d, want %d", path, res.StatusCode, want)
 					}
 				}
+				// A page reaching the server by DNS rebinding (a Host it
+				// does not answer to) gets nothing of pprof, token or not.
+				req, _ := http.NewRequest(http.MethodGet, base+"/debug/pprof/", nil)
+				req.Host = "rebind.example"
+				req.Header.Set("Authorization", "Bearer s3cret")
+				if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != http.StatusForbidden {
+					t.Errorf("GET /debug/pprof/ with Host rebind.example: %v %v, want 403", res, err)
+				} else {
+					res.Body.Close()
+				}
 				// Behind a token, a CORS preflight, which carries no
 				// credentials, runs nothing of pprof.
-				req, _ := http.NewRequest(http.MethodOptions, base+"/debug/pprof/", nil)
+				req, _ = http.NewRequest(http.MethodOptions, base+"/debug/pprof/", nil)
 				req.Header.Set("Origin", "https://ui.example")
 				req.Header.Set("Access-Control-Request-Method", "GET")
 				res, err := http.DefaultClient.Do(req)

@@ -128,7 +128,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	servers := []*http.Server{conns.Server(withWeb(srv, scale.debug(srv.RequireToken, srv.Handler())))}
+	servers := []*http.Server{conns.Server(withWeb(srv, scale.debug(func(h http.Handler) http.Handler { return srv.BrowserGuard(srv.RequireToken(h)) }, srv.Handler())))}
 	listeners := []net.Listener{conns.Listener(ln)}
 	boundAgentAddr := ""
 	if *agentAddr != "" {
