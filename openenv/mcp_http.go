@@ -98,6 +98,20 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		}
 		mode = rpcStandard
 	} else if r.Header.Get("MCP-Protocol-Version") != "" && !isInitialize(body) {
+		if perr := checkJSON(body, nil); perr != nil {
+			// No message at all (an initialize cut short, say): refused
+			// for what is wrong with it, as on a session, not for a
+			// session header its client would then initialize without.
+			resp, status := parseFailure(perr, true), http.StatusBadRequest
+			if perr.code != codeInvalidJSON {
+				resp = rpcFailure(refusedID(body), rpcInvalidRequest, "Invalid request: "+summary(perr.errors), nil)
+				if string(resp.ID) != "null" {
+					status = http.StatusOK
+				}
+			}
+			writeJSON(w, status, standardReply(resp))
+			return
+		}
 		s.sessionRequired(w, body)
 		return
 	}

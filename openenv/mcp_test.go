@@ -533,6 +533,20 @@ func TestMCP_SessionRequired(t *testing.T) {
 			t.Errorf("%s with MCP-Protocol-Version and no session: %d %s, want 400 naming id %s", body, code, got, want)
 		}
 	}
+	// A body that is no message at all, an initialize cut short or naming
+	// a key twice, is refused for that: told that a session header is
+	// missing, its client would only send its initialize again.
+	for _, tt := range []struct{ body, want string }{
+		{`{"jsonrpc":"2.0","id":7,"method":"initialize","params":{}`,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: unexpected end of JSON input"}}`},
+		{`{"jsonrpc":"2.0","id":7,"method":"initialize","method":"initialize","params":{"protocolVersion":"2025-06-18"}}`,
+			`{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"Invalid request: method: Duplicate key \"method\": an object may name each key once"}}`},
+	} {
+		code, got, _ := s.httpDo(t, http.MethodPost, "/mcp", tt.body, version)
+		if got != tt.want || code != map[bool]int{true: http.StatusBadRequest, false: http.StatusOK}[strings.Contains(tt.want, `"id":null`)] {
+			t.Errorf("%s with MCP-Protocol-Version: %d %s, want %s", tt.body, code, got, tt.want)
+		}
+	}
 	if len(s.Sessions()) != 0 {
 		t.Errorf("refused requests left %d sessions", len(s.Sessions()))
 	}
