@@ -394,6 +394,21 @@ func TestStartup_Rules(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("an unknown keyword touched files: %v", ents)
 	}
+	// Several are each quoted, where the message quoted them as one
+	// string ("colour\", \"size"), and a client's megabyte of keywords
+	// is not repeated.
+	for _, tt := range []struct {
+		startup map[string]any
+		want    string
+	}{
+		{map[string]any{"size": 1, "colour": 2}, `unknown startup keywords "colour", "size": no startup hook of shost's tree accepts them (accepted: fail)`},
+		{map[string]any{strings.Repeat("k", 1<<20): 1}, `unknown startup keyword "` + strings.Repeat("k", 1023) + `… (1048578 bytes, not echoed): no startup hook`},
+	} {
+		_, err = composition.Open(context.Background(), host, composition.Options{Dir: dir, Startup: tt.startup})
+		if !errors.As(err, &bug) || !strings.HasPrefix(bug.Message, tt.want) {
+			t.Errorf("err = %.2000v, want a WorldBug starting %.2000s", err, tt.want)
+		}
+	}
 }
 
 func TestInstance_FilesAndRootAccessors(t *testing.T) {

@@ -9,10 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/fixture"
+	"github.com/seahaven/seahaven/internal/runecut"
 	"github.com/seahaven/seahaven/sqlitestore"
 )
 
@@ -153,7 +155,17 @@ func checkStartupKeys(s *Sealed, kw map[string]any) error {
 		return nil
 	}
 	accepted := cmp.Or(strings.Join(s.StartupKeys, ", "), "none")
-	return env.Bugf("unknown startup keyword %q: no startup hook of %s's tree accepts it (accepted: %s)", strings.Join(unknown, `", "`), s.Root.Name(), accepted)
+	quoted := make([]string, len(unknown))
+	for i, k := range unknown {
+		quoted[i] = strconv.Quote(k)
+	}
+	// The keywords are the client's: the message repeats at most
+	// runecut.MaxEcho bytes of them.
+	names := runecut.Echo(strings.Join(quoted, ", "))
+	if len(unknown) == 1 {
+		return env.Bugf("unknown startup keyword %s: no startup hook of %s's tree accepts it (accepted: %s)", names, s.Root.Name(), accepted)
+	}
+	return env.Bugf("unknown startup keywords %s: no startup hook of %s's tree accepts them (accepted: %s)", names, s.Root.Name(), accepted)
 }
 
 func (i *Instance) storeOptions(n *Node) sqlitestore.Options {
