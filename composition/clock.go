@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/internal/runecut"
 )
 
 // DefaultNow is the instant a genesis instance starts at when the caller
@@ -91,14 +92,16 @@ func (c *clock) stepped() {
 }
 
 // ParseTime parses an instant in RFC 3339 (UTC or with an offset) that an
-// instance clock can show: one between env.MinTime and env.MaxTime.
+// instance clock can show: one between env.MinTime and env.MaxTime. Its
+// errors repeat at most runecut.MaxEcho bytes of s, a client's text
+// (set_clock's now).
 func ParseTime(s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("composition: now %q is not an RFC 3339 time such as 2026-06-01T09:00:00.000Z", s)
+		return time.Time{}, fmt.Errorf("composition: now %q is not an RFC 3339 time such as 2026-06-01T09:00:00.000Z", runecut.Echo(s))
 	}
 	if !env.InClockRange(t) {
-		return time.Time{}, fmt.Errorf("composition: now %q is outside the clock's range, %s to %s", s, env.MinTime, env.MaxTime)
+		return time.Time{}, fmt.Errorf("composition: now %q is outside the clock's range, %s to %s", runecut.Echo(s), env.MinTime, env.MaxTime)
 	}
 	return t.UTC(), nil
 }

@@ -630,6 +630,10 @@ func TestInstance_ControlToolBounds(t *testing.T) {
 			now: start},
 		{name: "SetTooEarly", calls: []string{`{"action":"set_clock","now":"0999-12-31T23:59:59Z"}`},
 			err: `field "now": composition: now "0999-12-31T23:59:59Z" is outside the clock's range`, now: start},
+		// A megabyte of a client's text is not repeated: the error was
+		// the size of the argument.
+		{name: "SetHuge", calls: []string{`{"action":"set_clock","now":"` + strings.Repeat("k", 1<<20) + `"}`},
+			err: `field "now": composition: now "` + strings.Repeat("k", 1024) + `… (1048576 bytes, not echoed)" is not an RFC 3339 time such as 2026-06-01T09:00:00.000Z`, now: start},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
