@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/go-chi/cors"
+
+	"github.com/seahaven/seahaven/internal/runecut"
 )
 
 // browserGuard refuses what a web page of another site can make a browser
@@ -34,7 +36,7 @@ func (s *Server) browserGuard(next http.Handler) http.Handler {
 			return
 		}
 		if !s.hostAllowed(r) {
-			writeJSON(w, http.StatusForbidden, detail{"Host " + r.Host + " is not one this server answers to (a page of another site reaching it by DNS rebinding is refused): " +
+			writeJSON(w, http.StatusForbidden, detail{"Host " + runecut.Echo(r.Host) + " is not one this server answers to (a page of another site reaching it by DNS rebinding is refused): " +
 				"use its address, localhost, or a name the server's allowed hosts list"})
 			return
 		}
@@ -42,12 +44,17 @@ func (s *Server) browserGuard(next http.Handler) http.Handler {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 		default:
 			if o := r.Header.Get("Origin"); o != "" && r.URL.Path != "/mcp" && !s.originAllowed(o, r.Host) {
-				writeJSON(w, http.StatusForbidden, detail{"Origin " + o + " is not allowed: this server answers pages of its own origin and of its allowed origins only"})
+				writeJSON(w, http.StatusForbidden, detail{originRefused(o)})
 				return
 			}
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// originRefused is the detail of a 403 refusing a page's Origin o.
+func originRefused(o string) string {
+	return "Origin " + runecut.Echo(o) + " is not allowed: this server answers pages of its own origin and of its allowed origins only"
 }
 
 // BrowserGuard returns next behind the checks every route of the server's

@@ -166,3 +166,29 @@ func TestServer_BrowserCORS(t *testing.T) {
 		t.Errorf("a reply to another origin allows it: %v", resp.Header)
 	}
 }
+
+// The 403s refusing a Host or a page's Origin repeat at most 1 KiB of it,
+// where they repeated the whole header (up to the megabyte net/http reads),
+// and /mcp's names the allowed origins as every other route's does, where
+// it said pages of the server's own origin alone were answered.
+func TestServer_BrowserRefusalsBounded(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{AllowedOrigins: []string{"https://ui.example.com"}})
+	long := "http://" + strings.Repeat("a", 4096) + ".example"
+	for _, tt := range []struct {
+		method, path, body string
+		header             map[string]string
+		want               string
+	}{
+		{"GET", "/state", "", map[string]string{"Host": strings.Repeat("h", 4096) + ".example"},
+			`"Host ` + strings.Repeat("h", 1024) + `… (4104 bytes, not echoed) is not one this server answers to`},
+		{"POST", "/reset", `{}`, map[string]string{"Origin": long},
+			`"Origin http://` + strings.Repeat("a", 1017) + `… (4111 bytes, not echoed) is not allowed: this server answers pages of its own origin and of its allowed origins only"`},
+		{"POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, map[string]string{"Origin": long},
+			`"message":"Origin http://` + strings.Repeat("a", 1017) + `… (4111 bytes, not echoed) is not allowed: this server answers pages of its own origin and of its allowed origins only"`},
+	} {
+		code, body, _ := s.httpDo(t, tt.method, tt.path, tt.body, tt.header)
+		if code != http.StatusForbidden || !strings.Contains(body, tt.want) || len(body) > 2048 {
+			t.Errorf("%s %s: %d %.300s… (%d bytes), want 403 with %.200s…", tt.method, tt.path, code, body, len(body), tt.want)
+		}
+	}
+}

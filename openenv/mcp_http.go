@@ -234,7 +234,7 @@ func (s *Server) refuseOrigin(w http.ResponseWriter, r *http.Request) bool {
 	if o == "" || s.originAllowed(o, r.Host) {
 		return false
 	}
-	writeJSON(w, http.StatusForbidden, standardReply(rpcFailure(nullID, rpcInvalidRequest, "Origin "+o+" is not allowed: /mcp answers pages of its own origin only", nil)))
+	writeJSON(w, http.StatusForbidden, standardReply(rpcFailure(nullID, rpcInvalidRequest, originRefused(o), nil)))
 	return true
 }
 

@@ -328,7 +328,7 @@ func TestMCP_StandardSession(t *testing.T) {
 	// DELETE /mcp holds to the Origin rule of POST /mcp, and names the
 	// header it needs.
 	code, body, _ = s.httpDo(t, http.MethodDelete, "/mcp", "", map[string]string{openenv.MCPSessionHeader: sid, "Origin": "http://evil.example"})
-	jsonEq(t, body, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Origin http://evil.example is not allowed: /mcp answers pages of its own origin only"}}`)
+	jsonEq(t, body, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Origin http://evil.example is not allowed: this server answers pages of its own origin and of its allowed origins only"}}`)
 	if code != http.StatusForbidden || len(s.Sessions()) != 1 {
 		t.Errorf("DELETE from another origin: %d, %d sessions left, want 403 and 1", code, len(s.Sessions()))
 	}
