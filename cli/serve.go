@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -79,6 +80,9 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if *agentToken != "" && *agentToken == *token {
 		// The agent's token would open the main listener too.
 		return errors.New("the agent token (SEAHAVEN_AGENT_TOKEN, --agent-token) is the token (SEAHAVEN_TOKEN, --token): an agent holding it could reset, inspect and close every episode; give the agent listener a token of its own")
+	}
+	if err := checkOrigins(commaList(*allowedOrigins)); err != nil {
+		return err
 	}
 	if *maxReply < openenv.MinReplyBytes {
 		return fmt.Errorf("--max-reply-bytes %d: want at least %d, so that every error and envelope fits", *maxReply, openenv.MinReplyBytes)
@@ -242,6 +246,29 @@ func checkExposure(log *slog.Logger, listeners []net.Listener, addrs []string, t
 		}
 		return fmt.Errorf("%s %s is reachable from other hosts and no token is set, so anyone who reaches it could drive every episode: "+
 			"set SEAHAVEN_TOKEN (or --token), listen on 127.0.0.1, or pass --insecure-no-token", flag, addrs[i])
+	}
+	return nil
+}
+
+// checkOrigins refuses an --allowed-origins item that no browser's Origin
+// header can equal, which would leave its pages refused with 403 and the
+// operator wondering why: an origin is scheme://host[:port], http or https,
+// without a path, a user or the scheme's default port.
+func checkOrigins(origins []string) error {
+	for _, o := range origins {
+		u, err := url.Parse(o)
+		why := ""
+		switch {
+		case err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.Opaque != "":
+			why = "it is not an http or https URL"
+		case u.User != nil || strings.TrimSuffix(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(o, "?") || strings.HasSuffix(o, "#"):
+			why = "it has more than a scheme, a host and a port"
+		case u.Scheme == "http" && u.Port() == "80" || u.Scheme == "https" && u.Port() == "443":
+			why = "a browser leaves the scheme's default port out of Origin"
+		}
+		if why != "" {
+			return fmt.Errorf("--allowed-origins %q: %s; write each origin as a page's Origin header names it, scheme://host[:port] such as https://ui.example.com (env SEAHAVEN_ALLOWED_ORIGINS)", o, why)
+		}
 	}
 	return nil
 }

@@ -179,6 +179,12 @@ func TestServeCommand_Security(t *testing.T) {
 		{"OpenAgentAddressWithoutToken", nil, []string{"--agent-addr", "0.0.0.0:0"}, "--agent-addr 0.0.0.0:"},
 		{"AgentTokenIsTheToken", map[string]string{"SEAHAVEN_TOKEN": "shared", "SEAHAVEN_AGENT_TOKEN": "shared\n"}, []string{"--agent-addr", "127.0.0.1:0"},
 			"the agent token (SEAHAVEN_AGENT_TOKEN, --agent-token) is the token (SEAHAVEN_TOKEN, --token)"},
+		// Origins no browser sends, whose pages would be refused 403.
+		{"OriginWithoutScheme", map[string]string{"SEAHAVEN_ALLOWED_ORIGINS": "https://ok.example, ui.example.com"}, nil,
+			`--allowed-origins "ui.example.com": it is not an http or https URL; write each origin as a page's Origin header names it`},
+		{"OriginWildcard", nil, []string{"--allowed-origins", "*"}, `--allowed-origins "*": it is not an http or https URL`},
+		{"OriginWithPath", nil, []string{"--allowed-origins", "https://ui.example.com/app"}, `it has more than a scheme, a host and a port`},
+		{"OriginDefaultPort", nil, []string{"--allowed-origins", "https://ui.example.com:443"}, `a browser leaves the scheme's default port out of Origin`},
 		{"WorldTraversal", nil, []string{"--world", "../../etc"}, `unknown world "../../etc"`},
 		{"DefaultFixtureTraversal", nil, []string{"--fixture", "../acme"}, `invalid id "../acme"`},
 	} {
