@@ -30,8 +30,8 @@ const (
 type ConnLimit struct {
 	// Max caps the connections open at once, not counting WebSocket
 	// connections once upgraded: each of those is a session, bounded by
-	// Config.MaxSessions. A connection accepted at the cap closes an idle
-	// keep-alive connection to make room; when none is idle it is answered
+	// Config.MaxSessions. A connection accepted at the cap closes the
+	// keep-alive connection idle the longest to make room; when none is idle it is answered
 	// 503 {"detail":"…"} and closed, unless it asks for a probe (/health,
 	// /ready, /accepting), which a few connections beyond the cap are
 	// kept for (see probeHeadroom). Default DefaultMaxConns; negative means
@@ -64,8 +64,8 @@ type ConnLimit struct {
 
 // connInfo is what a ConnLimit knows of a counted connection.
 type connInfo struct {
-	idle bool           // between requests
-	ln   *limitListener // the listener that accepted it
+	idleSince time.Time      // when it went idle between requests; zero while busy
+	ln        *limitListener // the listener that accepted it
 }
 
 // probeHeadroom is how many connections beyond Max are taken anyway, for
@@ -138,7 +138,7 @@ func (l *ConnLimit) Server(h http.Handler) *http.Server {
 					l.refused++
 					l.mu.Unlock()
 					w.Header().Set("Retry-After", "1")
-					writeJSON(w, http.StatusServiceUnavailable, detail{r.Context().Value(probeConnKey{}).(string)})
+					writeJSON(w, http.StatusServiceUnavailable, httpError{Detail: r.Context().Value(probeConnKey{}).(string), Code: codeCapacity})
 					return
 				}
 			}
@@ -258,16 +258,21 @@ func (l *ConnLimit) admit(c net.Conn, ln *limitListener) (admitted bool, evicted
 	return true, evicted, ""
 }
 
-// evictIdle uncounts and returns an idle connection (of ln, unless ln is
-// nil), or nil when there is none. l.mu must be held.
+// evictIdle uncounts and returns the connection idle the longest (of ln,
+// unless ln is nil), or nil when none is idle: the one least likely to be
+// sending its next request as it is closed. l.mu must be held.
 func (l *ConnLimit) evictIdle(ln *limitListener) net.Conn {
+	var oldest net.Conn
+	var since time.Time
 	for c, info := range l.conns {
-		if info.idle && (ln == nil || info.ln == ln) {
-			l.forget(c, info)
-			return c
+		if !info.idleSince.IsZero() && (ln == nil || info.ln == ln) && (oldest == nil || info.idleSince.Before(since)) {
+			oldest, since = c, info.idleSince
 		}
 	}
-	return nil
+	if oldest != nil {
+		l.forget(oldest, l.conns[oldest])
+	}
+	return oldest
 }
 
 // forget uncounts c. l.mu must be held.
@@ -310,7 +315,7 @@ const refuseWriteTimeout = time.Second
 
 // refuse answers c 503 with the detail refusal and closes it.
 func (l *ConnLimit) refuse(c net.Conn, refusal string) {
-	body := string(mustEncode(detail{refusal}))
+	body := string(mustEncode(httpError{Detail: refusal, Code: codeCapacity}))
 	c.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
 	fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: %d\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s", len(body), body)
 	c.Close()
@@ -337,7 +342,10 @@ func (l *ConnLimit) track(c net.Conn, state http.ConnState) {
 	}
 	switch state {
 	case http.StateIdle, http.StateNew, http.StateActive:
-		info.idle = state == http.StateIdle
+		info.idleSince = time.Time{}
+		if state == http.StateIdle {
+			info.idleSince = time.Now()
+		}
 		l.conns[c] = info
 	case http.StateHijacked, http.StateClosed:
 		l.forget(c, info)

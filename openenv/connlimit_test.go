@@ -105,7 +105,7 @@ func TestConnLimit_Max(t *testing.T) {
 	extra := s.rawConn(t)
 	extraR := bufio.NewReader(extra)
 	code, body := get(t, extra, extraR, "/metadata")
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, "Too many connections") || s.limit.Refused() != 1 {
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "Too many connections") || !strings.Contains(body, `"code":"CAPACITY_REACHED"`) || s.limit.Refused() != 1 {
 		t.Fatalf("a connection past the cap got %d %s (refused %d), want 503 naming the limit", code, body, s.limit.Refused())
 	}
 	closedByServer(t, extra, extraR)
@@ -169,6 +169,32 @@ func TestConnLimit_Max(t *testing.T) {
 		t.Errorf("refused %d connections, want at least the two past the cap", n)
 	}
 	mustSucceed(t, roundTrip(t, ws, `{"type":"step","data":{"tool_name":"echo","arguments":{"message":"still here"}}}`))
+}
+
+// TestConnLimit_EvictsLongestIdle: at the cap, the keep-alive connection
+// idle the longest gives way, the one least likely to be sending its next
+// request as it is closed; the other stays open and answers.
+func TestConnLimit_EvictsLongestIdle(t *testing.T) {
+	const max = 8
+	s := mustServeLimited(t, newFake(t), openenv.Config{}, &openenv.ConnLimit{Max: max, ReadHeaderTimeout: time.Hour})
+	conns := make([]net.Conn, max)
+	readers := make([]*bufio.Reader, max)
+	for i := range conns {
+		conns[i] = s.rawConn(t)
+		readers[i] = bufio.NewReader(conns[i])
+		if code, body := get(t, conns[i], readers[i], "/health"); code != http.StatusOK {
+			t.Fatalf("GET /health: %d %s", code, body)
+		}
+		waitFor(t, "the connection to be idle", func() bool { return s.limit.IdleConns() == i+1 })
+		time.Sleep(time.Millisecond) // the next goes idle strictly later
+	}
+	s.rawConn(t)
+	closedByServer(t, conns[0], readers[0])
+	for i := 1; i < max; i++ {
+		if code, body := get(t, conns[i], readers[i], "/health"); code != http.StatusOK {
+			t.Errorf("connection %d, idle a shorter time: %d %s, want it kept", i, code, body)
+		}
+	}
 }
 
 // TestConnLimit_AnnouncedTooLarge sends bodies whose Content-Length is

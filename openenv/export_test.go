@@ -18,7 +18,7 @@ func (l *ConnLimit) IdleConns() int {
 	defer l.mu.Unlock()
 	n := 0
 	for _, info := range l.conns {
-		if info.idle {
+		if !info.idleSince.IsZero() {
 			n++
 		}
 	}
