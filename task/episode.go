@@ -13,6 +13,7 @@ import (
 
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/internal/runecut"
 )
 
 // ErrNoTask is returned by (*Episode).Grade for an episode opened without a
@@ -161,7 +162,7 @@ func (e *Episode) CallJSON(ctx context.Context, name string, args json.RawMessag
 		for _, t := range e.Tools() {
 			names = append(names, t.Name)
 		}
-		err = &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("unknown tool %q: task %s allows %s", name, e.task.ID, strings.Join(names, ", "))}
+		err = &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("unknown tool %q: task %s allows %s", runecut.Echo(name), e.task.ID, strings.Join(names, ", "))}
 	} else {
 		out, err = e.inst.CallJSON(ctx, name, args)
 		if errors.Is(err, env.ErrNoStep) {

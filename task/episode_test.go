@@ -103,6 +103,11 @@ func TestEpisode_AllowList(t *testing.T) {
 	if !ok || te.Kind != env.KindNotFound || te.Message != `unknown tool "add": task notes_only allows note, seahaven_control` {
 		t.Fatalf("err = %#v", err)
 	}
+	// A name of any length is repeated at most 1 KiB of it.
+	long := strings.Repeat("x", 100<<10)
+	if _, err := ep.CallJSON(context.Background(), long, []byte(`{}`)); err == nil || len(err.Error()) > 2<<10 || !strings.Contains(err.Error(), "not echoed") {
+		t.Errorf("an unknown tool of 100 KiB: the error is %d bytes, want the name cut", len(err.Error()))
+	}
 	mustCall(t, ep, "note", `{"body": "hi"}`)
 	mustCall(t, ep, env.ControlTool, `{"action": "advance_clock", "seconds": 5}`)
 	if n := len(ep.Instance().ChangeLog()); n != 1 {
