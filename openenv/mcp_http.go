@@ -79,12 +79,13 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		// read, and with them reset keys the client asked for.
 		q, err := url.ParseQuery(r.URL.RawQuery)
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, rpcFailure(reqID, rpcInvalidParams, "The /mcp URL's query does not parse ("+err.Error()+"): write it as key=value pairs joined by &, each percent-encoded", nil))
+			writeJSON(w, http.StatusBadRequest, standardReply(rpcFailure(reqID, rpcInvalidParams, "The /mcp URL's query does not parse ("+err.Error()+"): write it as key=value pairs joined by &, each percent-encoded", nil)))
 			return
 		}
 		req, perr := resetFromQuery(q)
 		if perr != nil {
-			writeJSON(w, http.StatusBadRequest, rpcProto(reqID, perr))
+			// A standard client's way to set its episode up: its shape.
+			writeJSON(w, http.StatusBadRequest, standardReply(rpcProto(reqID, perr)))
 			return
 		}
 		ctx = context.WithValue(ctx, mcpSetupKey{}, req)

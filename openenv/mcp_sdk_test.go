@@ -170,9 +170,10 @@ func TestMCP_TaskSession(t *testing.T) {
 
 	// A bad set-up is refused before any session exists, with the
 	// initialize's id, so the Go SDK's client reports why (with a null id
-	// it says only "Bad Request").
+	// it says only "Bad Request"), in the specification's shape (no null
+	// data).
 	code, body, _ := s.httpDo(t, http.MethodPost, "/mcp?colour=red", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
-	if code != http.StatusBadRequest || !strings.Contains(body, "colour") || fmt.Sprint(field(t, body, "id")) != "1" {
+	if code != http.StatusBadRequest || !strings.Contains(body, "colour") || fmt.Sprint(field(t, body, "id")) != "1" || strings.Contains(body, `"data"`) {
 		t.Errorf("initialize with an unknown set-up key: %d %s", code, body)
 	}
 	for q, want := range map[string]string{
@@ -191,7 +192,7 @@ func TestMCP_TaskSession(t *testing.T) {
 	// it cannot read (seed=3;x=1 is no seed, task=invoice_750%zz no task).
 	for _, q := range []string{"seed=3;x=1", "seed=3&task=invoice_750%zz"} {
 		code, body, resp := s.httpDo(t, http.MethodPost, "/mcp?"+q, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
-		if code != http.StatusBadRequest || resp.Header.Get(openenv.MCPSessionHeader) != "" || !strings.Contains(body, "The /mcp URL's query does not parse") {
+		if code != http.StatusBadRequest || resp.Header.Get(openenv.MCPSessionHeader) != "" || !strings.Contains(body, "The /mcp URL's query does not parse") || strings.Contains(body, `"data"`) {
 			t.Errorf("initialize at /mcp?%s: %d %s, want 400 saying the query does not parse", q, code, body)
 		}
 	}
