@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
-	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,37 +34,14 @@ func TestServeCommand_AcceptErrorLogged(t *testing.T) {
 		t.Fatalf("serve: %v", err)
 	}
 
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		t.Fatal(err)
-	}
-	low := lim
-	low.Cur = 128
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
-		t.Fatal(err)
-	}
-	var fillers []*os.File
-	for {
-		f, err := os.Open(os.DevNull)
-		if err != nil {
-			break
-		}
-		fillers = append(fillers, f)
-	}
-	// The last descriptor is the client's; the server's accept finds none.
-	fillers[len(fillers)-1].Close()
-	fillers = fillers[:len(fillers)-1]
+	// The one descriptor left is the client's; the server's accept finds none.
+	restore := testfs.ExhaustFiles(t, 128, 1)
 	conn, dialErr := net.Dial("tcp", addr)
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(stderr.String(), "Accept error") && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	for _, f := range fillers {
-		f.Close()
-	}
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		t.Fatal(err)
-	}
+	restore()
 	if dialErr != nil {
 		t.Fatalf("dial: %v", dialErr)
 	}

@@ -177,31 +177,10 @@ func TestCallJSON_TooManyOpenFiles(t *testing.T) {
 	compositiontest.Call(t, inst, "add", `{"amount": 1}`)
 	inst.Release() // the next call opens the store's file again
 
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		t.Fatal(err)
-	}
 	// Below a low limit, take every free descriptor.
-	low := lim
-	low.Cur = 64
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
-		t.Fatal(err)
-	}
-	var fillers []*os.File
-	for {
-		f, err := os.Open(os.DevNull)
-		if err != nil {
-			break
-		}
-		fillers = append(fillers, f)
-	}
+	restore := testfs.ExhaustFiles(t, 64, 0)
 	_, callErr := inst.CallJSON(ctx, "add", []byte(`{"amount": 2}`))
-	for _, f := range fillers {
-		f.Close()
-	}
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		t.Fatal(err)
-	}
+	restore()
 	mustInfra(t, callErr, root, env.FaultTooManyFiles)
 	compositiontest.Call(t, inst, "add", `{"amount": 3}`)
 	if n := inspectInt(t, inst, "SELECT count(*) FROM entries"); n != 2 {
@@ -223,30 +202,9 @@ func TestClose_TooManyOpenFiles(t *testing.T) {
 	compositiontest.Call(t, inst, "add", `{"amount": 1}`)
 	inst.Release() // the store holds no descriptor to give back at Close
 
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		t.Fatal(err)
-	}
-	low := lim
-	low.Cur = 64
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
-		t.Fatal(err)
-	}
-	var fillers []*os.File
-	for {
-		f, err := os.Open(os.DevNull)
-		if err != nil {
-			break
-		}
-		fillers = append(fillers, f)
-	}
+	restore := testfs.ExhaustFiles(t, 64, 0)
 	closeErr := inst.Close()
-	for _, f := range fillers {
-		f.Close()
-	}
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		t.Fatal(err)
-	}
+	restore()
 	if closeErr != nil {
 		t.Errorf("Close: %v", closeErr)
 	}

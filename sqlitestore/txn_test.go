@@ -596,60 +596,8 @@ func TestFrame_RawTransactionAfterTheLoss(t *testing.T) {
 			}
 			return []*sqlitestore.Frame{f}
 		}},
-		{"ReleaseAroundAnInnerFrame", func(t *testing.T, s *sqlitestore.Store, raw *sqlite3.Conn) []*sqlitestore.Frame {
-			outer, err := s.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := raw.Exec(`SAVEPOINT r`); err != nil {
-				t.Fatal(err)
-			}
-			// Prepared before the inner frame began, when it may run.
-			release, _, err := raw.Prepare(`RELEASE r`)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer release.Close()
-			inner, err := s.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			MustExec(t, s, `INSERT INTO t VALUES (1)`)
-			if err := release.Exec(); err != nil {
-				t.Fatal(err)
-			}
-			if err := inner.Rollback(); !errors.Is(err, sqlitestore.ErrRolledBack) {
-				t.Errorf("Rollback of the merged frame = %v, want ErrRolledBack", err)
-			}
-			return []*sqlitestore.Frame{outer}
-		}},
-		{"ReleaseAroundAnInnerFrameCommitted", func(t *testing.T, s *sqlitestore.Store, raw *sqlite3.Conn) []*sqlitestore.Frame {
-			outer, err := s.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := raw.Exec(`SAVEPOINT r`); err != nil {
-				t.Fatal(err)
-			}
-			// Prepared before the inner frame began, when it may run.
-			release, _, err := raw.Prepare(`RELEASE r`)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer release.Close()
-			inner, err := s.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			MustExec(t, s, `INSERT INTO t VALUES (1)`)
-			if err := release.Exec(); err != nil {
-				t.Fatal(err)
-			}
-			if err := inner.Commit(); !errors.Is(err, sqlitestore.ErrRolledBack) {
-				t.Errorf("Commit of the merged frame = %v, want ErrRolledBack", err)
-			}
-			return []*sqlitestore.Frame{outer}
-		}},
+		{"ReleaseAroundAnInnerFrame", releaseAroundInner(ctx, (*sqlitestore.Frame).Rollback)},
+		{"ReleaseAroundAnInnerFrameCommitted", releaseAroundInner(ctx, (*sqlitestore.Frame).Commit)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := MustCreate(t, `CREATE TABLE t (id INTEGER PRIMARY KEY);`, sqlitestore.Options{})
@@ -669,6 +617,39 @@ func TestFrame_RawTransactionAfterTheLoss(t *testing.T) {
 				t.Errorf("rows after the frames = %v, want 0", got)
 			}
 		})
+	}
+}
+
+// releaseAroundInner returns a case of TestFrame_RawTransactionAfterTheLoss:
+// a raw RELEASE of a savepoint opened around an inner frame, which then
+// ends with end (Commit or Rollback) and is refused.
+func releaseAroundInner(ctx context.Context, end func(*sqlitestore.Frame) error) func(*testing.T, *sqlitestore.Store, *sqlite3.Conn) []*sqlitestore.Frame {
+	return func(t *testing.T, s *sqlitestore.Store, raw *sqlite3.Conn) []*sqlitestore.Frame {
+		outer, err := s.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := raw.Exec(`SAVEPOINT r`); err != nil {
+			t.Fatal(err)
+		}
+		// Prepared before the inner frame began, when it may run.
+		release, _, err := raw.Prepare(`RELEASE r`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release.Close()
+		inner, err := s.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		MustExec(t, s, `INSERT INTO t VALUES (1)`)
+		if err := release.Exec(); err != nil {
+			t.Fatal(err)
+		}
+		if err := end(inner); !errors.Is(err, sqlitestore.ErrRolledBack) {
+			t.Errorf("ending the merged frame = %v, want ErrRolledBack", err)
+		}
+		return []*sqlitestore.Frame{outer}
 	}
 }
 
