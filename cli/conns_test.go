@@ -2,11 +2,11 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -92,33 +92,7 @@ func TestServeCommand_MaxConns(t *testing.T) {
 // connections had the trainer's requests answered 503.
 func TestServeCommand_AgentConns(t *testing.T) {
 	const max = 4
-	var stderr bytes.Buffer
-	m := exampleMain()
-	m.Stdout, m.Stderr = io.Discard, &stderr
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc, agentc := make(chan string, 1), make(chan string, 1)
-	errc := make(chan error, 1)
-	cmd := &ServeCommand{m: m, Listening: func(a string) { addrc <- a }, AgentListening: func(a string) { agentc <- a }}
-	go func() {
-		errc <- cmd.Run(ctx, []string{"--addr", "127.0.0.1:0", "--agent-addr", "127.0.0.1:0", "--instances", t.TempDir(),
-			"--token", "secret", "--max-conns", "4", "--log-level", "error"})
-	}()
-	var addr, agent string
-	for addr == "" || agent == "" {
-		select {
-		case addr = <-addrc:
-		case agent = <-agentc:
-		case err := <-errc:
-			cancel()
-			t.Fatalf("serve ended before listening: %v\n%s", err, stderr.String())
-		}
-	}
-	defer func() {
-		cancel()
-		if err := <-errc; err != nil {
-			t.Errorf("serve: %v\n%s", err, stderr.String())
-		}
-	}()
+	addr, agent := serveWithAgent(t, "--token", "secret", "--max-conns", strconv.Itoa(max))
 	for range 2 * max {
 		c, err := net.Dial("tcp", agent)
 		if err != nil {

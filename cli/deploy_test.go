@@ -142,6 +142,14 @@ type liveServer struct {
 func mustServeLive(tb testing.TB) *liveServer {
 	tb.Helper()
 	const token = "deploy-test-token"
+	addr, agent := serveWithAgent(tb, "--token", token, "--max-sessions", "8")
+	return &liveServer{token: token, base: "http://" + addr, agent: "http://" + agent}
+}
+
+// serveWithAgent runs serve in process with an agent listener and args
+// until cleanup, and returns the two listeners' addresses.
+func serveWithAgent(tb testing.TB, args ...string) (addr, agent string) {
+	tb.Helper()
 	var stderr bytes.Buffer
 	m := exampleMain()
 	m.Stdout, m.Stderr = io.Discard, &stderr
@@ -150,16 +158,12 @@ func mustServeLive(tb testing.TB) *liveServer {
 	errc := make(chan error, 1)
 	cmd := &ServeCommand{m: m, Listening: func(a string) { addrc <- a }, AgentListening: func(a string) { agentc <- a }}
 	go func() {
-		errc <- cmd.Run(ctx, []string{"--addr", "127.0.0.1:0", "--agent-addr", "127.0.0.1:0", "--instances", tb.TempDir(),
-			"--token", token, "--max-sessions", "8", "--log-level", "error"})
+		errc <- cmd.Run(ctx, append([]string{"--addr", "127.0.0.1:0", "--agent-addr", "127.0.0.1:0", "--instances", tb.TempDir(), "--log-level", "error"}, args...))
 	}()
-	s := &liveServer{token: token}
-	for s.base == "" || s.agent == "" {
+	for addr == "" || agent == "" {
 		select {
-		case a := <-addrc:
-			s.base = "http://" + a
-		case a := <-agentc:
-			s.agent = "http://" + a
+		case addr = <-addrc:
+		case agent = <-agentc:
 		case err := <-errc:
 			cancel()
 			tb.Fatalf("serve ended before listening: %v\n%s", err, stderr.String())
@@ -171,7 +175,7 @@ func mustServeLive(tb testing.TB) *liveServer {
 			tb.Errorf("serve: %v\n%s", err, stderr.String())
 		}
 	})
-	return s
+	return addr, agent
 }
 
 // get makes a request and returns the status and body.
