@@ -1,6 +1,7 @@
 package openenv_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -69,7 +70,8 @@ func TestValidation_EchoBounded(t *testing.T) {
 
 // TestValidation_ProblemsBounded sends a reset with 5000 keys the reset
 // does not take: the refusal lists the first 100 in key order and says
-// how many more there were, on /ws and over HTTP.
+// how many more there were, on /ws and over HTTP (where, before, the body
+// said nothing of them).
 func TestValidation_ProblemsBounded(t *testing.T) {
 	s := mustServeCompany(t, openenv.Config{})
 	keys := make([]string, 5000)
@@ -90,8 +92,13 @@ func TestValidation_ProblemsBounded(t *testing.T) {
 	if status != http.StatusUnprocessableEntity {
 		t.Fatalf("status %d: %.300s", status, body)
 	}
-	if errs := field(t, body, "detail").([]any); len(errs) != 100 {
-		t.Errorf("%d problems listed, want 100", len(errs))
+	// The body is the list alone, so its last entry says it was cut.
+	errs := field(t, body, "detail").([]any)
+	if len(errs) != 101 {
+		t.Fatalf("%d entries, want the 100 problems and one saying how many more", len(errs))
+	}
+	if last, _ := json.Marshal(errs[100]); string(last) != `{"input":null,"loc":["body"],"msg":"and 4900 more problems, not listed (a reply lists the first 100)","type":"too_many_errors"}` {
+		t.Errorf("last entry %s", last)
 	}
 }
 

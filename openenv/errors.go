@@ -91,6 +91,7 @@ type protoError struct {
 	code    string       // one of the code constants
 	message string       // the text the client sees
 	errors  []fieldError // the failures of a validation error
+	more    int          // the failures past maxProblems, counted, not listed
 	extra   errorExtra   // what the error carries beside its message
 	// noStep marks an infrastructure error of a call that changed nothing
 	// (env.InfraError.NoStep): no step of the episode.
@@ -137,6 +138,13 @@ func (e *protoError) httpStatus() int { return codes[e.code].http }
 // validation error, else the message, with the code alongside.
 func (e *protoError) httpBody() httpError {
 	if (e.code == codeValidation || e.code == codeInvalidJSON) && len(e.errors) > 0 {
+		if e.more > 0 {
+			// The body is the list alone: its last entry says it was cut.
+			return httpError{Detail: append(e.errors[:len(e.errors):len(e.errors)], fieldError{
+				Type: "too_many_errors", Loc: []any{"body"}, Input: json.RawMessage("null"),
+				Msg: fmt.Sprintf("and %d more problems, not listed (a reply lists the first %d)", e.more, maxProblems),
+			})}
+		}
 		return httpError{Detail: e.errors}
 	}
 	return httpError{Detail: e.message, Code: codes[e.code].ws, errorExtra: e.extra}
@@ -177,7 +185,7 @@ func invalid(errs []fieldError) *protoError {
 	if more > 0 {
 		msg += fmt.Sprintf("; and %d more problems, not listed", more)
 	}
-	return &protoError{code: codeValidation, message: msg, errors: errs}
+	return &protoError{code: codeValidation, message: msg, errors: errs, more: more}
 }
 
 // maxProblems is the most problems a validation error lists: a message of
