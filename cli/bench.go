@@ -76,7 +76,7 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	attackPause := fs.Duration("attack-pause", bench.DefaultAttackPause, "pause between two attacks of a hostile session, jittered ±50%")
 	attackList := fs.String("attacks", "", "with --attackers: the attacks to send, comma-separated (default: all; see docs/scale.md)")
 	compare := fs.Bool("compare", false, "with --attackers: first run the honest sessions alone, then with the attackers, and compare their p99")
-	if err := parseNoArgs(fs, args); err != nil {
+	if err := parseNoArgs(c.m, fs, args); err != nil {
 		return err
 	}
 	toolMix, err := bench.ParseToolMix(*mix)
@@ -171,7 +171,7 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 func (c *BenchCommand) echo(ctx context.Context, args []string) error {
 	fs := newFlagSet(c.m, "bench echo")
 	addr := fs.String("addr", "127.0.0.1:8001", "the address to listen on")
-	if err := parseNoArgs(fs, args); err != nil {
+	if err := parseNoArgs(c.m, fs, args); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", *addr)
@@ -203,7 +203,7 @@ func (c *BenchCommand) checkpoint(ctx context.Context, args []string) error {
 	toolArgs := fs.String("args", "", `its JSON arguments (default: {"amount":1} for invoice, else {})`)
 	storage := fs.String("storage", storageDisk, "the started server's --storage: disk, or memory")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
-	if err := parseNoArgs(fs, args); err != nil {
+	if err := parseNoArgs(c.m, fs, args); err != nil {
 		return err
 	}
 	raw := json.RawMessage(*toolArgs)

@@ -39,7 +39,7 @@ type checkedWorld struct{ pkgPath, name, pos string }
 func (c *CheckCommand) Run(ctx context.Context, args []string) error {
 	fs := newFlagSet(c.m, "check")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: seahaven check [-C dir] [-json] [-v] [packages]\n\nRun the lints of docs/lints.md over the worlds of the named packages (default ./...).\n\n")
+		fmt.Fprint(fs.Output(), "Usage: "+c.m.name()+" check [-C dir] [-json] [-v] [packages]\n\nRun the lints of docs/lints.md over the worlds of the named packages (default ./...).\n\n")
 		fs.PrintDefaults()
 	}
 	dir := fs.String("C", "", "run in `dir` instead of the current directory")
@@ -67,10 +67,10 @@ func (c *CheckCommand) Run(ctx context.Context, args []string) error {
 	}
 	if *verbose {
 		for _, w := range worlds {
-			fmt.Fprintf(c.m.Stderr, "seahaven check: checking %s.%s\n", w.pkgPath, w.name)
+			fmt.Fprintf(c.m.Stderr, "%s check: checking %s.%s\n", c.m.name(), w.pkgPath, w.name)
 		}
 		for _, s := range skipped {
-			fmt.Fprintf(c.m.Stderr, "seahaven check: not checked dynamically: %s\n", s)
+			fmt.Fprintf(c.m.Stderr, "%s check: not checked dynamically: %s\n", c.m.name(), s)
 		}
 	}
 	if len(worlds) > 0 {
@@ -100,7 +100,7 @@ func (c *CheckCommand) Run(ctx context.Context, args []string) error {
 		return &exitError{code: 1}
 	}
 	if !*asJSON {
-		fmt.Fprintf(c.m.Stdout, "seahaven check: ok: %s, %s checked, %s\n",
+		fmt.Fprintf(c.m.Stdout, "%s check: ok: %s, %s checked, %s\n", c.m.name(),
 			plural(len(roots), "package"), plural(len(worlds), "world"), plural(len(check.Unique(findings)), "warning"))
 	}
 	return nil

@@ -10,7 +10,9 @@ import (
 	"maps"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -19,10 +21,18 @@ import (
 	"github.com/seahaven/seahaven/env"
 )
 
+// DefaultName is the name New gives a Main: the program's own.
+const DefaultName = "seahaven"
+
 // Main is the seahaven program over a set of worlds: one small type per
 // subcommand, each with Run(ctx, args) error. Its fields are set before
 // Run; a Main is not safe for concurrent use.
 type Main struct {
+	// Name is what the program calls itself in its usage texts, flag
+	// sets, messages and hints ("Usage of NAME serve", "NAME check: ok:
+	// …"): DefaultName from New; Run sets it to the executable's name, so
+	// a world author's binary names itself. Empty is DefaultName.
+	Name           string
 	Stdout, Stderr io.Writer
 	// Worlds are the worlds the CLI can name with --world.
 	Worlds map[string]*env.World
@@ -38,7 +48,7 @@ func New(worlds ...*env.World) *Main {
 	if len(worlds) == 0 {
 		panic("cli.New: no worlds")
 	}
-	m := &Main{Stdout: os.Stdout, Stderr: os.Stderr, Worlds: map[string]*env.World{}, Default: worlds[0].Name()}
+	m := &Main{Name: DefaultName, Stdout: os.Stdout, Stderr: os.Stderr, Worlds: map[string]*env.World{}, Default: worlds[0].Name()}
 	for _, w := range worlds {
 		if _, dup := m.Worlds[w.Name()]; dup {
 			panic(fmt.Sprintf("cli.New: two worlds named %q", w.Name()))
@@ -55,16 +65,60 @@ func New(worlds ...*env.World) *Main {
 // shutdown under way. It is a world author's whole main:
 //
 //	func main() { cli.Run(library.World) }
+//
+// The program calls itself by its executable's name (library, for a
+// binary built from ./cmd/library; see [Main.Name]).
 func Run(worlds ...*env.World) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	context.AfterFunc(ctx, stop) // the next signal takes its default action
 	m := New(worlds...)
+	var pkg string
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		pkg = bi.Path
+	}
+	_, caller, _, _ := runtime.Caller(1)
+	m.Name = progName(os.Args[0], pkg, caller)
 	if err := m.Run(ctx, os.Args[1:]); err != nil {
 		m.fail(err)
 		stop()
 		os.Exit(exitCode(err))
 	}
+}
+
+// progName returns the name a program calls itself, run as arg0 from the
+// main package pkg, Run called from the source file caller: the base name
+// of its executable, without .exe, as `go build` and `go run ./cmd/library`
+// name it after the package's directory. `go run main.go` builds the
+// package command-line-arguments into an executable named after its first
+// file (main, in a go-build directory): that one is named after the
+// directory of caller, the package's, where it is known (not under
+// -trimpath). An arg0 that names nothing is DefaultName.
+func progName(arg0, pkg, caller string) string {
+	name := filepath.Base(arg0)
+	if pkg == "command-line-arguments" && filepath.IsAbs(caller) && goRunExe(arg0) {
+		name = filepath.Base(filepath.Dir(caller))
+	}
+	if ext := filepath.Ext(name); strings.EqualFold(ext, ".exe") {
+		name = strings.TrimSuffix(name, ext)
+	}
+	if name == "" || name == "." || name == string(filepath.Separator) {
+		return DefaultName
+	}
+	return name
+}
+
+// goRunExe reports whether path is an executable `go run` built: WORK/b001/exe/NAME,
+// in a work directory named go-build….
+func goRunExe(path string) bool {
+	exe := filepath.Dir(path)
+	work := filepath.Dir(filepath.Dir(exe))
+	return filepath.Base(exe) == "exe" && strings.HasPrefix(filepath.Base(work), "go-build")
+}
+
+// name returns the name m calls itself: Name, or DefaultName.
+func (m *Main) name() string {
+	return cmp.Or(m.Name, DefaultName)
 }
 
 // names returns the names of the worlds m knows, sorted.
@@ -100,29 +154,35 @@ func (m *Main) fail(err error) {
 	if errors.As(err, &ee) && ee.err == nil {
 		return
 	}
-	fmt.Fprintln(m.Stderr, "seahaven:", err)
+	fmt.Fprintln(m.Stderr, m.name()+":", err)
 }
 
-const usage = `seahaven — deterministic, composable tool worlds served over OpenEnv.
+// usageText is the program's usage text, PROG standing for its name.
+const usageText = `PROG — deterministic, composable tool worlds served over OpenEnv.
 
 Usage:
-  seahaven serve    [flags]   serve a world over OpenEnv (HTTP, WebSocket, MCP)
-  seahaven fixtures build|list|verify [flags]
-  seahaven check    [flags] [packages]   lint the worlds of a module (docs/lints.md)
-  seahaven grade    [flags] FILE...      replay and grade recorded trajectories (docs/tasks.md)
-  seahaven new world [flags] NAME        write a new world: schema, tools, tests, fixture generator, task
-  seahaven healthcheck [--url URL]       exit 0 if a server's /health answers healthy
-  seahaven bench    [flags]   load-test a server: sessions, latency, memory (docs/scale.md)
-  seahaven bench echo [--addr A]         a bare WebSocket echo server (the benchmark's floor)
-  seahaven version
+  PROG serve    [flags]   serve a world over OpenEnv (HTTP, WebSocket, MCP)
+  PROG fixtures build|list|verify [flags]
+  PROG check    [flags] [packages]   lint the worlds of a module (docs/lints.md)
+  PROG grade    [flags] FILE...      replay and grade recorded trajectories (docs/tasks.md)
+  PROG new world [flags] NAME        write a new world: schema, tools, tests, fixture generator, task
+  PROG healthcheck [--url URL]       exit 0 if a server's /health answers healthy
+  PROG bench    [flags]   load-test a server: sessions, latency, memory (docs/scale.md)
+  PROG bench echo [--addr A]         a bare WebSocket echo server (the benchmark's floor)
+  PROG version
 
-Run "seahaven <command> -h" for a command's flags.
+Run "PROG <command> -h" for a command's flags.
 `
+
+// usage returns the program's usage text.
+func (m *Main) usage() string {
+	return strings.ReplaceAll(usageText, "PROG", m.name())
+}
 
 // Run runs the subcommand named by args[0].
 func (m *Main) Run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		fmt.Fprint(m.Stderr, usage)
+		fmt.Fprint(m.Stderr, m.usage())
 		return &exitError{code: 2, err: errors.New("no command")}
 	}
 	switch args[0] {
@@ -141,13 +201,13 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	case "new":
 		return (&NewCommand{m: m}).Run(ctx, args[1:])
 	case "version":
-		fmt.Fprintln(m.Stdout, "seahaven", version())
+		fmt.Fprintln(m.Stdout, m.name(), version())
 		return nil
 	case "help", "-h", "--help":
-		fmt.Fprint(m.Stdout, usage)
+		fmt.Fprint(m.Stdout, m.usage())
 		return nil
 	}
-	fmt.Fprint(m.Stderr, usage)
+	fmt.Fprint(m.Stderr, m.usage())
 	return &exitError{code: 2, err: fmt.Errorf("unknown command %q", args[0])}
 }
 
@@ -175,19 +235,21 @@ func envOr(key, def string) string {
 	return def
 }
 
-// parseNoArgs parses args into fs and fails when an argument is left.
-func parseNoArgs(fs *flag.FlagSet, args []string) error {
+// parseNoArgs parses args into fs, a flag set of m's, and fails when an
+// argument is left.
+func parseNoArgs(m *Main, fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%s takes no arguments, got %q", strings.TrimPrefix(fs.Name(), "seahaven "), fs.Args())
+		return fmt.Errorf("%s takes no arguments, got %q", strings.TrimPrefix(fs.Name(), m.name()+" "), fs.Args())
 	}
 	return nil
 }
 
+// newFlagSet returns the flag set of m's subcommand name, "NAME name".
 func newFlagSet(m *Main, name string) *flag.FlagSet {
-	fs := flag.NewFlagSet("seahaven "+name, flag.ContinueOnError)
+	fs := flag.NewFlagSet(m.name()+" "+name, flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	return fs
 }

@@ -28,7 +28,7 @@ func (c *FixturesCommand) Run(ctx context.Context, args []string) error {
 		if len(args) == 0 {
 			out = c.m.Stderr
 		}
-		fmt.Fprint(out, `Usage: seahaven fixtures build|list|verify [--world W] [--dir DIR]
+		fmt.Fprint(out, "Usage: "+c.m.name()+` fixtures build|list|verify [--world W] [--dir DIR]
 
   build    run the world's fixture generator into DIR (the world's FixturesDir;
            a world that embeds its fixtures needs --dir, its source directory)

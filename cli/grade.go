@@ -41,7 +41,7 @@ type gradeReport struct {
 func (c *GradeCommand) Run(ctx context.Context, args []string) error {
 	fs := newFlagSet(c.m, "grade")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: seahaven grade [flags] FILE...\n\nReplay recorded trajectories (JSONL, one per episode) from their fixture and seed, or from the checkpoint a restored episode continues (--checkpoints), grade each, and print per-check results and the reward.\n\nFlags:")
+		fmt.Fprintln(fs.Output(), "Usage: "+c.m.name()+" grade [flags] FILE...\n\nReplay recorded trajectories (JSONL, one per episode) from their fixture and seed, or from the checkpoint a restored episode continues (--checkpoints), grade each, and print per-check results and the reward.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	worldName := fs.String("world", envOr("SEAHAVEN_WORLD", c.m.Default), "the world the trajectories were recorded on: "+strings.Join(c.m.names(), ", ")+" (env SEAHAVEN_WORLD)")

@@ -25,7 +25,7 @@ func (c *HealthcheckCommand) Run(ctx context.Context, args []string) error {
 	url := fs.String("url", envOr("SEAHAVEN_HEALTHCHECK_URL", healthURL(envOr("SEAHAVEN_ADDR", ":8000"))),
 		"the URL to probe (default: /health on the port of SEAHAVEN_ADDR, on 127.0.0.1; env SEAHAVEN_HEALTHCHECK_URL)")
 	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
-	if err := parseNoArgs(fs, args); err != nil {
+	if err := parseNoArgs(c.m, fs, args); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)

@@ -124,18 +124,18 @@ func deriveCapacity(l hostLimits) capacity {
 // noBound stands for the session cap when no limit is known.
 const noBound = 1<<31 - 1
 
-// checkCapacity explains each limit that c exceeds and how to raise it, or
-// returns nil.
-func checkCapacity(l hostLimits, c capacity) error {
+// checkCapacity explains each limit that c exceeds and how to raise it
+// for the program prog, or returns nil.
+func checkCapacity(l hostLimits, c capacity, prog string) error {
 	var problems []string
 	if need := fdsNeeded(c); l.NoFile > 0 && need > usable(l.NoFile) {
 		want := roundUp(need * 100 / (100 - headroomPercent))
 		problems = append(problems, fmt.Sprintf(
 			"%d sessions, %d open connections and %d HTTP connections need about %d file descriptors (%d per session, %d per open SQLite connection, %d per HTTP connection, %d reserved, %d%% headroom), "+
-				"but the open-file limit is %d (hard limit %d). Raise it to %d: `ulimit -n %d` in the shell that starts seahaven "+
+				"but the open-file limit is %d (hard limit %d). Raise it to %d: `ulimit -n %d` in the shell that starts %s "+
 				"(above the hard limit as root, or in /etc/security/limits.conf), LimitNOFILE=%d in a systemd unit, or --ulimit nofile=%d:%d with docker",
 			c.MaxSessions, c.MaxOpen, max(c.MaxConns, 0), need, fdsPerSession, fdsPerConn, fdsPerHTTPConn, fdReserve, headroomPercent,
-			l.NoFile, l.NoFileHard, want, want, want, want, want))
+			l.NoFile, l.NoFileHard, want, want, prog, want, want, want))
 	}
 	if need := mapsNeeded(c); l.MaxMapCount > 0 && need > usable(l.MaxMapCount) {
 		want := roundUp(need * 100 / (100 - headroomPercent))
@@ -231,8 +231,8 @@ func addScaleFlags(fs *flag.FlagSet) *scaleFlags {
 // capacity raises the open-file limit, derives a zero maxSessions,
 // --max-open and --max-conns from the host's limits, refuses a capacity the
 // limits cannot hold (unless --force), sizes composition.DefaultPool, and
-// returns the capacity to serve.
-func (f *scaleFlags) capacity(log *slog.Logger, maxSessions int) (capacity, error) {
+// returns the capacity to serve. prog names the program in the advice.
+func (f *scaleFlags) capacity(log *slog.Logger, maxSessions int, prog string) (capacity, error) {
 	l, err := readHostLimits()
 	if err != nil {
 		return capacity{}, err
@@ -250,7 +250,7 @@ func (f *scaleFlags) capacity(log *slog.Logger, maxSessions int) (capacity, erro
 	if *f.maxConns != 0 {
 		c.MaxConns = *f.maxConns
 	}
-	if err := checkCapacity(l, c); err != nil {
+	if err := checkCapacity(l, c, prog); err != nil {
 		if !*f.force {
 			return capacity{}, err
 		}

@@ -29,7 +29,7 @@ func TestDeriveCapacity(t *testing.T) {
 			if got != tt.want {
 				t.Fatalf("deriveCapacity(%+v) = %+v, want %+v", tt.limits, got, tt.want)
 			}
-			if err := checkCapacity(tt.limits, got); err != nil && tt.name != "Starved" {
+			if err := checkCapacity(tt.limits, got, DefaultName); err != nil && tt.name != "Starved" {
 				t.Errorf("the derived capacity fails its own check: %v", err)
 			}
 		})
@@ -58,7 +58,7 @@ func TestCheckCapacity(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := checkCapacity(here, tt.capacity)
+			err := checkCapacity(here, tt.capacity, DefaultName)
 			if len(tt.contains) == 0 {
 				if err != nil {
 					t.Fatalf("checkCapacity = %v, want nil", err)

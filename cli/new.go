@@ -20,13 +20,13 @@ type NewCommand struct{ m *Main }
 // Run runs `seahaven new world [--dir DIR] [--import PATH] NAME`.
 func (c *NewCommand) Run(_ context.Context, args []string) error {
 	if len(args) == 0 || args[0] != "world" {
-		return &exitError{code: 2, err: errors.New(`new: want "seahaven new world NAME"`)}
+		return &exitError{code: 2, err: fmt.Errorf("new: want %q", c.m.name()+" new world NAME")}
 	}
 	fs := newFlagSet(c.m, "new world")
 	dir := fs.String("dir", "", "the directory to write the world into (default ./NAME); it must not exist or be empty")
 	importPath := fs.String("import", "", "the Go import path of that directory (default: derived from the go.mod above it)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: seahaven new world [--dir DIR] [--import PATH] NAME")
+		fmt.Fprintln(fs.Output(), "Usage: "+c.m.name()+" new world [--dir DIR] [--import PATH] NAME")
 		fmt.Fprintln(fs.Output(), "Writes a new world: a schema, typed tools, an error handler that passes tool errors through, tests, a fixture generator and a task.")
 		fs.PrintDefaults()
 	}
@@ -38,7 +38,7 @@ func (c *NewCommand) Run(_ context.Context, args []string) error {
 		err := fmt.Errorf("new world takes one NAME, got %d arguments", fs.NArg())
 		if fs.NArg() > 1 && slices.ContainsFunc(fs.Args()[1:], func(a string) bool { return strings.HasPrefix(a, "-") }) {
 			// Parsing stops at the first argument that is no flag.
-			err = fmt.Errorf("new world takes one NAME, got %d arguments: flags go before NAME (seahaven new world --dir DIR %s)", fs.NArg(), fs.Arg(0))
+			err = fmt.Errorf("new world takes one NAME, got %d arguments: flags go before NAME (%s new world --dir DIR %s)", fs.NArg(), c.m.name(), fs.Arg(0))
 		}
 		return &exitError{code: 2, err: err}
 	}

@@ -66,14 +66,14 @@ func TestOwnWorld(t *testing.T) {
 		}
 		return string(out)
 	}
-	if out := run("check", "-C", dir, "./..."); !strings.Contains(out, "seahaven check: ok: ") {
+	if out := run("check", "-C", dir, "./..."); !strings.Contains(out, "library check: ok: ") {
 		t.Errorf("library check: %s", out)
 	}
 	if out := run("fixtures", "verify"); !strings.Contains(out, "demo ") || !strings.Contains(out, " ok ") {
 		t.Errorf("library fixtures verify:\n%s", out)
 	}
-	if out := run("serve", "-h"); !strings.Contains(out, "the world to serve: library") {
-		t.Errorf("library serve -h names no world library:\n%s", out)
+	if out := run("serve", "-h"); !strings.Contains(out, "the world to serve: library") || !strings.HasPrefix(out, "Usage of library serve:\n") {
+		t.Errorf("library serve -h names no world library, or names itself otherwise:\n%s", out)
 	}
 
 	record := t.TempDir()

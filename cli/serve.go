@@ -53,7 +53,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	production := fs.Bool("production", false, "production mode: no POST /reset, POST /step, GET /state, POST /inspect, POST /grade, POST /checkpoint (env SEAHAVEN_PRODUCTION=true)")
 	maxMessage := fs.Int64("max-message-bytes", int64(openenv.DefaultMaxMessageBytes), "the largest WebSocket message or request body (env SEAHAVEN_MAX_MESSAGE_BYTES)")
 	maxReply := fs.Int("max-reply-bytes", openenv.DefaultMaxReplyBytes, fmt.Sprintf("the largest reply: an inspect reply holds the rows that fit, a larger tool result or state is an error; at least %d (env SEAHAVEN_MAX_REPLY_BYTES)", openenv.MinReplyBytes))
-	recordDir := fs.String("record", "", "write one trajectory (JSONL) per episode into this directory, for seahaven grade (default: off; env SEAHAVEN_RECORD)")
+	recordDir := fs.String("record", "", "write one trajectory (JSONL) per episode into this directory, for "+c.m.name()+" grade (default: off; env SEAHAVEN_RECORD)")
 	readTimeout := fs.Duration("read-timeout", openenv.DefaultReadTimeout, "bound on reading a request's headers and body; a slower client is cut off (env SEAHAVEN_READ_TIMEOUT)")
 	keepAlive := fs.Duration("keepalive-timeout", openenv.DefaultKeepAliveTimeout, "close an HTTP keep-alive connection idle this long between requests (env SEAHAVEN_KEEPALIVE_TIMEOUT)")
 	maxPendingBytes := fs.Int64("max-pending-bytes", int64(openenv.DefaultMaxPendingBytes), "the bytes a WebSocket session reads ahead of the message being processed; past them it stops reading (env SEAHAVEN_MAX_PENDING_BYTES)")
@@ -94,7 +94,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if *instances, err = instanceRoot(*scale.storage, *instances); err != nil {
 		return err
 	}
-	limits, err := scale.capacity(logger, *maxSessions)
+	limits, err := scale.capacity(logger, *maxSessions, c.m.name())
 	if err != nil {
 		return err
 	}
