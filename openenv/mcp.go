@@ -1,6 +1,7 @@
 package openenv
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -142,6 +143,12 @@ func (s *Server) rpcSession(ctx context.Context, params map[string]jsontext.Valu
 	if !present || raw.Kind() == 'n' {
 		if required {
 			return nil, newError(codeValidation, "Invalid params - 'session_id' is required")
+		}
+		if _, fromURL := ctx.Value(mcpSetupKey{}).(resetData); fromURL && ws == nil {
+			// The URL's reset data would be dropped: a sessionless
+			// request runs on a throwaway instance with the default reset.
+			return nil, newError(codeValidation, "The /mcp URL's reset data sets up the session a request starts (initialize, or openenv/session/create); "+
+				"this request names no session, and would run on a throwaway instance without it: start a session at this URL, or name one in params.session_id")
 		}
 		return ws, nil
 	}
@@ -288,13 +295,24 @@ func (s *Server) rpcSessionCreate(ctx context.Context, id json.RawMessage, rawPa
 		return rpcResult(id, sessionResult{SessionID: ws.id})
 	}
 	// The params are reset data (fixture, seed, task, …), unknown keys
-	// refused: the episode starts as a reset with them would.
+	// refused: the episode starts as a reset with them would. Params
+	// without a key ({}, as OpenEnv's client sends) leave the reset data
+	// of the URL's query, if any, to set the episode up; both is refused,
+	// rather than one silently dropped.
 	if rawParams != nil {
 		req, errs := parseReset(rawParams, []any{"params"})
 		if len(errs) > 0 {
 			return rpcProto(id, invalid(errs))
 		}
-		ctx = context.WithValue(ctx, mcpSetupKey{}, req)
+		_, fromURL := ctx.Value(mcpSetupKey{}).(resetData)
+		dec := jsontext.NewDecoder(bytes.NewReader(rawParams))
+		dec.ReadToken() // the object's '{', which parseReset has read
+		switch empty := dec.PeekKind() == '}'; {
+		case fromURL && !empty:
+			return rpcProto(id, newError(codeValidation, "openenv/session/create has reset data in both the /mcp URL's query and its params: give it in one of them"))
+		case !fromURL:
+			ctx = context.WithValue(ctx, mcpSetupKey{}, req)
+		}
 	}
 	ss, perr := s.startMCPSession(ctx, "")
 	if perr != nil {

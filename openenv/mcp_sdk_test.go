@@ -399,3 +399,56 @@ func sdkConnect(tb testing.TB, s *worldServer, q string) *mcp.ClientSession {
 	}
 	return cs
 }
+
+// The reset data of the /mcp URL's query sets up the session the request
+// starts in OpenEnv's dialect too, or is refused saying where it can: a
+// task's session from openenv/session/create with the {} params OpenEnv's
+// client sends lists the task's tools, and a request naming no session,
+// which runs on a throwaway instance with the default reset, is -32602.
+// The URL's data was checked, then dropped: the session had every tool,
+// and the sessionless call ran on another fixture or seed than asked.
+func TestMCP_URLResetDataOpenEnvDialect(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{})
+	post := func(path, body string) string {
+		t.Helper()
+		status, reply, _ := do(t, s.ts, http.MethodPost, path, body, nil)
+		if status != http.StatusOK {
+			t.Fatalf("POST %s %s: %d %s", path, body, status, reply)
+		}
+		return reply
+	}
+	reply := post("/mcp?task=invoice_750", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{}}`)
+	sid, _ := field(t, reply, "result.session_id").(string)
+	reply = post("/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"session_id":"`+sid+`"}}`)
+	var list struct {
+		Result struct{ Tools []struct{ Name string } }
+	}
+	if err := json.Unmarshal([]byte(reply), &list); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range list.Result.Tools {
+		names = append(names, tl.Name)
+	}
+	if got := strings.Join(names, ","); got != "invoice,list_staff,pay_list_charges" {
+		t.Errorf("the tools of a session created at /mcp?task=invoice_750: %s, want the task's", got)
+	}
+
+	for _, c := range []struct{ path, body, want string }{
+		{"/mcp?task=invoice_750", `{"jsonrpc":"2.0","id":3,"method":"openenv/session/create","params":{"seed":3}}`,
+			`{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"openenv/session/create has reset data in both the /mcp URL's query and its params: give it in one of them","data":null}}`},
+		{"/mcp?seed=3", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"accounts","arguments":{}}}`,
+			`{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"The /mcp URL's reset data sets up the session a request starts (initialize, or openenv/session/create); this request names no session, and would run on a throwaway instance without it: start a session at this URL, or name one in params.session_id","data":null}}`},
+		{"/mcp?task=invoice_750", `{"jsonrpc":"2.0","id":5,"method":"tools/list"}`,
+			`{"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"The /mcp URL's reset data sets up the session a request starts (initialize, or openenv/session/create); this request names no session, and would run on a throwaway instance without it: start a session at this URL, or name one in params.session_id","data":null}}`},
+	} {
+		jsonEq(t, post(c.path, c.body), c.want)
+	}
+	// A request naming its session carries the URL it was set up with,
+	// as a standard client's do.
+	reply = post("/mcp?task=invoice_750", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"session_id":"`+sid+`","name":"list_staff","arguments":{}}}`)
+	if field(t, reply, "result.isError") != false {
+		t.Errorf("list_staff on the session at its own URL: %s", reply)
+	}
+	post("/mcp", `{"jsonrpc":"2.0","id":7,"method":"openenv/session/close","params":{"session_id":"`+sid+`"}}`)
+}
