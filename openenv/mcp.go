@@ -287,27 +287,40 @@ func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMe
 	return out, perr
 }
 
-// rpcSessionCreate answers openenv/session/create. On /ws it returns the
-// connection's own session; on POST /mcp it makes a session (counted against
-// MaxSessions) and opens its instance with the default options at once.
+// rpcSessionCreate answers openenv/session/create. On /ws, and on a
+// standard client's session, it returns that session, and refuses reset
+// data in the params, which could not set its episode up; on POST /mcp it
+// makes a session (counted against MaxSessions) and opens its instance
+// with the params' reset data, else the URL query's, at once.
 func (s *Server) rpcSessionCreate(ctx context.Context, id json.RawMessage, rawParams jsonObject, ws *session) rpcResponse {
+	empty := true // params without a key ({}, as OpenEnv's client sends) or none
+	if rawParams != nil {
+		dec := jsontext.NewDecoder(bytes.NewReader(rawParams))
+		dec.ReadToken() // the object's '{'
+		empty = dec.PeekKind() == '}'
+	}
 	if ws != nil {
+		if !empty {
+			how := "initialize a new session with it in the /mcp URL's query"
+			if ws.transport == TransportWS {
+				how = "send it in a reset message"
+			}
+			return rpcProto(id, newError(codeValidation, "openenv/session/create on a session returns that session, whose episode its params' reset data cannot set up: %s", how))
+		}
 		return rpcResult(id, sessionResult{SessionID: ws.id})
 	}
 	// The params are reset data (fixture, seed, task, …), unknown keys
 	// refused: the episode starts as a reset with them would. Params
-	// without a key ({}, as OpenEnv's client sends) leave the reset data
-	// of the URL's query, if any, to set the episode up; both is refused,
-	// rather than one silently dropped.
+	// without a key leave the reset data of the URL's query, if any, to
+	// set the episode up; both is refused, rather than one silently
+	// dropped.
 	if rawParams != nil {
 		req, errs := parseReset(rawParams, []any{"params"})
 		if len(errs) > 0 {
 			return rpcProto(id, invalid(errs))
 		}
 		_, fromURL := ctx.Value(mcpSetupKey{}).(resetData)
-		dec := jsontext.NewDecoder(bytes.NewReader(rawParams))
-		dec.ReadToken() // the object's '{', which parseReset has read
-		switch empty := dec.PeekKind() == '}'; {
+		switch {
 		case fromURL && !empty:
 			return rpcProto(id, newError(codeValidation, "openenv/session/create has reset data in both the /mcp URL's query and its params: give it in one of them"))
 		case !fromURL:

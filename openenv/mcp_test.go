@@ -659,3 +659,28 @@ func TestMCP_CloseOnce(t *testing.T) {
 		}
 	}
 }
+
+// openenv/session/create on a session (a /ws connection's, a standard
+// client's) returns that session, so reset data in its params, which
+// could not set that episode up, is refused saying where it goes, where
+// it was dropped and the session's id returned as if the episode were
+// the one asked for. Empty params, as OpenEnv's client sends, still
+// return the session.
+func TestMCP_SessionCreateOnSession(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{})
+	c := s.dial(t)
+	reply := roundTrip(t, c, `{"type":"mcp","data":{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{"fixture":"base"}}}`)
+	if msg, _ := field(t, reply, "data.error.message").(string); msg != "openenv/session/create on a session returns that session, whose episode its params' reset data cannot set up: send it in a reset message" {
+		t.Errorf("create with reset data on /ws: %s", reply)
+	}
+	reply = roundTrip(t, c, `{"type":"mcp","data":{"jsonrpc":"2.0","id":2,"method":"openenv/session/create","params":{}}}`)
+	if sid, _ := field(t, reply, "data.result.session_id").(string); sid == "" {
+		t.Errorf("create with {} on /ws: %s", reply)
+	}
+
+	h, post := standardSession(t, s)
+	r := <-post(`{"jsonrpc":"2.0","id":3,"method":"openenv/session/create","params":{"seed":3}}`)
+	jsonEq(t, r.body, `{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"openenv/session/create on a session returns that session, whose episode its params' reset data cannot set up: initialize a new session with it in the /mcp URL's query"}}`)
+	r = <-post(`{"jsonrpc":"2.0","id":4,"method":"openenv/session/create"}`)
+	jsonEq(t, r.body, `{"jsonrpc":"2.0","id":4,"result":{"session_id":"`+h[openenv.MCPSessionHeader]+`"}}`)
+}
