@@ -82,7 +82,7 @@ func TestServer_ToolResultBytes(t *testing.T) {
 			t.Fatalf("reply of %d bytes, over the limit", len(reply))
 		}
 		kind, msg := str(t, reply, "data.observation.error.error_type"), str(t, reply, "data.observation.error.message")
-		if kind != "execution_error" || !strings.Contains(msg, `tool "blob" returned a result too large to send: 30002 bytes of JSON`) ||
+		if kind != "execution_error" || !strings.Contains(msg, `tool "blob" returned a result too large to send: 30002 bytes of JSON, in a reply of up to`) ||
 			!strings.Contains(msg, fmt.Sprintf("over the limit of %d bytes on a reply (the server's max-reply-bytes)", smallReplies)) {
 			t.Errorf("error %s %q, want an execution_error naming the result's size and the limit", kind, msg)
 		}

@@ -229,7 +229,7 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 		}
 		if n := s.replyCarrying(raw); n > 0 {
 			out.err = &env.ToolError{Kind: env.KindExecution,
-				Message: fmt.Sprintf("tool %q returned a result too large to send: %d bytes of JSON, in a reply of %d bytes, "+
+				Message: fmt.Sprintf("tool %q returned a result too large to send: %d bytes of JSON, in a reply of up to %d bytes (its largest form, which every protocol is held to), "+
 					"over the limit of %d bytes on a reply (the server's max-reply-bytes); the call ran, ask for less at a time",
 					name, len(raw), n, s.cfg.MaxReplyBytes)}
 			return
