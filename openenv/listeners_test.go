@@ -341,6 +341,31 @@ func TestServer_AgentHandler(t *testing.T) {
 			t.Errorf("the main listener's openenv/session/create with control_tools: %d %s", code, body)
 		}
 	})
+
+	// A trainer's reset of an agent's session with control_tools gives the
+	// tool to the trainer's listener only: the agent neither lists nor
+	// calls it. Before, it did both, and moved its episode's clock.
+	t.Run("ControlToolsOfATrainersReset", func(t *testing.T) {
+		_, body := s.agentDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{}}`, nil)
+		id, _ := field(t, body, "result.session_id").(string)
+		if id == "" {
+			t.Fatalf("openenv/session/create: %s", body)
+		}
+		if code, body, _ := s.httpDo(t, "POST", "/reset", `{"control_tools":true}`, map[string]string{openenv.SessionHeader: id}); code != http.StatusOK {
+			t.Fatalf("the trainer's reset of the agent's session: %d %s", code, body)
+		}
+		list := `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"session_id":"` + id + `"}}`
+		if _, body, _ := s.httpDo(t, "POST", "/mcp", list, nil); !strings.Contains(body, `"name":"seahaven_control"`) {
+			t.Errorf("the trainer's tools/list of the session lacks seahaven_control: %.300s", body)
+		}
+		if _, body := s.agentDo(t, "POST", "/mcp", list, nil); !strings.Contains(body, `"tools"`) || strings.Contains(body, "seahaven_control") {
+			t.Errorf("the agent's tools/list: %.300s, want the tools without seahaven_control", body)
+		}
+		call := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"session_id":"` + id + `","name":"seahaven_control","arguments":{"action":"advance_clock","seconds":3600}}}`
+		if _, body := s.agentDo(t, "POST", "/mcp", call, nil); !strings.Contains(body, "the agent listener does not serve it") {
+			t.Errorf("the agent's call of seahaven_control: %.300s, want it refused", body)
+		}
+	})
 }
 
 // With an agent token, each listener takes its own credential only: an

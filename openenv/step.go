@@ -373,7 +373,11 @@ func (s *Server) mcpTools(ctx context.Context, ss *session) ([]env.ToolInfo, *pr
 		}
 		defer leave()
 		if ss.inst != nil {
-			return s.tools(ss.inst)
+			tools, perr := s.tools(ss.inst)
+			if onAgentListener(ctx) {
+				tools = slices.DeleteFunc(slices.Clone(tools), func(t env.ToolInfo) bool { return t.Name == env.ControlTool })
+			}
+			return tools, perr
 		}
 	}
 	info, perr := s.info()
@@ -382,6 +386,12 @@ func (s *Server) mcpTools(ctx context.Context, ss *session) ([]env.ToolInfo, *pr
 
 // mcpCall makes one tool call for JSON-RPC tools/call. It counts as a step.
 func (ss *session) mcpCall(ctx context.Context, name string, args json.RawMessage) (toolOutcome, *protoError) {
+	if name == env.ControlTool && onAgentListener(ctx) {
+		// The trainer's, even on a session a trainer's reset gave it to:
+		// an agent never sets the clock of the episode it is graded on.
+		return toolOutcome{err: &env.ToolError{Kind: env.KindNotFound,
+			Message: fmt.Sprintf("unknown tool %q: it is the trainer's, and the agent listener does not serve it", name)}}, nil
+	}
 	return withInstance(ss, ctx, func(ctx context.Context) (toolOutcome, *protoError) {
 		if perr := ss.overLocked(); perr != nil {
 			return toolOutcome{}, perr
