@@ -241,11 +241,26 @@ func (b *Backend) Close() error {
 }
 
 // Ready reports whether the backend can open instances: it makes the
-// instance directory again when something removed it (a cleaner of the
-// temp directory), and fails with an *env.InfraError when it cannot, or
-// when its file system has less free space than Config.MinFreeDisk, which
-// fails every reset with disk_full. It implements [ReadinessChecker].
+// instance directory again when something removed it (ensureDir), and
+// fails with an *env.InfraError when it cannot, or when its file system
+// has less free space than Config.MinFreeDisk, which fails every reset
+// with disk_full. It implements [ReadinessChecker].
 func (b *Backend) Ready() error {
+	if err := b.ensureDir(); err != nil {
+		return err
+	}
+	if free, ok := sqlitestore.FreeSpace(b.dir); ok && b.minFree >= 0 && free < b.minFree {
+		return &env.InfraError{Kind: env.FaultDiskFull, Message: "the server's disk is full; no instance can be opened",
+			Err: fmt.Errorf("app: %s has %d bytes free, fewer than the %d a reset leaves free", b.dir, free, b.minFree)}
+	}
+	return nil
+}
+
+// ensureDir makes the instance directory again when something removed it
+// (a cleaner of the temp directory), and fails with an *env.InfraError
+// when it cannot. A reset runs it before opening; the free space it then
+// checks itself, counting the instance's files (composition.Options.MinFree).
+func (b *Backend) ensureDir() error {
 	b.dirMu.Lock()
 	defer b.dirMu.Unlock()
 	remade, release, err := remakeInstanceDir(b.dir, b.release)
@@ -255,10 +270,6 @@ func (b *Backend) Ready() error {
 	}
 	if remade {
 		b.component("instances").Warn("app: the instance directory was removed; made it again", "dir", b.dir)
-	}
-	if free, ok := sqlitestore.FreeSpace(b.dir); ok && b.minFree >= 0 && free < b.minFree {
-		return &env.InfraError{Kind: env.FaultDiskFull, Message: "the server's disk is full; no instance can be opened",
-			Err: fmt.Errorf("app: %s has %d bytes free, fewer than the %d a reset leaves free", b.dir, free, b.minFree)}
 	}
 	return nil
 }
@@ -327,7 +338,7 @@ func (b *Backend) Open(ctx context.Context, opts openenv.OpenOptions) (openenv.I
 			return nil, &openenv.OptionError{Option: "fixture", Value: opts.Fixture, Message: err.Error()}
 		}
 	}
-	if err := b.Ready(); err != nil {
+	if err := b.ensureDir(); err != nil {
 		return nil, err
 	}
 	leave, err := b.gate.enter(ctx)
@@ -384,7 +395,7 @@ func (b *Backend) Restore(ctx context.Context, id string) (openenv.Instance, ope
 			return nil, openenv.CheckpointRequest{}, b.checkpoints.unknown(id, fmt.Sprintf("runs task %q, which this server does not have", saved.Episode.Task))
 		}
 	}
-	if err := b.Ready(); err != nil {
+	if err := b.ensureDir(); err != nil {
 		return nil, openenv.CheckpointRequest{}, err
 	}
 	leave, err := b.gate.enter(ctx)
