@@ -554,10 +554,8 @@ func (c *checkpoints) drained(world, session string) (openenv.CheckpointInfo, bo
 // world (see worldPointer).
 func (c *checkpoints) undrained(world, session string) error {
 	err := c.removePointer(drainedDir, worldKey(world, session))
-	if info, ok := c.readPointer(drainedDir, session); ok {
-		if m, ok := c.manifest(info.ID); ok && m.World == world {
-			err = errors.Join(err, c.removePointer(drainedDir, session))
-		}
+	if info, ok := c.readPointer(drainedDir, session); ok && c.ofWorld(info.ID, world) {
+		err = errors.Join(err, c.removePointer(drainedDir, session))
 	}
 	return err
 }
@@ -569,12 +567,16 @@ func (c *checkpoints) worldPointer(dir, world, id string) (openenv.CheckpointInf
 	if info, ok := c.pointer(dir, worldKey(world, id)); ok {
 		return info, true
 	}
-	if info, ok := c.pointer(dir, id); ok {
-		if m, ok := c.manifest(info.ID); ok && m.World == world {
-			return info, true
-		}
+	if info, ok := c.pointer(dir, id); ok && c.ofWorld(info.ID, world) {
+		return info, true
 	}
 	return openenv.CheckpointInfo{}, false
+}
+
+// ofWorld reports whether checkpoint id, by its manifest, is of world.
+func (c *checkpoints) ofWorld(id, world string) bool {
+	m, ok := c.manifest(id)
+	return ok && m.World == world
 }
 
 // manifest reads checkpoint id's manifest, without verifying anything
