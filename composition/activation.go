@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/internal/nilerr"
 	"github.com/seahaven/seahaven/sqlitestore"
 )
 
@@ -390,22 +391,12 @@ func (a *activation) guardValue(what func() string, fn func() (any, error)) (out
 		}
 	}()
 	out, err = fn()
-	if nilError(err) {
+	if nilerr.Is(err) {
 		// Every method of it may dereference the nil pointer, and the
 		// engine reads each error (errors.As) on its way out.
 		return nil, env.Bugf("%s returned a nil %T as its error, which is not a nil error: return nil itself when nothing failed", what(), err)
 	}
 	return out, err
-}
-
-// nilError reports whether err is a non-nil error holding a nil pointer
-// (var e *MyError; return e), a mistake Go compiles.
-func nilError(err error) bool {
-	if err == nil {
-		return false
-	}
-	v := reflect.ValueOf(err)
-	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // worldsImpl is ctx.Worlds for one node in one turn of an activation.

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"math"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/internal/nilerr"
 )
 
 // Result is one grading of a task: the reward, whether the episode is done,
@@ -177,7 +177,7 @@ func runFunc(ctx context.Context, v *composition.View, fn env.GradeFunc, log []e
 		}
 	}()
 	res, err = fn(ctx, v, log)
-	if rv := reflect.ValueOf(err); err != nil && rv.Kind() == reflect.Pointer && rv.IsNil() {
+	if nilerr.Is(err) {
 		return res, fmt.Errorf("the Go check returned a nil %T as its error, which is not a nil error: return nil itself when the check could run", err)
 	}
 	return res, err
