@@ -84,8 +84,7 @@ func (s *Store) allowLocked(cn *conn, text string, info stmtInfo) error {
 		return fmt.Errorf("%w: %s", ErrTransactionControl, abbreviate(text, 200))
 	case s.lostLocked(cn):
 		return errTxnLost
-	case (info.kind == stmtRelease || info.kind == stmtRollbackTo) && len(s.frames) > 0 &&
-		s.frames[len(s.frames)-1].savepoint(info.savepoint) < 0:
+	case s.outOfScopeLocked(info):
 		return fmt.Errorf("%w: %s", ErrSavepointScope, abbreviate(text, 200))
 	case len(s.captures) > 0 && vacuumsInPlace(text):
 		return fmt.Errorf("%w: %s", ErrVacuum, abbreviate(text, 200))
@@ -195,16 +194,19 @@ func (s *Store) rawSavepointLocked(info stmtInfo) bool {
 	if len(s.frames) == 0 {
 		return true
 	}
-	switch info.kind {
-	case stmtOwnSavepoint:
+	if info.kind == stmtOwnSavepoint || s.outOfScopeLocked(info) {
 		return false
-	case stmtRelease, stmtRollbackTo:
-		if s.frames[len(s.frames)-1].savepoint(info.savepoint) < 0 {
-			return false
-		}
 	}
 	s.noteSavepointLocked(info)
 	return true
+}
+
+// outOfScopeLocked reports whether info is a RELEASE or ROLLBACK TO,
+// while frames are open, of a savepoint not opened since the innermost
+// frame began (ErrSavepointScope).
+func (s *Store) outOfScopeLocked(info stmtInfo) bool {
+	return (info.kind == stmtRelease || info.kind == stmtRollbackTo) && len(s.frames) > 0 &&
+		s.frames[len(s.frames)-1].savepoint(info.savepoint) < 0
 }
 
 // savepoint returns the index in f.savepoints of the savepoint SQLite finds
