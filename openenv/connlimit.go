@@ -31,8 +31,9 @@ type ConnLimit struct {
 	// Max caps the connections open at once, not counting WebSocket
 	// connections once upgraded: each of those is a session, bounded by
 	// Config.MaxSessions. A connection accepted at the cap closes the
-	// keep-alive connection idle the longest to make room; when none is idle it is answered
-	// 503 {"detail":"…"} and closed, unless it asks for a probe (/health,
+	// keep-alive connection idle the longest to make room; when none is
+	// idle it is answered 503 {"detail":"…","code":"CAPACITY_REACHED"}
+	// and closed, unless it asks for a probe (/health,
 	// /ready, /accepting), which a few connections beyond the cap are
 	// kept for (see probeHeadroom). Default DefaultMaxConns; negative means
 	// no bound.
