@@ -29,6 +29,11 @@ type sessionRecord struct {
 	LastReward float64        `json:"last_reward"`
 	EpisodeID  string         `json:"episode_id"`
 	Replays    []replayRecord `json:"replays"`
+	// DrainedFrom is the id of the session a drain took the checkpoint
+	// of, when a later request names that session (HTTP, MCP): the
+	// checkpoint's first restore ends the drain's record of it, so that
+	// no server sends the session back to the checkpoint again.
+	DrainedFrom string `json:"drained_from,omitempty"`
 }
 
 // replayRecord is a step reply kept under its request_id, encoded.
@@ -43,11 +48,12 @@ type replayRecord struct {
 	Failed      string          `json:"failed,omitempty"`
 }
 
-// recordLocked returns the session's record of its episode. The slot
-// must be held.
-func (ss *session) recordLocked() (json.RawMessage, error) {
+// recordLocked returns the session's record of its episode, taken by a
+// drain of the session named drainedFrom, if not "". The slot must be
+// held.
+func (ss *session) recordLocked(drainedFrom string) (json.RawMessage, error) {
 	ss.mu.Lock()
-	rec := sessionRecord{Steps: ss.steps, Over: ss.over, DoneAt: ss.doneAt, Task: ss.task, Graded: ss.graded, LastReward: ss.lastReward, EpisodeID: ss.episodeID}
+	rec := sessionRecord{Steps: ss.steps, Over: ss.over, DoneAt: ss.doneAt, Task: ss.task, Graded: ss.graded, LastReward: ss.lastReward, EpisodeID: ss.episodeID, DrainedFrom: drainedFrom}
 	ss.mu.Unlock()
 	for _, id := range ss.ids {
 		r := ss.replays[id]
@@ -68,19 +74,20 @@ func (ss *session) checkpoint(ctx context.Context) (CheckpointInfo, *protoError)
 		if perr := ss.fencedLocked(ctx); perr != nil {
 			return CheckpointInfo{}, perr
 		}
-		return ss.checkpointLocked(ctx)
+		return ss.checkpointLocked(ctx, "")
 	})
 }
 
-// checkpointLocked checkpoints the session's instance. The slot must be
-// held and the session must have an instance.
-func (ss *session) checkpointLocked(ctx context.Context) (CheckpointInfo, *protoError) {
+// checkpointLocked checkpoints the session's instance, for a drain of the
+// session named drainedFrom, if not "" (see sessionRecord.DrainedFrom).
+// The slot must be held and the session must have an instance.
+func (ss *session) checkpointLocked(ctx context.Context, drainedFrom string) (CheckpointInfo, *protoError) {
 	c, ok := ss.inst.(Checkpointer)
 	if !ok {
 		return CheckpointInfo{}, newError(codeNoCheckpoints, "This server cannot checkpoint episodes: its backend keeps no checkpoints.")
 	}
 	s := ss.srv
-	rec, err := ss.recordLocked()
+	rec, err := ss.recordLocked(drainedFrom)
 	if err != nil {
 		return CheckpointInfo{}, newError(codeExecution, "the checkpoint could not be taken: %v", err)
 	}
@@ -125,7 +132,7 @@ func (ss *session) autoCheckpointLocked(ctx context.Context) {
 	if _, ok := ss.srv.backend.(Restorer); !ok {
 		return
 	}
-	if _, perr := ss.checkpointLocked(ctx); perr != nil {
+	if _, perr := ss.checkpointLocked(ctx, ""); perr != nil {
 		ss.srv.log.Warn("openenv: periodic checkpoint failed", "session", ss.ref, "steps", steps, "err", perr.message)
 	}
 }
@@ -162,14 +169,18 @@ func (ss *session) drain(ctx context.Context) {
 		ss.srv.log.Info("openenv: drain: the session was superseded; no checkpoint taken", "session", ss.ref, "by", digested(by))
 		return
 	}
-	info, perr := ss.checkpointLocked(ss.tagged)
+	named := "" // a /ws session's id is never told: no request names it
+	if ss.transport != TransportWS {
+		named = ss.id
+	}
+	info, perr := ss.checkpointLocked(ss.tagged, named)
 	if perr != nil {
 		ss.release()
 		ss.srv.log.Warn("openenv: drain: the session closes without a checkpoint", "session", ss.ref, "err", perr.message)
 		return
 	}
-	if ss.transport != TransportWS {
-		if err := r.Drained(ss.id, info); err != nil {
+	if named != "" {
+		if err := r.Drained(named, info); err != nil {
 			ss.srv.log.Warn("openenv: drain: the checkpoint could not be recorded for the session's next request", "session", ss.ref, "checkpoint", refOf(info.ID), "err", err)
 		}
 	}
@@ -256,6 +267,15 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 			return newError(codeExecution, "the attempt %s could not be fenced, so nothing was restored: %v", *req.Replaces, err)
 		}
 		s.log.Info("openenv: attempt fenced", append(sessionAttrs(ctx), "attempt", refOf(*req.Replaces), "by", digested(by))...)
+	}
+	if rec.DrainedFrom != "" {
+		// The drained session's episode goes on here: its next request
+		// must not be told to restore the checkpoint again, which would
+		// fork the episode (an MCP client continues under a new session
+		// id, so nothing else ends the record).
+		if err := r.Undrained(rec.DrainedFrom); err != nil {
+			s.log.Warn("openenv: the drained session's record could not be removed", append(sessionAttrs(ctx), "checkpoint", refOf(id), "err", err)...)
+		}
 	}
 	ss.installLocked(inst, rec, attempt)
 	return nil

@@ -425,6 +425,12 @@ func TestCheckpoint_Drain(t *testing.T) {
 	if _, body, _ := other.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_staff","arguments":{}}}`, restored); !strings.Contains(body, "Cy") {
 		t.Errorf("the restored MCP session's staff: %.300s (initialize: %.200s)", body, initialized)
 	}
+	// Its episode goes on in the new session: a retry of the old session's
+	// request is no longer told to restore the checkpoint, which would
+	// fork the episode.
+	if status, body, _ := third.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`, mcp); status != http.StatusNotFound || strings.Contains(body, "checkpoint") {
+		t.Errorf("the drained MCP session after its restore: %d %s, want 404 without a checkpoint", status, body)
+	}
 	c2 := other.dial(t)
 	roundTrip(t, c2, fmt.Sprintf(`{"type":"reset","data":{"checkpoint":%q}}`, wsCheckpoint))
 	if st := roundTrip(t, c2, `{"type":"state"}`); !strings.Contains(st, `"step_count":3`) || !strings.Contains(st, `"episode_id":"ep-ws"`) {
