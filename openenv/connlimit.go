@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"log"
 	"log/slog"
 	"net"
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -61,6 +63,8 @@ type ConnLimit struct {
 	probes  []*probeConn          // connections open beyond Max for the probes, oldest first
 	refused int64                 // connections answered 503
 	quiet   time.Duration         // probeQuiet, unless a test sets another
+
+	lingering atomic.Int32 // refused connections read until their clients close (see refuse)
 }
 
 // connInfo is what a ConnLimit knows of a counted connection.
@@ -311,15 +315,42 @@ func (l *ConnLimit) tooMany() string {
 	return fmt.Sprintf("Too many connections: the server holds its limit of %d; retry later", l.limit())
 }
 
-// refuseWriteTimeout bounds writing the 503 to a refused connection.
-const refuseWriteTimeout = time.Second
+// Bounds of a refused connection: writing its 503, and then reading what
+// its client sent, at most refuseLingerBytes within refuseLinger, for at
+// most maxLingering connections at once (the rest are closed at once).
+const (
+	refuseWriteTimeout = time.Second
+	refuseLinger       = time.Second
+	refuseLingerBytes  = 64 << 10
+	maxLingering       = 64
+)
 
-// refuse answers c 503 with the detail refusal and closes it.
+// refuse answers c 503 with the detail refusal and closes it. Closing a
+// socket whose client's request is still unread resets the connection,
+// and a client told of the reset before it reads the 503 (on Windows, say)
+// loses it; so c's sending side is shut first and what its client sends
+// is read and dropped until it closes its side too, as net/http does for
+// a connection it closes, within the bounds above.
 func (l *ConnLimit) refuse(c net.Conn, refusal string) {
 	body := string(mustEncode(httpError{Detail: refusal, Code: codeCapacity}))
 	c.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
 	fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: %d\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s", len(body), body)
-	c.Close()
+	cw, ok := c.(interface{ CloseWrite() error })
+	if !ok || l.lingering.Add(1) > maxLingering {
+		if ok {
+			l.lingering.Add(-1)
+		}
+		c.Close()
+		return
+	}
+	go func() {
+		defer l.lingering.Add(-1)
+		defer c.Close()
+		if cw.CloseWrite() == nil {
+			c.SetReadDeadline(time.Now().Add(refuseLinger))
+			io.CopyN(io.Discard, c, refuseLingerBytes)
+		}
+	}()
 }
 
 // track follows a counted connection through its states: idle between
