@@ -354,6 +354,11 @@ func (b *Backend) Open(ctx context.Context, opts openenv.OpenOptions) (openenv.I
 	if errors.Is(err, fixture.ErrNotFound) {
 		return nil, b.unknownFixture(opts.Fixture, t.Fixture)
 	}
+	if bug := (*env.WorldBug)(nil); errors.Is(err, composition.ErrUnknownStartupKeyword) && errors.As(err, &bug) {
+		// A task's own keywords fit the tree (task.Fits): the unknown
+		// one is the caller's.
+		return nil, &openenv.OptionError{Option: "startup", Value: opts.Startup, Message: bug.Message}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -149,6 +149,11 @@ func checkSpace(dir string, src *source, minFree int64) error {
 		Err: fmt.Errorf("composition: %s has %d bytes free, fewer than the %d the instance needs (its files and a reserve of %d)", dir, free, need, minFree)}
 }
 
+// ErrUnknownStartupKeyword is wrapped by the *env.WorldBug Open returns for
+// a startup keyword of Options.Startup that no startup hook of the world's
+// tree accepts: the caller's mistake, refused before any file is touched.
+var ErrUnknownStartupKeyword = errors.New("composition: unknown startup keyword")
+
 func checkStartupKeys(s *Sealed, kw map[string]any) error {
 	unknown := slices.DeleteFunc(slices.Sorted(maps.Keys(kw)), func(k string) bool { return slices.Contains(s.StartupKeys, k) })
 	if len(unknown) == 0 {
@@ -162,10 +167,12 @@ func checkStartupKeys(s *Sealed, kw map[string]any) error {
 	// The keywords are the client's: the message repeats at most
 	// runecut.MaxEcho bytes of them.
 	names := runecut.Echo(strings.Join(quoted, ", "))
+	bug := env.Bugf("unknown startup keywords %s: no startup hook of %s's tree accepts them (accepted: %s)", names, s.Root.Name(), accepted)
 	if len(unknown) == 1 {
-		return env.Bugf("unknown startup keyword %s: no startup hook of %s's tree accepts it (accepted: %s)", names, s.Root.Name(), accepted)
+		bug = env.Bugf("unknown startup keyword %s: no startup hook of %s's tree accepts it (accepted: %s)", names, s.Root.Name(), accepted)
 	}
-	return env.Bugf("unknown startup keywords %s: no startup hook of %s's tree accepts them (accepted: %s)", names, s.Root.Name(), accepted)
+	bug.Err = ErrUnknownStartupKeyword
+	return bug
 }
 
 func (i *Instance) storeOptions(n *Node) sqlitestore.Options {

@@ -289,15 +289,16 @@ func (s *Server) infraFailure(ctx context.Context, op string, err error) *protoE
 }
 
 // OptionError is what Backend.Open returns for a reset option that names
-// something the backend does not have: a fixture or a task id. The server
-// reports it as a VALIDATION_ERROR located at the option, with Message,
-// which should name the value and list the ones that exist, and must name
-// no server path.
+// something the backend does not have: a fixture or a task id, or a startup
+// keyword. The server reports it as a VALIDATION_ERROR located at the
+// option, with Message, which should name the value and list the ones that
+// exist, and must name no server path.
 type OptionError struct {
-	// Option is the reset data key: "fixture" or "task".
+	// Option is the reset data key: "fixture", "task" or "startup".
 	Option string
-	// Value is the value the reset gave.
-	Value string
+	// Value is the value the reset gave, the error's input: an id, or the
+	// object of startup keywords.
+	Value any
 	// Message says what is wrong.
 	Message string
 }

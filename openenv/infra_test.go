@@ -250,6 +250,29 @@ func TestInfraErrors_UnknownFixture(t *testing.T) {
 	}
 }
 
+// TestReset_UnknownStartupKeyword resets with a startup keyword no startup
+// hook of the tree accepts: a validation error at the startup key, with the
+// keywords given as its input, naming the unknown one and listing those
+// accepted, as an unknown fixture is one at the fixture key; the session
+// keeps its episode.
+func TestReset_UnknownStartupKeyword(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"kept"}}`)
+	reply := roundTrip(t, c, `{"type":"reset","data":{"startup":{"colour":1,"region":"eu"}}}`)
+	want := `{"type":"error","data":{"message":"Invalid message: data.startup: unknown startup keyword \"colour\": no startup hook of company's tree accepts it (accepted: plan, region)","code":"VALIDATION_ERROR",` +
+		`"errors":[{"type":"value_error","loc":["data","startup"],"msg":"unknown startup keyword \"colour\": no startup hook of company's tree accepts it (accepted: plan, region)","input":{"colour":1,"region":"eu"}}]}}`
+	jsonEq(t, reply, want)
+	if id := str(t, roundTrip(t, c, `{"type":"state"}`), "data.episode_id"); id != "kept" {
+		t.Errorf("episode_id %s after a refused reset, want kept", id)
+	}
+	status, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{"startup":{"colour":1,"size":2}}`, nil)
+	if status != http.StatusUnprocessableEntity || firstLoc(t, body, "detail") != "[body startup]" ||
+		!strings.Contains(body, `unknown startup keywords \"colour\", \"size\": no startup hook of company's tree accepts them`) {
+		t.Errorf("POST /reset: %d %s, want 422 at body.startup naming both keywords", status, body)
+	}
+}
+
 // TestInfraErrors_InstanceRootRemoved removes the instance root under a
 // running server, as a cleaner of the temp directory may. The next reset
 // makes it again; while it cannot be made, resets fail with an
