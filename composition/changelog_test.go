@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -694,5 +695,70 @@ func TestChangeLog_RawTransactionOnADirectStore(t *testing.T) {
 			// The store is usable by the next call.
 			compositiontest.Call(t, inst, "kv_bump", `{}`)
 		})
+	}
+}
+
+// TestChangeLog_UntrackedPerNode pins the spec's per-node exclusion: each
+// world's UntrackedTables leave its own node's table of that name out of
+// the change log, and no other node's.
+func TestChangeLog_UntrackedPerNode(t *testing.T) {
+	const schema = "CREATE TABLE audit (id INTEGER PRIMARY KEY, what TEXT) STRICT;"
+	child := env.NewWorld(env.WorldSpec{Name: "utchild", Version: "1", Schema: schema})
+	env.Tool(child, "note", "Write an audit row.", func(c *env.Ctx, _ noArgs) (any, error) {
+		return c.DB.Exec("INSERT INTO audit (what) VALUES ('child')")
+	})
+	host := env.NewWorld(env.WorldSpec{Name: "uthost", Version: "1", Schema: schema, UntrackedTables: []string{"audit"}})
+	host.AddWorld(child, env.Name("child"), env.ToolAllowList())
+	env.Tool(host, "both", "Write an audit row here and in the child.", func(c *env.Ctx, _ noArgs) (any, error) {
+		if _, err := c.DB.Exec("INSERT INTO audit (what) VALUES ('host')"); err != nil {
+			return nil, err
+		}
+		return c.Worlds.Get("child").Call("note", noArgs{})
+	})
+	inst := compositiontest.Open(t, host, composition.Options{})
+	compositiontest.Call(t, inst, "both", `{}`)
+	var got []string
+	for _, r := range inst.ChangeLog() {
+		got = append(got, r.World+"."+r.Table)
+	}
+	if !slices.Equal(got, []string{"child.audit"}) {
+		t.Fatalf("change log tables %v, want the child's audit alone", got)
+	}
+}
+
+// TestChangeLog_AliasWritesUseTheCanonicalPath pins the spec's path tags on
+// a shared node: the shop reaches the company's payments account by the
+// alias shop/payments, and what it writes there, through a nested call or
+// directly, is recorded under the node's one path, payments, beside the
+// shop's own rows, sorted by path.
+func TestChangeLog_AliasWritesUseTheCanonicalPath(t *testing.T) {
+	pay, add := ledger("aliaspay")
+	shop := env.NewWorld(env.WorldSpec{Name: "aliasshop", Version: "1", Schema: "CREATE TABLE orders (id TEXT PRIMARY KEY) STRICT;"})
+	shop.AddWorld(pay, env.Name("payments"), env.ToolAllowList())
+	env.Tool(shop, "place_order", "Charge, then file the order.", func(c *env.Ctx, _ noArgs) (any, error) {
+		h := c.Worlds.Get("payments")
+		if _, err := env.Call(c.Context(), h, add, amountArgs{Amount: 5}); err != nil {
+			return nil, err
+		}
+		if _, err := h.DB().Exec("INSERT INTO entries (id, amount) VALUES ('direct', 6)"); err != nil {
+			return nil, err
+		}
+		return c.DB.Exec("INSERT INTO orders (id) VALUES ('o1')")
+	})
+	company := env.NewWorld(env.WorldSpec{Name: "aliasco", Version: "1", Schema: "CREATE TABLE staff (id TEXT PRIMARY KEY) STRICT;"})
+	company.AddWorld(shop, env.Name("shop"), env.ToolPrefix("shop_"))
+	company.AddWorld(pay, env.Name("payments"), env.ToolPrefix("pay_"))
+	inst := compositiontest.Open(t, company, composition.Options{})
+	if c := inst.Composition(); len(c) != 3 || c[2].Path != "payments" || !slices.Equal(c[2].Aliases, []string{"shop/payments"}) {
+		t.Fatalf("composition %+v, want payments aliased as shop/payments", c)
+	}
+	compositiontest.Call(t, inst, "shop_place_order", `{}`)
+	var got []string
+	for _, r := range inst.ChangeLog() {
+		got = append(got, r.World+"."+r.Table)
+	}
+	want := []string{"payments.entries", "payments.entries", "shop.orders"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("change log %v, want %v", got, want)
 	}
 }

@@ -977,3 +977,151 @@ func TestMiddleware_ResultOfAnotherType(t *testing.T) {
 		}
 	}
 }
+
+// TestInstance_OneClockEveryNode pins the spec's one clock: every node's SQL
+// and ctx.Now read the instance clock, in the root's clock mode (an added
+// world's own DefaultClockMode is not used), and the root's control tool
+// moves it for every node.
+func TestInstance_OneClockEveryNode(t *testing.T) {
+	child := env.NewWorld(env.WorldSpec{Name: "stepper", Version: "1", DefaultClockMode: env.ClockStep,
+		Schema: "CREATE TABLE t (id INTEGER PRIMARY KEY, at TEXT DEFAULT CURRENT_TIMESTAMP) STRICT;"})
+	stamp := func(c *env.Ctx, _ noArgs) (string, error) {
+		row, err := c.DB.One("SELECT datetime('now') AS q")
+		if err != nil {
+			return "", err
+		}
+		return row["q"].(string) + " " + c.Now().Format(time.DateTime), nil
+	}
+	childStamp := env.Tool(child, "stamp", "Stamp.", stamp)
+	host := env.NewWorld(env.WorldSpec{Name: "clockhost", Version: "1", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
+	host.AddWorld(child, env.ToolPrefix("c_"))
+	env.Tool(host, "both", "The host's clock, then the child's through its handle.", func(c *env.Ctx, in noArgs) (string, error) {
+		mine, err := stamp(c, in)
+		if err != nil {
+			return "", err
+		}
+		theirs, err := env.Call(c.Context(), c.Worlds.Get("stepper"), childStamp, noArgs{})
+		return mine + " | " + theirs, err
+	})
+	inst := compositiontest.Open(t, host, composition.Options{Now: "2026-06-01T09:00:00.000Z", ControlTools: true})
+	const at = "2026-06-01 09:00:00"
+	for range 2 { // frozen, the root's mode: the child's step mode would move it
+		if got := compositiontest.Call(t, inst, "c_stamp", `{}`); got != at+" "+at {
+			t.Fatalf("c_stamp = %v, want %s twice", got, at)
+		}
+	}
+	if got := compositiontest.Call(t, inst, "both", `{}`); got != at+" "+at+" | "+at+" "+at {
+		t.Fatalf("both = %v, want one time", got)
+	}
+	if doc := inst.State(); doc.ClockMode != env.ClockFrozen {
+		t.Fatalf("clock mode %s, want the root's, frozen", doc.ClockMode)
+	}
+	compositiontest.Call(t, inst, env.ControlTool, `{"action":"set_clock","now":"2030-01-02T03:04:05.000Z"}`)
+	const moved = "2030-01-02 03:04:05"
+	if got := compositiontest.Call(t, inst, "both", `{}`); got != moved+" "+moved+" | "+moved+" "+moved {
+		t.Fatalf("both after set_clock = %v, want %s on every node", got, moved)
+	}
+}
+
+// TestInstance_SQLRandomPerNode pins the spec's seeded SQL random per node: a
+// DEFAULT (randomblob(8)) replays under the same seed, and two accounts of one
+// world draw different streams, salted with their paths.
+func TestInstance_SQLRandomPerNode(t *testing.T) {
+	led, _ := ledger("salts")
+	host := env.NewWorld(env.WorldSpec{Name: "saltshost", Version: "1",
+		Schema: "CREATE TABLE h (id INTEGER PRIMARY KEY, salt BLOB DEFAULT (randomblob(8))) STRICT;"})
+	env.Tool(host, "salt", "Insert a host row.", func(c *env.Ctx, _ noArgs) (any, error) {
+		return c.DB.Exec("INSERT INTO h DEFAULT VALUES")
+	})
+	host.AddWorld(led, env.Name("a"), env.ToolPrefix("a_"))
+	host.AddWorld(led, env.Name("b"), env.Store("b"), env.ToolPrefix("b_"))
+	salts := func(seed int64) []string {
+		inst := compositiontest.Open(t, host, composition.Options{Seed: seed})
+		compositiontest.Call(t, inst, "salt", `{}`)
+		compositiontest.Call(t, inst, "a_add", `{"amount": 1}`)
+		compositiontest.Call(t, inst, "b_add", `{"amount": 1}`)
+		rows, err := inst.Inspect().Rows(context.Background(),
+			"SELECT hex(salt) AS s FROM h UNION ALL SELECT hex(salt) FROM a.entries UNION ALL SELECT hex(salt) FROM b.entries")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range rows {
+			out = append(out, r["s"].(string))
+		}
+		return out
+	}
+	first := salts(5)
+	if len(first) != 3 || first[0] == first[1] || first[1] == first[2] || first[0] == first[2] {
+		t.Fatalf("salts of main, a and b: %v, want three different values", first)
+	}
+	if again := salts(5); !slices.Equal(again, first) {
+		t.Fatalf("seed 5 drew %v, then %v", first, again)
+	}
+}
+
+// TestMiddleware_SharedNodeEachRoutesChain pins the spec's rule for a shared
+// node's tool on the surface under two names by two routes: each name runs
+// its own route's middleware, both owned by the one node.
+func TestMiddleware_SharedNodeEachRoutesChain(t *testing.T) {
+	var trace []string
+	layer := func(name string) env.Middleware {
+		return func(c *env.Ctx, next func() (any, error)) (any, error) {
+			trace = append(trace, name+"("+c.Call.Tool+" on "+c.Call.Node+")")
+			return next()
+		}
+	}
+	pay, shop, company := newWorld("sharedpay"), newWorld("sharedshop"), newWorld("sharedco")
+	pay.Use(layer("pay"))
+	addTool(pay, "charge")
+	shop.Use(layer("shop"))
+	shop.AddWorld(pay, env.Name("pay"), env.ToolPrefix("s_"))
+	company.Use(layer("company"))
+	company.AddWorld(pay, env.Name("pay"), env.ToolPrefix("pay_"))
+	company.AddWorld(shop, env.Name("shop"), env.ToolPrefix("shop_"))
+	inst := compositiontest.Open(t, company, composition.Options{})
+	for _, tt := range []struct{ tool, want string }{
+		{"pay_charge", "company(pay_charge on pay) pay(pay_charge on pay)"},
+		{"shop_s_charge", "company(shop_s_charge on pay) shop(shop_s_charge on pay) pay(shop_s_charge on pay)"},
+	} {
+		trace = nil
+		compositiontest.Call(t, inst, tt.tool, `{}`)
+		if got := strings.Join(trace, " "); got != tt.want {
+			t.Errorf("%s descends %s, want %s", tt.tool, got, tt.want)
+		}
+	}
+}
+
+// TestHandles_ValidAcrossNestedCalls pins the spec's rule that a handle
+// stays valid across a nested handle call, and across a call made from
+// inside a Bulk block with the block's context: neither opens a new
+// activation.
+func TestHandles_ValidAcrossNestedCalls(t *testing.T) {
+	led, _ := ledger("across")
+	host := env.NewWorld(env.WorldSpec{Name: "acrosshost", Version: "1", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
+	host.AddWorld(led, env.Name("p"), env.ToolPrefix("p_"))
+	env.Tool(host, "twice", "Call, then write through the same handle.", func(c *env.Ctx, _ noArgs) (any, error) {
+		h := c.Worlds.Get("p")
+		if _, err := h.Call("add", amountArgs{Amount: 1}); err != nil {
+			return nil, err
+		}
+		return h.DB().Exec("INSERT INTO entries (id, amount) VALUES ('direct', 2)")
+	})
+	inst := compositiontest.Open(t, host, composition.Options{})
+	compositiontest.Call(t, inst, "twice", `{}`)
+	err := inst.Bulk(context.Background(), func(c *env.Ctx) error {
+		h := c.Worlds.Get("p")
+		if _, err := inst.CallJSON(c.Context(), "p_add", []byte(`{"amount": 3}`)); err != nil {
+			return err
+		}
+		_, err := h.DB().Exec("INSERT INTO entries (id, amount) VALUES ('bulk', 4)")
+		return err
+	})
+	if err != nil {
+		t.Fatalf("a handle used after a call made inside its Bulk block: %v", err)
+	}
+	row, err := inst.Inspect().One(context.Background(), "SELECT group_concat(amount, ',') AS a FROM (SELECT amount FROM p.entries ORDER BY amount)")
+	if err != nil || row["a"] != "1,2,3,4" {
+		t.Fatalf("amounts %v, %v; want 1,2,3,4", row, err)
+	}
+}

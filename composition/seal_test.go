@@ -342,3 +342,46 @@ func TestSeal_RandomTrees(t *testing.T) {
 		}
 	}
 }
+
+// TestSeal_Scopes pins the spec's scope rules: a Store scopes the world it
+// is given to and everything that world adds, recursively; scope names are
+// one namespace across the tree, so two hosts writing the same scope for
+// the same world share its store; and of two equally shallow routes to one
+// node, the one registered first is the canonical path.
+func TestSeal_Scopes(t *testing.T) {
+	tax, pay := newWorld("tax"), newWorld("pay")
+	pay.AddWorld(tax)
+	shop, crm := newWorld("shop"), newWorld("crm")
+	shop.AddWorld(pay, env.Store("eu"))
+	crm.AddWorld(pay, env.Name("billing"), env.Store("eu"))
+	root := newWorld("root")
+	root.AddWorld(pay)
+	root.AddWorld(shop)
+	root.AddWorld(crm)
+	s, err := composition.Seal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range s.Nodes {
+		scope := "null"
+		if n.Scope != nil {
+			scope = *n.Scope
+		}
+		got = append(got, fmt.Sprintf("%s %s %s %v", n.Path, n.World.Name(), scope, n.Aliases))
+	}
+	want := []string{
+		"main root null []",
+		"pay pay null []",
+		"shop shop null []",
+		"crm crm null []",
+		"pay/tax tax null []",
+		// The shop's and the CRM's "eu" are one account, tax and all,
+		// named by the shop's route, registered first at that depth.
+		"shop/pay pay eu [crm/billing]",
+		"shop/pay/tax tax eu [crm/billing/tax]",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("nodes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
