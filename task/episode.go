@@ -335,7 +335,12 @@ type Saved struct {
 }
 
 // Checkpoint captures the episode between calls: its instance (see
-// composition.Instance.Checkpoint) and the rest, Saved.
+// composition.Instance.Checkpoint) and the rest, Saved. A recording
+// episode first writes the line of its latest call, which otherwise waits
+// for the next call or grading: the recording of an episode restored from
+// the checkpoint holds only the calls after it, so the calls before must
+// be in this one even if the process dies before its next call. A line
+// that cannot be written fails the checkpoint.
 func (e *Episode) Checkpoint(ctx context.Context) (*composition.Checkpoint, Saved, error) {
 	cp, err := e.inst.Checkpoint(ctx)
 	if err != nil {
@@ -343,6 +348,14 @@ func (e *Episode) Checkpoint(ctx context.Context) (*composition.Checkpoint, Save
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.pending != nil {
+		if err := e.flushLocked(); err != nil {
+			if ie := composition.Fault(err, "no checkpoint was taken, as its latest call could not be recorded"); ie != nil {
+				return nil, Saved{}, ie
+			}
+			return nil, Saved{}, err
+		}
+	}
 	sv := Saved{Task: e.task.ID, Calls: e.calls, Header: e.header}
 	if e.last != nil {
 		sv.Last = new(*e.last)

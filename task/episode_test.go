@@ -11,6 +11,7 @@ import (
 
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/internal/testfs"
 	"github.com/seahaven/seahaven/task"
 )
 
@@ -234,5 +235,50 @@ func TestEpisode_CancelledCall(t *testing.T) {
 	rep, err := task.ReplayTrajectory(ctx, w, nil, tr, composition.Options{Dir: t.TempDir()})
 	if err != nil || len(rep.Mismatches) != 0 {
 		t.Errorf("replay: %v, mismatches %v", err, rep.Mismatches)
+	}
+}
+
+// TestEpisode_CheckpointWritesItsCalls: a checkpoint of a recording
+// episode writes the line of its latest call, which otherwise waits for
+// the next call (or a grading) to be written: a process that dies after
+// the checkpoint leaves every call the checkpoint holds in the recording,
+// since the restored episode's recording holds only the calls after it.
+func TestEpisode_CheckpointWritesItsCalls(t *testing.T) {
+	ep := mustOpen(t, newLedger("ledger_ckrec"), env.Task{}, composition.Options{})
+	startRecording(t, ep)
+	mustCall(t, ep, "add", `{"amount": 1}`)
+	mustCall(t, ep, "add", `{"amount": 2}`)
+	if _, saved, err := ep.Checkpoint(context.Background()); err != nil || saved.Calls != 2 {
+		t.Fatalf("Checkpoint: %d calls (%v), want 2", saved.Calls, err)
+	}
+	// Read as a process that died here left it: no end line.
+	tr, err := task.ReadTrajectoryFile(ep.Recording().Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Calls) != 2 || string(tr.Calls[1].Arguments) != `{"amount":2}` {
+		t.Fatalf("the recording after the checkpoint holds %d calls (%+v), want both the checkpoint holds", len(tr.Calls), tr.Calls)
+	}
+	mustCall(t, ep, "add", `{"amount": 3}`)
+	if tr := closeAndRead(t, ep); len(tr.Calls) != 3 || tr.End == nil || tr.End.Calls != 3 {
+		t.Errorf("the closed recording holds %d calls, end %+v, want 3 calls, each once", len(tr.Calls), tr.End)
+	}
+}
+
+// TestEpisode_CheckpointRecordingFails: a checkpoint whose latest call's
+// line cannot be written fails with the host's fault, and takes nothing.
+func TestEpisode_CheckpointRecordingFails(t *testing.T) {
+	rec, err := task.NewRecorder(testfs.MountTmpfs(t, "64k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := mustOpen(t, newLedger("ledger_ckfull"), env.Task{}, composition.Options{}) // closed before the unmount
+	if err := ep.Record(rec); err != nil {
+		t.Fatal(err)
+	}
+	mustCall(t, ep, "note", `{"body": "`+strings.Repeat("n", 128<<10)+`"}`)
+	cp, _, err := ep.Checkpoint(context.Background())
+	if ie := (*env.InfraError)(nil); !errors.As(err, &ie) || ie.Kind != env.FaultDiskFull || cp != nil {
+		t.Fatalf("Checkpoint: %v, %v, want the disk-full fault and no checkpoint", cp, err)
 	}
 }
