@@ -534,6 +534,10 @@ func (w worldInstance) ChangeCount() int { return w.ep.Instance().ChangeCount() 
 
 func (w worldInstance) Close() error { return w.ep.Close() }
 
+// Discard closes the episode leaving no recording of it (see
+// openenv.Discarder).
+func (w worldInstance) Discard() error { return w.ep.Discard() }
+
 func (w worldInstance) CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error) {
 	leave, err := w.b.gate.enter(ctx)
 	if err != nil {

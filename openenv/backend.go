@@ -223,6 +223,16 @@ type CheckpointInfo struct {
 	ExpiresAt string `json:"expires_at,omitempty"`
 }
 
+// Discarder is implemented by an Instance that can be closed as if it had
+// never been opened. The server discards, rather than closes, an instance
+// Restore opened for a restore it then refused (the attempt it replaces
+// was already replaced, or its checkpoint's session record is corrupt):
+// nothing was restored, so nothing of the instance, such as the recording
+// of its episode, may be left.
+type Discarder interface {
+	Discard() error
+}
+
 // Restorer is implemented by a Backend that restores checkpoints: a reset
 // whose data names "checkpoint" continues the episode it holds. It must be
 // safe for concurrent use.

@@ -241,10 +241,10 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 	case inst == nil:
 		err = errors.New("the backend restored no instance")
 	default:
-		s.metrics.instances.Inc() // every way it leaves goes through closeInstance
+		s.metrics.instances.Inc() // every way it leaves goes through closeInstance or discardInstanceLater
 		if json.Unmarshal(saved.Session, &rec) != nil {
 			err = &OptionError{Option: "checkpoint", Value: id, Message: fmt.Sprintf("checkpoint %q is corrupt: the server's record of its session does not parse; nothing was restored", id)}
-			s.closeInstanceLater(inst)
+			s.discardInstanceLater(inst)
 		}
 	}
 	s.observeCheckpoint(octx, "restore", start, id, err, perr)
@@ -257,7 +257,7 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 		by := fmt.Sprintf("checkpoint %s, restored as attempt %s", id, attempt)
 		if err := r.Fence(*req.Replaces, rec.EpisodeID, by); err != nil {
 			// The session keeps its episode: nothing was restored.
-			s.closeInstanceLater(inst)
+			s.discardInstanceLater(inst)
 			if oe := (*OptionError)(nil); errors.As(err, &oe) {
 				return invalid([]fieldError{oe.field(req.loc)})
 			}

@@ -231,6 +231,24 @@ func (s *Server) closeInstance(inst Instance) {
 	}
 }
 
+// discardInstanceLater closes inst, which served no request, in the
+// background as closeInstanceLater does: discarded when it is a Discarder.
+func (s *Server) discardInstanceLater(inst Instance) {
+	d, ok := inst.(Discarder)
+	if !ok {
+		s.closeInstanceLater(inst)
+		return
+	}
+	s.closers.Go(func() error {
+		defer s.metrics.instances.Dec()
+		var err error
+		if perr := s.guard("Instance.Discard", func() { err = d.Discard() }); perr == nil && err != nil {
+			s.log.Warn("openenv: discarding an instance failed", "err", err)
+		}
+		return nil
+	})
+}
+
 // closeInstanceLater closes inst in the background, at most
 // maxBackgroundCloses at a time (it waits for a slot when they are all
 // taken); Shutdown waits for every such close.

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
+	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -318,6 +320,30 @@ func (e *Episode) Close() error {
 	}
 	errs = append(errs, e.inst.Close())
 	return errors.Join(errs...)
+}
+
+// Discard closes an episode that served no one, as if it had never been
+// opened: its instance, and its recording, whose file is removed. A server
+// discards an episode it opened for a request it then refused (a restore
+// whose attempt was already replaced), of which no trajectory may be left.
+// It is safe to call more than once; after Close it does nothing.
+func (e *Episode) Discard() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	rec := e.rec
+	e.mu.Unlock()
+	var errs []error
+	if rec != nil {
+		errs = append(errs, rec.Close())
+		if err := os.Remove(rec.Path()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(append(errs, e.inst.Close())...)
 }
 
 // Saved is what a checkpoint keeps of an episode beside its instance's

@@ -282,3 +282,23 @@ func TestEpisode_CheckpointRecordingFails(t *testing.T) {
 		t.Fatalf("Checkpoint: %v, %v, want the disk-full fault and no checkpoint", cp, err)
 	}
 }
+
+// TestEpisode_Discard: a discarded episode leaves no recording, and
+// closes its instance.
+func TestEpisode_Discard(t *testing.T) {
+	ep := mustOpen(t, newLedger("ledger_discard"), env.Task{}, composition.Options{})
+	startRecording(t, ep)
+	path := ep.Recording().Path()
+	if err := ep.Discard(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the recording of the discarded episode: %v, want it removed", err)
+	}
+	if _, err := ep.CallJSON(context.Background(), "add", []byte(`{"amount": 1}`)); err == nil {
+		t.Error("a call on the discarded episode succeeded")
+	}
+	if err := ep.Discard(); err != nil {
+		t.Errorf("a second Discard: %v", err)
+	}
+}
