@@ -354,8 +354,8 @@ func (b *Backend) Open(ctx context.Context, opts openenv.OpenOptions) (openenv.I
 	if errors.Is(err, fixture.ErrNotFound) {
 		return nil, b.unknownFixture(opts.Fixture, t.Fixture)
 	}
-	if bug := (*env.WorldBug)(nil); errors.Is(err, composition.ErrUnknownStartupKeyword) && errors.As(err, &bug) {
-		// A task's own keywords fit the tree (task.Fits): the unknown
+	if bug := (*env.WorldBug)(nil); errors.Is(err, composition.ErrStartupRefused) && errors.As(err, &bug) {
+		// A task's own keywords fit the tree (task.Fits): the refused
 		// one is the caller's.
 		return nil, &openenv.OptionError{Option: "startup", Value: opts.Startup, Message: bug.Message}
 	}

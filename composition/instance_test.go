@@ -403,10 +403,16 @@ func TestStartup_Rules(t *testing.T) {
 	}{
 		{map[string]any{"size": 1, "colour": 2}, `unknown startup keywords "colour", "size": no startup hook of shost's tree accepts them (accepted: fail)`},
 		{map[string]any{strings.Repeat("k", 1<<20): 1}, `unknown startup keyword "` + strings.Repeat("k", 1023) + `… (1048578 bytes, not echoed): no startup hook`},
+		// A value the hook would not decode is refused as early, with the
+		// error the hook's run fails with.
+		{map[string]any{"fail": "yes"}, `startup hook of shost (node main): startup keywords: invalid arguments: field "fail": expected boolean, got string`},
 	} {
 		_, err = composition.Open(context.Background(), host, composition.Options{Dir: dir, Startup: tt.startup})
-		if !errors.As(err, &bug) || !strings.HasPrefix(bug.Message, tt.want) {
-			t.Errorf("err = %.2000v, want a WorldBug starting %.2000s", err, tt.want)
+		if !errors.As(err, &bug) || !errors.Is(err, composition.ErrStartupRefused) || !strings.HasPrefix(bug.Message, tt.want) {
+			t.Errorf("err = %.2000v, want a WorldBug wrapping ErrStartupRefused starting %.2000s", err, tt.want)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+			t.Fatalf("refused keywords touched files: %v", ents)
 		}
 	}
 }

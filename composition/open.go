@@ -67,7 +67,7 @@ func open(ctx context.Context, world *env.World, opts Options) (*Instance, error
 		}
 		opts = resumeOptions(opts, resumed)
 	}
-	if err := checkStartupKeys(sealed, opts.Startup); err != nil {
+	if err := sealed.CheckStartup(opts.Startup); err != nil {
 		return nil, err
 	}
 	mode := cmp.Or(opts.ClockMode, world.Spec().DefaultClockMode)
@@ -149,30 +149,53 @@ func checkSpace(dir string, src *source, minFree int64) error {
 		Err: fmt.Errorf("composition: %s has %d bytes free, fewer than the %d the instance needs (its files and a reserve of %d)", dir, free, need, minFree)}
 }
 
-// ErrUnknownStartupKeyword is wrapped by the *env.WorldBug Open returns for
-// a startup keyword of Options.Startup that no startup hook of the world's
-// tree accepts: the caller's mistake, refused before any file is touched.
-var ErrUnknownStartupKeyword = errors.New("composition: unknown startup keyword")
+// ErrStartupRefused is wrapped by the *env.WorldBug Open returns for a
+// startup keyword of Options.Startup that no startup hook of the world's
+// tree accepts, or whose value does not fit the type of a hook that takes
+// it: the caller's mistake, refused before any file is touched.
+var ErrStartupRefused = errors.New("composition: startup keywords refused")
 
-func checkStartupKeys(s *Sealed, kw map[string]any) error {
+// CheckStartup refuses startup keywords kw (Options.Startup) no hook of
+// the tree accepts, or whose values a hook taking them would not decode
+// (one bound on the hook's node by AddWorld does not reach it), with a
+// *env.WorldBug wrapping ErrStartupRefused: the error the hook's run would
+// fail with, which Open returns before any file is touched.
+func (s *Sealed) CheckStartup(kw map[string]any) error {
 	unknown := slices.DeleteFunc(slices.Sorted(maps.Keys(kw)), func(k string) bool { return slices.Contains(s.StartupKeys, k) })
-	if len(unknown) == 0 {
-		return nil
+	if len(unknown) > 0 {
+		accepted := cmp.Or(strings.Join(s.StartupKeys, ", "), "none")
+		quoted := make([]string, len(unknown))
+		for i, k := range unknown {
+			quoted[i] = strconv.Quote(k)
+		}
+		// The keywords are the client's: the message repeats at most
+		// runecut.MaxEcho bytes of them.
+		names := runecut.Echo(strings.Join(quoted, ", "))
+		bug := env.Bugf("unknown startup keywords %s: no startup hook of %s's tree accepts them (accepted: %s)", names, s.Root.Name(), accepted)
+		if len(unknown) == 1 {
+			bug = env.Bugf("unknown startup keyword %s: no startup hook of %s's tree accepts it (accepted: %s)", names, s.Root.Name(), accepted)
+		}
+		bug.Err = ErrStartupRefused
+		return bug
 	}
-	accepted := cmp.Or(strings.Join(s.StartupKeys, ", "), "none")
-	quoted := make([]string, len(unknown))
-	for i, k := range unknown {
-		quoted[i] = strconv.Quote(k)
+	for _, n := range s.StartupOrder {
+		for _, h := range n.World.Hooks() {
+			given := map[string]any{}
+			for _, k := range h.Keys {
+				if _, bound := n.Bound[k]; !bound {
+					if v, ok := kw[k]; ok {
+						given[k] = v
+					}
+				}
+			}
+			if err := h.CheckBound(given); err != nil {
+				bug := env.Bugf("startup hook of %s (node %s): startup keywords: %v", n.World.Name(), n.Path, err)
+				bug.Err = ErrStartupRefused
+				return bug
+			}
+		}
 	}
-	// The keywords are the client's: the message repeats at most
-	// runecut.MaxEcho bytes of them.
-	names := runecut.Echo(strings.Join(quoted, ", "))
-	bug := env.Bugf("unknown startup keywords %s: no startup hook of %s's tree accepts them (accepted: %s)", names, s.Root.Name(), accepted)
-	if len(unknown) == 1 {
-		bug = env.Bugf("unknown startup keyword %s: no startup hook of %s's tree accepts it (accepted: %s)", names, s.Root.Name(), accepted)
-	}
-	bug.Err = ErrUnknownStartupKeyword
-	return bug
+	return nil
 }
 
 func (i *Instance) storeOptions(n *Node) sqlitestore.Options {

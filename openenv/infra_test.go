@@ -271,6 +271,17 @@ func TestReset_UnknownStartupKeyword(t *testing.T) {
 		!strings.Contains(body, `unknown startup keywords \"colour\", \"size\": no startup hook of company's tree accepts them`) {
 		t.Errorf("POST /reset: %d %s, want 422 at body.startup naming both keywords", status, body)
 	}
+	// So is a value the hook taking it would not decode.
+	for startup, want := range map[string]string{
+		`{"region":5}`: `field \"region\": expected string, got number`,
+		`{"plan":"` + strings.Repeat("x", 40) + `"}`: `field \"plan\": string length 40 exceeds maxLength 32`,
+	} {
+		status, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{"startup":`+startup+`}`, nil)
+		if status != http.StatusUnprocessableEntity || firstLoc(t, body, "detail") != "[body startup]" ||
+			!strings.Contains(body, `startup hook of payments (node payments): startup keywords: invalid arguments: `+want) {
+			t.Errorf("POST /reset with startup %s: %d %s, want 422 at body.startup saying %s", startup, status, body, want)
+		}
+	}
 }
 
 // TestInfraErrors_InstanceRootRemoved removes the instance root under a

@@ -142,6 +142,8 @@ func TestForWorldDir(t *testing.T) {
 			err: `tools: "refund" is not on`},
 		{name: "UnknownStartupKeyword", add: []env.Task{{ID: "x", Instruction: "x", Startup: map[string]any{"region": "eu"}, Checks: check}},
 			err: `startup keyword "region": no startup hook`},
+		{name: "StartupValueOfTheWrongType", add: []env.Task{{ID: "x", Instruction: "x", Startup: map[string]any{"owner": 5}, Checks: check}},
+			err: `startup: startup hook of ledger_fwd_startupvalueofthewrongtype (node main): startup keywords: invalid arguments: field "owner": expected string, got number`},
 		{name: "UnknownNode", add: []env.Task{{ID: "x", Instruction: "x", Checks: []env.Check{{Name: "c", Unchanged: []string{"payments.charges"}}}}},
 			err: `check "c": table pattern "payments.charges": ledger_fwd_unknownnode has no node "payments" (nodes: main)`},
 		{name: "BrokenFile", file: "tasks: 3\n", err: "tasks.yaml:1: tasks: want a list"},

@@ -540,6 +540,9 @@ func (sh *shape) fits(t env.Task) error {
 			return fmt.Errorf("startup keyword %q: no startup hook of %s's tree accepts it", k, sh.s.Root.Name())
 		}
 	}
+	if err := sh.s.CheckStartup(t.Startup); err != nil {
+		return fmt.Errorf("startup: %w", err)
+	}
 	for _, c := range t.Checks {
 		for _, text := range slices.Concat(c.OnlyChanged, c.MustChange, c.Unchanged) {
 			if _, err := sh.resolve(text); err != nil {
