@@ -92,13 +92,11 @@ func (s *Store) rawDropLocked(table string) {
 }
 
 // createdRowsLocked notes, for the running captures, the rows of the table
-// a CREATE TABLE that just ran created, unless it existed before.
+// a CREATE TABLE that just ran created, unless it existed before. The
+// metadata is current (afterLocked has reloaded it).
 func (s *Store) createdRowsLocked(cn *conn, info stmtInfo, existed bool) error {
 	if len(s.captures) == 0 || info.create == "" || existed {
 		return nil
-	}
-	if err := s.refreshMetaLocked(cn); err != nil {
-		return err
 	}
 	name, err := cn.tableName(info.create)
 	if name == "" || err != nil {

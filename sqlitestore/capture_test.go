@@ -1163,7 +1163,7 @@ func TestCapture_RawSchemaChanges(t *testing.T) {
 		},
 		{
 			name:    "AlterRolledBack",
-			raw:     []string{`CREATE TABLE z (q)`, `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `UPDATE t SET b = 'B' WHERE id = 1`, `ROLLBACK TO s`, `RELEASE s`},
+			raw:     []string{`CREATE TABLE z (q)`, `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `UPDATE t SET b = 'B' WHERE id = 1`, `ROLLBACK TO s`},
 			wantErr: lost,
 		},
 		{
@@ -1375,5 +1375,86 @@ func TestCapture_DDLPreparedAgainstAnotherSchema(t *testing.T) {
 	)
 	if got != want {
 		t.Errorf("changes:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestCapture_DropThenRawCreate drops a table, or has a ROLLBACK TO undo
+// one's creation, through Exec, then creates another on the raw
+// connection, which SQLite gives the gone table's root page: the new table
+// is new, not the gone one renamed, in one capture and in the capture
+// around the one that dropped it.
+func TestCapture_DropThenRawCreate(t *testing.T) {
+	ctx := context.Background()
+	const schema = `CREATE TABLE a (id INTEGER PRIMARY KEY, v TEXT); CREATE TABLE b (id INTEGER PRIMARY KEY, v TEXT);`
+	for _, tt := range []struct {
+		name   string
+		setup  string   // run before the capture
+		exec   []string // through Exec, in an inner capture when nested
+		nested bool
+		want   string
+	}{
+		{
+			name:  "Dropped",
+			setup: `INSERT INTO b VALUES (1, 'b')`,
+			exec:  []string{`DROP TABLE b`},
+			want: lines(
+				"delete b map[id:1] before=map[id:1 v:b]",
+				"insert c map[rowid:1] after=map[x:7]",
+			),
+		},
+		{
+			name:   "DroppedEmptyNested",
+			exec:   []string{`DROP TABLE b`},
+			nested: true,
+			want:   lines("insert c map[rowid:1] after=map[x:7]"),
+		},
+		{
+			name: "CreationRolledBack",
+			exec: []string{`SAVEPOINT s`, `CREATE TABLE y (id INTEGER PRIMARY KEY, v TEXT)`, `INSERT INTO y VALUES (1, 'y')`, `ROLLBACK TO s`},
+			want: lines("insert c map[rowid:1] after=map[x:7]"),
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := MustCreate(t, schema, sqlitestore.Options{})
+			if tt.setup != "" {
+				MustExec(t, s, tt.setup)
+			}
+			s.Pin()
+			defer s.Unpin()
+			c := s.StartCapture()
+			f, err := s.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := s.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inner := c
+			if tt.nested {
+				inner = s.StartCapture()
+			}
+			for _, q := range tt.exec {
+				MustExec(t, s, q)
+			}
+			if tt.nested {
+				if changes, err := inner.Finish(ctx); err != nil || len(changes) > 0 {
+					t.Fatalf("inner capture: %v, %v; want no change", changes, err)
+				}
+			}
+			if err := raw.Exec(`CREATE TABLE c AS SELECT 7 AS x`); err != nil {
+				t.Fatal(err)
+			}
+			changes, err := c.Finish(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := formatChanges(changes); got != tt.want {
+				t.Errorf("changes:\n%s\nwant:\n%s", got, tt.want)
+			}
+			if err := f.Commit(); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

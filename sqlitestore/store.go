@@ -390,10 +390,18 @@ func statement[T any](s *Store, ctx context.Context, sql string, run func(*conn)
 }
 
 // afterLocked does what a statement of Exec, Query or ExecScript that ran
-// leaves to do: note the savepoint it opened, and the rows it created for
-// the running captures.
+// leaves to do: note the savepoint it opened, reload the capture metadata
+// it left stale, and note the rows it created for the running captures.
+// Reloaded now, not before the next statement, the metadata knows a table
+// the statement dropped (or whose creation a ROLLBACK TO undid) gone when
+// the raw connection creates another, which SQLite may give the gone
+// table's root page: the next reload would take the new table for the gone
+// one renamed (see tableMeta.renamedTo).
 func (s *Store) afterLocked(cn *conn, info stmtInfo, existed bool) error {
 	s.noteSavepointLocked(info)
+	if err := s.refreshMetaLocked(cn); err != nil {
+		return err
+	}
 	return s.createdRowsLocked(cn, info, existed)
 }
 
