@@ -198,7 +198,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *prot
 	if ce := r.Header.Get("Content-Encoding"); len(b) > 0 && ce != "" && !strings.EqualFold(ce, "identity") {
 		// Read as it came, a compressed body would be refused as JSON that
 		// does not parse, which says nothing of why.
-		return nil, newError(codeMediaType, "Content-Encoding %q is not supported: send the body uncompressed", ce)
+		return nil, newError(codeMediaType, "Content-Encoding %q is not supported: send the body uncompressed", runecut.Echo(ce))
 	}
 	return b, nil
 }

@@ -42,7 +42,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	}
 	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !protocolVersions[v] {
 		supported := strings.Join(slices.Sorted(maps.Keys(protocolVersions)), ", ")
-		writeJSON(w, http.StatusBadRequest, standardReply(rpcFailure(nullID, rpcInvalidRequest, "Unsupported MCP-Protocol-Version "+v+" (supported: "+supported+")", nil)))
+		writeJSON(w, http.StatusBadRequest, standardReply(rpcFailure(nullID, rpcInvalidRequest, "Unsupported MCP-Protocol-Version "+runecut.Echo(v)+" (supported: "+supported+")", nil)))
 		return
 	}
 	if s.refuseOrigin(w, r) {

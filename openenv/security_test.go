@@ -410,3 +410,30 @@ func TestServer_RepeatedSessionHeaders(t *testing.T) {
 		t.Errorf("the MCP session after the refused DELETE: %d %s", code, body)
 	}
 }
+
+// The refusals of a Content-Encoding or an MCP-Protocol-Version the server
+// does not take repeat at most 1 KiB of the header, as every other refusal
+// does, where they repeated the whole of it (up to the megabyte net/http
+// reads).
+func TestServer_HeaderRefusalsBounded(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{})
+	long := strings.Repeat("z", 4096)
+	for _, tt := range []struct {
+		path, body string
+		header     map[string]string
+		status     int
+		want       string
+	}{
+		{"/reset", `{}`, map[string]string{"Content-Encoding": long}, http.StatusUnsupportedMediaType,
+			`"Content-Encoding \"` + strings.Repeat("z", 1024) + `… (4096 bytes, not echoed)\" is not supported: send the body uncompressed"`},
+		{"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, map[string]string{"Content-Encoding": long}, http.StatusUnsupportedMediaType,
+			`"Invalid request: Content-Encoding \"` + strings.Repeat("z", 1024) + `… (4096 bytes, not echoed)\" is not supported: send the body uncompressed"`},
+		{"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, map[string]string{"MCP-Protocol-Version": long}, http.StatusBadRequest,
+			`"Unsupported MCP-Protocol-Version ` + strings.Repeat("z", 1024) + `… (4096 bytes, not echoed) (supported: 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25)"`},
+	} {
+		code, body, _ := s.httpDo(t, http.MethodPost, tt.path, tt.body, tt.header)
+		if code != tt.status || !strings.Contains(body, tt.want) || len(body) > 2048 {
+			t.Errorf("POST %s: %d %.300s… (%d bytes), want %d with %.200s…", tt.path, code, body, len(body), tt.status, tt.want)
+		}
+	}
+}
