@@ -263,11 +263,12 @@ func TestFaults_CancelledStep(t *testing.T) {
 			body   string
 		}
 		replied := make(chan reply, 1)
+		started := slowStarts("closed")
 		go func() {
 			status, body, _ := step(context.Background(), "slow", `{"body":"closed","ms":60000}`)
 			replied <- reply{status, body}
 		}()
-		time.Sleep(200 * time.Millisecond) // the tool is waiting
+		awaitSlow(t, started)
 		if _, body, _ := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/close","params":{"session_id":"cancelled-step"}}`, nil); !strings.Contains(body, `"closed":true`) {
 			t.Fatalf("close: %s", body)
 		}
@@ -282,11 +283,12 @@ func TestFaults_CancelledStep(t *testing.T) {
 		_, _, resp := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, nil)
 		mh := map[string]string{openenv.MCPSessionHeader: resp.Header.Get(openenv.MCPSessionHeader)}
 		replied := make(chan string, 1)
+		started := slowStarts("cancelled")
 		go func() {
 			_, body, _ := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"body":"cancelled","ms":60000}}}`, mh)
 			replied <- body
 		}()
-		time.Sleep(200 * time.Millisecond) // the tool is waiting
+		awaitSlow(t, started)
 		if status, body, _ := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, mh); status != http.StatusAccepted {
 			t.Fatalf("notifications/cancelled: %d %s", status, body)
 		}

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -167,6 +168,31 @@ func mustSucceed(tb testing.TB, reply string) {
 	}
 }
 
+// slowWaiting maps the body of a slow call a test waits for to the channel
+// the call closes once it waits (see slowStarts).
+var slowWaiting sync.Map
+
+// slowStarts returns a channel closed once a slow call writing body has
+// written its note and waits: a test acting on a call in progress (closing
+// its session, cancelling it) waits for it, where a fixed pause would act
+// too early on a loaded machine.
+func slowStarts(body string) <-chan struct{} {
+	ch := make(chan struct{})
+	slowWaiting.Store(body, ch)
+	return ch
+}
+
+// awaitSlow waits until started, from slowStarts, is closed; it fails the
+// test after waitLimit.
+func awaitSlow(tb testing.TB, started <-chan struct{}) {
+	tb.Helper()
+	select {
+	case <-started:
+	case <-time.After(waitLimit):
+		tb.Fatal("the slow call did not start")
+	}
+}
+
 // The faulty world's tools fail on purpose: each writes a note first, so a
 // test can tell whether the failed call's writes were rolled back.
 var faultyWorld = env.NewWorld(env.WorldSpec{
@@ -226,6 +252,9 @@ var (
 		out, err := writeNote(c, in.Body)
 		if err != nil {
 			return out, err
+		}
+		if waiting, ok := slowWaiting.LoadAndDelete(in.Body); ok {
+			close(waiting.(chan struct{}))
 		}
 		t := time.NewTimer(time.Duration(in.MS) * time.Millisecond)
 		defer t.Stop()
