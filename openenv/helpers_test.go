@@ -40,11 +40,22 @@ func mustServe(tb testing.TB, fake *fakeBackend, cfg openenv.Config) *testServer
 // mustServeOver is mustServe for a Backend b wrapping fake.
 func mustServeOver(tb testing.TB, b openenv.Backend, fake *fakeBackend, cfg openenv.Config) *testServer {
 	tb.Helper()
+	return mustServeHTTP(tb, b, fake, cfg, nil)
+}
+
+// mustServeHTTP is mustServeOver with setup, when not nil, applied to the
+// HTTP server before it starts.
+func mustServeHTTP(tb testing.TB, b openenv.Backend, fake *fakeBackend, cfg openenv.Config, setup func(*http.Server)) *testServer {
+	tb.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	srv := openenv.NewServer(b, cfg)
-	ts := httptest.NewServer(srv.Handler())
+	ts := httptest.NewUnstartedServer(srv.Handler())
+	if setup != nil {
+		setup(ts.Config)
+	}
+	ts.Start()
 	tb.Cleanup(ts.Close)
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)

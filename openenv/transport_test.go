@@ -270,12 +270,21 @@ func TestWS_SlowReaderKept(t *testing.T) {
 	var deferred atomic.Int64
 	fake := newFake(t)
 	const pongTimeout = 2 * time.Second
-	s := mustServe(t, fake, openenv.Config{
+	s := mustServeHTTP(t, fake, fake, openenv.Config{
 		PingInterval: 2 * time.Millisecond, PongTimeout: pongTimeout, WriteTimeout: waitLimit,
-		MaxReplyBytes: 128 << 20, // the reply (the 16 MiB blob four times over) is sent, not refused
+		MaxReplyBytes: 64 << 20, // the reply (the blob three times over) is sent, not refused
 		Logger:        slog.New(countHandler{substr: "ping deferred", n: &deferred}),
+	}, func(hs *http.Server) {
+		// A small send buffer, with the client's small receive buffer,
+		// makes the server's write block after little data, whatever the
+		// system's defaults (its send buffer may grow to megabytes).
+		hs.ConnContext = func(ctx context.Context, conn net.Conn) context.Context {
+			if err := conn.(*net.TCPConn).SetWriteBuffer(64 << 10); err != nil {
+				t.Error(err)
+			}
+			return ctx
+		}
 	})
-	// A small receive buffer makes the server's write block after little data.
 	dialer := &net.Dialer{}
 	transport := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dialer.DialContext(ctx, network, addr)
@@ -286,12 +295,17 @@ func TestWS_SlowReaderKept(t *testing.T) {
 	}}
 	c := s.dialWith(t, &websocket.DialOptions{HTTPClient: &http.Client{Transport: transport}})
 	roundTrip(t, c, `{"type":"reset"}`)
-	const size = 16 << 20
 	// The client reads the reply 1 KiB at a time, pausing after each read
 	// until the server has deferred another ping, for 1.5 PongTimeout: the
-	// write spans many ping intervals and more than PongTimeout. It reads
-	// the rest at once, and as soon as a pause sees no ping deferred for a
-	// quarter of PongTimeout (the write is over and the rest is buffered).
+	// write spans many ping intervals and more than PongTimeout. A ping is
+	// deferred at most once per PingInterval, so the slow reads take at
+	// most 1 KiB per PingInterval, 1.5 MiB in all, and a reply of 12 MiB
+	// (a 4 MiB blob) outlasts them; one much larger only makes the server
+	// build and encode it for longer (seconds, under the race detector).
+	// It reads the rest at once, and as soon as a pause sees no ping
+	// deferred for a quarter of PongTimeout (the write is over and the
+	// rest is buffered).
+	const size = 4 << 20
 	type result struct {
 		n    int
 		slow time.Duration // how long the client read slowly
@@ -345,6 +359,9 @@ func TestWS_SlowReaderKept(t *testing.T) {
 	}
 	if deferred.Load() == 0 {
 		t.Error("no ping was deferred behind the slow write")
+	}
+	if res.slow <= pongTimeout {
+		t.Errorf("the write ended after %v of slow reads, within PongTimeout: the reply did not outlast them", res.slow)
 	}
 	t.Logf("read slowly for %v, %d pings deferred", res.slow, deferred.Load())
 	if reply := roundTrip(t, c, `{"type":"state"}`); !strings.HasPrefix(reply, `{"type":"state"`) {
