@@ -14,8 +14,9 @@ build:
 	$(GO) build -o bin/seahaven ./cmd/seahaven
 
 ## test: every test, with the race detector and every change capture verified
+## (a package may take 20 minutes: cli runs replicas behind a proxy on 2 cores)
 test:
-	$(GO) test -race -count=1 -tags capturecheck ./...
+	$(GO) test -race -count=1 -timeout 20m -tags capturecheck ./...
 
 ## check: formatting, tidy and verified modules, vet, staticcheck, the
 ## import-direction rule, and builds for darwin and windows
