@@ -1458,3 +1458,41 @@ func TestCapture_DropThenRawCreate(t *testing.T) {
 		})
 	}
 }
+
+// TestCapture_DroppedPageReusedThenReload rebuilds a table as a migration
+// does, in one capture through Exec: drop it, create another from a
+// staging table (SQLite gives it the dropped table's root page) and drop
+// the staging table. Every later reload of the metadata took the new
+// table for the dropped one renamed, and the capture failed saying so;
+// the reload after the creation had already seen the page change hands.
+func TestCapture_DroppedPageReusedThenReload(t *testing.T) {
+	ctx := context.Background()
+	s := MustCreate(t, `CREATE TABLE old (id INTEGER PRIMARY KEY, v TEXT); CREATE TABLE staging (v TEXT);`, sqlitestore.Options{})
+	MustExec(t, s, `INSERT INTO old VALUES (1, 'a')`)
+	MustExec(t, s, `INSERT INTO staging VALUES ('b')`)
+	s.Pin()
+	defer s.Unpin()
+	c := s.StartCapture()
+	f, err := s.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DROP TABLE old`, `CREATE TABLE fresh AS SELECT v FROM staging`, `DROP TABLE staging`} {
+		MustExec(t, s, q)
+	}
+	changes, err := c.Finish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := lines(
+		"insert fresh map[rowid:1] after=map[v:b]",
+		"delete old map[id:1] before=map[id:1 v:a]",
+		"delete staging map[rowid:1] before=map[v:b]",
+	)
+	if got := formatChanges(changes); got != want {
+		t.Errorf("changes:\n%s\nwant:\n%s", got, want)
+	}
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -212,8 +212,10 @@ func (m *tableMeta) image(col func(int) any) []any {
 // when the table has another name there, and "" otherwise: the table of
 // m's name in meta has m's root page, or no table has it (the table was
 // dropped). A root page that another name holds was the table's own,
-// renamed, unless old, the metadata meta replaces, had no table there: a
-// dropped table's page reused by a table created since.
+// renamed, unless old, the metadata meta replaces, did not hold the table
+// there under its name: no table there is a dropped table's page reused
+// by a table created since, and another name there is such a table
+// created before an earlier reload, which that reload saw.
 func (m *tableMeta) renamedTo(old, meta map[string]*tableMeta) string {
 	if m.root == 0 {
 		return ""
@@ -231,10 +233,8 @@ func (m *tableMeta) renamedTo(old, meta map[string]*tableMeta) string {
 	if to == "" || old == nil {
 		return to
 	}
-	for _, o := range old {
-		if o.root == m.root {
-			return to
-		}
+	if o := old[m.name]; o != nil && o.root == m.root {
+		return to
 	}
 	return ""
 }
