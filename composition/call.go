@@ -21,7 +21,12 @@ import (
 // whatever error the tool or a middleware made of it; when the call changed
 // nothing its NoStep is set, and the instance counts no call and moves no
 // step-mode clock for it. A call that runs past its context's deadline, or
-// waits that long for the instance, is a *env.ToolError of KindTimeout.
+// waits that long for the instance, is a *env.ToolError of KindTimeout. One
+// that ran is a step: its number and the step-mode clock's tick stay, and
+// when it changed nothing (MsgTimedOut) so does nothing else, not even the
+// ids and SQL random values it drew; work it had committed in an added
+// world before the deadline stays, and its message says so
+// (MsgTimedOutKept).
 func (i *Instance) CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error) {
 	return i.Call(ctx, name, args) // env.ToolDef.AcceptJSON decodes raw JSON as Decode does
 }
@@ -123,7 +128,7 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 		return nil, staleErr()
 	}
 	if err := i.lockOpen(ctx, fmt.Sprintf("call of %q", name)); err != nil {
-		err = timeoutError(ctx, err, "waited past its deadline for the instance's previous call; nothing ran", "was cancelled while it waited for the instance's previous call; nothing ran")
+		err = timeoutError(ctx, err, "the call waited past its deadline for the instance's previous call; nothing ran", "the call was cancelled while it waited for the instance's previous call; nothing ran")
 		if te, ok := env.AsToolError(err); ok {
 			te.Err = fmt.Errorf("%w: %w", env.ErrNoStep, te.Err)
 		}
@@ -156,15 +161,48 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 			return nil, &fail
 		}
 	}
-	if ctxEnded(ctx, err) && !deadline(ctx) && i.changes.made() == records {
+	unchanged := i.changes.made() == records
+	if ctxEnded(ctx, err) && !deadline(ctx) && unchanged {
 		// Cancelled by its caller, who is gone, before it changed
 		// anything: no step, as for a host failure that changed nothing.
 		i.takeBack(streams)
-		return nil, &env.ToolError{Kind: env.KindExecution, Message: "the call was cancelled and rolled back", Err: fmt.Errorf("%w: %w", env.ErrNoStep, err)}
+		return nil, &env.ToolError{Kind: env.KindExecution, Message: MsgCancelled, Err: fmt.Errorf("%w: %w", env.ErrNoStep, err)}
 	}
 	i.clock.stepped()
-	return out, timeoutError(ctx, err, "ran past its deadline and was rolled back", "was cancelled and rolled back")
+	past := MsgTimedOut
+	if ctxEnded(ctx, err) && deadline(ctx) {
+		// Past its deadline: a step the agent was told of, so its number
+		// and the step clock's tick stay. Where the deadline struck is
+		// chance, so a call that changed nothing also takes back the ids
+		// and SQL random values it drew: the calls after it run as after
+		// the same call cut off before it began, which is how a replay
+		// makes it.
+		if unchanged {
+			i.restoreStreams(streams)
+		} else {
+			past = MsgTimedOutKept
+		}
+	}
+	return out, timeoutError(ctx, err, past, MsgCancelled)
 }
+
+// Messages of the *env.ToolError a call ended by its context returns, which
+// a trajectory records and its replay recognises.
+const (
+	// MsgTimedOut is the message of the KindTimeout error of a call that
+	// ran past its deadline and changed nothing: its writes rolled back,
+	// and its ids and SQL random values taken back.
+	MsgTimedOut = "the call ran past its deadline and was rolled back"
+	// MsgTimedOutKept is MsgTimedOut for a call that had committed part
+	// of its work before its deadline (the work of a call it made into an
+	// added world, a direct write on an added world's store): that part
+	// stays, the rest rolled back.
+	MsgTimedOutKept = "the call ran past its deadline and was rolled back, except the part of its work it had already committed"
+	// MsgCancelled is the message of the KindExecution error of a call
+	// cancelled by its caller; one that changed nothing is no step
+	// (env.ErrNoStep), one that had committed part of its work keeps it.
+	MsgCancelled = "the call was cancelled and rolled back"
+)
 
 // streams is where each node's id stream and SQL random stream stand.
 type streams [][2][]byte
@@ -184,6 +222,12 @@ func (i *Instance) markStreams() streams {
 // runs as it would have without it. The instance's lock must be held.
 func (i *Instance) takeBack(m streams) {
 	i.calls--
+	i.restoreStreams(m)
+}
+
+// restoreStreams puts every node's id stream and SQL random stream back
+// where m says they stood. The instance's lock must be held.
+func (i *Instance) restoreStreams(m streams) {
 	for k, ns := range i.nodes {
 		// Both states came from the same streams' MarshalBinary.
 		_ = ns.ids.UnmarshalBinary(m[k][0])
@@ -204,19 +248,19 @@ func deadline(ctx context.Context) bool {
 }
 
 // timeoutError turns err, when it is ctx's own ending, into the
-// *env.ToolError an agent sees: KindTimeout, "the call " + past, for a
+// *env.ToolError an agent sees: KindTimeout with message past for a
 // deadline (a context cancelled with context.DeadlineExceeded as its cause,
 // as a server enforcing its own time limit does, has run out of time too),
-// KindExecution, "the call " + cancelled, for any other cancellation.
+// KindExecution with message cancelled for any other cancellation.
 // Other errors pass unchanged.
 func timeoutError(ctx context.Context, err error, past, cancelled string) error {
 	if !ctxEnded(ctx, err) {
 		return err
 	}
 	if !deadline(ctx) {
-		return &env.ToolError{Kind: env.KindExecution, Message: "the call " + cancelled, Err: err}
+		return &env.ToolError{Kind: env.KindExecution, Message: cancelled, Err: err}
 	}
-	return &env.ToolError{Kind: env.KindTimeout, Message: "the call " + past, Err: err}
+	return &env.ToolError{Kind: env.KindTimeout, Message: past, Err: err}
 }
 
 var errClosed = errors.New("composition: instance is closed")

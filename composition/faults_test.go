@@ -386,3 +386,76 @@ func TestCallJSON_CancelledNoStep(t *testing.T) {
 		}
 	})
 }
+
+// TestCallJSON_TimeoutLeavesNoDraws: a call its deadline ends after it drew
+// ids and SQL random values, having changed nothing, is a step (its number,
+// the step clock's tick) and nothing more: the next call runs as after the
+// same call cut off before it began (a context already past its deadline,
+// as a replay makes it). One whose nested call committed first says that
+// part of its work stays.
+func TestCallJSON_TimeoutLeavesNoDraws(t *testing.T) {
+	child, add := ledger("timedout")
+	host := env.NewWorld(env.WorldSpec{Name: "timedouthost", Version: "1", Schema: "CREATE TABLE h (x TEXT) STRICT;"})
+	host.AddWorld(child, env.Name("led"), env.ToolAllowList())
+	started := make(chan struct{}, 1)
+	env.Tool(host, "draw_then_wait", "Draw, write, then wait for the call's end.", func(c *env.Ctx, in struct {
+		Nested bool `json:"nested,omitempty"`
+	}) (string, error) {
+		if in.Nested {
+			if _, err := env.Call(c.Context(), c.Worlds.Get("led"), add, amountArgs{Amount: 5}); err != nil {
+				return "", err
+			}
+		}
+		if _, err := c.DB.Exec("INSERT INTO h VALUES (? || hex(randomblob(8)))", c.IDs.UUID()); err != nil {
+			return "", err
+		}
+		started <- struct{}{}
+		<-c.Context().Done()
+		return "", c.Context().Err()
+	})
+	env.Tool(host, "mint", "Draw an id and SQL random bytes, and write them.", func(c *env.Ctx, _ noArgs) (string, error) {
+		row, err := c.DB.One("SELECT hex(randomblob(8)) AS r")
+		if err != nil {
+			return "", err
+		}
+		id := c.IDs.UUID() + " " + row["r"].(string)
+		_, err = c.DB.Exec("INSERT INTO h VALUES (?)", id)
+		return id + " at " + c.Now().String(), err
+	})
+	timeout := func(inst *composition.Instance, args string, cutOff bool) error {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		defer cancel(nil)
+		if cutOff {
+			cancel(context.DeadlineExceeded)
+		} else {
+			go func() { <-started; cancel(context.DeadlineExceeded) }()
+		}
+		_, err := inst.CallJSON(ctx, "draw_then_wait", []byte(args))
+		return err
+	}
+	after := func(inst *composition.Instance, args string, cutOff bool) any {
+		t.Helper()
+		err := timeout(inst, args, cutOff)
+		if te, ok := env.AsToolError(err); !ok || te.Kind != env.KindTimeout || te.Message != composition.MsgTimedOut || errors.Is(err, env.ErrNoStep) {
+			t.Fatalf("err = %v, want a timeout saying %q that is a step", err, composition.MsgTimedOut)
+		}
+		if st := inst.State(); st.StepCount != 1 || len(st.ChangeLog) != 0 {
+			t.Fatalf("after the timeout: step %d, change log %v; want step 1 and no change", st.StepCount, st.ChangeLog)
+		}
+		return compositiontest.Call(t, inst, "mint", `{}`)
+	}
+	cut := after(compositiontest.Open(t, host, composition.Options{ClockMode: env.ClockStep, Seed: 7}), `{}`, true)
+	ran := after(compositiontest.Open(t, host, composition.Options{ClockMode: env.ClockStep, Seed: 7}), `{}`, false)
+	if ran != cut {
+		t.Errorf("after a call cut off by its deadline midway, the next call returned %s; after one cut off before it began, %s", ran, cut)
+	}
+
+	inst := compositiontest.Open(t, host, composition.Options{ClockMode: env.ClockStep, Seed: 7})
+	err := timeout(inst, `{"nested":true}`, false)
+	if te, ok := env.AsToolError(err); !ok || te.Kind != env.KindTimeout || te.Message != composition.MsgTimedOutKept {
+		t.Fatalf("err = %v, want a timeout saying %q", err, composition.MsgTimedOutKept)
+	}
+	if log := inst.ChangeLog(); len(log) != 1 || log[0].World != "led" {
+		t.Errorf("change log %+v, want the nested call's entry", log)
+	}
+}
