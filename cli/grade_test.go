@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/openenv"
 	"github.com/seahaven/seahaven/task"
@@ -220,4 +222,48 @@ func TestGradeCommand(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+}
+
+// TestGradeCommand_TimedOutCall: an episode with a call its deadline cut
+// off replays as recorded: the call is replayed cut off too, not run to
+// its end, so it and the calls after it match the recording.
+func TestGradeCommand_TimedOutCall(t *testing.T) {
+	ctx := context.Background()
+	rec, err := task.NewRecorder(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := task.Open(ctx, company.World, env.Task{}, composition.Options{Seed: 3, EpisodeID: "ep-t", Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ep.Record(rec); err != nil {
+		t.Fatal(err)
+	}
+	late, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+	defer cancel()
+	for _, c := range []struct {
+		ctx        context.Context
+		tool, args string
+	}{
+		{ctx, "hire", `{"name": "Ada Lovelace"}`},
+		{late, "hire", `{"name": "Barbara Liskov"}`},
+		{ctx, "hire", `{"name": "Edsger Dijkstra"}`},
+	} {
+		ep.CallJSON(c.ctx, c.tool, []byte(c.args))
+	}
+	path := ep.Recording().Path()
+	if err := ep.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(path); !bytes.Contains(data, []byte(`"error_type":"timeout"`)) {
+		t.Fatalf("the recording holds no timeout:\n%s", data)
+	}
+	stdout, stderr, err := runGrade(t, "--world", "company", path)
+	if err != nil {
+		t.Fatalf("err %v; stdout %s; stderr %s", err, stdout, stderr)
+	}
+	if want := path + ": no task, episode ep-t, 3 calls replayed\n"; stdout != want {
+		t.Errorf("stdout:\n%s\nwant:\n%s", stdout, want)
+	}
 }

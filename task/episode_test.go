@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/env"
@@ -236,6 +237,100 @@ func TestEpisode_CancelledCall(t *testing.T) {
 	if err != nil || len(rep.Mismatches) != 0 {
 		t.Errorf("replay: %v, mismatches %v", err, rep.Mismatches)
 	}
+}
+
+// TestEpisode_TimedOutCall: a recorded call cut off by its deadline after
+// it drew ids and SQL random values is replayed cut off as well, not run
+// to its end: the recording, step clock included, replays without a
+// mismatch. One that had committed a nested call's work first, which the
+// recording does not hold, is a warning, and so is every difference
+// after it.
+func TestEpisode_TimedOutCall(t *testing.T) {
+	ctx := context.Background()
+	child := env.NewWorld(env.WorldSpec{Name: "timeoutchild", Version: "1", Schema: "CREATE TABLE c (id TEXT PRIMARY KEY) STRICT;"})
+	add := env.Tool(child, "add", "Write a new id.", func(c *env.Ctx, _ struct{}) (string, error) {
+		id := c.IDs.UUID()
+		_, err := c.DB.Exec("INSERT INTO c VALUES (?)", id)
+		return id, err
+	})
+	w := env.NewWorld(env.WorldSpec{Name: "timeouthost", Version: "1", Schema: "CREATE TABLE h (id TEXT PRIMARY KEY) STRICT;"})
+	w.AddWorld(child, env.Name("led"), env.ToolAllowList())
+	var started chan struct{} // made for each recording
+	env.Tool(w, "mint", "Write a new id and SQL random bytes.", func(c *env.Ctx, _ struct{}) (string, error) {
+		row, err := c.DB.One("SELECT hex(randomblob(8)) AS r")
+		if err != nil {
+			return "", err
+		}
+		id := c.IDs.UUID() + " " + row["r"].(string)
+		_, err = c.DB.Exec("INSERT INTO h VALUES (?)", id)
+		return id + " at " + c.Now().Format(env.TimeFormat), err
+	})
+	env.Tool(w, "mint_and_wait", "Write a new id, then wait for the call's end.", func(c *env.Ctx, in struct {
+		Nested bool `json:"nested,omitempty"`
+	}) (string, error) {
+		if in.Nested {
+			if _, err := env.Call(c.Context(), c.Worlds.Get("led"), add, struct{}{}); err != nil {
+				return "", err
+			}
+		}
+		if _, err := c.DB.Exec("INSERT INTO h VALUES (? || hex(randomblob(8)))", c.IDs.UUID()); err != nil {
+			return "", err
+		}
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		select {
+		case <-c.Context().Done():
+			return "", c.Context().Err()
+		case <-time.After(time.Second): // a replay that ran the call with no deadline
+			return "waited", nil
+		}
+	})
+	record := func(args string) (*task.Trajectory, *task.Replay) {
+		t.Helper()
+		ep := mustOpen(t, w, env.Task{}, composition.Options{ClockMode: env.ClockStep, Seed: 5})
+		startRecording(t, ep)
+		mustCall(t, ep, "mint", `{}`)
+		started = make(chan struct{}, 1)
+		cctx, cancel := context.WithCancelCause(ctx)
+		go func(started chan struct{}) { <-started; cancel(context.DeadlineExceeded) }(started)
+		if _, err := ep.CallJSON(cctx, "mint_and_wait", []byte(args)); err == nil {
+			t.Fatal("the call past its deadline succeeded")
+		}
+		mustCall(t, ep, "mint", `{}`)
+		tr := closeAndRead(t, ep)
+		if len(tr.Calls) != 3 || tr.Calls[1].Error == nil || tr.Calls[1].Error.Type != env.KindTimeout {
+			t.Fatalf("recorded calls %+v, want the timeout between two mints", tr.Calls)
+		}
+		rep, err := task.ReplayTrajectory(ctx, w, nil, tr, composition.Options{Dir: t.TempDir()})
+		if err != nil {
+			t.Fatalf("replay: %v", err)
+		}
+		return tr, rep
+	}
+
+	t.Run("ChangedNothing", func(t *testing.T) {
+		tr, rep := record(`{}`)
+		if tr.Calls[1].Error.Message != composition.MsgTimedOut {
+			t.Errorf("recorded error %+v, want %q", tr.Calls[1].Error, composition.MsgTimedOut)
+		}
+		if len(rep.Mismatches) != 0 || len(rep.Warnings) != 0 || rep.Calls != 3 {
+			t.Errorf("replayed %d calls; mismatches %q, warnings %q; want 3 and none", rep.Calls, rep.Mismatches, rep.Warnings)
+		}
+	})
+	t.Run("CommittedFirst", func(t *testing.T) {
+		tr, rep := record(`{"nested":true}`)
+		if tr.Calls[1].Error.Message != composition.MsgTimedOutKept {
+			t.Errorf("recorded error %+v, want %q", tr.Calls[1].Error, composition.MsgTimedOutKept)
+		}
+		if len(rep.Mismatches) != 0 {
+			t.Errorf("mismatches %q, want none: the replay cannot know the work the call kept", rep.Mismatches)
+		}
+		if len(rep.Warnings) < 2 || !strings.HasPrefix(rep.Warnings[0], "call 2 (mint_and_wait) ended early in the recording") || !strings.Contains(rep.Warnings[len(rep.Warnings)-1], "final state differs from the recording in led") {
+			t.Errorf("warnings %q, want the cut-off call's, then the final state's", rep.Warnings)
+		}
+	})
 }
 
 // TestEpisode_CheckpointWritesItsCalls: a checkpoint of a recording

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/env"
@@ -28,7 +29,10 @@ type Replay struct {
 	// deterministic as far as the recording shows.
 	Mismatches []string
 	// Warnings are differences that do not make the replay wrong, such as a
-	// world version other than the recorded one.
+	// world version other than the recorded one, or a call cut off by its
+	// deadline after it had committed part of its work, which the
+	// recording does not hold; every difference after such a call is a
+	// warning too.
 	Warnings []string
 }
 
@@ -41,6 +45,9 @@ var ErrResumed = errors.New("task: the trajectory continues a checkpoint")
 // same world, task, fixture, now, seed, startup keywords, clock mode and
 // control tools), makes its calls again in order, grades the result and
 // compares everything the recording holds with what the replay produced.
+// A call recorded as cut off by its deadline (or cancelled by its caller)
+// is made again cut off before it began, as replayIn says, not run to its
+// end with no deadline.
 // tasks are the world's tasks (ForWorld); opts supplies what a header does
 // not say (FixturesDir, Dir). An error means the replay could not run: a
 // trajectory of another world, an unknown task, an instance that does not
@@ -91,17 +98,43 @@ func sameFixture(h Header, f *env.FixtureRef) error {
 
 // replayIn makes a trajectory's calls again in ep, grades it, records in
 // rep what differed from the recording, and closes ep.
+//
+// A call the recording says its context ended (see cutOff) is made with a
+// context already past its deadline: it runs nothing, and is a step as the
+// recorded one was. One that had changed nothing then leaves the instance
+// as the recorded one did, and fails the same way; one that had committed
+// part of its work before it ended leaves what the recording does not hold,
+// so from it on rep.Warnings, not rep.Mismatches, says what differs.
 func replayIn(ctx context.Context, ep *Episode, tr *Trajectory, rep *Replay) (*Replay, error) {
 	defer ep.Close()
+	unknown := false // a call left effects the recording does not hold
+	differs := func(diff string) {
+		if unknown {
+			rep.Warnings = append(rep.Warnings, diff)
+		} else {
+			rep.Mismatches = append(rep.Mismatches, diff)
+		}
+	}
 	for i, c := range tr.Calls {
-		out, callErr := ep.CallJSON(ctx, c.Tool, c.arguments())
+		callCtx, cancel := ctx, context.CancelFunc(func() {})
+		exact, cut := cutOff(c)
+		if cut {
+			callCtx, cancel = context.WithDeadline(ctx, time.Time{})
+		}
+		out, callErr := ep.CallJSON(callCtx, c.Tool, c.arguments())
+		cancel()
 		got, err := NewCallLine(c.Tool, c.arguments(), out, callErr)
 		if err != nil {
 			return nil, err
 		}
 		rep.Calls++
+		if cut && !exact {
+			unknown = true
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("call %d (%s) ended early in the recording (%s) after committing part of its work, which the recording does not hold: the replay cut it off before it began, and reports what differs from here on as warnings", i+1, c.Tool, errText(c.Error)))
+			continue
+		}
 		if diff := diffCall(c, got); diff != "" {
-			rep.Mismatches = append(rep.Mismatches, fmt.Sprintf("call %d (%s): %s", i+1, c.Tool, diff))
+			differs(fmt.Sprintf("call %d (%s): %s", i+1, c.Tool, diff))
 		}
 	}
 	var err error
@@ -116,9 +149,29 @@ func replayIn(ctx context.Context, ep *Episode, tr *Trajectory, rep *Replay) (*R
 		rep.Result = &res
 	}
 	if tr.End != nil {
-		rep.Mismatches = append(rep.Mismatches, diffEnd(*tr.End, rep)...)
+		for _, diff := range diffEnd(*tr.End, rep) {
+			differs(diff)
+		}
 	}
 	return rep, nil
+}
+
+// cutOff reports whether a recorded call failed because its context ended
+// once it ran (composition.MsgTimedOut, MsgTimedOutKept, MsgCancelled):
+// where that happened is chance, which a replay cannot repeat. exact is
+// true when the call changed nothing, so that the same call cut off before
+// it began leaves the instance as it did.
+func cutOff(c CallLine) (exact, ok bool) {
+	if c.Error == nil {
+		return false, false
+	}
+	switch *c.Error {
+	case CallError{Type: env.KindTimeout, Message: composition.MsgTimedOut}:
+		return true, true
+	case CallError{Type: env.KindTimeout, Message: composition.MsgTimedOutKept}, CallError{Type: env.KindExecution, Message: composition.MsgCancelled}:
+		return false, true
+	}
+	return false, false
 }
 
 // ReplayResumed is ReplayTrajectory for the trajectory of a restored
