@@ -113,6 +113,7 @@ func atoi(tb testing.TB, s string) int {
 type gradingBackend struct {
 	*fakeBackend
 	fails atomic.Int32
+	slow  atomic.Bool // gradings run until their deadline and fail as an interrupted open does
 }
 
 func (b *gradingBackend) Open(ctx context.Context, opts openenv.OpenOptions) (openenv.Instance, error) {
@@ -128,7 +129,11 @@ type gradingInstance struct {
 	b *gradingBackend
 }
 
-func (in *gradingInstance) Grade(context.Context) (openenv.Grading, error) {
+func (in *gradingInstance) Grade(ctx context.Context) (openenv.Grading, error) {
+	if in.b.slow.Load() {
+		<-ctx.Done()
+		return openenv.Grading{}, errors.New("sqlitestore: open /tmp/seahaven-instances/i-1/state.sqlite: interrupted: " + context.Cause(ctx).Error())
+	}
 	if in.b.fails.Add(-1) >= 0 {
 		return openenv.Grading{}, errors.New("the check's query failed")
 	}
@@ -176,5 +181,23 @@ func TestStep_RequestIDGradingFailed(t *testing.T) {
 	}
 	if n := echoes(); n != 3 {
 		t.Errorf("%d echoes, want 3", n)
+	}
+}
+
+// TestStep_GradingPastTheDeadline: a step whose grading runs past the
+// step's deadline (a short timeout_s) says so, where it repeated what the
+// interrupted query said, which named the instance's file.
+func TestStep_GradingPastTheDeadline(t *testing.T) {
+	fake := newFake(t)
+	b := &gradingBackend{fakeBackend: fake}
+	s := mustServeOver(t, b, fake, openenv.Config{})
+	h := map[string]string{"X-Seahaven-Session": "slow-grade"}
+	if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{}`, h); status != http.StatusOK {
+		t.Fatalf("reset: %d %s", status, body)
+	}
+	b.slow.Store(true)
+	status, body, _ := s.httpDo(t, http.MethodPost, "/step", `{"action":{"type":"call_tool","tool_name":"echo","arguments":{"message":"m"}},"timeout_s":0.05}`, h)
+	if status == http.StatusOK || !strings.Contains(body, "the step ran, but grading its task failed: it ran past its deadline of 50ms") || strings.Contains(body, "/tmp/") {
+		t.Errorf("a step whose grading ran past its deadline: %d %s", status, body)
 	}
 }
