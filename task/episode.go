@@ -289,14 +289,10 @@ func (e *Episode) Recording() *Recording {
 // a task), hashes the final state and writes the end line. It is safe to
 // call more than once.
 func (e *Episode) Close() error {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
+	rec, first := e.markClosed()
+	if !first {
 		return nil
 	}
-	e.closed = true
-	rec := e.rec
-	e.mu.Unlock()
 	var errs []error
 	if rec != nil {
 		ctx := context.Background()
@@ -322,20 +318,26 @@ func (e *Episode) Close() error {
 	return errors.Join(errs...)
 }
 
+// markClosed marks the episode closed, and returns its recording and
+// whether it was open until now (Close and Discard do their work once).
+func (e *Episode) markClosed() (rec *Recording, first bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	first = !e.closed
+	e.closed = true
+	return e.rec, first
+}
+
 // Discard closes an episode that served no one, as if it had never been
 // opened: its instance, and its recording, whose file is removed. A server
 // discards an episode it opened for a request it then refused (a restore
 // whose attempt was already replaced), of which no trajectory may be left.
 // It is safe to call more than once; after Close it does nothing.
 func (e *Episode) Discard() error {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
+	rec, first := e.markClosed()
+	if !first {
 		return nil
 	}
-	e.closed = true
-	rec := e.rec
-	e.mu.Unlock()
 	var errs []error
 	if rec != nil {
 		errs = append(errs, rec.Close())
