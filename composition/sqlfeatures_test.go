@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -35,8 +36,11 @@ import (
 // after writing. Calls run on instances started from a frozen fixture,
 // whose connections are parked and rebound between calls. Each call's
 // records must chain, row by row, from a full read of every table before
-// the call to one after it; and after each call the inspection view must
-// read exactly what each store's own connection reads.
+// the call to one after it; after each call the inspection view must
+// read exactly what each store's own connection reads; and a call, a
+// statement or a nested call may fail only as its generator means it
+// to (a tool failing by design, SQL that SQLite refuses by construction,
+// a capture refusal the call's own statements cause: see sqlfRefusal).
 
 // sqlfHost is the host world: its tool "run" runs ops (see sqlfRun), and
 // it adds a world of its own as "kv", whose tool "exec" runs statements.
@@ -50,10 +54,12 @@ CREATE TRIGGER p_up AFTER UPDATE ON p BEGIN INSERT OR REPLACE INTO q VALUES (len
 CREATE TRIGGER q_del AFTER DELETE ON q BEGIN UPDATE e SET n = -0.0 WHERE pid = OLD.b; END;`})
 	env.Tool(child, "exec", "Run statements, then fail when asked.", func(c *env.Ctx, in sqlfArgs) (any, error) {
 		for _, op := range in.Ops {
-			c.DB.Exec(op)
+			if _, err := c.DB.Exec(op); err != nil {
+				sqlfNoteError("kv", op, err)
+			}
 		}
 		if in.Fail {
-			return nil, errors.New("exec fails")
+			return nil, errSqlfExec
 		}
 		return nil, nil
 	})
@@ -83,10 +89,11 @@ CREATE TRIGGER pv_del INSTEAD OF DELETE ON pv BEGIN DELETE FROM p WHERE id = OLD
 	host.AddWorld(child, env.Name("kv"))
 	env.Tool(host, "run", "Run ops.", func(c *env.Ctx, in sqlfArgs) (any, error) {
 		var l sqlfLevel
-		err := sqlfRun(c, in.Ops, &l)
+		err := sqlfRun(c, in.Ops, &l, 0)
 		if err == nil {
 			sqlfDone = append(sqlfDone, l.ddl...)
 		}
+		sqlfReturned = err
 		return nil, err
 	})
 	return host
@@ -104,6 +111,156 @@ var sqlfDone []sqlfDDL
 // sqlfCreated holds the host's tables a CREATE TABLE or DROP TABLE that
 // ran in the call running named, whether it was rolled back or not.
 var sqlfCreated map[string]bool
+
+// sqlfRan holds the statements the host's tool ran on its store in the
+// call running, in order, and the rollbacks of its DB.Transactions.
+var sqlfRan []sqlfStmt
+
+// sqlfReturned is the error the host's tool returned in the call running.
+var sqlfReturned error
+
+// sqlfStmtErrs holds the errors of statements and nested calls, in the
+// call running, that no statement's construction explains (see
+// sqlfNoteError).
+var sqlfStmtErrs []string
+
+// The errors the ops fail with by design: "fail", "txfail" and
+// "callfail".
+var (
+	errSqlfFail   = errors.New("run fails")
+	errSqlfTxFail = errors.New("txfail fails")
+	errSqlfExec   = errors.New("exec fails")
+)
+
+// sqlfStmt is a statement the host's tool ran (q, on the raw connection
+// or through Exec, at a depth of DB.Transactions, and whether it
+// succeeded), or the rollback of a DB.Transaction (q empty).
+type sqlfStmt struct {
+	q     string
+	raw   bool
+	depth int
+	ok    bool
+}
+
+// sqlfNoteError keeps in sqlfStmtErrs the error of a statement or nested
+// call on world unless the statement's construction explains it: SQLite
+// refusing it (a constraint, a name that is not there), the store
+// refusing transaction control or a savepoint of another frame, or a
+// tool's designed failure; not a failure of the files, nor a busy or
+// interrupted statement. A refusal of the change capture is never one:
+// it is reported when the capture ends, not by a statement.
+func sqlfNoteError(world, q string, err error) {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, errSqlfExec), errors.Is(err, errSqlfTxFail), errors.Is(err, errSqlfFail):
+		return
+	case strings.Contains(msg, "change capture"):
+	case errors.Is(err, sqlitestore.ErrSavepointScope), errors.Is(err, sqlitestore.ErrTransactionControl):
+		return
+	case strings.Contains(msg, "FOREIGN KEY constraint failed") && world == "kv":
+		return // f's key is deferred: a nested call's commit fails on it
+	default:
+		// SQLite's own refusals: SQL that names what is not there (or is
+		// a view, or is malformed), a constraint, a type a STRICT column
+		// refuses.
+		code := -1
+		var serr *sqlite3.Error
+		var scode sqlite3.ErrorCode
+		var sterr *sqlitestore.Error
+		switch {
+		case errors.As(err, &serr):
+			code = int(serr.Code())
+		case errors.As(err, &scode):
+			code = int(scode)
+		case errors.As(err, &sterr):
+			code = sterr.Code
+		}
+		if code == int(sqlite3.ERROR) || code == int(sqlite3.CONSTRAINT) || code == int(sqlite3.MISMATCH) {
+			return
+		}
+	}
+	sqlfStmtErrs = append(sqlfStmtErrs, fmt.Sprintf("%s: %s: %v", world, q, err))
+}
+
+// sqlfRefusalRe matches the capture refusals a call's statements can
+// cause (see sqlfRefusal).
+var sqlfRefusalRe = regexp.MustCompile(`change capture cannot (?:report the rows of table (\S+): (?:its column (\S+) was renamed to (\S+) while|it was renamed to (\S+) while|(a DROP TABLE on the raw connection)|(a nested capture dropped it))|key a change to (\S+): the table's columns may have changed)`)
+
+// sqlfRefusal reports whether err, with which a call whose host tool ran
+// the statements ran failed, is a refusal of the change capture those
+// statements cause, as docs/eval.md describes them: a table renamed, or
+// a column, while rows of it were written in the call (or a rollback
+// undoing such a rename), by a statement that ran; a DROP TABLE of the
+// table on the raw connection; a table a DB.Transaction dropped that the
+// raw connection may have created again; a change the raw connection
+// made to a table whose columns a later statement may have changed (one
+// naming the table, or a rollback), before it was keyed. Every
+// table of the schemas here can be keyed, so "cannot key the rows" is
+// never one.
+func sqlfRefusal(err error, ran []sqlfStmt) bool {
+	m := sqlfRefusalRe.FindStringSubmatch(err.Error())
+	if m == nil {
+		return false
+	}
+	ranQ := func(raw bool, match func(s sqlfStmt) bool) int {
+		for i, s := range ran {
+			if s.q != "" && (!raw || s.raw) && match(s) {
+				return i
+			}
+		}
+		return -1
+	}
+	is := func(qs ...string) func(sqlfStmt) bool {
+		return func(s sqlfStmt) bool { return s.ok && slices.Contains(qs, s.q) }
+	}
+	table := m[1]
+	switch {
+	case m[2] != "":
+		return ranQ(false, is(
+			fmt.Sprintf("ALTER TABLE %s RENAME COLUMN %s TO %s", table, m[2], m[3]),
+			fmt.Sprintf("ALTER TABLE %s RENAME COLUMN %s TO %s", table, m[3], m[2]))) >= 0
+	case m[4] != "":
+		return ranQ(false, is(
+			fmt.Sprintf("ALTER TABLE %s RENAME TO %s", table, m[4]),
+			fmt.Sprintf("ALTER TABLE %s RENAME TO %s", m[4], table))) >= 0
+	case m[5] != "":
+		return ranQ(true, func(s sqlfStmt) bool { return sqlfDDLTable(s.q, "DROP") == table }) >= 0
+	case m[6] != "":
+		return ranQ(false, func(s sqlfStmt) bool { return s.ok && !s.raw && s.depth > 0 && sqlfDDLTable(s.q, "DROP") == table }) >= 0 &&
+			ranQ(true, func(s sqlfStmt) bool { return sqlfDDLTable(s.q, "CREATE") == table }) >= 0
+	default:
+		table = m[7]
+		first := ranQ(true, func(sqlfStmt) bool { return true })
+		if first < 0 {
+			return false
+		}
+		for _, s := range ran[first+1:] {
+			if s.q == "" || s.ok && strings.HasPrefix(s.q, "ROLLBACK TO ") ||
+				sqlfDDLTable(s.q, "CREATE") == table || sqlfDDLTable(s.q, "DROP") == table || sqlfDDLTable(s.q, "ALTER") == table {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// sqlfDDLTable returns the table of the main schema a CREATE TABLE, DROP
+// TABLE or ALTER TABLE (verb) q names, "" when q is none of those or
+// names a temporary table.
+func sqlfDDLTable(q, verb string) string {
+	f := strings.Fields(q)
+	if len(f) < 3 || f[0] != verb || f[1] != "TABLE" {
+		return ""
+	}
+	name := f[2]
+	if name == "IF" {
+		name = f[slices.Index(f, "EXISTS")+1]
+	}
+	if strings.HasPrefix(name, "temp.") {
+		return ""
+	}
+	return strings.TrimPrefix(name, "main.")
+}
 
 // sqlfDDL is a table renamed (col empty), a column renamed (to set) or a
 // column dropped (to empty) in the host's store.
@@ -128,34 +285,44 @@ type sqlfSavepoint struct {
 // kv's tool exec with the statements in JSON (failing after them),
 // "tx:JSON" and "txfail:JSON"
 // the ops in JSON in a DB.Transaction on the host that commits or fails,
-// "fail" fails the call there. Statements that fail are ignored.
-func sqlfRun(c *env.Ctx, ops []string, l *sqlfLevel) error {
+// "fail" fails the call there. Statements that fail are noted (see
+// sqlfNoteError) and passed over; depth counts the DB.Transactions ops
+// run in.
+func sqlfRun(c *env.Ctx, ops []string, l *sqlfLevel, depth int) error {
 	kv := c.Worlds.Get("kv")
 	for _, op := range ops {
 		kind, arg, _ := strings.Cut(op, ":")
 		switch kind {
-		case "h":
-			if _, err := c.DB.Exec(arg); err == nil {
-				l.note(arg)
-				sqlfNoteTable(arg)
+		case "h", "r":
+			var err error
+			if kind == "h" {
+				_, err = c.DB.Exec(arg)
+			} else {
+				conn, cerr := c.DB.Conn()
+				if cerr != nil {
+					return cerr
+				}
+				err = conn.(*sqlite3.Conn).Exec(arg)
 			}
-		case "r":
-			conn, err := c.DB.Conn()
+			sqlfRan = append(sqlfRan, sqlfStmt{q: arg, raw: kind == "r", depth: depth, ok: err == nil})
 			if err != nil {
-				return err
+				sqlfNoteError("main", op, err)
+				continue
 			}
-			if conn.(*sqlite3.Conn).Exec(arg) == nil {
-				l.note(arg)
-				sqlfNoteTable(arg)
-			}
+			l.note(arg)
+			sqlfNoteTable(arg)
 		case "k":
-			kv.DB().Exec(arg)
+			if _, err := kv.DB().Exec(arg); err != nil {
+				sqlfNoteError("kv", op, err)
+			}
 		case "call", "callfail":
 			var sub []string
 			if err := json.Unmarshal([]byte(arg), &sub); err != nil {
 				return err
 			}
-			kv.Call("exec", sqlfArgs{Ops: sub, Fail: kind == "callfail"})
+			if _, err := kv.Call("exec", sqlfArgs{Ops: sub, Fail: kind == "callfail"}); err != nil {
+				sqlfNoteError("kv", op, err)
+			}
 		case "tx", "txfail":
 			var sub []string
 			if err := json.Unmarshal([]byte(arg), &sub); err != nil {
@@ -163,19 +330,22 @@ func sqlfRun(c *env.Ctx, ops []string, l *sqlfLevel) error {
 			}
 			var inner sqlfLevel
 			err := c.DB.Transaction(func() error {
-				if err := sqlfRun(c, sub, &inner); err != nil {
+				if err := sqlfRun(c, sub, &inner, depth+1); err != nil {
 					return err
 				}
 				if kind == "txfail" {
-					return errors.New("txfail fails")
+					return errSqlfTxFail
 				}
 				return nil
 			})
-			if err == nil {
-				l.ddl = append(l.ddl, inner.ddl...)
+			if err != nil {
+				sqlfRan = append(sqlfRan, sqlfStmt{depth: depth + 1})
+				sqlfNoteError("main", kind, err)
+				continue
 			}
+			l.ddl = append(l.ddl, inner.ddl...)
 		case "fail":
-			return errors.New("run fails")
+			return errSqlfFail
 		}
 	}
 	return nil
@@ -438,23 +608,29 @@ func sqlfChildStatement(r *rand.Rand) string {
 func sqlfOps(r *rand.Rand, depth int) []string {
 	ops := []string{}
 	for range 1 + r.IntN(8) {
-		switch k := r.IntN(20); {
+		switch k := r.IntN(22); {
 		case k < 11:
 			ops = append(ops, "h:"+sqlfHostStatement(r))
-		case k < 12:
+		case k < 13:
 			if q := sqlfHostStatement(r); !strings.Contains(q, "SAVEPOINT") && !strings.Contains(q, "ROLLBACK") && !strings.Contains(q, "RELEASE") {
 				ops = append(ops, "r:"+q) // savepoints on the raw connection are the world's own
 			}
-		case k < 15:
-			ops = append(ops, "k:"+sqlfChildStatement(r))
+		case k < 14:
+			// A table dropped through Exec, then one created on the raw
+			// connection, which SQLite may give the dropped one's root
+			// page.
+			ops = append(ops, fmt.Sprintf("h:DROP TABLE %s", []string{"nk", "tk", "ck", "z", "st", "d", "tk2", "nk2"}[r.IntN(8)]),
+				fmt.Sprintf("r:CREATE TABLE IF NOT EXISTS %s AS SELECT * FROM %s", []string{"z", "tk2", "nk2"}[r.IntN(3)], []string{"p", "w", "au", "c"}[r.IntN(4)]))
 		case k < 17:
+			ops = append(ops, "k:"+sqlfChildStatement(r))
+		case k < 19:
 			var sub []string
 			for range 1 + r.IntN(4) {
 				sub = append(sub, sqlfChildStatement(r))
 			}
 			b, _ := json.Marshal(sub)
 			ops = append(ops, []string{"call:", "callfail:"}[r.IntN(2)]+string(b))
-		case k < 19:
+		case k < 21:
 			if depth > 0 {
 				b, _ := json.Marshal(sqlfOps(r, depth-1))
 				ops = append(ops, []string{"tx:", "txfail:"}[r.IntN(2)]+string(b))
@@ -894,10 +1070,21 @@ func sqlfSeed(t *testing.T, seed uint64) {
 		b, _ := json.Marshal(sqlfArgs{Ops: sqlfOps(r, 2)})
 		calls = append(calls, fmt.Sprintf("%d: %s", k, b))
 		prev := len(inst.ChangeLog())
-		sqlfDone, sqlfCreated = nil, map[string]bool{}
-		if _, err := inst.CallJSON(ctx, "run", b); err != nil {
+		sqlfDone, sqlfCreated, sqlfRan, sqlfReturned, sqlfStmtErrs = nil, map[string]bool{}, nil, nil, nil
+		_, err := inst.CallJSON(ctx, "run", b)
+		if err != nil {
 			calls = append(calls, "  -> "+err.Error())
 			sqlfDone = nil // the host's frame rolled back
+		}
+		// A call fails only as its ops mean it to: the tool failing by
+		// design, or a capture refusal its statements cause. A statement
+		// fails only as SQLite or the store refuses it by its
+		// construction.
+		if err != nil && !(errors.Is(err, errSqlfFail) && errors.Is(sqlfReturned, errSqlfFail)) && !(sqlfReturned == nil && sqlfRefusal(err, sqlfRan)) {
+			t.Fatalf("call %s: a failure its statements do not cause: %v (the tool returned %v)", b, err, sqlfReturned)
+		}
+		if len(sqlfStmtErrs) > 0 {
+			t.Fatalf("call %s: failures their statements do not cause:\n%s", b, strings.Join(sqlfStmtErrs, "\n"))
 		}
 		after := sqlfSnapshotView(t, inst)
 		if err := sqlfEqual(after, sqlfSnapshotStores(t, inst)); err != nil {
