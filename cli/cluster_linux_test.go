@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"slices"
 	"strings"
 	"sync"
@@ -32,6 +33,11 @@ type wsSession struct {
 	steps   int
 	ckRev   int  // the revision of its episode's newest checkpoint
 	loader  bool // it steps in the background load, uncounted
+
+	local    string     // the client's address of its connection to the proxy
+	dialed   time.Time  // when it was opened
+	restored string     // the checkpoint it restored, if any
+	prev     *wsSession // the connection it continues, if any
 }
 
 // wsFrame is one read: a message, or the error that ended the reads.
@@ -42,12 +48,15 @@ type wsFrame struct {
 
 // dialWS opens a /ws session through the proxy.
 func (c *cluster) dialWS(ctx context.Context) (*wsSession, error) {
-	conn, resp, err := websocket.Dial(ctx, "ws://"+clusterProxy+"/ws", &websocket.DialOptions{HTTPClient: c.client})
+	var local string
+	dialed := time.Now()
+	trace := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { local = i.Conn.LocalAddr().String() }})
+	conn, resp, err := websocket.Dial(trace, "ws://"+clusterProxy+"/ws", &websocket.DialOptions{HTTPClient: c.client})
 	if err != nil {
 		return nil, err
 	}
 	conn.SetReadLimit(16 << 20)
-	w := &wsSession{c: conn, frames: make(chan wsFrame, 1), replica: resp.Header.Get("X-Seahaven-Replica")}
+	w := &wsSession{c: conn, frames: make(chan wsFrame, 1), replica: resp.Header.Get("X-Seahaven-Replica"), local: local, dialed: dialed}
 	go func() {
 		defer close(w.frames)
 		for {
@@ -96,6 +105,7 @@ func (c *cluster) restoreWS(ctx context.Context, id string) (*wsSession, error) 
 		r, err := w.send(ctx, fmt.Sprintf(`{"type":"reset","data":{"checkpoint":%q}}`, id))
 		switch {
 		case err == nil && strings.Contains(r, `"observation"`):
+			w.restored = id
 			return w, nil
 		case (err != nil || strings.Contains(r, "Server is shutting down")) && w.replica == fmt.Sprintf("r%d", drainedReplica) && time.Now().Before(deadline):
 			w.c.CloseNow()
@@ -371,7 +381,7 @@ func TestCluster(t *testing.T) {
 		if err != nil {
 			t.Fatalf("session %d: %v", k, err)
 		}
-		nw.seed, nw.episode, nw.steps, nw.ckRev = w.seed, w.episode, w.steps, w.steps
+		nw.seed, nw.episode, nw.steps, nw.ckRev, nw.prev = w.seed, w.episode, w.steps, w.steps, w
 		if exp, ok := want[k]; ok {
 			if got, err := nw.send(ctx, hireStep(k, steps+1)); err != nil || got != exp {
 				t.Fatalf("session %d's step %d after the drain:\nuninterrupted %s\nrestored      %s (%v)", k, steps+1, exp, got, err)
@@ -475,7 +485,7 @@ func TestCluster(t *testing.T) {
 		if err != nil {
 			t.Fatalf("session %d: %v", k, err)
 		}
-		nw.seed, nw.episode, nw.steps, nw.ckRev = w.seed, w.episode, info.Revision, info.Revision
+		nw.seed, nw.episode, nw.steps, nw.ckRev, nw.prev = w.seed, w.episode, info.Revision, info.Revision, w
 		ws[k] = nw
 		recovered++
 	}
@@ -540,7 +550,7 @@ func TestCluster(t *testing.T) {
 	for k, w := range ws {
 		r, err := w.send(ctx, hireStep(k, w.steps+1))
 		if err != nil || !strings.Contains(r, `"error":null`) {
-			t.Fatalf("session %d (%s) after it all: %v %.200s", k, w.replica, err, r)
+			t.Fatalf("session %d (%s) after it all: %v %.200s\n%s", k, w.replica, err, r, c.history(w))
 		}
 	}
 

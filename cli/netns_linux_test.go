@@ -4,7 +4,10 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/csv"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -58,6 +61,7 @@ type cluster struct {
 	prefix   string   // of the namespaces' names
 	args     []string // the replicas' flags
 	replicas []*served
+	retired  [][]*served // replica k's earlier processes, of which replicas[k] is a restart
 	haproxy  *exec.Cmd
 	proxyCfg string         // the configuration HAProxy runs
 	proxyOut *testfs.Buffer // HAProxy's log, of every process
@@ -162,6 +166,12 @@ func (c *cluster) start(k int) {
 	c.t.Helper()
 	args := append(slices.Clone(c.args), "--addr", c.replicaAddr(k), "--replica", fmt.Sprintf("r%d", k), "--instances", c.t.TempDir())
 	wrap := append([]string{"ip", "netns", "exec", c.ns(fmt.Sprintf("r%d", k))}, cpus(k)...)
+	if c.retired == nil {
+		c.retired = make([][]*served, clusterReplicas+1)
+	}
+	if c.replicas[k] != nil {
+		c.retired[k] = append(c.retired[k], c.replicas[k])
+	}
 	c.replicas[k] = startServeCmd(c.t, "", wrap, c.bin, args...)
 }
 
@@ -346,4 +356,85 @@ func (c *cluster) dialIn(name string) func(ctx context.Context, network, addr st
 		runtime.UnlockOSThread()
 		return conn, err
 	}
+}
+
+// history describes w and the connections it continues: when each was
+// opened, on which replica, from which client address, and what HAProxy
+// and the replica logged of it (a restored session's lines are found
+// through its restore's checkpoint), whether that replica's process still
+// runs, then what the replicas logged of sessions that ended otherwise
+// than by their clients, and the first lines each wrote other than its
+// log (a panic, a race report).
+func (c *cluster) history(w *wsSession) string {
+	var b strings.Builder
+	proxyLog := strings.Split(c.proxyOut.String(), "\n")
+	for ; w != nil; w = w.prev {
+		fmt.Fprintf(&b, "connection from %s to %s, opened at %s", w.local, w.replica, w.dialed.Format("15:04:05.000"))
+		if w.restored != "" {
+			fmt.Fprintf(&b, ", restoring checkpoint %s", w.restored)
+		}
+		b.WriteString(":\n")
+		for _, l := range proxyLog {
+			if w.local != "" && strings.HasPrefix(l, w.local+" ") {
+				fmt.Fprintf(&b, "  HAProxy: %s\n", l)
+			}
+		}
+		var k int
+		if _, err := fmt.Sscanf(w.replica, "r%d", &k); err != nil || k < 1 || k > clusterReplicas || c.replicas[k] == nil {
+			continue
+		}
+		select {
+		case err := <-c.replicas[k].done:
+			c.replicas[k].done <- err
+			fmt.Fprintf(&b, "  %s (its latest process) exited: %v\n", w.replica, err)
+		default:
+		}
+		if w.restored == "" {
+			continue
+		}
+		sum := sha256.Sum256([]byte(w.restored))
+		ck := fmt.Sprintf(`"checkpoint":"%s"`, hex.EncodeToString(sum[:6]))
+		for _, r := range append(slices.Clone(c.retired[k]), c.replicas[k]) {
+			lines := strings.Split(r.log(), "\n")
+			for _, l := range lines {
+				var m struct{ Msg, Session string }
+				if !strings.Contains(l, ck) || json.Unmarshal([]byte(l), &m) != nil || m.Msg != "openenv: restore" || m.Session == "" {
+					continue
+				}
+				for _, l := range lines {
+					if strings.Contains(l, `"session":"`+m.Session+`"`) {
+						fmt.Fprintf(&b, "  %s: %s\n", w.replica, l)
+					}
+				}
+			}
+		}
+	}
+	for k, r := range c.replicas {
+		if r == nil {
+			continue
+		}
+		for _, r := range append(slices.Clone(c.retired[k]), r) {
+			plain := 0 // lines not logged as JSON: a panic, a race report
+			for _, l := range strings.Split(r.log(), "\n") {
+				var m struct {
+					Msg, Reason string
+					Steps       int
+				}
+				if json.Unmarshal([]byte(l), &m) != nil {
+					if plain++; l != "" && plain <= 40 {
+						fmt.Fprintf(&b, "r%d: %s\n", k, l)
+					}
+					continue
+				}
+				// Sessions closed by their clients are left out, but for
+				// those that had stepped (not a probe of which replica a
+				// new session reaches).
+				if strings.Contains(m.Msg, "websocket") || strings.Contains(m.Msg, "idle") ||
+					m.Msg == "openenv: session closed" && m.Reason != "" && !strings.HasPrefix(m.Reason, "checkpoint ") && (m.Reason != "connection closed by peer" || m.Steps > 0) {
+					fmt.Fprintf(&b, "r%d: %s\n", k, l)
+				}
+			}
+		}
+	}
+	return b.String()
 }
