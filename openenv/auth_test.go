@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -358,18 +357,7 @@ func TestServer_RepeatedAuthorization(t *testing.T) {
 			{http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`},
 			{http.MethodGet, "/ws", ""},
 		} {
-			req, err := http.NewRequest(r.method, s.ts.URL+r.path, strings.NewReader(r.body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header["Authorization"] = values
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := s.ts.Client().Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			_, b, resp := s.httpDoHeader(t, r.method, r.path, r.body, http.Header{"Authorization": values})
 			if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(b), "Header Authorization is sent 2 times: send it once") ||
 				resp.Header.Get("WWW-Authenticate") != `Bearer realm="seahaven", error="invalid_request"` {
 				t.Errorf("%s %s with Authorization %q: %d %s (WWW-Authenticate %q), want 401 naming the repeated header",

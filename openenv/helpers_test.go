@@ -228,7 +228,26 @@ func (s *testServer) httpDo(tb testing.TB, method, path, body string, header map
 }
 
 // do makes one request to ts and returns the status, body and response.
+// A "Host" entry of header sets the request's host.
 func do(tb testing.TB, ts *httptest.Server, method, path, body string, header map[string]string) (int, string, *http.Response) {
+	tb.Helper()
+	h := http.Header{}
+	for k, v := range header {
+		h.Set(k, v)
+	}
+	return doHeader(tb, ts, method, path, body, h)
+}
+
+// httpDoHeader is httpDo with header's values as they are, a header sent
+// more than once included.
+func (s *testServer) httpDoHeader(tb testing.TB, method, path, body string, header http.Header) (int, string, *http.Response) {
+	tb.Helper()
+	return doHeader(tb, s.ts, method, path, body, header)
+}
+
+// doHeader is do with header's values as they are. A body is sent as JSON
+// unless header names another Content-Type.
+func doHeader(tb testing.TB, ts *httptest.Server, method, path, body string, header http.Header) (int, string, *http.Response) {
 	tb.Helper()
 	var r io.Reader
 	if body != "" {
@@ -238,15 +257,16 @@ func do(tb testing.TB, ts *httptest.Server, method, path, body string, header ma
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
+	req.Header = header.Clone()
+	if req.Header == nil {
+		req.Header = http.Header{}
 	}
-	for k, v := range header {
-		if k == "Host" {
-			req.Host = v
-			continue
-		}
-		req.Header.Set(k, v)
+	if host := req.Header.Get("Host"); host != "" {
+		req.Host = host
+		req.Header.Del("Host")
+	}
+	if body != "" && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := ts.Client().Do(req)
 	if err != nil {

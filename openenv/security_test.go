@@ -353,22 +353,6 @@ func TestServer_RepeatedSessionHeaders(t *testing.T) {
 	if sid == "" {
 		t.Fatal("initialize started no session")
 	}
-	send := func(method, path, body string, header http.Header) (int, string) {
-		t.Helper()
-		req, err := http.NewRequest(method, s.ts.URL+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header = header
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := s.ts.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode, string(b)
-	}
 	step := `{"action":{"type":"call_tool","tool_name":"echo","arguments":{"message":"hi"}}}`
 	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`
 	for _, tt := range []struct {
@@ -391,7 +375,7 @@ func TestServer_RepeatedSessionHeaders(t *testing.T) {
 			`Header Mcp-Session-Id is sent 2 times: send it once`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			code, body := send(tt.method, tt.path, tt.body, tt.header)
+			code, body, _ := s.httpDoHeader(t, tt.method, tt.path, tt.body, tt.header)
 			if code != tt.want || !strings.Contains(body, tt.wantMsg) {
 				t.Errorf("%d %s, want %d with %s", code, body, tt.want, tt.wantMsg)
 			}
@@ -406,7 +390,7 @@ func TestServer_RepeatedSessionHeaders(t *testing.T) {
 	if code, body, _ := s.httpDo(t, http.MethodGet, "/state", ``, map[string]string{openenv.SessionHeader: "c"}); code != http.StatusNotFound {
 		t.Errorf("state of c: %d %.200s, want 404: the refused reset made no session", code, body)
 	}
-	if code, body := send(http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":2,"method":"ping"}`, http.Header{openenv.MCPSessionHeader: {sid}}); code != http.StatusOK {
+	if code, body, _ := s.httpDoHeader(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":2,"method":"ping"}`, http.Header{openenv.MCPSessionHeader: {sid}}); code != http.StatusOK {
 		t.Errorf("the MCP session after the refused DELETE: %d %s", code, body)
 	}
 }
