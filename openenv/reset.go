@@ -223,11 +223,15 @@ func (s *Server) openFailure(ctx context.Context, err error, perr *protoError, i
 }
 
 // closeInstance closes inst, logging a failure.
-func (s *Server) closeInstance(inst Instance) {
+func (s *Server) closeInstance(inst Instance) { s.endInstance("Close", "closing", inst.Close) }
+
+// endInstance ends an instance with end, its method named method (Close,
+// Discard), logging a failure as the doing of it.
+func (s *Server) endInstance(method, doing string, end func() error) {
 	defer s.metrics.instances.Dec()
 	var err error
-	if perr := s.guard("Instance.Close", func() { err = inst.Close() }); perr == nil && err != nil {
-		s.log.Warn("openenv: closing an instance failed", "err", err)
+	if perr := s.guard("Instance."+method, func() { err = end() }); perr == nil && err != nil {
+		s.log.Warn("openenv: "+doing+" an instance failed", "err", err)
 	}
 }
 
@@ -240,11 +244,7 @@ func (s *Server) discardInstanceLater(inst Instance) {
 		return
 	}
 	s.closers.Go(func() error {
-		defer s.metrics.instances.Dec()
-		var err error
-		if perr := s.guard("Instance.Discard", func() { err = d.Discard() }); perr == nil && err != nil {
-			s.log.Warn("openenv: discarding an instance failed", "err", err)
-		}
+		s.endInstance("Discard", "discarding", d.Discard)
 		return nil
 	})
 }
