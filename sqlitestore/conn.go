@@ -118,6 +118,16 @@ func (cn *conn) noteLayoutUndo() {
 	}
 }
 
+// rollbackOpen rolls back the transaction the connection is in, if any,
+// noting the undo: one whose owner can no longer end it (its frames were
+// lost, or a COMMIT of it failed).
+func (cn *conn) rollbackOpen() {
+	if !cn.c.GetAutocommit() {
+		cn.noteUndo()
+		cn.exec("ROLLBACK", nil)
+	}
+}
+
 // noteRollback calls noteUndo when sql may roll back: it mentions ROLLBACK
 // in any letter case (a false alarm only costs a read).
 func (cn *conn) noteRollback(sql string) {

@@ -452,9 +452,8 @@ func (s *Store) CommitUnowned() (bool, error) {
 		}
 		open = true
 		_, err := cn.exec("COMMIT", nil)
-		if err != nil && !cn.c.GetAutocommit() {
-			cn.noteUndo()
-			cn.exec("ROLLBACK", nil)
+		if err != nil {
+			cn.rollbackOpen()
 		}
 		return err
 	})

@@ -245,9 +245,8 @@ func (s *Store) endLostLocked(cn *conn, f *Frame) bool {
 		return false
 	}
 	s.endFramesLocked(f)
-	if len(s.frames) == 0 && cn != nil && !cn.c.GetAutocommit() {
-		cn.noteUndo()
-		cn.exec("ROLLBACK", nil)
+	if len(s.frames) == 0 && cn != nil {
+		cn.rollbackOpen()
 	}
 	switch {
 	case cn == nil:
@@ -316,10 +315,7 @@ func (f *Frame) Commit() error {
 // frame's owner can neither commit it alone nor undo it. Every frame of
 // the store is then lost (see endLostLocked).
 func (s *Store) loseLocked(cn *conn, err error) error {
-	if !cn.c.GetAutocommit() {
-		cn.noteUndo()
-		cn.exec("ROLLBACK", nil)
-	}
+	cn.rollbackOpen()
 	return fmt.Errorf("%w: a savepoint of its frames was gone: %w", ErrRolledBack, err)
 }
 
