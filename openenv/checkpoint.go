@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +35,9 @@ type sessionRecord struct {
 	// checkpoint's first restore ends the drain's record of it, so that
 	// no server sends the session back to the checkpoint again.
 	DrainedFrom string `json:"drained_from,omitempty"`
+	// Timeline is the episode's newest tool calls as the inspector shows
+	// them, so that a restored session's watch goes on from them.
+	Timeline []timelineStep `json:"timeline,omitempty"`
 }
 
 // replayRecord is a step reply kept under its request_id, encoded.
@@ -53,7 +57,8 @@ type replayRecord struct {
 // held.
 func (ss *session) recordLocked(drainedFrom string) (json.RawMessage, error) {
 	ss.mu.Lock()
-	rec := sessionRecord{Steps: ss.steps, Over: ss.over, DoneAt: ss.doneAt, Task: ss.task, Graded: ss.graded, LastReward: ss.lastReward, EpisodeID: ss.episodeID, DrainedFrom: drainedFrom}
+	rec := sessionRecord{Steps: ss.steps, Over: ss.over, DoneAt: ss.doneAt, Task: ss.task, Graded: ss.graded, LastReward: ss.lastReward, EpisodeID: ss.episodeID, DrainedFrom: drainedFrom,
+		Timeline: slices.Clone(ss.timeline)}
 	ss.mu.Unlock()
 	for _, id := range ss.ids {
 		r := ss.replays[id]

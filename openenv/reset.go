@@ -144,7 +144,7 @@ func (ss *session) installLocked(inst Instance, rec sessionRecord, attempt strin
 	ss.over, ss.doneAt = rec.Over, rec.DoneAt
 	ss.task, ss.graded, ss.lastReward, ss.episodeEnded = rec.Task, rec.Graded, rec.LastReward, false
 	ss.episodeID, ss.attempt, ss.exposed, ss.superseded = rec.EpisodeID, attempt, false, ""
-	ss.timeline = nil
+	ss.timeline = rec.Timeline[max(0, len(rec.Timeline)-maxTimeline):]
 	ss.mu.Unlock()
 	s.metrics.episodesStarted.WithLabelValues(taskLabel(rec.Task)).Inc()
 	if old != nil {

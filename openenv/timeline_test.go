@@ -2,7 +2,9 @@ package openenv_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/seahaven/seahaven/app"
+	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/openenv"
 )
 
@@ -169,5 +173,69 @@ func TestWatch_LongToolNameIsClipped(t *testing.T) {
 		if len(text) > 2<<10 || !strings.Contains(text, "ééé") || !strings.HasSuffix(text, " bytes, not kept)") || !utf8.ValidString(text) {
 			t.Errorf("the %s kept, %d bytes: %.100q", what, len(text), text)
 		}
+	}
+}
+
+// TestWatch_Restored: a restored session's timeline goes on from its
+// checkpoint's, as a watcher of the episode saw it before: the calls before
+// the checkpoint keep their steps, results, grading and change records,
+// and the calls after it follow them.
+func TestWatch_Restored(t *testing.T) {
+	s := mustServeWorld(t, company.World, app.Config{DefaultFixture: company.AcmeID, Checkpoints: t.TempDir()}, openenv.Config{})
+	c := s.dial(t)
+	defer c.Close(websocket.StatusNormalClosure, "")
+	roundTrip(t, c, `{"type":"reset","data":{"task":"invoice_750","episode_id":"watched"}}`)
+	roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"invoice","arguments":{"amount":0}}}`)
+	roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"list_staff","arguments":{}}}`)
+	id := str(t, roundTrip(t, c, `{"type":"checkpoint"}`), "data.checkpoint_id")
+
+	type step struct {
+		Step      int
+		Tool      string
+		Arguments map[string]any
+		Error     *struct{ ErrorType, Message string } `json:"error"`
+		Reward    *float64
+		Changes   *[2]int
+	}
+	watch := func(transport string) []step {
+		t.Helper()
+		for _, info := range s.Sessions() {
+			if info.Transport != transport {
+				continue
+			}
+			var w struct{ Steps []step }
+			code, body, _ := s.httpDo(t, "GET", "/sessions/"+info.Ref+"/watch", "", nil)
+			if err := json.Unmarshal([]byte(body), &w); code != http.StatusOK || err != nil {
+				t.Fatalf("watch %s: %d %s", transport, code, body)
+			}
+			return w.Steps
+		}
+		t.Fatalf("no %s session in %+v", transport, s.Sessions())
+		return nil
+	}
+	before := watch(openenv.TransportWS)
+
+	h := map[string]string{"X-Seahaven-Session": "restored"}
+	if code, body, _ := s.httpDo(t, http.MethodPost, "/reset", fmt.Sprintf(`{"checkpoint":%q}`, id), h); code != http.StatusOK {
+		t.Fatalf("restore: %d %s", code, body)
+	}
+	if code, body, _ := s.httpDo(t, http.MethodPost, "/step", `{"action":{"type":"call_tool","tool_name":"invoice","arguments":{"amount":750}}}`, h); code != http.StatusOK {
+		t.Fatalf("step: %d %s", code, body)
+	}
+	after := watch(openenv.TransportHTTP)
+	if len(before) != 2 || len(after) != 3 {
+		t.Fatalf("%d steps watched before the checkpoint, %d after its restore and a step; want 2 and 3:\n%+v\n%+v", len(before), len(after), before, after)
+	}
+	for k := range before {
+		if !reflect.DeepEqual(after[k], before[k]) {
+			t.Errorf("restored step %d: %+v, want %+v", k+1, after[k], before[k])
+		}
+	}
+	if before[0].Error == nil || before[1].Tool != "list_staff" || before[1].Error != nil || before[1].Changes == nil {
+		t.Errorf("the steps before the checkpoint: %+v", before)
+	}
+	last := after[2]
+	if last.Step != 3 || last.Tool != "invoice" || last.Reward == nil || *last.Reward != 1 || last.Changes == nil || last.Changes[0] != before[1].Changes[1]+1 {
+		t.Errorf("the step after the restore: %+v, after %+v", last, before[1])
 	}
 }
