@@ -543,6 +543,7 @@ func TestCompose(t *testing.T) {
 		" seahaven:" + strconv.Itoa(port) + " ",            // the service and its port
 		"timeout tunnel",                                   // WebSockets outlive a request
 		"timeout server-fin",                               // a vanished replica's tunnels end with their clients
+		"timeout check 3s",                                 // a busy replica's late answer is not a failed check
 		"timeout server " + strconv.Itoa(60) + "s",         // longer than a step
 		"resolvers docker",                                 // replicas found by DNS
 		"nameserver dns 127.0.0.11:53",                     // Docker's DNS
@@ -640,6 +641,7 @@ type probeSpec struct {
 		Path string `yaml:"path"`
 		Port string `yaml:"port"`
 	} `yaml:"httpGet"`
+	TimeoutSeconds int `yaml:"timeoutSeconds"` // 0 for Kubernetes's default, 1
 }
 
 // readManifests decodes every document of every YAML file in dir.
@@ -792,6 +794,12 @@ func TestKubernetes(t *testing.T) {
 			if p.probe == nil {
 				t.Errorf("no %s probe", p.name)
 				continue
+			}
+			// A busy pod answers late but serves: a probe that fails it
+			// after Kubernetes's default second would take it out of the
+			// endpoints (readiness) or restart it (liveness) under load.
+			if p.name != "startup" && p.probe.TimeoutSeconds < 3 {
+				t.Errorf("the %s probe waits %ds for an answer (0: Kubernetes's default of 1), want at least 3", p.name, p.probe.TimeoutSeconds)
 			}
 			g := p.probe.HTTPGet
 			if g.Path != p.want || ports[g.Port] == 0 || g.Port != "http" {
