@@ -678,3 +678,87 @@ func TestClusterFull(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterPausedReplica: a replica that stops answering for a few
+// seconds but is not gone (a long pause, a loaded host) stays in HAProxy's
+// rotation, and a request waiting on it meanwhile gets its answer when it
+// goes on; where before two checks unanswered within a second each took it
+// out of rotation and cut the requests waiting on it (shutdown-sessions).
+func TestClusterPausedReplica(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the cluster test takes half a minute")
+	}
+	c := newCluster(t)
+	var id string
+	for k := 0; id == ""; k++ {
+		if k == 12 {
+			t.Fatal("no HTTP session of 12 started on r1")
+		}
+		status, body, hdr := c.do(http.MethodPost, "/reset", `{}`, map[string]string{"X-Seahaven-Session": fmt.Sprintf("paused-%d", k)})
+		if status != http.StatusOK {
+			t.Fatalf("HTTP reset: %d %s", status, body)
+		}
+		if hdr.Get("X-Seahaven-Replica") == "r1" {
+			id = fmt.Sprintf("paused-%d", k)
+		}
+	}
+	// HAProxy starts a server at the least health that is up, and a
+	// check failed then takes it down: wait for r1's full health (rise +
+	// fall - 1, 3) in both backends, as a replica that has served a while
+	// has it.
+	deadline := time.Now().Add(crashWait)
+	for _, backend := range []string{"seahaven_new", "seahaven_sessions"} {
+		for c.checkHealth(backend, "r1") != "3" {
+			if time.Now().After(deadline) {
+				t.Fatalf("r1's check health in %s is %s, not 3", backend, c.checkHealth(backend, "r1"))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	r1 := c.replicas[1].cmd.Process
+	if err := r1.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	type reply struct {
+		status  int
+		body    string
+		replica string
+	}
+	waited := make(chan reply, 1)
+	go func() {
+		status, body, hdr := c.do(http.MethodGet, "/state", "", map[string]string{"X-Seahaven-Session": id})
+		waited <- reply{status, body, hdr.Get("X-Seahaven-Replica")}
+	}()
+	time.Sleep(4500 * time.Millisecond)
+	if err := r1.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-waited; r.status != http.StatusOK || r.replica != "r1" {
+		t.Errorf("a request that waited on the paused replica: %d from %q, want 200 from r1: %.300s", r.status, r.replica, r.body)
+	}
+	for _, backend := range []string{"seahaven_new", "seahaven_sessions"} {
+		if n := c.stat(backend, "r1", 22); n != "0" {
+			t.Errorf("HAProxy took the paused replica out of %s %s times (chkdown), failed checks %s", backend, n, c.stat(backend, "r1", 21))
+		}
+	}
+}
+
+// checkHealth returns server's check health in backend (srv_check_health
+// of HAProxy's show servers state): it is up from rise, and each failed
+// check takes one off.
+func (c *cluster) checkHealth(backend, server string) string {
+	c.t.Helper()
+	lines := strings.Split(c.admin("show servers state "+backend), "\n")
+	if len(lines) < 2 {
+		c.t.Fatalf("HAProxy's servers state of %s: %q", backend, lines)
+	}
+	names := strings.Fields(strings.TrimPrefix(lines[1], "#"))
+	col := slices.Index(names, "srv_check_health")
+	for _, line := range lines[2:] {
+		if f := strings.Fields(line); col >= 0 && len(f) == len(names) && f[1] == backend && f[3] == server {
+			return f[col]
+		}
+	}
+	c.t.Fatalf("HAProxy's servers state has no srv_check_health of %s/%s:\n%s", backend, server, strings.Join(lines, "\n"))
+	return ""
+}
