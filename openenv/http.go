@@ -70,7 +70,7 @@ func (s *Server) router(openAPI func() ([]byte, error)) chi.Router {
 	r := chi.NewRouter()
 	// HEAD is GET without the body (probes and load balancers send it).
 	r.Use(middleware.GetHead)
-	r.NotFound(serveNotFound)
+	r.NotFound(notFound(r))
 	r.MethodNotAllowed(methodNotAllowed(r))
 	r.Get("/health", serveHealth)
 	r.Get("/metadata", s.serveMetadata)

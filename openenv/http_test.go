@@ -3,6 +3,8 @@ package openenv_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -359,5 +361,47 @@ func TestHTTP_Capacity(t *testing.T) {
 	code, body, _ := s.httpDo(t, "POST", "/reset", "", map[string]string{openenv.SessionHeader: "b"})
 	if code != 503 || compact(t, body) != `{"detail":"Server at capacity: 1/1 sessions active. Cannot accept new connections.","code":"CAPACITY_REACHED","active_sessions":1,"max_sessions":1}` {
 		t.Errorf("reset over capacity: %d %s", code, body)
+	}
+}
+
+// TestHTTP_TrailingSlash: a route's path with a trailing slash (an MCP URL
+// pasted with one) is redirected to the route with 307, which keeps the
+// method and the body, as FastAPI does; a client that follows it gets the
+// route's answer. A path that is no route with or without the slash, or
+// that would name another host ("//…"), is still 404.
+func TestHTTP_TrailingSlash(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{})
+	noFollow := *s.ts.Client()
+	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	for _, tt := range []struct{ method, path, location string }{
+		{"POST", "/mcp/", "/mcp"},
+		{"GET", "/health/", "/health"},
+		{"HEAD", "/health/", "/health"},
+		{"POST", "/reset/?task=t", "/reset?task=t"},
+		{"GET", "/sessions/x/watch/", "/sessions/x/watch"},
+		{"GET", "/nowhere/", ""},
+		{"GET", "//health/", ""},
+		{"GET", "/health//", ""},
+	} {
+		req, err := http.NewRequest(tt.method, s.ts.URL+tt.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", tt.method, tt.path, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch {
+		case tt.location == "" && (resp.StatusCode != http.StatusNotFound || tt.method != "HEAD" && string(body) != `{"detail":"Not Found"}`):
+			t.Errorf("%s %s: %d %s, want 404", tt.method, tt.path, resp.StatusCode, body)
+		case tt.location != "" && (resp.StatusCode != http.StatusTemporaryRedirect || resp.Header.Get("Location") != tt.location):
+			t.Errorf("%s %s: %d to %q, want 307 to %s", tt.method, tt.path, resp.StatusCode, resp.Header.Get("Location"), tt.location)
+		}
+	}
+	code, body, _ := s.httpDo(t, "POST", "/mcp/", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"slash","version":"1"}}}`, nil)
+	if code != http.StatusOK || !strings.Contains(body, `"protocolVersion"`) {
+		t.Errorf("initialize at /mcp/, the redirect followed: %d %s", code, body)
 	}
 }

@@ -47,28 +47,47 @@ func serveHealth(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, health{Status: "healthy"})
 }
 
-// serveNotFound answers an unknown route as FastAPI does.
-func serveNotFound(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusNotFound, detail{"Not Found"})
+// notFound answers an unknown route of mux as FastAPI does: a path that
+// is one of mux's routes but for a trailing slash (a client given an MCP
+// URL ending in "/") is redirected there with 307, which keeps the method
+// and the body; any other is 404 {"detail":"Not Found"}.
+func notFound(mux chi.Routes) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, trimmed := strings.CutSuffix(r.URL.Path, "/")
+		// Not "//…", which a client would take for another host.
+		if trimmed && strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "//") && len(allowed(mux, p)) > 0 {
+			u := *r.URL
+			u.Path, u.RawPath = p, ""
+			w.Header().Set("Location", u.RequestURI())
+			w.WriteHeader(http.StatusTemporaryRedirect)
+			return
+		}
+		writeJSON(w, http.StatusNotFound, detail{"Not Found"})
+	}
+}
+
+// allowed returns the methods mux routes path for (HEAD with GET, see
+// middleware.GetHead).
+func allowed(mux chi.Routes, path string) []string {
+	var methods []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if mux.Match(chi.NewRouteContext(), m, path) {
+			methods = append(methods, m)
+			if m == http.MethodGet {
+				methods = append(methods, http.MethodHead)
+			}
+		}
+	}
+	return methods
 }
 
 // methodNotAllowed answers a known route of mux with the wrong method as
 // FastAPI does, with the Allow header RFC 9110 asks of a 405: the methods
-// mux routes the path for (HEAD with GET, see middleware.GetHead). To GET
-// /mcp, the server offers no event stream of its own (every reply comes
-// with its request), and the reply says so.
+// mux routes the path for. To GET /mcp, the server offers no event stream
+// of its own (every reply comes with its request), and the reply says so.
 func methodNotAllowed(mux chi.Routes) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var allow []string
-		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
-			if mux.Match(chi.NewRouteContext(), m, r.URL.Path) {
-				allow = append(allow, m)
-				if m == http.MethodGet {
-					allow = append(allow, http.MethodHead)
-				}
-			}
-		}
-		w.Header().Set("Allow", strings.Join(allow, ", "))
+		w.Header().Set("Allow", strings.Join(allowed(mux, r.URL.Path), ", "))
 		msg := "Method Not Allowed"
 		if r.URL.Path == "/mcp" {
 			msg += ": /mcp takes POST (JSON-RPC) and DELETE (end a session); it has no event stream"
