@@ -106,6 +106,9 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 			table = arg // name is the schema's
 		}
 		cn.layout.noteTable(table)
+		if action == sqlite3.AUTH_ALTER_TABLE {
+			cn.layout.noteAlter(!cn.own)
+		}
 		if schema == "main" {
 			switch action {
 			case sqlite3.AUTH_DROP_TABLE:

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ncruces/go-sqlite3"
 	"github.com/seahaven/seahaven/sqlitestore"
 )
 
@@ -1494,5 +1495,187 @@ func TestCapture_DroppedPageReusedThenReload(t *testing.T) {
 	}
 	if err := f.Commit(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCapture_RollbackThenRawCreate has a ROLLBACK TO undo the creation
+// of a table whose rows the capture holds, then, on the raw connection,
+// creates another, which SQLite gives the undone table's root page; or has
+// a ROLLBACK TO bring back a dropped table on the root page of one
+// created since. No ALTER TABLE ran in the transaction, so no table was
+// renamed: the new table is new, the undone one gone. A table renamed (or
+// one of its columns), on either connection, or by a rollback undoing a
+// rename, still fails the capture.
+func TestCapture_RollbackThenRawCreate(t *testing.T) {
+	ctx := context.Background()
+	const schema = `CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT, b TEXT); INSERT INTO t VALUES (1, 'a', 'b');`
+	const (
+		created       = "insert c map[rowid:1] after=map[x:7]"
+		updated       = "update t map[id:1] before=map[a:a b:b id:1] after=map[a:a b:B id:1]"
+		renamed       = "sqlitestore: change capture cannot report the rows of table t: it was renamed to u while the capture ran"
+		renamedBack   = "sqlitestore: change capture cannot report the rows of table u: it was renamed to t while the capture ran"
+		columnRenamed = "sqlitestore: change capture cannot report the rows of table t: its column a was renamed to c while the capture ran"
+		rawDropped    = "sqlitestore: change capture cannot report the rows of table y: a DROP TABLE on the raw connection erased them unseen; drop tables through Exec or ExecScript"
+	)
+	// Steps run in order, after StartCapture: "conn" takes the raw
+	// connection, "begin" begins a frame (rolled back at the end unless
+	// "commit" commits it), "raw: q" runs q on the raw connection,
+	// "prepare: q" prepares q there and "step" runs it; any other step is
+	// a statement run through Exec.
+	for _, tt := range []struct {
+		name    string
+		steps   []string
+		want    string // formatted changes
+		wantErr string
+	}{
+		{
+			name:  "ExecCreated",
+			steps: []string{"conn", "begin", `SAVEPOINT s`, `CREATE TABLE y (id INTEGER PRIMARY KEY, v TEXT)`, `INSERT INTO y VALUES (1, 'y')`, `raw: ROLLBACK TO s`, `raw: CREATE TABLE c AS SELECT 7 AS x`},
+			want:  lines(created),
+		},
+		{
+			name:  "ExecCreatedRawSavepoint",
+			steps: []string{"conn", "begin", `raw: SAVEPOINT s`, `CREATE TABLE y (id INTEGER PRIMARY KEY, v TEXT)`, `INSERT INTO y VALUES (1, 'y')`, `UPDATE t SET b = 'B' WHERE id = 1`, `raw: ROLLBACK TO s`, `raw: CREATE TABLE c AS SELECT 7 AS x`},
+			want:  lines(created),
+		},
+		{
+			name:  "RawCreatedExecWritten",
+			steps: []string{"conn", "begin", `raw: SAVEPOINT s`, `raw: CREATE TABLE y (id INTEGER PRIMARY KEY, v TEXT)`, `INSERT INTO y VALUES (1, 'y')`, `raw: ROLLBACK TO s`, `raw: CREATE TABLE c AS SELECT 7 AS x`},
+			want:  lines(created),
+		},
+		{
+			name:  "RawCreatedRawWritten",
+			steps: []string{"conn", "begin", `raw: SAVEPOINT s`, `raw: CREATE TABLE y (id INTEGER PRIMARY KEY, v TEXT)`, `raw: INSERT INTO y VALUES (1, 'y')`, `raw: ROLLBACK TO s`, `raw: CREATE TABLE c AS SELECT 7 AS x`},
+			want:  lines(created),
+		},
+		{
+			// The capture knows y, which existed when the raw connection
+			// was taken, but holds none of its rows: c is not y renamed,
+			// and its rows are new.
+			name:  "ExecCreatedUntouched",
+			steps: []string{"begin", `SAVEPOINT s`, `CREATE TABLE y (id INTEGER PRIMARY KEY, v TEXT)`, "conn", `raw: ROLLBACK TO s`, `raw: CREATE TABLE c AS SELECT 7 AS x`},
+			want:  lines(created),
+		},
+		{
+			// The same name, other columns: no column was renamed.
+			name:  "CreatedAgainOtherColumns",
+			steps: []string{"conn", "begin", `SAVEPOINT s`, `CREATE TABLE y (id INTEGER PRIMARY KEY, v TEXT)`, `INSERT INTO y VALUES (1, 'y')`, `raw: ROLLBACK TO s`, `raw: CREATE TABLE y (id INTEGER PRIMARY KEY, w TEXT)`, `raw: INSERT INTO y VALUES (2, 'w')`},
+			want:  lines("insert y map[id:2] after=map[id:2 w:w]"),
+		},
+		{
+			// t comes back on the root page y took after t was dropped.
+			name:  "DroppedBroughtBack",
+			steps: []string{"begin", `SAVEPOINT s`, `DROP TABLE t`, `CREATE TABLE y (id INTEGER PRIMARY KEY, v TEXT)`, `INSERT INTO y VALUES (1, 'y')`, `ROLLBACK TO s`, `UPDATE t SET b = 'B' WHERE id = 1`},
+			want:  lines(updated),
+		},
+		{
+			name:  "DroppedBroughtBackRawCreate",
+			steps: []string{"conn", "begin", `SAVEPOINT s`, `DROP TABLE t`, `CREATE TABLE y (id INTEGER PRIMARY KEY, v TEXT)`, `INSERT INTO y VALUES (1, 'y')`, `raw: ROLLBACK TO s`, `raw: CREATE TABLE c AS SELECT 7 AS x`},
+			want:  lines(created),
+		},
+		{
+			// y was created after the metadata was loaded: the raw DROP
+			// erases no row the metadata knows of.
+			name:  "RawDroppedRawCreated",
+			steps: []string{"conn", "begin", `UPDATE t SET b = 'B' WHERE id = 1`, `raw: CREATE TABLE y AS SELECT 1 AS v`, `raw: DROP TABLE y`, `raw: CREATE TABLE c AS SELECT 7 AS x`},
+			want:  lines(created, updated),
+		},
+		{
+			name:    "ExecCreatedRawDroppedRawCreated",
+			steps:   []string{"conn", "begin", `CREATE TABLE y (id INTEGER PRIMARY KEY, v TEXT)`, `INSERT INTO y VALUES (1, 'y')`, `raw: DROP TABLE y`, `raw: CREATE TABLE c AS SELECT 7 AS x`},
+			wantErr: rawDropped,
+		},
+		{
+			name:    "ExecRenamed",
+			steps:   []string{"conn", "begin", `UPDATE t SET b = 'B' WHERE id = 1`, `ALTER TABLE t RENAME TO u`, `raw: CREATE TABLE c AS SELECT 7 AS x`},
+			wantErr: renamed,
+		},
+		{
+			name:    "RawRenamed",
+			steps:   []string{"conn", "begin", `UPDATE t SET b = 'B' WHERE id = 1`, `raw: ALTER TABLE t RENAME TO u`},
+			wantErr: renamed,
+		},
+		{
+			name:    "RawColumnRenamed",
+			steps:   []string{"conn", "begin", `UPDATE t SET b = 'B' WHERE id = 1`, `raw: ALTER TABLE t RENAME COLUMN a TO c`},
+			wantErr: columnRenamed,
+		},
+		{
+			// Prepared before the frame began, the rename runs in it.
+			name:    "RawRenamePreparedBefore",
+			steps:   []string{"conn", `prepare: ALTER TABLE t RENAME TO u`, "begin", `UPDATE t SET b = 'B' WHERE id = 1`, "step", `raw: CREATE TABLE c AS SELECT 7 AS x`},
+			wantErr: renamed,
+		},
+		{
+			name:    "ExecRenameRawRolledBack",
+			steps:   []string{"conn", "begin", `SAVEPOINT s`, `ALTER TABLE t RENAME TO u`, `UPDATE u SET b = 'B' WHERE id = 1`, `raw: ROLLBACK TO s`, `raw: CREATE TABLE c AS SELECT 7 AS x`},
+			wantErr: renamedBack,
+		},
+		{
+			name:    "RawRenameRawRolledBack",
+			steps:   []string{"conn", "begin", `raw: SAVEPOINT s`, `raw: ALTER TABLE t RENAME TO u`, `UPDATE u SET b = 'B' WHERE id = 1`, `raw: ROLLBACK TO s`},
+			wantErr: renamedBack,
+		},
+		{
+			// The rename ran in a transaction the raw connection began.
+			name:    "ExecRenameInRawTransaction",
+			steps:   []string{"conn", `raw: SAVEPOINT r`, `ALTER TABLE t RENAME TO u`, `UPDATE u SET b = 'B' WHERE id = 1`, `raw: ROLLBACK TO r`},
+			wantErr: renamedBack,
+		},
+		{
+			// The rename ran in that transaction before a frame began in
+			// it, and was loaded before the frame touched the row.
+			name:    "ExecRenameBeforeFrame",
+			steps:   []string{"conn", `raw: SAVEPOINT r`, `ALTER TABLE t RENAME TO u`, "begin", `UPDATE u SET b = 'B' WHERE id = 1`, "commit", `raw: ROLLBACK TO r`},
+			wantErr: renamedBack,
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := MustCreate(t, schema, sqlitestore.Options{})
+			s.Pin()
+			defer s.Unpin()
+			c := s.StartCapture()
+			var raw *sqlite3.Conn
+			var prepared *sqlite3.Stmt
+			var f *sqlitestore.Frame
+			for _, q := range tt.steps {
+				var err error
+				switch {
+				case q == "conn":
+					raw, err = s.Conn(ctx)
+				case q == "begin":
+					if f, err = s.Begin(ctx); err == nil {
+						defer f.Rollback()
+					}
+				case q == "commit":
+					err = f.Commit()
+				case q == "step":
+					err = prepared.Exec()
+					prepared.Close()
+				case strings.HasPrefix(q, "prepare: "):
+					prepared, _, err = raw.Prepare(strings.TrimPrefix(q, "prepare: "))
+				case strings.HasPrefix(q, "raw: "):
+					err = raw.Exec(strings.TrimPrefix(q, "raw: "))
+				default:
+					_, err = s.Exec(ctx, q)
+				}
+				if err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			changes, err := c.Finish(ctx)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v (changes %v), want %q", err, changes, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := formatChanges(changes); got != tt.want {
+				t.Errorf("changes:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
 	}
 }

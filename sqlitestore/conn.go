@@ -63,10 +63,14 @@ type conn struct {
 	// after schema changes made in it, which a rollback may undo. txnSeq
 	// is layout.seq when the store last used the connection outside a
 	// transaction: a rollback can undo only what was noted after it.
+	// renameSeq is txnSeq when meta was loaded: a table or column can
+	// have been renamed since only by an ALTER TABLE noted after it (see
+	// Store.loadMetaLocked).
 	layout    *layoutLog
 	loadSeq   uint64
 	loadInTxn bool
 	txnSeq    uint64
+	renameSeq uint64
 
 	// Per-store state the SQL functions read, swapped when a parked
 	// connection is rebound to another store.

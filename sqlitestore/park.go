@@ -83,7 +83,7 @@ func (s *Store) bindLocked(cn *conn) bool {
 	cn.c.SetLastInsertRowID(0)
 	cn.random, cn.now, cn.txns = s.rng.Uint64, s.clock, 0
 	cn.meta, cn.metaVersion, cn.metaDirty = nil, 0, true
-	cn.layout, cn.loadSeq, cn.loadInTxn, cn.txnSeq = new(layoutLog), 0, false, 0
+	cn.layout, cn.loadSeq, cn.loadInTxn, cn.txnSeq, cn.renameSeq = new(layoutLog), 0, false, 0, 0
 	s.adoptMetaLocked(cn, s.baseCookie)
 	return true
 }

@@ -395,8 +395,9 @@ func statement[T any](s *Store, ctx context.Context, sql string, run func(*conn)
 // Reloaded now, not before the next statement, the metadata knows a table
 // the statement dropped (or whose creation a ROLLBACK TO undid) gone when
 // the raw connection creates another, which SQLite may give the gone
-// table's root page: the next reload would take the new table for the gone
-// one renamed (see tableMeta.renamedTo).
+// table's root page: when an ALTER TABLE ran in the transaction, the next
+// reload would take the new table for the gone one renamed (see
+// tableMeta.renamedTo and Store.loadMetaLocked).
 func (s *Store) afterLocked(cn *conn, info stmtInfo, existed bool) error {
 	s.noteSavepointLocked(info)
 	if err := s.refreshMetaLocked(cn); err != nil {

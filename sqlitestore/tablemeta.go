@@ -215,7 +215,11 @@ func (m *tableMeta) image(col func(int) any) []any {
 // renamed, unless old, the metadata meta replaces, did not hold the table
 // there under its name: no table there is a dropped table's page reused
 // by a table created since, and another name there is such a table
-// created before an earlier reload, which that reload saw.
+// created before an earlier reload, which that reload saw. Old cannot
+// tell every reuse (a ROLLBACK TO on the raw connection undoing the
+// table's creation, then a CREATE TABLE there, before any reload):
+// Store.loadMetaLocked asks only when an ALTER TABLE may have renamed a
+// table since old was loaded.
 func (m *tableMeta) renamedTo(old, meta map[string]*tableMeta) string {
 	if m.root == 0 {
 		return ""
@@ -251,20 +255,37 @@ func (s *Store) refreshMetaLocked(cn *conn) error {
 // loadMetaLocked reloads the table metadata, and fails the captures holding
 // rows of a table that was renamed since (see renamedTo): the running ones
 // and finishing, the capture being finished (nil when none is).
+//
+// Only an ALTER TABLE renames a table or column, as it runs or as a
+// rollback undoes it, and a rollback undoes only what ran in the
+// transaction it ends: when none was noted since the transaction open at
+// the last load began (txnSeq then), and none was prepared on the raw
+// connection, whose statements may run long after they are prepared,
+// nothing was renamed since, and the captures are not checked. A table
+// then holding the root page of one gone (a ROLLBACK TO undid its
+// creation, or a rollback brought a dropped table back over the one
+// created since on its page) is another table, though renamedTo would
+// take it for the gone one renamed. With no metadata before (old is nil),
+// the captures' comes from another connection, whose log is gone: they
+// are checked.
 func (s *Store) loadMetaLocked(cn *conn, finishing *Capture) error {
 	old := cn.meta
+	renames := old == nil || cn.layout.rawAlter || cn.layout.alter > cn.renameSeq
 	if err := s.loadMetaOnlyLocked(cn); err != nil {
 		return err
 	}
 	cn.loadSeq = cn.layout.seq
 	cn.loadInTxn = cn.layout.seq != cn.txnSeq && !cn.c.GetAutocommit()
+	cn.renameSeq = cn.txnSeq
 	captures := s.captures
 	if finishing != nil {
 		captures = append(slices.Clip(captures), finishing)
 	}
 	for _, c := range captures {
-		c.checkRenames(old, cn.meta)
-		c.knowRenames(old, cn.meta)
+		if renames {
+			c.checkRenames(old, cn.meta)
+			c.knowRenames(old, cn.meta)
+		}
 		c.replay(cn)
 	}
 	return nil
@@ -372,6 +393,11 @@ type layoutLog struct {
 	seq    uint64            // moves with every change noted
 	tables map[string]uint64 // by lower-cased table name: seq after a CREATE, DROP or ALTER of it
 	all    uint64            // seq after a change that may concern any table (a rollback)
+	// alter is seq after the last ALTER TABLE, the one statement that
+	// renames a table or column; rawAlter says one was prepared on the
+	// raw connection, whose user may step it at any later time.
+	alter    uint64
+	rawAlter bool
 }
 
 // noteTable records a statement that creates, drops or alters table.
@@ -381,6 +407,13 @@ func (l *layoutLog) noteTable(table string) {
 		l.tables = make(map[string]uint64)
 	}
 	l.tables[strings.ToLower(table)] = l.seq
+}
+
+// noteAlter records an ALTER TABLE, after noteTable; raw says it was
+// prepared on the raw connection.
+func (l *layoutLog) noteAlter(raw bool) {
+	l.alter = l.seq
+	l.rawAlter = l.rawAlter || raw
 }
 
 // noteAll records a change that may concern every table.
