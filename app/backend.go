@@ -457,6 +457,12 @@ func (b *Backend) Undrained(sessionID string) error {
 	return b.checkpoints.undrained(b.world.Name(), sessionID)
 }
 
+// UndrainedTo forgets every drain record naming checkpoint id (see
+// openenv.DrainsForgetter).
+func (b *Backend) UndrainedTo(id string) error {
+	return b.checkpoints.undrainedTo(id)
+}
+
 // unknownTask is the error of a reset naming no task of the world.
 func (b *Backend) unknownTask(id string) error {
 	if len(b.tasks) == 0 {

@@ -560,6 +560,25 @@ func (c *checkpoints) undrained(world, session string) error {
 	return err
 }
 
+// undrainedTo removes every drain record naming checkpoint id, whatever
+// its session and its key (a checkpoint is of one world).
+func (c *checkpoints) undrainedTo(id string) error {
+	files, err := os.ReadDir(filepath.Join(c.dir, drainedDir))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, f := range files {
+		p := filepath.Join(c.dir, drainedDir, f.Name())
+		if info, ok := readPointerFile(p); ok && info.ID == id {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // worldPointer returns what setPointer recorded in dir for a world's id
 // (worldKey). A pointer keyed by the id alone, as servers of earlier
 // versions wrote them, serves when its checkpoint is of the world.

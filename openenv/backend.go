@@ -233,6 +233,16 @@ type Discarder interface {
 	Discard() error
 }
 
+// DrainsForgetter is implemented by a Restorer that can forget every
+// drain record (Restorer.Drained) naming a checkpoint. A checkpoint that
+// a server of an earlier version took does not say whether a drain took
+// it, or of which session: its restore ends the records naming it this
+// way, so that no server sends a drained session back to the checkpoint
+// once its episode goes on.
+type DrainsForgetter interface {
+	UndrainedTo(checkpointID string) error
+}
+
 // Restorer is implemented by a Backend that restores checkpoints: a reset
 // whose data names "checkpoint" continues the episode it holds. It must be
 // safe for concurrent use.

@@ -31,10 +31,12 @@ type sessionRecord struct {
 	EpisodeID  string         `json:"episode_id"`
 	Replays    []replayRecord `json:"replays"`
 	// DrainedFrom is the id of the session a drain took the checkpoint
-	// of, when a later request names that session (HTTP, MCP): the
-	// checkpoint's first restore ends the drain's record of it, so that
-	// no server sends the session back to the checkpoint again.
-	DrainedFrom string `json:"drained_from,omitempty"`
+	// of, when a later request names that session (HTTP, MCP), else "":
+	// the checkpoint's first restore ends the drain's record of it, so
+	// that no server sends the session back to the checkpoint again.
+	// Every record has it: one without it was written by a server of an
+	// earlier version, which did not say (see DrainsForgetter).
+	DrainedFrom *string `json:"drained_from"`
 	// Timeline is the episode's newest tool calls as the inspector shows
 	// them, so that a restored session's watch goes on from them.
 	Timeline []timelineStep `json:"timeline,omitempty"`
@@ -57,7 +59,7 @@ type replayRecord struct {
 // held.
 func (ss *session) recordLocked(drainedFrom string) (json.RawMessage, error) {
 	ss.mu.Lock()
-	rec := sessionRecord{Steps: ss.steps, Over: ss.over, DoneAt: ss.doneAt, Task: ss.task, Graded: ss.graded, LastReward: ss.lastReward, EpisodeID: ss.episodeID, DrainedFrom: drainedFrom,
+	rec := sessionRecord{Steps: ss.steps, Over: ss.over, DoneAt: ss.doneAt, Task: ss.task, Graded: ss.graded, LastReward: ss.lastReward, EpisodeID: ss.episodeID, DrainedFrom: &drainedFrom,
 		Timeline: slices.Clone(ss.timeline)}
 	ss.mu.Unlock()
 	for _, id := range ss.ids {
@@ -273,14 +275,21 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 		}
 		s.log.Info("openenv: attempt fenced", append(sessionAttrs(ctx), "attempt", refOf(*req.Replaces), "by", digested(by))...)
 	}
-	if rec.DrainedFrom != "" {
-		// The drained session's episode goes on here: its next request
-		// must not be told to restore the checkpoint again, which would
-		// fork the episode (an MCP client continues under a new session
-		// id, so nothing else ends the record).
-		if err := r.Undrained(rec.DrainedFrom); err != nil {
-			s.log.Warn("openenv: the drained session's record could not be removed", append(sessionAttrs(ctx), "checkpoint", refOf(id), "err", err)...)
-		}
+	// The drained session's episode goes on here: its next request must
+	// not be told to restore the checkpoint again, which would fork the
+	// episode (an MCP client continues under a new session id, so nothing
+	// else ends the record).
+	var undrained error
+	switch f, ok := r.(DrainsForgetter); {
+	case rec.DrainedFrom != nil && *rec.DrainedFrom != "":
+		undrained = r.Undrained(*rec.DrainedFrom)
+	case rec.DrainedFrom == nil && ok:
+		// A server of an earlier version took the checkpoint, and did
+		// not say whether a drain did, or of which session.
+		undrained = f.UndrainedTo(id)
+	}
+	if undrained != nil {
+		s.log.Warn("openenv: the drained session's record could not be removed", append(sessionAttrs(ctx), "checkpoint", refOf(id), "err", undrained)...)
 	}
 	ss.installLocked(inst, rec, attempt)
 	return nil

@@ -438,6 +438,50 @@ func TestCheckpoint_Drain(t *testing.T) {
 	}
 }
 
+// TestCheckpoint_DrainOfEarlierVersion continues an episode a server of an
+// earlier version (commit 330716e, before sessionRecord.DrainedFrom) drained:
+// testdata/checkpoints-330716e is its checkpoint store as it left it after
+// checkpointing a standard MCP session that had hired Cy. This server tells
+// the session's next request where it went, restores the checkpoint, and
+// from then on no longer sends the session's old id back to it, where the
+// old checkpoint, which does not name the session, left the drain's record
+// in place and a retry of the old request was told to restore it again,
+// forking the episode.
+func TestCheckpoint_DrainOfEarlierVersion(t *testing.T) {
+	const (
+		checkpoint = "3cc22603-fe22-44b9-b5a3-3cb1798a4847"
+		drained    = "a1086b3e-6620-4271-a026-95ab9da12536"
+	)
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "checkpoints-330716e"))); err != nil {
+		t.Fatal(err)
+	}
+	s := mustServeWorld(t, company.World, app.Config{DefaultFixture: company.AcmeID, Checkpoints: dir}, openenv.Config{})
+	old := map[string]string{openenv.MCPSessionHeader: drained}
+	const list = `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	status, body, _ := s.httpDo(t, http.MethodPost, "/mcp", list, old)
+	if status != http.StatusNotFound || field(t, body, "error.data.checkpoint_id") != checkpoint {
+		t.Fatalf("the drained MCP session's next request: %d %s, want 404 naming checkpoint %s", status, body, checkpoint)
+	}
+	if _, body, _ := s.httpDo(t, http.MethodGet, "/checkpoints/latest?episode_id=ep-old-mcp", "", nil); field(t, body, "checkpoint_id") != checkpoint {
+		t.Errorf("latest: %s, want checkpoint %s", body, checkpoint)
+	}
+	status, body, resp := s.httpDo(t, http.MethodPost, "/mcp?checkpoint="+checkpoint, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
+	if status != http.StatusOK {
+		t.Fatalf("initialize from the checkpoint: %d %s", status, body)
+	}
+	restored := resp.Header.Get(openenv.MCPSessionHeader)
+	if _, body, _ := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_staff","arguments":{}}}`, map[string]string{openenv.MCPSessionHeader: restored}); !strings.Contains(body, `\"Cy\"`) {
+		t.Errorf("the restored session's staff: %.300s", body)
+	}
+	if _, body, _ := s.httpDo(t, http.MethodGet, "/state", "", map[string]string{"X-Seahaven-Session": restored}); field(t, body, "episode_id") != "ep-old-mcp" || fmt.Sprint(field(t, body, "step_count")) != "2" {
+		t.Errorf("the restored session's state: %.300s", body)
+	}
+	if status, body, _ := s.httpDo(t, http.MethodPost, "/mcp", list, old); status != http.StatusNotFound || strings.Contains(body, "checkpoint") {
+		t.Errorf("the drained MCP session after its restore: %d %s, want 404 without a checkpoint", status, body)
+	}
+}
+
 // TestCheckpoint_DrainRecordsNamedSessions: a drain records the checkpoint
 // of a session a later request can name (HTTP, MCP) for that request, and
 // none for a /ws session, whose id no client is told and whose checkpoint
