@@ -341,7 +341,7 @@ func (c *checkpoints) read(id string) (*loadedCheckpoint, error) {
 	err = json.Unmarshal(data, &l.m)
 	switch {
 	case err == nil && l.m.Format != 1:
-		return nil, c.unknown(id, fmt.Sprintf("is of format %d; this server reads checkpoints of format 1 (a newer server wrote it, or its manifest was edited)", l.m.Format))
+		return nil, c.unknown(id, fmt.Sprintf("is of format %d; this server reads checkpoints of format 1 (a newer server wrote it: restore it on a server of that version or later; or its manifest was edited)", l.m.Format))
 	case err != nil:
 		return nil, c.unknown(id, "is corrupt: its manifest does not parse")
 	case l.m.ID != id:

@@ -102,7 +102,7 @@ func TestCheckpoints_Refused(t *testing.T) {
 		}, "node payments: file state.payments.sqlite"},
 		{"manifest gone", func(d string) { os.Remove(filepath.Join(d, manifestName)) }, "is incomplete: it has no manifest"},
 		{"manifest garbled", func(d string) { os.WriteFile(filepath.Join(d, manifestName), []byte(`{"format":`), 0o600) }, "is corrupt: its manifest does not parse"},
-		{"manifest of another format", func(d string) { os.WriteFile(filepath.Join(d, manifestName), []byte(`{"format":2}`), 0o600) }, "is of format 2; this server reads checkpoints of format 1"},
+		{"manifest of another format", func(d string) { os.WriteFile(filepath.Join(d, manifestName), []byte(`{"format":2}`), 0o600) }, "is of format 2; this server reads checkpoints of format 1 (a newer server wrote it: restore it on a server of that version or later"},
 		{"manifest of another checkpoint", func(d string) {
 			p := filepath.Join(d, manifestName)
 			b, _ := os.ReadFile(p)
