@@ -482,6 +482,48 @@ func TestCheckpoint_DrainOfEarlierVersion(t *testing.T) {
 	}
 }
 
+// TestCheckpoint_MCPCallsAreSteps: a JSON-RPC tools/call is a step for
+// checkpoints as a /ws or POST /step one is: CheckpointEvery checkpoints its
+// session after every N of them, and once a restore replaced the attempt a
+// checkpoint reply named, the session's calls are refused as superseded,
+// in both dialects, where an MCP session was never checkpointed
+// periodically and a superseded one went on calling tools.
+func TestCheckpoint_MCPCallsAreSteps(t *testing.T) {
+	s := mustServeWorld(t, company.World, app.Config{DefaultFixture: company.AcmeID, Checkpoints: t.TempDir()}, openenv.Config{CheckpointEvery: 2})
+	_, _, resp := s.httpDo(t, http.MethodPost, "/mcp?episode_id=ep-std", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
+	std := resp.Header.Get(openenv.MCPSessionHeader)
+	dialect := str(t, s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{"episode_id":"ep-dialect"}}`), "result.session_id")
+	calls := map[string]func(n int) string{
+		"ep-std": func(n int) string {
+			_, body, _ := s.httpDo(t, http.MethodPost, "/mcp", fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"hire","arguments":{"name":"Ada"}}}`, n), map[string]string{openenv.MCPSessionHeader: std})
+			return body
+		},
+		"ep-dialect": func(n int) string {
+			return s.rpc(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"session_id":%q,"name":"hire","arguments":{"name":"Ada"}}}`, n, dialect))
+		},
+	}
+	sessions := map[string]string{"ep-std": std, "ep-dialect": dialect}
+	for episode, call := range calls {
+		for n := range 3 {
+			if body := call(n + 2); strings.Contains(body, `"error"`) {
+				t.Fatalf("%s: call %d: %s", episode, n+1, body)
+			}
+		}
+		status, body, _ := s.httpDo(t, http.MethodGet, "/checkpoints/latest?episode_id="+episode, "", nil)
+		if status != http.StatusOK || fmt.Sprint(field(t, body, "revision")) != "2" {
+			t.Errorf("%s: latest after 3 calls: %d %s, want the checkpoint after call 2", episode, status, body)
+		}
+		ck := s.rpc(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":9,"method":"seahaven/checkpoint","params":{"session_id":%q}}`, sessions[episode]))
+		h := map[string]string{"X-Seahaven-Session": "restored-" + episode}
+		if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", fmt.Sprintf(`{"checkpoint":%q,"replaces":%q}`, str(t, ck, "result.checkpoint_id"), str(t, ck, "result.attempt")), h); status != http.StatusOK {
+			t.Fatalf("%s: restore replacing the attempt: %d %s", episode, status, body)
+		}
+		if body := call(10); !strings.Contains(body, "was superseded by checkpoint") {
+			t.Errorf("%s: a call of the superseded attempt: %s, want it refused", episode, body)
+		}
+	}
+}
+
 // TestCheckpoint_DrainRecordsNamedSessions: a drain records the checkpoint
 // of a session a later request can name (HTTP, MCP) for that request, and
 // none for a /ws session, whose id no client is told and whose checkpoint

@@ -390,7 +390,9 @@ func (s *Server) mcpTools(ctx context.Context, ss *session) ([]env.ToolInfo, *pr
 	return info.Tools, perr
 }
 
-// mcpCall makes one tool call for JSON-RPC tools/call. It counts as a step.
+// mcpCall makes one tool call for JSON-RPC tools/call. It counts as a step:
+// a superseded attempt's is refused, and it may be checkpointed after it
+// (Config.CheckpointEvery).
 func (ss *session) mcpCall(ctx context.Context, name string, args json.RawMessage) (toolOutcome, *protoError) {
 	if name == env.ControlTool && onAgentListener(ctx) {
 		// The trainer's, even on a session a trainer's reset gave it to:
@@ -399,10 +401,17 @@ func (ss *session) mcpCall(ctx context.Context, name string, args json.RawMessag
 			Message: fmt.Sprintf("unknown tool %q: it is the trainer's, and the agent listener does not serve it", name)}}, nil
 	}
 	return withInstance(ss, ctx, func(ctx context.Context) (toolOutcome, *protoError) {
+		if perr := ss.fencedLocked(ctx); perr != nil {
+			return toolOutcome{}, perr
+		}
 		if perr := ss.overLocked(); perr != nil {
 			return toolOutcome{}, perr
 		}
-		return ss.callLocked(ctx, name, args, ss.srv.cfg.StepTimeout)
+		out, perr := ss.callLocked(ctx, name, args, ss.srv.cfg.StepTimeout)
+		if perr == nil {
+			ss.autoCheckpointLocked(ctx)
+		}
+		return out, perr
 	})
 }
 
