@@ -524,6 +524,36 @@ func TestCheckpoint_MCPCallsAreSteps(t *testing.T) {
 	}
 }
 
+// TestCheckpoint_DrainedDialectSession drains a session of OpenEnv's
+// /mcp dialect: its next tools/call, on another server, is an error whose
+// data.checkpoint_id names the checkpoint, as an HTTP or standard MCP
+// client's is, where the dialect's error carried it only in its message
+// (data null); a session created from it continues the episode.
+func TestCheckpoint_DrainedDialectSession(t *testing.T) {
+	bcfg := app.Config{DefaultFixture: company.AcmeID, Checkpoints: t.TempDir()}
+	s := mustServeWorld(t, company.World, bcfg, openenv.Config{DrainCheckpoints: true})
+	sid := str(t, s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{}}`), "result.session_id")
+	hire := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"session_id":%q,"name":"hire","arguments":{"name":"Cy"}}}`, sid)
+	if body := s.rpc(t, hire); strings.Contains(body, `"error"`) {
+		t.Fatalf("call: %s", body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other := mustServeWorld(t, company.World, bcfg, openenv.Config{})
+	body := other.rpc(t, hire)
+	checkpoint, _ := field(t, body, "error.data.checkpoint_id").(string)
+	if checkpoint == "" || !strings.Contains(str(t, body, "error.message"), "restore checkpoint "+checkpoint) {
+		t.Fatalf("the drained session's next call: %s, want an error naming the checkpoint in data.checkpoint_id", body)
+	}
+	restored := str(t, other.rpc(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"openenv/session/create","params":{"checkpoint":%q}}`, checkpoint)), "result.session_id")
+	if body := other.rpc(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"session_id":%q,"name":"list_staff","arguments":{}}}`, restored)); !strings.Contains(body, `\"Cy\"`) {
+		t.Errorf("the restored session's staff: %.300s", body)
+	}
+}
+
 // TestCheckpoint_DrainRecordsNamedSessions: a drain records the checkpoint
 // of a session a later request can name (HTTP, MCP) for that request, and
 // none for a /ws session, whose id no client is told and whose checkpoint

@@ -136,6 +136,14 @@ func parseFailure(perr *protoError, std bool) rpcResponse {
 	return rpcFailure(nullID, rpcParseError, msg, nil)
 }
 
+// unknownRPCSession is unknownSession as a JSON-RPC method's invalid
+// params: a session its server drained keeps the checkpoint beside the
+// message (data.checkpoint_id).
+func (s *Server) unknownRPCSession(ctx context.Context, id string) *protoError {
+	perr := s.unknownSession(ctx, id)
+	return &protoError{code: codeValidation, message: perr.message, extra: perr.extra}
+}
+
 // rpcSession resolves params.session_id. Without one it returns ws (nil on
 // POST /mcp), or the error when required.
 func (s *Server) rpcSession(ctx context.Context, params map[string]jsontext.Value, ws *session, required bool) (*session, *protoError) {
@@ -162,7 +170,7 @@ func (s *Server) rpcSession(ctx context.Context, params map[string]jsontext.Valu
 	ss := s.lookup(id)
 	if !reachable(ctx, ss) {
 		if ss == nil {
-			return nil, newError(codeValidation, "%s", s.unknownSession(ctx, id).message)
+			return nil, s.unknownRPCSession(ctx, id)
 		}
 		return nil, newError(codeValidation, "Unknown session_id: %s", runecut.Echo(id))
 	}
@@ -347,7 +355,7 @@ func (s *Server) rpcSessionClose(ctx context.Context, id json.RawMessage, params
 	first := ss.stop(closeAbort, "closed by openenv/session/close")
 	ss.end()
 	if !first { // another request closed it, or its server drained it, meanwhile
-		return rpcProto(id, newError(codeValidation, "%s", s.unknownSession(ctx, ss.id).message))
+		return rpcProto(id, s.unknownRPCSession(ctx, ss.id))
 	}
 	return rpcResult(id, sessionResult{SessionID: ss.id, Closed: true})
 }
