@@ -28,6 +28,25 @@ func formatChanges(changes []sqlitestore.Change) string {
 	return b.String()
 }
 
+// finishWant finishes c and checks what it returns: the error wantErr when
+// it is not "", else the changes want (as formatChanges writes them).
+func finishWant(t *testing.T, c *sqlitestore.Capture, want, wantErr string) {
+	t.Helper()
+	changes, err := c.Finish(context.Background())
+	if wantErr != "" {
+		if err == nil || err.Error() != wantErr {
+			t.Fatalf("err = %v (changes %v), want %q", err, changes, wantErr)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := formatChanges(changes); got != want {
+		t.Errorf("changes:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 // capture runs act inside a capture and returns the formatted changes.
 func capture(t *testing.T, s *sqlitestore.Store, act func(t *testing.T, s *sqlitestore.Store)) string {
 	t.Helper()
@@ -1231,19 +1250,7 @@ func TestCapture_RawSchemaChanges(t *testing.T) {
 					t.Fatalf("%s: %v", q, err)
 				}
 			}
-			changes, err := c.Finish(ctx)
-			if tt.wantErr != "" {
-				if err == nil || err.Error() != tt.wantErr {
-					t.Fatalf("err = %v (changes %v), want %q", err, changes, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := formatChanges(changes); got != tt.want {
-				t.Errorf("changes:\n%s\nwant:\n%s", got, tt.want)
-			}
+			finishWant(t, c, tt.want, tt.wantErr)
 		})
 	}
 }
@@ -1663,19 +1670,7 @@ func TestCapture_RollbackThenRawCreate(t *testing.T) {
 					t.Fatalf("%s: %v", q, err)
 				}
 			}
-			changes, err := c.Finish(ctx)
-			if tt.wantErr != "" {
-				if err == nil || err.Error() != tt.wantErr {
-					t.Fatalf("err = %v (changes %v), want %q", err, changes, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := formatChanges(changes); got != tt.want {
-				t.Errorf("changes:\n%s\nwant:\n%s", got, tt.want)
-			}
+			finishWant(t, c, tt.want, tt.wantErr)
 		})
 	}
 }
