@@ -72,7 +72,7 @@ func (cp *Checkpoint) decode() (*runState, []logRecord, error) {
 			return
 		}
 		if st.Format != checkpointFormat {
-			cp.runErr = fmt.Errorf("composition: the checkpoint's state is of format %d; this version reads format %d", st.Format, checkpointFormat)
+			cp.runErr = fmt.Errorf("composition: the checkpoint's state is of format %d; this version reads format %d: restore it with the version that took it", st.Format, checkpointFormat)
 			return
 		}
 		if st.Calls < 0 || st.Dropped < 0 {

@@ -365,6 +365,7 @@ func TestCheckpoint_Refused(t *testing.T) {
 	}{
 		{"garbage", dice, &composition.Checkpoint{Sidecar: cp.Sidecar, Files: cp.Files, State: []byte("nope")}, "composition: the checkpoint's state does not decode"},
 		{"other world", w, cp, "composition: the checkpoint is of world dice, not keeper"},
+		{"state of another format", dice, record(`"format":1,`, `"format":2,`), "composition: the checkpoint's state is of format 2; this version reads format 1: restore it with the version that took it"},
 		{"file changed", dice, changed, "checkpoint: hash mismatch: checkpoint"},
 		{"record of another node", dice, record(`"composition":[{"path":"main"`, `"composition":[{"path":"evil"`),
 			`composition: the checkpoint's composition record 1 (node "evil", world "dice", scope null, aliases []) is not dice's node main`},
