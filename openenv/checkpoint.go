@@ -124,8 +124,11 @@ func (ss *session) checkpointLocked(ctx context.Context, drainedFrom string) (Ch
 
 // autoCheckpointLocked checkpoints the session after every
 // Config.CheckpointEvery-th step; a failure is logged (and counted), and
-// the step's reply goes out all the same. The slot must be held.
-func (ss *session) autoCheckpointLocked(ctx context.Context) {
+// the step's reply goes out all the same. The checkpoint is bounded by the
+// session's end, not by the end of the step's request, whose client may
+// leave once its call ran (as a /ws step's checkpoint, whose request is its
+// session). The slot must be held.
+func (ss *session) autoCheckpointLocked() {
 	every := ss.srv.cfg.CheckpointEvery
 	if every <= 0 {
 		return
@@ -139,7 +142,7 @@ func (ss *session) autoCheckpointLocked(ctx context.Context) {
 	if _, ok := ss.srv.backend.(Restorer); !ok {
 		return
 	}
-	if _, perr := ss.checkpointLocked(ctx, ""); perr != nil {
+	if _, perr := ss.checkpointLocked(ss.tagged, ""); perr != nil {
 		ss.srv.log.Warn("openenv: periodic checkpoint failed", "session", ss.ref, "steps", steps, "err", perr.message)
 	}
 }

@@ -801,6 +801,67 @@ func (stallingInstance) Checkpoint(ctx context.Context, _ openenv.CheckpointRequ
 	return openenv.CheckpointInfo{}, errors.New("checkpoint interrupted")
 }
 
+// heldCheckpoints is stallingCheckpoints whose checkpoints each send a
+// channel on held and wait for it to close, then succeed, or fail as an
+// interrupted write does if their context ended meanwhile.
+type heldCheckpoints struct {
+	stallingCheckpoints
+	held chan chan struct{}
+}
+
+func (b heldCheckpoints) Open(ctx context.Context, opts openenv.OpenOptions) (openenv.Instance, error) {
+	inst, err := b.fakeBackend.Open(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return heldInstance{inst, b.held}, nil
+}
+
+type heldInstance struct {
+	openenv.Instance
+	held chan chan struct{}
+}
+
+func (in heldInstance) Checkpoint(ctx context.Context, req openenv.CheckpointRequest) (openenv.CheckpointInfo, error) {
+	release := make(chan struct{})
+	in.held <- release
+	<-release
+	if ctx.Err() != nil {
+		return openenv.CheckpointInfo{}, errors.New("checkpoint interrupted")
+	}
+	return openenv.CheckpointInfo{ID: "6f9619ff-8b86-d011-b42d-00c04fc964ff", Revision: req.Revision}, nil
+}
+
+// TestCheckpoint_PeriodicThoughTheRequestEnds: the periodic checkpoint
+// after a tools/call is taken though its request ends meanwhile (a
+// standard MCP client's notifications/cancelled once the call ran), as
+// after a /ws step, whose checkpoint only its session's end cuts short,
+// where the checkpoint was cut short and the episode went unsaved until
+// the next one.
+func TestCheckpoint_PeriodicThoughTheRequestEnds(t *testing.T) {
+	fake := newFake(t)
+	b := heldCheckpoints{stallingCheckpoints{fake}, make(chan chan struct{})}
+	s := mustServeOver(t, b, fake, openenv.Config{CheckpointEvery: 1})
+	_, _, resp := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, nil)
+	mh := map[string]string{openenv.MCPSessionHeader: resp.Header.Get(openenv.MCPSessionHeader)}
+	replied := make(chan string, 1)
+	go func() {
+		_, body, _ := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"m"}}}`, mh)
+		replied <- body
+	}()
+	release := <-b.held // the call ran; its checkpoint waits
+	if status, body, _ := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, mh); status != http.StatusAccepted {
+		t.Fatalf("notifications/cancelled: %d %s", status, body)
+	}
+	close(release)
+	if body := <-replied; !strings.Contains(body, `"isError":false`) {
+		t.Errorf("the call: %s", body)
+	}
+	if n := s.scrape(t).value(t, "seahaven_checkpoints_total", "op", "checkpoint", "outcome", "ok"); n != 1 {
+		t.Errorf(`seahaven_checkpoints_total{op="checkpoint",outcome="ok"} = %v, want 1`, n)
+	}
+}
+
 // TestCheckpoint_TimeoutMetric: a checkpoint or restore cut short by the
 // server's own deadline counts as a timeout, whatever error the backend
 // returns for it.

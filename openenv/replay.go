@@ -1,7 +1,6 @@
 package openenv
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -31,7 +30,7 @@ type replayed struct {
 // replayLocked answers a step whose request_id the episode has seen: ok
 // with the recorded reply when the action is the same, a validation error
 // when it is not. The slot must be held.
-func (ss *session) replayLocked(ctx context.Context, a action, timeout time.Duration) (stepReply, bool, *protoError) {
+func (ss *session) replayLocked(a action, timeout time.Duration) (stepReply, bool, *protoError) {
 	if a.RequestID == nil {
 		return stepReply{}, false, nil
 	}
@@ -48,7 +47,7 @@ func (ss *session) replayLocked(ctx context.Context, a action, timeout time.Dura
 		return stepReply{}, false, newError(codeExecution, "request_id %q: its step ran as step %d but failed on the host (%s), so its reply is lost; the step is not run again", string(*a.RequestID), rec.step, rec.failed)
 	}
 	if rec.ungraded {
-		return ss.regradeLocked(ctx, string(*a.RequestID), rec, timeout)
+		return ss.regradeLocked(string(*a.RequestID), rec, timeout)
 	}
 	ss.srv.metrics.replayed.Inc()
 	return rec.reply, true, nil
@@ -58,14 +57,14 @@ func (ss *session) replayLocked(ctx context.Context, a action, timeout time.Dura
 // failed: it grades the episode again, as long as no step has run since,
 // and keeps the reply once grading succeeds. The step does not run again.
 // The slot must be held.
-func (ss *session) regradeLocked(ctx context.Context, id string, rec replayed, timeout time.Duration) (stepReply, bool, *protoError) {
+func (ss *session) regradeLocked(id string, rec replayed, timeout time.Duration) (stepReply, bool, *protoError) {
 	ss.mu.Lock()
 	since := ss.steps - rec.step
 	ss.mu.Unlock()
 	if since > 0 {
 		return stepReply{}, false, newError(codeExecution, "request_id %q: its step ran as step %d but grading it failed, and %d later steps have run, so its reward can no longer be given; the step is not run again", id, rec.step, since)
 	}
-	reply, perr := ss.gradeReplyLocked(ctx, rec.reply, timeout)
+	reply, perr := ss.gradeReplyLocked(rec.reply, timeout)
 	if perr != nil {
 		return stepReply{}, false, perr
 	}

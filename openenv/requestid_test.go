@@ -114,6 +114,10 @@ type gradingBackend struct {
 	*fakeBackend
 	fails atomic.Int32
 	slow  atomic.Bool // gradings run until their deadline and fail as an interrupted open does
+	// held, when set, receives a channel from each grading, which then
+	// waits for it to close and says done with reward 1, or fails as an
+	// interrupted query does if its context ended meanwhile.
+	held chan chan struct{}
 }
 
 func (b *gradingBackend) Open(ctx context.Context, opts openenv.OpenOptions) (openenv.Instance, error) {
@@ -130,6 +134,15 @@ type gradingInstance struct {
 }
 
 func (in *gradingInstance) Grade(ctx context.Context) (openenv.Grading, error) {
+	if in.b.held != nil {
+		release := make(chan struct{})
+		in.b.held <- release
+		<-release
+		if err := ctx.Err(); err != nil {
+			return openenv.Grading{}, errors.New("the check's query was interrupted: " + err.Error())
+		}
+		return openenv.Grading{Reward: 1, Done: true}, nil
+	}
 	if in.b.slow.Load() {
 		<-ctx.Done()
 		return openenv.Grading{}, errors.New("sqlitestore: open /tmp/seahaven-instances/i-1/state.sqlite: interrupted: " + context.Cause(ctx).Error())
@@ -199,5 +212,58 @@ func TestStep_GradingPastTheDeadline(t *testing.T) {
 	status, body, _ := s.httpDo(t, http.MethodPost, "/step", `{"action":{"type":"call_tool","tool_name":"echo","arguments":{"message":"m"}},"timeout_s":0.05}`, h)
 	if status == http.StatusOK || !strings.Contains(body, "the step ran, but grading its task failed: it ran past its deadline of 50ms") || strings.Contains(body, "/tmp/") {
 		t.Errorf("a step whose grading ran past its deadline: %d %s", status, body)
+	}
+}
+
+// TestStep_GradedThoughItsRequestEnds: a POST /step whose request ends
+// (its client gave up) after its call ran is graded all the same, as a
+// /ws step is, whose grading only its session's end cuts short: the
+// episode latches done and the grading counts no failure, where the
+// grading was cut short, counted as the grader's failure, and the
+// episode went on past done.
+func TestStep_GradedThoughItsRequestEnds(t *testing.T) {
+	fake := newFake(t)
+	b := &gradingBackend{fakeBackend: fake, held: make(chan chan struct{})}
+	// Each POST /step's context is one the test can end, as its client
+	// going away would, at the point of its choosing.
+	ends := make(chan context.CancelFunc, 4)
+	s := mustServeHTTP(t, b, fake, openenv.Config{}, func(hs *http.Server) {
+		h := hs.Handler
+		hs.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/step" {
+				ctx, cancel := context.WithCancel(r.Context())
+				defer cancel()
+				ends <- cancel
+				r = r.WithContext(ctx)
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	h := map[string]string{"X-Seahaven-Session": "left"}
+	if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{}`, h); status != http.StatusOK {
+		t.Fatalf("reset: %d %s", status, body)
+	}
+	type reply struct {
+		status int
+		body   string
+	}
+	replies := make(chan reply, 1)
+	go func() {
+		status, body, _ := s.httpDo(t, http.MethodPost, "/step", `{"action":{"type":"call_tool","tool_name":"echo","arguments":{"message":"m"}}}`, h)
+		replies <- reply{status, body}
+	}()
+	end := <-ends
+	release := <-b.held // the call ran; its grading waits
+	end()
+	close(release)
+	if r := <-replies; r.status != http.StatusOK || field(t, r.body, "done") != true {
+		t.Fatalf("the step whose request ended while it was graded: %d %s, want it graded done", r.status, r.body)
+	}
+	status, body, _ := s.httpDo(t, http.MethodPost, "/step", `{"action":{"type":"list_tools"}}`, h)
+	if status != http.StatusConflict || !strings.Contains(body, "The episode is over") {
+		t.Errorf("the next step: %d %s, want it refused, the episode being done", status, body)
+	}
+	if n := s.scrape(t).value(t, "seahaven_grading_failures_total", "task", "none"); n != 0 {
+		t.Errorf("seahaven_grading_failures_total = %v, want 0", n)
 	}
 }

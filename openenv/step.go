@@ -20,7 +20,7 @@ func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (s
 		if perr := ss.fencedLocked(ctx); perr != nil {
 			return stepReply{}, perr
 		}
-		if reply, ok, perr := ss.replayLocked(ctx, a, timeout); ok || perr != nil {
+		if reply, ok, perr := ss.replayLocked(a, timeout); ok || perr != nil {
 			return reply, perr
 		}
 		if perr := ss.overLocked(); perr != nil {
@@ -30,7 +30,7 @@ func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (s
 		if perr == nil {
 			ss.rememberLocked(a, reply, false)
 			if a.Type != actionListTools {
-				ss.autoCheckpointLocked(ctx)
+				ss.autoCheckpointLocked()
 			}
 		}
 		return reply, perr
@@ -62,7 +62,7 @@ func (ss *session) stepLocked(ctx context.Context, a action, timeout time.Durati
 		}
 		reply.Observation = out.observation(a.ToolName)
 	}
-	graded, perr := ss.gradeReplyLocked(ctx, reply, timeout)
+	graded, perr := ss.gradeReplyLocked(reply, timeout)
 	if perr != nil {
 		// The step ran and stays: a retry under its request_id grades it
 		// again rather than running it twice.
@@ -73,13 +73,16 @@ func (ss *session) stepLocked(ctx context.Context, a action, timeout time.Durati
 
 // gradeReplyLocked completes a step's reply with the task's grading after
 // it, when the instance runs a task (it is a Grader); otherwise the reward
-// stays null and done false. The slot must be held.
-func (ss *session) gradeReplyLocked(ctx context.Context, reply stepReply, timeout time.Duration) (stepReply, *protoError) {
+// stays null and done false. The step has run, and its grading latches
+// done: it is bounded by timeout and the session's end, not by the end of
+// the request, whose client may leave meanwhile (as a /ws step's grading,
+// whose request is its session). The slot must be held.
+func (ss *session) gradeReplyLocked(reply stepReply, timeout time.Duration) (stepReply, *protoError) {
 	g, ok := ss.inst.(Grader)
 	if !ok {
 		return reply, nil
 	}
-	res, perr := ss.gradeLocked(ctx, g, timeout, "the step ran, but grading its task failed: %s")
+	res, perr := ss.gradeLocked(ss.tagged, g, timeout, "the step ran, but grading its task failed: %s")
 	if perr != nil {
 		return stepReply{}, perr
 	}
@@ -409,7 +412,7 @@ func (ss *session) mcpCall(ctx context.Context, name string, args json.RawMessag
 		}
 		out, perr := ss.callLocked(ctx, name, args, ss.srv.cfg.StepTimeout)
 		if perr == nil {
-			ss.autoCheckpointLocked(ctx)
+			ss.autoCheckpointLocked()
 		}
 		return out, perr
 	})
