@@ -22,9 +22,10 @@
 // Every way a session ends (a close message, a disconnect, a failed write, a
 // missed pong, the idle reaper, openenv/session/close, Shutdown) goes through
 // one path that cancels the call in progress, closes the instance exactly
-// once and frees the slot. A session with no reset, step, mcp or inspect for
-// [Config.IdleTimeout] is closed (a state request does not count, and a call
-// in progress keeps a session alive); its WebSocket gets a close frame with
+// once and frees the slot. A session with no reset, step, inspect, grade,
+// checkpoint, or MCP tools/call or tools/list for [Config.IdleTimeout] is
+// closed (a state request or a ping does not count, and a call in progress
+// keeps a session alive); its WebSocket gets a close frame with
 // StatusGoingAway and the reason.
 //
 // # Protocol

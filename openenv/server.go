@@ -60,9 +60,11 @@ type Config struct {
 	// rest, which stays for trainers. Default a quarter of MaxSessions, at
 	// least one.
 	AgentMaxSessions int
-	// IdleTimeout closes a session that has had no reset, step, mcp or inspect
-	// for this long (state does not count; a call in progress keeps it
-	// alive). A WebSocket is closed with StatusGoingAway and a reason.
+	// IdleTimeout closes a session that has had no reset, step, inspect,
+	// grade, checkpoint, or MCP tools/call or tools/list for this long
+	// (state, MCP ping and the WebSocket's pings do not count; a call in
+	// progress keeps it alive), whatever its transport. A WebSocket is
+	// closed with StatusGoingAway and a reason.
 	// Default DefaultIdleTimeout; negative disables it.
 	IdleTimeout time.Duration
 	// AgentIdleTimeout is IdleTimeout for the sessions started through the
@@ -262,7 +264,8 @@ type SessionInfo struct {
 	Transport string `json:"transport"`
 	// Created is when the session was made.
 	Created time.Time `json:"created"`
-	// LastActivity is the last reset, step, mcp or inspect (or Created).
+	// LastActivity is the last activity that keeps the session alive
+	// (Config.IdleTimeout), or Created.
 	LastActivity time.Time `json:"last_activity"`
 	// StepCount counts the tool calls since the last reset, as the state
 	// document does: a call counts once it has returned, and not at all

@@ -358,8 +358,9 @@ func (ss *session) bind(ctx context.Context) (context.Context, context.CancelFun
 	return ctx, func() { stop(); cancel() }
 }
 
-// begin marks the start of an activity (reset, step, mcp, inspect); the
-// returned func marks its end. Both refresh the idle clock.
+// begin marks the start of an activity (reset, step, MCP tools/call or
+// tools/list, inspect, grade, checkpoint); the returned func marks its
+// end. Both refresh the idle clock.
 func (ss *session) begin() func() {
 	ss.mu.Lock()
 	ss.busy++
