@@ -361,9 +361,20 @@ func TestServer_AgentHandler(t *testing.T) {
 		if _, body := s.agentDo(t, "POST", "/mcp", list, nil); !strings.Contains(body, `"tools"`) || strings.Contains(body, "seahaven_control") {
 			t.Errorf("the agent's tools/list: %.300s, want the tools without seahaven_control", body)
 		}
+		steps := func() string {
+			t.Helper()
+			_, body, _ := s.httpDo(t, "GET", "/state", "", map[string]string{openenv.SessionHeader: id})
+			return fmt.Sprint(field(t, body, "step_count"))
+		}
+		before := steps()
 		call := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"session_id":"` + id + `","name":"seahaven_control","arguments":{"action":"advance_clock","seconds":3600}}}`
 		if _, body := s.agentDo(t, "POST", "/mcp", call, nil); !strings.Contains(body, "the agent listener does not serve it") {
 			t.Errorf("the agent's call of seahaven_control: %.300s, want it refused", body)
+		}
+		// A step that failed, as a call of a tool the world does not have
+		// is: counted, timelined and subject to the episode's end.
+		if after := steps(); before != "0" || after != "1" {
+			t.Errorf("step_count %s after the agent's refused call of seahaven_control, %s before; want 1 and 0: it counts as a step", after, before)
 		}
 	})
 }

@@ -243,8 +243,8 @@ func (s *Server) rpcToolsCall(ctx context.Context, id json.RawMessage, params ma
 // agent's sessionless calls cannot take the active slots trainers need.
 // Shutdown cancels it and waits for its instance to close.
 func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMessage) (toolOutcome, *protoError) {
-	if reservedNames[name] {
-		return reservedCall(name), nil
+	if out, refused := refusedCall(ctx, name); refused {
+		return out, nil
 	}
 	agent := onAgentListener(ctx)
 	s.mu.Lock()

@@ -201,8 +201,7 @@ func (s *Server) lists(inst Instance, name string) bool {
 // back in the outcome; only a panic is a protoError.
 func (s *Server) call(ctx context.Context, inst Instance, name string, args json.RawMessage, timeout time.Duration) (toolOutcome, *protoError) {
 	start := time.Now()
-	if reservedNames[name] {
-		out := reservedCall(name)
+	if out, refused := refusedCall(ctx, name); refused {
 		s.observeCall(ctx, start, nil, name, out, nil)
 		return out, nil
 	}
@@ -293,9 +292,21 @@ func (s *Server) replyCarrying(raw []byte) int {
 	return len(b)
 }
 
-// reservedCall is the outcome of calling an orchestration verb as a tool.
-func reservedCall(name string) toolOutcome {
-	return toolOutcome{err: &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("unknown tool %q", name)}}
+// refusedCall is the outcome of a call the server refuses without the
+// instance, and whether it is one: an orchestration verb called as a tool
+// (reservedNames), or the control tool on the agent listener, which is the
+// trainer's even on a session a trainer's reset gave it to (an agent never
+// sets the clock of the episode it is graded on). Either is a step that
+// failed, as a call of a tool the world does not have is.
+func refusedCall(ctx context.Context, name string) (toolOutcome, bool) {
+	switch {
+	case reservedNames[name]:
+		return toolOutcome{err: &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("unknown tool %q", name)}}, true
+	case name == env.ControlTool && onAgentListener(ctx):
+		return toolOutcome{err: &env.ToolError{Kind: env.KindNotFound,
+			Message: fmt.Sprintf("unknown tool %q: it is the trainer's, and the agent listener does not serve it", name)}}, true
+	}
+	return toolOutcome{}, false
 }
 
 // toolError classifies a failed call for the agent: a *env.ToolError keeps
@@ -397,12 +408,6 @@ func (s *Server) mcpTools(ctx context.Context, ss *session) ([]env.ToolInfo, *pr
 // a superseded attempt's is refused, and it may be checkpointed after it
 // (Config.CheckpointEvery).
 func (ss *session) mcpCall(ctx context.Context, name string, args json.RawMessage) (toolOutcome, *protoError) {
-	if name == env.ControlTool && onAgentListener(ctx) {
-		// The trainer's, even on a session a trainer's reset gave it to:
-		// an agent never sets the clock of the episode it is graded on.
-		return toolOutcome{err: &env.ToolError{Kind: env.KindNotFound,
-			Message: fmt.Sprintf("unknown tool %q: it is the trainer's, and the agent listener does not serve it", name)}}, nil
-	}
 	return withInstance(ss, ctx, func(ctx context.Context) (toolOutcome, *protoError) {
 		if perr := ss.fencedLocked(ctx); perr != nil {
 			return toolOutcome{}, perr
