@@ -437,12 +437,17 @@ func integral(lit, outOfRange string) (string, string) {
 	mant, expText, _ := strings.Cut(strings.ToLower(lit), "e")
 	intPart, frac, _ := strings.Cut(mant, ".")
 	digits := strings.TrimLeft(intPart+frac, "0")
-	if digits == "" {
-		return "0", ""
-	}
 	exp, err := 0, error(nil)
 	if expText != "" {
 		exp, err = strconv.Atoi(strings.TrimPrefix(expText, "+"))
+	}
+	if digits == "" {
+		if err != nil {
+			// Zero, but JSON Schema validators (and the schema's
+			// readers) cannot read an exponent past int64.
+			return "", "number " + clip(sign+lit) + " has an exponent out of range"
+		}
+		return "0", ""
 	}
 	if err != nil || exp > 1<<30 || exp < -1<<30 { // far too large, or too small
 		if strings.HasPrefix(expText, "-") {

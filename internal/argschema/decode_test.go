@@ -197,6 +197,8 @@ func TestDecode_Errors(t *testing.T) {
 		{"Int64Underflow", `{"amount":-9223372036854775809}`, "amount", `invalid arguments: field "amount": number -9223372036854775809 is out of range for int64`},
 		{"Int64OverflowFraction", `{"amount":9223372036854775808.0}`, "amount", `invalid arguments: field "amount": number 9223372036854775808.0 is out of range for int64`},
 		{"Int64HugeExponent", `{"amount":1e999999999999999999}`, "amount", `invalid arguments: field "amount": number 1e999999999999999999 is out of range for int64`},
+		{"ZeroExponentPastInt64", `{"amount":0e9227000000000000000}`, "amount", `invalid arguments: field "amount": number 0e9227000000000000000 has an exponent out of range`},
+		{"NegativeZeroExponentPastInt64", `{"amount":-0.0e-9227000000000000000}`, "amount", `invalid arguments: field "amount": number -0.0e-9227000000000000000 has an exponent out of range`},
 		{"Int8Overflow", `{"amount":1,"small":128}`, "small", `invalid arguments: field "small": number 128 is out of range for int8`},
 		{"UintNegative", `{"amount":1,"count":-1}`, "count", `invalid arguments: field "count": number -1 is out of range for uint16`},
 		{"UintNegativeExponent", `{"amount":1,"count":-1e2}`, "count", `invalid arguments: field "count": number -1e2 is out of range for uint16`},

@@ -61,7 +61,8 @@
 //	json.RawMessage, any         true (any JSON value)
 //
 // An integer may be written with a fraction or an exponent when its value is
-// integral (2.0, 1e3). An `any` value decodes as encoding/json decodes it
+// integral (2.0, 1e3) and the exponent fits in an int64, as JSON Schema
+// validators need. An `any` value decodes as encoding/json decodes it
 // with UseNumber: map[string]any, []any, string, bool, json.Number or nil. A
 // json.RawMessage holds the compact form of the value. Channels, functions,
 // complex numbers, arrays, maps with non-string keys, non-empty interfaces,
