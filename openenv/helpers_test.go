@@ -238,6 +238,23 @@ func do(tb testing.TB, ts *httptest.Server, method, path, body string, header ma
 	return doHeader(tb, ts, method, path, body, h)
 }
 
+// httpReply is the status and body of a request sent in the background.
+type httpReply struct {
+	status int
+	body   string
+}
+
+// httpDoLater sends a request as httpDo does, in the background; its
+// reply comes on the channel it returns.
+func (s *testServer) httpDoLater(tb testing.TB, method, path, body string, header map[string]string) <-chan httpReply {
+	replied := make(chan httpReply, 1)
+	go func() {
+		status, b, _ := s.httpDo(tb, method, path, body, header)
+		replied <- httpReply{status, b}
+	}()
+	return replied
+}
+
 // httpDoHeader is httpDo with header's values as they are, a header sent
 // more than once included.
 func (s *testServer) httpDoHeader(tb testing.TB, method, path, body string, header http.Header) (int, string, *http.Response) {

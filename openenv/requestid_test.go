@@ -243,15 +243,7 @@ func TestStep_GradedThoughItsRequestEnds(t *testing.T) {
 	if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{}`, h); status != http.StatusOK {
 		t.Fatalf("reset: %d %s", status, body)
 	}
-	type reply struct {
-		status int
-		body   string
-	}
-	replies := make(chan reply, 1)
-	go func() {
-		status, body, _ := s.httpDo(t, http.MethodPost, "/step", `{"action":{"type":"call_tool","tool_name":"echo","arguments":{"message":"m"}}}`, h)
-		replies <- reply{status, body}
-	}()
+	replies := s.httpDoLater(t, http.MethodPost, "/step", `{"action":{"type":"call_tool","tool_name":"echo","arguments":{"message":"m"}}}`, h)
 	end := <-ends
 	release := <-b.held // the call ran; its grading waits
 	end()

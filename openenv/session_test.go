@@ -354,15 +354,7 @@ func TestServer_ClosedDuringRequest(t *testing.T) {
 	if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{}`, h); status != http.StatusOK {
 		t.Fatalf("reset: %d %s", status, body)
 	}
-	type reply struct {
-		status int
-		body   string
-	}
-	replied := make(chan reply, 1)
-	go func() {
-		status, body, _ := s.httpDo(t, http.MethodPost, "/inspect", `{"sql":"SELECT sleep"}`, h)
-		replied <- reply{status, body}
-	}()
+	replied := s.httpDoLater(t, http.MethodPost, "/inspect", `{"sql":"SELECT sleep"}`, h)
 	for deadline := time.Now().Add(waitLimit); fake.inspectLimit.Load() == nil; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the inspect query never started")
