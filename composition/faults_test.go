@@ -286,14 +286,13 @@ func TestCallJSON_InfraErrorNoStep(t *testing.T) {
 	})
 }
 
-// TestCallJSON_CancelledNoStep: a call its caller cancels before it changes
-// anything is no step (env.ErrNoStep): its writes roll back, and the call
-// count, the step clock and the id streams stay as they were, so the next
-// call runs as it would have without it. One that its deadline ends, or
-// whose nested call committed first, is a step.
-func TestCallJSON_CancelledNoStep(t *testing.T) {
-	child, add := ledger("cancelled")
-	host := env.NewWorld(env.WorldSpec{Name: "cancelledhost", Version: "1", Schema: "CREATE TABLE h (x TEXT) STRICT;"})
+// waitingHost returns a host world over ledger(name), added as "led", whose
+// tool write_then_wait ({"nested": true} first adds 5 to the ledger)
+// writes a row of h, the SQL expression value of a new id, then waits for
+// the call's end; started receives once it has written.
+func waitingHost(name, value string) (*env.World, chan struct{}) {
+	child, add := ledger(name)
+	host := env.NewWorld(env.WorldSpec{Name: name + "host", Version: "1", Schema: "CREATE TABLE h (x TEXT) STRICT;"})
 	host.AddWorld(child, env.Name("led"), env.ToolAllowList())
 	started := make(chan struct{}, 1)
 	env.Tool(host, "write_then_wait", "Write, then wait for the call's end.", func(c *env.Ctx, in struct {
@@ -304,13 +303,23 @@ func TestCallJSON_CancelledNoStep(t *testing.T) {
 				return "", err
 			}
 		}
-		if _, err := c.DB.Exec("INSERT INTO h VALUES (?)", c.IDs.UUID()); err != nil {
+		if _, err := c.DB.Exec("INSERT INTO h VALUES ("+value+")", c.IDs.UUID()); err != nil {
 			return "", err
 		}
 		started <- struct{}{}
 		<-c.Context().Done()
 		return "", c.Context().Err()
 	})
+	return host, started
+}
+
+// TestCallJSON_CancelledNoStep: a call its caller cancels before it changes
+// anything is no step (env.ErrNoStep): its writes roll back, and the call
+// count, the step clock and the id streams stay as they were, so the next
+// call runs as it would have without it. One that its deadline ends, or
+// whose nested call committed first, is a step.
+func TestCallJSON_CancelledNoStep(t *testing.T) {
+	host, started := waitingHost("cancelled", "?")
 	env.Tool(host, "mint", "Write a new id.", func(c *env.Ctx, _ noArgs) (string, error) {
 		id := c.IDs.UUID()
 		_, err := c.DB.Exec("INSERT INTO h VALUES (?)", id)
@@ -394,25 +403,7 @@ func TestCallJSON_CancelledNoStep(t *testing.T) {
 // as a replay makes it). One whose nested call committed first says that
 // part of its work stays.
 func TestCallJSON_TimeoutLeavesNoDraws(t *testing.T) {
-	child, add := ledger("timedout")
-	host := env.NewWorld(env.WorldSpec{Name: "timedouthost", Version: "1", Schema: "CREATE TABLE h (x TEXT) STRICT;"})
-	host.AddWorld(child, env.Name("led"), env.ToolAllowList())
-	started := make(chan struct{}, 1)
-	env.Tool(host, "draw_then_wait", "Draw, write, then wait for the call's end.", func(c *env.Ctx, in struct {
-		Nested bool `json:"nested,omitempty"`
-	}) (string, error) {
-		if in.Nested {
-			if _, err := env.Call(c.Context(), c.Worlds.Get("led"), add, amountArgs{Amount: 5}); err != nil {
-				return "", err
-			}
-		}
-		if _, err := c.DB.Exec("INSERT INTO h VALUES (? || hex(randomblob(8)))", c.IDs.UUID()); err != nil {
-			return "", err
-		}
-		started <- struct{}{}
-		<-c.Context().Done()
-		return "", c.Context().Err()
-	})
+	host, started := waitingHost("timedout", "? || hex(randomblob(8))")
 	env.Tool(host, "mint", "Draw an id and SQL random bytes, and write them.", func(c *env.Ctx, _ noArgs) (string, error) {
 		row, err := c.DB.One("SELECT hex(randomblob(8)) AS r")
 		if err != nil {
@@ -430,7 +421,7 @@ func TestCallJSON_TimeoutLeavesNoDraws(t *testing.T) {
 		} else {
 			go func() { <-started; cancel(context.DeadlineExceeded) }()
 		}
-		_, err := inst.CallJSON(ctx, "draw_then_wait", []byte(args))
+		_, err := inst.CallJSON(ctx, "write_then_wait", []byte(args))
 		return err
 	}
 	after := func(inst *composition.Instance, args string, cutOff bool) any {
