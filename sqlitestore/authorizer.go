@@ -106,9 +106,6 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 			table = arg // name is the schema's
 		}
 		cn.layout.noteTable(table)
-		if action == sqlite3.AUTH_ALTER_TABLE {
-			cn.layout.noteAlter(!cn.own)
-		}
 		if schema == "main" {
 			switch action {
 			case sqlite3.AUTH_DROP_TABLE:
@@ -126,6 +123,13 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 		cn.metaDirty = true
 		cn.ddlSeq++
 		cn.ddl, cn.tainted = true, true
+	case sqlite3.AUTH_FUNCTION:
+		// An ALTER TABLE that renames a table or column calls one of
+		// these, which only SQLite's own statements may, as it is
+		// prepared; one that adds or drops a column calls neither.
+		if strings.EqualFold(arg, "sqlite_rename_table") || strings.EqualFold(arg, "sqlite_rename_column") {
+			cn.layout.noteRename(!cn.own)
+		}
 	case sqlite3.AUTH_ATTACH, sqlite3.AUTH_DETACH:
 		if cn.preparing {
 			// A user's ATTACH or DETACH (see ErrAttach); capture reads

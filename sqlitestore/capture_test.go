@@ -1564,6 +1564,18 @@ func TestCapture_RollbackThenRawCreate(t *testing.T) {
 			want:  lines(created),
 		},
 		{
+			// A column added or dropped earlier in the transaction
+			// renames nothing.
+			name:  "ColumnAddedBefore",
+			steps: []string{"conn", "begin", `ALTER TABLE t ADD COLUMN z TEXT`, `SAVEPOINT s`, `CREATE TABLE y (id INTEGER PRIMARY KEY, v TEXT)`, `INSERT INTO y VALUES (1, 'y')`, `raw: ROLLBACK TO s`, `raw: CREATE TABLE c AS SELECT 7 AS x`},
+			want:  lines(created),
+		},
+		{
+			name:  "RawColumnDroppedBefore",
+			steps: []string{"conn", "begin", `raw: ALTER TABLE t DROP COLUMN a`, `SAVEPOINT s`, `CREATE TABLE y (id INTEGER PRIMARY KEY, v TEXT)`, `INSERT INTO y VALUES (1, 'y')`, `raw: ROLLBACK TO s`, `raw: CREATE TABLE c AS SELECT 7 AS x`},
+			want:  lines(created),
+		},
+		{
 			// The same name, other columns: no column was renamed.
 			name:  "CreatedAgainOtherColumns",
 			steps: []string{"conn", "begin", `SAVEPOINT s`, `CREATE TABLE y (id INTEGER PRIMARY KEY, v TEXT)`, `INSERT INTO y VALUES (1, 'y')`, `raw: ROLLBACK TO s`, `raw: CREATE TABLE y (id INTEGER PRIMARY KEY, w TEXT)`, `raw: INSERT INTO y VALUES (2, 'w')`},
@@ -1600,6 +1612,11 @@ func TestCapture_RollbackThenRawCreate(t *testing.T) {
 		{
 			name:    "RawRenamed",
 			steps:   []string{"conn", "begin", `UPDATE t SET b = 'B' WHERE id = 1`, `raw: ALTER TABLE t RENAME TO u`},
+			wantErr: renamed,
+		},
+		{
+			name:    "RenamedAfterColumnAdded",
+			steps:   []string{"conn", "begin", `raw: ALTER TABLE t ADD COLUMN z TEXT`, `UPDATE t SET b = 'B' WHERE id = 1`, `raw: ALTER TABLE t RENAME TO u`},
 			wantErr: renamed,
 		},
 		{

@@ -64,7 +64,7 @@ type conn struct {
 	// is layout.seq when the store last used the connection outside a
 	// transaction: a rollback can undo only what was noted after it.
 	// renameSeq is txnSeq when meta was loaded: a table or column can
-	// have been renamed since only by an ALTER TABLE noted after it (see
+	// have been renamed since only by an ALTER TABLE ... RENAME noted after it (see
 	// Store.loadMetaLocked).
 	layout    *layoutLog
 	loadSeq   uint64

@@ -218,8 +218,8 @@ func (m *tableMeta) image(col func(int) any) []any {
 // created before an earlier reload, which that reload saw. Old cannot
 // tell every reuse (a ROLLBACK TO on the raw connection undoing the
 // table's creation, then a CREATE TABLE there, before any reload):
-// Store.loadMetaLocked asks only when an ALTER TABLE may have renamed a
-// table since old was loaded.
+// Store.loadMetaLocked asks only when an ALTER TABLE ... RENAME may have
+// renamed a table since old was loaded.
 func (m *tableMeta) renamedTo(old, meta map[string]*tableMeta) string {
 	if m.root == 0 {
 		return ""
@@ -256,8 +256,8 @@ func (s *Store) refreshMetaLocked(cn *conn) error {
 // rows of a table that was renamed since (see renamedTo): the running ones
 // and finishing, the capture being finished (nil when none is).
 //
-// Only an ALTER TABLE renames a table or column, as it runs or as a
-// rollback undoes it, and a rollback undoes only what ran in the
+// Only an ALTER TABLE ... RENAME renames a table or column, as it runs or
+// as a rollback undoes it, and a rollback undoes only what ran in the
 // transaction it ends: when none was noted since the transaction open at
 // the last load began (txnSeq then), and none was prepared on the raw
 // connection, whose statements may run long after they are prepared,
@@ -270,7 +270,7 @@ func (s *Store) refreshMetaLocked(cn *conn) error {
 // are checked.
 func (s *Store) loadMetaLocked(cn *conn, finishing *Capture) error {
 	old := cn.meta
-	renames := old == nil || cn.layout.rawAlter || cn.layout.alter > cn.renameSeq
+	renames := old == nil || cn.layout.rawRename || cn.layout.rename > cn.renameSeq
 	if err := s.loadMetaOnlyLocked(cn); err != nil {
 		return err
 	}
@@ -393,11 +393,12 @@ type layoutLog struct {
 	seq    uint64            // moves with every change noted
 	tables map[string]uint64 // by lower-cased table name: seq after a CREATE, DROP or ALTER of it
 	all    uint64            // seq after a change that may concern any table (a rollback)
-	// alter is seq after the last ALTER TABLE, the one statement that
-	// renames a table or column; rawAlter says one was prepared on the
-	// raw connection, whose user may step it at any later time.
-	alter    uint64
-	rawAlter bool
+	// rename is seq after the last ALTER TABLE that renames a table or
+	// column (RENAME TO, RENAME COLUMN), the one statement that does;
+	// rawRename says one was prepared on the raw connection, whose user
+	// may step it at any later time.
+	rename    uint64
+	rawRename bool
 }
 
 // noteTable records a statement that creates, drops or alters table.
@@ -409,11 +410,11 @@ func (l *layoutLog) noteTable(table string) {
 	l.tables[strings.ToLower(table)] = l.seq
 }
 
-// noteAlter records an ALTER TABLE, after noteTable; raw says it was
-// prepared on the raw connection.
-func (l *layoutLog) noteAlter(raw bool) {
-	l.alter = l.seq
-	l.rawAlter = l.rawAlter || raw
+// noteRename records an ALTER TABLE that renames a table or column, after
+// noteTable; raw says it was prepared on the raw connection.
+func (l *layoutLog) noteRename(raw bool) {
+	l.rename = l.seq
+	l.rawRename = l.rawRename || raw
 }
 
 // noteAll records a change that may concern every table.
