@@ -23,12 +23,14 @@ import (
 //     those names only. /health and /ready pass, for probes.
 //   - a state-changing request (any method but GET, HEAD and OPTIONS) whose
 //     Origin is neither the server's own nor in Config.AllowedOrigins. A
-//     request without Origin (not from a page) passes. /mcp checks Origin
-//     itself, answering in JSON-RPC's shape, and /ws through the WebSocket
-//     handshake.
+//     request without Origin (not from a page) passes. /mcp refuses such
+//     an Origin on every method, as the Streamable HTTP transport has a
+//     server do on every request to its MCP endpoint (its GET included),
+//     answering in JSON-RPC's shape (refuseOrigin); /ws checks it through
+//     the WebSocket handshake.
 //
-// Both refusals are 403 {"detail": …}. The pages of AllowedOrigins get
-// CORS headers from cors, inside this guard.
+// Both refusals are 403 {"detail": …}, but for /mcp's of an Origin. The
+// pages of AllowedOrigins get CORS headers from cors, inside this guard.
 func (s *Server) browserGuard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if openPaths[r.URL.Path] {
@@ -40,10 +42,16 @@ func (s *Server) browserGuard(next http.Handler) http.Handler {
 				"use its address, localhost, or a name the server's allowed hosts list"})
 			return
 		}
-		switch r.Method {
-		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		switch {
+		case r.URL.Path == "/mcp":
+			// POST and DELETE check Origin in their handlers; the methods
+			// /mcp does not serve are refused here, before their 405.
+			if r.Method != http.MethodPost && r.Method != http.MethodDelete && s.refuseOrigin(w, r) {
+				return
+			}
+		case r.Method == http.MethodGet, r.Method == http.MethodHead, r.Method == http.MethodOptions:
 		default:
-			if o := r.Header.Get("Origin"); o != "" && r.URL.Path != "/mcp" && !s.originAllowed(o, r.Host) {
+			if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o, r.Host) {
 				writeJSON(w, http.StatusForbidden, detail{originRefused(o)})
 				return
 			}

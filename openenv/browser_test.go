@@ -69,6 +69,18 @@ func TestServer_BrowserGuard(t *testing.T) {
 		if code, body, _ := s.httpDo(t, "POST", "/reset", `{}`, map[string]string{"Origin": s.ts.URL}); code != http.StatusOK {
 			t.Errorf("POST /reset from the server's own origin: %d %s", code, body)
 		}
+		// Streamable HTTP: a server answers 403 to a foreign Origin on
+		// every request to its MCP endpoint, the methods it does not
+		// serve included (they were 405).
+		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPut} {
+			code, body, _ := s.httpDo(t, m, "/mcp", "", map[string]string{"Origin": "https://evil.example"})
+			if code != http.StatusForbidden || (m != http.MethodHead && !strings.Contains(body, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Origin https://evil.example is not allowed`)) {
+				t.Errorf("%s /mcp from a foreign Origin: %d %s, want 403", m, code, body)
+			}
+		}
+		if code, body, _ := s.httpDo(t, http.MethodGet, "/mcp", "", map[string]string{"Origin": s.ts.URL}); code != http.StatusMethodNotAllowed {
+			t.Errorf("GET /mcp from the server's own origin: %d %s, want 405", code, body)
+		}
 	})
 
 	t.Run("Allowed", func(t *testing.T) {
