@@ -37,14 +37,6 @@ var protocolVersions = map[string]bool{
 // serveMCP serves POST /mcp. The reply is always HTTP 200 with a JSON-RPC
 // response, except for a notification, which gets 202 and no body.
 func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
-	if s.refuseRepeatedMCPHeaders(w, r) {
-		return
-	}
-	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !protocolVersions[v] {
-		supported := strings.Join(slices.Sorted(maps.Keys(protocolVersions)), ", ")
-		writeJSON(w, http.StatusBadRequest, standardReply(rpcFailure(nullID, rpcInvalidRequest, "Unsupported MCP-Protocol-Version "+runecut.Echo(v)+" (supported: "+supported+")", nil)))
-		return
-	}
 	if s.refuseOrigin(w, r) {
 		return
 	}
@@ -68,6 +60,16 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		writeJSON(w, status, resp)
+		return
+	}
+	// The refusals of its headers name the request's id, as MCP has every
+	// error response to a request whose id can be read do.
+	if s.refuseRepeatedMCPHeaders(w, r, refusedID(body)) {
+		return
+	}
+	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !protocolVersions[v] {
+		supported := strings.Join(slices.Sorted(maps.Keys(protocolVersions)), ", ")
+		writeJSON(w, http.StatusBadRequest, standardReply(rpcFailure(refusedID(body), rpcInvalidRequest, "Unsupported MCP-Protocol-Version "+runecut.Echo(v)+" (supported: "+supported+")", nil)))
 		return
 	}
 	ctx := r.Context()
@@ -255,7 +257,7 @@ const (
 // serveMCPDelete serves DELETE /mcp: a standard MCP client ends the
 // session its Mcp-Session-Id names.
 func (s *Server) serveMCPDelete(w http.ResponseWriter, r *http.Request) {
-	if s.refuseOrigin(w, r) || s.refuseRepeatedMCPHeaders(w, r) {
+	if s.refuseOrigin(w, r) || s.refuseRepeatedMCPHeaders(w, r, nullID) {
 		return
 	}
 	sid := r.Header.Get(MCPSessionHeader)
@@ -291,13 +293,13 @@ func (s *Server) unknownMCPSession(ctx context.Context, w http.ResponseWriter, s
 	writeJSON(w, http.StatusNotFound, standardReply(resp))
 }
 
-// refuseRepeatedMCPHeaders answers 400, with a JSON-RPC error, a request
-// that sends Mcp-Session-Id or MCP-Protocol-Version more than once, and
-// reports whether it did.
-func (s *Server) refuseRepeatedMCPHeaders(w http.ResponseWriter, r *http.Request) bool {
+// refuseRepeatedMCPHeaders answers 400, with a JSON-RPC error of the
+// given id, a request that sends Mcp-Session-Id or MCP-Protocol-Version
+// more than once, and reports whether it did.
+func (s *Server) refuseRepeatedMCPHeaders(w http.ResponseWriter, r *http.Request, id json.RawMessage) bool {
 	for _, name := range []string{MCPSessionHeader, "MCP-Protocol-Version"} {
 		if n := len(r.Header.Values(name)); n > 1 {
-			writeJSON(w, http.StatusBadRequest, standardReply(rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+repeatedHeader(name, n), nil)))
+			writeJSON(w, http.StatusBadRequest, standardReply(rpcFailure(id, rpcInvalidRequest, "Invalid request: "+repeatedHeader(name, n), nil)))
 			return true
 		}
 	}

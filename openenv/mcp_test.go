@@ -562,14 +562,24 @@ func TestMCP_SessionRequired(t *testing.T) {
 
 // TestMCP_UnsupportedVersion: a request whose MCP-Protocol-Version the
 // server does not know is refused with 400 and a JSON-RPC error listing the
-// versions it knows, in the MCP specification's shape (no null data).
+// versions it knows, in the MCP specification's shape (no null data), that
+// names the request's id, as MCP has an error response to a request whose
+// id can be read do (it was null).
 func TestMCP_UnsupportedVersion(t *testing.T) {
 	s := mustServe(t, newFake(t), openenv.Config{})
-	code, got, _ := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
-		map[string]string{"MCP-Protocol-Version": "1999-01-01"})
-	const want = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Unsupported MCP-Protocol-Version 1999-01-01 (supported: 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25)"}}`
-	if code != http.StatusBadRequest || strings.TrimSpace(got) != want {
-		t.Errorf("got %d %s, want 400 %s", code, got, want)
+	for _, tt := range []struct {
+		body string // the POST's body
+		id   string // the id the refusal names
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, `1`},
+		{`{"jsonrpc":"2.0","method":"tools/list","id":"req-7"}`, `"req-7"`},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, `null`},
+	} {
+		code, got, _ := s.httpDo(t, http.MethodPost, "/mcp", tt.body, map[string]string{"MCP-Protocol-Version": "1999-01-01"})
+		want := `{"jsonrpc":"2.0","id":` + tt.id + `,"error":{"code":-32600,"message":"Unsupported MCP-Protocol-Version 1999-01-01 (supported: 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25)"}}`
+		if code != http.StatusBadRequest || strings.TrimSpace(got) != want {
+			t.Errorf("%s: got %d %s, want 400 %s", tt.body, code, got, want)
+		}
 	}
 }
 

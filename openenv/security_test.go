@@ -337,7 +337,8 @@ func TestWorldBackend_InspectLongName(t *testing.T) {
 
 // A request sending a header that names its session (X-Seahaven-Session,
 // Mcp-Session-Id) or its MCP version more than once is refused naming the
-// header, and nothing runs. The server acted on the first value, where a
+// header (on /mcp, in a JSON-RPC error naming the request's id), and
+// nothing runs. The server acted on the first value, where a
 // proxy routing on the header (HAProxy's req.hdr takes the last) may have
 // sent the request to another replica, and a client that sent two ids had
 // no way to tell which of its sessions a step ran on.
@@ -368,9 +369,9 @@ func TestServer_RepeatedSessionHeaders(t *testing.T) {
 		{"Reset", http.MethodPost, "/reset", `{}`, http.Header{openenv.SessionHeader: {"a", "c"}}, http.StatusUnprocessableEntity,
 			`Header X-Seahaven-Session is sent 2 times`},
 		{"MCP", http.MethodPost, "/mcp", call, http.Header{openenv.MCPSessionHeader: {sid, "other"}}, http.StatusBadRequest,
-			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: Header Mcp-Session-Id is sent 2 times: send it once"}}`},
+			`{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Invalid request: Header Mcp-Session-Id is sent 2 times: send it once"}}`},
 		{"MCPVersion", http.MethodPost, "/mcp", call, http.Header{openenv.MCPSessionHeader: {sid}, "Mcp-Protocol-Version": {"2025-03-26", "2025-11-25"}}, http.StatusBadRequest,
-			`Header MCP-Protocol-Version is sent 2 times: send it once`},
+			`{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Invalid request: Header MCP-Protocol-Version is sent 2 times: send it once"}}`},
 		{"MCPDelete", http.MethodDelete, "/mcp", ``, http.Header{openenv.MCPSessionHeader: {sid, "other"}}, http.StatusBadRequest,
 			`Header Mcp-Session-Id is sent 2 times: send it once`},
 	} {
