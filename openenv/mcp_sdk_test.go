@@ -384,6 +384,22 @@ func TestMCP_GoSDKBodyTooLarge(t *testing.T) {
 	}
 }
 
+// A Go SDK client whose session ended learns so: the 404 of an ended
+// Mcp-Session-Id carries an error naming no request id, which the client
+// (v1.8.0) reports as mcp.ErrSessionMissing. An error naming the request's
+// id, as MCP has most errors do, it would take for that call's refusal
+// alone, and go on with the ended session.
+func TestMCP_GoSDKSessionEnded(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{})
+	cs := sdkConnect(t, s, "")
+	if code, body, _ := do(t, s.ts, http.MethodDelete, "/mcp", "", map[string]string{openenv.MCPSessionHeader: cs.ID()}); code != http.StatusNoContent {
+		t.Fatalf("DELETE /mcp: %d %s", code, body)
+	}
+	if _, err := cs.ListTools(context.Background(), nil); !errors.Is(err, mcp.ErrSessionMissing) {
+		t.Errorf("tools/list on the ended session: %v, want mcp.ErrSessionMissing", err)
+	}
+}
+
 // sdkConnect connects the official Go SDK's client to the server's /mcp
 // with the URL's query q (none when empty).
 func sdkConnect(tb testing.TB, s *worldServer, q string) *mcp.ClientSession {
