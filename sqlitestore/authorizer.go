@@ -124,10 +124,9 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 		cn.ddlSeq++
 		cn.ddl, cn.tainted = true, true
 	case sqlite3.AUTH_FUNCTION:
-		// An ALTER TABLE that renames a table or column calls one of
-		// these, which only SQLite's own statements may, as it is
-		// prepared; one that adds or drops a column calls neither.
-		if strings.EqualFold(arg, "sqlite_rename_table") || strings.EqualFold(arg, "sqlite_rename_column") {
+		// As it is prepared, an ALTER TABLE calls one of these, which
+		// only SQLite's own statements may, unless it adds a column.
+		if renamingFuncs[strings.ToLower(arg)] {
 			cn.layout.noteRename(!cn.own)
 		}
 	case sqlite3.AUTH_ATTACH, sqlite3.AUTH_DETACH:
@@ -163,6 +162,13 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 	}
 	return sqlite3.AUTH_OK
 }
+
+// renamingFuncs are the functions SQLite's own statements call as an ALTER
+// TABLE that renames a table or column, or drops a column, is prepared.
+// A dropped column counts as a rename: a rollback undoing the drop and a
+// column added since looks, to the metadata, like a renamed column, and a
+// row first touched between them lacks the value brought back.
+var renamingFuncs = map[string]bool{"sqlite_rename_table": true, "sqlite_rename_column": true, "sqlite_drop_column": true}
 
 // readOnlyPragmas are the PRAGMAs whose argument names what to read, not a
 // setting; locking_mode is reset when a connection is parked.

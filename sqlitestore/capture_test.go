@@ -1517,12 +1517,13 @@ func TestCapture_RollbackThenRawCreate(t *testing.T) {
 	ctx := context.Background()
 	const schema = `CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT, b TEXT); INSERT INTO t VALUES (1, 'a', 'b');`
 	const (
-		created       = "insert c map[rowid:1] after=map[x:7]"
-		updated       = "update t map[id:1] before=map[a:a b:b id:1] after=map[a:a b:B id:1]"
-		renamed       = "sqlitestore: change capture cannot report the rows of table t: it was renamed to u while the capture ran"
-		renamedBack   = "sqlitestore: change capture cannot report the rows of table u: it was renamed to t while the capture ran"
-		columnRenamed = "sqlitestore: change capture cannot report the rows of table t: its column a was renamed to c while the capture ran"
-		rawDropped    = "sqlitestore: change capture cannot report the rows of table y: a DROP TABLE on the raw connection erased them unseen; drop tables through Exec or ExecScript"
+		created           = "insert c map[rowid:1] after=map[x:7]"
+		updated           = "update t map[id:1] before=map[a:a b:b id:1] after=map[a:a b:B id:1]"
+		renamed           = "sqlitestore: change capture cannot report the rows of table t: it was renamed to u while the capture ran"
+		renamedBack       = "sqlitestore: change capture cannot report the rows of table u: it was renamed to t while the capture ran"
+		columnRenamed     = "sqlitestore: change capture cannot report the rows of table t: its column a was renamed to c while the capture ran"
+		dropAddRolledBack = "sqlitestore: change capture cannot report the rows of table t: its column z was renamed to b while the capture ran"
+		rawDropped        = "sqlitestore: change capture cannot report the rows of table y: a DROP TABLE on the raw connection erased them unseen; drop tables through Exec or ExecScript"
 	)
 	// Steps run in order, after StartCapture: "conn" takes the raw
 	// connection, "begin" begins a frame (rolled back at the end unless
@@ -1571,8 +1572,8 @@ func TestCapture_RollbackThenRawCreate(t *testing.T) {
 			want:  lines(created),
 		},
 		{
-			name:  "RawColumnDroppedBefore",
-			steps: []string{"conn", "begin", `raw: ALTER TABLE t DROP COLUMN a`, `SAVEPOINT s`, `CREATE TABLE y (id INTEGER PRIMARY KEY, v TEXT)`, `INSERT INTO y VALUES (1, 'y')`, `raw: ROLLBACK TO s`, `raw: CREATE TABLE c AS SELECT 7 AS x`},
+			name:  "RawColumnAddedBefore",
+			steps: []string{"conn", "begin", `raw: ALTER TABLE t ADD COLUMN z TEXT`, `SAVEPOINT s`, `CREATE TABLE y (id INTEGER PRIMARY KEY, v TEXT)`, `INSERT INTO y VALUES (1, 'y')`, `raw: ROLLBACK TO s`, `raw: CREATE TABLE c AS SELECT 7 AS x`},
 			want:  lines(created),
 		},
 		{
@@ -1613,6 +1614,13 @@ func TestCapture_RollbackThenRawCreate(t *testing.T) {
 			name:    "RawRenamed",
 			steps:   []string{"conn", "begin", `UPDATE t SET b = 'B' WHERE id = 1`, `raw: ALTER TABLE t RENAME TO u`},
 			wantErr: renamed,
+		},
+		{
+			// The row's image lacks the value the rollback brings back
+			// to the dropped column.
+			name:    "DropAddRolledBack",
+			steps:   []string{"conn", "begin", `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `ALTER TABLE t ADD COLUMN z TEXT`, `UPDATE t SET b = 'B' WHERE id = 1`, `ROLLBACK TO s`, `UPDATE t SET b = 'C' WHERE id = 1`},
+			wantErr: dropAddRolledBack,
 		},
 		{
 			name:    "RenamedAfterColumnAdded",

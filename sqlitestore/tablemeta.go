@@ -257,7 +257,8 @@ func (s *Store) refreshMetaLocked(cn *conn) error {
 // and finishing, the capture being finished (nil when none is).
 //
 // Only an ALTER TABLE ... RENAME renames a table or column, as it runs or
-// as a rollback undoes it, and a rollback undoes only what ran in the
+// as a rollback undoes it (a rollback undoing a DROP COLUMN and an ADD
+// COLUMN looks like one), and a rollback undoes only what ran in the
 // transaction it ends: when none was noted since the transaction open at
 // the last load began (txnSeq then), and none was prepared on the raw
 // connection, whose statements may run long after they are prepared,
@@ -394,9 +395,9 @@ type layoutLog struct {
 	tables map[string]uint64 // by lower-cased table name: seq after a CREATE, DROP or ALTER of it
 	all    uint64            // seq after a change that may concern any table (a rollback)
 	// rename is seq after the last ALTER TABLE that renames a table or
-	// column (RENAME TO, RENAME COLUMN), the one statement that does;
-	// rawRename says one was prepared on the raw connection, whose user
-	// may step it at any later time.
+	// column (RENAME TO, RENAME COLUMN), the one statement that does, or
+	// drops a column (see renamingFuncs); rawRename says one was prepared
+	// on the raw connection, whose user may step it at any later time.
 	rename    uint64
 	rawRename bool
 }
@@ -410,8 +411,9 @@ func (l *layoutLog) noteTable(table string) {
 	l.tables[strings.ToLower(table)] = l.seq
 }
 
-// noteRename records an ALTER TABLE that renames a table or column, after
-// noteTable; raw says it was prepared on the raw connection.
+// noteRename records an ALTER TABLE that renames a table or column, or
+// drops a column, after noteTable; raw says it was prepared on the raw
+// connection.
 func (l *layoutLog) noteRename(raw bool) {
 	l.rename = l.seq
 	l.rawRename = l.rawRename || raw
