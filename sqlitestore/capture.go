@@ -295,7 +295,7 @@ func (s *Store) installHookLocked(cn *conn) {
 // it needs and runs no SQL.
 func (s *Store) onPreUpdate(cn *conn, d sqlite3.PreUpdateData) {
 	n := len(s.captures)
-	if n == 0 || d.Schema != "main" || hasPrefixFold(d.Table, "sqlite_") {
+	if n == 0 || d.Schema != "main" || hasPrefixFold(d.Table, "sqlite_") || d.Table == cn.erasing {
 		return
 	}
 	c := s.captures[n-1]

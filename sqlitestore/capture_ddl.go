@@ -28,7 +28,17 @@ import (
 // dropRowsLocked notes, for the running captures, the rows of the table a
 // DROP TABLE about to run erases, and reports whether the table a CREATE
 // TABLE names exists already (createdRowsLocked needs to know).
+//
+// With foreign keys on, a DROP TABLE of a parent table deletes its rows
+// first, one by one, and fails when that violates a child's immediate
+// constraint. The preupdate hook leaves those events out (cn.erasing): the
+// rows are noted already, and the statement ends with the table gone or
+// undone, which the captures then read back. Keyed as they come, while
+// the DROP's own prepare has the table's metadata due for a reload, a
+// failed DROP would fail the captures as if the table's columns had
+// changed.
 func (s *Store) dropRowsLocked(cn *conn, info stmtInfo) (existed bool, err error) {
+	cn.erasing = ""
 	if len(s.captures) == 0 || info.drop == "" && info.create == "" {
 		return false, nil
 	}
@@ -53,6 +63,9 @@ func (s *Store) dropRowsLocked(cn *conn, info stmtInfo) (existed bool, err error
 	err = cn.tableRows(name, func(m *tableMeta, key, img []any) {
 		s.recordLocked(m, event{oldKey: key, oldCol: func(cid int) any { return img[slices.Index(m.cids, cid)] }})
 	})
+	if err == nil {
+		cn.erasing = name
+	}
 	// The innermost capture has noted every row: to it, a table of the
 	// name created again is new. The outer ones have not.
 	for i, c := range s.captures {

@@ -369,6 +369,29 @@ func TestCapture_Cases(t *testing.T) {
 			want: "",
 		},
 		{
+			// With foreign keys on, a DROP TABLE deletes the rows of a
+			// parent table one by one, and fails when a child still
+			// refers to one: the table stays, with its rows and columns.
+			name: "DropTableRefusedByAForeignKey",
+			schema: `CREATE TABLE p (id INTEGER PRIMARY KEY, v TEXT);
+				CREATE TABLE c (id INTEGER PRIMARY KEY, pid INTEGER REFERENCES p (id));`,
+			setup: `INSERT INTO p VALUES (1, 'a'), (2, 'b'); INSERT INTO c VALUES (1, 1);`,
+			act: func(t *testing.T, s *sqlitestore.Store) {
+				ctx := context.Background()
+				MustExec(t, s, `UPDATE p SET v = 'B' WHERE id = 2`)
+				if _, err := s.Exec(ctx, `DROP TABLE p`); err == nil || !strings.Contains(err.Error(), "FOREIGN KEY constraint failed") {
+					t.Fatalf("DROP TABLE p: %v, want a FOREIGN KEY constraint failure", err)
+				}
+				if err := s.ExecScript(ctx, `UPDATE p SET v = 'A' WHERE id = 1; DROP TABLE p;`); err == nil || !strings.Contains(err.Error(), "FOREIGN KEY constraint failed") {
+					t.Fatalf("DROP TABLE p in a script: %v, want a FOREIGN KEY constraint failure", err)
+				}
+			},
+			want: lines(
+				"update p map[id:1] before=map[id:1 v:a] after=map[id:1 v:A]",
+				"update p map[id:2] before=map[id:2 v:b] after=map[id:2 v:B]",
+			),
+		},
+		{
 			name:   "DropAndCreateInAScript",
 			schema: `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);`,
 			setup:  `INSERT INTO t VALUES (1, 'a'), (2, 'b');`,

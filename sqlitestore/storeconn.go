@@ -46,7 +46,11 @@ func (s *Store) doLocked(ctx context.Context, open bool, fn func(cn *conn) error
 		}
 		old, own := cn.c.SetInterrupt(ctx), cn.own
 		cn.own = true
-		defer func() { cn.c.SetInterrupt(old); cn.own = own }()
+		defer func() {
+			cn.c.SetInterrupt(old)
+			cn.own = own
+			cn.erasing = "" // a DROP TABLE's erasing ends with the operation that ran it
+		}()
 		return formatError(ctx, fn(cn))
 	})
 	if err != nil {
