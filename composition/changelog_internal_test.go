@@ -8,6 +8,23 @@ import (
 	"github.com/seahaven/seahaven/sqlitestore"
 )
 
+// TestChangeLog_BoundDropsOnlyPastIt: a log whose records add up to its
+// bound exactly keeps them all; one more record drops the oldest.
+func TestChangeLog_BoundDropsOnlyPastIt(t *testing.T) {
+	r := logRecord{call: 1, tool: "t", world: "main", row: sqlitestore.RowChange{Table: "t", Op: "insert",
+		KeyNames: []string{"id"}, KeyValues: []any{int64(1)}, Names: []string{"id", "body"}, After: []any{int64(1), "text"}}}
+	l := changeLog{max: 2 * r.size()}
+	l.add(r)
+	l.add(r)
+	if l.dropped != 0 || l.n != 2 {
+		t.Fatalf("at its bound: %d kept, %d dropped; want 2 kept", l.n, l.dropped)
+	}
+	l.add(r)
+	if l.dropped != 1 || l.n != 2 {
+		t.Fatalf("past its bound: %d kept, %d dropped; want 2 kept, 1 dropped", l.n, l.dropped)
+	}
+}
+
 // TestPackedRecord_RoundTrip packs records holding every kind of value a
 // capture returns and checks that unpacking gives them back exactly, with
 // nil images kept nil and blobs copied.

@@ -190,12 +190,25 @@ func TestCreate_Refusals(t *testing.T) {
 	t.Run("ScopeChanged", func(t *testing.T) {
 		tr := newTree(t)
 		tr.freeze(t, "acme", 1)
+		// Every added node moves to "eu": the shop's payments is still the
+		// company's, so only the scopes differ.
 		moved := env.NewWorld(env.WorldSpec{Name: "company", Version: "0.1.0", FixturesDir: tr.dir,
 			Schema: "CREATE TABLE staff (id TEXT PRIMARY KEY) STRICT;"})
 		moved.AddWorld(tr.payments, env.ToolPrefix("pay_"), env.Store("eu"))
-		moved.AddWorld(tr.shop, env.ToolPrefix("shop_"))
+		moved.AddWorld(tr.shop, env.ToolPrefix("shop_"), env.Store("eu"))
 		_, err := composition.Open(ctx, moved, composition.Options{Fixture: "acme"})
 		wantRefusal(t, err, "shape changed: node payments", `scope null`, `scope "eu"`)
+	})
+	t.Run("OtherWorld", func(t *testing.T) {
+		tr := newTree(t)
+		tr.freeze(t, "acme", 1)
+		// Another root with the same tree, pointed at company's fixtures.
+		rival := env.NewWorld(env.WorldSpec{Name: "rival", Version: "0.1.0", FixturesDir: tr.dir,
+			Schema: "CREATE TABLE staff (id TEXT PRIMARY KEY) STRICT;"})
+		rival.AddWorld(tr.payments, env.ToolPrefix("pay_"))
+		rival.AddWorld(tr.shop, env.ToolPrefix("shop_"))
+		_, err := composition.Open(ctx, rival, composition.Options{Fixture: "acme"})
+		wantRefusal(t, err, `fixture "acme" does not match rival's composition: the fixture is of world company, not rival; `)
 	})
 	t.Run("SchemaDrifted", func(t *testing.T) {
 		tr := newTree(t)

@@ -130,6 +130,9 @@ func TestInstance_IDStreamsSaltedByPath(t *testing.T) {
 	if env.NewIDs(42, "main").UUID() != a[1] {
 		t.Fatal("the root's stream is not the seed untouched")
 	}
+	if env.NewIDs(42, "led").UUID() != a[0] || a[0] == a[1] {
+		t.Fatalf("node led drew %v, the root %v: a node's stream is not its own, salted with its path", a[0], a[1])
+	}
 }
 
 func TestInstance_Clock(t *testing.T) {
@@ -212,6 +215,7 @@ func TestMiddleware_RouteChains(t *testing.T) {
 		w.Use(layer(w.Name()))
 		env.OnStartupMap(w, nil, func(c *env.Ctx, _ map[string]any) error { c.State["who"] = w.Name(); return nil })
 	}
+	top.Use(layer("top2")) // a world's own layers run in registration order, outermost first
 	ping := env.Tool(leaf, "ping", "Ping.", func(c *env.Ctx, _ noArgs) (string, error) {
 		trace = append(trace, "tool:"+c.State["who"].(string))
 		return "pong", nil
@@ -225,7 +229,7 @@ func TestMiddleware_RouteChains(t *testing.T) {
 	inst := compositiontest.Open(t, top, composition.Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 
 	compositiontest.Call(t, inst, "m_l_ping", `{}`)
-	want := []string{"top:top:mid/leaf", "mid:mid:mid/leaf", "leaf:leaf:mid/leaf", "tool:leaf"}
+	want := []string{"top:top:mid/leaf", "top2:top:mid/leaf", "mid:mid:mid/leaf", "leaf:leaf:mid/leaf", "tool:leaf"}
 	if !slices.Equal(trace, want) {
 		t.Fatalf("agent call trace %v, want %v", trace, want)
 	}
@@ -233,7 +237,7 @@ func TestMiddleware_RouteChains(t *testing.T) {
 	compositiontest.Call(t, inst, "host", `{}`)
 	// The host's chain wraps the host tool; the handle call runs only the
 	// owning world's chain.
-	want = []string{"top:top:main", "leaf:leaf:mid/leaf", "tool:leaf"}
+	want = []string{"top:top:main", "top2:top:main", "leaf:leaf:mid/leaf", "tool:leaf"}
 	if !slices.Equal(trace, want) {
 		t.Fatalf("handle call trace %v, want %v", trace, want)
 	}
@@ -417,6 +421,44 @@ func TestStartup_Rules(t *testing.T) {
 	}
 }
 
+func TestStartup_BoundKeywordIsNotTheCallers(t *testing.T) {
+	// A keyword bound on a node never reaches that node's hook from the
+	// caller, so a broadcast value the hook would refuse refuses nothing.
+	pay := env.NewWorld(env.WorldSpec{Name: "sbpay", Version: "1", Schema: "CREATE TABLE c (x INTEGER) STRICT;"})
+	type K struct {
+		Region string `json:"region,omitempty"`
+	}
+	env.OnStartup(pay, func(c *env.Ctx, k K) error { c.State["region"] = k.Region; return nil })
+	host := env.NewWorld(env.WorldSpec{Name: "sbhost", Version: "1", Schema: "CREATE TABLE h (x INTEGER) STRICT;"})
+	host.AddWorld(pay, env.Name("pay"), env.Startup(map[string]any{"region": "eu"}))
+	env.Tool(host, "region", "The payments account's region.", func(c *env.Ctx, _ noArgs) (any, error) {
+		return c.Worlds.Get("pay").State()["region"], nil
+	})
+	inst := compositiontest.Open(t, host, composition.Options{Startup: map[string]any{"region": 5}})
+	if got := compositiontest.Call(t, inst, "region", `{}`); got != "eu" {
+		t.Fatalf("region %v, want the bound eu", got)
+	}
+}
+
+func TestInstance_CompositionIsTheCallers(t *testing.T) {
+	p, shop, host := newWorld("cc_p"), newWorld("cc_shop"), newWorld("cc_host")
+	shop.AddWorld(p)
+	host.AddWorld(p)
+	host.AddWorld(shop)
+	inst := compositiontest.Open(t, host, composition.Options{})
+	got := inst.Composition()
+	if got[1].Path != "cc_p" || !slices.Equal(got[1].Aliases, []string{"cc_shop/cc_p"}) {
+		t.Fatalf("composition %+v", got)
+	}
+	got[1].Aliases[0] = "changed by the caller"
+	if again := inst.Composition(); again[1].Aliases[0] != "cc_shop/cc_p" {
+		t.Fatalf("the caller's change reached the instance: aliases %v", again[1].Aliases)
+	}
+	if doc := inst.State(); doc.Composition["cc_p"].Aliases[0] != "cc_shop/cc_p" {
+		t.Fatalf("the caller's change reached the state document: %v", doc.Composition["cc_p"].Aliases)
+	}
+}
+
 func TestInstance_FilesAndRootAccessors(t *testing.T) {
 	tax := newWorld("tax")
 	pay := newWorld("pay")
@@ -486,6 +528,16 @@ CREATE TABLE c (id INTEGER PRIMARY KEY, p INTEGER REFERENCES p(id) DEFERRABLE IN
 	}
 	if count("SELECT count(*) AS n FROM h") != 0 {
 		t.Fatal("the root committed before a failing node")
+	}
+	// The failing node rolled back too, and takes the next block afresh.
+	if err := inst.Bulk(ctx, func(c *env.Ctx) error {
+		_, err := c.Worlds.Get("bchild").DB().Exec("INSERT INTO p VALUES (3)")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if count("SELECT count(*) AS n FROM bchild.c") != 0 || count("SELECT count(*) AS n FROM bchild.p") != 1 {
+		t.Fatal("the failing node kept its block's rows")
 	}
 }
 
@@ -694,6 +746,14 @@ func TestHandles_CallMessages(t *testing.T) {
 	host.AddWorld(other, env.Name("other"), env.ToolAllowList())
 	host.AddWorld(led, env.Name("solo"), env.Store("solo"), env.ToolPrefix("solo_"), env.ToolAllowList("add"))
 	host.AddWorld(led, env.Name("duo"), env.Store("duo"), env.ToolPrefix("duo_"), env.ToolAllowList("add"))
+	// A subtree reaching one account by two routes: shop/a, as shared/led
+	// and shared/inner/led, both aliases.
+	inner := env.NewWorld(env.WorldSpec{Name: "hm_inner", Version: "1", Schema: "CREATE TABLE i (x INTEGER) STRICT;"})
+	inner.AddWorld(led, env.Name("led"))
+	shared := env.NewWorld(env.WorldSpec{Name: "hm_shared", Version: "1", Schema: "CREATE TABLE s (x INTEGER) STRICT;"})
+	shared.AddWorld(led, env.Name("led"))
+	shared.AddWorld(inner, env.Name("inner"), env.ToolAllowList())
+	host.AddWorld(shared, env.Name("shared"), env.ToolAllowList())
 	type which struct {
 		Case string `json:"case"`
 	}
@@ -708,6 +768,8 @@ func TestHandles_CallMessages(t *testing.T) {
 			return env.Call(c.Context(), shop, ledAdd, amountArgs{1})
 		case "once":
 			return env.Call(c.Context(), shop.Worlds().Get("b"), ledAdd, amountArgs{1})
+		case "shared":
+			return env.Call(c.Context(), c.Worlds.Get("shared"), ledAdd, amountArgs{1})
 		}
 		return nil, nil
 	})
@@ -727,6 +789,9 @@ func TestHandles_CallMessages(t *testing.T) {
 	}
 	if _, err := inst.CallJSON(context.Background(), "try", []byte(`{"case":"once"}`)); err != nil {
 		t.Fatalf("a typed call through the handle of one account: %v", err)
+	}
+	if _, err := inst.CallJSON(context.Background(), "try", []byte(`{"case":"shared"}`)); err != nil {
+		t.Fatalf("a typed call through a handle whose subtree reaches one account twice: %v", err)
 	}
 	// At the instance, a tool of four accounts, two of them on the surface,
 	// names all four.

@@ -101,6 +101,20 @@ func TestInstance_Reseal(t *testing.T) {
 			t.Fatalf("new instance has %d nodes", n)
 		}
 	})
+	t.Run("AliasAddedIsAWorldBug", func(t *testing.T) {
+		host, mid, p := newWorld("ra_host"), newWorld("ra_mid"), newWorld("ra_p")
+		addTool(host, "own")
+		host.AddWorld(p)
+		host.AddWorld(mid)
+		inst := compositiontest.Open(t, host, composition.Options{})
+		// The same nodes, and one of them reached by a second route.
+		mid.AddWorld(p)
+		_, err := inst.CallJSON(ctx, "own", []byte(`{}`))
+		var bug *env.WorldBug
+		if !errors.As(err, &bug) || !strings.Contains(bug.Message, "shape changed: node ra_p was world ra_p, scope null, aliases [] and is now world ra_p, scope null, aliases [ra_mid/ra_p]") {
+			t.Fatalf("err = %v", err)
+		}
+	})
 }
 
 // slowTree is a host whose tool "wait" signals entered and waits for
@@ -204,6 +218,40 @@ func TestHandle_Stale(t *testing.T) {
 			})
 		_, err = inst.CallJSON(ctx, "borrow_here", nil)
 		wantStale(t, "borrow_here", err)
+	})
+	t.Run("KeptPastItsCall", func(t *testing.T) {
+		// Every member of a handle kept past its call, and the call's own
+		// context, fail alike.
+		child, add := ledger("hs_kept_child")
+		host := newWorld("hs_kept_host")
+		host.AddWorld(child, env.Name("led"), env.ToolAllowList())
+		addTool(host, "own")
+		var kept *env.Handle
+		var keptCtx context.Context
+		env.Tool(host, "keep", "Keep the call's handle and context past the call.",
+			func(c *env.Ctx, _ noArgs) (string, error) {
+				kept, keptCtx = c.Worlds.Get("led"), c.Context()
+				return "kept", nil
+			})
+		inst := compositiontest.Open(t, host, composition.Options{})
+		compositiontest.Call(t, inst, "keep", `{}`)
+		for _, tt := range []struct {
+			name string       // the use
+			use  func() error // makes it
+		}{
+			{"Call", func() error { _, err := kept.Call("add", amountArgs{1}); return err }},
+			{"CallDef", func() error { _, err := env.Call(ctx, kept, add, amountArgs{1}); return err }},
+			{"DB", func() error { _, err := kept.DB().Rows("SELECT * FROM entries"); return err }},
+			{"State", func() (err error) {
+				defer func() { err, _ = recover().(error) }()
+				kept.State()
+				return nil
+			}},
+			{"Worlds", func() error { _, err := kept.Worlds().Get("any").DB().Rows("SELECT 1"); return err }},
+			{"TheCallsContext", func() error { _, err := inst.CallJSON(keptCtx, "own", []byte(`{}`)); return err }},
+		} {
+			t.Run(tt.name, func(t *testing.T) { wantStale(t, tt.name, tt.use()) })
+		}
 	})
 	t.Run("BlockHandleWhileTheBlockCalls", func(t *testing.T) {
 		st := newSlowTree("hs_bulk")

@@ -171,6 +171,27 @@ func TestSeal_ChecksAtTheSeal(t *testing.T) {
 	}
 }
 
+func TestSeal_StartupKeyBoundAlikeTwice(t *testing.T) {
+	// Only two values for one key on one node fail the seal: two routes
+	// binding the same value agree.
+	h, a, b, p := newWorld("host"), newWorld("a"), newWorld("b"), newWorld("p")
+	type K struct {
+		Region string `json:"region,omitempty"`
+	}
+	env.OnStartup(p, func(c *env.Ctx, k K) error { return nil })
+	a.AddWorld(p, env.Startup(map[string]any{"region": "eu"}))
+	b.AddWorld(p, env.Startup(map[string]any{"region": "eu"}))
+	h.AddWorld(a)
+	h.AddWorld(b)
+	s, err := composition.Seal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.Node("a/p"); n.Bound["region"] != "eu" || !slices.Equal(n.Aliases, []string{"b/p"}) {
+		t.Fatalf("node a/p bound %v, aliases %v", n.Bound, n.Aliases)
+	}
+}
+
 func TestSeal_Surface(t *testing.T) {
 	// The spec's subtree rule: filter, then prefix, per subtree: a_b_deep.
 	root, a, b := newWorld("root"), newWorld("a"), newWorld("b")
@@ -190,6 +211,18 @@ func TestSeal_Surface(t *testing.T) {
 	}
 	if want := []string{"own", "a_b_deep"}; !slices.Equal(names, want) {
 		t.Fatalf("surface %v, want %v", names, want)
+	}
+	// What a contributes on its own: the block list alone keeps hidden off.
+	sa, err := composition.Seal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names = nil
+	for _, ti := range sa.Tools() {
+		names = append(names, ti.Name)
+	}
+	if want := []string{"mid", "b_deep"}; !slices.Equal(names, want) {
+		t.Fatalf("a's surface %v, want %v", names, want)
 	}
 	r, _ := s.Lookup("a_b_deep")
 	if r.Owner.Path != "a/b" || len(r.Path) != 3 {
