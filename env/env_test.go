@@ -261,3 +261,36 @@ func TestWorld_Tree(t *testing.T) {
 		break
 	}
 }
+
+func TestIsReserved(t *testing.T) {
+	tests := []struct {
+		name string // candidate
+		ok   bool   // reserved
+	}{
+		{"reset", true},
+		{"step", true},
+		{"state", true},
+		{"close", true},
+		{env.ControlTool, true},
+		{"closed", false},
+		{"Reset", false},
+		{"pay_close", false},
+	}
+	for _, tt := range tests {
+		if got := env.IsReserved(tt.name); got != tt.ok {
+			t.Errorf("IsReserved(%q) = %v, want %v", tt.name, got, tt.ok)
+		}
+	}
+}
+
+// The root's stream is the instance seed untouched, so a world that adds
+// no others draws the ids it always drew; a node's is salted with its path.
+func ExampleNewIDs() {
+	fmt.Println(env.NewIDs(7, "main").UUID())
+	fmt.Println(env.NewIDs(7, "").UUID())
+	fmt.Println(env.NewIDs(7, "payments").UUID())
+	// Output:
+	// 6cd6ee76-a303-4182-ae08-08d724f9fe42
+	// 6cd6ee76-a303-4182-ae08-08d724f9fe42
+	// b9dcccf6-55be-4561-8a61-40f1609a6446
+}
