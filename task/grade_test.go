@@ -61,6 +61,7 @@ func TestGrade_Checks(t *testing.T) {
 		{"Truthy", env.Check{SQL: "SELECT count(*) > 0 FROM entries"}, true, "expected a true value, found 1"},
 		{"TruthyText", env.Check{SQL: "SELECT '2 entries'"}, true, `expected a true value, found "2 entries"`},
 		{"FalsyText", env.Check{SQL: "SELECT 'abc'"}, false, `expected a true value, found "abc"`},
+		{"FalsyZeroText", env.Check{SQL: "SELECT '0.0 entries'"}, false, `expected a true value, found "0.0 entries"`},
 		{"FalsyNull", env.Check{SQL: "SELECT NULL"}, false, "expected a true value, found NULL"},
 		{"FalsyBlob", env.Check{SQL: "SELECT x'00'"}, false, "expected a true value, found x'00'"},
 		{"NoRow", env.Check{SQL: "SELECT 1 WHERE 0", Equals: 1}, false, "expected 1, found no row"},
@@ -92,6 +93,25 @@ func TestGrade_Checks(t *testing.T) {
 				t.Fatalf("done %v, want %v", res.Done, tt.passed)
 			}
 		})
+	}
+}
+
+func TestGrade_DetailNamesFiveRecords(t *testing.T) {
+	// A failing change-log check names at most five of the records it
+	// found, and counts the rest.
+	tk := env.Task{ID: "t", Instruction: "Add an entry.", Checks: []env.Check{{OnlyChanged: []string{"main.entries"}}}}
+	ep := mustOpen(t, newLedger("ledger_detail_five"), tk, composition.Options{})
+	for range 6 {
+		mustCall(t, ep, "note", `{"body": "n"}`)
+	}
+	res, err := task.Grade(context.Background(), ep.Instance(), tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `expected changes only to main.entries; found 6 other changes: main.notes:insert {"id":1}, main.notes:insert {"id":2}, ` +
+		`main.notes:insert {"id":3}, main.notes:insert {"id":4}, main.notes:insert {"id":5}, and 1 more`
+	if got := res.Checks[0].Detail; got != want {
+		t.Fatalf("detail %q\nwant   %q", got, want)
 	}
 }
 
