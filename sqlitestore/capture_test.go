@@ -1176,6 +1176,26 @@ func TestCapture_Rename(t *testing.T) {
 			t.Errorf("changes:\n%s\nwant:\n%s", got, want)
 		}
 	})
+	t.Run("DroppedTableBroughtBackAfterAnAddColumn", func(t *testing.T) {
+		// The rollback brings t back over the root page of c, created
+		// since and gone with it; an ADD COLUMN renames nothing, so t is
+		// not c renamed.
+		s := MustCreate(t, schema+`CREATE TABLE u (id INTEGER PRIMARY KEY);`, sqlitestore.Options{})
+		got := capture(t, s, func(t *testing.T, s *sqlitestore.Store) {
+			f, err := s.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			execAll(`SAVEPOINT s`, `DROP TABLE t`, `ALTER TABLE u ADD COLUMN x TEXT`, `CREATE TABLE c AS SELECT 1 AS k`,
+				`ROLLBACK TO s`, `UPDATE t SET b = 'B' WHERE id = 1`)(t, s)
+			if err := f.Commit(); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if want := lines("update t map[id:1] before=map[a:a b:b id:1] after=map[a:a b:B id:1]"); got != want {
+			t.Errorf("changes:\n%s\nwant:\n%s", got, want)
+		}
+	})
 }
 
 // TestCapture_RawSchemaChanges changes rows and the schema through the raw
