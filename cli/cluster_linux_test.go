@@ -513,7 +513,12 @@ func TestCluster(t *testing.T) {
 		recovered++
 	}
 	t.Logf("SIGKILL of r3: out of rotation after %s; %d sessions restored from their newest checkpoints", failover.Round(time.Millisecond), recovered)
-	if failover > 5*time.Second {
+	// haproxy.cfg has a replica that does not connect leave within about
+	// 3s (two checks a second apart, each given timeout connect), and no
+	// replica, not even one that connects and never answers, stay past
+	// about 8s; a loaded machine runs the checks late, by less than the
+	// difference.
+	if failover > 8*time.Second {
 		t.Errorf("HAProxy routed to the killed replica for %s", failover)
 	}
 	// HAProxy lets go of the killed replica's tunnels once their clients
