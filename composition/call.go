@@ -136,7 +136,11 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 	}
 	defer i.unlock()
 	var infra error
-	records, streams := i.changes.made(), i.markStreams()
+	records, streams, written := i.changes.made(), i.markStreams(), i.written()
+	// changed reports whether the call committed work: rows the change
+	// log records, or work it does not (a row of an untracked table, a
+	// table created), which the stores' written pages tell.
+	changed := func() bool { return i.changes.made() != records || i.written() != written }
 	err = i.activate(ctx, name, kindCall, func(a *activation) error {
 		a.own = def.Name
 		err := run(a, nil)
@@ -152,7 +156,7 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 		// (NoStep), so no layer above compares counts again.
 		if ie := Fault(cmp.Or(infra, err), "the call could not complete"); ie != nil {
 			fail := *ie
-			fail.NoStep = i.changes.made() == records
+			fail.NoStep = !changed()
 			if fail.NoStep {
 				i.takeBack(streams)
 			} else {
@@ -161,8 +165,7 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 			return nil, &fail
 		}
 	}
-	unchanged := i.changes.made() == records
-	if ctxEnded(ctx, err) && !deadline(ctx) && unchanged {
+	if ctxEnded(ctx, err) && !deadline(ctx) && !changed() {
 		// Cancelled by its caller, who is gone, before it changed
 		// anything: no step, as for a host failure that changed nothing.
 		i.takeBack(streams)
@@ -177,7 +180,7 @@ func (i *Instance) callRoute(ctx context.Context, name string, route *Route, def
 		// and SQL random values it drew: the calls after it run as after
 		// the same call cut off before it began, which is how a replay
 		// makes it.
-		if unchanged {
+		if !changed() {
 			i.restoreStreams(streams)
 		} else {
 			past = MsgTimedOutKept
@@ -203,6 +206,16 @@ const (
 	// (env.ErrNoStep), one that had committed part of its work keeps it.
 	MsgCancelled = "the call was cancelled and rolled back"
 )
+
+// written returns how many pages the nodes' stores have written to their
+// files (sqlitestore.Store.Written). The instance's lock must be held.
+func (i *Instance) written() int64 {
+	var n int64
+	for _, ns := range i.nodes {
+		n += ns.store.Written()
+	}
+	return n
+}
 
 // streams is where each node's id stream and SQL random stream stand.
 type streams [][2][]byte

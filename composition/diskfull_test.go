@@ -80,6 +80,42 @@ var _ = env.Tool(fillerWorld, "fill", "Insert rows of random bytes, all in this 
 		return in.Rows, nil
 	})
 
+// TestDiskFull_DirectWrite runs out of disk space in a statement a host
+// runs directly on an added world's store: the statement rolls back, and
+// the call, which changed nothing, is no step.
+func TestDiskFull_DirectWrite(t *testing.T) {
+	ctx := context.Background()
+	host := env.NewWorld(env.WorldSpec{Name: "directfiller", Version: "1.0.0", Schema: "CREATE TABLE h (x TEXT) STRICT;"})
+	host.AddWorld(fillerWorld, env.Name("filler"), env.ToolAllowList())
+	env.Tool(host, "fill_directly", "Insert rows of random bytes into the filler's store, in one statement.", func(c *env.Ctx, in FillArgs) (int, error) {
+		_, err := c.Worlds.Get("filler").DB().Exec("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?) INSERT INTO blobs (data) SELECT randomblob(?) FROM n", in.Rows, in.Size)
+		return in.Rows, err
+	})
+	dir := testfs.MountTmpfs(t, "512k")
+	inst, err := composition.Open(ctx, host, composition.Options{Dir: dir, ClockMode: env.ClockStep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inst.Close() })
+	// 64 rows of 16 KiB: twice the file system, in one statement.
+	_, err = inst.CallJSON(ctx, "fill_directly", []byte(`{"rows":64,"size":16384}`))
+	if ie := mustInfra(t, err, dir, env.FaultDiskFull, env.FaultStorage); !ie.NoStep {
+		t.Errorf("NoStep is false for a call that changed nothing")
+	}
+	if st := inst.State(); st.StepCount != 0 || len(st.ChangeLog) != 0 {
+		t.Errorf("after the failed call: step %d, change log %v; want no step and no change", st.StepCount, st.ChangeLog)
+	}
+	if n := inspectInt(t, inst, "SELECT count(*) FROM filler.blobs"); n != 0 {
+		t.Errorf("%d rows after the failed call, want none", n)
+	}
+	if _, err := inst.CallJSON(ctx, "fill_directly", []byte(`{"rows":1,"size":100}`)); err != nil {
+		t.Fatalf("a small call after the failure: %v", err)
+	}
+	if st := inst.State(); st.StepCount != 1 || len(st.ChangeLog) != 1 || st.ChangeLog[0].Call != 1 {
+		t.Errorf("after the small call: step %d, change log %v; want its record as call 1", st.StepCount, st.ChangeLog)
+	}
+}
+
 // TestDiskFull_Call runs out of disk space in the middle of calls on an
 // instance whose directory is a small tmpfs. The call that fills the disk
 // fails with an error that says so, nothing of it is committed, every store

@@ -450,3 +450,80 @@ func TestCallJSON_TimeoutLeavesNoDraws(t *testing.T) {
 		t.Errorf("change log %+v, want the nested call's entry", log)
 	}
 }
+
+// TestCallJSON_EndedAfterUnloggedCommit: a call its deadline, its caller
+// or a failure of the host ends after a nested call committed work the
+// change log does not record (a row of an untracked table, a table
+// created) changed something all the same: it is a step, a timeout says
+// that part of its work stays, and it keeps the ids it drew, so the next
+// call draws new ones.
+func TestCallJSON_EndedAfterUnloggedCommit(t *testing.T) {
+	child := env.NewWorld(env.WorldSpec{Name: "unlogged", Version: "1.0.0", UntrackedTables: []string{"audit"},
+		Schema: "CREATE TABLE audit (id TEXT PRIMARY KEY) STRICT;"})
+	env.Tool(child, "audit", "Write an audit row under a new id.", func(c *env.Ctx, _ noArgs) (string, error) {
+		id := c.IDs.UUID()
+		_, err := c.DB.Exec("INSERT INTO audit VALUES (?)", id)
+		return id, err
+	})
+	env.Tool(child, "create", "Create a table, under a new id.", func(c *env.Ctx, _ noArgs) (string, error) {
+		id := c.IDs.UUID()
+		_, err := c.DB.Exec(`CREATE TABLE "` + id + `" (x TEXT PRIMARY KEY) STRICT`)
+		return id, err
+	})
+	host := env.NewWorld(env.WorldSpec{Name: "unloggedhost", Version: "1.0.0", Schema: "CREATE TABLE h (x TEXT) STRICT;"})
+	host.AddWorld(child, env.Name("led"), env.ToolAllowList())
+	started := make(chan struct{}, 1)
+	full := &os.PathError{Op: "write", Path: "/x/state.sqlite", Err: syscall.ENOSPC}
+	env.Tool(host, "nested_then", "Call a tool of the child, then wait for the call's end, or fail on the host.", func(c *env.Ctx, in struct {
+		Tool string `json:"tool"`
+		Then string `json:"then,omitempty"`
+	}) (string, error) {
+		if _, err := c.Worlds.Get("led").Call(in.Tool, noArgs{}); err != nil {
+			return "", err
+		}
+		switch in.Then {
+		case "wait":
+			started <- struct{}{}
+			<-c.Context().Done()
+			return "", c.Context().Err()
+		case "fail":
+			return "", full
+		}
+		return in.Tool, nil
+	})
+	for _, tool := range []string{"audit", "create"} {
+		for _, end := range []string{"deadline", "caller", "host"} {
+			t.Run(tool+"/"+end, func(t *testing.T) {
+				inst := compositiontest.Open(t, host, composition.Options{ClockMode: env.ClockStep})
+				ctx, cancel := context.WithCancelCause(context.Background())
+				defer cancel(nil)
+				then := "wait"
+				switch end {
+				case "deadline":
+					go func() { <-started; cancel(context.DeadlineExceeded) }()
+				case "caller":
+					go func() { <-started; cancel(context.Canceled) }()
+				case "host":
+					then = "fail"
+				}
+				_, err := inst.CallJSON(ctx, "nested_then", []byte(`{"tool": "`+tool+`", "then": "`+then+`"}`))
+				if end == "host" {
+					if ie := mustInfra(t, err, "/x", env.FaultDiskFull); ie.NoStep {
+						t.Errorf("NoStep is true for a call whose nested call committed")
+					}
+				} else if te, ok := env.AsToolError(err); !ok || errors.Is(err, env.ErrNoStep) {
+					t.Fatalf("err = %v, want a tool error that is a step", err)
+				} else if end == "deadline" && te.Message != composition.MsgTimedOutKept {
+					t.Fatalf("err = %v, want a timeout saying %q", err, composition.MsgTimedOutKept)
+				}
+				if st := inst.State(); st.StepCount != 1 {
+					t.Errorf("step %d after the call, want 1", st.StepCount)
+				}
+				// The id the committed work holds is not drawn again.
+				if _, err := inst.CallJSON(context.Background(), "nested_then", []byte(`{"tool": "`+tool+`"}`)); err != nil {
+					t.Errorf("the next call: %v", err)
+				}
+			})
+		}
+	}
+}

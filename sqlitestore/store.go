@@ -145,7 +145,7 @@ type Store struct {
 	pool      *Pool
 	pins      atomic.Int32
 
-	mu       sync.Mutex // guards cn, closed, data, rng, frames, captures, undo and meta
+	mu       sync.Mutex // guards cn, closed, data, rng, frames, captures, undo, written and meta
 	cn       *conn      // nil while released
 	closed   bool
 	data     []byte // the file's content while it is not written yet (Options.Data)
@@ -153,6 +153,7 @@ type Store struct {
 	frames   []*Frame
 	captures []*Capture
 	undo     uint64 // moves whenever rows may have changed without a preupdate event
+	written  int64  // pages written by the connections closed so far and harvested from the open one (see Written)
 	// meta and metaVersion keep the capture metadata of the last connection
 	// and the schema cookie it was loaded at, so a reopened connection skips
 	// reloading it while the schema is unchanged.
@@ -381,7 +382,14 @@ func statement[T any](s *Store, ctx context.Context, sql string, run func(*conn)
 		if err != nil {
 			return err
 		}
+		auto := cn.c.GetAutocommit()
+		if auto {
+			s.harvestWritesLocked()
+		}
 		if out, err = run(cn); err != nil {
+			if auto && cn.c.GetAutocommit() {
+				s.dropWritesLocked() // the statement's own transaction rolled back
+			}
 			return err
 		}
 		return s.afterLocked(cn, info, existed)
@@ -454,11 +462,47 @@ func (s *Store) CommitUnowned() (bool, error) {
 		open = true
 		_, err := cn.exec("COMMIT", nil)
 		if err != nil {
+			s.dropWritesLocked()
 			cn.rollbackOpen()
 		}
+		s.harvestWritesLocked()
 		return err
 	})
 	return open, err
+}
+
+// Written returns how many pages the store's connections have written to
+// its file: a number that moves when a transaction that changed the file
+// commits (a statement that autocommits, a raw connection's included),
+// whatever it wrote (a tracked table or not, rows or the schema), and that
+// a transaction rolled back, a commit that failed, a statement of Exec or
+// Query that failed and a read leave as they were. (A transaction larger
+// than the page cache writes pages before it ends, and one that wrote rows
+// back as they were writes their pages: such ones move it too.)
+func (s *Store) Written() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.harvestWritesLocked()
+	return s.written
+}
+
+// harvestWritesLocked adds the pages the open connection has written since
+// the last harvest to s.written, unless a transaction is open: its pages
+// count once it commits, and not when it rolls back (dropWritesLocked).
+func (s *Store) harvestWritesLocked() {
+	if s.cn != nil && s.cn.c.GetAutocommit() {
+		n, _, _ := s.cn.c.Status(sqlite3.DBSTATUS_CACHE_WRITE, true)
+		s.written += n
+	}
+}
+
+// dropWritesLocked forgets the pages the open connection has written since
+// the last harvest: those of a transaction rolled back, or whose commit
+// failed.
+func (s *Store) dropWritesLocked() {
+	if s.cn != nil {
+		s.cn.c.Status(sqlite3.DBSTATUS_CACHE_WRITE, true)
+	}
 }
 
 // IsOpen reports whether the store currently holds an open connection.

@@ -85,6 +85,7 @@ func (s *Store) connLocked(ctx context.Context) (*conn, error) {
 			return nil, err
 		}
 	}
+	cn.c.Status(sqlite3.DBSTATUS_CACHE_WRITE, true) // what it wrote for another store, or in its setup, is not this store's
 	cn.undo = &s.undo
 	cn.rawDrop, cn.rawCreate, cn.rawSavepoint = s.rawDropLocked, s.rawCreateLocked, s.rawSavepointLocked
 	if len(s.captures) > 0 {
@@ -208,6 +209,7 @@ func (s *Store) closeConnLocked() error {
 	if s.cn == nil {
 		return nil
 	}
+	s.harvestWritesLocked()
 	cn := s.cn
 	s.cn = nil
 	s.undo++

@@ -45,6 +45,7 @@ func (s *Store) Begin(ctx context.Context) (*Frame, error) {
 		fr := &Frame{s: s, ddlSeq: cn.ddlSeq, rollbacks: cn.rollbacks}
 		sql := "BEGIN IMMEDIATE"
 		if cn.c.GetAutocommit() {
+			s.harvestWritesLocked() // what autocommitted before it stays
 			if err := s.lockModeLocked(cn); err != nil {
 				return err
 			}
@@ -248,6 +249,7 @@ func (s *Store) endLostLocked(cn *conn, f *Frame) bool {
 	if len(s.frames) == 0 && cn != nil {
 		cn.rollbackOpen()
 	}
+	s.dropWritesLocked() // the transaction's pages were rolled back
 	switch {
 	case cn == nil:
 		// The metadata kept from the closed connection may have been
@@ -299,10 +301,13 @@ func (f *Frame) Commit() error {
 		if _, err := cn.exec(sql, nil); err != nil {
 			if f.name != "" {
 				err = s.loseLocked(cn, err)
+			} else {
+				s.dropWritesLocked() // the transaction rolled back
 			}
 			s.endLostLocked(cn, f)
 			return err
 		}
+		s.harvestWritesLocked()
 		s.endFramesLocked(f)
 		return nil
 	})
@@ -333,6 +338,7 @@ func (f *Frame) Rollback() error {
 		}
 		if f.name == "" {
 			_, err := cn.exec("ROLLBACK", nil)
+			s.dropWritesLocked()
 			return err
 		}
 		if _, err := cn.exec("ROLLBACK TO "+f.name, nil); err != nil {

@@ -924,3 +924,76 @@ func TestStore_RefusesStorePragmas(t *testing.T) {
 		})
 	}
 }
+
+// TestStore_Written: Written moves when work that changed the file commits,
+// whatever table or schema it wrote, and stays where it was for reads, a
+// transaction that wrote nothing, one rolled back, a commit that failed,
+// and a transaction SQLite rolled back on its own.
+func TestStore_Written(t *testing.T) {
+	const schema = `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);
+CREATE TABLE u (id INTEGER PRIMARY KEY, v TEXT);
+CREATE TABLE p (id INTEGER PRIMARY KEY);
+CREATE TABLE c (id INTEGER PRIMARY KEY, pid INTEGER REFERENCES p (id) DEFERRABLE INITIALLY DEFERRED);
+CREATE TRIGGER boom BEFORE INSERT ON t WHEN NEW.v = 'boom' BEGIN SELECT RAISE(ROLLBACK, 'boom'); END;`
+	ctx := context.Background()
+	inTx := func(s *sqlitestore.Store, commit bool, sqls ...string) error {
+		f, err := s.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		for _, sql := range sqls {
+			if _, err := s.Exec(ctx, sql); err != nil {
+				f.Rollback()
+				return err
+			}
+		}
+		if !commit {
+			return f.Rollback()
+		}
+		return f.Commit()
+	}
+	for _, tc := range []struct {
+		name  string
+		run   func(s *sqlitestore.Store) error
+		moves bool
+	}{
+		{"autocommit insert", func(s *sqlitestore.Store) error { _, err := s.Exec(ctx, "INSERT INTO t VALUES (1, 'a')"); return err }, true},
+		{"insert, then the connection released", func(s *sqlitestore.Store) error {
+			if _, err := s.Exec(ctx, "INSERT INTO t VALUES (1, 'a')"); err != nil {
+				return err
+			}
+			return s.Release()
+		}, true},
+		{"untracked insert", func(s *sqlitestore.Store) error { _, err := s.Exec(ctx, "INSERT INTO u VALUES (1, 'a')"); return err }, true},
+		{"create table", func(s *sqlitestore.Store) error { _, err := s.Exec(ctx, "CREATE TABLE n (x)"); return err }, true},
+		{"committed transaction", func(s *sqlitestore.Store) error { return inTx(s, true, "INSERT INTO t VALUES (1, 'a')") }, true},
+		{"read", func(s *sqlitestore.Store) error { _, err := s.Query(ctx, "SELECT * FROM t"); return err }, false},
+		{"transaction that wrote nothing", func(s *sqlitestore.Store) error { return inTx(s, true, "SELECT 1") }, false},
+		{"transaction rolled back", func(s *sqlitestore.Store) error {
+			return inTx(s, false, "INSERT INTO t VALUES (1, 'a')", "CREATE TABLE n (x)")
+		}, false},
+		{"commit that failed", func(s *sqlitestore.Store) error {
+			if err := inTx(s, true, "INSERT INTO c VALUES (1, 7)"); err == nil {
+				return errors.New("the commit of a dangling deferred key succeeded")
+			}
+			return nil
+		}, false},
+		{"rolled back by SQLite", func(s *sqlitestore.Store) error {
+			if err := inTx(s, true, "INSERT INTO u VALUES (1, 'a')", "INSERT INTO t VALUES (1, 'boom')"); err == nil {
+				return errors.New("RAISE(ROLLBACK) did not fail the transaction")
+			}
+			return nil
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := MustCreate(t, schema, sqlitestore.Options{Untracked: []string{"u"}})
+			was := s.Written()
+			if err := tc.run(s); err != nil {
+				t.Fatal(err)
+			}
+			if now := s.Written(); (now != was) != tc.moves {
+				t.Errorf("Written went from %d to %d; want it to move: %t", was, now, tc.moves)
+			}
+		})
+	}
+}
