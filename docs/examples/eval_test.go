@@ -117,6 +117,44 @@ func Example_evalChangeLog() {
 	// {"seq":5,"call":4,"tool":"refund_charge","internal":true,"world":"payments","table":"charges","op":"update","key":{"id":"b9dcccf6-55be-4561-8a61-40f1609a6446"},"before":{"amount":500,"created_at":"2026-01-01 00:00:00","id":"b9dcccf6-55be-4561-8a61-40f1609a6446","refunded":0},"after":{"amount":500,"created_at":"2026-01-01 00:00:00","id":"b9dcccf6-55be-4561-8a61-40f1609a6446","refunded":1}}
 }
 
+// A failed call: the frames still open when it fails roll back, and one
+// that committed before (an added world's tool, under a host middleware
+// that fails after it returned) keeps its rows and its records.
+func Example_evalFailedCall() {
+	ctx := context.Background()
+	company := env.NewWorld(env.WorldSpec{Name: "company", Version: "0.1.0",
+		Schema: "CREATE TABLE audit (id INTEGER PRIMARY KEY, tool TEXT NOT NULL) STRICT;"})
+	company.AddWorld(payments.World, env.ToolPrefix("pay_"))
+	// Every call is audited; a charge over 1000 is refused once it is made.
+	company.Use(func(c *env.Ctx, next func() (any, error)) (any, error) {
+		c.DB.Exec("INSERT INTO audit (tool) VALUES (?)", c.Call.Tool)
+		out, err := next()
+		var args struct{ Amount int64 }
+		json.Unmarshal(c.Call.Arguments, &args)
+		if err == nil && args.Amount > 1000 {
+			return nil, env.Errorf("charges over 1000 need an approval")
+		}
+		return out, err
+	})
+	inst, err := composition.Open(ctx, company, composition.Options{Seed: 7})
+	if err != nil {
+		panic(err)
+	}
+	defer inst.Close()
+	_, err = inst.CallJSON(ctx, "pay_create_charge", []byte(`{"amount": 5000}`))
+	fmt.Println(err)
+	for _, r := range inst.ChangeLog() {
+		b, _ := json.Marshal(r)
+		fmt.Println(string(b))
+	}
+	row, err := inst.Inspect().One(ctx, "SELECT (SELECT count(*) FROM audit) AS audited, (SELECT count(*) FROM payments.charges) AS charges")
+	fmt.Println(row, err)
+	// Output:
+	// charges over 1000 need an approval
+	// {"seq":1,"call":1,"tool":"create_charge","internal":false,"world":"payments","table":"charges","op":"insert","key":{"id":"b9dcccf6-55be-4561-8a61-40f1609a6446"},"before":null,"after":{"amount":5000,"created_at":"2026-01-01 00:00:00","id":"b9dcccf6-55be-4561-8a61-40f1609a6446","refunded":0}}
+	// map[audited:0 charges:1] <nil>
+}
+
 // The composition report: one record per node, as the files on disk
 // describe it. A node whose world changed version but not schema says which
 // version the fixture was frozen with.
