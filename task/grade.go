@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -388,7 +389,9 @@ func jsonEqual(a, b any) bool {
 	return a == b
 }
 
-var numericPrefix = regexp.MustCompile(`^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?`)
+// numericPrefix is the number SQLite reads at the start of a text: after
+// the spaces it skips (sqlite3Isspace: \v too, which \s leaves out).
+var numericPrefix = regexp.MustCompile(`^[ \t\n\v\f\r]*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?`)
 
 // truthy reads a value as SQLite's WHERE does: NULL is false, numbers are
 // true unless zero, text and blobs by their leading number.
@@ -407,8 +410,10 @@ func truthy(v any) bool {
 		if m == "" {
 			return false
 		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(m), 64)
-		return err == nil && f != 0
+		// A number too large for a float is an infinity to SQLite, which
+		// is true; ParseFloat returns it with ErrRange.
+		f, err := strconv.ParseFloat(strings.TrimLeft(m, " \t\n\v\f\r"), 64)
+		return (err == nil || errors.Is(err, strconv.ErrRange)) && f != 0
 	}
 	return false
 }
