@@ -86,8 +86,9 @@ func (r Result) WriteText(w io.Writer) error {
 // the view, and Grade returns that error. Grade returns an error, naming
 // the task and the check, when a check cannot be evaluated: SQL that fails
 // or returns other than one column, a table pattern naming a node or table
-// the composition does not have, a Go check that fails or scores outside
-// [0, 1]. A check the agent did not satisfy is not an error: it scores 0.
+// the composition does not have or a table whose rows the change log never
+// records (an untracked, virtual or shadow table), a Go check that fails or
+// scores outside [0, 1]. A check the agent did not satisfy is not an error: it scores 0.
 //
 // Grade is safe for concurrent use with the instance's calls; it does not
 // run inside one.
@@ -509,7 +510,10 @@ func (sh *shape) resolve(text string) (env.TablePattern, error) {
 }
 
 // patterns resolves table patterns and checks, on the inspection view,
-// that each named table exists.
+// that each named table exists and is one the change log records: a
+// pattern naming a table of the world's UntrackedTables, a virtual table
+// or one of its shadow tables, or one of SQLite's own, would match no
+// record whatever the agent wrote to it.
 func (sh *shape) patterns(ctx context.Context, v *composition.View, texts []string) ([]env.TablePattern, error) {
 	out := make([]env.TablePattern, 0, len(texts))
 	for _, text := range texts {
@@ -519,17 +523,37 @@ func (sh *shape) patterns(ctx context.Context, v *composition.View, texts []stri
 		}
 		if p.Table != "*" {
 			schema := composition.SchemaName(p.Node)
-			rows, err := v.Rows(ctx, fmt.Sprintf(`SELECT 1 FROM %s.sqlite_schema WHERE type = 'table' AND name = ?`, quoteIdent(schema)), p.Table)
+			rows, err := v.Rows(ctx, `SELECT type FROM pragma_table_list(?) WHERE schema = ? AND name = ?`, p.Table, schema, p.Table)
 			if err != nil {
 				return nil, err
 			}
-			if len(rows) == 0 {
+			if len(rows) == 0 || rows[0]["type"] == "view" {
 				return nil, fmt.Errorf("table pattern %q: node %s has no table %q", text, p.Node, p.Table)
+			}
+			if why := sh.unrecorded(p, rows[0]["type"]); why != "" {
+				return nil, fmt.Errorf("table pattern %q: table %q of node %s is %s, whose rows the change log never records: check it with sql", text, p.Table, p.Node, why)
 			}
 		}
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// unrecorded says why the change log records no row of the table p
+// names, of the type pragma table_list gives it; "" when it records them.
+func (sh *shape) unrecorded(p env.TablePattern, typ any) string {
+	switch {
+	case typ == "virtual":
+		return "a virtual table"
+	case typ == "shadow":
+		return "a virtual table's shadow table"
+	case len(p.Table) >= 7 && strings.EqualFold(p.Table[:7], "sqlite_"):
+		return "SQLite's own"
+	}
+	if n, ok := sh.s.Node(p.Node); ok && slices.ContainsFunc(n.World.Spec().UntrackedTables, func(u string) bool { return strings.EqualFold(u, p.Table) }) {
+		return "in its world's UntrackedTables"
+	}
+	return ""
 }
 
 // fits checks a task against the composition: its allow list, startup

@@ -314,3 +314,50 @@ func TestGrade_Idle(t *testing.T) {
 		})
 	}
 }
+
+// TestGrade_UnrecordedTables: a change-log check naming a table whose rows
+// the change log never records (the world's UntrackedTables, a virtual
+// table and its shadow tables) cannot be evaluated, rather than pass or
+// fail whatever the agent wrote to it.
+func TestGrade_UnrecordedTables(t *testing.T) {
+	w := env.NewWorld(env.WorldSpec{Name: "unrecorded", Version: "1.0.0", UntrackedTables: []string{"Scratch"}, Schema: `
+CREATE TABLE entries (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL) STRICT;
+CREATE TABLE scratch (id INTEGER PRIMARY KEY, body TEXT NOT NULL) STRICT;
+CREATE VIRTUAL TABLE docs USING fts5(body);
+CREATE VIEW totals AS SELECT sum(amount) AS total FROM entries;
+CREATE TABLE counted (id INTEGER PRIMARY KEY AUTOINCREMENT);`})
+	env.Tool(w, "scribble", "Write to the scratch table and the index.", func(c *env.Ctx, _ struct{}) (string, error) {
+		if _, err := c.DB.Exec("INSERT INTO scratch (body) VALUES ('x')"); err != nil {
+			return "", err
+		}
+		_, err := c.DB.Exec("INSERT INTO docs (body) VALUES ('x')")
+		return "ok", err
+	})
+	tests := []struct {
+		name  string    // case
+		check env.Check // the only check
+		err   string    // substring of the error; "" for none
+	}{
+		{"MustChangeUntracked", env.Check{MustChange: []string{"main.scratch"}}, `table "scratch" of node main is in its world's UntrackedTables, whose rows the change log never records`},
+		{"UnchangedUntracked", env.Check{Unchanged: []string{"main.scratch:insert"}}, `table "scratch" of node main is in its world's UntrackedTables`},
+		{"OnlyChangedUntracked", env.Check{OnlyChanged: []string{"main.entries", "main.scratch"}}, `table "scratch" of node main is in its world's UntrackedTables`},
+		{"Virtual", env.Check{MustChange: []string{"main.docs"}}, `table "docs" of node main is a virtual table, whose rows`},
+		{"Shadow", env.Check{Unchanged: []string{"main.docs_data"}}, `table "docs_data" of node main is a virtual table's shadow table, whose rows`},
+		{"SQLites", env.Check{Unchanged: []string{"main.sqlite_sequence"}}, `table "sqlite_sequence" of node main is SQLite's own, whose rows`},
+		{"View", env.Check{Unchanged: []string{"main.totals"}}, `node main has no table "totals"`},
+		{"OtherCase", env.Check{Unchanged: []string{"main.Entries"}}, `node main has no table "Entries"`},
+		{"Tracked", env.Check{Unchanged: []string{"main.entries"}}, ""},
+		{"Wildcard", env.Check{Unchanged: []string{"main.*"}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tk := env.Task{ID: "t", Instruction: "x", Checks: []env.Check{tt.check}}
+			ep := mustOpen(t, w, tk, composition.Options{})
+			mustCall(t, ep, "scribble", `{}`)
+			_, err := task.Grade(context.Background(), ep.Instance(), tk)
+			if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
+				t.Fatalf("err = %v, want one saying %q", err, tt.err)
+			}
+		})
+	}
+}
