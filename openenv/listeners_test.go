@@ -195,11 +195,15 @@ func TestServer_AgentHandler(t *testing.T) {
 	})
 
 	t.Run("ReachesOnlyItsOwnSessions", func(t *testing.T) {
-		// A trainer's HTTP session (its id chosen by the trainer), an MCP
-		// session and a standard MCP session of the main listener.
+		// A trainer's HTTP session (its id chosen by the trainer), a /ws
+		// session, an MCP session and a standard MCP session of the main
+		// listener.
 		if code, body, _ := s.httpDo(t, "POST", "/reset", `{}`, map[string]string{openenv.SessionHeader: "grader-1"}); code != http.StatusOK {
 			t.Fatalf("POST /reset: %d %s", code, body)
 		}
+		// A /ws session's id is the one openenv/session/create names on it.
+		ws := s.dial(t)
+		wsID := str(t, roundTrip(t, ws, `{"type":"mcp","data":{"jsonrpc":"2.0","id":1,"method":"openenv/session/create"}}`), "data.result.session_id")
 		_, body, _ := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create"}`, nil)
 		mcpID := str(t, body, "result.session_id")
 		_, _, hdr := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
@@ -208,7 +212,7 @@ func TestServer_AgentHandler(t *testing.T) {
 			t.Fatal("initialize on the main listener issued no session")
 		}
 		before := len(s.Sessions())
-		for _, id := range []string{"grader-1", mcpID, stdID} {
+		for _, id := range []string{"grader-1", wsID, mcpID, stdID} {
 			for _, req := range []string{
 				`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"session_id":"` + id + `","name":"echo","arguments":{"message":"x"}}}`,
 				`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"session_id":"` + id + `"}}`,
@@ -228,6 +232,9 @@ func TestServer_AgentHandler(t *testing.T) {
 		}
 		if after := len(s.Sessions()); after != before {
 			t.Errorf("%d sessions live after the agent's attempts, want %d", after, before)
+		}
+		if reply := roundTrip(t, ws, `{"type":"state"}`); field(t, reply, "data.step_count") != json.Number("0") {
+			t.Errorf("the /ws session after the agent's attempts: %s", reply)
 		}
 		if code, state, _ := s.httpDo(t, "GET", "/state", "", map[string]string{openenv.SessionHeader: "grader-1"}); code != http.StatusOK || field(t, state, "step_count") != json.Number("0") {
 			t.Errorf("the trainer's session after the agent's attempts: %d %s", code, state)
