@@ -1742,3 +1742,158 @@ func TestCapture_RollbackThenRawCreate(t *testing.T) {
 		})
 	}
 }
+
+// dropColumnSteps runs steps on s, as TestCapture_DropColumn writes them,
+// inside a capture, and returns what the captures reported: the changes of
+// each nested capture prefixed "inner ", then the capture's own (as
+// formatChanges writes them), or its error.
+//
+// "conn" takes the raw connection, "begin" begins a frame, "commit" and
+// "rollback" end the innermost one, "inner" starts a nested capture and
+// "end inner" finishes it, "raw: q" runs q on the raw connection,
+// "script: q" runs q through ExecScript; any other step is a statement run
+// through Exec.
+func dropColumnSteps(t *testing.T, s *sqlitestore.Store, steps []string) (string, error) {
+	t.Helper()
+	ctx := context.Background()
+	s.Pin()
+	defer s.Unpin()
+	c := s.StartCapture()
+	var raw *sqlite3.Conn
+	var frames []*sqlitestore.Frame
+	var inner *sqlitestore.Capture
+	var out strings.Builder
+	for _, q := range steps {
+		var err error
+		switch {
+		case q == "conn":
+			raw, err = s.Conn(ctx)
+		case q == "begin":
+			var f *sqlitestore.Frame
+			if f, err = s.Begin(ctx); err == nil {
+				frames = append(frames, f)
+			}
+		case q == "commit", q == "rollback":
+			f := frames[len(frames)-1]
+			frames = frames[:len(frames)-1]
+			if q == "commit" {
+				err = f.Commit()
+			} else {
+				err = f.Rollback()
+			}
+		case q == "inner":
+			inner = s.StartCapture()
+		case q == "end inner":
+			var changes []sqlitestore.Change
+			if changes, err = inner.Finish(ctx); err == nil {
+				for _, l := range strings.SplitAfter(formatChanges(changes), "\n") {
+					if l != "" {
+						out.WriteString("inner " + l)
+					}
+				}
+			}
+		case strings.HasPrefix(q, "raw: "):
+			err = raw.Exec(strings.TrimPrefix(q, "raw: "))
+		case strings.HasPrefix(q, "script: "):
+			err = s.ExecScript(ctx, strings.TrimPrefix(q, "script: "))
+		default:
+			_, err = s.Exec(ctx, q)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	changes, err := c.Finish(ctx)
+	if err != nil {
+		return "", err
+	}
+	out.WriteString(formatChanges(changes))
+	return out.String(), nil
+}
+
+// TestCapture_DropColumn drops columns while a capture runs. A DROP COLUMN
+// that stays is logged as no change of its own: a row the capture touched
+// is described in the table's columns when it finishes, the dropped one
+// left out, and a row it did not touch is not logged.
+func TestCapture_DropColumn(t *testing.T) {
+	const schema = `CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT, b TEXT); INSERT INTO t VALUES (1, 'a', 'b'), (2, 'a2', 'b2');`
+	const updated = "update t map[id:1] before=map[b:b id:1] after=map[b:B id:1]"
+	for _, tt := range []struct {
+		name  string
+		steps []string
+		want  string
+	}{
+		{name: "TouchedAfter", steps: []string{`ALTER TABLE t DROP COLUMN a`, `UPDATE t SET b = 'B' WHERE id = 1`}, want: lines(updated)},
+		{name: "TouchedBefore", steps: []string{`UPDATE t SET b = 'B' WHERE id = 1`, `ALTER TABLE t DROP COLUMN a`}, want: lines(updated)},
+		{
+			name:  "TouchedBeforeAndAfter",
+			steps: []string{`UPDATE t SET b = 'X' WHERE id = 1`, `ALTER TABLE t DROP COLUMN a`, `UPDATE t SET b = 'B' WHERE id = 1`},
+			want:  lines(updated),
+		},
+		{name: "InAFrame", steps: []string{"begin", `ALTER TABLE t DROP COLUMN a`, `UPDATE t SET b = 'B' WHERE id = 1`, "commit"}, want: lines(updated)},
+		{
+			name:  "SavepointReleased",
+			steps: []string{"begin", `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `UPDATE t SET b = 'B' WHERE id = 1`, `RELEASE s`, "commit"},
+			want:  lines(updated),
+		},
+		{
+			// The rollback undoes the update only.
+			name:  "RolledBackToAfter",
+			steps: []string{"begin", `ALTER TABLE t DROP COLUMN a`, `SAVEPOINT s`, `UPDATE t SET b = 'X' WHERE id = 1`, `ROLLBACK TO s`, `UPDATE t SET b = 'B' WHERE id = 1`, "commit"},
+			want:  lines(updated),
+		},
+		{name: "Script", steps: []string{`script: ALTER TABLE t DROP COLUMN a; UPDATE t SET b = 'B' WHERE id = 1`}, want: lines(updated)},
+		{name: "Raw", steps: []string{"conn", "begin", `raw: ALTER TABLE t DROP COLUMN a`, `UPDATE t SET b = 'B' WHERE id = 1`, "commit"}, want: lines(updated)},
+		{name: "Deleted", steps: []string{`ALTER TABLE t DROP COLUMN a`, `DELETE FROM t WHERE id = 1`}, want: lines("delete t map[id:1] before=map[b:b id:1]")},
+		{name: "Inserted", steps: []string{`ALTER TABLE t DROP COLUMN a`, `INSERT INTO t VALUES (3, 'c')`}, want: lines("insert t map[id:3] after=map[b:c id:3]")},
+		{
+			name:  "KeyChanged",
+			steps: []string{`ALTER TABLE t DROP COLUMN a`, `UPDATE t SET id = 5 WHERE id = 1`},
+			want:  lines("delete t map[id:1] before=map[b:b id:1]", "insert t map[id:5] after=map[b:b id:5]"),
+		},
+		{
+			// A gone table's rows are described in its columns when each
+			// was first touched.
+			name:  "TableDropped",
+			steps: []string{`UPDATE t SET b = 'B' WHERE id = 1`, `ALTER TABLE t DROP COLUMN a`, `DROP TABLE t`},
+			want:  lines("delete t map[id:1] before=map[a:a b:b id:1]", "delete t map[id:2] before=map[b:b2 id:2]"),
+		},
+		{
+			name:  "AddedAgain",
+			steps: []string{`ALTER TABLE t DROP COLUMN a`, `ALTER TABLE t ADD COLUMN a TEXT DEFAULT 'd'`, `UPDATE t SET b = 'B' WHERE id = 1`},
+			want:  lines("update t map[id:1] before=map[a:d b:b id:1] after=map[a:d b:B id:1]"),
+		},
+		{
+			name:  "OtherRenamed",
+			steps: []string{`ALTER TABLE t DROP COLUMN a`, `ALTER TABLE t RENAME COLUMN b TO c`, `UPDATE t SET c = 'B' WHERE id = 1`},
+			want:  lines("update t map[id:1] before=map[c:b id:1] after=map[c:B id:1]"),
+		},
+		{
+			name:  "Nested",
+			steps: []string{"begin", `ALTER TABLE t DROP COLUMN a`, "inner", `UPDATE t SET b = 'X' WHERE id = 1`, "end inner", `UPDATE t SET b = 'B' WHERE id = 2`, "commit"},
+			want: lines(
+				"inner update t map[id:1] before=map[b:b id:1] after=map[b:X id:1]",
+				"update t map[id:2] before=map[b:b2 id:2] after=map[b:B id:2]",
+			),
+		},
+		{
+			name:  "DroppedInNested",
+			steps: []string{"inner", `UPDATE t SET b = 'B' WHERE id = 1`, `ALTER TABLE t DROP COLUMN a`, "end inner", `UPDATE t SET b = 'B' WHERE id = 2`},
+			want: lines(
+				"inner "+updated,
+				"update t map[id:2] before=map[b:b2 id:2] after=map[b:B id:2]",
+			),
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := MustCreate(t, schema, sqlitestore.Options{})
+			got, err := dropColumnSteps(t, s, tt.steps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("changes:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
+	}
+}
