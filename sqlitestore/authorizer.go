@@ -17,6 +17,13 @@ type stmtInfo struct {
 	// fills the other's (CREATE TABLE ... AS SELECT) with no preupdate
 	// event, so change capture reads them (see Store.dropRowsLocked).
 	drop, create string
+	// alter names the table of the main schema an ALTER TABLE names, as
+	// written, and dropColumn says the statement drops one of its columns:
+	// SQLite erases the column's values with no preupdate event, and a
+	// rollback undoing the drop brings them back, so change capture reads
+	// them first (see Store.dropRowsLocked).
+	alter      string
+	dropColumn bool
 	// pragma names a PRAGMA that sets what the store keeps its own (see
 	// ErrPragma).
 	pragma string
@@ -104,6 +111,9 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 		table := name
 		if action == sqlite3.AUTH_ALTER_TABLE {
 			table = arg // name is the schema's
+			if name == "main" {
+				cn.info.alter = table
+			}
 		}
 		cn.layout.noteTable(table)
 		if schema == "main" {
@@ -126,8 +136,12 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 	case sqlite3.AUTH_FUNCTION:
 		// As it is prepared, an ALTER TABLE calls one of these, which
 		// only SQLite's own statements may, unless it adds a column.
-		if renamingFuncs[strings.ToLower(arg)] {
+		f := strings.ToLower(arg)
+		if renamingFuncs[f] {
 			cn.layout.noteRename(!cn.own)
+		}
+		if f == "sqlite_drop_column" {
+			cn.info.dropColumn = true
 		}
 	case sqlite3.AUTH_ATTACH, sqlite3.AUTH_DETACH:
 		if cn.preparing {

@@ -126,7 +126,10 @@ const (
 // of its table with the column under its old name fails Finish the same
 // way: images are matched to the table's columns by name, so the column
 // would read as NULL before, or, for a key column, every such row as
-// deleted.
+// deleted. A column dropped on the raw connection (Store.Conn), which a
+// rollback then brought back, fails Finish when the capture first touched
+// rows of its table after the drop: their values in it came back unseen
+// (through Exec and ExecScript, the store reads them before the drop).
 type Capture struct {
 	s     *Store
 	done  bool                // guarded by s.mu, as are the fields below
@@ -145,6 +148,12 @@ type Capture struct {
 	// tables that a nested capture saw dropped through Exec (see
 	// Store.rawCreatedLocked).
 	tables, rawCreates, dropped map[string]bool
+	// drops holds, in order, what the DROP COLUMNs of the store's API
+	// that ran while c ran erased, and vanished, by table, the columns a
+	// DROP COLUMN on the raw connection dropped while it ran (see
+	// capture_ddl.go).
+	drops    []*colDrop
+	vanished map[string][]string
 }
 
 // touched is a row a capture saw, with its first before-image.
@@ -153,6 +162,7 @@ type touched struct {
 	key    []any      // primary-key values, or the rowid
 	enc    string     // the table's ident and the encoded key: the row's identity
 	before []any      // by meta.names; nil when the row did not exist
+	gone   *goneCols  // columns dropped before the first touch, with the row's values; nil when none
 
 	last []any // by meta.names: the row's image after its last event; nil once deleted
 }
@@ -420,6 +430,9 @@ func (c *Capture) touch(m *tableMeta, key []any, row func(int) any) *touched {
 	if row != nil {
 		t.before = m.image(row)
 		t.last = t.before
+		if len(c.drops) > 0 {
+			t.gone = c.goneCols(m, t.enc)
+		}
 	}
 	c.order = append(c.order, t)
 	if c.keys == nil {
@@ -477,7 +490,10 @@ func (c *Capture) collect(read func(*touched) ([]any, []string, error)) ([]RowCh
 			// compare the rows in the table's current shape.
 			ch.Names = afterNames
 			if t.before != nil {
-				ch.Before = reshape(t.meta.names, t.before, afterNames)
+				if col := c.lostColumn(t, afterNames); col != "" {
+					return nil, fmt.Errorf("sqlitestore: change capture cannot report the rows of table %s: a DROP COLUMN on the raw connection erased its column %s unseen, and a rollback brought it back; drop columns through Exec or ExecScript", t.meta.name, col)
+				}
+				ch.Before = t.beforeIn(afterNames)
 			}
 		}
 		switch {
@@ -496,6 +512,16 @@ func (c *Capture) collect(read func(*touched) ([]any, []string, error)) ([]RowCh
 		return cmp.Or(strings.Compare(a.Table, b.Table), CompareKeys(a.KeyValues, b.KeyValues))
 	})
 	return out, nil
+}
+
+// beforeIn returns t's before-image in the shape to (see reshape), a
+// column dropped before the first touch (t.gone) holding the row's value
+// then: one in to was brought back by a rollback.
+func (t *touched) beforeIn(to []string) []any {
+	if t.gone == nil {
+		return reshape(t.meta.names, t.before, to)
+	}
+	return reshape(slices.Concat(t.meta.names, t.gone.names), slices.Concat(t.before, t.gone.vals), to)
 }
 
 // readRow reads the current row at t's key and the table's current column

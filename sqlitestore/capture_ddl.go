@@ -17,17 +17,48 @@ import (
 // drop is rolled back, unchanged); after a CREATE TABLE created a table,
 // every row of it is noted as inserted.
 //
+// An ALTER TABLE ... DROP COLUMN erases the column's values with no
+// preupdate event, and a rollback undoing it brings them back: a row first
+// touched after the drop would then read, before, as NULL in the column.
+// While a capture runs, the store reads the table's rows before the drop
+// runs, and keeps the dropped columns' values for the captures running
+// then (Capture.drops): a row one of them first touches after the drop
+// takes its values there into its before-image (touched.gone). Images are
+// reported in the columns the table has when the capture finishes, so the
+// values show only when a rollback brought their column back.
+//
 // Statements on the raw connection (Store.Conn) run out of the store's
 // sight. A DROP TABLE prepared there fails the running captures
 // (rawDropLocked). For a CREATE TABLE, each capture running while the
 // connection is exposed knows the tables there were when it began to see
 // it (Capture.tables); when it finishes, every row of a table the raw
 // connection prepared a CREATE TABLE for, that it did not know, is
-// inserted (rawCreatedLocked).
+// inserted (rawCreatedLocked). A column a DROP COLUMN there dropped is seen
+// gone when the metadata is next reloaded (Capture.noteVanished): a row
+// first touched after that, when a rollback brought the column back, fails
+// the capture as it finishes (Capture.lostColumn).
+
+// colDrop is what a DROP COLUMN of the store's API erased: read before it
+// ran, every row of the table, then, once it ran, the values of the columns
+// it dropped.
+type colDrop struct {
+	meta  *tableMeta       // the table's metadata before the drop
+	names []string         // the columns dropped
+	rows  map[string][]any // by row identity (touched.enc): the row's values, by names once the drop ran
+}
+
+// goneCols are columns a DROP COLUMN of the store's API dropped before a
+// capture first touched a row, and the row's values in them then.
+type goneCols struct {
+	names []string
+	vals  []any
+}
 
 // dropRowsLocked notes, for the running captures, the rows of the table a
-// DROP TABLE about to run erases, and reports whether the table a CREATE
-// TABLE names exists already (createdRowsLocked needs to know).
+// DROP TABLE about to run erases, reads those of the table a DROP COLUMN
+// about to run alters (keepDroppedLocked keeps their values once it ran),
+// and reports whether the table a CREATE TABLE names exists already
+// (createdRowsLocked needs to know).
 //
 // With foreign keys on, a DROP TABLE of a parent table deletes its rows
 // first, one by one, and fails when that violates a child's immediate
@@ -38,27 +69,23 @@ import (
 // failed DROP would fail the captures as if the table's columns had
 // changed.
 func (s *Store) dropRowsLocked(cn *conn, info stmtInfo) (existed bool, err error) {
-	cn.erasing = ""
-	if len(s.captures) == 0 || info.drop == "" && info.create == "" {
+	cn.erasing, cn.colDrop = "", nil
+	if len(s.captures) == 0 || info.drop == "" && info.create == "" && !info.dropColumn {
 		return false, nil
 	}
 	if info.create != "" {
 		name, err := cn.tableName(info.create)
 		return name != "", err
 	}
+	if info.dropColumn {
+		return false, s.readColumnsLocked(cn, info.alter)
+	}
 	name, err := cn.tableName(info.drop)
 	if name == "" || err != nil {
 		return false, err
 	}
-	// The metadata describes the schema the statement runs against, though
-	// the DROP's own prepare has marked it due for a reload.
-	if v, err := schemaVersion(cn.c); err != nil {
+	if err := s.stmtMetaLocked(cn); err != nil {
 		return false, err
-	} else if v != cn.metaVersion {
-		if err := s.loadMetaLocked(cn, nil); err != nil {
-			return false, err
-		}
-		cn.metaDirty = true
 	}
 	err = cn.tableRows(name, func(m *tableMeta, key, img []any) {
 		s.recordLocked(m, event{oldKey: key, oldCol: func(cid int) any { return img[slices.Index(m.cids, cid)] }})
@@ -76,6 +103,146 @@ func (s *Store) dropRowsLocked(cn *conn, info stmtInfo) (existed bool, err error
 		}
 	}
 	return false, err
+}
+
+// stmtMetaLocked has the metadata describe the schema the statement about
+// to run runs against, though the statement's own prepare has marked it
+// due for a reload.
+func (s *Store) stmtMetaLocked(cn *conn) error {
+	v, err := schemaVersion(cn.c)
+	if err != nil || v == cn.metaVersion {
+		return err
+	}
+	if err := s.loadMetaLocked(cn, nil); err != nil {
+		return err
+	}
+	cn.metaDirty = true
+	return nil
+}
+
+// readColumnsLocked reads every row of the table an ALTER TABLE ... DROP
+// COLUMN about to run alters, whole, by the row's identity (the statement
+// does not tell which column it drops). A table whose rows cannot be keyed
+// is not read: a capture touching one fails anyway.
+func (s *Store) readColumnsLocked(cn *conn, table string) error {
+	name, err := cn.tableName(table)
+	if name == "" || err != nil {
+		return err
+	}
+	if err := s.stmtMetaLocked(cn); err != nil {
+		return err
+	}
+	m := cn.meta[name]
+	if m == nil || m.skip || m.keyProblem != nil {
+		return nil
+	}
+	d := &colDrop{meta: m, rows: make(map[string][]any)}
+	var enc []byte
+	err = cn.tableRows(name, func(m *tableMeta, key, img []any) {
+		enc = appendKey(append(enc[:0], m.ident...), key)
+		d.rows[string(enc)] = img
+	})
+	if err == nil {
+		cn.colDrop = d
+	}
+	return err
+}
+
+// keepDroppedLocked hands the running captures the values of the columns
+// the DROP COLUMN that just ran dropped, from the rows readColumnsLocked
+// read before it ran. The metadata is current (afterLocked has reloaded
+// it).
+func (s *Store) keepDroppedLocked(cn *conn) {
+	d := cn.colDrop
+	cn.colDrop = nil
+	if d == nil || len(s.captures) == 0 {
+		return
+	}
+	m := cn.meta[d.meta.name]
+	if m == nil || m.ident != d.meta.ident {
+		return // the rows are keyed otherwise now (a column named rowid was dropped)
+	}
+	var at []int
+	for i, n := range d.meta.names {
+		if !slices.Contains(m.names, n) {
+			at = append(at, i)
+			d.names = append(d.names, n)
+		}
+	}
+	if len(at) == 0 {
+		return
+	}
+	for enc, img := range d.rows {
+		vals := make([]any, len(at))
+		for i, k := range at {
+			vals[i] = img[k]
+		}
+		d.rows[enc] = vals
+	}
+	for _, c := range s.captures {
+		c.drops = append(c.drops, d)
+	}
+}
+
+// goneCols returns the columns DROP COLUMNs of the store's API dropped
+// while c ran, that the row of m at enc lost before c first touched it,
+// and the row's values in them; nil when there are none. A column m has
+// (one added again under its name) is not among them, nor one an earlier
+// drop's values already give.
+func (c *Capture) goneCols(m *tableMeta, enc string) *goneCols {
+	var g *goneCols
+	for _, d := range c.drops {
+		vals, ok := d.rows[enc]
+		if !ok {
+			continue
+		}
+		for i, n := range d.names {
+			if slices.Contains(m.names, n) || g != nil && slices.Contains(g.names, n) {
+				continue
+			}
+			if g == nil {
+				g = &goneCols{}
+			}
+			g.names = append(g.names, n)
+			g.vals = append(g.vals, vals[i])
+		}
+	}
+	return g
+}
+
+// noteVanished notes, for c, each column of a table that old had and meta
+// has not, when the table has fewer columns in meta: one a DROP COLUMN
+// dropped out of the store's sight, on the raw connection (see
+// lostColumn). The table the DROP COLUMN of the store's API running now
+// alters (exec, nil when none does) is left out: its rows were read.
+func (c *Capture) noteVanished(old, meta map[string]*tableMeta, exec *colDrop) {
+	for name, o := range old {
+		n := meta[name]
+		if n == nil || o.skip || n.root != o.root || n.cols >= o.cols || exec != nil && exec.meta.name == name {
+			continue
+		}
+		for _, col := range o.names {
+			if !slices.Contains(n.names, col) && !slices.Contains(c.vanished[name], col) {
+				if c.vanished == nil {
+					c.vanished = make(map[string][]string)
+				}
+				c.vanished[name] = append(c.vanished[name], col)
+			}
+		}
+	}
+}
+
+// lostColumn returns a column of the shape to that t's first image lacks
+// and that a DROP COLUMN on the raw connection dropped while c ran (see
+// noteVanished): a rollback brought the column back, with values the
+// capture never read. It returns "" when there is none.
+func (c *Capture) lostColumn(t *touched, to []string) string {
+	for _, n := range c.vanished[t.meta.name] {
+		if slices.Contains(to, n) && !slices.Contains(t.meta.names, n) && (t.gone == nil || !slices.Contains(t.gone.names, n)) {
+			return n
+		}
+	}
+	return ""
 }
 
 // rawDropLocked fails the running captures when a DROP TABLE of a captured

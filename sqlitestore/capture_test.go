@@ -1814,14 +1814,24 @@ func dropColumnSteps(t *testing.T, s *sqlitestore.Store, steps []string) (string
 // TestCapture_DropColumn drops columns while a capture runs. A DROP COLUMN
 // that stays is logged as no change of its own: a row the capture touched
 // is described in the table's columns when it finishes, the dropped one
-// left out, and a row it did not touch is not logged.
+// left out, and a row it did not touch is not logged. One a rollback
+// undoes leaves the rows as they were, though SQLite erased the column's
+// values with no preupdate event: a row first touched after the drop is
+// logged with the value the rollback brought back, or, when the drop ran
+// on the raw connection, which the store cannot read before, fails the
+// capture.
 func TestCapture_DropColumn(t *testing.T) {
 	const schema = `CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT, b TEXT); INSERT INTO t VALUES (1, 'a', 'b'), (2, 'a2', 'b2');`
-	const updated = "update t map[id:1] before=map[b:b id:1] after=map[b:B id:1]"
+	const (
+		updated     = "update t map[id:1] before=map[b:b id:1] after=map[b:B id:1]"
+		updatedWide = "update t map[id:1] before=map[a:a b:b id:1] after=map[a:a b:B id:1]"
+		rawDropped  = "sqlitestore: change capture cannot report the rows of table t: a DROP COLUMN on the raw connection erased its column a unseen, and a rollback brought it back; drop columns through Exec or ExecScript"
+	)
 	for _, tt := range []struct {
-		name  string
-		steps []string
-		want  string
+		name    string
+		steps   []string
+		want    string
+		wantErr string
 	}{
 		{name: "TouchedAfter", steps: []string{`ALTER TABLE t DROP COLUMN a`, `UPDATE t SET b = 'B' WHERE id = 1`}, want: lines(updated)},
 		{name: "TouchedBefore", steps: []string{`UPDATE t SET b = 'B' WHERE id = 1`, `ALTER TABLE t DROP COLUMN a`}, want: lines(updated)},
@@ -1884,10 +1894,83 @@ func TestCapture_DropColumn(t *testing.T) {
 				"update t map[id:2] before=map[b:b2 id:2] after=map[b:B id:2]",
 			),
 		},
+
+		// Drops a rollback undoes.
+		{name: "RolledBackToSavepoint", steps: []string{"begin", `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `UPDATE t SET b = 'B' WHERE id = 1`, `ROLLBACK TO s`, "commit"}},
+		{
+			name:  "RolledBackThenTouched",
+			steps: []string{"begin", `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `UPDATE t SET b = 'X' WHERE id = 1`, `ROLLBACK TO s`, `UPDATE t SET b = 'B' WHERE id = 1`, "commit"},
+			want:  lines(updatedWide),
+		},
+		{name: "FrameRolledBack", steps: []string{"begin", `ALTER TABLE t DROP COLUMN a`, `UPDATE t SET b = 'B' WHERE id = 1`, "rollback"}},
+		{name: "NestedFrameRolledBack", steps: []string{"begin", "begin", `ALTER TABLE t DROP COLUMN a`, `UPDATE t SET b = 'B' WHERE id = 1`, "rollback", "commit"}},
+		{
+			name:  "ReleasedThenFrameRolledBack",
+			steps: []string{"begin", `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `RELEASE s`, `UPDATE t SET b = 'B' WHERE id = 1`, "rollback"},
+		},
+		{name: "ScriptRolledBack", steps: []string{"begin", `script: SAVEPOINT s; ALTER TABLE t DROP COLUMN a; UPDATE t SET b = 'B' WHERE id = 1; ROLLBACK TO s`, "commit"}},
+		{name: "DeletedRolledBack", steps: []string{"begin", `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `DELETE FROM t WHERE id = 1`, `ROLLBACK TO s`, "commit"}},
+		{name: "KeyChangedRolledBack", steps: []string{"begin", `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `UPDATE t SET id = 5 WHERE id = 1`, `ROLLBACK TO s`, "commit"}},
+		{name: "TableDroppedRolledBack", steps: []string{"begin", `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `DROP TABLE t`, `ROLLBACK TO s`, "commit"}},
+		{
+			name:  "TwoDroppedRolledBack",
+			steps: []string{"begin", `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `ALTER TABLE t DROP COLUMN b`, `DELETE FROM t WHERE id = 1`, `ROLLBACK TO s`, "commit"},
+		},
+		{
+			// The rollback to s undoes the update only; the frame's, the
+			// drop.
+			name:  "RolledBackInTwoSteps",
+			steps: []string{"begin", `ALTER TABLE t DROP COLUMN a`, `SAVEPOINT s`, `UPDATE t SET b = 'X' WHERE id = 1`, `ROLLBACK TO s`, `UPDATE t SET b = 'B' WHERE id = 2`, "rollback"},
+		},
+		{
+			// The rows the inner capture touched after the drop are the
+			// outer one's first to touch; the rollback undoes both.
+			name:  "NestedRolledBack",
+			steps: []string{"begin", `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, "inner", `UPDATE t SET b = 'B' WHERE id = 1`, "end inner", `UPDATE t SET b = 'C' WHERE id = 1`, `ROLLBACK TO s`, "commit"},
+			want: lines(
+				"inner "+updated,
+				"update t map[id:1] before=map[a:a b:B id:1] after=map[a:a b:b id:1]",
+			),
+		},
+		{
+			// The row the inner capture inserted after the drop had no
+			// value in the column: no rollback brings one back to it.
+			name:  "NestedInsertedRolledBack",
+			steps: []string{"begin", `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, "inner", `INSERT INTO t VALUES (3, 'c')`, "end inner", `UPDATE t SET b = 'C' WHERE id = 3`, `ROLLBACK TO s`, "commit"},
+			want: lines(
+				"inner insert t map[id:3] after=map[b:c id:3]",
+				"delete t map[id:3] before=map[a:<nil> b:c id:3]",
+			),
+		},
+		{
+			name:  "DroppedInNestedRolledBack",
+			steps: []string{"begin", `SAVEPOINT s`, "inner", `ALTER TABLE t DROP COLUMN a`, "end inner", `UPDATE t SET b = 'B' WHERE id = 1`, `ROLLBACK TO s`, "commit"},
+		},
+		{
+			name:    "RawRolledBackToSavepoint",
+			steps:   []string{"conn", "begin", `SAVEPOINT s`, `raw: ALTER TABLE t DROP COLUMN a`, `UPDATE t SET b = 'B' WHERE id = 1`, `ROLLBACK TO s`, "commit"},
+			wantErr: rawDropped,
+		},
+		{
+			name:    "RawFrameRolledBack",
+			steps:   []string{"conn", "begin", `raw: ALTER TABLE t DROP COLUMN a`, `UPDATE t SET b = 'B' WHERE id = 1`, "rollback"},
+			wantErr: rawDropped,
+		},
+		{
+			// Touched before the raw drop, the row's image has the column.
+			name:  "RawTouchedBeforeRolledBack",
+			steps: []string{"conn", "begin", `UPDATE t SET b = 'B' WHERE id = 1`, `raw: ALTER TABLE t DROP COLUMN a`, `UPDATE t SET b = 'C' WHERE id = 1`, "rollback"},
+		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := MustCreate(t, schema, sqlitestore.Options{})
 			got, err := dropColumnSteps(t, s, tt.steps)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v (changes %q), want %q", err, got, tt.wantErr)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -50,6 +50,7 @@ type conn struct {
 	ddlSeq       uint64                // counts statements prepared that change tables
 	dropping     string                // the table of the DROP the authorizer saw last, for the delete it authorizes next
 	erasing      string                // the table the DROP TABLE of the store's API running now erases, whose rows the captures noted (see Store.dropRowsLocked)
+	colDrop      *colDrop              // the rows of the table the DROP COLUMN of the store's API running now alters, read for the captures (see Store.dropRowsLocked)
 	undo         *uint64               // the store's Store.undo; nil for other connections
 	exposed      bool                  // handed out by Store.Conn
 	rawDrop      func(table string)    // the store's, told of a DROP TABLE prepared on the raw connection; nil for other connections

@@ -67,8 +67,13 @@
 // which fires no preupdate hook, off). A DROP TABLE and a CREATE TABLE ...
 // AS SELECT move rows with no preupdate event either: the store reads the
 // table's rows before the one and after the other, so they are reported
-// deleted and inserted. Temporary tables, FTS5 and R*Tree shadow tables, tables in
-// Options.Untracked and VIRTUAL generated columns are left out. A row written
+// deleted and inserted. A DROP COLUMN erases the column's values with no
+// event, and a rollback undoing it brings them back: run through Exec or
+// ExecScript, it has the store read the table's rows first, so a row first
+// touched after a drop that a rollback undid is reported as it was; run on
+// the raw connection ([Store.Conn]), it fails the capture then. Temporary
+// tables, FTS5 and R*Tree shadow tables, tables in Options.Untracked and
+// VIRTUAL generated columns are left out. A row written
 // twice yields one net change; a row changed and changed back yields none.
 // Rows are keyed by primary key (by rowid without one); a table whose key
 // cannot tell its rows apart exactly ([KeyProblems]: a key that may hold

@@ -399,7 +399,8 @@ func statement[T any](s *Store, ctx context.Context, sql string, run func(*conn)
 
 // afterLocked does what a statement of Exec, Query or ExecScript that ran
 // leaves to do: note the savepoint it opened, reload the capture metadata
-// it left stale, and note the rows it created for the running captures.
+// it left stale, and note the rows it created, and the values of the
+// columns it dropped, for the running captures.
 // Reloaded now, not before the next statement, the metadata knows a table
 // the statement dropped (or whose creation a ROLLBACK TO undid) gone when
 // the raw connection creates another, which SQLite may give the gone
@@ -411,6 +412,7 @@ func (s *Store) afterLocked(cn *conn, info stmtInfo, existed bool) error {
 	if err := s.refreshMetaLocked(cn); err != nil {
 		return err
 	}
+	s.keepDroppedLocked(cn)
 	return s.createdRowsLocked(cn, info, existed)
 }
 

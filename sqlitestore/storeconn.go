@@ -49,7 +49,7 @@ func (s *Store) doLocked(ctx context.Context, open bool, fn func(cn *conn) error
 		defer func() {
 			cn.c.SetInterrupt(old)
 			cn.own = own
-			cn.erasing = "" // a DROP TABLE's erasing ends with the operation that ran it
+			cn.erasing, cn.colDrop = "", nil // a DROP's erasing ends with the operation that ran it
 		}()
 		return formatError(ctx, fn(cn))
 	})

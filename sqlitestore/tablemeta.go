@@ -286,6 +286,7 @@ func (s *Store) loadMetaLocked(cn *conn, finishing *Capture) error {
 		if renames {
 			c.checkRenames(old, cn.meta)
 			c.knowRenames(old, cn.meta)
+			c.noteVanished(old, cn.meta, cn.colDrop)
 		}
 		c.replay(cn)
 	}
