@@ -123,10 +123,11 @@ func sameValue(a, b any) bool {
 // columns is allowed only when its table's columns changed (its images
 // then tell the added column apart).
 //
-// A table whose columns were renamed or dropped (skip) is not compared:
-// its rows are the same rows under other key names, which capture does not
-// report, or a column dropped and added again under its name holds other
-// values in rows no statement wrote.
+// A table whose columns were renamed, or dropped and added again (skip,
+// see diffRig.noteDDL), is not compared: its rows are the same rows under
+// other key names, which capture does not report, or a column dropped and
+// added again under its name holds other values in rows no statement
+// wrote.
 //
 // Rows inner captures reported (inner, by rowID) the capture reports only
 // when it touched them itself, with its own first image as before: only

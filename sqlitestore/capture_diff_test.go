@@ -226,13 +226,14 @@ func diffStatement(d *diffSource, tables []string, savepoints *int) string {
 // refusal reports whether err is one of capture's documented refusals: a
 // table whose rows cannot be keyed, a column renamed, columns changed
 // before an event was keyed, a table dropped on the raw connection, or
-// dropped in a nested capture and perhaps created again on it. No
+// dropped in a nested capture and perhaps created again on it, a column
+// dropped on the raw connection that a rollback brought back. No
 // statement here renames a table, so a table's rename is a false refusal.
 func refusal(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "cannot key the rows") || strings.Contains(msg, "its column ") && strings.Contains(msg, " renamed to ") ||
 		strings.Contains(msg, "cannot key a change") || strings.Contains(msg, "DROP TABLE on the raw connection") ||
-		strings.Contains(msg, "a nested capture dropped it")
+		strings.Contains(msg, "a nested capture dropped it") || strings.Contains(msg, "DROP COLUMN on the raw connection")
 }
 
 // diffRig is one run of the differential test: the store, its sibling
@@ -244,7 +245,8 @@ type diffRig struct {
 	s, sib  *sqlitestore.Store
 	tables  []string
 	log     []string
-	renamed map[string]bool // tables whose columns a statement renamed or dropped, in this call
+	renamed map[string]bool // tables whose columns a statement renamed, or dropped and added again, in this call (see noteDDL)
+	dropped map[string]bool // table and column, NUL between, a statement dropped in this call
 	// rolledBack is set when a ROLLBACK TO ran in the innermost capture:
 	// it may undo rows an outer capture touched, which the outer one
 	// reports.
@@ -282,8 +284,8 @@ func (r *diffRig) exec(raw bool) {
 	} else {
 		_, err = r.s.Exec(ctx, q)
 	}
-	if err == nil && (strings.Contains(q, "RENAME COLUMN") || strings.Contains(q, "DROP COLUMN")) {
-		r.renamed[strings.Fields(strings.TrimPrefix(q, "raw: "))[2]] = true
+	if err == nil {
+		r.noteDDL(strings.TrimPrefix(q, "raw: "))
 	}
 	if err == nil && strings.Contains(q, "ROLLBACK TO") {
 		r.rolledBack = true
@@ -308,11 +310,32 @@ func (r *diffRig) script() {
 		r.logf("script: %s", q)
 	}
 	for _, q := range qs {
-		if strings.Contains(q, "RENAME COLUMN") || strings.Contains(q, "DROP COLUMN") { // it may have run before a later statement failed
-			r.renamed[strings.Fields(q)[2]] = true
-		}
+		r.noteDDL(q) // it may have run before a later statement failed
 		if strings.Contains(q, "ROLLBACK TO") {
 			r.rolledBack = true
+		}
+	}
+}
+
+// noteDDL notes the tables whose rows checkDiff cannot compare after q ran:
+// a table one of whose columns q renamed, one whose rowid's name it
+// changed (dropping a column named rowid, oid or _rowid_), or one it added
+// a column to that a statement dropped earlier in the call, which holds
+// other values in rows no statement wrote, or, when a rollback undid both,
+// its first values. A column dropped changes no row.
+func (r *diffRig) noteDDL(q string) {
+	f := strings.Fields(q)
+	switch {
+	case strings.Contains(q, "RENAME COLUMN"):
+		r.renamed[f[2]] = true
+	case strings.Contains(q, "DROP COLUMN"):
+		r.dropped[f[2]+"\x00"+f[5]] = true
+		if slices.Contains([]string{"rowid", "oid", "_rowid_"}, f[5]) {
+			r.renamed[f[2]] = true
+		}
+	case strings.Contains(q, "ADD COLUMN"):
+		if r.dropped[f[2]+"\x00"+f[5]] {
+			r.renamed[f[2]] = true
 		}
 	}
 }
@@ -377,7 +400,7 @@ func (r *diffRig) call(depth int) map[string]bool {
 	r.rolledBack = false
 	defer func() { r.rolledBack = r.rolledBack || outerRolledBack }()
 	if depth == 0 {
-		r.renamed = map[string]bool{}
+		r.renamed, r.dropped = map[string]bool{}, map[string]bool{}
 	}
 	for n := r.d.n(10); n >= 0 && !r.d.done(); n-- {
 		switch r.d.n(16) {
