@@ -36,11 +36,17 @@ func newTree(t *testing.T) *tree {
 	tr.shop = env.NewWorld(env.WorldSpec{Name: "shop", Version: "1.0.0",
 		Schema: "CREATE TABLE orders (id TEXT PRIMARY KEY) STRICT;"})
 	tr.shop.AddWorld(tr.payments, env.ToolAllowList())
-	tr.root = env.NewWorld(env.WorldSpec{Name: "company", Version: "0.1.0", FixturesDir: tr.dir,
-		Schema: "CREATE TABLE staff (id TEXT PRIMARY KEY) STRICT;"})
+	tr.root = tr.newRoot("company")
 	tr.root.AddWorld(tr.payments, env.ToolPrefix("pay_"))
 	tr.root.AddWorld(tr.shop, env.ToolPrefix("shop_"))
 	return tr
+}
+
+// newRoot returns a root world of the tree's fixtures directory, named
+// name, with the company's schema and nothing added.
+func (tr *tree) newRoot(name string) *env.World {
+	return env.NewWorld(env.WorldSpec{Name: name, Version: "0.1.0", FixturesDir: tr.dir,
+		Schema: "CREATE TABLE staff (id TEXT PRIMARY KEY) STRICT;"})
 }
 
 func (tr *tree) freeze(t *testing.T, id string, seed int64) *fixture.Sidecar {
@@ -170,8 +176,7 @@ func TestCreate_Refusals(t *testing.T) {
 		tr.freeze(t, "acme", 1)
 		// The same tree without payments_eu: a clone of the root's
 		// registrations up to that point.
-		smaller := env.NewWorld(env.WorldSpec{Name: "company", Version: "0.1.0", FixturesDir: tr.dir,
-			Schema: "CREATE TABLE staff (id TEXT PRIMARY KEY) STRICT;"})
+		smaller := tr.newRoot("company")
 		smaller.AddWorld(tr.payments, env.ToolPrefix("pay_"))
 		smaller.AddWorld(tr.shop, env.ToolPrefix("shop_"))
 		_, err := composition.Open(ctx, smaller, composition.Options{Fixture: "acme"})
@@ -192,8 +197,7 @@ func TestCreate_Refusals(t *testing.T) {
 		tr.freeze(t, "acme", 1)
 		// Every added node moves to "eu": the shop's payments is still the
 		// company's, so only the scopes differ.
-		moved := env.NewWorld(env.WorldSpec{Name: "company", Version: "0.1.0", FixturesDir: tr.dir,
-			Schema: "CREATE TABLE staff (id TEXT PRIMARY KEY) STRICT;"})
+		moved := tr.newRoot("company")
 		moved.AddWorld(tr.payments, env.ToolPrefix("pay_"), env.Store("eu"))
 		moved.AddWorld(tr.shop, env.ToolPrefix("shop_"), env.Store("eu"))
 		_, err := composition.Open(ctx, moved, composition.Options{Fixture: "acme"})
@@ -203,8 +207,7 @@ func TestCreate_Refusals(t *testing.T) {
 		tr := newTree(t)
 		tr.freeze(t, "acme", 1)
 		// Another root with the same tree, pointed at company's fixtures.
-		rival := env.NewWorld(env.WorldSpec{Name: "rival", Version: "0.1.0", FixturesDir: tr.dir,
-			Schema: "CREATE TABLE staff (id TEXT PRIMARY KEY) STRICT;"})
+		rival := tr.newRoot("rival")
 		rival.AddWorld(tr.payments, env.ToolPrefix("pay_"))
 		rival.AddWorld(tr.shop, env.ToolPrefix("shop_"))
 		_, err := composition.Open(ctx, rival, composition.Options{Fixture: "acme"})
@@ -217,8 +220,7 @@ func TestCreate_Refusals(t *testing.T) {
 		drifted := env.NewWorld(env.WorldSpec{Name: "shop", Version: "1.0.0",
 			Schema: "CREATE TABLE orders (id TEXT PRIMARY KEY, total INTEGER) STRICT;"})
 		drifted.AddWorld(tr.payments, env.ToolAllowList())
-		root := env.NewWorld(env.WorldSpec{Name: "company", Version: "0.1.0", FixturesDir: tr.dir,
-			Schema: "CREATE TABLE staff (id TEXT PRIMARY KEY) STRICT;"})
+		root := tr.newRoot("company")
 		root.AddWorld(tr.payments, env.ToolPrefix("pay_"))
 		root.AddWorld(drifted, env.ToolPrefix("shop_"))
 		_, err := composition.Open(ctx, root, composition.Options{Fixture: "acme"})
@@ -230,8 +232,7 @@ func TestCreate_Refusals(t *testing.T) {
 		bumped := env.NewWorld(env.WorldSpec{Name: "shop", Version: "1.1.0",
 			Schema: "CREATE TABLE orders (id TEXT PRIMARY KEY) STRICT;"})
 		bumped.AddWorld(tr.payments, env.ToolAllowList())
-		root := env.NewWorld(env.WorldSpec{Name: "company", Version: "0.1.0", FixturesDir: tr.dir,
-			Schema: "CREATE TABLE staff (id TEXT PRIMARY KEY) STRICT;"})
+		root := tr.newRoot("company")
 		root.AddWorld(tr.payments, env.ToolPrefix("pay_"))
 		root.AddWorld(bumped, env.ToolPrefix("shop_"))
 		inst := compositiontest.Open(t, root, composition.Options{Fixture: "acme"})

@@ -133,18 +133,8 @@ func TestSeal_ChecksAtTheSeal(t *testing.T) {
 			h.AddWorld(a, env.ToolPrefix("payments."))
 			return h
 		}, `"payments.charge" is not a valid tool name`},
-		{"StartupKeyBoundTwice", func() *env.World {
-			h, a, b, p := newWorld("host"), newWorld("a"), newWorld("b"), newWorld("p")
-			type K struct {
-				Region string `json:"region,omitempty"`
-			}
-			env.OnStartup(p, func(c *env.Ctx, k K) error { return nil })
-			a.AddWorld(p, env.Startup(map[string]any{"region": "us"}))
-			b.AddWorld(p, env.Startup(map[string]any{"region": "eu"}))
-			h.AddWorld(a)
-			h.AddWorld(b)
-			return h
-		}, `startup keyword "region" is bound to`},
+		{"StartupKeyBoundTwice", func() *env.World { return boundTwice("us", "eu") },
+			`startup keyword "region" is bound to`},
 		{"TooManyStores", func() *env.World {
 			h := newWorld("host")
 			for k := 0; k < 11; k++ {
@@ -171,19 +161,25 @@ func TestSeal_ChecksAtTheSeal(t *testing.T) {
 	}
 }
 
-func TestSeal_StartupKeyBoundAlikeTwice(t *testing.T) {
-	// Only two values for one key on one node fail the seal: two routes
-	// binding the same value agree.
+// boundTwice returns a host adding a and b, which both add p, a world
+// with a startup keyword region that a binds to first and b to second.
+func boundTwice(first, second string) *env.World {
 	h, a, b, p := newWorld("host"), newWorld("a"), newWorld("b"), newWorld("p")
 	type K struct {
 		Region string `json:"region,omitempty"`
 	}
 	env.OnStartup(p, func(c *env.Ctx, k K) error { return nil })
-	a.AddWorld(p, env.Startup(map[string]any{"region": "eu"}))
-	b.AddWorld(p, env.Startup(map[string]any{"region": "eu"}))
+	a.AddWorld(p, env.Startup(map[string]any{"region": first}))
+	b.AddWorld(p, env.Startup(map[string]any{"region": second}))
 	h.AddWorld(a)
 	h.AddWorld(b)
-	s, err := composition.Seal(h)
+	return h
+}
+
+func TestSeal_StartupKeyBoundAlikeTwice(t *testing.T) {
+	// Only two values for one key on one node fail the seal: two routes
+	// binding the same value agree.
+	s, err := composition.Seal(boundTwice("eu", "eu"))
 	if err != nil {
 		t.Fatal(err)
 	}

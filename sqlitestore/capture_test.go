@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -1557,7 +1558,6 @@ func TestCapture_DroppedPageReusedThenReload(t *testing.T) {
 // one of its columns), on either connection, or by a rollback undoing a
 // rename, still fails the capture.
 func TestCapture_RollbackThenRawCreate(t *testing.T) {
-	ctx := context.Background()
 	const schema = `CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT, b TEXT); INSERT INTO t VALUES (1, 'a', 'b');`
 	const (
 		created           = "insert c map[rowid:1] after=map[x:7]"
@@ -1568,11 +1568,8 @@ func TestCapture_RollbackThenRawCreate(t *testing.T) {
 		dropAddRolledBack = "sqlitestore: change capture cannot report the rows of table t: its column z was renamed to b while the capture ran"
 		rawDropped        = "sqlitestore: change capture cannot report the rows of table y: a DROP TABLE on the raw connection erased them unseen; drop tables through Exec or ExecScript"
 	)
-	// Steps run in order, after StartCapture: "conn" takes the raw
-	// connection, "begin" begins a frame (rolled back at the end unless
-	// "commit" commits it), "raw: q" runs q on the raw connection,
-	// "prepare: q" prepares q there and "step" runs it; any other step is
-	// a statement run through Exec.
+	// Steps as captureSteps runs them; a frame still open when the
+	// capture finishes is rolled back after it.
 	for _, tt := range []struct {
 		name    string
 		steps   []string
@@ -1706,61 +1703,36 @@ func TestCapture_RollbackThenRawCreate(t *testing.T) {
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s := MustCreate(t, schema, sqlitestore.Options{})
-			s.Pin()
-			defer s.Unpin()
-			c := s.StartCapture()
-			var raw *sqlite3.Conn
-			var prepared *sqlite3.Stmt
-			var f *sqlitestore.Frame
-			for _, q := range tt.steps {
-				var err error
-				switch {
-				case q == "conn":
-					raw, err = s.Conn(ctx)
-				case q == "begin":
-					if f, err = s.Begin(ctx); err == nil {
-						defer f.Rollback()
-					}
-				case q == "commit":
-					err = f.Commit()
-				case q == "step":
-					err = prepared.Exec()
-					prepared.Close()
-				case strings.HasPrefix(q, "prepare: "):
-					prepared, _, err = raw.Prepare(strings.TrimPrefix(q, "prepare: "))
-				case strings.HasPrefix(q, "raw: "):
-					err = raw.Exec(strings.TrimPrefix(q, "raw: "))
-				default:
-					_, err = s.Exec(ctx, q)
-				}
-				if err != nil {
-					t.Fatalf("%s: %v", q, err)
-				}
-			}
-			finishWant(t, c, tt.want, tt.wantErr)
+			got, err := captureSteps(t, MustCreate(t, schema, sqlitestore.Options{}), tt.steps)
+			wantSteps(t, got, err, tt.want, tt.wantErr)
 		})
 	}
 }
 
-// dropColumnSteps runs steps on s, as TestCapture_DropColumn writes them,
-// inside a capture, and returns what the captures reported: the changes of
-// each nested capture prefixed "inner ", then the capture's own (as
-// formatChanges writes them), or its error.
+// captureSteps runs steps on s inside a capture and returns what the
+// captures reported: the changes of each nested capture prefixed "inner ",
+// then the capture's own (as formatChanges writes them), or its error.
+// Frames still open when the capture finishes are rolled back after it.
 //
 // "conn" takes the raw connection, "begin" begins a frame, "commit" and
 // "rollback" end the innermost one, "inner" starts a nested capture and
 // "end inner" finishes it, "raw: q" runs q on the raw connection,
-// "script: q" runs q through ExecScript; any other step is a statement run
-// through Exec.
-func dropColumnSteps(t *testing.T, s *sqlitestore.Store, steps []string) (string, error) {
+// "prepare: q" prepares q there and "step" runs it, "script: q" runs q
+// through ExecScript; any other step is a statement run through Exec.
+func captureSteps(t *testing.T, s *sqlitestore.Store, steps []string) (string, error) {
 	t.Helper()
 	ctx := context.Background()
 	s.Pin()
 	defer s.Unpin()
 	c := s.StartCapture()
 	var raw *sqlite3.Conn
+	var prepared *sqlite3.Stmt
 	var frames []*sqlitestore.Frame
+	defer func() {
+		for _, f := range slices.Backward(frames) {
+			f.Rollback()
+		}
+	}()
 	var inner *sqlitestore.Capture
 	var out strings.Builder
 	for _, q := range steps {
@@ -1768,6 +1740,11 @@ func dropColumnSteps(t *testing.T, s *sqlitestore.Store, steps []string) (string
 		switch {
 		case q == "conn":
 			raw, err = s.Conn(ctx)
+		case q == "step":
+			err = prepared.Exec()
+			prepared.Close()
+		case strings.HasPrefix(q, "prepare: "):
+			prepared, _, err = raw.Prepare(strings.TrimPrefix(q, "prepare: "))
 		case q == "begin":
 			var f *sqlitestore.Frame
 			if f, err = s.Begin(ctx); err == nil {
@@ -1809,6 +1786,24 @@ func dropColumnSteps(t *testing.T, s *sqlitestore.Store, steps []string) (string
 	}
 	out.WriteString(formatChanges(changes))
 	return out.String(), nil
+}
+
+// wantSteps fails t unless captureSteps reported want, or the error
+// wantErr when that is set.
+func wantSteps(t *testing.T, got string, err error, want, wantErr string) {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || err.Error() != wantErr {
+			t.Fatalf("err = %v (changes %q), want %q", err, got, wantErr)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("changes:\n%s\nwant:\n%s", got, want)
+	}
 }
 
 // TestCapture_DropColumn drops columns while a capture runs. A DROP COLUMN
@@ -1963,20 +1958,8 @@ func TestCapture_DropColumn(t *testing.T) {
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s := MustCreate(t, schema, sqlitestore.Options{})
-			got, err := dropColumnSteps(t, s, tt.steps)
-			if tt.wantErr != "" {
-				if err == nil || err.Error() != tt.wantErr {
-					t.Fatalf("err = %v (changes %q), want %q", err, got, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tt.want {
-				t.Errorf("changes:\n%s\nwant:\n%s", got, tt.want)
-			}
+			got, err := captureSteps(t, MustCreate(t, schema, sqlitestore.Options{}), tt.steps)
+			wantSteps(t, got, err, tt.want, tt.wantErr)
 		})
 	}
 }
