@@ -34,18 +34,7 @@ func formatChanges(changes []sqlitestore.Change) string {
 func finishWant(t *testing.T, c *sqlitestore.Capture, want, wantErr string) {
 	t.Helper()
 	changes, err := c.Finish(context.Background())
-	if wantErr != "" {
-		if err == nil || err.Error() != wantErr {
-			t.Fatalf("err = %v (changes %v), want %q", err, changes, wantErr)
-		}
-		return
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := formatChanges(changes); got != want {
-		t.Errorf("changes:\n%s\nwant:\n%s", got, want)
-	}
+	wantSteps(t, formatChanges(changes), err, want, wantErr)
 }
 
 // capture runs act inside a capture and returns the formatted changes.
@@ -1788,7 +1777,7 @@ func captureSteps(t *testing.T, s *sqlitestore.Store, steps []string) (string, e
 	return out.String(), nil
 }
 
-// wantSteps fails t unless captureSteps reported want, or the error
+// wantSteps fails t unless a capture reported got, want, or the error
 // wantErr when that is set.
 func wantSteps(t *testing.T, got string, err error, want, wantErr string) {
 	t.Helper()
