@@ -1559,12 +1559,7 @@ func TestCapture_RollbackThenRawCreate(t *testing.T) {
 	)
 	// Steps as captureSteps runs them; a frame still open when the
 	// capture finishes is rolled back after it.
-	for _, tt := range []struct {
-		name    string
-		steps   []string
-		want    string // formatted changes
-		wantErr string
-	}{
+	runStepCases(t, schema, []stepCase{
 		{
 			name:  "ExecCreated",
 			steps: []string{"conn", "begin", `SAVEPOINT s`, `CREATE TABLE y (id INTEGER PRIMARY KEY, v TEXT)`, `INSERT INTO y VALUES (1, 'y')`, `raw: ROLLBACK TO s`, `raw: CREATE TABLE c AS SELECT 7 AS x`},
@@ -1690,12 +1685,7 @@ func TestCapture_RollbackThenRawCreate(t *testing.T) {
 			steps:   []string{"conn", `raw: SAVEPOINT r`, `ALTER TABLE t RENAME TO u`, "begin", `UPDATE u SET b = 'B' WHERE id = 1`, "commit", `raw: ROLLBACK TO r`},
 			wantErr: renamedBack,
 		},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := captureSteps(t, MustCreate(t, schema, sqlitestore.Options{}), tt.steps)
-			wantSteps(t, got, err, tt.want, tt.wantErr)
-		})
-	}
+	})
 }
 
 // captureSteps runs steps on s inside a capture and returns what the
@@ -1777,6 +1767,26 @@ func captureSteps(t *testing.T, s *sqlitestore.Store, steps []string) (string, e
 	return out.String(), nil
 }
 
+// stepCase is a capture of steps, as captureSteps runs them, and what it
+// should report: the formatted changes want, or the error wantErr.
+type stepCase struct {
+	name    string
+	steps   []string
+	want    string
+	wantErr string
+}
+
+// runStepCases runs each case in a subtest, on a store created with
+// schema.
+func runStepCases(t *testing.T, schema string, cases []stepCase) {
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := captureSteps(t, MustCreate(t, schema, sqlitestore.Options{}), tt.steps)
+			wantSteps(t, got, err, tt.want, tt.wantErr)
+		})
+	}
+}
+
 // wantSteps fails t unless a capture reported got, want, or the error
 // wantErr when that is set.
 func wantSteps(t *testing.T, got string, err error, want, wantErr string) {
@@ -1811,12 +1821,7 @@ func TestCapture_DropColumn(t *testing.T) {
 		updatedWide = "update t map[id:1] before=map[a:a b:b id:1] after=map[a:a b:B id:1]"
 		rawDropped  = "sqlitestore: change capture cannot report the rows of table t: a DROP COLUMN on the raw connection erased its column a unseen, and a rollback brought it back; drop columns through Exec or ExecScript"
 	)
-	for _, tt := range []struct {
-		name    string
-		steps   []string
-		want    string
-		wantErr string
-	}{
+	runStepCases(t, schema, []stepCase{
 		{name: "TouchedAfter", steps: []string{`ALTER TABLE t DROP COLUMN a`, `UPDATE t SET b = 'B' WHERE id = 1`}, want: lines(updated)},
 		{name: "TouchedBefore", steps: []string{`UPDATE t SET b = 'B' WHERE id = 1`, `ALTER TABLE t DROP COLUMN a`}, want: lines(updated)},
 		{
@@ -1945,10 +1950,5 @@ func TestCapture_DropColumn(t *testing.T) {
 			name:  "RawTouchedBeforeRolledBack",
 			steps: []string{"conn", "begin", `UPDATE t SET b = 'B' WHERE id = 1`, `raw: ALTER TABLE t DROP COLUMN a`, `UPDATE t SET b = 'C' WHERE id = 1`, "rollback"},
 		},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := captureSteps(t, MustCreate(t, schema, sqlitestore.Options{}), tt.steps)
-			wantSteps(t, got, err, tt.want, tt.wantErr)
-		})
-	}
+	})
 }
