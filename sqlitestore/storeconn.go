@@ -85,13 +85,13 @@ func (s *Store) connLocked(ctx context.Context) (*conn, error) {
 			return nil, err
 		}
 	}
-	cn.c.Status(sqlite3.DBSTATUS_CACHE_WRITE, true) // what it wrote for another store, or in its setup, is not this store's
 	cn.undo = &s.undo
 	cn.rawDrop, cn.rawCreate, cn.rawSavepoint = s.rawDropLocked, s.rawCreateLocked, s.rawSavepointLocked
 	if len(s.captures) > 0 {
 		s.installHookLocked(cn)
 	}
 	s.cn = cn
+	s.dropWritesLocked() // what it wrote for another store, or in its setup, is not this store's
 	if s.pool != nil {
 		s.pool.add(s)
 	}
