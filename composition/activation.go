@@ -134,6 +134,7 @@ func (i *Instance) activate(ctx context.Context, tool string, kind activationKin
 	for _, ns := range a.pinned {
 		clear(ns.frames)
 		ns.frames = ns.frames[:0] // the backing array serves the next activation
+		ns.recorded = ns.recorded[:0]
 		ns.store.Unpin()
 	}
 	if logging {

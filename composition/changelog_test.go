@@ -762,3 +762,133 @@ func TestChangeLog_AliasWritesUseTheCanonicalPath(t *testing.T) {
 		t.Fatalf("change log %v, want %v", got, want)
 	}
 }
+
+// TestChangeLog_RenameAfterAnEarlierStretch renames a table in one stretch
+// of a call (a nested call, a DB.Transaction) after an earlier stretch of
+// the same call wrote a row of it. The records name a table as it is called
+// when their stretch ends and are sorted by that name, so the later
+// stretch's record of the row, under the new name, would sort before the
+// earlier one's: the stretch fails as a frame renaming a table whose rows
+// it wrote itself does, and the log describes the rows as they are. A
+// rename of a table the call wrote no row of stays allowed.
+func TestChangeLog_RenameAfterAnEarlierStretch(t *testing.T) {
+	const schema = "CREATE TABLE items (k TEXT PRIMARY KEY, v INTEGER) STRICT; CREATE TABLE other (k TEXT PRIMARY KEY) STRICT;"
+	type sqlArgs struct {
+		SQL []string `json:"sql"`
+		Raw bool     `json:"raw,omitempty"` // on the raw connection
+	}
+	run := func(db env.DB, qs []string) error {
+		for _, q := range qs {
+			if _, err := db.Exec(q); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	child := env.NewWorld(env.WorldSpec{Name: "rnchild", Version: "1.0.0", Schema: schema})
+	env.Tool(child, "run", "Run SQL.", func(c *env.Ctx, a sqlArgs) (any, error) {
+		if !a.Raw {
+			return nil, run(c.DB, a.SQL)
+		}
+		conn, err := c.DB.Conn()
+		if err != nil {
+			return nil, err
+		}
+		for _, q := range a.SQL {
+			if err := conn.(*sqlite3.Conn).Exec(q); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	})
+	host := env.NewWorld(env.WorldSpec{Name: "rnhost", Version: "1.0.0", Schema: schema})
+	host.AddWorld(child, env.Name("kv"), env.ToolAllowList())
+	// Each step is "direct:", "call:", "rawcall:", "txfail:", "own:" or
+	// "tx:" and statements separated by "; ": run on kv's store directly,
+	// by a nested call of kv's run (on its raw connection, or in a
+	// DB.Transaction on kv's store that then fails), on the host's store,
+	// or in a DB.Transaction on it.
+	type stepArgs struct {
+		Steps []string `json:"steps"`
+	}
+	env.Tool(host, "steps", "Run steps.", func(c *env.Ctx, a stepArgs) (any, error) {
+		kv := c.Worlds.Get("kv")
+		for _, s := range a.Steps {
+			kind, sql, _ := strings.Cut(s, ":")
+			qs := strings.Split(sql, "; ")
+			var err error
+			switch kind {
+			case "direct":
+				err = run(kv.DB(), qs)
+			case "call", "rawcall":
+				_, err = kv.Call("run", sqlArgs{SQL: qs, Raw: kind == "rawcall"})
+			case "txfail":
+				kv.DB().Transaction(func() error {
+					if _, err := kv.Call("run", sqlArgs{SQL: qs}); err != nil {
+						return err
+					}
+					return errors.New("changed my mind")
+				})
+			case "own":
+				err = run(c.DB, qs)
+			case "tx":
+				err = c.DB.Transaction(func() error { return run(c.DB, qs) })
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	})
+	const (
+		insert  = "INSERT INTO items VALUES ('k', 1)"
+		rename  = "ALTER TABLE items RENAME TO a_items; UPDATE a_items SET v = 2"
+		refusal = "change capture cannot report the rows of table items: it was renamed to a_items while the capture ran"
+	)
+	for _, tt := range []struct {
+		name  string
+		steps []string
+		err   string   // what the call's error says; "" when it succeeds
+		log   []string // the change log
+		items string   // the store whose table items must still hold k with v = 1; "" when none
+	}{
+		// One stretch: the rule the others follow.
+		{name: "OneFrame", steps: []string{"call:" + insert + "; " + rename}, err: refusal},
+		{name: "DirectThenNested", steps: []string{"direct:" + insert, "call:" + rename}, err: refusal,
+			log: []string{"1 steps kv items insert map[k:k] after=map[k:k v:1]"}, items: "kv"},
+		// The rename alone, with no statement after it in its stretch,
+		// through the store's API and on the raw connection, where the
+		// store reloads nothing after it.
+		{name: "DirectThenNestedRenameOnly", steps: []string{"direct:" + insert, "call:ALTER TABLE items RENAME TO a_items"}, err: refusal,
+			log: []string{"1 steps kv items insert map[k:k] after=map[k:k v:1]"}, items: "kv"},
+		{name: "DirectThenNestedRawRenameOnly", steps: []string{"direct:" + insert, "rawcall:ALTER TABLE items RENAME TO a_items"}, err: refusal,
+			log: []string{"1 steps kv items insert map[k:k] after=map[k:k v:1]"}, items: "kv"},
+		{name: "NestedThenNested", steps: []string{"call:" + insert, "call:" + rename}, err: refusal,
+			log: []string{"1 run internal kv items insert map[k:k] after=map[k:k v:1]"}, items: "kv"},
+		{name: "FrameThenTransaction", steps: []string{"own:" + insert, "tx:" + rename}, err: refusal},
+		// The earlier stretch's records went with its rows.
+		{name: "RolledBackThenNested", steps: []string{"txfail:" + insert, "call:ALTER TABLE items RENAME TO a_items; INSERT INTO a_items VALUES ('j', 2)"},
+			log: []string{"1 run internal kv a_items insert map[k:j] after=map[k:j v:2]"}},
+		{name: "OtherTable", steps: []string{"direct:INSERT INTO other VALUES ('k')", "call:ALTER TABLE items RENAME TO a_items; INSERT INTO a_items VALUES ('k', 2)"},
+			log: []string{
+				"1 run internal kv a_items insert map[k:k] after=map[k:k v:2]",
+				"1 steps kv other insert map[k:k] after=map[k:k]",
+			}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			inst := compositiontest.Open(t, host, composition.Options{})
+			args, _ := json.Marshal(stepArgs{Steps: tt.steps})
+			_, err := inst.CallJSON(context.Background(), "steps", args)
+			if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
+				t.Errorf("call: %v, want an error saying %q", err, tt.err)
+			}
+			wantLog(t, inst, tt.log...)
+			if tt.items != "" {
+				rows := compositiontest.Rows(t, inst, "SELECT k, v FROM "+composition.SchemaName(tt.items)+".items")
+				if len(rows) != 1 || rows[0]["v"] != int64(1) {
+					t.Errorf("%s.items holds %v, want k with v = 1", tt.items, rows)
+				}
+			}
+		})
+	}
+}

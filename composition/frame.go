@@ -64,7 +64,7 @@ func (a *activation) begin(ns *nodeState, info *env.CallInfo) (*frame, error) {
 		f.tool, f.internal = info.Own, info.Internal
 	}
 	if a.logging {
-		f.capture = ns.store.StartCapture()
+		f.capture = a.startCapture(ns)
 	}
 	ns.frames = append(ns.frames, f)
 	return f, nil
@@ -184,7 +184,7 @@ func (a *activation) resumeFrame(ns *nodeState) {
 	}
 	if f := ns.frames[len(ns.frames)-1]; f.cut {
 		f.cut = false
-		f.capture = ns.store.StartCapture()
+		f.capture = a.startCapture(ns)
 	}
 }
 
@@ -192,7 +192,20 @@ func (a *activation) resumeFrame(ns *nodeState) {
 func (a *activation) record(ns *nodeState, tool string, internal bool, changes []sqlitestore.RowChange) {
 	for _, c := range changes {
 		a.records = append(a.records, logRecord{call: a.id, tool: tool, internal: internal, world: ns.node.Path, row: c})
+		if !slices.Contains(ns.recorded, c.Table) {
+			ns.recorded = append(ns.recorded, c.Table)
+		}
 	}
+}
+
+// startCapture starts a capture on a node that follows the activation's
+// earlier ones there: it fails when a table the node's kept records name
+// is renamed while it runs, as one that wrote rows of the table itself
+// would. Records name a table as it is called when their stretch ends, and
+// a call's are sorted by table name, so the row's record under the new
+// name would come apart from, and may sort before, those under the old.
+func (a *activation) startCapture(ns *nodeState) *sqlitestore.Capture {
+	return ns.store.StartCaptureAfter(ns.recorded)
 }
 
 // looseCapture starts a capture of statements run on a node outside any
@@ -205,7 +218,7 @@ func (a *activation) looseCapture(ns *nodeState) {
 		a.loose = map[*nodeState]*sqlitestore.Capture{}
 	}
 	if a.loose[ns] == nil {
-		a.loose[ns] = ns.store.StartCapture()
+		a.loose[ns] = a.startCapture(ns)
 	}
 }
 
@@ -247,6 +260,12 @@ func (a *activation) finishCapture(ns *nodeState, c *sqlitestore.Capture) error 
 func (a *activation) dropRecords(ns *nodeState, mark int) {
 	kept := slices.DeleteFunc(a.records[mark:], func(r logRecord) bool { return r.world == ns.node.Path })
 	a.records = a.records[:mark+len(kept)]
+	ns.recorded = ns.recorded[:0]
+	for _, r := range a.records {
+		if r.world == ns.node.Path && !slices.Contains(ns.recorded, r.row.Table) {
+			ns.recorded = append(ns.recorded, r.row.Table)
+		}
+	}
 }
 
 func (a *activation) finishLoose() error {

@@ -91,6 +91,9 @@ type nodeState struct {
 	ids   *env.IDs
 	// frames is the stack of open transaction frames on this store.
 	frames []*frame
+	// recorded names the tables the records the running activation kept
+	// of this store name (see activation.startCapture).
+	recorded []string
 }
 
 // Instance is one live composition: one store per node in one directory,

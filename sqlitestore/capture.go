@@ -130,6 +130,8 @@ const (
 // rollback then brought back, fails Finish when the capture first touched
 // rows of its table after the drop: their values in it came back unseen
 // (through Exec and ExecScript, the store reads them before the drop).
+// A capture started by StartCaptureAfter fails the same way when a table
+// whose rows the captures before it reported is renamed while it runs.
 type Capture struct {
 	s     *Store
 	done  bool                // guarded by s.mu, as are the fields below
@@ -154,6 +156,9 @@ type Capture struct {
 	// capture_ddl.go).
 	drops    []*colDrop
 	vanished map[string][]string
+	// after holds the tables the captures c follows reported rows of, as
+	// the metadata knew them when c started (see StartCaptureAfter).
+	after []*tableMeta
 }
 
 // touched is a row a capture saw, with its first before-image.
@@ -169,13 +174,30 @@ type touched struct {
 
 // StartCapture starts a change capture. Captures nest; the innermost receives
 // the hook's events. End it with Finish.
-func (s *Store) StartCapture() *Capture {
+func (s *Store) StartCapture() *Capture { return s.StartCaptureAfter(nil) }
+
+// StartCaptureAfter starts a change capture, as StartCapture does, that
+// follows captures of the store which reported rows of the tables named
+// reported, into one log: the new one fails, as a capture holding rows of
+// a table renamed while it runs does (see Capture), when one of those
+// tables is renamed while it runs. Changes name their table as it is
+// called when their capture finishes, so the log would describe a row of
+// the table under its old name, then under its new one, as two tables,
+// and a log sorted by table would put the later change first.
+func (s *Store) StartCaptureAfter(reported []string) *Capture {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := &Capture{s: s, undoAt: s.undo}
 	if s.closed {
 		c.done = true
 		return c
+	}
+	if s.cn != nil {
+		for _, name := range reported {
+			if m := s.cn.meta[name]; m != nil && !slices.Contains(c.after, m) {
+				c.after = append(c.after, m)
+			}
+		}
 	}
 	if s.cn != nil && s.cn.exposed {
 		c.err = s.trackTablesLocked(s.cn, c)
@@ -238,7 +260,10 @@ func (c *Capture) FinishRows(ctx context.Context) ([]RowChange, error) {
 		if c.err != nil {
 			return c.err
 		}
-		if len(c.order) == 0 && len(c.raw) == 0 && len(c.rawCreates) == 0 {
+		if len(c.order) == 0 && len(c.raw) == 0 && len(c.rawCreates) == 0 &&
+			(len(c.after) == 0 || s.cn == nil || !s.cn.metaDirty) {
+			// Nothing to report, and no table c follows may have been
+			// renamed out of sight: the reload below would tell.
 			return nil
 		}
 		if c.eventsComplete() {

@@ -1093,6 +1093,50 @@ func TestCapture_Rename(t *testing.T) {
 		_, err = c.Finish(ctx)
 		renamed(t, err, "u", "t")
 	})
+	t.Run("RenamedAfterTheCapturesItFollows", func(t *testing.T) {
+		// A capture following one that reported rows of t fails as if it
+		// held them itself, through Exec or on the raw connection, where
+		// nothing is reloaded before it finishes; one following captures
+		// that reported other tables does not.
+		for _, tt := range []struct {
+			name     string
+			reported []string
+			raw      bool
+			err      bool
+		}{
+			{"Exec", []string{"t"}, false, true},
+			{"Raw", []string{"x", "t"}, true, true},
+			{"OtherTable", []string{"x"}, false, false},
+			{"OtherTableRaw", []string{"x"}, true, false},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				s := MustCreate(t, schema+`CREATE TABLE x (id INTEGER PRIMARY KEY);`, sqlitestore.Options{})
+				if got, want := capture(t, s, execAll(`UPDATE t SET b = 'B' WHERE id = 1`)), lines("update t map[id:1] before=map[a:a b:b id:1] after=map[a:a b:B id:1]"); got != want {
+					t.Fatalf("changes:\n%s\nwant:\n%s", got, want)
+				}
+				c := s.StartCaptureAfter(tt.reported)
+				if tt.raw {
+					conn, err := s.Conn(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := conn.Exec(`ALTER TABLE t RENAME TO u`); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					MustExec(t, s, `ALTER TABLE t RENAME TO u`)
+				}
+				changes, err := c.Finish(ctx)
+				want := "<nil>"
+				if tt.err {
+					want = "sqlitestore: change capture cannot report the rows of table t: it was renamed to u while the capture ran, after the captures it follows reported rows of it"
+				}
+				if fmt.Sprint(err) != want || changes != nil {
+					t.Errorf("Finish = %v, %v; want no changes and error %s", changes, err, want)
+				}
+			})
+		}
+	})
 	// A column renamed after its rows were touched: matched by name, its
 	// values would read as NULL before (a value column) or every touched
 	// row as deleted (a key column).

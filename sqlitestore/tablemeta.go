@@ -338,9 +338,20 @@ func (s *Store) loadMetaOnlyLocked(cn *conn) error {
 // (old is the metadata meta replaces, nil when there was none). Changes
 // are reported by table name, and a row of a renamed table would be
 // reported as deleted from its old name, with its later changes under the
-// new name lost or reported against another row.
+// new name lost or reported against another row. It fails c the same way
+// when a table the captures c follows reported rows of (c.after) was
+// renamed.
 func (c *Capture) checkRenames(old, meta map[string]*tableMeta) {
-	if c.err != nil || len(c.order) == 0 {
+	if c.err != nil {
+		return
+	}
+	for _, m := range c.after {
+		if to := m.renamedTo(old, meta); to != "" {
+			c.err = fmt.Errorf("sqlitestore: change capture cannot report the rows of table %s: it was renamed to %s while the capture ran, after the captures it follows reported rows of it", m.name, to)
+			return
+		}
+	}
+	if len(c.order) == 0 {
 		return
 	}
 	checked := make(map[*tableMeta]bool)
