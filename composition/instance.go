@@ -324,6 +324,17 @@ func (i *Instance) ChangeLog() []env.ChangeRecord {
 	return i.changes.all()
 }
 
+// ChangeLogAndDropped returns ChangeLog and ChangeLogDropped of one moment,
+// read under one hold of the instance's lock. Read one after the other, a
+// call between the two could add records and drop older ones: the records
+// of before it with the count of after it, or the other way round, which
+// describe no log the instance ever held.
+func (i *Instance) ChangeLogAndDropped() ([]env.ChangeRecord, int) {
+	i.lockWait()
+	defer i.unlock()
+	return i.changes.all(), i.changes.dropped
+}
+
 // ChangeCount returns how many change records the instance has made so
 // far, those dropped from the log included: the Seq of the newest record.
 // It is cheap, for marking where a call's records start and end.
@@ -335,7 +346,7 @@ func (i *Instance) ChangeCount() int {
 
 // ChangeLogDropped returns how many of the oldest change records were
 // dropped to keep the log within Options.MaxChangeLogBytes; zero when the
-// log is whole.
+// log is whole. ChangeLogAndDropped reads it with the records.
 func (i *Instance) ChangeLogDropped() int {
 	i.lockWait()
 	defer i.unlock()

@@ -119,7 +119,8 @@ func (l logView) truncated() error {
 // grade is Grade with the instance's shape at hand.
 func grade(ctx context.Context, inst *composition.Instance, sh *shape, t env.Task) (Result, error) {
 	v := inst.Inspect()
-	lv := logView{records: inst.ChangeLog(), dropped: inst.ChangeLogDropped()}
+	var lv logView
+	lv.records, lv.dropped = inst.ChangeLogAndDropped()
 	t = t.Normalize()
 	if len(t.Checks) == 0 {
 		return Result{}, fmt.Errorf("task %s: no checks to grade", t.ID)

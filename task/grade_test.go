@@ -5,9 +5,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/sqlitestore"
 	"github.com/seahaven/seahaven/task"
 )
 
@@ -280,6 +282,78 @@ func TestGrade_TruncatedLog(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGrade_CallBetweenLogReads grades while calls run, with a call
+// forced in once the grader waits for the instance to read the change
+// log: the records and how many were dropped must come from one moment.
+// The log holds an entry, and the call writes a note that pushes the entry
+// out of the log's bound. The check wants a note: read before the call it
+// fails (no note, nothing dropped), read after it it passes; the records
+// from before the call with the count from after it would make its answer
+// depend on a dropped record, an error.
+//
+// The instance's lock is a channel, whose waiters take it in the order
+// they came; synctest.Wait returns once every goroutine waits, so each
+// waiter is queued before the next one starts.
+func TestGrade_CallBetweenLogReads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		w := newLedger("ledger_call_between_log_reads")
+		release := []chan struct{}{make(chan struct{}), make(chan struct{})}
+		type holdArgs struct {
+			N int `json:"n"`
+		}
+		env.Tool(w, "hold", "Wait for the test.", func(c *env.Ctx, in holdArgs) (any, error) {
+			<-release[in.N]
+			return nil, nil
+		})
+		tk := env.Task{ID: "t", Instruction: "Write a note.", Checks: []env.Check{{MustChange: []string{"main.notes"}}}}
+		pool := sqlitestore.NewPool(8)
+		pool.IdleAfter = -1 // no sweeper and no timer: the bubble's goroutines end with the test
+		ep := mustOpen(t, w, tk, composition.Options{MaxChangeLogBytes: 300, Pool: pool})
+		inst := ep.Instance()
+		mustCall(t, ep, "add", `{"amount": 5}`)
+		calls := make(chan error, 3)
+		call := func(tool, args string) {
+			go func() {
+				_, err := inst.CallJSON(ctx, tool, []byte(args))
+				calls <- err
+			}()
+			synctest.Wait()
+		}
+		call("hold", `{"n": 0}`) // holds the instance
+		type graded struct {
+			res task.Result
+			err error
+		}
+		grades := make(chan graded, 1)
+		go func() {
+			res, err := task.Grade(ctx, inst, tk)
+			grades <- graded{res, err}
+		}()
+		synctest.Wait()          // the grader waits for the instance
+		call("hold", `{"n": 1}`) // and the next hold after it
+		close(release[0])
+		synctest.Wait() // the grader took the inspection view and waits to read the log, behind the second hold
+		call("note", `{"body": "`+strings.Repeat("n", 150)+`"}`)
+		close(release[1])
+		g := <-grades
+		for range 3 {
+			if err := <-calls; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if d := inst.ChangeLogDropped(); d != 1 {
+			t.Fatalf("%d records dropped, want the entry's", d)
+		}
+		if g.err != nil {
+			t.Fatalf("Grade: %v", g.err)
+		}
+		if c := g.res.Checks[0]; c.Passed {
+			t.Errorf("the check passed (%s); the grader read the log before the note", c.Detail)
+		}
+	})
 }
 
 // An episode that changed nothing scores 0 and is not done, whatever its
