@@ -110,7 +110,8 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 	case "tools/call":
 		return s.rpcToolsCall(ctx, id, params, ws, std), http.StatusOK, ""
 	case "openenv/session/create":
-		return s.rpcSessionCreate(ctx, id, req.Params, ws), http.StatusOK, ""
+		resp, status := s.rpcSessionCreate(ctx, id, req.Params, ws)
+		return resp, status, ""
 	case "openenv/session/close":
 		return s.rpcSessionClose(ctx, id, params, ws), http.StatusOK, ""
 	case "seahaven/grade":
@@ -299,8 +300,10 @@ func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMe
 // standard client's session, it returns that session, and refuses reset
 // data in the params, which could not set its episode up; on POST /mcp it
 // makes a session (counted against MaxSessions) and opens its instance
-// with the params' reset data, else the URL query's, at once.
-func (s *Server) rpcSessionCreate(ctx context.Context, id json.RawMessage, rawParams jsonObject, ws *session) rpcResponse {
+// with the params' reset data, else the URL query's, at once. The status
+// is 200, as JSON-RPC has it, but for reset data of the URL's query the
+// reset refused: 400, as the query's other refusals (urlRefused).
+func (s *Server) rpcSessionCreate(ctx context.Context, id json.RawMessage, rawParams jsonObject, ws *session) (rpcResponse, int) {
 	empty := true // params without a key ({}, as OpenEnv's client sends) or none
 	if rawParams != nil {
 		dec := jsontext.NewDecoder(bytes.NewReader(rawParams))
@@ -313,9 +316,9 @@ func (s *Server) rpcSessionCreate(ctx context.Context, id json.RawMessage, rawPa
 			if ws.transport == TransportWS {
 				how = "send it in a reset message"
 			}
-			return rpcProto(id, newError(codeValidation, "openenv/session/create on a session returns that session, whose episode its params' reset data cannot set up: %s", how))
+			return rpcProto(id, newError(codeValidation, "openenv/session/create on a session returns that session, whose episode its params' reset data cannot set up: %s", how)), http.StatusOK
 		}
-		return rpcResult(id, sessionResult{SessionID: ws.id})
+		return rpcResult(id, sessionResult{SessionID: ws.id}), http.StatusOK
 	}
 	// The params are reset data (fixture, seed, task, …), unknown keys
 	// refused: the episode starts as a reset with them would. Params
@@ -325,21 +328,25 @@ func (s *Server) rpcSessionCreate(ctx context.Context, id json.RawMessage, rawPa
 	if rawParams != nil {
 		req, errs := parseReset(rawParams, []any{"params"})
 		if len(errs) > 0 {
-			return rpcProto(id, invalid(errs))
+			return rpcProto(id, invalid(errs)), http.StatusOK
 		}
 		_, fromURL := ctx.Value(mcpSetupKey{}).(resetData)
 		switch {
 		case fromURL && !empty:
-			return rpcProto(id, newError(codeValidation, "openenv/session/create has reset data in both the /mcp URL's query and its params: give it in one of them"))
+			return rpcProto(id, newError(codeValidation, "openenv/session/create has reset data in both the /mcp URL's query and its params: give it in one of them")), http.StatusOK
 		case !fromURL:
 			ctx = context.WithValue(ctx, mcpSetupKey{}, req)
 		}
 	}
 	ss, perr := s.startMCPSession(ctx, "")
 	if perr != nil {
-		return rpcProto(id, perr)
+		status := http.StatusOK
+		if urlRefused(ctx, perr) {
+			status = http.StatusBadRequest
+		}
+		return rpcProto(id, perr), status
 	}
-	return rpcResult(id, sessionResult{SessionID: ss.id})
+	return rpcResult(id, sessionResult{SessionID: ss.id}), http.StatusOK
 }
 
 // rpcSessionClose answers openenv/session/close. A WebSocket's session

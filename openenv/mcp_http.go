@@ -356,10 +356,15 @@ func (s *Server) rpcInitializeSession(ctx context.Context, id json.RawMessage, p
 	if perr != nil {
 		// A refusal before anything was done (capacity, shutdown, a
 		// failing host) is its HTTP status, 503, which a proxy retries on
-		// another replica; any other failure is 200, as JSON-RPC has it.
+		// another replica; reset data of the URL's query the reset
+		// refused is 400 (urlRefused); any other failure is 200, as
+		// JSON-RPC has it.
 		status := http.StatusOK
-		if perr.httpStatus() == http.StatusServiceUnavailable {
+		switch {
+		case perr.httpStatus() == http.StatusServiceUnavailable:
 			status = http.StatusServiceUnavailable
+		case urlRefused(ctx, perr):
+			status = http.StatusBadRequest
 		}
 		return rpcProto(id, perr), status, ""
 	}
@@ -398,6 +403,17 @@ func (s *Server) startMCPSession(ctx context.Context, version string) (*session,
 // resetFromQuery) or of openenv/session/create's params to the request
 // that starts the session.
 type mcpSetupKey struct{}
+
+// urlRefused reports whether perr, the failure of a request that started a
+// session, refuses the reset data of the /mcp URL's query that set the
+// session up (an unknown fixture, task, startup keyword or checkpoint): a
+// fault of the URL, which every request sent to it repeats, rather than of
+// the one JSON-RPC request, so it is answered with 400, as the query's
+// unknown keys and bad values are (see serveMCP).
+func urlRefused(ctx context.Context, perr *protoError) bool {
+	req, ok := ctx.Value(mcpSetupKey{}).(resetData)
+	return ok && perr.code == codeValidation && slices.Equal(req.loc, queryLoc)
+}
 
 // errRequestCancelled is the cause of a request's context its client
 // cancelled with notifications/cancelled.

@@ -197,6 +197,37 @@ func TestMCP_TaskSession(t *testing.T) {
 		}
 	}
 
+	// So is reset data the reset refuses, an unknown fixture, task or
+	// startup keyword, in either dialect: every request to the URL would
+	// repeat it, as an unknown key. It was 200, beside 400 for seed=-1.
+	for q, want := range map[string]string{
+		"fixture=nope":              `query.fixture: unknown fixture \"nope\"`,
+		"task=nope":                 `query.task: unknown task \"nope\"`,
+		"startup=%7B%22x%22%3A1%7D": `query.startup: unknown startup keyword \"x\"`,
+		"replaces=x":                "query.replaces: Value error, replaces names the attempt a restore supersedes: it needs checkpoint",
+	} {
+		for method, params := range map[string]string{"initialize": `{"protocolVersion":"2025-06-18"}`, "openenv/session/create": `{}`} {
+			code, body, resp := s.httpDo(t, http.MethodPost, "/mcp?"+q, `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`, nil)
+			if code != http.StatusBadRequest || resp.Header.Get(openenv.MCPSessionHeader) != "" || !strings.Contains(body, want) ||
+				fmt.Sprint(field(t, body, "id")) != "1" || fmt.Sprint(field(t, body, "error.code")) != "-32602" || strings.Contains(body, `"data"`) {
+				t.Errorf("%s at /mcp?%s: %d %s, want 400 saying %s", method, q, code, body, want)
+			}
+		}
+		client := mcp.NewClient(&mcp.Implementation{Name: "sdk-test", Version: "1"}, nil)
+		if _, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.ts.URL + "/mcp?" + q, MaxRetries: -1}, nil); err == nil || !strings.Contains(err.Error(), strings.ReplaceAll(want, `\"`, `"`)) {
+			t.Errorf("the Go SDK's client at /mcp?%s: %v, want an error saying %s", q, err, want)
+		}
+	}
+	// The same data in openenv/session/create's params is that request's
+	// fault alone: 200, as JSON-RPC has it.
+	code, body, _ = s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{"fixture":"nope"}}`, nil)
+	if code != http.StatusOK || !strings.Contains(body, `params.fixture: unknown fixture \"nope\"`) {
+		t.Errorf("openenv/session/create with an unknown fixture in its params: %d %s", code, body)
+	}
+	if n := len(s.Sessions()); n != 1 { // the task session above
+		t.Errorf("%d sessions after the refused set-ups, want 1", n)
+	}
+
 	// A JSON value nested past the decoder's depth is named as such.
 	deep := strings.Repeat("[", 10001) + strings.Repeat("]", 10001)
 	code, body, _ = s.httpDo(t, http.MethodPost, "/mcp?startup="+deep, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)

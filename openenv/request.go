@@ -56,6 +56,10 @@ func parseReset(raw []byte, loc []any) (resetData, []fieldError) {
 	return req, decodeObject(raw, loc, &req)
 }
 
+// queryLoc is the location of the reset data of a /mcp URL's query: the
+// prefix of an error about one of its keys.
+var queryLoc = []any{"query"}
+
 // resetFromQuery reads a standard MCP client's episode set-up from the
 // /mcp URL's query, which takes the keys of reset data: fixture, seed,
 // task, now, clock_mode, episode_id, control_tools (true or false) and
@@ -80,7 +84,7 @@ func resetFromQuery(q url.Values) (resetData, *protoError) {
 		members = append(members, string(kq)+":"+string(vq))
 	}
 	data := []byte("{" + strings.Join(members, ",") + "}")
-	if perr := checkJSON(data, []any{"query"}); perr != nil {
+	if perr := checkJSON(data, queryLoc); perr != nil {
 		// A key named twice inside a value, or values nested past the
 		// decoder's depth once they are one object.
 		if perr.code == codeInvalidJSON {
@@ -88,7 +92,7 @@ func resetFromQuery(q url.Values) (resetData, *protoError) {
 		}
 		return resetData{}, perr
 	}
-	req, errs := parseReset(data, []any{"query"})
+	req, errs := parseReset(data, queryLoc)
 	if len(errs) > 0 {
 		return resetData{}, invalid(errs)
 	}
