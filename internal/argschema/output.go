@@ -77,7 +77,7 @@ func outSchema(t reflect.Type, seen map[reflect.Type]bool) *jsonschema.Schema {
 
 // outStruct describes a struct's JSON object: its fields by json v2's
 // rules for names and embedding (see fields). A tag option other than
-// omitempty and omitzero (string, inline, format) makes the field, or the
+// omitempty and omitzero (string, embed, format) makes the field, or the
 // object's other members, any value.
 func outStruct(t reflect.Type, seen map[reflect.Type]bool) *jsonschema.Schema {
 	s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}}
@@ -171,7 +171,7 @@ func unencodable(t reflect.Type, seen map[reflect.Type]bool) reflect.Type {
 		return unencodable(t.Elem(), seen)
 	case reflect.Struct:
 		for _, f := range outFields(t) {
-			if f.other != "" { // inline, or an encoding of its own
+			if f.other != "" { // embedded, or an encoding of its own
 				continue
 			}
 			if bad := unencodable(f.sf.Type, seen); bad != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/seahaven/seahaven/internal/argschema"
 	"github.com/seahaven/seahaven/schemas/schematest"
@@ -69,6 +70,8 @@ func TestOutputOf(t *testing.T) {
 			`{"type":"object","properties":{"result":{"type":"string","format":"date-time"}},"required":["result"]}`},
 		{reflect.TypeFor[struct{}](), false,
 			`{"type":"object","properties":{},"additionalProperties":false}`},
+		{reflect.TypeFor[outEmbedMap](), false,
+			`{"type":"object","properties":{"id":{"type":"integer"}},"required":["id"]}`},
 	} {
 		t.Run(tc.typ.String(), func(t *testing.T) {
 			o := argschema.OutputOf(tc.typ)
@@ -77,6 +80,31 @@ func TestOutputOf(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Fields with json v2's embed option, whose members json v2 writes into
+// the object that holds the field: a map, a jsontext.Value and a struct.
+type outEmbedMap struct {
+	ID   int            `json:"id"`
+	Rest map[string]any `json:",embed"`
+}
+
+type outEmbedValue struct {
+	ID   int            `json:"id"`
+	Rest jsontext.Value `json:",embed"`
+}
+
+type outEmbedStruct struct {
+	ID   int     `json:"id"`
+	Line outLine `json:",embed"`
+}
+
+// outNotEmbedded has the option names json v2 no longer reads (it spells
+// both embed now): each field is a member of its own, named by Go.
+type outNotEmbedded struct {
+	ID   int            `json:"id"`
+	Rest map[string]any `json:",inline"`
+	More jsontext.Value `json:",unknown"`
 }
 
 // TestOutputOf_Validates encodes results as the server does (json v2, nil
@@ -95,6 +123,10 @@ func TestOutputOf_Validates(t *testing.T) {
 	for _, v := range []any{
 		outOrder{}, full, &full, (*outOrder)(nil), []outLine(nil), []outLine{{}}, map[string]outLine(nil),
 		map[string]*outLine{"a": nil}, 3, "text", true, 2.5, []byte(nil), struct{}{},
+		outEmbedMap{ID: 1, Rest: map[string]any{"extra": true}}, outEmbedMap{},
+		outEmbedValue{ID: 1, Rest: jsontext.Value(`{"extra":[1]}`)}, outEmbedValue{},
+		outEmbedStruct{ID: 1, Line: outLine{SKU: "a", Qty: 2}},
+		outNotEmbedded{ID: 1, Rest: map[string]any{"extra": true}, More: jsontext.Value(`{"more":1}`)}, outNotEmbedded{},
 	} {
 		typ := reflect.TypeOf(v)
 		o := argschema.OutputOf(typ)

@@ -194,7 +194,7 @@ type field struct {
 	name     string
 	tagged   bool   // named by its json tag
 	optional bool   // omitempty or omitzero
-	inline   bool   // inline or unknown: members of its own
+	inline   bool   // embed: members of its own, written into the object
 	other    string // its first json tag option but omitempty and omitzero, or ""
 }
 
@@ -209,7 +209,9 @@ func newField(sf reflect.StructField, name, opts string) field {
 			f.optional = true
 		default:
 			f.other = cmp.Or(f.other, opt)
-			f.inline = f.inline || opt == "inline" || opt == "unknown"
+			// json v2 spells inline and unknown embed now, and reads
+			// those as no option: such a field is a member of its own.
+			f.inline = f.inline || opt == "embed"
 		}
 	}
 	return f
