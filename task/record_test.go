@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -232,6 +233,34 @@ func TestReplayTrajectory_WithoutTask(t *testing.T) {
 	}
 	if len(rep.Mismatches) != 0 || rep.Result != nil || rep.Calls != 3 {
 		t.Fatalf("replay %+v", rep)
+	}
+}
+
+// A server fails a call whose result JSON cannot encode, rolling back what
+// it wrote, and records that failure; the replay makes the call fail the
+// same way. It made the call succeed, with its writes kept, and then gave
+// up on the whole trajectory, unable to encode that result.
+func TestReplayTrajectory_UnencodableResult(t *testing.T) {
+	ctx := context.Background()
+	w := newLedger("ledger")
+	env.Tool(w, "ratio", "Note a ratio.", func(c *env.Ctx, in noteArgs) (float64, error) {
+		_, err := c.DB.Exec("INSERT INTO notes (body) VALUES (?)", in.Body)
+		return math.NaN(), err
+	})
+	recorded := `{"type":"header","task":"","world":"ledger","world_version":"1.0.0","fixture":"","seed":0,"now":"","episode_id":"e"}
+{"type":"call","tool":"ratio","arguments":{"body":"lost"},"error":{"error_type":"execution_error","message":"tool \"ratio\" returned a result that cannot be encoded as JSON: json: unsupported value: NaN"}}
+{"type":"call","tool":"note","arguments":{"body":"kept"},"result":1}
+`
+	tr, err := task.ReadTrajectory(strings.NewReader(recorded))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := task.ReplayTrajectory(ctx, w, nil, tr, composition.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Calls != 2 || len(rep.Mismatches) != 0 || len(rep.Warnings) != 0 {
+		t.Fatalf("replay %+v, want both calls made as recorded", rep)
 	}
 }
 

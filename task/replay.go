@@ -3,6 +3,7 @@ package task
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -47,7 +48,8 @@ var ErrResumed = errors.New("task: the trajectory continues a checkpoint")
 // compares everything the recording holds with what the replay produced.
 // A call recorded as cut off by its deadline (or cancelled by its caller)
 // is made again cut off before it began, as replayIn says, not run to its
-// end with no deadline.
+// end with no deadline. A call whose result JSON cannot encode fails and
+// rolls back, as a server that recorded it made it fail (encodes).
 // tasks are the world's tasks (ForWorld); opts supplies what a header does
 // not say (FixturesDir, Dir). An error means the replay could not run: a
 // trajectory of another world, an unknown task, an instance that does not
@@ -121,7 +123,7 @@ func replayIn(ctx context.Context, ep *Episode, tr *Trajectory, rep *Replay) (*R
 		if cut {
 			callCtx, cancel = context.WithDeadline(ctx, time.Time{})
 		}
-		out, callErr := ep.CallJSON(callCtx, c.Tool, c.arguments())
+		out, callErr := ep.CallJSON(env.WithResultCheck(callCtx, encodes), c.Tool, c.arguments())
 		cancel()
 		got, err := NewCallLine(c.Tool, c.arguments(), out, callErr)
 		if err != nil {
@@ -154,6 +156,15 @@ func replayIn(ctx context.Context, ep *Episode, tr *Trajectory, rep *Replay) (*R
 		}
 	}
 	return rep, nil
+}
+
+// encodes is the result check of a replayed call (env.WithResultCheck).
+// A server fails a call whose result JSON cannot encode, rolling back what
+// it wrote, and records that failure: the replay makes the call fail
+// alike, rather than keep its writes and be unable to record its result.
+func encodes(result any) error {
+	_, err := json.Marshal(result)
+	return err
 }
 
 // cutOff reports whether a recorded call failed because its context ended
