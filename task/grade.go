@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"math/big"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -356,7 +357,9 @@ func number(v any) (float64, bool) {
 	return 0, false
 }
 
-// numbersEqual compares exactly when both are integers, by value otherwise.
+// numbersEqual compares exactly when both are integers, by value otherwise:
+// as float64s, or, for two numbers past its range (1e400, which a value of
+// type any keeps as written), as the decimal values they write.
 func numbersEqual(w json.Number, got any) bool {
 	wi, werr := strconv.ParseInt(w.String(), 10, 64)
 	switch g := got.(type) {
@@ -370,12 +373,21 @@ func numbersEqual(w json.Number, got any) bool {
 		}
 	}
 	wf, err := w.Float64()
+	if g, ok := got.(json.Number); ok && err != nil {
+		a, _, errA := big.ParseFloat(w.String(), 10, bigPrec, big.ToNearestEven)
+		b, _, errB := big.ParseFloat(g.String(), 10, bigPrec, big.ToNearestEven)
+		return errA == nil && errB == nil && a.Cmp(b) == 0
+	}
 	if err != nil {
 		return false
 	}
 	gf, ok := number(got)
 	return ok && wf == gf
 }
+
+// bigPrec is the precision, in bits, numbersEqual compares numbers past
+// float64's range at: more than a float64's 53, as they are no float64s.
+const bigPrec = 256
 
 func jsonEqual(a, b any) bool {
 	switch x := a.(type) {

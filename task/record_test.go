@@ -264,6 +264,42 @@ func TestReplayTrajectory_UnencodableResult(t *testing.T) {
 	}
 }
 
+// A number past float64's range (an argument of type any, given back) is
+// the same number in the recording and the replay, written alike or not.
+// They compared unequal: the replay reported the call as differing.
+func TestReplayTrajectory_HugeNumber(t *testing.T) {
+	ctx := context.Background()
+	w := newLedger("ledger")
+	type echoArgs struct {
+		V any `json:"v"`
+	}
+	env.Tool(w, "echo", "Give the value back.", func(c *env.Ctx, in echoArgs) (any, error) { return in.V, nil })
+	header := `{"type":"header","task":"","world":"ledger","world_version":"1.0.0","fixture":"","seed":0,"now":"","episode_id":"e"}`
+	for _, tt := range []struct {
+		arg, result string // the recorded call's argument and result
+		same        bool   // whether the replay's result is the recorded one
+	}{
+		{"1e400", "1e400", true},
+		{"1e400", "10e399", true},
+		{"-1.5e400", "-1.5E+400", true},
+		{"1e400", "1e401", false},
+		{"1e400", "1", false},
+	} {
+		recorded := header + "\n" + `{"type":"call","tool":"echo","arguments":{"v":` + tt.arg + `},"result":` + tt.result + "}\n"
+		tr, err := task.ReadTrajectory(strings.NewReader(recorded))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := task.ReplayTrajectory(ctx, w, nil, tr, composition.Options{Dir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if same := len(rep.Mismatches) == 0; same != tt.same {
+			t.Errorf("replay of echo(%s) recorded as %s: mismatches %q, want the same result %v", tt.arg, tt.result, rep.Mismatches, tt.same)
+		}
+	}
+}
+
 // recordingName matches the name of a recording of episode base.
 func recordingName(base string) *regexp.Regexp {
 	return regexp.MustCompile(`^` + regexp.QuoteMeta(base) + `\.[0-9]{8}T[0-9]{6}\.[0-9]{3}Z\.[0-9a-f]{8}\.jsonl$`)
