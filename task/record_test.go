@@ -19,6 +19,7 @@ import (
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/internal/testfs"
+	"github.com/seahaven/seahaven/internal/wirejson"
 	"github.com/seahaven/seahaven/task"
 )
 
@@ -261,6 +262,41 @@ func TestReplayTrajectory_UnencodableResult(t *testing.T) {
 	}
 	if rep.Calls != 2 || len(rep.Mismatches) != 0 || len(rep.Warnings) != 0 {
 		t.Fatalf("replay %+v, want both calls made as recorded", rep)
+	}
+}
+
+// The replay's check of a result is the server's encoding, so a result that
+// fails it fails with the server's words, which the recording holds. Those
+// of encoding/json differ for a MarshalJSON that fails or a json.Number
+// that is no number: the replay reported such calls as differing.
+func TestReplayTrajectory_UnencodableResultWords(t *testing.T) {
+	ctx := context.Background()
+	w := newLedger("ledger")
+	bad := map[string]any{"raw": json.RawMessage(`{bad`), "number": json.Number("x")}
+	env.Tool(w, "bad", "Return a result no JSON encodes.", func(c *env.Ctx, in noteArgs) (any, error) {
+		_, err := c.DB.Exec("INSERT INTO notes (body) VALUES (?)", in.Body)
+		return bad[in.Body], err
+	})
+	var lines []string
+	for _, body := range []string{"raw", "number"} {
+		_, err := wirejson.Marshal(bad[body]) // as the server checks a result
+		if err == nil {
+			t.Fatalf("%s encodes", body)
+		}
+		msg, _ := json.Marshal(fmt.Sprintf("tool %q returned a result that cannot be encoded as JSON: %v", "bad", err))
+		lines = append(lines, `{"type":"call","tool":"bad","arguments":{"body":"`+body+`"},"error":{"error_type":"execution_error","message":`+string(msg)+`}}`)
+	}
+	recorded := `{"type":"header","task":"","world":"ledger","world_version":"1.0.0","fixture":"","seed":0,"now":"","episode_id":"e"}` + "\n" + strings.Join(lines, "\n") + "\n"
+	tr, err := task.ReadTrajectory(strings.NewReader(recorded))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := task.ReplayTrajectory(ctx, w, nil, tr, composition.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Calls != 2 || len(rep.Mismatches) != 0 {
+		t.Fatalf("replay %+v, want both calls failing as recorded", rep)
 	}
 }
 

@@ -3,7 +3,6 @@ package task
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/internal/wirejson"
 )
 
 // Replay is the outcome of replaying a trajectory.
@@ -160,10 +160,11 @@ func replayIn(ctx context.Context, ep *Episode, tr *Trajectory, rep *Replay) (*R
 
 // encodes is the result check of a replayed call (env.WithResultCheck).
 // A server fails a call whose result JSON cannot encode, rolling back what
-// it wrote, and records that failure: the replay makes the call fail
-// alike, rather than keep its writes and be unable to record its result.
+// it wrote, and records that failure in the words of its encoding: the
+// replay makes the call fail alike, with the same encoding, rather than
+// keep its writes and be unable to record its result.
 func encodes(result any) error {
-	_, err := json.Marshal(result)
+	_, err := wirejson.Marshal(result)
 	return err
 }
 
