@@ -97,6 +97,47 @@ func TestHTTP_Schema(t *testing.T) {
 	}
 }
 
+// POST /mcp answers other statuses than 200 and 202, and /openapi.json
+// lists each: a set-up in the URL the episode cannot start with (400), an
+// unknown Mcp-Session-Id (404), a server at capacity (503). It said the
+// route always answered 200.
+func TestHTTP_OpenAPIMCPStatuses(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{MaxSessions: 1})
+	_, body, _ := s.httpDo(t, "GET", "/openapi.json", "", nil)
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Description string                     `json:"description"`
+			Responses   map[string]json.RawMessage `json:"responses"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal([]byte(body), &doc); err != nil {
+		t.Fatal(err)
+	}
+	op := doc.Paths["/mcp"]["post"]
+	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`
+	for _, c := range []struct {
+		path, session string
+		status        int
+	}{
+		{"/mcp", "", http.StatusOK}, // holds the one session
+		{"/mcp?colour=red", "", http.StatusBadRequest},
+		{"/mcp", "nope", http.StatusNotFound},
+		{"/mcp", "", http.StatusServiceUnavailable},
+	} {
+		var header map[string]string
+		if c.session != "" {
+			header = map[string]string{openenv.MCPSessionHeader: c.session}
+		}
+		code, reply, _ := s.httpDo(t, "POST", c.path, initialize, header)
+		if code != c.status {
+			t.Fatalf("POST %s (session %q): %d %s, want %d", c.path, c.session, code, reply, c.status)
+		}
+		if _, ok := op.Responses[fmt.Sprint(code)]; !ok {
+			t.Errorf("POST %s answers %d, which /openapi.json does not list for POST /mcp (it lists %d responses: %s)", c.path, code, len(op.Responses), op.Description)
+		}
+	}
+}
+
 func TestHTTP_OpenAPI(t *testing.T) {
 	s := mustServe(t, newFake(t), openenv.Config{})
 	code, body, _ := s.httpDo(t, "GET", "/openapi.json", "", nil)
