@@ -768,9 +768,13 @@ func TestChangeLog_AliasWritesUseTheCanonicalPath(t *testing.T) {
 // the same call wrote a row of it. The records name a table as it is called
 // when their stretch ends and are sorted by that name, so the later
 // stretch's record of the row, under the new name, would sort before the
-// earlier one's: the stretch fails as a frame renaming a table whose rows
-// it wrote itself does, and the log describes the rows as they are. A
-// rename of a table the call wrote no row of stays allowed.
+// earlier one's: the rename is refused as a frame renaming a table whose
+// rows it wrote itself is, and the log describes the rows as they are. It
+// is refused before it runs, so direct statements, which commit as they
+// run, leave no rename in the store that no record describes. A rename of
+// a table the call wrote no row of stays allowed. One prepared on the raw
+// connection before the row was written runs, and the call fails saying
+// what stays in the store unlogged.
 func TestChangeLog_RenameAfterAnEarlierStretch(t *testing.T) {
 	const schema = "CREATE TABLE items (k TEXT PRIMARY KEY, v INTEGER) STRICT; CREATE TABLE other (k TEXT PRIMARY KEY) STRICT;"
 	type sqlArgs struct {
@@ -803,16 +807,24 @@ func TestChangeLog_RenameAfterAnEarlierStretch(t *testing.T) {
 	})
 	host := env.NewWorld(env.WorldSpec{Name: "rnhost", Version: "1.0.0", Schema: schema})
 	host.AddWorld(child, env.Name("kv"), env.ToolAllowList())
-	// Each step is "direct:", "call:", "rawcall:", "txfail:", "own:" or
-	// "tx:" and statements separated by "; ": run on kv's store directly,
-	// by a nested call of kv's run (on its raw connection, or in a
-	// DB.Transaction on kv's store that then fails), on the host's store,
-	// or in a DB.Transaction on it.
+	// Each step is "direct:", "rawdirect:", "call:", "rawcall:",
+	// "txfail:", "own:" or "tx:" and statements separated by "; ": run
+	// on kv's store directly (on its raw connection), by a nested call of
+	// kv's run (on its raw connection, or in a DB.Transaction on kv's
+	// store that then fails), on the host's store, or in a DB.Transaction
+	// on it; or "rawprepare:" and one statement, prepared on kv's raw
+	// connection, which the step "rawstep:" runs.
 	type stepArgs struct {
 		Steps []string `json:"steps"`
 	}
 	env.Tool(host, "steps", "Run steps.", func(c *env.Ctx, a stepArgs) (any, error) {
 		kv := c.Worlds.Get("kv")
+		var prepared *sqlite3.Stmt
+		defer func() {
+			if prepared != nil {
+				prepared.Close()
+			}
+		}()
 		for _, s := range a.Steps {
 			kind, sql, _ := strings.Cut(s, ":")
 			qs := strings.Split(sql, "; ")
@@ -820,6 +832,23 @@ func TestChangeLog_RenameAfterAnEarlierStretch(t *testing.T) {
 			switch kind {
 			case "direct":
 				err = run(kv.DB(), qs)
+			case "rawprepare":
+				var conn any
+				if conn, err = kv.DB().Conn(); err == nil {
+					prepared, _, err = conn.(*sqlite3.Conn).Prepare(sql)
+				}
+			case "rawstep":
+				err = prepared.Exec()
+			case "rawdirect":
+				var conn any
+				if conn, err = kv.DB().Conn(); err != nil {
+					break
+				}
+				for _, q := range qs {
+					if err = conn.(*sqlite3.Conn).Exec(q); err != nil {
+						break
+					}
+				}
 			case "call", "rawcall":
 				_, err = kv.Call("run", sqlArgs{SQL: qs, Raw: kind == "rawcall"})
 			case "txfail":
@@ -841,9 +870,10 @@ func TestChangeLog_RenameAfterAnEarlierStretch(t *testing.T) {
 		return nil, nil
 	})
 	const (
-		insert  = "INSERT INTO items VALUES ('k', 1)"
-		rename  = "ALTER TABLE items RENAME TO a_items; UPDATE a_items SET v = 2"
-		refusal = "change capture cannot report the rows of table items: it was renamed to a_items while the capture ran"
+		insert     = "INSERT INTO items VALUES ('k', 1)"
+		rename     = "ALTER TABLE items RENAME TO a_items; UPDATE a_items SET v = 2"
+		refusal    = "renaming table items refused: change capture"
+		rawRefusal = "not authorized"
 	)
 	for _, tt := range []struct {
 		name  string
@@ -861,8 +891,22 @@ func TestChangeLog_RenameAfterAnEarlierStretch(t *testing.T) {
 		// store reloads nothing after it.
 		{name: "DirectThenNestedRenameOnly", steps: []string{"direct:" + insert, "call:ALTER TABLE items RENAME TO a_items"}, err: refusal,
 			log: []string{"1 steps kv items insert map[k:k] after=map[k:k v:1]"}, items: "kv"},
-		{name: "DirectThenNestedRawRenameOnly", steps: []string{"direct:" + insert, "rawcall:ALTER TABLE items RENAME TO a_items"}, err: refusal,
+		{name: "DirectThenNestedRawRenameOnly", steps: []string{"direct:" + insert, "rawcall:ALTER TABLE items RENAME TO a_items"}, err: rawRefusal,
 			log: []string{"1 steps kv items insert map[k:k] after=map[k:k v:1]"}, items: "kv"},
+		// Direct statements commit as they run: a rename run after them
+		// would stay in the store with no record describing it.
+		{name: "DirectThenDirect", steps: []string{"direct:" + insert, "direct:" + rename}, err: refusal,
+			log: []string{"1 steps kv items insert map[k:k] after=map[k:k v:1]"}, items: "kv"},
+		{name: "OneDirectStretch", steps: []string{"direct:" + insert + "; " + rename}, err: refusal,
+			log: []string{"1 steps kv items insert map[k:k] after=map[k:k v:1]"}, items: "kv"},
+		{name: "OneRawDirectStretch", steps: []string{"rawdirect:" + insert + "; " + rename}, err: rawRefusal,
+			log: []string{"1 steps kv items insert map[k:k] after=map[k:k v:1]"}, items: "kv"},
+		// Prepared before the row was written, the rename runs: the
+		// stretch fails, and the error says the rename and the row stay
+		// in the store with no record.
+		{name: "RawRenamePreparedBefore", steps: []string{"rawprepare:ALTER TABLE items RENAME TO a_items", "direct:" + insert, "rawstep:"},
+			err: "change capture cannot report the rows of table items: it was renamed to a_items while the capture ran; " +
+				"the statements run directly on node kv's DB committed as they ran: what they changed stays in its store, and the change log does not describe it"},
 		{name: "NestedThenNested", steps: []string{"call:" + insert, "call:" + rename}, err: refusal,
 			log: []string{"1 run internal kv items insert map[k:k] after=map[k:k v:1]"}, items: "kv"},
 		{name: "FrameThenTransaction", steps: []string{"own:" + insert, "tx:" + rename}, err: refusal},

@@ -247,10 +247,15 @@ func (a *activation) resumeLoose(ns *nodeState) {
 // finishCapture ends a capture of direct statements and records its
 // changes. Those statements committed one by one, so the read-back their
 // records may need does not depend on the call's context: past its
-// deadline, the rows stay and so must their records.
+// deadline, the rows stay and so must their records. When the capture
+// fails they stay all the same, with no record, and its error says so:
+// the call failing undoes none of them.
 func (a *activation) finishCapture(ns *nodeState, c *sqlitestore.Capture) error {
 	changes, err := c.FinishRows(context.WithoutCancel(a.ctx))
 	a.record(ns, a.own, false, changes)
+	if err != nil {
+		err = fmt.Errorf("%w; the statements run directly on node %s's DB committed as they ran: what they changed stays in its store, and the change log does not describe it", err, ns.node.Path)
+	}
 	return err
 }
 

@@ -147,13 +147,23 @@ type sqlfStmt struct {
 // refusing it (a constraint, a name that is not there), the store
 // refusing transaction control or a savepoint of another frame, or a
 // tool's designed failure; not a failure of the files, nor a busy or
-// interrupted statement. A refusal of the change capture is never one:
-// it is reported when the capture ends, not by a statement.
+// interrupted statement. The one refusal of the change capture a
+// statement reports is of a rename (of a table, or a column of one, whose
+// rows the call wrote), as it is prepared: with an error naming the
+// table, or SQLite's "not authorized" on the raw connection. The others
+// are reported when the capture ends.
 func sqlfNoteError(world, q string, err error) {
 	msg := err.Error()
+	table, column, rename := sqlfRename(q)
 	switch {
 	case errors.Is(err, errSqlfExec), errors.Is(err, errSqlfTxFail), errors.Is(err, errSqlfFail):
 		return
+	case rename && strings.HasPrefix(q, "r:") && errors.Is(err, sqlite3.AUTH):
+		return
+	case rename && strings.Contains(msg, "change capture"):
+		if m := sqlfRenameRefusedRe.FindStringSubmatch(msg); m != nil && m[2] == table && (m[1] != "") == column {
+			return
+		}
 	case strings.Contains(msg, "change capture"):
 	case errors.Is(err, sqlitestore.ErrSavepointScope), errors.Is(err, sqlitestore.ErrTransactionControl):
 		return
@@ -180,6 +190,24 @@ func sqlfNoteError(world, q string, err error) {
 		}
 	}
 	sqlfStmtErrs = append(sqlfStmtErrs, fmt.Sprintf("%s: %s: %v", world, q, err))
+}
+
+// sqlfRenameRefusedRe matches the refusal of a rename as it is prepared:
+// of a column (1) of a table (2).
+var sqlfRenameRefusedRe = regexp.MustCompile(`renaming (a column of )?table (\S+) refused: change capture`)
+
+// sqlfRename returns the table an ALTER TABLE ... RENAME op (with or
+// without its kind) names, and whether it renames a column.
+func sqlfRename(op string) (table string, column, ok bool) {
+	i := strings.Index(op, "ALTER TABLE ")
+	if i < 0 {
+		return "", false, false
+	}
+	f := strings.Fields(op[i:])
+	if len(f) < 5 || f[3] != "RENAME" {
+		return "", false, false
+	}
+	return f[2], f[4] == "COLUMN", true
 }
 
 // sqlfRefusalRe matches the capture refusals a call's statements can

@@ -27,6 +27,10 @@ type stmtInfo struct {
 	// pragma names a PRAGMA that sets what the store keeps its own (see
 	// ErrPragma).
 	pragma string
+	// rename is the error refusing an ALTER TABLE that renames a table,
+	// or a column of one, whose rows a running capture holds, which the
+	// authorizer denied (see Store.renameRefusalLocked).
+	rename error
 }
 
 // stmtKind is what a statement does to the connection's transaction, as the
@@ -57,6 +61,10 @@ const (
 // (see Options.ShareKey). It runs when a statement is prepared, so a
 // statement prepared and never run counts too.
 //
+// It refuses an ALTER TABLE that renames a table, or a column of one,
+// whose rows a running capture holds (see Store.renameRefusalLocked), on the
+// store's API and on the raw connection alike.
+//
 // It notes what the statement does to the transaction (see stmtKind), for
 // Store.Exec to refuse transaction control, and in the connection's layout
 // log the tables whose columns it may change, and the rollbacks, which may
@@ -72,8 +80,11 @@ const (
 // dropped table a DROP TABLE or DROP VIEW authorizes right after the drop
 // itself, are left alone, as IGNORE there would skip the DROP.
 func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, schema, _ string) sqlite3.AuthorizerReturnCode {
-	dropping := cn.dropping
+	dropping, refusing := cn.dropping, cn.refusing
 	cn.dropping = ""
+	if action != sqlite3.AUTH_READ {
+		cn.refusing = nil
+	}
 	switch action {
 	case sqlite3.AUTH_DROP_TABLE, sqlite3.AUTH_DROP_VIEW, sqlite3.AUTH_DROP_VTABLE:
 		cn.dropping = name
@@ -102,6 +113,15 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 		if strings.EqualFold(name, "ROLLBACK") {
 			cn.noteLayoutUndo()
 		}
+	case sqlite3.AUTH_UPDATE:
+		if refusing != nil {
+			// The update of the schema table that renames, right after
+			// the renaming function and the reads of its arguments: it
+			// fails as a plain "not authorized" (a function denied would
+			// have SQLite point into its own statement, not the user's).
+			cn.info.rename = refusing
+			return sqlite3.AUTH_DENY
+		}
 	case sqlite3.AUTH_DELETE:
 		if schema == "main" && !hasPrefixFold(name, "sqlite_") && name != dropping {
 			return sqlite3.AUTH_IGNORE
@@ -111,6 +131,8 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 		table := name
 		if action == sqlite3.AUTH_ALTER_TABLE {
 			table = arg // name is the schema's
+			// On the raw connection info holds earlier statements' too.
+			cn.info.alter = ""
 			if name == "main" {
 				cn.info.alter = table
 			}
@@ -137,6 +159,9 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 		// As it is prepared, an ALTER TABLE calls one of these, which
 		// only SQLite's own statements may, unless it adds a column.
 		f := strings.ToLower(arg)
+		if (f == "sqlite_rename_table" || f == "sqlite_rename_column") && cn.info.alter != "" && cn.renaming != nil {
+			cn.refusing = cn.renaming(cn.info.alter, f == "sqlite_rename_column")
+		}
 		if renamingFuncs[f] {
 			cn.layout.noteRename(!cn.own)
 		}

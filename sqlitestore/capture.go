@@ -41,9 +41,9 @@ type Change struct {
 	// capture ran reports every row it had as deleted, and one created
 	// (by CREATE TABLE ... AS SELECT too) reports its rows as inserted;
 	// a table dropped and created again with other key columns reports
-	// the old rows deleted and the new ones inserted. A capture holding
-	// rows of a table that is renamed while it runs, or one of whose
-	// columns is, fails instead (see Capture).
+	// the old rows deleted and the new ones inserted. Renaming a table
+	// a capture holds rows of, or one of its columns, is refused while
+	// it runs (see Capture).
 	Table string
 	// Op is "insert", "update" or "delete".
 	Op string
@@ -116,22 +116,28 @@ const (
 // Finish. Captures nest: the innermost running capture receives the changes.
 // A Capture belongs to its store's goroutine.
 //
-// A table renamed while a capture runs (ALTER TABLE ... RENAME TO, or a
-// rollback undoing such a rename) after the capture touched rows of it
-// under its old name makes Finish fail with an error naming the table and
-// its new name: the rows would otherwise be reported as deleted from the
-// old name, and their later changes lost. Rows first touched under the new
-// name are reported under it as usual. A column renamed (ALTER TABLE ...
-// RENAME COLUMN, or a rollback undoing one) after the capture touched rows
-// of its table with the column under its old name fails Finish the same
-// way: images are matched to the table's columns by name, so the column
-// would read as NULL before, or, for a key column, every such row as
-// deleted. A column dropped on the raw connection (Store.Conn), which a
-// rollback then brought back, fails Finish when the capture first touched
-// rows of its table after the drop: their values in it came back unseen
-// (through Exec and ExecScript, the store reads them before the drop).
-// A capture started by StartCaptureAfter fails the same way when a table
-// whose rows the captures before it reported is renamed while it runs.
+// A table renamed while a capture runs (ALTER TABLE ... RENAME TO) after
+// the capture touched rows of it would have the rows reported as deleted
+// from the old name, and their later changes lost; a column renamed
+// (ALTER TABLE ... RENAME COLUMN) would read as NULL before, or, for a key
+// column, every such row as deleted, as images are matched to the table's
+// columns by name. So while a capture holds rows of a table, an ALTER
+// TABLE renaming it, or any of its columns, fails as it is prepared, and
+// changes nothing: through Exec, Query and ExecScript with an error naming
+// the table, on the raw connection (Store.Conn) with SQLite's "not
+// authorized". A rename outside a frame would commit as it ran, with no
+// change describing it. One that runs all the same (a rollback undoing a
+// rename, or a statement prepared on the raw connection before the
+// capture touched the rows and stepped after) makes Finish fail with an
+// error naming the table and its new name, or the column and its new name.
+// Rows first touched under a new name are reported under it as usual. A
+// capture started by StartCaptureAfter has a rename of a table whose rows
+// the captures before it reported refused, or failing it, the same way.
+//
+// A column dropped on the raw connection (Store.Conn), which a rollback
+// then brought back, fails Finish when the capture first touched rows of
+// its table after the drop: their values in it came back unseen (through
+// Exec and ExecScript, the store reads them before the drop).
 type Capture struct {
 	s     *Store
 	done  bool                // guarded by s.mu, as are the fields below
@@ -178,12 +184,12 @@ func (s *Store) StartCapture() *Capture { return s.StartCaptureAfter(nil) }
 
 // StartCaptureAfter starts a change capture, as StartCapture does, that
 // follows captures of the store which reported rows of the tables named
-// reported, into one log: the new one fails, as a capture holding rows of
-// a table renamed while it runs does (see Capture), when one of those
-// tables is renamed while it runs. Changes name their table as it is
-// called when their capture finishes, so the log would describe a row of
-// the table under its old name, then under its new one, as two tables,
-// and a log sorted by table would put the later change first.
+// reported, into one log: while it runs, a rename of one of those tables
+// is refused, or fails it, as one of a table whose rows it holds is (see
+// Capture); a rename of their columns is not. Changes name their table as
+// it is called when their capture finishes, so the log would describe a
+// row of the table under its old name, then under its new one, as two
+// tables, and a log sorted by table would put the later change first.
 func (s *Store) StartCaptureAfter(reported []string) *Capture {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -261,7 +267,7 @@ func (c *Capture) FinishRows(ctx context.Context) ([]RowChange, error) {
 			return c.err
 		}
 		if len(c.order) == 0 && len(c.raw) == 0 && len(c.rawCreates) == 0 &&
-			(len(c.after) == 0 || s.cn == nil || !s.cn.metaDirty) {
+			(len(c.after) == 0 || s.cn == nil || !s.cn.metaDirty && !s.cn.exposed) {
 			// Nothing to report, and no table c follows may have been
 			// renamed out of sight: the reload below would tell.
 			return nil
@@ -281,7 +287,11 @@ func (c *Capture) FinishRows(ctx context.Context) ([]RowChange, error) {
 			return nil
 		}
 		return s.doLocked(ctx, true, func(cn *conn) error {
-			if cn.metaDirty {
+			stale, err := cn.metaStale()
+			if err != nil {
+				return err
+			}
+			if stale {
 				if err := s.loadMetaLocked(cn, c); err != nil {
 					return err
 				}
@@ -293,7 +303,6 @@ func (c *Capture) FinishRows(ctx context.Context) ([]RowChange, error) {
 			if err := s.rawCreatedLocked(cn, c); err != nil {
 				return err
 			}
-			var err error
 			out, err = cn.readCurrent(c)
 			return err
 		})

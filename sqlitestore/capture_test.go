@@ -1,6 +1,7 @@
 package sqlitestore_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -1039,23 +1040,30 @@ func TestCapture_Rename(t *testing.T) {
 			t.Errorf("err = %v, want %q", err, want)
 		}
 	}
+	// A rename of a table whose rows the capture holds is refused as it
+	// is prepared (see TestCapture_RenameRefused); one prepared on the raw
+	// connection before runs, and fails the capture.
 	t.Run("TouchedThenRenamed", func(t *testing.T) {
-		for _, release := range []bool{false, true} {
-			s := MustCreate(t, schema, sqlitestore.Options{})
-			c := s.StartCapture()
-			MustExec(t, s, `INSERT INTO t VALUES (2, 'x', 'y')`)
-			MustExec(t, s, `UPDATE t SET b = 'B' WHERE id = 1`)
-			if release { // the metadata of the old name comes from the connection released
-				if err := s.Release(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			MustExec(t, s, `ALTER TABLE t RENAME TO u`)
-			changes, err := c.Finish(ctx)
-			renamed(t, err, "t", "u")
-			if changes != nil {
-				t.Errorf("changes = %v, want none", changes)
-			}
+		s := MustCreate(t, schema, sqlitestore.Options{})
+		conn, err := s.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _, err := conn.Prepare(`ALTER TABLE t RENAME TO u`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		c := s.StartCapture()
+		MustExec(t, s, `INSERT INTO t VALUES (2, 'x', 'y')`)
+		MustExec(t, s, `UPDATE t SET b = 'B' WHERE id = 1`)
+		if err := st.Exec(); err != nil {
+			t.Fatal(err)
+		}
+		changes, err := c.Finish(ctx)
+		renamed(t, err, "t", "u")
+		if changes != nil {
+			t.Errorf("changes = %v, want none", changes)
 		}
 	})
 	t.Run("RenamedThenTouched", func(t *testing.T) {
@@ -1095,36 +1103,35 @@ func TestCapture_Rename(t *testing.T) {
 	})
 	t.Run("RenamedAfterTheCapturesItFollows", func(t *testing.T) {
 		// A capture following one that reported rows of t fails as if it
-		// held them itself, through Exec or on the raw connection, where
-		// nothing is reloaded before it finishes; one following captures
-		// that reported other tables does not.
+		// held them itself when a rename prepared on the raw connection
+		// before it began runs, where nothing is reloaded before it
+		// finishes; one following captures that reported other tables
+		// does not. (A rename prepared while it runs is refused.)
 		for _, tt := range []struct {
 			name     string
 			reported []string
-			raw      bool
 			err      bool
 		}{
-			{"Exec", []string{"t"}, false, true},
-			{"Raw", []string{"x", "t"}, true, true},
-			{"OtherTable", []string{"x"}, false, false},
-			{"OtherTableRaw", []string{"x"}, true, false},
+			{"Followed", []string{"x", "t"}, true},
+			{"OtherTable", []string{"x"}, false},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				s := MustCreate(t, schema+`CREATE TABLE x (id INTEGER PRIMARY KEY);`, sqlitestore.Options{})
 				if got, want := capture(t, s, execAll(`UPDATE t SET b = 'B' WHERE id = 1`)), lines("update t map[id:1] before=map[a:a b:b id:1] after=map[a:a b:B id:1]"); got != want {
 					t.Fatalf("changes:\n%s\nwant:\n%s", got, want)
 				}
+				conn, err := s.Conn(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				st, _, err := conn.Prepare(`ALTER TABLE t RENAME TO u`)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer st.Close()
 				c := s.StartCaptureAfter(tt.reported)
-				if tt.raw {
-					conn, err := s.Conn(ctx)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := conn.Exec(`ALTER TABLE t RENAME TO u`); err != nil {
-						t.Fatal(err)
-					}
-				} else {
-					MustExec(t, s, `ALTER TABLE t RENAME TO u`)
+				if err := st.Exec(); err != nil {
+					t.Fatal(err)
 				}
 				changes, err := c.Finish(ctx)
 				want := "<nil>"
@@ -1148,26 +1155,33 @@ func TestCapture_Rename(t *testing.T) {
 		}
 	}
 	t.Run("TouchedThenColumnRenamed", func(t *testing.T) {
+		// Prepared on the raw connection before the capture touched the
+		// rows (prepared after, it is refused).
 		for _, tt := range []struct{ touch, rename, from, to string }{
 			{`UPDATE t SET b = 'B' WHERE id = 1`, `ALTER TABLE t RENAME COLUMN a TO c`, "a", "c"},
 			{`DELETE FROM t WHERE id = 1`, `ALTER TABLE t RENAME COLUMN a TO A`, "a", "A"},
 			{`UPDATE t SET b = 'B' WHERE id = 1`, `ALTER TABLE t RENAME COLUMN id TO k`, "id", "k"},
 		} {
-			for _, release := range []bool{false, true} {
-				s := MustCreate(t, schema, sqlitestore.Options{})
-				c := s.StartCapture()
-				MustExec(t, s, tt.touch)
-				if release {
-					if err := s.Release(); err != nil {
-						t.Fatal(err)
-					}
-				}
-				MustExec(t, s, tt.rename)
-				changes, err := c.Finish(ctx)
-				columnRenamed(t, err, "t", tt.from, tt.to)
-				if changes != nil {
-					t.Errorf("changes = %v, want none", changes)
-				}
+			s := MustCreate(t, schema, sqlitestore.Options{})
+			conn, err := s.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, _, err := conn.Prepare(tt.rename)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := s.StartCapture()
+			MustExec(t, s, tt.touch)
+			err = st.Exec()
+			st.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			changes, err := c.Finish(ctx)
+			columnRenamed(t, err, "t", tt.from, tt.to)
+			if changes != nil {
+				t.Errorf("changes = %v, want none", changes)
 			}
 		}
 	})
@@ -1229,6 +1243,145 @@ func TestCapture_Rename(t *testing.T) {
 		if want := lines("update t map[id:1] before=map[a:a b:b id:1] after=map[a:a b:B id:1]"); got != want {
 			t.Errorf("changes:\n%s\nwant:\n%s", got, want)
 		}
+	})
+}
+
+// TestCapture_RenameRefused renames a table, or a column of one, whose
+// rows a running capture holds, or, for a table, that the captures it
+// follows reported rows of. The rename is refused as it is prepared,
+// through Exec, ExecScript and on the raw connection (with SQLite's "not
+// authorized"), so it changes nothing: outside a frame it would commit as
+// it ran, and no change would describe it. The capture then reports its
+// rows as usual. Other renames run.
+func TestCapture_RenameRefused(t *testing.T) {
+	ctx := context.Background()
+	const (
+		schema        = `CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT, b TEXT); INSERT INTO t VALUES (1, 'a', 'b'); CREATE TABLE x (id INTEGER PRIMARY KEY);`
+		tableRefused  = "sqlitestore: renaming table t refused: change capture holds rows of it, and its changes would name a table that is gone"
+		afterRefused  = "sqlitestore: renaming table t refused: change capture follows captures that reported rows of it, and its changes would name it otherwise"
+		columnRefused = "sqlitestore: renaming a column of table t refused: change capture holds rows of it, and its changes would name a column that is gone"
+		rawRefused    = "sqlite3: authorization denied: not authorized"
+		updated       = "update t map[id:1] before=map[a:a b:b id:1] after=map[a:a b:B id:1]"
+		updatedAgain  = "update t map[id:1] before=map[a:a b:b id:1] after=map[a:a b:C id:1]"
+	)
+	for _, tt := range []struct {
+		name   string
+		after  []string // the capture follows captures that reported these (StartCaptureAfter), after one that wrote t
+		touch  string   // run through Exec in the capture first
+		inner  bool     // the rename runs in a capture nested in it
+		via    string   // how the statements below run: "exec", "script" or "raw"
+		setup  []string // run before the rename
+		rename string
+		err    string   // the rename's error; "" when it runs
+		then   []string // run after it
+		tables string   // the main schema's tables after
+		want   string   // the capture's changes
+	}{
+		{name: "Exec", touch: `UPDATE t SET b = 'B' WHERE id = 1`, via: "exec", rename: `ALTER TABLE t RENAME TO u`, err: tableRefused,
+			tables: "t x", want: lines(updated)},
+		{name: "ExecOtherCase", touch: `UPDATE t SET b = 'B' WHERE id = 1`, via: "exec", rename: `ALTER TABLE "T" RENAME TO u`, err: tableRefused,
+			tables: "t x", want: lines(updated)},
+		{name: "Script", touch: `UPDATE t SET b = 'B' WHERE id = 1`, via: "script", rename: `ALTER TABLE t RENAME TO u; UPDATE u SET b = 'C'`, err: tableRefused,
+			tables: "t x", want: lines(updated)},
+		{name: "Raw", touch: `UPDATE t SET b = 'B' WHERE id = 1`, via: "raw", rename: `ALTER TABLE t RENAME TO u`, err: rawRefused,
+			then: []string{`UPDATE t SET b = 'C' WHERE id = 1`}, tables: "t x", want: lines(updatedAgain)},
+		{name: "Inner", touch: `UPDATE t SET b = 'B' WHERE id = 1`, inner: true, via: "exec", rename: `ALTER TABLE t RENAME TO u`, err: tableRefused,
+			tables: "t x", want: lines(updated)},
+		{name: "Followed", after: []string{"t"}, via: "exec", rename: `ALTER TABLE t RENAME TO u`, err: afterRefused,
+			tables: "t x"},
+		{name: "FollowedRaw", after: []string{"t"}, via: "raw", rename: `ALTER TABLE t RENAME TO u`, err: rawRefused,
+			tables: "t x"},
+		{name: "Column", touch: `UPDATE t SET b = 'B' WHERE id = 1`, via: "exec", rename: `ALTER TABLE t RENAME COLUMN a TO c`, err: columnRefused,
+			tables: "t x", want: lines(updated)},
+		{name: "ColumnRaw", touch: `UPDATE t SET b = 'B' WHERE id = 1`, via: "raw", rename: `ALTER TABLE t RENAME COLUMN a TO c`, err: rawRefused,
+			then: []string{`UPDATE t SET b = 'C' WHERE id = 1`}, tables: "t x", want: lines(updatedAgain)},
+		{
+			// The store cannot tell which column a RENAME COLUMN renames:
+			// one the rows' images lack is refused too.
+			name: "ColumnAddedSince", touch: `UPDATE t SET b = 'B' WHERE id = 1`, via: "exec", setup: []string{`ALTER TABLE t ADD COLUMN z TEXT`},
+			rename: `ALTER TABLE t RENAME COLUMN z TO w`, err: columnRefused,
+			tables: "t x", want: lines("update t map[id:1] before=map[a:a b:b id:1 z:<nil>] after=map[a:a b:B id:1 z:<nil>]"),
+		},
+		// Allowed: rows of another table, a column of a table only
+		// followed, a table renamed before its rows are touched.
+		{name: "OtherTable", touch: `INSERT INTO x VALUES (1)`, via: "exec", rename: `ALTER TABLE t RENAME TO u`,
+			tables: "u x", want: lines("insert x map[id:1] after=map[id:1]")},
+		{name: "OtherTableRaw", touch: `INSERT INTO x VALUES (1)`, via: "raw", rename: `ALTER TABLE t RENAME TO u`,
+			tables: "u x", want: lines("insert x map[id:1] after=map[id:1]")},
+		{name: "FollowedColumn", after: []string{"t"}, via: "exec", rename: `ALTER TABLE t RENAME COLUMN a TO c`,
+			tables: "t x"},
+		{name: "RenamedThenTouched", via: "script", rename: `ALTER TABLE t RENAME TO u; UPDATE u SET b = 'B' WHERE id = 1`,
+			tables: "u x", want: lines("update u map[id:1] before=map[a:a b:b id:1] after=map[a:a b:B id:1]")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := MustCreate(t, schema, sqlitestore.Options{})
+			if tt.after != nil {
+				capture(t, s, execAll(`UPDATE t SET a = 'A' WHERE id = 1`, `UPDATE t SET a = 'a' WHERE id = 1`))
+			}
+			c := s.StartCaptureAfter(tt.after)
+			if tt.touch != "" {
+				MustExec(t, s, tt.touch)
+			}
+			var inner *sqlitestore.Capture
+			if tt.inner {
+				inner = s.StartCapture()
+			}
+			run := func(q string) error {
+				switch tt.via {
+				case "script":
+					return s.ExecScript(ctx, q)
+				case "raw":
+					conn, err := s.Conn(ctx)
+					if err != nil {
+						return err
+					}
+					return conn.Exec(q)
+				}
+				_, err := s.Exec(ctx, q)
+				return err
+			}
+			for _, q := range tt.setup {
+				if err := run(q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			if err := run(tt.rename); fmt.Sprint(err) != cmp.Or(tt.err, "<nil>") {
+				t.Errorf("%s: %v, want %s", tt.rename, err, cmp.Or(tt.err, "<nil>"))
+			}
+			for _, q := range tt.then {
+				if err := run(q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			if inner != nil {
+				finishWant(t, inner, "", "")
+			}
+			finishWant(t, c, tt.want, "")
+			rows := MustQuery(t, s, `SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`)
+			var names []string
+			for _, r := range rows.Values {
+				names = append(names, r[0].(string))
+			}
+			if got := strings.Join(names, " "); got != tt.tables {
+				t.Errorf("tables %q, want %q", got, tt.tables)
+			}
+		})
+	}
+	t.Run("Cached", func(t *testing.T) {
+		// Prepared and cached before the capture ran (a view broken
+		// then failed it), the rename is prepared again, and refused
+		// with the same error.
+		s := MustCreate(t, schema+`CREATE VIEW v AS SELECT * FROM nosuch;`, sqlitestore.Options{})
+		if _, err := s.Exec(ctx, `ALTER TABLE t RENAME TO u`); err == nil {
+			t.Fatal("the rename ran, want it failed by view v")
+		}
+		MustExec(t, s, `DROP VIEW v`)
+		c := s.StartCapture()
+		MustExec(t, s, `UPDATE t SET b = 'B' WHERE id = 1`)
+		if _, err := s.Exec(ctx, `ALTER TABLE t RENAME TO u`); fmt.Sprint(err) != tableRefused {
+			t.Errorf("rename: %v, want %s", err, tableRefused)
+		}
+		finishWant(t, c, lines(updated), "")
 	})
 }
 
@@ -1674,13 +1827,12 @@ func TestCapture_RollbackThenRawCreate(t *testing.T) {
 			wantErr: rawDropped,
 		},
 		{
-			name:    "ExecRenamed",
-			steps:   []string{"conn", "begin", `UPDATE t SET b = 'B' WHERE id = 1`, `ALTER TABLE t RENAME TO u`, `raw: CREATE TABLE c AS SELECT 7 AS x`},
-			wantErr: renamed,
-		},
-		{
+			// A rename prepared after the row was touched is refused (see
+			// TestCapture_RenameRefused); one prepared on the raw
+			// connection before runs unseen, and nothing after it tells
+			// the store the schema changed but its version.
 			name:    "RawRenamed",
-			steps:   []string{"conn", "begin", `UPDATE t SET b = 'B' WHERE id = 1`, `raw: ALTER TABLE t RENAME TO u`},
+			steps:   []string{"conn", `prepare: ALTER TABLE t RENAME TO u`, "begin", `UPDATE t SET b = 'B' WHERE id = 1`, "step"},
 			wantErr: renamed,
 		},
 		{
@@ -1692,12 +1844,12 @@ func TestCapture_RollbackThenRawCreate(t *testing.T) {
 		},
 		{
 			name:    "RenamedAfterColumnAdded",
-			steps:   []string{"conn", "begin", `raw: ALTER TABLE t ADD COLUMN z TEXT`, `UPDATE t SET b = 'B' WHERE id = 1`, `raw: ALTER TABLE t RENAME TO u`},
+			steps:   []string{"conn", "begin", `raw: ALTER TABLE t ADD COLUMN z TEXT`, `prepare: ALTER TABLE t RENAME TO u`, `UPDATE t SET b = 'B' WHERE id = 1`, "step"},
 			wantErr: renamed,
 		},
 		{
 			name:    "RawColumnRenamed",
-			steps:   []string{"conn", "begin", `UPDATE t SET b = 'B' WHERE id = 1`, `raw: ALTER TABLE t RENAME COLUMN a TO c`},
+			steps:   []string{"conn", `prepare: ALTER TABLE t RENAME COLUMN a TO c`, "begin", `UPDATE t SET b = 'B' WHERE id = 1`, "step"},
 			wantErr: columnRenamed,
 		},
 		{

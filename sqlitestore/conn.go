@@ -49,6 +49,7 @@ type conn struct {
 	metaVersion  int64                 // the schema cookie meta was loaded at
 	ddlSeq       uint64                // counts statements prepared that change tables
 	dropping     string                // the table of the DROP the authorizer saw last, for the delete it authorizes next
+	refusing     error                 // the refusal of the rename whose renaming function the authorizer saw last, for the update of the schema table it authorizes next
 	erasing      string                // the table the DROP TABLE of the store's API running now erases, whose rows the captures noted (see Store.dropRowsLocked)
 	colDrop      *colDrop              // the rows of the table the DROP COLUMN of the store's API running now alters, read for the captures (see Store.dropRowsLocked)
 	undo         *uint64               // the store's Store.undo; nil for other connections
@@ -59,6 +60,10 @@ type conn struct {
 	rawSavepoint func(stmtInfo) bool   // the store's, asked whether a savepoint statement prepared on the raw connection may run; nil for other connections
 	preparing    bool                  // prepareNext is preparing a statement of the store's API
 	own          bool                  // the store is using the connection: a statement prepared or re-prepared (SQLite does so as it steps a statement the schema changed under) is not the raw connection user's
+	// renaming is the store's, asked, as an ALTER TABLE that renames
+	// table, or a column of it, is prepared, for the error refusing it;
+	// nil for other connections.
+	renaming func(table string, column bool) error
 	// layout notes what may have changed the tables' columns since the
 	// connection was bound to its store; loadSeq is layout.seq when meta
 	// was loaded, and loadInTxn whether it was loaded inside a transaction
@@ -288,7 +293,8 @@ func (cn *conn) prepare(sql string) (*sqlite3.Stmt, stmtInfo, error) {
 // It is the one place a statement of the store's API is prepared, which is
 // how the authorizer tells a user's ATTACH or DETACH, refused here with an
 // error wrapping ErrAttach, from the one VACUUM runs, which it authorizes
-// while the VACUUM steps.
+// while the VACUUM steps. A rename the authorizer refused fails with the
+// error saying why (see Store.renameRefusalLocked).
 func (cn *conn) prepareNext(sql string) (st *sqlite3.Stmt, tail string, info stmtInfo, err error) {
 	cn.info, cn.preparing = stmtInfo{}, true
 	st, tail, err = cn.c.Prepare(sql)
@@ -296,6 +302,8 @@ func (cn *conn) prepareNext(sql string) (st *sqlite3.Stmt, tail string, info stm
 	switch {
 	case err != nil && info.attach:
 		err = fmt.Errorf("%w: %s", ErrAttach, abbreviate(firstStatement(sql), 200))
+	case err != nil && info.rename != nil:
+		err = info.rename
 	case errors.Is(err, sqlite3.TOOBIG) && len(sql) > MaxSQL:
 		// Nothing else a statement of at most MaxSQL bytes holds is too
 		// big to prepare.

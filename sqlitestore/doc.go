@@ -71,7 +71,10 @@
 // event, and a rollback undoing it brings them back: run through Exec or
 // ExecScript, it has the store read the table's rows first, so a row first
 // touched after a drop that a rollback undid is reported as it was; run on
-// the raw connection ([Store.Conn]), it fails the capture then. Temporary
+// the raw connection ([Store.Conn]), it fails the capture then. An ALTER
+// TABLE that renames a table, or a column of one, whose rows a running
+// capture holds is refused as it is prepared, before it changes anything:
+// the capture reports rows by table and column name. Temporary
 // tables, FTS5 and R*Tree shadow tables, tables in Options.Untracked and
 // VIRTUAL generated columns are left out. A row written
 // twice yields one net change; a row changed and changed back yields none.

@@ -344,7 +344,9 @@ func (s *Store) materializeLocked() error {
 // its own file only. While a capture runs, a VACUUM of the store's file
 // fails with an error wrapping ErrVacuum and does nothing. A PRAGMA setting
 // journal_mode, writable_schema or schema_version fails with an error
-// wrapping ErrPragma and does nothing.
+// wrapping ErrPragma and does nothing. While a capture holds rows of a
+// table, an ALTER TABLE renaming it, or one of its columns, fails with an
+// error naming the table and does nothing (see Capture).
 func (s *Store) Exec(ctx context.Context, sql string, args ...any) (Result, error) {
 	return statement(s, ctx, sql, func(cn *conn) (Result, error) { return cn.exec(sql, args) })
 }
@@ -362,10 +364,14 @@ func statement[T any](s *Store, ctx context.Context, sql string, run func(*conn)
 		if err := s.refreshMetaLocked(cn); err != nil {
 			return err
 		}
-		if len(s.captures) > 0 && isDrop(sql) {
+		if len(s.captures) > 0 && (isDrop(sql) || isAlter(sql)) {
 			// A DROP TABLE IF EXISTS prepared while its table did not
 			// exist was authorized as nothing: prepare it against the
-			// schema it runs on, so dropRowsLocked knows its table.
+			// schema it runs on, so dropRowsLocked knows its table. An
+			// ALTER TABLE renaming a table the captures hold rows of is
+			// refused as it is prepared (renameRefusalLocked): here, not
+			// as SQLite prepares it again while it steps, where the
+			// refusal would be a bare "not authorized".
 			cn.forget(sql)
 		}
 		_, info, err := cn.prepare(sql)
@@ -603,7 +609,9 @@ func (s *Store) releaseIdle(cutoff time.Time) bool {
 // rolls the transaction back (the frames then end with ErrRolledBack), and
 // while frames are open its savepoint statements are held to the
 // innermost frame's scope as Exec's are (ErrSavepointScope), refused by
-// the authorizer.
+// the authorizer. So is an ALTER TABLE on it that Exec refuses as renaming
+// a table a running capture holds rows of, or one of its columns (see
+// Capture).
 func (s *Store) Conn(ctx context.Context) (*sqlite3.Conn, error) {
 	var c *sqlite3.Conn
 	err := s.do(ctx, true, func(cn *conn) error {

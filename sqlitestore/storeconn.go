@@ -87,6 +87,7 @@ func (s *Store) connLocked(ctx context.Context) (*conn, error) {
 	}
 	cn.undo = &s.undo
 	cn.rawDrop, cn.rawCreate, cn.rawSavepoint = s.rawDropLocked, s.rawCreateLocked, s.rawSavepointLocked
+	cn.renaming = s.renameRefusalLocked
 	if len(s.captures) > 0 {
 		s.installHookLocked(cn)
 	}

@@ -243,6 +243,18 @@ func (m *tableMeta) renamedTo(old, meta map[string]*tableMeta) string {
 	return ""
 }
 
+// metaStale reports whether the metadata may not describe the schema: it
+// is due for a reload or, on a connection handed out raw, a statement
+// prepared there before may have changed the schema as it stepped, which
+// the authorizer, seeing statements only as they are prepared, did not see.
+func (cn *conn) metaStale() (bool, error) {
+	if cn.metaDirty || !cn.exposed {
+		return cn.metaDirty, nil
+	}
+	v, err := schemaVersion(cn.c)
+	return v != cn.metaVersion, err
+}
+
 // refreshMetaLocked reloads stale table metadata before a statement runs while
 // a capture is active, and keys the events recorded while it was stale.
 func (s *Store) refreshMetaLocked(cn *conn) error {
@@ -369,6 +381,61 @@ func (c *Capture) checkRenames(old, meta map[string]*tableMeta) {
 			return
 		}
 	}
+}
+
+// renameRefusalLocked returns the error refusing an ALTER TABLE, as it is
+// prepared, that renames table (column: one of its columns), when a
+// running capture holds rows of the table, or, for a rename of the table
+// itself, follows captures that reported rows of it (see
+// StartCaptureAfter); nil when it may run. Finish would fail such a
+// capture (see checkRenames), but a rename run outside a frame commits as
+// it runs: it would stay in the file with no change describing it.
+// Refused, it changes nothing. The authorizer does not tell which column
+// a RENAME COLUMN renames, so a rename of any is refused, one the rows'
+// images lack (added since) too. It runs in the authorizer, from the raw
+// connection's user too (see rawDropLocked).
+//
+// A rename runs unrefused when its statement was prepared on the raw
+// connection before the capture held rows of the table, and stepped
+// after; and a rollback may undo a rename. Finish fails then.
+func (s *Store) renameRefusalLocked(table string, column bool) error {
+	for _, c := range s.captures {
+		if name := c.rowsOf(table); name != "" {
+			if column {
+				return fmt.Errorf("sqlitestore: renaming a column of table %s refused: change capture holds rows of it, and its changes would name a column that is gone", name)
+			}
+			return fmt.Errorf("sqlitestore: renaming table %s refused: change capture holds rows of it, and its changes would name a table that is gone", name)
+		}
+		if column {
+			continue
+		}
+		for _, m := range c.after {
+			if foldASCII(m.name) == foldASCII(table) {
+				return fmt.Errorf("sqlitestore: renaming table %s refused: change capture follows captures that reported rows of it, and its changes would name it otherwise", m.name)
+			}
+		}
+	}
+	return nil
+}
+
+// rowsOf returns the name of the table, named table in any letter case
+// (as SQLite compares names), that c holds rows of; "" when it holds none.
+func (c *Capture) rowsOf(table string) string {
+	table = foldASCII(table)
+	var last *tableMeta
+	for _, t := range c.order {
+		if t.meta != last {
+			if last = t.meta; foldASCII(t.meta.name) == table {
+				return t.meta.name
+			}
+		}
+	}
+	for _, ev := range c.raw {
+		if foldASCII(ev.table) == table {
+			return ev.table
+		}
+	}
+	return ""
 }
 
 // renamedColumn returns a column of the table m describes, as a row was

@@ -129,6 +129,12 @@ func isDrop(sql string) bool {
 	return ok
 }
 
+// isAlter reports whether sql begins with the keyword ALTER.
+func isAlter(sql string) bool {
+	_, ok := keyword(sql, "alter")
+	return ok
+}
+
 // skipName returns what follows the name sql begins with: an identifier,
 // or a name quoted as SQLite quotes them ("…", […], `…` or '…', a quote
 // doubled inside). A text that begins with no name is returned unchanged.
