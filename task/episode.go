@@ -16,6 +16,7 @@ import (
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/internal/runecut"
+	"github.com/seahaven/seahaven/internal/wirejson"
 )
 
 // ErrNoTask is returned by (*Episode).Grade for an episode opened without a
@@ -156,6 +157,12 @@ func (e *Episode) Tools() []env.ToolInfo {
 // was no step (env.InfraError.NoStep) it is not counted either. A call
 // that ran nothing or was cancelled before it changed anything
 // (env.ErrNoStep) is neither counted nor recorded.
+//
+// A result is checked as a server checks it before it commits (see
+// env.WithResultCheck), with the server's encoding unless ctx carries a
+// check of its own: a call whose result cannot be sent as JSON fails with
+// a *env.ToolError of kind env.KindExecution and leaves no writes, and is
+// counted and recorded as that failure, as it would be when served.
 func (e *Episode) CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error) {
 	var out any
 	var err error
@@ -166,6 +173,9 @@ func (e *Episode) CallJSON(ctx context.Context, name string, args json.RawMessag
 		}
 		err = &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("unknown tool %q: task %s allows %s", runecut.Echo(name), e.task.ID, strings.Join(names, ", "))}
 	} else {
+		if env.ResultCheck(ctx) == nil {
+			ctx = env.WithResultCheck(ctx, encodes)
+		}
 		out, err = e.inst.CallJSON(ctx, name, args)
 		if errors.Is(err, env.ErrNoStep) {
 			return out, err
@@ -198,6 +208,17 @@ func (e *Episode) CallJSON(ctx context.Context, name string, args json.RawMessag
 		e.pending = &l
 	}
 	return out, err
+}
+
+// encodes is an episode's result check (env.WithResultCheck) when its
+// caller gives none: a server fails a call whose result JSON cannot
+// encode, rolling back what it wrote, and records that failure in the
+// words of its encoding; the episode's call fails alike, with the same
+// encoding, rather than keep its writes and be unable to record its
+// result. A replay of the call fails the same way.
+func encodes(result any) error {
+	_, err := wirejson.Marshal(result)
+	return err
 }
 
 // flushLocked writes the pending call line; the caller holds e.mu.

@@ -2,7 +2,9 @@ package task_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"reflect"
 	"strings"
@@ -395,5 +397,41 @@ func TestEpisode_Discard(t *testing.T) {
 	}
 	if err := ep.Discard(); err != nil {
 		t.Errorf("a second Discard: %v", err)
+	}
+}
+
+// TestEpisode_UnencodableResult: a call whose result JSON cannot encode
+// fails and rolls back, as a server's does, and is counted and recorded
+// as that failure. It committed, was counted, and was never recorded: the
+// stores, the episode's count and its recording disagreed.
+func TestEpisode_UnencodableResult(t *testing.T) {
+	ctx := context.Background()
+	w := newLedger("ledger_nan")
+	env.Tool(w, "ratio", "Note a ratio.", func(c *env.Ctx, in noteArgs) (float64, error) {
+		_, err := c.DB.Exec("INSERT INTO notes (body) VALUES (?)", in.Body)
+		return math.NaN(), err
+	})
+	ep := mustOpen(t, w, env.Task{}, composition.Options{})
+	startRecording(t, ep)
+	const msg = `tool "ratio" returned a result that cannot be encoded as JSON: json: unsupported value: NaN`
+	_, err := ep.CallJSON(ctx, "ratio", []byte(`{"body": "lost"}`))
+	if te, ok := env.AsToolError(err); !ok || te.Kind != env.KindExecution || te.Message != msg {
+		t.Fatalf("ratio: %v, want the execution error %q", err, msg)
+	}
+	mustCall(t, ep, "note", `{"body": "kept"}`)
+	rows, err := ep.Instance().Inspect().Rows(ctx, "SELECT group_concat(body) AS bodies FROM notes")
+	if err != nil || rows[0]["bodies"] != "kept" {
+		t.Fatalf("notes %v (%v), want only the one kept", rows, err)
+	}
+	if _, saved, err := ep.Checkpoint(ctx); err != nil || saved.Calls != 2 {
+		t.Fatalf("Checkpoint: %d calls (%v), want 2", saved.Calls, err)
+	}
+	tr := closeAndRead(t, ep)
+	want := []task.CallLine{
+		{Type: task.LineCall, Tool: "ratio", Arguments: json.RawMessage(`{"body":"lost"}`), Error: &task.CallError{Type: env.KindExecution, Message: msg}},
+		{Type: task.LineCall, Tool: "note", Arguments: json.RawMessage(`{"body":"kept"}`), Result: json.RawMessage(`1`)},
+	}
+	if !reflect.DeepEqual(tr.Calls, want) {
+		t.Fatalf("recorded calls %+v, want %+v", tr.Calls, want)
 	}
 }

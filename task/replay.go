@@ -12,7 +12,6 @@ import (
 
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/env"
-	"github.com/seahaven/seahaven/internal/wirejson"
 )
 
 // Replay is the outcome of replaying a trajectory.
@@ -123,7 +122,7 @@ func replayIn(ctx context.Context, ep *Episode, tr *Trajectory, rep *Replay) (*R
 		if cut {
 			callCtx, cancel = context.WithDeadline(ctx, time.Time{})
 		}
-		out, callErr := ep.CallJSON(env.WithResultCheck(callCtx, encodes), c.Tool, c.arguments())
+		out, callErr := ep.CallJSON(callCtx, c.Tool, c.arguments()) // checks its result as the server did
 		cancel()
 		got, err := NewCallLine(c.Tool, c.arguments(), out, callErr)
 		if err != nil {
@@ -156,16 +155,6 @@ func replayIn(ctx context.Context, ep *Episode, tr *Trajectory, rep *Replay) (*R
 		}
 	}
 	return rep, nil
-}
-
-// encodes is the result check of a replayed call (env.WithResultCheck).
-// A server fails a call whose result JSON cannot encode, rolling back what
-// it wrote, and records that failure in the words of its encoding: the
-// replay makes the call fail alike, with the same encoding, rather than
-// keep its writes and be unable to record its result.
-func encodes(result any) error {
-	_, err := wirejson.Marshal(result)
-	return err
 }
 
 // cutOff reports whether a recorded call failed because its context ended

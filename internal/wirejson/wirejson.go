@@ -1,7 +1,8 @@
 // Package wirejson is the JSON encoding of what the server sends: replies,
 // and the tool results in them. A tool result it cannot encode fails its
-// call (env.WithResultCheck), with its error in the message; a replay of
-// the call checks the result with the same encoding, so it fails alike.
+// call (env.WithResultCheck), with its error in the message; an episode
+// called in process, and a replay of the call, check the result with the
+// same encoding, so it fails alike.
 package wirejson
 
 import (
