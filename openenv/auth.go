@@ -107,17 +107,54 @@ func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, challenge,
 // including any added later, honours the limit even if it reads the body
 // without the server's own readBody. A handler reading past the limit gets
 // an *http.MaxBytesError, and the connection is closed after the reply.
+//
+// The routes get a copy of the request with the limited body: net/http
+// ends a connection on a body left unread, such as one refused for its
+// Content-Length, with a FIN and a wait before the close only when its own
+// request still holds that body; else it closes the socket at once on the
+// unread bytes, whose reset a client still writing its body gets as a
+// failed write, losing the reply.
+//
+// A request that expects 100-continue and whose Content-Length is over the
+// limit gets a body every read of which fails at once, as one past the
+// limit, without reading the connection: net/http sends 100 Continue on a
+// body's first read, and the client would write its body only to be
+// refused. Never asked, it sends none and reads the route's 413.
 func (s *Server) limitBodies(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
-			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxMessageBytes)
-			if s.large != nil {
-				r.Body = &pacedBody{ReadCloser: r.Body, s: s, ctx: r.Context()}
+			r = r.WithContext(r.Context()) // a copy: see above
+			if r.ContentLength > s.cfg.MaxMessageBytes && expectsContinue(r) {
+				w.Header().Set("Connection", "close") // what follows is no request
+				r.Body = tooLargeBody{limit: s.cfg.MaxMessageBytes}
+			} else {
+				r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxMessageBytes)
+				if s.large != nil {
+					r.Body = &pacedBody{ReadCloser: r.Body, s: s, ctx: r.Context()}
+				}
 			}
 		}
 		next.ServeHTTP(w, r)
 	})
 }
+
+// expectsContinue reports whether r waits for 100 Continue before it sends
+// its body (net/http answers any other expectation 417 itself).
+func expectsContinue(r *http.Request) bool {
+	for _, v := range strings.Split(r.Header.Get("Expect"), ",") {
+		if strings.EqualFold(strings.TrimSpace(v), "100-continue") {
+			return true
+		}
+	}
+	return false
+}
+
+// tooLargeBody is the body of a request refused unread for its
+// Content-Length (limitBodies): every read fails as one past the limit.
+type tooLargeBody struct{ limit int64 }
+
+func (b tooLargeBody) Read([]byte) (int, error) { return 0, &http.MaxBytesError{Limit: b.limit} }
+func (tooLargeBody) Close() error               { return nil }
 
 // pacedBody is a request body or a WebSocket message whose bytes past
 // LargeMessageBytes are read no faster than LargeMessageRate allows across

@@ -259,6 +259,99 @@ func TestConnLimit_AnnouncedTooLarge(t *testing.T) {
 	}
 }
 
+// TestConnLimit_ExpectContinueTooLarge sends, on every route with a body,
+// the headers of a request whose Content-Length is over MaxMessageBytes
+// and that expects 100-continue, and no body: each is refused with the
+// route's 413 (OpenEnv's MCP dialect: 200) and its connection closed,
+// without the server asking for the body. /mcp on a standard session read
+// the body's start for the request's id, so net/http sent 100 Continue and
+// the client wrote its body into a connection the server was about to
+// close, where it could lose the 413 to a reset.
+func TestConnLimit_ExpectContinueTooLarge(t *testing.T) {
+	limit := &openenv.ConnLimit{Max: -1, ReadTimeout: 10 * waitLimit}
+	s := mustServeLimited(t, newFake(t), openenv.Config{MaxMessageBytes: 256}, limit)
+	resp, err := http.Post("http://"+s.addr+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	sid := resp.Header.Get(openenv.MCPSessionHeader)
+	if sid == "" {
+		t.Fatal("initialize started no session")
+	}
+	const detail = `{"detail":"Request body exceeds the limit of 256 bytes","code":"SESSION_ERROR"}`
+	for _, tt := range []struct {
+		name, path, header string
+		status             int
+		want               string
+	}{
+		{"Reset", "/reset", "", http.StatusRequestEntityTooLarge, detail},
+		{"Step", "/step", "", http.StatusRequestEntityTooLarge, detail},
+		{"Inspect", "/inspect", "", http.StatusRequestEntityTooLarge, detail},
+		{"Grade", "/grade", "", http.StatusRequestEntityTooLarge, detail},
+		{"Checkpoint", "/checkpoint", "", http.StatusRequestEntityTooLarge, detail},
+		{"MCPOpenEnv", "/mcp", "", http.StatusOK,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: Request body exceeds the limit of 256 bytes","data":null}}`},
+		{"MCPStandard", "/mcp", sid, http.StatusRequestEntityTooLarge,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: Request body exceeds the limit of 256 bytes"}}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := s.rawConn(t)
+			hdr := ""
+			if tt.header != "" {
+				hdr = openenv.MCPSessionHeader + ": " + tt.header + "\r\n"
+			}
+			io.WriteString(c, "POST "+tt.path+" HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"+hdr+"Expect: 100-continue\r\nContent-Length: 17825883\r\n\r\n")
+			c.SetReadDeadline(time.Now().Add(waitLimit))
+			r := bufio.NewReader(c)
+			resp, err := http.ReadResponse(r, nil)
+			if err != nil {
+				t.Fatalf("no reply before the client's deadline: %v", err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tt.status || strings.TrimSpace(string(b)) != tt.want {
+				t.Fatalf("got  %d %s\nwant %d %s", resp.StatusCode, b, tt.status, tt.want)
+			}
+			closedByServer(t, c, r)
+		})
+	}
+}
+
+// TestConnLimit_AnnouncedTooLargeSent sends a body whose Content-Length
+// is over MaxMessageBytes without waiting to be asked, more of it than the
+// server reads with the headers: it is refused with 413 unread, and the
+// connection is ended with a FIN, after which a client still writing its
+// body has time to read the reply, not with the reset of a socket closed
+// on unread bytes, which a client writing its body gets as a failed write
+// and loses the 413 to. The server's routes read a copy of the request
+// with its body limited, so net/http, which closes a connection gently
+// only when it sees its own request's body left unread, saw none and
+// closed it at once.
+func TestConnLimit_AnnouncedTooLargeSent(t *testing.T) {
+	limit := &openenv.ConnLimit{Max: -1, ReadTimeout: 10 * waitLimit}
+	s := mustServeLimited(t, newFake(t), openenv.Config{MaxMessageBytes: 256}, limit)
+	sent := strings.Repeat(" ", 64<<10) // past the server's buffered reader
+	for _, path := range []string{"/step", "/mcp"} {
+		t.Run(strings.TrimPrefix(path, "/"), func(t *testing.T) {
+			c := s.rawConn(t)
+			io.WriteString(c, "POST "+path+" HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 17825883\r\n\r\n"+sent)
+			c.SetReadDeadline(time.Now().Add(waitLimit))
+			r := bufio.NewReader(c)
+			resp, err := http.ReadResponse(r, nil)
+			if err != nil {
+				t.Fatalf("no reply before the client's deadline: %v", err)
+			}
+			io.ReadAll(resp.Body)
+			if want := map[string]int{"/step": http.StatusRequestEntityTooLarge, "/mcp": http.StatusOK}[path]; resp.StatusCode != want {
+				t.Fatalf("status %d, want %d", resp.StatusCode, want)
+			}
+			if _, err := io.Copy(io.Discard, r); err != nil {
+				t.Fatalf("after the reply: %v, want the connection ended with a FIN", err)
+			}
+		})
+	}
+}
+
 // TestConnLimit_Timeouts checks that a body sent too slowly and an idle
 // keep-alive connection are closed, and that a step running longer than
 // ReadTimeout is not cut short by it.

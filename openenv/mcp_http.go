@@ -535,7 +535,9 @@ const refusedIDWait = time.Second
 // already put over MaxMessageBytes, for refusedID: until the bytes read
 // decide the id, MaxMessageBytes of them were read, the client stops
 // sending for refusedIDWait, or the read fails. The connection is closed
-// after the reply, so what was not read is never taken for a request.
+// after the reply, so what was not read is never taken for a request. A
+// request that expects 100-continue is not asked for its body: its reads
+// fail at once (limitBodies), and its id goes unnamed.
 func (s *Server) readIDPrefix(w http.ResponseWriter, r *http.Request) []byte {
 	http.NewResponseController(w).SetReadDeadline(time.Now().Add(refusedIDWait))
 	limit := int(s.cfg.MaxMessageBytes)
