@@ -215,7 +215,11 @@ func (s *Server) rpcToolsCall(ctx context.Context, id json.RawMessage, params ma
 	case ss == nil:
 		out, perr = s.callThrowaway(ctx, name, args)
 	default:
-		out, perr = ss.mcpCall(ctx, name, args)
+		anew := resetAnew // an mcp message on /ws, whose client resets
+		if ws == nil || ws.transport != TransportWS {
+			anew = s.newEpisode(std)
+		}
+		out, perr = ss.mcpCall(ctx, name, args, anew)
 	}
 	if perr != nil {
 		return rpcProto(id, perr)

@@ -23,7 +23,7 @@ func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (s
 		if reply, ok, perr := ss.replayLocked(a, timeout); ok || perr != nil {
 			return reply, perr
 		}
-		if perr := ss.overLocked(); perr != nil {
+		if perr := ss.overLocked(resetAnew); perr != nil {
 			return stepReply{}, perr
 		}
 		reply, perr := ss.stepLocked(ctx, a, timeout)
@@ -146,9 +146,10 @@ func (ss *session) grade(ctx context.Context) (Grading, *protoError) {
 }
 
 // overLocked refuses a step of an episode its task has graded done: done
-// never returns to false within an episode, and a trainer that steps past
-// it is told to reset. The slot must be held.
-func (ss *session) overLocked() *protoError {
+// never returns to false within an episode, and whoever steps past it is
+// told how to start a new one, anew (see newEpisode). The slot must be
+// held.
+func (ss *session) overLocked(anew string) *protoError {
 	ss.mu.Lock()
 	over, doneAt, task := ss.over, ss.doneAt, ss.task
 	ss.mu.Unlock()
@@ -156,7 +157,27 @@ func (ss *session) overLocked() *protoError {
 		return nil
 	}
 	ss.srv.metrics.refusedAfterDone.WithLabelValues(taskLabel(task)).Inc()
-	return newError(codeEpisodeDone, "The episode is over: its task graded it done after step %d. Reset to start a new episode.", doneAt)
+	return newError(codeEpisodeDone, "The episode is over: its task graded it done after step %d. %s", doneAt, anew)
+}
+
+// resetAnew is how a client of /ws or the HTTP routes starts a new
+// episode once its episode is over: it resets.
+const resetAnew = "Reset to start a new episode."
+
+// newEpisode says how the client of a tools/call on POST /mcp starts a new
+// episode once the session's is over: an MCP client has no reset, but
+// starts a new session, a standard client's with its initialize at the
+// URL whose query set this episode up; a trainer, while the server serves
+// the HTTP episode routes, may reset this session there.
+func (s *Server) newEpisode(std bool) string {
+	msg := "Create a new session (openenv/session/create) to start a new episode"
+	if std {
+		msg = "Initialize a new session (without Mcp-Session-Id) at this /mcp URL to start a new episode"
+	}
+	if !s.cfg.Production {
+		msg += "; a trainer may reset this one: POST /reset with its id in " + SessionHeader
+	}
+	return msg + "."
 }
 
 // callLocked makes one tool call and counts it as a step, unless the
@@ -405,14 +426,15 @@ func (s *Server) mcpTools(ctx context.Context, ss *session) ([]env.ToolInfo, *pr
 }
 
 // mcpCall makes one tool call for JSON-RPC tools/call. It counts as a step:
-// a superseded attempt's is refused, and it may be checkpointed after it
+// a superseded attempt's is refused, as is one after its episode is over,
+// saying how to start a new one, anew; and it may be checkpointed after it
 // (Config.CheckpointEvery).
-func (ss *session) mcpCall(ctx context.Context, name string, args json.RawMessage) (toolOutcome, *protoError) {
+func (ss *session) mcpCall(ctx context.Context, name string, args json.RawMessage, anew string) (toolOutcome, *protoError) {
 	return withInstance(ss, ctx, func(ctx context.Context) (toolOutcome, *protoError) {
 		if perr := ss.fencedLocked(ctx); perr != nil {
 			return toolOutcome{}, perr
 		}
-		if perr := ss.overLocked(); perr != nil {
+		if perr := ss.overLocked(anew); perr != nil {
 			return toolOutcome{}, perr
 		}
 		out, perr := ss.callLocked(ctx, name, args, ss.srv.cfg.StepTimeout)

@@ -281,7 +281,8 @@ func TestTasks_Record(t *testing.T) {
 }
 
 // done latches: once a step's grading says done, the episode is over on
-// every transport; a later step is refused and says to reset, and a reset
+// every transport; a later step is refused and says how to start a new
+// episode (to reset, or on POST /mcp to start a new session), and a reset
 // starts a new episode.
 func TestTasks_DoneLatches(t *testing.T) {
 	const over = "The episode is over: its task graded it done after step 2. Reset to start a new episode."
@@ -371,6 +372,68 @@ func TestTasks_DoneLatches(t *testing.T) {
 			t.Errorf("a step after done: %d %s", status, body)
 		}
 	})
+
+	// An MCP client cannot reset: it is told to start a new session, and
+	// the trainer, which can, how to reset this one. It was told to reset.
+	const overMCP = "The episode is over: its task graded it done after step 2. "
+	for _, tc := range []struct {
+		name       string // case
+		production bool   // the server has no HTTP episode routes
+		std        bool   // a standard client's session, else OpenEnv's dialect
+		want       string // the refusal of a call after done
+	}{
+		{"MCPStandard", false, true, overMCP + "Initialize a new session (without Mcp-Session-Id) at this /mcp URL to start a new episode; a trainer may reset this one: POST /reset with its id in X-Seahaven-Session."},
+		{"MCPOpenEnv", false, false, overMCP + "Create a new session (openenv/session/create) to start a new episode; a trainer may reset this one: POST /reset with its id in X-Seahaven-Session."},
+		{"MCPStandardProduction", true, true, overMCP + "Initialize a new session (without Mcp-Session-Id) at this /mcp URL to start a new episode."},
+		{"MCPOpenEnvProduction", true, false, overMCP + "Create a new session (openenv/session/create) to start a new episode."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustServeCompany(t, openenv.Config{Production: tc.production})
+			var sid string
+			header := map[string]string{}
+			if tc.std {
+				_, _, resp := s.httpDo(t, http.MethodPost, "/mcp?task=refund_eu_charge", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, nil)
+				sid = resp.Header.Get(openenv.MCPSessionHeader)
+				header[openenv.MCPSessionHeader] = sid
+			} else {
+				sid = str(t, s.rpc(t, `{"jsonrpc":"2.0","id":0,"method":"openenv/session/create","params":{"task":"refund_eu_charge"}}`), "result.session_id")
+			}
+			if sid == "" {
+				t.Fatal("no session started")
+			}
+			call := func(tool, args string) string {
+				t.Helper()
+				status, body, _ := s.httpDo(t, http.MethodPost, "/mcp?task=refund_eu_charge", fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":%s,"session_id":%q}}`, tool, args, sid), header)
+				if status != http.StatusOK {
+					t.Fatalf("tools/call %s: %d %s", tool, status, body)
+				}
+				return body
+			}
+			list := call("eu_list_charges", `{}`)
+			charges, _ := field(t, list, "result.structuredContent.result").([]any)
+			if len(charges) != 1 {
+				t.Fatalf("charges listed: %s", list)
+			}
+			call("eu_refund_charge", fmt.Sprintf(`{"charge_id":%q}`, charges[0].(map[string]any)["id"]))
+			if g := s.rpc(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"seahaven/grade","params":{"session_id":%q}}`, sid)); field(t, g, "result.done") != true {
+				t.Fatalf("seahaven/grade: %s", g)
+			}
+			reply := call("eu_list_charges", `{}`)
+			if fmt.Sprint(field(t, reply, "error.code")) != "-32000" || fmt.Sprint(field(t, reply, "error.message")) != tc.want {
+				t.Fatalf("a call after done: %s\nwant the message %q", reply, tc.want)
+			}
+			if tc.production {
+				return
+			}
+			// The trainer resets the session as the message says.
+			if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{"task":"refund_eu_charge"}`, map[string]string{"X-Seahaven-Session": sid}); status != http.StatusOK {
+				t.Fatalf("POST /reset of the MCP session: %d %s", status, body)
+			}
+			if reply := call("eu_list_charges", `{}`); !strings.HasPrefix(reply, `{"jsonrpc":"2.0","id":1,"result":`) {
+				t.Errorf("a call after the reset: %s", reply)
+			}
+		})
+	}
 }
 
 // A grade request answers the task's grading now, with every check, on
