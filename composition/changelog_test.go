@@ -907,6 +907,14 @@ func TestChangeLog_RenameAfterAnEarlierStretch(t *testing.T) {
 		{name: "RawRenamePreparedBefore", steps: []string{"rawprepare:ALTER TABLE items RENAME TO a_items", "direct:" + insert, "rawstep:"},
 			err: "change capture cannot report the rows of table items: it was renamed to a_items while the capture ran; " +
 				"the statements run directly on node kv's DB committed as they ran: what they changed stays in its store, and the change log does not describe it"},
+		// A table the raw connection created in the stretch, whose rows
+		// its capture reads by the table's name as the stretch ends: a
+		// rename would leave them in no record.
+		{name: "RawCreatedThenRenamed", steps: []string{"rawcall:CREATE TABLE z AS SELECT 1 AS q; ALTER TABLE z RENAME TO y"}, err: rawRefusal},
+		{name: "RawDirectCreatedThenRenamed", steps: []string{"rawdirect:CREATE TABLE z AS SELECT 1 AS q; ALTER TABLE z RENAME TO y"}, err: rawRefusal,
+			log: []string{"1 steps kv z insert map[rowid:1] after=map[q:1]"}},
+		{name: "RawCreatedThenRenamedDirect", steps: []string{"rawcall:CREATE TABLE z AS SELECT 1 AS q", "direct:ALTER TABLE z RENAME TO y"},
+			err: "renaming table z refused: change capture follows captures that reported rows of it", log: []string{"1 run internal kv z insert map[rowid:1] after=map[q:1]"}},
 		{name: "NestedThenNested", steps: []string{"call:" + insert, "call:" + rename}, err: refusal,
 			log: []string{"1 run internal kv items insert map[k:k] after=map[k:k v:1]"}, items: "kv"},
 		{name: "FrameThenTransaction", steps: []string{"own:" + insert, "tx:" + rename}, err: refusal},

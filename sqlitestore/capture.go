@@ -130,6 +130,8 @@ const (
 // rename, or a statement prepared on the raw connection before the
 // capture touched the rows and stepped after) makes Finish fail with an
 // error naming the table and its new name, or the column and its new name.
+// A table the raw connection created while the capture ran, whose rows
+// Finish reads by the table's name, counts as one whose rows it holds.
 // Rows first touched under a new name are reported under it as usual. A
 // capture started by StartCaptureAfter has a rename of a table whose rows
 // the captures before it reported refused, or failing it, the same way.

@@ -1385,6 +1385,108 @@ func TestCapture_RenameRefused(t *testing.T) {
 	})
 }
 
+// TestCapture_RenameCreated creates a table with CREATE TABLE ... AS
+// SELECT while a capture runs, then renames it, each through Exec,
+// ExecScript or the raw connection. The capture reports the rows such a
+// statement created as inserted: through Exec and ExecScript it reads
+// them as the statement runs, and so holds them; for one on the raw
+// connection it reads them by the table's name when it finishes, which a
+// rename would leave naming no table. Either way the rename is refused as
+// it is prepared, and the capture reports the row under the name it was
+// created under. A table an inner capture created, which reported its
+// rows, may be renamed once that capture finished.
+func TestCapture_RenameCreated(t *testing.T) {
+	ctx := context.Background()
+	const (
+		schema     = `CREATE TABLE t (id INTEGER PRIMARY KEY);`
+		create     = `CREATE TABLE z AS SELECT 1 AS q`
+		rename     = `ALTER TABLE z RENAME TO y`
+		held       = "sqlitestore: renaming table z refused: change capture holds rows of it, and its changes would name a table that is gone"
+		rawCreated = "sqlitestore: renaming table z refused: change capture reads the rows of it, which the raw connection created while it ran, by this name when it finishes"
+		rawRefused = "sqlite3: authorization denied: not authorized"
+		inserted   = "insert z map[rowid:1] after=map[q:1]"
+	)
+	run := func(s *sqlitestore.Store, via, q string) error {
+		switch via {
+		case "script":
+			return s.ExecScript(ctx, q)
+		case "raw":
+			conn, err := s.Conn(ctx)
+			if err != nil {
+				return err
+			}
+			return conn.Exec(q)
+		}
+		_, err := s.Exec(ctx, q)
+		return err
+	}
+	tables := func(t *testing.T, s *sqlitestore.Store, want string) {
+		t.Helper()
+		var names []string
+		for _, r := range MustQuery(t, s, `SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`).Values {
+			names = append(names, r[0].(string))
+		}
+		if got := strings.Join(names, " "); got != want {
+			t.Errorf("tables %q, want %q", got, want)
+		}
+	}
+	for _, created := range []string{"exec", "script", "raw"} {
+		for _, renamed := range []string{"exec", "script", "raw"} {
+			t.Run(created+"/"+renamed, func(t *testing.T) {
+				s := MustCreate(t, schema, sqlitestore.Options{})
+				s.Pin()
+				defer s.Unpin()
+				c := s.StartCapture()
+				if err := run(s, created, create); err != nil {
+					t.Fatal(err)
+				}
+				want := held
+				switch {
+				case renamed == "raw":
+					want = rawRefused
+				case created == "raw":
+					want = rawCreated
+				}
+				if err := run(s, renamed, rename); fmt.Sprint(err) != want {
+					t.Errorf("%s: %v, want %s", rename, err, want)
+				}
+				finishWant(t, c, lines(inserted), "")
+				tables(t, s, "t z")
+			})
+		}
+	}
+	t.Run("Nested", func(t *testing.T) {
+		s := MustCreate(t, schema, sqlitestore.Options{})
+		s.Pin()
+		defer s.Unpin()
+		outer := s.StartCapture()
+		inner := s.StartCapture()
+		if err := run(s, "raw", create); err != nil {
+			t.Fatal(err)
+		}
+		finishWant(t, inner, lines(inserted), "")
+		// The inner capture reported the rows: the outer one holds none.
+		MustExec(t, s, `ALTER TABLE z RENAME TO y`)
+		// Created while both run, the table's rows are the inner
+		// capture's, and the outer one reads them as it finishes too,
+		// should the inner one not: a capture nested in the inner one
+		// renames it.
+		inner = s.StartCapture()
+		if err := run(s, "raw", `CREATE TABLE w AS SELECT 2 AS q`); err != nil {
+			t.Fatal(err)
+		}
+		innermost := s.StartCapture()
+		refused := strings.Replace(rawCreated, " z ", " w ", 1)
+		if _, err := s.Exec(ctx, `ALTER TABLE w RENAME TO v`); fmt.Sprint(err) != refused {
+			t.Errorf("rename of w: %v, want %s", err, refused)
+		}
+		finishWant(t, innermost, "", "")
+		finishWant(t, inner, lines("insert w map[rowid:1] after=map[q:2]"), "")
+		finishWant(t, outer, "", "")
+		tables(t, s, "t w y")
+	})
+}
+
 // TestCapture_RawSchemaChanges changes rows and the schema through the raw
 // connection, where the metadata goes stale with the first schema change
 // and is reloaded only when the capture finishes. A change to a table

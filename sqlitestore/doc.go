@@ -74,7 +74,9 @@
 // the raw connection ([Store.Conn]), it fails the capture then. An ALTER
 // TABLE that renames a table, or a column of one, whose rows a running
 // capture holds is refused as it is prepared, before it changes anything:
-// the capture reports rows by table and column name. Temporary
+// the capture reports rows by table and column name. So is one renaming a
+// table the raw connection created while it ran, whose rows it reads by
+// the table's name when it finishes. Temporary
 // tables, FTS5 and R*Tree shadow tables, tables in Options.Untracked and
 // VIRTUAL generated columns are left out. A row written
 // twice yields one net change; a row changed and changed back yields none.

@@ -392,7 +392,10 @@ func (c *Capture) checkRenames(old, meta map[string]*tableMeta) {
 // it runs: it would stay in the file with no change describing it.
 // Refused, it changes nothing. The authorizer does not tell which column
 // a RENAME COLUMN renames, so a rename of any is refused, one the rows'
-// images lack (added since) too. It runs in the authorizer, from the raw
+// images lack (added since) too. A table the raw connection created
+// while a capture ran, which the capture reads as it finishes, by name
+// (see rawCreatedLocked), counts as one whose rows it holds, whether it
+// holds rows yet or not. It runs in the authorizer, from the raw
 // connection's user too (see rawDropLocked).
 //
 // A rename runs unrefused when its statement was prepared on the raw
@@ -408,6 +411,9 @@ func (s *Store) renameRefusalLocked(table string, column bool) error {
 		}
 		if column {
 			continue
+		}
+		if c.rawCreated(table) {
+			return fmt.Errorf("sqlitestore: renaming table %s refused: change capture reads the rows of it, which the raw connection created while it ran, by this name when it finishes", table)
 		}
 		for _, m := range c.after {
 			if foldASCII(m.name) == foldASCII(table) {
@@ -436,6 +442,23 @@ func (c *Capture) rowsOf(table string) string {
 		}
 	}
 	return ""
+}
+
+// rawCreated reports whether c reads the rows of the table named table,
+// in any letter case, as it finishes: the raw connection prepared a
+// CREATE TABLE for it while c ran, and c did not know the table (see
+// rawCreatedLocked).
+func (c *Capture) rawCreated(table string) bool {
+	table = foldASCII(table)
+	if !c.rawCreates[table] {
+		return false
+	}
+	for name := range c.tables {
+		if foldASCII(name) == table {
+			return false
+		}
+	}
+	return true
 }
 
 // renamedColumn returns a column of the table m describes, as a row was
