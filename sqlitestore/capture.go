@@ -192,22 +192,44 @@ func (s *Store) StartCapture() *Capture { return s.StartCaptureAfter(nil) }
 // it is called when their capture finishes, so the log would describe a
 // row of the table under its old name, then under its new one, as two
 // tables, and a log sorted by table would put the later change first.
+//
+// The reported tables are looked up in the store's table metadata as the
+// capture starts: StartCaptureAfter loads it when it may not describe the
+// schema (nothing loaded it yet, or the schema changed since), opening
+// the store's connection if it was released. When that fails, so does
+// Finish.
 func (s *Store) StartCaptureAfter(reported []string) *Capture {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := &Capture{s: s, undoAt: s.undo}
+	settle := false
+	defer func() {
+		s.mu.Unlock()
+		if settle {
+			s.pool.settle()
+		}
+	}()
 	if s.closed {
-		c.done = true
-		return c
+		return &Capture{s: s, done: true}
 	}
-	if s.cn != nil {
+	var err error
+	if len(reported) > 0 && (s.cn == nil || s.cn.metaDirty || s.cn.exposed) {
+		err = s.doLocked(context.Background(), true, func(cn *conn) error {
+			stale, err := cn.metaStale()
+			if err != nil || !stale {
+				return err
+			}
+			return s.loadMetaLocked(cn, nil)
+		})
+		settle = s.pool != nil
+	}
+	c := &Capture{s: s, undoAt: s.undo, err: err}
+	if err == nil {
 		for _, name := range reported {
 			if m := s.cn.meta[name]; m != nil && !slices.Contains(c.after, m) {
 				c.after = append(c.after, m)
 			}
 		}
 	}
-	if s.cn != nil && s.cn.exposed {
+	if c.err == nil && s.cn != nil && s.cn.exposed {
 		c.err = s.trackTablesLocked(s.cn, c)
 	}
 	s.captures = append(s.captures, c)

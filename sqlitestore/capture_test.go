@@ -1385,6 +1385,81 @@ func TestCapture_RenameRefused(t *testing.T) {
 	})
 }
 
+// TestCapture_FollowBeforeMetadata starts a capture that follows captures
+// which reported rows of t (StartCaptureAfter) while the store's table
+// metadata does not describe the schema: no statement ran yet, or only
+// statements while no capture ran, or the connection was released since.
+// The rule holds all the same: a rename of t is refused as it is
+// prepared, and one prepared on the raw connection before the capture
+// began, which runs, fails it.
+func TestCapture_FollowBeforeMetadata(t *testing.T) {
+	ctx := context.Background()
+	const (
+		schema  = `CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT); INSERT INTO t VALUES (1, 'a'); CREATE TABLE x (id INTEGER PRIMARY KEY);`
+		refused = "sqlitestore: renaming table t refused: change capture follows captures that reported rows of it, and its changes would name it otherwise"
+		renamed = "sqlitestore: change capture cannot report the rows of table t: it was renamed to u while the capture ran, after the captures it follows reported rows of it"
+	)
+	for _, tt := range []struct {
+		name  string
+		setup func(t *testing.T, s *sqlitestore.Store)
+	}{
+		{"NothingRun", func(*testing.T, *sqlitestore.Store) {}},
+		{"RunUncaptured", func(t *testing.T, s *sqlitestore.Store) { MustExec(t, s, `INSERT INTO x VALUES (1)`) }},
+		{"Released", func(t *testing.T, s *sqlitestore.Store) {
+			capture(t, s, execAll(`UPDATE t SET a = 'b' WHERE id = 1`))
+			if err := s.Release(); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"ReleasedUncaptured", func(t *testing.T, s *sqlitestore.Store) {
+			MustExec(t, s, `INSERT INTO x VALUES (1)`)
+			if err := s.Release(); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := MustCreate(t, schema, sqlitestore.Options{})
+			tt.setup(t, s)
+			c := s.StartCaptureAfter([]string{"x", "t"})
+			if _, err := s.Exec(ctx, `ALTER TABLE t RENAME TO u`); fmt.Sprint(err) != refused {
+				t.Errorf("rename: %v, want %s", err, refused)
+			}
+			finishWant(t, c, "", "")
+		})
+	}
+	t.Run("PreparedBefore", func(t *testing.T) {
+		for _, tt := range []struct {
+			name     string
+			reported []string
+			err      string
+		}{
+			{"Followed", []string{"x", "t"}, renamed},
+			{"OtherTable", []string{"x"}, ""},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				s := MustCreate(t, schema, sqlitestore.Options{})
+				s.Pin()
+				defer s.Unpin()
+				conn, err := s.Conn(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				st, _, err := conn.Prepare(`ALTER TABLE t RENAME TO u`)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer st.Close()
+				c := s.StartCaptureAfter(tt.reported)
+				if err := st.Exec(); err != nil {
+					t.Fatal(err)
+				}
+				finishWant(t, c, "", tt.err)
+			})
+		}
+	})
+}
+
 // TestCapture_RenameCreated creates a table with CREATE TABLE ... AS
 // SELECT while a capture runs, then renames it, each through Exec,
 // ExecScript or the raw connection. The capture reports the rows such a
