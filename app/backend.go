@@ -547,7 +547,13 @@ func (w worldInstance) Discard() error { return w.ep.Discard() }
 func (w worldInstance) CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error) {
 	leave, err := w.b.gate.enter(ctx)
 	if err != nil {
-		return nil, err
+		// Nothing ran: no step of the episode, as a call the engine
+		// cancels while it waits for the instance's previous call.
+		kind, msg := env.KindExecution, "the call was cancelled while it waited for one of the server's %d engine slots (max-active); nothing ran"
+		if pastDeadline(ctx) {
+			kind, msg = env.KindTimeout, "the call waited past its deadline for one of the server's %d engine slots (max-active); nothing ran"
+		}
+		return nil, &env.ToolError{Kind: kind, Message: fmt.Sprintf(msg, cap(w.b.gate)), Err: fmt.Errorf("%w: %w", env.ErrNoStep, err)}
 	}
 	defer leave()
 	return w.ep.CallJSON(ctx, name, args)

@@ -3,6 +3,7 @@ package app
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -38,6 +39,17 @@ func (g gate) enter(ctx context.Context) (leave func(), err error) {
 	case g <- struct{}{}:
 		return func() { <-g }, nil
 	case <-ctx.Done():
-		return nil, fmt.Errorf("app: waited for one of %d engine slots until the deadline: %w", cap(g), ctx.Err())
+		until := "it was cancelled"
+		if pastDeadline(ctx) {
+			until = "the deadline"
+		}
+		return nil, fmt.Errorf("app: waited for one of %d engine slots until %s: %w", cap(g), until, ctx.Err())
 	}
+}
+
+// pastDeadline reports whether ctx ended because time ran out: its
+// deadline passed, or it was cancelled with context.DeadlineExceeded as its
+// cause, as a server enforcing its step timeout does.
+func pastDeadline(ctx context.Context) bool {
+	return errors.Is(context.Cause(ctx), context.DeadlineExceeded)
 }

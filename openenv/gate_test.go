@@ -2,12 +2,15 @@ package openenv_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/seahaven/seahaven/app"
+	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/openenv"
 )
 
@@ -47,6 +50,24 @@ func TestWorldBackend_MaxActive(t *testing.T) {
 		}
 		return errors.Is(err, context.Canceled) && strings.Contains(err.Error(), "waited for one of 1 engine slots")
 	})
+	// A call that waits for the slot until its context ends ran nothing:
+	// it is no step, cancelled or past its deadline.
+	late, stopLate := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+	defer stopLate()
+	for _, tt := range []struct {
+		ctx  context.Context
+		kind string
+		msg  string
+	}{
+		{expired, env.KindExecution, "the call was cancelled while it waited for one of the server's 1 engine slots (max-active); nothing ran"},
+		{late, env.KindTimeout, "the call waited past its deadline for one of the server's 1 engine slots (max-active); nothing ran"},
+	} {
+		_, err := graded.CallJSON(tt.ctx, "note", []byte(`{"body":"waits"}`))
+		te, ok := env.AsToolError(err)
+		if !ok || te.Kind != tt.kind || te.Message != tt.msg || !errors.Is(err, env.ErrNoStep) || !errors.Is(err, tt.ctx.Err()) {
+			t.Errorf("a call that waited for the slot until %v: %#v, want an error of kind %s, %q, that is no step", tt.ctx.Err(), err, tt.kind, tt.msg)
+		}
+	}
 	// Inspect queries have slots of their own: the call does not hold them up.
 	qctx, qcancel := context.WithTimeout(ctx, waitLimit)
 	defer qcancel()
@@ -128,5 +149,72 @@ func TestDefaultMaxInspect(t *testing.T) {
 		if got := app.DefaultMaxInspect(tt.active); got != tt.want {
 			t.Errorf("DefaultMaxInspect(%d) = %d, want %d", tt.active, got, tt.want)
 		}
+	}
+}
+
+// A call that waits for an engine slot (--max-active) until its client
+// cancels it (notifications/cancelled on POST /mcp) ran nothing: it is no
+// step of the episode, as a call cancelled before it changed anything is,
+// and the session's next call is its first step.
+func TestMCP_CancelledWaitingForEngineSlot(t *testing.T) {
+	s := mustServeWorld(t, faultyWorld, app.Config{MaxActive: 1}, openenv.Config{StepTimeout: time.Hour})
+	hdrA, postA := standardSession(t, s.testServer)
+	hdrB, postB := standardSession(t, s.testServer)
+	started := slowStarts("holds the slot")
+	held := postA(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"body":"holds the slot","ms":60000}}}`)
+	awaitSlow(t, started)
+	waiting := postB(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"note","arguments":{"body":"waits"}}}`)
+	// A cancellation sent before the call is under way is ignored: send it
+	// until the call's reply comes.
+	var r mcpReply
+	deadline := time.Now().Add(waitLimit)
+	for r.code == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the cancelled call did not end")
+		}
+		if code, body, _ := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`, hdrB); code != http.StatusAccepted {
+			t.Fatalf("notifications/cancelled: %d %s", code, body)
+		}
+		select {
+		case r = <-waiting:
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	var reply struct{ Error *struct{ Message string } }
+	if r.err != nil || r.code != http.StatusOK || json.Unmarshal([]byte(r.body), &reply) != nil || reply.Error == nil {
+		t.Errorf("the call cancelled while it waited for an engine slot: %d %s %v, want the error of a call that is no step", r.code, r.body, r.err)
+	}
+	steps := func(hdr map[string]string) int {
+		t.Helper()
+		for _, si := range s.Sessions() {
+			if si.ID == hdr[openenv.MCPSessionHeader] {
+				return si.StepCount
+			}
+		}
+		t.Fatalf("session %s is gone", hdr[openenv.MCPSessionHeader])
+		return 0
+	}
+	if n := steps(hdrB); n != 0 {
+		t.Errorf("after a call cancelled while it waited for an engine slot, the session has %d steps, want 0", n)
+	}
+	// The slot freed, the session's next call runs as its first step.
+	if code, body, _ := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, hdrA); code != http.StatusAccepted {
+		t.Fatalf("notifications/cancelled: %d %s", code, body)
+	}
+	<-held
+	r = <-postB(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"note","arguments":{"body":"runs"}}}`)
+	if r.code != http.StatusOK || field(t, r.body, "result.isError") != false {
+		t.Fatalf("the next call: %d %s %v", r.code, r.body, r.err)
+	}
+	if n := steps(hdrB); n != 1 {
+		t.Errorf("after the next call, the session has %d steps, want 1", n)
+	}
+	_, state, _ := s.httpDo(t, http.MethodGet, "/state", "", map[string]string{"X-Seahaven-Session": hdrB[openenv.MCPSessionHeader]})
+	var doc struct {
+		StepCount int                  `json:"step_count"`
+		ChangeLog []struct{ Call int } `json:"change_log"`
+	}
+	if err := json.Unmarshal([]byte(state), &doc); err != nil || doc.StepCount != 1 || len(doc.ChangeLog) != 1 || doc.ChangeLog[0].Call != 1 {
+		t.Errorf("state %s, want step 1, and the next call's note alone in the change log, as call 1 (%v)", state, err)
 	}
 }
