@@ -147,8 +147,9 @@ func (ss *session) autoCheckpointLocked() {
 	}
 }
 
-// drain checkpoints the session once its step in progress is done, records
-// the checkpoint for its next request (Restorer.Drained) and stops it: a
+// drain checkpoints the session once its step in progress is done and one
+// of turns is free (it holds one while it checkpoints), records the
+// checkpoint for its next request (Restorer.Drained) and stops it: a
 // /ws session closes with status 1012 and the reason "checkpoint <id>",
 // and has no record, since no request names it (its id is never told).
 // A session without an instance, or whose checkpoint fails, just stops.
@@ -156,12 +157,21 @@ func (ss *session) autoCheckpointLocked() {
 // on in the session that restored it, and a checkpoint of it would fork
 // the episode; a /ws session closes with status 1001 and the reason
 // "superseded by …".
-func (ss *session) drain(ctx context.Context) {
+func (ss *session) drain(ctx context.Context, turns chan struct{}) {
 	r, ok := ss.srv.backend.(Restorer)
 	if !ok || ss.acquire(ctx) != nil {
 		return
 	}
 	if ss.inst == nil || ss.ended { // no episode to keep
+		ss.release()
+		return
+	}
+	// Its step done, the session waits for its turn to checkpoint, its
+	// slot held, so no step runs past the checkpoint.
+	select {
+	case turns <- struct{}{}:
+		defer func() { <-turns }()
+	case <-ctx.Done():
 		ss.release()
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -882,5 +883,57 @@ func TestCheckpoint_TimeoutMetric(t *testing.T) {
 		if n := m.value(t, "seahaven_checkpoints_total", "op", op, "outcome", "timeout"); n != 1 {
 			t.Errorf(`seahaven_checkpoints_total{op=%q,outcome="timeout"} = %v, want 1`, op, n)
 		}
+	}
+}
+
+// TestCheckpoint_DrainDoesNotWaitOnAStep: a draining server checkpoints
+// every idle session while another session's step is still in progress;
+// that session alone waits for its step to end. Its wait held one of the
+// few checkpoints that run at once (half the CPUs: one on two), so the
+// sessions after it waited for its step too, and lost their checkpoints
+// when the step outlasted the shutdown timeout.
+func TestCheckpoint_DrainDoesNotWaitOnAStep(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2)) // one checkpoint at a time
+	s := mustServeWorld(t, faultyWorld, app.Config{}, openenv.Config{StepTimeout: time.Hour, DrainCheckpoints: true})
+	busy, post := standardSession(t, s.testServer)
+	started := slowStarts("runs through the drain")
+	slow := post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"body":"runs through the drain","ms":60000}}}`)
+	awaitSlow(t, started)
+	endSlow := func() {
+		s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, busy)
+	}
+	t.Cleanup(endSlow) // before the server's cleanup, which would wait for it
+	var idle []string
+	for i := range 16 {
+		hdr, post := standardSession(t, s.testServer)
+		if r := <-post(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"note","arguments":{"body":"idle %d"}}}`, i)); r.code != http.StatusOK {
+			t.Fatalf("a note: %d %s %v", r.code, r.body, r.err)
+		}
+		idle = append(idle, hdr[openenv.MCPSessionHeader])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- s.Shutdown(ctx) }()
+	waitFor(t, "every idle session's checkpoint while a step runs", func() bool {
+		select {
+		case r := <-slow:
+			t.Fatalf("the step ended before the idle sessions were checkpointed: %d %s %v", r.code, r.body, r.err)
+		default:
+		}
+		for _, sid := range idle {
+			if _, ok := s.backend.DrainedTo(sid); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	endSlow()
+	<-slow
+	if err := <-shutdown; err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	if _, ok := s.backend.DrainedTo(busy[openenv.MCPSessionHeader]); !ok {
+		t.Error("the session whose step ran was not checkpointed once it ended")
 	}
 }

@@ -423,20 +423,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // drain checkpoints the sessions of list (see session.drain), a few at a
-// time, within ctx.
+// time, within ctx. Each waits for its step in progress on its own: a
+// long step delays its session's checkpoint alone.
 func (s *Server) drain(ctx context.Context, list []*session) {
 	start := time.Now()
-	var g errgroup.Group
-	// Half the CPUs, so that the sessions of other servers on the host, or
-	// of this one still stepping, keep their share.
-	g.SetLimit(max(1, runtime.GOMAXPROCS(0)/2))
+	// Half the CPUs checkpoint at once, so that the sessions of other
+	// servers on the host, or of this one still stepping, keep their share.
+	turns := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
+	var wg sync.WaitGroup
 	for _, ss := range list {
-		g.Go(func() error {
-			ss.drain(ctx)
-			return nil
-		})
+		wg.Go(func() { ss.drain(ctx, turns) })
 	}
-	g.Wait()
+	wg.Wait()
 	s.log.Info("openenv: drained", "sessions", len(list), durationMS(time.Since(start)))
 }
 
