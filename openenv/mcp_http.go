@@ -133,7 +133,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		// The session ended before or while the request ran (its server
 		// drained it, say, and has not let it go yet): the spec's 404, as
 		// once it is gone, so the client initializes a new session.
-		s.unknownMCPSession(ctx, w, r.Header.Get(MCPSessionHeader), nil)
+		writeJSON(w, http.StatusNotFound, standardReply(s.endedMCPSession(ctx, bound)))
 		return
 	}
 	if mode == rpcStandard && status == http.StatusOK && resp.Error != nil && string(resp.ID) == "null" {
@@ -285,12 +285,28 @@ func (s *Server) serveMCPDelete(w http.ResponseWriter, r *http.Request) {
 // client starts a new one with initialize; one its server drained is told
 // where its episode went.
 func (s *Server) unknownMCPSession(ctx context.Context, w http.ResponseWriter, sid string, live *session) {
-	resp := rpcFailure(nullID, rpcInvalidParams, "Unknown "+MCPSessionHeader+": "+runecut.Echo(sid)+" (it ended, or never existed): initialize a new session", nil)
+	writeJSON(w, http.StatusNotFound, standardReply(s.unknownMCPReply(ctx, sid, live)))
+}
+
+// unknownMCPReply is unknownMCPSession's JSON-RPC error.
+func (s *Server) unknownMCPReply(ctx context.Context, sid string, live *session) rpcResponse {
 	if info, ok := s.drainedTo(ctx, sid); ok && live == nil {
-		resp = rpcFailure(nullID, rpcInvalidParams, fmt.Sprintf("%s %s was checkpointed and closed when its server drained: initialize a new session at /mcp?checkpoint=%s to continue its episode at step %d", MCPSessionHeader, sid, info.ID, info.Revision),
+		return rpcFailure(nullID, rpcInvalidParams, fmt.Sprintf("%s %s was checkpointed and closed when its server drained: initialize a new session at /mcp?checkpoint=%s to continue its episode at step %d", MCPSessionHeader, sid, info.ID, info.Revision),
 			errorExtra{CheckpointID: info.ID})
 	}
-	writeJSON(w, http.StatusNotFound, standardReply(resp))
+	return rpcFailure(nullID, rpcInvalidParams, "Unknown "+MCPSessionHeader+": "+runecut.Echo(sid)+" (it ended, or never existed): initialize a new session", nil)
+}
+
+// endedMCPSession is the JSON-RPC error of the 404 that answers a standard
+// client's request on ss, which ended before or while the request ran: it
+// says why, as closedDuring does in OpenEnv's dialect, unless the server
+// drained it, when it names the checkpoint (unknownMCPReply).
+func (s *Server) endedMCPSession(ctx context.Context, ss *session) rpcResponse {
+	_, reason := ss.closeStatus()
+	if _, drained := s.drainedTo(ctx, ss.id); drained || reason == "" {
+		return s.unknownMCPReply(ctx, ss.id, nil)
+	}
+	return rpcFailure(nullID, rpcInvalidParams, MCPSessionHeader+" "+ss.id+" was closed while the request ran ("+reason+"): initialize a new session", nil)
 }
 
 // refuseRepeatedMCPHeaders answers 400, with a JSON-RPC error of the

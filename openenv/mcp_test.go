@@ -694,3 +694,43 @@ func TestMCP_SessionCreateOnSession(t *testing.T) {
 	r = <-post(`{"jsonrpc":"2.0","id":4,"method":"openenv/session/create"}`)
 	jsonEq(t, r.body, `{"jsonrpc":"2.0","id":4,"result":{"session_id":"`+h[openenv.MCPSessionHeader]+`"}}`)
 }
+
+// A standard client's request in progress when its session ends (a DELETE
+// /mcp of it, its server shutting down) is answered with the spec's 404,
+// saying why the session ended, as OpenEnv's dialect is told, where it
+// said the session might never have existed.
+func TestMCP_StandardSessionEndsDuringCall(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		end  func(*testing.T, *testServer, map[string]string)
+		why  string
+	}{
+		{"DELETE", func(t *testing.T, s *testServer, hdr map[string]string) {
+			if code, body, _ := s.httpDo(t, http.MethodDelete, "/mcp", "", hdr); code != http.StatusNoContent {
+				t.Errorf("DELETE: %d %s", code, body)
+			}
+		}, "ended by DELETE /mcp"},
+		{"shutdown", func(t *testing.T, s *testServer, _ map[string]string) {
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+			defer cancel()
+			if err := s.Shutdown(ctx); err != nil {
+				t.Errorf("Shutdown: %v", err)
+			}
+		}, "server shutting down"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := newFake(t)
+			s := mustServe(t, fake, openenv.Config{StepTimeout: time.Hour})
+			hdr, post := standardSession(t, s)
+			slow := post(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
+			<-fake.slowStarted
+			tt.end(t, s, hdr)
+			r := <-slow
+			want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"Mcp-Session-Id ` + hdr[openenv.MCPSessionHeader] + ` was closed while the request ran (` + tt.why + `): initialize a new session"}}`
+			jsonEq(t, r.body, want)
+			if r.code != http.StatusNotFound {
+				t.Errorf("the call in progress when its session ended: %d, want 404", r.code)
+			}
+		})
+	}
+}
