@@ -183,7 +183,8 @@ func requestVersion(r *http.Request, ss *session) string {
 // message is handled in order as if it came alone, and the reply is the
 // array of the requests' responses, or 202 and no body when the batch held
 // only notifications. An empty batch is one invalid request, as JSON-RPC
-// has it.
+// has it. A request the session's end cut short or refused is answered as
+// one of its own would be, with its id (endedMCPSession).
 func (s *Server) serveBatch(ctx context.Context, w http.ResponseWriter, body []byte, ss *session) {
 	if perr := checkJSON(body, nil); perr != nil && perr.code == codeInvalidJSON {
 		writeJSON(w, http.StatusBadRequest, standardReply(parseFailure(perr, true)))
@@ -205,6 +206,13 @@ func (s *Server) serveBatch(ctx context.Context, w http.ResponseWriter, body []b
 		resp, status, _ := s.handleRPC(ctx, m, ss, rpcStandard)
 		if status == http.StatusAccepted {
 			continue
+		}
+		if resp.Error != nil && ss.ctx.Err() != nil {
+			// Cut short or refused because the session ended: said as
+			// to a request of its own (serveMCP's 404), with its id.
+			ended := s.endedMCPSession(ctx, ss)
+			ended.ID = resp.ID
+			resp = ended
 		}
 		b, err := encode(standardReply(resp))
 		if err != nil {

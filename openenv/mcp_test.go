@@ -734,3 +734,29 @@ func TestMCP_StandardSessionEndsDuringCall(t *testing.T) {
 		})
 	}
 }
+
+// A batch (MCP 2025-03-26) on a session that ends while it runs answers
+// each request the end cut short or refused as a standard client's
+// request is answered: naming its Mcp-Session-Id and saying why, where it
+// answered in OpenEnv's words, of a session_id the client never sent.
+func TestMCP_BatchSessionEnds(t *testing.T) {
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{StepTimeout: time.Hour})
+	_, _, resp := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, nil)
+	sid := resp.Header.Get(openenv.MCPSessionHeader)
+	hdr := map[string]string{openenv.MCPSessionHeader: sid}
+	batch := s.httpDoLater(t, http.MethodPost, "/mcp", `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{}}},`+
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2}}},{"jsonrpc":"2.0","id":3,"method":"tools/list"},{"jsonrpc":"2.0","id":4,"method":"ping"}]`, hdr)
+	<-fake.slowStarted
+	if code, body, _ := s.httpDo(t, http.MethodDelete, "/mcp", "", hdr); code != http.StatusNoContent {
+		t.Fatalf("DELETE: %d %s", code, body)
+	}
+	r := <-batch
+	ended := func(id int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32602,"message":"Mcp-Session-Id %s was closed while the request ran (ended by DELETE /mcp): initialize a new session"}}`, id, sid)
+	}
+	jsonEq(t, r.body, `[`+ended(1)+`,`+ended(2)+`,`+ended(3)+`,{"jsonrpc":"2.0","id":4,"result":{}}]`)
+	if r.status != http.StatusOK {
+		t.Errorf("the batch: %d, want 200", r.status)
+	}
+}
