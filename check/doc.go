@@ -17,7 +17,7 @@
 //     agent cannot call by that name.
 //   - SH207 (warning): one tool of a shared node reaches the surface under two
 //     names.
-//   - SH208, SH209 (errors): static; see package check/analyzers.
+//   - SH208, SH209, SH210 (errors): static; see package check/analyzers.
 //   - SH301 (error): a tracked table of a world of the tree has a primary
 //     key the change log cannot key rows by exactly (see
 //     composition.CheckKeys).

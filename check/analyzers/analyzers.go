@@ -8,6 +8,9 @@
 //   - [UnknownChild] (SH209) reports ctx.Worlds.Get("name") with a constant
 //     name that no AddWorld registered on the world the enclosing tool,
 //     middleware or hook belongs to.
+//   - [JSONTagOption] (SH210) reports a field of a tool's argument or
+//     result struct whose json tag has the option inline or unknown, which
+//     json v2 ignores (it spells embedding embed).
 //   - [WorldsAnalyzer] is their helper: it finds every package-level
 //     *env.World variable, the world's own name, the names its AddWorld calls
 //     register, and every tool, middleware and hook registration. It exports
@@ -21,7 +24,7 @@
 // stay silent. The dynamic checks of package check see what they cannot.
 //
 // Every analyzer reports diagnostics whose Category is the lint code
-// ("SH208", "SH209"). The analyzers are stateless values and safe for
+// ("SH208", "SH209", "SH210"). The analyzers are stateless values and safe for
 // concurrent use by a driver running them over many packages.
 package analyzers
 
@@ -42,9 +45,9 @@ const (
 )
 
 // Analyzers are the analyzers whose diagnostics `seahaven check` prints:
-// OpenInCall (SH208) and UnknownChild (SH209). Both require WorldsAnalyzer,
-// which a driver runs first.
-var Analyzers = []*analysis.Analyzer{OpenInCall, UnknownChild}
+// OpenInCall (SH208), UnknownChild (SH209) and JSONTagOption (SH210). All
+// require WorldsAnalyzer, which a driver runs first.
+var Analyzers = []*analysis.Analyzer{OpenInCall, UnknownChild, JSONTagOption}
 
 // signatureOf returns the signature of fn when fn is named name in package
 // pkg, or nil.

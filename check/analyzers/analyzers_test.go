@@ -74,6 +74,11 @@ func TestUnknownChild(t *testing.T) {
 	checkCategories(t, analyzers.UnknownChild, "SH209", results)
 }
 
+func TestJSONTagOption(t *testing.T) {
+	results := analysistest.Run(t, analysistest.TestData(), analyzers.JSONTagOption, "sh210/company")
+	checkCategories(t, analyzers.JSONTagOption, "SH210", results)
+}
+
 // checkCategories checks that every diagnostic carries its analyzer's code
 // as its category, which is how a driver prints it.
 func checkCategories(t *testing.T, a *analysis.Analyzer, code string, results []*analysistest.Result) {

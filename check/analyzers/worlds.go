@@ -132,6 +132,11 @@ type Registration struct {
 	Body *ast.BlockStmt
 	// Ctx is the function's *env.Ctx parameter, or nil when it is unnamed.
 	Ctx *types.Var
+	// Call is the registering call.
+	Call *ast.CallExpr
+	// In and Out are a tool's argument and result types, or nil for
+	// middleware and hooks.
+	In, Out types.Type
 }
 
 // Result is what WorldsAnalyzer found in one package. It is not modified
@@ -443,11 +448,28 @@ func (wp *worldsPass) collectRegistrations(ins *inspector.Inspector) {
 		default:
 			continue
 		}
-		r := &Registration{Kind: kind, Tool: tool, WorldExpr: worldExpr}
+		r := &Registration{Kind: kind, Tool: tool, WorldExpr: worldExpr, Call: call}
+		if kind == KindTool {
+			r.In, r.Out = toolTypes(info, call)
+		}
 		r.World = wp.lookup(packageVar(info, worldExpr))
 		r.Body, r.Ctx = wp.funcOf(call.Args[fnArg], map[types.Object]bool{})
 		wp.res.Registrations = append(wp.res.Registrations, r)
 	}
+}
+
+// toolTypes returns the argument and result types of an env.Tool call, as
+// its type arguments were inferred or given.
+func toolTypes(info *types.Info, call *ast.CallExpr) (in, out types.Type) {
+	sig, ok := info.TypeOf(call.Fun).(*types.Signature)
+	if !ok || sig.Params().Len() != 4 {
+		return nil, nil
+	}
+	fn, ok := sig.Params().At(3).Type().Underlying().(*types.Signature)
+	if !ok || fn.Params().Len() != 2 || fn.Results().Len() != 2 {
+		return nil, nil
+	}
+	return fn.Params().At(1).Type(), fn.Results().At(0).Type()
 }
 
 // funcOf finds the body and the first (context) parameter of a registered

@@ -1,0 +1,237 @@
+package analyzers
+
+import (
+	"fmt"
+	"go/types"
+	"reflect"
+	"slices"
+	"strings"
+
+	"golang.org/x/tools/go/analysis"
+)
+
+// JSONTagOption reports SH210: a field of a tool's argument or result
+// struct (the In and Out of env.Tool, and the structs they reach through
+// fields, pointers, slices, arrays and maps) whose json tag has an option
+// json v2, which decodes arguments and encodes results, does not know but
+// was meant to: inline or unknown, which older drafts of json v2 used for
+// what it now spells embed, and a known option mis-spelt in case or
+// underscores (omitEmpty). json v2 ignores inline and unknown, so such a
+// field is a member of its own, named by its Go field, with no error; the
+// server's encoding of results ignores a mis-spelling too. In an argument,
+// env.Tool refuses any of them at registration; in a result, nothing does.
+//
+// A field declared in the analysed package is reported where it is
+// declared; a field of another package's type, at the env.Tool call. A type
+// with its own JSON or text encoding is not looked into.
+var JSONTagOption = &analysis.Analyzer{
+	Name:     "jsontagoption",
+	Doc:      "SH210: report a tool argument or result field whose json tag has an option json v2 does not know: inline, unknown, or a mis-spelt known option",
+	Requires: []*analysis.Analyzer{WorldsAnalyzer},
+	Run:      runJSONTagOption,
+}
+
+// tagUse is one field with an ignored option, as the first registration
+// that reaches it found it.
+type tagUse struct {
+	field  *types.Var
+	owner  string // the struct type, for messages
+	option string // the option as written
+	want   string // the option json v2 knows that was meant
+	member string // the member json v2 makes of it
+	arg    bool   // reached from a tool's arguments
+	reg    *Registration
+}
+
+func runJSONTagOption(pass *analysis.Pass) (any, error) {
+	res := pass.ResultOf[WorldsAnalyzer].(*Result)
+	w := &tagWalk{byField: map[*types.Var]*tagUse{}}
+	argSeen, outSeen := map[types.Type]bool{}, map[types.Type]bool{}
+	for _, r := range res.Registrations {
+		if r.Kind != KindTool {
+			continue
+		}
+		if r.In != nil {
+			w.reg, w.arg, w.seen = r, true, argSeen
+			w.walk(r.In, "")
+		}
+		if r.Out != nil {
+			w.reg, w.arg, w.seen = r, false, outSeen
+			w.walk(r.Out, "")
+		}
+	}
+	for _, u := range w.uses {
+		pos, prefix := u.field.Pos(), ""
+		if u.field.Pkg() != pass.Pkg {
+			pos, prefix = u.reg.Call.Pos(), u.field.Pkg().Name()+"."
+		}
+		tool := "a tool"
+		if u.reg.Tool != "" {
+			tool = fmt.Sprintf("tool %q", u.reg.Tool)
+		}
+		unknown := strings.ReplaceAll(strings.ToLower(u.option), "_", "") == "unknown"
+		var msg string
+		switch {
+		case u.want != "embed" && u.arg:
+			msg = fmt.Sprintf("env.Tool refuses it when the tool registers; json v2's option is %q", u.want)
+		case u.want != "embed":
+			msg = fmt.Sprintf("the server's encoding ignores it, and writes the field as if it had no option; json v2's option is %q", u.want)
+		case u.arg && unknown:
+			msg = "json v2 ignores it, and env.Tool refuses it: arguments are held to the tool's schema, which admits no member it does not name"
+		case u.arg:
+			msg = `json v2 ignores it, and env.Tool refuses it: to take a struct's fields as members of the arguments, embed the struct as an untagged Go embedded field (json v2's own option, "embed", is refused in arguments too)`
+		case unknown:
+			msg = fmt.Sprintf(`json v2 ignores it, and writes the field as a member %q of its own; to write the entries of a map[string]T or jsontext.Value field as members of the object (json v2's "embedded fallback", which collects unknown members), the option is "embed"`, u.member)
+		default:
+			msg = fmt.Sprintf(`json v2 ignores it, and writes the field as a member %q of its own; json v2's option is "embed"`, u.member)
+		}
+		where := "result"
+		if u.arg {
+			where = "arguments"
+		}
+		pass.Report(analysis.Diagnostic{
+			Pos: pos, Category: "SH210",
+			Message: fmt.Sprintf("field %s of %s%s, in the %s of %s, has the json tag option %q, which json v2 does not know: %s",
+				u.field.Name(), prefix, u.owner, where, tool, u.option, msg),
+		})
+	}
+	return nil, nil
+}
+
+// tagWalk walks the types a tool's arguments or result reach.
+type tagWalk struct {
+	reg     *Registration
+	arg     bool
+	seen    map[types.Type]bool // the named types walked, for arguments or for results
+	uses    []*tagUse
+	byField map[*types.Var]*tagUse // by the field's origin: one for every instance of a generic type
+}
+
+// walk looks into t; owner names the struct type an unnamed struct is in.
+func (w *tagWalk) walk(t types.Type, owner string) {
+	switch t := types.Unalias(t).(type) {
+	case *types.Named:
+		if w.seen[t] || ownEncoding(t) {
+			return
+		}
+		w.seen[t] = true
+		w.walk(t.Underlying(), t.Obj().Name())
+	case *types.Pointer:
+		w.walk(t.Elem(), owner)
+	case *types.Slice:
+		w.walk(t.Elem(), owner)
+	case *types.Array:
+		w.walk(t.Elem(), owner)
+	case *types.Map:
+		w.walk(t.Elem(), owner)
+	case *types.Struct:
+		if owner == "" {
+			owner = "struct"
+		}
+		for i := range t.NumFields() {
+			f := t.Field(i)
+			tag, _ := reflect.StructTag(t.Tag(i)).Lookup("json")
+			if tag == "-" || (!f.Exported() && !f.Embedded()) {
+				continue
+			}
+			// A Go embedded field without a JSON name is embedded whatever
+			// its options: an ignored one changes nothing.
+			if name, opts := splitJSONTag(tag); !f.Embedded() || name != "" {
+				for _, opt := range opts {
+					if want := meantOption(opt); want != "" {
+						w.found(f, owner, opt, want, name)
+						break
+					}
+				}
+			}
+			w.walk(f.Type(), owner+"."+f.Name())
+		}
+	}
+}
+
+// found records a field with an ignored option; a field reached from both
+// arguments and results is reported as an argument's.
+func (w *tagWalk) found(f *types.Var, owner, opt, want, name string) {
+	if u, ok := w.byField[f.Origin()]; ok {
+		if w.arg && !u.arg {
+			u.arg, u.reg = true, w.reg
+		}
+		return
+	}
+	if name == "" {
+		name = f.Name()
+	}
+	u := &tagUse{field: f, owner: owner, option: opt, want: want, member: name, arg: w.arg, reg: w.reg}
+	w.byField[f.Origin()] = u
+	w.uses = append(w.uses, u)
+}
+
+// jsonOptions are the options json v2 knows.
+var jsonOptions = []string{"case", "embed", "omitzero", "omitempty", "string", "format"}
+
+// meantOption returns the option json v2 knows that an option it does not
+// know was meant to be, or "": embed for inline and unknown, the older
+// drafts' spellings (in any case, with any underscores), and a known option for a mis-spelling of it that only
+// differs in case and underscores (omitEmpty, omit_zero), which json v2
+// itself refuses, but not with the legacy error semantics of the server's
+// encoding of results.
+func meantOption(opt string) string {
+	norm := strings.ReplaceAll(strings.ToLower(opt), "_", "")
+	if norm == "inline" || norm == "unknown" {
+		return "embed"
+	}
+	if norm != opt && slices.Contains(jsonOptions, norm) {
+		return norm
+	}
+	return ""
+}
+
+// ownEncoding reports whether t or *t has a JSON or text encoding of its
+// own, which json v2 uses instead of its fields.
+func ownEncoding(t *types.Named) bool {
+	ms := types.NewMethodSet(types.NewPointer(t))
+	for _, m := range []string{"MarshalJSON", "MarshalJSONTo", "MarshalText", "UnmarshalJSON", "UnmarshalJSONFrom", "UnmarshalText"} {
+		if ms.Lookup(nil, m) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// splitJSONTag reads a json tag as json v2 does: the member name, which may
+// be single-quoted, then options separated by commas, each a name with an
+// optional value after a colon (format:'...' may hold commas in quotes). It
+// returns the name and the options' names, unquoted.
+func splitJSONTag(tag string) (name string, opts []string) {
+	var parts []string
+	quoted, start := false, 0
+	for i := 0; i < len(tag); i++ {
+		switch tag[i] {
+		case '\\':
+			if quoted {
+				i++
+			}
+		case '\'':
+			quoted = !quoted
+		case ',':
+			if !quoted {
+				parts = append(parts, tag[start:i])
+				start = i + 1
+			}
+		}
+	}
+	parts = append(parts, tag[start:])
+	for _, p := range parts[1:] {
+		opt, _, _ := strings.Cut(p, ":")
+		opts = append(opts, unquoteTag(strings.TrimSpace(opt)))
+	}
+	return unquoteTag(parts[0]), opts
+}
+
+// unquoteTag removes the single quotes around a tag's name or option.
+func unquoteTag(s string) string {
+	if len(s) >= 2 && s[0] == '\'' && s[len(s)-1] == '\'' {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
