@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"html"
 	"io/fs"
@@ -148,6 +149,9 @@ type Auth interface {
 // maxLoginForm bounds the sign-in form's body.
 const maxLoginForm = 8 << 10
 
+// formTooLarge is the sign-in page's message for a form over maxLoginForm.
+const formTooLarge = "The form is too large: a sign-in form is at most 8 KiB."
+
 // signOutHidden and signOutShown are the page's sign-out button as
 // index.html has it and as HandlerWithAuth serves it.
 const (
@@ -177,7 +181,9 @@ var withSignOut = sync.OnceValue(func() *handler {
 // [Prefix]logout clears it, from the page's sign-out button, which only
 // this handler shows. The other assets (styles, scripts, icon) are the
 // same for everyone and are served without credentials; every route they
-// call stays behind the token. The handler is safe for concurrent use.
+// call stays behind the token. A sign-in form over 8 KiB is refused with
+// 413 on the sign-in page, unread when its Content-Length says so. The
+// handler is safe for concurrent use.
 func HandlerWithAuth(auth Auth) http.Handler {
 	h := withSignOut()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -193,8 +199,19 @@ func HandlerWithAuth(auth Auth) http.Handler {
 				http.Redirect(w, r, Prefix, http.StatusSeeOther)
 				return
 			}
+			// A form declared over the limit is refused unread, so a
+			// client that expects 100-continue is never asked for it.
+			if r.ContentLength > maxLoginForm {
+				h.login(w, r, http.StatusRequestEntityTooLarge, formTooLarge)
+				return
+			}
 			r.Body = http.MaxBytesReader(w, r.Body, maxLoginForm)
 			if err := r.ParseForm(); err != nil {
+				var tooBig *http.MaxBytesError
+				if errors.As(err, &tooBig) {
+					h.login(w, r, http.StatusRequestEntityTooLarge, formTooLarge)
+					return
+				}
 				h.login(w, r, http.StatusBadRequest, "The form could not be read: "+err.Error())
 				return
 			}

@@ -1,7 +1,9 @@
 package web_test
 
 import (
+	"bufio"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -204,7 +206,7 @@ func TestHandlerWithAuth(t *testing.T) {
 		{"MessageEscaped", "POST", "/web/login", "token=%3Cb%3E", false, 401, `role="alert"`, "", ""},
 		{"RightToken", "POST", "/web/login", "token=right", false, 303, "", "Location", "/web/"},
 		{"LoginNeedsPost", "GET", "/web/login", "", false, 405, "", "Allow", "POST"},
-		{"FormTooLarge", "POST", "/web/login", "token=" + strings.Repeat("x", 9<<10), false, 400, "could not be read", "", ""},
+		{"FormTooLarge", "POST", "/web/login", "token=" + strings.Repeat("x", 9<<10), false, 413, "The form is too large", "", ""},
 		{"Logout", "POST", "/web/logout", "", true, 303, "", "Location", "/web/"},
 		{"BareRedirects", "GET", "/web", "", false, 301, "", "Location", "/web/"},
 		// The sign-in page by name is framed by nobody, as the page is.
@@ -238,10 +240,47 @@ func TestHandlerWithAuth(t *testing.T) {
 			t.Errorf("logout set %v", c)
 		}
 	})
+	t.Run("ChunkedFormTooLarge", func(t *testing.T) {
+		// No Content-Length: the form is refused when its reading passes
+		// the limit.
+		req := httptest.NewRequest("POST", "/web/login", io.MultiReader(strings.NewReader("token="), strings.NewReader(strings.Repeat("x", 9<<10))))
+		req.ContentLength = -1
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(rec.Body.String(), "The form is too large") {
+			t.Errorf("status %d, want 413 on the sign-in page; body %.300s", rec.Code, rec.Body)
+		}
+	})
 	t.Run("NoScriptInjection", func(t *testing.T) {
 		body := read(do("POST", "/web/login", "token=%3Cscript%3E", false))
 		if strings.Contains(body, "<script>") {
 			t.Error("the sign-in page echoes markup")
 		}
 	})
+}
+
+// TestHandlerWithAuth_ExpectContinue sends a sign-in form over the limit
+// that waits for 100 Continue: it is refused with 413 on the sign-in page
+// before the server asks for its body, which is never sent.
+func TestHandlerWithAuth_ExpectContinue(t *testing.T) {
+	srv := httptest.NewServer(web.HandlerWithAuth(fakeAuth{}))
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "POST /web/login HTTP/1.1\r\nHost: x\r\n"+
+		"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 9000\r\nExpect: 100-continue\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "The form is too large") {
+		t.Errorf("status %d, want 413 on the sign-in page; body %.300s", res.StatusCode, body)
+	}
 }
