@@ -190,10 +190,16 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *prot
 		}
 		return b, newError(codeBadBody, "Reading the request body failed: %s", msg)
 	}
-	if len(b) > 0 && !jsonMediaType(r.Header.Get("Content-Type")) {
+	if isJSON, isUTF8 := jsonMediaType(r.Header.Get("Content-Type")); len(b) > 0 && (!isJSON || !isUTF8) {
 		// A page of any site may send a text/plain body without asking
 		// first (a "simple" cross-origin request); a JSON body is never one.
-		return nil, newError(codeMediaType, "Content-Type %q is not supported: send the body as application/json", runecut.Echo(r.Header.Get("Content-Type")))
+		// JSON is UTF-8 (RFC 8259; MCP's messages MUST be): a body declared
+		// in another charset would be misread as UTF-8.
+		how := "send the body as application/json"
+		if isJSON {
+			how += ", in UTF-8 (charset=utf-8, or no charset)"
+		}
+		return nil, newError(codeMediaType, "Content-Type %q is not supported: %s", runecut.Echo(r.Header.Get("Content-Type")), how)
 	}
 	if ce := r.Header.Get("Content-Encoding"); len(b) > 0 && ce != "" && !strings.EqualFold(ce, "identity") {
 		// Read as it came, a compressed body would be refused as JSON that
@@ -208,11 +214,17 @@ func (s *Server) bodyTooLarge() *protoError {
 	return newError(codeTooLarge, "Request body exceeds the limit of %d bytes", s.cfg.MaxMessageBytes)
 }
 
-// jsonMediaType reports whether a Content-Type header names JSON:
-// application/json or a +json type, with any parameters.
-func jsonMediaType(ct string) bool {
-	mt, _, err := mime.ParseMediaType(ct)
-	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+// jsonMediaType reports whether a Content-Type header names JSON,
+// application/json or a +json type with any parameters, and whether it
+// leaves the body in UTF-8: no charset, or utf-8 (or its label utf8) in any
+// case.
+func jsonMediaType(ct string) (isJSON, isUTF8 bool) {
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+		return false, false
+	}
+	cs, ok := params["charset"]
+	return true, !ok || strings.EqualFold(cs, "utf-8") || strings.EqualFold(cs, "utf8")
 }
 
 // httpSession returns the session a request names with SessionHeader, or

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"io"
+	"mime"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -207,6 +208,16 @@ func TestServer_JSONContentType(t *testing.T) {
 		{"/inspect", `{"sql":"SELECT 1"}`, "multipart/form-data", http.StatusUnsupportedMediaType},
 		{"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "text/plain", http.StatusUnsupportedMediaType},
 		{"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "application/json", http.StatusOK},
+		// JSON is UTF-8 (RFC 8259, and MCP's messages MUST be): a body
+		// declared in another charset would be misread.
+		{"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "application/json; charset=latin1", http.StatusUnsupportedMediaType},
+		{"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "application/json;charset=UTF-16", http.StatusUnsupportedMediaType},
+		{"/reset", `{"seed":1}`, "application/json; charset=iso-8859-1", http.StatusUnsupportedMediaType},
+		{"/step", `{"action":{"type":"list_tools"}}`, "application/vnd.api+json; charset=windows-1252", http.StatusUnsupportedMediaType},
+		{"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "application/json; charset=UTF-8", http.StatusOK},
+		{"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, `application/json; charset="utf-8"`, http.StatusOK},
+		{"/reset", `{"seed":1}`, "application/json;CHARSET=Utf-8", http.StatusOK},
+		{"/reset", `{"seed":1}`, "application/json; charset=utf8", http.StatusOK},
 	} {
 		req, err := http.NewRequest(http.MethodPost, s.ts.URL+tt.path, strings.NewReader(tt.body))
 		if err != nil {
@@ -226,6 +237,10 @@ func TestServer_JSONContentType(t *testing.T) {
 		}
 		if tt.want == http.StatusUnsupportedMediaType && !strings.Contains(string(b), "send the body as application/json") {
 			t.Errorf("POST %s: %s", tt.path, b)
+		}
+		if _, params, _ := mime.ParseMediaType(tt.ctype); tt.want == http.StatusUnsupportedMediaType && strings.Contains(tt.ctype, "json") &&
+			params["charset"] != "" && !strings.Contains(string(b), "in UTF-8") {
+			t.Errorf("POST %s (Content-Type %q): %s, want it to ask for UTF-8", tt.path, tt.ctype, b)
 		}
 	}
 }
