@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -107,6 +108,10 @@ func TestCheckCommand(t *testing.T) {
 		stdout, stderr, err := runCheck(t, "-C", dir, "-v", "./...")
 		if code := exitCode(err); code != 1 {
 			t.Fatalf("exit code %d (err %v), want 1; stderr:\n%s", code, err, stderr)
+		}
+		// Main.Run's caller may print what it returns.
+		if got := fmt.Sprint(err); got != "exit status 1" {
+			t.Errorf("the error reads %q, want %q", got, "exit status 1")
 		}
 		golden := filepath.Join("testdata", "check.golden")
 		if *update {

@@ -126,13 +126,20 @@ func (m *Main) names() []string {
 	return slices.Sorted(maps.Keys(m.Worlds))
 }
 
-// exitError carries an exit code other than 1.
+// exitError carries an exit code, and the error to print, if any: one
+// with no error was reported already (check's findings), and reads as
+// "exit status N".
 type exitError struct {
 	code int
 	err  error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
 func (e *exitError) Unwrap() error { return e.err }
 
 func exitCode(err error) int {
