@@ -212,7 +212,7 @@ func sqlfRename(op string) (table string, column, ok bool) {
 
 // sqlfRefusalRe matches the capture refusals a call's statements can
 // cause (see sqlfRefusal).
-var sqlfRefusalRe = regexp.MustCompile(`change capture cannot (?:report the rows of table (\S+): (?:its column (\S+) was renamed to (\S+) while|it was renamed to (\S+) while|(a DROP TABLE on the raw connection)|(a nested capture dropped it)|a DROP COLUMN on the raw connection erased its column (\S+) unseen)|key a change to (\S+): the table's columns may have changed)`)
+var sqlfRefusalRe = regexp.MustCompile(`change capture cannot (?:report the rows of table (\S+): (?:its column (\S+) was renamed to (\S+) while|it was renamed to (\S+) while|(a DROP TABLE on the raw connection)|(a nested capture dropped it)|a DROP COLUMN on the raw connection erased (?:its column (\S+)|(a column of it)) unseen|its column (\S+) (was dropped and added again), and the raw connection changed the schema after a rollback)|key a change to (\S+): the table's columns may have changed)`)
 
 // sqlfRefusal reports whether err, with which a call whose host tool ran
 // the statements ran failed, is a refusal of the change capture those
@@ -221,7 +221,10 @@ var sqlfRefusalRe = regexp.MustCompile(`change capture cannot (?:report the rows
 // undoing such a rename), by a statement that ran; a DROP TABLE of the
 // table on the raw connection; a table a DB.Transaction dropped that the
 // raw connection may have created again; a DROP COLUMN of the table on
-// the raw connection and a rollback after it; a change the raw connection
+// the raw connection and a rollback after it (its column named, or not
+// when one was added again under a name the table has); a column a DROP
+// COLUMN dropped and an ADD COLUMN added again, and a rollback on the raw
+// connection followed by a schema change there; a change the raw connection
 // made to a table whose columns a later statement may have changed (one
 // naming the table, or a rollback), before it was keyed. Every
 // table of the schemas here can be keyed, so "cannot key the rows" is
@@ -257,13 +260,23 @@ func sqlfRefusal(err error, ran []sqlfStmt) bool {
 	case m[6] != "":
 		return ranQ(false, func(s sqlfStmt) bool { return s.ok && !s.raw && s.depth > 0 && sqlfDDLTable(s.q, "DROP") == table }) >= 0 &&
 			ranQ(true, func(s sqlfStmt) bool { return sqlfDDLTable(s.q, "CREATE") == table }) >= 0
-	case m[7] != "":
+	case m[7] != "" || m[8] != "":
 		drop := ranQ(true, is(fmt.Sprintf("ALTER TABLE %s DROP COLUMN %s", table, m[7])))
+		if m[8] != "" { // prepared is enough: it is noted then
+			drop = ranQ(true, func(s sqlfStmt) bool {
+				return sqlfDDLTable(s.q, "ALTER") == table && strings.Contains(s.q, " DROP COLUMN ")
+			})
+		}
 		return drop >= 0 && slices.ContainsFunc(ran[drop+1:], func(s sqlfStmt) bool {
 			return s.q == "" || s.ok && strings.HasPrefix(s.q, "ROLLBACK TO ") // a DB.Transaction rolled back, or a savepoint
 		})
+	case m[10] != "":
+		drop := ranQ(false, is(fmt.Sprintf("ALTER TABLE %s DROP COLUMN %s", table, m[9])))
+		return drop >= 0 && slices.ContainsFunc(ran[drop+1:], func(s sqlfStmt) bool {
+			return s.raw && s.ok && strings.HasPrefix(s.q, "ROLLBACK TO ")
+		})
 	default:
-		table = m[8]
+		table = m[11]
 		first := ranQ(true, func(sqlfStmt) bool { return true })
 		if first < 0 {
 			return false

@@ -94,6 +94,7 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 		cn.info.kind = stmtTxn
 		if strings.EqualFold(name, "ROLLBACK") {
 			cn.noteLayoutUndo() // on the raw connection, nothing else notes it
+			cn.layout.rollback = cn.layout.all
 		}
 	case sqlite3.AUTH_SAVEPOINT:
 		cn.info.savepoint = arg
@@ -112,6 +113,7 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 		}
 		if strings.EqualFold(name, "ROLLBACK") {
 			cn.noteLayoutUndo()
+			cn.layout.rollback = cn.layout.all
 		}
 	case sqlite3.AUTH_UPDATE:
 		if refusing != nil {
@@ -133,11 +135,14 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 			table = arg // name is the schema's
 			// On the raw connection info holds earlier statements' too.
 			cn.info.alter = ""
+			cn.altering = ""
 			if name == "main" {
 				cn.info.alter = table
+				cn.altering = table
 			}
 		}
 		cn.layout.noteTable(table)
+		cn.changedAfter = cn.rolledBack
 		if schema == "main" {
 			switch action {
 			case sqlite3.AUTH_DROP_TABLE:
@@ -167,6 +172,9 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 		}
 		if f == "sqlite_drop_column" {
 			cn.info.dropColumn = true
+			if !cn.own && cn.altering != "" {
+				cn.layout.noteRawDrop(cn.altering)
+			}
 		}
 	case sqlite3.AUTH_ATTACH, sqlite3.AUTH_DETACH:
 		if cn.preparing {
@@ -184,6 +192,7 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 		sqlite3.AUTH_CREATE_TRIGGER, sqlite3.AUTH_DROP_TRIGGER,
 		sqlite3.AUTH_CREATE_VIEW, sqlite3.AUTH_DROP_VIEW, sqlite3.AUTH_ANALYZE:
 		cn.ddl, cn.tainted = true, true
+		cn.changedAfter = cn.rolledBack
 	case sqlite3.AUTH_CREATE_TEMP_INDEX, sqlite3.AUTH_CREATE_TEMP_TABLE,
 		sqlite3.AUTH_CREATE_TEMP_TRIGGER, sqlite3.AUTH_CREATE_TEMP_VIEW:
 		cn.tainted = true

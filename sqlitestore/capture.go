@@ -139,7 +139,14 @@ const (
 // A column dropped on the raw connection (Store.Conn), which a rollback
 // then brought back, fails Finish when the capture first touched rows of
 // its table after the drop: their values in it came back unseen (through
-// Exec and ExecScript, the store reads them before the drop).
+// Exec and ExecScript, the store reads them before the drop). As a column
+// added again under the dropped one's name hides that it came back, a
+// rollback after such a first touch fails Finish whenever a DROP COLUMN of
+// the table was prepared on the raw connection before. A column dropped
+// through Exec and added again is told from the one a rollback brings
+// back, unless the raw connection changed the schema after a rollback,
+// before the store saw where the rollback went: a row first touched
+// between the drop and the rollback then fails Finish.
 type Capture struct {
 	s     *Store
 	done  bool                // guarded by s.mu, as are the fields below
@@ -175,7 +182,7 @@ type touched struct {
 	key    []any      // primary-key values, or the rowid
 	enc    string     // the table's ident and the encoded key: the row's identity
 	before []any      // by meta.names; nil when the row did not exist
-	gone   *goneCols  // columns dropped before the first touch, with the row's values; nil when none
+	gone   *goneCols  // columns dropped before the first touch, with the row's values; nil when none were, on the raw connection neither
 
 	last []any // by meta.names: the row's image after its last event; nil once deleted
 }
@@ -491,6 +498,12 @@ func (c *Capture) touch(m *tableMeta, key []any, row func(int) any) *touched {
 		if len(c.drops) > 0 {
 			t.gone = c.goneCols(m, t.enc)
 		}
+		if cn := c.s.cn; cn != nil && cn.layout.rawDrops[strings.ToLower(m.name)] {
+			if t.gone == nil {
+				t.gone = &goneCols{}
+			}
+			t.gone.rawAt, t.gone.rawRollbacks = cn.layout.seq, cn.rollbacks
+		}
 	}
 	c.order = append(c.order, t)
 	if c.keys == nil {
@@ -551,6 +564,12 @@ func (c *Capture) collect(read func(*touched) ([]any, []string, error)) ([]RowCh
 				if col := c.lostColumn(t, afterNames); col != "" {
 					return nil, fmt.Errorf("sqlitestore: change capture cannot report the rows of table %s: a DROP COLUMN on the raw connection erased its column %s unseen, and a rollback brought it back; drop columns through Exec or ExecScript", t.meta.name, col)
 				}
+				if c.rawDropRolledBack(t) {
+					return nil, fmt.Errorf("sqlitestore: change capture cannot report the rows of table %s: a DROP COLUMN on the raw connection erased a column of it unseen before the capture first touched them, and a rollback may have brought it back; drop columns through Exec or ExecScript", t.meta.name)
+				}
+				if col := t.unsureColumn(afterNames); col != "" {
+					return nil, fmt.Errorf("sqlitestore: change capture cannot report the rows of table %s: its column %s was dropped and added again, and the raw connection changed the schema after a rollback, so which of the two the row holds cannot be told", t.meta.name, col)
+				}
 				ch.Before = t.beforeIn(afterNames)
 			}
 		}
@@ -574,12 +593,35 @@ func (c *Capture) collect(read func(*touched) ([]any, []string, error)) ([]RowCh
 
 // beforeIn returns t's before-image in the shape to (see reshape), a
 // column dropped before the first touch (t.gone) holding the row's value
-// then: one in to was brought back by a rollback.
+// then: one in to was brought back by a rollback, or added again since.
+// A rollback that undid drops brought back the columns the first of them
+// dropped, or, for a name it did not drop, one a later one did, with the
+// row's values when it ran; a column added again before the first touch
+// that no rollback took away holds the row's value then.
 func (t *touched) beforeIn(to []string) []any {
-	if t.gone == nil {
+	g := t.gone
+	if g == nil || len(g.names) == 0 {
 		return reshape(t.meta.names, t.before, to)
 	}
-	return reshape(slices.Concat(t.meta.names, t.gone.names), slices.Concat(t.before, t.gone.vals), to)
+	names, vals := slices.Clone(t.meta.names), slices.Clone(t.before)
+	var back []string // names a rollback brought back
+	for i, n := range g.names {
+		if !g.drops[i].undone || slices.Contains(back, n) {
+			continue
+		}
+		back = append(back, n)
+		if k := slices.Index(names, n); k >= 0 {
+			vals[k] = g.vals[i]
+		} else {
+			names, vals = append(names, n), append(vals, g.vals[i])
+		}
+	}
+	for i, n := range g.names {
+		if !slices.Contains(names, n) {
+			names, vals = append(names, n), append(vals, g.vals[i])
+		}
+	}
+	return reshape(names, vals, to)
 }
 
 // readRow reads the current row at t's key and the table's current column

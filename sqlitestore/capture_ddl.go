@@ -25,7 +25,12 @@ import (
 // then (Capture.drops): a row one of them first touches after the drop
 // takes its values there into its before-image (touched.gone). Images are
 // reported in the columns the table has when the capture finishes, so the
-// values show only when a rollback brought their column back.
+// values show only when a rollback brought their column back. A column
+// added again under a dropped one's name is told from the dropped one
+// by the schema cookie: SQLite counts it up with each schema change and a
+// rollback sets it back, so the metadata loaded after a rollback that
+// undid the drop reads a cookie no greater than the one before the drop
+// (colDrop.undone).
 //
 // Statements on the raw connection (Store.Conn) run out of the store's
 // sight. A DROP TABLE prepared there fails the running captures
@@ -36,22 +41,39 @@ import (
 // inserted (rawCreatedLocked). A column a DROP COLUMN there dropped is seen
 // gone when the metadata is next reloaded (Capture.noteVanished): a row
 // first touched after that, when a rollback brought the column back, fails
-// the capture as it finishes (Capture.lostColumn).
+// the capture as it finishes (Capture.lostColumn). A column dropped there
+// and added again under its name looks, to the metadata, as if it had
+// stayed: a row first touched after a DROP COLUMN of its table was
+// prepared there fails the capture when a rollback follows
+// (Capture.rawDropRolledBack).
 
 // colDrop is what a DROP COLUMN of the store's API erased: read before it
 // ran, every row of the table, then, once it ran, the values of the columns
 // it dropped.
 type colDrop struct {
-	meta  *tableMeta       // the table's metadata before the drop
-	names []string         // the columns dropped
-	rows  map[string][]any // by row identity (touched.enc): the row's values, by names once the drop ran
+	meta   *tableMeta       // the table's metadata before the drop
+	names  []string         // the columns dropped
+	rows   map[string][]any // by row identity (touched.enc): the row's values, by names once the drop ran
+	cookie int64            // the schema cookie before the drop ran
+	// undone says metadata loaded since read a cookie no greater than
+	// cookie: a rollback undid the drop. unsure says one may have,
+	// unseen: the raw connection changed the schema after a rollback,
+	// before the metadata was loaded again.
+	undone, unsure bool
 }
 
-// goneCols are columns a DROP COLUMN of the store's API dropped before a
-// capture first touched a row, and the row's values in them then.
+// goneCols are columns DROP COLUMNs of the store's API dropped before a
+// capture first touched a row, and the row's values in them then, by drop
+// (a name may come once per drop).
 type goneCols struct {
 	names []string
 	vals  []any
+	drops []*colDrop // by names: the drop that read the value
+	// rawAt is the layout log's seq at the first touch when a DROP
+	// COLUMN of the table was prepared on the raw connection before (see
+	// Capture.rawDropRolledBack), 0 when none was; rawRollbacks is the
+	// connection's count of transactions rolled back then.
+	rawAt, rawRollbacks uint64
 }
 
 // dropRowsLocked notes, for the running captures, the rows of the table a
@@ -136,7 +158,7 @@ func (s *Store) readColumnsLocked(cn *conn, table string) error {
 	if m == nil || m.skip || m.keyProblem != nil {
 		return nil
 	}
-	d := &colDrop{meta: m, rows: make(map[string][]any)}
+	d := &colDrop{meta: m, rows: make(map[string][]any), cookie: cn.metaVersion}
 	var enc []byte
 	err = cn.tableRows(name, func(m *tableMeta, key, img []any) {
 		enc = appendKey(append(enc[:0], m.ident...), key)
@@ -186,28 +208,66 @@ func (s *Store) keepDroppedLocked(cn *conn) {
 
 // goneCols returns the columns DROP COLUMNs of the store's API dropped
 // while c ran, that the row of m at enc lost before c first touched it,
-// and the row's values in them; nil when there are none. A column m has
-// (one added again under its name) is not among them, nor one an earlier
-// drop's values already give.
+// and the row's values in them; nil when there are none. A drop a
+// rollback undid already is not among them: the row has its columns
+// back. A column m has was added again under a dropped one's name.
 func (c *Capture) goneCols(m *tableMeta, enc string) *goneCols {
 	var g *goneCols
 	for _, d := range c.drops {
 		vals, ok := d.rows[enc]
-		if !ok {
+		if !ok || d.undone {
 			continue
 		}
+		if g == nil {
+			g = &goneCols{}
+		}
 		for i, n := range d.names {
-			if slices.Contains(m.names, n) || g != nil && slices.Contains(g.names, n) {
-				continue
-			}
-			if g == nil {
-				g = &goneCols{}
-			}
 			g.names = append(g.names, n)
 			g.vals = append(g.vals, vals[i])
+			g.drops = append(g.drops, d)
 		}
 	}
 	return g
+}
+
+// noteUndone marks the drops c holds that a rollback undid, as metadata
+// loaded at cookie tells (see colDrop); unsure says the raw connection
+// changed the schema after a rollback since the last load.
+func (c *Capture) noteUndone(cookie int64, unsure bool) {
+	for _, d := range c.drops {
+		if cookie <= d.cookie {
+			d.undone = true
+		} else if unsure {
+			d.unsure = true
+		}
+	}
+}
+
+// rawDropRolledBack reports whether t was first touched after a DROP
+// COLUMN of its table was prepared on the raw connection, and a rollback
+// was noted since: the rollback may have brought back a column, under
+// the name of one the table has now or not, with values the capture
+// never read.
+func (c *Capture) rawDropRolledBack(t *touched) bool {
+	g, cn := t.gone, c.s.cn
+	return g != nil && g.rawAt > 0 && cn != nil && (cn.layout.rollback > g.rawAt || cn.rollbacks != g.rawRollbacks)
+}
+
+// unsureColumn returns a column of the shape to that t's before-image
+// takes from a drop (t.gone) that a rollback may have undone unseen (see
+// colDrop.unsure), and that t's first image has too: the rollback would
+// bring back the dropped column, the capture cannot tell whether it did.
+// It returns "" when there is none.
+func (t *touched) unsureColumn(to []string) string {
+	if t.gone == nil {
+		return ""
+	}
+	for i, n := range t.gone.names {
+		if d := t.gone.drops[i]; d.unsure && !d.undone && slices.Contains(to, n) && slices.Contains(t.meta.names, n) {
+			return n
+		}
+	}
+	return ""
 }
 
 // noteVanished notes, for c, each column of a table that old had and meta

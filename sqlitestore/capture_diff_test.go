@@ -3,6 +3,7 @@ package sqlitestore_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -227,13 +228,17 @@ func diffStatement(d *diffSource, tables []string, savepoints *int) string {
 // table whose rows cannot be keyed, a column renamed, columns changed
 // before an event was keyed, a table dropped on the raw connection, or
 // dropped in a nested capture and perhaps created again on it, a column
-// dropped on the raw connection that a rollback brought back. No
+// dropped on the raw connection that a rollback brought back, or that a
+// rollback may have brought back under the name of one added again, a
+// column dropped and added again through Exec when the raw connection
+// changed the schema after a rollback. No
 // statement here renames a table, so a table's rename is a false refusal.
 func refusal(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "cannot key the rows") || strings.Contains(msg, "its column ") && strings.Contains(msg, " renamed to ") ||
 		strings.Contains(msg, "cannot key a change") || strings.Contains(msg, "DROP TABLE on the raw connection") ||
-		strings.Contains(msg, "a nested capture dropped it") || strings.Contains(msg, "DROP COLUMN on the raw connection")
+		strings.Contains(msg, "a nested capture dropped it") || strings.Contains(msg, "DROP COLUMN on the raw connection") ||
+		strings.Contains(msg, "was dropped and added again, and the raw connection changed the schema after a rollback")
 }
 
 // diffRig is one run of the differential test: the store, its sibling
@@ -245,8 +250,15 @@ type diffRig struct {
 	s, sib  *sqlitestore.Store
 	tables  []string
 	log     []string
-	renamed map[string]bool // tables whose columns a statement renamed, or dropped and added again, in this call (see noteDDL)
+	renamed map[string]bool // tables whose columns a statement renamed in this call (see noteDDL)
 	dropped map[string]bool // table and column, NUL between, a statement dropped in this call
+	// addedAgain holds the columns added in this call under the name of
+	// one dropped in it, that no rollback undid since (see noteDDL);
+	// marks the savepoints and frames open, innermost last; seq numbers
+	// both, in the order they came.
+	addedAgain []diffMark
+	marks      []diffMark
+	seq        int
 	// rolledBack is set when a ROLLBACK TO ran in the innermost capture:
 	// it may undo rows an outer capture touched, which the outer one
 	// reports.
@@ -286,6 +298,7 @@ func (r *diffRig) exec(raw bool) {
 	}
 	if err == nil {
 		r.noteDDL(strings.TrimPrefix(q, "raw: "))
+		r.noteSavepoint(q)
 	}
 	if err == nil && strings.Contains(q, "ROLLBACK TO") {
 		r.rolledBack = true
@@ -304,7 +317,8 @@ func (r *diffRig) script() {
 		qs = append(qs, diffStatement(r.d, r.tables, &r.sp))
 	}
 	q := strings.Join(qs, ";\n")
-	if err := r.s.ExecScript(context.Background(), q); err != nil {
+	err := r.s.ExecScript(context.Background(), q)
+	if err != nil {
 		r.logf("script: %s -- %v", q, err)
 	} else {
 		r.logf("script: %s", q)
@@ -314,15 +328,67 @@ func (r *diffRig) script() {
 		if strings.Contains(q, "ROLLBACK TO") {
 			r.rolledBack = true
 		}
+		if err == nil {
+			r.noteSavepoint(q) // which ran is not known otherwise: none undoes an ADD COLUMN
+		}
 	}
+}
+
+// diffMark is a savepoint (name) or a frame ("") open, or a column added
+// again (name: its table), and its place in the order of these.
+type diffMark struct {
+	name string
+	seq  int
+}
+
+// mark returns the next diffMark of name.
+func (r *diffRig) mark(name string) diffMark {
+	r.seq++
+	return diffMark{name, r.seq}
+}
+
+// noteSavepoint follows the savepoints a statement of the store's API
+// that ran opened, released or rolled back to.
+func (r *diffRig) noteSavepoint(q string) {
+	f := strings.Fields(q)
+	switch {
+	case len(f) == 2 && f[0] == "SAVEPOINT":
+		r.marks = append(r.marks, r.mark(f[1]))
+	case len(f) == 2 && f[0] == "RELEASE":
+		if i := r.markIndex(f[1]); i >= 0 {
+			r.marks = r.marks[:i]
+		}
+	case len(f) == 3 && f[0] == "ROLLBACK":
+		if i := r.markIndex(f[2]); i >= 0 {
+			r.undo(r.marks[i])
+			r.marks = r.marks[:i+1]
+		}
+	}
+}
+
+// markIndex returns the index in r.marks of the savepoint or frame name
+// names, the innermost one; -1 when none is open.
+func (r *diffRig) markIndex(name string) int {
+	for i := len(r.marks) - 1; i >= 0; i-- {
+		if r.marks[i].name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// undo forgets the columns added again after m: a rollback to m undid them.
+func (r *diffRig) undo(m diffMark) {
+	r.addedAgain = slices.DeleteFunc(r.addedAgain, func(a diffMark) bool { return a.seq > m.seq })
 }
 
 // noteDDL notes the tables whose rows checkDiff cannot compare after q ran:
 // a table one of whose columns q renamed, one whose rowid's name it
 // changed (dropping a column named rowid, oid or _rowid_), or one it added
 // a column to that a statement dropped earlier in the call, which holds
-// other values in rows no statement wrote, or, when a rollback undid both,
-// its first values. A column dropped changes no row.
+// other values in rows no statement wrote (r.addedAgain, unless a rollback
+// undoes the ADD COLUMN: the rows then hold their first values). A column
+// dropped changes no row.
 func (r *diffRig) noteDDL(q string) {
 	f := strings.Fields(q)
 	switch {
@@ -335,7 +401,7 @@ func (r *diffRig) noteDDL(q string) {
 		}
 	case strings.Contains(q, "ADD COLUMN"):
 		if r.dropped[f[2]+"\x00"+f[5]] {
-			r.renamed[f[2]] = true
+			r.addedAgain = append(r.addedAgain, r.mark(f[2]))
 		}
 	}
 }
@@ -361,17 +427,21 @@ func (r *diffRig) release() {
 // endFrame commits or rolls back f.
 func (r *diffRig) endFrame(f *sqlitestore.Frame) {
 	r.open--
+	i := r.markIndex("")
 	var err error
 	if r.d.n(2) == 0 {
 		r.logf("Rollback")
 		err = f.Rollback()
+		r.undo(r.marks[i])
 	} else {
 		r.logf("Commit")
 		if err = f.Commit(); err != nil {
 			r.logf("Commit -- %v", err)
 			err = f.Rollback()
+			r.undo(r.marks[i])
 		}
 	}
+	r.marks = r.marks[:i]
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -400,7 +470,7 @@ func (r *diffRig) call(depth int) map[string]bool {
 	r.rolledBack = false
 	defer func() { r.rolledBack = r.rolledBack || outerRolledBack }()
 	if depth == 0 {
-		r.renamed, r.dropped = map[string]bool{}, map[string]bool{}
+		r.renamed, r.dropped, r.addedAgain = map[string]bool{}, map[string]bool{}, nil
 	}
 	for n := r.d.n(10); n >= 0 && !r.d.done(); n-- {
 		switch r.d.n(16) {
@@ -408,6 +478,7 @@ func (r *diffRig) call(depth int) map[string]bool {
 			if f, err := r.s.Begin(ctx); err == nil {
 				frames = append(frames, f)
 				r.open++
+				r.marks = append(r.marks, r.mark(""))
 				r.logf("Begin")
 			} else {
 				r.logf("Begin -- %v", err)
@@ -470,7 +541,11 @@ func (r *diffRig) call(depth int) map[string]bool {
 		return ids
 	}
 	after := snapshotTables(r.t, r.s)
-	if err := checkDiff(before, after, rows, r.renamed, inner); err != nil {
+	skip := maps.Clone(r.renamed)
+	for _, a := range r.addedAgain {
+		skip[a.name] = true
+	}
+	if err := checkDiff(before, after, rows, skip, inner); err != nil {
 		changes := make([]sqlitestore.Change, len(rows))
 		for i, r := range rows {
 			changes[i] = r.Change()

@@ -2325,3 +2325,87 @@ func TestCapture_DropColumn(t *testing.T) {
 		},
 	})
 }
+
+// TestCapture_DropColumnAddedAgain drops a column and adds one of the same
+// name while a capture runs, then touches a row. A rollback that undoes
+// the drop brings the dropped column back with the values the store read
+// before the drop, though, with the column last, the table's columns are
+// the same again; one that undoes only what came after the drop leaves the
+// added column, whose value the row held when first touched. On the raw
+// connection the store reads nothing before the drop, so a rollback after
+// the first touch fails the capture.
+func TestCapture_DropColumnAddedAgain(t *testing.T) {
+	const (
+		updated    = "update t map[id:1] before=map[a:a b:b id:1] after=map[a:a b:B id:1]"
+		addedKept  = "update t map[id:1] before=map[a:d b:b id:1] after=map[a:d b:B id:1]"
+		rawDropped = "sqlitestore: change capture cannot report the rows of table t: a DROP COLUMN on the raw connection erased a column of it unseen before the capture first touched them, and a rollback may have brought it back; drop columns through Exec or ExecScript"
+		rawUnsure  = "sqlitestore: change capture cannot report the rows of table t: its column a was dropped and added again, and the raw connection changed the schema after a rollback, so which of the two the row holds cannot be told"
+	)
+	cases := []stepCase{
+		{name: "RolledBackToSavepoint", steps: []string{"begin", `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `ALTER TABLE t ADD COLUMN a TEXT`, `UPDATE t SET b = 'B' WHERE id = 1`, `ROLLBACK TO s`, "commit"}},
+		{name: "FrameRolledBack", steps: []string{"begin", `ALTER TABLE t DROP COLUMN a`, `ALTER TABLE t ADD COLUMN a TEXT DEFAULT 'd'`, `UPDATE t SET b = 'B' WHERE id = 1`, "rollback"}},
+		{name: "ScriptRolledBack", steps: []string{"begin", `script: SAVEPOINT s; ALTER TABLE t DROP COLUMN a; ALTER TABLE t ADD COLUMN a TEXT; UPDATE t SET b = 'B' WHERE id = 1; ROLLBACK TO s`, "commit"}},
+		{
+			name:  "RolledBackThenTouched",
+			steps: []string{"begin", `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `ALTER TABLE t ADD COLUMN a TEXT`, `UPDATE t SET b = 'X' WHERE id = 1`, `ROLLBACK TO s`, `UPDATE t SET b = 'B' WHERE id = 1`, "commit"},
+			want:  lines(updated),
+		},
+		{
+			name:  "RawRolledBackToSavepoint",
+			steps: []string{"conn", "begin", `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `ALTER TABLE t ADD COLUMN a TEXT`, `UPDATE t SET b = 'B' WHERE id = 1`, `raw: ROLLBACK TO s`, "commit"},
+		},
+		{
+			// Twice: the rollback undoes both drops.
+			name: "TwiceRolledBack",
+			steps: []string{"begin", `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `ALTER TABLE t ADD COLUMN a TEXT`, `ALTER TABLE t DROP COLUMN a`,
+				`ALTER TABLE t ADD COLUMN a TEXT DEFAULT 'd'`, `UPDATE t SET b = 'B' WHERE id = 1`, `ROLLBACK TO s`, "commit"},
+		},
+		{
+			// The rollback undoes the update only: the column is the one
+			// added.
+			name:  "RolledBackToAfter",
+			steps: []string{"begin", `ALTER TABLE t DROP COLUMN a`, `ALTER TABLE t ADD COLUMN a TEXT DEFAULT 'd'`, `SAVEPOINT s`, `UPDATE t SET b = 'X' WHERE id = 1`, `ROLLBACK TO s`, `UPDATE t SET b = 'B' WHERE id = 1`, "commit"},
+			want:  lines(addedKept),
+		},
+		{
+			// A drop undone before the row was first touched is not the
+			// one the column came back from.
+			name: "UndoneBeforeTouch",
+			steps: []string{"begin", `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `ROLLBACK TO s`, `ALTER TABLE t DROP COLUMN a`,
+				`ALTER TABLE t ADD COLUMN a TEXT DEFAULT 'd'`, `UPDATE t SET b = 'B' WHERE id = 1`, "commit"},
+			want: lines(addedKept),
+		},
+		{
+			name:    "Raw",
+			steps:   []string{"conn", "begin", `SAVEPOINT s`, `raw: ALTER TABLE t DROP COLUMN a`, `raw: ALTER TABLE t ADD COLUMN a TEXT`, `UPDATE t SET b = 'B' WHERE id = 1`, `ROLLBACK TO s`, "commit"},
+			wantErr: rawDropped,
+		},
+		{
+			name:    "RawFrameRolledBack",
+			steps:   []string{"conn", "begin", `raw: ALTER TABLE t DROP COLUMN a`, `ALTER TABLE t ADD COLUMN a TEXT`, `UPDATE t SET b = 'B' WHERE id = 1`, "rollback"},
+			wantErr: rawDropped,
+		},
+		{
+			// Not rolled back: the column is the one added.
+			name:  "RawKept",
+			steps: []string{"conn", "begin", `raw: ALTER TABLE t DROP COLUMN a`, `raw: ALTER TABLE t ADD COLUMN a TEXT DEFAULT 'd'`, `UPDATE t SET b = 'B' WHERE id = 1`, "commit"},
+			want:  lines(addedKept),
+		},
+		{
+			// The raw connection changed the schema after its rollback,
+			// before the store could see where the rollback went.
+			name: "RawChangedAfterRollback",
+			steps: []string{"conn", "begin", `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `ALTER TABLE t ADD COLUMN a TEXT`, `UPDATE t SET b = 'B' WHERE id = 1`,
+				`raw: ROLLBACK TO s`, `raw: ALTER TABLE t ADD COLUMN q TEXT`, "commit"},
+			wantErr: rawUnsure,
+		},
+	}
+	// With a last, the table's columns after the drop and the add are
+	// those it had before.
+	for _, schema := range []string{
+		`CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT, b TEXT); INSERT INTO t VALUES (1, 'a', 'b');`,
+		`CREATE TABLE t (id INTEGER PRIMARY KEY, b TEXT, a TEXT); INSERT INTO t VALUES (1, 'b', 'a');`,
+	} {
+		t.Run(schema[:strings.IndexByte(schema, ';')], func(t *testing.T) { runStepCases(t, schema, cases) })
+	}
+}

@@ -73,11 +73,16 @@ type conn struct {
 	// renameSeq is txnSeq when meta was loaded: a table or column can
 	// have been renamed since only by an ALTER TABLE ... RENAME noted after it (see
 	// Store.loadMetaLocked).
-	layout    *layoutLog
-	loadSeq   uint64
-	loadInTxn bool
-	txnSeq    uint64
-	renameSeq uint64
+	// rolledBack says a rollback was noted since meta was loaded, and
+	// changedAfter that a statement changing the schema was prepared
+	// after it (see colDrop.unsure).
+	layout                   *layoutLog
+	loadSeq                  uint64
+	loadInTxn                bool
+	txnSeq                   uint64
+	renameSeq                uint64
+	rolledBack, changedAfter bool
+	altering                 string // the main schema's table the ALTER TABLE being prepared alters, for the functions it calls
 
 	// Per-store state the SQL functions read, swapped when a parked
 	// connection is rebound to another store.
@@ -126,6 +131,7 @@ func (cn *conn) noteLayoutUndo() {
 	if cn.loadInTxn || cn.layout.seq != cn.txnSeq {
 		cn.layout.noteAll()
 		cn.metaDirty = true
+		cn.rolledBack = true
 	}
 }
 
@@ -145,6 +151,7 @@ func (cn *conn) noteRollback(sql string) {
 	for i := 0; i+len("rollback") <= len(sql); i++ {
 		if strings.EqualFold(sql[i:i+len("rollback")], "rollback") {
 			cn.noteUndo()
+			cn.layout.rollback = cn.layout.all
 			return
 		}
 	}

@@ -70,11 +70,12 @@
 // deleted and inserted. A DROP COLUMN erases the column's values with no
 // event, and a rollback undoing it brings them back: run through Exec or
 // ExecScript, it has the store read the table's rows first, so a row first
-// touched after a drop that a rollback undid is reported as it was; run on
-// the raw connection ([Store.Conn]), it fails the capture then. An ALTER
-// TABLE that renames a table, or a column of one, whose rows a running
-// capture holds is refused as it is prepared, before it changes anything:
-// the capture reports rows by table and column name. So is one renaming a
+// touched after a drop that a rollback undid is reported as it was, a
+// column added again under the dropped one's name too; run on the raw
+// connection ([Store.Conn]), it fails the capture then. An ALTER TABLE
+// that renames a table, or a column of one, whose rows a running capture
+// holds is refused as it is prepared, before it changes anything: the
+// capture reports rows by table and column name. So is one renaming a
 // table the raw connection created while it ran, whose rows it reads by
 // the table's name when it finishes. Temporary
 // tables, FTS5 and R*Tree shadow tables, tables in Options.Untracked and

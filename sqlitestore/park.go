@@ -84,6 +84,7 @@ func (s *Store) bindLocked(cn *conn) bool {
 	cn.random, cn.now, cn.txns = s.rng.Uint64, s.clock, 0
 	cn.meta, cn.metaVersion, cn.metaDirty = nil, 0, true
 	cn.layout, cn.loadSeq, cn.loadInTxn, cn.txnSeq, cn.renameSeq = new(layoutLog), 0, false, 0, 0
+	cn.rolledBack, cn.changedAfter = false, false
 	s.adoptMetaLocked(cn, s.baseCookie)
 	return true
 }

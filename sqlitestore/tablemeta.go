@@ -290,11 +290,14 @@ func (s *Store) loadMetaLocked(cn *conn, finishing *Capture) error {
 	cn.loadSeq = cn.layout.seq
 	cn.loadInTxn = cn.layout.seq != cn.txnSeq && !cn.c.GetAutocommit()
 	cn.renameSeq = cn.txnSeq
+	unsure := cn.rolledBack && cn.changedAfter
+	cn.rolledBack, cn.changedAfter = false, false
 	captures := s.captures
 	if finishing != nil {
 		captures = append(slices.Clip(captures), finishing)
 	}
 	for _, c := range captures {
+		c.noteUndone(cn.metaVersion, unsure)
 		if renames {
 			c.checkRenames(old, cn.meta)
 			c.knowRenames(old, cn.meta)
@@ -502,6 +505,12 @@ type layoutLog struct {
 	// on the raw connection, whose user may step it at any later time.
 	rename    uint64
 	rawRename bool
+	// rawDrops holds, by lower-cased name, the tables an ALTER TABLE ...
+	// DROP COLUMN prepared on the raw connection altered; rollback is all
+	// after the last ROLLBACK or ROLLBACK TO (a failed statement's undo,
+	// which undoes only the statement, is not one).
+	rawDrops map[string]bool
+	rollback uint64
 }
 
 // noteTable records a statement that creates, drops or alters table.
@@ -519,6 +528,15 @@ func (l *layoutLog) noteTable(table string) {
 func (l *layoutLog) noteRename(raw bool) {
 	l.rename = l.seq
 	l.rawRename = l.rawRename || raw
+}
+
+// noteRawDrop records an ALTER TABLE ... DROP COLUMN of table prepared on
+// the raw connection.
+func (l *layoutLog) noteRawDrop(table string) {
+	if l.rawDrops == nil {
+		l.rawDrops = make(map[string]bool)
+	}
+	l.rawDrops[strings.ToLower(table)] = true
 }
 
 // noteAll records a change that may concern every table.
