@@ -170,6 +170,9 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 		if renamingFuncs[f] {
 			cn.layout.noteRename(!cn.own)
 		}
+		if f == "sqlite_rename_column" && cn.altering != "" {
+			cn.layout.noteColumnRename(cn.altering, !cn.own)
+		}
 		if f == "sqlite_drop_column" {
 			cn.info.dropColumn = true
 			if !cn.own && cn.altering != "" {
@@ -213,9 +216,11 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 
 // renamingFuncs are the functions SQLite's own statements call as an ALTER
 // TABLE that renames a table or column, or drops a column, is prepared.
-// A dropped column counts as a rename: a rollback undoing the drop and a
-// column added since looks, to the metadata, like a renamed column, and a
-// row first touched between them lacks the value brought back.
+// A dropped column counts as a rename: the reload after one notes the
+// columns the raw connection dropped (Capture.noteVanished). A column is
+// taken for renamed only when a RENAME COLUMN of its table was noted
+// (layoutLog.columnRenames): a rollback undoing a drop and a column added
+// since looks, to the metadata, like a renamed column.
 var renamingFuncs = map[string]bool{"sqlite_rename_table": true, "sqlite_rename_column": true, "sqlite_drop_column": true}
 
 // readOnlyPragmas are the PRAGMAs whose argument names what to read, not a

@@ -1923,13 +1923,14 @@ func TestCapture_DroppedPageReusedThenReload(t *testing.T) {
 func TestCapture_RollbackThenRawCreate(t *testing.T) {
 	const schema = `CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT, b TEXT); INSERT INTO t VALUES (1, 'a', 'b');`
 	const (
-		created           = "insert c map[rowid:1] after=map[x:7]"
-		updated           = "update t map[id:1] before=map[a:a b:b id:1] after=map[a:a b:B id:1]"
-		renamed           = "sqlitestore: change capture cannot report the rows of table t: it was renamed to u while the capture ran"
-		renamedBack       = "sqlitestore: change capture cannot report the rows of table u: it was renamed to t while the capture ran"
-		columnRenamed     = "sqlitestore: change capture cannot report the rows of table t: its column a was renamed to c while the capture ran"
-		dropAddRolledBack = "sqlitestore: change capture cannot report the rows of table t: its column z was renamed to b while the capture ran"
-		rawDropped        = "sqlitestore: change capture cannot report the rows of table y: a DROP TABLE on the raw connection erased them unseen; drop tables through Exec or ExecScript"
+		created       = "insert c map[rowid:1] after=map[x:7]"
+		updated       = "update t map[id:1] before=map[a:a b:b id:1] after=map[a:a b:B id:1]"
+		renamed       = "sqlitestore: change capture cannot report the rows of table t: it was renamed to u while the capture ran"
+		renamedBack   = "sqlitestore: change capture cannot report the rows of table u: it was renamed to t while the capture ran"
+		columnRenamed = "sqlitestore: change capture cannot report the rows of table t: its column a was renamed to c while the capture ran"
+		updatedAgain  = "update t map[id:1] before=map[a:a b:b id:1] after=map[a:a b:C id:1]"
+		renamedTwice  = "sqlitestore: change capture cannot report the rows of table t: its column c was renamed to a while the capture ran"
+		rawDropped    = "sqlitestore: change capture cannot report the rows of table y: a DROP TABLE on the raw connection erased them unseen; drop tables through Exec or ExecScript"
 	)
 	// Steps as captureSteps runs them; a frame still open when the
 	// capture finishes is rolled back after it.
@@ -2013,11 +2014,17 @@ func TestCapture_RollbackThenRawCreate(t *testing.T) {
 			wantErr: renamed,
 		},
 		{
-			// The row's image lacks the value the rollback brings back
-			// to the dropped column.
-			name:    "DropAddRolledBack",
-			steps:   []string{"conn", "begin", `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `ALTER TABLE t ADD COLUMN z TEXT`, `UPDATE t SET b = 'B' WHERE id = 1`, `ROLLBACK TO s`, `UPDATE t SET b = 'C' WHERE id = 1`},
-			wantErr: dropAddRolledBack,
+			// A column dropped and another added rename nothing: the
+			// store read the dropped column's values before the drop.
+			name:  "DropAddRolledBack",
+			steps: []string{"conn", "begin", `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `ALTER TABLE t ADD COLUMN z TEXT`, `UPDATE t SET b = 'B' WHERE id = 1`, `ROLLBACK TO s`, `UPDATE t SET b = 'C' WHERE id = 1`},
+			want:  lines(updatedAgain),
+		},
+		{
+			// The rollback has c take a's name back as a takes b's.
+			name:    "RawColumnRenamedTwice",
+			steps:   []string{"conn", "begin", `raw: SAVEPOINT s`, `raw: ALTER TABLE t RENAME COLUMN a TO c`, `raw: ALTER TABLE t RENAME COLUMN b TO a`, `UPDATE t SET a = 'B' WHERE id = 1`, `raw: ROLLBACK TO s`},
+			wantErr: renamedTwice,
 		},
 		{
 			name:    "RenamedAfterColumnAdded",
@@ -2193,6 +2200,8 @@ func TestCapture_DropColumn(t *testing.T) {
 		updated     = "update t map[id:1] before=map[b:b id:1] after=map[b:B id:1]"
 		updatedWide = "update t map[id:1] before=map[a:a b:b id:1] after=map[a:a b:B id:1]"
 		rawDropped  = "sqlitestore: change capture cannot report the rows of table t: a DROP COLUMN on the raw connection erased its column a unseen, and a rollback brought it back; drop columns through Exec or ExecScript"
+		// With a column added, the table's columns are as many as before.
+		rawDroppedAdded = "sqlitestore: change capture cannot report the rows of table t: a DROP COLUMN on the raw connection erased a column of it unseen before the capture first touched them, and a rollback may have brought it back; drop columns through Exec or ExecScript"
 	)
 	runStepCases(t, schema, []stepCase{
 		{name: "TouchedAfter", steps: []string{`ALTER TABLE t DROP COLUMN a`, `UPDATE t SET b = 'B' WHERE id = 1`}, want: lines(updated)},
@@ -2272,6 +2281,16 @@ func TestCapture_DropColumn(t *testing.T) {
 		},
 		{name: "ScriptRolledBack", steps: []string{"begin", `script: SAVEPOINT s; ALTER TABLE t DROP COLUMN a; UPDATE t SET b = 'B' WHERE id = 1; ROLLBACK TO s`, "commit"}},
 		{name: "DeletedRolledBack", steps: []string{"begin", `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `DELETE FROM t WHERE id = 1`, `ROLLBACK TO s`, "commit"}},
+		{
+			// The table has as many columns after the drop and the add:
+			// no column was renamed.
+			name:  "OtherAddedRolledBack",
+			steps: []string{"begin", `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `ALTER TABLE t ADD COLUMN z TEXT`, `UPDATE t SET b = 'B' WHERE id = 1`, `ROLLBACK TO s`, "commit"},
+		},
+		{
+			name:  "OtherAddedFrameRolledBack",
+			steps: []string{"begin", `ALTER TABLE t DROP COLUMN a`, `ALTER TABLE t ADD COLUMN z TEXT`, `UPDATE t SET b = 'B' WHERE id = 1`, "rollback"},
+		},
 		{name: "KeyChangedRolledBack", steps: []string{"begin", `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `UPDATE t SET id = 5 WHERE id = 1`, `ROLLBACK TO s`, "commit"}},
 		{name: "TableDroppedRolledBack", steps: []string{"begin", `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `DROP TABLE t`, `ROLLBACK TO s`, "commit"}},
 		{
@@ -2317,6 +2336,11 @@ func TestCapture_DropColumn(t *testing.T) {
 			name:    "RawFrameRolledBack",
 			steps:   []string{"conn", "begin", `raw: ALTER TABLE t DROP COLUMN a`, `UPDATE t SET b = 'B' WHERE id = 1`, "rollback"},
 			wantErr: rawDropped,
+		},
+		{
+			name:    "RawOtherAddedRolledBack",
+			steps:   []string{"conn", "begin", `SAVEPOINT s`, `raw: ALTER TABLE t DROP COLUMN a`, `raw: ALTER TABLE t ADD COLUMN z TEXT`, `UPDATE t SET b = 'B' WHERE id = 1`, `ROLLBACK TO s`, "commit"},
+			wantErr: rawDroppedAdded,
 		},
 		{
 			// Touched before the raw drop, the row's image has the column.

@@ -270,7 +270,8 @@ func (s *Store) refreshMetaLocked(cn *conn) error {
 //
 // Only an ALTER TABLE ... RENAME renames a table or column, as it runs or
 // as a rollback undoes it (a rollback undoing a DROP COLUMN and an ADD
-// COLUMN looks like one), and a rollback undoes only what ran in the
+// COLUMN looks like one, and counts as one for the tables, not for the
+// columns: see checkRenames), and a rollback undoes only what ran in the
 // transaction it ends: when none was noted since the transaction open at
 // the last load began (txnSeq then), and none was prepared on the raw
 // connection, whose statements may run long after they are prepared,
@@ -282,8 +283,8 @@ func (s *Store) refreshMetaLocked(cn *conn) error {
 // the captures' comes from another connection, whose log is gone: they
 // are checked.
 func (s *Store) loadMetaLocked(cn *conn, finishing *Capture) error {
-	old := cn.meta
-	renames := old == nil || cn.layout.rawRename || cn.layout.rename > cn.renameSeq
+	old, since := cn.meta, cn.renameSeq
+	renames := old == nil || cn.layout.rawRename || cn.layout.rename > since
 	if err := s.loadMetaOnlyLocked(cn); err != nil {
 		return err
 	}
@@ -299,7 +300,7 @@ func (s *Store) loadMetaLocked(cn *conn, finishing *Capture) error {
 	for _, c := range captures {
 		c.noteUndone(cn.metaVersion, unsure)
 		if renames {
-			c.checkRenames(old, cn.meta)
+			c.checkRenames(old, cn.meta, func(table string) bool { return old == nil || cn.layout.columnRenamedSince(table, since) })
 			c.knowRenames(old, cn.meta)
 			c.noteVanished(old, cn.meta, cn.colDrop)
 		}
@@ -350,13 +351,17 @@ func (s *Store) loadMetaOnlyLocked(cn *conn) error {
 
 // checkRenames fails c when a table it holds rows of, as the metadata of
 // their first touch names it, was renamed by the time meta was loaded
-// (old is the metadata meta replaces, nil when there was none). Changes
-// are reported by table name, and a row of a renamed table would be
-// reported as deleted from its old name, with its later changes under the
-// new name lost or reported against another row. It fails c the same way
-// when a table the captures c follows reported rows of (c.after) was
-// renamed.
-func (c *Capture) checkRenames(old, meta map[string]*tableMeta) {
+// (old is the metadata meta replaces, nil when there was none), or one of
+// its columns was. Changes are reported by table name, and a row of a
+// renamed table would be reported as deleted from its old name, with its
+// later changes under the new name lost or reported against another row.
+// A column can have been renamed only when columnRenamed says a RENAME
+// COLUMN of its table may have run since old was loaded: otherwise a
+// column dropped and another added, which a rollback may undo together,
+// renamed nothing, though the table's columns may read as if. It fails c
+// the same way when a table the captures c follows reported rows of
+// (c.after) was renamed.
+func (c *Capture) checkRenames(old, meta map[string]*tableMeta, columnRenamed func(table string) bool) {
 	if c.err != nil {
 		return
 	}
@@ -378,6 +383,9 @@ func (c *Capture) checkRenames(old, meta map[string]*tableMeta) {
 		if to := t.meta.renamedTo(old, meta); to != "" {
 			c.err = fmt.Errorf("sqlitestore: change capture cannot report the rows of table %s: it was renamed to %s while the capture ran", t.meta.name, to)
 			return
+		}
+		if !columnRenamed(t.meta.name) {
+			continue
 		}
 		if from, to := t.meta.renamedColumn(old, meta); from != "" {
 			c.err = fmt.Errorf("sqlitestore: change capture cannot report the rows of table %s: its column %s was renamed to %s while the capture ran", t.meta.name, from, to)
@@ -511,6 +519,11 @@ type layoutLog struct {
 	// which undoes only the statement, is not one).
 	rawDrops map[string]bool
 	rollback uint64
+	// columnRenames holds, by lower-cased name, seq after the last
+	// RENAME COLUMN of each table, and rawColumnRenames the tables one was
+	// prepared for on the raw connection.
+	columnRenames    map[string]uint64
+	rawColumnRenames map[string]bool
 }
 
 // noteTable records a statement that creates, drops or alters table.
@@ -528,6 +541,25 @@ func (l *layoutLog) noteTable(table string) {
 func (l *layoutLog) noteRename(raw bool) {
 	l.rename = l.seq
 	l.rawRename = l.rawRename || raw
+}
+
+// noteColumnRename records an ALTER TABLE ... RENAME COLUMN of table; raw
+// says it was prepared on the raw connection.
+func (l *layoutLog) noteColumnRename(table string, raw bool) {
+	if l.columnRenames == nil {
+		l.columnRenames = make(map[string]uint64)
+		l.rawColumnRenames = make(map[string]bool)
+	}
+	table = strings.ToLower(table)
+	l.columnRenames[table] = l.seq
+	l.rawColumnRenames[table] = l.rawColumnRenames[table] || raw
+}
+
+// columnRenamedSince reports whether a RENAME COLUMN of table was noted
+// after seq, or prepared on the raw connection.
+func (l *layoutLog) columnRenamedSince(table string, seq uint64) bool {
+	table = strings.ToLower(table)
+	return l.columnRenames[table] > seq || l.rawColumnRenames[table]
 }
 
 // noteRawDrop records an ALTER TABLE ... DROP COLUMN of table prepared on
