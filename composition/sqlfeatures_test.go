@@ -212,7 +212,7 @@ func sqlfRename(op string) (table string, column, ok bool) {
 
 // sqlfRefusalRe matches the capture refusals a call's statements can
 // cause (see sqlfRefusal).
-var sqlfRefusalRe = regexp.MustCompile(`change capture cannot (?:report the rows of table (\S+): (?:its column (\S+) was renamed to (\S+) while|it was renamed to (\S+) while|(a DROP TABLE on the raw connection)|(a nested capture dropped it)|a DROP COLUMN on the raw connection erased (?:its column (\S+)|(a column of it)) unseen|its column (\S+) (was dropped and added again), and the raw connection changed the schema after a rollback)|key a change to (\S+): the table's columns may have changed)`)
+var sqlfRefusalRe = regexp.MustCompile(`change capture cannot (?:report the rows of table (\S+): (?:its column (\S+) was renamed to (\S+) while|it was renamed to (\S+) while|(a DROP TABLE on the raw connection)|(a nested capture dropped it)|a DROP COLUMN on the raw connection erased (?:its column (\S+)|(a column of it)) unseen|its column (\S+) (was dropped and added again), and the raw connection changed the schema after a rollback|its column (\S+) (was renamed or dropped) while)|key a change to (\S+): the table's columns may have changed)`)
 
 // sqlfRefusal reports whether err, with which a call whose host tool ran
 // the statements ran failed, is a refusal of the change capture those
@@ -224,7 +224,9 @@ var sqlfRefusalRe = regexp.MustCompile(`change capture cannot (?:report the rows
 // the raw connection and a rollback after it (its column named, or not
 // when one was added again under a name the table has); a column a DROP
 // COLUMN dropped and an ADD COLUMN added again, and a rollback on the raw
-// connection followed by a schema change there; a change the raw connection
+// connection followed by a schema change there; a column renamed or
+// dropped when a RENAME COLUMN and a DROP COLUMN of its table both ran; a
+// change the raw connection
 // made to a table whose columns a later statement may have changed (one
 // naming the table, or a rollback), before it was keyed. Every
 // table of the schemas here can be keyed, so "cannot key the rows" is
@@ -275,8 +277,13 @@ func sqlfRefusal(err error, ran []sqlfStmt) bool {
 		return drop >= 0 && slices.ContainsFunc(ran[drop+1:], func(s sqlfStmt) bool {
 			return s.raw && s.ok && strings.HasPrefix(s.q, "ROLLBACK TO ")
 		})
+	case m[12] != "":
+		alters := func(verb string) func(sqlfStmt) bool {
+			return func(s sqlfStmt) bool { return sqlfDDLTable(s.q, "ALTER") == table && strings.Contains(s.q, verb) }
+		}
+		return ranQ(false, alters(" RENAME COLUMN ")) >= 0 && ranQ(false, alters(" DROP COLUMN ")) >= 0
 	default:
-		table = m[11]
+		table = m[13]
 		first := ranQ(true, func(sqlfStmt) bool { return true })
 		if first < 0 {
 			return false

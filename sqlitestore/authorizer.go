@@ -175,8 +175,8 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 		}
 		if f == "sqlite_drop_column" {
 			cn.info.dropColumn = true
-			if !cn.own && cn.altering != "" {
-				cn.layout.noteRawDrop(cn.altering)
+			if cn.altering != "" {
+				cn.layout.noteColumnDrop(cn.altering, !cn.own)
 			}
 		}
 	case sqlite3.AUTH_ATTACH, sqlite3.AUTH_DETACH:

@@ -132,9 +132,13 @@ const (
 // error naming the table and its new name, or the column and its new name.
 // A table the raw connection created while the capture ran, whose rows
 // Finish reads by the table's name, counts as one whose rows it holds.
-// Rows first touched under a new name are reported under it as usual. A
-// capture started by StartCaptureAfter has a rename of a table whose rows
-// the captures before it reported refused, or failing it, the same way.
+// When a DROP COLUMN of the table may have run along with the rename (a
+// rollback undoing both, say), the columns' places no longer tell which
+// column took which name, and a column gone that the rows were touched
+// with fails Finish as renamed or dropped. Rows first touched under a new
+// name are reported under it as usual. A capture started by
+// StartCaptureAfter has a rename of a table whose rows the captures before
+// it reported refused, or failing it, the same way.
 //
 // A column dropped on the raw connection (Store.Conn), which a rollback
 // then brought back, fails Finish when the capture first touched rows of

@@ -225,7 +225,8 @@ func diffStatement(d *diffSource, tables []string, savepoints *int) string {
 }
 
 // refusal reports whether err is one of capture's documented refusals: a
-// table whose rows cannot be keyed, a column renamed, columns changed
+// table whose rows cannot be keyed, a column renamed (or renamed or
+// dropped, with both in the call), columns changed
 // before an event was keyed, a table dropped on the raw connection, or
 // dropped in a nested capture and perhaps created again on it, a column
 // dropped on the raw connection that a rollback brought back, or that a
@@ -235,7 +236,8 @@ func diffStatement(d *diffSource, tables []string, savepoints *int) string {
 // statement here renames a table, so a table's rename is a false refusal.
 func refusal(err error) bool {
 	msg := err.Error()
-	return strings.Contains(msg, "cannot key the rows") || strings.Contains(msg, "its column ") && strings.Contains(msg, " renamed to ") ||
+	return strings.Contains(msg, "cannot key the rows") ||
+		strings.Contains(msg, "its column ") && (strings.Contains(msg, " renamed to ") || strings.Contains(msg, " renamed or dropped ")) ||
 		strings.Contains(msg, "cannot key a change") || strings.Contains(msg, "DROP TABLE on the raw connection") ||
 		strings.Contains(msg, "a nested capture dropped it") || strings.Contains(msg, "DROP COLUMN on the raw connection") ||
 		strings.Contains(msg, "was dropped and added again, and the raw connection changed the schema after a rollback")

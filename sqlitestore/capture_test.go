@@ -1923,14 +1923,18 @@ func TestCapture_DroppedPageReusedThenReload(t *testing.T) {
 func TestCapture_RollbackThenRawCreate(t *testing.T) {
 	const schema = `CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT, b TEXT); INSERT INTO t VALUES (1, 'a', 'b');`
 	const (
-		created       = "insert c map[rowid:1] after=map[x:7]"
-		updated       = "update t map[id:1] before=map[a:a b:b id:1] after=map[a:a b:B id:1]"
-		renamed       = "sqlitestore: change capture cannot report the rows of table t: it was renamed to u while the capture ran"
-		renamedBack   = "sqlitestore: change capture cannot report the rows of table u: it was renamed to t while the capture ran"
-		columnRenamed = "sqlitestore: change capture cannot report the rows of table t: its column a was renamed to c while the capture ran"
-		updatedAgain  = "update t map[id:1] before=map[a:a b:b id:1] after=map[a:a b:C id:1]"
-		renamedTwice  = "sqlitestore: change capture cannot report the rows of table t: its column c was renamed to a while the capture ran"
-		rawDropped    = "sqlitestore: change capture cannot report the rows of table y: a DROP TABLE on the raw connection erased them unseen; drop tables through Exec or ExecScript"
+		created          = "insert c map[rowid:1] after=map[x:7]"
+		updated          = "update t map[id:1] before=map[a:a b:b id:1] after=map[a:a b:B id:1]"
+		renamed          = "sqlitestore: change capture cannot report the rows of table t: it was renamed to u while the capture ran"
+		renamedBack      = "sqlitestore: change capture cannot report the rows of table u: it was renamed to t while the capture ran"
+		columnRenamed    = "sqlitestore: change capture cannot report the rows of table t: its column a was renamed to c while the capture ran"
+		updatedAgain     = "update t map[id:1] before=map[a:a b:b id:1] after=map[a:a b:C id:1]"
+		renamedTwice     = "sqlitestore: change capture cannot report the rows of table t: its column c was renamed to a while the capture ran"
+		renamedBackAdded = "sqlitestore: change capture cannot report the rows of table t: its column c was renamed to b while the capture ran"
+		renamedAdded     = "sqlitestore: change capture cannot report the rows of table t: its column b was renamed to c while the capture ran"
+		swapped          = "sqlitestore: change capture cannot report the rows of table t: its column b was renamed to a while the capture ran"
+		renamedOrDropped = "sqlitestore: change capture cannot report the rows of table t: its column c was renamed or dropped while the capture ran, as were others of the table, so where it went cannot be told"
+		rawDropped       = "sqlitestore: change capture cannot report the rows of table y: a DROP TABLE on the raw connection erased them unseen; drop tables through Exec or ExecScript"
 	)
 	// Steps as captureSteps runs them; a frame still open when the
 	// capture finishes is rolled back after it.
@@ -2019,6 +2023,48 @@ func TestCapture_RollbackThenRawCreate(t *testing.T) {
 			name:  "DropAddRolledBack",
 			steps: []string{"conn", "begin", `SAVEPOINT s`, `ALTER TABLE t DROP COLUMN a`, `ALTER TABLE t ADD COLUMN z TEXT`, `UPDATE t SET b = 'B' WHERE id = 1`, `ROLLBACK TO s`, `UPDATE t SET b = 'C' WHERE id = 1`},
 			want:  lines(updatedAgain),
+		},
+		{
+			// The rollback undoes a column added as well as the rename.
+			name:    "RenameColumnAddedRolledBack",
+			steps:   []string{"begin", `SAVEPOINT s`, `ALTER TABLE t RENAME COLUMN b TO c`, `ALTER TABLE t ADD COLUMN z TEXT`, `UPDATE t SET a = 'A' WHERE id = 1`, `ROLLBACK TO s`},
+			wantErr: renamedBackAdded,
+		},
+		{
+			name:    "ColumnAddedRenameRolledBack",
+			steps:   []string{"begin", `SAVEPOINT s`, `ALTER TABLE t ADD COLUMN z TEXT`, `ALTER TABLE t RENAME COLUMN b TO c`, `UPDATE t SET a = 'A' WHERE id = 1`, "rollback"},
+			wantErr: renamedBackAdded,
+		},
+		{
+			name:    "RawRenameColumnAddedRolledBack",
+			steps:   []string{"conn", "begin", `SAVEPOINT s`, `raw: ALTER TABLE t RENAME COLUMN b TO c`, `raw: ALTER TABLE t ADD COLUMN z TEXT`, `UPDATE t SET a = 'A' WHERE id = 1`, `ROLLBACK TO s`},
+			wantErr: renamedBackAdded,
+		},
+		{
+			// Prepared before the row was touched, the rename runs (one
+			// prepared after is refused: see TestCapture_RenameRefused).
+			name:    "RawRenamedColumnAdded",
+			steps:   []string{"conn", `prepare: ALTER TABLE t RENAME COLUMN b TO c`, "begin", `UPDATE t SET a = 'A' WHERE id = 1`, "step", `raw: ALTER TABLE t ADD COLUMN z TEXT`, "commit"},
+			wantErr: renamedAdded,
+		},
+		{
+			// Which column took c's name is not known.
+			name:    "RenameColumnDroppedRolledBack",
+			steps:   []string{"begin", `SAVEPOINT s`, `ALTER TABLE t RENAME COLUMN b TO c`, `ALTER TABLE t DROP COLUMN a`, `UPDATE t SET c = 'C' WHERE id = 1`, `ROLLBACK TO s`},
+			wantErr: renamedOrDropped,
+		},
+		{
+			// The rollback swaps a and b back.
+			name:    "RawColumnsSwapped",
+			steps:   []string{"conn", "begin", `raw: SAVEPOINT s`, `raw: ALTER TABLE t RENAME COLUMN a TO x`, `raw: ALTER TABLE t RENAME COLUMN b TO a`, `raw: ALTER TABLE t RENAME COLUMN x TO b`, `UPDATE t SET a = 'B' WHERE id = 1`, `raw: ROLLBACK TO s`},
+			wantErr: swapped,
+		},
+		{
+			// A rename earlier in the transaction, loaded before the
+			// drop, takes no part in it.
+			name:  "RenamedThenDropped",
+			steps: []string{"begin", `ALTER TABLE t RENAME COLUMN b TO c`, `UPDATE t SET c = 'C' WHERE id = 1`, `ALTER TABLE t DROP COLUMN a`, "commit"},
+			want:  lines("update t map[id:1] before=map[c:b id:1] after=map[c:C id:1]"),
 		},
 		{
 			// The rollback has c take a's name back as a takes b's.

@@ -285,6 +285,10 @@ func (s *Store) refreshMetaLocked(cn *conn) error {
 func (s *Store) loadMetaLocked(cn *conn, finishing *Capture) error {
 	old, since := cn.meta, cn.renameSeq
 	renames := old == nil || cn.layout.rawRename || cn.layout.rename > since
+	if !cn.rolledBack {
+		// What ran before the last load was checked then.
+		since = max(since, cn.loadSeq)
+	}
 	if err := s.loadMetaOnlyLocked(cn); err != nil {
 		return err
 	}
@@ -300,7 +304,12 @@ func (s *Store) loadMetaLocked(cn *conn, finishing *Capture) error {
 	for _, c := range captures {
 		c.noteUndone(cn.metaVersion, unsure)
 		if renames {
-			c.checkRenames(old, cn.meta, func(table string) bool { return old == nil || cn.layout.columnRenamedSince(table, since) })
+			c.checkRenames(old, cn.meta, func(table string) (renamed, dropped bool) {
+				if old == nil {
+					return true, true
+				}
+				return cn.layout.columnsChangedSince(table, since)
+			})
 			c.knowRenames(old, cn.meta)
 			c.noteVanished(old, cn.meta, cn.colDrop)
 		}
@@ -355,13 +364,14 @@ func (s *Store) loadMetaOnlyLocked(cn *conn) error {
 // its columns was. Changes are reported by table name, and a row of a
 // renamed table would be reported as deleted from its old name, with its
 // later changes under the new name lost or reported against another row.
-// A column can have been renamed only when columnRenamed says a RENAME
-// COLUMN of its table may have run since old was loaded: otherwise a
-// column dropped and another added, which a rollback may undo together,
-// renamed nothing, though the table's columns may read as if. It fails c
-// the same way when a table the captures c follows reported rows of
-// (c.after) was renamed.
-func (c *Capture) checkRenames(old, meta map[string]*tableMeta, columnRenamed func(table string) bool) {
+// A column can have been renamed only when columns says a RENAME COLUMN
+// of its table may have run since old was loaded, or a rollback since
+// undid one: otherwise a column dropped and another added, which a
+// rollback may undo together, renamed nothing, though the table's columns
+// may read as if. It also says whether a DROP COLUMN of the table may
+// have (see renamedColumn). It fails c the same way when a table the
+// captures c follows reported rows of (c.after) was renamed.
+func (c *Capture) checkRenames(old, meta map[string]*tableMeta, columns func(table string) (renamed, dropped bool)) {
 	if c.err != nil {
 		return
 	}
@@ -384,11 +394,17 @@ func (c *Capture) checkRenames(old, meta map[string]*tableMeta, columnRenamed fu
 			c.err = fmt.Errorf("sqlitestore: change capture cannot report the rows of table %s: it was renamed to %s while the capture ran", t.meta.name, to)
 			return
 		}
-		if !columnRenamed(t.meta.name) {
+		renamed, dropped := columns(t.meta.name)
+		if !renamed {
 			continue
 		}
-		if from, to := t.meta.renamedColumn(old, meta); from != "" {
+		from, to := t.meta.renamedColumn(old, meta, dropped)
+		if to != "" {
 			c.err = fmt.Errorf("sqlitestore: change capture cannot report the rows of table %s: its column %s was renamed to %s while the capture ran", t.meta.name, from, to)
+			return
+		}
+		if from != "" {
+			c.err = fmt.Errorf("sqlitestore: change capture cannot report the rows of table %s: its column %s was renamed or dropped while the capture ran, as were others of the table, so where it went cannot be told", t.meta.name, from)
 			return
 		}
 	}
@@ -478,21 +494,28 @@ func (c *Capture) rawCreated(table string) bool {
 // when none was. Images are matched to the table's columns by name, so a
 // renamed column would read as one dropped and one added (NULL before),
 // and a renamed key column as every touched row deleted. A rename keeps
-// the table's root page, its columns and their order; old is the metadata
+// the table's root page and the columns' places, and an added column
+// comes last, so with no column dropped (dropped says one may have been)
+// a column whose place holds another name was renamed to it. With one
+// dropped, places move, and a column m has and meta has not was renamed
+// or dropped: renamedColumn returns it with to "". Old is the metadata
 // meta replaces, m itself when there was none.
-func (m *tableMeta) renamedColumn(old, meta map[string]*tableMeta) (from, to string) {
+func (m *tableMeta) renamedColumn(old, meta map[string]*tableMeta, dropped bool) (from, to string) {
 	o := m
 	if old != nil {
 		o = old[m.name]
 	}
 	n := meta[m.name]
-	if o == nil || n == nil || m.root == 0 || o.root != m.root || n.root != m.root ||
-		o.cols != n.cols || len(o.names) != len(n.names) {
+	if o == nil || n == nil || m.root == 0 || o.root != m.root || n.root != m.root {
 		return "", ""
 	}
 	for i, name := range o.names {
-		if n.names[i] != name && slices.Contains(m.names, name) && !slices.Contains(n.names, name) {
+		switch {
+		case !slices.Contains(m.names, name):
+		case !dropped && i < len(n.names) && n.names[i] != name:
 			return name, n.names[i]
+		case dropped && !slices.Contains(n.names, name):
+			return name, ""
 		}
 	}
 	return "", ""
@@ -519,11 +542,12 @@ type layoutLog struct {
 	// which undoes only the statement, is not one).
 	rawDrops map[string]bool
 	rollback uint64
-	// columnRenames holds, by lower-cased name, seq after the last
-	// RENAME COLUMN of each table, and rawColumnRenames the tables one was
-	// prepared for on the raw connection.
-	columnRenames    map[string]uint64
-	rawColumnRenames map[string]bool
+	// columnRenames and columnDrops hold, by lower-cased name, seq after
+	// the last RENAME COLUMN and DROP COLUMN of each table, and
+	// rawColumnRenames the tables a RENAME COLUMN was prepared for on the
+	// raw connection.
+	columnRenames, columnDrops map[string]uint64
+	rawColumnRenames           map[string]bool
 }
 
 // noteTable records a statement that creates, drops or alters table.
@@ -555,20 +579,23 @@ func (l *layoutLog) noteColumnRename(table string, raw bool) {
 	l.rawColumnRenames[table] = l.rawColumnRenames[table] || raw
 }
 
-// columnRenamedSince reports whether a RENAME COLUMN of table was noted
-// after seq, or prepared on the raw connection.
-func (l *layoutLog) columnRenamedSince(table string, seq uint64) bool {
+// columnsChangedSince reports whether a RENAME COLUMN, and a DROP COLUMN,
+// of table was noted after seq, or prepared on the raw connection.
+func (l *layoutLog) columnsChangedSince(table string, seq uint64) (renamed, dropped bool) {
 	table = strings.ToLower(table)
-	return l.columnRenames[table] > seq || l.rawColumnRenames[table]
+	return l.columnRenames[table] > seq || l.rawColumnRenames[table], l.columnDrops[table] > seq || l.rawDrops[table]
 }
 
-// noteRawDrop records an ALTER TABLE ... DROP COLUMN of table prepared on
-// the raw connection.
-func (l *layoutLog) noteRawDrop(table string) {
-	if l.rawDrops == nil {
+// noteColumnDrop records an ALTER TABLE ... DROP COLUMN of table; raw says
+// it was prepared on the raw connection.
+func (l *layoutLog) noteColumnDrop(table string, raw bool) {
+	if l.columnDrops == nil {
+		l.columnDrops = make(map[string]uint64)
 		l.rawDrops = make(map[string]bool)
 	}
-	l.rawDrops[strings.ToLower(table)] = true
+	table = strings.ToLower(table)
+	l.columnDrops[table] = l.seq
+	l.rawDrops[table] = l.rawDrops[table] || raw
 }
 
 // noteAll records a change that may concern every table.
