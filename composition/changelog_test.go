@@ -944,3 +944,64 @@ func TestChangeLog_RenameAfterAnEarlierStretch(t *testing.T) {
 		})
 	}
 }
+
+// TestChangeLog_RawColumnChangeEarlier has a world's startup hook, or an
+// earlier call, drop a column of a table on the raw connection, or rename
+// one and drop another there. A later call writes a row of the table, then
+// changes the table's columns in a savepoint it rolls back: the rollback
+// undoes only what ran since the savepoint, so the call's record of the
+// row is exact, the earlier change being long committed.
+func TestChangeLog_RawColumnChangeEarlier(t *testing.T) {
+	const schema = "CREATE TABLE items (k TEXT PRIMARY KEY, a TEXT, b TEXT, v INTEGER) STRICT; INSERT INTO items VALUES ('k', 'a', 'b', 1);"
+	raw := func(c *env.Ctx, qs ...string) error {
+		conn, err := c.DB.Conn()
+		if err != nil {
+			return err
+		}
+		for _, q := range qs {
+			if err := conn.(*sqlite3.Conn).Exec(q); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, h := range []struct {
+		name    string
+		changes []string
+		b       string // b's name after the changes
+	}{
+		{"Drop", []string{"ALTER TABLE items DROP COLUMN a"}, "b"},
+		{"RenameDrop", []string{"ALTER TABLE items RENAME COLUMN b TO x", "ALTER TABLE items DROP COLUMN a"}, "x"},
+	} {
+		for _, where := range []string{"Startup", "Call"} {
+			t.Run(h.name+"/"+where, func(t *testing.T) {
+				w := env.NewWorld(env.WorldSpec{Name: "rawcols", Version: "1.0.0", Schema: schema})
+				if where == "Startup" {
+					env.OnStartup(w, func(c *env.Ctx, _ struct{}) error { return raw(c, h.changes...) })
+				}
+				env.Tool(w, "change", "Change the columns on the raw connection.", func(c *env.Ctx, _ noArgs) (any, error) {
+					return nil, raw(c, h.changes...)
+				})
+				env.Tool(w, "write", "Write a row, then add a column in a savepoint rolled back.", func(c *env.Ctx, _ noArgs) (any, error) {
+					if _, err := c.DB.Exec("UPDATE items SET v = 2"); err != nil {
+						return nil, err
+					}
+					return nil, raw(c, "SAVEPOINT s", "ALTER TABLE items ADD COLUMN z TEXT", "ROLLBACK TO s", "RELEASE s")
+				})
+				inst := compositiontest.Open(t, w, composition.Options{})
+				call := 1
+				if where == "Call" {
+					if _, err := inst.CallJSON(context.Background(), "change", nil); err != nil {
+						t.Fatal(err)
+					}
+					call = 2
+				}
+				if _, err := inst.CallJSON(context.Background(), "write", nil); err != nil {
+					t.Fatal(err)
+				}
+				img := func(v int) string { return fmt.Sprint(map[string]any{h.b: "b", "k": "k", "v": v}) }
+				wantLog(t, inst, fmt.Sprintf("%d write main items update map[k:k] before=%s after=%s", call, img(1), img(2)))
+			})
+		}
+	}
+}

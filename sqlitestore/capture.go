@@ -146,11 +146,14 @@ const (
 // Exec and ExecScript, the store reads them before the drop). As a column
 // added again under the dropped one's name hides that it came back, a
 // rollback after such a first touch fails Finish whenever a DROP COLUMN of
-// the table was prepared on the raw connection before. A column dropped
-// through Exec and added again is told from the one a rollback brings
-// back, unless the raw connection changed the schema after a rollback,
-// before the store saw where the rollback went: a row first touched
-// between the drop and the rollback then fails Finish.
+// the table was prepared on the raw connection in the transaction the
+// rollback ends, or before it began and not run by then. One that ran in a
+// transaction committed before that began, as a RENAME COLUMN that did, is
+// no rollback's to undo, and fails no capture started after it. A column
+// dropped through Exec and added again is told from the one a rollback
+// brings back, unless the raw connection changed the schema after a
+// rollback, before the store saw where the rollback went: a row first
+// touched between the drop and the rollback then fails Finish.
 type Capture struct {
 	s     *Store
 	done  bool                // guarded by s.mu, as are the fields below

@@ -2479,3 +2479,108 @@ func TestCapture_DropColumnAddedAgain(t *testing.T) {
 		t.Run(schema[:strings.IndexByte(schema, ';')], func(t *testing.T) { runStepCases(t, schema, cases) })
 	}
 }
+
+// TestCapture_RawColumnChangeCommitted changes a table's columns on the raw
+// connection, a DROP COLUMN or a RENAME COLUMN and a DROP COLUMN, and
+// commits that before a capture starts, or in an earlier capture, as a
+// world's startup or an earlier call may; then the capture touches rows of
+// the table and rolls back. A rollback undoes only what ran in the
+// transaction it ends, so the capture logs the rows exactly, as it does
+// when the columns changed through Exec. A statement prepared on the raw
+// connection before and run later counts where it runs: a DROP COLUMN run
+// in a frame that rolls back still fails the capture for a row first
+// touched after it, and a RENAME COLUMN run after a row was touched fails
+// it naming the rename.
+func TestCapture_RawColumnChangeCommitted(t *testing.T) {
+	const schema = `CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT, b TEXT, c TEXT, d TEXT); INSERT INTO t VALUES (1, 'a', 'b', 'c', 'd');
+		CREATE TABLE u (id INTEGER PRIMARY KEY);`
+	for _, h := range []struct {
+		name    string
+		changes []string
+		b       string // b's name after the changes
+	}{
+		{"Drop", []string{`ALTER TABLE t DROP COLUMN a`}, "b"},
+		{"RenameDrop", []string{`ALTER TABLE t RENAME COLUMN b TO x`, `ALTER TABLE t DROP COLUMN a`}, "x"},
+	} {
+		img := func(c string, d bool) string {
+			m := map[string]any{"id": int64(1), h.b: "b", "c": c}
+			if d {
+				m["d"] = "d"
+			}
+			return fmt.Sprint(m)
+		}
+		updated := fmt.Sprintf("update t map[id:1] before=%s after=%s", img("c", true), img("C", true))
+		cases := []stepCase{
+			{
+				name:  "SavepointRolledBack",
+				steps: []string{"begin", `UPDATE t SET c = 'C' WHERE id = 1`, `SAVEPOINT s`, `ALTER TABLE t ADD COLUMN z TEXT`, `ROLLBACK TO s`, "commit"},
+				want:  lines(updated),
+			},
+			{
+				name:  "TouchedInSavepoint",
+				steps: []string{"begin", `SAVEPOINT s`, `ALTER TABLE t ADD COLUMN z TEXT`, `UPDATE t SET c = 'X' WHERE id = 1`, `ROLLBACK TO s`, `UPDATE t SET c = 'C' WHERE id = 1`, "commit"},
+				want:  lines(updated),
+			},
+			{
+				name:  "FrameRolledBack",
+				steps: []string{"begin", `UPDATE t SET c = 'X' WHERE id = 1`, "rollback", "begin", `UPDATE t SET c = 'C' WHERE id = 1`, "commit"},
+				want:  lines(updated),
+			},
+			{
+				name:  "ColumnDropped",
+				steps: []string{"begin", `UPDATE t SET c = 'C' WHERE id = 1`, `ALTER TABLE t DROP COLUMN d`, "commit"},
+				want:  lines(fmt.Sprintf("update t map[id:1] before=%s after=%s", img("c", false), img("C", false))),
+			},
+		}
+		for _, where := range []string{"Exec", "BeforeCapture", "EarlierCapture"} {
+			t.Run(h.name+"/"+where, func(t *testing.T) {
+				for _, tt := range cases {
+					t.Run(tt.name, func(t *testing.T) {
+						s := MustCreate(t, schema, sqlitestore.Options{})
+						// The store's own statements, kept prepared, are
+						// not the raw connection's.
+						MustExec(t, s, `ALTER TABLE u ADD COLUMN e TEXT`)
+						switch where {
+						case "Exec":
+							execAll(h.changes...)(t, s)
+						case "BeforeCapture":
+							raw, err := s.Conn(context.Background())
+							if err != nil {
+								t.Fatal(err)
+							}
+							for _, q := range h.changes {
+								if err := raw.Exec(q); err != nil {
+									t.Fatal(err)
+								}
+							}
+						case "EarlierCapture":
+							steps := []string{"conn"}
+							for _, q := range h.changes {
+								steps = append(steps, "raw: "+q)
+							}
+							got, err := captureSteps(t, s, steps)
+							wantSteps(t, got, err, "", "")
+						}
+						got, err := captureSteps(t, s, tt.steps)
+						wantSteps(t, got, err, tt.want, tt.wantErr)
+					})
+				}
+			})
+		}
+	}
+	runStepCases(t, schema, []stepCase{
+		{
+			// Prepared before the row was touched and its table's
+			// metadata loaded, the rename ran after them: the reload
+			// the CREATE calls for compares the columns.
+			name:    "PreparedRenameRunAfterTouch",
+			steps:   []string{"conn", `prepare: ALTER TABLE t RENAME COLUMN a TO x`, `UPDATE t SET b = 'B' WHERE id = 1`, "step", `UPDATE t SET b = 'C' WHERE id = 1`, `raw: CREATE TABLE c (x)`},
+			wantErr: "sqlitestore: change capture cannot report the rows of table t: its column a was renamed to x while the capture ran",
+		},
+		{
+			name:    "PreparedBeforeFrame",
+			steps:   []string{"conn", `prepare: ALTER TABLE t DROP COLUMN a`, "begin", "step", `ALTER TABLE t ADD COLUMN a TEXT`, `UPDATE t SET b = 'B' WHERE id = 1`, "rollback"},
+			wantErr: "sqlitestore: change capture cannot report the rows of table t: a DROP COLUMN on the raw connection erased a column of it unseen before the capture first touched them, and a rollback may have brought it back; drop columns through Exec or ExecScript",
+		},
+	})
+}

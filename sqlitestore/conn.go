@@ -148,13 +148,38 @@ func (cn *conn) rollbackOpen() {
 // noteRollback calls noteUndo when sql may roll back: it mentions ROLLBACK
 // in any letter case (a false alarm only costs a read).
 func (cn *conn) noteRollback(sql string) {
-	for i := 0; i+len("rollback") <= len(sql); i++ {
-		if strings.EqualFold(sql[i:i+len("rollback")], "rollback") {
-			cn.noteUndo()
-			cn.layout.rollback = cn.layout.all
-			return
+	if containsFold(sql, "rollback") {
+		cn.noteUndo()
+		cn.layout.rollback = cn.layout.all
+	}
+}
+
+// alterPending reports whether a statement the raw connection's user
+// prepared and has not closed mentions ALTER in any letter case: an ALTER
+// TABLE the layout log noted as it was prepared may run when the user
+// steps it, at any later time, with no new note unless the schema changed
+// since (SQLite then prepares it again). A false alarm only keeps the
+// raw connection's renames and drops in the log (see layoutLog.forgetRaw).
+func (cn *conn) alterPending() bool {
+	for st := range cn.c.Stmts() {
+		if c, ok := cn.stmts[st.SQL()]; ok && c.st == st {
+			continue // the store's own
+		}
+		if containsFold(st.SQL(), "alter") {
+			return true
 		}
 	}
+	return false
+}
+
+// containsFold reports whether s holds word in any letter case.
+func containsFold(s, word string) bool {
+	for i := 0; i+len(word) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(word)], word) {
+			return true
+		}
+	}
+	return false
 }
 
 // openConn opens a connection to uri and applies the settings shared by stores,

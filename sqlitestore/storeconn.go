@@ -42,6 +42,13 @@ func (s *Store) doLocked(ctx context.Context, open bool, fn func(cn *conn) error
 			return err
 		}
 		if cn.c.GetAutocommit() {
+			if cn.layout.rawRename && !cn.alterPending() {
+				v, err := schemaVersion(cn.c)
+				if err != nil {
+					return err
+				}
+				cn.layout.forgetRaw(v != cn.metaVersion)
+			}
 			cn.txnSeq = cn.layout.seq // what is noted before this cannot be rolled back
 		}
 		old, own := cn.c.SetInterrupt(ctx), cn.own

@@ -533,21 +533,49 @@ type layoutLog struct {
 	// rename is seq after the last ALTER TABLE that renames a table or
 	// column (RENAME TO, RENAME COLUMN), the one statement that does, or
 	// drops a column (see renamingFuncs); rawRename says one was prepared
-	// on the raw connection, whose user may step it at any later time.
+	// on the raw connection, whose user may step it at any later time,
+	// until forgetRaw.
 	rename    uint64
 	rawRename bool
 	// rawDrops holds, by lower-cased name, the tables an ALTER TABLE ...
-	// DROP COLUMN prepared on the raw connection altered; rollback is all
-	// after the last ROLLBACK or ROLLBACK TO (a failed statement's undo,
-	// which undoes only the statement, is not one).
+	// DROP COLUMN prepared on the raw connection altered, until forgetRaw;
+	// rollback is all after the last ROLLBACK or ROLLBACK TO (a failed
+	// statement's undo, which undoes only the statement, is not one).
 	rawDrops map[string]bool
 	rollback uint64
 	// columnRenames and columnDrops hold, by lower-cased name, seq after
 	// the last RENAME COLUMN and DROP COLUMN of each table, and
 	// rawColumnRenames the tables a RENAME COLUMN was prepared for on the
-	// raw connection.
+	// raw connection, until forgetRaw.
 	columnRenames, columnDrops map[string]uint64
 	rawColumnRenames           map[string]bool
+}
+
+// forgetRaw forgets which renames and drops were prepared on the raw
+// connection, once none can run in a transaction begun later: each ran,
+// and committed, before it, or never will unless it is prepared again,
+// and noted then (see conn.alterPending). A rollback undoes only what ran
+// in the transaction it ends. When the schema changed since the metadata
+// was last loaded (changed), they may have run since: they count as noted
+// now for the next load.
+func (l *layoutLog) forgetRaw(changed bool) {
+	if changed {
+		l.seq++
+		l.rename = l.seq
+		for table, raw := range l.rawDrops {
+			if raw {
+				l.columnDrops[table] = l.seq
+			}
+		}
+		for table, raw := range l.rawColumnRenames {
+			if raw {
+				l.columnRenames[table] = l.seq
+			}
+		}
+	}
+	l.rawRename = false
+	clear(l.rawDrops)
+	clear(l.rawColumnRenames)
 }
 
 // noteTable records a statement that creates, drops or alters table.
