@@ -2083,6 +2083,18 @@ func TestCapture_RollbackThenRawCreate(t *testing.T) {
 			wantErr: columnRenamed,
 		},
 		{
+			// A column dropped or added by a statement prepared before is
+			// no rename: the row is logged in the columns it ends with.
+			name:  "RawColumnDroppedPreparedBefore",
+			steps: []string{"conn", `prepare: ALTER TABLE t DROP COLUMN a`, "begin", `UPDATE t SET b = 'B' WHERE id = 1`, "step", "commit"},
+			want:  lines("update t map[id:1] before=map[b:b id:1] after=map[b:B id:1]"),
+		},
+		{
+			name:  "RawColumnAddedPreparedBefore",
+			steps: []string{"conn", `prepare: ALTER TABLE t ADD COLUMN z TEXT DEFAULT 'z'`, `UPDATE t SET b = 'B' WHERE id = 1`, "step"},
+			want:  lines("update t map[id:1] before=map[a:a b:b id:1 z:<nil>] after=map[a:a b:B id:1 z:z]"),
+		},
+		{
 			// Prepared before the frame began, the rename runs in it.
 			name:    "RawRenamePreparedBefore",
 			steps:   []string{"conn", `prepare: ALTER TABLE t RENAME TO u`, "begin", `UPDATE t SET b = 'B' WHERE id = 1`, "step", `raw: CREATE TABLE c AS SELECT 7 AS x`},
