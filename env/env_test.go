@@ -111,6 +111,19 @@ func TestTool_RegistrationBugs(t *testing.T) {
 		}
 	}
 	env.Tool(w, "any", "x", func(*env.Ctx, none) (map[string]any, error) { return nil, nil })
+	// A result field whose json tag mis-spells an option, which the
+	// server's encoding would ignore, is refused as it is in arguments.
+	type noted struct {
+		Note string `json:"note,omitEmpty"`
+	}
+	argMsg := bugOf(t, func() { env.Tool(w, "a", "x", func(*env.Ctx, noted) (int, error) { return 0, nil }) })
+	resMsg := bugOf(t, func() { env.Tool(w, "r", "x", func(*env.Ctx, none) (noted, error) { return noted{}, nil }) })
+	if want := strings.Replace(argMsg, `Tool("a")`, `Tool("r")`, 1); resMsg != want || !strings.Contains(resMsg, "specify `omitempty` instead") {
+		t.Errorf("mis-spelt option in a result: %q, want %q", resMsg, want)
+	}
+	if msg := bugOf(t, func() { env.Tool(w, "r", "x", func(*env.Ctx, none) (map[string][]*noted, error) { return nil, nil }) }); !strings.Contains(msg, "Go struct field Note has invalid appearance of `omitEmpty`") {
+		t.Errorf("mis-spelt option deep in a result: %q", msg)
+	}
 	if msg := bugOf(t, func() { env.NewWorld(env.WorldSpec{Name: "Bad", Version: "1"}) }); !strings.Contains(msg, "must match") {
 		t.Errorf("NewWorld: %q", msg)
 	}

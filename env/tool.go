@@ -129,7 +129,8 @@ func (r *ToolRef[In, Out]) Name() string { return r.def.Name }
 // and not be reserved; In must be a struct whose fields (json tags, `doc:`
 // descriptions, required unless a pointer, omitempty or `default:`) become
 // the input schema. It panics with a *WorldBug on a bad name, a duplicate,
-// or an argument type with no JSON Schema.
+// an argument type with no JSON Schema, or a result type JSON cannot
+// encode or whose json tags mis-spell an option (omitEmpty).
 func Tool[In, Out any](w *World, name, description string, fn func(c *Ctx, in In) (Out, error)) *ToolRef[In, Out] {
 	where := callerLine(1)
 	mustWorld(w, fmt.Sprintf("env.Tool(%q)", name), where)
@@ -155,7 +156,8 @@ func Tool[In, Out any](w *World, name, description string, fn func(c *Ctx, in In
 
 // newToolDef builds the definition of fn's tool, in no world yet: the input
 // schema derived from In and the typed call. It fails when In has no JSON
-// Schema, and when Out holds a type JSON cannot encode.
+// Schema, when Out holds a type JSON cannot encode, and when a json tag in
+// Out mis-spells an option.
 func newToolDef[In, Out any](name, description, where string, fn func(c *Ctx, in In) (Out, error)) (*ToolDef, error) {
 	in := reflect.TypeFor[In]()
 	schema, err := argschema.Schema(in)
@@ -164,6 +166,9 @@ func newToolDef[In, Out any](name, description, where string, fn func(c *Ctx, in
 	}
 	if bad := argschema.Unencodable(reflect.TypeFor[Out]()); bad != nil {
 		return nil, fmt.Errorf("its result type %v holds a %v, which JSON cannot encode, so no call could return a result", reflect.TypeFor[Out](), bad)
+	}
+	if err := argschema.MisspeltOption(reflect.TypeFor[Out]()); err != nil {
+		return nil, err
 	}
 	out := argschema.OutputOf(reflect.TypeFor[Out]())
 	return &ToolDef{

@@ -18,8 +18,8 @@ import (
 // what it now spells embed, and a known option mis-spelt in case or
 // underscores (omitEmpty). json v2 ignores inline and unknown, so such a
 // field is a member of its own, named by its Go field, with no error; the
-// server's encoding of results ignores a mis-spelling too. In an argument,
-// env.Tool refuses any of them at registration; in a result, nothing does.
+// server's encoding of results ignores a mis-spelling too. env.Tool refuses
+// a mis-spelling at registration, and in an argument any of them.
 //
 // A field declared in the analysed package is reported where it is
 // declared; a field of another package's type, at the env.Tool call. A type
@@ -72,10 +72,8 @@ func runJSONTagOption(pass *analysis.Pass) (any, error) {
 		unknown := strings.ReplaceAll(strings.ToLower(u.option), "_", "") == "unknown"
 		var msg string
 		switch {
-		case u.want != "embed" && u.arg:
-			msg = fmt.Sprintf("env.Tool refuses it when the tool registers; json v2's option is %q", u.want)
 		case u.want != "embed":
-			msg = fmt.Sprintf("the server's encoding ignores it, and writes the field as if it had no option; json v2's option is %q", u.want)
+			msg = fmt.Sprintf("env.Tool refuses it when the tool registers; json v2's option is %q", u.want)
 		case u.arg && unknown:
 			msg = "json v2 ignores it, and env.Tool refuses it: arguments are held to the tool's schema, which admits no member it does not name"
 		case u.arg:

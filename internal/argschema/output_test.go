@@ -2,6 +2,7 @@ package argschema_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/netip"
 	"reflect"
 	"testing"
@@ -143,6 +144,80 @@ func TestOutputOf_Validates(t *testing.T) {
 		}
 		if err := schema.Validate(raw); err != nil {
 			t.Errorf("%v: %s does not match its output schema %s: %v", typ, raw, o.Schema, err)
+		}
+	}
+}
+
+// outMisspelt has an option json v2 knows, mis-spelt in case.
+type outMisspelt struct {
+	ID   int    `json:"id"`
+	Note string `json:"note,omitEmpty"`
+}
+
+// outOwnJSON is written by its own MarshalJSON, so its tags are never read.
+type outOwnJSON struct {
+	Note string `json:"note,omitEmpty"`
+}
+
+func (outOwnJSON) MarshalJSON() ([]byte, error) { return []byte(`{}`), nil }
+
+// outOwnText is written as text by its own MarshalText.
+type outOwnText struct {
+	Note string `json:"note,OmitZero"`
+}
+
+func (outOwnText) MarshalText() ([]byte, error) { return []byte("t"), nil }
+
+// outTree reaches a mis-spelt option only through itself.
+type outTree struct {
+	Kids []outTree `json:"kids"`
+	Leaf *struct {
+		At string `json:"at,omit_zero"`
+	} `json:"leaf"`
+}
+
+// TestMisspeltOption refuses a result type a field of which, however deep,
+// mis-spells a json v2 option, in json v2's words, and in the shape Schema
+// refuses the same struct as arguments with.
+func TestMisspeltOption(t *testing.T) {
+	_, argErr := argschema.Schema(reflect.TypeFor[outMisspelt]())
+	if argErr == nil {
+		t.Fatal("Schema(outMisspelt) accepted it")
+	}
+	if err := argschema.MisspeltOption(reflect.TypeFor[outMisspelt]()); err == nil || err.Error() != argErr.Error() {
+		t.Errorf("MisspeltOption(outMisspelt) = %v, want Schema's %q", err, argErr)
+	}
+	type embedded struct {
+		outMisspelt
+		Tag string `json:"tag"`
+	}
+	type named struct {
+		Rest outMisspelt `json:",embed"`
+	}
+	type format struct {
+		At time.Time `json:"at,Format:RFC3339"`
+	}
+	for _, tc := range []struct {
+		typ  reflect.Type
+		want string // the error, or "" for none
+	}{
+		{reflect.TypeFor[[]outMisspelt](), "argschema: []argschema_test.outMisspelt: Go struct field Note has invalid appearance of `omitEmpty` tag option; specify `omitempty` instead"},
+		{reflect.TypeFor[map[string]*outMisspelt](), "argschema: map[string]*argschema_test.outMisspelt: Go struct field Note has invalid appearance of `omitEmpty` tag option; specify `omitempty` instead"},
+		{reflect.TypeFor[embedded](), "argschema: argschema_test.embedded field outMisspelt: Go struct field Note has invalid appearance of `omitEmpty` tag option; specify `omitempty` instead"},
+		{reflect.TypeFor[named](), "argschema: argschema_test.named field Rest: Go struct field Note has invalid appearance of `omitEmpty` tag option; specify `omitempty` instead"},
+		{reflect.TypeFor[outTree](), "argschema: argschema_test.outTree field Leaf: Go struct field At has invalid appearance of `omit_zero` tag option; specify `omitzero` instead"},
+		{reflect.TypeFor[format](), "argschema: argschema_test.format: Go struct field At has invalid appearance of `Format` tag option; specify `format` instead"},
+		{reflect.TypeFor[outOrder](), ""},
+		{reflect.TypeFor[outNotEmbedded](), ""},
+		{reflect.TypeFor[outOwnJSON](), ""},
+		{reflect.TypeFor[[]outOwnText](), ""},
+		{reflect.TypeFor[int](), ""},
+		{reflect.TypeFor[any](), ""},
+		{reflect.TypeFor[map[string]any](), ""},
+	} {
+		err := argschema.MisspeltOption(tc.typ)
+		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && got != tc.want {
+			t.Errorf("MisspeltOption(%v) = %v, want %q", tc.typ, err, tc.want)
 		}
 	}
 }

@@ -33,7 +33,7 @@ type Report struct {
 	Inner struct {
 		More map[string]any `json:",omitempty,inline"` // want `field More of Report.Inner, in the result`
 	} `json:"inner"`
-	Note   string `json:"note,omitEmpty"`        // want `field Note of Report, in the result of tool "report", has the json tag option "omitEmpty", which json v2 does not know: the server's encoding ignores it, and writes the field as if it had no option; json v2's option is "omitempty"`
+	Note   string `json:"note,omitEmpty"`        // want `field Note of Report, in the result of tool "report", has the json tag option "omitEmpty", which json v2 does not know: env.Tool refuses it when the tool registers; json v2's option is "omitempty"`
 	Kept   string `json:"kept,omitempty,Inline"` // want `field Kept of Report, in the result of tool "report", has the json tag option "Inline", which json v2 does not know: json v2 ignores it, and writes the field as a member "kept" of its own`
 	hidden string `json:",inline"`
 	Own    Custom `json:"own"`
