@@ -184,7 +184,8 @@ func requestVersion(r *http.Request, ss *session) string {
 // array of the requests' responses, or 202 and no body when the batch held
 // only notifications. An empty batch is one invalid request, as JSON-RPC
 // has it. A request the session's end cut short or refused is answered as
-// one of its own would be, with its id (endedMCPSession).
+// one of its own would be, with its id (endedMCPSession), and so is every
+// request after the end, which does not run.
 func (s *Server) serveBatch(ctx context.Context, w http.ResponseWriter, body []byte, ss *session) {
 	if perr := checkJSON(body, nil); perr != nil && perr.code == codeInvalidJSON {
 		writeJSON(w, http.StatusBadRequest, standardReply(parseFailure(perr, true)))
@@ -203,11 +204,23 @@ func (s *Server) serveBatch(ctx context.Context, w http.ResponseWriter, body []b
 	var resps [][]byte
 	size := 1 // the reply's bytes: its brackets, commas and responses
 	for i, m := range msgs {
-		resp, status, _ := s.handleRPC(ctx, m, ss, rpcStandard)
-		if status == http.StatusAccepted {
-			continue
+		var resp rpcResponse
+		ran := ss.ctx.Err() == nil
+		if ran {
+			var status int
+			if resp, status, _ = s.handleRPC(ctx, m, ss, rpcStandard); status == http.StatusAccepted {
+				continue
+			}
+		} else {
+			// The session ended before the message: it does not run (a
+			// ping, which needs no session, neither), as a POST of its
+			// own would be refused with the 404 before it was read.
+			var notification bool
+			if resp.ID, notification = batchedID(m); notification {
+				continue
+			}
 		}
-		if resp.Error != nil && ss.ctx.Err() != nil {
+		if (!ran || resp.Error != nil) && ss.ctx.Err() != nil {
 			// Cut short or refused because the session ended: said as
 			// to a request of its own (serveMCP's 404), with its id.
 			ended := s.endedMCPSession(ctx, ss)
@@ -234,6 +247,19 @@ func (s *Server) serveBatch(ctx context.Context, w http.ResponseWriter, body []b
 	}
 	reply := append([]byte{'['}, bytes.Join(resps, []byte{','})...)
 	s.writeBody(w, http.StatusOK, append(reply, ']'))
+}
+
+// batchedID is the id of a batch's message, null when it has none or is
+// not an object, and whether the message is a notification: a
+// notifications/… method sent without an id, which has no response.
+func batchedID(m jsontext.Value) (id json.RawMessage, notification bool) {
+	fields, _ := members(m)
+	raw, hasID := fields["id"]
+	if !hasID {
+		method, _ := str(fields["method"])
+		return nullID, strings.HasPrefix(method, "notifications/")
+	}
+	return json.RawMessage(raw), false
 }
 
 // refuseOrigin answers 403 to a request to /mcp from a page of another

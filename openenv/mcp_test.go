@@ -746,7 +746,8 @@ func TestMCP_BatchSessionEnds(t *testing.T) {
 	sid := resp.Header.Get(openenv.MCPSessionHeader)
 	hdr := map[string]string{openenv.MCPSessionHeader: sid}
 	batch := s.httpDoLater(t, http.MethodPost, "/mcp", `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{}}},`+
-		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2}}},{"jsonrpc":"2.0","id":3,"method":"tools/list"},{"jsonrpc":"2.0","id":4,"method":"ping"}]`, hdr)
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2}}},{"jsonrpc":"2.0","id":3,"method":"tools/list"},{"jsonrpc":"2.0","id":4,"method":"ping"},`+
+		`{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":5,"method":"openenv/session/create"}]`, hdr)
 	<-fake.slowStarted
 	if code, body, _ := s.httpDo(t, http.MethodDelete, "/mcp", "", hdr); code != http.StatusNoContent {
 		t.Fatalf("DELETE: %d %s", code, body)
@@ -755,7 +756,9 @@ func TestMCP_BatchSessionEnds(t *testing.T) {
 	ended := func(id int) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32602,"message":"Mcp-Session-Id %s was closed while the request ran (ended by DELETE /mcp): initialize a new session"}}`, id, sid)
 	}
-	jsonEq(t, r.body, `[`+ended(1)+`,`+ended(2)+`,`+ended(3)+`,{"jsonrpc":"2.0","id":4,"result":{}}]`)
+	// Every request after the end is answered as a request of its own
+	// then would be, a ping too: none of them runs.
+	jsonEq(t, r.body, `[`+ended(1)+`,`+ended(2)+`,`+ended(3)+`,`+ended(4)+`,`+ended(5)+`]`)
 	if r.status != http.StatusOK {
 		t.Errorf("the batch: %d, want 200", r.status)
 	}
