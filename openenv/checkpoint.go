@@ -123,8 +123,9 @@ func (ss *session) checkpointLocked(ctx context.Context, drainedFrom string) (Ch
 }
 
 // autoCheckpointLocked checkpoints the session after every
-// Config.CheckpointEvery-th step; a failure is logged (and counted), and
-// the step's reply goes out all the same. The checkpoint is bounded by the
+// Config.CheckpointEvery-th step, unless a restore superseded its attempt
+// (or its fence cannot be read) meanwhile; a failure is logged (and
+// counted), and the step's reply goes out all the same. The checkpoint is bounded by the
 // session's end, not by the end of the step's request, whose client may
 // leave once its call ran (as a /ws step's checkpoint, whose request is its
 // session). The slot must be held.
@@ -140,6 +141,13 @@ func (ss *session) autoCheckpointLocked() {
 		return
 	}
 	if _, ok := ss.srv.backend.(Restorer); !ok {
+		return
+	}
+	if by, fenced, err := ss.supersededBy(); fenced || err != nil {
+		// A restore fenced the attempt while its step ran: its episode
+		// goes on in the session that restored it, whose checkpoints a
+		// checkpoint of this one would follow as the episode's newest.
+		ss.srv.log.Info("openenv: periodic checkpoint skipped: the session's attempt was superseded", "session", ss.ref, "steps", steps, "by", by, "err", err)
 		return
 	}
 	if _, perr := ss.checkpointLocked(ss.tagged, ""); perr != nil {

@@ -123,6 +123,50 @@ func TestCheckpoint_Transports(t *testing.T) {
 	}
 }
 
+// TestCheckpoint_EveryNotAfterFence: a step in progress when a restore
+// fences its attempt ends, but CheckpointEvery takes no checkpoint of the
+// superseded attempt after it, which would become its episode's newest
+// (GET /checkpoints/latest) and continue the episode a second way.
+func TestCheckpoint_EveryNotAfterFence(t *testing.T) {
+	s := mustServeWorld(t, faultyWorld, app.Config{Checkpoints: t.TempDir()}, openenv.Config{StepTimeout: time.Hour, CheckpointEvery: 1})
+	old := s.dial(t)
+	roundTrip(t, old, `{"type":"reset","data":{"episode_id":"ep-fenced"}}`)
+	mustSucceed(t, callTool(t, old, "note", `{"body":"first"}`))
+	latest := func() string {
+		t.Helper()
+		status, body, _ := s.httpDo(t, http.MethodGet, "/checkpoints/latest?episode_id=ep-fenced", "", nil)
+		if status != http.StatusOK {
+			t.Fatalf("latest: %d %s", status, body)
+		}
+		return body
+	}
+	first := latest()
+	started, release := holdUntilReleased("in progress")
+	defer release()
+	send(t, old, `{"type":"step","data":{"type":"call_tool","tool_name":"held","arguments":{"body":"in progress"}}}`)
+	awaitSlow(t, started)
+
+	restored := s.dial(t)
+	r := roundTrip(t, restored, fmt.Sprintf(`{"type":"reset","data":{"checkpoint":%q,"replaces":%q}}`, str(t, first, "checkpoint_id"), str(t, first, "attempt")))
+	if str(t, r, "type") != "observation" {
+		t.Fatalf("restore: %s", r)
+	}
+	mustSucceed(t, callTool(t, restored, "note", `{"body":"continued"}`))
+	newest := latest()
+	if field(t, newest, "attempt") == field(t, first, "attempt") {
+		t.Fatalf("the restored session's step took no checkpoint: %s", newest)
+	}
+
+	release()
+	mustSucceed(t, recv(t, old))
+	if got := latest(); got != newest {
+		t.Errorf("after the superseded attempt's step, the episode's newest checkpoint is\n%s\nwant the restored attempt's\n%s", got, newest)
+	}
+	if r := roundTrip(t, old, `{"type":"step","data":{"type":"call_tool","tool_name":"note","arguments":{"body":"refused"}}}`); !strings.Contains(r, "was superseded by") {
+		t.Errorf("a step of the superseded attempt: %s", r)
+	}
+}
+
 // TestCheckpoint_FenceFails: a restore whose fence cannot be written
 // restores nothing, says so, and leaves the session's episode as it was.
 func TestCheckpoint_FenceFails(t *testing.T) {

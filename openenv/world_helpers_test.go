@@ -182,6 +182,19 @@ func slowStarts(body string) <-chan struct{} {
 	return ch
 }
 
+// heldRelease maps the body of a held call to the channel that releases it
+// (see holdUntilReleased).
+var heldRelease sync.Map
+
+// holdUntilReleased makes a held call writing body wait, once its note is
+// written, until release is called; started is closed once it waits (as
+// slowStarts').
+func holdUntilReleased(body string) (started <-chan struct{}, release func()) {
+	ch := make(chan struct{})
+	heldRelease.Store(body, ch)
+	return slowStarts(body), sync.OnceFunc(func() { close(ch) })
+}
+
 // awaitSlow waits until started, from slowStarts, is closed; it fails the
 // test after waitLimit.
 func awaitSlow(tb testing.TB, started <-chan struct{}) {
@@ -247,6 +260,25 @@ var (
 		out, err := writeNote(c, in.Body)
 		time.Sleep(time.Duration(in.MS) * time.Millisecond)
 		return out, err
+	})
+	_ = env.Tool(faultyWorld, "held", "Write a note, then wait until the test releases it (holdUntilReleased) or the call is cancelled.", func(c *env.Ctx, in noteArgs) (noteResult, error) {
+		out, err := writeNote(c, in.Body)
+		if err != nil {
+			return out, err
+		}
+		release, _ := heldRelease.Load(in.Body)
+		if waiting, ok := slowWaiting.LoadAndDelete(in.Body); ok {
+			close(waiting.(chan struct{}))
+		}
+		if release == nil {
+			return out, nil
+		}
+		select {
+		case <-release.(chan struct{}):
+			return out, nil
+		case <-c.Context().Done():
+			return noteResult{}, fmt.Errorf("held: %w", c.Context().Err())
+		}
 	})
 	_ = env.Tool(faultyWorld, "slow", "Write a note, then wait ms milliseconds or until the call is cancelled.", func(c *env.Ctx, in noteArgs) (noteResult, error) {
 		out, err := writeNote(c, in.Body)
