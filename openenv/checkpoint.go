@@ -160,7 +160,8 @@ func (ss *session) autoCheckpointLocked() {
 // checkpoint for its next request (Restorer.Drained) and stops it: a
 // /ws session closes with status 1012 and the reason "checkpoint <id>",
 // and has no record, since no request names it (its id is never told).
-// A session without an instance, or whose checkpoint fails, just stops.
+// A session without an instance, or whose checkpoint fails or does not end
+// before ctx does, just stops.
 // So does a session whose attempt a restore superseded: its episode goes
 // on in the session that restored it, and a checkpoint of it would fork
 // the episode; a /ws session closes with status 1001 and the reason
@@ -201,7 +202,13 @@ func (ss *session) drain(ctx context.Context, turns chan struct{}) {
 	if ss.transport != TransportWS {
 		named = ss.id
 	}
-	info, perr := ss.checkpointLocked(ss.tagged, named)
+	// The checkpoint ends with the drain: one waiting for an engine slot
+	// another session's step holds would otherwise hold Shutdown past its
+	// deadline, until that step ends.
+	cctx, cancel := context.WithCancel(ss.tagged)
+	defer context.AfterFunc(ctx, cancel)()
+	info, perr := ss.checkpointLocked(cctx, named)
+	cancel()
 	if perr != nil {
 		ss.release()
 		ss.srv.log.Warn("openenv: drain: the session closes without a checkpoint", "session", ss.ref, "err", perr.message)

@@ -123,6 +123,42 @@ func TestCheckpoint_Transports(t *testing.T) {
 	}
 }
 
+// TestCheckpoint_DrainEndsWithShutdown: a drain's checkpoint that waits for
+// an engine slot (--max-active), which another session's step holds, gives
+// up when Shutdown's context ends, as Shutdown does: its session closes
+// without a checkpoint. It waited for the step, and Shutdown returned
+// only when the step ended, however long after its deadline.
+func TestCheckpoint_DrainEndsWithShutdown(t *testing.T) {
+	s := mustServeWorld(t, faultyWorld, app.Config{MaxActive: 1, Checkpoints: t.TempDir()}, openenv.Config{StepTimeout: time.Hour, DrainCheckpoints: true})
+	idle := s.dial(t)
+	mustSucceed(t, callTool(t, idle, "note", `{"body":"idle"}`))
+	busy := s.dial(t)
+	started, release := holdUntilReleased("holds the engine slot")
+	defer release()
+	send(t, busy, `{"type":"step","data":{"type":"call_tool","tool_name":"held","arguments":{"body":"holds the engine slot"}}}`)
+	awaitSlow(t, started)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- s.Shutdown(ctx) }()
+	select {
+	case err := <-shutdown:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Shutdown: %v, want its context's deadline", err)
+		}
+	case <-time.After(waitLimit):
+		release()
+		t.Fatal("Shutdown did not return when its context ended: the drain waited for the step holding the engine slot")
+	}
+	rctx, rcancel := context.WithTimeout(context.Background(), waitLimit)
+	defer rcancel()
+	_, _, err := idle.Read(rctx)
+	if ce := (websocket.CloseError{}); !errors.As(err, &ce) || ce.Code != websocket.StatusGoingAway {
+		t.Errorf("the idle session: %v, want 1001: it closes without a checkpoint", err)
+	}
+}
+
 // TestCheckpoint_EveryNotAfterFence: a step in progress when a restore
 // fences its attempt ends, but CheckpointEvery takes no checkpoint of the
 // superseded attempt after it, which would become its episode's newest
