@@ -171,12 +171,12 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 			cn.layout.noteRename(!cn.own)
 		}
 		if f == "sqlite_rename_column" && cn.altering != "" {
-			cn.layout.noteColumnRename(cn.altering, !cn.own)
+			cn.layout.columnRenames.note(cn.altering, cn.layout.seq, !cn.own)
 		}
 		if f == "sqlite_drop_column" {
 			cn.info.dropColumn = true
 			if cn.altering != "" {
-				cn.layout.noteColumnDrop(cn.altering, !cn.own)
+				cn.layout.columnDrops.note(cn.altering, cn.layout.seq, !cn.own)
 			}
 		}
 	case sqlite3.AUTH_ATTACH, sqlite3.AUTH_DETACH:

@@ -505,7 +505,7 @@ func (c *Capture) touch(m *tableMeta, key []any, row func(int) any) *touched {
 		if len(c.drops) > 0 {
 			t.gone = c.goneCols(m, t.enc)
 		}
-		if cn := c.s.cn; cn != nil && cn.layout.rawDrops[strings.ToLower(m.name)] {
+		if cn := c.s.cn; cn != nil && cn.layout.columnDrops.raw[strings.ToLower(m.name)] {
 			if t.gone == nil {
 				t.gone = &goneCols{}
 			}

@@ -537,18 +537,51 @@ type layoutLog struct {
 	// until forgetRaw.
 	rename    uint64
 	rawRename bool
-	// rawDrops holds, by lower-cased name, the tables an ALTER TABLE ...
-	// DROP COLUMN prepared on the raw connection altered, until forgetRaw;
 	// rollback is all after the last ROLLBACK or ROLLBACK TO (a failed
 	// statement's undo, which undoes only the statement, is not one).
-	rawDrops map[string]bool
 	rollback uint64
-	// columnRenames and columnDrops hold, by lower-cased name, seq after
-	// the last RENAME COLUMN and DROP COLUMN of each table, and
-	// rawColumnRenames the tables a RENAME COLUMN was prepared for on the
-	// raw connection, until forgetRaw.
-	columnRenames, columnDrops map[string]uint64
-	rawColumnRenames           map[string]bool
+	// columnRenames and columnDrops note each table's RENAME COLUMN and
+	// DROP COLUMN statements.
+	columnRenames, columnDrops columnChanges
+}
+
+// columnChanges notes the ALTER TABLE statements of one kind (RENAME
+// COLUMN, DROP COLUMN) by table: at holds, by lower-cased name, the
+// layout log's seq after the last one of each table, and raw the tables
+// one was prepared for on the raw connection, until forgetRaw.
+type columnChanges struct {
+	at  map[string]uint64
+	raw map[string]bool
+}
+
+// note records a statement of table noted at seq; raw says it was
+// prepared on the raw connection.
+func (c *columnChanges) note(table string, seq uint64, raw bool) {
+	if c.at == nil {
+		c.at, c.raw = make(map[string]uint64), make(map[string]bool)
+	}
+	table = strings.ToLower(table)
+	c.at[table] = seq
+	c.raw[table] = c.raw[table] || raw
+}
+
+// since reports whether a statement of table was noted after seq, or
+// prepared on the raw connection.
+func (c *columnChanges) since(table string, seq uint64) bool {
+	table = strings.ToLower(table)
+	return c.at[table] > seq || c.raw[table]
+}
+
+// forgetRaw forgets the tables statements were prepared for on the raw
+// connection, counting them as noted at seq when changed (see
+// layoutLog.forgetRaw).
+func (c *columnChanges) forgetRaw(changed bool, seq uint64) {
+	for table, raw := range c.raw {
+		if raw && changed {
+			c.at[table] = seq
+		}
+	}
+	clear(c.raw)
 }
 
 // forgetRaw forgets which renames and drops were prepared on the raw
@@ -562,20 +595,10 @@ func (l *layoutLog) forgetRaw(changed bool) {
 	if changed {
 		l.seq++
 		l.rename = l.seq
-		for table, raw := range l.rawDrops {
-			if raw {
-				l.columnDrops[table] = l.seq
-			}
-		}
-		for table, raw := range l.rawColumnRenames {
-			if raw {
-				l.columnRenames[table] = l.seq
-			}
-		}
 	}
+	l.columnDrops.forgetRaw(changed, l.seq)
+	l.columnRenames.forgetRaw(changed, l.seq)
 	l.rawRename = false
-	clear(l.rawDrops)
-	clear(l.rawColumnRenames)
 }
 
 // noteTable records a statement that creates, drops or alters table.
@@ -595,35 +618,10 @@ func (l *layoutLog) noteRename(raw bool) {
 	l.rawRename = l.rawRename || raw
 }
 
-// noteColumnRename records an ALTER TABLE ... RENAME COLUMN of table; raw
-// says it was prepared on the raw connection.
-func (l *layoutLog) noteColumnRename(table string, raw bool) {
-	if l.columnRenames == nil {
-		l.columnRenames = make(map[string]uint64)
-		l.rawColumnRenames = make(map[string]bool)
-	}
-	table = strings.ToLower(table)
-	l.columnRenames[table] = l.seq
-	l.rawColumnRenames[table] = l.rawColumnRenames[table] || raw
-}
-
 // columnsChangedSince reports whether a RENAME COLUMN, and a DROP COLUMN,
 // of table was noted after seq, or prepared on the raw connection.
 func (l *layoutLog) columnsChangedSince(table string, seq uint64) (renamed, dropped bool) {
-	table = strings.ToLower(table)
-	return l.columnRenames[table] > seq || l.rawColumnRenames[table], l.columnDrops[table] > seq || l.rawDrops[table]
-}
-
-// noteColumnDrop records an ALTER TABLE ... DROP COLUMN of table; raw says
-// it was prepared on the raw connection.
-func (l *layoutLog) noteColumnDrop(table string, raw bool) {
-	if l.columnDrops == nil {
-		l.columnDrops = make(map[string]uint64)
-		l.rawDrops = make(map[string]bool)
-	}
-	table = strings.ToLower(table)
-	l.columnDrops[table] = l.seq
-	l.rawDrops[table] = l.rawDrops[table] || raw
+	return l.columnRenames.since(table, seq), l.columnDrops.since(table, seq)
 }
 
 // noteAll records a change that may concern every table.
