@@ -197,13 +197,11 @@ func TestConnLimit_EvictsLongestIdle(t *testing.T) {
 	}
 }
 
-// TestConnLimit_AnnouncedTooLarge sends bodies whose Content-Length is
-// over MaxMessageBytes, and then only a few bytes: each is refused with 413
-// at once, not with 408 at the read timeout, and its connection closed. A
-// standard MCP client's reply names the request's id when the bytes sent
-// name it; OpenEnv's dialect answers 200.
-func TestConnLimit_AnnouncedTooLarge(t *testing.T) {
-	// A read timeout the test would not outwait.
+// mustServeSmallLimit serves the fake with a message limit of 256 bytes,
+// and a read timeout the test would not outwait, and starts a standard MCP
+// session on it, whose id it returns.
+func mustServeSmallLimit(t *testing.T) (*limitServer, string) {
+	t.Helper()
 	limit := &openenv.ConnLimit{Max: -1, ReadTimeout: 10 * waitLimit}
 	s := mustServeLimited(t, newFake(t), openenv.Config{MaxMessageBytes: 256}, limit)
 	resp, err := http.Post("http://"+s.addr+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`))
@@ -215,6 +213,42 @@ func TestConnLimit_AnnouncedTooLarge(t *testing.T) {
 	if sid == "" {
 		t.Fatal("initialize started no session")
 	}
+	return s, sid
+}
+
+// refusedRaw writes, on a connection of its own, a POST of path with JSON
+// content, the session header when session is not "", and then rest (the
+// last headers, the blank line and what is sent of the body), and checks
+// the reply is status with the body want and the server closes the
+// connection.
+func (s *limitServer) refusedRaw(t *testing.T, path, session, rest string, status int, want string) {
+	t.Helper()
+	c := s.rawConn(t)
+	hdr := ""
+	if session != "" {
+		hdr = openenv.MCPSessionHeader + ": " + session + "\r\n"
+	}
+	io.WriteString(c, "POST "+path+" HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"+hdr+rest)
+	c.SetReadDeadline(time.Now().Add(waitLimit))
+	r := bufio.NewReader(c)
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil {
+		t.Fatalf("no reply before the client's deadline: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != status || strings.TrimSpace(string(b)) != want {
+		t.Fatalf("got  %d %s\nwant %d %s", resp.StatusCode, b, status, want)
+	}
+	closedByServer(t, c, r)
+}
+
+// TestConnLimit_AnnouncedTooLarge sends bodies whose Content-Length is
+// over MaxMessageBytes, and then only a few bytes: each is refused with 413
+// at once, not with 408 at the read timeout, and its connection closed. A
+// standard MCP client's reply names the request's id when the bytes sent
+// name it; OpenEnv's dialect answers 200.
+func TestConnLimit_AnnouncedTooLarge(t *testing.T) {
+	s, sid := mustServeSmallLimit(t)
 	for _, tt := range []struct {
 		name, path, header, body string
 		status                   int
@@ -238,23 +272,7 @@ func TestConnLimit_AnnouncedTooLarge(t *testing.T) {
 			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: Request body exceeds the limit of 256 bytes"}}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c := s.rawConn(t)
-			hdr := ""
-			if tt.header != "" {
-				hdr = openenv.MCPSessionHeader + ": " + tt.header + "\r\n"
-			}
-			io.WriteString(c, "POST "+tt.path+" HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"+hdr+"Content-Length: 99999999999\r\n\r\n"+tt.body)
-			c.SetReadDeadline(time.Now().Add(waitLimit))
-			r := bufio.NewReader(c)
-			resp, err := http.ReadResponse(r, nil)
-			if err != nil {
-				t.Fatalf("no reply before the client's deadline: %v", err)
-			}
-			b, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != tt.status || strings.TrimSpace(string(b)) != tt.want {
-				t.Errorf("got  %d %s\nwant %d %s", resp.StatusCode, b, tt.status, tt.want)
-			}
-			closedByServer(t, c, r)
+			s.refusedRaw(t, tt.path, tt.header, "Content-Length: 99999999999\r\n\r\n"+tt.body, tt.status, tt.want)
 		})
 	}
 }
@@ -268,17 +286,7 @@ func TestConnLimit_AnnouncedTooLarge(t *testing.T) {
 // the client wrote its body into a connection the server was about to
 // close, where it could lose the 413 to a reset.
 func TestConnLimit_ExpectContinueTooLarge(t *testing.T) {
-	limit := &openenv.ConnLimit{Max: -1, ReadTimeout: 10 * waitLimit}
-	s := mustServeLimited(t, newFake(t), openenv.Config{MaxMessageBytes: 256}, limit)
-	resp, err := http.Post("http://"+s.addr+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	sid := resp.Header.Get(openenv.MCPSessionHeader)
-	if sid == "" {
-		t.Fatal("initialize started no session")
-	}
+	s, sid := mustServeSmallLimit(t)
 	const detail = `{"detail":"Request body exceeds the limit of 256 bytes","code":"SESSION_ERROR"}`
 	for _, tt := range []struct {
 		name, path, header string
@@ -296,23 +304,7 @@ func TestConnLimit_ExpectContinueTooLarge(t *testing.T) {
 			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: Request body exceeds the limit of 256 bytes"}}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c := s.rawConn(t)
-			hdr := ""
-			if tt.header != "" {
-				hdr = openenv.MCPSessionHeader + ": " + tt.header + "\r\n"
-			}
-			io.WriteString(c, "POST "+tt.path+" HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"+hdr+"Expect: 100-continue\r\nContent-Length: 17825883\r\n\r\n")
-			c.SetReadDeadline(time.Now().Add(waitLimit))
-			r := bufio.NewReader(c)
-			resp, err := http.ReadResponse(r, nil)
-			if err != nil {
-				t.Fatalf("no reply before the client's deadline: %v", err)
-			}
-			b, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != tt.status || strings.TrimSpace(string(b)) != tt.want {
-				t.Fatalf("got  %d %s\nwant %d %s", resp.StatusCode, b, tt.status, tt.want)
-			}
-			closedByServer(t, c, r)
+			s.refusedRaw(t, tt.path, tt.header, "Expect: 100-continue\r\nContent-Length: 17825883\r\n\r\n", tt.status, tt.want)
 		})
 	}
 }
