@@ -69,8 +69,10 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxActive caps the resets and tool calls running in the engine at
 	// once, across sessions; the others wait their turn in arrival order
-	// (within their step timeout). Zero means DefaultMaxActive; negative
-	// means no cap.
+	// (within their step timeout). A drain's checkpoints take no slot: the
+	// drain runs a few at a time itself, and they would otherwise wait for
+	// other sessions' steps. Zero means DefaultMaxActive; negative means
+	// no cap.
 	MaxActive int
 	// MaxInspect caps the inspect queries running at once, across
 	// sessions, apart from MaxActive: graders polling with slow queries
@@ -510,13 +512,16 @@ type worldInstance struct {
 }
 
 // Checkpoint captures the episode and writes it to the checkpoint store
-// (see openenv.Checkpointer).
+// (see openenv.Checkpointer). A drain's checkpoint takes no engine slot:
+// the drain bounds its checkpoints itself (openenv.CheckpointRequest.Drain).
 func (w worldInstance) Checkpoint(ctx context.Context, req openenv.CheckpointRequest) (openenv.CheckpointInfo, error) {
-	leave, err := w.b.gate.enter(ctx)
-	if err != nil {
-		return openenv.CheckpointInfo{}, err
+	if !req.Drain {
+		leave, err := w.b.gate.enter(ctx)
+		if err != nil {
+			return openenv.CheckpointInfo{}, err
+		}
+		defer leave()
 	}
-	defer leave()
 	cp, saved, err := w.ep.Checkpoint(ctx)
 	if err != nil {
 		var bug *env.WorldBug

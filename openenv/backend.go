@@ -191,7 +191,8 @@ type Checkpointer interface {
 	Checkpoint(ctx context.Context, req CheckpointRequest) (CheckpointInfo, error)
 }
 
-// CheckpointRequest is what the server keeps in a checkpoint of its own.
+// CheckpointRequest is what the server keeps in a checkpoint of its own,
+// and how it takes it.
 type CheckpointRequest struct {
 	// Revision is the session's revision: its step count.
 	Revision int
@@ -201,6 +202,13 @@ type CheckpointRequest struct {
 	// Session is the server's record of the session, opaque to the
 	// Backend: Restore returns it.
 	Session json.RawMessage
+	// Drain reports that the server's drain takes the checkpoint
+	// (Config.DrainCheckpoints). A drain takes a few at a time (half of
+	// GOMAXPROCS), so a Backend that bounds the calls running in its
+	// engine need not make one wait its turn: it would wait for other
+	// sessions' steps, however long they run, and the session would close
+	// without a checkpoint when the drain's deadline passed.
+	Drain bool
 }
 
 // CheckpointInfo describes a checkpoint: the reply to a checkpoint request.

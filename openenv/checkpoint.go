@@ -81,14 +81,15 @@ func (ss *session) checkpoint(ctx context.Context) (CheckpointInfo, *protoError)
 		if perr := ss.fencedLocked(ctx); perr != nil {
 			return CheckpointInfo{}, perr
 		}
-		return ss.checkpointLocked(ctx, "")
+		return ss.checkpointLocked(ctx, false, "")
 	})
 }
 
-// checkpointLocked checkpoints the session's instance, for a drain of the
-// session named drainedFrom, if not "" (see sessionRecord.DrainedFrom).
-// The slot must be held and the session must have an instance.
-func (ss *session) checkpointLocked(ctx context.Context, drainedFrom string) (CheckpointInfo, *protoError) {
+// checkpointLocked checkpoints the session's instance, for a drain if
+// drain, of the session named drainedFrom if not "" (see
+// sessionRecord.DrainedFrom). The slot must be held and the session must
+// have an instance.
+func (ss *session) checkpointLocked(ctx context.Context, drain bool, drainedFrom string) (CheckpointInfo, *protoError) {
 	c, ok := ss.inst.(Checkpointer)
 	if !ok {
 		return CheckpointInfo{}, newError(codeNoCheckpoints, "This server cannot checkpoint episodes: its backend keeps no checkpoints.")
@@ -99,7 +100,7 @@ func (ss *session) checkpointLocked(ctx context.Context, drainedFrom string) (Ch
 		return CheckpointInfo{}, newError(codeExecution, "the checkpoint could not be taken: %v", err)
 	}
 	ss.mu.Lock()
-	req := CheckpointRequest{Revision: ss.steps, Attempt: ss.attempt, Session: rec}
+	req := CheckpointRequest{Revision: ss.steps, Attempt: ss.attempt, Session: rec, Drain: drain}
 	ss.mu.Unlock()
 	cctx, cancel := withTimeout(ctx, s.cfg.StepTimeout)
 	defer cancel()
@@ -150,7 +151,7 @@ func (ss *session) autoCheckpointLocked() {
 		ss.srv.log.Info("openenv: periodic checkpoint skipped: the session's attempt was superseded", "session", ss.ref, "steps", steps, "by", by, "err", err)
 		return
 	}
-	if _, perr := ss.checkpointLocked(ss.tagged, ""); perr != nil {
+	if _, perr := ss.checkpointLocked(ss.tagged, false, ""); perr != nil {
 		ss.srv.log.Warn("openenv: periodic checkpoint failed", "session", ss.ref, "steps", steps, "err", perr.message)
 	}
 }
@@ -202,12 +203,11 @@ func (ss *session) drain(ctx context.Context, turns chan struct{}) {
 	if ss.transport != TransportWS {
 		named = ss.id
 	}
-	// The checkpoint ends with the drain: one waiting for an engine slot
-	// another session's step holds would otherwise hold Shutdown past its
-	// deadline, until that step ends.
+	// The checkpoint ends with the drain: a slow one would otherwise hold
+	// Shutdown past its deadline.
 	cctx, cancel := context.WithCancel(ss.tagged)
 	defer context.AfterFunc(ctx, cancel)()
-	info, perr := ss.checkpointLocked(cctx, named)
+	info, perr := ss.checkpointLocked(cctx, true, named)
 	cancel()
 	if perr != nil {
 		ss.release()

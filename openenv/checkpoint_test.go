@@ -123,13 +123,14 @@ func TestCheckpoint_Transports(t *testing.T) {
 	}
 }
 
-// TestCheckpoint_DrainEndsWithShutdown: a drain's checkpoint that waits for
-// an engine slot (--max-active), which another session's step holds, gives
-// up when Shutdown's context ends, as Shutdown does: its session closes
-// without a checkpoint. It waited for the step, and Shutdown returned
-// only when the step ended, however long after its deadline.
-func TestCheckpoint_DrainEndsWithShutdown(t *testing.T) {
-	s := mustServeWorld(t, faultyWorld, app.Config{MaxActive: 1, Checkpoints: t.TempDir()}, openenv.Config{StepTimeout: time.Hour, DrainCheckpoints: true})
+// TestCheckpoint_DrainNeedsNoEngineSlot: a drain's checkpoint does not
+// wait for an engine slot (--max-active), which another session's step
+// holds: the idle session is checkpointed and closed with 1012 while the
+// step runs, and its checkpoint restores its episode. Its checkpoint
+// waited for the step, and ended without one when Shutdown's context did.
+func TestCheckpoint_DrainNeedsNoEngineSlot(t *testing.T) {
+	bcfg := app.Config{MaxActive: 1, Checkpoints: t.TempDir()}
+	s := mustServeWorld(t, faultyWorld, bcfg, openenv.Config{StepTimeout: time.Hour, DrainCheckpoints: true})
 	idle := s.dial(t)
 	mustSucceed(t, callTool(t, idle, "note", `{"body":"idle"}`))
 	busy := s.dial(t)
@@ -138,24 +139,30 @@ func TestCheckpoint_DrainEndsWithShutdown(t *testing.T) {
 	send(t, busy, `{"type":"step","data":{"type":"call_tool","tool_name":"held","arguments":{"body":"holds the engine slot"}}}`)
 	awaitSlow(t, started)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	shutdown := make(chan error, 1)
 	go func() { shutdown <- s.Shutdown(ctx) }()
-	select {
-	case err := <-shutdown:
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("Shutdown: %v, want its context's deadline", err)
-		}
-	case <-time.After(waitLimit):
-		release()
-		t.Fatal("Shutdown did not return when its context ended: the drain waited for the step holding the engine slot")
+	_, _, err := idle.Read(ctx)
+	ce := websocket.CloseError{}
+	if !errors.As(err, &ce) || ce.Code != websocket.StatusServiceRestart || !strings.HasPrefix(ce.Reason, "checkpoint ") {
+		t.Fatalf("the idle session, while the step holds the engine slot: %v, want 1012 and its checkpoint", err)
 	}
-	rctx, rcancel := context.WithTimeout(context.Background(), waitLimit)
-	defer rcancel()
-	_, _, err := idle.Read(rctx)
-	if ce := (websocket.CloseError{}); !errors.As(err, &ce) || ce.Code != websocket.StatusGoingAway {
-		t.Errorf("the idle session: %v, want 1001: it closes without a checkpoint", err)
+	release()
+	if err := <-shutdown; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+
+	other := mustServeWorld(t, faultyWorld, bcfg, openenv.Config{})
+	c := other.dial(t)
+	if r := roundTrip(t, c, fmt.Sprintf(`{"type":"reset","data":{"checkpoint":%q}}`, strings.TrimPrefix(ce.Reason, "checkpoint "))); !strings.Contains(r, `"observation"`) {
+		t.Fatalf("restore of the idle session's checkpoint: %s", r)
+	}
+	if r := roundTrip(t, c, `{"type":"inspect","data":{"sql":"SELECT body FROM notes"}}`); !strings.Contains(r, `"rows":[["idle"]]`) {
+		t.Errorf("the restored episode's notes: %s, want the idle session's one", r)
+	}
+	if r := roundTrip(t, c, `{"type":"state"}`); !strings.Contains(r, `"step_count":1`) {
+		t.Errorf("the restored episode's state: %s, want step 1", r)
 	}
 }
 
