@@ -581,10 +581,16 @@ func (w worldInstance) Inspect(ctx context.Context, sql string, args []any, lim 
 // taskInstance is the episode of a task: a Grader.
 type taskInstance struct{ worldInstance }
 
+// Grade grades the episode (see openenv.Grader). One that waits for an
+// engine slot until ctx ends ran nothing, and says so (env.ErrNoStep).
 func (t taskInstance) Grade(ctx context.Context) (openenv.Grading, error) {
 	leave, err := t.b.gate.enter(ctx)
 	if err != nil {
-		return openenv.Grading{}, err
+		kind, msg := env.KindExecution, "it was cancelled while it waited for one of the server's %d engine slots (max-active); nothing was graded"
+		if pastDeadline(ctx) {
+			kind, msg = env.KindTimeout, "it waited past its deadline for one of the server's %d engine slots (max-active); nothing was graded"
+		}
+		return openenv.Grading{}, &env.ToolError{Kind: kind, Message: fmt.Sprintf(msg, cap(t.b.gate)), Err: fmt.Errorf("%w: %w", env.ErrNoStep, err)}
 	}
 	defer leave()
 	res, err := t.ep.Grade(ctx)

@@ -6,6 +6,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/examples/worlds/company"
+	"github.com/seahaven/seahaven/openenv"
 )
 
 func TestGate(t *testing.T) {
@@ -67,4 +72,42 @@ func TestGate(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestGrade_WaitedForASlot: a grading that waits for an engine slot until
+// its context ends ran nothing, and says so (env.ErrNoStep), cancelled or
+// past its deadline, as a call does; the server then tells its client
+// that, not that the grading ran past its deadline.
+func TestGrade_WaitedForASlot(t *testing.T) {
+	b, err := New(company.World, Config{DefaultFixture: company.AcmeID, InstanceRoot: t.TempDir(), Checkpoints: t.TempDir(), MaxActive: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	inst, err := b.Open(ctx, openenv.OpenOptions{Task: "hire_liskov"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close()
+	b.gate <- struct{}{} // another session's call holds the only slot
+	defer func() { <-b.gate }()
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	late, stop := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+	defer stop()
+	for _, tt := range []struct {
+		ctx  context.Context
+		kind string
+		msg  string
+	}{
+		{cancelled, env.KindExecution, "it was cancelled while it waited for one of the server's 1 engine slots (max-active); nothing was graded"},
+		{late, env.KindTimeout, "it waited past its deadline for one of the server's 1 engine slots (max-active); nothing was graded"},
+	} {
+		_, err := inst.(openenv.Grader).Grade(tt.ctx)
+		te, ok := env.AsToolError(err)
+		if !ok || te.Kind != tt.kind || te.Message != tt.msg || !errors.Is(err, env.ErrNoStep) || !errors.Is(err, tt.ctx.Err()) {
+			t.Errorf("a grading that waited for the slot until %v: %#v, want an error of kind %s, %q, that ran nothing", tt.ctx.Err(), err, tt.kind, tt.msg)
+		}
+	}
 }

@@ -107,7 +107,10 @@ type OpenOptions struct {
 type Grader interface {
 	// Grade grades the instance's current state against its task. An
 	// error means the grader could not run; the server reports it as an
-	// EXECUTION_ERROR. The server serialises Grade with the other calls.
+	// EXECUTION_ERROR, saying it ran past its deadline if that passed,
+	// unless the error wraps env.ErrNoStep: the grading ran nothing (it
+	// waited for a turn in the engine), and its message says so. The
+	// server serialises Grade with the other calls.
 	Grade(ctx context.Context) (Grading, error)
 }
 

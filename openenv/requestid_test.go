@@ -3,6 +3,7 @@ package openenv_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/openenv"
 )
 
@@ -114,6 +116,9 @@ type gradingBackend struct {
 	*fakeBackend
 	fails atomic.Int32
 	slow  atomic.Bool // gradings run until their deadline and fail as an interrupted open does
+	// queued: gradings wait for an engine slot until their deadline and
+	// say nothing ran (env.ErrNoStep), as app's do.
+	queued atomic.Bool
 	// held, when set, receives a channel from each grading, which then
 	// waits for it to close and says done with reward 1, or fails as an
 	// interrupted query does if its context ended meanwhile.
@@ -142,6 +147,10 @@ func (in *gradingInstance) Grade(ctx context.Context) (openenv.Grading, error) {
 			return openenv.Grading{}, errors.New("the check's query was interrupted: " + err.Error())
 		}
 		return openenv.Grading{Reward: 1, Done: true}, nil
+	}
+	if in.b.queued.Load() {
+		<-ctx.Done()
+		return openenv.Grading{}, &env.ToolError{Kind: env.KindTimeout, Message: "it waited past its deadline for one of the server's 1 engine slots (max-active); nothing was graded", Err: fmt.Errorf("%w: %w", env.ErrNoStep, context.Cause(ctx))}
 	}
 	if in.b.slow.Load() {
 		<-ctx.Done()
@@ -212,6 +221,24 @@ func TestStep_GradingPastTheDeadline(t *testing.T) {
 	status, body, _ := s.httpDo(t, http.MethodPost, "/step", `{"action":{"type":"call_tool","tool_name":"echo","arguments":{"message":"m"}},"timeout_s":0.05}`, h)
 	if status == http.StatusOK || !strings.Contains(body, "the step ran, but grading its task failed: it ran past its deadline of 50ms") || strings.Contains(body, "/tmp/") {
 		t.Errorf("a step whose grading ran past its deadline: %d %s", status, body)
+	}
+}
+
+// TestStep_GradingWaitedForASlot: a step whose grading waited past the
+// step's deadline for an engine slot, and ran nothing, says what the
+// backend said, where it said the grading ran past its deadline.
+func TestStep_GradingWaitedForASlot(t *testing.T) {
+	fake := newFake(t)
+	b := &gradingBackend{fakeBackend: fake}
+	s := mustServeOver(t, b, fake, openenv.Config{})
+	h := map[string]string{"X-Seahaven-Session": "queued-grade"}
+	if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{}`, h); status != http.StatusOK {
+		t.Fatalf("reset: %d %s", status, body)
+	}
+	b.queued.Store(true)
+	status, body, _ := s.httpDo(t, http.MethodPost, "/step", `{"action":{"type":"call_tool","tool_name":"echo","arguments":{"message":"m"}},"timeout_s":0.05}`, h)
+	if status == http.StatusOK || !strings.Contains(body, "the step ran, but grading its task failed: it waited past its deadline for one of the server's 1 engine slots (max-active); nothing was graded") {
+		t.Errorf("a step whose grading waited for an engine slot: %d %s", status, body)
 	}
 }
 

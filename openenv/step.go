@@ -105,10 +105,11 @@ func (ss *session) gradeLocked(ctx context.Context, g Grader, timeout time.Durat
 	if perr := ss.srv.infraFailure(ctx, opGrade, err); perr != nil {
 		return Grading{}, perr
 	}
-	if err != nil && gctx.Err() != nil && ctx.Err() == nil {
+	if err != nil && gctx.Err() != nil && ctx.Err() == nil && !errors.Is(err, env.ErrNoStep) {
 		// The deadline ended it, not the grader: say so, rather than what
 		// the query it interrupted said (an interrupted opening of a
-		// parked connection names the instance's file).
+		// parked connection names the instance's file). A grading that
+		// ran nothing (it waited for the backend's engine) says so itself.
 		err = fmt.Errorf("it ran past its deadline of %s", timeout)
 	}
 	if err != nil {
