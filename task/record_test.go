@@ -109,7 +109,6 @@ func TestRecorder_Episode(t *testing.T) {
 }
 
 func TestReplayTrajectory(t *testing.T) {
-	ctx := context.Background()
 	path := recordInvoice(t, composition.Options{EpisodeID: "replayed", Seed: 5})
 	_, tasks := companyTask(t, "invoice_750")
 	data, err := os.ReadFile(path)
@@ -150,14 +149,7 @@ func TestReplayTrajectory(t *testing.T) {
 					kept = append(kept, s)
 				}
 			}
-			tr, err := task.ReadTrajectory(strings.NewReader(strings.Join(kept, "\n") + "\n"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep, err := task.ReplayTrajectory(ctx, company.World, tasks, tr, composition.Options{Dir: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
+			tr, rep := replayText(t, company.World, tasks, strings.Join(kept, "\n")+"\n")
 			if len(rep.Mismatches) != len(tt.wrong) {
 				t.Fatalf("mismatches %q, want %d", rep.Mismatches, len(tt.wrong))
 			}
@@ -242,7 +234,6 @@ func TestReplayTrajectory_WithoutTask(t *testing.T) {
 // same way. It made the call succeed, with its writes kept, and then gave
 // up on the whole trajectory, unable to encode that result.
 func TestReplayTrajectory_UnencodableResult(t *testing.T) {
-	ctx := context.Background()
 	w := newLedger("ledger")
 	env.Tool(w, "ratio", "Note a ratio.", func(c *env.Ctx, in noteArgs) (float64, error) {
 		_, err := c.DB.Exec("INSERT INTO notes (body) VALUES (?)", in.Body)
@@ -252,14 +243,7 @@ func TestReplayTrajectory_UnencodableResult(t *testing.T) {
 {"type":"call","tool":"ratio","arguments":{"body":"lost"},"error":{"error_type":"execution_error","message":"tool \"ratio\" returned a result that cannot be encoded as JSON: json: unsupported value: NaN"}}
 {"type":"call","tool":"note","arguments":{"body":"kept"},"result":1}
 `
-	tr, err := task.ReadTrajectory(strings.NewReader(recorded))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := task.ReplayTrajectory(ctx, w, nil, tr, composition.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rep := replayText(t, w, nil, recorded)
 	if rep.Calls != 2 || len(rep.Mismatches) != 0 || len(rep.Warnings) != 0 {
 		t.Fatalf("replay %+v, want both calls made as recorded", rep)
 	}
@@ -270,7 +254,6 @@ func TestReplayTrajectory_UnencodableResult(t *testing.T) {
 // of encoding/json differ for a MarshalJSON that fails or a json.Number
 // that is no number: the replay reported such calls as differing.
 func TestReplayTrajectory_UnencodableResultWords(t *testing.T) {
-	ctx := context.Background()
 	w := newLedger("ledger")
 	bad := map[string]any{"raw": json.RawMessage(`{bad`), "number": json.Number("x")}
 	env.Tool(w, "bad", "Return a result no JSON encodes.", func(c *env.Ctx, in noteArgs) (any, error) {
@@ -287,14 +270,7 @@ func TestReplayTrajectory_UnencodableResultWords(t *testing.T) {
 		lines = append(lines, `{"type":"call","tool":"bad","arguments":{"body":"`+body+`"},"error":{"error_type":"execution_error","message":`+string(msg)+`}}`)
 	}
 	recorded := `{"type":"header","task":"","world":"ledger","world_version":"1.0.0","fixture":"","seed":0,"now":"","episode_id":"e"}` + "\n" + strings.Join(lines, "\n") + "\n"
-	tr, err := task.ReadTrajectory(strings.NewReader(recorded))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := task.ReplayTrajectory(ctx, w, nil, tr, composition.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rep := replayText(t, w, nil, recorded)
 	if rep.Calls != 2 || len(rep.Mismatches) != 0 {
 		t.Fatalf("replay %+v, want both calls failing as recorded", rep)
 	}
@@ -304,7 +280,6 @@ func TestReplayTrajectory_UnencodableResultWords(t *testing.T) {
 // the same number in the recording and the replay, written alike or not.
 // They compared unequal: the replay reported the call as differing.
 func TestReplayTrajectory_HugeNumber(t *testing.T) {
-	ctx := context.Background()
 	w := newLedger("ledger")
 	type echoArgs struct {
 		V any `json:"v"`
@@ -322,18 +297,26 @@ func TestReplayTrajectory_HugeNumber(t *testing.T) {
 		{"1e400", "1", false},
 	} {
 		recorded := header + "\n" + `{"type":"call","tool":"echo","arguments":{"v":` + tt.arg + `},"result":` + tt.result + "}\n"
-		tr, err := task.ReadTrajectory(strings.NewReader(recorded))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := task.ReplayTrajectory(ctx, w, nil, tr, composition.Options{Dir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, rep := replayText(t, w, nil, recorded)
 		if same := len(rep.Mismatches) == 0; same != tt.same {
 			t.Errorf("replay of echo(%s) recorded as %s: mismatches %q, want the same result %v", tt.arg, tt.result, rep.Mismatches, tt.same)
 		}
 	}
+}
+
+// replayText reads the trajectory text and replays it on w with tasks,
+// failing the test if it cannot.
+func replayText(t *testing.T, w *env.World, tasks []env.Task, text string) (*task.Trajectory, *task.Replay) {
+	t.Helper()
+	tr, err := task.ReadTrajectory(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := task.ReplayTrajectory(context.Background(), w, tasks, tr, composition.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr, rep
 }
 
 // recordingName matches the name of a recording of episode base.
