@@ -114,6 +114,7 @@ func TestTool_RegistrationBugs(t *testing.T) {
 	// A result field whose json tag mis-spells an option, which the
 	// server's encoding would ignore, is refused as it is in arguments.
 	type noted struct {
+		//lint:ignore SA5008 the mis-spelt option is what this case tests
 		Note string `json:"note,omitEmpty"`
 	}
 	argMsg := bugOf(t, func() { env.Tool(w, "a", "x", func(*env.Ctx, noted) (int, error) { return 0, nil }) })

@@ -150,12 +150,14 @@ func TestOutputOf_Validates(t *testing.T) {
 
 // outMisspelt has an option json v2 knows, mis-spelt in case.
 type outMisspelt struct {
-	ID   int    `json:"id"`
+	ID int `json:"id"`
+	//lint:ignore SA5008 the mis-spelt option is what this case tests
 	Note string `json:"note,omitEmpty"`
 }
 
 // outOwnJSON is written by its own MarshalJSON, so its tags are never read.
 type outOwnJSON struct {
+	//lint:ignore SA5008 the mis-spelt option is what this case tests
 	Note string `json:"note,omitEmpty"`
 }
 
@@ -163,6 +165,7 @@ func (outOwnJSON) MarshalJSON() ([]byte, error) { return []byte(`{}`), nil }
 
 // outOwnText is written as text by its own MarshalText.
 type outOwnText struct {
+	//lint:ignore SA5008 the mis-spelt option is what this case tests
 	Note string `json:"note,OmitZero"`
 }
 
@@ -172,6 +175,7 @@ func (outOwnText) MarshalText() ([]byte, error) { return []byte("t"), nil }
 type outTree struct {
 	Kids []outTree `json:"kids"`
 	Leaf *struct {
+		//lint:ignore SA5008 the mis-spelt option is what this case tests
 		At string `json:"at,omit_zero"`
 	} `json:"leaf"`
 }
@@ -195,6 +199,7 @@ func TestMisspeltOption(t *testing.T) {
 		Rest outMisspelt `json:",embed"`
 	}
 	type format struct {
+		//lint:ignore SA5008 the mis-spelt option is what this case tests
 		At time.Time `json:"at,Format:RFC3339"`
 	}
 	for _, tc := range []struct {
