@@ -469,3 +469,36 @@ func (cn *conn) tableName(name string) (string, error) {
 	}
 	return rows.Values[0][0].(string), nil
 }
+
+// beforeIn returns t's before-image in the shape to (see reshape), a
+// column dropped before the first touch (t.gone) holding the row's value
+// then: one in to was brought back by a rollback, or added again since.
+// A rollback that undid drops brought back the columns the first of them
+// dropped, or, for a name it did not drop, one a later one did, with the
+// row's values when it ran; a column added again before the first touch
+// that no rollback took away holds the row's value then.
+func (t *touched) beforeIn(to []string) []any {
+	g := t.gone
+	if g == nil || len(g.names) == 0 {
+		return reshape(t.meta.names, t.before, to)
+	}
+	names, vals := slices.Clone(t.meta.names), slices.Clone(t.before)
+	var back []string // names a rollback brought back
+	for i, n := range g.names {
+		if !g.drops[i].undone || slices.Contains(back, n) {
+			continue
+		}
+		back = append(back, n)
+		if k := slices.Index(names, n); k >= 0 {
+			vals[k] = g.vals[i]
+		} else {
+			names, vals = append(names, n), append(vals, g.vals[i])
+		}
+	}
+	for i, n := range g.names {
+		if !slices.Contains(names, n) {
+			names, vals = append(names, n), append(vals, g.vals[i])
+		}
+	}
+	return reshape(names, vals, to)
+}
