@@ -3,7 +3,6 @@ package app
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -501,110 +500,4 @@ func (b *Backend) fixtureIDs() string {
 		ids[i] = f.ID
 	}
 	return strings.Join(ids, ", ")
-}
-
-// worldInstance adapts a task episode (perhaps without a task) to Instance;
-// its calls go through the backend's gate, its queries through its inspect
-// gate.
-type worldInstance struct {
-	ep *task.Episode
-	b  *Backend
-}
-
-// Checkpoint captures the episode and writes it to the checkpoint store
-// (see openenv.Checkpointer). A drain's checkpoint takes no engine slot:
-// the drain bounds its checkpoints itself (openenv.CheckpointRequest.Drain).
-func (w worldInstance) Checkpoint(ctx context.Context, req openenv.CheckpointRequest) (openenv.CheckpointInfo, error) {
-	if !req.Drain {
-		leave, err := w.b.gate.enter(ctx)
-		if err != nil {
-			return openenv.CheckpointInfo{}, err
-		}
-		defer leave()
-	}
-	cp, saved, err := w.ep.Checkpoint(ctx)
-	if err != nil {
-		var bug *env.WorldBug
-		if errors.As(err, &bug) {
-			return openenv.CheckpointInfo{}, &openenv.OptionError{Option: "checkpoint", Message: bug.Message}
-		}
-		return openenv.CheckpointInfo{}, err
-	}
-	info, err := w.b.checkpoints.save(cp, saved, req)
-	if err != nil {
-		return openenv.CheckpointInfo{}, faultOr(err, "no checkpoint was written", fmt.Errorf("app: checkpoint: %w", err))
-	}
-	return info, nil
-}
-
-func (w worldInstance) Tools() []env.ToolInfo { return w.ep.Tools() }
-
-func (w worldInstance) State() env.StateDoc { return w.ep.State() }
-
-func (w worldInstance) ChangeCount() int { return w.ep.Instance().ChangeCount() }
-
-func (w worldInstance) Close() error { return w.ep.Close() }
-
-// Discard closes the episode leaving no recording of it (see
-// openenv.Discarder).
-func (w worldInstance) Discard() error { return w.ep.Discard() }
-
-func (w worldInstance) CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error) {
-	leave, err := w.b.gate.enter(ctx)
-	if err != nil {
-		// Nothing ran: no step of the episode, as a call the engine
-		// cancels while it waits for the instance's previous call.
-		kind, msg := env.KindExecution, "the call was cancelled while it waited for one of the server's %d engine slots (max-active); nothing ran"
-		if pastDeadline(ctx) {
-			kind, msg = env.KindTimeout, "the call waited past its deadline for one of the server's %d engine slots (max-active); nothing ran"
-		}
-		return nil, &env.ToolError{Kind: kind, Message: fmt.Sprintf(msg, cap(w.b.gate)), Err: fmt.Errorf("%w: %w", env.ErrNoStep, err)}
-	}
-	defer leave()
-	return w.ep.CallJSON(ctx, name, args)
-}
-
-func (w worldInstance) Inspect(ctx context.Context, sql string, args []any, lim openenv.InspectLimit) (openenv.InspectRows, error) {
-	leave, err := w.b.inspectGate.enter(ctx)
-	if err != nil {
-		return openenv.InspectRows{}, err
-	}
-	defer leave()
-	rows, err := w.ep.Instance().Inspect().QueryLimit(ctx, sqlitestore.ReadLimit{MaxRows: lim.MaxRows, MaxBytes: lim.MaxBytes, Pacer: w.b.inspectPacer}, sql, args...)
-	if err != nil {
-		return openenv.InspectRows{}, err
-	}
-	// openenv names the limits with sqlitestore's words ("rows", "bytes").
-	return openenv.InspectRows{Columns: rows.Columns, Rows: rows.Values, Truncated: rows.Truncated}, nil
-}
-
-// taskInstance is the episode of a task: a Grader.
-type taskInstance struct{ worldInstance }
-
-// Grade grades the episode (see openenv.Grader). One that waits for an
-// engine slot until ctx ends ran nothing, and says so (env.ErrNoStep).
-func (t taskInstance) Grade(ctx context.Context) (openenv.Grading, error) {
-	leave, err := t.b.gate.enter(ctx)
-	if err != nil {
-		kind, msg := env.KindExecution, "it was cancelled while it waited for one of the server's %d engine slots (max-active); nothing was graded"
-		if pastDeadline(ctx) {
-			kind, msg = env.KindTimeout, "it waited past its deadline for one of the server's %d engine slots (max-active); nothing was graded"
-		}
-		return openenv.Grading{}, &env.ToolError{Kind: kind, Message: fmt.Sprintf(msg, cap(t.b.gate)), Err: fmt.Errorf("%w: %w", env.ErrNoStep, err)}
-	}
-	defer leave()
-	res, err := t.ep.Grade(ctx)
-	if err != nil {
-		return openenv.Grading{}, err
-	}
-	return openenv.Grading{Reward: res.Reward, Done: res.Done, Checks: res.Checks}, nil
-}
-
-// faultOr returns err as the infrastructure fault it is (see
-// composition.Fault), or else other.
-func faultOr(err error, what string, other error) error {
-	if ie := composition.Fault(err, what); ie != nil {
-		return ie
-	}
-	return other
 }

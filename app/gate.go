@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/seahaven/seahaven/env"
 )
 
 // DefaultMaxActive is Config.MaxActive when it is zero.
@@ -44,6 +46,22 @@ func (g gate) enter(ctx context.Context) (leave func(), err error) {
 			until = "the deadline"
 		}
 		return nil, fmt.Errorf("app: waited for one of %d engine slots until %s: %w", cap(g), until, ctx.Err())
+	}
+}
+
+// waitedInVain returns the error of work (its subject, "the call") that
+// waited for one of g's slots until ctx ended, err enter's error: a tool
+// error of a cancellation or a timeout that says so and what did not
+// happen (outcome, "nothing ran"), and is no step (env.ErrNoStep).
+func (g gate) waitedInVain(ctx context.Context, err error, subject, outcome string) *env.ToolError {
+	kind, waited := env.KindExecution, "was cancelled while it waited"
+	if pastDeadline(ctx) {
+		kind, waited = env.KindTimeout, "waited past its deadline"
+	}
+	return &env.ToolError{
+		Kind:    kind,
+		Message: fmt.Sprintf("%s %s for one of the server's %d engine slots (max-active); %s", subject, waited, cap(g), outcome),
+		Err:     fmt.Errorf("%w: %w", env.ErrNoStep, err),
 	}
 }
 
