@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"go/types"
 	"reflect"
-	"slices"
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
+
+	"github.com/seahaven/seahaven/internal/argschema"
 )
 
 // JSONTagOption reports SH210: a field of a tool's argument or result
@@ -164,9 +165,6 @@ func (w *tagWalk) found(f *types.Var, owner, opt, want, name string) {
 	w.uses = append(w.uses, u)
 }
 
-// jsonOptions are the options json v2 knows.
-var jsonOptions = []string{"case", "embed", "omitzero", "omitempty", "string", "format"}
-
 // meantOption returns the option json v2 knows that an option it does not
 // know was meant to be, or "": embed for inline and unknown, the older
 // drafts' spellings (in any case, with any underscores), and a known option for a mis-spelling of it that only
@@ -178,8 +176,8 @@ func meantOption(opt string) string {
 	if norm == "inline" || norm == "unknown" {
 		return "embed"
 	}
-	if norm != opt && slices.Contains(jsonOptions, norm) {
-		return norm
+	if known := argschema.KnownOption(opt); known != opt {
+		return known
 	}
 	return ""
 }

@@ -213,7 +213,7 @@ func misspelt(a *adapter, t reflect.Type, where string, seen map[reflect.Type]bo
 				// An option is a Go identifier, its value (case:, format:)
 				// after it.
 				opt = opt[:len(opt)-len(strings.TrimLeftFunc(opt, isIdentRune))]
-				if want := knownOption(opt); want != "" && want != opt {
+				if want := KnownOption(opt); want != "" && want != opt {
 					holder := where // the struct the field is declared in
 					if n := len(sf.Index); n > 1 {
 						holder = joinWhere(where, goPath(t, sf.Index[:n-1]))
@@ -231,9 +231,10 @@ func misspelt(a *adapter, t reflect.Type, where string, seen map[reflect.Type]bo
 	return nil
 }
 
-// knownOption returns the json v2 tag option opt spells in any case, with
-// any underscores, or "".
-func knownOption(opt string) string {
+// KnownOption returns the json v2 tag option opt spells in any case, with
+// any underscores (omitEmpty, omit_zero: omitempty, omitzero), or "": json
+// v2 refuses such a mis-spelling. It is safe for concurrent use.
+func KnownOption(opt string) string {
 	switch norm := strings.ReplaceAll(strings.ToLower(opt), "_", ""); norm {
 	case "case", "embed", "omitzero", "omitempty", "string", "format":
 		return norm
