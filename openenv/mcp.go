@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -13,6 +14,12 @@ import (
 	"github.com/seahaven/seahaven/internal/runecut"
 )
 
+// statusCancelled is handleRPC's status for a standard client's request
+// its client cancelled with notifications/cancelled while it ran: resp is
+// its outcome, which the MCP specification has the server not send
+// (serveMCP).
+const statusCancelled = -1
+
 // handleRPC answers one JSON-RPC 2.0 request; one naming a key twice in an
 // object is an invalid request naming it. ws is the session of the /ws
 // connection the request came on (an mcp message), nil for POST /mcp.
@@ -20,7 +27,8 @@ import (
 // (resp is then an empty result that only /ws sends, to keep its
 // one-reply-per-message rule), 400 for a message a standard client's
 // session cannot take, 503 for a standard client's initialize refused
-// before anything was done (capacity, shutdown), 200 otherwise.
+// before anything was done (capacity, shutdown), statusCancelled for a
+// standard client's request its client cancelled, 200 otherwise.
 //
 // A standard client's messages (on its session, or its initialize) follow
 // the MCP specification: a request has an id that is not null, and a
@@ -86,6 +94,12 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 		var done func()
 		ctx, done = ws.track(ctx, id)
 		defer done()
+		tracked := ctx
+		defer func() { // before done, which ends tracked with its own cause
+			if errors.Is(context.Cause(tracked), errRequestCancelled) {
+				status = statusCancelled
+			}
+		}()
 	}
 
 	switch method {

@@ -147,14 +147,38 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if mode == rpcStandard || status != http.StatusOK {
 		resp = standardReply(resp)
 	}
-	switch status {
-	case http.StatusAccepted:
-		w.WriteHeader(status)
-	case http.StatusOK:
+	switch {
+	case status == statusCancelled && acceptsEventStream(r):
+		// The specification has the server send no response to a request
+		// its client cancelled; a POST with a request is answered with JSON
+		// or an event stream, so it gets a stream without a message. (The
+		// TypeScript SDK's client keeps the POST open, and reports a
+		// response that comes on it as one to a request it does not know.)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.WriteHeader(http.StatusOK)
+	case status == statusCancelled, status == http.StatusOK:
+		// A client that takes no event stream gets the outcome.
 		s.writeRPC(w, resp, resp.ID, mode == rpcStandard)
+	case status == http.StatusAccepted:
+		w.WriteHeader(status)
 	default:
 		writeJSON(w, status, resp)
 	}
+}
+
+// acceptsEventStream reports whether r's Accept header names
+// text/event-stream, as a Streamable HTTP client's POST does.
+func acceptsEventStream(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(v, ",") {
+			media, _, _ := strings.Cut(part, ";")
+			if strings.EqualFold(strings.TrimSpace(media), "text/event-stream") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // firstVersionWithoutBatches is the MCP protocol version that dropped

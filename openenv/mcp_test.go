@@ -763,3 +763,68 @@ func TestMCP_BatchSessionEnds(t *testing.T) {
 		t.Errorf("the batch: %d, want 200", r.status)
 	}
 }
+
+// A standard client's request it cancelled with notifications/cancelled
+// gets no response, as the MCP specification has it: its POST, which
+// accepts an event stream (as every client of the specification's
+// Streamable HTTP does), is answered with one that carries no message.
+// The TypeScript SDK keeps the cancelled request's POST open, and reported
+// the response that came on it as one to an unknown request.
+func TestMCP_StandardCancelNoResponse(t *testing.T) {
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{StepTimeout: time.Hour})
+	hdr, _ := standardSession(t, s)
+	type reply struct {
+		mcpReply
+		contentType string
+	}
+	post := func(body string) <-chan reply {
+		ch := make(chan reply, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.ts.URL+"/mcp", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set(openenv.MCPSessionHeader, hdr[openenv.MCPSessionHeader])
+			resp, err := s.ts.Client().Do(req)
+			if err != nil {
+				ch <- reply{mcpReply: mcpReply{err: err}}
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			ch <- reply{mcpReply{resp.StatusCode, string(b), err}, resp.Header.Get("Content-Type")}
+		}()
+		return ch
+	}
+	cancel := func(id int) {
+		t.Helper()
+		msg := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d,"reason":"AbortError"}}`, id)
+		if code, body, _ := s.httpDo(t, "POST", "/mcp", msg, hdr); code != http.StatusAccepted {
+			t.Fatalf("notifications/cancelled: %d %s", code, body)
+		}
+	}
+	call := post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
+	<-fake.slowStarted
+	list := post(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	select {
+	case r := <-list:
+		t.Fatalf("tools/list answered during the call: %d %s", r.code, r.body)
+	case <-time.After(50 * time.Millisecond):
+	}
+	cancel(2) // the listing waiting for the call
+	cancel(1) // the call
+	for name, ch := range map[string]<-chan reply{"tools/list": list, "tools/call": call} {
+		r := <-ch
+		if r.err != nil || r.code != http.StatusOK || r.contentType != "text/event-stream" || r.body != "" {
+			t.Errorf("the cancelled %s: %d %q %q %v, want 200 and an event stream without a message", name, r.code, r.contentType, r.body, r.err)
+		}
+	}
+	// The session is free for the next call, which is answered.
+	r := <-post(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2}}}`)
+	if r.code != http.StatusOK || r.contentType != "application/json" {
+		t.Fatalf("the call after the cancelled ones: %d %q %s", r.code, r.contentType, r.body)
+	}
+	jsonEq(t, r.body, `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"3"}],"structuredContent":{"result":3},"isError":false}}`)
+}
