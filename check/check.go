@@ -55,7 +55,7 @@ var Rules = []Rule{
 	{"SH207", SeverityWarning, false, "one tool of a shared node contributed under two names"},
 	{"SH208", SeverityError, true, "composition.Open inside a tool, a middleware or a startup hook, or in a tools/ or middleware/ package"},
 	{"SH209", SeverityError, true, "ctx.Worlds.Get naming something that is not a registered child"},
-	{"SH210", SeverityError, true, "a tool's argument or result field whose json tag has the option inline or unknown, which json v2 ignores"},
+	{"SH210", SeverityError, true, "a tool's argument or result field whose json tag json v2 refuses, or has the option inline or unknown, which json v2 ignores"},
 	{"SH301", SeverityError, false, "a tracked table whose primary key cannot key the change log exactly"},
 	{"SH302", SeverityError, false, "a world's schema does not apply to an empty store"},
 	{"SH303", SeverityWarning, false, "a world's UntrackedTables names a table its schema does not create"},

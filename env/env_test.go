@@ -133,6 +133,98 @@ func TestTool_RegistrationBugs(t *testing.T) {
 	}
 }
 
+// Structs with json tags json v2 refuses, which the server's encoding of
+// results would write all the same.
+type (
+	tagRepeated struct {
+		//lint:ignore SA5008 the repeated option is what this case tests
+		Note string `json:"note,omitempty,omitempty"`
+	}
+	tagQuoted struct {
+		//lint:ignore SA5008 the malformed name is what this case tests
+		Note string `json:"'note"`
+	}
+	tagUnexported struct {
+		ID   int    `json:"id"`
+		note string `json:""` //lint:ignore U1000 the tag is what this case tests
+	}
+	tagEmbedNamed struct {
+		Rest map[string]any `json:"rest,embed"`
+	}
+	tagEmbedOmit struct {
+		Rest map[string]any `json:",embed,omitzero"`
+	}
+	tagCase struct {
+		//lint:ignore SA5008 the case value is what this case tests
+		Note string `json:"note,case:bogus"`
+	}
+	tagSameName struct {
+		Note  string
+		Other string `json:"Note"`
+	}
+)
+
+// TestTool_RefusesTagsJSONv2Refuses panics at the registration of a tool
+// whose result or argument type reaches a struct with a json tag json v2
+// refuses, naming the type, the field and the tag.
+func TestTool_RefusesTagsJSONv2Refuses(t *testing.T) {
+	w := env.NewWorld(env.WorldSpec{Name: "tags", Version: "1"})
+	type none struct{}
+	for _, tc := range []struct {
+		name string
+		res  func() // registers a tool returning a []T
+		arg  func() // registers a tool taking a struct with a field of T
+		want string // the message after the type
+	}{
+		{"repeated", func() {
+			env.Tool(w, "r", "x", func(*env.Ctx, none) ([]tagRepeated, error) { return nil, nil })
+		}, func() {
+			env.Tool(w, "a", "x", func(*env.Ctx, struct{ In tagRepeated }) (int, error) { return 0, nil })
+		}, "Go struct field Note has duplicate appearance of `omitempty` tag option (tag `json:\"note,omitempty,omitempty\"`)"},
+		{"quoted", func() {
+			env.Tool(w, "r", "x", func(*env.Ctx, none) ([]tagQuoted, error) { return nil, nil })
+		}, func() {
+			env.Tool(w, "a", "x", func(*env.Ctx, struct{ In tagQuoted }) (int, error) { return 0, nil })
+		}, "Go struct field Note has malformed `json` tag: invalid character '\\'' at start of option (expecting Unicode letter) (tag `json:\"'note\"`)"},
+		{"unexported", func() {
+			env.Tool(w, "r", "x", func(*env.Ctx, none) ([]tagUnexported, error) { return nil, nil })
+		}, func() {
+			env.Tool(w, "a", "x", func(*env.Ctx, struct{ In tagUnexported }) (int, error) { return 0, nil })
+		}, "unexported Go struct field note cannot have non-ignored `json:\"\"` tag"},
+		{"embed named", func() {
+			env.Tool(w, "r", "x", func(*env.Ctx, none) ([]tagEmbedNamed, error) { return nil, nil })
+		}, func() {
+			env.Tool(w, "a", "x", func(*env.Ctx, struct{ In tagEmbedNamed }) (int, error) { return 0, nil })
+		}, "Go struct field Rest cannot have any options other than `embed` specified (tag `json:\"rest,embed\"`)"},
+		{"embed omitzero", func() {
+			env.Tool(w, "r", "x", func(*env.Ctx, none) ([]tagEmbedOmit, error) { return nil, nil })
+		}, func() {
+			env.Tool(w, "a", "x", func(*env.Ctx, struct{ In tagEmbedOmit }) (int, error) { return 0, nil })
+		}, "Go struct field Rest cannot have any options other than `embed` specified (tag `json:\",embed,omitzero\"`)"},
+		{"case", func() {
+			env.Tool(w, "r", "x", func(*env.Ctx, none) ([]tagCase, error) { return nil, nil })
+		}, func() {
+			env.Tool(w, "a", "x", func(*env.Ctx, struct{ In tagCase }) (int, error) { return 0, nil })
+		}, "Go struct field Note has unknown `case:bogus` tag value (tag `json:\"note,case:bogus\"`)"},
+		{"same name", func() {
+			env.Tool(w, "r", "x", func(*env.Ctx, none) ([]tagSameName, error) { return nil, nil })
+		}, func() {
+			env.Tool(w, "a", "x", func(*env.Ctx, struct{ In tagSameName }) (int, error) { return 0, nil })
+		}, "Go struct fields Note and Other conflict over JSON object name \"Note\""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := bugOf(t, tc.res)
+			if !strings.HasPrefix(res, `tags.Tool("r"): argschema: []env_test.tag`) || !strings.HasSuffix(res, ": "+tc.want) {
+				t.Errorf("result: %q, want %q after the type", res, tc.want)
+			}
+			arg := bugOf(t, tc.arg)
+			if !strings.HasPrefix(arg, `tags.Tool("a"): argschema: struct { In env_test.tag`) || !strings.HasSuffix(arg, " field In: "+tc.want) {
+				t.Errorf("argument: %q, want %q after the field", arg, tc.want)
+			}
+		})
+	}
+}
+
 func TestTool_DecodeNamesTheField(t *testing.T) {
 	w := env.NewWorld(env.WorldSpec{Name: "dec", Version: "1"})
 	type args struct {

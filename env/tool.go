@@ -130,7 +130,9 @@ func (r *ToolRef[In, Out]) Name() string { return r.def.Name }
 // descriptions, required unless a pointer, omitempty or `default:`) become
 // the input schema. It panics with a *WorldBug on a bad name, a duplicate,
 // an argument type with no JSON Schema, or a result type JSON cannot
-// encode or whose json tags mis-spell an option (omitEmpty).
+// encode or with a json tag json v2 refuses (a mis-spelt or repeated
+// option, a malformed name, a tag on an unexported field, two fields of
+// one name: argschema.TagError).
 func Tool[In, Out any](w *World, name, description string, fn func(c *Ctx, in In) (Out, error)) *ToolRef[In, Out] {
 	where := callerLine(1)
 	mustWorld(w, fmt.Sprintf("env.Tool(%q)", name), where)
@@ -157,7 +159,7 @@ func Tool[In, Out any](w *World, name, description string, fn func(c *Ctx, in In
 // newToolDef builds the definition of fn's tool, in no world yet: the input
 // schema derived from In and the typed call. It fails when In has no JSON
 // Schema, when Out holds a type JSON cannot encode, and when a json tag in
-// Out mis-spells an option.
+// Out is one json v2 refuses.
 func newToolDef[In, Out any](name, description, where string, fn func(c *Ctx, in In) (Out, error)) (*ToolDef, error) {
 	in := reflect.TypeFor[In]()
 	schema, err := argschema.Schema(in)
@@ -167,7 +169,7 @@ func newToolDef[In, Out any](name, description, where string, fn func(c *Ctx, in
 	if bad := argschema.Unencodable(reflect.TypeFor[Out]()); bad != nil {
 		return nil, fmt.Errorf("its result type %v holds a %v, which JSON cannot encode, so no call could return a result", reflect.TypeFor[Out](), bad)
 	}
-	if err := argschema.MisspeltOption(reflect.TypeFor[Out]()); err != nil {
+	if err := argschema.RefusedTag(reflect.TypeFor[Out]()); err != nil {
 		return nil, err
 	}
 	out := argschema.OutputOf(reflect.TypeFor[Out]())

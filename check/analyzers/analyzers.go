@@ -9,8 +9,10 @@
 //     name that no AddWorld registered on the world the enclosing tool,
 //     middleware or hook belongs to.
 //   - [JSONTagOption] (SH210) reports a field of a tool's argument or
-//     result struct whose json tag has the option inline or unknown, which
-//     json v2 ignores (it spells embedding embed).
+//     result struct whose json tag json v2 refuses (a malformed tag, a
+//     mis-spelt or repeated option, two fields of one name), or has the
+//     option inline or unknown, which json v2 ignores (it spells embedding
+//     embed).
 //   - [WorldsAnalyzer] is their helper: it finds every package-level
 //     *env.World variable, the world's own name, the names its AddWorld calls
 //     register, and every tool, middleware and hook registration. It exports

@@ -1,6 +1,7 @@
 package analyzers
 
 import (
+	"cmp"
 	"fmt"
 	"go/types"
 	"reflect"
@@ -13,35 +14,40 @@ import (
 
 // JSONTagOption reports SH210: a field of a tool's argument or result
 // struct (the In and Out of env.Tool, and the structs they reach through
-// fields, pointers, slices, arrays and maps) whose json tag has an option
-// json v2, which decodes arguments and encodes results, does not know but
-// was meant to: inline or unknown, which older drafts of json v2 used for
-// what it now spells embed, and a known option mis-spelt in case or
-// underscores (omitEmpty). json v2 ignores inline and unknown, so such a
-// field is a member of its own, named by its Go field, with no error; the
-// server's encoding of results ignores a mis-spelling too. env.Tool refuses
-// a mis-spelling at registration, and in an argument any of them.
+// fields, pointers, slices, arrays and maps) whose json tag json v2, which
+// decodes arguments and encodes results, refuses or ignores.
+//
+// json v2 refuses the tags argschema.TagError names: a malformed tag, a
+// known option mis-spelt (omitEmpty) or repeated, a case other than
+// case:ignore or case:strict, embed with another option or a name, a json
+// tag on an unexported field, two fields of one JSON name. The server's
+// encoding of results, with encoding/json's error semantics, would write
+// such a type all the same, so env.Tool refuses it at registration, by the
+// same rule. json v2 ignores an option it does not know; of those, inline
+// and unknown are reported, which older drafts of json v2 used for what it
+// now spells embed: such a field is a member of its own, named by its Go
+// field, with no error. env.Tool refuses them in an argument.
 //
 // A field declared in the analysed package is reported where it is
 // declared; a field of another package's type, at the env.Tool call. A type
 // with its own JSON or text encoding is not looked into.
 var JSONTagOption = &analysis.Analyzer{
 	Name:     "jsontagoption",
-	Doc:      "SH210: report a tool argument or result field whose json tag has an option json v2 does not know: inline, unknown, or a mis-spelt known option",
+	Doc:      "SH210: report a tool argument or result field whose json tag json v2 refuses (a malformed tag, a mis-spelt or repeated option, a tag on an unexported field, two fields of one name) or whose option inline or unknown it ignores",
 	Requires: []*analysis.Analyzer{WorldsAnalyzer},
 	Run:      runJSONTagOption,
 }
 
-// tagUse is one field with an ignored option, as the first registration
-// that reaches it found it.
+// tagUse is one field with a refused tag or an ignored option, as the
+// first registration that reaches it found it.
 type tagUse struct {
-	field  *types.Var
-	owner  string // the struct type, for messages
-	option string // the option as written
-	want   string // the option json v2 knows that was meant
-	member string // the member json v2 makes of it
-	arg    bool   // reached from a tool's arguments
-	reg    *Registration
+	field   *types.Var
+	owner   string // the struct type, for messages
+	refused string // json v2's error for its tag, or ""
+	option  string // the ignored option as written
+	member  string // the member json v2 makes of it
+	arg     bool   // reached from a tool's arguments
+	reg     *Registration
 }
 
 func runJSONTagOption(pass *analysis.Pass) (any, error) {
@@ -70,11 +76,15 @@ func runJSONTagOption(pass *analysis.Pass) (any, error) {
 		if u.reg.Tool != "" {
 			tool = fmt.Sprintf("tool %q", u.reg.Tool)
 		}
+		where := "result"
+		if u.arg {
+			where = "arguments"
+		}
 		unknown := strings.ReplaceAll(strings.ToLower(u.option), "_", "") == "unknown"
 		var msg string
 		switch {
-		case u.want != "embed":
-			msg = fmt.Sprintf("env.Tool refuses it when the tool registers; json v2's option is %q", u.want)
+		case u.refused != "":
+			msg = "has a json tag json v2 refuses, and env.Tool refuses it when the tool registers: " + u.refused
 		case u.arg && unknown:
 			msg = "json v2 ignores it, and env.Tool refuses it: arguments are held to the tool's schema, which admits no member it does not name"
 		case u.arg:
@@ -84,14 +94,12 @@ func runJSONTagOption(pass *analysis.Pass) (any, error) {
 		default:
 			msg = fmt.Sprintf(`json v2 ignores it, and writes the field as a member %q of its own; json v2's option is "embed"`, u.member)
 		}
-		where := "result"
-		if u.arg {
-			where = "arguments"
+		if u.refused == "" {
+			msg = fmt.Sprintf("has the json tag option %q, which json v2 does not know: %s", u.option, msg)
 		}
 		pass.Report(analysis.Diagnostic{
 			Pos: pos, Category: "SH210",
-			Message: fmt.Sprintf("field %s of %s%s, in the %s of %s, has the json tag option %q, which json v2 does not know: %s",
-				u.field.Name(), prefix, u.owner, where, tool, u.option, msg),
+			Message: fmt.Sprintf("field %s of %s%s, in the %s of %s, %s", u.field.Name(), prefix, u.owner, where, tool, msg),
 		})
 	}
 	return nil, nil
@@ -127,6 +135,7 @@ func (w *tagWalk) walk(t types.Type, owner string) {
 		if owner == "" {
 			owner = "struct"
 		}
+		w.refusedTags(t, owner)
 		for i := range t.NumFields() {
 			f := t.Field(i)
 			tag, _ := reflect.StructTag(t.Tag(i)).Lookup("json")
@@ -137,8 +146,8 @@ func (w *tagWalk) walk(t types.Type, owner string) {
 			// its options: an ignored one changes nothing.
 			if name, opts := splitJSONTag(tag); !f.Embedded() || name != "" {
 				for _, opt := range opts {
-					if want := meantOption(opt); want != "" {
-						w.found(f, owner, opt, want, name)
+					if meantEmbed(opt) {
+						w.found(&tagUse{field: f, owner: owner, option: opt, member: cmp.Or(name, f.Name())})
 						break
 					}
 				}
@@ -148,38 +157,54 @@ func (w *tagWalk) walk(t types.Type, owner string) {
 	}
 }
 
-// found records a field with an ignored option; a field reached from both
-// arguments and results is reported as an argument's.
-func (w *tagWalk) found(f *types.Var, owner, opt, want, name string) {
-	if u, ok := w.byField[f.Origin()]; ok {
-		if w.arg && !u.arg {
-			u.arg, u.reg = true, w.reg
+// refusedTags records each field of struct t whose json tag json v2
+// refuses, by argschema.TagErrors.
+func (w *tagWalk) refusedTags(t *types.Struct, owner string) {
+	fields := make([]argschema.TagField, t.NumFields())
+	for i := range fields {
+		f := t.Field(i)
+		tag, hasTag := reflect.StructTag(t.Tag(i)).Lookup("json")
+		fields[i] = argschema.TagField{Name: f.Name(), Tag: tag, HasTag: hasTag,
+			Exported: f.Exported(), Embedded: f.Embedded(), Struct: holdsStruct(f.Type())}
+	}
+	for i, err := range argschema.TagErrors(fields) {
+		if err != nil {
+			w.found(&tagUse{field: t.Field(i), owner: owner, refused: err.Error()})
+		}
+	}
+}
+
+// holdsStruct reports whether t is a struct type or an unnamed pointer to
+// one, as json v2 looks into an embedded field.
+func holdsStruct(t types.Type) bool {
+	if p, ok := types.Unalias(t).(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	_, ok := t.Underlying().(*types.Struct)
+	return ok
+}
+
+// found records u, a field with a refused tag or an ignored option, with
+// the registration being walked; a field reached from both arguments and
+// results is reported as an argument's, and a field once.
+func (w *tagWalk) found(u *tagUse) {
+	if old, ok := w.byField[u.field.Origin()]; ok {
+		if w.arg && !old.arg {
+			old.arg, old.reg = true, w.reg
 		}
 		return
 	}
-	if name == "" {
-		name = f.Name()
-	}
-	u := &tagUse{field: f, owner: owner, option: opt, want: want, member: name, arg: w.arg, reg: w.reg}
-	w.byField[f.Origin()] = u
+	u.arg, u.reg = w.arg, w.reg
+	w.byField[u.field.Origin()] = u
 	w.uses = append(w.uses, u)
 }
 
-// meantOption returns the option json v2 knows that an option it does not
-// know was meant to be, or "": embed for inline and unknown, the older
-// drafts' spellings (in any case, with any underscores), and a known option for a mis-spelling of it that only
-// differs in case and underscores (omitEmpty, omit_zero), which json v2
-// itself refuses, but not with the legacy error semantics of the server's
-// encoding of results.
-func meantOption(opt string) string {
+// meantEmbed reports whether opt, an option json v2 does not know, was
+// meant as embed: inline or unknown, the older drafts' spellings, in any
+// case and with any underscores.
+func meantEmbed(opt string) bool {
 	norm := strings.ReplaceAll(strings.ToLower(opt), "_", "")
-	if norm == "inline" || norm == "unknown" {
-		return "embed"
-	}
-	if known := argschema.KnownOption(opt); known != opt {
-		return known
-	}
-	return ""
+	return norm == "inline" || norm == "unknown"
 }
 
 // ownEncoding reports whether t or *t has a JSON or text encoding of its

@@ -25,8 +25,9 @@
 // flatten as encoding/json and json v2 flatten them, so a decoded value
 // re-encodes with encoding/json under the same names. A field is required
 // unless it is a pointer, has the omitempty or omitzero option, or has a
-// default tag; other json tag options, and embedded fields that are not
-// untagged structs, are refused. Further tags:
+// default tag; other json tag options, embedded fields that are not
+// untagged structs, and a json tag json v2 refuses in a struct however
+// deep ([TagError]), are refused. Further tags:
 //
 //   - doc:"text" is the field's "description".
 //   - default:"value" is applied when the field is absent and listed as

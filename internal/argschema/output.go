@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"unicode"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -181,69 +180,4 @@ func unencodable(t reflect.Type, seen map[reflect.Type]bool) reflect.Type {
 		}
 	}
 	return nil
-}
-
-// MisspeltOption returns an error naming a field, of a struct reachable
-// from t as Unencodable looks, whose json tag mis-spells in case or
-// underscores an option json v2 knows (omitEmpty, omit_zero): json v2
-// refuses such a tag, and Decode too, in an argument, but the server
-// encodes results with encoding/json's error semantics, which ignore the
-// option. The error says what json v2 says of it; nil when there is none.
-func MisspeltOption(t reflect.Type) error {
-	return misspelt(&adapter{root: t}, t, "", map[reflect.Type]bool{})
-}
-
-func misspelt(a *adapter, t reflect.Type, where string, seen map[reflect.Type]bool) error {
-	if seen[t] || t == timeType || t == rawType ||
-		implements(t, jsonMarshaler) || implements(t, textMarshaler) {
-		return nil
-	}
-	seen[t] = true
-	switch t.Kind() {
-	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
-		return misspelt(a, t.Elem(), where, seen)
-	case reflect.Struct:
-		for _, sf := range reflect.VisibleFields(t) {
-			tag := sf.Tag.Get("json")
-			_, opts, _ := strings.Cut(tag, ",")
-			if tag == "-" || !sf.IsExported() && !sf.Anonymous {
-				continue
-			}
-			for opt := range strings.SplitSeq(opts, ",") {
-				// An option is a Go identifier, its value (case:, format:)
-				// after it.
-				opt = opt[:len(opt)-len(strings.TrimLeftFunc(opt, isIdentRune))]
-				if want := KnownOption(opt); want != "" && want != opt {
-					holder := where // the struct the field is declared in
-					if n := len(sf.Index); n > 1 {
-						holder = joinWhere(where, goPath(t, sf.Index[:n-1]))
-					}
-					return a.errorf(holder, "Go struct field %s has invalid appearance of `%s` tag option; specify `%s` instead", sf.Name, opt, want)
-				}
-			}
-		}
-		for _, f := range outFields(t) {
-			if err := misspelt(a, f.sf.Type, joinWhere(where, goPath(t, f.sf.Index)), seen); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// KnownOption returns the json v2 tag option opt spells in any case, with
-// any underscores (omitEmpty, omit_zero: omitempty, omitzero), or "": json
-// v2 refuses such a mis-spelling. It is safe for concurrent use.
-func KnownOption(opt string) string {
-	switch norm := strings.ReplaceAll(strings.ToLower(opt), "_", ""); norm {
-	case "case", "embed", "omitzero", "omitempty", "string", "format":
-		return norm
-	}
-	return ""
-}
-
-// isIdentRune reports whether r may be in a json tag option, as json v2
-// reads one.
-func isIdentRune(r rune) bool {
-	return r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r)
 }

@@ -180,16 +180,16 @@ type outTree struct {
 	} `json:"leaf"`
 }
 
-// TestMisspeltOption refuses a result type a field of which, however deep,
+// TestRefusedTag refuses a result type a field of which, however deep,
 // mis-spells a json v2 option, in json v2's words, and in the shape Schema
 // refuses the same struct as arguments with.
-func TestMisspeltOption(t *testing.T) {
+func TestRefusedTag(t *testing.T) {
 	_, argErr := argschema.Schema(reflect.TypeFor[outMisspelt]())
 	if argErr == nil {
 		t.Fatal("Schema(outMisspelt) accepted it")
 	}
-	if err := argschema.MisspeltOption(reflect.TypeFor[outMisspelt]()); err == nil || err.Error() != argErr.Error() {
-		t.Errorf("MisspeltOption(outMisspelt) = %v, want Schema's %q", err, argErr)
+	if err := argschema.RefusedTag(reflect.TypeFor[outMisspelt]()); err == nil || err.Error() != argErr.Error() {
+		t.Errorf("RefusedTag(outMisspelt) = %v, want Schema's %q", err, argErr)
 	}
 	type embedded struct {
 		outMisspelt
@@ -206,12 +206,12 @@ func TestMisspeltOption(t *testing.T) {
 		typ  reflect.Type
 		want string // the error, or "" for none
 	}{
-		{reflect.TypeFor[[]outMisspelt](), "argschema: []argschema_test.outMisspelt: Go struct field Note has invalid appearance of `omitEmpty` tag option; specify `omitempty` instead"},
-		{reflect.TypeFor[map[string]*outMisspelt](), "argschema: map[string]*argschema_test.outMisspelt: Go struct field Note has invalid appearance of `omitEmpty` tag option; specify `omitempty` instead"},
-		{reflect.TypeFor[embedded](), "argschema: argschema_test.embedded field outMisspelt: Go struct field Note has invalid appearance of `omitEmpty` tag option; specify `omitempty` instead"},
-		{reflect.TypeFor[named](), "argschema: argschema_test.named field Rest: Go struct field Note has invalid appearance of `omitEmpty` tag option; specify `omitempty` instead"},
-		{reflect.TypeFor[outTree](), "argschema: argschema_test.outTree field Leaf: Go struct field At has invalid appearance of `omit_zero` tag option; specify `omitzero` instead"},
-		{reflect.TypeFor[format](), "argschema: argschema_test.format: Go struct field At has invalid appearance of `Format` tag option; specify `format` instead"},
+		{reflect.TypeFor[[]outMisspelt](), "argschema: []argschema_test.outMisspelt: Go struct field Note has invalid appearance of `omitEmpty` tag option; specify `omitempty` instead (tag `json:\"note,omitEmpty\"`)"},
+		{reflect.TypeFor[map[string]*outMisspelt](), "argschema: map[string]*argschema_test.outMisspelt: Go struct field Note has invalid appearance of `omitEmpty` tag option; specify `omitempty` instead (tag `json:\"note,omitEmpty\"`)"},
+		{reflect.TypeFor[embedded](), "argschema: argschema_test.embedded field outMisspelt: Go struct field Note has invalid appearance of `omitEmpty` tag option; specify `omitempty` instead (tag `json:\"note,omitEmpty\"`)"},
+		{reflect.TypeFor[named](), "argschema: argschema_test.named field Rest: Go struct field Note has invalid appearance of `omitEmpty` tag option; specify `omitempty` instead (tag `json:\"note,omitEmpty\"`)"},
+		{reflect.TypeFor[outTree](), "argschema: argschema_test.outTree field Leaf: Go struct field At has invalid appearance of `omit_zero` tag option; specify `omitzero` instead (tag `json:\"at,omit_zero\"`)"},
+		{reflect.TypeFor[format](), "argschema: argschema_test.format: Go struct field At has invalid appearance of `Format` tag option; specify `format` instead (tag `json:\"at,Format:RFC3339\"`)"},
 		{reflect.TypeFor[outOrder](), ""},
 		{reflect.TypeFor[outNotEmbedded](), ""},
 		{reflect.TypeFor[outOwnJSON](), ""},
@@ -220,9 +220,9 @@ func TestMisspeltOption(t *testing.T) {
 		{reflect.TypeFor[any](), ""},
 		{reflect.TypeFor[map[string]any](), ""},
 	} {
-		err := argschema.MisspeltOption(tc.typ)
+		err := argschema.RefusedTag(tc.typ)
 		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && got != tc.want {
-			t.Errorf("MisspeltOption(%v) = %v, want %q", tc.typ, err, tc.want)
+			t.Errorf("RefusedTag(%v) = %v, want %q", tc.typ, err, tc.want)
 		}
 	}
 }

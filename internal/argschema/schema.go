@@ -46,9 +46,17 @@ func build(root, st reflect.Type) (*jsonschema.Schema, map[*jsonschema.Schema]re
 	if _, err := jsonschema.ForType(st, &jsonschema.ForOptions{IgnoreInvalidTypes: true}); err != nil {
 		return nil, nil, fmt.Errorf("argschema: %v: %w", root, errors.Unwrap(err))
 	}
-	// json v2 validates the type's json tags on first use. Its message
-	// words the failure differently from one process to the next ("cannot"
-	// or "unable to"), so the error names the cause alone.
+	// json v2 refuses a json tag of a struct it reaches when it first
+	// decodes into it, which for a struct deeper in is when an argument
+	// first holds one: the type is refused now, by json v2's rule.
+	if err := refusedTag(&adapter{root: root}, st, "", map[reflect.Type]bool{}); err != nil {
+		return nil, nil, err
+	}
+	// json v2 checks the rest of the struct's fields on first use (an
+	// embedded field with an encoding of its own, no exported field at
+	// all). Its message words the failure differently from one process to
+	// the next ("cannot" or "unable to"), so the error names the cause
+	// alone.
 	if err := jsonv2.Unmarshal([]byte("{}"), reflect.New(st).Interface()); err != nil {
 		var se *jsonv2.SemanticError
 		if errors.As(err, &se) && se.Err != nil {

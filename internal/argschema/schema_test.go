@@ -194,7 +194,7 @@ func TestSchema_Errors(t *testing.T) {
 		{"InvalidName", reflect.TypeFor[struct {
 			//lint:ignore SA5008 the malformed tag is what this case tests
 			N int `json:"a\\b"`
-		}](), "argschema: struct { N int \"json:\\\"a\\\\\\\\b\\\"\" }: Go struct field N has malformed `json` tag: invalid character '\\\\' before next option (expecting ',')"},
+		}](), "argschema: struct { N int \"json:\\\"a\\\\\\\\b\\\"\" }: Go struct field N has malformed `json` tag: invalid character '\\\\' before next option (expecting ',') (tag `json:\"a\\\\b\"`)"},
 		{"EnumOnBool", reflect.TypeFor[struct {
 			B bool `enum:"true"`
 		}](), "argschema: struct { B bool \"enum:\\\"true\\\"\" } field B: the enum tag needs a string or number field, not bool"},

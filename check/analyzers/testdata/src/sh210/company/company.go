@@ -33,9 +33,9 @@ type Report struct {
 	Inner struct {
 		More map[string]any `json:",omitempty,inline"` // want `field More of Report.Inner, in the result`
 	} `json:"inner"`
-	Note   string `json:"note,omitEmpty"`        // want `field Note of Report, in the result of tool "report", has the json tag option "omitEmpty", which json v2 does not know: env.Tool refuses it when the tool registers; json v2's option is "omitempty"`
+	Note   string `json:"note,omitEmpty"`        // want "field Note of Report, in the result of tool \"report\", has a json tag json v2 refuses, and env.Tool refuses it when the tool registers: Go struct field Note has invalid appearance of `omitEmpty` tag option; specify `omitempty` instead \\(tag `json:\\\"note,omitEmpty\\\"`\\)"
 	Kept   string `json:"kept,omitempty,Inline"` // want `field Kept of Report, in the result of tool "report", has the json tag option "Inline", which json v2 does not know: json v2 ignores it, and writes the field as a member "kept" of its own`
-	hidden string `json:",inline"`
+	hidden string `json:",inline"`               // want "field hidden of Report, in the result of tool \"report\", has a json tag json v2 refuses, and env.Tool refuses it when the tool registers: unexported Go struct field hidden cannot have non-ignored `json:\\\",inline\\\"` tag"
 	Own    Custom `json:"own"`
 }
 
@@ -59,7 +59,7 @@ type Both struct {
 }
 
 type Search struct {
-	Limit  int  `json:"limit,omit_zero"` // want `field Limit of Search, in the arguments of tool "search", has the json tag option "omit_zero", which json v2 does not know: env.Tool refuses it when the tool registers; json v2's option is "omitzero"`
+	Limit  int  `json:"limit,omit_zero"` // want "field Limit of Search, in the arguments of tool \"search\", has a json tag json v2 refuses, and env.Tool refuses it when the tool registers: Go struct field Limit has invalid appearance of `omit_zero` tag option; specify `omitzero` instead"
 	Filter Base `json:"filter,inline"`   // want `field Filter of Search, in the arguments of tool "search", has the json tag option "inline", which json v2 does not know: json v2 ignores it, and env.Tool refuses it: to take a struct's fields as members of the arguments, embed the struct as an untagged Go embedded field \(json v2's own option, "embed", is refused in arguments too\)`
 }
 
@@ -94,3 +94,29 @@ var Ints = env.Tool(World, "ints", "Returns ints.",
 
 var Strings = env.Tool(World, "strings", "Returns strings.",
 	func(c *env.Ctx, _ struct{}) (Wrapped[string], error) { return Wrapped[string]{}, nil })
+
+// Tagged has a field of each shape of json tag json v2 refuses; each is
+// reported, not only the first.
+type Tagged struct {
+	Repeated string             `json:"repeated,omitempty,omitempty"` // want "field Repeated of Tagged, in the result of tool \"tagged\", has a json tag json v2 refuses, and env.Tool refuses it when the tool registers: Go struct field Repeated has duplicate appearance of `omitempty` tag option"
+	Quoted   string             `json:"'quoted"`                      // want "field Quoted of Tagged, .*: Go struct field Quoted has malformed `json` tag: invalid character '\\\\'' at start of option \\(expecting Unicode letter\\)"
+	Rest     map[string]any     `json:"rest,embed"`                   // want "field Rest of Tagged, .*: Go struct field Rest cannot have any options other than `embed` specified"
+	More     map[string]any     `json:",embed,omitempty"`             // want "field More of Tagged, .*: Go struct field More cannot have any options other than `embed` specified"
+	Case     string             `json:"case,case:bogus"`              // want "field Case of Tagged, .*: Go struct field Case has unknown `case:bogus` tag value"
+	Same     string             `json:"repeated"`                     // want "field Same of Tagged, .*: Go struct fields Repeated and Same conflict over JSON object name \"repeated\""
+	Base     `json:",omitzero"` // want "field Base of Tagged, .*: Go struct field Base cannot have any options other than `embed` specified"
+	Fine     string             `json:"fine,omitzero,case:ignore"`
+	Also     string             `json:"also,inline"` // want `field Also of Tagged, in the result of tool "tagged", has the json tag option "inline"`
+}
+
+var Tagged_ = env.Tool(World, "tagged", "Returns Tagged.",
+	func(c *env.Ctx, _ struct{}) (map[string][]Tagged, error) { return nil, nil })
+
+// Deep reaches a refused tag in another package's struct, reported at the
+// registration.
+type Deep struct {
+	Rows []shared.Row `json:"rows"`
+}
+
+var Deep_ = env.Tool(World, "deep", "Takes Deep.", // want "field Name of shared.Row, in the arguments of tool \"deep\", has a json tag json v2 refuses, and env.Tool refuses it when the tool registers: Go struct fields ID and Name conflict over JSON object name \"id\""
+	func(c *env.Ctx, in Deep) (any, error) { return nil, nil })
