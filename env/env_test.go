@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seahaven/seahaven/env"
 )
@@ -158,6 +159,9 @@ type (
 		//lint:ignore SA5008 the case value is what this case tests
 		Note string `json:"note,case:bogus"`
 	}
+	tagFormat struct {
+		At time.Time `json:"at,format:RFC3339"`
+	}
 	tagSameName struct {
 		Note  string
 		Other string `json:"Note"`
@@ -211,6 +215,13 @@ func TestTool_RefusesTagsJSONv2Refuses(t *testing.T) {
 		}, func() {
 			env.Tool(w, "a", "x", func(*env.Ctx, struct{ In tagSameName }) (int, error) { return 0, nil })
 		}, "Go struct fields Note and Other conflict over JSON object name \"Note\""},
+		// json v2 takes a format option only with an option the server
+		// does not give: every call would fail.
+		{"format", func() {
+			env.Tool(w, "r", "x", func(*env.Ctx, none) ([]tagFormat, error) { return nil, nil })
+		}, func() {
+			env.Tool(w, "a", "x", func(*env.Ctx, struct{ In tagFormat }) (int, error) { return 0, nil })
+		}, "Go struct field At has unsupported `format` tag option (tag `json:\"at,format:RFC3339\"`)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := bugOf(t, tc.res)

@@ -20,10 +20,11 @@ import (
 // json v2 refuses the tags argschema.TagError names: a malformed tag, a
 // known option mis-spelt (omitEmpty) or repeated, a case other than
 // case:ignore or case:strict, embed with another option or a name, a json
-// tag on an unexported field, two fields of one JSON name. The server's
-// encoding of results, with encoding/json's error semantics, would write
-// such a type all the same, so env.Tool refuses it at registration, by the
-// same rule. json v2 ignores an option it does not know; of those, inline
+// tag on an unexported field, two fields of one JSON name, and a format
+// option, which it takes only with an option the server does not give. The
+// server's encoding of results, with encoding/json's error semantics, would
+// write such a type all the same (or, for format, fail every call), so
+// env.Tool refuses it at registration, by the same rule. json v2 ignores an option it does not know; of those, inline
 // and unknown are reported, which older drafts of json v2 used for what it
 // now spells embed: such a field is a member of its own, named by its Go
 // field, with no error. env.Tool refuses them in an argument.

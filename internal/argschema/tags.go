@@ -41,17 +41,28 @@ type TagField struct {
 //     would be a member;
 //   - two fields of the struct with one JSON name (fields of one name from
 //     embedded structs are no error: the shallowest, then a tagged one,
-//     wins, and when none does the name is no member).
+//     wins, and when none does the name is no member);
+//   - when it refuses nothing else in the struct, a format option: json v2
+//     takes one only with its ExperimentalSupportFormatTag option, which
+//     neither the server nor Decode gives, so it refuses every value of the
+//     struct.
 //
 // The server's encoding of results, with encoding/json's error semantics,
 // writes such a type without an error, in a shape its output schema does
 // not always describe. The error names the field by its Go name and gives
 // its tag. TagError is safe for concurrent use.
 func TagError(fields []TagField) (int, error) {
-	for i, err := range TagErrors(fields) {
-		if err != nil {
+	format := -1
+	errs := TagErrors(fields)
+	for i, err := range errs {
+		if _, ok := err.(formatError); ok && format < 0 {
+			format = i
+		} else if err != nil && !ok {
 			return i, err
 		}
+	}
+	if format >= 0 {
+		return format, errs[format]
 	}
 	return -1, nil
 }
@@ -98,9 +109,16 @@ func TagErrors(fields []TagField) []error {
 			errs[i] = cmp.Or(errs[i], jsonErrorf("Go struct fields %s and %s conflict over JSON object name %q", fields[j].Name, f.Name, o.name))
 		}
 		names[o.name] = i
+		if o.format && errs[i] == nil {
+			errs[i] = formatError{withTag(f, jsonErrorf("Go struct field %s has unsupported `format` tag option", f.Name))}
+		}
 	}
 	return errs
 }
+
+// formatError is json v2's error for a format option, which it reports
+// only when it refuses nothing else in the struct.
+type formatError struct{ error }
 
 // withTag adds the field's tag to err, json v2's words for it.
 func withTag(f TagField, err error) error {
@@ -122,6 +140,7 @@ type tagOptions struct {
 	hasName bool   // named by the tag
 	embed   bool
 	other   bool // an option but embed: omitempty, omitzero, string, format or case
+	format  bool // a format
 }
 
 // readTag reads f's json tag as json v2 does, and returns its first
@@ -223,7 +242,7 @@ func readTag(f TagField) (o tagOptions, ignored bool, err error) {
 				break
 			}
 			tag = tag[n:]
-			o.other, wasFormat = true, true
+			o.other, o.format, wasFormat = true, true, true
 		default:
 			// Any other option is ignored, but a mis-spelling of one json
 			// v2 knows.

@@ -72,6 +72,10 @@ func TestTagError(t *testing.T) {
 			"Go struct field A cannot have both `case:ignore` and `case:strict` tag options (tag `json:\"a,case:ignore,case:strict\"`)"},
 		{"Format not last", []argschema.TagField{exported("A", "a,format:RFC3339,omitempty")}, 0,
 			"Go struct field A has `format` tag option that was not specified last (tag `json:\"a,format:RFC3339,omitempty\"`)"},
+		{"Format", []argschema.TagField{exported("A", "a"), exported("B", "b,omitempty,format:RFC3339")}, 1,
+			"Go struct field B has unsupported `format` tag option (tag `json:\"b,omitempty,format:RFC3339\"`)"},
+		{"Format, then another refusal", []argschema.TagField{exported("A", "a,format:RFC3339"), exported("B", "b,omitempty,omitempty")}, 1,
+			"Go struct field B has duplicate appearance of `omitempty` tag option (tag `json:\"b,omitempty,omitempty\"`)"},
 		{"Format without value", []argschema.TagField{exported("A", "a,format")}, 0,
 			"Go struct field A is missing value for `format` tag option (tag `json:\"a,format\"`)"},
 		{"Unterminated format", []argschema.TagField{exported("A", "a,format:'2006")}, 0,
@@ -119,12 +123,14 @@ func TestTagError(t *testing.T) {
 func TestTagErrors(t *testing.T) {
 	errs := argschema.TagErrors([]argschema.TagField{
 		exported("A", "a,omitempty,omitempty"), exported("B", "b"), exported("C", "a"), exported("D", "d,omit_empty"),
+		exported("E", "e,format:RFC3339"),
 	})
 	want := []string{
 		"Go struct field A has duplicate appearance of `omitempty` tag option (tag `json:\"a,omitempty,omitempty\"`)",
 		"<nil>",
 		`Go struct fields A and C conflict over JSON object name "a"`,
 		"Go struct field D has invalid appearance of `omit_empty` tag option; specify `omitempty` instead (tag `json:\"d,omit_empty\"`)",
+		"Go struct field E has unsupported `format` tag option (tag `json:\"e,format:RFC3339\"`)",
 	}
 	for i, err := range errs {
 		if fmt.Sprint(err) != want[i] {
@@ -265,6 +271,17 @@ func TestRefusedTag_Server(t *testing.T) {
 	}
 	if s := argschema.OutputOf(reflect.TypeFor[quoted]()).Schema; !strings.Contains(string(s), `"'a"`) {
 		t.Errorf("output schema %s", s)
+	}
+	// A format option, which json v2 takes only with an option the server
+	// does not give, fails every value instead.
+	type format struct {
+		At time.Time `json:"at,format:RFC3339"`
+	}
+	if _, err := wirejson.Marshal(format{}); err == nil {
+		t.Error("the server writes a format option")
+	}
+	if err := argschema.RefusedTag(reflect.TypeFor[[]format]()); err == nil {
+		t.Error("RefusedTag(format) = nil")
 	}
 	for _, v := range []any{quoted{}, tagNamedEmbed{}, tagUnexported{}, tagConflict{}, tagBadCase{}} {
 		if _, err := wirejson.Marshal(v); err != nil {

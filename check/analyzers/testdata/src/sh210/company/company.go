@@ -29,7 +29,7 @@ type Report struct {
 	Next  *Report         `json:"next,omitempty"`
 	Extra Value           `json:",embed"`
 	Plain string          `json:"inline"`
-	When  string          `json:",format:'a,inline'"`
+	When  string          `json:",format:'a,inline'"` // want "field When of Report, .*: Go struct field When has unsupported `format` tag option"
 	Inner struct {
 		More map[string]any `json:",omitempty,inline"` // want `field More of Report.Inner, in the result`
 	} `json:"inner"`
