@@ -506,8 +506,9 @@ func (c *Capture) collect(read func(*touched) ([]any, []string, error)) ([]RowCh
 }
 
 // readRow reads the current row at t's key and the table's current column
-// names. The row is nil when there is none; the names are nil when the
-// table is gone.
+// names. The row is nil when there is none, a row whose key SQLite finds
+// equal to t's while it differs in type included; the names are nil when
+// the table is gone.
 func (cn *conn) readRow(t *touched) ([]any, []string, error) {
 	m := cn.meta[t.meta.name]
 	if m == nil || m.skip || m.selectSQL == "" || m.ident != t.meta.ident {
@@ -525,7 +526,15 @@ func (cn *conn) readRow(t *touched) ([]any, []string, error) {
 	if !st.Step() {
 		return nil, m.names, st.Err()
 	}
-	return readRow(st, len(m.names)), m.names, nil
+	row := readRow(st, len(m.names))
+	if len(m.pk) > 0 && !slices.EqualFunc(m.keyIn(row, 0), t.key, valueEqual) {
+		// A key SQLite finds equal to t's, of another type: the integer
+		// -2^63 and the real -2^63.0, which a column of INTEGER or NUMERIC
+		// affinity keeps apart as written. The row at t's key is gone, and
+		// this one has a key of its own.
+		return nil, m.names, nil
+	}
+	return row, m.names, nil
 }
 
 // hasPrefixFold reports whether s begins with prefix, in any letter case.

@@ -578,6 +578,30 @@ func TestCapture_Cases(t *testing.T) {
 			),
 		},
 		{
+			// SQLite finds the integer -2^63 and the real -2^63.0 one key,
+			// and a column of INTEGER or NUMERIC affinity keeps the real
+			// as a real: the REPLACE deletes the row keyed by the integer.
+			// The failed INSERT makes Finish read the rows back, by keys
+			// that find the row of the other.
+			name: "MinInt64AsReal",
+			schema: `CREATE TABLE w (k INTEGER NOT NULL PRIMARY KEY, v TEXT) WITHOUT ROWID;
+CREATE TABLE n (k NUMERIC NOT NULL PRIMARY KEY, v TEXT);`,
+			setup: `INSERT INTO w VALUES (-9223372036854775808, 'a'); INSERT INTO n VALUES (-9223372036854775808.0, 'a');`,
+			act: func(t *testing.T, s *sqlitestore.Store) {
+				MustExec(t, s, `INSERT OR REPLACE INTO w VALUES (-9223372036854775808.0, 'b')`)
+				MustExec(t, s, `INSERT OR REPLACE INTO n VALUES (-9223372036854775808, 'b')`)
+				if _, err := s.Exec(context.Background(), `INSERT INTO w VALUES (NULL, 'c')`); err == nil {
+					t.Fatal("a NULL key was inserted")
+				}
+			},
+			want: lines(
+				"delete n map[k:-9.223372036854776e+18] before=map[k:-9.223372036854776e+18 v:a]",
+				"insert n map[k:-9223372036854775808] after=map[k:-9223372036854775808 v:b]",
+				"delete w map[k:-9223372036854775808] before=map[k:-9223372036854775808 v:a]",
+				"insert w map[k:-9.223372036854776e+18] after=map[k:-9.223372036854776e+18 v:b]",
+			),
+		},
+		{
 			name:   "SortedByTableThenKey",
 			schema: `CREATE TABLE b (k NUMERIC PRIMARY KEY NOT NULL); CREATE TABLE a (id INTEGER PRIMARY KEY);`,
 			act:    execAll(`INSERT INTO b VALUES ('x'), (x'00'), (2.5), (10)`, `INSERT INTO a VALUES (3), (1)`),

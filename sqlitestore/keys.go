@@ -32,6 +32,11 @@ import (
 //     numbers into one form (INTEGER and NUMERIC: integral reals become
 //     integers; REAL: integers become reals, -0.0 becomes 0.0; TEXT:
 //     numbers become text), so under BINARY it holds each key one way.
+//     The one exception, the real -2^63.0, which INTEGER and NUMERIC keep
+//     as a real beside the integer -2^63 it equals, is one key to SQLite
+//     and two to capture, which reads a row back only at its own (see
+//     conn.readRow): a REPLACE of one by the other is the one deleted and
+//     the other inserted.
 //   - A rowid table with no primary key whose columns are named rowid, oid
 //     and _rowid_: its rows are keyed by rowid, and no name is left to read
 //     a row by it.
