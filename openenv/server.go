@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/coder/websocket"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
 	"golang.org/x/time/rate"
@@ -382,8 +383,13 @@ func (s *Server) Sessions() []SessionInfo {
 // ("server shutting down"), cancels calls in progress, closes every instance
 // and stops the idle reaper. It waits until all that is done or ctx ends, and
 // then returns ctx's error; the sessions still finish closing in the
-// background. http.Server.Shutdown does not wait for WebSocket connections,
-// so call this alongside it. Shutdown may be called more than once.
+// background, but the WebSockets of those not ended are closed first, so
+// that the process may exit: one with a call in progress (a call that runs
+// on past its cancellation) with StatusGoingAway and a reason saying the
+// call outlived the shutdown timeout. Shutdown waits at most 2 seconds for
+// those closes. http.Server.Shutdown does not wait for WebSocket
+// connections, so call this alongside it. Shutdown may be called more than
+// once.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.shutdown = true
@@ -418,7 +424,61 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
+		s.cutOff(list)
 		return fmt.Errorf("openenv: shutdown: %w", ctx.Err())
+	}
+}
+
+// cutOffReason is the close reason of a /ws session whose call
+// outlived Shutdown's context.
+const cutOffReason = "server shutting down: the call in progress outlived the shutdown timeout"
+
+// cutOff closes the sockets of the /ws sessions of list that have not
+// ended when Shutdown's context did: the process exiting once Shutdown
+// returns would end their connections with no close frame, which a client
+// cannot tell from a network fault. A session with a call in progress (a
+// tool that runs on past its cancellation holds its session's own close)
+// closes with StatusGoingAway and cutOffReason, any other with the status
+// its session stopped with, which its own goroutine was about to send. It
+// waits for the close handshakes at most wsEndGrace, so a client that
+// reads nothing holds Shutdown no longer than that.
+func (s *Server) cutOff(list []*session) {
+	var closing sync.WaitGroup
+	for _, ss := range list {
+		select {
+		case <-ss.done:
+			continue
+		default:
+		}
+		if ss.ws == nil {
+			continue
+		}
+		code, reason := ss.closeStatus()
+		ss.mu.Lock()
+		busy := ss.busy > 0
+		ss.mu.Unlock()
+		if busy {
+			code, reason = websocket.StatusGoingAway, cutOffReason
+			s.log.Warn("openenv: shutdown: the session's call outlived the shutdown timeout; its socket is closed", "session", ss.ref)
+		}
+		closing.Go(func() {
+			if code == closeAbort {
+				ss.ws.CloseNow()
+			} else {
+				ss.ws.Close(code, reason)
+			}
+		})
+	}
+	closed := make(chan struct{})
+	go func() {
+		closing.Wait()
+		close(closed)
+	}()
+	t := time.NewTimer(wsEndGrace)
+	defer t.Stop()
+	select {
+	case <-closed:
+	case <-t.C:
 	}
 }
 

@@ -41,6 +41,10 @@ type session struct {
 	// tagged is ctx carrying the session's tag: what bind returns for ctx
 	// itself, the context of every message of a /ws session.
 	tagged context.Context
+	// ws is the socket of a /ws session, set before Shutdown can see the
+	// session; nil for the other transports. Its own goroutine closes it,
+	// but for a session Shutdown cuts off (see Server.cutOff).
+	ws *websocket.Conn
 
 	// slot serialises the use of inst: a call holds the one token for its
 	// whole length. It is a channel, not a mutex, so a waiter can give up

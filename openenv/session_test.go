@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/openenv"
 )
 
@@ -224,6 +225,32 @@ func TestServer_ShutdownDeadline(t *testing.T) {
 	// sessions in the background (mustServe's cleanup checks they all close).
 	if err := s.Shutdown(ctx); err == nil || !strings.Contains(err.Error(), "context canceled") {
 		t.Errorf("Shutdown with an ended context: %v", err)
+	}
+}
+
+// TestServer_ShutdownCutsAStuckStep: a /ws step whose tool ignores its
+// cancellation and outlives Shutdown's context ends its connection with a
+// close frame that says so, 1001 and the shutdown timeout, where the
+// connection stayed open until the tool returned: the process, exiting
+// meanwhile, ended it with no close frame, as a network fault does.
+func TestServer_ShutdownCutsAStuckStep(t *testing.T) {
+	s := mustServeWorld(t, faultyWorld, app.Config{}, openenv.Config{StepTimeout: time.Hour})
+	started, release := holdUntilReleased("outlives the shutdown")
+	t.Cleanup(release) // before the server's cleanup, which waits for the step
+	c := s.dial(t)
+	send(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"stuck","arguments":{"body":"outlives the shutdown"}}}`)
+	awaitSlow(t, started)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // Shutdown's time is up, and the step runs on
+	if err := s.Shutdown(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Shutdown: %v, want its context's error", err)
+	}
+	rctx, rcancel := context.WithTimeout(context.Background(), waitLimit)
+	defer rcancel()
+	_, _, err := c.Read(rctx)
+	const reason = "server shutting down: the call in progress outlived the shutdown timeout"
+	if ce := (websocket.CloseError{}); !errors.As(err, &ce) || ce.Code != websocket.StatusGoingAway || ce.Reason != reason {
+		t.Errorf("the client of the step: %v, want a close with 1001 and %q", err, reason)
 	}
 }
 

@@ -280,6 +280,20 @@ var (
 			return noteResult{}, fmt.Errorf("held: %w", c.Context().Err())
 		}
 	})
+	_ = env.Tool(faultyWorld, "stuck", "Write a note, then wait until the test releases it (holdUntilReleased), whatever happens to the call.", func(c *env.Ctx, in noteArgs) (noteResult, error) {
+		out, err := writeNote(c, in.Body)
+		if err != nil {
+			return out, err
+		}
+		release, _ := heldRelease.Load(in.Body)
+		if waiting, ok := slowWaiting.LoadAndDelete(in.Body); ok {
+			close(waiting.(chan struct{}))
+		}
+		if release != nil {
+			<-release.(chan struct{})
+		}
+		return out, nil
+	})
 	_ = env.Tool(faultyWorld, "slow", "Write a note, then wait ms milliseconds or until the call is cancelled.", func(c *env.Ctx, in noteArgs) (noteResult, error) {
 		out, err := writeNote(c, in.Body)
 		if err != nil {

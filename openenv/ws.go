@@ -50,6 +50,9 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	c.SetReadLimit(-1) // readMessage enforces MaxMessageBytes itself, to report it
 	s.mu.Lock()
 	ss, perr := s.newSessionLocked(TransportWS, "")
+	if perr == nil {
+		ss.ws = c // before Shutdown can see the session
+	}
 	s.mu.Unlock()
 	if perr != nil {
 		code, reason := websocket.StatusTryAgainLater, "server at capacity"
