@@ -973,6 +973,69 @@ func TestCheckpoint_TimeoutMetric(t *testing.T) {
 	}
 }
 
+// watchedCheckpoints is stallingCheckpoints whose checkpoints each send
+// their context on started before they run until it ends.
+type watchedCheckpoints struct {
+	stallingCheckpoints
+	started chan context.Context
+}
+
+func (b watchedCheckpoints) Open(ctx context.Context, opts openenv.OpenOptions) (openenv.Instance, error) {
+	inst, err := b.fakeBackend.Open(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return watchedInstance{stallingInstance{inst}, b.started}, nil
+}
+
+type watchedInstance struct {
+	stallingInstance
+	started chan context.Context
+}
+
+func (in watchedInstance) Checkpoint(ctx context.Context, req openenv.CheckpointRequest) (openenv.CheckpointInfo, error) {
+	in.started <- ctx
+	return in.stallingInstance.Checkpoint(ctx, req)
+}
+
+// TestCheckpoint_DrainCutByShutdown: a drain's checkpoint still running
+// when Shutdown's context ends is cut short with it, and the /ws session
+// closes with 1001 and no checkpoint. A checkpoint bounded by its
+// session's context and the step timeout alone would run on, holding
+// Shutdown past its deadline for as long as it took.
+func TestCheckpoint_DrainCutByShutdown(t *testing.T) {
+	fake := newFake(t)
+	b := watchedCheckpoints{stallingCheckpoints{fake}, make(chan context.Context, 1)}
+	s := mustServeOver(t, b, fake, openenv.Config{StepTimeout: time.Hour, DrainCheckpoints: true})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset"}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- s.Shutdown(ctx) }()
+	var checkpoint context.Context
+	select {
+	case checkpoint = <-b.started:
+	case <-time.After(waitLimit):
+		t.Fatal("the drain took no checkpoint")
+	}
+	cancel()
+	select {
+	case <-checkpoint.Done():
+	case <-time.After(waitLimit):
+		t.Fatal("the drain's checkpoint ran on when Shutdown's context ended")
+	}
+	rctx, rcancel := context.WithTimeout(context.Background(), waitLimit)
+	defer rcancel()
+	_, _, err := c.Read(rctx)
+	if ce := (websocket.CloseError{}); !errors.As(err, &ce) || ce.Code != websocket.StatusGoingAway || ce.Reason != "server shutting down" {
+		t.Errorf("the session whose drain checkpoint Shutdown's context cut short: %v, want 1001 and no checkpoint", err)
+	}
+	if err := <-shutdown; err != nil && !errors.Is(err, context.Canceled) {
+		t.Errorf("Shutdown: %v", err)
+	}
+}
+
 // TestCheckpoint_DrainDoesNotWaitOnAStep: a draining server checkpoints
 // every idle session while another session's step is still in progress;
 // that session alone waits for its step to end. Its wait held one of the
