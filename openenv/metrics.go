@@ -136,7 +136,7 @@ func newMetrics(s *Server) *serverMetrics {
 	m.episodeSteps = histograms("seahaven_episode_steps",
 		"Steps (tool calls) of each episode when it ends, by task.", prometheus.ExponentialBuckets(1, 2, 11), "task")
 	m.gradingFailures = counters("seahaven_grading_failures_total",
-		"Gradings that could not run (a grader's error), by task.", "task")
+		"Gradings a grader's error failed, by task. A grading that ran nothing, having waited for an engine slot (max-active) until its deadline or cancellation, is not counted: it says nothing of the task.", "task")
 	m.refusedAfterDone = counters("seahaven_steps_refused_after_done_total",
 		"Steps refused because the episode's task had graded it done, by task.", "task")
 	m.replayed = f.NewCounter(prometheus.CounterOpts{Name: "seahaven_steps_replayed_total",

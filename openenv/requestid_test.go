@@ -242,6 +242,37 @@ func TestStep_GradingWaitedForASlot(t *testing.T) {
 	}
 }
 
+// TestStep_GradingFailuresMetric: seahaven_grading_failures_total counts a
+// grading its grader's error failed, not one that waited for an engine
+// slot until its deadline and ran nothing, which says nothing of the task,
+// where it counted both.
+func TestStep_GradingFailuresMetric(t *testing.T) {
+	fake := newFake(t)
+	b := &gradingBackend{fakeBackend: fake}
+	s := mustServeOver(t, b, fake, openenv.Config{})
+	h := map[string]string{"X-Seahaven-Session": "metered"}
+	if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{}`, h); status != http.StatusOK {
+		t.Fatalf("reset: %d %s", status, body)
+	}
+	step := func(want string) {
+		t.Helper()
+		status, body, _ := s.httpDo(t, http.MethodPost, "/step", `{"action":{"type":"call_tool","tool_name":"echo","arguments":{"message":"m"}},"timeout_s":0.05}`, h)
+		if status == http.StatusOK || !strings.Contains(body, want) {
+			t.Fatalf("step: %d %s, want a grading failure with %q", status, body, want)
+		}
+	}
+	b.fails.Store(1)
+	step("the check's query failed")
+	if n := s.scrape(t).value(t, "seahaven_grading_failures_total", "task", "none"); n != 1 {
+		t.Errorf("after a grader's error, seahaven_grading_failures_total = %v, want 1", n)
+	}
+	b.queued.Store(true)
+	step("nothing was graded")
+	if n := s.scrape(t).value(t, "seahaven_grading_failures_total", "task", "none"); n != 1 {
+		t.Errorf("after a grading that waited for an engine slot in vain, seahaven_grading_failures_total = %v, want 1 still", n)
+	}
+}
+
 // TestStep_GradedThoughItsRequestEnds: a POST /step whose request ends
 // (its client gave up) after its call ran is graded all the same, as a
 // /ws step is, whose grading only its session's end cuts short: the

@@ -113,10 +113,14 @@ func (ss *session) gradeLocked(ctx context.Context, g Grader, timeout time.Durat
 		err = fmt.Errorf("it ran past its deadline of %s", timeout)
 	}
 	if err != nil {
-		ss.mu.Lock()
-		task := ss.task
-		ss.mu.Unlock()
-		ss.srv.metrics.gradingFailures.WithLabelValues(taskLabel(task)).Inc()
+		if !errors.Is(err, env.ErrNoStep) {
+			// A grading that ran nothing (it waited for the backend's
+			// engine in vain) is no failure of the task's grader.
+			ss.mu.Lock()
+			task := ss.task
+			ss.mu.Unlock()
+			ss.srv.metrics.gradingFailures.WithLabelValues(taskLabel(task)).Inc()
+		}
 		return Grading{}, newError(codeExecution, failed, err.Error())
 	}
 	if res.Checks == nil {
