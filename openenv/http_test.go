@@ -76,6 +76,54 @@ func TestHTTP_Allow(t *testing.T) {
 	}
 }
 
+// TestHTTP_UnknownMethod: a method the router has no table for (FOO,
+// PROPFIND) on a path no route serves is 404, as PUT there is; on a route,
+// 405 with the route's methods. It was 405 with an empty Allow header
+// wherever the path, the production mode's absent episode routes and the
+// agent listener's absent routes included.
+func TestHTTP_UnknownMethod(t *testing.T) {
+	s := mustServeAgent(t, openenv.Config{})
+	prod := mustServe(t, newFake(t), openenv.Config{Production: true})
+	for _, tt := range []struct {
+		name         string
+		url          string // the server's base URL
+		method, path string
+		status       int
+		allow        string
+	}{
+		{"Nowhere", s.ts.URL, "FOO", "/nowhere", 404, ""},
+		{"NowherePROPFIND", s.ts.URL, "PROPFIND", "/nowhere", 404, ""},
+		{"NowherePUT", s.ts.URL, "PUT", "/nowhere", 404, ""},
+		{"Route", s.ts.URL, "FOO", "/health", 405, "GET, HEAD"},
+		{"RouteMCP", s.ts.URL, "FOO", "/mcp", 405, "POST, DELETE"},
+		{"ProductionReset", prod.ts.URL, "FOO", "/reset", 404, ""},
+		{"AgentWS", s.agent.URL, "FOO", "/ws", 404, ""},
+		{"AgentMetadata", s.agent.URL, "FOO", "/metadata", 405, "GET, HEAD"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequest(tt.method, tt.url+tt.path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tt.status || resp.Header.Get("Allow") != tt.allow {
+				t.Errorf("%s %s: %d %s (Allow %q), want %d with Allow %q", tt.method, tt.path, resp.StatusCode, body, resp.Header.Get("Allow"), tt.status, tt.allow)
+			}
+			if _, ok := resp.Header["Allow"]; ok && tt.allow == "" {
+				t.Errorf("%s %s: an Allow header %q on a path no route serves", tt.method, tt.path, resp.Header.Get("Allow"))
+			}
+			if tt.status == 404 {
+				jsonEq(t, string(body), `{"detail":"Not Found"}`)
+			}
+		})
+	}
+}
+
 func TestHTTP_Schema(t *testing.T) {
 	s := mustServe(t, newFake(t), openenv.Config{})
 	_, body, _ := s.httpDo(t, "GET", "/schema", "", nil)

@@ -85,9 +85,17 @@ func allowed(mux chi.Routes, path string) []string {
 // FastAPI does, with the Allow header RFC 9110 asks of a 405: the methods
 // mux routes the path for. To GET /mcp, the server offers no event stream
 // of its own (every reply comes with its request), and the reply says so.
+// A path no route serves is notFound's, whatever the method: mux calls
+// this for any method it has no routes of (FOO, PROPFIND), wherever the
+// path.
 func methodNotAllowed(mux chi.Routes) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Allow", strings.Join(allowed(mux, r.URL.Path), ", "))
+		methods := allowed(mux, r.URL.Path)
+		if len(methods) == 0 {
+			notFound(mux)(w, r)
+			return
+		}
+		w.Header().Set("Allow", strings.Join(methods, ", "))
 		msg := "Method Not Allowed"
 		if r.URL.Path == "/mcp" {
 			msg += ": /mcp takes POST (JSON-RPC) and DELETE (end a session); it has no event stream"
