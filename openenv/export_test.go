@@ -39,3 +39,7 @@ func (l *ConnLimit) SetProbeQuiet(d time.Duration) {
 	defer l.mu.Unlock()
 	l.quiet = d
 }
+
+// MaxReplayBytes exposes the bound on the bytes of the step replies a
+// session keeps by request_id.
+const MaxReplayBytes = maxReplayBytes

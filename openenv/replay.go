@@ -13,6 +13,14 @@ import (
 // episode's newest.
 const maxReplays = 1024
 
+// maxReplayBytes bounds the bytes of the step replies a session keeps by
+// request_id, each counted as its action's key (its arguments) and its
+// encoded observation: past it the oldest are forgotten, but the newest is
+// always kept, whatever its size. Without it a session kept maxReplays
+// actions and observations of up to MaxMessageBytes and MaxReplyBytes
+// each, gigabytes.
+const maxReplayBytes = 16 << 20
+
 // replayed is a step reply kept under its request_id.
 type replayed struct {
 	key   string // the action it answered (action.key)
@@ -25,6 +33,8 @@ type replayed struct {
 	// infrastructure error that is a step, such as a call that could not
 	// be recorded): its reply is lost, and a retry is told so.
 	failed string
+	// size is what it counts against maxReplayBytes.
+	size int
 }
 
 // replayLocked answers a step whose request_id the episode has seen: ok
@@ -83,6 +93,11 @@ func (ss *session) rememberLocked(a action, reply stepReply, ungraded bool) {
 	ss.mu.Lock()
 	step := ss.steps
 	ss.mu.Unlock()
+	// Kept encoded, as a checkpoint restores it: one compact copy of the
+	// observation, whose size is then known.
+	if obs, err := encode(reply.Observation); err == nil {
+		reply.Observation = json.RawMessage(obs)
+	}
 	ss.keepLocked(string(*a.RequestID), replayed{key: a.key(), step: step, reply: reply, ungraded: ungraded})
 }
 
@@ -100,15 +115,21 @@ func (ss *session) rememberFailedLocked(a action, perr *protoError) {
 }
 
 // keepLocked keeps a step reply under its request_id, forgetting the
-// oldest past maxReplays. The slot must be held.
+// oldest past maxReplays and maxReplayBytes. The slot must be held.
 func (ss *session) keepLocked(id string, r replayed) {
 	if ss.replays == nil {
 		ss.replays = map[string]replayed{}
 	}
-	if len(ss.ids) == maxReplays {
+	r.size = len(r.key) + len(r.failed)
+	if obs, ok := r.reply.Observation.(json.RawMessage); ok {
+		r.size += len(obs)
+	}
+	for len(ss.ids) > 0 && (len(ss.ids) == maxReplays || ss.replayBytes+r.size > maxReplayBytes) {
+		ss.replayBytes -= ss.replays[ss.ids[0]].size
 		delete(ss.replays, ss.ids[0])
 		ss.ids = ss.ids[1:]
 	}
 	ss.replays[id] = r
 	ss.ids = append(ss.ids, id)
+	ss.replayBytes += r.size
 }

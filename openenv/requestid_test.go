@@ -317,3 +317,47 @@ func TestStep_GradedThoughItsRequestEnds(t *testing.T) {
 		t.Errorf("seahaven_grading_failures_total = %v, want 0", n)
 	}
 }
+
+// The replies a session keeps for request_id retries are bounded in bytes
+// as well as in number: past openenv.MaxReplayBytes the oldest are
+// forgotten (a retry of one runs again), the newest is always kept, even
+// alone over the bound. A session kept its newest 1,024, each action's
+// arguments and observation whole, whatever their size: a client stepping
+// with large arguments or results held gigabytes in one session.
+func TestStep_RequestIDBytes(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{MaxMessageBytes: 2 * openenv.MaxReplayBytes})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset"}`)
+	steps := func() string { return fmt.Sprint(field(t, roundTrip(t, c, `{"type":"state"}`), "data.step_count")) }
+	// Each observation holds the blob a few times: five of them pass the
+	// bound.
+	blob := func(id string) string {
+		return fmt.Sprintf(`{"type":"step","data":{"type":"call_tool","tool_name":"blob","arguments":{"n":%d},"request_id":%q}}`, openenv.MaxReplayBytes/10, id)
+	}
+	first := roundTrip(t, c, blob("r-0"))
+	if !strings.Contains(first, `"type":"observation"`) || strings.Contains(first, `"error":{`) {
+		t.Fatalf("step r-0: %.300s", first)
+	}
+	for i := 1; i < 5; i++ {
+		roundTrip(t, c, blob(fmt.Sprintf("r-%d", i)))
+	}
+	if got := steps(); got != "5" {
+		t.Fatalf("step_count %s after 5 steps", got)
+	}
+	if retry := roundTrip(t, c, blob("r-4")); retry != first || steps() != "5" {
+		t.Errorf("the newest step's retry ran again (step_count %s), or its reply differs", steps())
+	}
+	if roundTrip(t, c, blob("r-0")); steps() != "6" {
+		t.Errorf("step_count %s after a retry of the oldest step, want 6: its reply was still kept past %d bytes", steps(), openenv.MaxReplayBytes)
+	}
+
+	// A step alone over the bound is kept, as the newest.
+	big := fmt.Sprintf(`{"type":"step","data":{"type":"call_tool","tool_name":"blob","arguments":{"n":1,"pad":%q},"request_id":"big"}}`, strings.Repeat("p", openenv.MaxReplayBytes))
+	reply := roundTrip(t, c, big)
+	if !strings.Contains(reply, `"type":"observation"`) {
+		t.Fatalf("the big step: %.300s", reply)
+	}
+	if retry := roundTrip(t, c, big); retry != reply || steps() != "7" {
+		t.Errorf("the retry of a step alone over the bound ran again (step_count %s, want 7), or its reply differs", steps())
+	}
+}

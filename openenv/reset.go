@@ -132,7 +132,7 @@ func (ss *session) installLocked(inst Instance, rec sessionRecord, attempt strin
 	s := ss.srv
 	old := ss.inst
 	ss.inst = inst
-	ss.replays, ss.ids, ss.wrapped = nil, nil, nil
+	ss.replays, ss.ids, ss.replayBytes, ss.wrapped = nil, nil, 0, nil
 	for _, r := range rec.Replays {
 		ss.keepLocked(r.ID, replayed{key: r.Key, step: r.Step, reply: stepReply{Observation: r.Observation, Reward: r.Reward, Done: r.Done}, ungraded: r.Ungraded, failed: r.Failed})
 	}

@@ -53,9 +53,11 @@ type session struct {
 	inst  Instance // guarded by slot; nil before the first reset
 	ended bool     // guarded by slot; inst is closed and the session is gone
 	// replays are the episode's step replies by request_id, and ids their
-	// ids oldest first (at most maxReplays); guarded by slot.
-	replays map[string]replayed
-	ids     []string
+	// ids oldest first (at most maxReplays, of replayBytes together, at
+	// most maxReplayBytes but for the newest); guarded by slot.
+	replays     map[string]replayed
+	ids         []string
+	replayBytes int
 	// wrapped holds the names of inst's tools whose structured content is
 	// {"result": <result>}, read once per instance; guarded by slot.
 	wrapped map[string]bool
