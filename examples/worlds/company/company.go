@@ -74,7 +74,7 @@ func init() {
 
 // InvoiceArgs are the arguments of invoice.
 type InvoiceArgs struct {
-	Amount int64 `json:"amount" doc:"Amount in cents." min:"1"`
+	Amount int64 `json:"amount" doc:"Amount in cents." min:"1" max:"1000000000000"`
 }
 
 // Invoice is a filed invoice.

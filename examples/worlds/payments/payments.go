@@ -30,7 +30,7 @@ type Charge struct {
 
 // ChargeArgs are the arguments of create_charge.
 type ChargeArgs struct {
-	Amount int64 `json:"amount" doc:"Amount in cents." min:"1"`
+	Amount int64 `json:"amount" doc:"Amount in cents." min:"1" max:"1000000000000"`
 }
 
 // CreateCharge charges the account.

@@ -27,7 +27,7 @@ func init() {
 
 // OrderArgs are the arguments of place_order.
 type OrderArgs struct {
-	Total int64 `json:"total" doc:"Order total in cents." min:"1"`
+	Total int64 `json:"total" doc:"Order total in cents." min:"1" max:"1000000000000"`
 }
 
 // Order is a placed order.
