@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -229,90 +228,56 @@ func logDiffOps(r *rand.Rand, depth int, wide bool) []string {
 }
 
 // logDiffSnapshot reads every row of every store through the inspection
-// view, by "world\x00table\x00key".
-func logDiffSnapshot(t *testing.T, inst *composition.Instance) map[string]map[string]any {
+// view, by world, table and key (see sqlfFlat).
+func logDiffSnapshot(t *testing.T, inst *composition.Instance, worlds ...string) map[string]map[string]any {
 	t.Helper()
-	out := map[string]map[string]any{}
-	for _, tb := range []struct{ world, schema, table, key string }{
-		{"main", "main", "h", "id"}, {"main", "main", "n", "rowid"}, {"main", "main", "w", "k, j"},
-		{"kv", "kv", "kv", "id"}, {"kv", "kv", "c", "id"}, {"kv", "kv", "h", "id"}, {"kv", "kv", "kz", "rowid"},
-	} {
-		rows, err := inst.Inspect().Query(context.Background(), fmt.Sprintf("SELECT %s AS key__, * FROM %s.%s", strings.ReplaceAll(tb.key, ", ", " || '/' || "), tb.schema, tb.table))
-		if err != nil && tb.table == "kz" && strings.Contains(err.Error(), "no such table") {
-			continue // not created, or dropped
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range rows.Maps() {
-			key := m["key__"]
-			delete(m, "key__")
-			out[tb.world+"\x00"+tb.table+"\x00"+fmt.Sprint(key)] = m
-		}
-	}
-	return out
+	return sqlfFlat(sqlfSnapshotView(t, inst, worlds...), nil, nil, nil)
 }
 
 // recordKey is a record's row as logDiffSnapshot names it.
-func recordKey(r env.ChangeRecord) string {
-	var key string
-	switch r.Table {
-	case "w":
-		key = fmt.Sprintf("%v/%v", r.Key["k"], r.Key["j"])
-	case "n", "kz":
-		key = fmt.Sprint(r.Key["rowid"])
-	default:
-		key = fmt.Sprint(r.Key["id"])
-	}
-	return r.World + "\x00" + r.Table + "\x00" + key
-}
+func recordKey(r env.ChangeRecord) string { return sqlfRecordKey(r, nil) }
 
-// sameRow compares two rows value by value, types and float bits included.
+// sameRow compares two images of a row, either nil for none, value by
+// value, types and float bits included.
 func sameRow(a, b map[string]any) bool {
-	if (a == nil) != (b == nil) || len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		w, ok := b[k]
-		if !ok || fmt.Sprintf("%T", v) != fmt.Sprintf("%T", w) {
-			return false
-		}
-		if f, ok := v.(float64); ok {
-			if math.Float64bits(f) != math.Float64bits(w.(float64)) {
-				return false
-			}
-		} else if fmt.Sprint(v) != fmt.Sprint(w) {
-			return false
-		}
-	}
-	return true
+	return (a == nil) == (b == nil) && len(a) == len(b) && sqlfSame(a, b)
 }
 
 // chainLog chains the records of one call, row by row in log order, from
-// the rows before it to the rows after it.
-func chainLog(before, after map[string]map[string]any, records []env.ChangeRecord) error {
+// the rows before it to the rows after it: each record's before-image is
+// the row as the records before it left it, and the rows they end at are
+// the rows after it. key names a record's row as the reads do, "" leaving
+// the record out; same compares two images of a row, either nil for none.
+// An update whose images are the same is an error.
+func chainLog(before, after map[string]map[string]any, records []env.ChangeRecord, key func(env.ChangeRecord) string, same func(a, b map[string]any) bool) error {
 	var errs []error
 	cur := map[string]map[string]any{}
 	touched := map[string]bool{}
 	for _, r := range records {
-		k := recordKey(r)
+		k := key(r)
+		if k == "" {
+			continue
+		}
 		row := cur[k]
 		if !touched[k] {
 			row = before[k]
 			touched[k] = true
 		}
-		if !sameRow(row, r.Before) {
-			errs = append(errs, fmt.Errorf("record %d (%s %s %s %v): before %v, but the row was %v", r.Seq, r.Tool, r.Op, r.Table, r.Key, r.Before, row))
+		if !same(row, r.Before) {
+			errs = append(errs, fmt.Errorf("record %d (%s %s %s %s %v): before %v, but the row was %v", r.Seq, r.Tool, r.Op, r.World, r.Table, r.Key, r.Before, row))
+		}
+		if r.Before != nil && r.After != nil && len(r.Before) == len(r.After) && same(r.Before, r.After) {
+			errs = append(errs, fmt.Errorf("record %d (%s %s %s %s %v): an update that changes nothing", r.Seq, r.Tool, r.Op, r.World, r.Table, r.Key))
 		}
 		cur[k] = r.After
 	}
 	for k, row := range cur {
-		if !sameRow(row, after[k]) {
+		if !same(row, after[k]) {
 			errs = append(errs, fmt.Errorf("%q: the records end at %v, the row is %v", k, row, after[k]))
 		}
 	}
 	for k, row := range after {
-		if !touched[k] && !sameRow(row, before[k]) {
+		if !touched[k] && !same(row, before[k]) {
 			errs = append(errs, fmt.Errorf("%q: no record, but the row went from %v to %v", k, before[k], row))
 		}
 	}
@@ -380,16 +345,16 @@ func logDiffSeed(t *testing.T, seed uint64, wide bool) {
 		ops := logDiffOps(r, 2, wide)
 		b, _ := json.Marshal(logDiffArgs{Ops: ops})
 		calls = append(calls, string(b))
-		before := logDiffSnapshot(t, inst)
+		before := logDiffSnapshot(t, inst, "main", "kv")
 		prev := len(inst.ChangeLog())
 		logDiffInst = inst
 		_, err := inst.CallJSON(ctx, "run", b)
 		if err != nil {
 			calls = append(calls, "  -> "+err.Error())
 		}
-		after := logDiffSnapshot(t, inst)
+		after := logDiffSnapshot(t, inst, "main", "kv")
 		log := inst.ChangeLog()[prev:]
-		if err := chainLog(before, after, log); err != nil {
+		if err := chainLog(before, after, log, recordKey, sameRow); err != nil {
 			t.Fatalf("call %s:\n%v\nrecords:\n%s", b, err, formatLog(log))
 		}
 	}

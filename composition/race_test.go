@@ -1,0 +1,5 @@
+//go:build race
+
+package composition_test
+
+func init() { raceBuild = true }
