@@ -304,10 +304,10 @@ func recvRawAfter(tb testing.TB, c *websocket.Conn, msg string) string {
 	return recvRaw(tb, c)
 }
 
-// TestHostile_AmountOverflow sends amounts that overflow int64 or are not
-// positive integers to every tool taking one. Each is refused as
-// invalid_args naming the field, and nothing is written; the largest int64
-// is accepted and stored exactly.
+// TestHostile_AmountOverflow sends amounts that overflow int64, pass the
+// tools' maximum of 10^12 cents or are not positive integers to every tool
+// taking one. Each is refused as invalid_args naming the field, and nothing
+// is written; the maximum is accepted and stored exactly.
 func TestHostile_AmountOverflow(t *testing.T) {
 	s := mustServeCompany(t, openenv.Config{})
 	c := s.dial(t)
@@ -320,7 +320,7 @@ func TestHostile_AmountOverflow(t *testing.T) {
 		{"pay_create_charge", "amount"}, {"eu_create_charge", "amount"}, {"invoice", "amount"}, {"shop_place_order", "total"},
 	}
 	refused := []string{
-		"9223372036854775808", "-9223372036854775809", "18446744073709551616", "1e400", "-1e400", "1e19",
+		"1000000000001", "9223372036854775807", "9223372036854775808", "-9223372036854775809", "18446744073709551616", "1e400", "-1e400", "1e19",
 		"-1", "0", "-0", "1.5", "0.999999999999999999999", `"5"`, "true", "null", "[1]", "{}",
 	}
 	for _, tl := range tools {
@@ -333,13 +333,13 @@ func TestHostile_AmountOverflow(t *testing.T) {
 	if after := count(); after != before {
 		t.Fatalf("rows (charges/eu charges/invoices/orders) went from %s to %s after refused calls", before, after)
 	}
-	t.Run("MaxInt64Accepted", func(t *testing.T) {
-		reply := callTool(t, c, "pay_create_charge", `{"amount":9223372036854775807}`)
+	t.Run("MaximumAccepted", func(t *testing.T) {
+		reply := callTool(t, c, "pay_create_charge", `{"amount":1000000000000}`)
 		mustSucceed(t, reply)
-		if got := fmt.Sprint(field(t, reply, "data.observation.result.data.amount")); got != "9223372036854775807" {
-			t.Errorf("amount %s, want 9223372036854775807 exactly", got)
+		if got := fmt.Sprint(field(t, reply, "data.observation.result.data.amount")); got != "1000000000000" {
+			t.Errorf("amount %s, want 1000000000000 exactly", got)
 		}
-		if got := inspectValue(t, c, "SELECT max(amount) FROM payments.charges"); got != "9223372036854775807" {
+		if got := inspectValue(t, c, "SELECT max(amount) FROM payments.charges"); got != "1000000000000" {
 			t.Errorf("stored amount %s", got)
 		}
 	})
