@@ -17,6 +17,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/seahaven/seahaven/app"
+	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/openenv"
 )
 
@@ -346,6 +348,93 @@ func TestServer_AgentHandler(t *testing.T) {
 		}
 		if code, body, _ := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{"control_tools":true}}`, nil); code != http.StatusOK || !strings.Contains(body, "session_id") {
 			t.Errorf("the main listener's openenv/session/create with control_tools: %d %s", code, body)
+		}
+	})
+
+	// An episode's id files its checkpoints (GET /checkpoints/latest): the
+	// agent cannot name the episode a session it starts runs, in the
+	// params or the URL's query of any request that starts one; the
+	// server gives it a new UUID, which the trainer finds in /sessions.
+	t.Run("NoEpisodeID", func(t *testing.T) {
+		const want = "episode_id: an episode's id, under which its checkpoints are filed, is the trainer's; the agent listener names every episode it starts itself"
+		before := len(s.Sessions())
+		for _, r := range []struct{ path, body string }{
+			{"/mcp", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{"episode_id":"ep-1"}}`},
+			{"/mcp?episode_id=ep-1", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create"}`},
+			{"/mcp?episode_id=ep-1", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`},
+			{"/mcp?episode_id=", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`},
+		} {
+			if code, body := s.agentDo(t, "POST", r.path, r.body, nil); !strings.Contains(body, want) || strings.Contains(body, "session_id") {
+				t.Errorf("POST %s %s: %d %s, want the episode id refused", r.path, r.body, code, body)
+			}
+		}
+		if after := len(s.Sessions()); after != before {
+			t.Errorf("%d sessions live after the refusals, want %d", after, before)
+		}
+		_, body := s.agentDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{}}`, nil)
+		id := str(t, body, "result.session_id")
+		if _, body := s.agentDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"session_id":"`+id+`","name":"echo","arguments":{"message":"x"}}}`, nil); strings.Contains(body, `"error"`) {
+			t.Fatalf("tools/call: %s", body)
+		}
+		_, state, _ := s.httpDo(t, "GET", "/state", "", map[string]string{openenv.SessionHeader: id})
+		episode, _ := field(t, state, "episode_id").(string)
+		if u, err := uuid.Parse(episode); err != nil || u.Version() != 4 || u.String() != episode {
+			t.Errorf("the agent session's episode id %q is not a server-issued UUID", episode)
+		}
+		if !slices.ContainsFunc(s.Sessions(), func(si openenv.SessionInfo) bool { return si.EpisodeID == episode }) {
+			t.Errorf("/sessions does not list the agent session's episode %s", episode)
+		}
+		if code, body, _ := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{"episode_id":"ep-1"}}`, nil); code != http.StatusOK || !strings.Contains(body, "session_id") {
+			t.Errorf("the main listener's openenv/session/create with episode_id: %d %s", code, body)
+		}
+	})
+
+	// With periodic checkpoints, an agent session naming the trainer's
+	// episode would file its checkpoints as that episode's newest, and a
+	// failover would restore the agent's world: the newest stays the
+	// trainer's, and the episode id is live in one session only.
+	t.Run("TrainersCheckpointsStayTheirs", func(t *testing.T) {
+		s := mustServeWorld(t, company.World, app.Config{DefaultFixture: company.AcmeID}, openenv.Config{CheckpointEvery: 1})
+		agent := httptest.NewServer(s.AgentHandler())
+		t.Cleanup(agent.Close)
+		h := map[string]string{openenv.SessionHeader: "trainer"}
+		if code, body, _ := s.httpDo(t, "POST", "/reset", `{"episode_id":"ep-1"}`, h); code != http.StatusOK {
+			t.Fatalf("trainer reset: %d %s", code, body)
+		}
+		if code, body, _ := s.httpDo(t, "POST", "/step", `{"action":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Ada"}}}`, h); code != http.StatusOK {
+			t.Fatalf("trainer step: %d %s", code, body)
+		}
+		latest := func() string {
+			t.Helper()
+			code, body, _ := s.httpDo(t, "GET", "/checkpoints/latest?episode_id=ep-1", "", nil)
+			if code != http.StatusOK {
+				t.Fatalf("GET /checkpoints/latest: %d %s", code, body)
+			}
+			return str(t, body, "checkpoint_id")
+		}
+		trainers := latest()
+		_, body, _ := do(t, agent, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{"episode_id":"ep-1"}}`, nil)
+		if !strings.Contains(body, `"error"`) {
+			id := str(t, body, "result.session_id")
+			do(t, agent, "POST", "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"session_id":"`+id+`","name":"hire","arguments":{"name":"Mallory","role":"admin"}}}`, nil)
+		}
+		// The agent's own session, checkpointed after its call too.
+		_, body, _ = do(t, agent, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{}}`, nil)
+		id := str(t, body, "result.session_id")
+		if _, body, _ := do(t, agent, "POST", "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"session_id":"`+id+`","name":"hire","arguments":{"name":"Mallory","role":"admin"}}}`, nil); strings.Contains(body, `"error"`) {
+			t.Fatalf("the agent's call: %s", body)
+		}
+		if got := latest(); got != trainers {
+			t.Errorf("the newest checkpoint of ep-1 is %s after the agent's calls, want the trainer's %s", got, trainers)
+		}
+		n := 0
+		for _, si := range s.Sessions() {
+			if si.EpisodeID == "ep-1" {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d live sessions run episode ep-1, want 1", n)
 		}
 	})
 

@@ -28,6 +28,14 @@ func (ss *session) reset(ctx context.Context, req resetData) *protoError {
 		return invalid([]fieldError{{Type: "value_error", Loc: at(req.loc, "control_tools"), Input: json.RawMessage("true"),
 			Msg: "Value error, control_tools: seahaven_control, which sets the episode's clock, is the trainer's; the agent listener does not serve it"}})
 	}
+	if req.EpisodeID != nil && onAgentListener(ctx) {
+		// Checkpoints are filed under the episode's id: an agent naming
+		// the trainer's episode would make its own world that episode's
+		// newest checkpoint, which a failover restores.
+		in, _ := json.Marshal(*req.EpisodeID)
+		return invalid([]fieldError{{Type: "value_error", Loc: at(req.loc, "episode_id"), Input: in,
+			Msg: "Value error, episode_id: an episode's id, under which its checkpoints are filed, is the trainer's; the agent listener names every episode it starts itself"}})
+	}
 	var opts OpenOptions
 	if req.Checkpoint == nil {
 		var perr *protoError
