@@ -70,8 +70,11 @@ type Config struct {
 	// once, across sessions; the others wait their turn in arrival order
 	// (within their step timeout). A drain's checkpoints take no slot: the
 	// drain runs a few at a time itself, and they would otherwise wait for
-	// other sessions' steps. Zero means DefaultMaxActive; negative means
-	// no cap.
+	// other sessions' steps. Work of the agent listener
+	// (openenv.FromAgentListener) holds at most three quarters of the
+	// slots, at least one, so the main listener always has the rest
+	// (with one slot there is no rest: agents share it). Zero means
+	// DefaultMaxActive; negative means no cap.
 	MaxActive int
 	// MaxInspect caps the inspect queries running at once, across
 	// sessions, apart from MaxActive: graders polling with slow queries
@@ -161,7 +164,7 @@ func New(w *env.World, cfg Config) (_ *Backend, err error) {
 	}
 	b := &Backend{world: w, fixturesDir: cfg.FixturesDir, defaultFixture: cmp.Or(cfg.DefaultFixture, w.Spec().DefaultFixture), dir: dir, release: release,
 		minFree: cmp.Or(cfg.MinFreeDisk, DefaultMinFreeDisk), maxChangeLog: cfg.MaxChangeLogBytes, baseLogger: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-		gate: newGate(cfg.MaxActive), inspectGate: newGate(cmp.Or(cfg.MaxInspect, DefaultMaxInspect(cfg.MaxActive)))}
+		gate: newAgentGate(cfg.MaxActive), inspectGate: newGate(cmp.Or(cfg.MaxInspect, DefaultMaxInspect(cfg.MaxActive)))}
 	b.logger, b.calls = b.component("fixtures"), b.component("calls")
 	defer func() {
 		if err != nil {

@@ -61,9 +61,22 @@ func TestGate(t *testing.T) {
 		}
 		leave2()
 	})
+	t.Run("AgentShare", func(t *testing.T) {
+		for _, tt := range []struct{ slots, share int }{{64, 48}, {4, 3}, {3, 2}, {2, 1}, {1, 1}} {
+			if got := cap(newAgentGate(tt.slots).agents); got != tt.share {
+				t.Errorf("newAgentGate(%d) gives the agent listener %d slots, want %d", tt.slots, got, tt.share)
+			}
+		}
+		if g := newAgentGate(0); cap(g.agents) != DefaultMaxActive*3/4 {
+			t.Errorf("newAgentGate(0) gives the agent listener %d slots, want %d", cap(g.agents), DefaultMaxActive*3/4)
+		}
+		if g := newAgentGate(-1); g.slots != nil || g.agents != nil {
+			t.Error("newAgentGate(-1) is bounded")
+		}
+	})
 	t.Run("Defaults", func(t *testing.T) {
-		if g := newGate(0); cap(g) != DefaultMaxActive {
-			t.Errorf("newGate(0) has %d slots, want %d", cap(g), DefaultMaxActive)
+		if g := newGate(0); cap(g.slots) != DefaultMaxActive {
+			t.Errorf("newGate(0) has %d slots, want %d", cap(g.slots), DefaultMaxActive)
 		}
 		g := newGate(-1)
 		for range 3 {
@@ -90,8 +103,8 @@ func TestGrade_WaitedForASlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer inst.Close()
-	b.gate <- struct{}{} // another session's call holds the only slot
-	defer func() { <-b.gate }()
+	b.gate.slots <- struct{}{} // another session's call holds the only slot
+	defer func() { <-b.gate.slots }()
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	late, stop := context.WithDeadline(ctx, time.Now().Add(-time.Second))

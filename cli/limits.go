@@ -221,7 +221,7 @@ func addScaleFlags(fs *flag.FlagSet) *scaleFlags {
 		idleRelease: fs.Duration("idle-release", sqlitestore.DefaultIdleAfter, "close an instance's SQLite connections after this long without a call; negative keeps them (env SEAHAVEN_IDLE_RELEASE)"),
 		force:       fs.Bool("force", false, "start even when --max-sessions or --max-open exceed the file-descriptor or memory-map limits"),
 		pprof:       fs.Bool("pprof", false, "serve net/http/pprof at /debug/pprof/ on the main listener"),
-		maxActive:   fs.Int("max-active", app.DefaultMaxActive, "the most resets and tool calls running at once; more wait their turn; negative: no cap (env SEAHAVEN_MAX_ACTIVE)"),
+		maxActive:   fs.Int("max-active", app.DefaultMaxActive, "the most resets and tool calls running at once, the --agent-addr listener's at most three quarters of them (at least 1); more wait their turn; negative: no cap (env SEAHAVEN_MAX_ACTIVE)"),
 		maxInspect:  fs.Int("max-inspect", 0, "the most inspect queries running at once, apart from --max-active; more wait their turn; 0: a quarter of --max-active, at least 1; negative: no cap (env SEAHAVEN_MAX_INSPECT)"),
 		inspectCPU:  fs.Float64("inspect-cpu", 0, "how many CPUs' worth of time inspect queries may use together; past it they pause while they run, leaving the rest to tool calls; 0: a quarter of GOMAXPROCS, at least 0.25; negative: unpaced (env SEAHAVEN_INSPECT_CPU)"),
 		storage:     fs.String("storage", storageDisk, "where instance files live: disk, or memory (a tmpfs: /dev/shm, or --instances on one); fixtures stay on disk (env SEAHAVEN_STORAGE)"),

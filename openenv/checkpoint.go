@@ -127,10 +127,11 @@ func (ss *session) checkpointLocked(ctx context.Context, drain bool, drainedFrom
 // Config.CheckpointEvery-th step, unless a restore superseded its attempt
 // (or its fence cannot be read) meanwhile; a failure is logged (and
 // counted), and the step's reply goes out all the same. The checkpoint is bounded by the
-// session's end, not by the end of the step's request, whose client may
-// leave once its call ran (as a /ws step's checkpoint, whose request is its
-// session). The slot must be held.
-func (ss *session) autoCheckpointLocked() {
+// session's end, not by the end of the step's request (ctx), whose client
+// may leave once its call ran (as a /ws step's checkpoint, whose request is
+// its session); the checkpoint of a request of the agent listener is the
+// agent's work (FromAgentListener), as the call was. The slot must be held.
+func (ss *session) autoCheckpointLocked(ctx context.Context) {
 	every := ss.srv.cfg.CheckpointEvery
 	if every <= 0 {
 		return
@@ -151,7 +152,11 @@ func (ss *session) autoCheckpointLocked() {
 		ss.srv.log.Info("openenv: periodic checkpoint skipped: the session's attempt was superseded", "session", ss.ref, "steps", steps, "by", by, "err", err)
 		return
 	}
-	if _, perr := ss.checkpointLocked(ss.tagged, false, ""); perr != nil {
+	cctx := ss.tagged
+	if onAgentListener(ctx) {
+		cctx = context.WithValue(cctx, agentListenerKey{}, true)
+	}
+	if _, perr := ss.checkpointLocked(cctx, false, ""); perr != nil {
 		ss.srv.log.Warn("openenv: periodic checkpoint failed", "session", ss.ref, "steps", steps, "err", perr.message)
 	}
 }

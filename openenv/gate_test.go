@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -216,5 +218,140 @@ func TestMCP_CancelledWaitingForEngineSlot(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(state), &doc); err != nil || doc.StepCount != 1 || len(doc.ChangeLog) != 1 || doc.ChangeLog[0].Call != 1 {
 		t.Errorf("state %s, want step 1, and the next call's note alone in the change log, as call 1 (%v)", state, err)
+	}
+}
+
+// Agents' work holds at most three quarters of the engine slots
+// (--max-active), so the main listener always has the rest: with 4, three
+// agent calls held in a tool take the agents' 3, a fourth waits for one of
+// them, and a trainer's reset and step run at once, where before the
+// fourth took the last slot and the trainer waited behind the agents.
+func TestServer_AgentEngineShare(t *testing.T) {
+	s := mustServeWorld(t, faultyWorld, app.Config{MaxActive: 4}, openenv.Config{StepTimeout: time.Hour})
+	agentTS := httptest.NewServer(s.AgentHandler())
+	t.Cleanup(agentTS.Close)
+	agent := &testServer{Server: s.Server, ts: agentTS}
+	type call struct {
+		post  func(string) <-chan mcpReply
+		reply <-chan mcpReply
+	}
+	var calls [4]call
+	for i := range calls {
+		// Each session's instance is opened first, while slots are free.
+		_, calls[i].post = standardSession(t, agent)
+	}
+	held := func(i int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"held","arguments":{"body":"agent %d"}}}`, i)
+	}
+	var releases [4]func()
+	for i := range 3 {
+		started, release := holdUntilReleased(fmt.Sprintf("agent %d", i))
+		defer release()
+		releases[i] = release
+		calls[i].reply = calls[i].post(held(i))
+		awaitSlow(t, started)
+	}
+	started, release := holdUntilReleased("agent 3")
+	defer release()
+	releases[3] = release
+	calls[3].reply = calls[3].post(held(3))
+
+	trainer := make(chan string, 1)
+	go func() {
+		h := map[string]string{openenv.SessionHeader: "trainer"}
+		if code, body, _ := s.httpDo(t, "POST", "/reset", `{}`, h); code != http.StatusOK {
+			trainer <- fmt.Sprintf("reset: %d %s", code, body)
+			return
+		}
+		code, body, _ := s.httpDo(t, "POST", "/step", `{"action":{"type":"call_tool","tool_name":"note","arguments":{"body":"trainer"}}}`, h)
+		trainer <- fmt.Sprintf("step: %d %s", code, body)
+	}()
+	select {
+	case got := <-trainer:
+		if !strings.HasPrefix(got, "step: 200") {
+			t.Fatalf("the trainer's %s", got)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the trainer's reset and step waited behind the agents' calls")
+	}
+
+	// The fourth agent call waits for the agents' share, though a slot is
+	// free, and runs once one of theirs is.
+	select {
+	case <-started:
+		t.Fatal("a fourth agent call started while three held the agents' share")
+	default:
+	}
+	releases[0]()
+	awaitSlow(t, started)
+	for i, c := range calls {
+		if i > 0 {
+			releases[i]()
+		}
+		if r := <-c.reply; r.code != http.StatusOK || strings.Contains(r.body, `"isError":true`) || strings.Contains(r.body, `"error"`) {
+			t.Errorf("agent call %d: %d %s %v", i, r.code, r.body, r.err)
+		}
+	}
+}
+
+// agentCheckpoints records, for each checkpoint its instances take,
+// whether it is the agent listener's work (openenv.FromAgentListener).
+type agentCheckpoints struct {
+	stallingCheckpoints
+	agent chan bool
+}
+
+func (b agentCheckpoints) Open(ctx context.Context, opts openenv.OpenOptions) (openenv.Instance, error) {
+	inst, err := b.fakeBackend.Open(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return agentCheckpointInstance{inst, b.agent}, nil
+}
+
+type agentCheckpointInstance struct {
+	openenv.Instance
+	agent chan bool
+}
+
+func (in agentCheckpointInstance) Checkpoint(ctx context.Context, req openenv.CheckpointRequest) (openenv.CheckpointInfo, error) {
+	in.agent <- openenv.FromAgentListener(ctx)
+	return openenv.CheckpointInfo{ID: "6f9619ff-8b86-d011-b42d-00c04fc964ff", Revision: req.Revision}, nil
+}
+
+// The periodic checkpoint an agent's call takes is the agent's work, held
+// to the agents' share of the engine slots as the call is, where before it
+// took a slot of the main listener's; a trainer's step's is not.
+func TestServer_AgentCheckpointIsAgentWork(t *testing.T) {
+	fake := newFake(t)
+	b := agentCheckpoints{stallingCheckpoints{fake}, make(chan bool, 1)}
+	s := mustServeOver(t, b, fake, openenv.Config{CheckpointEvery: 1})
+	agent := httptest.NewServer(s.AgentHandler())
+	t.Cleanup(agent.Close)
+	_, body, _ := do(t, agent, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{}}`, nil)
+	id := str(t, body, "result.session_id")
+	if _, body, _ := do(t, agent, "POST", "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"session_id":"`+id+`","name":"echo","arguments":{"message":"x"}}}`, nil); strings.Contains(body, `"error"`) {
+		t.Fatalf("the agent's call: %s", body)
+	}
+	agentWork := func() bool {
+		t.Helper()
+		select {
+		case agent := <-b.agent:
+			return agent
+		case <-time.After(waitLimit):
+			t.Fatal("no checkpoint was taken after the call")
+			return false
+		}
+	}
+	if !agentWork() {
+		t.Error("the checkpoint after the agent's call is not the agent listener's work")
+	}
+	h := map[string]string{openenv.SessionHeader: "trainer"}
+	s.httpDo(t, "POST", "/reset", `{}`, h)
+	if code, body, _ := s.httpDo(t, "POST", "/step", `{"action":{"type":"call_tool","tool_name":"echo","arguments":{"message":"x"}}}`, h); code != http.StatusOK {
+		t.Fatalf("the trainer's step: %d %s", code, body)
+	}
+	if agentWork() {
+		t.Error("the checkpoint after the trainer's step is the agent listener's work")
 	}
 }

@@ -161,3 +161,10 @@ type agentListenerKey struct{}
 func onAgentListener(ctx context.Context) bool {
 	return ctx.Value(agentListenerKey{}) != nil
 }
+
+// FromAgentListener reports whether ctx is of work a request to the agent
+// listener (AgentHandler) started: its resets, its tool calls and the
+// periodic checkpoints they take (Config.CheckpointEvery). A Backend may
+// hold such work to a share of its capacity, so that agents cannot take
+// what the main listener's requests need.
+func FromAgentListener(ctx context.Context) bool { return onAgentListener(ctx) }

@@ -30,7 +30,7 @@ func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (s
 		if perr == nil {
 			ss.rememberLocked(a, reply, false)
 			if a.Type != actionListTools {
-				ss.autoCheckpointLocked()
+				ss.autoCheckpointLocked(ctx)
 			}
 		}
 		return reply, perr
@@ -444,7 +444,7 @@ func (ss *session) mcpCall(ctx context.Context, name string, args json.RawMessag
 		}
 		out, perr := ss.callLocked(ctx, name, args, ss.srv.cfg.StepTimeout)
 		if perr == nil {
-			ss.autoCheckpointLocked()
+			ss.autoCheckpointLocked(ctx)
 		}
 		return out, perr
 	})
