@@ -442,13 +442,7 @@ func TestMCP_StandardCancelList(t *testing.T) {
 	fake := newFake(t)
 	s := mustServe(t, fake, openenv.Config{StepTimeout: time.Hour})
 	hdr, post := standardSession(t, s)
-	cancel := func(id int) {
-		t.Helper()
-		msg := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, id)
-		if code, body, _ := s.httpDo(t, "POST", "/mcp", msg, hdr); code != http.StatusAccepted {
-			t.Fatalf("notifications/cancelled: %d %s", code, body)
-		}
-	}
+	cancel := func(id int) { cancelRequest(t, s, hdr, id, "") }
 	slow := post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
 	<-fake.slowStarted
 	list := post(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
@@ -798,13 +792,7 @@ func TestMCP_StandardCancelNoResponse(t *testing.T) {
 		}()
 		return ch
 	}
-	cancel := func(id int) {
-		t.Helper()
-		msg := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d,"reason":"AbortError"}}`, id)
-		if code, body, _ := s.httpDo(t, "POST", "/mcp", msg, hdr); code != http.StatusAccepted {
-			t.Fatalf("notifications/cancelled: %d %s", code, body)
-		}
-	}
+	cancel := func(id int) { cancelRequest(t, s, hdr, id, "AbortError") }
 	call := post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
 	<-fake.slowStarted
 	list := post(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
@@ -827,4 +815,18 @@ func TestMCP_StandardCancelNoResponse(t *testing.T) {
 		t.Fatalf("the call after the cancelled ones: %d %q %s", r.code, r.contentType, r.body)
 	}
 	jsonEq(t, r.body, `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"3"}],"structuredContent":{"result":3},"isError":false}}`)
+}
+
+// cancelRequest sends a standard session's notifications/cancelled for the
+// request id, with reason when it is not empty, and checks its 202.
+func cancelRequest(t *testing.T, s *testServer, hdr map[string]string, id int, reason string) {
+	t.Helper()
+	params := fmt.Sprintf(`{"requestId":%d}`, id)
+	if reason != "" {
+		params = fmt.Sprintf(`{"requestId":%d,"reason":%q}`, id, reason)
+	}
+	msg := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":` + params + `}`
+	if code, body, _ := s.httpDo(t, "POST", "/mcp", msg, hdr); code != http.StatusAccepted {
+		t.Fatalf("notifications/cancelled: %d %s", code, body)
+	}
 }

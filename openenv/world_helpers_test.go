@@ -195,6 +195,22 @@ func holdUntilReleased(body string) (started <-chan struct{}, release func()) {
 	return slowStarts(body), sync.OnceFunc(func() { close(ch) })
 }
 
+// holdStart is the start of the held and stuck tools: it writes in's note,
+// then tells slowStarts' waiter it started, and returns the channel that
+// releases the call (nil when the test holds none).
+func holdStart(c *env.Ctx, in noteArgs) (noteResult, chan struct{}, error) {
+	out, err := writeNote(c, in.Body)
+	if err != nil {
+		return out, nil, err
+	}
+	release, _ := heldRelease.Load(in.Body)
+	if waiting, ok := slowWaiting.LoadAndDelete(in.Body); ok {
+		close(waiting.(chan struct{}))
+	}
+	ch, _ := release.(chan struct{})
+	return out, ch, nil
+}
+
 // awaitSlow waits until started, from slowStarts, is closed; it fails the
 // test after waitLimit.
 func awaitSlow(tb testing.TB, started <-chan struct{}) {
@@ -262,35 +278,27 @@ var (
 		return out, err
 	})
 	_ = env.Tool(faultyWorld, "held", "Write a note, then wait until the test releases it (holdUntilReleased) or the call is cancelled.", func(c *env.Ctx, in noteArgs) (noteResult, error) {
-		out, err := writeNote(c, in.Body)
+		out, release, err := holdStart(c, in)
 		if err != nil {
 			return out, err
-		}
-		release, _ := heldRelease.Load(in.Body)
-		if waiting, ok := slowWaiting.LoadAndDelete(in.Body); ok {
-			close(waiting.(chan struct{}))
 		}
 		if release == nil {
 			return out, nil
 		}
 		select {
-		case <-release.(chan struct{}):
+		case <-release:
 			return out, nil
 		case <-c.Context().Done():
 			return noteResult{}, fmt.Errorf("held: %w", c.Context().Err())
 		}
 	})
 	_ = env.Tool(faultyWorld, "stuck", "Write a note, then wait until the test releases it (holdUntilReleased), whatever happens to the call.", func(c *env.Ctx, in noteArgs) (noteResult, error) {
-		out, err := writeNote(c, in.Body)
+		out, release, err := holdStart(c, in)
 		if err != nil {
 			return out, err
 		}
-		release, _ := heldRelease.Load(in.Body)
-		if waiting, ok := slowWaiting.LoadAndDelete(in.Body); ok {
-			close(waiting.(chan struct{}))
-		}
 		if release != nil {
-			<-release.(chan struct{})
+			<-release
 		}
 		return out, nil
 	})
