@@ -1087,3 +1087,58 @@ func TestCheckpoint_DrainDoesNotWaitOnAStep(t *testing.T) {
 		t.Error("the session whose step ran was not checkpointed once it ended")
 	}
 }
+
+// TestCheckpoint_RestoreReachingTheDrainingServer: a drained HTTP session's
+// restore (a reset under its header naming its checkpoint) that reaches
+// its draining server, as a proxy sends it while that server is still
+// /ready, is refused as a new session on a server shutting down (503),
+// which says to try again, where before it was answered 404 telling the
+// client to restore the very checkpoint it was restoring. Another server
+// then restores it.
+func TestCheckpoint_RestoreReachingTheDrainingServer(t *testing.T) {
+	bcfg := app.Config{Checkpoints: t.TempDir()}
+	s := mustServeWorld(t, faultyWorld, bcfg, openenv.Config{StepTimeout: time.Hour, DrainCheckpoints: true})
+	h := map[string]string{"X-Seahaven-Session": "drained"}
+	busy := map[string]string{"X-Seahaven-Session": "busy"}
+	for _, hdr := range []map[string]string{h, busy} {
+		if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{}`, hdr); status != http.StatusOK {
+			t.Fatalf("reset: %d %s", status, body)
+		}
+	}
+	if status, body, _ := s.httpDo(t, http.MethodPost, "/step", `{"action":{"type":"call_tool","tool_name":"note","arguments":{"body":"kept"}}}`, h); status != http.StatusOK {
+		t.Fatalf("step: %d %s", status, body)
+	}
+	// A step in progress holds the drain, and the server's sessions with
+	// it: the drained one is still there when its restore arrives.
+	started, release := holdUntilReleased("holds the drain")
+	t.Cleanup(release)
+	held := s.httpDoLater(t, http.MethodPost, "/step", `{"action":{"type":"call_tool","tool_name":"held","arguments":{"body":"holds the drain"}}}`, busy)
+	awaitSlow(t, started)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- s.Shutdown(ctx) }()
+	waitFor(t, "the idle session's checkpoint", func() bool { _, ok := s.backend.DrainedTo("drained"); return ok })
+	info, _ := s.backend.DrainedTo("drained")
+	restore := fmt.Sprintf(`{"checkpoint":%q}`, info.ID)
+	status, body, _ := s.httpDo(t, http.MethodPost, "/reset", restore, h)
+	if status != http.StatusServiceUnavailable || strings.Contains(body, "restore checkpoint") || !strings.Contains(body, "shutting down") {
+		t.Errorf("the restore on the draining server: %d %s, want 503 saying it shuts down", status, body)
+	}
+	// Any other request of the session is still told where it went.
+	if status, body, _ := s.httpDo(t, http.MethodGet, "/state", "", h); status != http.StatusNotFound || !strings.Contains(body, info.ID) {
+		t.Errorf("the drained session's state on the draining server: %d %s, want 404 naming its checkpoint", status, body)
+	}
+	release()
+	<-held
+	if err := <-shutdown; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	other := mustServeWorld(t, faultyWorld, bcfg, openenv.Config{})
+	if status, body, _ := other.httpDo(t, http.MethodPost, "/reset", restore, h); status != http.StatusOK {
+		t.Fatalf("the restore on another server: %d %s", status, body)
+	}
+	if _, body, _ := other.httpDo(t, http.MethodGet, "/state", "", h); fmt.Sprint(field(t, body, "step_count")) != "1" {
+		t.Errorf("the restored session: %.300s", body)
+	}
+}

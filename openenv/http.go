@@ -250,6 +250,13 @@ func (s *Server) httpSession(r *http.Request, create bool) (ss *session, made bo
 		return ss, true, nil
 	}
 	if ss, ok := s.sessions[id]; ok {
+		if create && s.shutdown && ss.ctx.Err() != nil {
+			// A reset of a session the shutdown has stopped (drained, say,
+			// its restore sent back here) starts an episode this server
+			// will not hold: it is refused as a new session would be, and
+			// not told to restore the checkpoint it may be restoring.
+			return nil, false, shuttingDown()
+		}
 		return ss, false, nil
 	}
 	if !create {
