@@ -424,9 +424,15 @@ func (b *Backend) Restore(ctx context.Context, id string) (openenv.Instance, ope
 
 // Fence records that attempt was superseded (see openenv.Restorer), in
 // the checkpoint store, so every server sharing it sees it. It refuses an
-// attempt whose checkpoints are of another episode than episodeID.
-func (b *Backend) Fence(attempt, episodeID, by string) error {
-	return b.checkpoints.fence(attempt, episodeID, by)
+// attempt whose checkpoints are of another episode than episodeID. When
+// the episode's latest pointer names a checkpoint of attempt, it then
+// names checkpointID, the checkpoint the episode goes on from.
+func (b *Backend) Fence(attempt, episodeID, checkpointID, by string) error {
+	if err := b.checkpoints.fence(attempt, episodeID, by); err != nil {
+		return err
+	}
+	b.checkpoints.rewind(b.world.Name(), episodeID, attempt, checkpointID)
+	return nil
 }
 
 // FencedBy reports whether attempt was fenced, and by what. A fence that

@@ -234,7 +234,14 @@ func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openen
 	}
 	if m.EpisodeID != "" {
 		c.latestMu.Lock()
-		err := c.setPointer(latestDir, latestKey(m.World, m.EpisodeID), m.CheckpointInfo)
+		// A restore that fenced the attempt while this checkpoint was
+		// written (on another server, say) continues the episode: its
+		// checkpoint stays the episode's newest (rewind), and this one's
+		// steps are ones the restore undid.
+		var err error
+		if _, fenced, _ := c.fencedBy(m.Attempt); !fenced {
+			err = c.setPointer(latestDir, latestKey(m.World, m.EpisodeID), m.CheckpointInfo)
+		}
 		c.latestMu.Unlock()
 		if err != nil {
 			c.logger.Warn("app: the episode's newest checkpoint could not be recorded", "checkpoint", id, "err", err)
@@ -435,6 +442,30 @@ func (c *checkpoints) fence(attempt, episode, by string) error {
 		return faultOr(err, "the attempt could not be fenced", fmt.Errorf("app: fence: %w", err))
 	}
 	return nil
+}
+
+// rewind points a world's episode's latest pointer at checkpoint id,
+// which a restore fencing attempt continues, when the pointer names a
+// checkpoint attempt took: the episode goes on from id, and the superseded
+// attempt's later checkpoints are of steps the restore undid. A pointer
+// naming another attempt's checkpoint (a fork's) is left as it is. A
+// failure is logged: the restore stands.
+func (c *checkpoints) rewind(world, episode, attempt, id string) {
+	if !isID(id) || episode == "" {
+		return
+	}
+	m, ok := c.manifest(id)
+	if !ok {
+		return
+	}
+	c.latestMu.Lock()
+	defer c.latestMu.Unlock()
+	if cur, ok := c.latest(world, episode); !ok || cur.Attempt != attempt || cur.ID == id {
+		return
+	}
+	if err := c.setPointer(latestDir, latestKey(world, episode), m.CheckpointInfo); err != nil {
+		c.logger.Warn("app: the episode's newest checkpoint could not be set to the one its restore continues", "checkpoint", id, "err", err)
+	}
 }
 
 // fencedBy reports whether attempt was fenced, and by what. A fence that

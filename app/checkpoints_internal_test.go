@@ -650,7 +650,7 @@ func TestCheckpoints_RetentionKeepsFences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Fence(attempt, "ep", "checkpoint x"); err != nil {
+	if err := b.Fence(attempt, "ep", info.ID, "checkpoint x"); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
@@ -666,7 +666,7 @@ func TestCheckpoints_RetentionKeepsFences(t *testing.T) {
 	if _, err := os.Stat(record); err != nil {
 		t.Errorf("the fenced attempt's record went: %v", err)
 	}
-	if err := b.Fence(attempt, "ep", "checkpoint y"); err == nil || !strings.Contains(err.Error(), "was already superseded by checkpoint x") {
+	if err := b.Fence(attempt, "ep", info.ID, "checkpoint y"); err == nil || !strings.Contains(err.Error(), "was already superseded by checkpoint x") {
 		t.Errorf("a second fence of the attempt: %v", err)
 	}
 
@@ -720,5 +720,42 @@ func TestCheckpoints_RetentionSparesFresh(t *testing.T) {
 	b.checkpoints.sweep(now)
 	if msg := restoreErr(t, b, next.ID); !strings.Contains(msg, "does not exist") {
 		t.Errorf("the checkpoint a drain named, once its session came back: %q", msg)
+	}
+}
+
+// TestCheckpoints_LatestAfterAFence: the episode's newest checkpoint stays
+// the one a restore fencing an attempt continues, though the attempt's
+// server finishes a checkpoint it began before the fence (a replica's
+// --checkpoint-every checkpoint, racing the restore on another): where
+// before that checkpoint became the episode's newest, its steps ones the
+// restore undid.
+func TestCheckpoints_LatestAfterAFence(t *testing.T) {
+	b := newTestBackend(t, Config{Checkpoints: t.TempDir()})
+	ctx := context.Background()
+	inst, err := b.Open(ctx, openenv.OpenOptions{Fixture: company.AcmeID, EpisodeID: "ep"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close()
+	const attempt = "0c6f3b62-8d4e-4e0a-9a51-7c1f2b3d4e5f"
+	checkpoint := func(revision int) openenv.CheckpointInfo {
+		t.Helper()
+		info, err := inst.(openenv.Checkpointer).Checkpoint(ctx, openenv.CheckpointRequest{Revision: revision, Attempt: attempt, Session: json.RawMessage(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info
+	}
+	restored := checkpoint(1)
+	checkpoint(2)
+	if err := b.Fence(attempt, "ep", restored.ID, "checkpoint "+restored.ID); err != nil {
+		t.Fatal(err)
+	}
+	if info, ok := b.Latest("ep"); !ok || info.ID != restored.ID {
+		t.Errorf("latest after the fence: %+v %v, want the restored checkpoint %s", info, ok, restored.ID)
+	}
+	late := checkpoint(3) // begun before the fence, done after it
+	if info, ok := b.Latest("ep"); !ok || info.ID != restored.ID {
+		t.Errorf("latest after the fenced attempt's late checkpoint %s: %+v %v, want the restored checkpoint %s", late.ID, info, ok, restored.ID)
 	}
 }

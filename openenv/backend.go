@@ -264,11 +264,14 @@ type Restorer interface {
 	// *OptionError on option "checkpoint", and nothing is opened.
 	Restore(ctx context.Context, id string) (Instance, CheckpointRequest, error)
 	// Fence records that attempt was superseded by the restore described
-	// by by, which continues episode episodeID, so that every server
-	// sharing the checkpoint store refuses its further steps. An attempt
-	// at another episode is refused with an *OptionError on option
-	// "replaces", and nothing is fenced.
-	Fence(attempt, episodeID, by string) error
+	// by by, which continues episode episodeID from checkpoint
+	// checkpointID, so that every server sharing the checkpoint store
+	// refuses its further steps. An attempt at another episode is refused
+	// with an *OptionError on option "replaces", and nothing is fenced.
+	// When the episode's newest checkpoint (Latest) is one attempt took,
+	// checkpointID becomes its newest: the episode goes on from there, not
+	// from the superseded attempt's later checkpoints.
+	Fence(attempt, episodeID, checkpointID, by string) error
 	// FencedBy reports whether attempt was fenced, and by what. An error
 	// says the fence could not be read (a server then refuses the
 	// attempt's request, as it might be fenced); an *env.InfraError is

@@ -295,7 +295,7 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 	attempt := uuid.NewString()
 	if req.Replaces != nil {
 		by := fmt.Sprintf("checkpoint %s, restored as attempt %s", id, attempt)
-		if err := r.Fence(*req.Replaces, rec.EpisodeID, by); err != nil {
+		if err := r.Fence(*req.Replaces, rec.EpisodeID, id, by); err != nil {
 			// The session keeps its episode: nothing was restored.
 			s.discardInstanceLater(inst)
 			if oe := (*OptionError)(nil); errors.As(err, &oe) {

@@ -871,8 +871,8 @@ func (stallingCheckpoints) Restore(ctx context.Context, id string) (openenv.Inst
 	<-ctx.Done()
 	return nil, openenv.CheckpointRequest{}, errors.New("restore interrupted")
 }
-func (stallingCheckpoints) Fence(string, string, string) error    { return nil }
-func (stallingCheckpoints) FencedBy(string) (string, bool, error) { return "", false, nil }
+func (stallingCheckpoints) Fence(string, string, string, string) error { return nil }
+func (stallingCheckpoints) FencedBy(string) (string, bool, error)      { return "", false, nil }
 func (stallingCheckpoints) Latest(string) (openenv.CheckpointInfo, bool) {
 	return openenv.CheckpointInfo{}, false
 }
@@ -1140,5 +1140,43 @@ func TestCheckpoint_RestoreReachingTheDrainingServer(t *testing.T) {
 	}
 	if _, body, _ := other.httpDo(t, http.MethodGet, "/state", "", h); fmt.Sprint(field(t, body, "step_count")) != "1" {
 		t.Errorf("the restored session: %.300s", body)
+	}
+}
+
+// TestCheckpoint_LatestAfterARestoreReplacing: a restore with replaces of
+// an older checkpoint of the attempt makes that checkpoint the episode's
+// newest, where before GET /checkpoints/latest went on naming the
+// superseded attempt's later checkpoints (CheckpointEvery), whose restore
+// would bring back the steps the restore had undone, as a fork of the
+// episode or, replacing the restored attempt, in its place.
+func TestCheckpoint_LatestAfterARestoreReplacing(t *testing.T) {
+	s := mustServeWorld(t, company.World, app.Config{DefaultFixture: company.AcmeID}, openenv.Config{CheckpointEvery: 2})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"ep-back"}}`)
+	hire := `{"type":"step","data":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Ada"}}}`
+	roundTrip(t, c, hire)
+	reply := roundTrip(t, c, `{"type":"checkpoint"}`)
+	id, attempt := str(t, reply, "data.checkpoint_id"), str(t, reply, "data.attempt")
+	for range 3 { // steps 2 to 4: checkpoints at 2 and 4
+		roundTrip(t, c, hire)
+	}
+	latest := func() string {
+		t.Helper()
+		_, body, _ := s.httpDo(t, http.MethodGet, "/checkpoints/latest?episode_id=ep-back", "", nil)
+		return body
+	}
+	if body := latest(); fmt.Sprint(field(t, body, "revision")) != "4" {
+		t.Fatalf("the attempt's newest checkpoint: %s", body)
+	}
+	// The trainer takes the episode back to step 1.
+	c2 := s.dial(t)
+	roundTrip(t, c2, fmt.Sprintf(`{"type":"reset","data":{"checkpoint":%q,"replaces":%q}}`, id, attempt))
+	if body := latest(); field(t, body, "checkpoint_id") != id {
+		t.Errorf("the episode's newest checkpoint after the restore: %s, want %s, which it goes on from", body, id)
+	}
+	// Its own checkpoints follow as usual.
+	roundTrip(t, c2, hire)
+	if body := latest(); fmt.Sprint(field(t, body, "revision")) != "2" || field(t, body, "attempt") == attempt {
+		t.Errorf("the restored attempt's checkpoint at step 2: %s", body)
 	}
 }
