@@ -759,3 +759,52 @@ func TestCheckpoints_LatestAfterAFence(t *testing.T) {
 		t.Errorf("latest after the fenced attempt's late checkpoint %s: %+v %v, want the restored checkpoint %s", late.ID, info, ok, restored.ID)
 	}
 }
+
+// TestCheckpoints_RetentionKeepsTheRestoredNewest: over the budget,
+// retention keeps the checkpoint an episode's latest pointer names as its
+// newest, the one a restore replacing an attempt continues, and removes
+// the superseded attempt's later checkpoints first; where before it kept
+// the latest written, removed the restored one as an older revision and
+// pointed the episode at steps the restore undid.
+func TestCheckpoints_RetentionKeepsTheRestoredNewest(t *testing.T) {
+	dir := t.TempDir()
+	b := newTestBackend(t, Config{Checkpoints: dir, CheckpointTTL: time.Hour, CheckpointMaxBytes: 1 << 40})
+	ctx := context.Background()
+	inst, err := b.Open(ctx, openenv.OpenOptions{Fixture: company.AcmeID, EpisodeID: "ep"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close()
+	const attempt = "0c6f3b62-8d4e-4e0a-9a51-7c1f2b3d4e5f"
+	now := time.Now()
+	var ids []string
+	for revision := range 2 {
+		info, err := inst.(openenv.Checkpointer).Checkpoint(ctx, openenv.CheckpointRequest{Revision: revision, Attempt: attempt, Session: json.RawMessage(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ago := now.Add(time.Duration(revision-3) * time.Minute)
+		os.Chtimes(filepath.Join(dir, info.ID), ago, ago)
+		ids = append(ids, info.ID)
+	}
+	restored, later := ids[0], ids[1]
+	if err := b.Fence(attempt, "ep", restored, "checkpoint "+restored); err != nil {
+		t.Fatal(err)
+	}
+	other := checkpointedEpisode(t, b, "other")
+	b.checkpoints.sweep(now) // the sweep their writes started spares them
+	keep := dirSize(filepath.Join(dir, restored)) + dirSize(filepath.Join(dir, other.ID))
+	b.checkpoints.sweepMu.Lock()
+	b.checkpoints.maxBytes = (keep + dirSize(filepath.Join(dir, later))/2) * 10 / 9
+	b.checkpoints.sweepMu.Unlock()
+	b.checkpoints.sweep(now)
+	if msg := restoreErr(t, b, restored); msg != "" {
+		t.Errorf("the checkpoint the episode goes on from was removed: %q", msg)
+	}
+	if msg := restoreErr(t, b, later); !strings.Contains(msg, "does not exist") {
+		t.Errorf("the superseded attempt's later checkpoint was kept: %q", msg)
+	}
+	if info, _ := b.Latest("ep"); info.ID != restored {
+		t.Errorf("latest: %s, want the restored checkpoint %s", info.ID, restored)
+	}
+}

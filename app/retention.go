@@ -151,6 +151,20 @@ func (c *checkpoints) sweep(now time.Time) {
 			newest[s.episode] = i
 		}
 	}
+	// The checkpoint an episode's latest pointer names is its newest, when
+	// it is here: after a restore replacing an attempt (rewind), the one
+	// the episode goes on from, written before the superseded attempt's.
+	at := make(map[string]int, len(live))
+	for i, s := range live {
+		at[s.id] = i
+	}
+	for episode, i := range newest {
+		if info, ok := c.readPointer(latestDir, episode); ok && info.ID != live[i].id {
+			if j, ok := at[info.ID]; ok {
+				newest[episode] = j
+			}
+		}
+	}
 	for _, i := range newest {
 		live[i].newest = true
 	}
