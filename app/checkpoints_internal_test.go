@@ -808,3 +808,59 @@ func TestCheckpoints_RetentionKeepsTheRestoredNewest(t *testing.T) {
 		t.Errorf("latest: %s, want the restored checkpoint %s", info.ID, restored)
 	}
 }
+
+// TestCheckpoints_RepointSkipsFenced: when the checkpoint an episode's
+// latest pointer names goes (here by the TTL), the pointer moves to the
+// newest checkpoint left of an attempt no restore superseded, or goes
+// when there is none; where before it moved to the newest left, a
+// superseded attempt's checkpoint after the one its restore continued,
+// whose restore brought back steps the restore had undone.
+func TestCheckpoints_RepointSkipsFenced(t *testing.T) {
+	dir := t.TempDir()
+	b := newTestBackend(t, Config{Checkpoints: dir, CheckpointTTL: time.Hour, CheckpointMaxBytes: 1 << 40})
+	ctx := context.Background()
+	inst, err := b.Open(ctx, openenv.OpenOptions{Fixture: company.AcmeID, EpisodeID: "ep"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close()
+	checkpoint := func(revision int, attempt string) string {
+		t.Helper()
+		info, err := inst.(openenv.Checkpointer).Checkpoint(ctx, openenv.CheckpointRequest{Revision: revision, Attempt: attempt, Session: json.RawMessage(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.ID
+	}
+	const (
+		fork      = "1d2e3f40-5a6b-4c7d-8e9f-0a1b2c3d4e5f"
+		attempt   = "0c6f3b62-8d4e-4e0a-9a51-7c1f2b3d4e5f"
+		successor = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
+	)
+	forked := checkpoint(1, fork) // a fork's: no restore superseded it
+	restored := checkpoint(1, attempt)
+	later := checkpoint(2, attempt)
+	if err := b.Fence(attempt, "ep", restored, "checkpoint "+restored+", restored as attempt "+successor); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	b.checkpoints.sweep(now) // the sweep their writes started spares them
+	at := func(id string, ago time.Duration) {
+		os.Chtimes(filepath.Join(dir, id), now.Add(-ago), now.Add(-ago))
+	}
+	at(restored, 2*time.Hour)
+	at(forked, 3*time.Minute)
+	at(later, 2*time.Minute)
+	b.checkpoints.sweep(now)
+	if info, _ := b.Latest("ep"); info.ID != forked {
+		t.Errorf("latest once the restored checkpoint expired: %q, want the fork's %s (the superseded attempt's later one is %s)", info.ID, forked, later)
+	}
+	at(forked, 2*time.Hour)
+	b.checkpoints.sweep(now)
+	if info, ok := b.Latest("ep"); ok {
+		t.Errorf("latest with only a superseded attempt's checkpoint left: %+v, want none", info)
+	}
+	if msg := restoreErr(t, b, later); msg != "" {
+		t.Errorf("the superseded attempt's checkpoint was removed: %q", msg)
+	}
+}

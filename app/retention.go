@@ -52,6 +52,7 @@ func (c *checkpoints) retain() {
 type stored struct {
 	id      string
 	episode string // its latestKey, from its manifest; "" when it has none that parses
+	attempt string // the attempt that took it, from its manifest
 	at      time.Time
 	size    int64
 	newest  bool // the newest checkpoint of its episode
@@ -63,9 +64,10 @@ type stored struct {
 // than a minute), and then, while the rest take more than nine tenths of
 // the size budget, the oldest checkpoints that are not their episode's
 // newest, then the oldest of those. An episode whose newest checkpoint
-// went is pointed at its newest left, or at none. A checkpoint is removed
-// by renaming it aside first, so a restore never reads half of one, and so
-// is a temporary directory, so a writer never publishes half of one.
+// went is pointed at its newest left of an attempt no restore superseded,
+// or at none (repoint). A checkpoint is removed by renaming it aside
+// first, so a restore never reads half of one, and so is a temporary
+// directory, so a writer never publishes half of one.
 //
 // Nine tenths leave room for the tenth of the budget written before the
 // next sweep starts (wrote): the directory holds at most the budget and
@@ -134,33 +136,38 @@ func (c *checkpoints) sweep(now time.Time) {
 			}
 			continue
 		case c.ttl > 0 && age > c.ttl && !spared(name):
-			ep := c.episodeOf(name)
+			ep, _ := c.episodeOf(name)
 			if c.remove(name) {
 				lost[ep] = true
 				removed++
 			}
 			continue
 		}
-		s := stored{id: name, episode: c.episodeOf(name), at: fi.ModTime(), size: dirSize(filepath.Join(c.dir, name))}
+		s := stored{id: name, at: fi.ModTime(), size: dirSize(filepath.Join(c.dir, name))}
+		s.episode, s.attempt = c.episodeOf(name)
 		live = append(live, s)
 		total += s.size
 	}
+	// An episode's newest is the last written of an attempt no restore
+	// superseded, whose later checkpoints may hold steps the restore undid;
+	superseded := c.superseded()
 	newest := map[string]int{}
 	for i, s := range live {
-		if j, ok := newest[s.episode]; s.episode != "" && (!ok || live[j].at.Before(s.at)) {
+		if j, ok := newest[s.episode]; s.episode != "" && !superseded(s.attempt) && (!ok || live[j].at.Before(s.at)) {
 			newest[s.episode] = i
 		}
 	}
-	// The checkpoint an episode's latest pointer names is its newest, when
-	// it is here: after a restore replacing an attempt (rewind), the one
-	// the episode goes on from, written before the superseded attempt's.
+	// but the checkpoint an episode's latest pointer names is its newest,
+	// when it is here: after a restore replacing an attempt (rewind), the
+	// one the episode goes on from, written before the superseded
+	// attempt's, and of that attempt when the restore replaced its own.
 	at := make(map[string]int, len(live))
 	for i, s := range live {
 		at[s.id] = i
 	}
-	for episode, i := range newest {
-		if info, ok := c.readPointer(latestDir, episode); ok && info.ID != live[i].id {
-			if j, ok := at[info.ID]; ok {
+	for episode := range c.episodesOf(live) {
+		if info, ok := c.readPointer(latestDir, episode); ok {
+			if j, ok := at[info.ID]; ok && live[j].episode == episode {
 				newest[episode] = j
 			}
 		}
@@ -193,7 +200,7 @@ func (c *checkpoints) sweep(now time.Time) {
 	}
 	delete(lost, "") // a checkpoint of no episode has no latest pointer
 	for ep := range lost {
-		c.repoint(ep, live)
+		c.repoint(ep, live, superseded)
 	}
 	if c.ttl > 0 {
 		c.expireRecords(now, live)
@@ -263,19 +270,49 @@ func (c *checkpoints) drainedIDs() map[string]bool {
 }
 
 // episodeOf returns the latestKey of checkpoint id's episode, from its
-// manifest; "" when it has no episode or no manifest that parses.
-func (c *checkpoints) episodeOf(id string) string {
+// manifest, "" when it has no episode or no manifest that parses, and
+// the attempt that took it.
+func (c *checkpoints) episodeOf(id string) (episode, attempt string) {
 	m, ok := c.manifest(id)
 	if !ok || m.EpisodeID == "" {
-		return ""
+		return "", m.Attempt
 	}
-	return latestKey(m.World, m.EpisodeID)
+	return latestKey(m.World, m.EpisodeID), m.Attempt
+}
+
+// episodesOf returns the episodes (latestKeys) of live's checkpoints.
+func (c *checkpoints) episodesOf(live []stored) map[string]bool {
+	episodes := map[string]bool{}
+	for _, s := range live {
+		if s.episode != "" {
+			episodes[s.episode] = true
+		}
+	}
+	return episodes
+}
+
+// superseded returns a function reporting whether an attempt was fenced
+// (a restore replaced it), reading each attempt's fence once. An attempt
+// whose fence cannot be read counts as fenced: it may be.
+func (c *checkpoints) superseded() func(attempt string) bool {
+	fenced := map[string]bool{}
+	return func(attempt string) bool {
+		if f, ok := fenced[attempt]; ok {
+			return f
+		}
+		_, f, err := c.fencedBy(attempt)
+		f = f || err != nil
+		fenced[attempt] = f
+		return f
+	}
 }
 
 // repoint points the latest pointer of episode (a latestKey), when the
 // checkpoint it names is gone, at the episode's newest checkpoint among
-// live, or removes it when there is none.
-func (c *checkpoints) repoint(episode string, live []stored) {
+// live of an attempt no restore superseded, or removes it when there is
+// none: a superseded attempt's checkpoints may hold steps its restore
+// undid (those after the checkpoint the restore continued).
+func (c *checkpoints) repoint(episode string, live []stored, superseded func(attempt string) bool) {
 	c.latestMu.Lock()
 	defer c.latestMu.Unlock()
 	if _, ok := c.pointer(latestDir, episode); ok {
@@ -283,7 +320,7 @@ func (c *checkpoints) repoint(episode string, live []stored) {
 	}
 	var keep *stored
 	for i, s := range live {
-		if s.episode == episode && (keep == nil || keep.at.Before(s.at)) {
+		if s.episode == episode && !superseded(s.attempt) && (keep == nil || keep.at.Before(s.at)) {
 			keep = &live[i]
 		}
 	}
