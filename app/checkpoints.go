@@ -436,7 +436,7 @@ func (c *checkpoints) fence(attempt, episode, by string) error {
 	}
 	if errors.Is(err, fs.ErrExist) {
 		prev, _, _ := c.fencedBy(attempt)
-		return &openenv.OptionError{Option: "replaces", Value: attempt, Message: fmt.Sprintf("attempt %s was already superseded by %s: an attempt is replaced once (to replace that attempt, name it in replaces); nothing was restored", attempt, prev)}
+		return &openenv.SupersededError{Attempt: attempt, By: prev}
 	}
 	if err != nil {
 		return faultOr(err, "the attempt could not be fenced", fmt.Errorf("app: fence: %w", err))

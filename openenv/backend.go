@@ -3,6 +3,7 @@ package openenv
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/seahaven/seahaven/env"
 )
@@ -254,6 +255,24 @@ type DrainsForgetter interface {
 	UndrainedTo(checkpointID string) error
 }
 
+// SupersededError is the error Restorer.Fence returns for an attempt a
+// restore fenced already: an attempt is replaced once, so that an episode
+// has one live continuation. The server refuses the restore as it refuses
+// an *OptionError on option "replaces", naming the attempt that restore
+// started (superseded_by) and its newest checkpoint, for the client to
+// replace in turn.
+type SupersededError struct {
+	// Attempt is the attempt the refused restore named in "replaces".
+	Attempt string
+	// By is what the fence that stands records (FencedBy).
+	By string
+}
+
+// Error says what was refused, and why.
+func (e *SupersededError) Error() string {
+	return fmt.Sprintf("attempt %s was already superseded by %s: an attempt is replaced once (to replace that attempt, name it in replaces); nothing was restored", e.Attempt, e.By)
+}
+
 // Restorer is implemented by a Backend that restores checkpoints: a reset
 // whose data names "checkpoint" continues the episode it holds. It must be
 // safe for concurrent use.
@@ -267,7 +286,8 @@ type Restorer interface {
 	// by by, which continues episode episodeID from checkpoint
 	// checkpointID, so that every server sharing the checkpoint store
 	// refuses its further steps. An attempt at another episode is refused
-	// with an *OptionError on option "replaces", and nothing is fenced.
+	// with an *OptionError on option "replaces", and an attempt fenced
+	// already with a *SupersededError; nothing is fenced then.
 	// When the episode's newest checkpoint (Latest) is one attempt took,
 	// checkpointID becomes its newest: the episode goes on from there, not
 	// from the superseded attempt's later checkpoints.

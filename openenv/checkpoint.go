@@ -294,10 +294,13 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 	}
 	attempt := uuid.NewString()
 	if req.Replaces != nil {
-		by := fmt.Sprintf("checkpoint %s, restored as attempt %s", id, attempt)
+		by := fmt.Sprintf("checkpoint %s"+restoredAs+"%s", id, attempt)
 		if err := r.Fence(*req.Replaces, rec.EpisodeID, id, by); err != nil {
 			// The session keeps its episode: nothing was restored.
 			s.discardInstanceLater(inst)
+			if se := (*SupersededError)(nil); errors.As(err, &se) {
+				return superseded(r, se, rec.EpisodeID, req.loc)
+			}
 			if oe := (*OptionError)(nil); errors.As(err, &oe) {
 				return invalid([]fieldError{oe.field(req.loc)})
 			}
@@ -326,6 +329,29 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 	}
 	ss.installLocked(inst, rec, attempt)
 	return nil
+}
+
+// restoredAs separates, in what a fence records (Restorer.Fence's by),
+// the checkpoint a restore continues from the attempt it started.
+const restoredAs = ", restored as attempt "
+
+// superseded is the refusal of a restore replacing an attempt a restore
+// fenced already (se): a validation error at replaces that names the
+// attempt that restore started (superseded_by) and, when the episode's
+// newest checkpoint is one it took, that checkpoint (checkpoint_id), so
+// a client whose restore reply was lost replaces that attempt in turn,
+// from the checkpoint it was restoring or from that one.
+func superseded(r Restorer, se *SupersededError, episodeID string, loc []any) *protoError {
+	perr := invalid([]fieldError{(&OptionError{Option: "replaces", Value: se.Attempt, Message: se.Error()}).field(loc)})
+	_, successor, ok := strings.Cut(se.By, restoredAs)
+	if u, err := uuid.Parse(successor); !ok || err != nil || u.String() != successor {
+		return perr // a fence another kind of restore wrote
+	}
+	perr.extra.SupersededBy = successor
+	if info, ok := r.Latest(episodeID); ok && info.Attempt == successor {
+		perr.extra.CheckpointID = info.ID
+	}
+	return perr
 }
 
 // fencedLocked refuses a request of a session whose attempt a restore

@@ -2,6 +2,7 @@ package openenv_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -1178,5 +1179,82 @@ func TestCheckpoint_LatestAfterARestoreReplacing(t *testing.T) {
 	roundTrip(t, c2, hire)
 	if body := latest(); fmt.Sprint(field(t, body, "revision")) != "2" || field(t, body, "attempt") == attempt {
 		t.Errorf("the restored attempt's checkpoint at step 2: %s", body)
+	}
+}
+
+// TestCheckpoint_SupersededRefusalNamesTheSuccessor: a restore replacing
+// an attempt another restore already replaced is refused with the
+// successor's attempt in superseded_by and, once it took one, its newest
+// checkpoint in checkpoint_id, on /ws, the HTTP route and /mcp, so a
+// client whose restore reply was lost replaces the successor in turn;
+// where before the successor was named only in the message's text.
+func TestCheckpoint_SupersededRefusalNamesTheSuccessor(t *testing.T) {
+	s := mustServeWorld(t, company.World, app.Config{DefaultFixture: company.AcmeID, Checkpoints: t.TempDir()}, openenv.Config{})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"ep-twice"}}`)
+	roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Ada"}}}`)
+	reply := roundTrip(t, c, `{"type":"checkpoint"}`)
+	id, attempt := str(t, reply, "data.checkpoint_id"), str(t, reply, "data.attempt")
+	restore := fmt.Sprintf(`{"checkpoint":%q,"replaces":%q}`, id, attempt)
+	successor := map[string]string{"X-Seahaven-Session": "successor"}
+	if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", restore, successor); status != http.StatusOK {
+		t.Fatalf("the first restore: %d %s", status, body)
+	}
+	// refusals returns the refusal of a second restore replacing attempt
+	// on each route, as (route, what the refusal carries) pairs.
+	refusals := func() map[string]map[string]any {
+		t.Helper()
+		got := map[string]map[string]any{}
+		members := func(route, body, at string) {
+			var m map[string]any
+			ok := json.Unmarshal([]byte(body), &m) == nil
+			if at != "" {
+				m, ok = field(t, body, at).(map[string]any)
+			}
+			if !ok {
+				t.Fatalf("%s: %s", route, body)
+			}
+			got[route] = m
+		}
+		status, body, _ := s.httpDo(t, http.MethodPost, "/reset", restore, map[string]string{"X-Seahaven-Session": "again"})
+		if status != http.StatusUnprocessableEntity || !strings.Contains(body, `"loc":["body","replaces"]`) {
+			t.Errorf("POST /reset: %d %s", status, body)
+		}
+		members("POST /reset", body, "")
+		r := roundTrip(t, s.dial(t), `{"type":"reset","data":`+restore+`}`)
+		if str(t, r, "data.code") != "VALIDATION_ERROR" {
+			t.Errorf("/ws: %s", r)
+		}
+		members("/ws", r, "data")
+		status, body, _ = s.httpDo(t, http.MethodPost, fmt.Sprintf("/mcp?checkpoint=%s&replaces=%s", id, attempt), `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
+		members("/mcp?checkpoint", body, "error.data")
+		members("openenv/session/create", s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":`+restore+`}`), "error.data")
+		return got
+	}
+	var successorAttempt string
+	for route, m := range refusals() {
+		if _, ok := m["checkpoint_id"]; ok {
+			t.Errorf("%s: a checkpoint_id before the successor took one: %v", route, m)
+		}
+		if s, _ := m["superseded_by"].(string); s == "" || s == attempt || (successorAttempt != "" && s != successorAttempt) {
+			t.Errorf("%s: superseded_by %v", route, m["superseded_by"])
+		} else {
+			successorAttempt = s
+		}
+	}
+	status, body, _ := s.httpDo(t, http.MethodPost, "/checkpoint", "", successor)
+	if status != http.StatusOK || str(t, body, "attempt") != successorAttempt {
+		t.Fatalf("the successor's checkpoint: %d %s, want attempt %s", status, body, successorAttempt)
+	}
+	newest := str(t, body, "checkpoint_id")
+	for route, m := range refusals() {
+		if m["superseded_by"] != successorAttempt || m["checkpoint_id"] != newest {
+			t.Errorf("%s: %v, want superseded_by %s and checkpoint_id %s", route, m, successorAttempt, newest)
+		}
+	}
+	// The client replaces the successor in turn.
+	retry := fmt.Sprintf(`{"checkpoint":%q,"replaces":%q}`, newest, successorAttempt)
+	if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", retry, map[string]string{"X-Seahaven-Session": "retry"}); status != http.StatusOK {
+		t.Errorf("the restore replacing the successor: %d %s", status, body)
 	}
 }

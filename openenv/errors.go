@@ -145,7 +145,7 @@ func (e *protoError) httpBody() httpError {
 				Msg: fmt.Sprintf("and %d more problems, not listed (a reply lists the first %d)", e.more, maxProblems),
 			})}
 		}
-		return httpError{Detail: e.errors}
+		return httpError{Detail: e.errors, errorExtra: e.extra}
 	}
 	return httpError{Detail: e.message, Code: codes[e.code].ws, errorExtra: e.extra}
 }

@@ -282,7 +282,8 @@ type errorExtra struct {
 	MaxSessions    int    `json:"max_sessions,omitzero"`
 	FactoryName    string `json:"factory_name,omitempty"`  // a factory failure
 	Fault          string `json:"fault,omitempty"`         // an infrastructure error's kind
-	CheckpointID   string `json:"checkpoint_id,omitempty"` // a drained session's checkpoint
+	CheckpointID   string `json:"checkpoint_id,omitempty"` // a drained session's checkpoint, or SupersededBy's newest
+	SupersededBy   string `json:"superseded_by,omitempty"` // the attempt that superseded the one a refused restore replaces
 }
 
 // httpError is the FastAPI-style body of an HTTP error: a list of failures
