@@ -37,6 +37,7 @@ const (
 	episodeName  = "episode.json"    // savedEpisode
 	fencesDir    = "fences"          // one file per fenced attempt
 	latestDir    = "episodes"        // one file per world's episode: its newest checkpoint
+	latestLock   = "episodes.lock"   // locked while a latest pointer is read and written (lockLatest)
 	drainedDir   = "drained"         // one file per drained session: its checkpoint
 	attemptsDir  = "attempts"        // one file per attempt: its newest checkpoint
 	tmpPrefix    = ".ckpt-"          // a checkpoint being written
@@ -89,7 +90,7 @@ type checkpoints struct {
 	sweepMu          sync.Mutex // held by a sweep: one at a time
 	// latestMu is held while an episode's latest pointer is written, so
 	// that retention does not point one away from a checkpoint written
-	// meanwhile.
+	// meanwhile; lockLatest takes it.
 	latestMu sync.Mutex
 	mu       sync.Mutex // guards written, fresh, loaded and order
 	// written counts the bytes written since retention last ran.
@@ -164,6 +165,15 @@ func newCheckpoints(dir string, ttl time.Duration, maxBytes int64, logger *slog.
 // name; tests replace it.
 var testHookWrote = func(name string) {}
 
+// testHookFenceChecked runs when a checkpoint's write has read the fence
+// of its attempt, before it sets the episode's latest pointer; tests
+// replace it.
+var testHookFenceChecked = func(attempt string) {}
+
+// testHookLatestLockWait runs when the lock on the episodes' latest
+// pointers is held elsewhere, before waiting for it; tests replace it.
+var testHookLatestLockWait = func() {}
+
 // save writes a checkpoint and returns its description.
 func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openenv.CheckpointRequest) (openenv.CheckpointInfo, error) {
 	id := uuid.NewString()
@@ -233,16 +243,19 @@ func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openen
 		}
 	}
 	if m.EpisodeID != "" {
-		c.latestMu.Lock()
+		unlock := c.lockLatest()
 		// A restore that fenced the attempt while this checkpoint was
 		// written (on another server, say) continues the episode: its
 		// checkpoint stays the episode's newest (rewind), and this one's
-		// steps are ones the restore undid.
+		// steps are ones the restore undid. A restore fencing it once
+		// it was read rewinds after this write: both hold the lock.
 		var err error
-		if _, fenced, _ := c.fencedBy(m.Attempt); !fenced {
+		_, fenced, _ := c.fencedBy(m.Attempt)
+		testHookFenceChecked(m.Attempt)
+		if !fenced {
 			err = c.setPointer(latestDir, latestKey(m.World, m.EpisodeID), m.CheckpointInfo)
 		}
-		c.latestMu.Unlock()
+		unlock()
 		if err != nil {
 			c.logger.Warn("app: the episode's newest checkpoint could not be recorded", "checkpoint", id, "err", err)
 		}
@@ -458,13 +471,42 @@ func (c *checkpoints) rewind(world, episode, attempt, id string) {
 	if !ok {
 		return
 	}
-	c.latestMu.Lock()
-	defer c.latestMu.Unlock()
+	defer c.lockLatest()()
 	if cur, ok := c.latest(world, episode); !ok || cur.Attempt != attempt || cur.ID == id {
 		return
 	}
 	if err := c.setPointer(latestDir, latestKey(world, episode), m.CheckpointInfo); err != nil {
 		c.logger.Warn("app: the episode's newest checkpoint could not be set to the one its restore continues", "checkpoint", id, "err", err)
+	}
+}
+
+// lockLatest takes latestMu and a lock on the store's latestLock file,
+// shared by every server on the store, and returns their release: a
+// checkpoint's write reads its attempt's fence and sets the episode's
+// latest pointer, and a restore that fenced the attempt reads the pointer
+// and rewinds it, each whole, so the restore's rewind never comes between
+// the other's read and write, on two servers at once. A lock that cannot
+// be taken is logged: the pointer is written all the same, as it was
+// before servers locked it (and as servers of earlier versions do).
+func (c *checkpoints) lockLatest() (unlock func()) {
+	c.latestMu.Lock()
+	f, err := os.OpenFile(filepath.Join(c.dir, latestLock), os.O_RDWR|os.O_CREATE, 0o600)
+	if err == nil {
+		if tryLock(f) != nil {
+			testHookLatestLockWait()
+			err = lockWait(f)
+		}
+		if err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		c.logger.Warn("app: the lock on the episodes' newest checkpoints could not be taken", "err", err)
+		return c.latestMu.Unlock
+	}
+	return func() {
+		f.Close()
+		c.latestMu.Unlock()
 	}
 }
 

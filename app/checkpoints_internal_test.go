@@ -864,3 +864,64 @@ func TestCheckpoints_RepointSkipsFenced(t *testing.T) {
 		t.Errorf("the superseded attempt's checkpoint was removed: %q", msg)
 	}
 }
+
+// TestCheckpoints_FenceBetweenCheckAndPointer: a restore on another server
+// fencing an attempt while this one writes a checkpoint of it, between
+// its reading of the fence and its setting of the episode's latest
+// pointer, leaves the pointer on the checkpoint the restore continues;
+// where before the late checkpoint's pointer write could land after the
+// restore's, and GET /checkpoints/latest named steps the restore undid.
+func TestCheckpoints_FenceBetweenCheckAndPointer(t *testing.T) {
+	dir := t.TempDir()
+	b := newTestBackend(t, Config{Checkpoints: dir})
+	other := newTestBackend(t, Config{Checkpoints: dir}) // another replica on the same store
+	ctx := context.Background()
+	inst, err := b.Open(ctx, openenv.OpenOptions{Fixture: company.AcmeID, EpisodeID: "ep"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close()
+	const attempt = "0c6f3b62-8d4e-4e0a-9a51-7c1f2b3d4e5f"
+	checkpoint := func(revision int) openenv.CheckpointInfo {
+		t.Helper()
+		info, err := inst.(openenv.Checkpointer).Checkpoint(ctx, openenv.CheckpointRequest{Revision: revision, Attempt: attempt, Session: json.RawMessage(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info
+	}
+	restored := checkpoint(1)
+
+	fenced := make(chan error, 1)
+	waiting := make(chan struct{}, 1)
+	testHookLatestLockWait = func() {
+		select {
+		case waiting <- struct{}{}:
+		default:
+		}
+	}
+	testHookFenceChecked = func(string) {
+		testHookFenceChecked = func(string) {}
+		// The other server's restore fences the attempt now: it ends, or
+		// waits for the lock this write holds.
+		go func() { fenced <- other.Fence(attempt, "ep", restored.ID, "checkpoint "+restored.ID) }()
+		select {
+		case err := <-fenced:
+			fenced <- err
+		case <-waiting:
+		}
+	}
+	t.Cleanup(func() {
+		testHookFenceChecked = func(string) {}
+		testHookLatestLockWait = func() {}
+	})
+	late := checkpoint(2) // its fence read before the fence, its pointer set after
+	if err := <-fenced; err != nil {
+		t.Fatal(err)
+	}
+	for name, backend := range map[string]*Backend{"this server": b, "the other": other} {
+		if info, ok := backend.Latest("ep"); !ok || info.ID != restored.ID {
+			t.Errorf("latest on %s: %s %v, want the restored checkpoint %s (the late one is %s)", name, info.ID, ok, restored.ID, late.ID)
+		}
+	}
+}

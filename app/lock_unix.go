@@ -17,6 +17,17 @@ func tryLock(f *os.File) error {
 	return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 }
 
+// lockWait takes an exclusive lock on f, waiting for it: flock(2), held
+// until f is closed. A signal interrupting the wait retries it.
+func lockWait(f *os.File) error {
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}
+
 // processAlive reports whether a process with this pid runs. A zombie (a
 // process that died and was not yet reaped, as a killed server whose
 // parent is slow to wait for it) does not, though signalling it succeeds:

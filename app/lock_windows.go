@@ -15,6 +15,13 @@ func tryLock(f *os.File) error {
 	return windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, &ol)
 }
 
+// lockWait takes an exclusive lock on f's first byte, waiting for it
+// (LockFileEx), held until f is closed.
+func lockWait(f *os.File) error {
+	var ol windows.Overlapped
+	return windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK, 0, 1, 0, &ol)
+}
+
 // processAlive reports whether a process with this pid is running.
 func processAlive(pid int) bool {
 	if pid <= 0 {

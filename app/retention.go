@@ -313,8 +313,7 @@ func (c *checkpoints) superseded() func(attempt string) bool {
 // none: a superseded attempt's checkpoints may hold steps its restore
 // undid (those after the checkpoint the restore continued).
 func (c *checkpoints) repoint(episode string, live []stored, superseded func(attempt string) bool) {
-	c.latestMu.Lock()
-	defer c.latestMu.Unlock()
+	defer c.lockLatest()()
 	if _, ok := c.pointer(latestDir, episode); ok {
 		return // names a checkpoint that is there (a newer one, perhaps)
 	}
