@@ -1227,6 +1227,9 @@ func TestCheckpoint_SupersededRefusalNamesTheSuccessor(t *testing.T) {
 		}
 		members("/ws", r, "data")
 		status, body, _ = s.httpDo(t, http.MethodPost, fmt.Sprintf("/mcp?checkpoint=%s&replaces=%s", id, attempt), `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
+		if status != http.StatusBadRequest { // a refusal of the URL's query
+			t.Errorf("/mcp?checkpoint: %d %s", status, body)
+		}
 		members("/mcp?checkpoint", body, "error.data")
 		members("openenv/session/create", s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":`+restore+`}`), "error.data")
 		return got
