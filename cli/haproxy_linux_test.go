@@ -72,14 +72,12 @@ func freeLoopbackAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// TestHAProxy_RetriesARefusedReset runs deploy/compose/haproxy.cfg over two
-// fake replicas on loopback. The reset of an HTTP session the proxy knows
-// (here: the restore of a session its draining replica checkpointed, sent
-// back to that replica while it is still /ready) that its replica refuses
-// with 503 is passed to the other replica, where before the client got the
-// 503; a step its replica refuses is not sent again, so a step cannot run
-// twice.
-func TestHAProxy_RetriesARefusedReset(t *testing.T) {
+// composeProxy runs deploy/compose/haproxy.cfg over two fake replicas, a
+// and b, on loopback, once it answers; do sends a request with an empty
+// JSON body through it (with X-Seahaven-Session: session, unless "") and
+// returns the status and the replica that answered.
+func composeProxy(t *testing.T) (replicas map[string]*fakeReplica, do func(method, path, session string) (int, string)) {
+	t.Helper()
 	skip := t.Skipf
 	if os.Getenv("CI") != "" {
 		skip = t.Fatalf
@@ -87,7 +85,7 @@ func TestHAProxy_RetriesARefusedReset(t *testing.T) {
 	if _, err := exec.LookPath("haproxy"); err != nil {
 		skip("the test needs HAProxy (Debian package haproxy; .ci/run installs it)")
 	}
-	replicas := map[string]*fakeReplica{}
+	replicas = map[string]*fakeReplica{}
 	var servers []string
 	for _, name := range []string{"a", "b"} {
 		f := &fakeReplica{name: name, refuse: map[string]bool{}, seen: map[string]int{}}
@@ -127,7 +125,7 @@ func TestHAProxy_RetriesARefusedReset(t *testing.T) {
 		}
 	})
 	client := &http.Client{Timeout: 30 * time.Second}
-	do := func(method, path, session string) (int, string) {
+	do = func(method, path, session string) (int, string) {
 		t.Helper()
 		req, err := http.NewRequest(method, "http://"+proxy+path, strings.NewReader("{}"))
 		if err != nil {
@@ -151,6 +149,18 @@ func TestHAProxy_RetriesARefusedReset(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	return replicas, do
+}
+
+// TestHAProxy_RetriesARefusedReset runs deploy/compose/haproxy.cfg over two
+// fake replicas on loopback. The reset of an HTTP session the proxy knows
+// (here: the restore of a session its draining replica checkpointed, sent
+// back to that replica while it is still /ready) that its replica refuses
+// with 503 is passed to the other replica, where before the client got the
+// 503; a step its replica refuses is not sent again, so a step cannot run
+// twice.
+func TestHAProxy_RetriesARefusedReset(t *testing.T) {
+	replicas, do := composeProxy(t)
 	// A session started on replica a (new sessions go round robin).
 	session := ""
 	for i := range 4 {
@@ -189,4 +199,29 @@ func TestHAProxy_RetriesARefusedReset(t *testing.T) {
 		return
 	}
 	t.Error("no step's session hashed to replica a")
+}
+
+// TestHAProxy_RoutesTheURLsSession sends MCP 2026-07-28 requests, which
+// name their session in the /mcp URL's session_id and carry no session
+// header, through deploy/compose/haproxy.cfg: each goes to the replica
+// that last answered that HTTP session, where before they went round
+// robin, half of them to a replica that does not hold it.
+func TestHAProxy_RoutesTheURLsSession(t *testing.T) {
+	replicas, do := composeProxy(t)
+	session, other := "", ""
+	for i := range 4 {
+		id := fmt.Sprintf("u-%d", i)
+		if status, replica := do(http.MethodPost, "/reset", id); status != http.StatusOK {
+			t.Fatalf("the first reset of %s: %d %s", id, status, replica)
+		} else if session == "" {
+			session = id
+			other = map[string]string{"a": "b", "b": "a"}[replica]
+		}
+	}
+	for range 6 {
+		do(http.MethodPost, "/mcp?session_id="+session, "")
+	}
+	if n := replicas[other].count("POST /mcp "); n != 0 {
+		t.Errorf("%d of 6 requests to /mcp?session_id=%s went to replica %s, which does not hold it", n, session, other)
+	}
 }
