@@ -343,15 +343,25 @@ const restoredAs = ", restored as attempt "
 // from the checkpoint it was restoring or from that one.
 func superseded(r Restorer, se *SupersededError, episodeID string, loc []any) *protoError {
 	perr := invalid([]fieldError{(&OptionError{Option: "replaces", Value: se.Attempt, Message: se.Error()}).field(loc)})
-	_, successor, ok := strings.Cut(se.By, restoredAs)
-	if u, err := uuid.Parse(successor); !ok || err != nil || u.String() != successor {
-		return perr // a fence another kind of restore wrote
+	successor, ok := successorOf(se.By)
+	if !ok {
+		return perr
 	}
 	perr.extra.SupersededBy = successor
 	if info, ok := r.Latest(episodeID); ok && info.Attempt == successor {
 		perr.extra.CheckpointID = info.ID
 	}
 	return perr
+}
+
+// successorOf returns the attempt a restore started, from what its fence
+// records (by); ok is false for a fence another kind of restore wrote.
+func successorOf(by string) (attempt string, ok bool) {
+	_, successor, ok := strings.Cut(by, restoredAs)
+	if u, err := uuid.Parse(successor); !ok || err != nil || u.String() != successor {
+		return "", false
+	}
+	return successor, true
 }
 
 // fencedLocked refuses a request of a session whose attempt a restore
@@ -373,7 +383,9 @@ func (ss *session) fencedLocked(ctx context.Context) *protoError {
 	attempt := ss.attempt
 	ss.mu.Unlock()
 	ss.srv.metrics.fencedSteps.Inc()
-	return newError(codeSuperseded, "This session's attempt %s was superseded by %s: it can no longer step. Continue on the session that restored it.", attempt, by)
+	perr := newError(codeSuperseded, "This session's attempt %s was superseded by %s: it can no longer step. Continue on the session that restored it.", attempt, by)
+	perr.extra.SupersededBy, _ = successorOf(by)
+	return perr
 }
 
 // supersededBy reports whether a restore fenced the session's attempt, and

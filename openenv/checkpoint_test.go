@@ -206,8 +206,13 @@ func TestCheckpoint_EveryNotAfterFence(t *testing.T) {
 	if got := latest(); got != newest {
 		t.Errorf("after the superseded attempt's step, the episode's newest checkpoint is\n%s\nwant the restored attempt's\n%s", got, newest)
 	}
-	if r := roundTrip(t, old, `{"type":"step","data":{"type":"call_tool","tool_name":"note","arguments":{"body":"refused"}}}`); !strings.Contains(r, "was superseded by") {
+	r = roundTrip(t, old, `{"type":"step","data":{"type":"call_tool","tool_name":"note","arguments":{"body":"refused"}}}`)
+	if !strings.Contains(r, "was superseded by") {
 		t.Errorf("a step of the superseded attempt: %s", r)
+	}
+	// The refusal names the attempt to continue on beside its message.
+	if got, want := fmt.Sprint(field(t, r, "data.superseded_by")), fmt.Sprint(field(t, newest, "attempt")); got != want {
+		t.Errorf("the refused step's superseded_by %s, want the restored attempt %s", got, want)
 	}
 }
 
@@ -607,8 +612,11 @@ func TestCheckpoint_MCPCallsAreSteps(t *testing.T) {
 		if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", fmt.Sprintf(`{"checkpoint":%q,"replaces":%q}`, str(t, ck, "result.checkpoint_id"), str(t, ck, "result.attempt")), h); status != http.StatusOK {
 			t.Fatalf("%s: restore replacing the attempt: %d %s", episode, status, body)
 		}
+		restored := s.rpc(t, `{"jsonrpc":"2.0","id":9,"method":"seahaven/checkpoint","params":{"session_id":"restored-`+episode+`"}}`)
 		if body := call(10); !strings.Contains(body, "was superseded by checkpoint") {
 			t.Errorf("%s: a call of the superseded attempt: %s, want it refused", episode, body)
+		} else if got, want := fmt.Sprint(field(t, body, "error.data.superseded_by")), str(t, restored, "result.attempt"); got != want {
+			t.Errorf("%s: the refused call's superseded_by %s, want the restored attempt %s", episode, got, want)
 		}
 	}
 }
