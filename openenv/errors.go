@@ -54,6 +54,11 @@ const (
 	rpcInvalidParams  = -32602
 	rpcInternalError  = -32603
 	rpcServerError    = -32000
+
+	// MCP 2026-07-28's: headers that do not match the body, or a
+	// protocol version the server does not speak.
+	rpcHeaderMismatch     = -32020
+	rpcUnsupportedVersion = -32022
 )
 
 // codes translates every protocol error code to each transport, in one place.

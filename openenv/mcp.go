@@ -122,7 +122,7 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 		}
 		return s.rpcToolsList(ctx, id, params, ws), http.StatusOK, ""
 	case "tools/call":
-		return s.rpcToolsCall(ctx, id, params, ws, std), http.StatusOK, ""
+		return s.rpcToolsCall(ctx, id, params, ws, mode), http.StatusOK, ""
 	case "openenv/session/create":
 		resp, status := s.rpcSessionCreate(ctx, id, req.Params, ws)
 		return resp, status, ""
@@ -204,9 +204,11 @@ func (s *Server) rpcToolsList(ctx context.Context, id json.RawMessage, params ma
 	}), perr)
 }
 
-// rpcToolsCall answers tools/call. A tool failure is a -32603 error whose
-// data names its error_type.
-func (s *Server) rpcToolsCall(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, ws *session, std bool) rpcResponse {
+// rpcToolsCall answers tools/call, of a request that came as mode says.
+// In OpenEnv's dialect a tool failure is a -32603 error whose data names
+// its error_type; a standard client gets it as a result.
+func (s *Server) rpcToolsCall(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, ws *session, mode rpcMode) rpcResponse {
+	std := mode == rpcStandard || mode == rpcModern
 	rawName, present := params["name"]
 	if !present || rawName.Kind() == 'n' {
 		return rpcFailure(id, rpcInvalidParams, "Missing 'name' in params", nil)
@@ -230,8 +232,8 @@ func (s *Server) rpcToolsCall(ctx context.Context, id json.RawMessage, params ma
 		out, perr = s.callThrowaway(ctx, name, args)
 	default:
 		anew := resetAnew // an mcp message on /ws, whose client resets
-		if ws == nil || ws.transport != TransportWS {
-			anew = s.newEpisode(std)
+		if mode != rpcWS {
+			anew = s.newEpisode(mode)
 		}
 		out, perr = ss.mcpCall(ctx, name, args, anew)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -41,11 +40,12 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	}
 	body, perr := s.readBody(w, r)
 	if perr != nil {
-		// A standard client's session gets the HTTP status of every other
-		// route (413, 408, 400), as Streamable HTTP has it, and 415 goes
-		// to every client; OpenEnv's dialect answers 200, as upstream does.
+		// A standard client's session, and a 2026-07-28 request, get the
+		// HTTP status of every other route (413, 408, 400), as Streamable
+		// HTTP has it, and 415 goes to every client; OpenEnv's dialect
+		// answers 200, as upstream does.
 		resp, status := rpcFailure(nullID, rpcInvalidRequest, "Invalid request: "+perr.message, nil), http.StatusOK
-		if r.Header.Get(MCPSessionHeader) != "" || perr.code == codeMediaType {
+		if r.Header.Get(MCPSessionHeader) != "" || r.Header.Get("MCP-Protocol-Version") == modernVersion || perr.code == codeMediaType {
 			resp, status = standardReply(resp), perr.httpStatus()
 			if perr.code == codeTooLarge && body == nil && r.ContentLength > 0 {
 				// Refused for its Content-Length alone: read as much of
@@ -66,9 +66,12 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if s.refuseRepeatedMCPHeaders(w, r, refusedID(body)) {
 		return
 	}
-	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !protocolVersions[v] {
-		supported := strings.Join(slices.Sorted(maps.Keys(protocolVersions)), ", ")
-		writeJSON(w, http.StatusBadRequest, standardReply(rpcFailure(refusedID(body), rpcInvalidRequest, "Unsupported MCP-Protocol-Version "+runecut.Echo(v)+" (supported: "+supported+")", nil)))
+	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && v != modernVersion && !protocolVersions[v] {
+		writeJSON(w, http.StatusBadRequest, unsupportedVersion(refusedID(body), v))
+		return
+	}
+	if modernRequest(r, body) {
+		s.serveModern(w, r, body)
 		return
 	}
 	ctx := r.Context()
@@ -81,6 +84,12 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		q, err := url.ParseQuery(r.URL.RawQuery)
 		if err != nil {
 			writeJSON(w, http.StatusBadRequest, standardReply(rpcFailure(reqID, rpcInvalidParams, "The /mcp URL's query does not parse ("+err.Error()+"): write it as key=value pairs joined by &, each percent-encoded", nil)))
+			return
+		}
+		if _, named := q[modernSessionKey]; named {
+			// Not reset data: the session a 2026-07-28 request names.
+			writeJSON(w, http.StatusBadRequest, standardReply(rpcFailure(reqID, rpcInvalidParams, "The /mcp URL's "+modernSessionKey+" names the session of "+modernVersion+" requests (MCP-Protocol-Version: "+modernVersion+
+				"); this request speaks an older version, whose session is its initialize's or, in OpenEnv's dialect, params.session_id's: drop "+modernSessionKey+" from the URL", nil)))
 			return
 		}
 		req, perr := resetFromQuery(q)
@@ -309,6 +318,7 @@ const (
 	rpcWS       rpcMode = iota // an mcp message on /ws, bound to the socket's session (OpenEnv's dialect)
 	rpcPost                    // POST /mcp without a session header: OpenEnv's dialect, or a standard client's initialize
 	rpcStandard                // POST /mcp with Mcp-Session-Id, alone or in a batch: a standard MCP client's session
+	rpcModern                  // POST /mcp of MCP 2026-07-28, with no protocol session (handleModern)
 )
 
 // serveMCPDelete serves DELETE /mcp: a standard MCP client ends the
@@ -367,10 +377,11 @@ func (s *Server) endedMCPSession(ctx context.Context, ss *session) rpcResponse {
 }
 
 // refuseRepeatedMCPHeaders answers 400, with a JSON-RPC error of the
-// given id, a request that sends Mcp-Session-Id or MCP-Protocol-Version
-// more than once, and reports whether it did.
+// given id, a request that sends Mcp-Session-Id, MCP-Protocol-Version,
+// or the Mcp-Method or Mcp-Name of a 2026-07-28 request more than once,
+// and reports whether it did.
 func (s *Server) refuseRepeatedMCPHeaders(w http.ResponseWriter, r *http.Request, id json.RawMessage) bool {
-	for _, name := range []string{MCPSessionHeader, "MCP-Protocol-Version"} {
+	for _, name := range []string{MCPSessionHeader, "MCP-Protocol-Version", mcpMethodHeader, mcpNameHeader} {
 		if n := len(r.Header.Values(name)); n > 1 {
 			writeJSON(w, http.StatusBadRequest, standardReply(rpcFailure(id, rpcInvalidRequest, "Invalid request: "+repeatedHeader(name, n), nil)))
 			return true

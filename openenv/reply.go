@@ -255,16 +255,17 @@ type sessionResult struct {
 
 // initializeResult is the result of the MCP initialize handshake.
 type initializeResult struct {
-	ProtocolVersion string `json:"protocolVersion"`
-	Capabilities    struct {
-		Tools struct {
-			ListChanged bool `json:"listChanged"`
-		} `json:"tools"`
-	} `json:"capabilities"`
-	ServerInfo struct {
-		Name    string `json:"name"`
-		Version string `json:"version"`
-	} `json:"serverInfo"`
+	ProtocolVersion string             `json:"protocolVersion"`
+	Capabilities    serverCapabilities `json:"capabilities"`
+	ServerInfo      implementation     `json:"serverInfo"`
+}
+
+// serverCapabilities are the server's MCP capabilities: tools, whose list
+// it never announces as changed.
+type serverCapabilities struct {
+	Tools struct {
+		ListChanged bool `json:"listChanged"`
+	} `json:"tools"`
 }
 
 // errorData is the data of a /ws error frame; Errors lists the failures of

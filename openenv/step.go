@@ -169,15 +169,20 @@ func (ss *session) overLocked(anew string) *protoError {
 // episode once its episode is over: it resets.
 const resetAnew = "Reset to start a new episode."
 
-// newEpisode says how the client of a tools/call on POST /mcp starts a new
-// episode once the session's is over: an MCP client has no reset, but
-// starts a new session, a standard client's with its initialize at the
-// URL whose query set this episode up; a trainer, while the server serves
-// the HTTP episode routes, may reset this session there.
-func (s *Server) newEpisode(std bool) string {
+// newEpisode says how the client of a tools/call on POST /mcp, which came
+// as mode says, starts a new episode once the session's is over: an MCP
+// client has no reset, but starts a new session, a standard client's with
+// its initialize at the URL whose query set this episode up, or, speaking
+// 2026-07-28, which starts none, is given the URL of another; a trainer,
+// while the server serves the HTTP episode routes, may reset this session
+// there.
+func (s *Server) newEpisode(mode rpcMode) string {
 	msg := "Create a new session (openenv/session/create) to start a new episode"
-	if std {
+	switch mode {
+	case rpcStandard:
 		msg = "Initialize a new session (without Mcp-Session-Id) at this /mcp URL to start a new episode"
+	case rpcModern:
+		msg = "Name a new session in the /mcp URL's " + modernSessionKey + " (a trainer creates one with openenv/session/create) to start a new episode"
 	}
 	if !s.cfg.Production {
 		msg += "; a trainer may reset this one: POST /reset with its id in " + SessionHeader
