@@ -169,6 +169,7 @@ func TestMCP_ModernGoSDKClient(t *testing.T) {
 // the episode the trainer's own call began (the step count goes on, each
 // call sees the earlier ones' writes), and the trainer grades the change
 // log they made together. A task's session lists only the task's tools.
+// A session of the HTTP routes is reached by its label the same way.
 func TestMCP_ModernSessionEpisode(t *testing.T) {
 	s := mustServeCompany(t, openenv.Config{})
 	ctx := context.Background()
@@ -222,6 +223,18 @@ func TestMCP_ModernSessionEpisode(t *testing.T) {
 	}
 	if n := len(s.Sessions()); n != 1 {
 		t.Errorf("%d sessions, want the trainer's one", n)
+	}
+
+	// So does a session of the HTTP routes, by the label its trainer gave it.
+	if code, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{}`, map[string]string{openenv.SessionHeader: "ep-http"}); code != http.StatusOK {
+		t.Fatalf("reset of the HTTP session: %d %s", code, body)
+	}
+	c, _ := sdkModern(t, s.ts.URL, "session_id=ep-http")
+	if res, err := c.CallTool(ctx, &mcp.CallToolParams{Name: "hire", Arguments: map[string]any{"name": "Eve Example", "role": "engineer"}}); err != nil || res.IsError {
+		t.Fatalf("hire on the HTTP session: %v %+v", err, res)
+	}
+	if _, body, _ := s.httpDo(t, http.MethodGet, "/state", "", map[string]string{openenv.SessionHeader: "ep-http"}); fmt.Sprint(field(t, body, "step_count")) != "1" {
+		t.Errorf("the HTTP session's state after the 2026-07-28 client's call: %.200s, want step_count 1", body)
 	}
 
 	// A session that ended is unknown.
