@@ -80,8 +80,10 @@ func (s *Server) BrowserGuard(next http.Handler) http.Handler { return s.browser
 // before the token check, since a preflight carries no credentials, and
 // marks every reply to the page as readable by it, with the session
 // headers a client reads (the MCP TypeScript SDK's client reads
-// Mcp-Session-Id). Without AllowedOrigins it adds nothing: a page of the
-// server's own origin needs none of it.
+// Mcp-Session-Id), and lets it send the headers MCP has a client send
+// (a 2026-07-28 client's Mcp-Method and Mcp-Name among them). Without
+// AllowedOrigins it adds nothing: a page of the server's own origin needs
+// none of it.
 func (s *Server) cors(next http.Handler) http.Handler {
 	if len(s.cfg.AllowedOrigins) == 0 {
 		return next
@@ -90,7 +92,7 @@ func (s *Server) cors(next http.Handler) http.Handler {
 		AllowOriginFunc: func(r *http.Request, origin string) bool { return s.originAllowed(origin, r.Host) },
 		AllowedMethods:  []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodDelete},
 		AllowedHeaders: []string{"Authorization", "Content-Type", "Accept", "Last-Event-ID",
-			MCPSessionHeader, "Mcp-Protocol-Version", SessionHeader},
+			MCPSessionHeader, "Mcp-Protocol-Version", mcpMethodHeader, mcpNameHeader, SessionHeader},
 		ExposedHeaders: []string{MCPSessionHeader, SessionHeader, "WWW-Authenticate"},
 		MaxAge:         600,
 	})(next)

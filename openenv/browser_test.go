@@ -135,7 +135,8 @@ func TestServer_BrowserWSOrigin(t *testing.T) {
 // TypeScript SDK's client on /mcp among them: the browser's preflight of
 // a JSON POST (or of a DELETE /mcp) is answered, before the token check,
 // since a preflight carries no credentials; every reply to that origin
-// lets the page read it and the Mcp-Session-Id header. A page of another
+// lets the page read it and the Mcp-Session-Id header; a 2026-07-28
+// client's Mcp-Method and Mcp-Name headers are allowed. A page of another
 // origin gets none of this.
 func TestServer_BrowserCORS(t *testing.T) {
 	const ui = "https://ui.example.com"
@@ -159,6 +160,16 @@ func TestServer_BrowserCORS(t *testing.T) {
 		if resp := preflight("https://evil.example", r.method, r.path); resp.Header.Get("Access-Control-Allow-Origin") != "" {
 			t.Errorf("preflight of %s %s from another origin allowed: %v", r.method, r.path, resp.Header)
 		}
+	}
+	// A client of MCP 2026-07-28 repeats its method and tool name in
+	// headers of their own.
+	_, _, resp := s.httpDo(t, http.MethodOptions, "/mcp", "", map[string]string{
+		"Origin": ui, "Access-Control-Request-Method": "POST",
+		"Access-Control-Request-Headers": "authorization,content-type,mcp-protocol-version,mcp-method,mcp-name",
+	})
+	if allowed := strings.ToLower(resp.Header.Get("Access-Control-Allow-Headers")); resp.StatusCode/100 != 2 || resp.Header.Get("Access-Control-Allow-Origin") != ui ||
+		!strings.Contains(allowed, "mcp-method") || !strings.Contains(allowed, "mcp-name") {
+		t.Errorf("preflight of a 2026-07-28 POST /mcp from %s: %d %v", ui, resp.StatusCode, resp.Header)
 	}
 	code, body, resp := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`,
 		map[string]string{"Origin": ui, "Authorization": "Bearer s3cret"})
