@@ -119,22 +119,23 @@ func unsupportedVersion(id json.RawMessage, v string) rpcResponse {
 }
 
 // modernRequest reports whether a POST /mcp speaks MCP 2026-07-28: its
-// MCP-Protocol-Version header names that version, or, sent without that
-// header and without Mcp-Session-Id, its params._meta names a protocol
-// version (a 2026-07-28 request that lacks its header, which
-// handleModern refuses for that).
+// params._meta names a protocol version, or its MCP-Protocol-Version
+// header names 2026-07-28 and it is not an initialize, which selects the
+// handshake's versions (as a client falling back to them may send it).
+// A request with another version's header, or with Mcp-Session-Id and no
+// such header, is of an initialize session or OpenEnv's dialect.
 func modernRequest(r *http.Request, body []byte) bool {
-	switch v := r.Header.Get("MCP-Protocol-Version"); {
-	case v == modernVersion:
-		return true
-	case v != "" || r.Header.Get(MCPSessionHeader) != "":
-		return false
-	}
 	m, _ := members(body)
 	params, _ := members(m["params"])
 	meta, _ := members(params["_meta"])
-	_, ok := meta[metaProtocolVersion]
-	return ok
+	_, named := meta[metaProtocolVersion]
+	switch v := r.Header.Get("MCP-Protocol-Version"); {
+	case v == modernVersion:
+		return named || !isInitialize(body)
+	case v != "" || r.Header.Get(MCPSessionHeader) != "":
+		return false
+	}
+	return named
 }
 
 // serveModern serves a POST /mcp of MCP 2026-07-28 (modernRequest).

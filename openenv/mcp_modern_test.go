@@ -357,6 +357,15 @@ func TestMCP_ModernRefusals(t *testing.T) {
 	if n := len(s.Sessions()); n != 0 {
 		t.Errorf("refused requests left %d sessions", n)
 	}
+
+	// An initialize without 2026-07-28's _meta selects the handshake, the
+	// 2026-07-28 header notwithstanding (a client falling back may send
+	// it): it starts a session of the version it negotiates.
+	_, got, resp := s.httpDo(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`,
+		map[string]string{"MCP-Protocol-Version": modern})
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(openenv.MCPSessionHeader) == "" || field(t, got, "result.protocolVersion") != "2025-11-25" {
+		t.Errorf("initialize with the 2026-07-28 header: %d %s %v", resp.StatusCode, got, resp.Header)
+	}
 }
 
 // server/discover and the other results of 2026-07-28 carry what the
