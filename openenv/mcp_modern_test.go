@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -418,5 +419,49 @@ func TestMCP_ModernAgentListener(t *testing.T) {
 	}
 	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_staff", Arguments: map[string]any{}}); err != nil || !strings.Contains(resultText(res), "Eve Example") {
 		t.Errorf("list_staff on the agent's session after its hire: %v %v", err, res)
+	}
+}
+
+// A 2026-07-28 client cancels a request by closing its stream (the
+// revision has no notifications/cancelled over HTTP): the call on the
+// session stops, and the session's next call runs instead of waiting for
+// it.
+func TestMCP_ModernCancel(t *testing.T) {
+	fake := newFake(t)
+	s := mustServe(t, fake, openenv.Config{StepTimeout: time.Hour})
+	sid, _ := field(t, s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{}}`), "result.session_id").(string)
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	header := func(name string) map[string]string {
+		return map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": name}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.ts.URL+"/mcp?session_id="+sid, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{},`+meta+`}}`))
+		for k, v := range header("slow") {
+			req.Header.Set(k, v)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := s.ts.Client().Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		ended <- err
+	}()
+	select {
+	case <-fake.slowStarted:
+	case err := <-ended:
+		t.Fatalf("the request ended before its call started: %v", err)
+	}
+	cancel()
+	if err := <-ended; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled request: %v", err)
+	}
+	code, got := modernPost(t, s.ts, "/mcp?session_id="+sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2},`+meta+`}}`, header("add"))
+	if code != http.StatusOK || fmt.Sprint(field(t, got, "result.structuredContent.result")) != "3" {
+		t.Errorf("the call after the cancelled one: %d %s", code, got)
+	}
+	if c := s.scrape(t).value(t, "seahaven_tool_calls_total", "tool", "slow", "outcome", "cancelled"); c != 1 {
+		t.Errorf("seahaven_tool_calls_total{tool=slow,outcome=cancelled} = %v, want 1", c)
 	}
 }
