@@ -67,7 +67,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && v != modernVersion && !protocolVersions[v] {
-		writeJSON(w, http.StatusBadRequest, unsupportedVersion(refusedID(body), v))
+		writeJSON(w, http.StatusBadRequest, unsupportedVersion(refusedID(body), v, versionsAt(r.URL.RawQuery), ""))
 		return
 	}
 	if modernRequest(r, body) {

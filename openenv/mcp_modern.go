@@ -21,18 +21,42 @@ import (
 // its client's capabilities in params._meta and repeats its version,
 // method and tool name in headers; there is no initialize, no
 // Mcp-Session-Id and no ping. It reaches an episode through the session
-// the /mcp URL's session_id names (one a trainer created); without one it
-// runs on a throwaway instance, as OpenEnv's sessionless tools/call does.
+// the /mcp URL's session_id names (one a trainer created), and only there:
+// at any other /mcp URL, where an episode starts by initialize, a
+// client's server/discover lists the initialize versions alone (a client
+// of both then falls back to initialize), and its tools/list and
+// tools/call are refused as of a version the URL does not serve.
 
 // modernVersion is the MCP protocol version served per request, without
 // the initialize handshake.
 const modernVersion = "2026-07-28"
 
-// supportedVersions are the MCP protocol versions the server speaks, newest
-// first: modernVersion per request, the others through initialize
-// (protocolVersions). server/discover lists them, and so does the refusal
-// of a version not among them.
-var supportedVersions = append([]string{modernVersion}, slices.SortedFunc(maps.Keys(protocolVersions), func(a, b string) int { return strings.Compare(b, a) })...)
+// handshakeVersions are the MCP protocol versions of initialize
+// (protocolVersions), newest first: those served at a /mcp URL naming no
+// session_id.
+var handshakeVersions = slices.SortedFunc(maps.Keys(protocolVersions), func(a, b string) int { return strings.Compare(b, a) })
+
+// supportedVersions are the MCP protocol versions served at a /mcp URL
+// naming a session_id, newest first: modernVersion per request, and the
+// handshake's.
+var supportedVersions = append([]string{modernVersion}, handshakeVersions...)
+
+// versionsAt are the MCP protocol versions served at the /mcp URL of the
+// query raw, newest first: server/discover lists them, and so does the
+// refusal of a version not among them. 2026-07-28 is served only where a
+// request runs on an episode, a URL naming session_id.
+func versionsAt(raw string) []string {
+	q, _ := url.ParseQuery(raw)
+	if _, named := q[modernSessionKey]; named {
+		return supportedVersions
+	}
+	return handshakeVersions
+}
+
+// discoverInstructions are the instructions of server/discover at a /mcp
+// URL naming no session_id, which serves 2026-07-28 no episode.
+const discoverInstructions = "This URL starts an episode by initialize (MCP " + defaultProtocolVersion + " and older); a " + modernVersion +
+	" client reaches an episode at /mcp?" + modernSessionKey + "=<id> of a session a trainer created (openenv/session/create)."
 
 // The keys of a 2026-07-28 request's and result's _meta.
 const (
@@ -58,6 +82,7 @@ type discoverResult struct {
 	cacheHints
 	SupportedVersions []string           `json:"supportedVersions"`
 	Capabilities      serverCapabilities `json:"capabilities"`
+	Instructions      string             `json:"instructions,omitempty"`
 }
 
 // modernFields are what every 2026-07-28 result carries: its type
@@ -110,12 +135,13 @@ type unsupportedVersionData struct {
 	Requested string   `json:"requested"`
 }
 
-// unsupportedVersion refuses the MCP-Protocol-Version v, which the server
-// does not speak, in the error of 2026-07-28 (whose client retries with a
-// version of data.supported); a client of an older version reads the 400.
-func unsupportedVersion(id json.RawMessage, v string) rpcResponse {
-	return rpcFailure(id, rpcUnsupportedVersion, "Unsupported MCP-Protocol-Version "+runecut.Echo(v)+" (supported: "+strings.Join(supportedVersions, ", ")+")",
-		unsupportedVersionData{Supported: supportedVersions, Requested: runecut.Clip(v, 64, "not echoed")})
+// unsupportedVersion refuses the MCP-Protocol-Version v, which the /mcp
+// URL does not serve, in the error of 2026-07-28 (whose client retries with
+// a version of data.supported, the URL's versions); a client of an older
+// version reads the 400. hint, if not empty, follows the list.
+func unsupportedVersion(id json.RawMessage, v string, supported []string, hint string) rpcResponse {
+	return rpcFailure(id, rpcUnsupportedVersion, "Unsupported MCP-Protocol-Version "+runecut.Echo(v)+" (supported: "+strings.Join(supported, ", ")+")"+hint,
+		unsupportedVersionData{Supported: supported, Requested: runecut.Clip(v, 64, "not echoed")})
 }
 
 // modernRequest reports whether a POST /mcp speaks MCP 2026-07-28: its
@@ -153,8 +179,9 @@ func (s *Server) serveModern(w http.ResponseWriter, r *http.Request, body []byte
 
 // handleModern answers a 2026-07-28 request, with its reply's HTTP status:
 // 400 for a request refused before it ran (its body, its _meta, its
-// headers, the URL's query), 404 for a method this version does not have,
-// 202 for a notification, 200 otherwise.
+// headers, the URL's query, a tools/list or tools/call at a URL naming no
+// session), 404 for a method this version does not have, 202 for a
+// notification, 200 otherwise.
 func (s *Server) handleModern(r *http.Request, body []byte) (rpcResponse, int) {
 	ctx := r.Context()
 	if r.Header.Get(MCPSessionHeader) != "" {
@@ -217,13 +244,24 @@ func (s *Server) handleModern(r *http.Request, body []byte) (rpcResponse, int) {
 
 	switch method {
 	case "server/discover":
-		return rpcResult(id, discoverResult{
+		res := discoverResult{
 			modernFields:      s.modernFields(),
 			cacheHints:        cacheHints{CacheScope: "public"},
 			SupportedVersions: supportedVersions,
 			Capabilities:      serverCapabilities{},
-		}), http.StatusOK
+		}
+		if sid == "" {
+			res.SupportedVersions, res.Instructions = handshakeVersions, discoverInstructions
+		}
+		return rpcResult(id, res), http.StatusOK
 	case "tools/list", "tools/call":
+		if sid == "" {
+			// No episode to run on: a call here would run on a throwaway
+			// instance, and its client, expecting the next to see its
+			// write, would lose its episode's state unawares.
+			return unsupportedVersion(id, modernVersion, handshakeVersions, ": this /mcp URL starts an episode by initialize, which a client of those versions sends here; "+
+				"a "+modernVersion+" client reaches an episode at /mcp?"+modernSessionKey+"=<id> of a session a trainer created (openenv/session/create)"), http.StatusBadRequest
+		}
 		ss, perr := s.modernSession(ctx, sid)
 		if perr != nil {
 			return rpcProto(id, perr), http.StatusOK
@@ -327,9 +365,10 @@ func headerValue(v string) (decoded string, ok bool) {
 }
 
 // modernQuery reads the /mcp URL's query of a 2026-07-28 request: the
-// session_id naming the session it runs on, "" for none. A 2026-07-28
-// request starts no session, so the reset data that sets one up (task,
-// seed, …) is refused, as is any other key.
+// session_id naming the session it runs on, "" for none (the URL of an
+// initialize, whose reset data, if any, sets its episode up). A 2026-07-28
+// request starts no session, so reset data (task, seed, …) beside
+// session_id is refused, as is any other key there.
 func modernQuery(raw string) (sid string, perr *protoError) {
 	if raw == "" {
 		return "", nil
@@ -339,19 +378,16 @@ func modernQuery(raw string) (sid string, perr *protoError) {
 		return "", newError(codeValidation, "The /mcp URL's query does not parse (%s): write it as key=value pairs joined by &, each percent-encoded", err.Error())
 	}
 	ids, named := q[modernSessionKey]
+	if !named {
+		return "", nil
+	}
 	delete(q, modernSessionKey)
 	if len(q) > 0 {
 		keys := runecut.Echo(strings.Join(slices.Sorted(maps.Keys(q)), ", "))
-		if named {
-			return "", newError(codeValidation, "The /mcp URL names %s beside %s: a %s request runs on the session %s names, set up when it was created, and starts none; give the URL %s alone",
-				keys, modernSessionKey, modernVersion, modernSessionKey, modernSessionKey)
-		}
-		return "", newError(codeValidation, "The /mcp URL's query (%s) would set up a session, which a %s request does not start (the version has no initialize): "+
-			"name a session a trainer created, as /mcp?%s=<id>, or drop the query to run each call on a fresh default instance", keys, modernVersion, modernSessionKey)
+		return "", newError(codeValidation, "The /mcp URL names %s beside %s: a %s request runs on the session %s names, set up when it was created, and starts none; give the URL %s alone",
+			keys, modernSessionKey, modernVersion, modernSessionKey, modernSessionKey)
 	}
 	switch {
-	case !named:
-		return "", nil
 	case len(ids) > 1:
 		return "", newError(codeValidation, "The /mcp URL names %s %d times; name it once", modernSessionKey, len(ids))
 	case ids[0] == "":
@@ -362,11 +398,8 @@ func modernQuery(raw string) (sid string, perr *protoError) {
 
 // modernSession returns the live session of id, the /mcp URL's
 // session_id, which the request may reach (on the agent listener, one
-// started there); nil for "", a sessionless request.
+// started there).
 func (s *Server) modernSession(ctx context.Context, id string) (*session, *protoError) {
-	if id == "" {
-		return nil, nil
-	}
 	ss := s.lookup(id)
 	if !reachable(ctx, ss) {
 		if ss == nil {

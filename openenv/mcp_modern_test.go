@@ -56,15 +56,12 @@ func (rec *recorder) requests() []sentRequest {
 }
 
 // sdkModern connects the official Go SDK's client to the server behind
-// base's /mcp with the URL's query q (none when empty), as it connects by
-// default (2026-07-28 first), recording what it sends; it must not fall
+// base's /mcp with the URL's query q, naming a session_id, as it connects
+// by default (2026-07-28 first), recording what it sends; it must not fall
 // back to initialize: the connection speaks 2026-07-28.
 func sdkModern(tb testing.TB, base, q string) (*mcp.ClientSession, *recorder) {
 	tb.Helper()
-	endpoint := base + "/mcp"
-	if q != "" {
-		endpoint += "?" + q
-	}
+	endpoint := base + "/mcp?" + q
 	rec := &recorder{}
 	client := mcp.NewClient(&mcp.Implementation{Name: "sdk-test", Version: "1"}, nil)
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1, HTTPClient: &http.Client{Transport: rec}}, nil)
@@ -94,17 +91,60 @@ func resultText(res *mcp.CallToolResult) string {
 	return b.String()
 }
 
-// The official Go SDK's client speaks MCP 2026-07-28 to /mcp as it
-// connects by default, without falling back to initialize: it discovers
-// the server, lists the company world's tools and calls them, every
-// request carrying the version in its header and no Mcp-Session-Id, every
-// structured content matching its tool's output schema. Naming no session,
-// each call runs on a fresh default instance that is closed at once, so a
-// second call does not see the first's write and no session is left.
+// The official Go SDK's client, left on its defaults (2026-07-28 first),
+// at /mcp naming no session_id, is told by server/discover that the URL
+// serves the initialize versions alone, falls back to initialize and
+// plays the episode of its session: its second call sees its first's
+// write. So does it at a URL holding reset data.
+func TestMCP_GoSDKDefaultClientInitializes(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{})
+	ctx := context.Background()
+	for _, q := range []string{"", "?task=invoice_750&seed=3"} {
+		rec := &recorder{}
+		client := mcp.NewClient(&mcp.Implementation{Name: "sdk-test", Version: "1"}, nil)
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.ts.URL + "/mcp" + q, MaxRetries: -1, HTTPClient: &http.Client{Transport: rec}}, nil)
+		if err != nil {
+			t.Fatalf("/mcp%s: connect: %v", q, err)
+		}
+		if v := cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
+			t.Errorf("/mcp%s: the client speaks %s, want 2025-11-25", q, v)
+		}
+		if sent := rec.requests(); len(sent) < 2 || sent[0].method != "server/discover" || sent[0].version != "2026-07-28" || sent[1].method != "initialize" {
+			t.Errorf("/mcp%s: the client sent %+v, want server/discover of 2026-07-28, then initialize", q, sent)
+		}
+		charges := func() int {
+			t.Helper()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pay_list_charges", Arguments: map[string]any{}})
+			if err != nil || res.IsError {
+				t.Fatalf("/mcp%s: pay_list_charges: %v %v", q, err, res)
+			}
+			var list struct{ Result []any }
+			b, _ := json.Marshal(res.StructuredContent)
+			json.Unmarshal(b, &list)
+			return len(list.Result)
+		}
+		before := charges()
+		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "invoice", Arguments: map[string]any{"amount": 750}}); err != nil || res.IsError {
+			t.Fatalf("/mcp%s: invoice: %v %+v", q, err, res)
+		}
+		if after := charges(); after != before+1 {
+			t.Errorf("/mcp%s: %d charges after the invoice, %d before: the client's call does not see its previous call's write", q, after, before)
+		}
+		cs.Close()
+	}
+}
+
+// The official Go SDK's client speaks MCP 2026-07-28 at /mcp naming a
+// session_id as it connects by default, without falling back to
+// initialize: it discovers the server, lists the world's tools and calls
+// them on the session, every request carrying the version in its header
+// and no Mcp-Session-Id, every structured content matching its tool's
+// output schema, and each call sees the earlier calls' writes.
 func TestMCP_ModernGoSDKClient(t *testing.T) {
 	s := mustServeCompany(t, openenv.Config{})
 	ctx := context.Background()
-	cs, rec := sdkModern(t, s.ts.URL, "")
+	sid, _ := field(t, s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{}}`), "result.session_id").(string)
+	cs, rec := sdkModern(t, s.ts.URL, "session_id="+sid)
 	if got := cs.InitializeResult().ServerInfo; got == nil || got.Name != "company" {
 		t.Errorf("server info %+v, want the company world's", got)
 	}
@@ -137,8 +177,8 @@ func TestMCP_ModernGoSDKClient(t *testing.T) {
 		return res
 	}
 	call("hire", map[string]any{"name": "Eve Example", "role": "engineer"})
-	if staff := resultText(call("list_staff", map[string]any{})); strings.Contains(staff, "Eve Example") {
-		t.Errorf("a sessionless call sees the previous call's hire: %s", staff)
+	if staff := resultText(call("list_staff", map[string]any{})); !strings.Contains(staff, "Eve Example") {
+		t.Errorf("a call on the session does not see the previous call's hire: %s", staff)
 	}
 	call("invoice", map[string]any{"amount": 750})
 	call("pay_list_charges", map[string]any{})
@@ -160,8 +200,8 @@ func TestMCP_ModernGoSDKClient(t *testing.T) {
 			t.Errorf("request %+v: want MCP-Protocol-Version 2026-07-28, Mcp-Method its method and no %s", r, openenv.MCPSessionHeader)
 		}
 	}
-	if n := len(s.Sessions()); n != 0 {
-		t.Errorf("%d sessions after sessionless calls, want 0", n)
+	if n := len(s.Sessions()); n != 1 {
+		t.Errorf("%d sessions, want the trainer's one", n)
 	}
 }
 
@@ -267,8 +307,11 @@ func modernPost(t *testing.T, ts *httptest.Server, path, body string, header map
 // which the client retries with) apart from a header contradicting the
 // body (-32020), the _meta keys every request carries (-32602), the
 // headers repeating its method and tool name, a session header, a method
-// 2026-07-28 does not have (404), and a /mcp URL whose query it cannot
-// take (reset data: it starts no session).
+// 2026-07-28 does not have (404), a /mcp URL whose query it cannot take
+// (reset data beside session_id: it starts no session), and a tools/list
+// or tools/call at a URL naming no session_id, which serves 2026-07-28 no
+// episode (-32022 listing the initialize versions, which start one
+// there).
 func TestMCP_ModernRefusals(t *testing.T) {
 	s := mustServeCompany(t, openenv.Config{})
 	const (
@@ -295,8 +338,10 @@ func TestMCP_ModernRefusals(t *testing.T) {
 		status           int
 		want             string
 	}{
-		{"unsupported version", "/mcp", strings.ReplaceAll(list, modern, "1999-01-01"), with(std, "MCP-Protocol-Version", "1999-01-01"), 400,
+		{"unsupported version", "/mcp?session_id=x", strings.ReplaceAll(list, modern, "1999-01-01"), with(std, "MCP-Protocol-Version", "1999-01-01"), 400,
 			`{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"Unsupported MCP-Protocol-Version 1999-01-01 (supported: 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)","data":{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"requested":"1999-01-01"}}}`},
+		{"unsupported version, no session_id", "/mcp", strings.ReplaceAll(list, modern, "1999-01-01"), with(std, "MCP-Protocol-Version", "1999-01-01"), 400,
+			`{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"Unsupported MCP-Protocol-Version 1999-01-01 (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)","data":{"supported":["2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"requested":"1999-01-01"}}}`},
 		{"header contradicts _meta", "/mcp", strings.ReplaceAll(list, modern, "1999-01-01"), std, 400,
 			`{"jsonrpc":"2.0","id":1,"error":{"code":-32020,"message":"Header mismatch: MCP-Protocol-Version header value '2026-07-28' does not match body value '1999-01-01' (params._meta's io.modelcontextprotocol/protocolVersion)"}}`},
 		{"no version header", "/mcp", list, with(std, "MCP-Protocol-Version", ""), 400,
@@ -331,8 +376,12 @@ func TestMCP_ModernRefusals(t *testing.T) {
 			`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found: initialize, the handshake of MCP 2025-11-25 and older, in a 2026-07-28 request (its _meta and MCP-Protocol-Version name 2026-07-28, which has none): send initialize without them to start a session of an older version"}}`},
 		{"a batch", "/mcp", "[" + list + "]", std, 400,
 			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: a JSON-RPC batch, which MCP 2025-06-18 and later do not have (this request speaks 2026-07-28): send each message in a POST of its own"}}`},
+		{"tools/list naming no session", "/mcp", list, std, 400,
+			`{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"Unsupported MCP-Protocol-Version 2026-07-28 (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05): this /mcp URL starts an episode by initialize, which a client of those versions sends here; a 2026-07-28 client reaches an episode at /mcp?session_id=<id> of a session a trainer created (openenv/session/create)","data":{"supported":["2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"requested":"2026-07-28"}}}`},
+		{"tools/call naming no session", "/mcp", call, with(std, "Mcp-Method", "tools/call", "Mcp-Name", "list_staff"), 400,
+			`{"jsonrpc":"2.0","id":2,"error":{"code":-32022,"message":"Unsupported MCP-Protocol-Version 2026-07-28 (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05): this /mcp URL starts an episode by initialize, which a client of those versions sends here; a 2026-07-28 client reaches an episode at /mcp?session_id=<id> of a session a trainer created (openenv/session/create)","data":{"supported":["2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"requested":"2026-07-28"}}}`},
 		{"reset data in the URL", "/mcp?task=invoice_750&seed=3", list, std, 400,
-			`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"The /mcp URL's query (seed, task) would set up a session, which a 2026-07-28 request does not start (the version has no initialize): name a session a trainer created, as /mcp?session_id=<id>, or drop the query to run each call on a fresh default instance"}}`},
+			`{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"Unsupported MCP-Protocol-Version 2026-07-28 (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05): this /mcp URL starts an episode by initialize, which a client of those versions sends here; a 2026-07-28 client reaches an episode at /mcp?session_id=<id> of a session a trainer created (openenv/session/create)","data":{"supported":["2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"requested":"2026-07-28"}}}`},
 		{"reset data beside session_id", "/mcp?session_id=x&task=invoice_750", list, std, 400,
 			`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"The /mcp URL names task beside session_id: a 2026-07-28 request runs on the session session_id names, set up when it was created, and starts none; give the URL session_id alone"}}`},
 		{"an unknown session", "/mcp?session_id=nope", list, std, 200,
@@ -345,7 +394,8 @@ func TestMCP_ModernRefusals(t *testing.T) {
 	}
 
 	// A name sent Base64-encoded is the name.
-	code, got := modernPost(t, s.ts, "/mcp", call, with(std, "Mcp-Method", "tools/call", "Mcp-Name", "=?base64?bGlzdF9zdGFmZg==?="))
+	sid, _ := field(t, s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{}}`), "result.session_id").(string)
+	code, got := modernPost(t, s.ts, "/mcp?session_id="+sid, call, with(std, "Mcp-Method", "tools/call", "Mcp-Name", "=?base64?bGlzdF9zdGFmZg==?="))
 	if code != http.StatusOK || field(t, got, "result.isError") != false || field(t, got, "result.resultType") != "complete" {
 		t.Errorf("tools/call with its name Base64-encoded: %d %s", code, got)
 	}
@@ -355,8 +405,8 @@ func TestMCP_ModernRefusals(t *testing.T) {
 	if want := `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"The /mcp URL's session_id names the session of 2026-07-28 requests (MCP-Protocol-Version: 2026-07-28); this request speaks an older version, whose session is its initialize's or, in OpenEnv's dialect, params.session_id's: drop session_id from the URL"}}`; code != http.StatusBadRequest || strings.TrimSpace(got) != want {
 		t.Errorf("initialize at /mcp?session_id=x: %d %s\nwant 400 %s", code, got, want)
 	}
-	if n := len(s.Sessions()); n != 0 {
-		t.Errorf("refused requests left %d sessions", n)
+	if n := len(s.Sessions()); n != 1 {
+		t.Errorf("refused requests left %d sessions beside the one created", n)
 	}
 
 	// An initialize without 2026-07-28's _meta selects the handshake, the
@@ -371,20 +421,33 @@ func TestMCP_ModernRefusals(t *testing.T) {
 
 // server/discover and the other results of 2026-07-28 carry what the
 // revision has every result carry: resultType, the server's identity in
-// _meta, and on listings the caching hints.
+// _meta, and on listings the caching hints. server/discover lists
+// 2026-07-28 at a /mcp URL naming a session_id; at any other, the
+// initialize versions alone, with instructions saying where a 2026-07-28
+// client reaches an episode.
 func TestMCP_ModernResults(t *testing.T) {
 	s := mustServeCompany(t, openenv.Config{})
 	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
-	code, got := modernPost(t, s.ts, "/mcp", `{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{`+meta+`}}`, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"})
+	sid, _ := field(t, s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{}}`), "result.session_id").(string)
+	at := "/mcp?session_id=" + sid
+	discover := `{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{` + meta + `}}`
+	code, got := modernPost(t, s.ts, at, discover, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"})
 	if want := `{"jsonrpc":"2.0","id":"d","result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"company","version":"0.1.0"}},"ttlMs":0,"cacheScope":"public","supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"capabilities":{"tools":{"listChanged":false}}}}`; code != http.StatusOK || got != want {
-		t.Errorf("server/discover: %d %s\nwant 200 %s", code, got, want)
+		t.Errorf("server/discover at %s: %d %s\nwant 200 %s", at, code, got, want)
 	}
-	code, got = modernPost(t, s.ts, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta+`}}`, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"})
+	for _, path := range []string{"/mcp", "/mcp?task=invoice_750"} {
+		code, got := modernPost(t, s.ts, path, discover, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"})
+		if want := `{"jsonrpc":"2.0","id":"d","result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"company","version":"0.1.0"}},"ttlMs":0,"cacheScope":"public","supportedVersions":["2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"capabilities":{"tools":{"listChanged":false}},` +
+			`"instructions":"This URL starts an episode by initialize (MCP 2025-11-25 and older); a 2026-07-28 client reaches an episode at /mcp?session_id=<id> of a session a trainer created (openenv/session/create)."}}`; code != http.StatusOK || got != want {
+			t.Errorf("server/discover at %s: %d %s\nwant 200 %s", path, code, got, want)
+		}
+	}
+	code, got = modernPost(t, s.ts, at, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta+`}}`, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"})
 	if code != http.StatusOK || field(t, got, "result.resultType") != "complete" || field(t, got, "result.cacheScope") != "private" ||
 		fmt.Sprint(field(t, got, "result.ttlMs")) != "0" || field(t, got, "result._meta") == nil || len(field(t, got, "result.tools").([]any)) != 14 {
 		t.Errorf("tools/list: %d %.400s", code, got)
 	}
-	code, got = modernPost(t, s.ts, "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_staff",`+meta+`}}`, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "list_staff"})
+	code, got = modernPost(t, s.ts, at, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_staff",`+meta+`}}`, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "list_staff"})
 	if code != http.StatusOK || field(t, got, "result.resultType") != "complete" || field(t, got, "result.isError") != false || field(t, got, "result._meta") == nil {
 		t.Errorf("tools/call: %d %.400s", code, got)
 	}

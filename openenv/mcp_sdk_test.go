@@ -432,8 +432,7 @@ func TestMCP_GoSDKSessionEnded(t *testing.T) {
 }
 
 // sdkConnect connects the official Go SDK's client to the server's /mcp
-// with the URL's query q (none when empty), speaking 2025-11-25: its
-// initialize starts a session of its own (sdkModern speaks 2026-07-28).
+// with the URL's query q (none when empty).
 func sdkConnect(tb testing.TB, s *worldServer, q string) *mcp.ClientSession {
 	tb.Helper()
 	endpoint := s.ts.URL + "/mcp"
@@ -441,7 +440,7 @@ func sdkConnect(tb testing.TB, s *worldServer, q string) *mcp.ClientSession {
 		endpoint += "?" + q
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "sdk-test", Version: "1"}, nil)
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, nil)
 	if err != nil {
 		tb.Fatalf("connect: %v", err)
 	}

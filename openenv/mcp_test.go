@@ -556,10 +556,11 @@ func TestMCP_SessionRequired(t *testing.T) {
 
 // TestMCP_UnsupportedVersion: a request whose MCP-Protocol-Version the
 // server does not know is refused with 400 and a JSON-RPC error listing the
-// versions it knows, in the MCP specification's shape (2026-07-28's
-// UnsupportedProtocolVersion, whose data a client of that version retries
-// with), that names the request's id, as MCP has an error response to a
-// request whose id can be read do (it was null).
+// versions served at its URL (at /mcp, those of initialize), in the MCP
+// specification's shape (2026-07-28's UnsupportedProtocolVersion, whose
+// data a client of that version retries with), that names the request's
+// id, as MCP has an error response to a request whose id can be read do
+// (it was null).
 func TestMCP_UnsupportedVersion(t *testing.T) {
 	s := mustServe(t, newFake(t), openenv.Config{})
 	for _, tt := range []struct {
@@ -571,8 +572,8 @@ func TestMCP_UnsupportedVersion(t *testing.T) {
 		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, `null`},
 	} {
 		code, got, _ := s.httpDo(t, http.MethodPost, "/mcp", tt.body, map[string]string{"MCP-Protocol-Version": "1999-01-01"})
-		want := `{"jsonrpc":"2.0","id":` + tt.id + `,"error":{"code":-32022,"message":"Unsupported MCP-Protocol-Version 1999-01-01 (supported: 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)",` +
-			`"data":{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"requested":"1999-01-01"}}}`
+		want := `{"jsonrpc":"2.0","id":` + tt.id + `,"error":{"code":-32022,"message":"Unsupported MCP-Protocol-Version 1999-01-01 (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)",` +
+			`"data":{"supported":["2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"requested":"1999-01-01"}}}`
 		if code != http.StatusBadRequest || strings.TrimSpace(got) != want {
 			t.Errorf("%s: got %d %s, want 400 %s", tt.body, code, got, want)
 		}

@@ -429,7 +429,7 @@ func TestServer_HeaderRefusalsBounded(t *testing.T) {
 		{"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, map[string]string{"Content-Encoding": long}, http.StatusUnsupportedMediaType,
 			`"Invalid request: Content-Encoding \"` + strings.Repeat("z", 1024) + `… (4096 bytes, not echoed)\" is not supported: send the body uncompressed"`},
 		{"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, map[string]string{"MCP-Protocol-Version": long}, http.StatusBadRequest,
-			`"Unsupported MCP-Protocol-Version ` + strings.Repeat("z", 1024) + `… (4096 bytes, not echoed) (supported: 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)"`},
+			`"Unsupported MCP-Protocol-Version ` + strings.Repeat("z", 1024) + `… (4096 bytes, not echoed) (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)"`},
 	} {
 		code, body, _ := s.httpDo(t, http.MethodPost, tt.path, tt.body, tt.header)
 		if code != tt.status || !strings.Contains(body, tt.want) || len(body) > 2048 {

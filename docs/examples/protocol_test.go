@@ -316,33 +316,40 @@ func (c *client) modernDo(path, method, name, body string, shorten func(string) 
 }
 
 // MCP 2026-07-28 on POST /mcp: no initialize and no session header; every
-// request carries its version in _meta and headers. server/discover lists
-// the versions; a call naming no session runs on a fresh instance; the
-// /mcp URL's session_id reaches the episode a trainer created, which the
-// trainer grades.
+// request carries its version in _meta and headers. At /mcp naming no
+// session, server/discover lists the initialize versions alone, which
+// start an episode there, and a call is refused; the /mcp URL's
+// session_id reaches the episode a trainer created, which the trainer
+// grades.
 func Example_protocolMCPModern() {
 	ts, stop := serveCompany()
 	defer stop()
 	c := &client{ts: ts}
 	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 	c.modernDo("/mcp", "server/discover", "", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+meta+`}}`, nil)
+	c.modernDo("/mcp", "tools/list", "", `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{`+meta+`}}`, nil)
 	// The trainer creates the episode and gives the agent its URL.
-	c.do("POST", "/mcp", "", `{"jsonrpc":"2.0","id":2,"method":"openenv/session/create","params":{"task":"invoice_750","seed":3}}`, nil)
-	c.modernDo(c.with("/mcp?session_id=<session>"), "tools/call", "invoice", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"invoice","arguments":{"amount":750},`+meta+`}}`, nil)
-	c.modernDo(c.with("/mcp?session_id=<session>"), "tools/call", "hire", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"invoice","arguments":{"amount":750},`+meta+`}}`, nil)
-	c.do("POST", "/mcp", "", c.with(`{"jsonrpc":"2.0","id":5,"method":"seahaven/grade","params":{"session_id":"<session>"}}`), nil)
-	c.modernDo("/mcp", "ping", "", `{"jsonrpc":"2.0","id":6,"method":"ping","params":{`+meta+`}}`, nil)
+	c.do("POST", "/mcp", "", `{"jsonrpc":"2.0","id":3,"method":"openenv/session/create","params":{"task":"invoice_750","seed":3}}`, nil)
+	c.modernDo(c.with("/mcp?session_id=<session>"), "tools/call", "invoice", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"invoice","arguments":{"amount":750},`+meta+`}}`, nil)
+	c.modernDo(c.with("/mcp?session_id=<session>"), "tools/call", "hire", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"invoice","arguments":{"amount":750},`+meta+`}}`, nil)
+	c.do("POST", "/mcp", "", c.with(`{"jsonrpc":"2.0","id":6,"method":"seahaven/grade","params":{"session_id":"<session>"}}`), nil)
+	c.modernDo(c.with("/mcp?session_id=<session>"), "server/discover", "", `{"jsonrpc":"2.0","id":7,"method":"server/discover","params":{`+meta+`}}`, nil)
+	c.modernDo(c.with("/mcp?session_id=<session>"), "ping", "", `{"jsonrpc":"2.0","id":8,"method":"ping","params":{`+meta+`}}`, nil)
 	// Output:
 	// → POST /mcp (MCP-Protocol-Version: 2026-07-28, Mcp-Method: server/discover) {"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}
-	// ← 200 {"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"company","version":"0.1.0"}},"ttlMs":0,"cacheScope":"public","supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"capabilities":{"tools":{"listChanged":false}}}}
-	// → POST /mcp {"jsonrpc":"2.0","id":2,"method":"openenv/session/create","params":{"task":"invoice_750","seed":3}}
-	// ← 200 {"jsonrpc":"2.0","id":2,"result":{"session_id":"<session>"}}
-	// → POST /mcp?session_id=<session> (MCP-Protocol-Version: 2026-07-28, Mcp-Method: tools/call, Mcp-Name: invoice) {"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"invoice","arguments":{"amount":750},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}
-	// ← 200 {"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"{\"id\":\"247be86e-b21f-4dfe-a16a-e11514b2de21\",\"charge_id\":\"1375897a-7758-41b6-a61c-52fe3bdba975\",\"amount\":750}"}],"structuredContent":{"id":"247be86e-b21f-4dfe-a16a-e11514b2de21","charge_id":"1375897a-7758-41b6-a61c-52fe3bdba975","amount":750},"isError":false,"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"company","version":"0.1.0"}}}}
-	// → POST /mcp?session_id=<session> (MCP-Protocol-Version: 2026-07-28, Mcp-Method: tools/call, Mcp-Name: hire) {"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"invoice","arguments":{"amount":750},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}
-	// ← 400 {"jsonrpc":"2.0","id":4,"error":{"code":-32020,"message":"Header mismatch: Mcp-Name header value 'hire' does not match body value 'invoice'"}}
-	// → POST /mcp {"jsonrpc":"2.0","id":5,"method":"seahaven/grade","params":{"session_id":"<session>"}}
-	// ← 200 {"jsonrpc":"2.0","id":5,"result":{"reward":1,"done":true,"checks":[{"name":"invoice filed","passed":true,"score":1,"weight":1,"detail":"expected 1, found 1"},{"name":"charged on the company account","passed":true,"score":1,"weight":1,"detail":"expected 1, found 1"},{"name":"no collateral damage","passed":true,"score":1,"weight":1,"detail":"2 changes, all to main.invoices:insert, payments.charges:insert"}]}}
-	// → POST /mcp (MCP-Protocol-Version: 2026-07-28, Mcp-Method: ping) {"jsonrpc":"2.0","id":6,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}
-	// ← 404 {"jsonrpc":"2.0","id":6,"error":{"code":-32601,"message":"Method not found: ping (a 2026-07-28 request is server/discover, tools/list or tools/call)"}}
+	// ← 200 {"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"company","version":"0.1.0"}},"ttlMs":0,"cacheScope":"public","supportedVersions":["2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"capabilities":{"tools":{"listChanged":false}},"instructions":"This URL starts an episode by initialize (MCP 2025-11-25 and older); a 2026-07-28 client reaches an episode at /mcp?session_id=<id> of a session a trainer created (openenv/session/create)."}}
+	// → POST /mcp (MCP-Protocol-Version: 2026-07-28, Mcp-Method: tools/list) {"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}
+	// ← 400 {"jsonrpc":"2.0","id":2,"error":{"code":-32022,"message":"Unsupported MCP-Protocol-Version 2026-07-28 (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05): this /mcp URL starts an episode by initialize, which a client of those versions sends here; a 2026-07-28 client reaches an episode at /mcp?session_id=<id> of a session a trainer created (openenv/session/create)","data":{"supported":["2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"requested":"2026-07-28"}}}
+	// → POST /mcp {"jsonrpc":"2.0","id":3,"method":"openenv/session/create","params":{"task":"invoice_750","seed":3}}
+	// ← 200 {"jsonrpc":"2.0","id":3,"result":{"session_id":"<session>"}}
+	// → POST /mcp?session_id=<session> (MCP-Protocol-Version: 2026-07-28, Mcp-Method: tools/call, Mcp-Name: invoice) {"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"invoice","arguments":{"amount":750},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}
+	// ← 200 {"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"{\"id\":\"247be86e-b21f-4dfe-a16a-e11514b2de21\",\"charge_id\":\"1375897a-7758-41b6-a61c-52fe3bdba975\",\"amount\":750}"}],"structuredContent":{"id":"247be86e-b21f-4dfe-a16a-e11514b2de21","charge_id":"1375897a-7758-41b6-a61c-52fe3bdba975","amount":750},"isError":false,"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"company","version":"0.1.0"}}}}
+	// → POST /mcp?session_id=<session> (MCP-Protocol-Version: 2026-07-28, Mcp-Method: tools/call, Mcp-Name: hire) {"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"invoice","arguments":{"amount":750},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}
+	// ← 400 {"jsonrpc":"2.0","id":5,"error":{"code":-32020,"message":"Header mismatch: Mcp-Name header value 'hire' does not match body value 'invoice'"}}
+	// → POST /mcp {"jsonrpc":"2.0","id":6,"method":"seahaven/grade","params":{"session_id":"<session>"}}
+	// ← 200 {"jsonrpc":"2.0","id":6,"result":{"reward":1,"done":true,"checks":[{"name":"invoice filed","passed":true,"score":1,"weight":1,"detail":"expected 1, found 1"},{"name":"charged on the company account","passed":true,"score":1,"weight":1,"detail":"expected 1, found 1"},{"name":"no collateral damage","passed":true,"score":1,"weight":1,"detail":"2 changes, all to main.invoices:insert, payments.charges:insert"}]}}
+	// → POST /mcp?session_id=<session> (MCP-Protocol-Version: 2026-07-28, Mcp-Method: server/discover) {"jsonrpc":"2.0","id":7,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}
+	// ← 200 {"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"company","version":"0.1.0"}},"ttlMs":0,"cacheScope":"public","supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"capabilities":{"tools":{"listChanged":false}}}}
+	// → POST /mcp?session_id=<session> (MCP-Protocol-Version: 2026-07-28, Mcp-Method: ping) {"jsonrpc":"2.0","id":8,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}
+	// ← 404 {"jsonrpc":"2.0","id":8,"error":{"code":-32601,"message":"Method not found: ping (a 2026-07-28 request is server/discover, tools/list or tools/call)"}}
 }
