@@ -731,24 +731,10 @@ func TestCheckpoints_RetentionSparesFresh(t *testing.T) {
 // restore undid.
 func TestCheckpoints_LatestAfterAFence(t *testing.T) {
 	b := newTestBackend(t, Config{Checkpoints: t.TempDir()})
-	ctx := context.Background()
-	inst, err := b.Open(ctx, openenv.OpenOptions{Fixture: company.AcmeID, EpisodeID: "ep"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inst.Close()
-	const attempt = "0c6f3b62-8d4e-4e0a-9a51-7c1f2b3d4e5f"
-	checkpoint := func(revision int) openenv.CheckpointInfo {
-		t.Helper()
-		info, err := inst.(openenv.Checkpointer).Checkpoint(ctx, openenv.CheckpointRequest{Revision: revision, Attempt: attempt, Session: json.RawMessage(`{}`)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return info
-	}
+	checkpoint := fenceableAttempt(t, b)
 	restored := checkpoint(1)
 	checkpoint(2)
-	if err := b.Fence(attempt, "ep", restored.ID, "checkpoint "+restored.ID); err != nil {
+	if err := b.Fence(fenceAttempt, "ep", restored.ID, "checkpoint "+restored.ID); err != nil {
 		t.Fatal(err)
 	}
 	if info, ok := b.Latest("ep"); !ok || info.ID != restored.ID {
@@ -875,21 +861,7 @@ func TestCheckpoints_FenceBetweenCheckAndPointer(t *testing.T) {
 	dir := t.TempDir()
 	b := newTestBackend(t, Config{Checkpoints: dir})
 	other := newTestBackend(t, Config{Checkpoints: dir}) // another replica on the same store
-	ctx := context.Background()
-	inst, err := b.Open(ctx, openenv.OpenOptions{Fixture: company.AcmeID, EpisodeID: "ep"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inst.Close()
-	const attempt = "0c6f3b62-8d4e-4e0a-9a51-7c1f2b3d4e5f"
-	checkpoint := func(revision int) openenv.CheckpointInfo {
-		t.Helper()
-		info, err := inst.(openenv.Checkpointer).Checkpoint(ctx, openenv.CheckpointRequest{Revision: revision, Attempt: attempt, Session: json.RawMessage(`{}`)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return info
-	}
+	checkpoint := fenceableAttempt(t, b)
 	restored := checkpoint(1)
 
 	fenced := make(chan error, 1)
@@ -904,7 +876,7 @@ func TestCheckpoints_FenceBetweenCheckAndPointer(t *testing.T) {
 		testHookFenceChecked = func(string) {}
 		// The other server's restore fences the attempt now: it ends, or
 		// waits for the lock this write holds.
-		go func() { fenced <- other.Fence(attempt, "ep", restored.ID, "checkpoint "+restored.ID) }()
+		go func() { fenced <- other.Fence(fenceAttempt, "ep", restored.ID, "checkpoint "+restored.ID) }()
 		select {
 		case err := <-fenced:
 			fenced <- err
@@ -923,5 +895,29 @@ func TestCheckpoints_FenceBetweenCheckAndPointer(t *testing.T) {
 		if info, ok := backend.Latest("ep"); !ok || info.ID != restored.ID {
 			t.Errorf("latest on %s: %s %v, want the restored checkpoint %s (the late one is %s)", name, info.ID, ok, restored.ID, late.ID)
 		}
+	}
+}
+
+// fenceAttempt is the attempt fenceableAttempt's checkpoints name.
+const fenceAttempt = "0c6f3b62-8d4e-4e0a-9a51-7c1f2b3d4e5f"
+
+// fenceableAttempt opens an instance of episode "ep" on b, closed when the
+// test ends, and returns what checkpoints it at a revision as attempt
+// fenceAttempt.
+func fenceableAttempt(t *testing.T, b *Backend) func(revision int) openenv.CheckpointInfo {
+	t.Helper()
+	ctx := context.Background()
+	inst, err := b.Open(ctx, openenv.OpenOptions{Fixture: company.AcmeID, EpisodeID: "ep"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inst.Close() })
+	return func(revision int) openenv.CheckpointInfo {
+		t.Helper()
+		info, err := inst.(openenv.Checkpointer).Checkpoint(ctx, openenv.CheckpointRequest{Revision: revision, Attempt: fenceAttempt, Session: json.RawMessage(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info
 	}
 }

@@ -182,6 +182,13 @@ func (s *Server) rpcSession(ctx context.Context, params map[string]jsontext.Valu
 	if ws != nil && id == ws.id {
 		return ws, nil
 	}
+	return s.reachableSession(ctx, id)
+}
+
+// reachableSession returns the live session of id, a session_id the
+// request may reach (on the agent listener, one started there), or the
+// error saying it is unknown.
+func (s *Server) reachableSession(ctx context.Context, id string) (*session, *protoError) {
 	ss := s.lookup(id)
 	if !reachable(ctx, ss) {
 		if ss == nil {

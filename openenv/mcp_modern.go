@@ -1,7 +1,6 @@
 package openenv
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"maps"
@@ -262,7 +261,7 @@ func (s *Server) handleModern(r *http.Request, body []byte) (rpcResponse, int) {
 			return unsupportedVersion(id, modernVersion, handshakeVersions, ": this /mcp URL starts an episode by initialize, which a client of those versions sends here; "+
 				"a "+modernVersion+" client reaches an episode at /mcp?"+modernSessionKey+"=<id> of a session a trainer created (openenv/session/create)"), http.StatusBadRequest
 		}
-		ss, perr := s.modernSession(ctx, sid)
+		ss, perr := s.reachableSession(ctx, sid)
 		if perr != nil {
 			return rpcProto(id, perr), http.StatusOK
 		}
@@ -394,20 +393,6 @@ func modernQuery(raw string) (sid string, perr *protoError) {
 		return "", newError(codeValidation, "The /mcp URL's %s is empty: name the session, as /mcp?%s=<id>", modernSessionKey, modernSessionKey)
 	}
 	return ids[0], nil
-}
-
-// modernSession returns the live session of id, the /mcp URL's
-// session_id, which the request may reach (on the agent listener, one
-// started there).
-func (s *Server) modernSession(ctx context.Context, id string) (*session, *protoError) {
-	ss := s.lookup(id)
-	if !reachable(ctx, ss) {
-		if ss == nil {
-			return nil, s.unknownRPCSession(ctx, id)
-		}
-		return nil, newError(codeValidation, "Unknown session_id: %s", runecut.Echo(id))
-	}
-	return ss, nil
 }
 
 // modernFields are the fields every 2026-07-28 result of the server
