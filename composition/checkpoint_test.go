@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/compositiontest"
@@ -267,6 +268,54 @@ func TestCheckpoint_ContinuesExactly(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCheckpoint_ClockAtItsMaximum: a step clock that reaches the
+// clock's maximum stays there, and a wall clock past it shows it, so that
+// a checkpoint taken then restores and continues as the uninterrupted
+// instance does, where before the restore was refused for an instant
+// outside the clock's range.
+func TestCheckpoint_ClockAtItsMaximum(t *testing.T) {
+	ctx := context.Background()
+	last, err := time.Parse(time.RFC3339, env.MaxTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("Step", func(t *testing.T) {
+		a := compositiontest.Open(t, dice, composition.Options{Seed: 3, Now: last.Add(-time.Second).Format(time.RFC3339), Startup: map[string]any{"label": "x"}})
+		for range 3 {
+			outcome(t, a, ckStep{"roll", `{}`})
+		}
+		cp, err := a.Checkpoint(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := restore(t, dice, cp, t.TempDir(), "ck")
+		if got := a.State().Now; got != env.MaxTime {
+			t.Fatalf("after 3 ticks from a second before the maximum, now is %s, want %s", got, env.MaxTime)
+		}
+		want, got := outcome(t, a, ckStep{"roll", `{}`}), outcome(t, b, ckStep{"roll", `{}`})
+		if got != want {
+			t.Fatalf("the restored instance's call returned\n%s\nthe uninterrupted one's\n%s", got, want)
+		}
+		if !strings.Contains(got, `"at":"9000-01-01 00:00:00"`) {
+			t.Errorf("a call at the maximum stamped %s, want 9000-01-01 00:00:00", got)
+		}
+	})
+	t.Run("Wall", func(t *testing.T) {
+		a := compositiontest.Open(t, dice, composition.Options{ClockMode: env.ClockWall, Now: env.MaxTime, Startup: map[string]any{"label": "x"}})
+		time.Sleep(2 * time.Millisecond) // the wall clock runs past the maximum
+		cp, err := a.Checkpoint(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := restore(t, dice, cp, t.TempDir(), "ck")
+		for name, inst := range map[string]*composition.Instance{"uninterrupted": a, "restored": b} {
+			if got := inst.State().Now; got != env.MaxTime {
+				t.Errorf("%s, a wall clock started at the maximum shows %s, want %s", name, got, env.MaxTime)
+			}
+		}
+	})
 }
 
 // TestCheckpoint_ChangeValues restores a change log holding every kind of

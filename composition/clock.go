@@ -50,11 +50,16 @@ func (c *clock) Now() time.Time {
 	return c.nowLocked()
 }
 
-// nowLocked is Now; c.mu must be held.
+// nowLocked is Now; c.mu must be held. A wall clock that has run past
+// maxTime shows maxTime, as a step clock stops there (stepped): an instant
+// outside the clock's range could not be restored or frozen.
 func (c *clock) nowLocked() time.Time {
 	t := c.base
 	if c.mode == env.ClockWall {
 		t = t.Add(time.Since(c.start))
+	}
+	if t.After(maxTime) {
+		t = maxTime
 	}
 	return t.UTC()
 }
@@ -81,12 +86,15 @@ func (c *clock) set(t time.Time) {
 }
 
 // stepped is called after each agent call: in step mode it moves the clock
-// forward by a tick. The clock is a time.Time, not a sum of durations, so no
-// number of steps overflows it.
+// forward by a tick, up to maxTime, where it stays (a checkpoint or a
+// fixture of an instant past it could not be opened again). The clock is a
+// time.Time, not a sum of durations, so no number of steps overflows it.
 func (c *clock) stepped() {
 	if c.mode == env.ClockStep {
 		c.mu.Lock()
-		c.base = c.base.Add(c.tick)
+		if c.base = c.base.Add(c.tick); c.base.After(maxTime) {
+			c.base = maxTime
+		}
 		c.mu.Unlock()
 	}
 }

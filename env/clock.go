@@ -7,7 +7,8 @@ import "time"
 // thousand years inside that range, so a world's date arithmetic
 // ('+30 days', '-10 years') from any instant it shows still lands in it.
 // A given now (a reset's, set_clock's, a fixture's) outside them is
-// refused, and advance_clock may not move the clock past MaxTime.
+// refused, and advance_clock may not move the clock past MaxTime; a step
+// clock's ticks stop at MaxTime, and a wall clock past it shows it.
 const (
 	MinTime = "1000-01-01T00:00:00.000Z"
 	MaxTime = "9000-01-01T00:00:00.000Z"
