@@ -29,6 +29,7 @@ type gradeReport struct {
 	EpisodeID   string            `json:"episode_id"`
 	Calls       int               `json:"calls"`
 	Result      *task.Result      `json:"result"`
+	GradeError  string            `json:"grade_error,omitempty"`
 	StateSHA256 map[string]string `json:"state_sha256"`
 	Mismatches  []string          `json:"mismatches"`
 	Warnings    []string          `json:"warnings"`
@@ -36,8 +37,8 @@ type gradeReport struct {
 }
 
 // Run runs `seahaven grade`. It exits 1 when a file cannot be replayed or
-// did not replay as recorded (a non-deterministic world, or a trajectory
-// recorded against other fixtures), and 2 on a usage error.
+// graded, or did not replay as recorded (a non-deterministic world, or a
+// trajectory recorded against other fixtures), and 2 on a usage error.
 func (c *GradeCommand) Run(ctx context.Context, args []string) error {
 	fs := newFlagSet(c.m, "grade")
 	fs.Usage = func() {
@@ -68,7 +69,7 @@ func (c *GradeCommand) Run(ctx context.Context, args []string) error {
 			return &exitError{code: 2, err: fmt.Errorf("grade: --checkpoints %s is not a directory (it names the server's checkpoint store, its --checkpoints)", *checkpoints)}
 		}
 	}
-	broken, differed := 0, 0 // files that could not be replayed, and that replayed otherwise
+	broken, ungraded, differed := 0, 0, 0 // files that could not be replayed, whose grading failed, and that replayed otherwise
 	enc := json.NewEncoder(c.m.Stdout)
 	for _, file := range fs.Args() {
 		r := c.gradeFile(file, func(tr *task.Trajectory) (*task.Replay, error) {
@@ -94,6 +95,8 @@ func (c *GradeCommand) Run(ctx context.Context, args []string) error {
 			broken++
 		case len(r.Mismatches) > 0:
 			differed++
+		case r.GradeError != "":
+			ungraded++
 		}
 		if *asJSON {
 			if err := enc.Encode(r); err != nil {
@@ -103,10 +106,13 @@ func (c *GradeCommand) Run(ctx context.Context, args []string) error {
 		}
 		c.print(r)
 	}
-	if broken+differed > 0 {
+	if broken+ungraded+differed > 0 {
 		var parts []string
 		if broken > 0 {
 			parts = append(parts, fmt.Sprintf("%d could not be replayed", broken))
+		}
+		if ungraded > 0 {
+			parts = append(parts, fmt.Sprintf("%d could not be graded", ungraded))
 		}
 		if differed > 0 {
 			parts = append(parts, fmt.Sprintf("%d did not replay as recorded", differed))
@@ -129,7 +135,7 @@ func (c *GradeCommand) gradeFile(file string, replay func(*task.Trajectory) (*ta
 		r.Error = err.Error()
 		return r
 	}
-	r.Calls, r.Result, r.StateSHA256 = rep.Calls, rep.Result, rep.StateSHA256
+	r.Calls, r.Result, r.GradeError, r.StateSHA256 = rep.Calls, rep.Result, rep.GradeError, rep.StateSHA256
 	r.Mismatches = append(r.Mismatches, rep.Mismatches...)
 	r.Warnings = append(r.Warnings, rep.Warnings...)
 	return r
@@ -151,6 +157,9 @@ func (c *GradeCommand) print(r gradeReport) {
 	}
 	for _, m := range r.Mismatches {
 		fmt.Fprintf(out, "  NON-DETERMINISTIC: %s\n", m)
+	}
+	if r.GradeError != "" {
+		fmt.Fprintf(out, "  GRADING FAILED: %s\n", r.GradeError)
 	}
 	if r.Result != nil {
 		r.Result.WriteText(out)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,12 @@ import (
 // It returns the trajectory file.
 func mustRecord(tb testing.TB, id string, seed int64, calls ...[2]string) string {
 	tb.Helper()
+	return mustRecordWith(tb, id, composition.Options{Seed: seed}, calls...)
+}
+
+// mustRecordWith is mustRecord with the instance opened with opts.
+func mustRecordWith(tb testing.TB, id string, opts composition.Options, calls ...[2]string) string {
+	tb.Helper()
 	ctx := context.Background()
 	tasks, err := task.ForWorld(company.World)
 	if err != nil {
@@ -35,7 +42,8 @@ func mustRecord(tb testing.TB, id string, seed int64, calls ...[2]string) string
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ep, err := task.Open(ctx, company.World, tk, composition.Options{Seed: seed, EpisodeID: id, Dir: tb.TempDir()})
+	opts.EpisodeID, opts.Dir = id, tb.TempDir()
+	ep, err := task.Open(ctx, company.World, tk, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -199,6 +207,21 @@ func TestGradeCommand(t *testing.T) {
 		}
 		if stderr != "seahaven: grade: of the 2 files given, 1 did not replay as recorded\n" {
 			t.Errorf("stderr %q", stderr)
+		}
+	})
+	t.Run("ErrChangeLogTruncated", func(t *testing.T) {
+		// A hire and 14 messages outgrow a 3000-byte change log: the hire
+		// is dropped, and the grading that needs it fails, on the server
+		// and in the replay, which keeps the bound the recording carries.
+		calls := [][2]string{{"hire", `{"name":"Barbara Liskov","role":"engineer"}`}}
+		for i := range 14 {
+			calls = append(calls, [2]string{"chat_send_message", fmt.Sprintf(`{"channel":"general","text":"message %d"}`, i)})
+		}
+		file := mustRecordWith(t, "hire_liskov", composition.Options{MaxChangeLogBytes: 3000}, calls...)
+		stdout, stderr, err := runGrade(t, file)
+		if code := exitCode(err); code != 1 || !strings.Contains(stdout, "  GRADING FAILED: ") || !strings.Contains(stdout, "the change log was truncated") ||
+			strings.Contains(stdout, "NON-DETERMINISTIC") || stderr != "seahaven: grade: of the 1 file given, 1 could not be graded\n" {
+			t.Fatalf("exit code %d, stdout %q, stderr %q", code, stdout, stderr)
 		}
 	})
 	t.Run("ErrUnreadable", func(t *testing.T) {

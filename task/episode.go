@@ -81,6 +81,7 @@ func Open(ctx context.Context, w *env.World, t env.Task, opts composition.Option
 	e.header = Header{
 		Task: t.ID, World: st.World, WorldVersion: st.WorldVersion, Seed: st.Seed, Now: st.Now,
 		EpisodeID: opts.EpisodeID, ClockMode: st.ClockMode, Startup: opts.Startup, ControlTools: opts.ControlTools,
+		MaxChangeLogBytes: opts.MaxChangeLogBytes,
 	}
 	if st.Fixture != nil {
 		e.header.Fixture, e.header.FixtureSHA256 = st.Fixture.ID, st.Fixture.FileSHA256
@@ -414,7 +415,8 @@ func (e *Episode) Checkpoint(ctx context.Context) (*composition.Checkpoint, Save
 
 // Resume opens the episode checkpoint id saved: its instance from opts
 // (Options.Checkpoint), with t the task it runs (the zero Task for none),
-// whose id must be saved's. Its header names the checkpoint. A recorder,
+// whose id must be saved's. Its header names the checkpoint, and the
+// change-log bound opts gives the instance from here on. A recorder,
 // when not nil, records the calls from here on, in a new recording.
 func Resume(ctx context.Context, w *env.World, t env.Task, saved Saved, opts composition.Options, rec *Recorder, id string) (*Episode, error) {
 	if t.ID != saved.Task {
@@ -425,7 +427,7 @@ func Resume(ctx context.Context, w *env.World, t env.Task, saved Saved, opts com
 		return nil, err
 	}
 	e.header, e.last = saved.Header, saved.Last
-	e.header.Checkpoint = id
+	e.header.Checkpoint, e.header.MaxChangeLogBytes = id, opts.MaxChangeLogBytes
 	if rec != nil {
 		if err := e.Record(rec); err != nil {
 			e.inst.Close()

@@ -55,6 +55,12 @@ type Header struct {
 	Startup map[string]any `json:"startup,omitempty"`
 	// ControlTools is true when the seahaven_control tool was available.
 	ControlTools bool `json:"control_tools,omitempty"`
+	// MaxChangeLogBytes is the bound the instance's change log was kept
+	// within (composition.Options.MaxChangeLogBytes): a replay keeps its
+	// log within the same, so that a grading that failed because the log
+	// lost records it needed fails again. Absent (0) means the default;
+	// negative, no bound.
+	MaxChangeLogBytes int64 `json:"max_changelog_bytes,omitempty"`
 	// Checkpoint is the checkpoint the episode was restored from: the
 	// calls before it are in the recording of the episode that took it,
 	// and this recording holds the calls after.

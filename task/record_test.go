@@ -229,6 +229,46 @@ func TestReplayTrajectory_WithoutTask(t *testing.T) {
 	}
 }
 
+// An episode recorded with a small change-log bound, whose grading fails
+// because the log lost the record a check needs, replays within the bound
+// its header carries and fails grading the same way: a match. The replay
+// ran with the default bound, graded 1 where the server could not grade,
+// and flagged nothing. A header without the bound (an older recording)
+// means the default: that replay grades, and differs from the recording's
+// failed grading.
+func TestReplayTrajectory_ChangeLogBound(t *testing.T) {
+	ctx := context.Background()
+	w := newLedger("ledger_bound")
+	tk := env.Task{ID: "t", Instruction: "Add a note.", Checks: []env.Check{{MustChange: []string{"main.notes"}}}}
+	ep := mustOpen(t, w, tk, composition.Options{MaxChangeLogBytes: 300})
+	startRecording(t, ep)
+	mustCall(t, ep, "note", `{"body":"`+strings.Repeat("n", 500)+`"}`)
+	mustCall(t, ep, "add", `{"amount": 5}`)
+	if _, err := ep.Grade(ctx); err == nil || !strings.Contains(err.Error(), "the change log was truncated") {
+		t.Fatalf("Grade: %v, want the log truncated", err)
+	}
+	tr := closeAndRead(t, ep)
+	if tr.Header.MaxChangeLogBytes != 300 || tr.End == nil || tr.End.Result != nil {
+		t.Fatalf("header %+v, end %+v; want the bound 300 and no result", tr.Header, tr.End)
+	}
+	rep, err := task.ReplayTrajectory(ctx, w, []env.Task{tk}, tr, composition.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Mismatches) != 0 || rep.Result != nil || !strings.Contains(rep.GradeError, "the change log was truncated (its oldest 1 record dropped") {
+		t.Fatalf("replay %+v; want its grading to fail as the recording's did", rep)
+	}
+
+	tr.Header.MaxChangeLogBytes = 0
+	rep, err = task.ReplayTrajectory(ctx, w, []env.Task{tk}, tr, composition.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Result == nil || rep.Result.Reward != 1 || len(rep.Mismatches) != 1 || !strings.Contains(rep.Mismatches[0], "recorded grading failed (the end line holds no result), replay reward 1") {
+		t.Fatalf("replay %+v; want it to grade 1 and differ from the recording", rep)
+	}
+}
+
 // A server fails a call whose result JSON cannot encode, rolling back what
 // it wrote, and records that failure; the replay makes the call fail the
 // same way. It made the call succeed, with its writes kept, and then gave

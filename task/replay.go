@@ -19,8 +19,15 @@ type Replay struct {
 	// Calls is the number of calls replayed.
 	Calls int
 	// Result is the task's grading after the last call; nil for a
-	// trajectory without a task.
+	// trajectory without a task, or when the grading failed.
 	Result *Result
+	// GradeError is why the task's grading after the last call failed,
+	// such as a change log truncated to the recorded bound
+	// (Header.MaxChangeLogBytes) losing records a check needs; "" when it
+	// did not fail. A recording whose end line holds no grading says the
+	// server's failed too; a replay whose grading fails or succeeds
+	// otherwise than that is a mismatch.
+	GradeError string
 	// StateSHA256 is StateHash after the last call.
 	StateSHA256 map[string]string
 	// Mismatches lists every way the replay differed from the recording:
@@ -42,8 +49,8 @@ type Replay struct {
 var ErrResumed = errors.New("task: the trajectory continues a checkpoint")
 
 // ReplayTrajectory opens the instance a trajectory was recorded on (the
-// same world, task, fixture, now, seed, startup keywords, clock mode and
-// control tools), makes its calls again in order, grades the result and
+// same world, task, fixture, now, seed, startup keywords, clock mode,
+// control tools and change-log bound), makes its calls again in order, grades the result and
 // compares everything the recording holds with what the replay produced.
 // A call recorded as cut off by its deadline (or cancelled by its caller)
 // is made again cut off before it began, as replayIn says, not run to its
@@ -52,8 +59,8 @@ var ErrResumed = errors.New("task: the trajectory continues a checkpoint")
 // tasks are the world's tasks (ForWorld); opts supplies what a header does
 // not say (FixturesDir, Dir). An error means the replay could not run: a
 // trajectory of another world, an unknown task, an instance that does not
-// open, a grader that fails, or a trajectory of a restored episode
-// (ErrResumed).
+// open, or a trajectory of a restored episode (ErrResumed); a grading
+// that fails is Replay.GradeError.
 func ReplayTrajectory(ctx context.Context, w *env.World, tasks []env.Task, tr *Trajectory, opts composition.Options) (*Replay, error) {
 	h := tr.Header
 	if h.Checkpoint != "" {
@@ -71,6 +78,7 @@ func ReplayTrajectory(ctx context.Context, w *env.World, tasks []env.Task, tr *T
 	}
 	opts.Fixture, opts.Now, opts.Seed, opts.Startup = h.Fixture, h.Now, h.Seed, maps.Clone(h.Startup)
 	opts.ClockMode, opts.ControlTools, opts.EpisodeID = h.ClockMode, h.ControlTools, h.EpisodeID
+	opts.MaxChangeLogBytes = h.MaxChangeLogBytes
 	ep, err := Open(ctx, w, t, opts)
 	if err != nil {
 		return nil, err
@@ -143,14 +151,14 @@ func replayIn(ctx context.Context, ep *Episode, tr *Trajectory, rep *Replay) (*R
 		return nil, err
 	}
 	if tr.Header.Task != "" {
-		res, err := ep.Grade(ctx)
-		if err != nil {
-			return nil, err
+		if res, err := ep.Grade(ctx); err != nil {
+			rep.GradeError = err.Error()
+		} else {
+			rep.Result = &res
 		}
-		rep.Result = &res
 	}
 	if tr.End != nil {
-		for _, diff := range diffEnd(*tr.End, rep) {
+		for _, diff := range diffEnd(*tr.End, rep, tr.Header.Task != "") {
 			differs(diff)
 		}
 	}
@@ -192,7 +200,7 @@ func ReplayResumed(ctx context.Context, w *env.World, tasks []env.Task, tr *Traj
 	if err != nil {
 		return nil, err
 	}
-	opts.Checkpoint = cp
+	opts.Checkpoint, opts.MaxChangeLogBytes = cp, h.MaxChangeLogBytes
 	ep, err := Resume(ctx, w, t, saved, opts, nil, h.Checkpoint)
 	if err != nil {
 		return nil, err
@@ -247,8 +255,10 @@ func errText(e *CallError) string {
 	return fmt.Sprintf("%s %q", e.Type, e.Message)
 }
 
-// diffEnd compares a recording's end line with the replay's final state.
-func diffEnd(end EndLine, rep *Replay) []string {
+// diffEnd compares a recording's end line with the replay's final state
+// and, when the trajectory runs a task, its final grading: an end line
+// without a result says the recording's grading failed.
+func diffEnd(end EndLine, rep *Replay, hasTask bool) []string {
 	var out []string
 	if end.Calls != rep.Calls {
 		out = append(out, fmt.Sprintf("the end line counts %d calls, the trajectory holds %d", end.Calls, rep.Calls))
@@ -268,8 +278,16 @@ func diffEnd(end EndLine, rep *Replay) []string {
 			out = append(out, fmt.Sprintf("final state differs from the recording in %s", strings.Join(diff, ", ")))
 		}
 	}
-	if end.Result != nil && rep.Result != nil && (end.Result.Reward != rep.Result.Reward || end.Result.Done != rep.Result.Done) {
-		out = append(out, fmt.Sprintf("recorded reward %.4g (done %t), replay reward %.4g (done %t)", end.Result.Reward, end.Result.Done, rep.Result.Reward, rep.Result.Done))
+	switch {
+	case !hasTask:
+	case end.Result != nil && rep.Result != nil:
+		if end.Result.Reward != rep.Result.Reward || end.Result.Done != rep.Result.Done {
+			out = append(out, fmt.Sprintf("recorded reward %.4g (done %t), replay reward %.4g (done %t)", end.Result.Reward, end.Result.Done, rep.Result.Reward, rep.Result.Done))
+		}
+	case end.Result != nil:
+		out = append(out, fmt.Sprintf("recorded reward %.4g (done %t), replay grading failed: %s", end.Result.Reward, end.Result.Done, rep.GradeError))
+	case rep.Result != nil:
+		out = append(out, fmt.Sprintf("recorded grading failed (the end line holds no result), replay reward %.4g (done %t)", rep.Result.Reward, rep.Result.Done))
 	}
 	return out
 }

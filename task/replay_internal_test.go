@@ -22,7 +22,7 @@ func TestDiffEnd_PathsSorted(t *testing.T) {
 	want = append(want, "x")
 	msg := "final state differs from the recording in " + strings.Join(want, ", ")
 	for range 10 {
-		if got := diffEnd(end, rep); len(got) != 1 || got[0] != msg {
+		if got := diffEnd(end, rep, false); len(got) != 1 || got[0] != msg {
 			t.Fatalf("diffEnd = %q, want [%q]", got, msg)
 		}
 	}
