@@ -132,7 +132,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	servers := []*http.Server{conns.Server(withWeb(srv, scale.debug(func(h http.Handler) http.Handler { return srv.BrowserGuard(srv.RequireToken(h)) }, srv.Handler())))}
+	servers := []*http.Server{conns.Server(withWeb(srv, *token != "", scale.debug(func(h http.Handler) http.Handler { return srv.BrowserGuard(srv.RequireToken(h)) }, srv.Handler())))}
 	listeners := []net.Listener{conns.Listener(ln)}
 	boundAgentAddr := ""
 	if *agentAddr != "" {
@@ -198,10 +198,15 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 }
 
 // withWeb serves the inspector and playground (package web) at /web, which
-// signs a browser in when the server has a token, behind the server's
-// checks against pages of other sites, and api everywhere else.
-func withWeb(srv *openenv.Server, api http.Handler) http.Handler {
-	ui := srv.BrowserGuard(web.HandlerWithAuth(srv))
+// signs a browser in when the server has a token (and only then shows its
+// sign-out button), behind the server's checks against pages of other
+// sites, and api everywhere else.
+func withWeb(srv *openenv.Server, hasToken bool, api http.Handler) http.Handler {
+	ui := web.Handler()
+	if hasToken {
+		ui = web.HandlerWithAuth(srv)
+	}
+	ui = srv.BrowserGuard(ui)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/web" || strings.HasPrefix(r.URL.Path, web.Prefix) {
 			ui.ServeHTTP(w, r)

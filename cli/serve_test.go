@@ -30,6 +30,8 @@ func TestServeCommand_Web(t *testing.T) {
 			contains string // a string the body must contain
 		}{
 			{"WebRedirectsToPage", "/web", http.StatusOK, `<script type="module" src="app.js">`},
+			// Without a token there is no sign-in, so nothing to sign out of.
+			{"WebNoSignOut", "/web/", http.StatusOK, `id="sign-out" class="small" hidden>`},
 			{"WebAsset", "/web/session.js", http.StatusOK, "export class Session"},
 			{"WebUnknownAsset", "/web/missing.js", http.StatusNotFound, ""},
 			{"Protocol", "/health", http.StatusOK, `{"status":"healthy"}`},
