@@ -400,6 +400,27 @@ func TestUI_Browser(t *testing.T) {
 		}
 	})
 
+	t.Run("ConsoleInfinities", func(t *testing.T) {
+		// A parameter past the float range is sent as written, which the
+		// server binds as the infinity of its sign, not as null; numbers,
+		// exact integers past 2^53 included, are set as numbers.
+		run(t, ctx, "select infinities",
+			chromedp.SetValue(chromedp.ID("sql"), "SELECT ? AS p, ? AS n, typeof(?1) AS t, 9007199254740993 AS big"),
+			chromedp.SetValue(chromedp.ID("sql-params"), "[1e999, -1e999]"),
+			chromedp.Click(chromedp.ID("sql-run")),
+			chromedp.WaitVisible(chromedp.CSS(`#sql-result th`)))
+		cells, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#sql-result td")].map(td => td.className + ":" + td.textContent)`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"num:Infinity", "num:-Infinity", ":real", "num:9007199254740993"}; strings.Join(cells, " ") != strings.Join(want, " ") {
+			t.Errorf("cells %q, want %q", cells, want)
+		}
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("sql-params").value = ""`)); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("ConsoleRefusesWrites", func(t *testing.T) {
 		run(t, ctx, "run a DELETE",
 			chromedp.SetValue(chromedp.ID("sql"), "DELETE FROM invoices"),

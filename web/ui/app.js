@@ -3,7 +3,7 @@
 // JSON GET endpoints /metadata, /composition, /fixtures, /tasks, /sessions
 // and /sessions/{ref}/watch.
 
-import { $, h, fill, showError, pretty, cell, getJSON, parseJSON } from "./dom.js";
+import { $, h, fill, showError, pretty, cell, isNumber, getJSON, parseJSON } from "./dom.js";
 import { Session } from "./session.js";
 import { buildForm } from "./form.js";
 import { renderTree, renderEdges } from "./tree.js";
@@ -384,7 +384,7 @@ async function runSQL(text) {
     $("sql-meta").textContent = `${res.rows.length} row${res.rows.length === 1 ? "" : "s"}${res.truncated ? ` (truncated: ${res.truncated_reason || "a server limit"})` : ""} · ${ms} ms`;
     fill(out, h("table", { class: "grid" },
       h("thead", {}, h("tr", {}, res.columns.map((c) => h("th", {}, c)))),
-      h("tbody", {}, res.rows.map((r) => h("tr", {}, r.map((v) => h("td", { class: typeof v === "number" ? "num" : null }, cell(v))))))));
+      h("tbody", {}, res.rows.map((r) => h("tr", {}, r.map((v) => h("td", { class: isNumber(v) ? "num" : null }, cell(v))))))));
   } catch (err) {
     showError($("sql-error"), err);
   } finally {

@@ -44,16 +44,22 @@ export function showError(box, err) {
   box.hidden = false;
 }
 
-// parseJSON is JSON.parse that keeps integers past 2^53 exact: each is held
-// as the digits it was written with (JSON.rawJSON), which JSON.stringify
-// writes back unchanged and cell and pretty show, where a Number would
-// round 9007199254740993 to 9007199254740992. Browsers without source text
-// access parse as JSON.parse does.
+// parseJSON is JSON.parse that keeps integers past 2^53 and numbers past
+// the float range exact: each is held as the text it was written with
+// (JSON.rawJSON), which JSON.stringify writes back unchanged and cell and
+// pretty show, where a Number would round 9007199254740993 to
+// 9007199254740992, and turn 1e999 (how the server writes an infinity, and
+// binds it) into Infinity, which JSON.stringify sends as null. Browsers
+// without source text access parse as JSON.parse does.
 export function parseJSON(text) {
   if (typeof JSON.rawJSON !== "function") return JSON.parse(text);
   return JSON.parse(text, (_, v, ctx) =>
-    typeof v === "number" && !Number.isSafeInteger(v) && ctx && /^-?\d+$/.test(ctx.source) ? JSON.rawJSON(ctx.source) : v);
+    typeof v === "number" && ctx && (!Number.isFinite(v) || (!Number.isSafeInteger(v) && /^-?\d+$/.test(ctx.source))) ? JSON.rawJSON(ctx.source) : v);
 }
+
+// isNumber reports whether v is a JSON number: a Number, or one parseJSON
+// keeps as its text.
+export const isNumber = (v) => typeof v === "number" || (typeof JSON.isRawJSON === "function" && JSON.isRawJSON(v));
 
 // pretty formats a value as indented JSON.
 export const pretty = (v) => JSON.stringify(v, null, 2);
@@ -61,6 +67,11 @@ export const pretty = (v) => JSON.stringify(v, null, 2);
 // cell formats one SQL or JSON value for a table cell.
 export function cell(v) {
   if (v === null || v === undefined) return h("span", { class: "null" }, "NULL");
+  if (isNumber(v) && typeof v === "object") {
+    // An integer as its digits; an infinity as a Number shows it.
+    const text = JSON.stringify(v);
+    return /^-?\d+$/.test(text) ? text : String(Number(text));
+  }
   if (typeof v === "object") return JSON.stringify(v);
   return String(v);
 }
