@@ -74,9 +74,16 @@ func mustServeCompany(tb testing.TB, fixturesDir string) string {
 // UI signs in (web.HandlerWithAuth) and the API asks for the token.
 func mustServeCompanyToken(tb testing.TB, fixturesDir, token string) string {
 	tb.Helper()
-	backend, err := app.New(company.World, app.Config{
-		FixturesDir: fixturesDir, DefaultFixture: "acme", InstanceRoot: tb.TempDir(), Checkpoints: tb.TempDir(),
-	})
+	return mustServeCompanyConfig(tb, app.Config{FixturesDir: fixturesDir}, token)
+}
+
+// mustServeCompanyConfig is mustServeCompanyToken with the backend's
+// config cfg, whose default fixture is acme and whose directories are the
+// test's own.
+func mustServeCompanyConfig(tb testing.TB, cfg app.Config, token string) string {
+	tb.Helper()
+	cfg.DefaultFixture, cfg.InstanceRoot, cfg.Checkpoints = "acme", tb.TempDir(), tb.TempDir()
+	backend, err := app.New(company.World, cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

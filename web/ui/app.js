@@ -242,8 +242,10 @@ async function refreshState(tool) {
       if (tool) ui.callTools.set(r.call, tool);
     }
   }
-  $("changes-count").textContent = log.length ? `${log.length} row${log.length === 1 ? "" : "s"}` : "";
-  renderChangeLog($("changelog"), log, ui.callTools);
+  const dropped = doc.change_log_truncated ? doc.change_log_truncated.dropped : 0;
+  $("changes-count").textContent = log.length || dropped
+    ? `${log.length} row${log.length === 1 ? "" : "s"}${dropped ? `, ${dropped} older dropped` : ""}` : "";
+  renderChangeLog($("changelog"), log, ui.callTools, doc.change_log_truncated);
   renderEpisode(doc);
 }
 

@@ -39,11 +39,25 @@ export function record(r) {
     diffTable(r));
 }
 
+// truncation says why the oldest records of a state document's log are
+// missing, from its change_log_truncated; null when the log is whole.
+export function truncation(t) {
+  if (!t || !t.dropped) return null;
+  const why = [
+    t.max_bytes ? `the server keeps at most ${t.max_bytes} bytes of a session's log (max-changelog-bytes)` : null,
+    t.reply_bytes ? `a state reply holds at most ${t.reply_bytes} bytes (max-reply-bytes)` : null,
+  ].filter(Boolean).join("; ");
+  return `The ${t.dropped} oldest change record${t.dropped === 1 ? " was" : "s were"} dropped${why ? `: ${why}` : ""}. The log starts at seq ${t.dropped + 1}.`;
+}
+
 // renderChangeLog draws records into el. callTools maps a call number to
-// the tool the page called, when known.
-export function renderChangeLog(el, records, callTools) {
+// the tool the page called, when known; truncated is the state document's
+// change_log_truncated, said above the records when present.
+export function renderChangeLog(el, records, callTools, truncated) {
+  const note = truncation(truncated);
+  const head = note ? h("p", { class: "warn small truncated" }, note) : null;
   if (!records.length) {
-    fill(el, h("p", { class: "muted" }, "No changes yet."));
+    fill(el, head, h("p", { class: "muted" }, note ? "No change records kept." : "No changes yet."));
     return;
   }
   const calls = new Map();
@@ -57,5 +71,5 @@ export function renderChangeLog(el, records, callTools) {
       h("h3", {}, `Call ${call}`, h("span", { class: "muted" }, ` · ${top} · ${rs.length} row${rs.length === 1 ? "" : "s"}`)),
       rs.map(record));
   });
-  fill(el, groups);
+  fill(el, head, groups);
 }

@@ -55,12 +55,16 @@ export function renderTimeline(el, steps, state) {
   const rows = (s) => (s.changes ? log.filter((r) => r.seq >= s.changes[0] && r.seq <= s.changes[1]) : []);
   fill(el, [...steps].reverse().map((s) => {
     const changed = rows(s);
+    // Records the step made that the log no longer holds (change_log_truncated).
+    const made = s.changes ? Math.max(0, s.changes[1] - s.changes[0] + 1) : changed.length;
+    const gone = made - changed.length;
     return h("section", { class: `step ${s.error ? "failed" : "ok"}`, dataset: { step: s.step, tool: s.tool } },
       h("h3", {},
         `Step ${s.step} · `, h("code", {}, s.tool),
         s.reward !== null && s.reward !== undefined ? h("span", { class: "tag", title: "reward after the step" }, `reward ${s.reward.toFixed(2)}`) : null,
         s.done ? h("span", { class: "tag allow" }, "done") : null,
-        h("span", { class: "muted small" }, ` · ${changed.length} row${changed.length === 1 ? "" : "s"} changed`)),
+        h("span", { class: "muted small" }, ` · ${made} row${made === 1 ? "" : "s"} changed`),
+        gone > 0 ? h("span", { class: "warn small dropped" }, ` (${gone === made ? "all" : gone} dropped from the change log)`) : null),
       h("details", {}, h("summary", {}, "arguments"), h("pre", { class: "json" }, pretty(s.arguments))),
       s.error
         ? h("div", { class: "error" }, `${s.error.error_type}: ${s.error.message}`)
