@@ -93,6 +93,7 @@ func mustServeCompanyConfig(tb testing.TB, cfg app.Config, token string) string 
 	if token != "" {
 		ui = web.HandlerWithAuth(srv)
 	}
+	ui = srv.BrowserGuard(ui) // as seahaven serve mounts it: its origin checks hold at /web
 	mux.Handle("/web/", ui)
 	mux.Handle("/web", ui)
 	mux.Handle("/", srv.Handler())

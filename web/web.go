@@ -247,13 +247,19 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request, code int, messag
 }
 
 // setHeaders sets the headers every UI response carries: its type and
-// caching, no sniffing, no referrer, and its Content-Security-Policy when
-// policy is not empty.
+// caching, no sniffing, no referrer to other origins, and its
+// Content-Security-Policy when policy is not empty.
+//
+// The referrer policy is same-origin, not no-referrer: under no-referrer a
+// browser sends "Origin: null" with the page's own POSTs (the sign-in
+// form, the sign-out button), which the server's origin check
+// (openenv.Server.BrowserGuard) must refuse as it refuses any page it
+// cannot place.
 func setHeaders(hd http.Header, contentType, cacheControl, policy string) {
 	hd.Set("Content-Type", contentType)
 	hd.Set("Cache-Control", cacheControl)
 	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("Referrer-Policy", "same-origin")
 	if policy != "" {
 		hd.Set("Content-Security-Policy", policy)
 	}
