@@ -181,7 +181,10 @@ var withSignOut = sync.OnceValue(func() *handler {
 // [Prefix]logout clears it, from the page's sign-out button, which only
 // this handler shows. The other assets (styles, scripts, icon) are the
 // same for everyone and are served without credentials; every route they
-// call stays behind the token. A sign-in form over 8 KiB is refused with
+// call stays behind the token. GET and HEAD of [Prefix]login and
+// [Prefix]logout, as a browser sends when its address bar shows the
+// sign-in form's URL after a refused token, redirect to the page, signing
+// nobody in or out. A sign-in form over 8 KiB is refused with
 // 413 on the sign-in page, unread when its Content-Length says so. The
 // handler is safe for concurrent use.
 func HandlerWithAuth(auth Auth) http.Handler {
@@ -189,8 +192,14 @@ func HandlerWithAuth(auth Auth) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case Prefix + "login", Prefix + "logout":
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				// The address bar after a refused sign-in: the page, which
+				// is the form again while signed out.
+				http.Redirect(w, r, Prefix, http.StatusSeeOther)
+				return
+			}
 			if r.Method != http.MethodPost {
-				w.Header().Set("Allow", "POST")
+				w.Header().Set("Allow", "GET, HEAD, POST")
 				http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 				return
 			}

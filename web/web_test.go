@@ -205,7 +205,11 @@ func TestHandlerWithAuth(t *testing.T) {
 		{"WrongToken", "POST", "/web/login", "token=wrong", false, 401, "That token is not this server", "", ""},
 		{"MessageEscaped", "POST", "/web/login", "token=%3Cb%3E", false, 401, `role="alert"`, "", ""},
 		{"RightToken", "POST", "/web/login", "token=right", false, 303, "", "Location", "/web/"},
-		{"LoginNeedsPost", "GET", "/web/login", "", false, 405, "", "Allow", "POST"},
+		// The URL a refused sign-in leaves in the address bar, entered
+		// again: the page (the form while signed out), not a dead end.
+		{"LoginByGetGoesToPage", "GET", "/web/login", "", false, 303, "", "Location", "/web/"},
+		{"LogoutByGetGoesToPage", "GET", "/web/logout", "", true, 303, "", "Location", "/web/"},
+		{"LoginNeedsPost", "PUT", "/web/login", "", false, 405, "", "Allow", "GET, HEAD, POST"},
 		{"FormTooLarge", "POST", "/web/login", "token=" + strings.Repeat("x", 9<<10), false, 413, "The form is too large", "", ""},
 		{"Logout", "POST", "/web/logout", "", true, 303, "", "Location", "/web/"},
 		{"BareRedirects", "GET", "/web", "", false, 301, "", "Location", "/web/"},
