@@ -93,10 +93,13 @@ function control(s, path, req) {
     case "number": {
       const el = h("input", { type: "number", name: path, step: t === "integer" ? "1" : "any", min: s.minimum, max: s.maximum, placeholder });
       return [el, () => {
-        if (el.value.trim() === "") return undefined;
-        const n = Number(el.value);
+        const text = el.value.trim();
+        if (text === "") return undefined;
+        const n = Number(text);
         if (!Number.isFinite(n) || (t === "integer" && !Number.isInteger(n))) throw new Error(`${path} must be ${t === "integer" ? "an integer" : "a number"}`);
-        return n;
+        // An integer past 2^53 is sent with the digits typed, as parseJSON
+        // keeps one, not rounded to the nearest Number.
+        return !Number.isSafeInteger(n) && /^-?(0|[1-9]\d*)$/.test(text) ? parseJSON(text) : n;
       }];
     }
     case "boolean": {
