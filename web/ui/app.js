@@ -36,7 +36,12 @@ const ui = {
 function showTab() {
   const want = location.hash.slice(1) || "playground";
   const tab = document.querySelector(`#tabs a[data-tab="${CSS.escape(want)}"]`) ? want : "playground";
-  for (const a of document.querySelectorAll("#tabs a")) a.classList.toggle("active", a.dataset.tab === tab);
+  for (const a of document.querySelectorAll("#tabs a")) {
+    a.classList.toggle("active", a.dataset.tab === tab);
+    // Said by screen readers, as the class is shown.
+    if (a.dataset.tab === tab) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  }
   for (const s of document.querySelectorAll("main > section")) s.hidden = s.id !== tab;
   if (tab === "sessions") refreshSessions();
   if (tab === "watch") refreshWatch();
