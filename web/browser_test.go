@@ -147,7 +147,9 @@ func mustBrowser(t *testing.T) context.Context {
 // pageErrors collects uncaught exceptions thrown by the page's scripts.
 type pageErrors struct{ ch chan string }
 
-func listenPageErrors(t *testing.T, ctx context.Context) *pageErrors {
+// listenPageErrors collects the page's uncaught exceptions, and fails the
+// test with them when it ends.
+func listenPageErrors(t *testing.T, ctx context.Context) {
 	t.Helper()
 	pe := &pageErrors{ch: make(chan string, 16)}
 	err := chromedp.Listen(ctx, func(ev any) {
@@ -165,7 +167,7 @@ func listenPageErrors(t *testing.T, ctx context.Context) *pageErrors {
 	if err != nil {
 		t.Fatalf("listening to the page: %v", err)
 	}
-	return pe
+	t.Cleanup(func() { pe.check(t) })
 }
 
 func (pe *pageErrors) check(t *testing.T) {
@@ -286,8 +288,7 @@ func TestUI_Browser(t *testing.T) {
 	fixturesDir, fork := mustFixtures(t)
 	base := mustServeCompany(t, fixturesDir)
 	ctx := mustBrowser(t)
-	pe := listenPageErrors(t, ctx)
-	t.Cleanup(func() { pe.check(t) })
+	listenPageErrors(t, ctx)
 
 	// What the fixture holds, learnt over HTTP, not through the page.
 	rows := inspectHTTP(t, base, "SELECT count(*) FROM payments.charges")
@@ -622,8 +623,7 @@ func TestUI_Browser_Token(t *testing.T) {
 	const token = "browser-test-token"
 	base := mustServeCompanyToken(t, fixturesDir, token)
 	ctx := mustBrowser(t)
-	pe := listenPageErrors(t, ctx)
-	t.Cleanup(func() { pe.check(t) })
+	listenPageErrors(t, ctx)
 
 	run(t, ctx, "open /web",
 		chromedp.Navigate(base+"/web"),
