@@ -755,26 +755,17 @@ func TestCheckpoints_LatestAfterAFence(t *testing.T) {
 func TestCheckpoints_RetentionKeepsTheRestoredNewest(t *testing.T) {
 	dir := t.TempDir()
 	b := newTestBackend(t, Config{Checkpoints: dir, CheckpointTTL: time.Hour, CheckpointMaxBytes: 1 << 40})
-	ctx := context.Background()
-	inst, err := b.Open(ctx, openenv.OpenOptions{Fixture: company.AcmeID, EpisodeID: "ep"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inst.Close()
-	const attempt = "0c6f3b62-8d4e-4e0a-9a51-7c1f2b3d4e5f"
+	checkpoint := fenceableAttempt(t, b)
 	now := time.Now()
 	var ids []string
 	for revision := range 2 {
-		info, err := inst.(openenv.Checkpointer).Checkpoint(ctx, openenv.CheckpointRequest{Revision: revision, Attempt: attempt, Session: json.RawMessage(`{}`)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		info := checkpoint(revision)
 		ago := now.Add(time.Duration(revision-3) * time.Minute)
 		os.Chtimes(filepath.Join(dir, info.ID), ago, ago)
 		ids = append(ids, info.ID)
 	}
 	restored, later := ids[0], ids[1]
-	if err := b.Fence(attempt, "ep", restored, "checkpoint "+restored); err != nil {
+	if err := b.Fence(fenceAttempt, "ep", restored, "checkpoint "+restored); err != nil {
 		t.Fatal(err)
 	}
 	other := checkpointedEpisode(t, b, "other")
