@@ -150,16 +150,22 @@ func unsupportedVersion(id json.RawMessage, v string, supported []string, hint s
 // A request with another version's header, or with Mcp-Session-Id and no
 // such header, is of an initialize session or OpenEnv's dialect.
 func modernRequest(r *http.Request, body []byte) bool {
+	switch v := r.Header.Get("MCP-Protocol-Version"); {
+	case v == modernVersion:
+		return namesVersion(body) || !isInitialize(body)
+	case v != "" || r.Header.Get(MCPSessionHeader) != "":
+		return false // read from the headers alone, the body unparsed
+	}
+	return namesVersion(body)
+}
+
+// namesVersion reports whether body's params._meta names a protocol
+// version, as every 2026-07-28 request does.
+func namesVersion(body []byte) bool {
 	m, _ := members(body)
 	params, _ := members(m["params"])
 	meta, _ := members(params["_meta"])
 	_, named := meta[metaProtocolVersion]
-	switch v := r.Header.Get("MCP-Protocol-Version"); {
-	case v == modernVersion:
-		return named || !isInitialize(body)
-	case v != "" || r.Header.Get(MCPSessionHeader) != "":
-		return false
-	}
 	return named
 }
 
