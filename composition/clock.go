@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/internal/rfc3339"
 	"github.com/seahaven/seahaven/internal/runecut"
 )
 
@@ -104,7 +105,7 @@ func (c *clock) stepped() {
 // errors repeat at most runecut.MaxEcho bytes of s, a client's text
 // (set_clock's now).
 func ParseTime(s string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, s)
+	t, err := rfc3339.Parse(s)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("composition: now %q is not an RFC 3339 time such as 2026-06-01T09:00:00.000Z", runecut.Echo(s))
 	}

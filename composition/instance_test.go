@@ -686,6 +686,9 @@ func TestInstance_ControlToolBounds(t *testing.T) {
 		{name: "SetPastSQLite", calls: []string{`{"action":"set_clock","now":"9999-12-31T00:00:00Z"}`},
 			err: `invalid arguments: field "now": composition: now "9999-12-31T00:00:00Z" is outside the clock's range, 1000-01-01T00:00:00.000Z to 9000-01-01T00:00:00.000Z`,
 			now: start},
+		// RFC 3339 allows a lower-case t and z.
+		{name: "SetLowerCase", calls: []string{`{"action":"set_clock","now":"2030-02-03t04:05:06.5z"}`},
+			now: "2030-02-03T04:05:06.500Z"},
 		{name: "SetTooEarly", calls: []string{`{"action":"set_clock","now":"0999-12-31T23:59:59Z"}`},
 			err: `field "now": composition: now "0999-12-31T23:59:59Z" is outside the clock's range`, now: start},
 		// A megabyte of a client's text is not repeated: the error was

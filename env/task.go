@@ -8,7 +8,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
+
+	"github.com/seahaven/seahaven/internal/rfc3339"
 )
 
 // Task is one thing an agent is asked to do in a world, and how to tell
@@ -219,7 +220,7 @@ func (t Task) Validate() error {
 		return fmt.Errorf("task %s: difficulty %q: want easy, medium or hard", t.ID, t.Difficulty)
 	}
 	if t.Now != "" {
-		now, err := time.Parse(time.RFC3339Nano, t.Now)
+		now, err := rfc3339.Parse(t.Now)
 		if err != nil {
 			return fmt.Errorf("task %s: now %q is not an RFC 3339 instant", t.ID, t.Now)
 		}

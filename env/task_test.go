@@ -41,6 +41,7 @@ func TestTask_Validate(t *testing.T) {
 		{"NoInstruction", func(t *env.Task) { t.Instruction = "  " }, "instruction is empty"},
 		{"BadDifficulty", func(t *env.Task) { t.Difficulty = "trivial" }, `difficulty "trivial"`},
 		{"BadNow", func(t *env.Task) { t.Now = "June 1st" }, "not an RFC 3339 instant"},
+		{"LowerCaseNow", func(t *env.Task) { t.Now = "2026-06-01t09:00:00z" }, ""},
 		{"NowOutOfRange", func(t *env.Task) { t.Now = "9999-01-01T00:00:00Z" }, `task invoice_750: now "9999-01-01T00:00:00Z" is outside the clock's range, 1000-01-01T00:00:00.000Z to 9000-01-01T00:00:00.000Z`},
 		{"EmptyTools", func(t *env.Task) { t.Tools = []string{} }, "empty allow list"},
 		{"BadTool", func(t *env.Task) { t.Tools = []string{"pay.create"} }, "is not a tool name"},

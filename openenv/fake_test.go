@@ -11,9 +11,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/internal/rfc3339"
 	"github.com/seahaven/seahaven/openenv"
 )
 
@@ -111,7 +111,7 @@ func (b *fakeBackend) Open(ctx context.Context, opts openenv.OpenOptions) (opene
 	}
 	now := "2026-06-01T09:00:00.000Z"
 	if opts.Now != "" {
-		t, err := time.Parse(time.RFC3339, opts.Now)
+		t, err := rfc3339.Parse(opts.Now)
 		if err != nil {
 			return nil, fmt.Errorf("bad now %q: want RFC 3339", opts.Now)
 		}

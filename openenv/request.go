@@ -11,12 +11,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/internal/rfc3339"
 	"github.com/seahaven/seahaven/internal/runecut"
 )
 
@@ -352,7 +352,7 @@ func (c *clockTime) UnmarshalJSON(b []byte) error {
 	if err := jsonv2.Unmarshal(b, &s, readOpts); err != nil {
 		return err
 	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err != nil || !env.InClockRange(t) {
+	if t, err := rfc3339.Parse(s); err != nil || !env.InClockRange(t) {
 		return &problem{"value_error", "Value error, now must be an RFC 3339 time from " + env.MinTime + " to " + env.MaxTime}
 	}
 	*c = clockTime(s)

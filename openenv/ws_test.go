@@ -31,6 +31,7 @@ func TestWS_Reset(t *testing.T) {
 		{"EmptyData", `{"type":"reset","data":{}}`, []string{"fixture.id=base"}},
 		{"Everything", `{"type":"reset","data":{"seed":7,"episode_id":"ep-1","fixture":"child","now":"2026-03-04T05:06:07Z","clock_mode":"step","startup":{"greeting":"hi"},"control_tools":true}}`,
 			[]string{"episode_id=ep-1", "seed=7", "fixture.id=child", "now=2026-03-04T05:06:07.000Z", "clock_mode=step"}},
+		{"NowLowerCase", `{"type":"reset","data":{"now":"2026-03-04t05:06:07z"}}`, []string{"now=2026-03-04T05:06:07.000Z"}},
 		{"Genesis", `{"type":"reset","data":{"fixture":""}}`, []string{"fixture=<nil>"}},
 		{"NullsAreDefaults", `{"type":"reset","data":{"seed":null,"episode_id":null,"fixture":null,"now":null,"clock_mode":null,"startup":null,"control_tools":null}}`,
 			[]string{"seed=0", "fixture.id=base"}},

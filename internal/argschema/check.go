@@ -18,6 +18,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/seahaven/seahaven/internal/rfc3339"
 	"github.com/seahaven/seahaven/internal/runecut"
 )
 
@@ -312,7 +313,7 @@ func (c *checker) checkString(s *jsonschema.Schema, str string) (string, *Error)
 	}
 	switch {
 	case s.Format == "date-time":
-		tm, err := time.Parse(time.RFC3339, str)
+		tm, err := rfc3339.Parse(str)
 		if err != nil {
 			return "", c.errorf("expected an RFC 3339 date-time, got " + strconv.Quote(clip(str)))
 		}
