@@ -26,8 +26,10 @@
 // re-encodes with encoding/json under the same names. A field is required
 // unless it is a pointer, has the omitempty or omitzero option, or has a
 // default tag; other json tag options, embedded fields that are not
-// untagged structs, and a json tag json v2 refuses in a struct however
-// deep ([TagError]), are refused. Further tags:
+// untagged structs, a json tag json v2 refuses in a struct however
+// deep ([TagError]), and a struct however deep with fields but no exported
+// one and no json tag (json v2 would refuse every argument holding one),
+// are refused. Further tags:
 //
 //   - doc:"text" is the field's "description".
 //   - default:"value" is applied when the field is absent and listed as

@@ -52,18 +52,6 @@ func build(root, st reflect.Type) (*jsonschema.Schema, map[*jsonschema.Schema]re
 	if err := refusedTag(&adapter{root: root}, st, "", map[reflect.Type]bool{}); err != nil {
 		return nil, nil, err
 	}
-	// json v2 checks the rest of the struct's fields on first use (an
-	// embedded field with an encoding of its own, no exported field at
-	// all). Its message words the failure differently from one process to
-	// the next ("cannot" or "unable to"), so the error names the cause
-	// alone.
-	if err := jsonv2.Unmarshal([]byte("{}"), reflect.New(st).Interface()); err != nil {
-		var se *jsonv2.SemanticError
-		if errors.As(err, &se) && se.Err != nil {
-			err = se.Err
-		}
-		return nil, nil, fmt.Errorf("argschema: %v: %w", root, err)
-	}
 	a := &adapter{root: root, kinds: map[*jsonschema.Schema]reflect.Kind{}}
 	s, err := a.schema(st, "")
 	if err != nil {
@@ -245,6 +233,19 @@ func dominant(all []field) []field {
 // object returns the schema of struct type t: its properties are the
 // fields json v2 decodes, with their tags applied.
 func (a *adapter) object(t reflect.Type, where string) (*jsonschema.Schema, error) {
+	// json v2 checks the rest of a struct's fields on its first use (an
+	// embedded field with an encoding of its own, no exported field at
+	// all), which for a struct deeper in is when an argument first holds
+	// one. Its message words the failure differently from one process to
+	// the next ("cannot" or "unable to"), so the error names the cause
+	// alone.
+	if err := jsonv2.Unmarshal([]byte("{}"), reflect.New(t).Interface()); err != nil {
+		var se *jsonv2.SemanticError
+		if errors.As(err, &se) && se.Err != nil {
+			err = se.Err
+		}
+		return nil, a.errorf(where, "%v", err)
+	}
 	fields, err := a.fields(t, where)
 	if err != nil {
 		return nil, err

@@ -237,6 +237,14 @@ func TestSchema_Errors(t *testing.T) {
 		{"DefaultTime", reflect.TypeFor[struct {
 			T time.Time `default:"today"`
 		}](), "argschema: struct { T time.Time \"default:\\\"today\\\"\" } field T: default \"today\": expected an RFC 3339 date-time, got \"today\""},
+		// json v2 refuses a struct with fields but no exported one and no
+		// json tag when an argument first holds one, deep in as well.
+		{"NestedNoExportedFields", reflect.TypeFor[struct {
+			Items []struct{ n int }
+		}](), "argschema: struct { Items []struct { n int } } field Items[]: Go struct has no exported fields"},
+		{"NestedPointerNoExportedFields", reflect.TypeFor[struct {
+			M map[string]*struct{ n int }
+		}](), "argschema: struct { M map[string]*struct { n int } } field M[]: Go struct has no exported fields"},
 		{"CaseOption", reflect.TypeFor[struct {
 			N int `json:"n,case:ignore"`
 		}](), "argschema: struct { N int \"json:\\\"n,case:ignore\\\"\" } field N: the json tag option \"case:ignore\" is not supported"},
