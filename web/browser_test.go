@@ -502,14 +502,18 @@ func TestUI_Browser(t *testing.T) {
 	})
 
 	t.Run("WatchEnded", func(t *testing.T) {
-		// A session watched until it ends: the tab says so and stops
-		// polling it, where it asked for it every second for good.
+		// A session watched until it ends: the tab says so, stops polling
+		// it, where it asked for it every second for good, and no longer
+		// shows its facts and timeline, which looked live below the
+		// message.
 		c, send := otherClient(t, base)
 		send(`{"type":"reset","data":{"episode_id":"watched-then-gone"}}`)
+		send(`{"type":"step","data":{"type":"call_tool","tool_name":"list_staff","arguments":{}}}`)
 		run(t, ctx, "watch a session of another client",
 			chromedp.Click(chromedp.CSS(`#tabs a[data-tab="sessions"]`)),
 			chromedp.Click(chromedp.CSS(`#session-table tr[data-episode="watched-then-gone"] button.watch`)),
-			chromedp.WaitNotVisible(chromedp.ID("watch-empty")))
+			chromedp.WaitNotVisible(chromedp.ID("watch-empty")),
+			chromedp.WaitVisible(chromedp.CSS(`#watch-timeline .step[data-step="1"]`)))
 		c.Close(websocket.StatusNormalClosure, "")
 		run(t, ctx, "see it end", chromedp.WaitVisible(chromedp.ID("watch-empty")))
 		if got := textOf(t, ctx, "#watch-error"); !strings.Contains(got, "the session has ended") {
@@ -517,6 +521,14 @@ func TestUI_Browser(t *testing.T) {
 		}
 		if got := textOf(t, ctx, "#watch-ref"); got != "—" {
 			t.Errorf("watching %q, want nothing", got)
+		}
+		left, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`["watch-facts", "watch-grading", "watch-timeline", "watch-count", "watch-updated"]
+			.filter((id) => document.getElementById(id).textContent.trim() !== "")`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) != 0 {
+			t.Errorf("the ended session is still shown in %q, want nothing", left)
 		}
 	})
 

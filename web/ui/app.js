@@ -303,9 +303,23 @@ async function refreshTimeline() {
 // ---- Watch ---------------------------------------------------------------
 
 function watch(ref) {
+  if (ref !== ui.watchRef) clearWatch();
   ui.watchRef = ref;
   if (location.hash === "#watch") refreshWatch();
   else location.hash = "#watch";
+}
+
+// clearWatch empties the Watch tab of the session it showed, so that an
+// ended one's facts, grading and timeline do not stay below the message
+// that it ended, looking live.
+function clearWatch() {
+  for (const id of ["watch-facts", "watch-grading", "watch-timeline"]) {
+    const el = $(id);
+    for (const k of Object.keys(el.dataset)) delete el.dataset[k];
+    el.replaceChildren();
+  }
+  $("watch-count").textContent = "";
+  $("watch-updated").textContent = "";
 }
 
 // refreshWatch draws the watched session, read-only; the Watch tab polls it
@@ -322,6 +336,7 @@ async function refreshWatch() {
     if (err.status === 404 && ui.watchRef === ref) {
       // The session ended: stop polling it, and say so until another is picked.
       ui.watchRef = null;
+      clearWatch();
       showError($("watch-error"), `${err.message} (the session has ended; pick a live one under Sessions)`);
       return;
     }
