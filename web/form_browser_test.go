@@ -30,3 +30,59 @@ func TestUI_Browser_FormExactIntegers(t *testing.T) {
 		t.Errorf("arguments %q, want the amount as typed, 9007199254740993", args)
 	}
 }
+
+// TestUI_Browser_FormBounds types amounts outside the invoice tool's
+// schema bounds (minimum 1, maximum 10^12): the page says under the field
+// what is wrong, naming the field and the bound, keeps what was typed and
+// makes no call, where the browser's own tooltip refused the form and
+// vanished; an amount within them is called.
+func TestUI_Browser_FormBounds(t *testing.T) {
+	fixturesDir, _ := mustFixtures(t)
+	base := mustServeCompany(t, fixturesDir)
+	ctx := mustBrowser(t)
+	listenPageErrors(t, ctx)
+
+	const amount = `#tool-fields input[name="amount"]`
+	const fieldError = `#tool-fields .field .error`
+	run(t, ctx, "call with an amount over the maximum",
+		chromedp.Navigate(base+"/web/"),
+		chromedp.WaitVisible(chromedp.CSS(`#ws-status[data-state="open"]`)),
+		chromedp.Click(chromedp.CSS(`#tools [data-tool="invoice"]`), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS(amount)),
+		chromedp.SendKeys(chromedp.CSS(amount), "1000000000001"),
+		chromedp.WaitEnabled(chromedp.ID("call-btn")),
+		chromedp.Click(chromedp.ID("call-btn")),
+		chromedp.WaitVisible(chromedp.CSS(fieldError)),
+		chromedp.WaitVisible(chromedp.ID("call-error")))
+	if got := textOf(t, ctx, fieldError); !strings.Contains(got, "amount") || !strings.Contains(got, "≤ 1000000000000") {
+		t.Errorf("the field's error = %q, want it to name amount and its maximum 1000000000000", got)
+	}
+	if got := textOf(t, ctx, "#call-error"); !strings.Contains(got, "≤ 1000000000000") {
+		t.Errorf("the call's error = %q, want the maximum", got)
+	}
+	state, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[document.querySelector(`+"`"+amount+"`"+`).value,
+		String(document.getElementById("call-result").hidden), document.getElementById("episode").dataset.steps]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"1000000000001", "true", "0"}; strings.Join(state, " ") != strings.Join(want, " ") {
+		t.Errorf("input, result hidden, steps = %q, want %q: the input kept, no call made", state, want)
+	}
+
+	clear := chromedp.Evaluate[chromedp.Void](`document.querySelector(` + "`" + amount + "`" + `).value = ""`)
+	run(t, ctx, "type an amount under the minimum",
+		clear,
+		chromedp.SendKeys(chromedp.CSS(amount), "0"),
+		chromedp.WaitVisible(chromedp.CSS(fieldError)))
+	if got := textOf(t, ctx, fieldError); !strings.Contains(got, "amount") || !strings.Contains(got, "≥ 1") {
+		t.Errorf("the field's error = %q, want it to name amount and its minimum 1", got)
+	}
+
+	run(t, ctx, "call with an amount within the bounds",
+		clear,
+		chromedp.SendKeys(chromedp.CSS(amount), "5"),
+		chromedp.WaitNotVisible(chromedp.CSS(fieldError)),
+		chromedp.Click(chromedp.ID("call-btn")),
+		chromedp.WaitVisible(chromedp.CSS(`#episode[data-steps="1"]`)),
+		chromedp.WaitVisible(chromedp.ID("call-output")))
+}

@@ -193,7 +193,7 @@ function syncArgs() {
 }
 
 function callArguments() {
-  if (!ui.argsEdited) return ui.readArgs();
+  if (!ui.argsEdited) return ui.readArgs(true);
   let v;
   try {
     v = parseJSON($("tool-args").value);

@@ -1,9 +1,11 @@
 // A form generated from a tool's input JSON Schema. Scalars get inputs,
 // enums a select, nested objects a fieldset; anything else (arrays, maps,
 // unions) is typed as JSON. Empty optional fields are left out of the
-// arguments.
+// arguments. The page checks the schema's bounds itself (the form is
+// novalidate): a field that breaks one says so under it, as it is edited
+// and when a call reads it, where the browser's own tooltip would vanish.
 
-import { h, parseJSON } from "./dom.js";
+import { h, parseJSON, showError } from "./dom.js";
 
 // baseType returns a schema's JSON type, ignoring "null" in a type list.
 function baseType(s) {
@@ -16,7 +18,10 @@ function baseType(s) {
 
 // buildForm renders the fields of an object schema into container and
 // returns a function that reads the arguments, throwing an Error that names
-// the field when one is invalid. onInput is called on every edit.
+// the field when one is invalid. Called with strict true, as a call reads
+// them, it also checks each field against its schema's bounds and shows
+// what is wrong under every field that breaks one. onInput is called on
+// every edit.
 export function buildForm(container, schema, onInput) {
   container.replaceChildren();
   const read = objectFields(container, schema || {}, "", onInput);
@@ -38,31 +43,62 @@ function objectFields(parent, schema, prefix, onInput) {
       const fs = h("fieldset", { class: "nested" }, h("legend", {}, label), help);
       parent.append(fs);
       const readObj = objectFields(fs, prop, path, onInput);
-      readers.push(() => {
-        const v = readObj();
+      readers.push((strict) => {
+        const v = readObj(strict);
         return Object.keys(v).length || req ? [name, v] : null;
       });
       continue;
     }
     const [input, readValue] = control(prop, path, req);
-    input.addEventListener("input", onInput);
-    input.addEventListener("change", onInput);
-    parent.append(h("label", { class: "field" }, label, input, help));
-    readers.push(() => {
-      const v = readValue();
-      if (v === undefined) {
-        if (req) throw new Error(`${path} is required`);
-        return null;
+    const error = h("span", { class: "error", hidden: true });
+    const read = (strict) => {
+      const v = readValue(strict);
+      if (v === undefined && req) throw new Error(`${path} is required`);
+      return v;
+    };
+    // check reads the field strictly, showing what is wrong under it.
+    const check = () => {
+      try {
+        const v = read(true);
+        showError(error, null);
+        input.removeAttribute("aria-invalid");
+        return v;
+      } catch (err) {
+        showError(error, err);
+        input.setAttribute("aria-invalid", "true");
+        throw err;
       }
-      return [name, v];
+    };
+    input.addEventListener("input", () => {
+      try {
+        check();
+      } catch {
+        // Shown under the field.
+      }
+      onInput();
+    });
+    input.addEventListener("change", onInput);
+    parent.append(h("label", { class: "field" }, label, input, error, help));
+    readers.push((strict) => {
+      const v = strict ? check() : read(false);
+      return v === undefined ? null : [name, v];
     });
   }
-  return () => {
+  // Strictly, every field is read, so that each invalid one says so; the
+  // first error is thrown.
+  return (strict) => {
     const out = {};
+    let first = null;
     for (const r of readers) {
-      const kv = r();
-      if (kv) out[kv[0]] = kv[1];
+      try {
+        const kv = r(strict);
+        if (kv) out[kv[0]] = kv[1];
+      } catch (err) {
+        if (!strict) throw err;
+        first = first || err;
+      }
     }
+    if (first) throw first;
     return out;
   };
 }
@@ -77,8 +113,20 @@ function describeType(s) {
   return bits.length ? `${t}, ${bits.join(", ")}` : t;
 }
 
+// bound returns what is wrong with the number n against the schema s's
+// bounds, or "" when it is within them.
+function bound(s, path, n) {
+  const num = (b) => typeof b === "number";
+  if (num(s.minimum) && n < s.minimum) return `${path} must be ≥ ${s.minimum}, its schema's minimum`;
+  if (num(s.maximum) && n > s.maximum) return `${path} must be ≤ ${s.maximum}, its schema's maximum`;
+  if (num(s.exclusiveMinimum) && n <= s.exclusiveMinimum) return `${path} must be > ${s.exclusiveMinimum}, its schema's exclusive minimum`;
+  if (num(s.exclusiveMaximum) && n >= s.exclusiveMaximum) return `${path} must be < ${s.exclusiveMaximum}, its schema's exclusive maximum`;
+  return "";
+}
+
 // control returns an input for one property and a reader that gives its
-// value, or undefined when it is empty.
+// value, or undefined when it is empty; read strictly, a value outside the
+// schema's bounds throws an Error saying which.
 function control(s, path, req) {
   const t = baseType(s);
   const placeholder = s.default !== undefined ? `default: ${JSON.stringify(s.default)}` : "";
@@ -92,11 +140,16 @@ function control(s, path, req) {
     case "integer":
     case "number": {
       const el = h("input", { type: "number", name: path, step: t === "integer" ? "1" : "any", min: s.minimum, max: s.maximum, placeholder });
-      return [el, () => {
+      return [el, (strict) => {
+        // Text the input cannot parse as a number (such as "1e") reads as
+        // empty: it is refused, not left out.
+        if (el.validity.badInput) throw new Error(`${path} must be ${t === "integer" ? "an integer" : "a number"}`);
         const text = el.value.trim();
         if (text === "") return undefined;
         const n = Number(text);
         if (!Number.isFinite(n) || (t === "integer" && !Number.isInteger(n))) throw new Error(`${path} must be ${t === "integer" ? "an integer" : "a number"}`);
+        const wrong = strict ? bound(s, path, n) : "";
+        if (wrong) throw new Error(wrong);
         // An integer past 2^53 is sent with the digits typed, as parseJSON
         // keeps one, not rounded to the nearest Number.
         return !Number.isSafeInteger(n) && /^-?(0|[1-9]\d*)$/.test(text) ? parseJSON(text) : n;
@@ -113,7 +166,13 @@ function control(s, path, req) {
     case "string": {
       const el = h("input", { type: "text", name: path, maxlength: s.maxLength, placeholder: placeholder || (s.format === "date-time" ? "2026-06-01T09:00:00Z" : "") });
       // An empty optional string is left out; an empty required one is sent.
-      return [el, () => (el.value === "" && !req ? undefined : el.value)];
+      return [el, (strict) => {
+        if (el.value === "" && !req) return undefined;
+        const n = [...el.value].length; // JSON Schema counts code points
+        if (strict && s.minLength !== undefined && n < s.minLength) throw new Error(`${path} must be at least ${s.minLength} characters, its schema's minLength`);
+        if (strict && s.maxLength !== undefined && n > s.maxLength) throw new Error(`${path} must be at most ${s.maxLength} characters, its schema's maxLength`);
+        return el.value;
+      }];
     }
     default: {
       const el = h("textarea", { name: path, rows: 3, spellcheck: "false", placeholder: placeholder || "JSON" });
