@@ -629,7 +629,8 @@ func TestUI_Browser(t *testing.T) {
 
 // TestUI_Browser_Token signs in to a server that has a token: the page asks
 // for it, refuses a wrong one, and with the right one loads the UI, whose
-// fetches and WebSocket then carry the session cookie.
+// fetches and WebSocket then carry the session cookie, on the tab its
+// address asked for before the sign-in.
 func TestUI_Browser_Token(t *testing.T) {
 	fixturesDir, _ := mustFixtures(t)
 	const token = "browser-test-token"
@@ -637,8 +638,8 @@ func TestUI_Browser_Token(t *testing.T) {
 	ctx := mustBrowser(t)
 	listenPageErrors(t, ctx)
 
-	run(t, ctx, "open /web",
-		chromedp.Navigate(base+"/web"),
+	run(t, ctx, "open /web#console",
+		chromedp.Navigate(base+"/web#console"),
 		chromedp.WaitVisible(chromedp.ID("token")))
 	run(t, ctx, "sign in with a wrong token",
 		chromedp.SendKeys(chromedp.ID("token"), "wrong"),
@@ -652,7 +653,13 @@ func TestUI_Browser_Token(t *testing.T) {
 		chromedp.SendKeys(chromedp.ID("token"), token),
 		chromedp.Submit(chromedp.ID("token")),
 		chromedp.WaitVisible(chromedp.CSS(`#ws-status[data-state="open"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`#tools [data-tool="invoice"]`)))
+		chromedp.WaitReady(chromedp.CSS(`#tools [data-tool="invoice"]`)))
+	// The fragment, which the server never sees, came through the sign-in
+	// and the refusal before it.
+	if url, err := chromedp.Run(ctx, chromedp.Location()); err != nil || url != base+"/web/#console" {
+		t.Errorf("location after signing in = %s (%v), want %s/web/#console", url, err, base)
+	}
+	run(t, ctx, "see the console", chromedp.WaitVisible(chromedp.ID("sql")))
 	if got := textOf(t, ctx, "#world"); !strings.Contains(got, "company") {
 		t.Errorf("header world = %q, want it to name company (GET /composition with the cookie)", got)
 	}

@@ -31,8 +31,9 @@ const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // loginSecurityPolicy is contentSecurityPolicy for the sign-in page, whose
-// form posts to its own origin.
-const loginSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self' data:; " +
+// form posts to its own origin and whose script (login.js, which keeps the
+// tab's fragment through the sign-in) is its own.
+const loginSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 // contentTypes fixes the types of the assets' extensions, so they do not
@@ -177,7 +178,9 @@ var withSignOut = sync.OnceValue(func() *handler {
 // cannot add the bearer header to the page's WebSocket, so the UI signs in
 // instead: the page itself is replaced by a sign-in form until the request
 // is authorized; POST [Prefix]login with the form field "token" sets the
-// session cookie (auth.Login) and redirects to the page, and POST
+// session cookie (auth.Login) and redirects to the page (the sign-in
+// page's script posts the form with the tab's fragment, which the browser
+// keeps across that redirect, so a #view asked for is the one shown), and POST
 // [Prefix]logout clears it, from the page's sign-out button, which only
 // this handler shows. The other assets (styles, scripts, icon) are the
 // same for everyone and are served without credentials; every route they

@@ -198,7 +198,7 @@ func TestHandlerWithAuth(t *testing.T) {
 		status                   int
 		contains, header, value  string
 	}{
-		{"PageAsksToSignIn", "GET", "/web/", "", false, 200, `<form method="post" action="login">`, "Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'"},
+		{"PageAsksToSignIn", "GET", "/web/", "", false, 200, `<form method="post" action="login">`, "Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'"},
 		{"PageByNameAsksToSignIn", "GET", "/web/index.html", "", false, 200, `name="token"`, "Cache-Control", "no-store"},
 		{"PageWhenSignedIn", "GET", "/web/", "", true, 200, `<script type="module" src="app.js">`, "", ""},
 		{"AssetsNeedNoSignIn", "GET", "/web/app.js", "", false, 200, "new Session(", "", ""},
@@ -214,7 +214,7 @@ func TestHandlerWithAuth(t *testing.T) {
 		{"Logout", "POST", "/web/logout", "", true, 303, "", "Location", "/web/"},
 		{"BareRedirects", "GET", "/web", "", false, 301, "", "Location", "/web/"},
 		// The sign-in page by name is framed by nobody, as the page is.
-		{"SignInPageByName", "GET", "/web/login.html", "", false, 200, `name="token"`, "Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'"},
+		{"SignInPageByName", "GET", "/web/login.html", "", false, 200, `name="token"`, "Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'"},
 		// The page takes GET and HEAD only, signed in or not.
 		{"PageNeedsGet", "DELETE", "/web/", "", false, 405, "", "Allow", "GET, HEAD"},
 		{"PageNeedsGetSignedIn", "OPTIONS", "/web/", "", true, 405, "", "Allow", "GET, HEAD"},
