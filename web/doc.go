@@ -17,6 +17,8 @@
 //     (reward, done, every check) and the timeline of the episode's calls
 //     with the rows each changed, and the session's change log grouped per
 //     call with a before/after diff of every row (tables named node.table).
+//     A session its server drained (closed with 1012 and "checkpoint <id>")
+//     is restored from that checkpoint into a new one at a click.
 //   - Composition: the sealed tree of the served world drawn as a tree
 //     (canonical paths, worlds and versions, scopes, aliases, schema hashes,
 //     store files) with its AddWorld edges (name, tool prefix, allow and

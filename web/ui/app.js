@@ -25,6 +25,7 @@ const ui = {
   seenCalls: new Set(),
   fixtures: [],
   tasks: [],
+  checkpoint: null, // the checkpoint a drain closed this page's session with (1012), until restored or reconnected
   watchRef: null, // the session the Watch tab shows
   ownRef: null, // this page's session, once known: its ref lasts as long as the socket
   others: new Set(), // sessions of other clients that had the episode id this page reset with, before it did
@@ -58,32 +59,51 @@ function setStatus(state, text) {
   el.dataset.state = state;
   el.textContent = text;
   $("reconnect").hidden = state !== "closed";
+  const restore = $("restore-checkpoint");
+  restore.hidden = state !== "closed" || !ui.checkpoint;
+  restore.title = ui.checkpoint ? `Restore checkpoint ${ui.checkpoint} into a new session` : "";
+}
+
+// drainedInto returns the checkpoint a close names: a server that drains
+// closes each /ws session with 1012 (service restart) and the reason
+// "checkpoint <id>", which a reset with {"checkpoint": "<id>"} restores.
+function drainedInto(detail) {
+  const prefix = "checkpoint ";
+  return detail.code === 1012 && detail.reason.startsWith(prefix) ? detail.reason.slice(prefix.length) : null;
 }
 
 // ---- the playground session -------------------------------------------
 
-async function connect() {
+// connect opens the playground session and resets it from the form, or,
+// given a checkpoint, restores that into it.
+async function connect(checkpoint) {
   const url = `${location.protocol === "https:" ? "wss:" : "ws:"}//${location.host}/ws`;
   const s = new Session(url);
   ui.session = s;
   ui.ownRef = null;
   ui.others = new Set();
+  ui.checkpoint = null;
   setStatus("connecting", "connecting…");
   s.addEventListener("notice", (ev) => banner(ev.detail));
   s.addEventListener("close", (ev) => {
     if (ui.session !== s) return;
+    ui.checkpoint = drainedInto(ev.detail);
     setStatus("closed", "disconnected");
-    banner(ev.detail.message + ". Reconnect to start a new session.");
+    banner(ui.checkpoint
+      ? `${ev.detail.message}. Its server drained: Restore checkpoint continues the episode in a new session (a reset with {"checkpoint": "${ui.checkpoint}"}); Reconnect starts a new one.`
+      : ev.detail.message + ". Reconnect to start a new session.");
   });
   try {
     await s.connect();
   } catch (err) {
+    if (checkpoint) ui.checkpoint = checkpoint; // still to restore
+    setStatus("closed", "disconnected");
     banner(err);
     return;
   }
   setStatus("open", "connected");
   banner(null);
-  await reset();
+  await reset(checkpoint);
   refreshSessions();
 }
 
@@ -121,13 +141,15 @@ function resetOptions() {
   return opts;
 }
 
-async function reset() {
+// reset resets the playground session with the form's options, or, given
+// a checkpoint, restores it.
+async function reset(checkpoint) {
   const btn = $("reset-btn");
   showError($("reset-error"), null);
   btn.disabled = true;
   try {
     if (!ui.session) throw new Error("the session is not connected yet");
-    const opts = resetOptions();
+    const opts = checkpoint ? { checkpoint } : resetOptions();
     if (!ui.ownRef && opts.episode_id) {
       // Episode ids are the clients' own: another client's session may
       // have this one already, and is not this page's.
@@ -142,7 +164,7 @@ async function reset() {
     await Promise.all([loadTools(), refreshState(), loadTables()]);
     await refreshTimeline();
   } catch (err) {
-    showError($("reset-error"), err);
+    showError($("reset-error"), checkpoint ? `Restoring checkpoint ${checkpoint}: ${err.message}` : err);
   } finally {
     btn.disabled = false;
   }
@@ -525,6 +547,7 @@ function wire() {
     }
   });
   $("reconnect").addEventListener("click", () => connect());
+  $("restore-checkpoint").addEventListener("click", () => connect(ui.checkpoint));
   // Shown only by a server with a token (web.HandlerWithAuth): ending the
   // browser's session cookie turns the page back into the sign-in form.
   $("sign-out").addEventListener("click", async () => {
