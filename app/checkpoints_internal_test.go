@@ -842,6 +842,81 @@ func TestCheckpoints_RepointSkipsFenced(t *testing.T) {
 	}
 }
 
+// TestCheckpoints_RepointKeepsWhatTheRestoreKept: when the checkpoint a
+// restore replacing an attempt continued goes before the restored attempt
+// takes one, the episode's latest pointer moves to the newest left of the
+// superseded attempt's at or before that checkpoint's revision, whose
+// steps the episode goes on from; where before it moved to a fork's, or
+// to none, though those hold no step the restore undid. When the
+// restored attempt was replaced in turn, from another checkpoint, they
+// may, and are skipped still; and so they are once the pointer names one
+// of them (the store does not record the restored checkpoint's revision
+// once it is gone).
+func TestCheckpoints_RepointKeepsWhatTheRestoreKept(t *testing.T) {
+	const (
+		fork      = "1d2e3f40-5a6b-4c7d-8e9f-0a1b2c3d4e5f"
+		successor = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
+		third     = "5f4e3d2c-1b0a-4987-a654-3210fedcba98"
+	)
+	for _, replacedAgain := range []bool{false, true} {
+		t.Run(fmt.Sprint("replaced again ", replacedAgain), func(t *testing.T) {
+			dir := t.TempDir()
+			b := newTestBackend(t, Config{Checkpoints: dir, CheckpointTTL: time.Hour, CheckpointMaxBytes: 1 << 40})
+			ctx := context.Background()
+			inst, err := b.Open(ctx, openenv.OpenOptions{Fixture: company.AcmeID, EpisodeID: "ep"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer inst.Close()
+			checkpoint := func(revision int, attempt string) string {
+				t.Helper()
+				info, err := inst.(openenv.Checkpointer).Checkpoint(ctx, openenv.CheckpointRequest{Revision: revision, Attempt: attempt, Session: json.RawMessage(`{}`)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return info.ID
+			}
+			forked := checkpoint(1, fork)
+			earlier := checkpoint(1, fenceAttempt)
+			restored := checkpoint(2, fenceAttempt)
+			same := checkpoint(2, fenceAttempt) // no step between it and the restored one
+			later := checkpoint(3, fenceAttempt)
+			if err := b.Fence(fenceAttempt, "ep", restored, "checkpoint "+restored+", restored as attempt "+successor); err != nil {
+				t.Fatal(err)
+			}
+			if replacedAgain {
+				// Restored from the fork's, the successor's line (from the
+				// restored checkpoint) is undone.
+				if err := b.Fence(successor, "ep", forked, "checkpoint "+forked+", restored as attempt "+third); err != nil {
+					t.Fatal(err)
+				}
+			}
+			now := time.Now()
+			b.checkpoints.sweep(now) // the sweep their writes started spares them
+			at := func(id string, ago time.Duration) {
+				os.Chtimes(filepath.Join(dir, id), now.Add(-ago), now.Add(-ago))
+			}
+			at(forked, 5*time.Minute)
+			at(earlier, 4*time.Minute)
+			at(same, 3*time.Minute)
+			at(later, 2*time.Minute)
+			at(restored, 2*time.Hour)
+			b.checkpoints.sweep(now)
+			want := map[bool]string{false: same, true: forked}[replacedAgain]
+			if info, _ := b.Latest("ep"); info.ID != want {
+				t.Errorf("latest once the restored checkpoint expired: %q, want %s (fork %s, earlier %s, same %s, later %s)", info.ID, want, forked, earlier, same, later)
+			}
+			// The pointer names one the restore did not continue: the store
+			// no longer records which revision it did.
+			at(same, 2*time.Hour)
+			b.checkpoints.sweep(now)
+			if info, _ := b.Latest("ep"); info.ID != forked {
+				t.Errorf("latest once the same revision's expired too: %q, want the fork's %s (earlier %s, later %s)", info.ID, forked, earlier, later)
+			}
+		})
+	}
+}
+
 // TestCheckpoints_FenceBetweenCheckAndPointer: a restore on another server
 // fencing an attempt while this one writes a checkpoint of it, between
 // its reading of the fence and its setting of the episode's latest

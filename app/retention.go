@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/seahaven/seahaven/openenv"
 )
 
 // retentionEvery is how often retention runs on its own, beside when the
@@ -50,12 +52,13 @@ func (c *checkpoints) retain() {
 
 // stored is a checkpoint directory as retention sees it.
 type stored struct {
-	id      string
-	episode string // its latestKey, from its manifest; "" when it has none that parses
-	attempt string // the attempt that took it, from its manifest
-	at      time.Time
-	size    int64
-	newest  bool // the newest checkpoint of its episode
+	id       string
+	episode  string // its latestKey, from its manifest; "" when it has none that parses
+	attempt  string // the attempt that took it, from its manifest
+	revision int    // the attempt's revision it was taken at, from its manifest
+	at       time.Time
+	size     int64
+	newest   bool // the newest checkpoint of its episode
 }
 
 // sweep removes the checkpoints and records older than the TTL (a fence
@@ -64,8 +67,8 @@ type stored struct {
 // than a minute), and then, while the rest take more than nine tenths of
 // the size budget, the oldest checkpoints that are not their episode's
 // newest, then the oldest of those. An episode whose newest checkpoint
-// went is pointed at its newest left of an attempt no restore superseded,
-// or at none (repoint). A checkpoint is removed by renaming it aside
+// went is pointed at its newest left that may stand for it (heirs), or
+// at none (repoint). A checkpoint is removed by renaming it aside
 // first, so a restore never reads half of one, and so is a temporary
 // directory, so a writer never publishes half of one.
 //
@@ -136,7 +139,7 @@ func (c *checkpoints) sweep(now time.Time) {
 			}
 			continue
 		case c.ttl > 0 && age > c.ttl && !spared(name):
-			ep, _ := c.episodeOf(name)
+			ep, _, _ := c.episodeOf(name)
 			if c.remove(name) {
 				lost[ep] = true
 				removed++
@@ -144,16 +147,18 @@ func (c *checkpoints) sweep(now time.Time) {
 			continue
 		}
 		s := stored{id: name, at: fi.ModTime(), size: dirSize(filepath.Join(c.dir, name))}
-		s.episode, s.attempt = c.episodeOf(name)
+		s.episode, s.attempt, s.revision = c.episodeOf(name)
 		live = append(live, s)
 		total += s.size
 	}
-	// An episode's newest is the last written of an attempt no restore
-	// superseded, whose later checkpoints may hold steps the restore undid;
+	// An episode's newest is the last written of those that may stand for
+	// it (heirs): not a superseded attempt's that may hold steps a restore
+	// undid;
 	superseded := c.superseded()
+	heir := c.heirs(superseded)
 	newest := map[string]int{}
 	for i, s := range live {
-		if j, ok := newest[s.episode]; s.episode != "" && !superseded(s.attempt) && (!ok || live[j].at.Before(s.at)) {
+		if j, ok := newest[s.episode]; s.episode != "" && heir(s) && (!ok || live[j].at.Before(s.at)) {
 			newest[s.episode] = i
 		}
 	}
@@ -271,13 +276,13 @@ func (c *checkpoints) drainedIDs() map[string]bool {
 
 // episodeOf returns the latestKey of checkpoint id's episode, from its
 // manifest, "" when it has no episode or no manifest that parses, and
-// the attempt that took it.
-func (c *checkpoints) episodeOf(id string) (episode, attempt string) {
+// the attempt that took it, at which revision.
+func (c *checkpoints) episodeOf(id string) (episode, attempt string, revision int) {
 	m, ok := c.manifest(id)
 	if !ok || m.EpisodeID == "" {
-		return "", m.Attempt
+		return "", m.Attempt, m.Revision
 	}
-	return latestKey(m.World, m.EpisodeID), m.Attempt
+	return latestKey(m.World, m.EpisodeID), m.Attempt, m.Revision
 }
 
 // episodesOf returns the episodes (latestKeys) of live's checkpoints.
@@ -307,19 +312,78 @@ func (c *checkpoints) superseded() func(attempt string) bool {
 	}
 }
 
+// heirs returns a function reporting whether a checkpoint may stand for
+// its episode's newest once the one the episode's latest pointer names is
+// gone: one of an attempt no restore superseded (a fork's, or a restored
+// attempt's), or one of the pointer's checkpoint's own attempt taken at
+// or before that checkpoint's revision, when the pointer's checkpoint is
+// the one the episode's live attempt was restored from (kept). A
+// superseded attempt's other checkpoints may hold steps a restore undid.
+func (c *checkpoints) heirs(superseded func(attempt string) bool) func(s stored) bool {
+	type bound struct {
+		attempt  string
+		revision int
+	}
+	kept := map[string]bound{} // by episode: the attempt and revision up to which its checkpoints may stand
+	return func(s stored) bool {
+		if !superseded(s.attempt) {
+			return true
+		}
+		b, ok := kept[s.episode]
+		if !ok {
+			b.revision = -1
+			if p, ok := c.readPointer(latestDir, s.episode); ok && c.kept(p) {
+				b = bound{p.Attempt, p.Revision}
+			}
+			kept[s.episode] = b
+		}
+		return s.attempt == b.attempt && s.revision <= b.revision
+	}
+}
+
+// kept reports whether checkpoint p holds no step a restore undid, though
+// its attempt was superseded: of the restores that replaced its attempt,
+// and then each the attempt the one before started, the last (the one
+// whose attempt no restore replaced) continued from p. Its attempt's
+// checkpoints of no later revision hold none either: an attempt's
+// checkpoints are of one line of steps (a reset or a restore starts a new
+// attempt), and its revision counts them. Any other chain (a fence that
+// cannot be read, one another kind of restore wrote, a live attempt
+// restored from elsewhere) is not: p may hold undone steps.
+func (c *checkpoints) kept(p openenv.CheckpointInfo) bool {
+	from, attempt := "", p.Attempt
+	seen := map[string]bool{}
+	for !seen[attempt] {
+		seen[attempt] = true
+		by, fenced, err := c.fencedBy(attempt)
+		switch {
+		case err != nil:
+			return false
+		case !fenced:
+			return from == p.ID
+		}
+		var ok bool
+		if from, attempt, ok = openenv.RestoredFrom(by); !ok {
+			return false
+		}
+	}
+	return false
+}
+
 // repoint points the latest pointer of episode (a latestKey), when the
 // checkpoint it names is gone, at the episode's newest checkpoint among
-// live of an attempt no restore superseded, or removes it when there is
-// none: a superseded attempt's checkpoints may hold steps its restore
-// undid (those after the checkpoint the restore continued).
+// live that may stand for it (heirs), or removes it when there is none: a
+// superseded attempt's checkpoints may hold steps its restore undid
+// (those after the checkpoint the restore continued).
 func (c *checkpoints) repoint(episode string, live []stored, superseded func(attempt string) bool) {
 	defer c.lockLatest()()
 	if _, ok := c.pointer(latestDir, episode); ok {
 		return // names a checkpoint that is there (a newer one, perhaps)
 	}
+	heir := c.heirs(superseded) // under the lock: the pointer as it is now
 	var keep *stored
 	for i, s := range live {
-		if s.episode == episode && !superseded(s.attempt) && (keep == nil || keep.at.Before(s.at)) {
+		if s.episode == episode && heir(s) && (keep == nil || keep.at.Before(s.at)) {
 			keep = &live[i]
 		}
 	}

@@ -364,6 +364,20 @@ func successorOf(by string) (attempt string, ok bool) {
 	return successor, true
 }
 
+// RestoredFrom returns the checkpoint a restore continued and the attempt
+// it started, from what the fence of the attempt it replaced records
+// (Restorer.Fence's by); ok is false for a fence another kind of restore
+// wrote.
+func RestoredFrom(by string) (checkpoint, attempt string, ok bool) {
+	before, _, _ := strings.Cut(by, restoredAs)
+	checkpoint, found := strings.CutPrefix(before, "checkpoint ")
+	attempt, ok = successorOf(by)
+	if !found || !ok || checkpoint == "" {
+		return "", "", false
+	}
+	return checkpoint, attempt, true
+}
+
 // fencedLocked refuses a request of a session whose attempt a restore
 // superseded, or whose fence cannot be read: the request might be one the
 // fence refuses. Only an attempt a checkpoint reply named can be fenced,
