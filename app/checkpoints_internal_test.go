@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/examples/worlds/payments"
 	"github.com/seahaven/seahaven/openenv"
@@ -543,6 +544,78 @@ func TestCheckpoints_Recorded(t *testing.T) {
 	}
 	if want := []string{info.ID + ":1 calls"}; fmt.Sprint(restored) != fmt.Sprint(want) {
 		t.Errorf("recordings of restored episodes: %v, want %v", restored, want)
+	}
+}
+
+// TestCheckpoints_RecordedChangeLogBound: an episode checkpointed on a
+// server with one change-log bound and restored on a server with another
+// is recorded with the restoring server's bound, the one its calls after
+// the restore ran under, and its replay keeps that bound: here the
+// restoring server's smaller bound drops the hire a check needs, and the
+// replay's grading fails as the server's did. Restored the other way, the
+// grading passes, on the server and in the replay.
+func TestCheckpoints_RecordedChangeLogBound(t *testing.T) {
+	for _, c := range []struct {
+		took, restored int64 // the servers' bounds
+		fails          bool
+	}{{0, 3000, true}, {3000, 0, false}} {
+		t.Run(fmt.Sprintf("%d to %d", c.took, c.restored), func(t *testing.T) {
+			ctx := context.Background()
+			store, rec := t.TempDir(), t.TempDir()
+			a := newTestBackend(t, Config{Checkpoints: store, MaxChangeLogBytes: c.took})
+			b := newTestBackend(t, Config{Checkpoints: store, RecordDir: rec, MaxChangeLogBytes: c.restored})
+			inst, err := a.Open(ctx, openenv.OpenOptions{Task: "hire_liskov", EpisodeID: "ep"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer inst.Close()
+			if _, err := inst.CallJSON(ctx, "hire", json.RawMessage(`{"name":"Barbara Liskov","role":"engineer"}`)); err != nil {
+				t.Fatal(err)
+			}
+			info, err := inst.(openenv.Checkpointer).Checkpoint(ctx, openenv.CheckpointRequest{Revision: 1, Attempt: fenceAttempt, Session: json.RawMessage(`{}`)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			restored, _, err := b.Restore(ctx, info.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 14 { // outgrow a 3000-byte change log
+				if _, err := restored.CallJSON(ctx, "chat_send_message", json.RawMessage(fmt.Sprintf(`{"channel":"engineering","text":"message %d"}`, i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, gerr := restored.(openenv.Grader).Grade(ctx)
+			if (gerr != nil) != c.fails {
+				t.Fatalf("the restored episode's grading: %v, want it to fail: %v", gerr, c.fails)
+			}
+			if err := restored.Close(); err != nil {
+				t.Fatal(err)
+			}
+			files, _ := filepath.Glob(filepath.Join(rec, "*.jsonl"))
+			if len(files) != 1 {
+				t.Fatalf("recordings %v, want the restored episode's", files)
+			}
+			tr, err := task.ReadTrajectoryFile(files[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.Header.Checkpoint != info.ID || tr.Header.MaxChangeLogBytes != c.restored {
+				t.Errorf("header: checkpoint %q, max_changelog_bytes %d; want %s, the restoring server's %d", tr.Header.Checkpoint, tr.Header.MaxChangeLogBytes, info.ID, c.restored)
+			}
+			cp, saved, err := ReadCheckpoint(store, info.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tasks, _ := task.ForWorld(company.World)
+			rep, err := task.ReplayResumed(ctx, company.World, tasks, tr, cp, saved, composition.Options{Dir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Mismatches) != 0 || (rep.GradeError != "") != c.fails || rep.Calls != 14 {
+				t.Errorf("replay: %d calls, mismatches %q, grade error %q; want 14 calls as recorded, failing to grade: %v", rep.Calls, rep.Mismatches, rep.GradeError, c.fails)
+			}
+		})
 	}
 }
 
