@@ -415,9 +415,12 @@ func (e *Episode) Checkpoint(ctx context.Context) (*composition.Checkpoint, Save
 
 // Resume opens the episode checkpoint id saved: its instance from opts
 // (Options.Checkpoint), with t the task it runs (the zero Task for none),
-// whose id must be saved's. Its header names the checkpoint, and the
-// change-log bound opts gives the instance from here on. A recorder,
-// when not nil, records the calls from here on, in a new recording.
+// whose id must be saved's. Its header names the checkpoint, the
+// change-log bound opts gives the instance from here on, and w's version:
+// the calls from here on run on them, whatever the episode ran on before
+// (a server restoring a checkpoint another took, or an older version).
+// A recorder, when not nil, records the calls from here on, in a new
+// recording.
 func Resume(ctx context.Context, w *env.World, t env.Task, saved Saved, opts composition.Options, rec *Recorder, id string) (*Episode, error) {
 	if t.ID != saved.Task {
 		return nil, fmt.Errorf("task: the checkpoint ran task %q, not %q", saved.Task, t.ID)
@@ -428,6 +431,7 @@ func Resume(ctx context.Context, w *env.World, t env.Task, saved Saved, opts com
 	}
 	e.header, e.last = saved.Header, saved.Last
 	e.header.Checkpoint, e.header.MaxChangeLogBytes = id, opts.MaxChangeLogBytes
+	e.header.WorldVersion = w.Version() // the root world's, as State says
 	if rec != nil {
 		if err := e.Record(rec); err != nil {
 			e.inst.Close()

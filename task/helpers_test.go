@@ -19,8 +19,11 @@ type noteArgs struct {
 
 // newLedger returns a fresh one-node world: entries and notes, a tool for
 // each, and a startup hook accepting "owner".
-func newLedger(name string) *env.World {
-	w := env.NewWorld(env.WorldSpec{Name: name, Version: "1.0.0", Schema: `
+func newLedger(name string) *env.World { return newLedgerAt(name, "1.0.0") }
+
+// newLedgerAt is newLedger at a version.
+func newLedgerAt(name, version string) *env.World {
+	w := env.NewWorld(env.WorldSpec{Name: name, Version: version, Schema: `
 CREATE TABLE entries (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL) STRICT;
 CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL) STRICT;`})
 	env.Tool(w, "add", "Add an entry.", func(c *env.Ctx, in amountArgs) (int64, error) {

@@ -269,6 +269,43 @@ func TestReplayTrajectory_ChangeLogBound(t *testing.T) {
 	}
 }
 
+// An episode restored into its world at another version (a checkpoint
+// taken before a server's upgrade, restored after it) is recorded with the
+// version its calls after the restore ran on, and its replay on that
+// version warns of nothing; where before the header kept the version the
+// checkpoint was taken on, and the replay on the version the calls ran on
+// warned that it was another.
+func TestResume_RecordsTheWorldVersion(t *testing.T) {
+	ctx := context.Background()
+	ep := mustOpen(t, newLedgerAt("ledger", "1.0.0"), env.Task{}, composition.Options{})
+	mustCall(t, ep, "add", `{"amount": 5}`)
+	cp, saved, err := ep.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := newLedgerAt("ledger", "1.1.0")
+	rec, err := task.NewRecorder(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed, err := task.Resume(ctx, up, env.Task{}, saved, composition.Options{Checkpoint: cp, Dir: t.TempDir()}, rec, "ck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCall(t, resumed, "add", `{"amount": 7}`)
+	tr := closeAndRead(t, resumed)
+	if tr.Header.WorldVersion != "1.1.0" || tr.Header.Checkpoint != "ck" {
+		t.Errorf("header: world_version %q, checkpoint %q; want 1.1.0, the version the calls ran on, and ck", tr.Header.WorldVersion, tr.Header.Checkpoint)
+	}
+	rep, err := task.ReplayResumed(ctx, up, nil, tr, cp, saved, composition.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Calls != 1 || len(rep.Mismatches) != 0 || len(rep.Warnings) != 0 {
+		t.Errorf("replay on 1.1.0: %+v, want the call as recorded and no warning", rep)
+	}
+}
+
 // A server fails a call whose result JSON cannot encode, rolling back what
 // it wrote, and records that failure; the replay makes the call fail the
 // same way. It made the call succeed, with its writes kept, and then gave
