@@ -819,6 +819,50 @@ func TestCheckpoints_LatestAfterAFence(t *testing.T) {
 	}
 }
 
+// TestCheckpoints_LatestAfterAChainOfRestores: a restore replacing an
+// attempt that a restore started, before that attempt took a checkpoint,
+// points the episode at the checkpoint it continues; where before the
+// pointer stayed on the checkpoint the first restore continued, whose
+// steps the second may have undone (here the second continued from an
+// earlier one). A fork's newest checkpoint is left as it is.
+func TestCheckpoints_LatestAfterAChainOfRestores(t *testing.T) {
+	const (
+		successor = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
+		third     = "5f4e3d2c-1b0a-4987-a654-3210fedcba98"
+		fourth    = "2b3c4d5e-6f70-4182-93a4-b5c6d7e8f901"
+		fork      = "1d2e3f40-5a6b-4c7d-8e9f-0a1b2c3d4e5f"
+	)
+	b := newTestBackend(t, Config{Checkpoints: t.TempDir()})
+	checkpoint := fenceableAttempt(t, b)
+	earlier, restored := checkpoint(1), checkpoint(2)
+	checkpoint(3)
+	if err := b.Fence(fenceAttempt, "ep", restored.ID, "checkpoint "+restored.ID+", restored as attempt "+successor); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Fence(successor, "ep", earlier.ID, "checkpoint "+earlier.ID+", restored as attempt "+third); err != nil {
+		t.Fatal(err)
+	}
+	if info, ok := b.Latest("ep"); !ok || info.ID != earlier.ID {
+		t.Errorf("latest after the second restore: %s %v, want the checkpoint it continues %s (the first continued %s)", info.ID, ok, earlier.ID, restored.ID)
+	}
+
+	inst, err := b.Open(context.Background(), openenv.OpenOptions{Fixture: company.AcmeID, EpisodeID: "ep"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close()
+	forked, err := inst.(openenv.Checkpointer).Checkpoint(context.Background(), openenv.CheckpointRequest{Revision: 1, Attempt: fork, Session: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Fence(third, "ep", restored.ID, "checkpoint "+restored.ID+", restored as attempt "+fourth); err != nil {
+		t.Fatal(err)
+	}
+	if info, ok := b.Latest("ep"); !ok || info.ID != forked.ID {
+		t.Errorf("latest after a restore replacing another attempt than the fork's: %s %v, want the fork's %s", info.ID, ok, forked.ID)
+	}
+}
+
 // TestCheckpoints_RetentionKeepsTheRestoredNewest: over the budget,
 // retention keeps the checkpoint an episode's latest pointer names as its
 // newest, the one a restore replacing an attempt continues, and removes

@@ -57,10 +57,11 @@ func (c *checkpoints) fence(attempt, episode, by string) error {
 
 // rewind points a world's episode's latest pointer at checkpoint id,
 // which a restore fencing attempt continues, when the pointer names a
-// checkpoint attempt took: the episode goes on from id, and the superseded
-// attempt's later checkpoints are of steps the restore undid. A pointer
-// naming another attempt's checkpoint (a fork's) is left as it is. A
-// failure is logged: the restore stands.
+// checkpoint attempt took, or the checkpoint attempt was restored from
+// (before it took one): the episode goes on from id, and the superseded
+// attempt's later steps are ones the restore undid. A pointer naming
+// another attempt's checkpoint (a fork's) is left as it is. A failure is
+// logged: the restore stands.
 func (c *checkpoints) rewind(world, episode, attempt, id string) {
 	if !isID(id) || episode == "" {
 		return
@@ -70,12 +71,25 @@ func (c *checkpoints) rewind(world, episode, attempt, id string) {
 		return
 	}
 	defer c.lockLatest()()
-	if cur, ok := c.latest(world, episode); !ok || cur.Attempt != attempt || cur.ID == id {
+	cur, ok := c.latest(world, episode)
+	if !ok || cur.ID == id || cur.Attempt != attempt && !c.startedFrom(attempt, cur) {
 		return
 	}
 	if err := c.setPointer(latestDir, latestKey(world, episode), m.CheckpointInfo); err != nil {
 		c.logger.Warn("app: the episode's newest checkpoint could not be set to the one its restore continues", "checkpoint", id, "err", err)
 	}
+}
+
+// startedFrom reports whether attempt was started by a restore of
+// checkpoint cur, as the fences from cur's attempt on record it.
+func (c *checkpoints) startedFrom(attempt string, cur openenv.CheckpointInfo) bool {
+	chain, _ := c.restoresOf(cur.Attempt)
+	for _, r := range chain {
+		if r.attempt == attempt {
+			return r.from == cur.ID
+		}
+	}
+	return false
 }
 
 // lockLatest takes latestMu and a lock on the store's latestLock file,

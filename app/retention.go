@@ -351,23 +351,39 @@ func (c *checkpoints) heirs(superseded func(attempt string) bool) func(s stored)
 // cannot be read, one another kind of restore wrote, a live attempt
 // restored from elsewhere) is not: p may hold undone steps.
 func (c *checkpoints) kept(p openenv.CheckpointInfo) bool {
-	from, attempt := "", p.Attempt
+	chain, ended := c.restoresOf(p.Attempt)
+	return ended && len(chain) > 0 && chain[len(chain)-1].from == p.ID
+}
+
+// fencedRestore is a restore that replaced an attempt, as its fence records
+// it: from the checkpoint it continued, as the attempt it started.
+type fencedRestore struct{ from, attempt string }
+
+// restoresOf returns the restores that replaced attempt, and then each the
+// attempt the one before started, in order, from the fences; ended is
+// false when the chain stops at a fence that cannot be read or that
+// another kind of restore wrote, rather than at an attempt no restore
+// replaced.
+func (c *checkpoints) restoresOf(attempt string) (chain []fencedRestore, ended bool) {
 	seen := map[string]bool{}
 	for !seen[attempt] {
 		seen[attempt] = true
 		by, fenced, err := c.fencedBy(attempt)
 		switch {
 		case err != nil:
-			return false
+			return chain, false
 		case !fenced:
-			return from == p.ID
+			return chain, true
 		}
+		var r fencedRestore
 		var ok bool
-		if from, attempt, ok = openenv.RestoredFrom(by); !ok {
-			return false
+		if r.from, r.attempt, ok = openenv.RestoredFrom(by); !ok {
+			return chain, false
 		}
+		chain = append(chain, r)
+		attempt = r.attempt
 	}
-	return false
+	return chain, false
 }
 
 // repoint points the latest pointer of episode (a latestKey), when the
