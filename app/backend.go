@@ -73,7 +73,8 @@ type Config struct {
 	// other sessions' steps. Work of the agent listener
 	// (openenv.FromAgentListener) holds at most three quarters of the
 	// slots, at least one, so the main listener always has the rest
-	// (with one slot there is no rest: agents share it). Zero means
+	// (with one slot there is no rest: agents share it), its work on
+	// the agents' sessions included. Zero means
 	// DefaultMaxActive; negative means no cap.
 	MaxActive int
 	// MaxInspect caps the inspect queries running at once, across

@@ -20,8 +20,12 @@ const DefaultMaxActive = 64
 // session's call opening its stores at the same time. Work of the agent
 // listener (openenv.FromAgentListener) takes one of the agents' share of
 // the slots first, when the gate has one (newAgentGate), so agents hold
-// at most that share and the main listener always has the rest. A gate
-// is safe for concurrent use; the zero gate admits everything.
+// at most that share and the main listener always has the rest. The
+// share counts the listener a request came through, not the session its
+// work runs on: agents reach only the agent listener, and a trainer's
+// request on a session an agent started is the trainer's, which must not
+// wait behind the agents' calls. A gate is safe for concurrent use; the
+// zero gate admits everything.
 type gate struct {
 	slots  chan struct{} // nil: no bound
 	agents chan struct{} // the agent listener's share of slots; nil: none

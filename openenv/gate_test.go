@@ -294,6 +294,64 @@ func TestServer_AgentEngineShare(t *testing.T) {
 	}
 }
 
+// The agents' share holds the work agents ask for, which comes only
+// through the agent listener, not the work of the sessions they started:
+// with the agents' 3 of 4 slots held by agent calls, a trainer's tool call
+// on a fourth agent's session, sent through the main listener (as a
+// trainer inspecting or finishing an agent's episode does), runs at once
+// in the slot the main listener keeps. Held to the agents' share as the
+// session's origin, it would wait behind the agents it is meant never to
+// wait for. (The agent listener reaches no trainer's session at all:
+// TestServer_AgentHandler/ReachesOnlyItsOwnSessions.)
+func TestServer_AgentShareCountsTheListener(t *testing.T) {
+	s := mustServeWorld(t, faultyWorld, app.Config{MaxActive: 4}, openenv.Config{StepTimeout: time.Hour})
+	agentTS := httptest.NewServer(s.AgentHandler())
+	t.Cleanup(agentTS.Close)
+	agent := &testServer{Server: s.Server, ts: agentTS}
+	// The fourth agent's session, its instance opened while slots are
+	// free: its own next call would wait for the agents' share.
+	hdr, _ := standardSession(t, agent)
+	var replies [3]<-chan mcpReply
+	var releases [3]func()
+	for i := range replies {
+		_, post := standardSession(t, agent)
+		body := fmt.Sprintf("agent %d", i)
+		started, release := holdUntilReleased(body)
+		defer release()
+		releases[i] = release
+		replies[i] = post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"held","arguments":{"body":"` + body + `"}}}`)
+		awaitSlow(t, started)
+	}
+	trainer := make(chan string, 1)
+	go func() {
+		code, body, _ := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"note","arguments":{"body":"trainer"}}}`, hdr)
+		trainer <- fmt.Sprintf("%d %s", code, body)
+	}()
+	// Held to the agents' share, the trainer's call would run only once an
+	// agent call gave up (its client's waitLimit).
+	select {
+	case got := <-trainer:
+		if !strings.HasPrefix(got, "200 ") || strings.Contains(got, `"isError":true`) || strings.Contains(got, `"error"`) {
+			t.Fatalf("the trainer's call on the agent's session: %s", got)
+		}
+	case <-time.After(2 * waitLimit):
+		t.Fatal("the trainer's call on an agent's session waited behind the agents' calls")
+	}
+	for i, reply := range replies {
+		select {
+		case r := <-reply:
+			t.Fatalf("the trainer's call on an agent's session ran only once agent call %d ended (%d %s %v): it waited behind the agents' calls", i, r.code, r.body, r.err)
+		default:
+		}
+	}
+	for i, reply := range replies {
+		releases[i]()
+		if r := <-reply; r.code != http.StatusOK || strings.Contains(r.body, `"isError":true`) || strings.Contains(r.body, `"error"`) {
+			t.Errorf("agent call %d: %d %s %v", i, r.code, r.body, r.err)
+		}
+	}
+}
+
 // agentCheckpoints records, for each checkpoint its instances take,
 // whether it is the agent listener's work (openenv.FromAgentListener).
 type agentCheckpoints struct {

@@ -166,5 +166,7 @@ func onAgentListener(ctx context.Context) bool {
 // listener (AgentHandler) started: its resets, its tool calls and the
 // periodic checkpoints they take (Config.CheckpointEvery). A Backend may
 // hold such work to a share of its capacity, so that agents cannot take
-// what the main listener's requests need.
+// what the main listener's requests need. It follows the request, not the
+// session: the main listener's work on a session the agent listener
+// started is not the agent listener's.
 func FromAgentListener(ctx context.Context) bool { return onAgentListener(ctx) }
