@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -411,5 +413,107 @@ func TestServer_AgentCheckpointIsAgentWork(t *testing.T) {
 	}
 	if agentWork() {
 		t.Error("the checkpoint after the trainer's step is the agent listener's work")
+	}
+}
+
+// inspectProbe is a Backend whose instances send on started as an inspect
+// query reaches them, the session's call slot held, set ended once it
+// returns, and set overlapped for a tool call that starts before that.
+type inspectProbe struct {
+	openenv.Backend
+	started           chan struct{}
+	ended, overlapped *atomic.Bool
+}
+
+func (b inspectProbe) Open(ctx context.Context, opts openenv.OpenOptions) (openenv.Instance, error) {
+	inst, err := b.Backend.Open(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return inspectProbeInstance{inst, b}, nil
+}
+
+type inspectProbeInstance struct {
+	openenv.Instance
+	b inspectProbe
+}
+
+func (in inspectProbeInstance) Inspect(ctx context.Context, sql string, args []any, lim openenv.InspectLimit) (openenv.InspectRows, error) {
+	select {
+	case in.b.started <- struct{}{}:
+	default:
+	}
+	defer in.b.ended.Store(true)
+	return in.Instance.Inspect(ctx, sql, args, lim)
+}
+
+func (in inspectProbeInstance) CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error) {
+	if !in.b.ended.Load() {
+		in.b.overlapped.Store(true)
+	}
+	return in.Instance.CallJSON(ctx, name, args)
+}
+
+// A step waits for the inspect query in progress on its session (the
+// query reads the stores between calls, and the stores hold their files'
+// locks while a call runs), but no longer than the query's inspect
+// timeout: here a query that would count forever is cut at its timeout,
+// and the step that waited for it then runs, as the session's first step.
+func TestServer_StepWaitsForInspectAtMostItsTimeout(t *testing.T) {
+	backend, err := app.New(faultyWorld, app.Config{InstanceRoot: t.TempDir(), Checkpoints: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := inspectProbe{backend, make(chan struct{}, 1), new(atomic.Bool), new(atomic.Bool)}
+	srv := openenv.NewServer(b, openenv.Config{StepTimeout: time.Hour, InspectTimeout: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	s := &testServer{Server: srv, ts: httptest.NewServer(srv.Handler())}
+	t.Cleanup(func() {
+		// Shutdown first: it ends a query still running, which would hold
+		// the listener's Close.
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		s.ts.Close()
+		if err := backend.Close(); err != nil {
+			t.Errorf("backend Close: %v", err)
+		}
+	})
+	h := map[string]string{openenv.SessionHeader: "graded"}
+	if code, body, _ := s.httpDo(t, "POST", "/reset", `{}`, h); code != http.StatusOK {
+		t.Fatalf("reset: %d %s", code, body)
+	}
+	inspected := make(chan string, 1)
+	go func() {
+		code, body, _ := s.httpDo(t, "POST", "/inspect", `{"sql":"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"}`, h)
+		inspected <- fmt.Sprintf("%d %s", code, body)
+	}()
+	select {
+	case <-b.started:
+	case <-time.After(waitLimit):
+		t.Fatal("the inspect query did not start")
+	}
+	stepped := make(chan string, 1)
+	go func() {
+		code, body, _ := s.httpDo(t, "POST", "/step", `{"action":{"type":"call_tool","tool_name":"note","arguments":{"body":"after the query"}}}`, h)
+		stepped <- fmt.Sprintf("%d %s", code, body)
+	}()
+	select {
+	case got := <-stepped:
+		if !strings.HasPrefix(got, "200 ") || !strings.Contains(got, `"is_error":false`) || !strings.Contains(got, `"error":null`) {
+			t.Fatalf("the step that waited for the query: %s", got)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the step waited for the inspect query past its inspect timeout")
+	}
+	if got := <-inspected; !strings.Contains(got, "inspect timed out after 100ms") {
+		t.Errorf("the endless query: %s, want it cut at its inspect timeout", got)
+	}
+	if b.overlapped.Load() {
+		t.Error("the step's call ran beside the inspect query")
+	}
+	if code, state, _ := s.httpDo(t, "GET", "/state", "", h); code != http.StatusOK || field(t, state, "step_count") != json.Number("1") {
+		t.Errorf("state after the step: %d %s, want step 1", code, state)
 	}
 }
