@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"io"
 	"io/fs"
 	"maps"
 	"net/http"
@@ -60,7 +61,10 @@ type handler struct {
 
 // Handler returns the handler of the UI. It serves every asset under
 // [Prefix] and redirects the bare /web to /web/, keeping the query. Only
-// GET and HEAD are allowed; any other path is 404. Responses carry a strong ETag so revalidation costs a
+// GET and HEAD are allowed: another method is 405 {"detail":"Method Not
+// Allowed"} with Allow: GET, HEAD, and any other path is 404
+// {"detail":"Not Found"}, both application/json as the server's other
+// routes answer. Responses carry a strong ETag so revalidation costs a
 // 304, and a Content-Security-Policy that keeps the page on its own origin.
 // The handler is safe for concurrent use.
 func Handler() http.Handler { return loadHandler() }
@@ -106,7 +110,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	name, ok := strings.CutPrefix(r.URL.Path, Prefix)
 	if !ok {
-		http.NotFound(w, r)
+		notFound(w)
 		return
 	}
 	if name == "" {
@@ -114,12 +118,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	a, ok := h.assets[name]
 	if !ok {
-		http.NotFound(w, r)
+		notFound(w)
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+		methodNotAllowed(w, "GET, HEAD")
 		return
 	}
 	policy := ""
@@ -202,8 +205,7 @@ func HandlerWithAuth(auth Auth) http.Handler {
 				return
 			}
 			if r.Method != http.MethodPost {
-				w.Header().Set("Allow", "GET, HEAD, POST")
-				http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+				methodNotAllowed(w, "GET, HEAD, POST")
 				return
 			}
 			if r.URL.Path == Prefix+"logout" {
@@ -256,6 +258,28 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request, code int, messag
 	if r.Method != http.MethodHead {
 		w.Write(body)
 	}
+}
+
+// notFound answers 404 {"detail":"Not Found"} as application/json, as the
+// server's own routes (package openenv) answer a path they do not serve.
+func notFound(w http.ResponseWriter) {
+	replyDetail(w, http.StatusNotFound, `{"detail":"Not Found"}`)
+}
+
+// methodNotAllowed answers 405 {"detail":"Method Not Allowed"} as
+// application/json with allow, the methods the path takes, in the Allow
+// header, as the server's own routes answer.
+func methodNotAllowed(w http.ResponseWriter, allow string) {
+	w.Header().Set("Allow", allow)
+	replyDetail(w, http.StatusMethodNotAllowed, `{"detail":"Method Not Allowed"}`)
+}
+
+// replyDetail writes body, a JSON error document, with status code.
+func replyDetail(w http.ResponseWriter, code int, body string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	io.WriteString(w, body)
 }
 
 // setHeaders sets the headers every UI response carries: its type and

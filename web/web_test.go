@@ -66,6 +66,44 @@ func TestHandler(t *testing.T) {
 	}
 }
 
+// TestHandler_ErrorsAreJSON asks both handlers for a path they do not
+// serve and with a method a path does not take: they answer
+// {"detail":"Not Found"} and {"detail":"Method Not Allowed"} (with Allow)
+// as application/json, as the server's other routes do, not text/plain.
+func TestHandler_ErrorsAreJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name, method, path string
+		auth               bool
+		status             int
+		body, allow        string
+	}{
+		{"UnknownAsset", "GET", "/web/missing.js", false, 404, `{"detail":"Not Found"}`, ""},
+		{"OutsidePrefix", "GET", "/health", false, 404, `{"detail":"Not Found"}`, ""},
+		{"PageMethod", "POST", "/web/", false, 405, `{"detail":"Method Not Allowed"}`, "GET, HEAD"},
+		{"UnknownAssetWithAuth", "GET", "/web/missing.js", true, 404, `{"detail":"Not Found"}`, ""},
+		{"PageMethodWithAuth", "DELETE", "/web/", true, 405, `{"detail":"Method Not Allowed"}`, "GET, HEAD"},
+		{"LoginMethodWithAuth", "PUT", "/web/login", true, 405, `{"detail":"Method Not Allowed"}`, "GET, HEAD, POST"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := web.Handler()
+			if tc.auth {
+				h = web.HandlerWithAuth(fakeAuth{})
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
+			if rec.Code != tc.status || rec.Body.String() != tc.body {
+				t.Errorf("%d %q, want %d %q", rec.Code, rec.Body, tc.status, tc.body)
+			}
+			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type = %q, want application/json", ct)
+			}
+			if got := rec.Header().Get("Allow"); got != tc.allow {
+				t.Errorf("Allow = %q, want %q", got, tc.allow)
+			}
+		})
+	}
+}
+
 func TestHandler_ETag(t *testing.T) {
 	h := web.Handler()
 	rec := httptest.NewRecorder()
