@@ -86,3 +86,60 @@ func TestUI_Browser_FormBounds(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#episode[data-steps="1"]`)),
 		chromedp.WaitVisible(chromedp.ID("call-output")))
 }
+
+// TestUI_Browser_ResetSeedChecked types seeds a reset refuses into the
+// reset form, as the tool form is checked: -1 (under the minimum) and 1e
+// (text no number, which the input reads as empty) each say under the
+// seed what is wrong and reset nothing, where the browser's own tooltip
+// refused -1 and 1e reset with no seed at all; 7 resets with seed 7.
+func TestUI_Browser_ResetSeedChecked(t *testing.T) {
+	fixturesDir, _ := mustFixtures(t)
+	base := mustServeCompany(t, fixturesDir)
+	ctx := mustBrowser(t)
+	listenPageErrors(t, ctx)
+
+	const seedError = "#reset-seed-error"
+	clear := chromedp.Evaluate[chromedp.Void](`document.getElementById("reset-seed").value = ""`)
+	run(t, ctx, "reset with seed -1",
+		chromedp.Navigate(base+"/web/"),
+		chromedp.WaitVisible(chromedp.CSS(`#ws-status[data-state="open"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#episode[data-steps="0"]`)),
+		chromedp.WaitEnabled(chromedp.ID("reset-btn")), // not still busy with the first reset
+		chromedp.SetValue(chromedp.ID("reset-episode"), "seeded"),
+		chromedp.SendKeys(chromedp.ID("reset-seed"), "-1"),
+		chromedp.WaitVisible(chromedp.CSS(seedError)),
+		chromedp.Click(chromedp.ID("reset-btn")),
+		chromedp.WaitVisible(chromedp.ID("reset-error")))
+	if got := textOf(t, ctx, seedError); !strings.Contains(got, "seed") || !strings.Contains(got, "≥ 0") {
+		t.Errorf("the seed's error = %q, want it to name seed and its minimum 0", got)
+	}
+	if got := textOf(t, ctx, "#reset-error"); !strings.Contains(got, "≥ 0") {
+		t.Errorf("the reset's error = %q, want the minimum", got)
+	}
+
+	run(t, ctx, "reset with seed 1e",
+		clear,
+		chromedp.SendKeys(chromedp.ID("reset-seed"), "1e"),
+		chromedp.WaitVisible(chromedp.CSS(seedError)),
+		chromedp.Click(chromedp.ID("reset-btn")),
+		chromedp.WaitVisible(chromedp.ID("reset-error")))
+	if got := textOf(t, ctx, seedError); !strings.Contains(got, "seed must be an integer") {
+		t.Errorf("the seed's error = %q, want it to say seed must be an integer", got)
+	}
+	// Both refusals were made before sending anything: the episode is the
+	// first reset's, not "seeded".
+	if got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("episode").dataset.episode`)); err != nil || got == "seeded" {
+		t.Errorf("episode %q (%v), want the first reset's: no reset made", got, err)
+	}
+
+	run(t, ctx, "reset with seed 7",
+		clear,
+		chromedp.SendKeys(chromedp.ID("reset-seed"), "7"),
+		chromedp.WaitNotVisible(chromedp.CSS(seedError)),
+		chromedp.Click(chromedp.ID("reset-btn")),
+		chromedp.WaitVisible(chromedp.CSS(`#episode[data-episode="seeded"]`)),
+		chromedp.WaitNotVisible(chromedp.ID("reset-error")))
+	if got := strings.Join(strings.Fields(textOf(t, ctx, "#episode")), " "); !strings.HasSuffix(got, "seed 7") {
+		t.Errorf("episode facts %q, want seed 7", got)
+	}
+}

@@ -5,7 +5,7 @@
 
 import { $, h, fill, showError, pretty, cell, isNumber, getJSON, parseJSON } from "./dom.js";
 import { Session } from "./session.js";
-import { buildForm } from "./form.js";
+import { buildForm, checkField, numberReader } from "./form.js";
 import { renderTree, renderEdges } from "./tree.js";
 import { renderChangeLog } from "./changelog.js";
 import { renderFixtures, renderSessions } from "./lists.js";
@@ -107,36 +107,58 @@ async function connect(checkpoint) {
   refreshSessions();
 }
 
+// readStartup reads the reset form's startup keywords: a JSON object, or
+// undefined when empty.
+function readStartup() {
+  const text = $("reset-startup").value.trim();
+  if (!text) return undefined;
+  let v;
+  try {
+    v = parseJSON(text);
+  } catch (err) {
+    throw new Error(`Startup keywords are not valid JSON: ${err.message}`);
+  }
+  if (v === null || typeof v !== "object" || Array.isArray(v)) throw new Error("Startup keywords must be a JSON object");
+  return v;
+}
+
+// resetChecks are the checks of the reset form's fields that the page
+// checks itself (the form is novalidate), as a tool's fields are
+// (form.js): each says under itself what is wrong, as it is edited and
+// when a reset reads it.
+const resetChecks = {
+  seed: checkField($("reset-seed"), $("reset-seed-error"),
+    numberReader($("reset-seed"), { type: "integer", minimum: 0 }, "seed", "its")),
+  startup: checkField($("reset-startup"), $("reset-startup-error"), readStartup),
+};
+
+// resetOptions reads the reset form. Every checked field is read, so that
+// each wrong one says so; the first error is thrown.
 function resetOptions() {
   const opts = {};
+  let first = null;
+  const checked = {};
+  for (const [k, check] of Object.entries(resetChecks)) {
+    try {
+      checked[k] = check();
+    } catch (err) {
+      first = first || err;
+    }
+  }
+  if (first) throw first;
   const task = $("reset-task").value;
   if (task) opts.task = task;
   const fixture = $("reset-fixture").value;
   if (fixture === "__genesis") opts.fixture = "";
   else if (fixture !== "__default") opts.fixture = fixture;
-  const seed = $("reset-seed").value.trim();
-  if (seed !== "") {
-    const n = Number(seed);
-    if (!Number.isInteger(n) || n < 0) throw new Error("Seed must be an integer ≥ 0");
-    opts.seed = n;
-  }
+  if (checked.seed !== undefined) opts.seed = checked.seed;
   const now = $("reset-now").value.trim();
   if (now) opts.now = now;
   const clock = $("reset-clock").value;
   if (clock) opts.clock_mode = clock;
   const episode = $("reset-episode").value.trim();
   if (episode) opts.episode_id = episode;
-  const startup = $("reset-startup").value.trim();
-  if (startup) {
-    let v;
-    try {
-      v = parseJSON(startup);
-    } catch (err) {
-      throw new Error(`Startup keywords are not valid JSON: ${err.message}`);
-    }
-    if (v === null || typeof v !== "object" || Array.isArray(v)) throw new Error("Startup keywords must be a JSON object");
-    opts.startup = v;
-  }
+  if (checked.startup !== undefined) opts.startup = checked.startup;
   if ($("reset-control").checked) opts.control_tools = true;
   return opts;
 }

@@ -4,6 +4,8 @@
 // arguments. The page checks the schema's bounds itself (the form is
 // novalidate): a field that breaks one says so under it, as it is edited
 // and when a call reads it, where the browser's own tooltip would vanish.
+// The reset form checks its own fields the same way, with checkField and
+// numberReader.
 
 import { h, parseJSON, showError } from "./dom.js";
 
@@ -56,27 +58,8 @@ function objectFields(parent, schema, prefix, onInput) {
       if (v === undefined && req) throw new Error(`${path} is required`);
       return v;
     };
-    // check reads the field strictly, showing what is wrong under it.
-    const check = () => {
-      try {
-        const v = read(true);
-        showError(error, null);
-        input.removeAttribute("aria-invalid");
-        return v;
-      } catch (err) {
-        showError(error, err);
-        input.setAttribute("aria-invalid", "true");
-        throw err;
-      }
-    };
-    input.addEventListener("input", () => {
-      try {
-        check();
-      } catch {
-        // Shown under the field.
-      }
-      onInput();
-    });
+    const check = checkField(input, error, read);
+    input.addEventListener("input", onInput);
     input.addEventListener("change", onInput);
     parent.append(h("label", { class: "field" }, label, input, error, help));
     readers.push((strict) => {
@@ -103,6 +86,33 @@ function objectFields(parent, schema, prefix, onInput) {
   };
 }
 
+// checkField checks input as it is edited, showing what is wrong with it in
+// error (hidden while it is right) and marking it aria-invalid. It returns
+// the field's check, which reads it strictly with read, shows the outcome
+// the same way, and returns the value or throws the Error shown.
+export function checkField(input, error, read) {
+  const check = () => {
+    try {
+      const v = read(true);
+      showError(error, null);
+      input.removeAttribute("aria-invalid");
+      return v;
+    } catch (err) {
+      showError(error, err);
+      input.setAttribute("aria-invalid", "true");
+      throw err;
+    }
+  };
+  input.addEventListener("input", () => {
+    try {
+      check();
+    } catch {
+      // Shown under the field.
+    }
+  });
+  return check;
+}
+
 function describeType(s) {
   const t = baseType(s);
   const bits = [];
@@ -114,14 +124,37 @@ function describeType(s) {
 }
 
 // bound returns what is wrong with the number n against the schema s's
-// bounds, or "" when it is within them.
-function bound(s, path, n) {
+// bounds, or "" when it is within them; whose names whose bounds they are.
+function bound(s, path, n, whose) {
   const num = (b) => typeof b === "number";
-  if (num(s.minimum) && n < s.minimum) return `${path} must be ≥ ${s.minimum}, its schema's minimum`;
-  if (num(s.maximum) && n > s.maximum) return `${path} must be ≤ ${s.maximum}, its schema's maximum`;
-  if (num(s.exclusiveMinimum) && n <= s.exclusiveMinimum) return `${path} must be > ${s.exclusiveMinimum}, its schema's exclusive minimum`;
-  if (num(s.exclusiveMaximum) && n >= s.exclusiveMaximum) return `${path} must be < ${s.exclusiveMaximum}, its schema's exclusive maximum`;
+  if (num(s.minimum) && n < s.minimum) return `${path} must be ≥ ${s.minimum}, ${whose} minimum`;
+  if (num(s.maximum) && n > s.maximum) return `${path} must be ≤ ${s.maximum}, ${whose} maximum`;
+  if (num(s.exclusiveMinimum) && n <= s.exclusiveMinimum) return `${path} must be > ${s.exclusiveMinimum}, ${whose} exclusive minimum`;
+  if (num(s.exclusiveMaximum) && n >= s.exclusiveMaximum) return `${path} must be < ${s.exclusiveMaximum}, ${whose} exclusive maximum`;
   return "";
+}
+
+// numberReader returns the reader of el, an input of type number for the
+// integer or number schema s, named path: its value, or undefined when it
+// is empty; text it cannot parse is refused, and, read strictly, so is a
+// value outside the bounds of s, which whose says whose they are.
+export function numberReader(el, s, path, whose = "its schema's") {
+  const t = baseType(s);
+  const what = t === "integer" ? "an integer" : "a number";
+  return (strict) => {
+    // Text the input cannot parse as a number (such as "1e") reads as
+    // empty: it is refused, not left out.
+    if (el.validity.badInput) throw new Error(`${path} must be ${what}`);
+    const text = el.value.trim();
+    if (text === "") return undefined;
+    const n = Number(text);
+    if (!Number.isFinite(n) || (t === "integer" && !Number.isInteger(n))) throw new Error(`${path} must be ${what}`);
+    const wrong = strict ? bound(s, path, n, whose) : "";
+    if (wrong) throw new Error(wrong);
+    // An integer past 2^53 is sent with the digits typed, as parseJSON
+    // keeps one, not rounded to the nearest Number.
+    return !Number.isSafeInteger(n) && /^-?(0|[1-9]\d*)$/.test(text) ? parseJSON(text) : n;
+  };
 }
 
 // control returns an input for one property and a reader that gives its
@@ -140,20 +173,7 @@ function control(s, path, req) {
     case "integer":
     case "number": {
       const el = h("input", { type: "number", name: path, step: t === "integer" ? "1" : "any", min: s.minimum, max: s.maximum, placeholder });
-      return [el, (strict) => {
-        // Text the input cannot parse as a number (such as "1e") reads as
-        // empty: it is refused, not left out.
-        if (el.validity.badInput) throw new Error(`${path} must be ${t === "integer" ? "an integer" : "a number"}`);
-        const text = el.value.trim();
-        if (text === "") return undefined;
-        const n = Number(text);
-        if (!Number.isFinite(n) || (t === "integer" && !Number.isInteger(n))) throw new Error(`${path} must be ${t === "integer" ? "an integer" : "a number"}`);
-        const wrong = strict ? bound(s, path, n) : "";
-        if (wrong) throw new Error(wrong);
-        // An integer past 2^53 is sent with the digits typed, as parseJSON
-        // keeps one, not rounded to the nearest Number.
-        return !Number.isSafeInteger(n) && /^-?(0|[1-9]\d*)$/.test(text) ? parseJSON(text) : n;
-      }];
+      return [el, numberReader(el, s, path)];
     }
     case "boolean": {
       if (req) {
