@@ -11,14 +11,17 @@
 // # Panels
 //
 //   - Playground: reset options (task with its instruction, fixture, seed,
-//     now, clock mode, startup keywords, control tools), the tool surface
+//     now, clock mode, startup keywords, control tools) or a checkpoint to
+//     restore instead, the tool surface
 //     with descriptions and input schemas, a form generated from the
 //     selected tool's input schema, the call's result, the task's grading
 //     (reward, done, every check) and the timeline of the episode's calls
 //     with the rows each changed, and the session's change log grouped per
 //     call with a before/after diff of every row (tables named node.table).
 //     A session its server drained (closed with 1012 and "checkpoint <id>")
-//     is restored from that checkpoint into a new one at a click.
+//     is restored from that checkpoint into a new one at a click; a restore
+//     the new session refuses leaves the id in the form's Checkpoint field,
+//     to try again or replace.
 //   - Composition: the sealed tree of the served world drawn as a tree
 //     (canonical paths, worlds and versions, scopes, aliases, schema hashes,
 //     store files) with its AddWorld edges (name, tool prefix, allow and

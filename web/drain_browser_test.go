@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -46,15 +48,16 @@ func mustCompanyReplica(tb testing.TB, fixturesDir, checkpoints string, cfg open
 	return srv, mux
 }
 
-// TestUI_Browser_DrainRestore drains the server of the page's session:
-// the session closes with 1012 and the checkpoint the drain took, which the
-// page names and offers to restore, and restores into a new session on the
-// replica that takes over (behind the same address, as behind a proxy),
-// at the step its episode was at, where before it only offered a new
-// session.
-func TestUI_Browser_DrainRestore(t *testing.T) {
+// mustDrainedPage serves the company world from two replicas behind one
+// address (as behind a proxy) sharing their checkpoint directory, opens
+// the page, resets the episode "drained-episode" and takes a step, then
+// drains the first replica, the second taking over the address. It returns
+// the browser showing the session drained, the checkpoint directory and
+// the checkpoint the drain took.
+func mustDrainedPage(t *testing.T) (ctx context.Context, checkpoints, id string) {
+	t.Helper()
 	fixturesDir, _ := mustFixtures(t)
-	checkpoints := t.TempDir()
+	checkpoints = t.TempDir()
 	first, firstMux := mustCompanyReplica(t, fixturesDir, checkpoints, openenv.Config{DrainCheckpoints: true})
 	_, secondMux := mustCompanyReplica(t, fixturesDir, checkpoints, openenv.Config{})
 	var current atomic.Pointer[http.Handler]
@@ -63,7 +66,7 @@ func TestUI_Browser_DrainRestore(t *testing.T) {
 		(*current.Load()).ServeHTTP(w, r)
 	}))
 	t.Cleanup(ts.Close)
-	ctx := mustBrowser(t)
+	ctx = mustBrowser(t)
 	listenPageErrors(t, ctx)
 
 	run(t, ctx, "reset and take a step",
@@ -100,14 +103,69 @@ func TestUI_Browser_DrainRestore(t *testing.T) {
 	}
 
 	run(t, ctx, "see the session drained", chromedp.WaitVisible(chromedp.ID("restore-checkpoint")))
+	return ctx, checkpoints, latest.ID
+}
+
+// TestUI_Browser_DrainRestore drains the server of the page's session:
+// the session closes with 1012 and the checkpoint the drain took, which the
+// page names and offers to restore, and restores into a new session on the
+// replica that takes over (behind the same address, as behind a proxy),
+// at the step its episode was at, where before it only offered a new
+// session.
+func TestUI_Browser_DrainRestore(t *testing.T) {
+	ctx, _, id := mustDrainedPage(t)
 	shot(t, ctx, "drained")
-	if got := textOf(t, ctx, "#banner"); !strings.Contains(got, latest.ID) {
-		t.Errorf("banner = %q, want it to name the checkpoint %s", got, latest.ID)
+	if got := textOf(t, ctx, "#banner"); !strings.Contains(got, id) {
+		t.Errorf("banner = %q, want it to name the checkpoint %s", got, id)
 	}
 	run(t, ctx, "restore the checkpoint",
 		chromedp.Click(chromedp.ID("restore-checkpoint")),
 		chromedp.WaitVisible(chromedp.CSS(`#ws-status[data-state="open"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#episode[data-episode="drained-episode"][data-steps="1"]`)),
 		chromedp.WaitNotVisible(chromedp.ID("restore-checkpoint")),
+		chromedp.WaitVisible(chromedp.CSS(`#timeline .step[data-step="1"][data-tool="list_staff"]`)))
+}
+
+// TestUI_Browser_DrainRestoreRefused restores a drained session's
+// checkpoint that the new session cannot read (its directory moved away,
+// as when it expired): the refusal is shown, and the checkpoint's id is
+// left in the reset form's Checkpoint field, whose Reset restores it once
+// it can be read, the episode's other fields set aside, where before the
+// page offered the checkpoint no more.
+func TestUI_Browser_DrainRestoreRefused(t *testing.T) {
+	ctx, checkpoints, id := mustDrainedPage(t)
+	dir, away := filepath.Join(checkpoints, id), filepath.Join(t.TempDir(), id)
+	if err := os.Rename(dir, away); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, "restore the checkpoint, gone",
+		chromedp.Click(chromedp.ID("restore-checkpoint")),
+		chromedp.WaitVisible(chromedp.CSS(`#ws-status[data-state="open"]`)),
+		chromedp.WaitVisible(chromedp.ID("reset-error")))
+	if got := textOf(t, ctx, "#reset-error"); !strings.Contains(got, "Restoring checkpoint "+id) {
+		t.Errorf("reset error = %q, want it to say restoring %s was refused", got, id)
+	}
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[document.getElementById("reset-checkpoint").value,
+		String(document.getElementById("reset-new").disabled), document.getElementById("reset-episode").value]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The episode id the page reset with is still in the form, set aside.
+	if want := []string{id, "true", "drained-episode"}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("checkpoint, other fields disabled, episode id = %q, want %q", got, want)
+	}
+
+	if err := os.Rename(away, dir); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, "restore it again from the form",
+		// The drained session's facts and timeline are still shown: set
+		// them aside, so that only the restore's draws them again.
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("episode").dataset.steps = "";
+			document.getElementById("timeline").replaceChildren()`),
+		chromedp.WaitEnabled(chromedp.ID("reset-btn")),
+		chromedp.Click(chromedp.ID("reset-btn")),
+		chromedp.WaitVisible(chromedp.CSS(`#episode[data-episode="drained-episode"][data-steps="1"]`)),
+		chromedp.WaitNotVisible(chromedp.ID("reset-error")),
 		chromedp.WaitVisible(chromedp.CSS(`#timeline .step[data-step="1"][data-tool="list_staff"]`)))
 }

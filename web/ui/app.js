@@ -132,9 +132,21 @@ const resetChecks = {
   startup: checkField($("reset-startup"), $("reset-startup-error"), readStartup),
 };
 
-// resetOptions reads the reset form. Every checked field is read, so that
-// each wrong one says so; the first error is thrown.
+// syncCheckpoint disables the reset form's other fields while its
+// Checkpoint names one: a restore continues the checkpointed episode as it
+// was, and the server refuses any of them given with it.
+function syncCheckpoint() {
+  const restoring = $("reset-checkpoint").value.trim() !== "";
+  $("reset-new").disabled = restoring;
+  $("reset-checkpoint-note").hidden = !restoring;
+}
+
+// resetOptions reads the reset form: a checkpoint to restore, or the
+// options of a new episode. Every checked field is read, so that each
+// wrong one says so; the first error is thrown.
 function resetOptions() {
+  const checkpoint = $("reset-checkpoint").value.trim();
+  if (checkpoint) return { checkpoint };
   const opts = {};
   let first = null;
   const checked = {};
@@ -164,14 +176,18 @@ function resetOptions() {
 }
 
 // reset resets the playground session with the form's options, or, given
-// a checkpoint, restores it.
+// a checkpoint, restores it; a restore of that checkpoint refused leaves
+// it in the form's Checkpoint field, where Reset tries it again or
+// another id replaces it.
 async function reset(checkpoint) {
   const btn = $("reset-btn");
   showError($("reset-error"), null);
   btn.disabled = true;
+  let restoring = checkpoint;
   try {
     if (!ui.session) throw new Error("the session is not connected yet");
     const opts = checkpoint ? { checkpoint } : resetOptions();
+    restoring = opts.checkpoint;
     if (!ui.ownRef && opts.episode_id) {
       // Episode ids are the clients' own: another client's session may
       // have this one already, and is not this page's.
@@ -186,7 +202,11 @@ async function reset(checkpoint) {
     await Promise.all([loadTools(), refreshState(), loadTables()]);
     await refreshTimeline();
   } catch (err) {
-    showError($("reset-error"), checkpoint ? `Restoring checkpoint ${checkpoint}: ${err.message}` : err);
+    if (checkpoint) {
+      $("reset-checkpoint").value = checkpoint;
+      syncCheckpoint();
+    }
+    showError($("reset-error"), restoring ? `Restoring checkpoint ${restoring}: ${err.message}` : err);
   } finally {
     btn.disabled = false;
   }
@@ -581,6 +601,8 @@ function wire() {
     }
   });
   $("reset-task").addEventListener("change", showInstruction);
+  $("reset-checkpoint").addEventListener("input", syncCheckpoint);
+  syncCheckpoint();
   window.addEventListener("pagehide", () => ui.session && ui.session.close());
 }
 
