@@ -79,7 +79,7 @@ func Open(ctx context.Context, w *env.World, t env.Task, opts composition.Option
 	}
 	st := e.inst.State()
 	e.header = Header{
-		Task: t.ID, World: st.World, WorldVersion: st.WorldVersion, Seed: st.Seed, Now: st.Now,
+		Task: t.ID, TaskSHA256: e.definitionHash(), World: st.World, WorldVersion: st.WorldVersion, Seed: st.Seed, Now: st.Now,
 		EpisodeID: opts.EpisodeID, ClockMode: st.ClockMode, Startup: opts.Startup, ControlTools: opts.ControlTools,
 		MaxChangeLogBytes: opts.MaxChangeLogBytes,
 	}
@@ -116,6 +116,15 @@ func open(ctx context.Context, w *env.World, t env.Task, opts composition.Option
 		}
 	}
 	return e, nil
+}
+
+// definitionHash returns DefinitionHash of the episode's task, or "" for
+// an episode without one.
+func (e *Episode) definitionHash() string {
+	if !e.hasTask {
+		return ""
+	}
+	return DefinitionHash(e.task)
 }
 
 // Task returns the episode's task; ok is false for an episode without one.

@@ -52,14 +52,15 @@ func TestOpen(t *testing.T) {
 	checks := []env.Check{{SQL: "SELECT 1"}}
 	t.Run("StartsFromTheTask", func(t *testing.T) {
 		w := newLedger("ledger_open_ok")
-		ep := mustOpen(t, w, env.Task{ID: "t", Instruction: "x", Now: "2030-01-02T03:04:05Z", Seed: new(int64(42)),
-			Startup: map[string]any{"owner": "ada"}, Checks: checks}, composition.Options{EpisodeID: "ep-1"})
+		tk := env.Task{ID: "t", Instruction: "x", Now: "2030-01-02T03:04:05Z", Seed: new(int64(42)),
+			Startup: map[string]any{"owner": "ada"}, Checks: checks}
+		ep := mustOpen(t, w, tk, composition.Options{EpisodeID: "ep-1"})
 		st := ep.State()
 		if st.Now != "2030-01-02T03:04:05.000Z" || st.Seed != 42 || st.Task == nil || *st.Task != "t" || st.Checks != nil {
 			t.Fatalf("state %+v", st)
 		}
 		h := ep.Header()
-		want := task.Header{Task: "t", World: "ledger_open_ok", WorldVersion: "1.0.0", Seed: 42, Now: "2030-01-02T03:04:05.000Z",
+		want := task.Header{Task: "t", TaskSHA256: task.DefinitionHash(tk), World: "ledger_open_ok", WorldVersion: "1.0.0", Seed: 42, Now: "2030-01-02T03:04:05.000Z",
 			EpisodeID: "ep-1", ClockMode: env.ClockFrozen, Startup: map[string]any{"owner": "ada"}}
 		if !reflect.DeepEqual(h, want) {
 			t.Fatalf("header %+v, want %+v", h, want)

@@ -11,7 +11,89 @@ import (
 	"strings"
 
 	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
 )
+
+// DefinitionHash returns the hex SHA-256 of t's definition as an episode
+// runs and is graded under it, in a canonical JSON form: its id,
+// instruction, fixture, now, startup keywords, seed, tools allow list,
+// no_change_correct, and each check in order with its name (the default
+// one when none is given), weight (1 when 0), kind and what the kind
+// reads (sql, args and equals, or its table patterns). A Go check (Func)
+// counts by its name and weight only: its code goes with the world's
+// version. The difficulty, which is only listed, and the file and line
+// the task was declared at are left out, and so are the order of the
+// tools and of a check's table patterns, which are sets; a value in args,
+// equals or startup counts as the JSON it encodes to (1 and 1.0 are one
+// number). A trajectory's header records it (Header.TaskSHA256).
+func DefinitionHash(t env.Task) string {
+	type check struct {
+		Name     string            `json:"name"`
+		Weight   float64           `json:"weight"`
+		Kind     string            `json:"kind"`
+		SQL      string            `json:"sql,omitempty"`
+		Args     []json.RawMessage `json:"args,omitempty"`
+		Equals   json.RawMessage   `json:"equals,omitempty"`
+		Patterns []string          `json:"patterns,omitempty"`
+	}
+	def := struct {
+		ID              string                     `json:"id"`
+		Instruction     string                     `json:"instruction"`
+		Fixture         string                     `json:"fixture"`
+		Now             string                     `json:"now"`
+		Startup         map[string]json.RawMessage `json:"startup"`
+		Seed            *int64                     `json:"seed"`
+		Tools           []string                   `json:"tools"`
+		NoChangeCorrect bool                       `json:"no_change_correct"`
+		Checks          []check                    `json:"checks"`
+	}{
+		ID: t.ID, Instruction: t.Instruction, Fixture: t.Fixture, Now: t.Now, Seed: t.Seed,
+		Tools: sortedSet(t.Tools), NoChangeCorrect: t.NoChangeCorrect, Checks: []check{},
+	}
+	if t.Startup != nil {
+		def.Startup = map[string]json.RawMessage{}
+		for k, v := range t.Startup {
+			def.Startup[k] = canonJSON(v)
+		}
+	}
+	for _, c := range t.Normalize().Checks {
+		cc := check{Name: c.Name, Weight: c.EffectiveWeight(), Kind: c.Kind(), SQL: c.SQL}
+		for _, a := range c.Args {
+			cc.Args = append(cc.Args, canonJSON(a))
+		}
+		if c.Equals != nil {
+			cc.Equals = canonJSON(c.Equals)
+		}
+		for _, p := range [][]string{c.OnlyChanged, c.MustChange, c.Unchanged} {
+			cc.Patterns = append(cc.Patterns, sortedSet(p)...)
+		}
+		def.Checks = append(def.Checks, cc)
+	}
+	b, err := json.Marshal(def)
+	if err != nil { // every value went through canonJSON
+		panic(fmt.Sprintf("task: definition of %s: %v", t.ID, err))
+	}
+	sum := sha256.Sum256(append([]byte("seahaven task definition 1\n"), b...))
+	return hex.EncodeToString(sum[:])
+}
+
+// canonJSON is v as JSON, or, for a value that does not encode (a Go
+// task's), its Go syntax as a JSON string.
+func canonJSON(v any) json.RawMessage {
+	if b, err := json.Marshal(v); err == nil {
+		return b
+	}
+	b, _ := json.Marshal(fmt.Sprintf("go:%#v", v))
+	return b
+}
+
+// sortedSet returns a sorted copy of a list that is a set, nil for nil.
+func sortedSet(s []string) []string {
+	if s == nil {
+		return nil
+	}
+	return slices.Sorted(slices.Values(s))
+}
 
 // StateHash returns, per node path, the hex SHA-256 of the node's contents
 // as the inspection view reads them: every ordinary table (virtual tables

@@ -33,6 +33,11 @@ type Header struct {
 	Type string `json:"type"`
 	// Task is the task's id, or "" for an episode without a task.
 	Task string `json:"task"`
+	// TaskSHA256 is DefinitionHash of the task's definition the episode
+	// ran and was graded under: a replay under another definition of the
+	// same id warns. Absent without a task, and in recordings made before
+	// it was written.
+	TaskSHA256 string `json:"task_sha256,omitempty"`
 	// World and WorldVersion name the root world.
 	World        string `json:"world"`
 	WorldVersion string `json:"world_version"`

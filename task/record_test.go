@@ -613,3 +613,49 @@ func TestEpisode_RecordingStopped(t *testing.T) {
 		}
 	}
 }
+
+// A trajectory's header carries the hash of its task's definition, and a
+// replay under another definition of the same task id (tasks.yaml edited
+// since, or another server's) warns, naming both hashes; where before the
+// header held only the id and the replay graded under whatever definition
+// it found, silently. A header without the hash (an older recording) is
+// replayed without the warning: nothing says which definition it ran.
+func TestReplayTrajectory_TaskDefinition(t *testing.T) {
+	ctx := context.Background()
+	w := newLedger("ledger_def")
+	tk := env.Task{ID: "t", Instruction: "Add an entry of 5.", Checks: []env.Check{{SQL: "SELECT count(*) FROM entries WHERE amount = 5"}}}
+	ep := mustOpen(t, w, tk, composition.Options{})
+	startRecording(t, ep)
+	mustCall(t, ep, "add", `{"amount": 5}`)
+	tr := closeAndRead(t, ep)
+	if tr.Header.TaskSHA256 != task.DefinitionHash(tk) {
+		t.Fatalf("header task_sha256 %q, want %q", tr.Header.TaskSHA256, task.DefinitionHash(tk))
+	}
+	rep, err := task.ReplayTrajectory(ctx, w, []env.Task{tk}, tr, composition.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Warnings) != 0 || len(rep.Mismatches) != 0 {
+		t.Fatalf("replay under the same definition: %+v, want no warning", rep)
+	}
+
+	edited := tk
+	edited.Checks = []env.Check{{SQL: "SELECT count(*) FROM entries WHERE amount = 7"}}
+	rep, err = task.ReplayTrajectory(ctx, w, []env.Task{edited}, tr, composition.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, now := task.DefinitionHash(tk), task.DefinitionHash(edited)
+	if len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], old[:12]) || !strings.Contains(rep.Warnings[0], now[:12]) || !strings.Contains(rep.Warnings[0], `task "t"`) {
+		t.Fatalf("replay under an edited definition: warnings %q, want one naming %.12s and %.12s", rep.Warnings, old, now)
+	}
+
+	tr.Header.TaskSHA256 = ""
+	rep, err = task.ReplayTrajectory(ctx, w, []env.Task{edited}, tr, composition.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Warnings) != 0 {
+		t.Fatalf("replay of a header without task_sha256: warnings %q, want none", rep.Warnings)
+	}
+}

@@ -36,10 +36,10 @@ type Replay struct {
 	// deterministic as far as the recording shows.
 	Mismatches []string
 	// Warnings are differences that do not make the replay wrong, such as a
-	// world version other than the recorded one, or a call cut off by its
-	// deadline after it had committed part of its work, which the
-	// recording does not hold; every difference after such a call is a
-	// warning too.
+	// world version or a definition of the task (Header.TaskSHA256) other
+	// than the recorded one, or a call cut off by its deadline after it
+	// had committed part of its work, which the recording does not hold;
+	// every difference after such a call is a warning too.
 	Warnings []string
 }
 
@@ -222,6 +222,9 @@ func replayTask(w *env.World, tasks []env.Task, h Header) (*Replay, env.Task, er
 		var ok bool
 		if t, ok = Find(tasks, h.Task); !ok {
 			return nil, env.Task{}, fmt.Errorf("task: the trajectory's task %q is not a task of %s", h.Task, w.Name())
+		}
+		if hash := DefinitionHash(t); h.TaskSHA256 != "" && h.TaskSHA256 != hash {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("recorded under task %q of definition sha256 %.12s…, replayed under another definition of it, %.12s… (the task was edited since, or the recording is another server's)", h.Task, h.TaskSHA256, hash))
 		}
 	}
 	return rep, t, nil
