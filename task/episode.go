@@ -425,9 +425,11 @@ func (e *Episode) Checkpoint(ctx context.Context) (*composition.Checkpoint, Save
 // Resume opens the episode checkpoint id saved: its instance from opts
 // (Options.Checkpoint), with t the task it runs (the zero Task for none),
 // whose id must be saved's. Its header names the checkpoint, the
-// change-log bound opts gives the instance from here on, and w's version:
-// the calls from here on run on them, whatever the episode ran on before
-// (a server restoring a checkpoint another took, or an older version).
+// change-log bound opts gives the instance from here on, w's version and
+// t's definition (DefinitionHash): the calls from here on run on them and
+// are graded under it, whatever the episode ran on before (a server
+// restoring a checkpoint another took, an older version, a task edited
+// since).
 // A recorder, when not nil, records the calls from here on, in a new
 // recording.
 func Resume(ctx context.Context, w *env.World, t env.Task, saved Saved, opts composition.Options, rec *Recorder, id string) (*Episode, error) {
@@ -441,6 +443,7 @@ func Resume(ctx context.Context, w *env.World, t env.Task, saved Saved, opts com
 	e.header, e.last = saved.Header, saved.Last
 	e.header.Checkpoint, e.header.MaxChangeLogBytes = id, opts.MaxChangeLogBytes
 	e.header.WorldVersion = w.Version() // the root world's, as State says
+	e.header.TaskSHA256 = e.definitionHash()
 	if rec != nil {
 		if err := e.Record(rec); err != nil {
 			e.inst.Close()

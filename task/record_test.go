@@ -659,3 +659,58 @@ func TestReplayTrajectory_TaskDefinition(t *testing.T) {
 		t.Fatalf("replay of a header without task_sha256: warnings %q, want none", rep.Warnings)
 	}
 }
+
+// An episode restored on a server whose task of the same id is defined
+// otherwise (its tasks.yaml edited since the checkpoint, or another
+// replica's) is recorded with the hash of the definition its calls are
+// graded under there, and its replay under that definition warns of
+// nothing; the checkpoint keeps the hash it was taken under. Before, the
+// restored header kept the checkpoint's hash, and the replay under the
+// definition the calls were graded under warned that it was another.
+func TestResume_RecordsTheTaskDefinition(t *testing.T) {
+	ctx := context.Background()
+	w := newLedger("ledger_resume_def")
+	tk := env.Task{ID: "t", Instruction: "Add an entry of 5.", Checks: []env.Check{{SQL: "SELECT count(*) FROM entries WHERE amount = 5"}}}
+	ep := mustOpen(t, w, tk, composition.Options{})
+	mustCall(t, ep, "add", `{"amount": 5}`)
+	cp, saved, err := ep.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.Header.TaskSHA256 != task.DefinitionHash(tk) {
+		t.Fatalf("checkpoint's header task_sha256 %q, want the definition it was taken under, %q", saved.Header.TaskSHA256, task.DefinitionHash(tk))
+	}
+	edited := tk
+	edited.Instruction = "Add an entry of 7."
+	edited.Checks = []env.Check{{SQL: "SELECT count(*) FROM entries WHERE amount = 7"}}
+	rec, err := task.NewRecorder(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed, err := task.Resume(ctx, w, edited, saved, composition.Options{Checkpoint: cp, Dir: t.TempDir()}, rec, "ck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCall(t, resumed, "add", `{"amount": 7}`)
+	tr := closeAndRead(t, resumed)
+	if want := task.DefinitionHash(edited); tr.Header.TaskSHA256 != want {
+		t.Fatalf("restored header task_sha256 %q, want %q, the definition its calls were graded under", tr.Header.TaskSHA256, want)
+	}
+	if tr.End == nil || tr.End.Result == nil || tr.End.Result.Reward != 1 {
+		t.Fatalf("end %+v, want the edited task graded 1", tr.End)
+	}
+	rep, err := task.ReplayResumed(ctx, w, []env.Task{edited}, tr, cp, saved, composition.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Calls != 1 || len(rep.Mismatches) != 0 || len(rep.Warnings) != 0 {
+		t.Errorf("replay under the definition the calls ran under: %+v, want no warning", rep)
+	}
+	rep, err = task.ReplayResumed(ctx, w, []env.Task{tk}, tr, cp, saved, composition.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "another definition") {
+		t.Errorf("replay under the checkpoint's definition: warnings %q, want one", rep.Warnings)
+	}
+}
