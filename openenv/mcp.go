@@ -38,12 +38,8 @@ const statusCancelled = -1
 func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode rpcMode) (resp rpcResponse, status int, created string) {
 	std := mode == rpcStandard
 	if mode != rpcWS { // a /ws message was checked whole
-		switch perr := checkJSON(body, nil); {
-		case perr == nil:
-		case perr.code == codeInvalidJSON:
-			return parseFailure(perr, std), http.StatusOK, ""
-		default:
-			return rpcFailure(refusedID(body), rpcInvalidRequest, "Invalid request: "+summary(perr.errors), nil), http.StatusOK, ""
+		if perr := checkJSON(body, nil); perr != nil {
+			return parseFailure(body, perr, std), http.StatusOK, ""
 		}
 	}
 	var req rpcRequest
@@ -140,10 +136,14 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 	return rpcFailure(id, rpcMethodNotFound, "Method not found: "+runecut.Echo(method), nil), http.StatusOK, ""
 }
 
-// parseFailure is the reply to a JSON-RPC message that is not JSON:
-// upstream's bare "Parse error" in OpenEnv's dialect, and the fault, where
-// it is, for a standard client.
-func parseFailure(perr *protoError, std bool) rpcResponse {
+// parseFailure is the reply to a JSON-RPC body checkJSON refused with
+// perr: for one that is not JSON, upstream's bare "Parse error" in
+// OpenEnv's dialect, and the fault, where it is, for a standard client;
+// for one naming a key twice, an invalid request naming it.
+func parseFailure(body []byte, perr *protoError, std bool) rpcResponse {
+	if perr.code != codeInvalidJSON {
+		return rpcFailure(refusedID(body), rpcInvalidRequest, "Invalid request: "+summary(perr.errors), nil)
+	}
 	msg := "Parse error"
 	if std {
 		msg += ": " + strings.TrimPrefix(perr.message, "Invalid JSON: ")

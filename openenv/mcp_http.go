@@ -113,12 +113,9 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			// No message at all (an initialize cut short, say): refused
 			// for what is wrong with it, as on a session, not for a
 			// session header its client would then initialize without.
-			resp, status := parseFailure(perr, true), http.StatusBadRequest
-			if perr.code != codeInvalidJSON {
-				resp = rpcFailure(refusedID(body), rpcInvalidRequest, "Invalid request: "+summary(perr.errors), nil)
-				if string(resp.ID) != "null" {
-					status = http.StatusOK
-				}
+			resp, status := parseFailure(body, perr, true), http.StatusBadRequest
+			if perr.code != codeInvalidJSON && string(resp.ID) != "null" {
+				status = http.StatusOK
 			}
 			writeJSON(w, status, standardReply(resp))
 			return
@@ -220,7 +217,7 @@ func requestVersion(r *http.Request, ss *session) string {
 // request after the end, which does not run.
 func (s *Server) serveBatch(ctx context.Context, w http.ResponseWriter, body []byte, ss *session) {
 	if perr := checkJSON(body, nil); perr != nil && perr.code == codeInvalidJSON {
-		writeJSON(w, http.StatusBadRequest, standardReply(parseFailure(perr, true)))
+		writeJSON(w, http.StatusBadRequest, standardReply(parseFailure(body, perr, true)))
 		return
 	}
 	var msgs []jsontext.Value

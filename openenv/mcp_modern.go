@@ -193,12 +193,8 @@ func (s *Server) handleModern(r *http.Request, body []byte) (rpcResponse, int) {
 		return rpcFailure(refusedID(body), rpcInvalidRequest, "Invalid request: "+MCPSessionHeader+" on a "+modernVersion+" request, a version without protocol sessions: "+
 			"name the episode in the /mcp URL's "+modernSessionKey+", or send the session's requests in the version its initialize negotiated", nil), http.StatusBadRequest
 	}
-	switch perr := checkJSON(body, nil); {
-	case perr == nil:
-	case perr.code == codeInvalidJSON:
-		return parseFailure(perr, true), http.StatusBadRequest
-	default:
-		return rpcFailure(refusedID(body), rpcInvalidRequest, "Invalid request: "+summary(perr.errors), nil), http.StatusBadRequest
+	if perr := checkJSON(body, nil); perr != nil {
+		return parseFailure(body, perr, true), http.StatusBadRequest
 	}
 	if jsontext.Value(body).Kind() == '[' {
 		return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: a JSON-RPC batch, which MCP "+firstVersionWithoutBatches+" and later do not have (this request speaks "+modernVersion+"): send each message in a POST of its own", nil), http.StatusBadRequest
