@@ -112,11 +112,7 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 	case "ping":
 		return rpcResult(id, empty{}), http.StatusOK, ""
 	case "tools/list":
-		if c, ok := params["cursor"]; std && ok && c.Kind() != 'n' {
-			// Every tool comes in the first page, which names no next one.
-			return rpcFailure(id, rpcInvalidParams, "Invalid params - unknown cursor "+string(c)+": tools/list returns every tool at once and issues no cursor", nil), http.StatusOK, ""
-		}
-		return s.rpcToolsList(ctx, id, params, ws), http.StatusOK, ""
+		return s.rpcToolsList(ctx, id, params, ws, mode), http.StatusOK, ""
 	case "tools/call":
 		return s.rpcToolsCall(ctx, id, params, ws, mode), http.StatusOK, ""
 	case "openenv/session/create":
@@ -199,8 +195,13 @@ func (s *Server) reachableSession(ctx context.Context, id string) (*session, *pr
 	return ss, nil
 }
 
-// rpcToolsList answers tools/list.
-func (s *Server) rpcToolsList(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, ws *session) rpcResponse {
+// rpcToolsList answers tools/list, of a request that came as mode says:
+// a standard client's names no cursor, since every tool comes in the
+// first page, which names no next one.
+func (s *Server) rpcToolsList(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, ws *session, mode rpcMode) rpcResponse {
+	if c, ok := params["cursor"]; (mode == rpcStandard || mode == rpcModern) && ok && c.Kind() != 'n' {
+		return rpcFailure(id, rpcInvalidParams, "Invalid params - unknown cursor "+string(c)+": tools/list returns every tool at once and issues no cursor", nil)
+	}
 	ss, perr := s.rpcSession(ctx, params, ws, false)
 	var tools []env.ToolInfo
 	if perr == nil {

@@ -270,10 +270,7 @@ func (s *Server) handleModern(r *http.Request, body []byte) (rpcResponse, int) {
 		if method == "tools/call" {
 			return s.modernReply(s.rpcToolsCall(ctx, id, params, ss, rpcModern)), http.StatusOK
 		}
-		if c, ok := params["cursor"]; ok && c.Kind() != 'n' {
-			return rpcFailure(id, rpcInvalidParams, "Invalid params - unknown cursor "+string(c)+": tools/list returns every tool at once and issues no cursor", nil), http.StatusOK
-		}
-		return s.modernReply(s.rpcToolsList(ctx, id, params, ss)), http.StatusOK
+		return s.modernReply(s.rpcToolsList(ctx, id, params, ss, rpcModern)), http.StatusOK
 	case "initialize":
 		return rpcFailure(id, rpcMethodNotFound, "Method not found: initialize, the handshake of MCP 2025-11-25 and older, in a "+modernVersion+" request (its _meta and MCP-Protocol-Version name "+modernVersion+
 			", which has none): send initialize without them to start a session of an older version", nil), http.StatusNotFound
