@@ -439,8 +439,7 @@ func (ss *session) supersededBy() (string, bool, error) {
 func checkRestore(req resetData) []fieldError {
 	var errs []fieldError
 	refuse := func(key string, value any, msg string) {
-		in, _ := json.Marshal(value)
-		errs = append(errs, fieldError{Type: "value_error", Loc: at(req.loc, key), Input: in, Msg: "Value error, " + msg})
+		errs = append(errs, (&OptionError{Option: key, Value: value, Message: "Value error, " + msg}).field(req.loc))
 	}
 	if req.Replaces != nil {
 		in, _ := json.Marshal(*req.Replaces)

@@ -2,7 +2,6 @@ package openenv
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -25,16 +24,15 @@ func (ss *session) reset(ctx context.Context, req resetData) *protoError {
 		return invalid(errs)
 	}
 	if req.ControlTools != nil && *req.ControlTools && onAgentListener(ctx) {
-		return invalid([]fieldError{{Type: "value_error", Loc: at(req.loc, "control_tools"), Input: json.RawMessage("true"),
-			Msg: "Value error, control_tools: seahaven_control, which sets the episode's clock, is the trainer's; the agent listener does not serve it"}})
+		return invalid([]fieldError{(&OptionError{Option: "control_tools", Value: true,
+			Message: "Value error, control_tools: seahaven_control, which sets the episode's clock, is the trainer's; the agent listener does not serve it"}).field(req.loc)})
 	}
 	if req.EpisodeID != nil && onAgentListener(ctx) {
 		// Checkpoints are filed under the episode's id: an agent naming
 		// the trainer's episode would make its own world that episode's
 		// newest checkpoint, which a failover restores.
-		in, _ := json.Marshal(*req.EpisodeID)
-		return invalid([]fieldError{{Type: "value_error", Loc: at(req.loc, "episode_id"), Input: in,
-			Msg: "Value error, episode_id: an episode's id, under which its checkpoints are filed, is the trainer's; the agent listener names every episode it starts itself"}})
+		return invalid([]fieldError{(&OptionError{Option: "episode_id", Value: *req.EpisodeID,
+			Message: "Value error, episode_id: an episode's id, under which its checkpoints are filed, is the trainer's; the agent listener names every episode it starts itself"}).field(req.loc)})
 	}
 	var opts OpenOptions
 	if req.Checkpoint == nil {
@@ -43,9 +41,8 @@ func (ss *session) reset(ctx context.Context, req resetData) *protoError {
 			return perr
 		}
 	} else if onAgentListener(ctx) {
-		in, _ := json.Marshal(*req.Checkpoint)
-		return invalid([]fieldError{{Type: "value_error", Loc: at(req.loc, "checkpoint"), Input: in,
-			Msg: "Value error, checkpoint: restores are the trainer's; the agent listener does not serve them"}})
+		return invalid([]fieldError{(&OptionError{Option: "checkpoint", Value: *req.Checkpoint,
+			Message: "Value error, checkpoint: restores are the trainer's; the agent listener does not serve them"}).field(req.loc)})
 	}
 	ctx, leave, perr := ss.enter(ctx, false) // already active
 	if perr != nil {
