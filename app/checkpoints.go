@@ -253,7 +253,7 @@ func (c *checkpoints) save(cp *composition.Checkpoint, ep task.Saved, req openen
 		_, fenced, _ := c.fencedBy(m.Attempt)
 		testHookFenceChecked(m.Attempt)
 		if !fenced {
-			err = c.setPointer(latestDir, latestKey(m.World, m.EpisodeID), m.CheckpointInfo)
+			err = c.setPointer(latestDir, worldKey(m.World, m.EpisodeID), m.CheckpointInfo)
 		}
 		unlock()
 		if err != nil {

@@ -389,7 +389,7 @@ func TestCheckpoints_RetentionKeepsNewest(t *testing.T) {
 	if id := latest("small-a"); id != "" {
 		t.Errorf("latest of an episode whose checkpoints were all removed: %s", id)
 	}
-	if _, err := os.Stat(b.checkpoints.pointerPath(latestDir, latestKey(company.World.Name(), "small-a"))); !os.IsNotExist(err) {
+	if _, err := os.Stat(b.checkpoints.pointerPath(latestDir, worldKey(company.World.Name(), "small-a"))); !os.IsNotExist(err) {
 		t.Errorf("the pointer to a removed checkpoint was kept: %v", err)
 	}
 	os.RemoveAll(filepath.Join(dir, big[3])) // as another server's retention would

@@ -65,7 +65,7 @@ func TestCheckpoints_NotRegular(t *testing.T) {
 	// The records beside the checkpoints.
 	info := checkpointed(t, b)
 	for _, p := range []string{
-		b.checkpoints.pointerPath(latestDir, latestKey("company", "ep")),
+		b.checkpoints.pointerPath(latestDir, worldKey("company", "ep")),
 		filepath.Join(dir, fencesDir, info.ID),
 	} {
 		os.Remove(p)

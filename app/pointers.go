@@ -75,7 +75,7 @@ func (c *checkpoints) rewind(world, episode, attempt, id string) {
 	if !ok || cur.ID == id || cur.Attempt != attempt && !c.startedFrom(attempt, cur) {
 		return
 	}
-	if err := c.setPointer(latestDir, latestKey(world, episode), m.CheckpointInfo); err != nil {
+	if err := c.setPointer(latestDir, worldKey(world, episode), m.CheckpointInfo); err != nil {
 		c.logger.Warn("app: the episode's newest checkpoint could not be set to the one its restore continues", "checkpoint", id, "err", err)
 	}
 }
@@ -219,9 +219,6 @@ func (c *checkpoints) pointer(dir, key string) (openenv.CheckpointInfo, bool) {
 // the store may each have one of the same id, and a server restores only
 // its own world's checkpoints.
 func worldKey(world, id string) string { return world + "\n" + id }
-
-// latestKey is the key of an episode's latest pointer.
-func latestKey(world, episode string) string { return worldKey(world, episode) }
 
 // latest returns the newest checkpoint of a world's episode.
 func (c *checkpoints) latest(world, episode string) (openenv.CheckpointInfo, bool) {

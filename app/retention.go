@@ -53,7 +53,7 @@ func (c *checkpoints) retain() {
 // stored is a checkpoint directory as retention sees it.
 type stored struct {
 	id       string
-	episode  string // its latestKey, from its manifest; "" when it has none that parses
+	episode  string // its worldKey, from its manifest; "" when it has none that parses
 	attempt  string // the attempt that took it, from its manifest
 	revision int    // the attempt's revision it was taken at, from its manifest
 	at       time.Time
@@ -274,7 +274,7 @@ func (c *checkpoints) drainedIDs() map[string]bool {
 	return ids
 }
 
-// episodeOf returns the latestKey of checkpoint id's episode, from its
+// episodeOf returns the worldKey of checkpoint id's episode, from its
 // manifest, "" when it has no episode or no manifest that parses, and
 // the attempt that took it, at which revision.
 func (c *checkpoints) episodeOf(id string) (episode, attempt string, revision int) {
@@ -282,10 +282,10 @@ func (c *checkpoints) episodeOf(id string) (episode, attempt string, revision in
 	if !ok || m.EpisodeID == "" {
 		return "", m.Attempt, m.Revision
 	}
-	return latestKey(m.World, m.EpisodeID), m.Attempt, m.Revision
+	return worldKey(m.World, m.EpisodeID), m.Attempt, m.Revision
 }
 
-// episodesOf returns the episodes (latestKeys) of live's checkpoints.
+// episodesOf returns the episodes (worldKeys) of live's checkpoints.
 func (c *checkpoints) episodesOf(live []stored) map[string]bool {
 	episodes := map[string]bool{}
 	for _, s := range live {
@@ -386,7 +386,7 @@ func (c *checkpoints) restoresOf(attempt string) (chain []fencedRestore, ended b
 	return chain, false
 }
 
-// repoint points the latest pointer of episode (a latestKey), when the
+// repoint points the latest pointer of episode (a worldKey), when the
 // checkpoint it names is gone, at the episode's newest checkpoint among
 // live that may stand for it (heirs), or removes it when there is none: a
 // superseded attempt's checkpoints may hold steps its restore undid
