@@ -447,7 +447,7 @@ func (b *Backend) FencedBy(attempt string) (string, bool, error) {
 // world in the checkpoint store (see openenv.Restorer): a checkpoint of
 // another world, which this server cannot restore, is none.
 func (b *Backend) Latest(episodeID string) (openenv.CheckpointInfo, bool) {
-	return b.checkpoints.latest(b.world.Name(), episodeID)
+	return b.checkpoints.worldPointer(latestDir, b.world.Name(), episodeID)
 }
 
 // Drained records the checkpoint a draining server took of a session
@@ -460,7 +460,7 @@ func (b *Backend) Drained(sessionID string, info openenv.CheckpointInfo) error {
 // world took of a session: a session of the same id that a server of
 // another world drained is not this one.
 func (b *Backend) DrainedTo(sessionID string) (openenv.CheckpointInfo, bool) {
-	return b.checkpoints.drained(b.world.Name(), sessionID)
+	return b.checkpoints.worldPointer(drainedDir, b.world.Name(), sessionID)
 }
 
 // Undrained forgets the drain record of a session of the backend's world

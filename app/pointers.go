@@ -71,7 +71,7 @@ func (c *checkpoints) rewind(world, episode, attempt, id string) {
 		return
 	}
 	defer c.lockLatest()()
-	cur, ok := c.latest(world, episode)
+	cur, ok := c.worldPointer(latestDir, world, episode)
 	if !ok || cur.ID == id || cur.Attempt != attempt && !c.startedFrom(attempt, cur) {
 		return
 	}
@@ -219,17 +219,6 @@ func (c *checkpoints) pointer(dir, key string) (openenv.CheckpointInfo, bool) {
 // the store may each have one of the same id, and a server restores only
 // its own world's checkpoints.
 func worldKey(world, id string) string { return world + "\n" + id }
-
-// latest returns the newest checkpoint of a world's episode.
-func (c *checkpoints) latest(world, episode string) (openenv.CheckpointInfo, bool) {
-	return c.worldPointer(latestDir, world, episode)
-}
-
-// drained returns the checkpoint a server of world took of a session when
-// it drained (see Backend.Drained).
-func (c *checkpoints) drained(world, session string) (openenv.CheckpointInfo, bool) {
-	return c.worldPointer(drainedDir, world, session)
-}
 
 // undrained removes a world's session's drain record: the one keyed by
 // the world, and one keyed by the session alone whose checkpoint is of the
