@@ -12,8 +12,11 @@ import (
 	"github.com/seahaven/seahaven/internal/runecut"
 )
 
-// browserGuard refuses what a web page of another site can make a browser
-// send, before any route sees it:
+// BrowserGuard returns next behind the checks every route of the server's
+// own handlers has against web pages of other sites, for a handler served
+// beside them too, such as the /web inspector's sign-in. It is safe for
+// concurrent use. It refuses what a web page of another site can make a
+// browser send, before any route sees it:
 //
 //   - a Host the server does not answer to: a DNS name of the attacker's
 //     that resolves to the server (DNS rebinding) makes the page same-origin
@@ -31,7 +34,7 @@ import (
 //
 // Both refusals are 403 {"detail": …}, but for /mcp's of an Origin. The
 // pages of AllowedOrigins get CORS headers from cors, inside this guard.
-func (s *Server) browserGuard(next http.Handler) http.Handler {
+func (s *Server) BrowserGuard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if openPaths[r.URL.Path] {
 			next.ServeHTTP(w, r)
@@ -65,14 +68,6 @@ func originRefused(o string) string {
 	return "Origin " + runecut.Echo(o) + " is not allowed: this server answers pages of its own origin and of its allowed origins only"
 }
 
-// BrowserGuard returns next behind the checks every route of the server's
-// own handlers has against web pages of other sites (a Host it does not
-// answer to, a state-changing request from a foreign Origin; see
-// Config.AllowedHosts and Config.AllowedOrigins), for a handler served
-// beside them, such as the /web inspector's sign-in. It is safe for
-// concurrent use.
-func (s *Server) BrowserGuard(next http.Handler) http.Handler { return s.browserGuard(next) }
-
 // cors lets the pages of Config.AllowedOrigins use the server from a
 // browser, which asks first (a CORS preflight) before it sends a JSON
 // POST or a DELETE to another origin, and shows a page a reply only when
@@ -98,7 +93,7 @@ func (s *Server) cors(next http.Handler) http.Handler {
 	})(next)
 }
 
-// hostAllowed applies browserGuard's Host rule.
+// hostAllowed applies BrowserGuard's Host rule.
 func (s *Server) hostAllowed(r *http.Request) bool {
 	host := r.Host
 	if h, _, err := net.SplitHostPort(host); err == nil {

@@ -39,7 +39,7 @@ func (s *Server) agentRoutes() http.Handler {
 	}
 	r.Post("/mcp", agent(s.serveMCP))
 	r.Delete("/mcp", agent(s.serveMCPDelete))
-	return s.browserGuard(s.cors(s.requireAgentToken(s.limitBodies(r))))
+	return s.BrowserGuard(s.cors(s.requireAgentToken(s.limitBodies(r))))
 }
 
 // serveHealth serves GET /health.

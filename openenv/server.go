@@ -346,7 +346,7 @@ func NewServer(b Backend, cfg Config) *Server {
 	s.closers.SetLimit(maxBackgroundCloses)
 	s.large = largeLimiter(cfg.LargeMessageRate)
 	s.metrics = newMetrics(s)
-	s.handler = s.browserGuard(s.cors(s.RequireToken(s.limitBodies(s.routes()))))
+	s.handler = s.BrowserGuard(s.cors(s.RequireToken(s.limitBodies(s.routes()))))
 	if h := s.handler; s.cfg.Replica != "" {
 		s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(ReplicaHeader, s.cfg.Replica)
