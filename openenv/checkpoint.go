@@ -153,7 +153,7 @@ func (ss *session) autoCheckpointLocked(ctx context.Context) {
 		return
 	}
 	cctx := ss.tagged
-	if onAgentListener(ctx) {
+	if FromAgentListener(ctx) {
 		cctx = context.WithValue(cctx, agentListenerKey{}, true)
 	}
 	if _, perr := ss.checkpointLocked(cctx, false, ""); perr != nil {

@@ -157,11 +157,6 @@ func (s *Server) serveProbe(accepting bool) http.HandlerFunc {
 // serves.
 type agentListenerKey struct{}
 
-// onAgentListener reports whether ctx is a request's on the agent listener.
-func onAgentListener(ctx context.Context) bool {
-	return ctx.Value(agentListenerKey{}) != nil
-}
-
 // FromAgentListener reports whether ctx is of work a request to the agent
 // listener (AgentHandler) started: its resets, its tool calls and the
 // periodic checkpoints they take (Config.CheckpointEvery). A Backend may
@@ -169,4 +164,4 @@ func onAgentListener(ctx context.Context) bool {
 // what the main listener's requests need. It follows the request, not the
 // session: the main listener's work on a session the agent listener
 // started is not the agent listener's.
-func FromAgentListener(ctx context.Context) bool { return onAgentListener(ctx) }
+func FromAgentListener(ctx context.Context) bool { return ctx.Value(agentListenerKey{}) != nil }

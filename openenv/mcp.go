@@ -121,11 +121,11 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 	case "openenv/session/close":
 		return s.rpcSessionClose(ctx, id, params, ws), http.StatusOK, ""
 	case "seahaven/grade":
-		if !onAgentListener(ctx) {
+		if !FromAgentListener(ctx) {
 			return rpcOnSession(s, ctx, id, params, ws, (*session).grade), http.StatusOK, ""
 		}
 	case "seahaven/checkpoint":
-		if !onAgentListener(ctx) {
+		if !FromAgentListener(ctx) {
 			return rpcOnSession(s, ctx, id, params, ws, (*session).checkpoint), http.StatusOK, ""
 		}
 	}
@@ -275,7 +275,7 @@ func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMe
 	if out, refused := refusedCall(ctx, name); refused {
 		return out, nil
 	}
-	agent := onAgentListener(ctx)
+	agent := FromAgentListener(ctx)
 	s.mu.Lock()
 	down := s.shutdown
 	perr := s.agentCapacityLocked(agent)

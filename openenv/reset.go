@@ -23,11 +23,11 @@ func (ss *session) reset(ctx context.Context, req resetData) *protoError {
 	if errs := checkRestore(req); len(errs) > 0 {
 		return invalid(errs)
 	}
-	if req.ControlTools != nil && *req.ControlTools && onAgentListener(ctx) {
+	if req.ControlTools != nil && *req.ControlTools && FromAgentListener(ctx) {
 		return invalid([]fieldError{(&OptionError{Option: "control_tools", Value: true,
 			Message: "Value error, control_tools: seahaven_control, which sets the episode's clock, is the trainer's; the agent listener does not serve it"}).field(req.loc)})
 	}
-	if req.EpisodeID != nil && onAgentListener(ctx) {
+	if req.EpisodeID != nil && FromAgentListener(ctx) {
 		// Checkpoints are filed under the episode's id: an agent naming
 		// the trainer's episode would make its own world that episode's
 		// newest checkpoint, which a failover restores.
@@ -40,7 +40,7 @@ func (ss *session) reset(ctx context.Context, req resetData) *protoError {
 		if opts, perr = ss.srv.options(req); perr != nil {
 			return perr
 		}
-	} else if onAgentListener(ctx) {
+	} else if FromAgentListener(ctx) {
 		return invalid([]fieldError{(&OptionError{Option: "checkpoint", Value: *req.Checkpoint,
 			Message: "Value error, checkpoint: restores are the trainer's; the agent listener does not serve them"}).field(req.loc)})
 	}

@@ -148,7 +148,7 @@ func (s *Server) newSessionLocked(transport, id string) (*session, *protoError) 
 // version a standard client's initialize negotiated, "" for OpenEnv's
 // dialect.
 func (s *Server) newMCPSession(ctx context.Context, version string) (*session, *protoError) {
-	agent := onAgentListener(ctx)
+	agent := FromAgentListener(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if perr := s.agentCapacityLocked(agent); perr != nil {
@@ -179,7 +179,7 @@ func (s *Server) agentCapacityLocked(agent bool) *protoError {
 // reachable reports whether a request with ctx may use ss: on the agent
 // listener only the agent's own sessions are reachable, elsewhere all.
 func reachable(ctx context.Context, ss *session) bool {
-	return ss != nil && (ss.agent || !onAgentListener(ctx))
+	return ss != nil && (ss.agent || !FromAgentListener(ctx))
 }
 
 // lookup returns the live session with id, or nil.
@@ -242,7 +242,7 @@ func (ss *session) closedDuring(ctx context.Context, perr *protoError) *protoErr
 // backend restores checkpoints and knows of one, and ctx is not a request
 // of the agent listener.
 func (s *Server) drainedTo(ctx context.Context, id string) (CheckpointInfo, bool) {
-	if r, ok := s.backend.(Restorer); ok && id != "" && !onAgentListener(ctx) {
+	if r, ok := s.backend.(Restorer); ok && id != "" && !FromAgentListener(ctx) {
 		return r.DrainedTo(id)
 	}
 	return CheckpointInfo{}, false

@@ -333,7 +333,7 @@ func refusedCall(ctx context.Context, name string) (toolOutcome, bool) {
 	switch {
 	case reservedNames[name]:
 		return toolOutcome{err: &env.ToolError{Kind: env.KindNotFound, Message: fmt.Sprintf("unknown tool %q", name)}}, true
-	case name == env.ControlTool && onAgentListener(ctx):
+	case name == env.ControlTool && FromAgentListener(ctx):
 		return toolOutcome{err: &env.ToolError{Kind: env.KindNotFound,
 			Message: fmt.Sprintf("unknown tool %q: it is the trainer's, and the agent listener does not serve it", name)}}, true
 	}
@@ -425,7 +425,7 @@ func (s *Server) mcpTools(ctx context.Context, ss *session) ([]env.ToolInfo, *pr
 		defer leave()
 		if ss.inst != nil {
 			tools, perr := s.tools(ss.inst)
-			if onAgentListener(ctx) {
+			if FromAgentListener(ctx) {
 				tools = slices.DeleteFunc(slices.Clone(tools), func(t env.ToolInfo) bool { return t.Name == env.ControlTool })
 			}
 			return tools, perr
