@@ -166,11 +166,14 @@ func (c *checkpoints) sweep(now time.Time) {
 	// when it is here: after a restore replacing an attempt (rewind), the
 	// one the episode goes on from, written before the superseded
 	// attempt's, and of that attempt when the restore replaced its own.
-	at := make(map[string]int, len(live))
+	at, episodes := make(map[string]int, len(live)), map[string]bool{}
 	for i, s := range live {
 		at[s.id] = i
+		if s.episode != "" {
+			episodes[s.episode] = true
+		}
 	}
-	for episode := range c.episodesOf(live) {
+	for episode := range episodes {
 		if info, ok := c.readPointer(latestDir, episode); ok {
 			if j, ok := at[info.ID]; ok && live[j].episode == episode {
 				newest[episode] = j
@@ -283,17 +286,6 @@ func (c *checkpoints) episodeOf(id string) (episode, attempt string, revision in
 		return "", m.Attempt, m.Revision
 	}
 	return worldKey(m.World, m.EpisodeID), m.Attempt, m.Revision
-}
-
-// episodesOf returns the episodes (worldKeys) of live's checkpoints.
-func (c *checkpoints) episodesOf(live []stored) map[string]bool {
-	episodes := map[string]bool{}
-	for _, s := range live {
-		if s.episode != "" {
-			episodes[s.episode] = true
-		}
-	}
-	return episodes
 }
 
 // superseded returns a function reporting whether an attempt was fenced
