@@ -42,7 +42,7 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 			return parseFailure(body, perr, std), http.StatusOK, ""
 		}
 	}
-	var req rpcRequest
+	req := rpcRequest{ID: rpcID(nullID)} // an id left out is null
 	m, ok := members(body)
 	if !ok {
 		return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: Input should be an object", nil), http.StatusOK, ""
@@ -54,19 +54,13 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 		return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: a JSON-RPC response, but this server sends no requests for a client to answer", nil), http.StatusBadRequest, ""
 	}
 	errs := decodeRequired(m, body, nil, &req, "jsonrpc", "method")
-	id := nullID
-	if req.ID != nil {
-		id = json.RawMessage(req.ID)
-	}
+	id := json.RawMessage(req.ID)
 	if len(errs) > 0 {
 		return rpcFailure(id, rpcInvalidRequest, "Invalid request: "+summary(errs), nil), http.StatusOK, ""
 	}
 	_, hasID := m["id"]
 	method := req.Method
-	params := map[string]jsontext.Value{}
-	if req.Params != nil {
-		params, _ = members(jsontext.Value(req.Params))
-	}
+	params, _ := members(jsontext.Value(req.Params)) // none when it has none
 	if strings.HasPrefix(method, "notifications/") {
 		if method == "notifications/cancelled" && std {
 			ws.cancelRequest(params["requestId"], params["reason"])

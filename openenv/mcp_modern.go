@@ -209,12 +209,9 @@ func (s *Server) handleModern(r *http.Request, body []byte) (rpcResponse, int) {
 	if !hasMethod && (hasResult || hasError) {
 		return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: a JSON-RPC response, but this server sends no requests for a client to answer", nil), http.StatusBadRequest
 	}
-	var req rpcRequest
+	req := rpcRequest{ID: rpcID(nullID)} // an id left out is null
 	errs := decodeRequired(m, body, nil, &req, "jsonrpc", "method")
-	id := nullID
-	if req.ID != nil {
-		id = json.RawMessage(req.ID)
-	}
+	id := json.RawMessage(req.ID)
 	if len(errs) > 0 {
 		return rpcFailure(id, rpcInvalidRequest, "Invalid request: "+summary(errs), nil), http.StatusBadRequest
 	}
@@ -230,10 +227,7 @@ func (s *Server) handleModern(r *http.Request, body []byte) (rpcResponse, int) {
 	case string(id) == "null":
 		return rpcFailure(nullID, rpcInvalidRequest, "Invalid request: the id must be a string or an integer; MCP does not allow null", nil), http.StatusBadRequest
 	}
-	params := map[string]jsontext.Value{}
-	if req.Params != nil {
-		params, _ = members(jsontext.Value(req.Params))
-	}
+	params, _ := members(jsontext.Value(req.Params)) // none when it has none
 	if resp, refused := checkModern(r.Header, id, method, params); refused {
 		return resp, http.StatusBadRequest
 	}
