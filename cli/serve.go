@@ -33,7 +33,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	fs := newFlagSet(c.m, "serve")
 	worldName := fs.String("world", c.m.Default, "the world to serve: "+strings.Join(c.m.names(), ", ")+" (env SEAHAVEN_WORLD)")
 	addr := fs.String("addr", "127.0.0.1:8000", "the address to listen on; one other hosts reach needs a token or --insecure-no-token (env SEAHAVEN_ADDR)")
-	allowedHosts := fs.String("allowed-hosts", "", "comma-separated host names the server answers to besides IP addresses and localhost; default: any on a public address, none else on a loopback one (env SEAHAVEN_ALLOWED_HOSTS)")
+	allowedHosts := fs.String("allowed-hosts", "", "comma-separated host names the server answers to besides IP addresses and localhost; default: none for a request reaching a loopback address (a wildcard listener's through 127.0.0.1 too), any for one reaching another (env SEAHAVEN_ALLOWED_HOSTS)")
 	allowedOrigins := fs.String("allowed-origins", "", "comma-separated origins (https://ui.example.com) of other sites' pages that may reset, step, inspect and use /mcp and /ws (env SEAHAVEN_ALLOWED_ORIGINS)")
 	insecure := fs.Bool("insecure-no-token", false, "serve without a token on an address other hosts reach, where anyone who reaches it drives every episode (env SEAHAVEN_INSECURE_NO_TOKEN)")
 	fixturesDir := fs.String("fixtures", "", "the fixtures directory (default: the world's own; env SEAHAVEN_FIXTURES)")

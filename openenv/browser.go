@@ -20,10 +20,12 @@ import (
 //
 //   - a Host the server does not answer to: a DNS name of the attacker's
 //     that resolves to the server (DNS rebinding) makes the page same-origin
-//     with it. IP literals and localhost always pass; a listener on a
-//     loopback address answers to nothing else unless Config.AllowedHosts
-//     names it, and when AllowedHosts is set every listener answers to
-//     those names only. /health and /ready pass, for probes.
+//     with it. IP literals and localhost always pass; a request that
+//     reaches the server on a loopback address (the connection's local
+//     address, so a wildcard listener reached through 127.0.0.1 too)
+//     answers to nothing else unless Config.AllowedHosts names it, and
+//     when AllowedHosts is set every address answers to those names only.
+//     /health, /ready and /accepting pass, for probes.
 //   - a state-changing request (any method but GET, HEAD and OPTIONS) whose
 //     Origin is neither the server's own nor in Config.AllowedOrigins. A
 //     request without Origin (not from a page) passes. /mcp refuses such
@@ -106,7 +108,7 @@ func (s *Server) hostAllowed(r *http.Request) bool {
 	if len(s.cfg.AllowedHosts) > 0 {
 		return slices.ContainsFunc(s.cfg.AllowedHosts, func(a string) bool { return strings.EqualFold(a, host) })
 	}
-	// Not a listener on a loopback address.
+	// Not a request that reached the server on a loopback address.
 	a, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
 	return !ok || !a.IP.IsLoopback()
 }

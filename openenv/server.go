@@ -135,13 +135,14 @@ type Config struct {
 	LargeMessageRate int64
 	// Logger receives the server's logs. Default slog.Default().
 	Logger *slog.Logger
-	// Token, when not empty, is the bearer token every route but /health
-	// and /ready requires (see [Server.RequireToken]).
+	// Token, when not empty, is the bearer token every route but /health,
+	// /ready and /accepting requires (see [Server.RequireToken]).
 	Token string
 	// AllowedHosts are the host names (without port) the server answers to
 	// besides IP literals and localhost; see [Server.Handler]. Empty: a
-	// listener on a loopback address answers to no other name, any other
-	// listener to every name.
+	// request that reaches the server on a loopback address (a loopback
+	// listener's, or a wildcard listener's through 127.0.0.1) answers to no
+	// other name, one that reaches it on any other address to every name.
 	AllowedHosts []string
 	// AllowedOrigins are the origins ("https://ui.example.com") of web pages
 	// other than the server's own that may change state (reset, step,
