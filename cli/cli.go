@@ -176,6 +176,7 @@ Usage:
   PROG healthcheck [--url URL]       exit 0 if a server's /health answers healthy
   PROG bench    [flags]   load-test a server: sessions, latency, memory (docs/scale.md)
   PROG bench echo [--addr A]         a bare WebSocket echo server (the benchmark's floor)
+  PROG bench checkpoint [flags]      checkpoint and restore against resets: latency, CPU, forks (docs/checkpoints.md)
   PROG version
 
 Run "PROG <command> -h" for a command's flags.

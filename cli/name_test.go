@@ -167,3 +167,23 @@ func TestProgName(t *testing.T) {
 		}
 	}
 }
+
+// TestUsage_NamesEverySubcommand holds the usage text to the commands of
+// more than one word that answer -h with flags of their own: each has its
+// line, as every other command does.
+func TestUsage_NamesEverySubcommand(t *testing.T) {
+	usage, _, err := runNamed(t, DefaultName, "help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{{"bench", "echo"}, {"bench", "checkpoint"}, {"new", "world"}} {
+		name := strings.Join(cmd, " ")
+		_, stderr, err := runNamed(t, DefaultName, append(cmd, "-h")...)
+		if !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr, "seahaven "+name) {
+			t.Fatalf("%s -h: %v\n%s", name, err, stderr)
+		}
+		if !strings.Contains(usage, "\n  seahaven "+name+" ") {
+			t.Errorf("the usage text has no line for %s:\n%s", name, usage)
+		}
+	}
+}
