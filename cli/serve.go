@@ -241,16 +241,16 @@ func checkExposure(log *slog.Logger, listeners []net.Listener, addrs []string, t
 		if !ok || tcp.IP.IsLoopback() || token != "" || (i == 1 && agentToken != "") {
 			continue
 		}
-		flag := "--addr"
+		flag, tokens := "--addr", "SEAHAVEN_TOKEN (or --token)"
 		if i == 1 {
-			flag = "--agent-addr"
+			flag, tokens = "--agent-addr", "SEAHAVEN_AGENT_TOKEN (or --agent-token) or "+tokens
 		}
 		if insecure {
 			log.Warn("serving without a token on an address other hosts reach: anyone who reaches it drives every episode", flag, addrs[i])
 			continue
 		}
 		return fmt.Errorf("%s %s is reachable from other hosts and no token is set, so anyone who reaches it could drive every episode: "+
-			"set SEAHAVEN_TOKEN (or --token), listen on 127.0.0.1, or pass --insecure-no-token", flag, addrs[i])
+			"set %s, listen on 127.0.0.1, or pass --insecure-no-token", flag, addrs[i], tokens)
 	}
 	return nil
 }

@@ -176,7 +176,9 @@ func TestServeCommand_Security(t *testing.T) {
 		{"BadIdleTimeoutEnv", map[string]string{"SEAHAVEN_IDLE_TIMEOUT": "forever"}, nil, `SEAHAVEN_IDLE_TIMEOUT="forever": want a duration such as 30s, 5m or 1h (the variable of --idle-timeout)`},
 		{"BadRateEnv", map[string]string{"SEAHAVEN_LARGE_MESSAGE_RATE": "fast"}, nil, `SEAHAVEN_LARGE_MESSAGE_RATE="fast": want an integer`},
 		{"OpenAddressWithoutToken", nil, []string{"--addr", "0.0.0.0:0"}, "is reachable from other hosts and no token is set"},
-		{"OpenAgentAddressWithoutToken", nil, []string{"--agent-addr", "0.0.0.0:0"}, "--agent-addr 0.0.0.0:"},
+		{"OpenAgentAddressWithoutToken", nil, []string{"--agent-addr", "0.0.0.0:0"}, "--agent-addr 0.0.0.0:0 is reachable from other hosts and no token is set"},
+		// The agent token is a way out the agent listener's refusal names.
+		{"OpenAgentAddressWaysOut", nil, []string{"--agent-addr", "0.0.0.0:0"}, ": set SEAHAVEN_AGENT_TOKEN (or --agent-token) or SEAHAVEN_TOKEN (or --token), listen on 127.0.0.1, or pass --insecure-no-token"},
 		{"AgentTokenIsTheToken", map[string]string{"SEAHAVEN_TOKEN": "shared", "SEAHAVEN_AGENT_TOKEN": "shared\n"}, []string{"--agent-addr", "127.0.0.1:0"},
 			"the agent token (SEAHAVEN_AGENT_TOKEN, --agent-token) is the token (SEAHAVEN_TOKEN, --token)"},
 		// Origins no browser sends, whose pages would be refused 403.
