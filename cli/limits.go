@@ -131,18 +131,18 @@ func checkCapacity(l hostLimits, c capacity, prog string) error {
 	if need := fdsNeeded(c); l.NoFile > 0 && need > usable(l.NoFile) {
 		want := roundUp(need * 100 / (100 - headroomPercent))
 		problems = append(problems, fmt.Sprintf(
-			"%d sessions, %d open connections and %d HTTP connections need about %d file descriptors (%d per session, %d per open SQLite connection, %d per HTTP connection, %d reserved, %d%% headroom), "+
-				"but the open-file limit is %d (hard limit %d). Raise it to %d: `ulimit -n %d` in the shell that starts %s "+
+			"%d sessions, %d open connections and %d HTTP connections need about %d file descriptors (%d per session, %d per open SQLite connection and an eighth more pinned by calls in flight, %d per HTTP connection, %d reserved), "+
+				"but the open-file limit is %d (hard limit %d), of which %d are planned (%d%% is left as headroom). Raise it to %d: `ulimit -n %d` in the shell that starts %s "+
 				"(above the hard limit as root, or in /etc/security/limits.conf), LimitNOFILE=%d in a systemd unit, or --ulimit nofile=%d:%d with docker",
-			c.MaxSessions, c.MaxOpen, max(c.MaxConns, 0), need, fdsPerSession, fdsPerConn, fdsPerHTTPConn, fdReserve, headroomPercent,
-			l.NoFile, l.NoFileHard, want, want, prog, want, want, want))
+			c.MaxSessions, c.MaxOpen, max(c.MaxConns, 0), need, fdsPerSession, fdsPerConn, fdsPerHTTPConn, fdReserve,
+			l.NoFile, l.NoFileHard, usable(l.NoFile), headroomPercent, want, want, prog, want, want, want))
 	}
 	if need := mapsNeeded(c); l.MaxMapCount > 0 && need > usable(l.MaxMapCount) {
 		want := roundUp(need * 100 / (100 - headroomPercent))
 		problems = append(problems, fmt.Sprintf(
-			"%d open connections need about %d memory maps (%d per open SQLite connection, %d per parked one, %d reserved, %d%% headroom), "+
-				"but vm.max_map_count is %d. Raise it: `sudo sysctl -w vm.max_map_count=%d` (persist it in /etc/sysctl.d/), or lower --max-open",
-			c.MaxOpen, need, mapsPerConn+mapsPerFileMap, mapsPerConn, mapReserve, headroomPercent, l.MaxMapCount, want))
+			"%d open connections need about %d memory maps (%d per open SQLite connection and an eighth more pinned by calls in flight, %d per parked one, %d reserved), "+
+				"but vm.max_map_count is %d, of which %d are planned (%d%% is left as headroom). Raise it: `sudo sysctl -w vm.max_map_count=%d` (persist it in /etc/sysctl.d/), or lower --max-open",
+			c.MaxOpen, need, mapsPerConn+mapsPerFileMap, mapsPerConn, mapReserve, l.MaxMapCount, usable(l.MaxMapCount), headroomPercent, want))
 	}
 	if len(problems) == 0 {
 		return nil

@@ -45,15 +45,16 @@ func TestCheckCapacity(t *testing.T) {
 	}{
 		{"Fits", capacity{MaxSessions: 10000, MaxOpen: 2048, MaxConns: 1024}, nil},
 		{"TooManySessions", capacity{MaxSessions: 16000, MaxOpen: 2048, MaxConns: 1024}, []string{
-			"16000 sessions, 2048 open connections and 1024 HTTP connections need about 19584 file descriptors",
-			"the open-file limit is 20000 (hard limit 20000)",
+			"16000 sessions, 2048 open connections and 1024 HTTP connections need about 19584 file descriptors " +
+				"(1 per session, 1 per open SQLite connection and an eighth more pinned by calls in flight, 1 per HTTP connection, 256 reserved), " +
+				"but the open-file limit is 20000 (hard limit 20000), of which 18000 are planned (10% is left as headroom). Raise it to 22000",
 			"`ulimit -n 22000`", "LimitNOFILE=22000", "--ulimit nofile=22000:22000",
 			"These limits fit --max-sessions 14416 --max-open 2048 --max-conns 1024; pass --force to start anyway",
 		}},
 		{"TooManyConnections", capacity{MaxSessions: 100, MaxOpen: 30000, MaxConns: 1024}, []string{
 			"need about 35130 file descriptors",
-			"30000 open connections need about 120346 memory maps",
-			"vm.max_map_count is 65530", "`sudo sysctl -w vm.max_map_count=140000`",
+			"30000 open connections need about 120346 memory maps (3 per open SQLite connection and an eighth more pinned by calls in flight, 2 per parked one, 4096 reserved), " +
+				"but vm.max_map_count is 65530, of which 58977 are planned (10% is left as headroom)", "`sudo sysctl -w vm.max_map_count=140000`",
 		}},
 	}
 	for _, tt := range tests {
