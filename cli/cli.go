@@ -91,7 +91,8 @@ func Run(worlds ...*env.World) {
 // of its executable, without .exe, as `go build` and `go run ./cmd/library`
 // name it after the package's directory. `go run main.go` builds the
 // package command-line-arguments into an executable named after its first
-// file (main, in a go-build directory): that one is named after the
+// file (main, in a go-build directory, or in the build cache when it runs
+// one it cached): that one is named after the
 // directory of caller, the package's, where it is known (not under
 // -trimpath). An arg0 that names nothing is DefaultName.
 func progName(arg0, pkg, caller string) string {
@@ -108,12 +109,20 @@ func progName(arg0, pkg, caller string) string {
 	return name
 }
 
-// goRunExe reports whether path is an executable `go run` built: WORK/b001/exe/NAME,
-// in a work directory named go-build….
+// goRunExe reports whether path is an executable `go run` built:
+// WORK/b001/exe/NAME, in a work directory named go-build…, or, run again
+// unchanged, the one it cached in the build cache, GOCACHE/xx/xx…-d/NAME
+// (the directory named by the hexadecimal hash its parent begins).
 func goRunExe(path string) bool {
 	exe := filepath.Dir(path)
 	work := filepath.Dir(filepath.Dir(exe))
-	return filepath.Base(exe) == "exe" && strings.HasPrefix(filepath.Base(work), "go-build")
+	if filepath.Base(exe) == "exe" && strings.HasPrefix(filepath.Base(work), "go-build") {
+		return true
+	}
+	hash, ok := strings.CutSuffix(filepath.Base(exe), "-d")
+	prefix := filepath.Base(filepath.Dir(exe))
+	return ok && len(hash) > len(prefix) && len(prefix) == 2 && strings.HasPrefix(hash, prefix) &&
+		strings.Trim(hash, "0123456789abcdef") == ""
 }
 
 // name returns the name m calls itself: Name, or DefaultName.

@@ -156,6 +156,12 @@ func TestProgName(t *testing.T) {
 		// names the program instead, where the file's path is known.
 		{arg0: "/tmp/go-build123/b001/exe/main", pkg: "command-line-arguments", caller: "/src/library/cmd/library/main.go", want: "library"},
 		{arg0: "/tmp/go-build123/b001/exe/main", pkg: "command-line-arguments", caller: "./main.go", want: "main"}, // -trimpath
+		// Run again unchanged, go run runs the executable it cached in the
+		// build cache, GOCACHE/50/50653e…-d/main: still the package's.
+		{arg0: "/root/.cache/go-build/50/50653e20287b4cbd0d65b4742744b5fdb670430b7528d572fdee7c51d3ac5f34-d/main", pkg: "command-line-arguments", caller: "/src/library/cmd/library/main.go", want: "library"},
+		{arg0: "/root/.cache/go-build/50/50653e20287b4cbd0d65b4742744b5fdb670430b7528d572fdee7c51d3ac5f34-d/main", pkg: "command-line-arguments", caller: "./main.go", want: "main"}, // -trimpath
+		// A directory merely named like one is not the cache's.
+		{arg0: "/srv/50/not-hex-d/main", pkg: "command-line-arguments", caller: "/src/library/cmd/library/main.go", want: "main"},
 		// go build main.go: ./main is what was run.
 		{arg0: "./main", pkg: "command-line-arguments", caller: "/src/library/cmd/library/main.go", want: "main"},
 		{arg0: "library.exe", want: "library"},
