@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -73,6 +74,14 @@ Worlds: `+strings.Join(c.m.names(), ", ")+"\n")
 		shown = *dir
 		if w.Spec().FixturesDir == "" {
 			shown = "the fixtures embedded in world " + w.Name()
+		}
+	}
+	if args[0] != "build" {
+		// A mistyped --dir would otherwise list as an empty directory.
+		if fi, err := os.Stat(*dir); err != nil {
+			return fmt.Errorf("fixtures %s: %w", args[0], err)
+		} else if !fi.IsDir() {
+			return fmt.Errorf("fixtures %s: %s is not a directory", args[0], *dir)
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(c.m.Stderr, nil))

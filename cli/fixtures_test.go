@@ -116,6 +116,30 @@ func TestFixturesCommand_VerifyMissing(t *testing.T) {
 	}
 }
 
+// TestFixturesCommand_NoSuchDir: list and verify of a --dir that is not
+// there, or not a directory, fail naming it, rather than list nothing.
+func TestFixturesCommand_NoSuchDir(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "fixtrues")
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range []string{"list", "verify"} {
+		for dir, want := range map[string]string{
+			missing: "fixtures " + sub + ": stat " + missing + ": no such file or directory",
+			file:    "fixtures " + sub + ": " + file + " is not a directory",
+		} {
+			stdout, _, err := runFixtures(t, sub, "--world", "company", "--dir", dir)
+			if code := exitCode(err); code != 1 || err.Error() != want {
+				t.Errorf("fixtures %s --dir %s: exit code %d (%v), want 1 and %q", sub, dir, code, err, want)
+			}
+			if stdout != "" {
+				t.Errorf("fixtures %s --dir %s printed %q", sub, dir, stdout)
+			}
+		}
+	}
+}
+
 // TestFixturesCommand_VerifyMissingEmbedded: a fixture missing from a
 // world's embedded fixtures is named as missing from them, not from the
 // copy on disk instances are made from.

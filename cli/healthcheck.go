@@ -23,7 +23,7 @@ type HealthcheckCommand struct {
 func (c *HealthcheckCommand) Run(ctx context.Context, args []string) error {
 	fs := newFlagSet(c.m, "healthcheck")
 	url := fs.String("url", envOr("SEAHAVEN_HEALTHCHECK_URL", healthURL(envOr("SEAHAVEN_ADDR", ":8000"))),
-		"the URL to probe (default: /health on the port of SEAHAVEN_ADDR, on 127.0.0.1; env SEAHAVEN_HEALTHCHECK_URL)")
+		"the URL to probe; when not given, /health on 127.0.0.1 at the port of SEAHAVEN_ADDR (env SEAHAVEN_HEALTHCHECK_URL)")
 	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
 	if err := parseNoArgs(c.m, fs, args); err != nil {
 		return err
