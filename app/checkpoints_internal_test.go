@@ -912,20 +912,8 @@ func TestCheckpoints_RetentionKeepsTheRestoredNewest(t *testing.T) {
 func TestCheckpoints_RepointSkipsFenced(t *testing.T) {
 	dir := t.TempDir()
 	b := newTestBackend(t, Config{Checkpoints: dir, CheckpointTTL: time.Hour, CheckpointMaxBytes: 1 << 40})
-	ctx := context.Background()
-	inst, err := b.Open(ctx, openenv.OpenOptions{Fixture: company.AcmeID, EpisodeID: "ep"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inst.Close()
-	checkpoint := func(revision int, attempt string) string {
-		t.Helper()
-		info, err := inst.(openenv.Checkpointer).Checkpoint(ctx, openenv.CheckpointRequest{Revision: revision, Attempt: attempt, Session: json.RawMessage(`{}`)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return info.ID
-	}
+	take := episodeCheckpoints(t, b)
+	checkpoint := func(revision int, attempt string) string { return take(revision, attempt).ID }
 	const (
 		fork      = "1d2e3f40-5a6b-4c7d-8e9f-0a1b2c3d4e5f"
 		attempt   = "0c6f3b62-8d4e-4e0a-9a51-7c1f2b3d4e5f"
@@ -979,20 +967,8 @@ func TestCheckpoints_RepointKeepsWhatTheRestoreKept(t *testing.T) {
 		t.Run(fmt.Sprint("replaced again ", replacedAgain), func(t *testing.T) {
 			dir := t.TempDir()
 			b := newTestBackend(t, Config{Checkpoints: dir, CheckpointTTL: time.Hour, CheckpointMaxBytes: 1 << 40})
-			ctx := context.Background()
-			inst, err := b.Open(ctx, openenv.OpenOptions{Fixture: company.AcmeID, EpisodeID: "ep"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer inst.Close()
-			checkpoint := func(revision int, attempt string) string {
-				t.Helper()
-				info, err := inst.(openenv.Checkpointer).Checkpoint(ctx, openenv.CheckpointRequest{Revision: revision, Attempt: attempt, Session: json.RawMessage(`{}`)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return info.ID
-			}
+			take := episodeCheckpoints(t, b)
+			checkpoint := func(revision int, attempt string) string { return take(revision, attempt).ID }
 			forked := checkpoint(1, fork)
 			earlier := checkpoint(1, fenceAttempt)
 			restored := checkpoint(2, fenceAttempt)
@@ -1089,15 +1065,24 @@ const fenceAttempt = "0c6f3b62-8d4e-4e0a-9a51-7c1f2b3d4e5f"
 // fenceAttempt.
 func fenceableAttempt(t *testing.T, b *Backend) func(revision int) openenv.CheckpointInfo {
 	t.Helper()
+	checkpoint := episodeCheckpoints(t, b)
+	return func(revision int) openenv.CheckpointInfo { return checkpoint(revision, fenceAttempt) }
+}
+
+// episodeCheckpoints opens an acme instance of episode "ep" on b, closed
+// when the test ends, and returns a function that checkpoints it as
+// attempt at revision.
+func episodeCheckpoints(t *testing.T, b *Backend) func(revision int, attempt string) openenv.CheckpointInfo {
+	t.Helper()
 	ctx := context.Background()
 	inst, err := b.Open(ctx, openenv.OpenOptions{Fixture: company.AcmeID, EpisodeID: "ep"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { inst.Close() })
-	return func(revision int) openenv.CheckpointInfo {
+	return func(revision int, attempt string) openenv.CheckpointInfo {
 		t.Helper()
-		info, err := inst.(openenv.Checkpointer).Checkpoint(ctx, openenv.CheckpointRequest{Revision: revision, Attempt: fenceAttempt, Session: json.RawMessage(`{}`)})
+		info, err := inst.(openenv.Checkpointer).Checkpoint(ctx, openenv.CheckpointRequest{Revision: revision, Attempt: attempt, Session: json.RawMessage(`{}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
