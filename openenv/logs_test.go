@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/seahaven/seahaven/app"
+	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/internal/testfs"
 	"github.com/seahaven/seahaven/openenv"
@@ -150,5 +151,57 @@ func TestServer_LogsClipClientText(t *testing.T) {
 	}
 	if !seen["openenv: inspect query failed"] || !seen["openenv: tool call failed"] || !seen["openenv: reset failed"] {
 		t.Errorf("the failures are not logged:\n%.2000s", logs.String())
+	}
+}
+
+// TestServer_LogsToolErrorCause: a world's error handler that turns a
+// driver error into a sentence for the agent keeps the error as its
+// *env.ToolError's Err "for logs"; the failed call's record carries it as
+// cause, where before the log said only what the agent saw. A cause the
+// message already says is not repeated.
+func TestServer_LogsToolErrorCause(t *testing.T) {
+	w := env.NewWorld(env.WorldSpec{Name: "hidden", Version: "1", Schema: "CREATE TABLE t (id INTEGER PRIMARY KEY) STRICT;"})
+	w.Use(func(c *env.Ctx, next func() (any, error)) (any, error) {
+		out, err := next()
+		if _, ok := env.AsToolError(err); err == nil || ok {
+			return out, err
+		}
+		return nil, &env.ToolError{Kind: env.KindExecution, Message: c.Call.Tool + " failed; nothing was changed", Err: err}
+	})
+	env.Tool(w, "misspelt", "Writes to a table that is not there.", func(c *env.Ctx, _ struct{}) (any, error) {
+		_, err := c.DB.Exec("INSERT INTO tt (id) VALUES (1)")
+		return nil, err
+	})
+	env.Tool(w, "refuse", "Refuses in the product's words.", func(c *env.Ctx, _ struct{}) (any, error) {
+		return nil, env.Errorf("not today")
+	})
+	var logs testfs.Buffer
+	s := mustServeWorld(t, w, app.Config{}, openenv.Config{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset"}`)
+	reply := roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"misspelt","arguments":{}}}`)
+	if msg := str(t, reply, "data.observation.error.message"); msg != "misspelt failed; nothing was changed" {
+		t.Fatalf("the agent sees %q", msg)
+	}
+	roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"refuse","arguments":{}}}`)
+	roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"refuse","arguments":{"x":1}}}`)
+	causes := map[string]any{}
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line is not JSON: %v\n%s", err, line)
+		}
+		if rec["msg"] == "openenv: tool call failed" {
+			causes[rec["err"].(string)] = rec["cause"]
+		}
+	}
+	if len(causes) != 3 {
+		t.Fatalf("%d failed calls logged, want 3:\n%s", len(causes), logs.String())
+	}
+	for msg, cause := range causes {
+		want := msg == "misspelt failed; nothing was changed"
+		if got, _ := cause.(string); want != strings.Contains(got, "no such table: tt") || !want && cause != nil {
+			t.Errorf("the record of %q has cause %v", msg, cause)
+		}
 	}
 }

@@ -386,8 +386,12 @@ func (s *Server) observeCall(ctx context.Context, start time.Time, inst Instance
 	if outcome == env.KindTimeout {
 		level = slog.LevelWarn
 	}
-	s.log.Log(ctx, level, "openenv: tool call failed", append(sessionAttrs(ctx), durationMS(d),
-		"tool", clip(name, 128), "error_type", out.err.Kind, "err", clip(out.err.Message, maxLogText))...)
+	attrs := append(sessionAttrs(ctx), durationMS(d),
+		"tool", clip(name, 128), "error_type", out.err.Kind, "err", clip(out.err.Message, maxLogText))
+	if out.cause != nil {
+		attrs = append(attrs, "cause", clip(out.cause.Error(), maxLogText))
+	}
+	s.log.Log(ctx, level, "openenv: tool call failed", attrs...)
 }
 
 // observeInspect records one inspect query that started at start, and

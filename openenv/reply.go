@@ -77,6 +77,10 @@ func listTools[T any](tools []env.ToolInfo, entry func(t env.ToolInfo, input jso
 type toolOutcome struct {
 	result json.RawMessage // the tool's result encoded as JSON, when err is nil
 	err    *env.ToolError  // the failure the agent sees
+	// cause is what err's message does not say of the failure: the Err of
+	// a world's *env.ToolError, which the agent never sees (an error
+	// handler's hidden constraint or driver error), for the log.
+	cause error
 	// wrapped says the tool's output schema declares its structured
 	// content as {"result": <result>} (env.ToolInfo.ResultWrapped).
 	wrapped bool

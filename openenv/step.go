@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/seahaven/seahaven/env"
@@ -255,6 +256,7 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 		}
 		if err != nil {
 			out.err, out.noStep = toolError(cctx, err, name, timeout), errors.Is(err, env.ErrNoStep)
+			out.cause = hiddenCause(err, out.err.Message)
 			out.cancelled = errors.Is(err, context.Canceled) && !errors.Is(context.Cause(cctx), context.DeadlineExceeded)
 			return
 		}
@@ -356,6 +358,17 @@ func toolError(ctx context.Context, err error, name string, timeout time.Duratio
 		return &env.ToolError{Kind: env.KindTimeout, Message: msg}
 	}
 	return &env.ToolError{Kind: env.KindExecution, Message: err.Error()}
+}
+
+// hiddenCause returns the cause an *env.ToolError in err's chain keeps
+// from the agent (its Err), unless msg, the message the agent sees,
+// already says it.
+func hiddenCause(err error, msg string) error {
+	te, ok := errors.AsType[*env.ToolError](err)
+	if !ok || te.Err == nil || strings.Contains(msg, te.Err.Error()) {
+		return nil
+	}
+	return te.Err
 }
 
 // state returns the session's state document. It does not count as activity.
