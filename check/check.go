@@ -66,6 +66,7 @@ var Rules = []Rule{
 	{"SH405", SeverityError, false, "a fixture node's file is missing or not a readable SQLite database"},
 	{"SH406", SeverityError, false, "a fixture's nodes disagree with the world's composition"},
 	{"SH407", SeverityError, false, "a task of the world does not load or does not fit its composition"},
+	{"SH408", SeverityError, false, "a world's DefaultFixture is not one of its fixtures"},
 	{"SH502", SeverityError, false, "a struct declared with env.DeclareWorlds names a child no AddWorld registered"},
 	{"SH503", SeverityWarning, false, "a registered child name no declared struct annotates"},
 	{"SH504", SeverityError, false, "the world's composition does not seal"},
@@ -167,8 +168,8 @@ func at(where string, w *env.World) string {
 // its declared child names (SH502, SH503), its agent surface (SH206,
 // SH207), each of its own fixtures (SH401–SH406), in its FixturesDir or,
 // when it has none, in its embedded Fixtures, and its tasks (SH407): those
-// declared in Go and those of the tasks file beside its fixtures.
-// The findings are sorted (see Sort). A world's own test can call it; a nil
+// declared in Go and those of the tasks file beside its fixtures, and its
+// DefaultFixture (SH408). The findings are sorted (see Sort). A world's own test can call it; a nil
 // slice means the world checks clean.
 func World(ctx context.Context, w *env.World) []Finding {
 	sealed, err := composition.Seal(w) // sealed is nil when err is not
@@ -182,6 +183,7 @@ func World(ctx context.Context, w *env.World) []Finding {
 	fixtures, root := fixturesOf(w)
 	fs = append(fs, fixtureFindings(ctx, w, sealed, fixtures, root)...)
 	fs = append(fs, taskFindings(w, sealed, fixtures, root)...)
+	fs = append(fs, defaultFixtureFindings(w, fixtures)...)
 	Sort(fs)
 	return fs
 }

@@ -37,6 +37,8 @@
 //     not fit the world (a tool not on the surface, a startup keyword no
 //     hook accepts, a table pattern naming no node, a fixture the world
 //     does not have, an id declared twice).
+//   - SH408 (error): the world's DefaultFixture is not one of its fixtures,
+//     so a server of the world refuses to start.
 //   - SH502 (error): a struct declared with env.DeclareWorlds names a child no
 //     AddWorld registered.
 //   - SH503 (warning): a registered child no declared struct names.

@@ -82,6 +82,25 @@ func taskFindings(w *env.World, sealed *composition.Sealed, fsys fs.FS, root str
 	return out
 }
 
+// defaultFixtureFindings reports SH408, at the world's NewWorld line, when
+// its DefaultFixture is not one of the fixtures of fsys, its fixtures
+// directory: a server of the world would refuse to start.
+func defaultFixtureFindings(w *env.World, fsys fs.FS) []Finding {
+	id := w.Spec().DefaultFixture
+	if id == "" {
+		return nil
+	}
+	fixtures := fixtureIDs(fsys)
+	if slices.Contains(fixtures, id) {
+		return nil
+	}
+	have := "it has none"
+	if len(fixtures) > 0 {
+		have = "its fixtures: " + strings.Join(fixtures, ", ")
+	}
+	return []Finding{finding(at("", w), "SH408", "world %s: DefaultFixture %q is not one of its fixtures (%s), so a server of the world refuses to start", w.Name(), id, have)}
+}
+
 // fixtureIDs returns the ids of the fixtures of fsys, a world's fixtures
 // directory: its directories that hold a sidecar, whole or not (a broken
 // one is SH401's). A nil fsys holds none.

@@ -163,3 +163,29 @@ func currentLine() int {
 	_, _, line, _ := runtime.Caller(1)
 	return line
 }
+
+// TestWorld_DefaultFixture: a DefaultFixture the world's fixtures do not
+// hold is SH408 at its NewWorld line, where before the world checked clean
+// and its server refused to start; one they hold is clean.
+func TestWorld_DefaultFixture(t *testing.T) {
+	spec := env.WorldSpec{Name: "staffing", Version: "1.0.0", Schema: staffSchema}
+	spec.FixturesDir = compositiontest.Fixture(t, env.NewWorld(spec), composition.Options{}, "demo", func(*composition.Instance) {})
+	spec.DefaultFixture = "dmo"
+	w := env.NewWorld(spec)
+	line := currentLine() - 1
+	self, _, _ := check.SplitPos(w.Where())
+	got := check.Format(check.World(context.Background(), w))
+	want := fmt.Sprintf("%s:%d:1: SH408 error: world staffing: DefaultFixture \"dmo\" is not one of its fixtures (its fixtures: demo), so a server of the world refuses to start\n", self, line)
+	if got != want {
+		t.Errorf("findings:\n%s\nwant\n%s", got, want)
+	}
+	spec.DefaultFixture = "demo"
+	if fs := check.World(context.Background(), env.NewWorld(spec)); len(fs) > 0 {
+		t.Errorf("a default fixture the world has: %s", check.Format(fs))
+	}
+	spec.FixturesDir = ""
+	got = check.Format(check.World(context.Background(), env.NewWorld(spec)))
+	if !strings.Contains(got, `SH408 error: world staffing: DefaultFixture "demo" is not one of its fixtures (it has none)`) {
+		t.Errorf("a world without fixtures: findings:\n%s", got)
+	}
+}

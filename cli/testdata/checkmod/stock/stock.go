@@ -1,5 +1,5 @@
 // Package stock embeds its fixtures and tasks; a task names a tool the
-// world does not have.
+// world does not have, and its default fixture is none of its fixtures.
 package stock
 
 import (
@@ -17,7 +17,7 @@ var Fixtures, _ = fs.Sub(fixtures, "fixtures")
 
 // World is the stock world.
 var World = env.NewWorld(env.WorldSpec{
-	Name: "stock", Version: "1.0.0", Fixtures: Fixtures,
+	Name: "stock", Version: "1.0.0", Fixtures: Fixtures, DefaultFixture: "demo",
 	Schema: `CREATE TABLE items (id TEXT PRIMARY KEY) STRICT;`,
 })
 
