@@ -145,15 +145,18 @@ type Store struct {
 	pool      *Pool
 	pins      atomic.Int32
 
-	mu       sync.Mutex // guards cn, closed, data, rng, frames, captures, undo, written and meta
-	cn       *conn      // nil while released
-	closed   bool
-	data     []byte // the file's content while it is not written yet (Options.Data)
-	rng      *rand.PCG
-	frames   []*Frame
-	captures []*Capture
-	undo     uint64 // moves whenever rows may have changed without a preupdate event
-	written  int64  // pages written by the connections closed so far and harvested from the open one (see Written)
+	mu     sync.Mutex // guards cn, closed, data, rng, frames, captures, undo, written and meta
+	cn     *conn      // nil while released
+	closed bool
+	data   []byte // the file's content while it is not written yet (Options.Data)
+	rng    *rand.PCG
+	frames []*Frame
+	// rawCommit is set when a COMMIT or END on the raw connection rolled
+	// the frames' transaction back, so that their Commit says why.
+	rawCommit bool
+	captures  []*Capture
+	undo      uint64 // moves whenever rows may have changed without a preupdate event
+	written   int64  // pages written by the connections closed so far and harvested from the open one (see Written)
 	// meta and metaVersion keep the capture metadata of the last connection
 	// and the schema cookie it was loaded at, so a reopened connection skips
 	// reloading it while the schema is unchanged.
@@ -640,6 +643,7 @@ func (s *Store) Conn(ctx context.Context) (*sqlite3.Conn, error) {
 				return true
 			}
 			cn.noteUndo()
+			s.rawCommit = true
 			return false
 		})
 		c = cn.c

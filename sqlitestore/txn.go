@@ -45,6 +45,7 @@ func (s *Store) Begin(ctx context.Context) (*Frame, error) {
 		fr := &Frame{s: s, ddlSeq: cn.ddlSeq, rollbacks: cn.rollbacks}
 		sql := "BEGIN IMMEDIATE"
 		if cn.c.GetAutocommit() {
+			s.rawCommit = false
 			s.harvestWritesLocked() // what autocommitted before it stays
 			if err := s.lockModeLocked(cn); err != nil {
 				return err
@@ -68,6 +69,10 @@ func (s *Store) Begin(ctx context.Context) (*Frame, error) {
 	})
 	return f, err
 }
+
+// errRawCommit is what Commit returns for a frame whose transaction a
+// COMMIT or END on the raw connection rolled back.
+var errRawCommit = fmt.Errorf("%w: a COMMIT or END run on the raw connection (Store.Conn) while frames were open rolled it back, for the store's transactions are its frames", ErrRolledBack)
 
 // frameSavepoint begins the names of the savepoints of inner frames.
 const frameSavepoint = "sqlitestore_"
@@ -295,6 +300,9 @@ func (f *Frame) Commit() error {
 		}
 		if s.endLostLocked(cn, f) || !slices.Contains(s.frames, f) {
 			f.done = true
+			if s.rawCommit {
+				return errRawCommit
+			}
 			return ErrRolledBack
 		}
 		if s.frames[len(s.frames)-1] != f {

@@ -533,8 +533,9 @@ func TestStore_RawCommitInAFrame(t *testing.T) {
 				if s.InTransaction() {
 					t.Fatal("the transaction is still open")
 				}
-				if err := f.Commit(); !errors.Is(err, sqlitestore.ErrRolledBack) {
-					t.Errorf("Commit = %v, want ErrRolledBack", err)
+				const why = "sqlitestore: transaction was rolled back: a COMMIT or END run on the raw connection (Store.Conn) while frames were open rolled it back, for the store's transactions are its frames"
+				if err := f.Commit(); !errors.Is(err, sqlitestore.ErrRolledBack) || err.Error() != why {
+					t.Errorf("Commit = %v, want ErrRolledBack saying why", err)
 				}
 				outer.Rollback()
 				if got := MustOne(t, s, `SELECT count(*) FROM t`); got != int64(0) {
@@ -545,6 +546,17 @@ func TestStore_RawCommitInAFrame(t *testing.T) {
 				}
 				if got := MustOne(t, s, `SELECT count(*) FROM t`); got != int64(1) {
 					t.Errorf("rows after the raw transaction = %v, want 1", got)
+				}
+				// A later transaction lost otherwise does not say COMMIT.
+				f, err = s.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := c.Exec(`ROLLBACK`); err != nil {
+					t.Fatal(err)
+				}
+				if err := f.Commit(); err != sqlitestore.ErrRolledBack {
+					t.Errorf("Commit after a raw ROLLBACK = %v, want ErrRolledBack", err)
 				}
 			})
 		}
