@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -107,6 +108,13 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		// app.Config reads zero as its default; no reserve beyond the
 		// instance's files is one byte.
 		*minFreeDisk = 1
+	}
+	if *fixturesDir != "" {
+		// Not refused: fixtures are read as they come, and a volume may be
+		// mounted later. But a mistyped path would serve no fixture silently.
+		if fi, err := os.Stat(*fixturesDir); err != nil || !fi.IsDir() {
+			logger.Warn("serve: the --fixtures directory is not there (yet): no fixture is served until it is", "dir", *fixturesDir)
+		}
 	}
 	backend, err := app.New(w, app.Config{
 		FixturesDir: *fixturesDir, DefaultFixture: *fixtureID, InstanceRoot: *instances, Logger: logger,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -15,6 +16,7 @@ import (
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/internal/testfs"
 )
 
 // TestServeCommand_Web serves the company world on :0 and checks that the
@@ -109,6 +111,27 @@ func TestServeCommand_SchemaDoesNotApply(t *testing.T) {
 	want := `world broken: the schema does not apply: sqlitestore: near ")": syntax error`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("serve: %v, want an error saying %s", err, want)
+	}
+}
+
+// TestServeCommand_FixturesDirNotThere: serve of a --fixtures directory
+// that is not there starts, for fixtures may arrive later, but warns that
+// it serves no fixture, where before a mistyped path served none silently.
+func TestServeCommand_FixturesDirNotThere(t *testing.T) {
+	w := env.NewWorld(env.WorldSpec{Name: "stock", Version: "1.0.0", Schema: `CREATE TABLE items (id TEXT PRIMARY KEY) STRICT;`})
+	var stderr testfs.Buffer
+	m := New(w)
+	m.Stdout, m.Stderr = io.Discard, &stderr
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	missing := filepath.Join(t.TempDir(), "fixtrues")
+	cmd := &ServeCommand{m: m, Listening: func(string) { cancel() }}
+	if err := cmd.Run(ctx, []string{"--addr", "127.0.0.1:0", "--instances", t.TempDir(), "--fixtures", missing, "--log-level", "warn"}); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	want := `"level":"WARN","msg":"serve: the --fixtures directory is not there (yet): no fixture is served until it is","dir":"` + missing + `"`
+	if !strings.Contains(stderr.String(), want) {
+		t.Errorf("serve's log does not warn %q:\n%s", want, stderr.String())
 	}
 }
 
