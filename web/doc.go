@@ -21,7 +21,8 @@
 //     A session its server drained (closed with 1012 and "checkpoint <id>")
 //     is restored from that checkpoint into a new one at a click; a restore
 //     the new session refuses leaves the id in the form's Checkpoint field,
-//     to try again or replace.
+//     to try again or replace, and nothing of the drained session's
+//     episode shown: the new session has none yet.
 //   - Composition: the sealed tree of the served world drawn as a tree
 //     (canonical paths, worlds and versions, scopes, aliases, schema hashes,
 //     store files) with its AddWorld edges (name, tool prefix, allow and

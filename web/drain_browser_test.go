@@ -128,10 +128,12 @@ func TestUI_Browser_DrainRestore(t *testing.T) {
 
 // TestUI_Browser_DrainRestoreRefused restores a drained session's
 // checkpoint that the new session cannot read (its directory moved away,
-// as when it expired): the refusal is shown, and the checkpoint's id is
-// left in the reset form's Checkpoint field, whose Reset restores it once
-// it can be read, the episode's other fields set aside, where before the
-// page offered the checkpoint no more.
+// as when it expired): the refusal is shown, the drained session's
+// episode facts, tools, timeline and change log are gone, as the new
+// session has no episode, and the checkpoint's id is left in the reset
+// form's Checkpoint field, whose Reset restores it once it can be read,
+// the episode's other fields set aside, where before the page offered the
+// checkpoint no more.
 func TestUI_Browser_DrainRestoreRefused(t *testing.T) {
 	ctx, checkpoints, id := mustDrainedPage(t)
 	dir, away := filepath.Join(checkpoints, id), filepath.Join(t.TempDir(), id)
@@ -154,15 +156,23 @@ func TestUI_Browser_DrainRestoreRefused(t *testing.T) {
 	if want := []string{id, "true", "drained-episode"}; strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("checkpoint, other fields disabled, episode id = %q, want %q", got, want)
 	}
+	// The new session has no episode: nothing of the drained one's is
+	// shown, as if it were the new session's.
+	shown, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[JSON.stringify(document.getElementById("episode").dataset),
+		document.getElementById("episode").textContent, document.getElementById("tools").textContent,
+		String(document.getElementById("tool-detail").hidden), document.getElementById("timeline").textContent,
+		document.getElementById("grading").textContent, document.getElementById("changelog").textContent]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"{}", "", "", "true", "", "", ""}; strings.Join(shown, "|") != strings.Join(want, "|") {
+		t.Errorf("episode data, episode, tools, tool detail hidden, timeline, grading, change log = %q, want %q: the drained session's gone", shown, want)
+	}
 
 	if err := os.Rename(away, dir); err != nil {
 		t.Fatal(err)
 	}
 	run(t, ctx, "restore it again from the form",
-		// The drained session's facts and timeline are still shown: set
-		// them aside, so that only the restore's draws them again.
-		chromedp.Evaluate[chromedp.Void](`document.getElementById("episode").dataset.steps = "";
-			document.getElementById("timeline").replaceChildren()`),
 		chromedp.WaitEnabled(chromedp.ID("reset-btn")),
 		chromedp.Click(chromedp.ID("reset-btn")),
 		chromedp.WaitVisible(chromedp.CSS(`#episode[data-episode="drained-episode"][data-steps="1"]`)),

@@ -103,6 +103,9 @@ async function connect(checkpoint) {
   }
   setStatus("open", "connected");
   banner(null);
+  // The new session has no episode until its reset: what the page showed
+  // was the ended session's.
+  clearEpisode();
   await reset(checkpoint);
   refreshSessions();
 }
@@ -195,10 +198,7 @@ async function reset(checkpoint) {
       ui.others = new Set(list.filter((x) => x.transport === "ws" && x.episode_id === opts.episode_id).map((x) => x.ref));
     }
     await ui.session.reset(opts);
-    ui.callTools.clear();
-    ui.seenCalls.clear();
-    $("call-result").hidden = true;
-    showError($("call-error"), null);
+    clearEpisode();
     await Promise.all([loadTools(), refreshState(), loadTables()]);
     await refreshTimeline();
   } catch (err) {
@@ -210,6 +210,22 @@ async function reset(checkpoint) {
   } finally {
     btn.disabled = false;
   }
+}
+
+// clearEpisode empties the playground of the episode it showed: its facts,
+// tools, the last call's outcome, grading, timeline, change log and
+// tables. The selected tool is kept, to be selected again among the next
+// episode's tools.
+function clearEpisode() {
+  ui.episode = null;
+  ui.tools = [];
+  ui.callTools.clear();
+  ui.seenCalls.clear();
+  clear("episode", "tools", "tools-count", "grading", "timeline", "timeline-count", "changelog", "changes-count", "table-list");
+  $("tool-empty").hidden = false;
+  $("tool-detail").hidden = true;
+  $("call-result").hidden = true;
+  showError($("call-error"), null);
 }
 
 async function loadTools() {
@@ -373,17 +389,23 @@ function watch(ref) {
   else location.hash = "#watch";
 }
 
-// clearWatch empties the Watch tab of the session it showed, so that an
-// ended one's facts, grading and timeline do not stay below the message
-// that it ended, looking live.
-function clearWatch() {
-  for (const id of ["watch-facts", "watch-grading", "watch-timeline"]) {
+// clear empties the elements with the given ids, their data attributes
+// too, of the session they showed, so that an ended one's do not stay,
+// looking live: the Watch tab's once its session ended, the playground's
+// once a new session replaced the page's.
+function clear(...ids) {
+  for (const id of ids) {
     const el = $(id);
     for (const k of Object.keys(el.dataset)) delete el.dataset[k];
     el.replaceChildren();
   }
-  $("watch-count").textContent = "";
-  $("watch-updated").textContent = "";
+}
+
+// clearWatch empties the Watch tab of the session it showed, so that an
+// ended one's facts, grading and timeline do not stay below the message
+// that it ended, looking live.
+function clearWatch() {
+  clear("watch-facts", "watch-grading", "watch-timeline", "watch-count", "watch-updated");
 }
 
 // refreshWatch draws the watched session, read-only; the Watch tab polls it
