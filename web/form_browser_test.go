@@ -91,7 +91,10 @@ func TestUI_Browser_FormBounds(t *testing.T) {
 // reset form, as the tool form is checked: -1 (under the minimum) and 1e
 // (text no number, which the input reads as empty) each say under the
 // seed what is wrong and reset nothing, where the browser's own tooltip
-// refused -1 and 1e reset with no seed at all; 7 resets with seed 7.
+// refused -1 and 1e reset with no seed at all; 7 resets with seed 7. The
+// bound above is checked exactly: 2^63 is refused under the seed, where
+// before the page let it pass, as the same Number as 2^63-1, and only the
+// server's refusal said so, and 2^63-1 resets with it.
 func TestUI_Browser_ResetSeedChecked(t *testing.T) {
 	fixturesDir, _ := mustFixtures(t)
 	base := mustServeCompany(t, fixturesDir)
@@ -141,5 +144,31 @@ func TestUI_Browser_ResetSeedChecked(t *testing.T) {
 		chromedp.WaitNotVisible(chromedp.ID("reset-error")))
 	if got := strings.Join(strings.Fields(textOf(t, ctx, "#episode")), " "); !strings.HasSuffix(got, "seed 7") {
 		t.Errorf("episode facts %q, want seed 7", got)
+	}
+
+	// The server takes seeds up to 2^63-1: one past it, the same Number
+	// as 2^63-1, is refused under the seed, exactly.
+	run(t, ctx, "reset with seed 2^63",
+		clear,
+		chromedp.SetValue(chromedp.ID("reset-episode"), "seeded-max"),
+		chromedp.SendKeys(chromedp.ID("reset-seed"), "9223372036854775808"),
+		chromedp.WaitVisible(chromedp.CSS(seedError)),
+		chromedp.Click(chromedp.ID("reset-btn")),
+		chromedp.WaitVisible(chromedp.ID("reset-error")))
+	if got := textOf(t, ctx, seedError); !strings.Contains(got, "seed") || !strings.Contains(got, "≤ 9223372036854775807") {
+		t.Errorf("the seed's error = %q, want it to name seed and its maximum 9223372036854775807", got)
+	}
+	if got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("episode").dataset.episode`)); err != nil || got != "seeded" {
+		t.Errorf("episode %q (%v), want seeded: no reset made", got, err)
+	}
+	run(t, ctx, "reset with seed 2^63-1",
+		clear,
+		chromedp.SendKeys(chromedp.ID("reset-seed"), "9223372036854775807"),
+		chromedp.WaitNotVisible(chromedp.CSS(seedError)),
+		chromedp.Click(chromedp.ID("reset-btn")),
+		chromedp.WaitVisible(chromedp.CSS(`#episode[data-episode="seeded-max"]`)),
+		chromedp.WaitNotVisible(chromedp.ID("reset-error")))
+	if got := strings.Join(strings.Fields(textOf(t, ctx, "#episode")), " "); !strings.HasSuffix(got, "seed 9223372036854775807") {
+		t.Errorf("episode facts %q, want seed 9223372036854775807", got)
 	}
 }

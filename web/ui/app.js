@@ -13,6 +13,8 @@ import { renderGrading, renderTimeline } from "./timeline.js";
 
 const SESSIONS_EVERY_MS = 3000;
 const WATCH_EVERY_MS = 1000;
+// MAX_SEED is the largest seed a reset takes, 2^63-1 (an int64).
+const MAX_SEED = 2n ** 63n - 1n;
 
 const ui = {
   session: null,
@@ -131,7 +133,7 @@ function readStartup() {
 // when a reset reads it.
 const resetChecks = {
   seed: checkField($("reset-seed"), $("reset-seed-error"),
-    numberReader($("reset-seed"), { type: "integer", minimum: 0 }, "seed", "its")),
+    numberReader($("reset-seed"), { type: "integer", minimum: 0, maximum: MAX_SEED }, "seed", "its")),
   startup: checkField($("reset-startup"), $("reset-startup-error"), readStartup),
 };
 
@@ -349,7 +351,7 @@ function renderEpisode(doc) {
     fact("steps", String(doc.step_count)),
     fact("now", h("code", {}, doc.now)),
     fact("clock", doc.clock_mode),
-    fact("seed", String(doc.seed)));
+    fact("seed", cell(doc.seed))); // past 2^53, as parseJSON keeps it
 }
 
 // ownRef finds this page's session among the live ones: by its episode id

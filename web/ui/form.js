@@ -7,7 +7,7 @@
 // The reset form checks its own fields the same way, with checkField and
 // numberReader.
 
-import { h, parseJSON, showError } from "./dom.js";
+import { h, isNumber, parseJSON, showError } from "./dom.js";
 
 // baseType returns a schema's JSON type, ignoring "null" in a type list.
 function baseType(s) {
@@ -123,21 +123,36 @@ function describeType(s) {
   return bits.length ? `${t}, ${bits.join(", ")}` : t;
 }
 
-// bound returns what is wrong with the number n against the schema s's
-// bounds, or "" when it is within them; whose names whose bounds they are.
+// exact returns the number v (a Number, a BigInt, or a JSON number
+// parseJSON keeps as its text) as one that compares exactly: an integer
+// as a BigInt, which < and > compare with a Number by their values, where
+// two Numbers may be rounded alike (2^63 and 2^63-1 are one Number).
+// Anything else is undefined.
+function exact(v) {
+  if (typeof v === "number" || typeof v === "bigint") return v;
+  if (!isNumber(v)) return undefined;
+  const text = JSON.stringify(v);
+  return /^-?\d+$/.test(text) ? BigInt(text) : Number(text);
+}
+
+// bound returns what is wrong with the number n (as exact returns it)
+// against the schema s's bounds, or "" when it is within them; whose names
+// whose bounds they are.
 function bound(s, path, n, whose) {
-  const num = (b) => typeof b === "number";
-  if (num(s.minimum) && n < s.minimum) return `${path} must be ≥ ${s.minimum}, ${whose} minimum`;
-  if (num(s.maximum) && n > s.maximum) return `${path} must be ≤ ${s.maximum}, ${whose} maximum`;
-  if (num(s.exclusiveMinimum) && n <= s.exclusiveMinimum) return `${path} must be > ${s.exclusiveMinimum}, ${whose} exclusive minimum`;
-  if (num(s.exclusiveMaximum) && n >= s.exclusiveMaximum) return `${path} must be < ${s.exclusiveMaximum}, ${whose} exclusive maximum`;
+  const [min, max, xmin, xmax] = [s.minimum, s.maximum, s.exclusiveMinimum, s.exclusiveMaximum].map(exact);
+  if (min !== undefined && n < min) return `${path} must be ≥ ${min}, ${whose} minimum`;
+  if (max !== undefined && n > max) return `${path} must be ≤ ${max}, ${whose} maximum`;
+  if (xmin !== undefined && n <= xmin) return `${path} must be > ${xmin}, ${whose} exclusive minimum`;
+  if (xmax !== undefined && n >= xmax) return `${path} must be < ${xmax}, ${whose} exclusive maximum`;
   return "";
 }
 
 // numberReader returns the reader of el, an input of type number for the
 // integer or number schema s, named path: its value, or undefined when it
 // is empty; text it cannot parse is refused, and, read strictly, so is a
-// value outside the bounds of s, which whose says whose they are.
+// value outside the bounds of s, which whose says whose they are. An
+// integer typed is checked as typed, exactly, against bounds that may be
+// BigInts.
 export function numberReader(el, s, path, whose = "its schema's") {
   const t = baseType(s);
   const what = t === "integer" ? "an integer" : "a number";
@@ -149,11 +164,12 @@ export function numberReader(el, s, path, whose = "its schema's") {
     if (text === "") return undefined;
     const n = Number(text);
     if (!Number.isFinite(n) || (t === "integer" && !Number.isInteger(n))) throw new Error(`${path} must be ${what}`);
-    const wrong = strict ? bound(s, path, n, whose) : "";
+    const digits = /^-?(0|[1-9]\d*)$/.test(text);
+    const wrong = strict ? bound(s, path, digits ? BigInt(text) : n, whose) : "";
     if (wrong) throw new Error(wrong);
     // An integer past 2^53 is sent with the digits typed, as parseJSON
     // keeps one, not rounded to the nearest Number.
-    return !Number.isSafeInteger(n) && /^-?(0|[1-9]\d*)$/.test(text) ? parseJSON(text) : n;
+    return !Number.isSafeInteger(n) && digits ? parseJSON(text) : n;
   };
 }
 
