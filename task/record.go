@@ -43,10 +43,11 @@ type Header struct {
 	WorldVersion string `json:"world_version"`
 	// Fixture is the fixture id, or "" for genesis.
 	Fixture string `json:"fixture"`
-	// FixtureSHA256 holds the SHA-256 of each of the fixture's files, as
-	// its sidecar gives them: a replay on another fixture of the same id
-	// is refused, rather than reported as nondeterministic. Absent in
-	// recordings made before it was written.
+	// FixtureSHA256 holds the SHA-256 of each of the fixture's files, by
+	// node path, as the state document's fixture.file_sha256 has them: a
+	// replay on another fixture of the same id is refused, rather than
+	// reported as nondeterministic. Absent in recordings made before it
+	// was written.
 	FixtureSHA256 map[string]string `json:"fixture_sha256,omitempty"`
 	// Seed is the instance seed.
 	Seed int64 `json:"seed"`

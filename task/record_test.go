@@ -181,8 +181,8 @@ func TestReplayTrajectory_Errors(t *testing.T) {
 		{"MissingFixture", `{"type":"header","task":"","world":"company","world_version":"0.1.0","fixture":"gone","seed":0,"now":"","episode_id":""}`, "gone"},
 		// acme built again since the recording: its calls would differ for
 		// that alone, and the replay would blame the world.
-		{"OtherFixtureFiles", `{"type":"header","task":"","world":"company","world_version":"0.1.0","fixture":"acme","fixture_sha256":{"state.sqlite":"` + strings.Repeat("ab", 32) + `"},"seed":0,"now":"","episode_id":""}`,
-			`task: fixture "acme" is not the one the episode was recorded on: its file state.sqlite has SHA-256 `},
+		{"OtherFixtureFiles", `{"type":"header","task":"","world":"company","world_version":"0.1.0","fixture":"acme","fixture_sha256":{"main":"` + strings.Repeat("ab", 32) + `"},"seed":0,"now":"","episode_id":""}`,
+			`task: fixture "acme" is not the one the episode was recorded on: the file of its node main has SHA-256 `},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -97,9 +97,9 @@ func sameFixture(h Header, f *env.FixtureRef) error {
 	if h.FixtureSHA256 == nil || f == nil {
 		return nil
 	}
-	for _, file := range slices.Sorted(maps.Keys(h.FixtureSHA256)) {
-		if got, want := f.FileSHA256[file], h.FixtureSHA256[file]; got != want {
-			return fmt.Errorf("task: fixture %q is not the one the episode was recorded on: its file %s has SHA-256 %.12s…, the recording's %.12s… (the fixture was built again since); replay against the fixtures the episode ran on", h.Fixture, file, cmp.Or(got, "(none)"), want)
+	for _, path := range slices.Sorted(maps.Keys(h.FixtureSHA256)) {
+		if got, want := f.FileSHA256[path], h.FixtureSHA256[path]; got != want {
+			return fmt.Errorf("task: fixture %q is not the one the episode was recorded on: the file of its node %s has SHA-256 %.12s…, the recording's %.12s… (the fixture was built again since); replay against the fixtures the episode ran on", h.Fixture, path, cmp.Or(got, "(none)"), want)
 		}
 	}
 	return nil
