@@ -427,7 +427,8 @@ func (b *Backend) Restore(ctx context.Context, id string) (openenv.Instance, ope
 // the checkpoint store, so every server sharing it sees it. It refuses an
 // attempt whose checkpoints are of another episode than episodeID. When
 // the episode's latest pointer names a checkpoint of attempt, or the one
-// a restore started attempt from, it then names checkpointID, the
+// a restore started attempt from (or, once retention removed that one,
+// the one it named in its place), it then names checkpointID, the
 // checkpoint the episode goes on from.
 func (b *Backend) Fence(attempt, episodeID, checkpointID, by string) error {
 	if err := b.checkpoints.fence(attempt, episodeID, by); err != nil {

@@ -1010,6 +1010,42 @@ func TestCheckpoints_RepointKeepsWhatTheRestoreKept(t *testing.T) {
 	}
 }
 
+// TestCheckpoints_LatestAfterARestoreOfARepointedAttempt: when retention
+// moved an episode's latest pointer from the checkpoint a restore
+// continued, gone, to one of the superseded attempt's that stands for it
+// (TestCheckpoints_RepointKeepsWhatTheRestoreKept), a restore replacing the
+// restored attempt, before it took a checkpoint, points the episode at the
+// checkpoint it continues, as it does while the pointer names the one the
+// first restore continued (TestCheckpoints_LatestAfterAChainOfRestores):
+// the pointer's holds a step the second restore undid.
+func TestCheckpoints_LatestAfterARestoreOfARepointedAttempt(t *testing.T) {
+	const (
+		successor = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
+		third     = "5f4e3d2c-1b0a-4987-a654-3210fedcba98"
+	)
+	dir := t.TempDir()
+	b := newTestBackend(t, Config{Checkpoints: dir, CheckpointTTL: time.Hour, CheckpointMaxBytes: 1 << 40})
+	checkpoint := fenceableAttempt(t, b)
+	earlier, restored, same := checkpoint(1), checkpoint(2), checkpoint(2)
+	checkpoint(3)
+	if err := b.Fence(fenceAttempt, "ep", restored.ID, "checkpoint "+restored.ID+", restored as attempt "+successor); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	b.checkpoints.sweep(now) // the sweep their writes started spares them
+	os.Chtimes(filepath.Join(dir, restored.ID), now.Add(-2*time.Hour), now.Add(-2*time.Hour))
+	b.checkpoints.sweep(now)
+	if info, _ := b.Latest("ep"); info.ID != same.ID {
+		t.Fatalf("latest once the restored checkpoint expired: %q, want %s", info.ID, same.ID)
+	}
+	if err := b.Fence(successor, "ep", earlier.ID, "checkpoint "+earlier.ID+", restored as attempt "+third); err != nil {
+		t.Fatal(err)
+	}
+	if info, ok := b.Latest("ep"); !ok || info.ID != earlier.ID {
+		t.Errorf("latest after a restore replacing the restored attempt: %s %v, want the checkpoint it continues %s (the pointer named %s, of a revision it undid)", info.ID, ok, earlier.ID, same.ID)
+	}
+}
+
 // TestCheckpoints_FenceBetweenCheckAndPointer: a restore on another server
 // fencing an attempt while this one writes a checkpoint of it, between
 // its reading of the fence and its setting of the episode's latest

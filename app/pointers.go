@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/fixture"
@@ -57,8 +58,8 @@ func (c *checkpoints) fence(attempt, episode, by string) error {
 
 // rewind points a world's episode's latest pointer at checkpoint id,
 // which a restore fencing attempt continues, when the pointer names a
-// checkpoint attempt took, or the checkpoint attempt was restored from
-// (before it took one): the episode goes on from id, and the superseded
+// checkpoint attempt took, or one of an attempt whose restores started
+// attempt (continues): the episode goes on from id, and the superseded
 // attempt's later steps are ones the restore undid. A pointer naming
 // another attempt's checkpoint (a fork's) is left as it is. A failure is
 // logged: the restore stands.
@@ -72,7 +73,7 @@ func (c *checkpoints) rewind(world, episode, attempt, id string) {
 	}
 	defer c.lockLatest()()
 	cur, ok := c.worldPointer(latestDir, world, episode)
-	if !ok || cur.ID == id || cur.Attempt != attempt && !c.startedFrom(attempt, cur) {
+	if !ok || cur.ID == id || cur.Attempt != attempt && !c.continues(attempt, cur) {
 		return
 	}
 	if err := c.setPointer(latestDir, worldKey(world, episode), m.CheckpointInfo); err != nil {
@@ -80,16 +81,15 @@ func (c *checkpoints) rewind(world, episode, attempt, id string) {
 	}
 }
 
-// startedFrom reports whether attempt was started by a restore of
-// checkpoint cur, as the fences from cur's attempt on record it.
-func (c *checkpoints) startedFrom(attempt string, cur openenv.CheckpointInfo) bool {
+// continues reports whether attempt was started by the restores that
+// replaced cur's attempt, and then each the attempt the one before
+// started, as their fences record them. The pointer names such a
+// checkpoint only while attempt has taken none: the one a restore started
+// attempt from, or the one retention put in its place when that one went
+// (heirs), which holds no later step.
+func (c *checkpoints) continues(attempt string, cur openenv.CheckpointInfo) bool {
 	chain, _ := c.restoresOf(cur.Attempt)
-	for _, r := range chain {
-		if r.attempt == attempt {
-			return r.from == cur.ID
-		}
-	}
-	return false
+	return slices.ContainsFunc(chain, func(r fencedRestore) bool { return r.attempt == attempt })
 }
 
 // lockLatest takes latestMu and a lock on the store's latestLock file,

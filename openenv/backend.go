@@ -289,9 +289,10 @@ type Restorer interface {
 	// with an *OptionError on option "replaces", and an attempt fenced
 	// already with a *SupersededError; nothing is fenced then.
 	// When the episode's newest checkpoint (Latest) is one attempt took,
-	// or the one a restore started attempt from, checkpointID becomes its
-	// newest: the episode goes on from there, not from the superseded
-	// attempt's later steps.
+	// or the one a restore started attempt from (or the one named in its
+	// place once it was removed), checkpointID becomes its newest: the
+	// episode goes on from there, not from the superseded attempt's later
+	// steps.
 	Fence(attempt, episodeID, checkpointID, by string) error
 	// FencedBy reports whether attempt was fenced, and by what. An error
 	// says the fence could not be read (a server then refuses the
