@@ -1,8 +1,10 @@
-package rfc3339
+package rfc3339_test
 
 import (
 	"testing"
 	"time"
+
+	"github.com/seahaven/seahaven/internal/rfc3339"
 )
 
 func TestParse(t *testing.T) {
@@ -14,7 +16,7 @@ func TestParse(t *testing.T) {
 		"2026-06-01T09:00:00.000z",
 		"2026-06-01t11:00:00+02:00",
 	} {
-		got, err := Parse(s)
+		got, err := rfc3339.Parse(s)
 		if err != nil || !got.Equal(want) {
 			t.Errorf("Parse(%q) = %v, %v; want %v", s, got, err, want)
 		}
@@ -29,7 +31,7 @@ func TestParse(t *testing.T) {
 		"2026-06-01T09:00:00+02:00z",
 		"2026-6-1t09:00:00z",
 	} {
-		if got, err := Parse(s); err == nil {
+		if got, err := rfc3339.Parse(s); err == nil {
 			t.Errorf("Parse(%q) = %v, want an error", s, got)
 		} else if pe, ok := err.(*time.ParseError); ok && pe.Value != s {
 			t.Errorf("Parse(%q): the error names %q", s, pe.Value)
@@ -40,7 +42,7 @@ func TestParse(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add("2026-06-01t09:00:00.5z")
 	f.Fuzz(func(t *testing.T, s string) {
-		got, err := Parse(s)
+		got, err := rfc3339.Parse(s)
 		if want, werr := time.Parse(time.RFC3339Nano, s); werr == nil && (err != nil || !got.Equal(want)) {
 			t.Fatalf("Parse(%q) = %v, %v; time.Parse takes it as %v", s, got, err, want)
 		}
