@@ -9,14 +9,16 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/internal/rfc3339"
 )
 
 // DefinitionHash returns the hex SHA-256 of t's definition as an episode
 // runs and is graded under it, in a canonical JSON form: its id,
-// instruction, fixture, now, startup keywords, seed, tools allow list,
+// instruction, fixture, now (the instant it names, however written), startup keywords, seed, tools allow list,
 // no_change_correct, and each check in order with its name (the default
 // one when none is given), weight (1 when 0), kind and what the kind
 // reads (sql, args and equals, or its table patterns). A Go check (Func)
@@ -49,6 +51,9 @@ func DefinitionHash(t env.Task) string {
 	}{
 		ID: t.ID, Instruction: t.Instruction, Fixture: t.Fixture, Now: t.Now, Seed: t.Seed,
 		Tools: sortedSet(t.Tools), NoChangeCorrect: t.NoChangeCorrect, Checks: []check{},
+	}
+	if now, err := rfc3339.Parse(t.Now); err == nil {
+		def.Now = now.UTC().Format(time.RFC3339Nano) // the instant, however written
 	}
 	if t.Startup != nil {
 		def.Startup = map[string]json.RawMessage{}

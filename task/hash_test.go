@@ -40,6 +40,8 @@ func TestDefinitionHash(t *testing.T) {
 		"weight 1 given":   func(k *env.Task) { k.Checks[0].Weight = 1 },
 		"default name":     func(k *env.Task) { k.Checks[0].Name = "sql #1" },
 		"1.0 for 1":        func(k *env.Task) { k.Checks[0].Equals = 1.0 },
+		"now lower-case":   func(k *env.Task) { k.Now = "2026-06-01t09:00:00.000z" },
+		"now with offset":  func(k *env.Task) { k.Now = "2026-06-01T11:00:00+02:00" },
 	}
 	for name, edit := range same {
 		k := base()
