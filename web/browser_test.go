@@ -26,6 +26,7 @@ import (
 	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/compositiontest"
+	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/fixture"
 	"github.com/seahaven/seahaven/openenv"
@@ -82,8 +83,17 @@ func mustServeCompanyToken(tb testing.TB, fixturesDir, token string) string {
 // test's own.
 func mustServeCompanyConfig(tb testing.TB, cfg app.Config, token string) string {
 	tb.Helper()
-	cfg.DefaultFixture, cfg.InstanceRoot, cfg.Checkpoints = "acme", tb.TempDir(), tb.TempDir()
-	backend, err := app.New(company.World, cfg)
+	cfg.DefaultFixture = "acme"
+	return mustServeWorld(tb, company.World, cfg, token)
+}
+
+// mustServeWorld serves the world w with the backend's config cfg, whose
+// directories are the test's own, as mustServeCompanyConfig serves the
+// company world.
+func mustServeWorld(tb testing.TB, w *env.World, cfg app.Config, token string) string {
+	tb.Helper()
+	cfg.InstanceRoot, cfg.Checkpoints = tb.TempDir(), tb.TempDir()
+	backend, err := app.New(w, cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

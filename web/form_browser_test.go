@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/seahaven/seahaven/app"
+	"github.com/seahaven/seahaven/env"
 )
 
 // TestUI_Browser_FormExactIntegers types an integer past 2^53 into a tool's
@@ -170,5 +173,109 @@ func TestUI_Browser_ResetSeedChecked(t *testing.T) {
 		chromedp.WaitNotVisible(chromedp.ID("reset-error")))
 	if got := strings.Join(strings.Fields(textOf(t, ctx, "#episode")), " "); !strings.HasSuffix(got, "seed 9223372036854775807") {
 		t.Errorf("episode facts %q, want seed 9223372036854775807", got)
+	}
+}
+
+// boundsWorld has a tool whose bounds are past 2^53: an int64 tagged with
+// its kind's whole range, which its schema publishes as the float64s
+// ±2^63, written -9223372036854776000 and 9223372036854776000, and a
+// string whose maxLength is 2^53+1.
+var boundsWorld = env.NewWorld(env.WorldSpec{
+	Name:        "bounds",
+	Version:     "1.0.0",
+	Description: "A tool whose schema bounds an integer past 2^53.",
+	Schema:      `CREATE TABLE counts (n INTEGER NOT NULL) STRICT;`,
+})
+
+// countArgs are the arguments of the bounds world's count tool.
+type countArgs struct {
+	N    int64  `json:"n" doc:"The count." min:"-9223372036854775808" max:"9223372036854775807"`
+	Note string `json:"note,omitempty" doc:"A note on the count." maxlen:"9007199254740993"`
+}
+
+var _ = env.Tool(boundsWorld, "count", "Record the count given and return it.", func(c *env.Ctx, in countArgs) (countArgs, error) {
+	_, err := c.DB.Exec("INSERT INTO counts (n) VALUES (?)", in.N)
+	return in, err
+})
+
+// A task of the bounds world whose check weighs 10^16, past 2^53, which
+// the state document writes as its digits.
+func init() {
+	boundsWorld.AddTask(env.Task{
+		ID:          "count_once",
+		Instruction: "Record one count.",
+		Checks:      []env.Check{{Name: "one count", SQL: "SELECT count(*) FROM counts", Equals: 1, Weight: 1e16}},
+	})
+}
+
+// TestUI_Browser_FormBoundsPast2to53 opens the form of a tool whose schema
+// bounds an integer and a string's length past 2^53: the fields' types
+// show the bounds as the schema writes them, a number over the maximum says so under the field
+// with it, and one within is called, where before the form was not built,
+// as the bounds parseJSON keeps as their text threw where they were put
+// into the type and the input's min and max.
+func TestUI_Browser_FormBoundsPast2to53(t *testing.T) {
+	base := mustServeWorld(t, boundsWorld, app.Config{}, "")
+	ctx := mustBrowser(t)
+	listenPageErrors(t, ctx)
+
+	const n = `#tool-fields input[name="n"]`
+	const fieldError = `#tool-fields .field .error`
+	run(t, ctx, "open the count tool",
+		chromedp.Navigate(base+"/web/"),
+		chromedp.WaitVisible(chromedp.CSS(`#ws-status[data-state="open"]`)),
+		chromedp.Click(chromedp.CSS(`#tools [data-tool="count"]`), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS(n)))
+	types, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#tool-fields .field .type")].map((el) => el.textContent.trim())`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"integer, ≥ -9223372036854776000, ≤ 9223372036854776000", "string, ≤ 9007199254740993 chars"}; strings.Join(types, "; ") != strings.Join(want, "; ") {
+		t.Errorf("the fields' types = %q, want %q", types, want)
+	}
+	run(t, ctx, "type a count over the maximum",
+		chromedp.SendKeys(chromedp.CSS(n), "9223372036854776001"),
+		chromedp.WaitVisible(chromedp.CSS(fieldError)))
+	if got := textOf(t, ctx, fieldError); !strings.Contains(got, "n must be ≤ 9223372036854776000") {
+		t.Errorf("the field's error = %q, want it to name n and its maximum 9223372036854776000", got)
+	}
+	run(t, ctx, "call with a count within the bounds",
+		chromedp.Evaluate[chromedp.Void](`document.querySelector(`+"`"+n+"`"+`).value = ""`),
+		chromedp.SendKeys(chromedp.CSS(n), "9223372036854775807"),
+		chromedp.WaitNotVisible(chromedp.CSS(fieldError)),
+		chromedp.Click(chromedp.ID("call-btn")),
+		chromedp.WaitVisible(chromedp.CSS(`#episode[data-steps="1"]`)),
+		chromedp.WaitVisible(chromedp.ID("call-output")))
+	if got := textOf(t, ctx, "#call-output"); !strings.Contains(got, "9223372036854775807") {
+		t.Errorf("the call's result = %q, want the count 9223372036854775807", got)
+	}
+}
+
+// TestUI_Browser_GradingWeightPast2to53 plays a task whose check weighs
+// 10^16: the grading shows the weight as its digits, where before the
+// weight parseJSON keeps as its text threw where it was put into the
+// check's line, and no grading was drawn.
+func TestUI_Browser_GradingWeightPast2to53(t *testing.T) {
+	base := mustServeWorld(t, boundsWorld, app.Config{}, "")
+	ctx := mustBrowser(t)
+	listenPageErrors(t, ctx)
+
+	const n = `#tool-fields input[name="n"]`
+	run(t, ctx, "reset into the task and record a count",
+		chromedp.Navigate(base+"/web/#playground"),
+		chromedp.WaitVisible(chromedp.CSS(`#ws-status[data-state="open"]`)),
+		chromedp.WaitReady(chromedp.CSS(`#reset-task option[value="count_once"]`)),
+		chromedp.SetValue(chromedp.ID("reset-task"), "count_once"),
+		chromedp.WaitEnabled(chromedp.ID("reset-btn")),
+		chromedp.Click(chromedp.ID("reset-btn")),
+		chromedp.WaitVisible(chromedp.CSS(`#grading[data-task="count_once"]`)),
+		chromedp.Click(chromedp.CSS(`#tools [data-tool="count"]`), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS(n)),
+		chromedp.SendKeys(chromedp.CSS(n), "1"),
+		chromedp.WaitEnabled(chromedp.ID("call-btn")),
+		chromedp.Click(chromedp.ID("call-btn")),
+		chromedp.WaitVisible(chromedp.CSS(`#grading[data-reward="1"][data-done="true"]`)))
+	if got := textOf(t, ctx, `#grading li[data-check="one count"]`); !strings.Contains(got, "1.00 × 10000000000000000") {
+		t.Errorf("the check's line = %q, want its score and weight, 1.00 × 10000000000000000", got)
 	}
 }

@@ -113,13 +113,17 @@ export function checkField(input, error, read) {
   return check;
 }
 
+// describeType says what a property takes: its type, format and bounds,
+// each bound as exact gives it, so one past 2^53 shows as the schema wrote
+// it.
 function describeType(s) {
   const t = baseType(s);
+  const [min, max, maxLength] = [s.minimum, s.maximum, s.maxLength].map(exact);
   const bits = [];
   if (s.format) bits.push(s.format);
-  if (s.minimum !== undefined) bits.push(`≥ ${s.minimum}`);
-  if (s.maximum !== undefined) bits.push(`≤ ${s.maximum}`);
-  if (s.maxLength !== undefined) bits.push(`≤ ${s.maxLength} chars`);
+  if (min !== undefined) bits.push(`≥ ${min}`);
+  if (max !== undefined) bits.push(`≤ ${max}`);
+  if (maxLength !== undefined) bits.push(`≤ ${maxLength} chars`);
   return bits.length ? `${t}, ${bits.join(", ")}` : t;
 }
 
@@ -188,7 +192,7 @@ function control(s, path, req) {
   switch (t) {
     case "integer":
     case "number": {
-      const el = h("input", { type: "number", name: path, step: t === "integer" ? "1" : "any", min: s.minimum, max: s.maximum, placeholder });
+      const el = h("input", { type: "number", name: path, step: t === "integer" ? "1" : "any", min: exact(s.minimum), max: exact(s.maximum), placeholder });
       return [el, numberReader(el, s, path)];
     }
     case "boolean": {
@@ -200,13 +204,14 @@ function control(s, path, req) {
       return [sel, () => (sel.value === "" ? undefined : sel.value === "true")];
     }
     case "string": {
-      const el = h("input", { type: "text", name: path, maxlength: s.maxLength, placeholder: placeholder || (s.format === "date-time" ? "2026-06-01T09:00:00Z" : "") });
+      const [minLength, maxLength] = [s.minLength, s.maxLength].map(exact);
+      const el = h("input", { type: "text", name: path, maxlength: maxLength, placeholder: placeholder || (s.format === "date-time" ? "2026-06-01T09:00:00Z" : "") });
       // An empty optional string is left out; an empty required one is sent.
       return [el, (strict) => {
         if (el.value === "" && !req) return undefined;
         const n = [...el.value].length; // JSON Schema counts code points
-        if (strict && s.minLength !== undefined && n < s.minLength) throw new Error(`${path} must be at least ${s.minLength} characters, its schema's minLength`);
-        if (strict && s.maxLength !== undefined && n > s.maxLength) throw new Error(`${path} must be at most ${s.maxLength} characters, its schema's maxLength`);
+        if (strict && minLength !== undefined && n < minLength) throw new Error(`${path} must be at least ${minLength} characters, its schema's minLength`);
+        if (strict && maxLength !== undefined && n > maxLength) throw new Error(`${path} must be at most ${maxLength} characters, its schema's maxLength`);
         return el.value;
       }];
     }

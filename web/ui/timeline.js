@@ -3,7 +3,7 @@
 // result or error, the reward and done after it, and the change records it
 // made. The playground draws its own session with it, the Watch tab another.
 
-import { h, fill, pretty } from "./dom.js";
+import { cell, h, fill, pretty } from "./dom.js";
 import { record } from "./changelog.js";
 
 // grading returns the episode's latest reward and done from its steps.
@@ -39,7 +39,7 @@ export function renderGrading(el, steps, state) {
       ? h("ul", { class: "checks" }, checks.map((c) => h("li", { class: c.passed ? "pass" : "fail", dataset: { check: c.name } },
         h("span", { class: "mark" }, c.passed ? "✓" : "✗"),
         h("span", { class: "name" }, c.name),
-        h("span", { class: "muted small" }, ` ${c.score.toFixed(2)} × ${c.weight}`),
+        h("span", { class: "muted small" }, ` ${c.score.toFixed(2)} × ${cell(c.weight)}`), // past 2^53, as parseJSON keeps it
         c.detail ? h("div", { class: "detail muted small" }, c.detail) : null)))
       : h("p", { class: "muted" }, "Not graded yet: the first step grades it."));
 }
