@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -288,5 +289,92 @@ func TestGradeCommand_TimedOutCall(t *testing.T) {
 	}
 	if want := path + ": no task, episode ep-t, 3 calls replayed\n"; stdout != want {
 		t.Errorf("stdout:\n%s\nwant:\n%s", stdout, want)
+	}
+}
+
+// TestGradeCommand_Warnings: a trajectory recorded with another version
+// of the world, or under another definition of its task, replays with a
+// warning naming both, in the text and in -json, and grade exits 0 with
+// nothing on stderr: the calls replayed as recorded. One recorded before
+// headers named the definition replays without a warning.
+func TestGradeCommand_Warnings(t *testing.T) {
+	solved := mustRecord(t, "invoice_750", 3, [2]string{"invoice", `{"amount": 750}`})
+	tr, err := task.ReadTrajectoryFile(solved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := task.ForWorld(company.World)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, _ := task.Find(tasks, "invoice_750")
+	hash := task.DefinitionHash(tk)
+	if tr.Header.WorldVersion != company.World.Version() || tr.Header.TaskSHA256 != hash {
+		t.Fatalf("header %+v, want world version %s and task_sha256 %s", tr.Header, company.World.Version(), hash)
+	}
+	data, err := os.ReadFile(solved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// tamper writes the recording with its header's old value replaced.
+	tamper := func(old, new string) string {
+		t.Helper()
+		if !bytes.Contains(data, []byte(old)) {
+			t.Fatalf("the recording lacks %s", old)
+		}
+		f := filepath.Join(t.TempDir(), "tampered.jsonl")
+		if err := os.WriteFile(f, bytes.Replace(data, []byte(old), []byte(new), 1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	other := strings.Repeat("ab", 32)
+	for _, c := range []struct {
+		name, file, want string
+	}{
+		{"WorldVersion", tamper(`"world_version":"`+company.World.Version()+`"`, `"world_version":"0.0.9"`),
+			"recorded with company 0.0.9, replayed with " + company.World.Version()},
+		{"TaskDefinition", tamper(`"task_sha256":"`+hash+`"`, `"task_sha256":"`+other+`"`),
+			`recorded under task "invoice_750" of definition sha256 ` + other[:12] + `…, replayed under another definition of it, ` + hash[:12] +
+				`… (the task was edited since, or the recording is another server's)`},
+		// A recording made before headers carried task_sha256 says
+		// nothing of its definition.
+		{"NoTaskDefinition", tamper(`"task_sha256":"`+hash+`",`, ``), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stdout, stderr, err := runGrade(t, "--world", "company", c.file)
+			if err != nil || stderr != "" {
+				t.Fatalf("err %v, stderr %q: a warning is no failure", err, stderr)
+			}
+			want := c.file + ": task invoice_750, episode invoice_750, 1 call replayed\n"
+			wantWarnings := []string{}
+			if c.want != "" {
+				want += "  warning: " + c.want + "\n"
+				wantWarnings = append(wantWarnings, c.want)
+			}
+			want += `  PASS  invoice filed (weight 1): expected 1, found 1
+  PASS  charged on the company account (weight 1): expected 1, found 1
+  PASS  no collateral damage (weight 1): 2 changes, all to main.invoices:insert, payments.charges:insert
+  reward 1.00  done true
+`
+			if stdout != want {
+				t.Errorf("stdout:\n%s\nwant:\n%s", stdout, want)
+			}
+			stdout, stderr, err = runGrade(t, "--world", "company", "-json", c.file)
+			if err != nil || stderr != "" {
+				t.Fatalf("-json: err %v, stderr %q", err, stderr)
+			}
+			var r struct {
+				Warnings   []string    `json:"warnings"`
+				Mismatches []string    `json:"mismatches"`
+				Result     task.Result `json:"result"`
+			}
+			if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+				t.Fatalf("-json: %v\n%s", err, stdout)
+			}
+			if !slices.Equal(r.Warnings, wantWarnings) || r.Mismatches == nil || len(r.Mismatches) != 0 || r.Result.Reward != 1 {
+				t.Errorf("-json: %s\nwant the warnings %q", stdout, wantWarnings)
+			}
+		})
 	}
 }
