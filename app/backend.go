@@ -388,7 +388,10 @@ func (b *Backend) instance(ep *task.Episode) openenv.Instance {
 
 // Restore opens an instance that continues checkpoint id (see
 // openenv.Restorer): it verifies the checkpoint, finds the task it runs
-// among the world's, and opens the instance on the checkpoint's files.
+// among the world's, and opens the instance on the checkpoint's files. An
+// episode graded under another definition of its task than the world's
+// is graded anew under the world's (task.Resume), within ctx, and the
+// request carries that grading (CheckpointRequest.Regraded).
 func (b *Backend) Restore(ctx context.Context, id string) (openenv.Instance, openenv.CheckpointRequest, error) {
 	l, err := b.checkpoints.load(id)
 	if err != nil {
@@ -420,6 +423,9 @@ func (b *Backend) Restore(ctx context.Context, id string) (openenv.Instance, ope
 		return nil, openenv.CheckpointRequest{}, faultOr(err, "nothing was restored", b.checkpoints.unknown(id, fmt.Sprintf("cannot be restored: %v", err)))
 	}
 	req := openenv.CheckpointRequest{Revision: m.Revision, Attempt: m.Attempt, Session: saved.Session}
+	if res, ok := ep.Regraded(); ok {
+		req.Regraded = &openenv.Grading{Reward: res.Reward, Done: res.Done, Checks: res.Checks}
+	}
 	return b.instance(ep), req, nil
 }
 

@@ -213,6 +213,13 @@ type CheckpointRequest struct {
 	// sessions' steps, however long they run, and the session would close
 	// without a checkpoint when the drain's deadline passed.
 	Drain bool
+	// Regraded is, from Restore, the grading of the restored episode under
+	// the restoring Backend's definition of its task, when that is not the
+	// definition its latest grading was made under (a task edited since
+	// the checkpoint, or another server's): the session's latest reward is
+	// its reward, and a grading that says done latches done as a step's
+	// would. nil keeps the checkpoint's grading; Checkpoint ignores it.
+	Regraded *Grading
 }
 
 // CheckpointInfo describes a checkpoint: the reply to a checkpoint request.

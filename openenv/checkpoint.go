@@ -292,6 +292,15 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 	if perr := s.openFailure(ctx, err, perr, false, req.loc); perr != nil {
 		return perr
 	}
+	finished := false
+	if g := saved.Regraded; g != nil {
+		// Graded anew under this server's definition of the task: the
+		// checkpoint's reward is the old definition's.
+		rec.Graded, rec.LastReward = true, g.Reward
+		if g.Done && !rec.Over {
+			rec.Over, rec.DoneAt, finished = true, rec.Steps, true
+		}
+	}
 	attempt := uuid.NewString()
 	if req.Replaces != nil {
 		by := fmt.Sprintf("checkpoint %s"+restoredAs+"%s", id, attempt)
@@ -328,6 +337,12 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 		s.log.Warn("openenv: the drained session's record could not be removed", append(sessionAttrs(ctx), "checkpoint", refOf(id), "err", undrained)...)
 	}
 	ss.installLocked(inst, rec, attempt)
+	if finished {
+		ss.mu.Lock()
+		s.metrics.episodesFinished.WithLabelValues(taskLabel(rec.Task)).Inc()
+		ss.endEpisodeLocked()
+		ss.mu.Unlock()
+	}
 	return nil
 }
 

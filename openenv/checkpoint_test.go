@@ -20,6 +20,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/seahaven/seahaven/app"
+	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/internal/testfs"
 	"github.com/seahaven/seahaven/openenv"
@@ -1267,5 +1268,104 @@ func TestCheckpoint_SupersededRefusalNamesTheSuccessor(t *testing.T) {
 	retry := fmt.Sprintf(`{"checkpoint":%q,"replaces":%q}`, newest, successorAttempt)
 	if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", retry, map[string]string{"X-Seahaven-Session": "retry"}); status != http.StatusOK {
 		t.Errorf("the restore replacing the successor: %d %s", status, body)
+	}
+}
+
+// redefinedWorld is a world "redefined" whose task t has checks: two
+// servers given two of them define the task otherwise, as two servers
+// whose tasks.yaml differ.
+func redefinedWorld(checks ...env.Check) *env.World {
+	w := env.NewWorld(env.WorldSpec{Name: "redefined", Version: "1.0.0", Schema: `CREATE TABLE entries (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL) STRICT;`})
+	type args struct {
+		Amount int64 `json:"amount"`
+	}
+	env.Tool(w, "add", "Add an entry.", func(c *env.Ctx, in args) (int64, error) {
+		res, err := c.DB.Exec("INSERT INTO entries (amount) VALUES (?)", in.Amount)
+		return res.LastInsertID, err
+	})
+	w.AddTask(env.Task{ID: "t", Instruction: "Add entries.", Checks: checks})
+	return w
+}
+
+// TestCheckpoint_RestoreUnderAnotherDefinition: a checkpoint restored on
+// a server whose task of its id is defined otherwise is graded under that
+// definition as it is restored, on every transport: its state document's
+// checks are the new definition's, and, as that grading says done, the
+// restore answers done with its reward and the next step is refused.
+// Before, the state document and the session's reward were the
+// checkpoint's grading under the old definition until a step was graded.
+// Restored on a server of the same definition, the episode is the
+// checkpoint's, its state document the one of the episode checkpointed.
+func TestCheckpoint_RestoreUnderAnotherDefinition(t *testing.T) {
+	ckdir := t.TempDir()
+	five := env.Check{Name: "five", SQL: "SELECT count(*) FROM entries WHERE amount = 5"}
+	seven := env.Check{Name: "seven", SQL: "SELECT count(*) FROM entries WHERE amount = 7"}
+	first := mustServeWorld(t, redefinedWorld(five, seven), app.Config{Checkpoints: ckdir}, openenv.Config{})
+	c := first.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{"task":"t","episode_id":"ep-def"}}`)
+	add := `{"type":"step","data":{"type":"call_tool","tool_name":"add","arguments":{"amount":5}}}`
+	if step := roundTrip(t, c, add); fmt.Sprint(field(t, step, "data.reward")) != "0.5" || field(t, step, "data.done") != false {
+		t.Fatalf("step: %s", step)
+	}
+	id := str(t, roundTrip(t, c, `{"type":"checkpoint"}`), "data.checkpoint_id")
+	state := roundTrip(t, c, `{"type":"state"}`)
+	restore := fmt.Sprintf(`{"type":"reset","data":{"checkpoint":%q}}`, id)
+
+	same := first.dial(t)
+	if reply := roundTrip(t, same, restore); reply != `{"type":"observation","data":{"observation":{},"reward":null,"done":false}}` {
+		t.Errorf("restore under the same definition: %s", reply)
+	}
+	if got := roundTrip(t, same, `{"type":"state"}`); got != state {
+		t.Errorf("state restored under the same definition:\n%s\nwant the checkpointed episode's\n%s", got, state)
+	}
+
+	second := mustServeWorld(t, redefinedWorld(five), app.Config{Checkpoints: ckdir}, openenv.Config{})
+	// checks returns the names of a state document's checks that
+	// passed, and of those that failed.
+	checks := func(doc any) string {
+		var out []string
+		for _, c := range doc.([]any) {
+			out = append(out, fmt.Sprintf("%s:%v", c.(map[string]any)["name"], c.(map[string]any)["passed"]))
+		}
+		return strings.Join(out, ",")
+	}
+	if got := checks(field(t, state, "data.checks")); got != "five:true,seven:false" {
+		t.Fatalf("checks before the restore: %s", got)
+	}
+	const over = "The episode is over: its task graded it done after step 1."
+	t.Run("WebSocket", func(t *testing.T) {
+		r := second.dial(t)
+		if reply := roundTrip(t, r, restore); reply != `{"type":"observation","data":{"observation":{},"reward":1,"done":true}}` {
+			t.Errorf("restore: %s, want done with the new definition's reward", reply)
+		}
+		if got := checks(field(t, roundTrip(t, r, `{"type":"state"}`), "data.checks")); got != "five:true" {
+			t.Errorf("restored state's checks %s, want the new definition's", got)
+		}
+		if reply := roundTrip(t, r, add); !strings.Contains(reply, over) {
+			t.Errorf("a step after the restore: %s", reply)
+		}
+	})
+	t.Run("HTTP", func(t *testing.T) {
+		h := map[string]string{"X-Seahaven-Session": "restored-def"}
+		status, body, _ := second.httpDo(t, http.MethodPost, "/reset", fmt.Sprintf(`{"checkpoint":%q}`, id), h)
+		if status != http.StatusOK || fmt.Sprint(field(t, body, "reward")) != "1" || field(t, body, "done") != true {
+			t.Errorf("restore: %d %s, want done with the new definition's reward", status, body)
+		}
+		if _, body, _ := second.httpDo(t, http.MethodGet, "/state", "", h); checks(field(t, body, "checks")) != "five:true" {
+			t.Errorf("restored state %s, want the new definition's checks", body)
+		}
+	})
+	t.Run("MCP", func(t *testing.T) {
+		sid := str(t, second.rpc(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{"checkpoint":%q}}`, id)), "result.session_id")
+		call := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"session_id":%q,"name":"add","arguments":{"amount":5}}}`, sid)
+		if body := second.rpc(t, call); !strings.Contains(body, over) {
+			t.Errorf("a call after the restore: %s", body)
+		}
+		if _, body, _ := second.httpDo(t, http.MethodGet, "/state", "", map[string]string{"X-Seahaven-Session": sid}); checks(field(t, body, "checks")) != "five:true" {
+			t.Errorf("restored state %s, want the new definition's checks", body)
+		}
+	})
+	if n := second.scrape(t).value(t, "seahaven_episodes_finished_total", "task", "t"); n != 3 {
+		t.Errorf("seahaven_episodes_finished_total = %v, want 3: each restore finished its episode", n)
 	}
 }

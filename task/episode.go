@@ -52,12 +52,15 @@ type Episode struct {
 	allowed map[string]bool // nil: every tool
 	header  Header
 
-	mu      sync.Mutex // guards last, rec, pending, calls and closed
-	last    *Result
-	rec     *Recording
-	pending *CallLine
-	calls   int
-	closed  bool
+	mu   sync.Mutex // guards last, regraded, rec, pending, calls and closed
+	last *Result
+	// regraded marks last as the grading Resume made under the task's
+	// definition, the checkpoint's being another's.
+	regraded bool
+	rec      *Recording
+	pending  *CallLine
+	calls    int
+	closed   bool
 }
 
 // Open opens an instance for t (see InstanceOptions) and returns it as an
@@ -254,7 +257,7 @@ func (e *Episode) Grade(ctx context.Context) (Result, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.last = &res
+	e.last, e.regraded = &res, false
 	if e.pending != nil {
 		e.pending.Reward, e.pending.Done = new(res.Reward), new(res.Done)
 		if err := e.flushLocked(); err != nil {
@@ -262,6 +265,19 @@ func (e *Episode) Grade(ctx context.Context) (Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// Regraded returns the grading Resume made of the restored episode under
+// its task's definition, when the checkpoint's latest grading was made
+// under another (see Resume); ok is false otherwise, and once a later
+// Grade replaced it.
+func (e *Episode) Regraded() (r Result, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.regraded {
+		return Result{}, false
+	}
+	return *e.last, true
 }
 
 // LastGrade returns the result of the latest Grade; ok is false before the
@@ -429,7 +445,12 @@ func (e *Episode) Checkpoint(ctx context.Context) (*composition.Checkpoint, Save
 // t's definition (DefinitionHash): the calls from here on run on them and
 // are graded under it, whatever the episode ran on before (a server
 // restoring a checkpoint another took, an older version, a task edited
-// since).
+// since). When saved holds a grading made under another definition than
+// t's (or under one its header does not name: a checkpoint taken before
+// headers did), the episode is graded anew under t as it is restored,
+// within ctx, so that its latest grading (LastGrade, State's checks) is
+// the one its calls are graded under from here on, not the old
+// definition's (see Regraded); a grading that fails fails the restore.
 // A recorder, when not nil, records the calls from here on, in a new
 // recording.
 func Resume(ctx context.Context, w *env.World, t env.Task, saved Saved, opts composition.Options, rec *Recorder, id string) (*Episode, error) {
@@ -444,6 +465,14 @@ func Resume(ctx context.Context, w *env.World, t env.Task, saved Saved, opts com
 	e.header.Checkpoint, e.header.MaxChangeLogBytes = id, opts.MaxChangeLogBytes
 	e.header.WorldVersion = w.Version() // the root world's, as State says
 	e.header.TaskSHA256 = e.definitionHash()
+	if e.last != nil && saved.Header.TaskSHA256 != e.header.TaskSHA256 {
+		res, err := grade(ctx, e.inst, e.shape, e.task)
+		if err != nil {
+			e.inst.Close()
+			return nil, fmt.Errorf("task %s: grading the checkpoint under this definition of the task, which is not the one it was graded under: %w", t.ID, err)
+		}
+		e.last, e.regraded = &res, true
+	}
 	if rec != nil {
 		if err := e.Record(rec); err != nil {
 			e.inst.Close()

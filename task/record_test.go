@@ -714,3 +714,69 @@ func TestResume_RecordsTheTaskDefinition(t *testing.T) {
 		t.Errorf("replay under the checkpoint's definition: warnings %q, want one", rep.Warnings)
 	}
 }
+
+// An episode restored under another definition of its task than the one
+// its checkpoint's grading was made under is graded anew under the new
+// one as it is restored: its state document's checks and its latest
+// grading are the new definition's, and Regraded says so. Before, they
+// were the checkpoint's grading under the old definition until the next
+// call was graded. Restored under the same definition, or before any
+// grading, nothing is graded.
+func TestResume_RegradesUnderAnotherDefinition(t *testing.T) {
+	ctx := context.Background()
+	w := newLedger("ledger_resume_regrade")
+	tk := env.Task{ID: "t", Instruction: "Add an entry of 5.", Checks: []env.Check{{Name: "five", SQL: "SELECT count(*) FROM entries WHERE amount = 5"}}}
+	edited := tk
+	edited.Instruction = "Add an entry of 7."
+	edited.Checks = []env.Check{{Name: "seven", SQL: "SELECT count(*) FROM entries WHERE amount = 5 + 2"}}
+	ep := mustOpen(t, w, tk, composition.Options{})
+	cpBefore, savedBefore, err := ep.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCall(t, ep, "add", `{"amount": 5}`)
+	if _, err := ep.Grade(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cp, saved, err := ep.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resume := func(tk env.Task, cp *composition.Checkpoint, saved task.Saved) *task.Episode {
+		t.Helper()
+		ep, err := task.Resume(ctx, w, tk, saved, composition.Options{Checkpoint: cp, Dir: t.TempDir()}, nil, "ck")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ep.Close() })
+		return ep
+	}
+
+	got := resume(edited, cp, saved)
+	last, ok := got.LastGrade()
+	if !ok || last.Reward != 0 || last.Done || len(last.Checks) != 1 || last.Checks[0].Name != "seven" || last.Checks[0].Passed {
+		t.Fatalf("latest grading under the edited task %+v (%v), want check seven failed, reward 0", last, ok)
+	}
+	if r, ok := got.Regraded(); !ok || !reflect.DeepEqual(r, last) {
+		t.Errorf("Regraded() = %+v, %v; want the latest grading", r, ok)
+	}
+	if checks := got.State().Checks; len(checks) != 1 || checks[0].Name != "seven" {
+		t.Errorf("state document's checks %+v, want the edited task's", checks)
+	}
+
+	same := resume(tk, cp, saved)
+	if last, ok := same.LastGrade(); !ok || !reflect.DeepEqual(last, *saved.Last) {
+		t.Errorf("latest grading under the same task %+v, want the checkpoint's %+v", last, *saved.Last)
+	}
+	if _, ok := same.Regraded(); ok {
+		t.Error("an episode restored under the definition it was graded under was graded anew")
+	}
+
+	ungraded := resume(edited, cpBefore, savedBefore)
+	if _, ok := ungraded.LastGrade(); ok {
+		t.Error("an episode restored before its first grading was graded")
+	}
+	if _, ok := ungraded.Regraded(); ok {
+		t.Error("Regraded of an episode restored before its first grading")
+	}
+}
