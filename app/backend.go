@@ -420,6 +420,11 @@ func (b *Backend) Restore(ctx context.Context, id string) (openenv.Instance, ope
 		Checkpoint: l.cp, Dir: b.dir, Logger: b.calls, MinFree: b.minFree, MaxChangeLogBytes: b.maxChangeLog,
 	}, b.recorder, id)
 	if err != nil {
+		if ctx.Err() != nil {
+			// Cut by its deadline or its client (grading it under another
+			// definition of its task, say): no fault of the checkpoint's.
+			return nil, openenv.CheckpointRequest{}, faultOr(err, "nothing was restored", fmt.Errorf("checkpoint %q: nothing was restored: %w", id, err))
+		}
 		return nil, openenv.CheckpointRequest{}, faultOr(err, "nothing was restored", b.checkpoints.unknown(id, fmt.Sprintf("cannot be restored: %v", err)))
 	}
 	req := openenv.CheckpointRequest{Revision: m.Revision, Attempt: m.Attempt, Session: saved.Session}

@@ -1287,6 +1287,31 @@ func redefinedWorld(checks ...env.Check) *env.World {
 	return w
 }
 
+// TestCheckpoint_RestoreRegradingCut: a restore whose grading under
+// another definition of its task outlives the step timeout fails as a
+// restore that ran past its deadline, an EXECUTION_ERROR, where before it
+// was a VALIDATION_ERROR saying the checkpoint cannot be restored, as if
+// the checkpoint were at fault.
+func TestCheckpoint_RestoreRegradingCut(t *testing.T) {
+	ckdir := t.TempDir()
+	five := env.Check{Name: "five", SQL: "SELECT count(*) FROM entries WHERE amount = 5"}
+	first := mustServeWorld(t, redefinedWorld(five), app.Config{Checkpoints: ckdir}, openenv.Config{})
+	c := first.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{"task":"t"}}`)
+	roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"add","arguments":{"amount":5}}}`)
+	id := str(t, roundTrip(t, c, `{"type":"checkpoint"}`), "data.checkpoint_id")
+
+	slow := env.Check{Name: "slow", Func: func(ctx context.Context, _ env.Inspector, _ []env.ChangeRecord) (env.GradeResult, error) {
+		<-ctx.Done()
+		return env.GradeResult{}, ctx.Err()
+	}}
+	second := mustServeWorld(t, redefinedWorld(five, slow), app.Config{Checkpoints: ckdir}, openenv.Config{StepTimeout: 200 * time.Millisecond})
+	reply := roundTrip(t, second.dial(t), fmt.Sprintf(`{"type":"reset","data":{"checkpoint":%q}}`, id))
+	if code := str(t, reply, "data.code"); code != "EXECUTION_ERROR" || !strings.Contains(reply, "the restore ran past its deadline (the server's step timeout, 200ms) and opened no instance") {
+		t.Errorf("restore whose grading outlived the step timeout: %s, want an EXECUTION_ERROR saying it ran past its deadline", reply)
+	}
+}
+
 // TestCheckpoint_RestoreUnderAnotherDefinition: a checkpoint restored on
 // a server whose task of its id is defined otherwise is graded under that
 // definition as it is restored, on every transport: its state document's
