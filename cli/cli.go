@@ -69,9 +69,8 @@ func New(worlds ...*env.World) *Main {
 // The program calls itself by its executable's name (library, for a
 // binary built from ./cmd/library; see [Main.Name]).
 func Run(worlds ...*env.World) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := notifyOnce(os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	context.AfterFunc(ctx, stop) // the next signal takes its default action
 	m := New(worlds...)
 	var pkg string
 	if bi, ok := debug.ReadBuildInfo(); ok {
@@ -84,6 +83,28 @@ func Run(worlds ...*env.World) {
 		stop()
 		os.Exit(exitCode(err))
 	}
+}
+
+// notifyOnce returns a context the first of sigs cancels, and a function
+// that cancels it. Once either has, sigs take their default action again
+// (a second Ctrl-C or SIGTERM ends the process at once), and that is so
+// before the context is done: with signal.NotifyContext and a
+// context.AfterFunc restoring it, a second signal that came between a
+// shutdown starting and the AfterFunc running was swallowed, and the
+// process waited out --shutdown-timeout.
+func notifyOnce(sigs ...os.Signal) (context.Context, func()) {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, sigs...)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-c:
+		case <-ctx.Done():
+		}
+		signal.Stop(c)
+		cancel()
+	}()
+	return ctx, cancel
 }
 
 // progName returns the name a program calls itself, run as arg0 from the
