@@ -105,75 +105,62 @@ func TestUI_Browser_ResetSeedChecked(t *testing.T) {
 	listenPageErrors(t, ctx)
 
 	const seedError = "#reset-seed-error"
-	clear := chromedp.Evaluate[chromedp.Void](`document.getElementById("reset-seed").value = ""`)
-	run(t, ctx, "reset with seed -1",
+	episode := func() string {
+		t.Helper()
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("episode").dataset.episode`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	// refused types seed and presses Reset: the seed's error and the
+	// reset's say want, and no reset is made.
+	refused := func(seed, want string) {
+		t.Helper()
+		before := episode()
+		run(t, ctx, "reset with seed "+seed,
+			chromedp.Evaluate[chromedp.Void](`document.getElementById("reset-seed").value = ""`),
+			chromedp.SendKeys(chromedp.ID("reset-seed"), seed),
+			chromedp.WaitVisible(chromedp.CSS(seedError)),
+			chromedp.Click(chromedp.ID("reset-btn")),
+			chromedp.WaitVisible(chromedp.ID("reset-error")))
+		for _, sel := range []string{seedError, "#reset-error"} {
+			if got := textOf(t, ctx, sel); !strings.Contains(got, want) {
+				t.Errorf("seed %s: %s says %q, want %q", seed, sel, got, want)
+			}
+		}
+		if got := episode(); got != before {
+			t.Errorf("seed %s: episode %q, want %q: no reset made", seed, got, before)
+		}
+	}
+	// accepted types seed, names the episode id and presses Reset: the
+	// episode's facts end with the seed.
+	accepted := func(seed, id string) {
+		t.Helper()
+		run(t, ctx, "reset with seed "+seed,
+			chromedp.Evaluate[chromedp.Void](`document.getElementById("reset-seed").value = ""`),
+			chromedp.SetValue(chromedp.ID("reset-episode"), id),
+			chromedp.SendKeys(chromedp.ID("reset-seed"), seed),
+			chromedp.WaitNotVisible(chromedp.CSS(seedError)),
+			chromedp.Click(chromedp.ID("reset-btn")),
+			chromedp.WaitVisible(chromedp.CSS(`#episode[data-episode="`+id+`"]`)),
+			chromedp.WaitNotVisible(chromedp.ID("reset-error")))
+		if got := strings.Join(strings.Fields(textOf(t, ctx, "#episode")), " "); !strings.HasSuffix(got, "seed "+seed) {
+			t.Errorf("episode facts %q, want seed %s", got, seed)
+		}
+	}
+	run(t, ctx, "open the page",
 		chromedp.Navigate(base+"/web/"),
 		chromedp.WaitVisible(chromedp.CSS(`#ws-status[data-state="open"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#episode[data-steps="0"]`)),
-		chromedp.WaitEnabled(chromedp.ID("reset-btn")), // not still busy with the first reset
-		chromedp.SetValue(chromedp.ID("reset-episode"), "seeded"),
-		chromedp.SendKeys(chromedp.ID("reset-seed"), "-1"),
-		chromedp.WaitVisible(chromedp.CSS(seedError)),
-		chromedp.Click(chromedp.ID("reset-btn")),
-		chromedp.WaitVisible(chromedp.ID("reset-error")))
-	if got := textOf(t, ctx, seedError); !strings.Contains(got, "seed") || !strings.Contains(got, "≥ 0") {
-		t.Errorf("the seed's error = %q, want it to name seed and its minimum 0", got)
-	}
-	if got := textOf(t, ctx, "#reset-error"); !strings.Contains(got, "≥ 0") {
-		t.Errorf("the reset's error = %q, want the minimum", got)
-	}
-
-	run(t, ctx, "reset with seed 1e",
-		clear,
-		chromedp.SendKeys(chromedp.ID("reset-seed"), "1e"),
-		chromedp.WaitVisible(chromedp.CSS(seedError)),
-		chromedp.Click(chromedp.ID("reset-btn")),
-		chromedp.WaitVisible(chromedp.ID("reset-error")))
-	if got := textOf(t, ctx, seedError); !strings.Contains(got, "seed must be an integer") {
-		t.Errorf("the seed's error = %q, want it to say seed must be an integer", got)
-	}
-	// Both refusals were made before sending anything: the episode is the
-	// first reset's, not "seeded".
-	if got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("episode").dataset.episode`)); err != nil || got == "seeded" {
-		t.Errorf("episode %q (%v), want the first reset's: no reset made", got, err)
-	}
-
-	run(t, ctx, "reset with seed 7",
-		clear,
-		chromedp.SendKeys(chromedp.ID("reset-seed"), "7"),
-		chromedp.WaitNotVisible(chromedp.CSS(seedError)),
-		chromedp.Click(chromedp.ID("reset-btn")),
-		chromedp.WaitVisible(chromedp.CSS(`#episode[data-episode="seeded"]`)),
-		chromedp.WaitNotVisible(chromedp.ID("reset-error")))
-	if got := strings.Join(strings.Fields(textOf(t, ctx, "#episode")), " "); !strings.HasSuffix(got, "seed 7") {
-		t.Errorf("episode facts %q, want seed 7", got)
-	}
-
+		chromedp.WaitEnabled(chromedp.ID("reset-btn"))) // not still busy with the first reset
+	refused("-1", "≥ 0")
+	refused("1e", "seed must be an integer")
+	accepted("7", "seeded")
 	// The server takes seeds up to 2^63-1: one past it, the same Number
 	// as 2^63-1, is refused under the seed, exactly.
-	run(t, ctx, "reset with seed 2^63",
-		clear,
-		chromedp.SetValue(chromedp.ID("reset-episode"), "seeded-max"),
-		chromedp.SendKeys(chromedp.ID("reset-seed"), "9223372036854775808"),
-		chromedp.WaitVisible(chromedp.CSS(seedError)),
-		chromedp.Click(chromedp.ID("reset-btn")),
-		chromedp.WaitVisible(chromedp.ID("reset-error")))
-	if got := textOf(t, ctx, seedError); !strings.Contains(got, "seed") || !strings.Contains(got, "≤ 9223372036854775807") {
-		t.Errorf("the seed's error = %q, want it to name seed and its maximum 9223372036854775807", got)
-	}
-	if got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("episode").dataset.episode`)); err != nil || got != "seeded" {
-		t.Errorf("episode %q (%v), want seeded: no reset made", got, err)
-	}
-	run(t, ctx, "reset with seed 2^63-1",
-		clear,
-		chromedp.SendKeys(chromedp.ID("reset-seed"), "9223372036854775807"),
-		chromedp.WaitNotVisible(chromedp.CSS(seedError)),
-		chromedp.Click(chromedp.ID("reset-btn")),
-		chromedp.WaitVisible(chromedp.CSS(`#episode[data-episode="seeded-max"]`)),
-		chromedp.WaitNotVisible(chromedp.ID("reset-error")))
-	if got := strings.Join(strings.Fields(textOf(t, ctx, "#episode")), " "); !strings.HasSuffix(got, "seed 9223372036854775807") {
-		t.Errorf("episode facts %q, want seed 9223372036854775807", got)
-	}
+	refused("9223372036854775808", "≤ 9223372036854775807")
+	accepted("9223372036854775807", "seeded-max")
 }
 
 // boundsWorld has a tool whose bounds are past 2^53: an int64 tagged with
