@@ -440,7 +440,7 @@ func (b *Backend) Restore(ctx context.Context, id string) (openenv.Instance, ope
 // the episode's latest pointer names a checkpoint of attempt, or the one
 // a restore started attempt from (or, once retention removed that one,
 // the one it named in its place), it then names checkpointID, the
-// checkpoint the episode goes on from.
+// checkpoint the episode goes on from, or none when that one is gone.
 func (b *Backend) Fence(attempt, episodeID, checkpointID, by string) error {
 	if err := b.checkpoints.fence(attempt, episodeID, by); err != nil {
 		return err

@@ -1125,3 +1125,33 @@ func episodeCheckpoints(t *testing.T, b *Backend) func(revision int, attempt str
 		return info
 	}
 }
+
+// TestCheckpoints_LatestAfterARestoreOfARemovedCheckpoint: a restore
+// replacing an attempt whose checkpoint retention removed (on another
+// server, over the size budget) after the restore read it and before it
+// fenced the attempt leaves the episode with no newest checkpoint; where
+// before the pointer stayed on the superseded attempt's later checkpoint,
+// of a step the restore undid.
+func TestCheckpoints_LatestAfterARestoreOfARemovedCheckpoint(t *testing.T) {
+	const successor = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
+	dir := t.TempDir()
+	b := newTestBackend(t, Config{Checkpoints: dir})
+	other := newTestBackend(t, Config{Checkpoints: dir}) // another replica on the same store
+	checkpoint := fenceableAttempt(t, b)
+	restored := checkpoint(1)
+	later := checkpoint(2)
+	inst, _, err := b.Restore(context.Background(), restored.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close()
+	if !other.checkpoints.remove(restored.ID) {
+		t.Fatal("the restored checkpoint could not be removed")
+	}
+	if err := b.Fence(fenceAttempt, "ep", restored.ID, "checkpoint "+restored.ID+", restored as attempt "+successor); err != nil {
+		t.Fatal(err)
+	}
+	if info, ok := b.Latest("ep"); ok {
+		t.Errorf("latest after a restore of a checkpoint since removed: %s, want none (the restore undid %s's step)", info.ID, later.ID)
+	}
+}

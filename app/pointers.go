@@ -60,15 +60,13 @@ func (c *checkpoints) fence(attempt, episode, by string) error {
 // which a restore fencing attempt continues, when the pointer names a
 // checkpoint attempt took, or one of an attempt whose restores started
 // attempt (continues): the episode goes on from id, and the superseded
-// attempt's later steps are ones the restore undid. A pointer naming
-// another attempt's checkpoint (a fork's) is left as it is. A failure is
-// logged: the restore stands.
+// attempt's later steps are ones the restore undid. When id is gone
+// (retention removed it once the restore read it), the pointer is
+// removed: the episode has no newest checkpoint until its new attempt
+// takes one. A pointer naming another attempt's checkpoint (a fork's) is
+// left as it is. A failure is logged: the restore stands.
 func (c *checkpoints) rewind(world, episode, attempt, id string) {
 	if !isID(id) || episode == "" {
-		return
-	}
-	m, ok := c.manifest(id)
-	if !ok {
 		return
 	}
 	defer c.lockLatest()()
@@ -76,7 +74,17 @@ func (c *checkpoints) rewind(world, episode, attempt, id string) {
 	if !ok || cur.ID == id || cur.Attempt != attempt && !c.continues(attempt, cur) {
 		return
 	}
-	if err := c.setPointer(latestDir, worldKey(world, episode), m.CheckpointInfo); err != nil {
+	m, ok := c.manifest(id)
+	var err error
+	if ok {
+		err = c.setPointer(latestDir, worldKey(world, episode), m.CheckpointInfo)
+	} else {
+		err = c.removePointer(latestDir, worldKey(world, episode))
+		if info, ok := c.readPointer(latestDir, episode); ok && info.ID == cur.ID {
+			err = errors.Join(err, c.removePointer(latestDir, episode))
+		}
+	}
+	if err != nil {
 		c.logger.Warn("app: the episode's newest checkpoint could not be set to the one its restore continues", "checkpoint", id, "err", err)
 	}
 }
