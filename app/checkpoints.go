@@ -170,6 +170,10 @@ var testHookWrote = func(name string) {}
 // replace it.
 var testHookFenceChecked = func(attempt string) {}
 
+// testHookRemoved runs when retention has removed a checkpoint, with its
+// id.
+var testHookRemoved = func(id string) {}
+
 // testHookLatestLockWait runs when the lock on the episodes' latest
 // pointers is held elsewhere, before waiting for it; tests replace it.
 var testHookLatestLockWait = func() {}

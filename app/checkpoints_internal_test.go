@@ -1155,3 +1155,47 @@ func TestCheckpoints_LatestAfterARestoreOfARemovedCheckpoint(t *testing.T) {
 		t.Errorf("latest after a restore of a checkpoint since removed: %s, want none (the restore undid %s's step)", info.ID, later.ID)
 	}
 }
+
+// TestCheckpoints_RepointAfterAFenceDuringTheSweep: a restore replacing an
+// attempt while retention removes checkpoints, once the sweep read the
+// attempt's fence, and then the sweep removing the checkpoint it
+// continued, leaves the episode with no newest checkpoint rather than the
+// superseded attempt's later one; where before the sweep pointed the
+// episode at that one, of a step the restore undid, by the fences as they
+// were when it started.
+func TestCheckpoints_RepointAfterAFenceDuringTheSweep(t *testing.T) {
+	const successor = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
+	dir := t.TempDir()
+	b := newTestBackend(t, Config{Checkpoints: dir, CheckpointTTL: time.Hour, CheckpointMaxBytes: 1 << 40})
+	checkpoint := fenceableAttempt(t, b)
+	now := time.Now()
+	var ids []string
+	for revision := 1; revision <= 3; revision++ {
+		info := checkpoint(revision)
+		ago := now.Add(time.Duration(revision-4) * time.Minute)
+		os.Chtimes(filepath.Join(dir, info.ID), ago, ago)
+		ids = append(ids, info.ID)
+	}
+	oldest, restored, later := ids[0], ids[1], ids[2]
+	b.checkpoints.sweep(now) // the sweep their writes started spares them
+	b.checkpoints.sweepMu.Lock()
+	b.checkpoints.maxBytes = dirSize(filepath.Join(dir, later)) * 3 / 2 * 10 / 9
+	b.checkpoints.sweepMu.Unlock()
+	testHookRemoved = func(id string) {
+		if id == oldest {
+			// The restore, on another server say, fences the attempt
+			// while the sweep goes on.
+			if err := b.Fence(fenceAttempt, "ep", restored, "checkpoint "+restored+", restored as attempt "+successor); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(func() { testHookRemoved = func(string) {} })
+	b.checkpoints.sweep(now)
+	if msg := restoreErr(t, b, restored); !strings.Contains(msg, "does not exist") {
+		t.Fatalf("the sweep kept the restored checkpoint (%q): the test needs it gone", msg)
+	}
+	if info, ok := b.Latest("ep"); ok {
+		t.Errorf("latest once the restored checkpoint went: %s, want none (the superseded attempt's later one is %s)", info.ID, later)
+	}
+}

@@ -208,7 +208,7 @@ func (c *checkpoints) sweep(now time.Time) {
 	}
 	delete(lost, "") // a checkpoint of no episode has no latest pointer
 	for ep := range lost {
-		c.repoint(ep, live, superseded)
+		c.repoint(ep, live)
 	}
 	if c.ttl > 0 {
 		c.expireRecords(now, live)
@@ -382,13 +382,15 @@ func (c *checkpoints) restoresOf(attempt string) (chain []fencedRestore, ended b
 // checkpoint it names is gone, at the episode's newest checkpoint among
 // live that may stand for it (heirs), or removes it when there is none: a
 // superseded attempt's checkpoints may hold steps its restore undid
-// (those after the checkpoint the restore continued).
-func (c *checkpoints) repoint(episode string, live []stored, superseded func(attempt string) bool) {
+// (those after the checkpoint the restore continued). It reads the fences
+// again, under the lock: a restore may have fenced an attempt since the
+// sweep read them.
+func (c *checkpoints) repoint(episode string, live []stored) {
 	defer c.lockLatest()()
 	if _, ok := c.pointer(latestDir, episode); ok {
 		return // names a checkpoint that is there (a newer one, perhaps)
 	}
-	heir := c.heirs(superseded) // under the lock: the pointer as it is now
+	heir := c.heirs(c.superseded()) // under the lock: the pointer and fences as they are now
 	var keep *stored
 	for i, s := range live {
 		if s.episode == episode && heir(s) && (keep == nil || keep.at.Before(s.at)) {
@@ -414,6 +416,7 @@ func (c *checkpoints) remove(id string) bool {
 		return false
 	}
 	os.RemoveAll(aside)
+	testHookRemoved(id)
 	return true
 }
 
