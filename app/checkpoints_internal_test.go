@@ -2,11 +2,13 @@ package app
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -1197,5 +1199,45 @@ func TestCheckpoints_RepointAfterAFenceDuringTheSweep(t *testing.T) {
 	}
 	if info, ok := b.Latest("ep"); ok {
 		t.Errorf("latest once the restored checkpoint went: %s, want none (the superseded attempt's later one is %s)", info.ID, later)
+	}
+}
+
+// TestCheckpoints_RetentionCountsWhatAPeerRemoved: a checkpoint another
+// server sharing the store removed while this one's sweep went on left
+// the store: the sweep counts its bytes as gone, and removes no more than
+// the budget asks, nor logs an error; where before it took the checkpoint
+// for one it could not remove, still counted against the budget, and
+// removed an episode's newest, its only checkpoint, in its place.
+func TestCheckpoints_RetentionCountsWhatAPeerRemoved(t *testing.T) {
+	dir := t.TempDir()
+	var logs bytes.Buffer
+	b := newTestBackend(t, Config{Checkpoints: dir, CheckpointTTL: time.Hour, CheckpointMaxBytes: 1 << 40, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	other := newTestBackend(t, Config{Checkpoints: dir}) // another replica on the same store
+	now := time.Now()
+	var ids []string
+	for i := range 3 {
+		info := checkpointedEpisode(t, b, fmt.Sprint("ep", i))
+		ago := now.Add(time.Duration(i-4) * time.Minute)
+		os.Chtimes(filepath.Join(dir, info.ID), ago, ago)
+		ids = append(ids, info.ID)
+	}
+	oldest, next, newest := ids[0], ids[1], ids[2]
+	b.checkpoints.sweep(now) // the sweep their writes started spares them
+	b.checkpoints.sweepMu.Lock()
+	b.checkpoints.maxBytes = dirSize(filepath.Join(dir, newest)) * 3 / 2 * 10 / 9
+	b.checkpoints.sweepMu.Unlock()
+	testHookRemoved = func(id string) {
+		if id == oldest {
+			testHookRemoved = func(string) {}
+			other.checkpoints.remove(next) // the peer's sweep, between this one's listing and its removal
+		}
+	}
+	t.Cleanup(func() { testHookRemoved = func(string) {} })
+	b.checkpoints.sweep(now)
+	if msg := restoreErr(t, b, newest); msg != "" {
+		t.Errorf("the newest checkpoint was removed, though the store was within its budget without it: %q", msg)
+	}
+	if strings.Contains(logs.String(), "cannot remove") {
+		t.Errorf("the checkpoint the peer removed was logged as one retention cannot remove:\n%s", logs.String())
 	}
 }

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"errors"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -407,11 +409,17 @@ func (c *checkpoints) repoint(episode string, live []stored) {
 
 // remove renames a checkpoint aside, then removes it. It reports whether
 // the checkpoint left the store, and logs why not: a checkpoint that could
-// not be renamed aside still counts against the size budget.
+// not be renamed aside still counts against the size budget. One that is
+// no longer there left it too: another server sharing the store removed
+// it since this one listed it.
 func (c *checkpoints) remove(id string) bool {
 	c.forget(id)
 	aside := filepath.Join(c.dir, trashPrefix+id)
-	if err := os.Rename(filepath.Join(c.dir, id), aside); err != nil {
+	err := os.Rename(filepath.Join(c.dir, id), aside)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	if err != nil {
 		c.logger.Error("app: checkpoint retention cannot remove a checkpoint", "checkpoint", id, "err", err)
 		return false
 	}
