@@ -371,7 +371,10 @@ func (c *checkpoints) read(id string) (*loadedCheckpoint, error) {
 	case l.m.ID != id:
 		return nil, c.unknown(id, "is corrupt: its manifest names another checkpoint")
 	}
-	if expired(l.m.CheckpointInfo) {
+	// Expiry bounds what a server restores; ReadCheckpoint's store (no
+	// TTL), read to grade a recording that continues the checkpoint, reads
+	// an expired one that is still there.
+	if c.ttl != 0 && expired(l.m.CheckpointInfo) {
 		return nil, c.unknown(id, "expired at "+l.m.ExpiresAt)
 	}
 	// Stamped before reading: a file changed while it is read fails its
@@ -413,8 +416,10 @@ func (c *checkpoints) read(id string) (*loadedCheckpoint, error) {
 // server's Config.Checkpoints) and verifies it as a restore does: the
 // instance's part, for composition.Options.Checkpoint, and the episode's,
 // for task.Resume. A checkpoint that is not in dir is an error wrapping
-// fs.ErrNotExist; an expired, incomplete or corrupt one is an error
-// saying which.
+// fs.ErrNotExist; an incomplete or corrupt one is an error saying which.
+// One past its expiry is read all the same: expiry bounds what a server
+// restores, and a recording that continues the checkpoint is graded from
+// it (seahaven grade --checkpoints) when it is no longer served.
 func ReadCheckpoint(dir, id string) (*composition.Checkpoint, task.Saved, error) {
 	l, err := (&checkpoints{dir: dir}).read(id)
 	if err != nil {

@@ -125,15 +125,7 @@ func TestCheckpoints_Refused(t *testing.T) {
 			os.Symlink("/etc/passwd", p)
 		}, "hash mismatch"},
 		{"directory gone", func(d string) { os.RemoveAll(d) }, "does not exist in this server's checkpoint store"},
-		{"expiry edited", func(d string) {
-			p := filepath.Join(d, manifestName)
-			b, _ := os.ReadFile(p)
-			var m map[string]any
-			json.Unmarshal(b, &m)
-			m["expires_at"] = "2000-01-01T00:00:00.000Z"
-			b, _ = json.Marshal(m)
-			os.WriteFile(p, b, 0o600)
-		}, "expired at 2000-01-01T00:00:00.000Z"},
+		{"expiry edited", expireCheckpoint, "expired at 2000-01-01T00:00:00.000Z"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			info := checkpointed(t, b)
@@ -671,6 +663,36 @@ func TestCheckpoints_NotFound(t *testing.T) {
 	dir := t.TempDir()
 	if _, _, err := ReadCheckpoint(dir, id); !errors.Is(err, fs.ErrNotExist) || err.Error() != "app: checkpoint "+id+" is not in "+dir+": file does not exist" {
 		t.Errorf("ReadCheckpoint: %v, want fs.ErrNotExist naming the checkpoint and the directory", err)
+	}
+}
+
+// expireCheckpoint edits the manifest of the checkpoint in directory d to
+// have expired in 2000.
+func expireCheckpoint(d string) {
+	p := filepath.Join(d, manifestName)
+	b, _ := os.ReadFile(p)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	m["expires_at"] = "2000-01-01T00:00:00.000Z"
+	b, _ = json.Marshal(m)
+	os.WriteFile(p, b, 0o600)
+}
+
+// TestCheckpoints_ReadExpired: ReadCheckpoint, which seahaven grade reads
+// the checkpoint a restored episode continues with, reads one past its
+// expiry that is still there, which a server refuses to restore; where
+// before a recording could not be graded once its checkpoint expired
+// (after a day, by default), though its files were kept.
+func TestCheckpoints_ReadExpired(t *testing.T) {
+	dir := t.TempDir()
+	b := newTestBackend(t, Config{Checkpoints: dir})
+	info := checkpointed(t, b)
+	expireCheckpoint(filepath.Join(dir, info.ID))
+	if msg := restoreErr(t, b, info.ID); !strings.Contains(msg, "expired at 2000-01-01T00:00:00.000Z") {
+		t.Errorf("restore of an expired checkpoint: %q, want it refused as expired", msg)
+	}
+	if cp, _, err := ReadCheckpoint(dir, info.ID); err != nil || cp == nil {
+		t.Errorf("ReadCheckpoint of an expired checkpoint: %v", err)
 	}
 }
 
