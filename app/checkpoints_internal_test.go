@@ -331,9 +331,7 @@ func TestCheckpoints_RetentionKeepsNewest(t *testing.T) {
 	dir := t.TempDir()
 	b := newTestBackend(t, Config{Checkpoints: dir, CheckpointTTL: time.Hour, CheckpointMaxBytes: 1 << 40})
 	now := time.Now()
-	at := func(id string, ago time.Duration) {
-		os.Chtimes(filepath.Join(dir, id), now.Add(-ago), now.Add(-ago))
-	}
+	at := aged(dir, now)
 	a, small := checkpointedEpisode(t, b, "small-a"), checkpointedEpisode(t, b, "small-b")
 	at(a.ID, 10*time.Minute)
 	at(small.ID, 9*time.Minute)
@@ -860,12 +858,8 @@ func TestCheckpoints_LatestAfterAChainOfRestores(t *testing.T) {
 	checkpoint := fenceableAttempt(t, b)
 	earlier, restored := checkpoint(1), checkpoint(2)
 	checkpoint(3)
-	if err := b.Fence(fenceAttempt, "ep", restored.ID, "checkpoint "+restored.ID+", restored as attempt "+successor); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Fence(successor, "ep", earlier.ID, "checkpoint "+earlier.ID+", restored as attempt "+third); err != nil {
-		t.Fatal(err)
-	}
+	fenceRestored(t, b, fenceAttempt, restored.ID, successor)
+	fenceRestored(t, b, successor, earlier.ID, third)
 	if info, ok := b.Latest("ep"); !ok || info.ID != earlier.ID {
 		t.Errorf("latest after the second restore: %s %v, want the checkpoint it continues %s (the first continued %s)", info.ID, ok, earlier.ID, restored.ID)
 	}
@@ -879,9 +873,7 @@ func TestCheckpoints_LatestAfterAChainOfRestores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Fence(third, "ep", restored.ID, "checkpoint "+restored.ID+", restored as attempt "+fourth); err != nil {
-		t.Fatal(err)
-	}
+	fenceRestored(t, b, third, restored.ID, fourth)
 	if info, ok := b.Latest("ep"); !ok || info.ID != forked.ID {
 		t.Errorf("latest after a restore replacing another attempt than the fork's: %s %v, want the fork's %s", info.ID, ok, forked.ID)
 	}
@@ -946,14 +938,10 @@ func TestCheckpoints_RepointSkipsFenced(t *testing.T) {
 	forked := checkpoint(1, fork) // a fork's: no restore superseded it
 	restored := checkpoint(1, attempt)
 	later := checkpoint(2, attempt)
-	if err := b.Fence(attempt, "ep", restored, "checkpoint "+restored+", restored as attempt "+successor); err != nil {
-		t.Fatal(err)
-	}
+	fenceRestored(t, b, attempt, restored, successor)
 	now := time.Now()
 	b.checkpoints.sweep(now) // the sweep their writes started spares them
-	at := func(id string, ago time.Duration) {
-		os.Chtimes(filepath.Join(dir, id), now.Add(-ago), now.Add(-ago))
-	}
+	at := aged(dir, now)
 	at(restored, 2*time.Hour)
 	at(forked, 3*time.Minute)
 	at(later, 2*time.Minute)
@@ -998,21 +986,15 @@ func TestCheckpoints_RepointKeepsWhatTheRestoreKept(t *testing.T) {
 			restored := checkpoint(2, fenceAttempt)
 			same := checkpoint(2, fenceAttempt) // no step between it and the restored one
 			later := checkpoint(3, fenceAttempt)
-			if err := b.Fence(fenceAttempt, "ep", restored, "checkpoint "+restored+", restored as attempt "+successor); err != nil {
-				t.Fatal(err)
-			}
+			fenceRestored(t, b, fenceAttempt, restored, successor)
 			if replacedAgain {
 				// Restored from the fork's, the successor's line (from the
 				// restored checkpoint) is undone.
-				if err := b.Fence(successor, "ep", forked, "checkpoint "+forked+", restored as attempt "+third); err != nil {
-					t.Fatal(err)
-				}
+				fenceRestored(t, b, successor, forked, third)
 			}
 			now := time.Now()
 			b.checkpoints.sweep(now) // the sweep their writes started spares them
-			at := func(id string, ago time.Duration) {
-				os.Chtimes(filepath.Join(dir, id), now.Add(-ago), now.Add(-ago))
-			}
+			at := aged(dir, now)
 			at(forked, 5*time.Minute)
 			at(earlier, 4*time.Minute)
 			at(same, 3*time.Minute)
@@ -1052,9 +1034,7 @@ func TestCheckpoints_LatestAfterARestoreOfARepointedAttempt(t *testing.T) {
 	checkpoint := fenceableAttempt(t, b)
 	earlier, restored, same := checkpoint(1), checkpoint(2), checkpoint(2)
 	checkpoint(3)
-	if err := b.Fence(fenceAttempt, "ep", restored.ID, "checkpoint "+restored.ID+", restored as attempt "+successor); err != nil {
-		t.Fatal(err)
-	}
+	fenceRestored(t, b, fenceAttempt, restored.ID, successor)
 	now := time.Now()
 	b.checkpoints.sweep(now) // the sweep their writes started spares them
 	os.Chtimes(filepath.Join(dir, restored.ID), now.Add(-2*time.Hour), now.Add(-2*time.Hour))
@@ -1062,9 +1042,7 @@ func TestCheckpoints_LatestAfterARestoreOfARepointedAttempt(t *testing.T) {
 	if info, _ := b.Latest("ep"); info.ID != same.ID {
 		t.Fatalf("latest once the restored checkpoint expired: %q, want %s", info.ID, same.ID)
 	}
-	if err := b.Fence(successor, "ep", earlier.ID, "checkpoint "+earlier.ID+", restored as attempt "+third); err != nil {
-		t.Fatal(err)
-	}
+	fenceRestored(t, b, successor, earlier.ID, third)
 	if info, ok := b.Latest("ep"); !ok || info.ID != earlier.ID {
 		t.Errorf("latest after a restore replacing the restored attempt: %s %v, want the checkpoint it continues %s (the pointer named %s, of a revision it undid)", info.ID, ok, earlier.ID, same.ID)
 	}
@@ -1129,6 +1107,23 @@ func fenceableAttempt(t *testing.T, b *Backend) func(revision int) openenv.Check
 	return func(revision int) openenv.CheckpointInfo { return checkpoint(revision, fenceAttempt) }
 }
 
+// fenceRestored fences attempt as a restore of checkpoint id that started
+// attempt successor records it (Restorer.Fence).
+func fenceRestored(t *testing.T, b *Backend, attempt, id, successor string) {
+	t.Helper()
+	if err := b.Fence(attempt, "ep", id, "checkpoint "+id+", restored as attempt "+successor); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// aged returns a function that dates checkpoint id of the store dir ago
+// before now, for retention's sweep(now).
+func aged(dir string, now time.Time) func(id string, ago time.Duration) {
+	return func(id string, ago time.Duration) {
+		os.Chtimes(filepath.Join(dir, id), now.Add(-ago), now.Add(-ago))
+	}
+}
+
 // episodeCheckpoints opens an acme instance of episode "ep" on b, closed
 // when the test ends, and returns a function that checkpoints it as
 // attempt at revision.
@@ -1172,9 +1167,7 @@ func TestCheckpoints_LatestAfterARestoreOfARemovedCheckpoint(t *testing.T) {
 	if !other.checkpoints.remove(restored.ID) {
 		t.Fatal("the restored checkpoint could not be removed")
 	}
-	if err := b.Fence(fenceAttempt, "ep", restored.ID, "checkpoint "+restored.ID+", restored as attempt "+successor); err != nil {
-		t.Fatal(err)
-	}
+	fenceRestored(t, b, fenceAttempt, restored.ID, successor)
 	if info, ok := b.Latest("ep"); ok {
 		t.Errorf("latest after a restore of a checkpoint since removed: %s, want none (the restore undid %s's step)", info.ID, later.ID)
 	}
