@@ -17,10 +17,7 @@ func TestUI_Browser_Accessibility(t *testing.T) {
 	listenPageErrors(t, ctx)
 
 	run(t, ctx, "open a tool's form",
-		chromedp.Navigate(base+"/web/"),
-		chromedp.WaitVisible(chromedp.CSS(`#ws-status[data-state="open"]`)),
-		chromedp.Click(chromedp.CSS(`#tools [data-tool="hire"]`), chromedp.NodeVisible),
-		chromedp.WaitVisible(chromedp.CSS(`#tool-fields input[name="name"]`)))
+		openToolForm(base, "hire", "name"))
 	unnamed, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("input, select, textarea, button")]
 		.filter((e) => !e.labels?.length && !e.getAttribute("aria-label") && !(e.tagName === "BUTTON" && e.textContent.trim()))
 		.map((e) => e.tagName.toLowerCase() + "#" + e.id)`))

@@ -244,6 +244,16 @@ func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Actio
 	}
 }
 
+// openToolForm opens the page at base, once its WebSocket is open, and
+// the form of tool, until its input field shows.
+func openToolForm(base, tool, field string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(
+		chromedp.Navigate(base+"/web/"),
+		chromedp.WaitVisible(chromedp.CSS(`#ws-status[data-state="open"]`)),
+		chromedp.Click(chromedp.CSS(`#tools [data-tool="`+tool+`"]`), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS(`#tool-fields input[name="`+field+`"]`)))
+}
+
 // shot saves a screenshot of the page when -screenshots names a directory.
 func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()

@@ -21,10 +21,7 @@ func TestUI_Browser_TruncatedLog(t *testing.T) {
 	listenPageErrors(t, ctx)
 
 	run(t, ctx, "open the page",
-		chromedp.Navigate(base+"/web/"),
-		chromedp.WaitVisible(chromedp.CSS(`#ws-status[data-state="open"]`)),
-		chromedp.Click(chromedp.CSS(`#tools [data-tool="invoice"]`), chromedp.NodeVisible),
-		chromedp.WaitVisible(chromedp.CSS(`#tool-fields input[name="amount"]`)),
+		openToolForm(base, "invoice", "amount"),
 		chromedp.SendKeys(chromedp.CSS(`#tool-fields input[name="amount"]`), "500"))
 	for _, step := range []string{"1", "2", "3"} {
 		run(t, ctx, "call invoice "+step,

@@ -20,10 +20,7 @@ func TestUI_Browser_FormExactIntegers(t *testing.T) {
 	listenPageErrors(t, ctx)
 
 	run(t, ctx, "type a large amount",
-		chromedp.Navigate(base+"/web/"),
-		chromedp.WaitVisible(chromedp.CSS(`#ws-status[data-state="open"]`)),
-		chromedp.Click(chromedp.CSS(`#tools [data-tool="invoice"]`), chromedp.NodeVisible),
-		chromedp.WaitVisible(chromedp.CSS(`#tool-fields input[name="amount"]`)),
+		openToolForm(base, "invoice", "amount"),
 		chromedp.SendKeys(chromedp.CSS(`#tool-fields input[name="amount"]`), "9007199254740993"))
 	args, err := chromedp.Run(ctx, chromedp.Value(chromedp.ID("tool-args")))
 	if err != nil {
@@ -48,10 +45,7 @@ func TestUI_Browser_FormBounds(t *testing.T) {
 	const amount = `#tool-fields input[name="amount"]`
 	const fieldError = `#tool-fields .field .error`
 	run(t, ctx, "call with an amount over the maximum",
-		chromedp.Navigate(base+"/web/"),
-		chromedp.WaitVisible(chromedp.CSS(`#ws-status[data-state="open"]`)),
-		chromedp.Click(chromedp.CSS(`#tools [data-tool="invoice"]`), chromedp.NodeVisible),
-		chromedp.WaitVisible(chromedp.CSS(amount)),
+		openToolForm(base, "invoice", "amount"),
 		chromedp.SendKeys(chromedp.CSS(amount), "1000000000001"),
 		chromedp.WaitEnabled(chromedp.ID("call-btn")),
 		chromedp.Click(chromedp.ID("call-btn")),
@@ -209,10 +203,7 @@ func TestUI_Browser_FormBoundsPast2to53(t *testing.T) {
 	const n = `#tool-fields input[name="n"]`
 	const fieldError = `#tool-fields .field .error`
 	run(t, ctx, "open the count tool",
-		chromedp.Navigate(base+"/web/"),
-		chromedp.WaitVisible(chromedp.CSS(`#ws-status[data-state="open"]`)),
-		chromedp.Click(chromedp.CSS(`#tools [data-tool="count"]`), chromedp.NodeVisible),
-		chromedp.WaitVisible(chromedp.CSS(n)))
+		openToolForm(base, "count", "n"))
 	types, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#tool-fields .field .type")].map((el) => el.textContent.trim())`))
 	if err != nil {
 		t.Fatal(err)
