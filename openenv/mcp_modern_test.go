@@ -225,16 +225,8 @@ func TestMCP_ModernSessionEpisode(t *testing.T) {
 	}
 
 	a, _ := sdkModern(t, s.ts.URL, "session_id="+sid)
-	tools, err := a.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tl := range tools.Tools {
-		names = append(names, tl.Name)
-	}
-	if strings.Join(names, " ") != "invoice list_staff pay_list_charges" {
-		t.Errorf("the task session's tools %v", names)
+	if names := toolNames(t, a); names != "invoice list_staff pay_list_charges" {
+		t.Errorf("the task session's tools %s", names)
 	}
 	charges := func(cs *mcp.ClientSession) int {
 		t.Helper()

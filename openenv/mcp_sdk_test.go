@@ -140,6 +140,20 @@ func cmpOr(m, fallback map[string]any) map[string]any {
 	return m
 }
 
+// toolNames lists the tools of the session cs, by name, in a line.
+func toolNames(t *testing.T, cs *mcp.ClientSession) string {
+	t.Helper()
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	return strings.Join(names, " ")
+}
+
 // An MCP client sets its episode up with reset data: in the /mcp URL's
 // query for a standard client, in openenv/session/create's params for
 // OpenEnv's dialect. A task session lists only the task's tools, and the
@@ -149,16 +163,8 @@ func TestMCP_TaskSession(t *testing.T) {
 	ctx := context.Background()
 	cs := sdkConnect(t, s, "task=invoice_750&seed=3")
 	defer cs.Close()
-	tools, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tl := range tools.Tools {
-		names = append(names, tl.Name)
-	}
-	if strings.Join(names, " ") != "invoice list_staff pay_list_charges" {
-		t.Errorf("task session tools %v", names)
+	if names := toolNames(t, cs); names != "invoice list_staff pay_list_charges" {
+		t.Errorf("task session tools %s", names)
 	}
 	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "invoice", Arguments: map[string]any{"amount": 750}}); err != nil || res.IsError {
 		t.Fatalf("invoice: %v %+v", err, res)
