@@ -364,7 +364,7 @@ func toolError(ctx context.Context, err error, name string, timeout time.Duratio
 // from the agent (its Err), unless msg, the message the agent sees,
 // already says it.
 func hiddenCause(err error, msg string) error {
-	te, ok := errors.AsType[*env.ToolError](err)
+	te, ok := env.AsToolError(err)
 	if !ok || te.Err == nil || strings.Contains(msg, te.Err.Error()) {
 		return nil
 	}
