@@ -78,10 +78,8 @@ Worlds: `+strings.Join(c.m.names(), ", ")+"\n")
 	}
 	if args[0] != "build" {
 		// A mistyped --dir would otherwise list as an empty directory.
-		if fi, err := os.Stat(*dir); err != nil {
+		if err := notDir(*dir); err != nil {
 			return fmt.Errorf("fixtures %s: %w", args[0], err)
-		} else if !fi.IsDir() {
-			return fmt.Errorf("fixtures %s: %s is not a directory", args[0], *dir)
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(c.m.Stderr, nil))
@@ -160,6 +158,16 @@ Worlds: `+strings.Join(c.m.names(), ", ")+"\n")
 	}
 	tw.Flush()
 	return bad
+}
+
+// notDir says why path is not a directory: os.Stat's error, or that it
+// is something else; nil when it is one.
+func notDir(path string) error {
+	fi, err := os.Stat(path)
+	if err == nil && !fi.IsDir() {
+		err = fmt.Errorf("%s is not a directory", path)
+	}
+	return err
 }
 
 // namedFixtures returns the fixtures that the world's default (the one

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
-	"os"
 	"strings"
 
 	"github.com/seahaven/seahaven/app"
@@ -65,7 +64,7 @@ func (c *GradeCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	if *checkpoints != "" {
-		if fi, err := os.Stat(*checkpoints); err != nil || !fi.IsDir() {
+		if notDir(*checkpoints) != nil {
 			return &exitError{code: 2, err: fmt.Errorf("grade: --checkpoints %s is not a directory (it names the server's checkpoint store, its --checkpoints)", *checkpoints)}
 		}
 	}

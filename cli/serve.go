@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -112,7 +111,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if *fixturesDir != "" {
 		// Not refused: fixtures are read as they come, and a volume may be
 		// mounted later. But a mistyped path would serve no fixture silently.
-		if fi, err := os.Stat(*fixturesDir); err != nil || !fi.IsDir() {
+		if notDir(*fixturesDir) != nil {
 			logger.Warn("serve: the --fixtures directory is not there (yet): no fixture is served until it is", "dir", *fixturesDir)
 		}
 	}
