@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -1254,5 +1255,56 @@ func TestCheckpoints_RetentionCountsWhatAPeerRemoved(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "cannot remove") {
 		t.Errorf("the checkpoint the peer removed was logged as one retention cannot remove:\n%s", logs.String())
+	}
+}
+
+// TestCheckpoints_RepointPassesOverWhatAPeerRemoved: when the checkpoint
+// retention would point an episode at in place of its gone newest was
+// removed by another server sharing the store since the sweep listed it,
+// the episode's latest pointer moves to the next that may stand for it
+// (here a checkpoint of the same attempt, not the superseded attempt's
+// newer one, of a step a restore undid); where before it was removed, and
+// GET /checkpoints/latest answered 404 though that checkpoint was left.
+func TestCheckpoints_RepointPassesOverWhatAPeerRemoved(t *testing.T) {
+	const (
+		fork      = "1d2e3f40-5a6b-4c7d-8e9f-0a1b2c3d4e5f"
+		successor = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
+	)
+	dir := t.TempDir()
+	b := newTestBackend(t, Config{Checkpoints: dir, CheckpointTTL: time.Hour, CheckpointMaxBytes: 1 << 40})
+	other := newTestBackend(t, Config{Checkpoints: dir}) // another replica on the same store
+	take := episodeCheckpoints(t, b)
+	checkpoint := func(revision int, attempt string) string { return take(revision, attempt).ID }
+	restored := checkpoint(1, fenceAttempt)
+	undone := checkpoint(2, fenceAttempt)
+	fenceRestored(t, b, fenceAttempt, restored, successor)
+	oldest, next, newest := checkpoint(1, fork), checkpoint(2, fork), checkpoint(3, fork)
+	now := time.Now()
+	b.checkpoints.sweep(now) // the sweep their writes started spares them
+	at := aged(dir, now)
+	at(restored, 6*time.Minute)
+	at(oldest, 5*time.Minute)
+	at(undone, 3*time.Minute)
+	at(next, 2*time.Minute)
+	at(newest, 2*time.Hour)
+	// The other server holds the lock on the pointers when this one's
+	// sweep comes to repoint the episode, and has removed next since the
+	// sweep listed it.
+	unlock := sync.OnceFunc(other.checkpoints.lockLatest())
+	t.Cleanup(unlock)
+	testHookLatestLockWait = func() {
+		testHookLatestLockWait = func() {}
+		if !other.checkpoints.remove(next) {
+			t.Error("the other server could not remove", next)
+		}
+		unlock()
+	}
+	t.Cleanup(func() { testHookLatestLockWait = func() {} })
+	b.checkpoints.sweep(now)
+	if msg := restoreErr(t, b, next); !strings.Contains(msg, "does not exist") {
+		t.Fatalf("the other server's removal of %s did not happen (%q): the test needs it gone", next, msg)
+	}
+	if info, ok := b.Latest("ep"); !ok || info.ID != oldest {
+		t.Errorf("latest once its newest expired and the next went on another server: %q %v, want %s (the superseded attempt's later one is %s)", info.ID, ok, oldest, undone)
 	}
 }

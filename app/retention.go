@@ -382,26 +382,32 @@ func (c *checkpoints) restoresOf(attempt string) (chain []fencedRestore, ended b
 
 // repoint points the latest pointer of episode (a worldKey), when the
 // checkpoint it names is gone, at the episode's newest checkpoint among
-// live that may stand for it (heirs), or removes it when there is none: a
-// superseded attempt's checkpoints may hold steps its restore undid
-// (those after the checkpoint the restore continued). It reads the fences
-// again, under the lock: a restore may have fenced an attempt since the
-// sweep read them.
+// live that may stand for it (heirs) and is still in the store, or
+// removes it when there is none: a superseded attempt's checkpoints may
+// hold steps its restore undid (those after the checkpoint the restore
+// continued), and another server sharing the store may have removed one
+// of live since the sweep listed it. It reads the fences and the
+// manifests again, under the lock: a restore may have fenced an attempt
+// since the sweep read them.
 func (c *checkpoints) repoint(episode string, live []stored) {
 	defer c.lockLatest()()
 	if _, ok := c.pointer(latestDir, episode); ok {
 		return // names a checkpoint that is there (a newer one, perhaps)
 	}
 	heir := c.heirs(c.superseded()) // under the lock: the pointer and fences as they are now
-	var keep *stored
-	for i, s := range live {
-		if s.episode == episode && heir(s) && (keep == nil || keep.at.Before(s.at)) {
-			keep = &live[i]
+	var heirs []stored
+	for _, s := range live {
+		if s.episode == episode && heir(s) {
+			heirs = append(heirs, s)
 		}
 	}
-	if keep != nil {
-		if m, ok := c.manifest(keep.id); ok && c.setPointer(latestDir, episode, m.CheckpointInfo) == nil {
-			return
+	slices.SortStableFunc(heirs, func(a, b stored) int { return b.at.Compare(a.at) }) // newest first
+	for _, s := range heirs {
+		if m, ok := c.manifest(s.id); ok {
+			if c.setPointer(latestDir, episode, m.CheckpointInfo) == nil {
+				return
+			}
+			break
 		}
 	}
 	c.removePointer(latestDir, episode)
