@@ -439,8 +439,9 @@ func (b *Backend) Restore(ctx context.Context, id string) (openenv.Instance, ope
 // attempt whose checkpoints are of another episode than episodeID. When
 // the episode's latest pointer names a checkpoint of attempt, or the one
 // a restore started attempt from (or, once retention removed that one,
-// the one it named in its place), it then names checkpointID, the
-// checkpoint the episode goes on from, or none when that one is gone.
+// the one it named in its place), whether or not that checkpoint is still
+// there, it then names checkpointID, the checkpoint the episode goes on
+// from, or none when that one is gone.
 func (b *Backend) Fence(attempt, episodeID, checkpointID, by string) error {
 	if err := b.checkpoints.fence(attempt, episodeID, by); err != nil {
 		return err

@@ -1308,3 +1308,43 @@ func TestCheckpoints_RepointPassesOverWhatAPeerRemoved(t *testing.T) {
 		t.Errorf("latest once its newest expired and the next went on another server: %q %v, want %s (the superseded attempt's later one is %s)", info.ID, ok, oldest, undone)
 	}
 }
+
+// TestCheckpoints_RewindOfARemovedPointer: a restore replacing an attempt
+// whose newest checkpoint, the one the episode's latest pointer names,
+// another server's retention removed and has not yet pointed the episode
+// elsewhere from, points the episode at the checkpoint it continues, as
+// it does while that checkpoint is there (TestCheckpoints_LatestAfterAFence);
+// where before it took the pointer for none and left it, GET
+// /checkpoints/latest answered 404, and the other server's sweep then
+// removed the pointer: the superseded attempt's checkpoint the restore
+// continued is not one that stands for a later one of its attempt.
+func TestCheckpoints_RewindOfARemovedPointer(t *testing.T) {
+	const successor = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
+	dir := t.TempDir()
+	b := newTestBackend(t, Config{Checkpoints: dir})
+	other := newTestBackend(t, Config{Checkpoints: dir, CheckpointTTL: time.Hour, CheckpointMaxBytes: 1 << 40}) // another replica on the same store
+	checkpoint := fenceableAttempt(t, b)
+	restored := checkpoint(1)
+	later := checkpoint(2)
+	now := time.Now()
+	aged(dir, now)(later.ID, 2*time.Hour)
+	testHookRemoved = func(id string) {
+		if id == later.ID {
+			// The restore, on this server, fences the attempt once the
+			// other server's sweep removed the pointer's checkpoint, before
+			// that sweep repoints the episode.
+			fenceRestored(t, b, fenceAttempt, restored.ID, successor)
+			if info, ok := b.Latest("ep"); !ok || info.ID != restored.ID {
+				t.Errorf("latest after the restore: %q %v, want the checkpoint it continues %s", info.ID, ok, restored.ID)
+			}
+		}
+	}
+	t.Cleanup(func() { testHookRemoved = func(string) {} })
+	other.checkpoints.sweep(now)
+	if msg := restoreErr(t, b, later.ID); !strings.Contains(msg, "does not exist") {
+		t.Fatalf("the other server's sweep kept %s (%q): the test needs it gone", later.ID, msg)
+	}
+	if info, ok := b.Latest("ep"); !ok || info.ID != restored.ID {
+		t.Errorf("latest once the other server's sweep ended: %q %v, want the checkpoint the restore continues %s", info.ID, ok, restored.ID)
+	}
+}

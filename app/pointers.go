@@ -60,7 +60,12 @@ func (c *checkpoints) fence(attempt, episode, by string) error {
 // which a restore fencing attempt continues, when the pointer names a
 // checkpoint attempt took, or one of an attempt whose restores started
 // attempt (continues): the episode goes on from id, and the superseded
-// attempt's later steps are ones the restore undid. When id is gone
+// attempt's later steps are ones the restore undid. So it does when the
+// pointer's checkpoint is gone (retention removed it, on another server
+// perhaps, and has not yet repointed the episode): retention, repointing
+// it then, would not name id, as it names a superseded attempt's
+// checkpoint only in place of the one a restore continued (heirs). When
+// id is gone
 // (retention removed it once the restore read it), the pointer is
 // removed: the episode has no newest checkpoint until its new attempt
 // takes one. A pointer naming another attempt's checkpoint (a fork's) is
@@ -71,6 +76,9 @@ func (c *checkpoints) rewind(world, episode, attempt, id string) {
 	}
 	defer c.lockLatest()()
 	cur, ok := c.worldPointer(latestDir, world, episode)
+	if !ok {
+		cur, ok = c.readPointer(latestDir, worldKey(world, episode)) // its checkpoint gone
+	}
 	if !ok || cur.ID == id || cur.Attempt != attempt && !c.continues(attempt, cur) {
 		return
 	}
