@@ -65,9 +65,8 @@ func (c *checkpoints) fence(attempt, episode, by string) error {
 // perhaps, and has not yet repointed the episode): retention, repointing
 // it then, would not name id, as it names a superseded attempt's
 // checkpoint only in place of the one a restore continued (heirs). When
-// id is gone
-// (retention removed it once the restore read it), the pointer is
-// removed: the episode has no newest checkpoint until its new attempt
+// id is gone (retention removed it once the restore read it), the pointer
+// is removed: the episode has no newest checkpoint until its new attempt
 // takes one. A pointer naming another attempt's checkpoint (a fork's) is
 // left as it is. A failure is logged: the restore stands.
 func (c *checkpoints) rewind(world, episode, attempt, id string) {
