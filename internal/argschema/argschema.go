@@ -75,8 +75,8 @@ func Decode(t reflect.Type, raw []byte) (reflect.Value, error) {
 // not supported. It is read-only once built.
 type entry struct {
 	schema *jsonschema.Schema
-	kinds  map[*jsonschema.Schema]reflect.Kind // Go kind of each integer and number node
-	json   []byte                              // schema, marshalled
+	nums   map[*jsonschema.Schema]numeric // each integer and number node
+	json   []byte                         // schema, marshalled
 	err    error
 }
 
@@ -103,13 +103,13 @@ func compile(t reflect.Type) *entry {
 	if st.Kind() != reflect.Struct {
 		return &entry{err: fmt.Errorf("argschema: %v is not a struct type or a pointer to one", t)}
 	}
-	s, kinds, err := build(t, st)
+	s, nums, err := build(t, st)
 	if err != nil {
 		return &entry{err: err}
 	}
-	b, err := marshal(s)
+	b, err := marshalBounds(s, nums)
 	if err != nil {
 		return &entry{err: fmt.Errorf("argschema: %v: %w", t, err)}
 	}
-	return &entry{schema: s, kinds: kinds, json: b}
+	return &entry{schema: s, nums: nums, json: b}
 }

@@ -25,13 +25,14 @@ import (
 // check reads raw, one JSON value, against the schema s and returns it
 // normalised for json v2 to decode: compact, with the defaults of absent
 // properties filled in, integers written as plain integers and date-times in
-// UTC. kinds gives the Go kind of each integer and number node; what names
+// UTC. nums gives the Go kind and bounds of each integer and number node;
+// what names
 // raw in messages. The error names the first thing in raw that s does not
 // allow.
-func check(s *jsonschema.Schema, kinds map[*jsonschema.Schema]reflect.Kind, raw []byte, what string) ([]byte, *Error) {
+func check(s *jsonschema.Schema, nums map[*jsonschema.Schema]numeric, raw []byte, what string) ([]byte, *Error) {
 	c := checkers.Get().(*checker)
 	defer c.release()
-	c.kinds, c.bad = kinds, -1
+	c.nums, c.bad = nums, -1
 	if !utf8.Valid(raw) {
 		c.bad = int64(firstInvalidUTF8(raw))
 	}
@@ -63,18 +64,18 @@ func (c *checker) release() {
 	c.dec.Reset(&c.in)
 	c.out.Reset()
 	c.enc.Reset(&c.out)
-	c.kinds, c.path = nil, c.path[:0]
+	c.nums, c.path = nil, c.path[:0]
 	checkers.Put(c)
 }
 
 // checker is the state of one check.
 type checker struct {
-	in    bytes.Reader
-	dec   *jsontext.Decoder
-	enc   *jsontext.Encoder
-	out   bytes.Buffer
-	kinds map[*jsonschema.Schema]reflect.Kind
-	bad   int64 // offset of the first invalid UTF-8 byte, or -1
+	in   bytes.Reader
+	dec  *jsontext.Decoder
+	enc  *jsontext.Encoder
+	out  bytes.Buffer
+	nums map[*jsonschema.Schema]numeric
+	bad  int64 // offset of the first invalid UTF-8 byte, or -1
 	// path leads to the value being read: a segment for each object or
 	// array it is in.
 	path []segment
@@ -188,7 +189,7 @@ func (c *checker) value(s *jsonschema.Schema) *Error {
 			break
 		}
 		lit := tok.String()
-		n, problem := parseNumber(lit, c.kinds[s])
+		n, problem := parseNumber(lit, c.nums[s].kind)
 		if problem != "" {
 			return c.errorf(problem)
 		}
@@ -329,16 +330,18 @@ func (c *checker) checkString(s *jsonschema.Schema, str string) (string, *Error)
 	return str, nil
 }
 
-// checkNumber checks n, written as lit, against the enum and bounds of s.
+// checkNumber checks n, written as lit, against the enum and bounds of s:
+// an integer kind's exactly.
 func (c *checker) checkNumber(s *jsonschema.Schema, n number, lit string) *Error {
-	if s.Enum != nil && !slices.Contains(s.Enum, n.value(c.kinds[s])) {
+	num := c.nums[s]
+	if s.Enum != nil && !slices.Contains(s.Enum, n.value(num.kind)) {
 		return c.errorf("value " + clip(lit) + " is not one of " + enumText(s.Enum))
 	}
-	if s.Minimum != nil && n.f < *s.Minimum {
-		return c.errorf("value " + clip(lit) + " is less than minimum " + literal(*s.Minimum))
+	if num.min != nil && num.compare(n, *num.min) < 0 {
+		return c.errorf("value " + clip(lit) + " is less than minimum " + num.text(*num.min))
 	}
-	if s.Maximum != nil && n.f > *s.Maximum {
-		return c.errorf("value " + clip(lit) + " is greater than maximum " + literal(*s.Maximum))
+	if num.max != nil && num.compare(n, *num.max) > 0 {
+		return c.errorf("value " + clip(lit) + " is greater than maximum " + num.text(*num.max))
 	}
 	return nil
 }

@@ -54,7 +54,7 @@ func (e *entry) decode(t reflect.Type, raw []byte) (reflect.Value, error) {
 	}
 	// The check refuses anything but an object at its first byte, however
 	// deep the input.
-	doc, cerr := check(e.schema, e.kinds, raw, "arguments object")
+	doc, cerr := check(e.schema, e.nums, raw, "arguments object")
 	if cerr != nil {
 		return reflect.Value{}, cerr
 	}

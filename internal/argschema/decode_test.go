@@ -438,6 +438,43 @@ func TestDecode_KindRangesInSchema(t *testing.T) {
 	}
 }
 
+// TestDecode_BoundsPast2to53: min and max tags past 2^53 on an integer
+// field are checked, and published, as the integers written, so a client
+// validating against the schema refuses what Decode refuses; they were
+// published as their float64s (9223372036854775807 as
+// 9223372036854776000, which let 9223372036854775808 through) and compared
+// as float64s (9007199254740993 passed a max of 9007199254740992).
+func TestDecode_BoundsPast2to53(t *testing.T) {
+	type Args struct {
+		Whole int64  `json:"whole,omitempty" min:"-9223372036854775808" max:"9223372036854775807"`
+		Near  int64  `json:"near,omitempty" min:"-9223372036854775807" max:"9007199254740992"`
+		Big   uint64 `json:"big,omitempty" min:"9007199254740993" max:"18446744073709551614"`
+	}
+	published := compileSchema(t, reflect.TypeFor[Args]())
+	for _, tc := range []struct{ in, problem string }{
+		{`{"whole":9223372036854775807}`, ""},
+		{`{"whole":9223372036854775808}`, `invalid arguments: field "whole": number 9223372036854775808 is out of range for int64`},
+		{`{"whole":-9223372036854775808}`, ""},
+		{`{"whole":-9223372036854775809}`, `invalid arguments: field "whole": number -9223372036854775809 is out of range for int64`},
+		{`{"near":9007199254740992}`, ""},
+		{`{"near":9007199254740993}`, `invalid arguments: field "near": value 9007199254740993 is greater than maximum 9007199254740992`},
+		{`{"near":-9223372036854775807}`, ""},
+		{`{"near":-9223372036854775808}`, `invalid arguments: field "near": value -9223372036854775808 is less than minimum -9223372036854775807`},
+		{`{"big":9007199254740993}`, ""},
+		{`{"big":9007199254740992}`, `invalid arguments: field "big": value 9007199254740992 is less than minimum 9007199254740993`},
+		{`{"big":18446744073709551614}`, ""},
+		{`{"big":18446744073709551615}`, `invalid arguments: field "big": value 18446744073709551615 is greater than maximum 18446744073709551614`},
+	} {
+		_, err := argschema.Decode(reflect.TypeFor[Args](), []byte(tc.in))
+		if tc.problem == "" && err != nil || tc.problem != "" && (err == nil || err.Error() != tc.problem) {
+			t.Errorf("%s: Decode says %v, want %q", tc.in, err, tc.problem)
+		}
+		if verr := published.Validate([]byte(tc.in)); (verr == nil) != (tc.problem == "") {
+			t.Errorf("%s: the published schema says %v", tc.in, verr)
+		}
+	}
+}
+
 // TestDecode_JSONNumber: a json.Number takes a JSON number, kept as
 // written, as encoding/json has it, and publishes a number; it was
 // published as a string, refused 5 and took "abc".

@@ -40,7 +40,10 @@
 //   - enum:"a,b,c" lists the allowed values of a string or number field;
 //     surrounding spaces are trimmed, so a value cannot contain a comma.
 //   - min:"0" and max:"100" bound a number field (inclusive). Bounds are
-//     JSON numbers, compared as float64: exact up to 2^53.
+//     JSON numbers: an integer field's are checked and published as the
+//     integers written, past 2^53 too (max:"9223372036854775807" publishes
+//     "maximum":9223372036854775807); a float or json.Number field's are
+//     compared as float64.
 //   - maxlen:"N" bounds a string field to N characters (Unicode code points).
 //
 // Tags on a pointer field apply to the value it points to.

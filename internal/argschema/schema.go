@@ -39,7 +39,7 @@ func implements(t, it reflect.Type) bool {
 // build derives the schema of struct type st from the Go type: the
 // project's tags, the nullability of pointers only, and the types json v2
 // decodes.
-func build(root, st reflect.Type) (*jsonschema.Schema, map[*jsonschema.Schema]reflect.Kind, error) {
+func build(root, st reflect.Type) (*jsonschema.Schema, map[*jsonschema.Schema]numeric, error) {
 	// jsonschema-go's walk of the type serves only to refuse recursive
 	// types, in its words; it leaves out the types it cannot describe, for
 	// the adapter to refuse by their field.
@@ -52,18 +52,71 @@ func build(root, st reflect.Type) (*jsonschema.Schema, map[*jsonschema.Schema]re
 	if err := refusedTag(&adapter{root: root}, st, "", map[reflect.Type]bool{}); err != nil {
 		return nil, nil, err
 	}
-	a := &adapter{root: root, kinds: map[*jsonschema.Schema]reflect.Kind{}}
+	a := &adapter{root: root, nums: map[*jsonschema.Schema]numeric{}}
 	s, err := a.schema(st, "")
 	if err != nil {
 		return nil, nil, err
 	}
-	return s, a.kinds, nil
+	return s, a.nums, nil
 }
 
 // adapter derives the schema of a Go type.
 type adapter struct {
-	root  reflect.Type
-	kinds map[*jsonschema.Schema]reflect.Kind // Go kind of each integer and number node
+	root reflect.Type
+	nums map[*jsonschema.Schema]numeric // each integer and number node
+}
+
+// numeric is what the checks know of an integer or number node beyond its
+// schema: its Go kind, and its bounds as read, which an integer kind's
+// checks compare and its published schema writes exactly, where the
+// schema's float64 minimum and maximum round past 2^53
+// (9223372036854775807 to 9223372036854775808).
+type numeric struct {
+	kind     reflect.Kind
+	min, max *number // nil when the node has none
+}
+
+// integer reports whether the node is of an integer kind.
+func (num numeric) integer() bool {
+	return num.kind >= reflect.Int && num.kind <= reflect.Uintptr
+}
+
+// compare compares the numbers n and m read for the node's kind: an
+// integer kind's exactly, any other's as float64.
+func (num numeric) compare(n, m number) int {
+	switch {
+	case num.kind >= reflect.Uint && num.kind <= reflect.Uintptr:
+		return cmp.Compare(n.u, m.u)
+	case num.integer():
+		return cmp.Compare(n.i, m.i)
+	}
+	return cmp.Compare(n.f, m.f)
+}
+
+// text writes the bound n of the node as JSON, for messages: an integer
+// kind's as its digits.
+func (num numeric) text(n number) string {
+	if num.integer() {
+		return literal(n.value(num.kind))
+	}
+	return literal(n.f)
+}
+
+// setBound sets the minimum, or with upper the maximum, of the number
+// node p to n, or clears it when n is nil: in the schema as a float64, and
+// as read for the checks and for marshalBounds.
+func (a *adapter) setBound(p *jsonschema.Schema, upper bool, n *number) {
+	num := a.nums[p]
+	dst, exact := &p.Minimum, &num.min
+	if upper {
+		dst, exact = &p.Maximum, &num.max
+	}
+	*dst, *exact = nil, n
+	if n != nil {
+		f := n.f
+		*dst = &f
+	}
+	a.nums[p] = num
 }
 
 // errorf returns a schema error naming the Go field path where.
@@ -100,27 +153,32 @@ func scalar(t reflect.Type) *jsonschema.Schema {
 	return nil
 }
 
-// kindRange returns the bounds of integer kind k that a float64 holds
-// exactly, as a schema's minimum and maximum: both for the kinds of 32 bits
-// or fewer, 0 alone for the other unsigned ones, none for int and int64
-// (their range past 2^53 is checked on decode alone).
-func kindRange(k reflect.Kind) (lo, hi *float64) {
-	bound := func(f float64) *float64 { return &f }
+// kindRange returns the bounds of integer kind k a schema publishes as its
+// minimum and maximum: both for the kinds of 32 bits or fewer, 0 alone for
+// the other unsigned ones, none for int and int64 (their range is checked
+// on decode alone).
+func kindRange(k reflect.Kind) (lo, hi *number) {
+	signed := func(lo, hi int64) (*number, *number) {
+		return &number{i: lo, f: float64(lo)}, &number{i: hi, f: float64(hi)}
+	}
+	unsigned := func(hi uint64) (*number, *number) {
+		return &number{}, &number{u: hi, f: float64(hi)}
+	}
 	switch k {
 	case reflect.Int8:
-		return bound(math.MinInt8), bound(math.MaxInt8)
+		return signed(math.MinInt8, math.MaxInt8)
 	case reflect.Int16:
-		return bound(math.MinInt16), bound(math.MaxInt16)
+		return signed(math.MinInt16, math.MaxInt16)
 	case reflect.Int32:
-		return bound(math.MinInt32), bound(math.MaxInt32)
+		return signed(math.MinInt32, math.MaxInt32)
 	case reflect.Uint8:
-		return bound(0), bound(math.MaxUint8)
+		return unsigned(math.MaxUint8)
 	case reflect.Uint16:
-		return bound(0), bound(math.MaxUint16)
+		return unsigned(math.MaxUint16)
 	case reflect.Uint32:
-		return bound(0), bound(math.MaxUint32)
+		return unsigned(math.MaxUint32)
 	case reflect.Uint, reflect.Uint64, reflect.Uintptr:
-		return bound(0), nil
+		return &number{}, nil
 	}
 	return nil, nil
 }
@@ -143,8 +201,10 @@ func (a *adapter) schema(t reflect.Type, where string) (*jsonschema.Schema, erro
 		if s.Type == "integer" || s.Type == "number" {
 			// The kind's range is checked on decode, in its own words, and
 			// published where a JSON Schema bound says it exactly.
-			a.kinds[s] = k
-			s.Minimum, s.Maximum = kindRange(k)
+			a.nums[s] = numeric{kind: k}
+			lo, hi := kindRange(k)
+			a.setBound(s, false, lo)
+			a.setBound(s, true, hi)
 		}
 	case k == reflect.Slice:
 		// A JSON null is no array: only pointers are nullable.
@@ -394,7 +454,8 @@ func (a *adapter) tags(sf reflect.StructField, p *jsonschema.Schema) error {
 			return fmt.Errorf("the enum tag needs a string or number field, not %v", base)
 		}
 		// The values listed say more than the kind's range.
-		p.Minimum, p.Maximum = nil, nil
+		a.setBound(p, false, nil)
+		a.setBound(p, true, nil)
 		for item := range strings.SplitSeq(tag, ",") {
 			item = strings.TrimSpace(item)
 			if item == "" {
@@ -418,9 +479,9 @@ func (a *adapter) tags(sf reflect.StructField, p *jsonschema.Schema) error {
 		}
 	}
 	for _, bound := range []struct {
-		name string
-		dst  **float64
-	}{{"min", &p.Minimum}, {"max", &p.Maximum}} {
+		name  string
+		upper bool
+	}{{"min", false}, {"max", true}} {
 		tag, ok := sf.Tag.Lookup(bound.name)
 		if !ok {
 			continue
@@ -432,10 +493,10 @@ func (a *adapter) tags(sf reflect.StructField, p *jsonschema.Schema) error {
 		if problem != "" {
 			return fmt.Errorf("%s %q: %s", bound.name, tag, problem)
 		}
-		*bound.dst = &n.f
+		a.setBound(p, bound.upper, &n)
 	}
-	if p.Minimum != nil && p.Maximum != nil && *p.Minimum > *p.Maximum {
-		return fmt.Errorf("min %s is greater than max %s", literal(*p.Minimum), literal(*p.Maximum))
+	if num := a.nums[p]; num.min != nil && num.max != nil && num.compare(*num.min, *num.max) > 0 {
+		return fmt.Errorf("min %s is greater than max %s", num.text(*num.min), num.text(*num.max))
 	}
 	if tag, ok := sf.Tag.Lookup("maxlen"); ok {
 		if kind != reflect.String || number {
@@ -452,7 +513,7 @@ func (a *adapter) tags(sf reflect.StructField, p *jsonschema.Schema) error {
 		if kind == reflect.String && !number || base == timeType || kind == reflect.Slice && base.Elem().Kind() == reflect.Uint8 && base != rawType {
 			raw, _ = json.Marshal(tag)
 		}
-		def, e := check(p, a.kinds, raw, "value")
+		def, e := check(p, a.nums, raw, "value")
 		if e != nil {
 			if e.Field != "" {
 				return fmt.Errorf("default %q: field %q: %s", tag, e.Field, e.Problem)
@@ -478,4 +539,99 @@ func literal(v any) string {
 // marshal encodes a schema as compact JSON, escaping no HTML characters.
 func marshal(s *jsonschema.Schema) ([]byte, error) {
 	return jsonv2.Marshal(s, jsontext.EscapeForJS(true))
+}
+
+// marshalBounds encodes the schema s as marshal does, with the minimum and
+// maximum of each integer node of nums written as the integer read, where
+// the library writes their float64, which rounds past 2^53
+// (9223372036854775807 as 9223372036854776000).
+func marshalBounds(s *jsonschema.Schema, nums map[*jsonschema.Schema]numeric) ([]byte, error) {
+	b, err := marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	dec := jsontext.NewDecoder(bytes.NewReader(b))
+	enc := jsontext.NewEncoder(&out, jsontext.EscapeForJS(true))
+	if err := copyBounds(dec, enc, s, nums); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
+}
+
+// copyBounds copies the next value, the schema s marshalled, from dec to
+// enc, writing the bounds of its integer nodes as nums holds them. The
+// nodes below s are the values of its properties, items and
+// additionalProperties; every other member is copied as it is.
+func copyBounds(dec *jsontext.Decoder, enc *jsontext.Encoder, s *jsonschema.Schema, nums map[*jsonschema.Schema]numeric) error {
+	copyValue := func() error {
+		v, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		return enc.WriteValue(v)
+	}
+	copyToken := func() (jsontext.Token, error) {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return tok, err
+		}
+		return tok, enc.WriteToken(tok)
+	}
+	if s == nil || dec.PeekKind() != '{' { // true or false
+		return copyValue()
+	}
+	if _, err := copyToken(); err != nil {
+		return err
+	}
+	for dec.PeekKind() != '}' {
+		key, err := copyToken()
+		if err != nil {
+			return err
+		}
+		num := nums[s]
+		switch key.String() {
+		case "properties":
+			if _, err := copyToken(); err != nil {
+				return err
+			}
+			for err == nil && dec.PeekKind() != '}' {
+				var name jsontext.Token
+				if name, err = copyToken(); err == nil {
+					err = copyBounds(dec, enc, s.Properties[name.String()], nums)
+				}
+			}
+			if err == nil {
+				_, err = copyToken()
+			}
+		case "items":
+			err = copyBounds(dec, enc, s.Items, nums)
+		case "additionalProperties":
+			err = copyBounds(dec, enc, s.AdditionalProperties, nums)
+		case "minimum", "maximum":
+			bound := num.min
+			if key.String() == "maximum" {
+				bound = num.max
+			}
+			switch {
+			case bound == nil || !num.integer():
+				err = copyValue()
+			case num.kind >= reflect.Uint:
+				if err = dec.SkipValue(); err == nil {
+					err = enc.WriteToken(jsontext.Uint(bound.u))
+				}
+			default:
+				if err = dec.SkipValue(); err == nil {
+					err = enc.WriteToken(jsontext.Int(bound.i))
+				}
+			}
+		default:
+			err = copyValue()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	_, err := copyToken()
+	return err
 }

@@ -36,6 +36,7 @@ func TestSchema(t *testing.T) {
 			M  map[string]*float32 `json:"m" doc:"Scores."`
 			U  uint64              `json:"u" max:"18446744073709551615"`
 			I8 int8                `json:"i8" min:"-128" enum:"-128, 0, 1e2"`
+			I  int64               `json:"i" min:"-9223372036854775808" max:"9223372036854775807"`
 			F  float32             `json:"f" enum:"0.1,1e10"`
 		}]()},
 	} {
@@ -216,6 +217,9 @@ func TestSchema_Errors(t *testing.T) {
 		{"MinAboveMax", reflect.TypeFor[struct {
 			N int `min:"5" max:"1"`
 		}](), "argschema: struct { N int \"min:\\\"5\\\" max:\\\"1\\\"\" } field N: min 5 is greater than max 1"},
+		{"MinAboveMaxPast2to53", reflect.TypeFor[struct {
+			N int64 `min:"9007199254740993" max:"9007199254740992"`
+		}](), "argschema: struct { N int64 \"min:\\\"9007199254740993\\\" max:\\\"9007199254740992\\\"\" } field N: min 9007199254740993 is greater than max 9007199254740992"},
 		{"MaxlenOnInt", reflect.TypeFor[struct {
 			N int `maxlen:"3"`
 		}](), "argschema: struct { N int \"maxlen:\\\"3\\\"\" } field N: the maxlen tag needs a string field, not int"},
