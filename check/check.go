@@ -67,6 +67,7 @@ var Rules = []Rule{
 	{"SH406", SeverityError, false, "a fixture's nodes disagree with the world's composition"},
 	{"SH407", SeverityError, false, "a task of the world does not load or does not fit its composition"},
 	{"SH408", SeverityError, false, "a world's DefaultFixture is not one of its fixtures"},
+	{"SH409", SeverityError, false, "an instance cannot be made from a fixture of the world, or from genesis when it has no DefaultFixture: a startup hook fails"},
 	{"SH502", SeverityError, false, "a struct declared with env.DeclareWorlds names a child no AddWorld registered"},
 	{"SH503", SeverityWarning, false, "a registered child name no declared struct annotates"},
 	{"SH504", SeverityError, false, "the world's composition does not seal"},
@@ -169,7 +170,10 @@ func at(where string, w *env.World) string {
 // SH207), each of its own fixtures (SH401–SH406), in its FixturesDir or,
 // when it has none, in its embedded Fixtures, and its tasks (SH407): those
 // declared in Go and those of the tasks file beside its fixtures, and its
-// DefaultFixture (SH408). The findings are sorted (see Sort). A world's own test can call it; a nil
+// DefaultFixture (SH408). It makes an instance, running the tree's startup
+// hooks, from each fixture those checks find whole and, when the world has
+// no DefaultFixture, from genesis, as a reset would, and closes it (SH409).
+// The findings are sorted (see Sort). A world's own test can call it; a nil
 // slice means the world checks clean.
 func World(ctx context.Context, w *env.World) []Finding {
 	sealed, err := composition.Seal(w) // sealed is nil when err is not
@@ -184,6 +188,7 @@ func World(ctx context.Context, w *env.World) []Finding {
 	fs = append(fs, fixtureFindings(ctx, w, sealed, fixtures, root)...)
 	fs = append(fs, taskFindings(w, sealed, fixtures, root)...)
 	fs = append(fs, defaultFixtureFindings(w, fixtures)...)
+	fs = append(fs, genesisFindings(ctx, w, sealed)...)
 	Sort(fs)
 	return fs
 }

@@ -562,7 +562,7 @@ func TestHasErrors(t *testing.T) {
 }
 
 func TestRules(t *testing.T) {
-	codes := []string{"SH206", "SH207", "SH208", "SH209", "SH210", "SH301", "SH302", "SH303", "SH401", "SH402", "SH403", "SH404", "SH405", "SH406", "SH407", "SH408", "SH502", "SH503", "SH504", "SH505"}
+	codes := []string{"SH206", "SH207", "SH208", "SH209", "SH210", "SH301", "SH302", "SH303", "SH401", "SH402", "SH403", "SH404", "SH405", "SH406", "SH407", "SH408", "SH409", "SH502", "SH503", "SH504", "SH505"}
 	var got []string
 	for _, r := range check.Rules {
 		got = append(got, r.Code)

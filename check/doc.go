@@ -39,6 +39,9 @@
 //     does not have, an id declared twice).
 //   - SH408 (error): the world's DefaultFixture is not one of its fixtures,
 //     so a server of the world refuses to start.
+//   - SH409 (error): an instance cannot be made, as a reset makes it, from
+//     a fixture SH401–SH406 find whole, or, for a world with no
+//     DefaultFixture, from genesis: most often a startup hook fails on it.
 //   - SH502 (error): a struct declared with env.DeclareWorlds names a child no
 //     AddWorld registered.
 //   - SH503 (warning): a registered child no declared struct names.
@@ -61,6 +64,8 @@
 // # Concurrency
 //
 // World is safe for concurrent use; it reads a world's registrations and its
-// fixtures and writes only temporary copies of node files, which it removes.
+// fixtures and writes only temporary copies of node files and the instances
+// it makes (SH409), which it removes, and the copy on disk of embedded
+// fixtures the engine keeps for reuse (see composition.FixturesDir).
 // Format, HasErrors and Sort are pure functions.
 package check

@@ -229,7 +229,39 @@ func (fc *fixtureCheck) run(data []byte) []Finding {
 	if fc.sealed != nil && !hashFailed {
 		fc.checkShape(s, current)
 	}
+	if fc.sealed != nil && len(fc.out) == 0 {
+		if err := openable(fc.ctx, fc.w, fc.id); err != nil {
+			fc.add(0, "SH409", "an instance cannot be made from it, so every reset from it fails: %v", err)
+		}
+	}
 	return fc.out
+}
+
+// openable makes an instance of w from its fixture id (genesis for ""),
+// with no startup keywords, as a reset naming none does, and closes it:
+// the tree's startup hooks run on it. The instance's directory is made in
+// the OS temp dir and removed; the fixture's files are only read. It
+// returns why the instance cannot be made.
+func openable(ctx context.Context, w *env.World, id string) error {
+	inst, err := composition.Open(ctx, w, composition.Options{Fixture: id})
+	if err != nil {
+		return err
+	}
+	return inst.Close()
+}
+
+// genesisFindings reports SH409 when an instance of a world with no
+// DefaultFixture, which a reset naming no fixture makes from genesis,
+// cannot be made: most often a startup hook fails on blank stores. A
+// world that does not seal is SH504's.
+func genesisFindings(ctx context.Context, w *env.World, sealed *composition.Sealed) []Finding {
+	if sealed == nil || w.Spec().DefaultFixture != "" {
+		return nil
+	}
+	if err := openable(ctx, w, ""); err != nil {
+		return []Finding{finding(at("", w), "SH409", "world %s: an instance cannot be made from genesis, where a reset naming no fixture starts as the world has no DefaultFixture, so every such reset fails: %v", w.Name(), err)}
+	}
+	return nil
 }
 
 // worldOf returns the world a fixture node belongs to now: the root world

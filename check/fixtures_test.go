@@ -3,9 +3,12 @@ package check_test
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,13 +31,14 @@ type shape struct {
 	withChat       bool   // whether the company also adds chat
 	scope          string // the scope payments is added under, or ""
 	embedded       bool   // whether the fixtures are WorldSpec.Fixtures (os.DirFS(dir)), not FixturesDir
+	defaultFixture string // the company's DefaultFixture
 }
 
 // buildCompany builds a company that adds payments (and maybe chat), with
 // its fixtures in dir.
 func buildCompany(s shape, dir string) *env.World {
 	payments := env.NewWorld(env.WorldSpec{Name: "payments", Version: "1.0.0", Schema: s.paymentsSchema})
-	spec := env.WorldSpec{Name: "company", Version: "0.1.0", Schema: staffSchema, FixturesDir: dir}
+	spec := env.WorldSpec{Name: "company", Version: "0.1.0", Schema: staffSchema, FixturesDir: dir, DefaultFixture: s.defaultFixture}
 	if s.embedded {
 		spec.FixturesDir, spec.Fixtures = "", os.DirFS(dir)
 	}
@@ -317,6 +321,91 @@ func TestWorld_FixtureSH406IsCreatesSentence(t *testing.T) {
 	if len(got) != 1 || got[0].Message != err.Error() {
 		t.Errorf("SH406 findings:\n%s\nwant one saying %q", check.Format(got), err.Error())
 	}
+}
+
+// TestWorld_SH409StartupHookFails checks a company whose startup hook
+// fails on every instance: each of its fixtures is reported at its
+// sidecar and, when it has no DefaultFixture, genesis at its NewWorld
+// line, with the hook's error, where before check passed the world that
+// every reset fails; nothing is left in the temp dir or written to the
+// fixtures directory.
+func TestWorld_SH409StartupHookFails(t *testing.T) {
+	frozen := t.TempDir()
+	mustFreeze(t, buildCompany(shape{paymentsSchema: chargesSchema}, frozen), "acme")
+	const hookErr = "startup hook of company (node main): the staff table is empty"
+	for _, tt := range []struct {
+		name           string
+		defaultFixture string
+		genesis        bool // whether genesis is reported
+	}{
+		{name: "NoDefaultFixture", genesis: true},
+		{name: "DefaultFixture", defaultFixture: "acme"},
+	} {
+		for _, embedded := range []bool{false, true} {
+			name := tt.name + "/Dir"
+			if embedded {
+				name = tt.name + "/Embedded"
+			}
+			t.Run(name, func(t *testing.T) {
+				tmp := t.TempDir()
+				t.Setenv("TMPDIR", tmp)
+				dir := t.TempDir()
+				copyDir(t, filepath.Join(frozen, "acme"), filepath.Join(dir, "acme"))
+				before := treeOf(t, dir)
+				w := buildCompany(shape{paymentsSchema: chargesSchema, embedded: embedded, defaultFixture: tt.defaultFixture}, dir)
+				env.OnStartupMap(w, nil, func(c *env.Ctx, kw map[string]any) error {
+					return errors.New("the staff table is empty")
+				})
+				sidecar := filepath.Join(dir, "acme", fixture.SidecarName)
+				if embedded {
+					sidecar = filepath.Join("company embedded fixtures", "acme", fixture.SidecarName)
+				}
+				expected := []check.Finding{{Pos: sidecar + ":1:1", Code: "SH409", Severity: check.SeverityError,
+					Message: "fixture acme: an instance cannot be made from it, so every reset from it fails: " + hookErr}}
+				if tt.genesis {
+					expected = append(expected, check.Finding{Pos: w.Where() + ":1", Code: "SH409", Severity: check.SeverityError,
+						Message: "world company: an instance cannot be made from genesis, where a reset naming no fixture starts as the world has no DefaultFixture, so every such reset fails: " + hookErr})
+				}
+				check.Sort(expected)
+				expectFindings(t, check.World(context.Background(), w), expected)
+				if after := treeOf(t, dir); !slices.Equal(after, before) {
+					t.Errorf("the fixtures directory changed:\n%v\nwant\n%v", after, before)
+				}
+				left, err := os.ReadDir(tmp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range left {
+					// An embedded fixture's copy the engine reuses is kept.
+					if !embedded || !strings.HasPrefix(e.Name(), "seahaven-fixtures-") {
+						t.Errorf("check left %s in the temp dir", e.Name())
+					}
+				}
+			})
+		}
+	}
+}
+
+// treeOf lists the files below dir with their sizes and modification
+// times, to see that nothing wrote to it.
+func treeOf(tb testing.TB, dir string) []string {
+	tb.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		out = append(out, fmt.Sprintf("%s %v %d %s", p, fi.Mode(), fi.Size(), fi.ModTime()))
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
 }
 
 func TestWorld_FixturesSkipped(t *testing.T) {
