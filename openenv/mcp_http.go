@@ -150,6 +150,13 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if created != "" {
 		w.Header().Set(MCPSessionHeader, created)
 	}
+	if res, ok := resp.Result.(sessionResult); ok && mode == rpcPost && !res.Closed {
+		// openenv/session/create made a session: its id in the header
+		// the HTTP routes' replies carry, from which a proxy in front of
+		// several servers learns where the session lives (its later
+		// requests name it only in their bodies).
+		w.Header().Set(SessionHeader, res.SessionID)
+	}
 	if mode == rpcStandard || status != http.StatusOK {
 		resp = standardReply(resp)
 	}

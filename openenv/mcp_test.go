@@ -69,6 +69,29 @@ func TestMCP_Lifecycle(t *testing.T) {
 		`{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"Unknown session_id: `+id+`","data":null}}`)
 }
 
+// TestMCP_SessionCreateNamesItsSession checks that the reply to
+// openenv/session/create on POST /mcp carries the session's id in
+// X-Seahaven-Session, as the HTTP routes' replies do, so that a proxy
+// learns which server holds it; the replies to the session's other
+// requests, and a create refused at capacity, carry none.
+func TestMCP_SessionCreateNamesItsSession(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{MaxSessions: 1})
+	code, body, resp := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{}}`, nil)
+	id := str(t, body, "result.session_id")
+	if got := resp.Header.Get(openenv.SessionHeader); code != http.StatusOK || got != id {
+		t.Errorf("openenv/session/create: %d, %s %q, want 200 and %q", code, openenv.SessionHeader, got, id)
+	}
+	for _, req := range []string{
+		`{"jsonrpc":"2.0","id":2,"method":"openenv/session/create","params":{}}`, // at capacity
+		`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"session_id":"` + id + `"}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"openenv/session/close","params":{"session_id":"` + id + `"}}`,
+	} {
+		if _, body, resp := s.httpDo(t, "POST", "/mcp", req, nil); resp.Header.Get(openenv.SessionHeader) != "" {
+			t.Errorf("%s: answered with %s %q: %s", req, openenv.SessionHeader, resp.Header.Get(openenv.SessionHeader), body)
+		}
+	}
+}
+
 func TestMCP_Requests(t *testing.T) {
 	tests := []struct {
 		name string

@@ -132,7 +132,7 @@ func Example_protocolMCP() {
 	c.do("POST", "/mcp", "", `{"jsonrpc":"2.0","id":7,"method":"reset"}`, nil)
 	// Output:
 	// → POST /mcp {"jsonrpc":"2.0","id":2,"method":"openenv/session/create","params":{}}
-	// ← 200 {"jsonrpc":"2.0","id":2,"result":{"session_id":"<session>"}}
+	// ← 200 {"jsonrpc":"2.0","id":2,"result":{"session_id":"<session>"}} (X-Seahaven-Session: <session>)
 	// → POST /mcp {"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"session_id":"<session>"}}
 	// ← 200 {"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"invoice","description":"Charge the company's payment account and file an invoice against the charge.","inputSchema":{"type":"object","properties":{"amount":{"type":"integer","description":"Amount in cents.","minimum":1,"maximum":1000000000000}},"required":["amount"],"additionalProperties":false},"outputSchema":{"type":"object","properties":{"id":{"type":"string"},"charge_id":{"type":"string"},"amount":{"type":"integer"}},"required":["id","charge_id","amount"],"additionalProperties":false}}, … 13 more]}}
 	// → POST /mcp {"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"session_id":"<session>","name":"pay_list_charges","arguments":{"limit":1}}}
@@ -341,7 +341,7 @@ func Example_protocolMCPModern() {
 	// → POST /mcp (MCP-Protocol-Version: 2026-07-28, Mcp-Method: tools/list) {"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}
 	// ← 400 {"jsonrpc":"2.0","id":2,"error":{"code":-32022,"message":"Unsupported MCP-Protocol-Version 2026-07-28 (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05): this /mcp URL starts an episode by initialize, which a client of those versions sends here; a 2026-07-28 client reaches an episode at /mcp?session_id=<id> of a session a trainer created (openenv/session/create)","data":{"supported":["2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"requested":"2026-07-28"}}}
 	// → POST /mcp {"jsonrpc":"2.0","id":3,"method":"openenv/session/create","params":{"task":"invoice_750","seed":3}}
-	// ← 200 {"jsonrpc":"2.0","id":3,"result":{"session_id":"<session>"}}
+	// ← 200 {"jsonrpc":"2.0","id":3,"result":{"session_id":"<session>"}} (X-Seahaven-Session: <session>)
 	// → POST /mcp?session_id=<session> (MCP-Protocol-Version: 2026-07-28, Mcp-Method: tools/call, Mcp-Name: invoice) {"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"invoice","arguments":{"amount":750},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}
 	// ← 200 {"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"{\"id\":\"247be86e-b21f-4dfe-a16a-e11514b2de21\",\"charge_id\":\"1375897a-7758-41b6-a61c-52fe3bdba975\",\"amount\":750}"}],"structuredContent":{"id":"247be86e-b21f-4dfe-a16a-e11514b2de21","charge_id":"1375897a-7758-41b6-a61c-52fe3bdba975","amount":750},"isError":false,"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"company","version":"0.1.0"}}}}
 	// → POST /mcp?session_id=<session> (MCP-Protocol-Version: 2026-07-28, Mcp-Method: tools/call, Mcp-Name: hire) {"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"invoice","arguments":{"amount":750},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}
