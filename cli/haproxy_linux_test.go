@@ -3,9 +3,12 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -24,24 +27,57 @@ import (
 // makes the session of its X-Seahaven-Session header live here (the header
 // in the reply), unless refuse says to answer it 503 as a draining
 // replica does, before doing anything. A step of a session refuse names
-// is answered 503 too. It counts the requests of each method, path and
-// session.
+// is answered 503 too. On POST /mcp it speaks OpenEnv's MCP dialect:
+// openenv/session/create makes a session named after the replica, its id
+// in the result and in X-Seahaven-Session, and any other method is
+// answered with an empty result. It counts the requests of each method,
+// path and session (the header's, or on /mcp the body's
+// params.session_id).
 type fakeReplica struct {
-	name   string
-	mu     sync.Mutex
-	refuse map[string]bool // sessions whose resets and steps are answered 503
-	seen   map[string]int  // requests by "METHOD /path session"
+	name    string
+	mu      sync.Mutex
+	refuse  map[string]bool // sessions whose resets and steps are answered 503
+	seen    map[string]int  // requests by "METHOD /path session"
+	created int             // sessions made by openenv/session/create
 }
 
 func (f *fakeReplica) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Seahaven-Replica", f.name)
+	session := r.Header.Get("X-Seahaven-Session")
+	var rpc struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			SessionID string `json:"session_id"`
+		} `json:"params"`
+	}
+	if r.URL.Path == "/mcp" {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		json.Unmarshal(body, &rpc)
+		session = rpc.Params.SessionID
+	}
 	f.mu.Lock()
-	f.seen[r.Method+" "+r.URL.Path+" "+r.Header.Get("X-Seahaven-Session")]++
-	refused := f.refuse[r.Header.Get("X-Seahaven-Session")]
+	f.seen[r.Method+" "+r.URL.Path+" "+session]++
+	refused := f.refuse[session]
 	f.mu.Unlock()
 	switch r.URL.Path {
 	case "/health", "/ready", "/accepting":
 		fmt.Fprint(w, `{"status":"ok"}`)
+	case "/mcp":
+		result := "{}"
+		if rpc.Method == "openenv/session/create" {
+			f.mu.Lock()
+			f.created++
+			id := fmt.Sprintf("%s-mcp-%d", f.name, f.created)
+			f.mu.Unlock()
+			w.Header().Set("X-Seahaven-Session", id)
+			result = `{"session_id":"` + id + `"}`
+		}
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, rpc.ID, result)
 	case "/reset", "/step":
 		if refused {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -73,10 +109,10 @@ func freeLoopbackAddr(t *testing.T) string {
 }
 
 // composeProxy runs deploy/compose/haproxy.cfg over two fake replicas, a
-// and b, on loopback, once it answers; do sends a request with an empty
-// JSON body through it (with X-Seahaven-Session: session, unless "") and
-// returns the status and the replica that answered.
-func composeProxy(t *testing.T) (replicas map[string]*fakeReplica, do func(method, path, session string) (int, string)) {
+// and b, on loopback, once it answers at addr; do sends a request with an
+// empty JSON body through it (with X-Seahaven-Session: session, unless "")
+// and returns the status and the replica that answered.
+func composeProxy(t *testing.T) (replicas map[string]*fakeReplica, do func(method, path, session string) (int, string), addr string) {
 	t.Helper()
 	skip := t.Skipf
 	if os.Getenv("CI") != "" {
@@ -149,7 +185,7 @@ func composeProxy(t *testing.T) (replicas map[string]*fakeReplica, do func(metho
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return replicas, do
+	return replicas, do, proxy
 }
 
 // TestHAProxy_RetriesARefusedReset runs deploy/compose/haproxy.cfg over two
@@ -160,7 +196,7 @@ func composeProxy(t *testing.T) (replicas map[string]*fakeReplica, do func(metho
 // 503; a step its replica refuses is not sent again, so a step cannot run
 // twice.
 func TestHAProxy_RetriesARefusedReset(t *testing.T) {
-	replicas, do := composeProxy(t)
+	replicas, do, _ := composeProxy(t)
 	// A session started on replica a (new sessions go round robin).
 	session := ""
 	for i := range 4 {
@@ -207,7 +243,7 @@ func TestHAProxy_RetriesARefusedReset(t *testing.T) {
 // that last answered that HTTP session, where before they went round
 // robin, half of them to a replica that does not hold it.
 func TestHAProxy_RoutesTheURLsSession(t *testing.T) {
-	replicas, do := composeProxy(t)
+	replicas, do, _ := composeProxy(t)
 	session, other := "", ""
 	for i := range 4 {
 		id := fmt.Sprintf("u-%d", i)
@@ -223,5 +259,70 @@ func TestHAProxy_RoutesTheURLsSession(t *testing.T) {
 	}
 	if n := replicas[other].count("POST /mcp "); n != 0 {
 		t.Errorf("%d of 6 requests to /mcp?session_id=%s went to replica %s, which does not hold it", n, session, other)
+	}
+}
+
+// TestHAProxy_RoutesOpenEnvMCPSessions plays OpenEnv MCP sessions
+// (openenv/session/create on POST /mcp, then params.session_id in each
+// body, no header) through deploy/compose/haproxy.cfg: every request of a
+// client that keeps the proxy's cookie, a tools/call over the proxy's
+// buffer too, and every small request of a client that keeps none,
+// reaches the replica that created the session, where before they went
+// round robin, half of them to a replica that does not hold it.
+func TestHAProxy_RoutesOpenEnvMCPSessions(t *testing.T) {
+	replicas, _, addr := composeProxy(t)
+	large := strings.Repeat("x", 40<<10) // over the proxy's 16 KB buffer
+	for i := range 4 {
+		cookies := i%2 == 0
+		client := &http.Client{Timeout: 30 * time.Second}
+		if cookies {
+			jar, err := cookiejar.New(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			client.Jar = jar
+		}
+		post := func(id int, method, params string) (session, replica string) {
+			t.Helper()
+			body := fmt.Sprintf(`{"jsonrpc":"2.0","method":%q,"params":%s,"id":%d}`, method, params, id)
+			resp, err := client.Post("http://"+addr+"/mcp", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var reply struct {
+				Result struct {
+					SessionID string `json:"session_id"`
+				} `json:"result"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&reply); resp.StatusCode != http.StatusOK || err != nil {
+				t.Fatalf("%s: %d %v", method, resp.StatusCode, err)
+			}
+			return reply.Result.SessionID, resp.Header.Get("X-Seahaven-Replica")
+		}
+		session, home := post(1, "openenv/session/create", "{}")
+		if session == "" || !strings.HasPrefix(session, home+"-") {
+			t.Fatalf("openenv/session/create: session %q from replica %q", session, home)
+		}
+		calls := []struct{ method, params string }{
+			{"tools/list", `{"session_id":"` + session + `"}`},
+			{"tools/call", `{"name":"echo","arguments":{"message":"hi"},"session_id":"` + session + `"}`},
+		}
+		if cookies {
+			calls = append(calls, struct{ method, params string }{"tools/call", `{"name":"echo","arguments":{"message":"` + large + `"},"session_id":"` + session + `"}`})
+		}
+		calls = append(calls, struct{ method, params string }{"openenv/session/close", `{"session_id":"` + session + `"}`})
+		for j, c := range calls {
+			if _, replica := post(j+2, c.method, c.params); replica != home {
+				t.Errorf("%s of %s (%d bytes of params, cookies kept: %t) went to replica %q, not %s", c.method, session, len(c.params), cookies, replica, home)
+			}
+		}
+		other := map[string]string{"a": "b", "b": "a"}[home]
+		if n := replicas[other].count("POST /mcp " + session); n != 0 {
+			t.Errorf("replica %s got %d requests of %s, which %s holds", other, n, session, home)
+		}
+		if n := replicas[home].count("POST /mcp " + session); n != len(calls) {
+			t.Errorf("replica %s got %d requests of %s, want %d", home, n, session, len(calls))
+		}
 	}
 }
