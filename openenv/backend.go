@@ -207,8 +207,8 @@ type CheckpointRequest struct {
 	// Backend: Restore returns it.
 	Session json.RawMessage
 	// Drain reports that the server's drain takes the checkpoint
-	// (Config.DrainCheckpoints). A drain takes a few at a time (half of
-	// GOMAXPROCS), so a Backend that bounds the calls running in its
+	// (Config.DrainCheckpoints). A drain takes a few at a time (as many
+	// as GOMAXPROCS), so a Backend that bounds the calls running in its
 	// engine need not make one wait its turn: it would wait for other
 	// sessions' steps, however long they run, and the session would close
 	// without a checkpoint when the drain's deadline passed.

@@ -1049,11 +1049,11 @@ func TestCheckpoint_DrainCutByShutdown(t *testing.T) {
 // TestCheckpoint_DrainDoesNotWaitOnAStep: a draining server checkpoints
 // every idle session while another session's step is still in progress;
 // that session alone waits for its step to end. Its wait held one of the
-// few checkpoints that run at once (half the CPUs: one on two), so the
+// few checkpoints that run at once (one a CPU: one on one), so the
 // sessions after it waited for its step too, and lost their checkpoints
 // when the step outlasted the shutdown timeout.
 func TestCheckpoint_DrainDoesNotWaitOnAStep(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2)) // one checkpoint at a time
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one checkpoint at a time
 	s := mustServeWorld(t, faultyWorld, app.Config{}, openenv.Config{StepTimeout: time.Hour, DrainCheckpoints: true})
 	busy, post := standardSession(t, s.testServer)
 	started := slowStarts("runs through the drain")
@@ -1095,6 +1095,48 @@ func TestCheckpoint_DrainDoesNotWaitOnAStep(t *testing.T) {
 	}
 	if _, ok := s.backend.DrainedTo(busy[openenv.MCPSessionHeader]); !ok {
 		t.Error("the session whose step ran was not checkpointed once it ended")
+	}
+}
+
+// TestCheckpoint_DrainTakesACheckpointPerCPU: a draining server on two
+// CPUs checkpoints two sessions at once, and every session is
+// checkpointed. It took one at a time (half the CPUs), so a server of a
+// few hundred idle sessions checkpointed them one by one past the
+// shutdown timeout: here the first checkpoint waits for a second to
+// start, which then never did.
+func TestCheckpoint_DrainTakesACheckpointPerCPU(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	fake := newFake(t)
+	b := heldCheckpoints{stallingCheckpoints{fake}, make(chan chan struct{})}
+	s := mustServeOver(t, b, fake, openenv.Config{StepTimeout: time.Hour, DrainCheckpoints: true})
+	const sessions = 6
+	for i := range sessions {
+		if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{}`, map[string]string{openenv.SessionHeader: fmt.Sprintf("idle-%d", i)}); status != http.StatusOK {
+			t.Fatalf("reset: %d %s", status, body)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- s.Shutdown(ctx) }()
+	first := <-b.held
+	select {
+	case second := <-b.held:
+		close(second)
+	case <-ctx.Done():
+		t.Error("the drain took one checkpoint at a time on two CPUs: the second waited for the first to end")
+	}
+	close(first)
+	go func() {
+		for release := range b.held {
+			close(release)
+		}
+	}()
+	if err := <-shutdown; err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	if n := s.scrape(t).value(t, "seahaven_checkpoints_total", "op", "checkpoint", "outcome", "ok"); n != sessions {
+		t.Errorf(`seahaven_checkpoints_total{op="checkpoint",outcome="ok"} = %v, want every session's, %d`, n, sessions)
 	}
 }
 

@@ -483,14 +483,17 @@ func (s *Server) cutOff(list []*session) {
 	}
 }
 
-// drain checkpoints the sessions of list (see session.drain), a few at a
-// time, within ctx. Each waits for its step in progress on its own: a
-// long step delays its session's checkpoint alone.
+// drain checkpoints the sessions of list (see session.drain), as many at
+// a time as there are CPUs (GOMAXPROCS), within ctx. Each waits for its
+// step in progress on its own: a long step delays its session's
+// checkpoint alone.
 func (s *Server) drain(ctx context.Context, list []*session) {
 	start := time.Now()
-	// Half the CPUs checkpoint at once, so that the sessions of other
-	// servers on the host, or of this one still stepping, keep their share.
-	turns := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
+	// Every CPU checkpoints: the drain's deadline is the shutdown timeout,
+	// and a session whose checkpoint does not start before it loses its
+	// episode. Half of them, one on two, left a server of a few hundred
+	// sessions checkpointing them one by one past the timeout.
+	turns := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
 	var wg sync.WaitGroup
 	for _, ss := range list {
 		wg.Go(func() { ss.drain(ctx, turns) })
