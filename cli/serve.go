@@ -181,7 +181,12 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	logger.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *shutdownTimeout)
 	defer cancel()
-	errs := []error{err, srv.Shutdown(sctx)}
+	serr := srv.Shutdown(sctx)
+	if errors.Is(serr, context.DeadlineExceeded) {
+		// Its error says what was not done; this, what to change.
+		serr = fmt.Errorf("--shutdown-timeout %s (SEAHAVEN_SHUTDOWN_TIMEOUT) was too short for the shutdown: %w", shutdownTimeout, serr)
+	}
+	errs := []error{err, serr}
 	for i, hs := range servers {
 		// Every session has ended by now (or the timeout has passed): a
 		// request still running past the timeout, such as a client still

@@ -180,6 +180,70 @@ func TestServeCommand_ShutdownCutsSlowBodies(t *testing.T) {
 	}
 }
 
+// stuckWorld's tool "stuck" sends a channel on stuckCalls and runs until
+// it is closed, whatever happens to its call.
+var (
+	stuckWorld = env.NewWorld(env.WorldSpec{Name: "stuck", Version: "1.0.0", Schema: `CREATE TABLE notes (id INTEGER PRIMARY KEY) STRICT;`})
+	stuckCalls = make(chan chan struct{})
+	_          = env.Tool(stuckWorld, "stuck", "Run until the test releases the call.", func(c *env.Ctx, _ struct{}) (struct{}, error) {
+		release := make(chan struct{})
+		stuckCalls <- release
+		<-release
+		return struct{}{}, nil
+	})
+)
+
+// TestServeCommand_ShutdownTimeoutTooShort: a session whose step outlasts
+// --shutdown-timeout is neither checkpointed nor closed, and serve's error
+// names the flag and says so, where it said only "openenv: shutdown:
+// context deadline exceeded".
+func TestServeCommand_ShutdownTimeoutTooShort(t *testing.T) {
+	m := New(stuckWorld)
+	var stderr bytes.Buffer
+	m.Stdout, m.Stderr = io.Discard, &stderr
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrc, errc := make(chan string, 1), make(chan error, 1)
+	cmd := &ServeCommand{m: m, Listening: func(addr string) { addrc <- addr }}
+	go func() {
+		errc <- cmd.Run(ctx, []string{"--addr", "127.0.0.1:0", "--instances", t.TempDir(), "--checkpoints", t.TempDir(), "--log-level", "error", "--shutdown-timeout", "300ms"})
+	}()
+	var base string
+	select {
+	case addr := <-addrc:
+		base = "http://" + addr
+	case err := <-errc:
+		t.Fatalf("serve: %v\n%s", err, stderr.String())
+	}
+	post := func(path, body string) (*http.Response, error) {
+		req, err := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Seahaven-Session", "stuck")
+		return http.DefaultClient.Do(req)
+	}
+	resp, err := post("/reset", `{}`)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("reset: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	go func() {
+		if resp, err := post("/step", `{"action":{"type":"call_tool","tool_name":"stuck","arguments":{}}}`); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	release := <-stuckCalls
+	cancel()
+	err = <-errc
+	close(release)
+	const want = "--shutdown-timeout 300ms (SEAHAVEN_SHUTDOWN_TIMEOUT) was too short for the shutdown: openenv: shutdown: context deadline exceeded before the sessions were done; of 1: 0 checkpointed, 1 not checkpointed as the shutdown ended first"
+	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "1 still closing") {
+		t.Errorf("serve: %v, want an error starting %q and saying the session is still closing", err, want)
+	}
+}
+
 // TestServeCommand_LogsDefaultFixture: the startup line names the fixture
 // a reset that names none starts from: --fixture when given, else the
 // world's DefaultFixture.

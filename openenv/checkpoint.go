@@ -171,15 +171,21 @@ func (ss *session) autoCheckpointLocked(ctx context.Context) {
 // So does a session whose attempt a restore superseded: its episode goes
 // on in the session that restored it, and a checkpoint of it would fork
 // the episode; a /ws session closes with status 1001 and the reason
-// "superseded by …".
-func (ss *session) drain(ctx context.Context, turns chan struct{}) {
+// "superseded by …". It returns which of these it did.
+func (ss *session) drain(ctx context.Context, turns chan struct{}) drainOutcome {
 	r, ok := ss.srv.backend.(Restorer)
-	if !ok || ss.acquire(ctx) != nil {
-		return
+	if !ok {
+		return drainNoEpisode
+	}
+	if ss.acquire(ctx) != nil {
+		if ctx.Err() != nil { // its step in progress outlasted the drain
+			return drainCut
+		}
+		return drainNoEpisode // it ended meanwhile
 	}
 	if ss.inst == nil || ss.ended { // no episode to keep
 		ss.release()
-		return
+		return drainNoEpisode
 	}
 	// Its step done, the session waits for its turn to checkpoint, its
 	// slot held, so no step runs past the checkpoint.
@@ -188,21 +194,21 @@ func (ss *session) drain(ctx context.Context, turns chan struct{}) {
 		defer func() { <-turns }()
 	case <-ctx.Done():
 		ss.release()
-		return
+		return drainCut
 	}
 	by, fenced, err := ss.supersededBy()
 	if err != nil {
 		// It may have been superseded: a checkpoint could fork the episode.
 		ss.release()
 		ss.srv.log.Warn("openenv: drain: the session's fence cannot be read; the session closes without a checkpoint", "session", ss.ref, "err", digested(err.Error()))
-		return
+		return drainFailed
 	}
 	if fenced {
 		ss.ended = true
 		ss.stop(websocket.StatusGoingAway, closeReason("superseded by "+by))
 		ss.release()
 		ss.srv.log.Info("openenv: drain: the session was superseded; no checkpoint taken", "session", ss.ref, "by", digested(by))
-		return
+		return drainSuperseded
 	}
 	named := "" // a /ws session's id is never told: no request names it
 	if ss.transport != TransportWS {
@@ -217,7 +223,10 @@ func (ss *session) drain(ctx context.Context, turns chan struct{}) {
 	if perr != nil {
 		ss.release()
 		ss.srv.log.Warn("openenv: drain: the session closes without a checkpoint", "session", ss.ref, "err", perr.message)
-		return
+		if ctx.Err() != nil {
+			return drainCut
+		}
+		return drainFailed
 	}
 	if named != "" {
 		if err := r.Drained(named, info); err != nil {
@@ -230,6 +239,7 @@ func (ss *session) drain(ctx context.Context, turns chan struct{}) {
 	ss.stop(websocket.StatusServiceRestart, "checkpoint "+info.ID)
 	ss.release()
 	ss.srv.log.Info("openenv: drain: session checkpointed", "session", ss.ref, "checkpoint", refOf(info.ID), "revision", info.Revision)
+	return drainCheckpointed
 }
 
 // serveLatest serves GET /checkpoints/latest?episode_id=…: the newest

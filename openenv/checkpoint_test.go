@@ -1008,6 +1008,37 @@ func (in watchedInstance) Checkpoint(ctx context.Context, req openenv.Checkpoint
 	return in.stallingInstance.Checkpoint(ctx, req)
 }
 
+// releasedCheckpoints is watchedCheckpoints whose checkpoints succeed
+// when a value comes on release before their context ends.
+type releasedCheckpoints struct {
+	watchedCheckpoints
+	release chan struct{}
+}
+
+func (b releasedCheckpoints) Open(ctx context.Context, opts openenv.OpenOptions) (openenv.Instance, error) {
+	inst, err := b.fakeBackend.Open(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return releasedInstance{inst, b.started, b.release}, nil
+}
+
+type releasedInstance struct {
+	openenv.Instance
+	started chan context.Context
+	release chan struct{}
+}
+
+func (in releasedInstance) Checkpoint(ctx context.Context, req openenv.CheckpointRequest) (openenv.CheckpointInfo, error) {
+	in.started <- ctx
+	select {
+	case <-in.release:
+		return openenv.CheckpointInfo{ID: "6f9619ff-8b86-d011-b42d-00c04fc964ff", Revision: req.Revision}, nil
+	case <-ctx.Done():
+		return openenv.CheckpointInfo{}, errors.New("checkpoint interrupted")
+	}
+}
+
 // TestCheckpoint_DrainCutByShutdown: a drain's checkpoint still running
 // when Shutdown's context ends is cut short with it, and the /ws session
 // closes with 1001 and no checkpoint. A checkpoint bounded by its
@@ -1137,6 +1168,48 @@ func TestCheckpoint_DrainTakesACheckpointPerCPU(t *testing.T) {
 	}
 	if n := s.scrape(t).value(t, "seahaven_checkpoints_total", "op", "checkpoint", "outcome", "ok"); n != sessions {
 		t.Errorf(`seahaven_checkpoints_total{op="checkpoint",outcome="ok"} = %v, want every session's, %d`, n, sessions)
+	}
+}
+
+// TestCheckpoint_ShutdownSaysWhatTheDrainDidNot: a Shutdown whose context
+// ends mid-drain says, in its error (which wraps the context's) and in the
+// drain's log line, how many sessions were checkpointed and how many not,
+// and why. It said only "openenv: shutdown: context canceled", and the log line
+// counted every session as drained.
+func TestCheckpoint_ShutdownSaysWhatTheDrainDidNot(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one checkpoint at a time
+	var logs testfs.Buffer
+	fake := newFake(t)
+	b := releasedCheckpoints{watchedCheckpoints{stallingCheckpoints{fake}, make(chan context.Context, 3)}, make(chan struct{})}
+	s := mustServeOver(t, b, fake, openenv.Config{StepTimeout: time.Hour, DrainCheckpoints: true, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	for i := range 3 {
+		if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{}`, map[string]string{openenv.SessionHeader: fmt.Sprintf("idle-%d", i)}); status != http.StatusOK {
+			t.Fatalf("reset: %d %s", status, body)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- s.Shutdown(ctx) }()
+	<-b.started
+	b.release <- struct{}{} // the first session is checkpointed
+	<-b.started
+	cancel() // the second's checkpoint is cut short, the third's never ends
+	err := <-shutdown
+	const want = "1 checkpointed, 2 not checkpointed as the shutdown ended first"
+	if !errors.Is(err, context.Canceled) || !strings.Contains(fmt.Sprint(err), want) {
+		t.Errorf("Shutdown: %v, want context.Canceled saying %q", err, want)
+	}
+	var drained map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if strings.Contains(line, `"msg":"openenv: drained"`) {
+			if err := json.Unmarshal([]byte(line), &drained); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if drained["level"] != "WARN" || drained["sessions"] != 3.0 || drained["checkpointed"] != 1.0 || drained["cut_short"] != 2.0 {
+		t.Errorf("the drain's log line: %v, want a warning of 3 sessions, 1 checkpointed and 2 cut short", drained)
 	}
 }
 

@@ -382,8 +382,13 @@ func (s *Server) Sessions() []SessionInfo {
 
 // Shutdown refuses new sessions, closes every WebSocket with StatusGoingAway
 // ("server shutting down"), cancels calls in progress, closes every instance
-// and stops the idle reaper. It waits until all that is done or ctx ends, and
-// then returns ctx's error; the sessions still finish closing in the
+// and stops the idle reaper. It waits until all that is done (nil), or
+// until ctx ends, and then returns an error wrapping ctx's that says what
+// was not done:
+// how many sessions were still closing and, when it drains
+// (Config.DrainCheckpoints), how many it checkpointed and how many not,
+// and why (an error too when the drain's deadline cut it short, though
+// the sessions closed in time). The sessions still finish closing in the
 // background, but the WebSockets of those not ended are closed first, so
 // that the process may exit: one with a call in progress (a call that runs
 // on past its cancellation) with StatusGoingAway and a reason saying the
@@ -398,10 +403,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 
 	list := s.snapshot()
+	var drained *drainTally
 	if s.cfg.DrainCheckpoints {
 		// The sessions are served until each is checkpointed: /ready
 		// holds, so a proxy keeps sending their requests here.
-		s.drain(ctx, list)
+		drained = s.drain(ctx, list)
 	}
 	s.mu.Lock()
 	s.closing = true
@@ -423,11 +429,40 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
-		return nil
+		if drained == nil || drained[drainCut] == 0 {
+			return nil
+		}
+		// Closed in time, but the drain was cut short: episodes were lost.
+		return shutdownFailure(ctx, len(list), 0, drained)
 	case <-ctx.Done():
+		open := 0
+		for _, ss := range list {
+			select {
+			case <-ss.done:
+			default:
+				open++
+			}
+		}
 		s.cutOff(list)
-		return fmt.Errorf("openenv: shutdown: %w", ctx.Err())
+		return shutdownFailure(ctx, len(list), open, drained)
 	}
+}
+
+// shutdownFailure returns the error of a Shutdown of sessions sessions
+// whose ctx ended with open of them still closing, after a drain that did
+// what drained counts (nil: no drain).
+func shutdownFailure(ctx context.Context, sessions, open int, drained *drainTally) error {
+	var done []string
+	if drained != nil {
+		done = append(done, drained.String())
+	}
+	switch {
+	case open > 0:
+		done = append(done, fmt.Sprintf("%d still closing, which they go on doing in the background until the process exits (the recording of one it leaves open has no end)", open))
+	case drained == nil:
+		done = append(done, "every session closed, but not yet the instances resets replaced or the calls of no session")
+	}
+	return fmt.Errorf("openenv: shutdown: %w before the sessions were done; of %d: %s", ctx.Err(), sessions, strings.Join(done, "; "))
 }
 
 // cutOffReason is the close reason of a /ws session whose call
@@ -487,19 +522,73 @@ func (s *Server) cutOff(list []*session) {
 // a time as there are CPUs (GOMAXPROCS), within ctx. Each waits for its
 // step in progress on its own: a long step delays its session's
 // checkpoint alone.
-func (s *Server) drain(ctx context.Context, list []*session) {
+func (s *Server) drain(ctx context.Context, list []*session) *drainTally {
 	start := time.Now()
 	// Every CPU checkpoints: the drain's deadline is the shutdown timeout,
 	// and a session whose checkpoint does not start before it loses its
 	// episode. Half of them, one on two, left a server of a few hundred
 	// sessions checkpointing them one by one past the timeout.
 	turns := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
-	var wg sync.WaitGroup
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		tally drainTally
+	)
 	for _, ss := range list {
-		wg.Go(func() { ss.drain(ctx, turns) })
+		wg.Go(func() {
+			outcome := ss.drain(ctx, turns)
+			mu.Lock()
+			tally[outcome]++
+			mu.Unlock()
+		})
 	}
 	wg.Wait()
-	s.log.Info("openenv: drained", "sessions", len(list), durationMS(time.Since(start)))
+	level := slog.LevelInfo
+	if tally[drainCut] > 0 || tally[drainFailed] > 0 {
+		level = slog.LevelWarn // episodes were lost
+	}
+	s.log.Log(context.Background(), level, "openenv: drained", "sessions", len(list), "checkpointed", tally[drainCheckpointed],
+		"cut_short", tally[drainCut], "failed", tally[drainFailed], "superseded", tally[drainSuperseded], "no_episode", tally[drainNoEpisode],
+		durationMS(time.Since(start)))
+	return &tally
+}
+
+// drainOutcome is what a drain did with a session (session.drain).
+type drainOutcome int
+
+const (
+	// drainNoEpisode: the session had no episode to keep, or had ended.
+	drainNoEpisode drainOutcome = iota
+	// drainCheckpointed: it was checkpointed and stopped.
+	drainCheckpointed
+	// drainSuperseded: a restore superseded its attempt; no checkpoint.
+	drainSuperseded
+	// drainFailed: its checkpoint failed, or its fence could not be read.
+	drainFailed
+	// drainCut: the drain's context ended first, while its step ran, it
+	// waited for its turn, or its checkpoint was being taken.
+	drainCut
+)
+
+// drainTally counts a drain's sessions by outcome.
+type drainTally [drainCut + 1]int
+
+// String says what the drain did, for Shutdown's error.
+func (t *drainTally) String() string {
+	parts := []string{fmt.Sprintf("%d checkpointed", t[drainCheckpointed])}
+	if n := t[drainCut]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d not checkpointed as the shutdown ended first (a step still running or a checkpoint not yet done)", n))
+	}
+	if n := t[drainFailed]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d not checkpointed as their checkpoint failed (logged)", n))
+	}
+	if n := t[drainSuperseded]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d not checkpointed as a restore superseded them", n))
+	}
+	if n := t[drainNoEpisode]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d with no episode to keep", n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // snapshot returns the live sessions.
