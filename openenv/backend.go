@@ -137,7 +137,10 @@ type Instance interface {
 	// list (the server's metrics then name no series after it); an error wrapping context.DeadlineExceeded is reported as
 	// a timeout. A failure of the host is an *env.InfraError, reported as the
 	// server's own error; with NoStep set it is no step of the episode.
-	// CallJSON must return soon after ctx is done.
+	// CallJSON must return soon after ctx is done, and commit nothing it
+	// returns after: a call that has not returned a second after is
+	// answered as timed out without it, and the server calls nothing else
+	// on the instance until it returns.
 	CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error)
 	// State returns the state document; the server fills in EpisodeID and StepCount.
 	State() env.StateDoc

@@ -178,6 +178,10 @@ func (ss *session) drain(ctx context.Context, turns chan struct{}) drainOutcome 
 		return drainNoEpisode
 	}
 	if ss.acquire(ctx) != nil {
+		if late := ss.lateCall(); late != nil {
+			ss.srv.warnLate("openenv: drain: a call past its deadline holds the session; it closes without a checkpoint", late)
+			return drainLate
+		}
 		if ctx.Err() != nil { // its step in progress outlasted the drain
 			return drainCut
 		}

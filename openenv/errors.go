@@ -40,6 +40,7 @@ const (
 	codeMediaType      = "UNSUPPORTED_MEDIA" // a request body that is not application/json
 	codeBadBody        = "BAD_BODY"          // a request body cut short by its client
 	codeSlowBody       = "SLOW_BODY"         // a request body not sent within the read timeout
+	codeCallRunning    = "CALL_RUNNING"      // a request that waited in vain for a call past its deadline
 	// codeInfrastructure is a failure of the host (an *env.InfraError): a
 	// full disk, no file descriptors left, instance files gone. It is never
 	// a tool result: the client gets this error, with the fault's kind.
@@ -87,6 +88,7 @@ var codes = map[string]struct {
 	codeMediaType:      {codeValidation, http.StatusUnsupportedMediaType, rpcInvalidRequest},
 	codeBadBody:        {codeSession, http.StatusBadRequest, rpcInvalidRequest},
 	codeSlowBody:       {codeSession, http.StatusRequestTimeout, rpcInvalidRequest},
+	codeCallRunning:    {codeSession, http.StatusServiceUnavailable, rpcServerError},
 	codeInfrastructure: {codeExecution, http.StatusServiceUnavailable, rpcServerError},
 }
 

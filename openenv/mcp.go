@@ -306,8 +306,27 @@ func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMe
 	if perr != nil {
 		return toolOutcome{}, perr
 	}
-	defer s.closeInstance(inst)
 	out, perr := s.call(ctx, inst, name, args, s.cfg.StepTimeout)
+	if out.late == nil {
+		defer s.closeInstance(inst)
+	} else {
+		// The instance is the call's until it returns, and counts as the
+		// agent's while it lives.
+		if agent {
+			s.mu.Lock()
+			s.agentSessions++
+			s.mu.Unlock()
+		}
+		s.throwaways.Go(func() {
+			s.awaitLate(out.late)
+			s.closeInstance(inst)
+			if agent {
+				s.mu.Lock()
+				s.agentSessions--
+				s.mu.Unlock()
+			}
+		})
+	}
 	if (perr != nil || out.err != nil) && s.ended.Err() != nil {
 		// What the cancelled call failed with says nothing true about it.
 		return toolOutcome{}, newError(codeShuttingDown, "Server is shutting down: the call of %q was cancelled before it finished.", runecut.Echo(name))

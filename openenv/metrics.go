@@ -90,6 +90,7 @@ type serverMetrics struct {
 	checkpoints      *prometheus.CounterVec   // op (checkpoint, restore), outcome
 	checkpointSecs   *prometheus.HistogramVec // op
 	fencedSteps      prometheus.Counter       // steps refused to a superseded attempt
+	lateCalls        prometheus.Counter       // tool calls answered at their deadline while they ran on
 }
 
 // newMetrics makes the series of s and registers them, with the Go runtime
@@ -147,6 +148,8 @@ func newMetrics(s *Server) *serverMetrics {
 		"Time to take (op=checkpoint) or restore (op=restore) a checkpoint, successful or not.", resetBuckets, "op")
 	m.fencedSteps = f.NewCounter(prometheus.CounterOpts{Name: "seahaven_steps_refused_superseded_total",
 		Help: "Requests refused because the session's attempt was superseded by a restore that named it (replaces)."})
+	m.lateCalls = f.NewCounter(prometheus.CounterOpts{Name: "seahaven_tool_calls_late_total",
+		Help: "Tool calls that ran on past their deadline, ignoring their context: each was answered as timed out and held its session until it returned."})
 	info := s.backend.Info()
 	f.NewGaugeFunc(prometheus.GaugeOpts{
 		Name:        "seahaven_build_info",

@@ -91,6 +91,10 @@ type toolOutcome struct {
 	// instance's (the client went away, the session closed), not past
 	// its deadline.
 	cancelled bool
+	// late is the call when it ran on past its deadline, ignoring its
+	// context: err says it timed out, and the instance is the call's
+	// until it returns. nil for a call that returned.
+	late *lateCall
 }
 
 // structured returns the result as MCP structured content, which is always

@@ -161,7 +161,9 @@ func (ss *session) installLocked(inst Instance, rec sessionRecord, attempt strin
 // discardUnused ends a session whose first reset failed, unless a request
 // has given it an episode meanwhile, and reports whether it ended it.
 func (ss *session) discardUnused() bool {
-	ss.slot <- struct{}{}
+	if took, _ := ss.take(nil, 0); !took {
+		return false // a call past its deadline runs on its episode
+	}
 	unused := ss.inst == nil && !ss.ended
 	<-ss.slot
 	if unused {

@@ -88,7 +88,9 @@ type Config struct {
 	MaxMessageBytes int64
 	// StepTimeout bounds each reset and each tool call. A call past it is
 	// cancelled through its context, with context.DeadlineExceeded as the
-	// cause (context.Cause), and reported with error_type "timeout".
+	// cause (context.Cause), and reported with error_type "timeout"; one
+	// that has not returned a second later is reported without it, and its
+	// session's requests wait for it at most StepTimeout each.
 	// Default DefaultStepTimeout; negative means no bound.
 	StepTimeout time.Duration
 	// InspectRowLimit caps the rows of an inspect reply; more are dropped and
@@ -477,7 +479,9 @@ const cutOffReason = "server shutting down: the call in progress outlived the sh
 // closes with StatusGoingAway and cutOffReason, any other with the status
 // its session stopped with, which its own goroutine was about to send. It
 // waits for the close handshakes at most wsEndGrace, so a client that
-// reads nothing holds Shutdown no longer than that.
+// reads nothing holds Shutdown no longer than that. A session of any
+// transport whose call past its deadline (lateCall) still runs is logged,
+// with that call: its instance closes only when the call returns.
 func (s *Server) cutOff(list []*session) {
 	var closing sync.WaitGroup
 	for _, ss := range list {
@@ -485,6 +489,10 @@ func (s *Server) cutOff(list []*session) {
 		case <-ss.done:
 			continue
 		default:
+		}
+		late := ss.lateCall()
+		if late != nil {
+			s.warnLate("openenv: shutdown: a call past its deadline still runs; its session has not ended", late)
 		}
 		if ss.ws == nil {
 			continue
@@ -544,11 +552,11 @@ func (s *Server) drain(ctx context.Context, list []*session) *drainTally {
 	}
 	wg.Wait()
 	level := slog.LevelInfo
-	if tally[drainCut] > 0 || tally[drainFailed] > 0 {
+	if tally[drainCut] > 0 || tally[drainFailed] > 0 || tally[drainLate] > 0 {
 		level = slog.LevelWarn // episodes were lost
 	}
 	s.log.Log(context.Background(), level, "openenv: drained", "sessions", len(list), "checkpointed", tally[drainCheckpointed],
-		"cut_short", tally[drainCut], "failed", tally[drainFailed], "superseded", tally[drainSuperseded], "no_episode", tally[drainNoEpisode],
+		"cut_short", tally[drainCut], "failed", tally[drainFailed], "late", tally[drainLate], "superseded", tally[drainSuperseded], "no_episode", tally[drainNoEpisode],
 		durationMS(time.Since(start)))
 	return &tally
 }
@@ -565,6 +573,8 @@ const (
 	drainSuperseded
 	// drainFailed: its checkpoint failed, or its fence could not be read.
 	drainFailed
+	// drainLate: a tool call past its deadline held it (lateCall).
+	drainLate
 	// drainCut: the drain's context ended first, while its step ran, it
 	// waited for its turn, or its checkpoint was being taken.
 	drainCut
@@ -581,6 +591,9 @@ func (t *drainTally) String() string {
 	}
 	if n := t[drainFailed]; n > 0 {
 		parts = append(parts, fmt.Sprintf("%d not checkpointed as their checkpoint failed (logged)", n))
+	}
+	if n := t[drainLate]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d not checkpointed as a tool call past its deadline held them (logged)", n))
 	}
 	if n := t[drainSuperseded]; n > 0 {
 		parts = append(parts, fmt.Sprintf("%d not checkpointed as a restore superseded them", n))

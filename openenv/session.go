@@ -80,6 +80,12 @@ type session struct {
 	stopped      bool           // stop was called; closeCode and closeReason are set
 	closeCode    websocket.StatusCode
 	closeReason  string
+	// late is the call past its deadline that holds the slot until it
+	// returns (see lateCall); nil when none. lateNews is closed, and
+	// replaced, when a call comes to hold the slot so: it wakes the
+	// requests waiting for the slot (take).
+	late     *lateCall
+	lateNews chan struct{}
 	// requests cancel a standard MCP client's tools/call and tools/list
 	// requests in progress, by their id (compacted JSON), so its
 	// notifications/cancelled can stop one (track, cancelRequest); a
@@ -129,6 +135,7 @@ func (s *Server) newSessionLocked(transport, id string) (*session, *protoError) 
 		ctx: ctx, cancel: cancel,
 		slot:         make(chan struct{}, 1),
 		lastActivity: now,
+		lateNews:     make(chan struct{}),
 		done:         make(chan struct{}),
 	}
 	ss.tagged = withSession(ctx, ss)
@@ -282,55 +289,136 @@ func (ss *session) closeStatus() (websocket.StatusCode, string) {
 
 // end stops the session, waits for the call in progress, closes the
 // instance and frees the slot. Only the first call does anything; every
-// exit path of every transport comes through here.
+// exit path of every transport comes through here. A call past its
+// deadline that still runs (lateCall) is not waited for: the session ends
+// in the background once it returns.
 func (ss *session) end() {
 	ss.endOnce.Do(func() {
 		ss.stop(websocket.StatusNormalClosure, "")
-		ss.slot <- struct{}{}
-		ss.ended = true
-		inst := ss.inst
-		ss.inst = nil
-		if inst != nil {
-			ss.mu.Lock()
-			ss.endEpisodeLocked()
-			ss.mu.Unlock()
+		if took, late := ss.take(nil, 0); !took {
+			ss.srv.warnLate("openenv: the session ends once its call past its deadline returns", late)
+			go func() {
+				ss.slot <- struct{}{}
+				ss.finish()
+			}()
+			return
 		}
-		<-ss.slot
-		if inst != nil {
-			ss.srv.closeInstance(inst)
-		}
-		ss.srv.remove(ss)
-		ss.mu.Lock()
-		reason, steps := ss.closeReason, ss.steps
-		ss.mu.Unlock()
-		// Logged before done is closed: Shutdown returns once every done is,
-		// and the process may exit right after.
-		ss.srv.log.Info("openenv: session closed", "session", ss.ref, "transport", ss.transport,
-			durationMS(time.Since(ss.created)), "reason", digested(reason), "steps", steps)
-		close(ss.done)
+		ss.finish()
 	})
+}
+
+// finish ends the session (see end) with the slot held.
+func (ss *session) finish() {
+	ss.ended = true
+	inst := ss.inst
+	ss.inst = nil
+	if inst != nil {
+		ss.mu.Lock()
+		ss.endEpisodeLocked()
+		ss.mu.Unlock()
+	}
+	<-ss.slot
+	if inst != nil {
+		ss.srv.closeInstance(inst)
+	}
+	ss.srv.remove(ss)
+	ss.mu.Lock()
+	reason, steps := ss.closeReason, ss.steps
+	ss.mu.Unlock()
+	// Logged before done is closed: Shutdown returns once every done is,
+	// and the process may exit right after.
+	ss.srv.log.Info("openenv: session closed", "session", ss.ref, "transport", ss.transport,
+		durationMS(time.Since(ss.created)), "reason", digested(reason), "steps", steps)
+	close(ss.done)
 }
 
 // acquire takes the call slot. It fails when ctx ends first or the session
 // has ended; a request its client cancelled (notifications/cancelled) is
-// told so, not that its session is unknown.
+// told so, not that its session is unknown. Behind a call past its
+// deadline (lateCall) a request waits at most StepTimeout, its own
+// deadline as a step, and is then told what holds the session.
 func (ss *session) acquire(ctx context.Context) *protoError {
-	select {
-	case ss.slot <- struct{}{}:
+	took, late := ss.take(ctx.Done(), ss.srv.cfg.StepTimeout)
+	switch {
+	case took:
 		if !ss.ended {
 			return nil
 		}
 		<-ss.slot
-	case <-ctx.Done():
-		if errors.Is(context.Cause(ctx), errRequestCancelled) && ss.ctx.Err() == nil {
-			return newError(codeSession, "The client cancelled the request (notifications/cancelled) while it waited for the session's call in progress")
-		}
+	case ss.ctx.Err() != nil:
+	case late != nil:
+		return late.refusal()
+	case errors.Is(context.Cause(ctx), errRequestCancelled):
+		return newError(codeSession, "The client cancelled the request (notifications/cancelled) while it waited for the session's call in progress")
 	}
 	return ss.srv.unknownSession(ctx, ss.id)
 }
 
-// release gives the call slot back.
-func (ss *session) release() { <-ss.slot }
+// take takes the call slot, waiting for the call in progress, and reports
+// true. It gives up when done is closed, or once a call past its deadline
+// (lateCall) has held the slot for patience, and then returns that call
+// (nil for done).
+func (ss *session) take(done <-chan struct{}, patience time.Duration) (bool, *lateCall) {
+	var holder *lateCall
+	var expired <-chan time.Time
+	for {
+		ss.mu.Lock()
+		late, news := ss.late, ss.lateNews
+		ss.mu.Unlock()
+		if late != nil {
+			holder = late
+			if expired == nil {
+				t := time.NewTimer(patience)
+				defer t.Stop()
+				expired = t.C
+			}
+		}
+		select {
+		case ss.slot <- struct{}{}:
+			return true, nil
+		case <-news:
+		case <-expired:
+			return false, holder
+		case <-done:
+			return false, nil
+		}
+	}
+}
+
+// holdLocked records that late, the call that holds the slot, runs on
+// past its deadline: the slot stays taken until it returns (release), and
+// the requests waiting for it are woken to tell. The slot must be held.
+func (ss *session) holdLocked(late *lateCall) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.late = late
+	close(ss.lateNews)
+	ss.lateNews = make(chan struct{})
+}
+
+// lateCall returns the call past its deadline that holds the slot, or nil.
+func (ss *session) lateCall() *lateCall {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.late
+}
+
+// release gives the call slot back; when a call past its deadline holds
+// it, once that call returns.
+func (ss *session) release() {
+	late := ss.lateCall()
+	if late == nil {
+		<-ss.slot
+		return
+	}
+	go func() {
+		ss.srv.awaitLate(late)
+		ss.mu.Lock()
+		ss.late = nil
+		ss.mu.Unlock()
+		<-ss.slot
+	}()
+}
 
 // enter starts an operation on the session: it marks activity (when active;
 // see begin), binds ctx to the session and takes the call slot. On success

@@ -30,7 +30,7 @@ func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (s
 		reply, perr := ss.stepLocked(ctx, a, timeout)
 		if perr == nil {
 			ss.rememberLocked(a, reply, false)
-			if a.Type != actionListTools {
+			if a.Type != actionListTools && ss.lateCall() == nil {
 				ss.autoCheckpointLocked(ctx)
 			}
 		}
@@ -62,6 +62,11 @@ func (ss *session) stepLocked(ctx context.Context, a action, timeout time.Durati
 			return stepReply{}, perr
 		}
 		reply.Observation = out.observation(a.ToolName)
+		if out.late != nil {
+			// The instance is the call's until it returns: the task is
+			// graded after the next step.
+			return reply, nil
+		}
 	}
 	graded, perr := ss.gradeReplyLocked(reply, timeout)
 	if perr != nil {
@@ -198,6 +203,13 @@ func (s *Server) newEpisode(mode rpcMode) string {
 func (ss *session) callLocked(ctx context.Context, name string, args json.RawMessage, timeout time.Duration) (toolOutcome, *protoError) {
 	before := changeCount(ss.inst)
 	out, perr := ss.srv.call(ctx, ss.inst, name, args, timeout)
+	if out.late != nil {
+		// The call runs on, and the instance is its: nothing more is read
+		// of it. What the call returns is not committed: it changes
+		// nothing.
+		ss.holdLocked(out.late)
+		before = -1
+	}
 	if perr != nil && perr.noStep || out.noStep {
 		return out, perr
 	}
@@ -240,6 +252,95 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 	cctx, cancel := withTimeout(ctx, timeout)
 	defer cancel()
 	var out toolOutcome
+	var perr *protoError
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		out, perr = s.invoke(ctx, cctx, inst, name, args, timeout)
+	}()
+	select {
+	case <-returned:
+	case <-cctx.Done():
+		// A call returns soon after its context ends (its SQL is
+		// interrupted); one that does not, blocked on something else, is
+		// answered now, as timed out, and left to run on (lateCall).
+		ended := time.Now()
+		t := time.NewTimer(lateGrace)
+		defer t.Stop()
+		select {
+		case <-returned:
+		case <-t.C:
+			return s.overran(ctx, cctx, start, ended, inst, name, timeout, returned), nil
+		}
+	}
+	if perr == nil && out.noStep && (ctx.Err() != nil || out.cancelled) {
+		// Cancelled with its request or session (whose instance may see
+		// the session closed before the request does), before it changed
+		// anything: nobody is waiting for it as a step, and if its session
+		// was closed, the request learns that instead (closedDuring).
+		perr = newError(codeSession, "The request ended before its call of %q changed anything: the call was rolled back and is no step of the episode.", runecut.Echo(name))
+		perr.noStep = true
+	}
+	s.observeCall(ctx, start, inst, name, out, perr)
+	return out, perr
+}
+
+// lateGrace is how long a call whose context has ended may take to
+// return before it is answered without it (lateCall).
+const lateGrace = time.Second
+
+// A lateCall is a tool call that ran on past its deadline (or its
+// cancellation) for lateGrace, ignoring its context: it was answered as
+// timed out and left to run. Its instance is its until it returns: it
+// holds its session's call slot until then, and what it returns is not
+// committed (a backend commits nothing of a call whose context has ended).
+type lateCall struct {
+	tool     string
+	attrs    []any         // the log attributes of its session
+	start    time.Time     // when it began
+	ended    time.Time     // when its context ended
+	returned chan struct{} // closed when it returns
+}
+
+// overran answers the call of name on inst, which started at start and
+// whose context cctx ended at ended, without waiting for it to return
+// (returned): as timed out, or cancelled, as it would have been had it
+// returned, with late set. It logs a warning and counts the call.
+func (s *Server) overran(ctx, cctx context.Context, start, ended time.Time, inst Instance, name string, timeout time.Duration, returned chan struct{}) toolOutcome {
+	late := &lateCall{tool: name, attrs: sessionAttrs(ctx), start: start, ended: ended, returned: returned}
+	cause := context.Cause(cctx)
+	out := toolOutcome{err: toolError(cctx, cause, name, timeout), late: late,
+		cancelled: !errors.Is(cause, context.DeadlineExceeded)}
+	s.observeCall(ctx, start, inst, name, out, nil)
+	s.metrics.lateCalls.Inc()
+	s.warnLate("openenv: a tool call runs on past its deadline, ignoring its context: answered as timed out, it holds its session until it returns", late)
+	return out
+}
+
+// awaitLate waits for late to return, and logs that it did.
+func (s *Server) awaitLate(late *lateCall) {
+	<-late.returned
+	s.warnLate("openenv: a tool call past its deadline returned; what it returned was discarded", late)
+}
+
+// warnLate logs msg about late: its session, its tool, how long it has
+// run and how long past its deadline.
+func (s *Server) warnLate(msg string, late *lateCall) {
+	s.log.Warn(msg, slices.Concat(late.attrs, []any{durationMS(time.Since(late.start)),
+		"tool", clip(late.tool, 128), "past_deadline_ms", time.Since(late.ended).Milliseconds()})...)
+}
+
+// refusal is the error of a request that waited for its session's call
+// slot, held by late, until its own deadline.
+func (late *lateCall) refusal() *protoError {
+	return newError(codeCallRunning, "A call of tool %q passed its deadline %s ago and has not returned yet (it ignores its context): the session is the call's until it returns. Retry later, or close the session.",
+		runecut.Echo(late.tool), time.Since(late.ended).Round(time.Millisecond))
+}
+
+// invoke makes the call of name on inst for call, under cctx (ctx bounded
+// by timeout); ctx names its session in the logs.
+func (s *Server) invoke(ctx, cctx context.Context, inst Instance, name string, args json.RawMessage, timeout time.Duration) (toolOutcome, *protoError) {
+	var out toolOutcome
 	var infra *protoError
 	// The engine encodes each layer's result before it commits, so a
 	// result that cannot be sent rolls its call back; the last one it
@@ -278,17 +379,8 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 		out.result = raw
 	})
 	if infra != nil {
-		perr = infra
+		return out, infra
 	}
-	if perr == nil && out.noStep && (ctx.Err() != nil || out.cancelled) {
-		// Cancelled with its request or session (whose instance may see
-		// the session closed before the request does), before it changed
-		// anything: nobody is waiting for it as a step, and if its session
-		// was closed, the request learns that instead (closedDuring).
-		perr = newError(codeSession, "The request ended before its call of %q changed anything: the call was rolled back and is no step of the episode.", runecut.Echo(name))
-		perr.noStep = true
-	}
-	s.observeCall(ctx, start, inst, name, out, perr)
 	return out, perr
 }
 
@@ -461,7 +553,7 @@ func (ss *session) mcpCall(ctx context.Context, name string, args json.RawMessag
 			return toolOutcome{}, perr
 		}
 		out, perr := ss.callLocked(ctx, name, args, ss.srv.cfg.StepTimeout)
-		if perr == nil {
+		if perr == nil && out.late == nil {
 			ss.autoCheckpointLocked(ctx)
 		}
 		return out, perr

@@ -1,0 +1,377 @@
+package openenv_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/seahaven/seahaven/app"
+	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/internal/testfs"
+	"github.com/seahaven/seahaven/openenv"
+	"github.com/seahaven/seahaven/task"
+)
+
+// lateTransport is one way of calling tools on a session, for
+// TestServer_LateCall.
+type lateTransport struct {
+	name string
+	// open starts a session and returns its call (a tools/call or step of
+	// tool with the JSON arguments args, answered as text: the status and
+	// body, or the frame) and its probe (the value of one inspect query,
+	// and the state document, as text).
+	open func(t *testing.T, s *worldServer) (call func(tool, args string) string, probe func(sql string) (value, state string))
+	// refused reports whether reply has the protocol's error shape.
+	refused func(t *testing.T, reply string) bool
+}
+
+// lateTransports are the transports a step arrives by: /ws, POST /step,
+// and tools/call of OpenEnv's JSON-RPC dialect, of a standard MCP client
+// (2025-11-25) and of a 2026-07-28 client.
+var lateTransports = []lateTransport{
+	{
+		name: "ws",
+		open: func(t *testing.T, s *worldServer) (func(string, string) string, func(string) (string, string)) {
+			c := s.dial(t)
+			roundTrip(t, c, `{"type":"reset"}`)
+			call := func(tool, args string) string {
+				return roundTrip(t, c, fmt.Sprintf(`{"type":"step","data":{"type":"call_tool","tool_name":%q,"arguments":%s}}`, tool, args))
+			}
+			probe := func(sql string) (string, string) {
+				return inspectValue(t, c, sql), roundTrip(t, c, `{"type":"state"}`)
+			}
+			return call, probe
+		},
+		refused: func(t *testing.T, reply string) bool {
+			return strings.HasPrefix(reply, `{"type":"error"`) && strings.Contains(reply, `"code":"SESSION_ERROR"`)
+		},
+	},
+	{
+		name: "http",
+		open: func(t *testing.T, s *worldServer) (func(string, string) string, func(string) (string, string)) {
+			hdr := map[string]string{openenv.SessionHeader: "late-http"}
+			if code, body := latePost(t, s, "/reset", `{}`, hdr); code != http.StatusOK {
+				t.Fatalf("reset: %d %s", code, body)
+			}
+			call := func(tool, args string) string {
+				code, body := latePost(t, s, "/step", fmt.Sprintf(`{"action":{"type":"call_tool","tool_name":%q,"arguments":%s}}`, tool, args), hdr)
+				return fmt.Sprintf("%d %s", code, body)
+			}
+			return call, httpProbe(t, s, hdr)
+		},
+		refused: func(t *testing.T, reply string) bool {
+			return strings.HasPrefix(reply, "503 ")
+		},
+	},
+	{
+		name: "openenv-rpc",
+		open: func(t *testing.T, s *worldServer) (func(string, string) string, func(string) (string, string)) {
+			sid := str(t, s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{}}`), "result.session_id")
+			call := func(tool, args string) string {
+				_, body := latePost(t, s, "/mcp", fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"session_id":%q,"name":%q,"arguments":%s}}`, sid, tool, args), nil)
+				return body
+			}
+			return call, httpProbe(t, s, map[string]string{openenv.SessionHeader: sid})
+		},
+		refused: rpcRefused,
+	},
+	{
+		name: "mcp-2025-11-25",
+		open: func(t *testing.T, s *worldServer) (func(string, string) string, func(string) (string, string)) {
+			hdr, _ := standardSession(t, s.testServer)
+			hdr["Accept"] = "application/json, text/event-stream"
+			call := func(tool, args string) string {
+				_, body := latePost(t, s, "/mcp", fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, tool, args), hdr)
+				return body
+			}
+			return call, httpProbe(t, s, map[string]string{openenv.SessionHeader: hdr[openenv.MCPSessionHeader]})
+		},
+		refused: rpcRefused,
+	},
+	{
+		name: "mcp-2026-07-28",
+		open: func(t *testing.T, s *worldServer) (func(string, string) string, func(string) (string, string)) {
+			const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+			sid := str(t, s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{}}`), "result.session_id")
+			call := func(tool, args string) string {
+				_, body := latePost(t, s, "/mcp?session_id="+sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":%q,"arguments":%s,%s}}`, tool, args, meta),
+					map[string]string{"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool})
+				return body
+			}
+			return call, httpProbe(t, s, map[string]string{openenv.SessionHeader: sid})
+		},
+		refused: rpcRefused,
+	},
+}
+
+// rpcRefused reports whether reply is a JSON-RPC error of the server.
+func rpcRefused(t *testing.T, reply string) bool {
+	return strings.Contains(reply, `"error":{"code":-32000,`)
+}
+
+// latePost posts body to path on s, failing the test when no reply comes
+// within waitLimit, and returns the status and body.
+func latePost(t *testing.T, s *worldServer, path, body string, hdr map[string]string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.ts.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := s.ts.Client().Do(req)
+	if err != nil {
+		t.Fatalf("POST %s %s: %v", path, body, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, strings.TrimSpace(string(b))
+}
+
+// httpProbe is the probe of a session hdr names, through POST /inspect and
+// GET /state.
+func httpProbe(t *testing.T, s *worldServer, hdr map[string]string) func(string) (string, string) {
+	return func(sql string) (string, string) {
+		code, body := latePost(t, s, "/inspect", fmt.Sprintf(`{"sql":%q}`, sql), hdr)
+		if code != http.StatusOK {
+			t.Fatalf("inspect %s: %d %s", sql, code, body)
+		}
+		var reply struct{ Rows [][]any }
+		if err := json.Unmarshal([]byte(body), &reply); err != nil || len(reply.Rows) != 1 || len(reply.Rows[0]) != 1 {
+			t.Fatalf("inspect %s: %s, want one value", sql, body)
+		}
+		_, state, _ := s.httpDo(t, http.MethodGet, "/state", "", hdr)
+		return fmt.Sprint(reply.Rows[0][0]), state
+	}
+}
+
+// TestServer_LateCall: a tool that ignores its context and blocks past the
+// step timeout is answered at its deadline, as timed out, on every
+// transport, while it still blocks, where before its step was answered
+// only when it returned. Its session's next request waits for it within
+// the step timeout, then is refused saying why; once the tool returns, the
+// session serves again, and neither the store nor the change log holds
+// the late call's write.
+func TestServer_LateCall(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	s := mustServeWorld(t, faultyWorld, app.Config{}, openenv.Config{StepTimeout: timeout})
+	for _, tr := range lateTransports {
+		t.Run(tr.name, func(t *testing.T) {
+			late, kept := "late-"+tr.name, "kept-"+tr.name
+			started, release := holdUntilReleased(late)
+			t.Cleanup(release) // before the server's cleanup, which waits for the call
+			call, probe := tr.open(t, s)
+
+			reply := call("stuck", `{"body":"`+late+`"}`)
+			awaitSlow(t, started)
+			// The tool is still blocked: only release lets it return.
+			if want := `tool \"stuck\" timed out after ` + timeout.String(); !strings.Contains(reply, want) {
+				t.Fatalf("the late call: %.500s, want a timeout: %s", reply, want)
+			}
+
+			reply = call("slow", `{"body":"`+kept+`"}`)
+			if !tr.refused(t, reply) || !strings.Contains(reply, `A call of tool \"stuck\" passed its deadline`) || !strings.Contains(reply, "has not returned yet (it ignores its context)") {
+				t.Fatalf("a call while the late one blocks: %.500s, want it refused saying why", reply)
+			}
+
+			release()
+			for deadline := time.Now().Add(waitLimit); ; {
+				// The session is free once the late call has returned.
+				reply = call("slow", `{"body":"`+kept+`"}`)
+				if !tr.refused(t, reply) || time.Now().After(deadline) {
+					break
+				}
+			}
+			if tr.refused(t, reply) || strings.Contains(reply, "timed out") || !strings.Contains(reply, `"id"`) {
+				t.Fatalf("a call after the late one returned: %.500s", reply)
+			}
+			n, state := probe("SELECT count(*) FROM notes WHERE body = '" + late + "'")
+			if n != "0" {
+				t.Errorf("%s notes of the late call in the store, want none", n)
+			}
+			if strings.Contains(state, late) || !strings.Contains(state, kept) {
+				t.Errorf("state %.2000s: want the change log to hold %s and not %s", state, kept, late)
+			}
+		})
+	}
+}
+
+// TestServer_LateCallSessionEnds: a session whose late call still blocks
+// ends at once when its client leaves (a /ws close), and its instance
+// closes once the call returns; Shutdown, bounded by its context, is not
+// held by it beyond.
+func TestServer_LateCallSessionEnds(t *testing.T) {
+	s := mustServeWorld(t, faultyWorld, app.Config{}, openenv.Config{StepTimeout: 300 * time.Millisecond})
+	started, release := holdUntilReleased("late-close")
+	t.Cleanup(release)
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset"}`)
+	if kind, _ := toolFailure(t, callTool(t, c, "stuck", `{"body":"late-close"}`)); kind != "timeout" {
+		t.Fatalf("the late call: %s, want a timeout", kind)
+	}
+	awaitSlow(t, started)
+	send(t, c, `{"type":"close"}`)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if _, _, err := c.Read(ctx); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+		t.Fatalf("after close, while the late call blocks: %v, want a normal close", err)
+	}
+	release()
+	s.settle(t)
+}
+
+// TestServer_LateCallRecorded: a late call is a timeout failure with no
+// effect wherever the episode is told: in the timeline, in the recording,
+// which replays to the same episode, in the logs, which warn when the call
+// runs past its deadline and when it returns, and in the metrics.
+func TestServer_LateCallRecorded(t *testing.T) {
+	dir := t.TempDir()
+	var log testfs.Buffer
+	s := mustServeWorld(t, faultyWorld, app.Config{RecordDir: dir},
+		openenv.Config{StepTimeout: 300 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	started, release := holdUntilReleased("late-rec")
+	t.Cleanup(release)
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"late-rec"}}`)
+	kind, msg := toolFailure(t, callTool(t, c, "stuck", `{"body":"late-rec"}`))
+	if kind != "timeout" {
+		t.Fatalf("the late call: %s %s, want a timeout", kind, msg)
+	}
+	awaitSlow(t, started)
+	release()
+	var reply string
+	for deadline := time.Now().Add(waitLimit); ; {
+		reply = callTool(t, c, "note", `{"body":"after"}`)
+		if str(t, reply, "type") != "error" || time.Now().After(deadline) {
+			break
+		}
+	}
+	mustSucceed(t, reply)
+
+	sessions := s.Sessions()
+	if len(sessions) != 1 {
+		t.Fatalf("%d sessions, want 1", len(sessions))
+	}
+	_, watch, _ := s.httpDo(t, http.MethodGet, "/sessions/"+sessions[0].Ref+"/watch", "", nil)
+	var timeline struct {
+		Steps []struct {
+			Step  int
+			Tool  string
+			Error *struct {
+				Type    string `json:"error_type"`
+				Message string
+			}
+			Changes *[2]int
+		}
+	}
+	if err := json.Unmarshal([]byte(watch), &timeline); err != nil || len(timeline.Steps) != 2 {
+		t.Fatalf("watch: %v %.1000s, want two steps", err, watch)
+	}
+	if st := timeline.Steps[0]; st.Step != 1 || st.Tool != "stuck" || st.Error == nil || st.Error.Type != "timeout" || st.Error.Message != msg || st.Changes != nil {
+		t.Errorf("the late call's step in the timeline: %+v, want step 1, a timeout saying %q, no changes known", st, msg)
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+	s.settle(t)
+
+	files, err := filepath.Glob(filepath.Join(dir, "late-rec.*.jsonl"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("recorded as %q (%v), want one file", files, err)
+	}
+	tr, err := task.ReadTrajectoryFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Calls) != 2 || tr.Calls[0].Tool != "stuck" || tr.Calls[0].Error == nil || tr.Calls[0].Error.Type != "timeout" || tr.Calls[0].Result != nil {
+		t.Fatalf("recorded calls %+v, want the late call as a timeout, then the note", tr.Calls)
+	}
+	rep, err := task.ReplayTrajectory(context.Background(), faultyWorld, nil, tr, composition.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Mismatches) != 0 {
+		t.Errorf("replay differs: %q", rep.Mismatches)
+	}
+
+	logged := log.String()
+	for _, want := range []string{
+		`level=WARN msg="openenv: a tool call runs on past its deadline, ignoring its context: answered as timed out, it holds its session until it returns" session=` + sessions[0].Ref,
+		`level=WARN msg="openenv: a tool call past its deadline returned; what it returned was discarded" session=` + sessions[0].Ref,
+	} {
+		if !strings.Contains(logged, want) {
+			t.Errorf("log:\n%s\nlacks %s", logged, want)
+		}
+	}
+	if _, metrics, _ := s.httpDo(t, http.MethodGet, "/metrics", "", nil); !strings.Contains(metrics, "\nseahaven_tool_calls_late_total 1\n") {
+		t.Errorf("metrics lack seahaven_tool_calls_late_total 1")
+	}
+}
+
+// TestServer_LateCallShutdown: a draining Shutdown takes no checkpoint of
+// a session whose late call still blocks, is not held past its context by
+// it, and logs that session and the call; once the call returns, the
+// session ends and its instance closes.
+func TestServer_LateCallShutdown(t *testing.T) {
+	var log testfs.Buffer
+	s := mustServeWorld(t, faultyWorld, app.Config{},
+		openenv.Config{StepTimeout: 300 * time.Millisecond, DrainCheckpoints: true, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	started, release := holdUntilReleased("late-shutdown")
+	t.Cleanup(release)
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset"}`)
+	if kind, _ := toolFailure(t, callTool(t, c, "stuck", `{"body":"late-shutdown"}`)); kind != "timeout" {
+		t.Fatalf("the late call: %s, want a timeout", kind)
+	}
+	awaitSlow(t, started)
+	ref := s.Sessions()[0].Ref
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // Shutdown's time is up, and the call runs on
+	if err := s.Shutdown(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Shutdown: %v, want its context's error", err)
+	}
+	for _, want := range []string{
+		`level=WARN msg="openenv: drain: a call past its deadline holds the session; it closes without a checkpoint" session=` + ref,
+		`level=WARN msg="openenv: shutdown: a call past its deadline still runs; its session has not ended" session=` + ref,
+	} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("log:\n%s\nlacks %s", log.String(), want)
+		}
+	}
+	release()
+	s.settle(t)
+}
+
+// TestServer_LateCallSessionless: a sessionless tools/call, on a throwaway
+// instance, is answered at its deadline while its tool still blocks; its
+// instance closes once the tool returns, not before.
+func TestServer_LateCallSessionless(t *testing.T) {
+	s := mustServeWorld(t, faultyWorld, app.Config{}, openenv.Config{StepTimeout: 300 * time.Millisecond})
+	started, release := holdUntilReleased("late-throwaway")
+	t.Cleanup(release)
+	_, reply := latePost(t, s, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"stuck","arguments":{"body":"late-throwaway"}}}`, nil)
+	awaitSlow(t, started)
+	if !strings.Contains(reply, `tool \"stuck\" timed out after 300ms`) {
+		t.Fatalf("the late call: %s, want a timeout", reply)
+	}
+	if dirs := s.instanceDirs(t); len(dirs) != 1 {
+		t.Errorf("instance directories %v while the late call blocks, want its instance's", dirs)
+	}
+	release()
+	s.settle(t)
+}
