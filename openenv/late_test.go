@@ -342,11 +342,13 @@ func TestServer_LateCallShutdown(t *testing.T) {
 	ref := s.Sessions()[0].Ref
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // Shutdown's time is up, and the call runs on
-	if err := s.Shutdown(ctx); !errors.Is(err, context.Canceled) {
-		t.Errorf("Shutdown: %v, want its context's error", err)
+	err := s.Shutdown(ctx)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(fmt.Sprint(err), "1 not checkpointed as a tool call past its deadline held them") {
+		t.Errorf("Shutdown: %v, want its context's error, saying the late call kept the session from its checkpoint", err)
 	}
 	for _, want := range []string{
 		`level=WARN msg="openenv: drain: a call past its deadline holds the session; it closes without a checkpoint" session=` + ref,
+		`level=WARN msg="openenv: drained" sessions=1 checkpointed=0 cut_short=0 failed=0 late=1`,
 		`level=WARN msg="openenv: shutdown: a call past its deadline still runs; its session has not ended" session=` + ref,
 	} {
 		if !strings.Contains(log.String(), want) {
