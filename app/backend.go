@@ -41,8 +41,10 @@ type Backend struct {
 	recorder       *task.Recorder // nil: no recording
 	checkpoints    *checkpoints
 
-	dirMu   sync.Mutex // guards release and the remaking of dir
+	dirMu   sync.Mutex // guards release, the remaking of dir, open and closed
 	release func()     // unlocks dir
+	open    int        // the instances opened and not yet closed
+	closed  bool       // Close was called
 
 	mu       sync.Mutex // guards fixtures, listed and broken
 	fixtures []openenv.FixtureInfo
@@ -234,15 +236,46 @@ func (b *Backend) InstanceDir() string { return b.dir }
 
 // Close stops the checkpoint store's retention and removes the backend's
 // instance directory. Call it after the server has closed every session.
+// While instances are still open (sessions a server's Shutdown left
+// closing in the background when its deadline passed), it removes nothing
+// and logs how many: the instances go on with their files, and the last
+// to close removes the directory; should the process exit first, the
+// next backend made on the same root removes it, as it does what a killed
+// process left (New).
 func (b *Backend) Close() error {
 	if b.checkpoints != nil {
 		b.checkpoints.close()
 	}
-	err := os.RemoveAll(b.dir)
 	b.dirMu.Lock()
 	defer b.dirMu.Unlock()
+	b.closed = true
+	if b.open > 0 {
+		b.component("instances").Warn("app: instances still closing: their directory is left to them, removed when the last closes or, should the process exit first, when the next server starts on the root",
+			"dir", b.dir, "instances", b.open)
+		return nil
+	}
+	return b.removeDirLocked()
+}
+
+// removeDirLocked removes the instance directory and unlocks it; b.dirMu
+// must be held.
+func (b *Backend) removeDirLocked() error {
+	err := os.RemoveAll(b.dir)
 	b.release()
 	return err
+}
+
+// closedInstance counts an instance closed: the last one to close after
+// Close removes the instance directory Close left to it.
+func (b *Backend) closedInstance() {
+	b.dirMu.Lock()
+	defer b.dirMu.Unlock()
+	b.open--
+	if b.closed && b.open == 0 {
+		if err := b.removeDirLocked(); err != nil {
+			b.component("instances").Warn("app: removing the instance directory failed", "dir", b.dir, "err", err)
+		}
+	}
 }
 
 // Ready reports whether the backend can open instances: it makes the
@@ -379,7 +412,10 @@ func (b *Backend) Open(ctx context.Context, opts openenv.OpenOptions) (openenv.I
 // instance adapts an episode to openenv.Instance: a taskInstance when it
 // runs a task.
 func (b *Backend) instance(ep *task.Episode) openenv.Instance {
-	wi := worldInstance{ep: ep, b: b}
+	b.dirMu.Lock()
+	b.open++
+	b.dirMu.Unlock()
+	wi := worldInstance{ep: ep, b: b, closed: sync.OnceFunc(b.closedInstance)}
 	if _, ok := ep.Task(); ok {
 		return taskInstance{wi}
 	}

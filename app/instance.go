@@ -23,6 +23,8 @@ import (
 type worldInstance struct {
 	ep *task.Episode
 	b  *Backend
+	// closed tells b the instance is closed, once (Backend.closedInstance).
+	closed func()
 }
 
 // Checkpoint captures the episode and writes it to the checkpoint store
@@ -57,11 +59,17 @@ func (w worldInstance) State() env.StateDoc { return w.ep.State() }
 
 func (w worldInstance) ChangeCount() int { return w.ep.Instance().ChangeCount() }
 
-func (w worldInstance) Close() error { return w.ep.Close() }
+func (w worldInstance) Close() error {
+	defer w.closed()
+	return w.ep.Close()
+}
 
 // Discard closes the episode leaving no recording of it (see
 // openenv.Discarder).
-func (w worldInstance) Discard() error { return w.ep.Discard() }
+func (w worldInstance) Discard() error {
+	defer w.closed()
+	return w.ep.Discard()
+}
 
 func (w worldInstance) CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error) {
 	leave, err := w.b.gate.enter(ctx)

@@ -2,7 +2,10 @@ package app_test
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -17,6 +20,9 @@ import (
 
 	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/examples/worlds/company"
+	"github.com/seahaven/seahaven/internal/testfs"
+	"github.com/seahaven/seahaven/openenv"
+	"github.com/seahaven/seahaven/task"
 )
 
 // deadPID returns a process id no process has now.
@@ -251,6 +257,58 @@ func TestNewNamesAMissingDefaultFixture(t *testing.T) {
 		}
 		if err.Error() != tt.want {
 			t.Errorf("err = %v\nwant %s", err, tt.want)
+		}
+	}
+}
+
+// TestCloseLeavesOpenInstances: Close with an instance still open (a
+// session a server's Shutdown left closing in the background when its
+// deadline passed) removes nothing and says so; the instance then closes
+// as usual, its recording ending with its final state's hash, and, the
+// last one open, removes the directory. Close removed the directory from
+// under it: its final state could not be read, and its recording had no
+// end line.
+func TestCloseLeavesOpenInstances(t *testing.T) {
+	var logs testfs.Buffer
+	recordings := t.TempDir()
+	b, err := app.New(company.World, app.Config{InstanceRoot: t.TempDir(), Checkpoints: t.TempDir(), RecordDir: recordings, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	inst, err := b.Open(ctx, openenv.OpenOptions{Fixture: company.AcmeID, EpisodeID: "closing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inst.CallJSON(ctx, "hire", json.RawMessage(`{"name":"Ada"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if _, err := os.Stat(b.InstanceDir()); err != nil {
+		t.Errorf("Close with an instance open: %v, want its directory left", err)
+	}
+	if !strings.Contains(logs.String(), `"msg":"app: instances still closing`) || !strings.Contains(logs.String(), `"instances":1`) {
+		t.Errorf("Close logged %s, want a line saying one instance is still closing", logs.String())
+	}
+	if err := inst.Close(); err != nil {
+		t.Errorf("closing the instance after the backend: %v", err)
+	}
+	files, err := filepath.Glob(filepath.Join(recordings, "closing.*.jsonl"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("recordings %q (%v), want one", files, err)
+	}
+	tr, err := task.ReadTrajectoryFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.End == nil || len(tr.End.StateSHA256) == 0 {
+		t.Errorf("the recording's end line: %+v, want one with the final state's hash", tr.End)
+	}
+	for _, p := range []string{b.InstanceDir(), b.InstanceDir() + ".lock"} {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s after the last instance closed: %v, want it removed", p, err)
 		}
 	}
 }

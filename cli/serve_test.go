@@ -244,6 +244,65 @@ func TestServeCommand_ShutdownTimeoutTooShort(t *testing.T) {
 	}
 }
 
+// TestServeCommand_ShutdownLeavesClosingInstances: the instance of a
+// session still closing when --shutdown-timeout passes (its step outlasts
+// it) keeps its files, and the log says so, where serve removed the
+// instance directory from under it: the close of a recording episode then
+// could not read its final state, and serve spent seconds removing the
+// files of hundreds of instances before it exited.
+func TestServeCommand_ShutdownLeavesClosingInstances(t *testing.T) {
+	m := New(stuckWorld)
+	var stderr testfs.Buffer
+	m.Stdout, m.Stderr = io.Discard, &stderr
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	instances := t.TempDir()
+	addrc, errc := make(chan string, 1), make(chan error, 1)
+	cmd := &ServeCommand{m: m, Listening: func(addr string) { addrc <- addr }}
+	go func() {
+		errc <- cmd.Run(ctx, []string{"--addr", "127.0.0.1:0", "--instances", instances, "--checkpoints", t.TempDir(), "--log-level", "warn", "--shutdown-timeout", "300ms"})
+	}()
+	var base string
+	select {
+	case addr := <-addrc:
+		base = "http://" + addr
+	case err := <-errc:
+		t.Fatalf("serve: %v\n%s", err, stderr.String())
+	}
+	post := func(path, body string) (*http.Response, error) {
+		req, err := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Seahaven-Session", "stuck")
+		return http.DefaultClient.Do(req)
+	}
+	resp, err := post("/reset", `{}`)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("reset: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	go func() {
+		if resp, err := post("/step", `{"action":{"type":"call_tool","tool_name":"stuck","arguments":{}}}`); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	release := <-stuckCalls
+	defer close(release)
+	cancel()
+	if err := <-errc; err == nil {
+		t.Error("serve: nil, want the shutdown timeout's error")
+	}
+	files, err := filepath.Glob(filepath.Join(instances, "*", "seahaven-inst-*", "state.sqlite"))
+	if err != nil || len(files) != 1 {
+		t.Errorf("the instance files of the session still closing: %q (%v), want its state.sqlite left", files, err)
+	}
+	if logs := stderr.String(); !strings.Contains(logs, `"msg":"app: instances still closing`) || !strings.Contains(logs, `"instances":1`) {
+		t.Errorf("serve logged:\n%s\nwant a line saying one instance is still closing", logs)
+	}
+}
+
 // TestServeCommand_LogsDefaultFixture: the startup line names the fixture
 // a reset that names none starts from: --fixture when given, else the
 // world's DefaultFixture.
