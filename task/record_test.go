@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -321,8 +322,29 @@ func TestReplayTrajectory_UnencodableResult(t *testing.T) {
 {"type":"call","tool":"note","arguments":{"body":"kept"},"result":1}
 `
 	_, rep := replayText(t, w, nil, recorded)
-	if rep.Calls != 2 || len(rep.Mismatches) != 0 || len(rep.Warnings) != 0 {
-		t.Fatalf("replay %+v, want both calls made as recorded", rep)
+	if rep.Calls != 2 || len(rep.Mismatches) != 0 || len(rep.Warnings) != 1 || rep.Warnings[0] != noEndLine {
+		t.Fatalf("replay %+v, want both calls made as recorded, and the one warning of a recording with no end line", rep)
+	}
+}
+
+// noEndLine is the warning of a replay of a recording with no end line.
+const noEndLine = "the recording has no end line: its episode did not close cleanly (its server stopped, or the recording failed, first), so the final state and grade it ended with are not recorded, and the replay's are compared with nothing"
+
+// A recording its server left without an end line (it stopped before the
+// episode closed) replays with a warning saying its final state was not
+// compared. It replayed with none, as if the whole episode had checked.
+func TestReplayTrajectory_NoEndLine(t *testing.T) {
+	w := newLedger("ledger")
+	header := `{"type":"header","task":"","world":"ledger","world_version":"1.0.0","fixture":"","seed":0,"now":"","episode_id":"e"}
+{"type":"call","tool":"note","arguments":{"body":"kept"},"result":1}
+`
+	_, rep := replayText(t, w, nil, header)
+	if rep.Calls != 1 || len(rep.Mismatches) != 0 || !slices.Equal(rep.Warnings, []string{noEndLine}) {
+		t.Errorf("replay without an end line: %+v, want the call as recorded and the warning %q", rep, noEndLine)
+	}
+	ended := header + fmt.Sprintf(`{"type":"end","calls":1,"state_sha256":{"main":%q}}`+"\n", rep.StateSHA256["main"])
+	if _, rep := replayText(t, w, nil, ended); rep.Calls != 1 || len(rep.Mismatches) != 0 || len(rep.Warnings) != 0 {
+		t.Errorf("replay with an end line: %+v, want the call as recorded and no warning", rep)
 	}
 }
 

@@ -157,10 +157,12 @@ func replayIn(ctx context.Context, ep *Episode, tr *Trajectory, rep *Replay) (*R
 			rep.Result = &res
 		}
 	}
-	if tr.End != nil {
-		for _, diff := range diffEnd(*tr.End, rep, tr.Header.Task != "") {
-			differs(diff)
-		}
+	if tr.End == nil {
+		rep.Warnings = append(rep.Warnings, "the recording has no end line: its episode did not close cleanly (its server stopped, or the recording failed, first), so the final state and grade it ended with are not recorded, and the replay's are compared with nothing")
+		return rep, nil
+	}
+	for _, diff := range diffEnd(*tr.End, rep, tr.Header.Task != "") {
+		differs(diff)
 	}
 	return rep, nil
 }
