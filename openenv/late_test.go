@@ -377,3 +377,31 @@ func TestServer_LateCallSessionless(t *testing.T) {
 	release()
 	s.settle(t)
 }
+
+// TestServer_LateCallUnbounded: with no step timeout (a negative
+// StepTimeout), a request behind a call that ran on past its cancellation
+// waits for it without bound, as it waits for any call, where before it
+// was refused at once as though its wait had run out.
+func TestServer_LateCallUnbounded(t *testing.T) {
+	s := mustServeWorld(t, faultyWorld, app.Config{}, openenv.Config{StepTimeout: -1})
+	started, release := holdUntilReleased("late-unbounded")
+	t.Cleanup(release)
+	hdr, post := standardSession(t, s.testServer)
+	first := post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"stuck","arguments":{"body":"late-unbounded"}}}`)
+	awaitSlow(t, started)
+	cancelRequest(t, s.testServer, hdr, 1, "")
+	if r := <-first; r.err != nil {
+		t.Fatalf("the cancelled call: %v", r.err)
+	}
+	second := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"note","arguments":{"body":"after"}}}`)
+	select {
+	case r := <-second:
+		t.Fatalf("a call behind the late one was answered while it ran: %d %s", r.code, r.body)
+	case <-time.After(200 * time.Millisecond): // it waits; no answer may come before the release
+	}
+	release()
+	r := <-second
+	if r.err != nil || r.code != http.StatusOK || !strings.Contains(r.body, `"isError":false`) {
+		t.Fatalf("the call behind the late one: %d %s %v, want it run once the late call returned", r.code, r.body, r.err)
+	}
+}

@@ -336,7 +336,8 @@ func (ss *session) finish() {
 // has ended; a request its client cancelled (notifications/cancelled) is
 // told so, not that its session is unknown. Behind a call past its
 // deadline (lateCall) a request waits at most StepTimeout, its own
-// deadline as a step, and is then told what holds the session.
+// deadline as a step (without bound when StepTimeout is negative), and is
+// then told what holds the session.
 func (ss *session) acquire(ctx context.Context) *protoError {
 	took, late := ss.take(ctx.Done(), ss.srv.cfg.StepTimeout)
 	switch {
@@ -356,8 +357,8 @@ func (ss *session) acquire(ctx context.Context) *protoError {
 
 // take takes the call slot, waiting for the call in progress, and reports
 // true. It gives up when done is closed, or once a call past its deadline
-// (lateCall) has held the slot for patience, and then returns that call
-// (nil for done).
+// (lateCall) has held the slot for patience (negative: never), and then
+// returns that call (nil for done).
 func (ss *session) take(done <-chan struct{}, patience time.Duration) (bool, *lateCall) {
 	var holder *lateCall
 	var expired <-chan time.Time
@@ -367,7 +368,7 @@ func (ss *session) take(done <-chan struct{}, patience time.Duration) (bool, *la
 		ss.mu.Unlock()
 		if late != nil {
 			holder = late
-			if expired == nil {
+			if expired == nil && patience >= 0 {
 				t := time.NewTimer(patience)
 				defer t.Stop()
 				expired = t.C
