@@ -405,3 +405,31 @@ func TestServer_LateCallUnbounded(t *testing.T) {
 		t.Fatalf("the call behind the late one: %d %s %v, want it run once the late call returned", r.code, r.body, r.err)
 	}
 }
+
+// TestServer_LateCallWaitEnds: a request that waited behind a call past
+// its deadline, once that call returns, waits for the next call in
+// progress as for any other, where before its wait behind the late call
+// ran on and refused it, saying that call had not returned.
+func TestServer_LateCallWaitEnds(t *testing.T) {
+	s := mustServeWorld(t, faultyWorld, app.Config{}, openenv.Config{StepTimeout: 300 * time.Millisecond})
+	started, release := holdUntilReleased("late-wait")
+	t.Cleanup(release)
+	_, post := standardSession(t, s.testServer)
+	first := post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"stuck","arguments":{"body":"late-wait"}}}`)
+	awaitSlow(t, started)
+	if r := <-first; r.err != nil || !strings.Contains(r.body, `timed out after 300ms`) {
+		t.Fatalf("the late call: %d %s %v, want a timeout", r.code, r.body, r.err)
+	}
+	// Both wait behind the late call; once it returns, the slow call,
+	// first in line, runs to its deadline, while the note waits on.
+	slow := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{"body":"late-wait-slow","ms":60000}}}`)
+	time.Sleep(100 * time.Millisecond)
+	note := post(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"note","arguments":{"body":"late-wait-note"}}}`)
+	time.Sleep(100 * time.Millisecond)
+	release()
+	r := <-note
+	if r.err != nil || r.code != http.StatusOK || !strings.Contains(r.body, `"isError":false`) {
+		t.Fatalf("the call that waited behind the late one: %d %s %v, want it run once the calls before it returned", r.code, r.body, r.err)
+	}
+	<-slow
+}

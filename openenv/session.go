@@ -82,8 +82,8 @@ type session struct {
 	closeReason  string
 	// late is the call past its deadline that holds the slot until it
 	// returns (see lateCall); nil when none. lateNews is closed, and
-	// replaced, when a call comes to hold the slot so: it wakes the
-	// requests waiting for the slot (take).
+	// replaced, when a call comes to hold the slot so and when it lets it
+	// go: it wakes the requests waiting for the slot (take).
 	late     *lateCall
 	lateNews chan struct{}
 	// requests cancel a standard MCP client's tools/call and tools/list
@@ -358,20 +358,30 @@ func (ss *session) acquire(ctx context.Context) *protoError {
 // take takes the call slot, waiting for the call in progress, and reports
 // true. It gives up when done is closed, or once a call past its deadline
 // (lateCall) has held the slot for patience (negative: never), and then
-// returns that call (nil for done).
+// returns that call (nil for done). The wait behind such a call starts
+// anew when another holds the slot, and ends when none does.
 func (ss *session) take(done <-chan struct{}, patience time.Duration) (bool, *lateCall) {
 	var holder *lateCall
+	var timer *time.Timer
 	var expired <-chan time.Time
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
 		ss.mu.Lock()
 		late, news := ss.late, ss.lateNews
 		ss.mu.Unlock()
-		if late != nil {
+		if late != holder {
 			holder = late
-			if expired == nil && patience >= 0 {
-				t := time.NewTimer(patience)
-				defer t.Stop()
-				expired = t.C
+			if timer != nil {
+				timer.Stop()
+				timer, expired = nil, nil
+			}
+			if late != nil && patience >= 0 {
+				timer = time.NewTimer(patience)
+				expired = timer.C
 			}
 		}
 		select {
@@ -392,6 +402,13 @@ func (ss *session) take(done <-chan struct{}, patience time.Duration) (bool, *la
 func (ss *session) holdLocked(late *lateCall) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	ss.setLateLocked(late)
+}
+
+// setLateLocked sets the call past its deadline that holds the slot (nil:
+// none) and wakes the requests waiting for the slot (take). ss.mu must be
+// held.
+func (ss *session) setLateLocked(late *lateCall) {
 	ss.late = late
 	close(ss.lateNews)
 	ss.lateNews = make(chan struct{})
@@ -415,7 +432,7 @@ func (ss *session) release() {
 	go func() {
 		ss.srv.awaitLate(late)
 		ss.mu.Lock()
-		ss.late = nil
+		ss.setLateLocked(nil) // its waiters wait for the slot as for any call
 		ss.mu.Unlock()
 		<-ss.slot
 	}()
