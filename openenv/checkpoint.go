@@ -161,6 +161,10 @@ func (ss *session) autoCheckpointLocked(ctx context.Context) {
 	}
 }
 
+// testHookDrainRefused runs when a drain is refused the session's call
+// slot, before it tells why; tests set it.
+var testHookDrainRefused = func(*session) {}
+
 // drain checkpoints the session once its step in progress is done and one
 // of turns is free (it holds one while it checkpoints), records the
 // checkpoint for its next request (Restorer.Drained) and stops it: a
@@ -177,9 +181,17 @@ func (ss *session) drain(ctx context.Context, turns chan struct{}) drainOutcome 
 	if !ok {
 		return drainNoEpisode
 	}
-	if ss.acquire(ctx) != nil {
-		if late := ss.lateCall(); late != nil {
-			ss.srv.warnLate("openenv: drain: a call past its deadline holds the session; it closes without a checkpoint", late)
+	if perr := ss.acquire(ctx); perr != nil {
+		testHookDrainRefused(ss)
+		// A call past its deadline held the slot: when it was refused for
+		// one (CALL_RUNNING), though the call may have returned since.
+		if late := ss.lateCall(); late != nil || perr.code == codeCallRunning {
+			const msg = "openenv: drain: a call past its deadline holds the session; it closes without a checkpoint"
+			if late != nil {
+				ss.srv.warnLate(msg, late)
+			} else {
+				ss.srv.log.Warn(msg, "session", ss.ref, "transport", ss.transport, "refusal", perr.message)
+			}
 			return drainLate
 		}
 		if ctx.Err() != nil { // its step in progress outlasted the drain

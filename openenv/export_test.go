@@ -43,3 +43,11 @@ func (l *ConnLimit) SetProbeQuiet(d time.Duration) {
 // MaxReplayBytes exposes the bound on the bytes of the step replies a
 // session keeps by request_id.
 const MaxReplayBytes = maxReplayBytes
+
+// OnDrainRefused makes f run when a drain is refused a session's call slot,
+// before it tells why; lateGone reports whether no call past its deadline
+// holds the session any more. It returns a function restoring the hook.
+func OnDrainRefused(f func(lateGone func() bool)) (restore func()) {
+	testHookDrainRefused = func(ss *session) { f(func() bool { return ss.lateCall() == nil }) }
+	return func() { testHookDrainRefused = func(*session) {} }
+}

@@ -359,6 +359,41 @@ func TestServer_LateCallShutdown(t *testing.T) {
 	s.settle(t)
 }
 
+// TestServer_LateCallDrainRefused: a drain refused a session's slot for a
+// call past its deadline (CALL_RUNNING) counts the session as held by it,
+// at warn level, though the call returned just after the refusal. Then it
+// counted the session as one that had ended, with no episode lost.
+func TestServer_LateCallDrainRefused(t *testing.T) {
+	var log testfs.Buffer
+	s := mustServeWorld(t, faultyWorld, app.Config{},
+		openenv.Config{StepTimeout: 300 * time.Millisecond, DrainCheckpoints: true, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	started, release := holdUntilReleased("late-refused")
+	t.Cleanup(release)
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset"}`)
+	if kind, _ := toolFailure(t, callTool(t, c, "stuck", `{"body":"late-refused"}`)); kind != "timeout" {
+		t.Fatalf("the late call: %s, want a timeout", kind)
+	}
+	awaitSlow(t, started)
+	t.Cleanup(openenv.OnDrainRefused(func(lateGone func() bool) {
+		release() // the call returns just after the drain's refusal
+		for deadline := time.Now().Add(waitLimit); !lateGone(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Error("the late call did not return once released")
+				return
+			}
+		}
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	s.Shutdown(ctx) // the drain waits its StepTimeout for the slot, and is refused
+	want := `level=WARN msg="openenv: drained" sessions=1 checkpointed=0 cut_short=0 failed=0 late=1`
+	if !strings.Contains(log.String(), want) {
+		t.Errorf("log:\n%s\nlacks %s", log.String(), want)
+	}
+	s.settle(t)
+}
+
 // TestServer_LateCallSessionless: a sessionless tools/call, on a throwaway
 // instance, is answered at its deadline while its tool still blocks; its
 // instance closes once the tool returns, not before.
