@@ -441,6 +441,27 @@ func TestServer_LateCallUnbounded(t *testing.T) {
 	}
 }
 
+// TestServer_LateCallCancelled: a request refused behind a call that ran
+// on past its cancellation is told the call was cancelled, where before it
+// was told the call had passed its deadline, which it had not.
+func TestServer_LateCallCancelled(t *testing.T) {
+	s := mustServeWorld(t, faultyWorld, app.Config{}, openenv.Config{StepTimeout: 2 * time.Second})
+	started, release := holdUntilReleased("late-cancelled")
+	t.Cleanup(release)
+	hdr, post := standardSession(t, s.testServer)
+	first := post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"stuck","arguments":{"body":"late-cancelled"}}}`)
+	awaitSlow(t, started)
+	cancelRequest(t, s.testServer, hdr, 1, "")
+	if r := <-first; r.err != nil {
+		t.Fatalf("the cancelled call: %v", r.err)
+	}
+	r := <-post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"note","arguments":{"body":"after"}}}`)
+	if r.err != nil || !strings.Contains(r.body, `A call of tool \"stuck\" was cancelled `) || !strings.Contains(r.body, "has not returned yet (it ignores its context)") {
+		t.Errorf("the call behind the cancelled one: %d %s %v, want it refused, saying the call was cancelled", r.code, r.body, r.err)
+	}
+	release()
+}
+
 // TestServer_LateCallWaitEnds: a request that waited behind a call past
 // its deadline, once that call returns, waits for the next call in
 // progress as for any other, where before its wait behind the late call

@@ -295,11 +295,12 @@ const lateGrace = time.Second
 // holds its session's call slot until then, and what it returns is not
 // committed (a backend commits nothing of a call whose context has ended).
 type lateCall struct {
-	tool     string
-	attrs    []any         // the log attributes of its session
-	start    time.Time     // when it began
-	ended    time.Time     // when its context ended
-	returned chan struct{} // closed when it returns
+	tool      string
+	attrs     []any         // the log attributes of its session
+	start     time.Time     // when it began
+	ended     time.Time     // when its context ended
+	cancelled bool          // its context ended by cancellation, not its deadline
+	returned  chan struct{} // closed when it returns
 }
 
 // overran answers the call of name on inst, which started at start and
@@ -307,10 +308,10 @@ type lateCall struct {
 // (returned): as timed out, or cancelled, as it would have been had it
 // returned, with late set. It logs a warning and counts the call.
 func (s *Server) overran(ctx, cctx context.Context, start, ended time.Time, inst Instance, name string, timeout time.Duration, returned chan struct{}) toolOutcome {
-	late := &lateCall{tool: name, attrs: sessionAttrs(ctx), start: start, ended: ended, returned: returned}
 	cause := context.Cause(cctx)
-	out := toolOutcome{err: toolError(cctx, cause, name, timeout), late: late,
-		cancelled: !errors.Is(cause, context.DeadlineExceeded)}
+	cancelled := !errors.Is(cause, context.DeadlineExceeded)
+	late := &lateCall{tool: name, attrs: sessionAttrs(ctx), start: start, ended: ended, cancelled: cancelled, returned: returned}
+	out := toolOutcome{err: toolError(cctx, cause, name, timeout), late: late, cancelled: cancelled}
 	s.observeCall(ctx, start, inst, name, out, nil)
 	s.metrics.lateCalls.Inc()
 	s.warnLate("openenv: a tool call runs on past its deadline, ignoring its context: answered as timed out, it holds its session until it returns", late)
@@ -333,8 +334,12 @@ func (s *Server) warnLate(msg string, late *lateCall) {
 // refusal is the error of a request that waited for its session's call
 // slot, held by late, until its own deadline.
 func (late *lateCall) refusal() *protoError {
-	return newError(codeCallRunning, "A call of tool %q passed its deadline %s ago and has not returned yet (it ignores its context): the session is the call's until it returns. Retry later, or close the session.",
-		runecut.Echo(late.tool), time.Since(late.ended).Round(time.Millisecond))
+	ended := "passed its deadline"
+	if late.cancelled {
+		ended = "was cancelled"
+	}
+	return newError(codeCallRunning, "A call of tool %q %s %s ago and has not returned yet (it ignores its context): the session is the call's until it returns. Retry later, or close the session.",
+		runecut.Echo(late.tool), ended, time.Since(late.ended).Round(time.Millisecond))
 }
 
 // invoke makes the call of name on inst for call, under cctx (ctx bounded
