@@ -462,6 +462,31 @@ func TestServer_LateCallCancelled(t *testing.T) {
 	release()
 }
 
+// TestServer_LateCallStepTimeoutS: a POST /step behind a call past its
+// deadline waits for it at most its own timeout_s, where before it waited
+// the server's step timeout, however much shorter the timeout it gave.
+func TestServer_LateCallStepTimeoutS(t *testing.T) {
+	s := mustServeWorld(t, faultyWorld, app.Config{}, openenv.Config{StepTimeout: 5 * time.Minute})
+	started, release := holdUntilReleased("late-timeout-s")
+	t.Cleanup(release)
+	hdr := map[string]string{openenv.SessionHeader: "late-timeout-s"}
+	if code, body := latePost(t, s, "/reset", `{}`, hdr); code != http.StatusOK {
+		t.Fatalf("reset: %d %s", code, body)
+	}
+	step := func(tool, body string) (int, string) {
+		return latePost(t, s, "/step", fmt.Sprintf(`{"action":{"type":"call_tool","tool_name":%q,"arguments":{"body":%q}},"timeout_s":0.3}`, tool, body), hdr)
+	}
+	if _, body := step("stuck", "late-timeout-s"); !strings.Contains(body, `timed out after 300ms`) {
+		t.Fatalf("the late call: %s, want a timeout", body)
+	}
+	awaitSlow(t, started)
+	// The tool still blocks: an answer now is the wait's end.
+	if code, body := step("note", "after"); code != http.StatusServiceUnavailable || !strings.Contains(body, `A call of tool \"stuck\" passed its deadline`) {
+		t.Errorf("the step behind the late call: %d %s, want it refused once its timeout_s passed", code, body)
+	}
+	release()
+}
+
 // TestServer_LateCallWaitEnds: a request that waited behind a call past
 // its deadline, once that call returns, waits for the next call in
 // progress as for any other, where before its wait behind the late call

@@ -335,11 +335,15 @@ func (ss *session) finish() {
 // acquire takes the call slot. It fails when ctx ends first or the session
 // has ended; a request its client cancelled (notifications/cancelled) is
 // told so, not that its session is unknown. Behind a call past its
-// deadline (lateCall) a request waits at most StepTimeout, its own
-// deadline as a step (without bound when StepTimeout is negative), and is
-// then told what holds the session.
+// deadline (lateCall) a request waits at most its own deadline as a step:
+// the step's timeout (withPatience), else StepTimeout (without bound when
+// negative), and is then told what holds the session.
 func (ss *session) acquire(ctx context.Context) *protoError {
-	took, late := ss.take(ctx.Done(), ss.srv.cfg.StepTimeout)
+	patience, ok := ctx.Value(patienceKey{}).(time.Duration)
+	if !ok {
+		patience = ss.srv.cfg.StepTimeout
+	}
+	took, late := ss.take(ctx.Done(), patience)
 	switch {
 	case took:
 		if !ss.ended {
@@ -353,6 +357,17 @@ func (ss *session) acquire(ctx context.Context) *protoError {
 		return newError(codeSession, "The client cancelled the request (notifications/cancelled) while it waited for the session's call in progress")
 	}
 	return ss.srv.unknownSession(ctx, ss.id)
+}
+
+// patienceKey is the context key of how long a request waits behind a
+// call past its deadline (withPatience).
+type patienceKey struct{}
+
+// withPatience returns ctx whose request waits at most d behind a call
+// past its deadline (acquire): a step's timeout, which POST /step's
+// timeout_s may shorten.
+func withPatience(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, patienceKey{}, d)
 }
 
 // take takes the call slot, waiting for the call in progress, and reports
