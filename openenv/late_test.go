@@ -237,6 +237,36 @@ func TestServer_LateCallSessionEnds(t *testing.T) {
 	s.settle(t)
 }
 
+// TestServer_LateCallClosedSession: a request naming a session closed
+// while a call past its deadline runs on is told the id is taken until the
+// call returns, where before it was told the session was unknown, though
+// its id could not be used again; once the call returns, it is unknown.
+func TestServer_LateCallClosedSession(t *testing.T) {
+	s := mustServeWorld(t, faultyWorld, app.Config{}, openenv.Config{StepTimeout: 300 * time.Millisecond})
+	started, release := holdUntilReleased("late-closed")
+	t.Cleanup(release)
+	sid := str(t, s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{}}`), "result.session_id")
+	call := func(id int) string {
+		_, body := latePost(t, s, "/mcp", fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"session_id":%q,"name":"stuck","arguments":{"body":"late-closed"}}}`, id, sid), nil)
+		return body
+	}
+	if reply := call(2); !strings.Contains(reply, `timed out after 300ms`) {
+		t.Fatalf("the late call: %s, want a timeout", reply)
+	}
+	awaitSlow(t, started)
+	if _, body := latePost(t, s, "/mcp", fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"openenv/session/close","params":{"session_id":%q}}`, sid), nil); !strings.Contains(body, `"closed":true`) {
+		t.Fatalf("close: %s", body)
+	}
+	if reply, want := call(4), `Session `+sid+` was closed, but its call of tool \"stuck\", which passed its deadline `; !strings.Contains(reply, want) || !strings.Contains(reply, "the id is taken until it does") {
+		t.Errorf("a call on the closed session while the late call runs: %s, want %s… the id is taken until it does", reply, want)
+	}
+	release()
+	s.settle(t)
+	if reply := call(5); !strings.Contains(reply, "Unknown session_id") {
+		t.Errorf("a call on the closed session once the late call returned: %s, want Unknown session_id", reply)
+	}
+}
+
 // TestServer_LateCallRecorded: a late call is a timeout failure with no
 // effect wherever the episode is told: in the timeline, in the recording,
 // which replays to the same episode, in the logs, which warn when the call

@@ -351,6 +351,9 @@ func (ss *session) acquire(ctx context.Context) *protoError {
 		}
 		<-ss.slot
 	case ss.ctx.Err() != nil:
+		if late := ss.lateCall(); late != nil {
+			return late.closing(ss.id)
+		}
 	case late != nil:
 		return late.refusal()
 	case errors.Is(context.Cause(ctx), errRequestCancelled):

@@ -334,12 +334,25 @@ func (s *Server) warnLate(msg string, late *lateCall) {
 // refusal is the error of a request that waited for its session's call
 // slot, held by late, until its own deadline.
 func (late *lateCall) refusal() *protoError {
+	return newError(codeCallRunning, "A call of tool %q %s and has not returned yet (it ignores its context): the session is the call's until it returns. Retry later, or close the session.",
+		runecut.Echo(late.tool), late.since())
+}
+
+// since says when late's context ended: "passed its deadline 2.1s ago", or
+// for one its client cancelled, "was cancelled 2.1s ago".
+func (late *lateCall) since() string {
 	ended := "passed its deadline"
 	if late.cancelled {
 		ended = "was cancelled"
 	}
-	return newError(codeCallRunning, "A call of tool %q %s %s ago and has not returned yet (it ignores its context): the session is the call's until it returns. Retry later, or close the session.",
-		runecut.Echo(late.tool), ended, time.Since(late.ended).Round(time.Millisecond))
+	return fmt.Sprintf("%s %s ago", ended, time.Since(late.ended).Round(time.Millisecond))
+}
+
+// closing is the error of a request naming session id, closed while late
+// held it: the session is gone, but its id stays taken until late returns.
+func (late *lateCall) closing(id string) *protoError {
+	return newError(codeCallRunning, "Session %s was closed, but its call of tool %q, which %s and ignores its context, has not returned yet: the id is taken until it does. Retry then, or use another id.",
+		runecut.Echo(id), runecut.Echo(late.tool), late.since())
 }
 
 // invoke makes the call of name on inst for call, under cctx (ctx bounded
