@@ -267,6 +267,37 @@ func TestServer_LateCallClosedSession(t *testing.T) {
 	}
 }
 
+// TestServer_LateCallDeletedMCPSession: a standard client's session ended
+// by DELETE /mcp while its call past its deadline runs on answers every
+// later request naming its Mcp-Session-Id with the spec's 404, a ping and a
+// notification too, where before those, needing no call slot, were
+// answered as on a live session.
+func TestServer_LateCallDeletedMCPSession(t *testing.T) {
+	s := mustServeWorld(t, faultyWorld, app.Config{}, openenv.Config{StepTimeout: 300 * time.Millisecond})
+	started, release := holdUntilReleased("late-deleted")
+	t.Cleanup(release)
+	hdr, _ := standardSession(t, s.testServer)
+	hdr["Accept"] = "application/json, text/event-stream"
+	if _, body := latePost(t, s, "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"stuck","arguments":{"body":"late-deleted"}}}`, hdr); !strings.Contains(body, `timed out after 300ms`) {
+		t.Fatalf("the late call: %s, want a timeout", body)
+	}
+	awaitSlow(t, started)
+	if code, body, _ := s.httpDo(t, http.MethodDelete, "/mcp", "", hdr); code != http.StatusNoContent {
+		t.Fatalf("DELETE /mcp: %d %s", code, body)
+	}
+	for _, msg := range []string{
+		`{"jsonrpc":"2.0","id":3,"method":"ping"}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`,
+	} {
+		if code, body := latePost(t, s, "/mcp", msg, hdr); code != http.StatusNotFound || !strings.Contains(body, "initialize a new session") {
+			t.Errorf("%s on the deleted session while its late call runs: %d %s, want 404", msg, code, body)
+		}
+	}
+	release()
+	s.settle(t)
+}
+
 // TestServer_LateCallRecorded: a late call is a timeout failure with no
 // effect wherever the episode is told: in the timeline, in the recording,
 // which replays to the same episode, in the logs, which warn when the call

@@ -107,6 +107,13 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			s.unknownMCPSession(ctx, w, sid, bound)
 			return
 		}
+		if bound.ctx.Err() != nil {
+			// Ended, but not yet let go (a call past its deadline holds
+			// it): the spec's 404 for every request, as once it is gone,
+			// a ping or notification, which needs no call slot, too.
+			writeJSON(w, http.StatusNotFound, standardReply(s.endedMCPSession(ctx, bound)))
+			return
+		}
 		mode = rpcStandard
 	} else if r.Header.Get("MCP-Protocol-Version") != "" && !isInitialize(body) {
 		if perr := checkJSON(body, nil); perr != nil {
