@@ -504,9 +504,12 @@ func TestServer_LateCallUnbounded(t *testing.T) {
 
 // TestServer_LateCallCancelled: a request refused behind a call that ran
 // on past its cancellation is told the call was cancelled, where before it
-// was told the call had passed its deadline, which it had not.
+// was told the call had passed its deadline, which it had not; the log's
+// warnings say so too, where before they said the call ran on past its
+// deadline and was answered as timed out.
 func TestServer_LateCallCancelled(t *testing.T) {
-	s := mustServeWorld(t, faultyWorld, app.Config{}, openenv.Config{StepTimeout: 2 * time.Second})
+	var log testfs.Buffer
+	s := mustServeWorld(t, faultyWorld, app.Config{}, openenv.Config{StepTimeout: 2 * time.Second, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	started, release := holdUntilReleased("late-cancelled")
 	t.Cleanup(release)
 	hdr, post := standardSession(t, s.testServer)
@@ -520,7 +523,24 @@ func TestServer_LateCallCancelled(t *testing.T) {
 	if r.err != nil || !strings.Contains(r.body, `A call of tool \"stuck\" was cancelled `) || !strings.Contains(r.body, "has not returned yet (it ignores its context)") {
 		t.Errorf("the call behind the cancelled one: %d %s %v, want it refused, saying the call was cancelled", r.code, r.body, r.err)
 	}
+	if code, body, _ := s.httpDo(t, http.MethodDelete, "/mcp", "", hdr); code != http.StatusNoContent {
+		t.Fatalf("DELETE /mcp: %d %s", code, body)
+	}
 	release()
+	s.settle(t)
+	logged := log.String()
+	for _, want := range []string{
+		`level=WARN msg="openenv: a tool call runs on past its cancellation, ignoring its context: answered as cancelled, it holds its session until it returns"`,
+		`level=WARN msg="openenv: the session ends once its call past its cancellation returns"`,
+		`level=WARN msg="openenv: a tool call past its cancellation returned; what it returned was discarded"`,
+	} {
+		if !strings.Contains(logged, want) {
+			t.Errorf("log:\n%s\nlacks %s", logged, want)
+		}
+	}
+	if strings.Contains(logged, "past its deadline") {
+		t.Errorf("log:\n%s\nsays the cancelled call passed its deadline", logged)
+	}
 }
 
 // TestServer_LateCallStepTimeoutS: a POST /step behind a call past its

@@ -314,14 +314,27 @@ func (s *Server) overran(ctx, cctx context.Context, start, ended time.Time, inst
 	out := toolOutcome{err: toolError(cctx, cause, name, timeout), late: late, cancelled: cancelled}
 	s.observeCall(ctx, start, inst, name, out, nil)
 	s.metrics.lateCalls.Inc()
-	s.warnLate("openenv: a tool call runs on past its deadline, ignoring its context: answered as timed out, it holds its session until it returns", late)
+	answered := "timed out"
+	if cancelled {
+		answered = "cancelled"
+	}
+	s.warnLate("openenv: a tool call runs on "+late.past()+", ignoring its context: answered as "+answered+", it holds its session until it returns", late)
 	return out
 }
 
 // awaitLate waits for late to return, and logs that it did.
 func (s *Server) awaitLate(late *lateCall) {
 	<-late.returned
-	s.warnLate("openenv: a tool call past its deadline returned; what it returned was discarded", late)
+	s.warnLate("openenv: a tool call "+late.past()+" returned; what it returned was discarded", late)
+}
+
+// past says what late ran on past: "past its deadline", or for one its
+// client cancelled, "past its cancellation".
+func (late *lateCall) past() string {
+	if late.cancelled {
+		return "past its cancellation"
+	}
+	return "past its deadline"
 }
 
 // warnLate logs msg about late: its session, its tool, how long it has
