@@ -198,45 +198,8 @@ var (
 // names the flag and says so, where it said only "openenv: shutdown:
 // context deadline exceeded".
 func TestServeCommand_ShutdownTimeoutTooShort(t *testing.T) {
-	m := New(stuckWorld)
 	var stderr bytes.Buffer
-	m.Stdout, m.Stderr = io.Discard, &stderr
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addrc, errc := make(chan string, 1), make(chan error, 1)
-	cmd := &ServeCommand{m: m, Listening: func(addr string) { addrc <- addr }}
-	go func() {
-		errc <- cmd.Run(ctx, []string{"--addr", "127.0.0.1:0", "--instances", t.TempDir(), "--checkpoints", t.TempDir(), "--log-level", "error", "--shutdown-timeout", "300ms"})
-	}()
-	var base string
-	select {
-	case addr := <-addrc:
-		base = "http://" + addr
-	case err := <-errc:
-		t.Fatalf("serve: %v\n%s", err, stderr.String())
-	}
-	post := func(path, body string) (*http.Response, error) {
-		req, err := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Seahaven-Session", "stuck")
-		return http.DefaultClient.Do(req)
-	}
-	resp, err := post("/reset", `{}`)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("reset: %v %v", resp, err)
-	}
-	resp.Body.Close()
-	go func() {
-		if resp, err := post("/step", `{"action":{"type":"call_tool","tool_name":"stuck","arguments":{}}}`); err == nil {
-			resp.Body.Close()
-		}
-	}()
-	release := <-stuckCalls
-	cancel()
-	err = <-errc
+	release, err := shutDownWhileStuck(t, t.TempDir(), "error", &stderr)
 	close(release)
 	const want = "--shutdown-timeout 300ms (SEAHAVEN_SHUTDOWN_TIMEOUT) was too short for the shutdown: openenv: shutdown: context deadline exceeded before the sessions were done; of 1: 0 checkpointed, 1 not checkpointed as the shutdown ended first"
 	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "1 still closing") {
@@ -251,23 +214,43 @@ func TestServeCommand_ShutdownTimeoutTooShort(t *testing.T) {
 // could not read its final state, and serve spent seconds removing the
 // files of hundreds of instances before it exited.
 func TestServeCommand_ShutdownLeavesClosingInstances(t *testing.T) {
-	m := New(stuckWorld)
 	var stderr testfs.Buffer
-	m.Stdout, m.Stderr = io.Discard, &stderr
+	instances := t.TempDir()
+	release, err := shutDownWhileStuck(t, instances, "warn", &stderr)
+	defer close(release)
+	if err == nil {
+		t.Error("serve: nil, want the shutdown timeout's error")
+	}
+	files, err := filepath.Glob(filepath.Join(instances, "*", "seahaven-inst-*", "state.sqlite"))
+	if err != nil || len(files) != 1 {
+		t.Errorf("the instance files of the session still closing: %q (%v), want its state.sqlite left", files, err)
+	}
+	if logs := stderr.String(); !strings.Contains(logs, `"msg":"app: instances still closing`) || !strings.Contains(logs, `"instances":1`) {
+		t.Errorf("serve logged:\n%s\nwant a line saying one instance is still closing", logs)
+	}
+}
+
+// shutDownWhileStuck serves stuckWorld with --shutdown-timeout 300ms, its
+// instances under instances, logging at level to stderr; starts an HTTP
+// session whose step blocks in the stuck tool; and shuts the server down.
+// It returns the channel whose close releases the step, and serve's error.
+func shutDownWhileStuck(t *testing.T, instances, level string, stderr io.Writer) (chan struct{}, error) {
+	t.Helper()
+	m := New(stuckWorld)
+	m.Stdout, m.Stderr = io.Discard, stderr
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	instances := t.TempDir()
 	addrc, errc := make(chan string, 1), make(chan error, 1)
 	cmd := &ServeCommand{m: m, Listening: func(addr string) { addrc <- addr }}
 	go func() {
-		errc <- cmd.Run(ctx, []string{"--addr", "127.0.0.1:0", "--instances", instances, "--checkpoints", t.TempDir(), "--log-level", "warn", "--shutdown-timeout", "300ms"})
+		errc <- cmd.Run(ctx, []string{"--addr", "127.0.0.1:0", "--instances", instances, "--checkpoints", t.TempDir(), "--log-level", level, "--shutdown-timeout", "300ms"})
 	}()
 	var base string
 	select {
 	case addr := <-addrc:
 		base = "http://" + addr
 	case err := <-errc:
-		t.Fatalf("serve: %v\n%s", err, stderr.String())
+		t.Fatalf("serve: %v\n%s", err, stderr)
 	}
 	post := func(path, body string) (*http.Response, error) {
 		req, err := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
@@ -289,18 +272,8 @@ func TestServeCommand_ShutdownLeavesClosingInstances(t *testing.T) {
 		}
 	}()
 	release := <-stuckCalls
-	defer close(release)
 	cancel()
-	if err := <-errc; err == nil {
-		t.Error("serve: nil, want the shutdown timeout's error")
-	}
-	files, err := filepath.Glob(filepath.Join(instances, "*", "seahaven-inst-*", "state.sqlite"))
-	if err != nil || len(files) != 1 {
-		t.Errorf("the instance files of the session still closing: %q (%v), want its state.sqlite left", files, err)
-	}
-	if logs := stderr.String(); !strings.Contains(logs, `"msg":"app: instances still closing`) || !strings.Contains(logs, `"instances":1`) {
-		t.Errorf("serve logged:\n%s\nwant a line saying one instance is still closing", logs)
-	}
+	return release, <-errc
 }
 
 // TestServeCommand_LogsDefaultFixture: the startup line names the fixture

@@ -219,14 +219,7 @@ func TestServer_LateCall(t *testing.T) {
 // held by it beyond.
 func TestServer_LateCallSessionEnds(t *testing.T) {
 	s := mustServeWorld(t, faultyWorld, app.Config{}, openenv.Config{StepTimeout: 300 * time.Millisecond})
-	started, release := holdUntilReleased("late-close")
-	t.Cleanup(release)
-	c := s.dial(t)
-	roundTrip(t, c, `{"type":"reset"}`)
-	if kind, _ := toolFailure(t, callTool(t, c, "stuck", `{"body":"late-close"}`)); kind != "timeout" {
-		t.Fatalf("the late call: %s, want a timeout", kind)
-	}
-	awaitSlow(t, started)
+	c, release := lateOnWS(t, s, "late-close")
 	send(t, c, `{"type":"close"}`)
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
@@ -235,6 +228,21 @@ func TestServer_LateCallSessionEnds(t *testing.T) {
 	}
 	release()
 	s.settle(t)
+}
+
+// lateOnWS opens a /ws session on s whose call of the stuck tool, holding
+// body, is answered as timed out and runs on; release lets it return.
+func lateOnWS(t *testing.T, s *worldServer, body string) (c *websocket.Conn, release func()) {
+	t.Helper()
+	started, release := holdUntilReleased(body)
+	t.Cleanup(release)
+	c = s.dial(t)
+	roundTrip(t, c, `{"type":"reset"}`)
+	if kind, _ := toolFailure(t, callTool(t, c, "stuck", fmt.Sprintf(`{"body":%q}`, body))); kind != "timeout" {
+		t.Fatalf("the late call: %s, want a timeout", kind)
+	}
+	awaitSlow(t, started)
+	return c, release
 }
 
 // TestServer_LateCallClosedSession: a request naming a session closed
@@ -392,14 +400,7 @@ func TestServer_LateCallShutdown(t *testing.T) {
 	var log testfs.Buffer
 	s := mustServeWorld(t, faultyWorld, app.Config{},
 		openenv.Config{StepTimeout: 300 * time.Millisecond, DrainCheckpoints: true, Logger: slog.New(slog.NewTextHandler(&log, nil))})
-	started, release := holdUntilReleased("late-shutdown")
-	t.Cleanup(release)
-	c := s.dial(t)
-	roundTrip(t, c, `{"type":"reset"}`)
-	if kind, _ := toolFailure(t, callTool(t, c, "stuck", `{"body":"late-shutdown"}`)); kind != "timeout" {
-		t.Fatalf("the late call: %s, want a timeout", kind)
-	}
-	awaitSlow(t, started)
+	_, release := lateOnWS(t, s, "late-shutdown")
 	ref := s.Sessions()[0].Ref
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // Shutdown's time is up, and the call runs on
@@ -428,14 +429,7 @@ func TestServer_LateCallDrainRefused(t *testing.T) {
 	var log testfs.Buffer
 	s := mustServeWorld(t, faultyWorld, app.Config{},
 		openenv.Config{StepTimeout: 300 * time.Millisecond, DrainCheckpoints: true, Logger: slog.New(slog.NewTextHandler(&log, nil))})
-	started, release := holdUntilReleased("late-refused")
-	t.Cleanup(release)
-	c := s.dial(t)
-	roundTrip(t, c, `{"type":"reset"}`)
-	if kind, _ := toolFailure(t, callTool(t, c, "stuck", `{"body":"late-refused"}`)); kind != "timeout" {
-		t.Fatalf("the late call: %s, want a timeout", kind)
-	}
-	awaitSlow(t, started)
+	_, release := lateOnWS(t, s, "late-refused")
 	t.Cleanup(openenv.OnDrainRefused(func(lateGone func() bool) {
 		release() // the call returns just after the drain's refusal
 		for deadline := time.Now().Add(waitLimit); !lateGone(); time.Sleep(time.Millisecond) {
