@@ -327,6 +327,11 @@ func settleBaseline(tb testing.TB, s *worldServer, transport *http.Transport) ba
 	tb.Helper()
 	s.settle(tb)
 	transport.CloseIdleConnections()
+	for deadline := time.Now().Add(waitLimit); s.Callers() > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			tb.Fatalf("%d goroutines kept for tool calls did not exit once idle", s.Callers())
+		}
+	}
 	var b baseline
 	// A count is steady once it has not changed for a while: goroutines of
 	// closed connections and timers take a moment to return.

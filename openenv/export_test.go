@@ -51,3 +51,7 @@ func OnDrainRefused(f func(lateGone func() bool)) (restore func()) {
 	testHookDrainRefused = func(ss *session) { f(func() bool { return ss.lateCall() == nil }) }
 	return func() { testHookDrainRefused = func(*session) {} }
 }
+
+// Callers returns how many goroutines the server keeps for tool calls,
+// busy or idle (each exits once idle for a second).
+func (s *Server) Callers() int { return int(s.callers.running.Load()) }

@@ -309,6 +309,9 @@ type Server struct {
 	ended      context.Context
 	endAll     context.CancelFunc
 	throwaways sync.WaitGroup
+	// callers run the tool calls, so that a call past its deadline can be
+	// answered while it runs on (see Server.call).
+	callers *callers
 
 	pending      *semaphore.Weighted // MaxPendingTotal: the bytes WebSocket sessions read ahead
 	pendingBytes atomic.Int64        // the bytes pending holds
@@ -344,6 +347,7 @@ func NewServer(b Backend, cfg Config) *Server {
 		auth:      newSecrets(cfg.Token),
 		agentAuth: newSecrets(cfg.AgentToken),
 		pending:   semaphore.NewWeighted(cfg.MaxPendingTotal),
+		callers:   newCallers(),
 	}
 	s.ended, s.endAll = context.WithCancel(context.Background())
 	s.closers.SetLimit(maxBackgroundCloses)

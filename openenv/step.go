@@ -254,10 +254,10 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 	var out toolOutcome
 	var perr *protoError
 	returned := make(chan struct{})
-	go func() {
+	s.callers.do(func() {
 		defer close(returned)
 		out, perr = s.invoke(ctx, cctx, inst, name, args, timeout)
-	}()
+	})
 	select {
 	case <-returned:
 	case <-cctx.Done():
