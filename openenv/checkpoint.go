@@ -124,8 +124,9 @@ func (ss *session) checkpointLocked(ctx context.Context, drain bool, drainedFrom
 }
 
 // autoCheckpointLocked checkpoints the session after every
-// Config.CheckpointEvery-th step, unless a restore superseded its attempt
-// (or its fence cannot be read) meanwhile; a failure is logged (and
+// Config.CheckpointEvery-th step, unless a call past its deadline holds
+// its instance (lateCall) or a restore superseded its attempt (or its
+// fence cannot be read) meanwhile; a failure is logged (and
 // counted), and the step's reply goes out all the same. The checkpoint is bounded by the
 // session's end, not by the end of the step's request (ctx), whose client
 // may leave once its call ran (as a /ws step's checkpoint, whose request is
@@ -137,9 +138,9 @@ func (ss *session) autoCheckpointLocked(ctx context.Context) {
 		return
 	}
 	ss.mu.Lock()
-	steps := ss.steps
+	steps, late := ss.steps, ss.late
 	ss.mu.Unlock()
-	if steps == 0 || steps%every != 0 {
+	if steps == 0 || steps%every != 0 || late != nil {
 		return
 	}
 	if _, ok := ss.srv.backend.(Restorer); !ok {

@@ -245,6 +245,41 @@ func lateOnWS(t *testing.T, s *worldServer, body string) (c *websocket.Conn, rel
 	return c, release
 }
 
+// TestServer_LateCallNoCheckpoint: CheckpointEvery does not try a
+// checkpoint after a step whose call runs on past its deadline: the
+// instance is the call's until it returns, and a checkpoint would wait for
+// it until its own deadline, and fail.
+func TestServer_LateCallNoCheckpoint(t *testing.T) {
+	var log testfs.Buffer
+	s := mustServeWorld(t, faultyWorld, app.Config{Checkpoints: t.TempDir()},
+		openenv.Config{StepTimeout: 300 * time.Millisecond, CheckpointEvery: 1, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	started, release := holdUntilReleased("late-checkpoint")
+	t.Cleanup(release)
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"ep-late"}}`)
+	mustSucceed(t, callTool(t, c, "note", `{"body":"first"}`))
+	latest := func() string {
+		t.Helper()
+		status, body, _ := s.httpDo(t, http.MethodGet, "/checkpoints/latest?episode_id=ep-late", "", nil)
+		if status != http.StatusOK {
+			t.Fatalf("latest: %d %s", status, body)
+		}
+		return body
+	}
+	first := latest()
+	if kind, _ := toolFailure(t, callTool(t, c, "stuck", `{"body":"late-checkpoint"}`)); kind != "timeout" {
+		t.Fatalf("the late call: %s, want a timeout", kind)
+	}
+	awaitSlow(t, started)
+	if got := latest(); got != first {
+		t.Errorf("after the late call's step, the newest checkpoint is\n%s\nwant the one before it\n%s", got, first)
+	}
+	if strings.Contains(log.String(), "checkpoint failed") {
+		t.Errorf("log:\n%s\nwant no checkpoint tried after the late call's step", log.String())
+	}
+	release()
+}
+
 // TestServer_LateCallClosedSession: a request naming a session closed
 // while a call past its deadline runs on is told the id is taken until the
 // call returns, where before it was told the session was unknown, though

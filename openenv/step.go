@@ -30,7 +30,7 @@ func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (s
 		reply, perr := ss.stepLocked(ctx, a, timeout)
 		if perr == nil {
 			ss.rememberLocked(a, reply, false)
-			if a.Type != actionListTools && ss.lateCall() == nil {
+			if a.Type != actionListTools {
 				ss.autoCheckpointLocked(ctx)
 			}
 		}
@@ -584,7 +584,7 @@ func (ss *session) mcpCall(ctx context.Context, name string, args json.RawMessag
 			return toolOutcome{}, perr
 		}
 		out, perr := ss.callLocked(ctx, name, args, ss.srv.cfg.StepTimeout)
-		if perr == nil && out.late == nil {
+		if perr == nil {
 			ss.autoCheckpointLocked(ctx)
 		}
 		return out, perr
