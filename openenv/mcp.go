@@ -276,14 +276,8 @@ func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMe
 	if perr == nil && !down {
 		// Shutdown waits for the call and its instance.
 		s.throwaways.Add(1)
-		defer s.throwaways.Done()
 		if agent {
 			s.agentSessions++
-			defer func() {
-				s.mu.Lock()
-				s.agentSessions--
-				s.mu.Unlock()
-			}()
 		}
 	}
 	s.mu.Unlock()
@@ -293,6 +287,22 @@ func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMe
 	if perr != nil {
 		return toolOutcome{}, perr
 	}
+	// done ends what the call holds: once its instance is closed, here or,
+	// for a call past its deadline, when the call returns.
+	done := func() {
+		if agent {
+			s.mu.Lock()
+			s.agentSessions--
+			s.mu.Unlock()
+		}
+		s.throwaways.Done()
+	}
+	late := false
+	defer func() {
+		if !late {
+			done()
+		}
+	}()
 	// Shutdown cancels the call, as it does a session's.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -307,25 +317,16 @@ func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMe
 		return toolOutcome{}, perr
 	}
 	out, perr := s.call(ctx, inst, name, args, s.cfg.StepTimeout)
-	if out.late == nil {
-		defer s.closeInstance(inst)
-	} else {
+	if late = out.late != nil; late {
 		// The instance is the call's until it returns, and counts as the
-		// agent's while it lives.
-		if agent {
-			s.mu.Lock()
-			s.agentSessions++
-			s.mu.Unlock()
-		}
-		s.throwaways.Go(func() {
+		// agent's, and for Shutdown, while it lives.
+		go func() {
 			s.awaitLate(out.late)
 			s.closeInstance(inst)
-			if agent {
-				s.mu.Lock()
-				s.agentSessions--
-				s.mu.Unlock()
-			}
-		})
+			done()
+		}()
+	} else {
+		defer s.closeInstance(inst)
 	}
 	if (perr != nil || out.err != nil) && s.ended.Err() != nil {
 		// What the cancelled call failed with says nothing true about it.
