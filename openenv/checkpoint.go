@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/google/uuid"
 
 	"github.com/seahaven/seahaven/internal/runecut"
@@ -160,103 +159,6 @@ func (ss *session) autoCheckpointLocked(ctx context.Context) {
 	if _, perr := ss.checkpointLocked(cctx, false, ""); perr != nil {
 		ss.srv.log.Warn("openenv: periodic checkpoint failed", "session", ss.ref, "steps", steps, "err", perr.message)
 	}
-}
-
-// testHookDrainRefused runs when a drain is refused the session's call
-// slot, before it tells why; tests set it.
-var testHookDrainRefused = func(*session) {}
-
-// drain checkpoints the session once its step in progress is done and one
-// of turns is free (it holds one while it checkpoints), records the
-// checkpoint for its next request (Restorer.Drained) and stops it: a
-// /ws session closes with status 1012 and the reason "checkpoint <id>",
-// and has no record, since no request names it (its id is never told).
-// A session without an instance, or whose checkpoint fails or does not end
-// before ctx does, just stops.
-// So does a session whose attempt a restore superseded: its episode goes
-// on in the session that restored it, and a checkpoint of it would fork
-// the episode; a /ws session closes with status 1001 and the reason
-// "superseded by …". It returns which of these it did.
-func (ss *session) drain(ctx context.Context, turns chan struct{}) drainOutcome {
-	r, ok := ss.srv.backend.(Restorer)
-	if !ok {
-		return drainNoEpisode
-	}
-	if perr := ss.acquire(ctx); perr != nil {
-		testHookDrainRefused(ss)
-		// A call past its deadline held the slot: when it was refused for
-		// one (CALL_RUNNING), though the call may have returned since.
-		if late := ss.lateCall(); late != nil || perr.code == codeCallRunning {
-			const msg = "openenv: drain: a call past its deadline holds the session; it closes without a checkpoint"
-			if late != nil {
-				ss.srv.warnLate(msg, late)
-			} else {
-				ss.srv.log.Warn(msg, "session", ss.ref, "transport", ss.transport, "refusal", perr.message)
-			}
-			return drainLate
-		}
-		if ctx.Err() != nil { // its step in progress outlasted the drain
-			return drainCut
-		}
-		return drainNoEpisode // it ended meanwhile
-	}
-	if ss.inst == nil || ss.ended { // no episode to keep
-		ss.release()
-		return drainNoEpisode
-	}
-	// Its step done, the session waits for its turn to checkpoint, its
-	// slot held, so no step runs past the checkpoint.
-	select {
-	case turns <- struct{}{}:
-		defer func() { <-turns }()
-	case <-ctx.Done():
-		ss.release()
-		return drainCut
-	}
-	by, fenced, err := ss.supersededBy()
-	if err != nil {
-		// It may have been superseded: a checkpoint could fork the episode.
-		ss.release()
-		ss.srv.log.Warn("openenv: drain: the session's fence cannot be read; the session closes without a checkpoint", "session", ss.ref, "err", digested(err.Error()))
-		return drainFailed
-	}
-	if fenced {
-		ss.ended = true
-		ss.stop(websocket.StatusGoingAway, closeReason("superseded by "+by))
-		ss.release()
-		ss.srv.log.Info("openenv: drain: the session was superseded; no checkpoint taken", "session", ss.ref, "by", digested(by))
-		return drainSuperseded
-	}
-	named := "" // a /ws session's id is never told: no request names it
-	if ss.transport != TransportWS {
-		named = ss.id
-	}
-	// The checkpoint ends with the drain: a slow one would otherwise hold
-	// Shutdown past its deadline.
-	cctx, cancel := context.WithCancel(ss.tagged)
-	defer context.AfterFunc(ctx, cancel)()
-	info, perr := ss.checkpointLocked(cctx, true, named)
-	cancel()
-	if perr != nil {
-		ss.release()
-		ss.srv.log.Warn("openenv: drain: the session closes without a checkpoint", "session", ss.ref, "err", perr.message)
-		if ctx.Err() != nil {
-			return drainCut
-		}
-		return drainFailed
-	}
-	if named != "" {
-		if err := r.Drained(named, info); err != nil {
-			ss.srv.log.Warn("openenv: drain: the checkpoint could not be recorded for the session's next request", "session", ss.ref, "checkpoint", refOf(info.ID), "err", err)
-		}
-	}
-	// No step may run past the checkpoint: the session's next request
-	// gets the checkpoint instead (acquire, Server.unknownSession).
-	ss.ended = true
-	ss.stop(websocket.StatusServiceRestart, "checkpoint "+info.ID)
-	ss.release()
-	ss.srv.log.Info("openenv: drain: session checkpointed", "session", ss.ref, "checkpoint", refOf(info.ID), "revision", info.Revision)
-	return drainCheckpointed
 }
 
 // serveLatest serves GET /checkpoints/latest?episode_id=…: the newest

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -528,84 +527,6 @@ func (s *Server) cutOff(list []*session) {
 	case <-closed:
 	case <-t.C:
 	}
-}
-
-// drain checkpoints the sessions of list (see session.drain), as many at
-// a time as there are CPUs (GOMAXPROCS), within ctx. Each waits for its
-// step in progress on its own: a long step delays its session's
-// checkpoint alone.
-func (s *Server) drain(ctx context.Context, list []*session) *drainTally {
-	start := time.Now()
-	// Every CPU checkpoints: the drain's deadline is the shutdown timeout,
-	// and a session whose checkpoint does not start before it loses its
-	// episode. Half of them, one on two, left a server of a few hundred
-	// sessions checkpointing them one by one past the timeout.
-	turns := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		tally drainTally
-	)
-	for _, ss := range list {
-		wg.Go(func() {
-			outcome := ss.drain(ctx, turns)
-			mu.Lock()
-			tally[outcome]++
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	level := slog.LevelInfo
-	if tally[drainCut] > 0 || tally[drainFailed] > 0 || tally[drainLate] > 0 {
-		level = slog.LevelWarn // episodes were lost
-	}
-	s.log.Log(context.Background(), level, "openenv: drained", "sessions", len(list), "checkpointed", tally[drainCheckpointed],
-		"cut_short", tally[drainCut], "failed", tally[drainFailed], "late", tally[drainLate], "superseded", tally[drainSuperseded], "no_episode", tally[drainNoEpisode],
-		durationMS(time.Since(start)))
-	return &tally
-}
-
-// drainOutcome is what a drain did with a session (session.drain).
-type drainOutcome int
-
-const (
-	// drainNoEpisode: the session had no episode to keep, or had ended.
-	drainNoEpisode drainOutcome = iota
-	// drainCheckpointed: it was checkpointed and stopped.
-	drainCheckpointed
-	// drainSuperseded: a restore superseded its attempt; no checkpoint.
-	drainSuperseded
-	// drainFailed: its checkpoint failed, or its fence could not be read.
-	drainFailed
-	// drainLate: a tool call past its deadline held it (lateCall).
-	drainLate
-	// drainCut: the drain's context ended first, while its step ran, it
-	// waited for its turn, or its checkpoint was being taken.
-	drainCut
-)
-
-// drainTally counts a drain's sessions by outcome.
-type drainTally [drainCut + 1]int
-
-// String says what the drain did, for Shutdown's error.
-func (t *drainTally) String() string {
-	parts := []string{fmt.Sprintf("%d checkpointed", t[drainCheckpointed])}
-	if n := t[drainCut]; n > 0 {
-		parts = append(parts, fmt.Sprintf("%d not checkpointed as the shutdown ended first (a step still running or a checkpoint not yet done)", n))
-	}
-	if n := t[drainFailed]; n > 0 {
-		parts = append(parts, fmt.Sprintf("%d not checkpointed as their checkpoint failed (logged)", n))
-	}
-	if n := t[drainLate]; n > 0 {
-		parts = append(parts, fmt.Sprintf("%d not checkpointed as a tool call past its deadline held them (logged)", n))
-	}
-	if n := t[drainSuperseded]; n > 0 {
-		parts = append(parts, fmt.Sprintf("%d not checkpointed as a restore superseded them", n))
-	}
-	if n := t[drainNoEpisode]; n > 0 {
-		parts = append(parts, fmt.Sprintf("%d with no episode to keep", n))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // snapshot returns the live sessions.

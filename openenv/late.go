@@ -1,0 +1,94 @@
+package openenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/seahaven/seahaven/internal/runecut"
+)
+
+// lateGrace is how long a call whose context has ended may take to
+// return before it is answered without it (lateCall).
+const lateGrace = time.Second
+
+// A lateCall is a tool call that ran on past its deadline (or its
+// cancellation) for lateGrace, ignoring its context: it was answered as
+// timed out and left to run. Its instance is its until it returns: it
+// holds its session's call slot until then, and what it returns is not
+// committed (a backend commits nothing of a call whose context has ended).
+type lateCall struct {
+	tool      string
+	attrs     []any         // the log attributes of its session
+	start     time.Time     // when it began
+	ended     time.Time     // when its context ended
+	cancelled bool          // its context ended by cancellation, not its deadline
+	returned  chan struct{} // closed when it returns
+}
+
+// overran answers the call of name on inst, which started at start and
+// whose context cctx ended at ended, without waiting for it to return
+// (returned): as timed out, or cancelled, as it would have been had it
+// returned, with late set. It logs a warning and counts the call.
+func (s *Server) overran(ctx, cctx context.Context, start, ended time.Time, inst Instance, name string, timeout time.Duration, returned chan struct{}) toolOutcome {
+	cause := context.Cause(cctx)
+	cancelled := !errors.Is(cause, context.DeadlineExceeded)
+	late := &lateCall{tool: name, attrs: sessionAttrs(ctx), start: start, ended: ended, cancelled: cancelled, returned: returned}
+	out := toolOutcome{err: toolError(cctx, cause, name, timeout), late: late, cancelled: cancelled}
+	s.observeCall(ctx, start, inst, name, out, nil)
+	s.metrics.lateCalls.Inc()
+	answered := "timed out"
+	if cancelled {
+		answered = "cancelled"
+	}
+	s.warnLate("openenv: a tool call runs on "+late.past()+", ignoring its context: answered as "+answered+", it holds its session until it returns", late)
+	return out
+}
+
+// awaitLate waits for late to return, and logs that it did.
+func (s *Server) awaitLate(late *lateCall) {
+	<-late.returned
+	s.warnLate("openenv: a tool call "+late.past()+" returned; what it returned was discarded", late)
+}
+
+// past says what late ran on past: "past its deadline", or for one its
+// client cancelled, "past its cancellation".
+func (late *lateCall) past() string {
+	if late.cancelled {
+		return "past its cancellation"
+	}
+	return "past its deadline"
+}
+
+// warnLate logs msg about late: its session, its tool, how long it has
+// run and how long past its deadline.
+func (s *Server) warnLate(msg string, late *lateCall) {
+	s.log.Warn(msg, slices.Concat(late.attrs, []any{durationMS(time.Since(late.start)),
+		"tool", clip(late.tool, 128), "past_deadline_ms", time.Since(late.ended).Milliseconds()})...)
+}
+
+// refusal is the error of a request that waited for its session's call
+// slot, held by late, until its own deadline.
+func (late *lateCall) refusal() *protoError {
+	return newError(codeCallRunning, "A call of tool %q %s and has not returned yet (it ignores its context): the session is the call's until it returns. Retry later, or close the session.",
+		runecut.Echo(late.tool), late.since())
+}
+
+// since says when late's context ended: "passed its deadline 2.1s ago", or
+// for one its client cancelled, "was cancelled 2.1s ago".
+func (late *lateCall) since() string {
+	ended := "passed its deadline"
+	if late.cancelled {
+		ended = "was cancelled"
+	}
+	return fmt.Sprintf("%s %s ago", ended, time.Since(late.ended).Round(time.Millisecond))
+}
+
+// closing is the error of a request naming session id, closed while late
+// held it: the session is gone, but its id stays taken until late returns.
+func (late *lateCall) closing(id string) *protoError {
+	return newError(codeCallRunning, "Session %s was closed, but its call of tool %q, which %s and ignores its context, has not returned yet: the id is taken until it does. Retry then, or use another id.",
+		runecut.Echo(id), runecut.Echo(late.tool), late.since())
+}
