@@ -168,6 +168,17 @@ func TestCheckpoint_DrainNeedsNoEngineSlot(t *testing.T) {
 	}
 }
 
+// latestOf returns the reply to GET /checkpoints/latest for episode on s,
+// failing the test unless it is 200.
+func latestOf(t *testing.T, s *worldServer, episode string) string {
+	t.Helper()
+	status, body, _ := s.httpDo(t, http.MethodGet, "/checkpoints/latest?episode_id="+episode, "", nil)
+	if status != http.StatusOK {
+		t.Fatalf("latest: %d %s", status, body)
+	}
+	return body
+}
+
 // TestCheckpoint_EveryNotAfterFence: a step in progress when a restore
 // fences its attempt ends, but CheckpointEvery takes no checkpoint of the
 // superseded attempt after it, which would become its episode's newest
@@ -177,15 +188,7 @@ func TestCheckpoint_EveryNotAfterFence(t *testing.T) {
 	old := s.dial(t)
 	roundTrip(t, old, `{"type":"reset","data":{"episode_id":"ep-fenced"}}`)
 	mustSucceed(t, callTool(t, old, "note", `{"body":"first"}`))
-	latest := func() string {
-		t.Helper()
-		status, body, _ := s.httpDo(t, http.MethodGet, "/checkpoints/latest?episode_id=ep-fenced", "", nil)
-		if status != http.StatusOK {
-			t.Fatalf("latest: %d %s", status, body)
-		}
-		return body
-	}
-	first := latest()
+	first := latestOf(t, s, "ep-fenced")
 	started, release := holdUntilReleased("in progress")
 	defer release()
 	send(t, old, `{"type":"step","data":{"type":"call_tool","tool_name":"held","arguments":{"body":"in progress"}}}`)
@@ -197,14 +200,14 @@ func TestCheckpoint_EveryNotAfterFence(t *testing.T) {
 		t.Fatalf("restore: %s", r)
 	}
 	mustSucceed(t, callTool(t, restored, "note", `{"body":"continued"}`))
-	newest := latest()
+	newest := latestOf(t, s, "ep-fenced")
 	if field(t, newest, "attempt") == field(t, first, "attempt") {
 		t.Fatalf("the restored session's step took no checkpoint: %s", newest)
 	}
 
 	release()
 	mustSucceed(t, recv(t, old))
-	if got := latest(); got != newest {
+	if got := latestOf(t, s, "ep-fenced"); got != newest {
 		t.Errorf("after the superseded attempt's step, the episode's newest checkpoint is\n%s\nwant the restored attempt's\n%s", got, newest)
 	}
 	r = roundTrip(t, old, `{"type":"step","data":{"type":"call_tool","tool_name":"note","arguments":{"body":"refused"}}}`)
@@ -1285,23 +1288,18 @@ func TestCheckpoint_LatestAfterARestoreReplacing(t *testing.T) {
 	for range 3 { // steps 2 to 4: checkpoints at 2 and 4
 		roundTrip(t, c, hire)
 	}
-	latest := func() string {
-		t.Helper()
-		_, body, _ := s.httpDo(t, http.MethodGet, "/checkpoints/latest?episode_id=ep-back", "", nil)
-		return body
-	}
-	if body := latest(); fmt.Sprint(field(t, body, "revision")) != "4" {
+	if body := latestOf(t, s, "ep-back"); fmt.Sprint(field(t, body, "revision")) != "4" {
 		t.Fatalf("the attempt's newest checkpoint: %s", body)
 	}
 	// The trainer takes the episode back to step 1.
 	c2 := s.dial(t)
 	roundTrip(t, c2, fmt.Sprintf(`{"type":"reset","data":{"checkpoint":%q,"replaces":%q}}`, id, attempt))
-	if body := latest(); field(t, body, "checkpoint_id") != id {
+	if body := latestOf(t, s, "ep-back"); field(t, body, "checkpoint_id") != id {
 		t.Errorf("the episode's newest checkpoint after the restore: %s, want %s, which it goes on from", body, id)
 	}
 	// Its own checkpoints follow as usual.
 	roundTrip(t, c2, hire)
-	if body := latest(); fmt.Sprint(field(t, body, "revision")) != "2" || field(t, body, "attempt") == attempt {
+	if body := latestOf(t, s, "ep-back"); fmt.Sprint(field(t, body, "revision")) != "2" || field(t, body, "attempt") == attempt {
 		t.Errorf("the restored attempt's checkpoint at step 2: %s", body)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -28,20 +27,12 @@ func TestServer_LateCallNoCheckpoint(t *testing.T) {
 	c := s.dial(t)
 	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"ep-late"}}`)
 	mustSucceed(t, callTool(t, c, "note", `{"body":"first"}`))
-	latest := func() string {
-		t.Helper()
-		status, body, _ := s.httpDo(t, http.MethodGet, "/checkpoints/latest?episode_id=ep-late", "", nil)
-		if status != http.StatusOK {
-			t.Fatalf("latest: %d %s", status, body)
-		}
-		return body
-	}
-	first := latest()
+	first := latestOf(t, s, "ep-late")
 	if kind, _ := toolFailure(t, callTool(t, c, "stuck", `{"body":"late-checkpoint"}`)); kind != "timeout" {
 		t.Fatalf("the late call: %s, want a timeout", kind)
 	}
 	awaitSlow(t, started)
-	if got := latest(); got != first {
+	if got := latestOf(t, s, "ep-late"); got != first {
 		t.Errorf("after the late call's step, the newest checkpoint is\n%s\nwant the one before it\n%s", got, first)
 	}
 	if strings.Contains(log.String(), "checkpoint failed") {
