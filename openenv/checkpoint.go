@@ -202,8 +202,22 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 	var inst Instance
 	var saved CheckpointRequest
 	var err error
+	var perr *protoError
 	start := time.Now()
-	perr := s.guardCtx(ctx, "Backend.Restore", func() { inst, saved, err = r.Restore(octx, id) })
+	var o struct { // Restore's outcome, which a late Restore sets after restoreLocked returned
+		inst  Instance
+		saved CheckpointRequest
+		err   error
+		perr  *protoError
+	}
+	returned, _, ok := s.within(octx, func() {
+		o.perr = s.guardCtx(ctx, "Backend.Restore", func() { o.inst, o.saved, o.err = r.Restore(octx, id) })
+	})
+	if ok {
+		inst, saved, err, perr = o.inst, o.saved, o.err, o.perr
+	} else {
+		err = s.openedLate(ctx, octx, "restore", returned, func() Instance { return o.inst })
+	}
 	var rec sessionRecord
 	switch {
 	case err != nil || perr != nil:

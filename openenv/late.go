@@ -14,6 +14,63 @@ import (
 // return before it is answered without it (lateCall).
 const lateGrace = time.Second
 
+// within runs f on a caller and waits until it returns, or until
+// lateGrace after cctx, f's context, ended, whichever comes first. Work
+// returns soon after its context ends (its SQL is interrupted); work that
+// does not, blocked on something else (a sleep, a network call without the
+// context), is left to run on: within then reports false, with when cctx
+// ended, and returned closes when f returns.
+func (s *Server) within(cctx context.Context, f func()) (returned chan struct{}, ended time.Time, ok bool) {
+	returned = make(chan struct{})
+	s.callers.do(func() {
+		defer close(returned)
+		f()
+	})
+	select {
+	case <-returned:
+		return returned, ended, true
+	case <-cctx.Done():
+	}
+	ended = time.Now()
+	t := time.NewTimer(lateGrace)
+	defer t.Stop()
+	select {
+	case <-returned:
+		return returned, ended, true
+	case <-t.C:
+		return returned, ended, false
+	}
+}
+
+// openedLate answers a reset or restore (what) whose Backend.Open or
+// Restorer.Restore, under octx, ran on lateGrace past octx's end (within):
+// it returns the error the reset fails with, and leaves a goroutine,
+// counted for Shutdown, that waits for the work to return (returned) and
+// discards the instance it opened, if any (opened, read once it returned).
+// Nothing else waits for it: the session keeps its episode and serves on.
+func (s *Server) openedLate(ctx, octx context.Context, what string, returned <-chan struct{}, opened func() Instance) error {
+	attrs := append(sessionAttrs(ctx), "op", what)
+	s.log.Warn("openenv: a "+what+" runs on past its deadline, ignoring its context: it failed, and what it opens will be discarded", attrs...)
+	s.mu.Lock()
+	counted := !s.shutdown // Shutdown waits for it, unless it has begun waiting
+	if counted {
+		s.throwaways.Add(1)
+	}
+	s.mu.Unlock()
+	go func() {
+		if counted {
+			defer s.throwaways.Done()
+		}
+		<-returned
+		if inst := opened(); inst != nil {
+			s.metrics.instances.Inc() // discardInstance counts it closed
+			s.discardInstance(inst)
+		}
+		s.log.Warn("openenv: a "+what+" past its deadline returned; what it opened was discarded", attrs...)
+	}()
+	return fmt.Errorf("it ignored its context and had not returned %s later; what it may yet open will be discarded: %w", lateGrace, context.Cause(octx))
+}
+
 // A lateCall is a tool call that ran on past its deadline (or its
 // cancellation) for lateGrace, ignoring its context: it was answered as
 // timed out and left to run. Its instance is its until it returns: it

@@ -16,6 +16,7 @@ import (
 
 	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/internal/testfs"
 	"github.com/seahaven/seahaven/openenv"
 	"github.com/seahaven/seahaven/task"
@@ -530,4 +531,102 @@ func TestServer_LateCallWaitEnds(t *testing.T) {
 		t.Fatalf("the call that waited behind the late one: %d %s %v, want it run once the calls before it returned", r.code, r.body, r.err)
 	}
 	<-slow
+}
+
+// hookWorld's startup hook, given hold, blocks until the test releases
+// hold (holdUntilReleased), ignoring its context.
+var hookWorld = env.NewWorld(env.WorldSpec{
+	Name: "hooked", Version: "1.0.0", Description: "A startup hook that ignores its context.",
+	Schema: `CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL) STRICT;`,
+})
+
+type holdKeywords struct {
+	Hold string `json:"hold,omitempty"`
+}
+
+func init() {
+	env.OnStartup(hookWorld, func(c *env.Ctx, k holdKeywords) error {
+		if k.Hold == "" {
+			return nil
+		}
+		_, release, err := holdStart(c, noteArgs{Body: k.Hold})
+		<-release
+		return err
+	})
+	env.Tool(hookWorld, "note", "Write a note.", func(c *env.Ctx, in noteArgs) (noteResult, error) {
+		return writeNote(c, in.Body)
+	})
+}
+
+// TestServer_LateReset: a reset whose startup hook ignores its context
+// and blocks past the step timeout fails at its deadline, saying so, where
+// before it was answered only when the hook returned; the session keeps
+// its episode and serves on meanwhile, and the instance the reset opens
+// once the hook returns is discarded.
+func TestServer_LateReset(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	s := mustServeWorld(t, hookWorld, app.Config{}, openenv.Config{StepTimeout: timeout})
+	started, release := holdUntilReleased("late-reset")
+	t.Cleanup(release)
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"kept"}}`)
+	mustSucceed(t, callTool(t, c, "note", `{"body":"before"}`))
+
+	reply := roundTrip(t, c, `{"type":"reset","data":{"startup":{"hold":"late-reset"}}}`)
+	awaitSlow(t, started) // the hook still blocks
+	const want = "the reset ran past its deadline (the server's step timeout, 300ms) and opened no instance: it ignored its context and had not returned 1s later"
+	if code, msg := str(t, reply, "data.code"), str(t, reply, "data.message"); code != "EXECUTION_ERROR" || !strings.HasPrefix(msg, want) {
+		t.Fatalf("the late reset: %s, want an EXECUTION_ERROR starting %q", reply, want)
+	}
+	if ep := str(t, roundTrip(t, c, `{"type":"state"}`), "data.episode_id"); ep != "kept" {
+		t.Errorf("episode %q after the late reset, want kept", ep)
+	}
+	mustSucceed(t, callTool(t, c, "note", `{"body":"after"}`))
+	if got := inspectValue(t, c, "SELECT group_concat(body, ',') FROM (SELECT body FROM notes ORDER BY id)"); got != "before,after" {
+		t.Errorf("notes %q while the late reset's hook blocks, want before,after", got)
+	}
+	send(t, c, `{"type":"close"}`)
+	release()
+	s.settle(t) // the late reset's instance is discarded, its directory gone
+}
+
+// lateRestores is a fakeBackend whose restores each send their context on
+// started and then wait for gate, whatever the context, before they open
+// an instance of the fake.
+type lateRestores struct {
+	stallingCheckpoints
+	started chan context.Context
+	gate    chan struct{}
+}
+
+func (b lateRestores) Restore(ctx context.Context, id string) (openenv.Instance, openenv.CheckpointRequest, error) {
+	b.started <- ctx
+	<-b.gate
+	inst, err := b.fakeBackend.Open(context.Background(), openenv.OpenOptions{})
+	return inst, openenv.CheckpointRequest{Session: json.RawMessage(`{}`)}, err
+}
+
+// TestServer_LateRestore: a restore that ignores its context fails at its
+// deadline, saying so; the session keeps its episode, and the instance the
+// restore returns later is discarded.
+func TestServer_LateRestore(t *testing.T) {
+	fake := newFake(t)
+	b := lateRestores{stallingCheckpoints{fake}, make(chan context.Context, 1), make(chan struct{})}
+	s := mustServeOver(t, b, fake, openenv.Config{StepTimeout: 100 * time.Millisecond})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"kept"}}`)
+	reply := roundTrip(t, c, `{"type":"reset","data":{"checkpoint":"6f9619ff-8b86-d011-b42d-00c04fc964ff"}}`)
+	<-(<-b.started).Done()
+	const want = "the restore ran past its deadline (the server's step timeout, 100ms) and opened no instance: it ignored its context and had not returned 1s later"
+	if code, msg := str(t, reply, "data.code"), str(t, reply, "data.message"); code != "EXECUTION_ERROR" || !strings.HasPrefix(msg, want) {
+		t.Fatalf("the late restore: %s, want an EXECUTION_ERROR starting %q", reply, want)
+	}
+	if ep := str(t, roundTrip(t, c, `{"type":"state"}`), "data.episode_id"); ep != "kept" {
+		t.Errorf("episode %q after the late restore, want kept", ep)
+	}
+	if n := fake.open.Load(); n != 1 {
+		t.Errorf("%d instances open while the restore blocks, want the session's 1", n)
+	}
+	close(b.gate)
+	waitFor(t, "the late restore's instance to be discarded", func() bool { return fake.open.Load() == 1 && fake.opened.Load() == 2 })
 }

@@ -181,8 +181,21 @@ func (s *Server) open(ctx context.Context, opts OpenOptions, implicit bool, loc 
 	defer cancel()
 	var inst Instance
 	var err error
+	var perr *protoError
 	start := time.Now()
-	perr := s.guardCtx(ctx, "Backend.Open", func() { inst, err = s.backend.Open(octx, opts) })
+	var o struct { // Open's outcome, which a late Open sets after open returned
+		inst Instance
+		err  error
+		perr *protoError
+	}
+	returned, _, ok := s.within(octx, func() {
+		o.perr = s.guardCtx(ctx, "Backend.Open", func() { o.inst, o.err = s.backend.Open(octx, opts) })
+	})
+	if ok {
+		inst, err, perr = o.inst, o.err, o.perr
+	} else {
+		err = s.openedLate(ctx, octx, "reset", returned, func() Instance { return o.inst })
+	}
 	if err == nil && inst == nil && perr == nil {
 		err = errors.New("the backend opened no instance")
 	}
@@ -242,16 +255,21 @@ func (s *Server) endInstance(method, doing string, end func() error) {
 	}
 }
 
-// discardInstanceLater closes inst, which served no request, in the
-// background as closeInstanceLater does: discarded when it is a Discarder.
-func (s *Server) discardInstanceLater(inst Instance) {
-	d, ok := inst.(Discarder)
-	if !ok {
-		s.closeInstanceLater(inst)
-		return
-	}
-	s.closers.Go(func() error {
+// discardInstance ends inst, which served no request: discarded when it
+// is a Discarder, else closed.
+func (s *Server) discardInstance(inst Instance) {
+	if d, ok := inst.(Discarder); ok {
 		s.endInstance("Discard", "discarding", d.Discard)
+	} else {
+		s.closeInstance(inst)
+	}
+}
+
+// discardInstanceLater runs discardInstance in the background as
+// closeInstanceLater does.
+func (s *Server) discardInstanceLater(inst Instance) {
+	s.closers.Go(func() error {
+		s.discardInstance(inst)
 		return nil
 	})
 }

@@ -253,25 +253,11 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 	defer cancel()
 	var out toolOutcome
 	var perr *protoError
-	returned := make(chan struct{})
-	s.callers.do(func() {
-		defer close(returned)
-		out, perr = s.invoke(ctx, cctx, inst, name, args, timeout)
-	})
-	select {
-	case <-returned:
-	case <-cctx.Done():
-		// A call returns soon after its context ends (its SQL is
-		// interrupted); one that does not, blocked on something else, is
-		// answered now, as timed out, and left to run on (lateCall).
-		ended := time.Now()
-		t := time.NewTimer(lateGrace)
-		defer t.Stop()
-		select {
-		case <-returned:
-		case <-t.C:
-			return s.overran(ctx, cctx, start, ended, inst, name, timeout, returned), nil
-		}
+	returned, ended, ok := s.within(cctx, func() { out, perr = s.invoke(ctx, cctx, inst, name, args, timeout) })
+	if !ok {
+		// Blocked on something else than its context: answered now, as
+		// timed out, and left to run on (lateCall).
+		return s.overran(ctx, cctx, start, ended, inst, name, timeout, returned), nil
 	}
 	if perr == nil && out.noStep && (ctx.Err() != nil || out.cancelled) {
 		// Cancelled with its request or session (whose instance may see
