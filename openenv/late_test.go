@@ -298,8 +298,11 @@ func TestServer_LateCallDeletedMCPSession(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 		`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`,
 	} {
-		if code, body := latePost(t, s, "/mcp", msg, hdr); code != http.StatusNotFound || !strings.Contains(body, "initialize a new session") {
-			t.Errorf("%s on the deleted session while its late call runs: %d %s, want 404", msg, code, body)
+		// Sent after the DELETE: the session was closed before it, not
+		// while it ran.
+		want := `"message":"Mcp-Session-Id ` + hdr[openenv.MCPSessionHeader] + ` was closed (ended by DELETE /mcp): initialize a new session"`
+		if code, body := latePost(t, s, "/mcp", msg, hdr); code != http.StatusNotFound || !strings.Contains(body, want) {
+			t.Errorf("%s on the deleted session while its late call runs: %d %s, want 404 with %s", msg, code, body, want)
 		}
 	}
 	release()

@@ -111,7 +111,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			// Ended, but not yet let go (a call past its deadline holds
 			// it): the spec's 404 for every request, as once it is gone,
 			// a ping or notification, which needs no call slot, too.
-			writeJSON(w, http.StatusNotFound, standardReply(s.endedMCPSession(ctx, bound)))
+			writeJSON(w, http.StatusNotFound, standardReply(s.endedMCPSession(ctx, bound, false)))
 			return
 		}
 		mode = rpcStandard
@@ -145,7 +145,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		// The session ended before or while the request ran (its server
 		// drained it, say, and has not let it go yet): the spec's 404, as
 		// once it is gone, so the client initializes a new session.
-		writeJSON(w, http.StatusNotFound, standardReply(s.endedMCPSession(ctx, bound)))
+		writeJSON(w, http.StatusNotFound, standardReply(s.endedMCPSession(ctx, bound, true)))
 		return
 	}
 	if mode == rpcStandard && status == http.StatusOK && resp.Error != nil && string(resp.ID) == "null" {
@@ -266,7 +266,7 @@ func (s *Server) serveBatch(ctx context.Context, w http.ResponseWriter, body []b
 		if (!ran || resp.Error != nil) && ss.ctx.Err() != nil {
 			// Cut short or refused because the session ended: said as
 			// to a request of its own (serveMCP's 404), with its id.
-			ended := s.endedMCPSession(ctx, ss)
+			ended := s.endedMCPSession(ctx, ss, true)
 			ended.ID = resp.ID
 			resp = ended
 		}
@@ -376,15 +376,20 @@ func (s *Server) unknownMCPReply(ctx context.Context, sid string, live *session)
 }
 
 // endedMCPSession is the JSON-RPC error of the 404 that answers a standard
-// client's request on ss, which ended before or while the request ran: it
-// says why, as closedDuring does in OpenEnv's dialect, unless the server
-// drained it, when it names the checkpoint (unknownMCPReply).
-func (s *Server) endedMCPSession(ctx context.Context, ss *session) rpcResponse {
+// client's request on ss, which ended while the request ran (during) or
+// before it: it says why, as closedDuring does in OpenEnv's dialect,
+// unless the server drained it, when it names the checkpoint
+// (unknownMCPReply).
+func (s *Server) endedMCPSession(ctx context.Context, ss *session, during bool) rpcResponse {
 	_, reason := ss.closeStatus()
 	if _, drained := s.drainedTo(ctx, ss.id); drained || reason == "" {
 		return s.unknownMCPReply(ctx, ss.id, nil)
 	}
-	return rpcFailure(nullID, rpcInvalidParams, MCPSessionHeader+" "+ss.id+" was closed while the request ran ("+reason+"): initialize a new session", nil)
+	when := ""
+	if during {
+		when = " while the request ran"
+	}
+	return rpcFailure(nullID, rpcInvalidParams, MCPSessionHeader+" "+ss.id+" was closed"+when+" ("+reason+"): initialize a new session", nil)
 }
 
 // refuseRepeatedMCPHeaders answers 400, with a JSON-RPC error of the
