@@ -142,7 +142,6 @@ func (l *ConnLimit) Server(h http.Handler) *http.Server {
 					l.mu.Lock()
 					l.refused++
 					l.mu.Unlock()
-					w.Header().Set("Retry-After", "1")
 					writeJSON(w, http.StatusServiceUnavailable, httpError{Detail: r.Context().Value(probeConnKey{}).(string), Code: codeCapacity})
 					return
 				}

@@ -88,9 +88,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		status = http.StatusInternalServerError
 		b, _ = encode(detail{fmt.Sprintf("response cannot be encoded as JSON: %v", err)})
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
+	writeHeader(w, status)
 	w.Write(b)
+}
+
+// writeHeader writes a JSON reply's header: its content type, and on a 503
+// (a refusal the client may retry: at capacity, a call still running, a
+// shutdown, a failing host) Retry-After: 1, which a client or proxy that
+// retries waits for.
+func writeHeader(w http.ResponseWriter, status int) {
+	w.Header().Set("Content-Type", "application/json")
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	w.WriteHeader(status)
 }
 
 // respond writes v as a JSON response of at most MaxReplyBytes, within
@@ -149,8 +160,7 @@ func (s *Server) writeBody(w http.ResponseWriter, status int, b []byte) {
 		// set one (ErrNotSupported) writes without.
 		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(d))
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
+	writeHeader(w, status)
 	w.Write(b)
 }
 

@@ -91,10 +91,10 @@ func TestInfraErrors_DiskFull(t *testing.T) {
 	})
 	t.Run("HTTPStep", func(t *testing.T) {
 		id := s.Sessions()[0].ID
-		status, body, _ := s.httpDo(t, http.MethodPost, "/step", `{"action":{"type":"call_tool","tool_name":"note","arguments":`+big+`}}`,
+		status, body, resp := s.httpDo(t, http.MethodPost, "/step", `{"action":{"type":"call_tool","tool_name":"note","arguments":`+big+`}}`,
 			map[string]string{openenv.SessionHeader: id})
-		if status != http.StatusServiceUnavailable || str(t, body, "fault") != "disk_full" || strings.Contains(str(t, body, "detail"), "/") {
-			t.Fatalf("status %d %s, want 503 with fault disk_full and no path", status, body)
+		if status != http.StatusServiceUnavailable || str(t, body, "fault") != "disk_full" || strings.Contains(str(t, body, "detail"), "/") || resp.Header.Get("Retry-After") != "1" {
+			t.Fatalf("status %d %s (Retry-After %q), want 503 with fault disk_full, no path and Retry-After: 1", status, body, resp.Header.Get("Retry-After"))
 		}
 	})
 	t.Run("NoStep", func(t *testing.T) {

@@ -501,9 +501,11 @@ func TestServer_LateCallStepTimeoutS(t *testing.T) {
 		t.Fatalf("the late call: %s, want a timeout", body)
 	}
 	awaitSlow(t, started)
-	// The tool still blocks: an answer now is the wait's end.
-	if code, body := step("note", "after"); code != http.StatusServiceUnavailable || !strings.Contains(body, `A call of tool \"stuck\" passed its deadline`) {
-		t.Errorf("the step behind the late call: %d %s, want it refused once its timeout_s passed", code, body)
+	// The tool still blocks: an answer now is the wait's end, a 503 that
+	// says when to retry.
+	code, body, resp := s.httpDo(t, http.MethodPost, "/step", `{"action":{"type":"call_tool","tool_name":"note","arguments":{"body":"after"}},"timeout_s":0.3}`, hdr)
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, `A call of tool \"stuck\" passed its deadline`) || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("the step behind the late call: %d %s (Retry-After %q), want a 503 once its timeout_s passed, with Retry-After: 1", code, body, resp.Header.Get("Retry-After"))
 	}
 	release()
 }

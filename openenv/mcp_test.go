@@ -190,7 +190,7 @@ func TestMCP_Capacity(t *testing.T) {
 	// A standard client's initialize is refused with 503, which a proxy
 	// retries on another replica, and starts no session.
 	code, body, resp := s.httpDo(t, "POST", "/mcp", `{"jsonrpc":"2.0","id":4,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
-	if code != http.StatusServiceUnavailable || resp.Header.Get(openenv.MCPSessionHeader) != "" ||
+	if code != http.StatusServiceUnavailable || resp.Header.Get(openenv.MCPSessionHeader) != "" || resp.Header.Get("Retry-After") != "1" ||
 		compact(t, body) != `{"jsonrpc":"2.0","id":4,"error":{"code":-32000,"message":"Server at capacity: 1/1 sessions active. Cannot accept new connections.","data":{"active_sessions":1,"max_sessions":1}}}` {
 		t.Errorf("initialize at capacity: %d %s", code, body)
 	}
