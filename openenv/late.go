@@ -77,8 +77,9 @@ func (s *Server) openedLate(ctx, octx context.Context, what string, returned <-c
 // holds its session's call slot until then, and what it returns is not
 // committed (a backend commits nothing of a call whose context has ended).
 type lateCall struct {
-	tool      string
-	attrs     []any         // the log attributes of its session
+	what      string        // what runs: `call of tool "x"`, `grading of task "t"`
+	kind      string        // its kind in the logs: "tool call", "grading"
+	attrs     []any         // the log attributes of its session, and its tool or task
 	start     time.Time     // when it began
 	ended     time.Time     // when its context ended
 	cancelled bool          // its context ended by cancellation, not its deadline
@@ -92,7 +93,8 @@ type lateCall struct {
 func (s *Server) overran(ctx, cctx context.Context, start, ended time.Time, inst Instance, name string, timeout time.Duration, returned chan struct{}) toolOutcome {
 	cause := context.Cause(cctx)
 	cancelled := !errors.Is(cause, context.DeadlineExceeded)
-	late := &lateCall{tool: name, attrs: sessionAttrs(ctx), start: start, ended: ended, cancelled: cancelled, returned: returned}
+	late := &lateCall{what: fmt.Sprintf("call of tool %q", runecut.Echo(name)), kind: "tool call",
+		attrs: append(sessionAttrs(ctx), "tool", clip(name, 128)), start: start, ended: ended, cancelled: cancelled, returned: returned}
 	out := toolOutcome{err: toolError(cctx, cause, name, timeout), late: late, cancelled: cancelled}
 	s.observeCall(ctx, start, inst, name, out, nil)
 	s.metrics.lateCalls.Inc()
@@ -107,7 +109,7 @@ func (s *Server) overran(ctx, cctx context.Context, start, ended time.Time, inst
 // awaitLate waits for late to return, and logs that it did.
 func (s *Server) awaitLate(late *lateCall) {
 	<-late.returned
-	s.warnLate("openenv: a tool call "+late.past()+" returned; what it returned was discarded", late)
+	s.warnLate("openenv: a "+late.kind+" "+late.past()+" returned; what it returned was discarded", late)
 }
 
 // past says what late ran on past: "past its deadline", or for one its
@@ -123,14 +125,14 @@ func (late *lateCall) past() string {
 // run and how long past its deadline.
 func (s *Server) warnLate(msg string, late *lateCall) {
 	s.log.Warn(msg, slices.Concat(late.attrs, []any{durationMS(time.Since(late.start)),
-		"tool", clip(late.tool, 128), "past_deadline_ms", time.Since(late.ended).Milliseconds()})...)
+		"past_deadline_ms", time.Since(late.ended).Milliseconds()})...)
 }
 
 // refusal is the error of a request that waited for its session's call
 // slot, held by late, until its own deadline.
 func (late *lateCall) refusal() *protoError {
-	return newError(codeCallRunning, "A call of tool %q %s and has not returned yet (it ignores its context): the session is the call's until it returns. Retry later, or close the session.",
-		runecut.Echo(late.tool), late.since())
+	return newError(codeCallRunning, "A %s %s and has not returned yet (it ignores its context): it holds the session until it returns. Retry later, or close the session.",
+		late.what, late.since())
 }
 
 // since says when late's context ended: "passed its deadline 2.1s ago", or
@@ -146,6 +148,25 @@ func (late *lateCall) since() string {
 // closing is the error of a request naming session id, closed while late
 // held it: the session is gone, but its id stays taken until late returns.
 func (late *lateCall) closing(id string) *protoError {
-	return newError(codeCallRunning, "Session %s was closed, but its call of tool %q, which %s and ignores its context, has not returned yet: the id is taken until it does. Retry then, or use another id.",
-		runecut.Echo(id), runecut.Echo(late.tool), late.since())
+	return newError(codeCallRunning, "Session %s was closed, but its %s, which %s and ignores its context, has not returned yet: the id is taken until it does. Retry then, or use another id.",
+		runecut.Echo(id), late.what, late.since())
+}
+
+// gradedLate answers a grading, under gctx, that ran on lateGrace past
+// gctx's end (within), ignoring its context (a Go check blocked on
+// something else): as failed, formatting failed (see gradeLocked). The
+// grading holds the session until it returns (returned), as a late tool
+// call does; what it returns then is not kept (a backend keeps no grading
+// returned after its context ended). The slot must be held.
+func (ss *session) gradedLate(ctx, gctx context.Context, start, ended time.Time, returned chan struct{}, failed string) *protoError {
+	ss.mu.Lock()
+	task := ss.task
+	ss.mu.Unlock()
+	late := &lateCall{what: fmt.Sprintf("grading of task %q", runecut.Echo(task)), kind: "grading",
+		attrs: append(sessionAttrs(ctx), "task", clip(task, 128)), start: start, ended: ended, returned: returned}
+	late.cancelled = !errors.Is(context.Cause(gctx), context.DeadlineExceeded)
+	ss.holdLocked(late)
+	ss.srv.metrics.gradingFailures.WithLabelValues(taskLabel(task)).Inc()
+	ss.srv.warnLate("openenv: a grading runs on "+late.past()+", ignoring its context: answered as failed, it holds its session until it returns", late)
+	return newError(codeExecution, failed, "it ran "+late.past()+", ignoring its context, and holds the session until it returns")
 }

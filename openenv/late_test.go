@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -634,4 +635,50 @@ func TestServer_LateRestore(t *testing.T) {
 	}
 	close(b.gate)
 	waitFor(t, "the late restore's instance to be discarded", func() bool { return fake.open.Load() == 1 && fake.opened.Load() == 2 })
+}
+
+// TestServer_LateGrading: a step whose task's Go check ignores its context
+// and blocks past the step timeout is answered at its deadline, its
+// grading failed, where before it was answered only when the check
+// returned; the grading holds the session until it returns, as a late
+// call does, and what it returns then is not kept.
+func TestServer_LateGrading(t *testing.T) {
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	stuck := env.Check{Name: "stuck", Func: func(context.Context, env.Inspector, []env.ChangeRecord) (env.GradeResult, error) {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		<-release // whatever its context
+		return env.Pass("graded"), nil
+	}}
+	s := mustServeWorld(t, redefinedWorld(stuck), app.Config{}, openenv.Config{StepTimeout: 300 * time.Millisecond})
+	released := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(released)
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{"task":"t"}}`)
+	step := `{"type":"step","data":{"type":"call_tool","tool_name":"add","arguments":{"amount":5}}}`
+	reply := roundTrip(t, c, step)
+	<-started
+	const want = "the step ran, but grading its task failed: it ran past its deadline, ignoring its context, and holds the session until it returns"
+	if code, msg := str(t, reply, "data.code"), str(t, reply, "data.message"); code != "EXECUTION_ERROR" || msg != want {
+		t.Fatalf("the step whose grading blocks: %s, want an EXECUTION_ERROR %q", reply, want)
+	}
+	reply = roundTrip(t, c, step)
+	if code, msg := str(t, reply, "data.code"), str(t, reply, "data.message"); code != "SESSION_ERROR" || !strings.HasPrefix(msg, `A grading of task "t" passed its deadline`) {
+		t.Fatalf("a step while the grading blocks: %s, want it refused saying why", reply)
+	}
+	released()
+	for deadline := time.Now().Add(waitLimit); ; {
+		reply = roundTrip(t, c, step)
+		if str(t, reply, "type") != "error" || time.Now().After(deadline) {
+			break
+		}
+	}
+	if reward := fmt.Sprint(field(t, reply, "data.reward")); reward != "1" {
+		t.Fatalf("a step once the grading returned: %s, want reward 1", reply)
+	}
+	if n := inspectValue(t, c, "SELECT count(*) FROM entries"); n != "2" {
+		t.Errorf("%s entries, want the two steps that ran", n)
+	}
 }

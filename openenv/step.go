@@ -103,10 +103,19 @@ func (ss *session) gradeReplyLocked(reply stepReply, timeout time.Duration) (ste
 func (ss *session) gradeLocked(ctx context.Context, g Grader, timeout time.Duration, failed string) (Grading, *protoError) {
 	gctx, cancel := withTimeout(ctx, timeout)
 	defer cancel()
-	var res Grading
-	var err error
-	if perr := ss.srv.guardCtx(ctx, "Instance.Grade", func() { res, err = g.Grade(gctx) }); perr != nil {
-		return Grading{}, perr
+	start := time.Now()
+	var o struct { // Grade's outcome, which a late Grade sets after gradeLocked returned
+		res  Grading
+		err  error
+		perr *protoError
+	}
+	returned, ended, ok := ss.srv.within(gctx, func() { o.perr = ss.srv.guardCtx(ctx, "Instance.Grade", func() { o.res, o.err = g.Grade(gctx) }) })
+	if !ok {
+		return Grading{}, ss.gradedLate(ctx, gctx, start, ended, returned, failed)
+	}
+	res, err := o.res, o.err
+	if o.perr != nil {
+		return Grading{}, o.perr
 	}
 	if perr := ss.srv.infraFailure(ctx, opGrade, err); perr != nil {
 		return Grading{}, perr

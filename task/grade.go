@@ -90,6 +90,8 @@ func (r Result) WriteText(w io.Writer) error {
 // the composition does not have or a table whose rows the change log never
 // records (an untracked, virtual or shadow table), a Go check that fails or
 // scores outside [0, 1]. A check the agent did not satisfy is not an error: it scores 0.
+// A grading that returns after ctx ended (a Go check that ignored it) is
+// an error wrapping ctx's cause: its caller may have given up on it.
 //
 // Grade is safe for concurrent use with the instance's calls; it does not
 // run inside one.
@@ -150,6 +152,11 @@ func grade(ctx context.Context, inst *composition.Instance, sh *shape, t env.Tas
 		}
 		allPassed = allPassed && passed
 		funcDone = funcDone || out.Done
+	}
+	if ctx.Err() != nil {
+		// A Go check that ignored its context returned past its end: its
+		// caller has been told the grading failed, so it is no grading.
+		return Result{}, fmt.Errorf("task %s: the grading returned after its context ended: %w", t.ID, context.Cause(ctx))
 	}
 	goals, guards := 1.0, 1.0
 	if goalTotal > 0 {

@@ -3,6 +3,7 @@ package task_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -212,6 +213,28 @@ func TestGrade_Errors(t *testing.T) {
 				t.Fatalf("%d change records, want 1", n)
 			}
 		})
+	}
+}
+
+// TestGrade_PastItsContext: a grading whose Go check ignores its context
+// and returns after it ended is an error, and the episode keeps nothing of
+// it, where before its result was kept and recorded: its caller (a
+// server's step, answered at the deadline) had been told it failed.
+func TestGrade_PastItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	late := func(context.Context, env.Inspector, []env.ChangeRecord) (env.GradeResult, error) {
+		cancel() // the context ends while the check ignores it
+		return env.Pass("late"), nil
+	}
+	tk := env.Task{ID: "t", Instruction: "x", Checks: []env.Check{{Name: "c", Func: late}}}
+	ep := mustOpen(t, newLedger("ledger_late_grade"), tk, composition.Options{})
+	mustCall(t, ep, "add", `{"amount": 5}`)
+	if _, err := ep.Grade(ctx); !errors.Is(err, context.Canceled) || !strings.Contains(fmt.Sprint(err), "task t: the grading returned after its context ended") {
+		t.Fatalf("err = %v, want the grading refused for returning after its context ended", err)
+	}
+	if r, ok := ep.LastGrade(); ok {
+		t.Errorf("the episode kept the late grading: %+v", r)
 	}
 }
 
