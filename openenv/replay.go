@@ -59,6 +59,14 @@ func (ss *session) replayLocked(a action, timeout time.Duration) (stepReply, boo
 	if rec.ungraded {
 		return ss.regradeLocked(string(*a.RequestID), rec, timeout)
 	}
+	if !rec.reply.Done {
+		// A step before the one that ended the episode: its reply said
+		// done was false, which never comes back once the task graded
+		// the episode done.
+		if perr := ss.overLocked(resetAnew); perr != nil {
+			return stepReply{}, false, perr
+		}
+	}
 	ss.srv.metrics.replayed.Inc()
 	return rec.reply, true, nil
 }

@@ -20,7 +20,8 @@ import (
 // retry (its arguments encoded any way) gets the recorded reply and runs
 // nothing, another action under a used id is refused, the id is free
 // again after a reset, and a retry after the task graded the episode done
-// still gets its reply.
+// still gets its reply when its step ended the episode, and is refused
+// when its step came before.
 func TestStep_RequestID(t *testing.T) {
 	s := mustServeCompany(t, openenv.Config{})
 
@@ -83,6 +84,10 @@ func TestStep_RequestID(t *testing.T) {
 		c := s.dial(t)
 		defer c.Close(websocket.StatusNormalClosure, "")
 		roundTrip(t, c, `{"type":"reset","data":{"task":"invoice_750"}}`)
+		early := `{"type":"step","data":{"type":"call_tool","tool_name":"list_staff","arguments":{},"request_id":"early"}}`
+		if reply := roundTrip(t, c, early); !strings.Contains(reply, `"done":false`) {
+			t.Fatalf("the step before the solving one: %s", reply)
+		}
 		last := `{"type":"step","data":{"type":"call_tool","tool_name":"invoice","arguments":{"amount":750},"request_id":"fin"}}`
 		first := roundTrip(t, c, last)
 		if !strings.Contains(first, `"done":true`) {
@@ -93,6 +98,11 @@ func TestStep_RequestID(t *testing.T) {
 		}
 		if next := roundTrip(t, c, `{"type":"step","data":{"type":"list_tools","request_id":"new"}}`); !strings.Contains(next, "The episode is over") {
 			t.Errorf("a new step after done: %s", next)
+		}
+		// The step before: its reply said done was false, which never
+		// comes back once the episode is done.
+		if retry := roundTrip(t, c, early); !strings.Contains(retry, "The episode is over: its task graded it done after step 2") {
+			t.Errorf("a retry of the step before done: %s, want it refused as the episode is over", retry)
 		}
 	})
 
