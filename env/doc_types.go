@@ -147,7 +147,8 @@ type StateDoc struct {
 	ChangeLogTruncated *ChangeLogTruncation `json:"change_log_truncated,omitempty"`
 	// Task is the id of the task the episode runs, when it runs one.
 	Task *string `json:"task,omitempty"`
-	// Checks are the results of the task's latest grading, when it runs one.
+	// Checks are the results of the task's latest grading, when it runs one
+	// and its latest grading did not fail.
 	Checks []CheckResult `json:"checks,omitempty"`
 }
 

@@ -246,17 +246,20 @@ func (e *Episode) flushLocked() error {
 
 // Grade grades the instance against the task (see Grade) and keeps the
 // result for State and LastGrade. When recording, the reward and done flag
-// go on the latest call's line.
+// go on the latest call's line. A grading that fails leaves no latest
+// grading (State then has no checks): the one before no longer describes
+// the episode.
 func (e *Episode) Grade(ctx context.Context) (Result, error) {
 	if !e.hasTask {
 		return Result{}, ErrNoTask
 	}
 	res, err := grade(ctx, e.inst, e.shape, e.task)
-	if err != nil {
-		return Result{}, err
-	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if err != nil {
+		e.last, e.regraded = nil, false
+		return Result{}, err
+	}
 	e.last, e.regraded = &res, false
 	if e.pending != nil {
 		e.pending.Reward, e.pending.Done = new(res.Reward), new(res.Done)

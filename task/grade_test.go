@@ -238,6 +238,39 @@ func TestGrade_PastItsContext(t *testing.T) {
 	}
 }
 
+// TestGrade_FailedLeavesNoChecks: a grading that fails leaves the episode
+// no latest grading, so its state document has no checks, where it kept
+// the checks of the grading before, which described an earlier state.
+func TestGrade_FailedLeavesNoChecks(t *testing.T) {
+	fail := false
+	check := func(context.Context, env.Inspector, []env.ChangeRecord) (env.GradeResult, error) {
+		if fail {
+			return env.GradeResult{}, errors.New("grader broke")
+		}
+		return env.Pass("fine"), nil
+	}
+	tk := env.Task{ID: "t", Instruction: "x", Checks: []env.Check{{Name: "c", Func: check}}}
+	ep := mustOpen(t, newLedger("ledger_failed_grade"), tk, composition.Options{})
+	mustCall(t, ep, "add", `{"amount": 5}`)
+	if _, err := ep.Grade(context.Background()); err != nil || len(ep.State().Checks) != 1 {
+		t.Fatalf("the first grading: %v, checks %v", err, ep.State().Checks)
+	}
+	fail = true
+	if _, err := ep.Grade(context.Background()); err == nil {
+		t.Fatal("the failing grading succeeded")
+	}
+	if checks := ep.State().Checks; checks != nil {
+		t.Errorf("checks %+v after a failed grading, want none", checks)
+	}
+	if r, ok := ep.LastGrade(); ok {
+		t.Errorf("LastGrade %+v after a failed grading, want none", r)
+	}
+	fail = false
+	if _, err := ep.Grade(context.Background()); err != nil || len(ep.State().Checks) != 1 {
+		t.Errorf("a grading after the failed one: %v, checks %v", err, ep.State().Checks)
+	}
+}
+
 func TestResult_WriteText(t *testing.T) {
 	res := task.Result{Task: "t", Reward: 0.75, Checks: []env.CheckResult{
 		{Name: "a", Passed: true, Score: 1, Weight: 3, Detail: "expected 1, found 1"},
