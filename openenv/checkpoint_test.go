@@ -1470,7 +1470,7 @@ func TestCheckpoint_RestoreUnderAnotherDefinition(t *testing.T) {
 	if got := checks(field(t, state, "data.checks")); got != "five:true,seven:false" {
 		t.Fatalf("checks before the restore: %s", got)
 	}
-	const over = "The episode is over: its task graded it done after step 1."
+	const over = "The episode is over: its task graded it done after 1 tool call."
 	t.Run("WebSocket", func(t *testing.T) {
 		r := second.dial(t)
 		if reply := roundTrip(t, r, restore); reply != `{"type":"observation","data":{"observation":{},"reward":1,"done":true}}` {

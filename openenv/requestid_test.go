@@ -101,7 +101,7 @@ func TestStep_RequestID(t *testing.T) {
 		}
 		// The step before: its reply said done was false, which never
 		// comes back once the episode is done.
-		if retry := roundTrip(t, c, early); !strings.Contains(retry, "The episode is over: its task graded it done after step 2") {
+		if retry := roundTrip(t, c, early); !strings.Contains(retry, "The episode is over: its task graded it done after 2 tool calls") {
 			t.Errorf("a retry of the step before done: %s, want it refused as the episode is over", retry)
 		}
 	})

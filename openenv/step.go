@@ -177,7 +177,11 @@ func (ss *session) overLocked(anew string) *protoError {
 		return nil
 	}
 	ss.srv.metrics.refusedAfterDone.WithLabelValues(taskLabel(task)).Inc()
-	return newError(codeEpisodeDone, "The episode is over: its task graded it done after step %d. %s", doneAt, anew)
+	calls := "1 tool call"
+	if doneAt != 1 {
+		calls = fmt.Sprintf("%d tool calls", doneAt)
+	}
+	return newError(codeEpisodeDone, "The episode is over: its task graded it done after %s. %s", calls, anew)
 }
 
 // resetAnew is how a client of /ws or the HTTP routes starts a new

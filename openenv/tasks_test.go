@@ -15,6 +15,7 @@ import (
 
 	"github.com/seahaven/seahaven/app"
 	"github.com/seahaven/seahaven/composition"
+	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/openenv"
 	"github.com/seahaven/seahaven/schemas/schematest"
@@ -285,7 +286,7 @@ func TestTasks_Record(t *testing.T) {
 // episode (to reset, or on POST /mcp to start a new session), and a reset
 // starts a new episode.
 func TestTasks_DoneLatches(t *testing.T) {
-	const over = "The episode is over: its task graded it done after step 2. Reset to start a new episode."
+	const over = "The episode is over: its task graded it done after 2 tool calls. Reset to start a new episode."
 	solve := func(t *testing.T, call func(tool, args string) string, lookup func(sql string) string) {
 		t.Helper()
 		call("eu_list_charges", `{}`)
@@ -375,7 +376,7 @@ func TestTasks_DoneLatches(t *testing.T) {
 
 	// An MCP client cannot reset: it is told to start a new session, and
 	// the trainer, which can, how to reset this one. It was told to reset.
-	const overMCP = "The episode is over: its task graded it done after step 2. "
+	const overMCP = "The episode is over: its task graded it done after 2 tool calls. "
 	for _, tc := range []struct {
 		name       string // case
 		production bool   // the server has no HTTP episode routes
@@ -610,5 +611,23 @@ func TestTasks_IdleEpisodeScoresZero(t *testing.T) {
 				s.httpDo(t, http.MethodDelete, "/mcp", "", h)
 			}
 		})
+	}
+}
+
+// A task graded done by a list_tools step, before any tool call, says it
+// was done after 0 tool calls, where it said "after step 0", though the
+// step that ended it was the first.
+func TestTasks_DoneBeforeAnyCall(t *testing.T) {
+	w := redefinedWorld(env.Check{Name: "none", SQL: "SELECT count(*) = 0 FROM entries"})
+	w.AddTask(env.Task{ID: "idle", Instruction: "Do nothing.", NoChangeCorrect: true, Checks: []env.Check{{Name: "none", SQL: "SELECT count(*) = 0 FROM entries"}}})
+	s := mustServeWorld(t, w, app.Config{}, openenv.Config{})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{"task":"idle"}}`)
+	if reply := roundTrip(t, c, `{"type":"step","data":{"type":"list_tools"}}`); !strings.Contains(reply, `"done":true`) {
+		t.Fatalf("the list_tools step: %s, want it graded done", reply)
+	}
+	const want = "The episode is over: its task graded it done after 0 tool calls. Reset to start a new episode."
+	if reply := roundTrip(t, c, `{"type":"step","data":{"type":"list_tools"}}`); str(t, reply, "data.message") != want {
+		t.Errorf("the step after done: %s, want %q", reply, want)
 	}
 }
