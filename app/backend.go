@@ -465,7 +465,7 @@ func (b *Backend) Restore(ctx context.Context, id string) (openenv.Instance, ope
 	}
 	req := openenv.CheckpointRequest{Revision: m.Revision, Attempt: m.Attempt, Session: saved.Session}
 	if res, ok := ep.Regraded(); ok {
-		req.Regraded = &openenv.Grading{Reward: res.Reward, Done: res.Done, Checks: res.Checks}
+		req.Regraded = &openenv.Grading{Reward: res.Reward, Done: res.Done, Checks: res.Checks, Idle: res.Idle}
 	}
 	return b.instance(ep), req, nil
 }

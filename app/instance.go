@@ -111,7 +111,7 @@ func (t taskInstance) Grade(ctx context.Context) (openenv.Grading, error) {
 	if err != nil {
 		return openenv.Grading{}, err
 	}
-	return openenv.Grading{Reward: res.Reward, Done: res.Done, Checks: res.Checks}, nil
+	return openenv.Grading{Reward: res.Reward, Done: res.Done, Checks: res.Checks, Idle: res.Idle}, nil
 }
 
 // faultOr returns err as the infrastructure fault it is (see

@@ -123,6 +123,9 @@ type Grading struct {
 	Done bool `json:"done"`
 	// Checks are the per-check results, in the task's order.
 	Checks []env.CheckResult `json:"checks"`
+	// Idle says the episode changed no store and its task is not
+	// no_change_correct: the reward is 0, whatever the checks found.
+	Idle bool `json:"idle,omitempty"`
 }
 
 // Instance is one live episode. An Instance is not safe for concurrent use:

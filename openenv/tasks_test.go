@@ -454,8 +454,9 @@ func TestTasks_GradeRequest(t *testing.T) {
 
 	roundTrip(t, c, `{"type":"reset","data":{"task":"refund_eu_charge"}}`)
 	reply = roundTrip(t, c, `{"type":"grade"}`)
-	if str(t, reply, "type") != "grade" || fmt.Sprint(field(t, reply, "data.reward")) != "0" || field(t, reply, "data.done") != false {
-		t.Fatalf("grade of an idle episode: %s", reply)
+	// Idle, it says so: the reward is 0 whatever the checks found.
+	if str(t, reply, "type") != "grade" || fmt.Sprint(field(t, reply, "data.reward")) != "0" || field(t, reply, "data.done") != false || field(t, reply, "data.idle") != true {
+		t.Fatalf("grade of an idle episode: %s, want reward 0, not done, idle", reply)
 	}
 	if checks := field(t, reply, "data.checks").([]any); len(checks) != 2 {
 		t.Fatalf("checks: %s", reply)
@@ -468,8 +469,8 @@ func TestTasks_GradeRequest(t *testing.T) {
 	send(t, c, fmt.Sprintf(`{"type":"mcp","data":{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"eu_refund_charge","arguments":{"charge_id":%q}}}}`, id))
 	recvRaw(t, c)
 	reply = roundTrip(t, c, `{"type":"mcp","data":{"jsonrpc":"2.0","id":2,"method":"seahaven/grade"}}`)
-	if fmt.Sprint(field(t, reply, "data.result.reward")) != "1" || field(t, reply, "data.result.done") != true {
-		t.Fatalf("seahaven/grade after the refund: %s", reply)
+	if fmt.Sprint(field(t, reply, "data.result.reward")) != "1" || field(t, reply, "data.result.done") != true || strings.Contains(reply, `"idle"`) {
+		t.Fatalf("seahaven/grade after the refund: %s, want reward 1, done, no idle", reply)
 	}
 	if st := stateOf(t, c); st["step_count"] != float64(1) {
 		t.Errorf("grade requests counted as steps: step_count %v", st["step_count"])
