@@ -37,11 +37,11 @@ func (ss *session) drain(ctx context.Context, turns chan struct{}) drainOutcome 
 		// A call past its deadline held the slot: when it was refused for
 		// one (CALL_RUNNING), though the call may have returned since.
 		if late := ss.lateCall(); late != nil || perr.code == codeCallRunning {
-			const msg = "openenv: drain: a call past its deadline holds the session; it closes without a checkpoint"
+			const msg = " past its deadline holds the session; it closes without a checkpoint"
 			if late != nil {
-				ss.srv.warnLate(msg, late)
+				ss.srv.warnLate("openenv: drain: a "+late.kind+msg, late)
 			} else {
-				ss.srv.log.Warn(msg, "session", ss.ref, "transport", ss.transport, "refusal", perr.message)
+				ss.srv.log.Warn("openenv: drain: a tool call or grading"+msg, "session", ss.ref, "transport", ss.transport, "refusal", perr.message)
 			}
 			return drainLate
 		}
@@ -156,7 +156,7 @@ const (
 	drainSuperseded
 	// drainFailed: its checkpoint failed, or its fence could not be read.
 	drainFailed
-	// drainLate: a tool call past its deadline held it (lateCall).
+	// drainLate: a tool call or grading past its deadline held it (lateCall).
 	drainLate
 	// drainCut: the drain's context ended first, while its step ran, it
 	// waited for its turn, or its checkpoint was being taken.
@@ -176,7 +176,7 @@ func (t *drainTally) String() string {
 		parts = append(parts, fmt.Sprintf("%d not checkpointed as their checkpoint failed (logged)", n))
 	}
 	if n := t[drainLate]; n > 0 {
-		parts = append(parts, fmt.Sprintf("%d not checkpointed as a tool call past its deadline held them (logged)", n))
+		parts = append(parts, fmt.Sprintf("%d not checkpointed as a tool call or grading past its deadline held them (logged)", n))
 	}
 	if n := t[drainSuperseded]; n > 0 {
 		parts = append(parts, fmt.Sprintf("%d not checkpointed as a restore superseded them", n))

@@ -54,13 +54,13 @@ func TestServer_LateCallShutdown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // Shutdown's time is up, and the call runs on
 	err := s.Shutdown(ctx)
-	if !errors.Is(err, context.Canceled) || !strings.Contains(fmt.Sprint(err), "1 not checkpointed as a tool call past its deadline held them") {
+	if !errors.Is(err, context.Canceled) || !strings.Contains(fmt.Sprint(err), "1 not checkpointed as a tool call or grading past its deadline held them") {
 		t.Errorf("Shutdown: %v, want its context's error, saying the late call kept the session from its checkpoint", err)
 	}
 	for _, want := range []string{
-		`level=WARN msg="openenv: drain: a call past its deadline holds the session; it closes without a checkpoint" session=` + ref,
+		`level=WARN msg="openenv: drain: a tool call past its deadline holds the session; it closes without a checkpoint" session=` + ref,
 		`level=WARN msg="openenv: drained" sessions=1 checkpointed=0 cut_short=0 failed=0 late=1`,
-		`level=WARN msg="openenv: shutdown: a call past its deadline still runs; its session has not ended" session=` + ref,
+		`level=WARN msg="openenv: shutdown: a tool call past its deadline still runs; its session has not ended" session=` + ref,
 	} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("log:\n%s\nlacks %s", log.String(), want)

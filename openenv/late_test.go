@@ -472,7 +472,7 @@ func TestServer_LateCallCancelled(t *testing.T) {
 	logged := log.String()
 	for _, want := range []string{
 		`level=WARN msg="openenv: a tool call runs on past its cancellation, ignoring its context: answered as cancelled, it holds its session until it returns"`,
-		`level=WARN msg="openenv: the session ends once its call past its cancellation returns"`,
+		`level=WARN msg="openenv: the session ends once its tool call past its cancellation returns"`,
 		`level=WARN msg="openenv: a tool call past its cancellation returned; what it returned was discarded"`,
 	} {
 		if !strings.Contains(logged, want) {

@@ -495,7 +495,7 @@ func (s *Server) cutOff(list []*session) {
 		}
 		late := ss.lateCall()
 		if late != nil {
-			s.warnLate("openenv: shutdown: a call "+late.past()+" still runs; its session has not ended", late)
+			s.warnLate("openenv: shutdown: a "+late.kind+" "+late.past()+" still runs; its session has not ended", late)
 		}
 		if ss.ws == nil {
 			continue

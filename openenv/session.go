@@ -296,7 +296,7 @@ func (ss *session) end() {
 	ss.endOnce.Do(func() {
 		ss.stop(websocket.StatusNormalClosure, "")
 		if took, late := ss.take(nil, 0); !took {
-			ss.srv.warnLate("openenv: the session ends once its call "+late.past()+" returns", late)
+			ss.srv.warnLate("openenv: the session ends once its "+late.kind+" "+late.past()+" returns", late)
 			go func() {
 				ss.slot <- struct{}{}
 				ss.finish()
