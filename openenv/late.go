@@ -48,25 +48,21 @@ func (s *Server) within(cctx context.Context, f func()) (returned chan struct{},
 // counted for Shutdown, that waits for the work to return (returned) and
 // discards the instance it opened, if any (opened, read once it returned).
 // Nothing else waits for it: the session keeps its episode and serves on.
+// The caller holds a session's slot, or a sessionless call's count of
+// Shutdown's wait, so Shutdown has not begun that wait.
 func (s *Server) openedLate(ctx, octx context.Context, what string, returned <-chan struct{}, opened func() Instance) error {
 	attrs := append(sessionAttrs(ctx), "op", what)
-	s.log.Warn("openenv: a "+what+" runs on past its deadline, ignoring its context: it failed, and what it opens will be discarded", attrs...)
-	s.mu.Lock()
-	counted := !s.shutdown // Shutdown waits for it, unless it has begun waiting
-	if counted {
-		s.throwaways.Add(1)
-	}
-	s.mu.Unlock()
+	past := (&lateCall{cancelled: !errors.Is(context.Cause(octx), context.DeadlineExceeded)}).past()
+	s.log.Warn("openenv: a "+what+" runs on "+past+", ignoring its context: it failed, and what it opens will be discarded", attrs...)
+	s.throwaways.Add(1)
 	go func() {
-		if counted {
-			defer s.throwaways.Done()
-		}
+		defer s.throwaways.Done()
 		<-returned
 		if inst := opened(); inst != nil {
 			s.metrics.instances.Inc() // discardInstance counts it closed
 			s.discardInstance(inst)
 		}
-		s.log.Warn("openenv: a "+what+" past its deadline returned; what it opened was discarded", attrs...)
+		s.log.Warn("openenv: a "+what+" "+past+" returned; what it opened was discarded", attrs...)
 	}()
 	return fmt.Errorf("it ignored its context and had not returned %s later; what it may yet open will be discarded: %w", lateGrace, context.Cause(octx))
 }

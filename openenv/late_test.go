@@ -682,3 +682,58 @@ func TestServer_LateGrading(t *testing.T) {
 		t.Errorf("%s entries, want the two steps that ran", n)
 	}
 }
+
+// TestServer_LateResetShutdown: Shutdown waits, within its context, for a
+// reset whose startup hook ignores the cancellation Shutdown sent it, and
+// says so when its context ends first, where it returned nil at once and
+// left the instance directory of the hook's reset behind. The log says the
+// reset ran past its cancellation, where it said past its deadline.
+func TestServer_LateResetShutdown(t *testing.T) {
+	var log testfs.Buffer
+	s := mustServeWorld(t, hookWorld, app.Config{}, openenv.Config{StepTimeout: time.Minute, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	started, release := holdUntilReleased("late-reset-shutdown")
+	t.Cleanup(release)
+	c := s.dial(t)
+	send(t, c, `{"type":"reset","data":{"startup":{"hold":"late-reset-shutdown"}}}`)
+	awaitSlow(t, started)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := s.Shutdown(ctx)
+	if want := "the resets past their deadline"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Shutdown while a reset's hook still blocks: %v, want an error naming %s", err, want)
+	}
+	if want := `msg="openenv: a reset runs on past its cancellation, ignoring its context`; !strings.Contains(log.String(), want) {
+		t.Errorf("log:\n%s\nwant %s", log.String(), want)
+	}
+	release()
+	s.settle(t)
+}
+
+// TestServer_LateCallSessionClosed: a call whose tool ignores its context,
+// cut off by its session's close, is answered as any call its session's
+// close cut off: the session was closed while the request ran, where it
+// was answered with the tool error "context canceled".
+func TestServer_LateCallSessionClosed(t *testing.T) {
+	s := mustServeWorld(t, faultyWorld, app.Config{}, openenv.Config{StepTimeout: time.Minute})
+	started, release := holdUntilReleased("late-session-closed")
+	t.Cleanup(release)
+	sid := "late-session-closed"
+	if code, body := latePost(t, s, "/reset", `{}`, map[string]string{openenv.SessionHeader: sid}); code != http.StatusOK {
+		t.Fatalf("reset: %d %s", code, body)
+	}
+	replies := make(chan string, 1)
+	go func() {
+		code, body := latePost(t, s, "/step", `{"action":{"type":"call_tool","tool_name":"stuck","arguments":{"body":"late-session-closed"}}}`, map[string]string{openenv.SessionHeader: sid})
+		replies <- fmt.Sprintf("%d %s", code, body)
+	}()
+	awaitSlow(t, started)
+	if _, body := latePost(t, s, "/mcp", fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"openenv/session/close","params":{"session_id":%q}}`, sid), nil); !strings.Contains(body, `"closed":true`) {
+		t.Fatalf("close: %s", body)
+	}
+	want := `404 {"detail":"Session late-session-closed was closed while the request ran (closed by openenv/session/close): it no longer exists","code":"SESSION_ERROR"}`
+	if reply := <-replies; reply != want {
+		t.Errorf("the step whose session was closed while its tool ignored it: %s, want %s", reply, want)
+	}
+	release()
+	s.settle(t)
+}

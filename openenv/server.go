@@ -465,7 +465,7 @@ func shutdownFailure(ctx context.Context, sessions, open int, drained *drainTall
 	case open > 0:
 		done = append(done, fmt.Sprintf("%d still closing, which they go on doing in the background until the process exits (the recording of one it leaves open has no end)", open))
 	case drained == nil:
-		done = append(done, "every session closed, but not yet the instances resets replaced or the calls of no session")
+		done = append(done, "every session closed, but not yet the instances resets replaced, the calls of no session or the resets past their deadline")
 	}
 	return fmt.Errorf("openenv: shutdown: %w before the sessions were done; of %d: %s", ctx.Err(), sessions, strings.Join(done, "; "))
 }

@@ -270,7 +270,16 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 	if !ok {
 		// Blocked on something else than its context: answered now, as
 		// timed out, and left to run on (lateCall).
-		return s.overran(ctx, cctx, start, ended, inst, name, timeout, returned), nil
+		out := s.overran(ctx, cctx, start, ended, inst, name, timeout, returned)
+		if ctx.Err() != nil {
+			// Cancelled with its request or session: nobody waits for it
+			// as a step, and if its session was closed, the request
+			// learns that instead (closedDuring).
+			perr := newError(codeSession, "The request ended while its call of %q ran on, ignoring its cancellation: what the call returns is rolled back.", runecut.Echo(name))
+			perr.noStep = true
+			return out, perr
+		}
+		return out, nil
 	}
 	if perr == nil && out.noStep && (ctx.Err() != nil || out.cancelled) {
 		// Cancelled with its request or session (whose instance may see
