@@ -103,9 +103,19 @@ func (ss *session) checkpointLocked(ctx context.Context, drain bool, drainedFrom
 	ss.mu.Unlock()
 	cctx, cancel := withTimeout(ctx, s.cfg.StepTimeout)
 	defer cancel()
-	var info CheckpointInfo
 	start := time.Now()
-	perr := s.guardCtx(ctx, "Instance.Checkpoint", func() { info, err = c.Checkpoint(cctx, req) })
+	var o struct { // Checkpoint's outcome, which a late Checkpoint sets after checkpointLocked returned
+		info CheckpointInfo
+		err  error
+		perr *protoError
+	}
+	returned, ended, ok := s.within(cctx, func() {
+		o.perr = s.guardCtx(ctx, "Instance.Checkpoint", func() { o.info, o.err = c.Checkpoint(cctx, req) })
+	})
+	if !ok {
+		return CheckpointInfo{}, ss.checkpointedLate(ctx, cctx, start, ended, returned)
+	}
+	info, err, perr := o.info, o.err, o.perr
 	s.observeCheckpoint(cctx, "checkpoint", start, info.ID, err, perr)
 	if perr != nil {
 		return CheckpointInfo{}, perr

@@ -158,11 +158,30 @@ func (ss *session) gradedLate(ctx, gctx context.Context, start, ended time.Time,
 	ss.mu.Lock()
 	task := ss.task
 	ss.mu.Unlock()
-	late := &lateCall{what: fmt.Sprintf("grading of task %q", runecut.Echo(task)), kind: "grading",
-		attrs: append(sessionAttrs(ctx), "task", clip(task, 128)), start: start, ended: ended, returned: returned}
-	late.cancelled = !errors.Is(context.Cause(gctx), context.DeadlineExceeded)
-	ss.holdLocked(late)
+	late := ss.holdLate(gctx, &lateCall{what: fmt.Sprintf("grading of task %q", runecut.Echo(task)), kind: "grading",
+		attrs: append(sessionAttrs(ctx), "task", clip(task, 128)), start: start, ended: ended, returned: returned})
 	ss.srv.metrics.gradingFailures.WithLabelValues(taskLabel(task)).Inc()
-	ss.srv.warnLate("openenv: a grading runs on "+late.past()+", ignoring its context: answered as failed, it holds its session until it returns", late)
 	return newError(codeExecution, failed, "it ran "+late.past()+", ignoring its context, and holds the session until it returns")
+}
+
+// checkpointedLate answers a checkpoint, under cctx, that ran on lateGrace
+// past cctx's end (within), ignoring its context (a checkpoint volume that
+// does not answer): as failed. The checkpoint holds the session until it
+// returns (returned), as a late tool call does; it may yet be stored. The
+// slot must be held.
+func (ss *session) checkpointedLate(ctx, cctx context.Context, start, ended time.Time, returned chan struct{}) *protoError {
+	late := ss.holdLate(cctx, &lateCall{what: "checkpoint", kind: "checkpoint",
+		attrs: sessionAttrs(ctx), start: start, ended: ended, returned: returned})
+	ss.srv.observeCheckpoint(cctx, "checkpoint", start, "", context.Cause(cctx), nil)
+	return newError(codeExecution, "the checkpoint could not be taken: it ran %s, ignoring its context, and holds the session until it returns (it may yet be stored)", late.past())
+}
+
+// holdLate makes late, work of the session under wctx that ran on
+// lateGrace past wctx's end, hold the session until it returns, and logs
+// it. The slot must be held.
+func (ss *session) holdLate(wctx context.Context, late *lateCall) *lateCall {
+	late.cancelled = !errors.Is(context.Cause(wctx), context.DeadlineExceeded)
+	ss.holdLocked(late)
+	ss.srv.warnLate("openenv: a "+late.kind+" runs on "+late.past()+", ignoring its context: answered as failed, it holds its session until it returns", late)
+	return late
 }

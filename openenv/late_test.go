@@ -737,3 +737,68 @@ func TestServer_LateCallSessionClosed(t *testing.T) {
 	release()
 	s.settle(t)
 }
+
+// lateCheckpoints is a fakeBackend whose checkpoints each tell started
+// (when it has room), then wait for gate, whatever their context (a checkpoint volume that
+// does not answer), and then succeed.
+type lateCheckpoints struct {
+	stallingCheckpoints
+	started chan struct{}
+	gate    chan struct{}
+}
+
+func (b lateCheckpoints) Open(ctx context.Context, opts openenv.OpenOptions) (openenv.Instance, error) {
+	inst, err := b.fakeBackend.Open(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return lateCheckpointInstance{inst, b}, nil
+}
+
+type lateCheckpointInstance struct {
+	openenv.Instance
+	b lateCheckpoints
+}
+
+func (in lateCheckpointInstance) Checkpoint(context.Context, openenv.CheckpointRequest) (openenv.CheckpointInfo, error) {
+	select {
+	case in.b.started <- struct{}{}:
+	default:
+	}
+	<-in.b.gate
+	return openenv.CheckpointInfo{ID: "6f9619ff-8b86-d011-b42d-00c04fc964ff"}, nil
+}
+
+// TestServer_LateCheckpoint: a periodic checkpoint that ignores its
+// context (its volume does not answer) no longer holds its step's reply:
+// the reply goes out a second after the checkpoint's deadline, and the
+// checkpoint holds the session until it returns, as a late tool call
+// does, where the step was answered only when the checkpoint returned.
+func TestServer_LateCheckpoint(t *testing.T) {
+	fake := newFake(t)
+	b := lateCheckpoints{stallingCheckpoints{fake}, make(chan struct{}, 1), make(chan struct{})}
+	s := mustServeOver(t, b, fake, openenv.Config{StepTimeout: 200 * time.Millisecond, CheckpointEvery: 1})
+	released := sync.OnceFunc(func() { close(b.gate) })
+	t.Cleanup(released)
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{}}`)
+	step := `{"type":"step","data":{"type":"call_tool","tool_name":"echo","arguments":{"message":"m"}}}`
+	if reply := roundTrip(t, c, step); str(t, reply, "type") != "observation" {
+		t.Fatalf("the step whose checkpoint blocks: %s, want its observation", reply)
+	}
+	<-b.started
+	reply := roundTrip(t, c, step)
+	if code, msg := str(t, reply, "data.code"), str(t, reply, "data.message"); code != "SESSION_ERROR" || !strings.HasPrefix(msg, "A checkpoint passed its deadline") {
+		t.Fatalf("a step while the checkpoint blocks: %s, want it refused saying why", reply)
+	}
+	released()
+	for deadline := time.Now().Add(waitLimit); ; {
+		reply = roundTrip(t, c, step)
+		if str(t, reply, "type") != "error" || time.Now().After(deadline) {
+			break
+		}
+	}
+	if str(t, reply, "type") != "observation" {
+		t.Errorf("a step once the checkpoint returned: %s", reply)
+	}
+}
