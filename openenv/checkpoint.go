@@ -290,6 +290,14 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 		s.log.Warn("openenv: the drained session's record could not be removed", append(sessionAttrs(ctx), "checkpoint", refOf(id), "err", undrained)...)
 	}
 	ss.installLocked(inst, rec, attempt)
+	if req.Replaces != nil {
+		// The fence names the attempt (a retried restore is told it, in
+		// superseded_by), so a restore may replace it before it takes a
+		// checkpoint.
+		ss.mu.Lock()
+		ss.exposed = true
+		ss.mu.Unlock()
+	}
 	if finished {
 		ss.mu.Lock()
 		s.metrics.episodesFinished.WithLabelValues(taskLabel(rec.Task)).Inc()

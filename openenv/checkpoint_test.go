@@ -1507,3 +1507,39 @@ func TestCheckpoint_RestoreUnderAnotherDefinition(t *testing.T) {
 		t.Errorf("seahaven_episodes_finished_total = %v, want 3: each restore finished its episode", n)
 	}
 }
+
+// TestCheckpoint_SuccessorReplacedBeforeItsCheckpoint: a session a restore
+// with replaces started, replaced in turn (by the attempt its fence
+// published, superseded_by) before it took a checkpoint of its own, is
+// refused as superseded at its next step and checkpoint, where it went on
+// stepping and checkpointing beside its successor, two continuations of
+// one episode, until its first checkpoint.
+func TestCheckpoint_SuccessorReplacedBeforeItsCheckpoint(t *testing.T) {
+	s := mustServeWorld(t, company.World, app.Config{DefaultFixture: company.AcmeID, Checkpoints: t.TempDir()}, openenv.Config{})
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"ep-lost-reply"}}`)
+	roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Ada"}}}`)
+	reply := roundTrip(t, c, `{"type":"checkpoint"}`)
+	id, attempt := str(t, reply, "data.checkpoint_id"), str(t, reply, "data.attempt")
+	restore := fmt.Sprintf(`{"type":"reset","data":{"checkpoint":%q,"replaces":%q}}`, id, attempt)
+	successor := s.dial(t) // the restore whose reply its client lost
+	if r := roundTrip(t, successor, restore); str(t, r, "type") != "observation" {
+		t.Fatalf("the first restore: %s", r)
+	}
+	retry := roundTrip(t, s.dial(t), restore)
+	by := str(t, retry, "data.superseded_by")
+	if by == "" {
+		t.Fatalf("the retried restore: %s, want it refused naming the successor", retry)
+	}
+	if r := roundTrip(t, s.dial(t), fmt.Sprintf(`{"type":"reset","data":{"checkpoint":%q,"replaces":%q}}`, id, by)); str(t, r, "type") != "observation" {
+		t.Fatalf("the restore replacing the successor: %s", r)
+	}
+	for _, msg := range []string{
+		`{"type":"step","data":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Bob"}}}`,
+		`{"type":"checkpoint"}`,
+	} {
+		if r := roundTrip(t, successor, msg); str(t, r, "data.code") != "SESSION_ERROR" || !strings.Contains(str(t, r, "data.message"), "superseded") {
+			t.Errorf("%s on the replaced successor: %s, want it refused as superseded", msg, r)
+		}
+	}
+}

@@ -74,7 +74,7 @@ type session struct {
 	episodeEnded bool           // the episode's end is observed (it finished, or the instance went)
 	episodeID    string         // "" before the first reset
 	attempt      string         // this session's attempt at the episode: new at every reset and restore
-	exposed      bool           // a checkpoint of the episode names attempt, so a restore may fence it
+	exposed      bool           // a checkpoint of the episode, or the fence of the restore that started it, names attempt, so a restore may fence it
 	superseded   string         // what superseded attempt, once a request saw its fence; "" before
 	timeline     []timelineStep // the episode's newest maxTimeline tool calls, oldest first, for the inspector
 	stopped      bool           // stop was called; closeCode and closeReason are set
