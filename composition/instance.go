@@ -231,6 +231,22 @@ func (i *Instance) lockOpen(ctx context.Context, what string) error {
 // with no context and no error to return.
 func (i *Instance) lockWait() { i.lock <- struct{}{} }
 
+// lockFor is lockWait for the method what of the instance's user. Used
+// inside a call, a startup hook or a Bulk block, on its goroutine, it
+// would wait for its own activation forever: it panics with a
+// *env.WorldBug saying so, which the activation returns as its error.
+func (i *Instance) lockFor(what string) {
+	select {
+	case i.lock <- struct{}{}:
+		return
+	default:
+	}
+	if i.running.Load() != nil && inActivation() {
+		panic(env.Bugf("composition: Instance.%s cannot be used inside a call, a startup hook or a Bulk block, which holds the instance: it would wait for itself forever; read the stores through ctx.DB and ctx.Worlds", what))
+	}
+	i.lockWait()
+}
+
 // unlock releases the instance's lock.
 func (i *Instance) unlock() { <-i.lock }
 
@@ -319,7 +335,7 @@ func (i *Instance) Now() time.Time { return i.clock.Now() }
 // Options.MaxChangeLogBytes its oldest records are gone (ChangeLogDropped
 // says how many) and the first record's Seq is one more than that.
 func (i *Instance) ChangeLog() []env.ChangeRecord {
-	i.lockWait()
+	i.lockFor("ChangeLog")
 	defer i.unlock()
 	return i.changes.all()
 }
@@ -330,7 +346,7 @@ func (i *Instance) ChangeLog() []env.ChangeRecord {
 // of before it with the count of after it, or the other way round, which
 // describe no log the instance ever held.
 func (i *Instance) ChangeLogAndDropped() ([]env.ChangeRecord, int) {
-	i.lockWait()
+	i.lockFor("ChangeLogAndDropped")
 	defer i.unlock()
 	return i.changes.all(), i.changes.dropped
 }
@@ -339,7 +355,7 @@ func (i *Instance) ChangeLogAndDropped() ([]env.ChangeRecord, int) {
 // far, those dropped from the log included: the Seq of the newest record.
 // It is cheap, for marking where a call's records start and end.
 func (i *Instance) ChangeCount() int {
-	i.lockWait()
+	i.lockFor("ChangeCount")
 	defer i.unlock()
 	return i.changes.made()
 }
@@ -348,7 +364,7 @@ func (i *Instance) ChangeCount() int {
 // dropped to keep the log within Options.MaxChangeLogBytes; zero when the
 // log is whole. ChangeLogAndDropped reads it with the records.
 func (i *Instance) ChangeLogDropped() int {
-	i.lockWait()
+	i.lockFor("ChangeLogDropped")
 	defer i.unlock()
 	return i.changes.dropped
 }
@@ -366,7 +382,7 @@ func (i *Instance) Composition() []env.CompositionRecord {
 
 // State returns the seahaven.state/1 document.
 func (i *Instance) State() env.StateDoc {
-	i.lockWait()
+	i.lockFor("State")
 	defer i.unlock()
 	doc := env.StateDoc{
 		StepCount: i.calls, StateFormat: i.world.Spec().StateFormat,
@@ -400,7 +416,7 @@ func (i *Instance) DB() env.DB {
 // Close closes every store and the inspection view and removes the instance
 // directory (unless KeepDir). It is safe to call more than once.
 func (i *Instance) Close() error {
-	i.lockWait()
+	i.lockFor("Close")
 	defer i.unlock()
 	if i.closed {
 		return nil
@@ -441,7 +457,7 @@ func (i *Instance) removeDir() error {
 // Release closes the instance's idle connections now; the next call reopens
 // them. Servers call it for sessions that go quiet.
 func (i *Instance) Release() {
-	i.lockWait()
+	i.lockFor("Release")
 	defer i.unlock()
 	for _, ns := range i.nodes {
 		ns.store.Release()

@@ -1199,3 +1199,59 @@ func TestHandles_ValidAcrossNestedCalls(t *testing.T) {
 		t.Fatalf("amounts %v, %v; want 1,2,3,4", row, err)
 	}
 }
+
+// TestInstance_AccessorInsideCall: the instance's own methods that wait
+// for it (its change log, state, inspection view, Close, Release), used
+// inside a call or a Bulk block, fail it with a WorldBug saying why, where
+// they waited for the call that holds the instance forever.
+func TestInstance_AccessorInsideCall(t *testing.T) {
+	w := env.NewWorld(env.WorldSpec{Name: "accessors", Version: "1", Schema: "CREATE TABLE t (x INTEGER) STRICT;"})
+	var inst *composition.Instance
+	uses := map[string]func(){
+		"ChangeLog":           func() { inst.ChangeLog() },
+		"ChangeLogAndDropped": func() { inst.ChangeLogAndDropped() },
+		"ChangeCount":         func() { inst.ChangeCount() },
+		"ChangeLogDropped":    func() { inst.ChangeLogDropped() },
+		"State":               func() { inst.State() },
+		"Inspect":             func() { inst.Inspect() },
+		"Release":             func() { inst.Release() },
+		"Close":               func() { inst.Close() },
+	}
+	type useArgs struct {
+		Method string `json:"method"`
+	}
+	env.Tool(w, "use", "Use a method of the instance inside the call.", func(c *env.Ctx, in useArgs) (any, error) {
+		uses[in.Method]()
+		return nil, nil
+	})
+	inst = compositiontest.Open(t, w, composition.Options{})
+	for method := range uses {
+		want := "composition: Instance." + method + " cannot be used inside a call, a startup hook or a Bulk block, which holds the instance: it would wait for itself forever; read the stores through ctx.DB and ctx.Worlds"
+		done := make(chan error, 1)
+		go func() {
+			_, err := inst.CallJSON(context.Background(), "use", json.RawMessage(`{"method":"`+method+`"}`))
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			var bug *env.WorldBug
+			if !errors.As(err, &bug) || bug.Message != want {
+				t.Errorf("%s inside a call: %v, want the WorldBug %q", method, err, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s inside a call: still waiting after 10s", method)
+		}
+		err := inst.Bulk(context.Background(), func(*env.Ctx) error {
+			uses[method]()
+			return nil
+		})
+		var bug *env.WorldBug
+		if !errors.As(err, &bug) || bug.Message != want {
+			t.Errorf("%s inside a Bulk block: %v, want the WorldBug %q", method, err, want)
+		}
+	}
+	// Outside any call they wait for the instance as before.
+	if n := len(inst.State().ChangeLog); n != 0 {
+		t.Errorf("%d change records, want none", n)
+	}
+}

@@ -39,7 +39,7 @@ type View struct {
 
 // Inspect returns the instance's inspection view.
 func (i *Instance) Inspect() *View {
-	i.lockWait()
+	i.lockFor("Inspect")
 	defer i.unlock()
 	if i.view == nil {
 		i.view = &View{inst: i, rng: rand.NewPCG(0, 0)}
