@@ -353,6 +353,9 @@ func (b *Backend) listFixtures() []openenv.FixtureInfo {
 	}
 	out := make([]openenv.FixtureInfo, 0, len(list))
 	for _, s := range list {
+		if s.World != b.world.Name() {
+			continue // another world's, in a shared directory: no reset opens it
+		}
 		out = append(out, openenv.FixtureInfo{ID: s.ID, Description: s.Description, ParentID: s.ParentID, CreatedAt: s.CreatedAt, WorldVersion: s.WorldVersion, FileSHA256: s.FileHashes()})
 	}
 	b.fixtures, b.listed = out, time.Now()

@@ -312,3 +312,37 @@ func TestCloseLeavesOpenInstances(t *testing.T) {
 		}
 	}
 }
+
+// TestFixturesListsTheWorldsOwn: the fixtures a server lists are its
+// world's own, where a fixtures directory another world's fixtures share
+// had them listed too, though no reset of this world can open them.
+func TestFixturesListsTheWorldsOwn(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("../examples/worlds/company/fixtures")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(filepath.Join(dir, "other"), os.DirFS("../examples/worlds/company/fixtures/acme")); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "other", "fixture.yaml")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = []byte(strings.Replace(strings.Replace(string(b), "id: acme", "id: other", 1), "world: company", "world: payments", 1))
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	be, err := app.New(company.World, app.Config{InstanceRoot: t.TempDir(), FixturesDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	var ids []string
+	for _, f := range be.Info().Fixtures {
+		ids = append(ids, f.ID)
+	}
+	if !slices.Equal(ids, []string{"acme"}) {
+		t.Errorf("fixtures %v, want only company's acme", ids)
+	}
+}

@@ -94,15 +94,18 @@ func FixturesDir(w *env.World) (string, error) {
 }
 
 // Fixtures lists a world's own fixtures, sorted by id. An added world's
-// fixtures are unreachable from a host: only the root's FixturesDir is read.
-// Fixtures whose sidecars do not parse are named by a *fixture.ListError,
-// returned beside the others (see fixture.List).
+// fixtures are unreachable from a host: only the root's FixturesDir is read,
+// and of its fixtures only those frozen of the root's world (a directory
+// several worlds share holds others). Fixtures whose sidecars do not parse
+// are named by a *fixture.ListError, returned beside the others (see
+// fixture.List).
 func Fixtures(w *env.World) ([]*fixture.Sidecar, error) {
 	dir, err := fixturesDir(w, "")
 	if err != nil {
 		return nil, err
 	}
-	return fixture.List(dir)
+	list, err := fixture.List(dir)
+	return slices.DeleteFunc(list, func(s *fixture.Sidecar) bool { return s.World != w.Name() }), err
 }
 
 // CheckFixture reads fixture id of w from fixturesDir (the world's own

@@ -403,3 +403,32 @@ func TestCreate_UnknownEmbeddedFixture(t *testing.T) {
 		}
 	}
 }
+
+// TestFixtures_SharedDirOnlyTheHostsOwn: a host's fixtures are its own, where a
+// fixtures directory it shares with a world it adds had that world's
+// listed too (the spec: world.fixtures() on a host lists the host's own
+// and nothing else).
+func TestFixtures_SharedDirOnlyTheHostsOwn(t *testing.T) {
+	dir := t.TempDir()
+	pay := env.NewWorld(env.WorldSpec{Name: "fpay", Version: "1", FixturesDir: dir, Schema: "CREATE TABLE charges (id INTEGER PRIMARY KEY) STRICT;"})
+	host := env.NewWorld(env.WorldSpec{Name: "fco", Version: "1", FixturesDir: dir, Schema: "CREATE TABLE staff (id INTEGER PRIMARY KEY) STRICT;"})
+	host.AddWorld(pay, env.Name("payments"))
+	ctx := context.Background()
+	if _, err := compositiontest.Open(t, pay, composition.Options{}).Freeze(ctx, "pay_only", "A payments fixture.", composition.FreezeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := compositiontest.Open(t, host, composition.Options{}).Freeze(ctx, "acme", "The host's.", composition.FreezeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := composition.Fixtures(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].ID != "acme" {
+		var ids []string
+		for _, s := range list {
+			ids = append(ids, s.ID+" ("+s.World+")")
+		}
+		t.Errorf("Fixtures(host) = %v, want only acme", ids)
+	}
+}
