@@ -92,34 +92,25 @@ func (ss *session) regradeLocked(id string, rec replayed, timeout time.Duration)
 	return reply, true, nil
 }
 
-// rememberLocked keeps a step's reply under its request_id, forgetting
-// the oldest past maxReplays. The slot must be held.
-func (ss *session) rememberLocked(a action, reply stepReply, ungraded bool) {
+// rememberLocked keeps r, a step's reply (or, with failed set, the failure
+// on the host of a step that ran, so that a retry does not run it again),
+// under a's request_id as the step it was. The slot must be held.
+func (ss *session) rememberLocked(a action, r replayed) {
 	if a.RequestID == nil {
 		return
 	}
 	ss.mu.Lock()
-	step := ss.steps
+	r.step = ss.steps
 	ss.mu.Unlock()
-	// Kept encoded, as a checkpoint restores it: one compact copy of the
-	// observation, whose size is then known.
-	if obs, err := encode(reply.Observation); err == nil {
-		reply.Observation = json.RawMessage(obs)
+	r.key = a.key()
+	if r.failed == "" {
+		// Kept encoded, as a checkpoint restores it: one compact copy of
+		// the observation, whose size is then known.
+		if obs, err := encode(r.reply.Observation); err == nil {
+			r.reply.Observation = json.RawMessage(obs)
+		}
 	}
-	ss.keepLocked(string(*a.RequestID), replayed{key: a.key(), step: step, reply: reply, ungraded: ungraded})
-}
-
-// rememberFailedLocked keeps, under its request_id, a step that ran but
-// failed on the host with perr, so that a retry does not run it again.
-// The slot must be held.
-func (ss *session) rememberFailedLocked(a action, perr *protoError) {
-	if a.RequestID == nil {
-		return
-	}
-	ss.mu.Lock()
-	step := ss.steps
-	ss.mu.Unlock()
-	ss.keepLocked(string(*a.RequestID), replayed{key: a.key(), step: step, failed: perr.message})
+	ss.keepLocked(string(*a.RequestID), r)
 }
 
 // keepLocked keeps a step reply under its request_id, forgetting the

@@ -29,7 +29,7 @@ func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (s
 		}
 		reply, perr := ss.stepLocked(ctx, a, timeout)
 		if perr == nil {
-			ss.rememberLocked(a, reply, false)
+			ss.rememberLocked(a, replayed{reply: reply})
 			if a.Type != actionListTools {
 				ss.autoCheckpointLocked(ctx)
 			}
@@ -57,7 +57,7 @@ func (ss *session) stepLocked(ctx context.Context, a action, timeout time.Durati
 			if perr.code == codeInfrastructure && !perr.noStep {
 				// The call ran and is a step: a retry under its request_id
 				// must not run it again.
-				ss.rememberFailedLocked(a, perr)
+				ss.rememberLocked(a, replayed{failed: perr.message})
 			}
 			return stepReply{}, perr
 		}
@@ -72,7 +72,7 @@ func (ss *session) stepLocked(ctx context.Context, a action, timeout time.Durati
 	if perr != nil {
 		// The step ran and stays: a retry under its request_id grades it
 		// again rather than running it twice.
-		ss.rememberLocked(a, reply, true)
+		ss.rememberLocked(a, replayed{reply: reply, ungraded: true})
 	}
 	return graded, perr
 }
