@@ -234,10 +234,10 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 	case inst == nil:
 		err = errors.New("the backend restored no instance")
 	default:
-		s.metrics.instances.Inc() // every way it leaves goes through closeInstance or discardInstanceLater
+		s.metrics.instances.Inc() // every way it leaves goes through closeInstance or discardInstance
 		if json.Unmarshal(saved.Session, &rec) != nil {
 			err = &OptionError{Option: "checkpoint", Value: id, Message: fmt.Sprintf("checkpoint %q is corrupt: the server's record of its session does not parse; nothing was restored", id)}
-			s.discardInstanceLater(inst)
+			s.endInstanceLater(s.discardInstance, inst)
 		}
 	}
 	s.observeCheckpoint(octx, "restore", start, id, err, perr)
@@ -259,7 +259,7 @@ func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError
 		by := fmt.Sprintf("checkpoint %s"+restoredAs+"%s", id, attempt)
 		if err := r.Fence(*req.Replaces, rec.EpisodeID, id, by); err != nil {
 			// The session keeps its episode: nothing was restored.
-			s.discardInstanceLater(inst)
+			s.endInstanceLater(s.discardInstance, inst)
 			if se := (*SupersededError)(nil); errors.As(err, &se) {
 				return superseded(r, se, rec.EpisodeID, req.loc)
 			}

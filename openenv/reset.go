@@ -132,7 +132,7 @@ func (ss *session) ensureLocked(ctx context.Context) *protoError {
 // installLocked makes inst the session's instance, for the episode rec
 // describes (a new one: its task and episode id alone; or a restored one,
 // as its checkpoint recorded it), run by attempt; the old instance closes
-// in the background (closeInstanceLater). The slot must be held.
+// in the background (endInstanceLater). The slot must be held.
 func (ss *session) installLocked(inst Instance, rec sessionRecord, attempt string) {
 	s := ss.srv
 	old := ss.inst
@@ -154,7 +154,7 @@ func (ss *session) installLocked(inst Instance, rec sessionRecord, attempt strin
 	s.metrics.episodesStarted.WithLabelValues(taskLabel(rec.Task)).Inc()
 	if old != nil {
 		// The reply need not wait for the old instance's files to go.
-		s.closeInstanceLater(old)
+		s.endInstanceLater(s.closeInstance, old)
 	}
 }
 
@@ -265,21 +265,12 @@ func (s *Server) discardInstance(inst Instance) {
 	}
 }
 
-// discardInstanceLater runs discardInstance in the background as
-// closeInstanceLater does.
-func (s *Server) discardInstanceLater(inst Instance) {
+// endInstanceLater ends inst with end (closeInstance, discardInstance) in
+// the background, at most maxBackgroundCloses at a time (it waits for a
+// slot when they are all taken); Shutdown waits for every such end.
+func (s *Server) endInstanceLater(end func(Instance), inst Instance) {
 	s.closers.Go(func() error {
-		s.discardInstance(inst)
-		return nil
-	})
-}
-
-// closeInstanceLater closes inst in the background, at most
-// maxBackgroundCloses at a time (it waits for a slot when they are all
-// taken); Shutdown waits for every such close.
-func (s *Server) closeInstanceLater(inst Instance) {
-	s.closers.Go(func() error {
-		s.closeInstance(inst)
+		end(inst)
 		return nil
 	})
 }
