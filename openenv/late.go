@@ -32,12 +32,10 @@ func (s *Server) within(cctx context.Context, f func()) (returned chan struct{},
 	case <-cctx.Done():
 	}
 	ended = time.Now()
-	t := time.NewTimer(lateGrace)
-	defer t.Stop()
 	select {
 	case <-returned:
 		return returned, ended, true
-	case <-t.C:
+	case <-time.After(lateGrace):
 		return returned, ended, false
 	}
 }

@@ -521,11 +521,9 @@ func (s *Server) cutOff(list []*session) {
 		closing.Wait()
 		close(closed)
 	}()
-	t := time.NewTimer(wsEndGrace)
-	defer t.Stop()
 	select {
 	case <-closed:
-	case <-t.C:
+	case <-time.After(wsEndGrace):
 	}
 }
 
