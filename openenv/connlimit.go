@@ -116,9 +116,6 @@ func (c *probeConn) SetDeadline(t time.Time) error {
 // probeConnKey marks the context of a request on a probeConn.
 type probeConnKey struct{}
 
-// limit returns Max with its default applied.
-func (l *ConnLimit) limit() int { return cmp.Or(l.Max, DefaultMaxConns) }
-
 // Server returns an http.Server serving h with the limit's timeouts, which
 // tracks its connections for Max. Serve it on a listener from Listener.
 func (l *ConnLimit) Server(h http.Handler) *http.Server {
@@ -247,14 +244,14 @@ func (l *ConnLimit) admit(c net.Conn, ln *limitListener) (admitted bool, evicted
 	if l.conns == nil {
 		l.conns = map[net.Conn]connInfo{}
 	}
-	switch max := l.limit(); {
+	switch max := cmp.Or(l.Max, DefaultMaxConns); {
 	case ln.share > 0 && ln.open >= ln.share:
 		if evicted = l.evictIdle(ln); evicted == nil {
 			return false, nil, fmt.Sprintf("Too many connections: this listener holds its share of %d of the server's %d; retry later", ln.share, max)
 		}
 	case max > 0 && len(l.conns) >= max:
 		if evicted = l.evictIdle(nil); evicted == nil {
-			return false, nil, l.tooMany()
+			return false, nil, fmt.Sprintf("Too many connections: the server holds its limit of %d; retry later", max)
 		}
 	}
 	l.conns[c] = connInfo{ln: ln}
@@ -307,11 +304,6 @@ func (l *ConnLimit) admitProbe(c net.Conn, refusal string) (pc, evicted *probeCo
 	pc = &probeConn{Conn: c, deadline: now.Add(probeReadTimeout), accepted: now, refusal: refusal}
 	l.probes = append(l.probes, pc)
 	return pc, evicted
-}
-
-// tooMany is the detail of a connection refused at the cap.
-func (l *ConnLimit) tooMany() string {
-	return fmt.Sprintf("Too many connections: the server holds its limit of %d; retry later", l.limit())
 }
 
 // Bounds of a refused connection: writing its 503, and then reading what
