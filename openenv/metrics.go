@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -250,12 +251,7 @@ type scrapeErrors struct {
 }
 
 func (e *scrapeErrors) Println(v ...any) {
-	client := false
-	for _, x := range v {
-		if err, ok := x.(error); ok && clientWriteFailure(err) {
-			client = true
-		}
-	}
+	client := slices.ContainsFunc(v, func(x any) bool { err, ok := x.(error); return ok && clientWriteFailure(err) })
 	if e.n == 0 {
 		e.first, e.clientOnly = strings.TrimSpace(fmt.Sprintln(v...)), true
 	}
