@@ -348,10 +348,9 @@ func headerValue(v string) (decoded string, ok bool) {
 			return string(b), err == nil
 		}
 	}
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; (c < 0x20 || c > 0x7e) && c != '\t' {
-			return "", false
-		}
+	// A byte outside ASCII reads as a rune past 0x7e, or as U+FFFD.
+	if strings.ContainsFunc(v, func(c rune) bool { return (c < 0x20 || c > 0x7e) && c != '\t' }) {
+		return "", false
 	}
 	return v, true
 }
