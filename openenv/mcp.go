@@ -1,7 +1,6 @@
 package openenv
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -110,7 +109,7 @@ func (s *Server) handleRPC(ctx context.Context, body []byte, ws *session, mode r
 	case "tools/call":
 		return s.rpcToolsCall(ctx, id, params, ws, mode), http.StatusOK, ""
 	case "openenv/session/create":
-		resp, status := s.rpcSessionCreate(ctx, id, req.Params, ws)
+		resp, status := s.rpcSessionCreate(ctx, id, params, req.Params, ws)
 		return resp, status, ""
 	case "openenv/session/close":
 		return s.rpcSessionClose(ctx, id, params, ws), http.StatusOK, ""
@@ -345,13 +344,8 @@ func (s *Server) callThrowaway(ctx context.Context, name string, args json.RawMe
 // with the params' reset data, else the URL query's, at once. The status
 // is 200, as JSON-RPC has it, but for reset data of the URL's query the
 // reset refused: 400, as the query's other refusals (urlRefused).
-func (s *Server) rpcSessionCreate(ctx context.Context, id json.RawMessage, rawParams jsonObject, ws *session) (rpcResponse, int) {
-	empty := true // params without a key ({}, as OpenEnv's client sends) or none
-	if rawParams != nil {
-		dec := jsontext.NewDecoder(bytes.NewReader(rawParams))
-		dec.ReadToken() // the object's '{'
-		empty = dec.PeekKind() == '}'
-	}
+func (s *Server) rpcSessionCreate(ctx context.Context, id json.RawMessage, params map[string]jsontext.Value, rawParams jsonObject, ws *session) (rpcResponse, int) {
+	empty := len(params) == 0 // params without a key ({}, as OpenEnv's client sends) or none
 	if ws != nil {
 		if !empty {
 			how := "initialize a new session with it in the /mcp URL's query"
