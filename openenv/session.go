@@ -336,7 +336,7 @@ func (ss *session) finish() {
 // has ended; a request its client cancelled (notifications/cancelled) is
 // told so, not that its session is unknown. Behind a call past its
 // deadline (lateCall) a request waits at most its own deadline as a step:
-// the step's timeout (withPatience), else StepTimeout (without bound when
+// the step's timeout (patienceKey), else StepTimeout (without bound when
 // negative), and is then told what holds the session.
 func (ss *session) acquire(ctx context.Context) *protoError {
 	patience, ok := ctx.Value(patienceKey{}).(time.Duration)
@@ -363,15 +363,9 @@ func (ss *session) acquire(ctx context.Context) *protoError {
 }
 
 // patienceKey is the context key of how long a request waits behind a
-// call past its deadline (withPatience).
+// call past its deadline (acquire): a step's timeout, which POST /step's
+// timeout_s may shorten (session.step).
 type patienceKey struct{}
-
-// withPatience returns ctx whose request waits at most d behind a call
-// past its deadline (acquire): a step's timeout, which POST /step's
-// timeout_s may shorten.
-func withPatience(ctx context.Context, d time.Duration) context.Context {
-	return context.WithValue(ctx, patienceKey{}, d)
-}
 
 // take takes the call slot, waiting for the call in progress, and reports
 // true. It gives up when done is closed, or once a call past its deadline

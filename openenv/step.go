@@ -17,7 +17,7 @@ import (
 // step runs one action and returns its step response: the observation, the
 // reward and the done flag.
 func (ss *session) step(ctx context.Context, a action, timeout time.Duration) (stepReply, *protoError) {
-	return withInstance(ss, withPatience(ctx, timeout), func(ctx context.Context) (stepReply, *protoError) {
+	return withInstance(ss, context.WithValue(ctx, patienceKey{}, timeout), func(ctx context.Context) (stepReply, *protoError) {
 		if perr := ss.fencedLocked(ctx); perr != nil {
 			return stepReply{}, perr
 		}
