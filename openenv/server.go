@@ -508,13 +508,7 @@ func (s *Server) cutOff(list []*session) {
 			code, reason = websocket.StatusGoingAway, cutOffReason
 			s.log.Warn("openenv: shutdown: the session's call outlived the shutdown timeout; its socket is closed", "session", ss.ref)
 		}
-		closing.Go(func() {
-			if code == closeAbort {
-				ss.ws.CloseNow()
-			} else {
-				ss.ws.Close(code, reason)
-			}
-		})
+		closing.Go(func() { closeWS(ss.ws, code, reason) })
 	}
 	closed := make(chan struct{})
 	go func() {

@@ -25,6 +25,15 @@ import (
 // handshake, because the peer is gone or not reading.
 const closeAbort websocket.StatusCode = -1
 
+// closeWS closes c with code and reason, or drops it for closeAbort.
+func closeWS(c *websocket.Conn, code websocket.StatusCode, reason string) {
+	if code == closeAbort {
+		c.CloseNow()
+	} else {
+		c.Close(code, reason)
+	}
+}
+
 // drainFactor bounds how much of an oversized message is read (and thrown
 // away) to report its size: up to drainFactor times the limit.
 const drainFactor = 4
@@ -169,11 +178,7 @@ func (wc *wsConn) run() {
 
 	code, reason := wc.work()
 	wc.ss.end()
-	if code == closeAbort {
-		wc.c.CloseNow()
-	} else {
-		wc.c.Close(code, reason)
-	}
+	closeWS(wc.c, code, reason)
 	stopPings()
 	reading.Wait()
 	// The reader closed the queue; what is left was never answered.
