@@ -334,10 +334,7 @@ func (s *Server) invoke(ctx, cctx context.Context, inst Instance, name string, a
 		}
 		out.result = raw
 	})
-	if infra != nil {
-		return out, infra
-	}
-	return out, perr
+	return out, cmp.Or(infra, perr)
 }
 
 // wrappedResults returns the names of inst's tools whose structured
