@@ -41,7 +41,7 @@ export function renderGrading(el, steps, state) {
         h("span", { class: "name" }, c.name),
         h("span", { class: "muted small" }, ` ${c.score.toFixed(2)} × ${cell(c.weight)}`), // past 2^53, as parseJSON keeps it
         c.detail ? h("div", { class: "detail muted small" }, c.detail) : null)))
-      : h("p", { class: "muted" }, "Not graded yet: the first step grades it."));
+      : h("p", { class: "muted" }, "No grading to show: the first step grades the episode, and a grading that failed leaves none."));
 }
 
 // renderTimeline draws the steps, newest first, each with the change
