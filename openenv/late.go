@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/internal/runecut"
 )
 
@@ -78,6 +79,11 @@ type lateCall struct {
 	ended     time.Time     // when its context ended
 	cancelled bool          // its context ended by cancellation, not its deadline
 	returned  chan struct{} // closed when it returns
+	// returnedErr, of a tool call, is the error its instance returned
+	// for it, read once it returned; settle, when set, runs then, with
+	// the slot still held.
+	returnedErr func() *env.ToolError
+	settle      func()
 }
 
 // overran answers the call of name on inst, which started at start and

@@ -357,8 +357,9 @@ func TestServer_LateCallRecorded(t *testing.T) {
 	if err := json.Unmarshal([]byte(watch), &timeline); err != nil || len(timeline.Steps) != 2 {
 		t.Fatalf("watch: %v %.1000s, want two steps", err, watch)
 	}
-	if st := timeline.Steps[0]; st.Step != 1 || st.Tool != "stuck" || st.Error == nil || st.Error.Type != "timeout" || st.Error.Message != msg || st.Changes != nil {
-		t.Errorf("the late call's step in the timeline: %+v, want step 1, a timeout saying %q, no changes known", st, msg)
+	// Returned, the call is settled: its instance's timeout, no change.
+	if st := timeline.Steps[0]; st.Step != 1 || st.Tool != "stuck" || st.Error == nil || st.Error.Type != "timeout" || st.Error.Message != composition.MsgTimedOut || st.Changes == nil || *st.Changes != [2]int{1, 0} {
+		t.Errorf("the late call's step in the timeline: %+v, want step 1, a timeout saying %q, no change", st, composition.MsgTimedOut)
 	}
 	c.Close(websocket.StatusNormalClosure, "")
 	s.settle(t)
@@ -800,5 +801,61 @@ func TestServer_LateCheckpoint(t *testing.T) {
 	}
 	if str(t, reply, "type") != "observation" {
 		t.Errorf("a step once the checkpoint returned: %s", reply)
+	}
+}
+
+// keptWorld's tool log_then_stuck writes in its added world ledger (which
+// commits there at once) and in its own store, then blocks as stuck does.
+var keptWorld = func() *env.World {
+	ledger := env.NewWorld(env.WorldSpec{Name: "ledger", Version: "1.0.0", Schema: `CREATE TABLE entries (id INTEGER PRIMARY KEY, body TEXT NOT NULL) STRICT;`})
+	env.Tool(ledger, "log", "Log an entry.", func(c *env.Ctx, in noteArgs) (noteResult, error) {
+		res, err := c.DB.Exec("INSERT INTO entries (body) VALUES (?)", in.Body)
+		return noteResult{ID: res.LastInsertID}, err
+	})
+	w := env.NewWorld(env.WorldSpec{Name: "kept", Version: "1.0.0", Schema: `CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL) STRICT;`})
+	w.AddWorld(ledger, env.ToolBlockList("log"))
+	env.Tool(w, "log_then_stuck", "Log in the ledger, write a note, then block whatever happens to the call.", func(c *env.Ctx, in noteArgs) (noteResult, error) {
+		if _, err := c.Worlds.Get("ledger").Call("log", in); err != nil {
+			return noteResult{}, err
+		}
+		out, release, err := holdStart(c, in)
+		<-release
+		return out, err
+	})
+	return w
+}()
+
+// TestServer_LateCallSettled: once a call answered past its deadline
+// returns, its timeline entry says what its instance made of it: the
+// change records it kept (the work it had committed in an added world
+// before its deadline) and the instance's error, which says so, where the
+// entry kept the answer's "timed out" and no change records for good.
+func TestServer_LateCallSettled(t *testing.T) {
+	s := mustServeWorld(t, keptWorld, app.Config{}, openenv.Config{StepTimeout: 300 * time.Millisecond})
+	started, release := holdUntilReleased("late-settled")
+	t.Cleanup(release)
+	c := s.dial(t)
+	roundTrip(t, c, `{"type":"reset"}`)
+	if kind, _ := toolFailure(t, callTool(t, c, "log_then_stuck", `{"body":"late-settled"}`)); kind != "timeout" {
+		t.Fatalf("the late call: %s, want a timeout", kind)
+	}
+	awaitSlow(t, started)
+	release()
+	if n := inspectValue(t, c, "SELECT count(*) FROM ledger.entries"); n != "1" { // waits for the call to return
+		t.Fatalf("%s ledger entries, want the one committed before the deadline", n)
+	}
+	_, body, _ := s.httpDo(t, http.MethodGet, "/sessions/"+s.Sessions()[0].Ref+"/watch", "", nil)
+	var watch struct {
+		Steps []struct {
+			Error   struct{ Message string } `json:"error"`
+			Changes *[2]int                  `json:"changes"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(body), &watch); err != nil || len(watch.Steps) != 1 {
+		t.Fatalf("watch: %v %.500s", err, body)
+	}
+	st := watch.Steps[0]
+	if st.Error.Message != composition.MsgTimedOutKept || st.Changes == nil || *st.Changes != [2]int{1, 1} {
+		t.Errorf("the late call's timeline entry: %q, changes %v; want %q with change 1", st.Error.Message, st.Changes, composition.MsgTimedOutKept)
 	}
 }

@@ -443,6 +443,9 @@ func (ss *session) release() {
 	}
 	go func() {
 		ss.srv.awaitLate(late)
+		if late.settle != nil {
+			late.settle()
+		}
 		ss.mu.Lock()
 		ss.setLateLocked(nil) // its waiters wait for the slot as for any call
 		ss.mu.Unlock()

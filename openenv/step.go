@@ -216,18 +216,18 @@ func (s *Server) newEpisode(mode rpcMode) string {
 func (ss *session) callLocked(ctx context.Context, name string, args json.RawMessage, timeout time.Duration) (toolOutcome, *protoError) {
 	before := changeCount(ss.inst)
 	out, perr := ss.srv.call(ctx, ss.inst, name, args, timeout)
-	if out.late != nil {
+	late := out.late
+	if late != nil {
 		// The call runs on, and the instance is its: nothing more is read
-		// of it. What the call returns is not committed: it changes
-		// nothing.
-		ss.holdLocked(out.late)
-		before = -1
+		// of it until it returns. What it returns then is not committed.
+		ss.holdLocked(late)
 	}
 	if perr != nil && perr.noStep || out.noStep {
 		return out, perr
 	}
 	ss.mu.Lock()
 	ss.steps++
+	step := ss.steps
 	ss.mu.Unlock()
 	if perr == nil {
 		if out.err == nil {
@@ -236,7 +236,12 @@ func (ss *session) callLocked(ctx context.Context, name string, args json.RawMes
 			}
 			out.wrapped = ss.wrapped[name]
 		}
-		ss.recordStepLocked(name, args, out, before)
+		if late == nil {
+			ss.recordStepLocked(name, args, out, before)
+		} else {
+			ss.recordStepLocked(name, args, out, -1)
+			late.settle = func() { ss.settleStepLocked(step, before, late.returnedErr()) }
+		}
 	}
 	return out, perr
 }
@@ -270,16 +275,18 @@ func (s *Server) call(ctx context.Context, inst Instance, name string, args json
 	if !ok {
 		// Blocked on something else than its context: answered now, as
 		// timed out, and left to run on (lateCall).
-		out := s.overran(ctx, cctx, start, ended, inst, name, timeout, returned)
+		answer := s.overran(ctx, cctx, start, ended, inst, name, timeout, returned)
+		// What the call returns, once it has (its instance's account of it).
+		answer.late.returnedErr = func() *env.ToolError { return out.err }
 		if ctx.Err() != nil {
 			// Cancelled with its request or session: nobody waits for it
 			// as a step, and if its session was closed, the request
 			// learns that instead (closedDuring).
 			perr := newError(codeSession, "The request ended while its call of %q ran on, ignoring its cancellation: what the call returns is rolled back.", runecut.Echo(name))
 			perr.noStep = true
-			return out, perr
+			return answer, perr
 		}
-		return out, nil
+		return answer, nil
 	}
 	if perr == nil && out.noStep && (ctx.Err() != nil || out.cancelled) {
 		// Cancelled with its request or session (whose instance may see

@@ -101,6 +101,30 @@ func (ss *session) recordStepLocked(name string, args json.RawMessage, out toolO
 	ss.timeline = append(ss.timeline, st)
 }
 
+// settleStepLocked completes the timeline's entry of step, a call that ran
+// on past its deadline and has now returned: with the error its instance
+// gave it (err, as the recording has it: its message says when it kept
+// work it had committed before its deadline) and the change records it
+// made (those of that work), counted from before. The slot must be held.
+func (ss *session) settleStepLocked(step, before int, err *env.ToolError) {
+	after := changeCount(ss.inst)
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for i := len(ss.timeline) - 1; i >= 0; i-- {
+		st := &ss.timeline[i]
+		if st.Step != step {
+			continue
+		}
+		if before >= 0 && after >= before {
+			st.Changes = &[2]int{before + 1, after}
+		}
+		if err != nil {
+			st.Error = &toolErrorData{err.Kind, clipText(err.Message)}
+		}
+		return
+	}
+}
+
 // gradeStepLocked sets the newest step's reward and done.
 func (ss *session) gradeStepLocked(reward float64, done bool) {
 	ss.mu.Lock()
