@@ -128,7 +128,7 @@ func TestServer_ReplyBytes(t *testing.T) {
 		if err := json.Unmarshal([]byte(doc), &state); err != nil {
 			t.Fatal(err)
 		}
-		if len(doc) > smallReplies || dropped < 1 || limit == nil || len(state.ChangeLog) == 0 || state.ChangeLog[0].Seq != dropped+1 ||
+		if len(doc) > smallReplies || dropped < 1 || fmt.Sprint(limit) != fmt.Sprint(smallReplies) || len(state.ChangeLog) == 0 || state.ChangeLog[0].Seq != dropped+1 ||
 			state.ChangeLog[len(state.ChangeLog)-1].Seq != dropped+int64(len(state.ChangeLog)) {
 			t.Errorf("state of %d bytes, %d records dropped (reply_bytes %v), %d kept: want the newest that fit in %d bytes, from seq dropped+1: %.300s",
 				len(doc), dropped, limit, len(state.ChangeLog), smallReplies, doc)

@@ -353,12 +353,12 @@ func stateDoc(doc env.StateDoc, episodeID string, steps int) env.StateDoc {
 }
 
 // fitState returns doc with as many of its oldest change records left out
-// as its JSON must lose to take at most max bytes, and counted in its
-// ChangeLogTruncated, as the log's own bound drops them: a grader reading
-// the state of a long episode gets the newest records, where the reply
-// would have been refused whole. ReplyBytes says the reply's limit dropped
-// them.
-func fitState(doc env.StateDoc, max int) env.StateDoc {
+// as its JSON must lose to take at most max bytes (of a reply of at most
+// limit, MaxReplyBytes), and counted in its ChangeLogTruncated, as the
+// log's own bound drops them: a grader reading the state of a long episode
+// gets the newest records, where the reply would have been refused whole.
+// ReplyBytes says the reply's limit dropped them.
+func fitState(doc env.StateDoc, max, limit int) env.StateDoc {
 	b, err := encode(doc)
 	if err != nil || len(b) <= max {
 		return doc
@@ -376,7 +376,7 @@ func fitState(doc env.StateDoc, max int) env.StateDoc {
 		t = *doc.ChangeLogTruncated
 	}
 	t.Dropped += drop
-	t.ReplyBytes = int64(max)
+	t.ReplyBytes = int64(limit)
 	doc.ChangeLog, doc.ChangeLogTruncated = doc.ChangeLog[drop:], &t
 	return doc
 }
