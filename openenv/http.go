@@ -280,6 +280,24 @@ func (s *Server) httpSession(r *http.Request, create bool) (ss *session, made bo
 	return ss, perr == nil, perr
 }
 
+// heldSession returns the live session r names (SessionHeader given once,
+// or none: the default session), if this server holds one; it makes none.
+func (s *Server) heldSession(r *http.Request) *session {
+	if len(r.Header.Values(SessionHeader)) > 1 {
+		return nil
+	}
+	s.mu.Lock()
+	ss := s.defaultHTTP
+	if id := r.Header.Get(SessionHeader); id != "" {
+		ss = s.sessions[id]
+	}
+	s.mu.Unlock()
+	if ss == nil || ss.ctx.Err() != nil {
+		return nil
+	}
+	return ss
+}
+
 // repeatedHeader is the message refusing a request that sends the header
 // name n times: of a header naming a session, the server would act on one
 // value and a proxy routing on it perhaps on another.
@@ -304,6 +322,11 @@ func serveOp[T, R any](s *Server, parse func([]byte, []any) (T, []fieldError), c
 			ss, made, perr = s.httpSession(r, create)
 		}
 		if perr != nil {
+			if ss = s.heldSession(r); ss != nil {
+				// Refused before it reached its live session: still the
+				// session's reply, which names it for a proxy to learn.
+				w.Header().Set(SessionHeader, ss.id)
+			}
 			s.writeError(w, perr)
 			return
 		}

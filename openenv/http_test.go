@@ -494,3 +494,36 @@ func TestHTTP_TrailingSlash(t *testing.T) {
 		t.Errorf("initialize at /mcp/, the redirect followed: %d %s", code, body)
 	}
 }
+
+// TestHTTP_RefusalNamesItsSession: a request refused for its body (a
+// validation error, a content type) on a live session still names that
+// session in X-Seahaven-Session, as every other reply of the session
+// does, where it named none and a proxy learning routes from replies lost
+// track of the session.
+func TestHTTP_RefusalNamesItsSession(t *testing.T) {
+	s := mustServeCompany(t, openenv.Config{})
+	h := map[string]string{openenv.SessionHeader: "refused-here"}
+	if code, body, _ := s.httpDo(t, http.MethodPost, "/reset", `{}`, h); code != http.StatusOK {
+		t.Fatalf("reset: %d %s", code, body)
+	}
+	for _, tt := range []struct{ path, body, contentType string }{
+		{"/step", `{"action":{"type":"nope"}}`, ""},
+		{"/step", `{`, ""},
+		{"/step", `{"action":{"type":"list_tools"}}`, "text/plain"},
+		{"/reset", `{"colour":"red"}`, ""},
+		{"/inspect", `{"sql":"SELECT 1","x":1}`, ""},
+	} {
+		hdr := map[string]string{openenv.SessionHeader: "refused-here"}
+		if tt.contentType != "" {
+			hdr["Content-Type"] = tt.contentType
+		}
+		code, body, resp := s.httpDo(t, http.MethodPost, tt.path, tt.body, hdr)
+		if code < 400 || resp.Header.Get(openenv.SessionHeader) != "refused-here" {
+			t.Errorf("POST %s %s (%s): %d %s, %s %q, want a refusal naming the session", tt.path, tt.body, tt.contentType, code, body, openenv.SessionHeader, resp.Header.Get(openenv.SessionHeader))
+		}
+	}
+	// A session this server does not hold is named by none.
+	if code, _, resp := s.httpDo(t, http.MethodPost, "/step", `{`, map[string]string{openenv.SessionHeader: "not-here"}); code < 400 || resp.Header.Get(openenv.SessionHeader) != "" {
+		t.Errorf("a refusal on an unknown session: %d, %s %q, want none", code, openenv.SessionHeader, resp.Header.Get(openenv.SessionHeader))
+	}
+}
