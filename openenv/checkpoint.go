@@ -182,9 +182,11 @@ func (s *Server) serveLatest(w http.ResponseWriter, r *http.Request) {
 	case !ok:
 		s.writeError(w, newError(codeNoCheckpoints, "This server keeps no checkpoints."))
 	case qerr != nil:
-		s.writeError(w, newError(codeValidation, "The URL's query does not parse (%s): write it as key=value pairs joined by &, each percent-encoded", qerr))
+		s.writeError(w, invalid([]fieldError{{Type: "url_parsing", Loc: []any{"query"}, Input: mustEncode(r.URL.RawQuery),
+			Msg: fmt.Sprintf("The URL's query does not parse (%s): write it as key=value pairs joined by &, each percent-encoded", qerr)}}))
 	case len(q["episode_id"]) > 1:
-		s.writeError(w, newError(codeValidation, "The URL names episode_id %d times; name it once", len(q["episode_id"])))
+		s.writeError(w, invalid([]fieldError{{Type: "duplicate_key", Loc: []any{"query", "episode_id"}, Input: mustEncode(q["episode_id"]),
+			Msg: fmt.Sprintf("The URL names episode_id %d times; name it once", len(q["episode_id"]))}}))
 	case id == "":
 		s.writeError(w, invalid([]fieldError{{Type: "missing", Loc: []any{"query", "episode_id"}, Msg: "Field required", Input: json.RawMessage(`null`)}}))
 	default:

@@ -472,13 +472,15 @@ func TestCheckpoint_Drain(t *testing.T) {
 	if status, body, _ := s.httpDo(t, http.MethodGet, "/checkpoints/latest?episode_id=nope", "", nil); status != http.StatusNotFound || compact(t, body) != `{"detail":"Episode nope has no checkpoint in this server's checkpoint store.","code":"SESSION_ERROR"}` {
 		t.Errorf("latest of an unknown episode: %d %s", status, body)
 	}
+	// Validation failures in their shape: a list of failures, each at
+	// its location.
 	for query, want := range map[string]string{
-		"episode_id=nope&episode_id=ep-ws": "names episode_id 2 times",
-		"episode_id=ep-ws;x=1":             "query does not parse",
-		"episode_id=":                      "Field required",
+		"episode_id=nope&episode_id=ep-ws": `{"detail":[{"type":"duplicate_key","loc":["query","episode_id"],"msg":"The URL names episode_id 2 times; name it once","input":["nope","ep-ws"]}]}`,
+		"episode_id=ep-ws;x=1":             `{"detail":[{"type":"url_parsing","loc":["query"],"msg":"The URL's query does not parse (invalid semicolon separator in query): write it as key=value pairs joined by &, each percent-encoded","input":"episode_id=ep-ws;x=1"}]}`,
+		"episode_id=":                      `{"detail":[{"type":"missing","loc":["query","episode_id"],"msg":"Field required","input":null}]}`,
 	} {
-		if status, body, _ := s.httpDo(t, http.MethodGet, "/checkpoints/latest?"+query, "", nil); status != http.StatusUnprocessableEntity || !strings.Contains(body, want) {
-			t.Errorf("latest?%s: %d %s, want 422 saying %q", query, status, body, want)
+		if status, body, _ := s.httpDo(t, http.MethodGet, "/checkpoints/latest?"+query, "", nil); status != http.StatusUnprocessableEntity || compact(t, body) != want {
+			t.Errorf("latest?%s: %d %s, want 422 %s", query, status, body, want)
 		}
 	}
 
