@@ -231,6 +231,17 @@ func TestServer_LateCallSessionEnds(t *testing.T) {
 	s.settle(t)
 }
 
+// untilServed returns the reply of send, a /ws request, once it is no
+// error frame (its session free again), or its last reply after waitLimit.
+func untilServed(t *testing.T, send func() string) string {
+	t.Helper()
+	for deadline := time.Now().Add(waitLimit); ; {
+		if reply := send(); str(t, reply, "type") != "error" || time.Now().After(deadline) {
+			return reply
+		}
+	}
+}
+
 // lateOnWS opens a /ws session on s whose call of the stuck tool, holding
 // body, is answered as timed out and runs on; release lets it return.
 func lateOnWS(t *testing.T, s *worldServer, body string) (c *websocket.Conn, release func()) {
@@ -329,13 +340,7 @@ func TestServer_LateCallRecorded(t *testing.T) {
 	}
 	awaitSlow(t, started)
 	release()
-	var reply string
-	for deadline := time.Now().Add(waitLimit); ; {
-		reply = callTool(t, c, "note", `{"body":"after"}`)
-		if str(t, reply, "type") != "error" || time.Now().After(deadline) {
-			break
-		}
-	}
+	reply := untilServed(t, func() string { return callTool(t, c, "note", `{"body":"after"}`) })
 	mustSucceed(t, reply)
 
 	sessions := s.Sessions()
@@ -670,12 +675,7 @@ func TestServer_LateGrading(t *testing.T) {
 		t.Fatalf("a step while the grading blocks: %s, want it refused saying why", reply)
 	}
 	released()
-	for deadline := time.Now().Add(waitLimit); ; {
-		reply = roundTrip(t, c, step)
-		if str(t, reply, "type") != "error" || time.Now().After(deadline) {
-			break
-		}
-	}
+	reply = untilServed(t, func() string { return roundTrip(t, c, step) })
 	if reward := fmt.Sprint(field(t, reply, "data.reward")); reward != "1" {
 		t.Fatalf("a step once the grading returned: %s, want reward 1", reply)
 	}
@@ -793,12 +793,7 @@ func TestServer_LateCheckpoint(t *testing.T) {
 		t.Fatalf("a step while the checkpoint blocks: %s, want it refused saying why", reply)
 	}
 	released()
-	for deadline := time.Now().Add(waitLimit); ; {
-		reply = roundTrip(t, c, step)
-		if str(t, reply, "type") != "error" || time.Now().After(deadline) {
-			break
-		}
-	}
+	reply = untilServed(t, func() string { return roundTrip(t, c, step) })
 	if str(t, reply, "type") != "observation" {
 		t.Errorf("a step once the checkpoint returned: %s", reply)
 	}
