@@ -86,7 +86,9 @@ func (ss *session) checkpoint(ctx context.Context) (CheckpointInfo, *protoError)
 
 // checkpointLocked checkpoints the session's instance, for a drain if
 // drain, of the session named drainedFrom if not "" (see
-// sessionRecord.DrainedFrom). The slot must be held and the session must
+// sessionRecord.DrainedFrom), bounded by StepTimeout: one that ignores
+// its context fails a lateGrace past it and holds the session until it
+// returns (checkpointedLate). The slot must be held and the session must
 // have an instance.
 func (ss *session) checkpointLocked(ctx context.Context, drain bool, drainedFrom string) (CheckpointInfo, *protoError) {
 	c, ok := ss.inst.(Checkpointer)
@@ -200,8 +202,9 @@ func (s *Server) serveLatest(w http.ResponseWriter, r *http.Request) {
 }
 
 // restoreLocked replaces the session's instance with one restored from
-// the checkpoint req names, and fences the attempt it replaces, if any.
-// The slot must be held.
+// the checkpoint req names, and fences the attempt it replaces, if any. A
+// Restore that ignores its context fails a lateGrace past StepTimeout, and
+// what it restores later is discarded (openedLate). The slot must be held.
 func (ss *session) restoreLocked(ctx context.Context, req resetData) *protoError {
 	s := ss.srv
 	r, ok := s.backend.(Restorer)

@@ -66,14 +66,16 @@ func (s *Server) openedLate(ctx, octx context.Context, what string, returned <-c
 	return fmt.Errorf("it ignored its context and had not returned %s later; what it may yet open will be discarded: %w", lateGrace, context.Cause(octx))
 }
 
-// A lateCall is a tool call that ran on past its deadline (or its
-// cancellation) for lateGrace, ignoring its context: it was answered as
-// timed out and left to run. Its instance is its until it returns: it
-// holds its session's call slot until then, and what it returns is not
-// committed (a backend commits nothing of a call whose context has ended).
+// A lateCall is work on a session's instance (a tool call, a grading, a
+// checkpoint) that ran on past its deadline (or its cancellation) for
+// lateGrace, ignoring its context: it was answered as timed out (or
+// failed) and left to run. Its instance is its until it returns: it holds
+// its session's call slot until then, and what it returns is not kept (a
+// backend commits nothing of a call whose context has ended, and keeps no
+// grading returned after it).
 type lateCall struct {
-	what      string        // what runs: `call of tool "x"`, `grading of task "t"`
-	kind      string        // its kind in the logs: "tool call", "grading"
+	what      string        // what runs: `call of tool "x"`, `grading of task "t"`, "checkpoint"
+	kind      string        // its kind in the logs: "tool call", "grading", "checkpoint"
 	attrs     []any         // the log attributes of its session, and its tool or task
 	start     time.Time     // when it began
 	ended     time.Time     // when its context ended

@@ -173,9 +173,10 @@ func (ss *session) discardUnused() bool {
 	return unused
 }
 
-// open opens an instance with opts, bounded by StepTimeout. implicit marks
-// a default reset the caller did not ask for; a failure is reported as
-// openFailure says.
+// open opens an instance with opts, bounded by StepTimeout: an Open that
+// ignores its context fails a lateGrace past it, and what it opens later
+// is discarded (openedLate). implicit marks a default reset the caller did
+// not ask for; a failure is reported as openFailure says.
 func (s *Server) open(ctx context.Context, opts OpenOptions, implicit bool, loc []any) (Instance, *protoError) {
 	octx, cancel := withTimeout(ctx, s.cfg.StepTimeout)
 	defer cancel()

@@ -99,7 +99,9 @@ func (ss *session) gradeReplyLocked(reply stepReply, timeout time.Duration) (ste
 
 // gradeLocked grades the session's task episode, bounded by timeout, and
 // latches done: once a grading says done, later steps are refused
-// (overLocked). failed formats a grader's error. The slot must be held.
+// (overLocked). failed formats a grader's error. A grading that ignores
+// its context is answered a lateGrace past its deadline and holds the
+// session until it returns (gradedLate). The slot must be held.
 func (ss *session) gradeLocked(ctx context.Context, g Grader, timeout time.Duration, failed string) (Grading, *protoError) {
 	gctx, cancel := withTimeout(ctx, timeout)
 	defer cancel()
