@@ -51,7 +51,7 @@ func (s *Server) within(cctx context.Context, f func()) (returned chan struct{},
 // Shutdown's wait, so Shutdown has not begun that wait.
 func (s *Server) openedLate(ctx, octx context.Context, what string, returned <-chan struct{}, opened func() Instance) error {
 	attrs := append(sessionAttrs(ctx), "op", what)
-	past := (&lateCall{cancelled: !errors.Is(context.Cause(octx), context.DeadlineExceeded)}).past()
+	past := pastOf(byCancellation(octx))
 	s.log.Warn("openenv: a "+what+" runs on "+past+", ignoring its context: it failed, and what it opens will be discarded", attrs...)
 	s.throwaways.Add(1)
 	go func() {
@@ -93,11 +93,10 @@ type lateCall struct {
 // (returned): as timed out, or cancelled, as it would have been had it
 // returned, with late set. It logs a warning and counts the call.
 func (s *Server) overran(ctx, cctx context.Context, start, ended time.Time, inst Instance, name string, timeout time.Duration, returned chan struct{}) toolOutcome {
-	cause := context.Cause(cctx)
-	cancelled := !errors.Is(cause, context.DeadlineExceeded)
+	cancelled := byCancellation(cctx)
 	late := &lateCall{what: fmt.Sprintf("call of tool %q", runecut.Echo(name)), kind: "tool call",
 		attrs: append(sessionAttrs(ctx), "tool", clip(name, 128)), start: start, ended: ended, cancelled: cancelled, returned: returned}
-	out := toolOutcome{err: toolError(cctx, cause, name, timeout), late: late, cancelled: cancelled}
+	out := toolOutcome{err: toolError(cctx, context.Cause(cctx), name, timeout), late: late, cancelled: cancelled}
 	s.observeCall(ctx, start, inst, name, out, nil)
 	s.metrics.lateCalls.Inc()
 	answered := "timed out"
@@ -116,11 +115,22 @@ func (s *Server) awaitLate(late *lateCall) {
 
 // past says what late ran on past: "past its deadline", or for one its
 // client cancelled, "past its cancellation".
-func (late *lateCall) past() string {
-	if late.cancelled {
+func (late *lateCall) past() string { return pastOf(late.cancelled) }
+
+// pastOf is past for work whose context ended by cancellation or not.
+func pastOf(cancelled bool) string {
+	if cancelled {
 		return "past its cancellation"
 	}
 	return "past its deadline"
+}
+
+// byCancellation reports whether ctx, which has ended, ended by
+// cancellation (its client gone, its session closed), not by its
+// deadline: a server enforcing its own time limit cancels with
+// context.DeadlineExceeded as the cause.
+func byCancellation(ctx context.Context) bool {
+	return !errors.Is(context.Cause(ctx), context.DeadlineExceeded)
 }
 
 // warnLate logs msg about late: its session, its tool, how long it has
@@ -186,7 +196,7 @@ func (ss *session) checkpointedLate(ctx, cctx context.Context, start, ended time
 // lateGrace past wctx's end, hold the session until it returns, and logs
 // it. The slot must be held.
 func (ss *session) holdLate(wctx context.Context, late *lateCall) *lateCall {
-	late.cancelled = !errors.Is(context.Cause(wctx), context.DeadlineExceeded)
+	late.cancelled = byCancellation(wctx)
 	ss.holdLocked(late)
 	ss.srv.warnLate("openenv: a "+late.kind+" runs on "+late.past()+", ignoring its context: answered as failed, it holds its session until it returns", late)
 	return late

@@ -323,7 +323,7 @@ func (s *Server) invoke(ctx, cctx context.Context, inst Instance, name string, a
 		if err != nil {
 			out.err, out.noStep = toolError(cctx, err, name, timeout), errors.Is(err, env.ErrNoStep)
 			out.cause = hiddenCause(err, out.err.Message)
-			out.cancelled = errors.Is(err, context.Canceled) && !errors.Is(context.Cause(cctx), context.DeadlineExceeded)
+			out.cancelled = errors.Is(err, context.Canceled) && byCancellation(cctx)
 			return
 		}
 		if raw == nil { // a backend that does not check results
