@@ -248,20 +248,25 @@ func TestCheckpoint_FenceFails(t *testing.T) {
 	}
 }
 
+// hiredAndCheckpointed starts episode on a new /ws session of s, a company
+// world's server that keeps checkpoints, hires Ada and checkpoints the
+// episode; it returns the session and the checkpoint's id and attempt.
+func hiredAndCheckpointed(t *testing.T, s *worldServer, episode string) (c *websocket.Conn, id, attempt string) {
+	t.Helper()
+	c = s.dial(t)
+	roundTrip(t, c, fmt.Sprintf(`{"type":"reset","data":{"episode_id":%q}}`, episode))
+	roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Ada"}}}`)
+	reply := roundTrip(t, c, `{"type":"checkpoint"}`)
+	return c, str(t, reply, "data.checkpoint_id"), str(t, reply, "data.attempt")
+}
+
 // TestCheckpoint_ReplacesOtherEpisode: a restore whose replaces names an
 // attempt at another episode is refused at data.replaces and fences
 // nothing; one at the checkpoint's own episode fences it.
 func TestCheckpoint_ReplacesOtherEpisode(t *testing.T) {
 	s := mustServeWorld(t, company.World, app.Config{DefaultFixture: company.AcmeID, Checkpoints: t.TempDir()}, openenv.Config{})
-	taken := func(episode string) (*websocket.Conn, string, string) {
-		c := s.dial(t)
-		roundTrip(t, c, fmt.Sprintf(`{"type":"reset","data":{"episode_id":%q}}`, episode))
-		roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Ada"}}}`)
-		reply := roundTrip(t, c, `{"type":"checkpoint"}`)
-		return c, str(t, reply, "data.checkpoint_id"), str(t, reply, "data.attempt")
-	}
-	victim, _, victimAttempt := taken("victim")
-	other, otherID, otherAttempt := taken("other")
+	victim, _, victimAttempt := hiredAndCheckpointed(t, s, "victim")
+	other, otherID, otherAttempt := hiredAndCheckpointed(t, s, "other")
 	step := `{"type":"step","data":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Bo"}}}`
 
 	c := s.dial(t)
@@ -391,11 +396,7 @@ func TestCheckpoint_FenceSticky(t *testing.T) {
 // successor's.
 func TestCheckpoint_DrainSuperseded(t *testing.T) {
 	s := mustServeWorld(t, company.World, app.Config{DefaultFixture: company.AcmeID, Checkpoints: t.TempDir()}, openenv.Config{DrainCheckpoints: true})
-	c := s.dial(t)
-	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"ep-v"}}`)
-	roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Ada"}}}`)
-	reply := roundTrip(t, c, `{"type":"checkpoint"}`)
-	id, attempt := str(t, reply, "data.checkpoint_id"), str(t, reply, "data.attempt")
+	c, id, attempt := hiredAndCheckpointed(t, s, "ep-v")
 	h := map[string]string{"X-Seahaven-Session": "successor"}
 	if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", fmt.Sprintf(`{"checkpoint":%q,"replaces":%q}`, id, attempt), h); status != http.StatusOK {
 		t.Fatalf("restore: %d %s", status, body)
@@ -1314,11 +1315,7 @@ func TestCheckpoint_LatestAfterARestoreReplacing(t *testing.T) {
 // where before the successor was named only in the message's text.
 func TestCheckpoint_SupersededRefusalNamesTheSuccessor(t *testing.T) {
 	s := mustServeWorld(t, company.World, app.Config{DefaultFixture: company.AcmeID, Checkpoints: t.TempDir()}, openenv.Config{})
-	c := s.dial(t)
-	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"ep-twice"}}`)
-	roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Ada"}}}`)
-	reply := roundTrip(t, c, `{"type":"checkpoint"}`)
-	id, attempt := str(t, reply, "data.checkpoint_id"), str(t, reply, "data.attempt")
+	_, id, attempt := hiredAndCheckpointed(t, s, "ep-twice")
 	restore := fmt.Sprintf(`{"checkpoint":%q,"replaces":%q}`, id, attempt)
 	successor := map[string]string{"X-Seahaven-Session": "successor"}
 	if status, body, _ := s.httpDo(t, http.MethodPost, "/reset", restore, successor); status != http.StatusOK {
@@ -1518,11 +1515,7 @@ func TestCheckpoint_RestoreUnderAnotherDefinition(t *testing.T) {
 // one episode, until its first checkpoint.
 func TestCheckpoint_SuccessorReplacedBeforeItsCheckpoint(t *testing.T) {
 	s := mustServeWorld(t, company.World, app.Config{DefaultFixture: company.AcmeID, Checkpoints: t.TempDir()}, openenv.Config{})
-	c := s.dial(t)
-	roundTrip(t, c, `{"type":"reset","data":{"episode_id":"ep-lost-reply"}}`)
-	roundTrip(t, c, `{"type":"step","data":{"type":"call_tool","tool_name":"hire","arguments":{"name":"Ada"}}}`)
-	reply := roundTrip(t, c, `{"type":"checkpoint"}`)
-	id, attempt := str(t, reply, "data.checkpoint_id"), str(t, reply, "data.attempt")
+	_, id, attempt := hiredAndCheckpointed(t, s, "ep-lost-reply")
 	restore := fmt.Sprintf(`{"type":"reset","data":{"checkpoint":%q,"replaces":%q}}`, id, attempt)
 	successor := s.dial(t) // the restore whose reply its client lost
 	if r := roundTrip(t, successor, restore); str(t, r, "type") != "observation" {

@@ -427,15 +427,7 @@ func TestServer_LateCallSessionless(t *testing.T) {
 // was refused at once as though its wait had run out.
 func TestServer_LateCallUnbounded(t *testing.T) {
 	s := mustServeWorld(t, faultyWorld, app.Config{}, openenv.Config{StepTimeout: -1})
-	started, release := holdUntilReleased("late-unbounded")
-	t.Cleanup(release)
-	hdr, post := standardSession(t, s.testServer)
-	first := post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"stuck","arguments":{"body":"late-unbounded"}}}`)
-	awaitSlow(t, started)
-	cancelRequest(t, s.testServer, hdr, 1, "")
-	if r := <-first; r.err != nil {
-		t.Fatalf("the cancelled call: %v", r.err)
-	}
+	_, post, release := cancelledOnMCP(t, s, "late-unbounded")
 	second := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"note","arguments":{"body":"after"}}}`)
 	select {
 	case r := <-second:
@@ -449,6 +441,25 @@ func TestServer_LateCallUnbounded(t *testing.T) {
 	}
 }
 
+// cancelledOnMCP opens a standard MCP session on s whose call of the stuck
+// tool, holding body, its client cancels while the tool runs on, ignoring
+// it; hdr names the session, post sends its next requests, release lets
+// the call return.
+func cancelledOnMCP(t *testing.T, s *worldServer, body string) (hdr map[string]string, post func(string) <-chan mcpReply, release func()) {
+	t.Helper()
+	var started <-chan struct{}
+	started, release = holdUntilReleased(body)
+	t.Cleanup(release)
+	hdr, post = standardSession(t, s.testServer)
+	first := post(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"stuck","arguments":{"body":%q}}}`, body))
+	awaitSlow(t, started)
+	cancelRequest(t, s.testServer, hdr, 1, "")
+	if r := <-first; r.err != nil {
+		t.Fatalf("the cancelled call: %v", r.err)
+	}
+	return hdr, post, release
+}
+
 // TestServer_LateCallCancelled: a request refused behind a call that ran
 // on past its cancellation is told the call was cancelled, where before it
 // was told the call had passed its deadline, which it had not; the log's
@@ -457,15 +468,7 @@ func TestServer_LateCallUnbounded(t *testing.T) {
 func TestServer_LateCallCancelled(t *testing.T) {
 	var log testfs.Buffer
 	s := mustServeWorld(t, faultyWorld, app.Config{}, openenv.Config{StepTimeout: 2 * time.Second, Logger: slog.New(slog.NewTextHandler(&log, nil))})
-	started, release := holdUntilReleased("late-cancelled")
-	t.Cleanup(release)
-	hdr, post := standardSession(t, s.testServer)
-	first := post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"stuck","arguments":{"body":"late-cancelled"}}}`)
-	awaitSlow(t, started)
-	cancelRequest(t, s.testServer, hdr, 1, "")
-	if r := <-first; r.err != nil {
-		t.Fatalf("the cancelled call: %v", r.err)
-	}
+	hdr, post, release := cancelledOnMCP(t, s, "late-cancelled")
 	r := <-post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"note","arguments":{"body":"after"}}}`)
 	if r.err != nil || !strings.Contains(r.body, `A call of tool \"stuck\" was cancelled `) || !strings.Contains(r.body, "has not returned yet (it ignores its context)") {
 		t.Errorf("the call behind the cancelled one: %d %s %v, want it refused, saying the call was cancelled", r.code, r.body, r.err)
