@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/seahaven/seahaven/composition"
@@ -85,15 +84,12 @@ func TestSpec_ChangeLogSortedPathTableKey(t *testing.T) {
 	compositiontest.Call(t, inst, "go", `{}`)
 	var got []string
 	for _, r := range inst.ChangeLog() {
-		got = append(got, fmt.Sprintf("%s.%s%v", r.World, r.Table, r.Key))
+		got = append(got, fmt.Sprintf("%s.%s %v", r.World, r.Table, r.Key))
 	}
 	want := []string{"aa.b map[id:k]", "aa.t map[id:-1]", "aa.t map[id:2]", "aa.t map[id:10]",
 		"main.b map[id:k]", "main.t map[id:-1]", "main.t map[id:2]", "main.t map[id:10]",
 		"zz.b map[id:k]", "zz.t map[id:-1]", "zz.t map[id:2]", "zz.t map[id:10]"}
-	for i := range want {
-		want[i] = strings.Replace(want[i], " ", "", 1)
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
+	if !slices.Equal(got, want) {
 		t.Errorf("order\n got %v\nwant %v", got, want)
 	}
 }
