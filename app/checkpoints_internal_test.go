@@ -199,7 +199,9 @@ func TestCheckpoints_Killed(t *testing.T) {
 		t.Run("after "+last, func(t *testing.T) {
 			dir := t.TempDir()
 			cmd := exec.Command(os.Args[0], "-test.run=^TestCheckpoints_Killed$")
-			cmd.Env = append(os.Environ(), crashDirEnv+"="+dir)
+			// The helper's own temporary directories go under this
+			// test's: killed, it removes none of them.
+			cmd.Env = append(os.Environ(), crashDirEnv+"="+dir, "TMPDIR="+t.TempDir())
 			stdin, _ := cmd.StdinPipe()
 			stdout, _ := cmd.StdoutPipe()
 			if err := cmd.Start(); err != nil {
