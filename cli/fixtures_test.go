@@ -10,8 +10,10 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/compositiontest"
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/examples/worlds/chat"
 	"github.com/seahaven/seahaven/examples/worlds/company"
 )
 
@@ -187,6 +189,55 @@ func TestFixturesCommand_Broken(t *testing.T) {
 				t.Errorf("fixtures %s:\n%s\nwant FAILED rows for aaa and zzz around acme", sub, stdout)
 			}
 		})
+	}
+}
+
+// TestFixturesCommand_VerifyOtherWorlds: in a directory several worlds
+// share, verify checks a fixture of another world this binary serves
+// against that world, and one of a world it does not serve by its hashes.
+func TestFixturesCommand_VerifyOtherWorlds(t *testing.T) {
+	dir := copyAcme(t)
+	ctx := context.Background()
+	if _, err := compositiontest.Open(t, chat.World, composition.Options{}).Freeze(ctx, "talk", "", composition.FreezeOptions{FixturesDir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	stock := env.NewWorld(env.WorldSpec{Name: "stock", Version: "1.0.0", Schema: `CREATE TABLE items (id TEXT PRIMARY KEY) STRICT;`})
+	for _, id := range []string{"shelf", "tampered"} {
+		if _, err := compositiontest.Open(t, stock, composition.Options{}).Freeze(ctx, id, "", composition.FreezeOptions{FixturesDir: dir}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stdout, _, err := runFixtures(t, "verify", "--world", "company", "--dir", dir)
+	if err != nil {
+		t.Fatalf("fixtures verify: %v\n%s", err, stdout)
+	}
+	for _, want := range []string{"\nacme  ", "\nshelf ", "\ntalk  "} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("fixtures verify does not list %q:\n%s", want, stdout)
+		}
+	}
+	for _, row := range strings.Split(stdout, "\n")[1:] {
+		if row == "" {
+			continue
+		}
+		status := "ok"
+		if strings.Contains(row, "stock 1.0.0") {
+			status = "hashes ok"
+		}
+		if !strings.Contains(row, "  "+status+"  ") {
+			t.Errorf("row %q: want status %q", row, status)
+		}
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "tampered", "state.sqlite"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("tampered")
+	f.Close()
+	stdout, _, err = runFixtures(t, "verify", "--world", "company", "--dir", dir)
+	want := "fixture tampered (of world stock, not served by this binary): fixture: hash mismatch: node \"main\" file state.sqlite: sidecar records "
+	if exitCode(err) != 1 || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("fixtures verify of a tampered fixture: %v, want exit code 1 and %q...\n%s", err, want, stdout)
 	}
 }
 
