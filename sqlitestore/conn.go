@@ -264,7 +264,7 @@ func (cn *conn) forget(sql string) {
 // from: sql without the white space, semicolons and comments before it and
 // the white space and semicolons after it.
 func stmtKey(sql string) string {
-	return strings.TrimRight(skipFiller(sql), " \t\r\n\f;")
+	return strings.TrimRightFunc(skipFiller(sql), isFiller)
 }
 
 // errManyStatements is the error of a text holding more than one
@@ -281,6 +281,9 @@ var errManyStatements = errors.New("more than one statement")
 // megabytes of white space or comments, each padding different, would
 // otherwise pin that much memory per cached statement.
 func (cn *conn) prepare(sql string) (*sqlite3.Stmt, stmtInfo, error) {
+	if c, ok := cn.stmts[sql]; ok {
+		return c.st, c.info, nil // sql is its own key: nothing around it
+	}
 	key := stmtKey(sql)
 	if c, ok := cn.stmts[key]; ok {
 		return c.st, c.info, nil
@@ -354,10 +357,17 @@ func (cn *conn) prepareNext(sql string) (st *sqlite3.Stmt, tail string, info stm
 // any length up to MaxLength pass as parameters.
 const MaxSQL = 1_000_000
 
+// isFiller reports whether r is white space or the semicolon of an empty
+// statement (a function, not a cutset, which strings.TrimLeft would
+// build again at every statement).
+func isFiller(r rune) bool {
+	return r == ' ' || r == '\t' || r == '\r' || r == '\n' || r == '\f' || r == ';'
+}
+
 // skipFiller drops leading white space, empty statements and comments.
 func skipFiller(sql string) string {
 	for {
-		sql = strings.TrimLeft(sql, " \t\r\n\f;")
+		sql = strings.TrimLeftFunc(sql, isFiller)
 		rest, ok := skipComment(sql)
 		if !ok {
 			return sql
