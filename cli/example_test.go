@@ -28,6 +28,7 @@ func ExampleNew() {
 	//            a world that embeds its fixtures needs --dir, its source directory)
 	//   list     list the fixtures of DIR (default: the world's own)
 	//   verify   make an instance from each fixture: hashes, shape, named fixtures
+	//            (a fixture of a world this binary does not serve: its hashes)
 	//
 	// Worlds: chat, payments
 }
