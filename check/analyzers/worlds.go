@@ -1,6 +1,7 @@
 package analyzers
 
 import (
+	"cmp"
 	"fmt"
 	"go/ast"
 	"go/token"
@@ -48,15 +49,11 @@ func (*WorldFact) AFact() {}
 // String describes the fact: `world company children [payments shop]`,
 // with "?" for an unknown name and "unknown" for unknown children.
 func (f *WorldFact) String() string {
-	name := f.Name
-	if name == "" {
-		name = "?"
-	}
 	children := "unknown"
 	if f.ChildrenKnown {
 		children = "[" + strings.Join(f.Children, " ") + "]"
 	}
-	return fmt.Sprintf("world %s children %s", name, children)
+	return fmt.Sprintf("world %s children %s", cmp.Or(f.Name, "?"), children)
 }
 
 // World is one *env.World variable as the analyzer resolved it: declared in
@@ -101,12 +98,7 @@ func (w *World) ChildNames() []string {
 }
 
 // Describe names the world for messages: its own name, else the variable.
-func (w *World) Describe() string {
-	if w.Name != "" {
-		return w.Name
-	}
-	return w.Var.Name()
-}
+func (w *World) Describe() string { return cmp.Or(w.Name, w.Var.Name()) }
 
 // Registration kinds.
 const (
