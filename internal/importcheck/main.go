@@ -9,8 +9,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -56,10 +54,8 @@ func main() {
 		os.Exit(2)
 	}
 	var bad []string
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		parts := strings.SplitN(sc.Text(), "|", 3)
+	for line := range strings.Lines(string(out)) {
+		parts := strings.SplitN(strings.TrimSuffix(line, "\n"), "|", 3)
 		if len(parts) != 3 || !strings.HasPrefix(parts[0], module) {
 			continue
 		}
