@@ -333,9 +333,9 @@ func (b *Backend) listFixtures() []openenv.FixtureInfo {
 		return b.fixtures
 	}
 	list, err := fixture.List(b.fixturesDir)
-	var le *fixture.ListError
+	le, _ := errors.AsType[*fixture.ListError](err)
 	switch {
-	case errors.As(err, &le):
+	case le != nil:
 		// A broken fixture is left out; the others are listed. Each is
 		// logged when the set of broken fixtures differs from the one last
 		// logged.
@@ -395,7 +395,7 @@ func (b *Backend) Open(ctx context.Context, opts openenv.OpenOptions) (openenv.I
 	if errors.Is(err, fixture.ErrNotFound) {
 		return nil, b.unknownFixture(opts.Fixture, t.Fixture)
 	}
-	if bug := (*env.WorldBug)(nil); errors.Is(err, composition.ErrStartupRefused) && errors.As(err, &bug) {
+	if bug, ok := errors.AsType[*env.WorldBug](err); ok && errors.Is(err, composition.ErrStartupRefused) {
 		// A task's own keywords fit the tree (task.Fits): the refused
 		// one is the caller's.
 		return nil, &openenv.OptionError{Option: "startup", Value: opts.Startup, Message: bug.Message}

@@ -40,8 +40,7 @@ func (w worldInstance) Checkpoint(ctx context.Context, req openenv.CheckpointReq
 	}
 	cp, saved, err := w.ep.Checkpoint(ctx)
 	if err != nil {
-		var bug *env.WorldBug
-		if errors.As(err, &bug) {
+		if bug, ok := errors.AsType[*env.WorldBug](err); ok {
 			return openenv.CheckpointInfo{}, &openenv.OptionError{Option: "checkpoint", Message: bug.Message}
 		}
 		return openenv.CheckpointInfo{}, err

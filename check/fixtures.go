@@ -184,9 +184,9 @@ func (fc *fixtureCheck) run(data []byte) []Finding {
 	fc.lines = findLines(m)
 	nowBad := fc.checkNow(m)
 	s, err := fixture.Parse(data)
-	var se *fixture.SidecarError
+	se, _ := errors.AsType[*fixture.SidecarError](err)
 	switch {
-	case errors.As(err, &se) && se.Key == "now":
+	case se != nil && se.Key == "now":
 		if !nowBad {
 			fc.add(se.Line, "SH404", "now is not a valid instant: %s", se.Msg)
 		}

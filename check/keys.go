@@ -23,8 +23,7 @@ func keyFindings(w *env.World) []Finding {
 	var fs []Finding
 	for _, e := range unjoin(composition.CheckKeys(w)) {
 		code := "SH301"
-		var se *composition.SchemaError
-		if errors.As(e, &se) {
+		if _, ok := errors.AsType[*composition.SchemaError](e); ok {
 			code = "SH302"
 		}
 		fs = append(fs, finding(at(whereOf(e), w), code, "%v", e))
@@ -61,8 +60,7 @@ func untrackedFindings(ctx context.Context, w *env.World) []Finding {
 // whereOf returns the registration the *env.WorldBug in err's chain names,
 // or "".
 func whereOf(err error) string {
-	var bug *env.WorldBug
-	if errors.As(err, &bug) {
+	if bug, ok := errors.AsType[*env.WorldBug](err); ok {
 		return bug.Where
 	}
 	return ""

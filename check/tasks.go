@@ -32,15 +32,15 @@ func taskFindings(w *env.World, sealed *composition.Sealed, fsys fs.FS, root str
 	file := filepath.Join(root, task.FileName)
 	if fsys != nil {
 		data, err := readRegular(fsys, task.FileName)
-		var fe *task.FileError
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:
 			out = append(out, finding(file+":1:1", "SH407", "the tasks file cannot be read: %v", err))
 		default:
 			fileTasks, err = task.Parse(file, data)
+			fe, _ := errors.AsType[*task.FileError](err)
 			switch {
-			case errors.As(err, &fe):
+			case fe != nil:
 				msg := fe.Msg
 				if fe.Key != "" {
 					msg = fe.Key + ": " + msg
