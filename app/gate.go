@@ -39,21 +39,15 @@ func newGate(n int) gate {
 }
 
 // newAgentGate is newGate(n) whose agent listener's work holds at most
-// agentShare of its slots.
+// three quarters of its slots, at least one. With one slot that is the
+// slot itself, shared with the main listener in arrival order: a share of
+// none would run no agent call at all.
 func newAgentGate(n int) gate {
 	g := newGate(n)
 	if g.slots != nil {
-		g.agents = make(chan struct{}, agentShare(cap(g.slots)))
+		g.agents = make(chan struct{}, max(1, cap(g.slots)*3/4))
 	}
 	return g
-}
-
-// agentShare is how many of n engine slots the agent listener's work may
-// hold at once: three quarters, at least one. With one slot that is the
-// slot itself, shared with the main listener in arrival order: a share of
-// none would run no agent call at all.
-func agentShare(n int) int {
-	return max(1, n*3/4)
 }
 
 // agent reports whether work with ctx takes one of the agents' share.
