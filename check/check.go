@@ -134,8 +134,7 @@ func Sort(fs []Finding) {
 // The file is always a prefix of pos.
 func SplitPos(pos string) (file string, line, col int) {
 	file = pos
-	var nums []int // line and column, as far as found
-	for len(nums) < 2 {
+	for range 2 {
 		i := strings.LastIndexByte(file, ':')
 		if i < 0 {
 			break
@@ -144,11 +143,11 @@ func SplitPos(pos string) (file string, line, col int) {
 		if err != nil {
 			break
 		}
-		nums = slices.Insert(nums, 0, n)
+		// Read from the right: a number found before n was the column.
+		line, col = n, line
 		file = file[:i]
 	}
-	nums = append(nums, 0, 0) // a part that is missing is zero
-	return file, nums[0], nums[1]
+	return file, line, col
 }
 
 // at turns a registration's "file:line" into a position, falling back to
