@@ -242,13 +242,8 @@ func (c *checkpoints) expireRecords(now time.Time, live []stored) {
 	for _, f := range fences {
 		attempt := f.Name()
 		if isID(attempt) {
-			record := filepath.Base(c.pointerPath(attemptsDir, attempt))
-			if info, ok := c.readPointer(attemptsDir, attempt); ok && episodes[info.EpisodeID] {
-				kept[record] = true
-				continue
-			}
-			if !old(f) {
-				kept[record] = true
+			if info, ok := c.readPointer(attemptsDir, attempt); (ok && episodes[info.EpisodeID]) || !old(f) {
+				kept[filepath.Base(c.pointerPath(attemptsDir, attempt))] = true
 				continue
 			}
 		}
