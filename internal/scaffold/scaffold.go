@@ -103,9 +103,8 @@ func render(name, importPath string) ([]file, error) {
 			return err
 		}
 		rel := strings.TrimSuffix(strings.TrimPrefix(p, "world/"), ".tmpl")
-		base := path.Base(rel)
-		if strings.HasPrefix(base, "world") {
-			rel = path.Join(path.Dir(rel), name+strings.TrimPrefix(base, "world"))
+		if rest, ok := strings.CutPrefix(path.Base(rel), "world"); ok {
+			rel = path.Join(path.Dir(rel), name+rest)
 		}
 		src, err := worldFiles.ReadFile(p)
 		if err != nil {
