@@ -417,35 +417,27 @@ func (wp *worldsPass) collectRegistrations(ins *inspector.Inspector) {
 	for n := range ins.PreorderSeq((*ast.CallExpr)(nil)) {
 		call := n.(*ast.CallExpr)
 		fn := typeutil.StaticCallee(info, call)
-		var (
-			kind      string
-			worldExpr ast.Expr
-			fnArg     = -1
-			tool      string
-		)
+		r := &Registration{Call: call}
 		switch {
 		case isFunc(fn, EnvPath, "Tool") && len(call.Args) == 4:
-			kind, worldExpr, fnArg = KindTool, call.Args[0], 3
-			tool, _ = constString(info, call.Args[1])
+			r.Kind, r.WorldExpr = KindTool, call.Args[0]
+			r.Tool, _ = constString(info, call.Args[1])
+			r.In, r.Out = toolTypes(info, call)
 		case isMethod(fn, "World", "Use") && len(call.Args) == 1:
 			sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
 			if !ok {
 				continue
 			}
-			kind, worldExpr, fnArg = KindMiddleware, sel.X, 0
-		case isFunc(fn, EnvPath, "OnStartup") && len(call.Args) == 2:
-			kind, worldExpr, fnArg = KindHook, call.Args[0], 1
-		case isFunc(fn, EnvPath, "OnStartupMap") && len(call.Args) == 3:
-			kind, worldExpr, fnArg = KindHook, call.Args[0], 2
+			r.Kind, r.WorldExpr = KindMiddleware, sel.X
+		case isFunc(fn, EnvPath, "OnStartup") && len(call.Args) == 2,
+			isFunc(fn, EnvPath, "OnStartupMap") && len(call.Args) == 3:
+			r.Kind, r.WorldExpr = KindHook, call.Args[0]
 		default:
 			continue
 		}
-		r := &Registration{Kind: kind, Tool: tool, WorldExpr: worldExpr, Call: call}
-		if kind == KindTool {
-			r.In, r.Out = toolTypes(info, call)
-		}
-		r.World = wp.lookup(packageVar(info, worldExpr))
-		r.Body, r.Ctx = wp.funcOf(call.Args[fnArg], map[types.Object]bool{})
+		r.World = wp.lookup(packageVar(info, r.WorldExpr))
+		// Each registers the function it is passed last.
+		r.Body, r.Ctx = wp.funcOf(call.Args[len(call.Args)-1], map[types.Object]bool{})
 		wp.res.Registrations = append(wp.res.Registrations, r)
 	}
 }
