@@ -57,8 +57,7 @@ func signatureOf(fn *types.Func, pkg, name string) *types.Signature {
 	if fn == nil || fn.Pkg() == nil || fn.Pkg().Path() != pkg || fn.Name() != name {
 		return nil
 	}
-	sig, _ := fn.Type().(*types.Signature)
-	return sig
+	return fn.Signature()
 }
 
 // isFunc reports whether fn is the package-level function pkg.name.
