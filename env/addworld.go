@@ -76,7 +76,7 @@ func Startup(kw map[string]any) AddOption {
 // entry, startup keywords the child's hooks do not accept, and a cycle.
 // Whole-tree rules are checked when the tree is sealed.
 func (w *World) AddWorld(child *World, opts ...AddOption) {
-	where := callerLine(1)
+	where := callerLine()
 	mustWorld(w, "World.AddWorld", where)
 	if child == nil {
 		panic(&WorldBug{Message: fmt.Sprintf("%s.AddWorld: nil world", w.Name()), Where: where})

@@ -87,9 +87,9 @@ func mustWorld(w *World, what, where string) {
 	}
 }
 
-// callerLine returns "file:line" of the caller skip frames above its caller.
-func callerLine(skip int) string {
-	_, file, line, ok := runtime.Caller(skip + 1)
+// callerLine returns "file:line" of the call to the function that calls it.
+func callerLine() string {
+	_, file, line, ok := runtime.Caller(2)
 	if !ok {
 		return ""
 	}

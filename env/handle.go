@@ -142,7 +142,7 @@ type Declared struct {
 // field, which it could not fill, is a WorldBug.
 func DeclareWorlds[T any](w *World) {
 	t := reflect.TypeFor[T]()
-	where := callerLine(1)
+	where := callerLine()
 	mustWorld(w, "env.DeclareWorlds", where)
 	if t.Kind() != reflect.Struct {
 		panic(&WorldBug{Message: fmt.Sprintf("DeclareWorlds(%s): %s is not a struct", w.Name(), t), Where: where})

@@ -49,7 +49,7 @@ func (h *StartupHook) Run(c *Ctx, kw map[string]any) error { return h.run(c, kw)
 // hook receives the broadcast keywords it names, with those bound by
 // AddWorld(..., Startup(...)) winning on this node.
 func OnStartup[K any](w *World, fn func(c *Ctx, k K) error) {
-	where := callerLine(1)
+	where := callerLine()
 	mustWorld(w, "env.OnStartup", where)
 	t := reflect.TypeFor[K]()
 	if fn == nil || t.Kind() != reflect.Struct {
@@ -99,7 +99,7 @@ func OnStartup[K any](w *World, fn func(c *Ctx, k K) error) {
 // keys names every keyword it accepts, so unknown keywords can be refused
 // before any file is touched.
 func OnStartupMap(w *World, keys []string, fn func(c *Ctx, kw map[string]any) error) {
-	where := callerLine(1)
+	where := callerLine()
 	mustWorld(w, "env.OnStartupMap", where)
 	if fn == nil {
 		panic(&WorldBug{Message: fmt.Sprintf("%s.OnStartupMap: nil function", w.Name()), Where: where})

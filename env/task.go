@@ -344,7 +344,7 @@ func (p TablePattern) String() string {
 // already registered on w. Checks without a name are named (see
 // Task.Normalize).
 func (w *World) AddTask(t Task) {
-	where := callerLine(1)
+	where := callerLine()
 	mustWorld(w, "World.AddTask", where)
 	if err := t.Validate(); err != nil {
 		panic(&WorldBug{Message: fmt.Sprintf("%s.AddTask: %v", w.spec.Name, err), Where: where, Err: err})

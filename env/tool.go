@@ -134,7 +134,7 @@ func (r *ToolRef[In, Out]) Name() string { return r.def.Name }
 // option, a malformed name, a tag on an unexported field, two fields of
 // one name: argschema.TagError).
 func Tool[In, Out any](w *World, name, description string, fn func(c *Ctx, in In) (Out, error)) *ToolRef[In, Out] {
-	where := callerLine(1)
+	where := callerLine()
 	mustWorld(w, fmt.Sprintf("env.Tool(%q)", name), where)
 	bug := func(format string, args ...any) {
 		panic(&WorldBug{Message: fmt.Sprintf("%s.Tool(%q): ", w.Name(), name) + fmt.Sprintf(format, args...), Where: where})
@@ -223,7 +223,7 @@ func AsToolError(err error) (*ToolError, bool) {
 // BuiltinTool builds a tool that belongs to no world, for engines that serve
 // tools of their own (the control tool). World code uses Tool.
 func BuiltinTool[In, Out any](name, description string, fn func(c *Ctx, in In) (Out, error)) *ToolDef {
-	def, err := newToolDef(name, description, callerLine(1), fn)
+	def, err := newToolDef(name, description, callerLine(), fn)
 	if err != nil {
 		panic(err)
 	}

@@ -128,7 +128,7 @@ func (w *World) FixtureGenerator() FixtureGenerator {
 // NewWorld declares a world. It panics with a *WorldBug when the spec is
 // invalid: a bad name, an empty version, or an unknown clock mode.
 func NewWorld(spec WorldSpec) *World {
-	where := callerLine(1)
+	where := callerLine()
 	if err := CheckName(spec.Name); err != nil {
 		panic(&WorldBug{Message: "NewWorld: world " + err.Error(), Where: where})
 	}
@@ -174,7 +174,7 @@ func (w *World) String() string { return w.spec.Name }
 func (w *World) Clone() *World {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	c := &World{spec: w.Spec(), where: callerLine(1), toolByName: map[string]*ToolDef{}}
+	c := &World{spec: w.Spec(), where: callerLine(), toolByName: map[string]*ToolDef{}}
 	for _, t := range w.tools {
 		t2 := *t
 		t2.World = c
@@ -268,9 +268,10 @@ func (w *World) StartupKeys() []string {
 // in registration order, around every call of a tool this world owns or
 // contributes.
 func (w *World) Use(mw Middleware) {
-	mustWorld(w, "World.Use", callerLine(1))
+	where := callerLine()
+	mustWorld(w, "World.Use", where)
 	if mw == nil {
-		panic(&WorldBug{Message: fmt.Sprintf("%s.Use: nil middleware", w.spec.Name), Where: callerLine(1)})
+		panic(&WorldBug{Message: fmt.Sprintf("%s.Use: nil middleware", w.spec.Name), Where: where})
 	}
 	w.mu.Lock()
 	w.middleware = append(w.middleware, mw)
