@@ -48,14 +48,8 @@ func StreamSeed(seed int64, path, purpose string) (uint64, uint64) {
 	if (path == "" || path == "main") && purpose == "ids" {
 		return uint64(seed), uint64(seed) ^ 0x9e3779b97f4a7c15
 	}
-	h := sha256.New()
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(seed))
-	h.Write(b[:])
-	h.Write([]byte(purpose))
-	h.Write([]byte{0})
-	h.Write([]byte(path))
-	sum := h.Sum(nil)
+	msg := binary.LittleEndian.AppendUint64(nil, uint64(seed))
+	sum := sha256.Sum256(append(msg, purpose+"\x00"+path...))
 	return binary.LittleEndian.Uint64(sum[:8]), binary.LittleEndian.Uint64(sum[8:16])
 }
 
