@@ -104,9 +104,7 @@ func OnStartupMap(w *World, keys []string, fn func(c *Ctx, kw map[string]any) er
 	if fn == nil {
 		panic(&WorldBug{Message: fmt.Sprintf("%s.OnStartupMap: nil function", w.Name()), Where: where})
 	}
-	keys = slices.Clone(keys)
-	slices.Sort(keys)
-	w.addHook(&StartupHook{World: w, Keys: keys, Where: where, run: fn})
+	w.addHook(&StartupHook{World: w, Keys: slices.Sorted(slices.Values(keys)), Where: where, run: fn})
 }
 
 func (w *World) addHook(h *StartupHook) {
