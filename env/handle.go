@@ -163,7 +163,7 @@ func DeclareWorlds[T any](w *World) {
 }
 
 // DeclaredWorlds returns the struct types declared with DeclareWorlds.
-func (w *World) DeclaredWorlds() []*Declared { return cloneLocked(w, &w.declared) }
+func (w *World) DeclaredWorlds() []*Declared { return cloneRegistry(w, &w.declared) }
 
 // WorldsOf fills a T's *Handle fields from c.Worlds, by child name.
 func WorldsOf[T any](c *Ctx) T {

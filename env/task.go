@@ -363,4 +363,4 @@ func (w *World) AddTask(t Task) {
 
 // Tasks returns the tasks registered on w with AddTask, in registration
 // order.
-func (w *World) Tasks() []Task { return cloneLocked(w, &w.tasks) }
+func (w *World) Tasks() []Task { return cloneRegistry(w, &w.tasks) }

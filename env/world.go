@@ -208,10 +208,10 @@ func (w *World) WithFixturesDir(dir string) *World {
 }
 
 // Tools returns the world's own tools in registration order.
-func (w *World) Tools() []*ToolDef { return cloneLocked(w, &w.tools) }
+func (w *World) Tools() []*ToolDef { return cloneRegistry(w, &w.tools) }
 
-// cloneLocked returns a copy of one of w's registries, read under w.mu.
-func cloneLocked[T any](w *World, registry *[]T) []T {
+// cloneRegistry returns a copy of one of w's registries, read under w.mu.
+func cloneRegistry[T any](w *World, registry *[]T) []T {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(*registry)
@@ -225,13 +225,13 @@ func (w *World) Tool(name string) *ToolDef {
 }
 
 // Middleware returns the world's middleware, outermost first.
-func (w *World) Middleware() []Middleware { return cloneLocked(w, &w.middleware) }
+func (w *World) Middleware() []Middleware { return cloneRegistry(w, &w.middleware) }
 
 // Hooks returns the world's startup hooks in registration order.
-func (w *World) Hooks() []*StartupHook { return cloneLocked(w, &w.hooks) }
+func (w *World) Hooks() []*StartupHook { return cloneRegistry(w, &w.hooks) }
 
 // Edges returns the world's AddWorld registrations in order.
-func (w *World) Edges() []*Edge { return cloneLocked(w, &w.edges) }
+func (w *World) Edges() []*Edge { return cloneRegistry(w, &w.edges) }
 
 // Tree yields w and every world its AddWorld registrations reach, each
 // once however many times it was added, breadth first.
