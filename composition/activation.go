@@ -74,14 +74,13 @@ const (
 // activation is one outermost call (or a bulk block, or startup) of an
 // instance. Handles made during it die when it ends.
 type activation struct {
-	inst    *Instance
-	id      int
-	ctx     context.Context
-	tool    string // the call's published name ("bulk", "startup" for those)
-	own     string // the called tool's own name, which direct writes are recorded under
-	kind    activationKind
-	logging bool
-	ended   atomic.Bool
+	inst  *Instance
+	id    int
+	ctx   context.Context
+	tool  string // the call's published name ("bulk", "startup" for those)
+	own   string // the called tool's own name, which direct writes are recorded under
+	kind  activationKind
+	ended atomic.Bool
 
 	turnMu sync.Mutex // guards top, and busy and done of every turn of the activation
 	top    *turn      // the innermost turn: the one whose code runs now
@@ -112,11 +111,10 @@ func (a *activation) note(err error) error {
 // lock.
 func (i *Instance) activate(ctx context.Context, tool string, kind activationKind, fn func(a *activation) error) error {
 	ctx = cmp.Or(ctx, context.Background())
-	logging := kind == kindCall
-	if logging {
+	if kind == kindCall {
 		i.calls++
 	}
-	a := &activation{inst: i, id: i.calls, tool: tool, kind: kind, logging: logging}
+	a := &activation{inst: i, id: i.calls, tool: tool, kind: kind}
 	a.pinned = a.pinBuf[:0]
 	a.ctx = context.WithValue(ctx, activationKey{}, a)
 	i.running.Store(a)
@@ -137,7 +135,7 @@ func (i *Instance) activate(ctx context.Context, tool string, kind activationKin
 		ns.recorded = ns.recorded[:0]
 		ns.store.Unpin()
 	}
-	if logging {
+	if kind == kindCall {
 		slices.SortStableFunc(a.records, func(x, y logRecord) int {
 			return cmp.Or(strings.Compare(x.world, y.world), strings.Compare(x.row.Table, y.row.Table), sqlitestore.CompareKeys(x.row.KeyValues, y.row.KeyValues))
 		})

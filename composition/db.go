@@ -88,7 +88,7 @@ func (d *nodeDB) Transaction(fn func() error) error {
 		return err
 	}
 	a, ns := d.a, d.ns
-	direct := a.logging && len(ns.frames) == 0
+	direct := a.kind == kindCall && len(ns.frames) == 0
 	if direct {
 		if err := a.unowned(ns); err != nil {
 			d.close()

@@ -63,7 +63,7 @@ func (a *activation) begin(ns *nodeState, info *env.CallInfo) (*frame, error) {
 	if info != nil {
 		f.tool, f.internal = info.Own, info.Internal
 	}
-	if a.logging {
+	if a.kind == kindCall {
 		f.capture = a.startCapture(ns)
 	}
 	ns.frames = append(ns.frames, f)
@@ -124,7 +124,7 @@ func errUnowned() error {
 // leaving it open kept them uncommitted and the file locked against the
 // inspection view.
 func (a *activation) unowned(ns *nodeState) error {
-	if a.logging && len(ns.frames) == 0 && ns.store.InUnownedTransaction() {
+	if a.kind == kindCall && len(ns.frames) == 0 && ns.store.InUnownedTransaction() {
 		return errUnowned()
 	}
 	return nil
@@ -211,7 +211,7 @@ func (a *activation) startCapture(ns *nodeState) *sqlitestore.Capture {
 // looseCapture starts a capture of statements run on a node outside any
 // frame (a handle's DB used directly), unless one is running.
 func (a *activation) looseCapture(ns *nodeState) {
-	if !a.logging || len(ns.frames) > 0 {
+	if a.kind != kindCall || len(ns.frames) > 0 {
 		return
 	}
 	if a.loose == nil {
