@@ -561,8 +561,7 @@ func ReadCheckpoint(dir string, sidecar, state []byte) (*Checkpoint, error) {
 		if err != nil {
 			// Named without the directory too: the cause alone (a
 			// missing file, an I/O error) is wrapped.
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
+			if pe, ok := errors.AsType[*fs.PathError](err); ok {
 				err = pe.Err
 			}
 			return nil, fmt.Errorf("composition: checkpoint %q: node %s: file %s: %w", s.ID, path, fixture.FileName(path), err)

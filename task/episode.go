@@ -193,7 +193,7 @@ func (e *Episode) CallJSON(ctx context.Context, name string, args json.RawMessag
 		if errors.Is(err, env.ErrNoStep) {
 			return out, err
 		}
-		if ie := (*env.InfraError)(nil); errors.As(err, &ie) {
+		if ie, ok := errors.AsType[*env.InfraError](err); ok {
 			if !ie.NoStep {
 				e.mu.Lock()
 				e.calls++

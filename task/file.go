@@ -96,8 +96,7 @@ func ferr(line int, key, format string, args ...any) error {
 // "<base name of path>:<line>".
 func Parse(path string, data []byte) (_ []env.Task, err error) {
 	defer func() {
-		var fe *FileError
-		if errors.As(err, &fe) {
+		if fe, ok := errors.AsType[*FileError](err); ok {
 			fe.Path = path
 		}
 	}()
@@ -254,8 +253,7 @@ func scalarValue[T any](n *yaml.Node, key, msg string) (any, error) {
 
 // yamlError turns a yaml.v3 error into a *FileError with its line.
 func yamlError(err error) error {
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
+	if te, ok := errors.AsType[*yaml.TypeError](err); ok && len(te.Errors) > 0 {
 		err = errors.New(te.Errors[0])
 	}
 	line, msg, ok := yamlnode.ErrorLine(err)
@@ -359,7 +357,7 @@ func checkMapping(n *yaml.Node, key string, elem func(k *yaml.Node, sub string) 
 		}
 		return checkNode(v, t, sub)
 	})
-	if ke := (*yamlnode.KeyError)(nil); errors.As(err, &ke) {
+	if ke, ok := errors.AsType[*yamlnode.KeyError](err); ok {
 		return &FileError{Line: ke.Line, Key: ke.Key, Msg: ke.Msg}
 	}
 	return err
