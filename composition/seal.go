@@ -130,11 +130,12 @@ type nodeKey struct {
 const maxRoutes = 100000
 
 type sealer struct {
-	s      *Sealed
-	nodes  map[nodeKey]*Node
-	routes int
-	bound  map[*Node]map[string]*env.Edge
-	errs   []error // the seal's errors, in the order found
+	s       *Sealed
+	nodes   map[nodeKey]*Node
+	routes  int
+	bound   map[*Node]map[string]*env.Edge
+	contrib map[*Node][]*Route // each node's contribution, once made
+	errs    []error            // the seal's errors, in the order found
 }
 
 // bugAt returns a *env.WorldBug at the AddWorld of e, its message led by e.
@@ -144,15 +145,15 @@ func bugAt(e *env.Edge, format string, args ...any) error {
 
 func seal(root *env.World, gen uint64) (*Sealed, error) {
 	z := &sealer{
-		s:     &Sealed{Root: root, Generation: gen, byName: map[string]*Route{}, byPath: map[string]*Node{}},
-		nodes: map[nodeKey]*Node{},
-		bound: map[*Node]map[string]*env.Edge{},
+		s:       &Sealed{Root: root, Generation: gen, byName: map[string]*Route{}, byPath: map[string]*Node{}},
+		nodes:   map[nodeKey]*Node{},
+		bound:   map[*Node]map[string]*env.Edge{},
+		contrib: map[*Node][]*Route{},
 	}
 	if err := z.discover(); err != nil {
 		return nil, err
 	}
-	contrib := map[*Node][]*Route{}
-	surface := z.contribution(z.s.Nodes[0], contrib)
+	surface := z.contribution(z.s.Nodes[0])
 	for _, r := range surface {
 		z.s.byName[r.Name] = r
 	}
@@ -200,8 +201,7 @@ func (z *sealer) discover() error {
 		k := nodeKey{r.world, scopeText(r.scope)}
 		n, seen := z.nodes[k]
 		if !seen {
-			n = &Node{Index: len(z.s.Nodes), World: r.world, Scope: r.scope, Path: r.path, Bound: map[string]any{}}
-			n.File = fixture.FileName(r.path)
+			n = &Node{Index: len(z.s.Nodes), World: r.world, Scope: r.scope, Path: r.path, Bound: map[string]any{}, File: fixture.FileName(r.path)}
 			z.nodes[k] = n
 			z.s.Nodes = append(z.s.Nodes, n)
 			z.s.byPath[n.Path] = n
@@ -245,8 +245,8 @@ func (z *sealer) discover() error {
 // reserved at every level: each breach is recorded in z.errs, once per
 // node, and the route at fault is left out, so every breach of the tree
 // is found in one seal.
-func (z *sealer) contribution(n *Node, memo map[*Node][]*Route) []*Route {
-	if out, ok := memo[n]; ok {
+func (z *sealer) contribution(n *Node) []*Route {
+	if out, ok := z.contrib[n]; ok {
 		return out
 	}
 	var out []*Route
@@ -256,7 +256,7 @@ func (z *sealer) contribution(n *Node, memo map[*Node][]*Route) []*Route {
 		from[t.Name] = nil
 	}
 	for _, c := range n.Children {
-		sub := z.contribution(c.Node, memo)
+		sub := z.contribution(c.Node)
 		e := c.Edge
 		names := map[string]bool{}
 		for _, r := range sub {
@@ -305,7 +305,7 @@ func (z *sealer) contribution(n *Node, memo map[*Node][]*Route) []*Route {
 			out = append(out, &Route{Name: name, Def: r.Def, Owner: r.Owner, Path: path})
 		}
 	}
-	memo[n] = out
+	z.contrib[n] = out
 	return out
 }
 
