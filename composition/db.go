@@ -184,39 +184,37 @@ func toRows(rows *sqlitestore.Rows, err error) ([]env.Row, error) {
 // block, where the block's c.DB is the root's store).
 type instanceDB struct{ inst *Instance }
 
-// use runs fn with the root's store as the first turn of an activation of
-// its own reaches it.
-func (d instanceDB) use(fn func(db *nodeDB) error) error {
-	i := d.inst
+// useRoot runs fn with the root's store as the first turn of an activation
+// of its own reaches it, and returns what fn returned, or the error the
+// activation ended with.
+func useRoot[T any](i *Instance, fn func(db *nodeDB) (T, error)) (out T, err error) {
 	if err := i.lockOpen(context.Background(), "inst.DB() (inside a Bulk block, use the block's c.DB)"); err != nil {
-		return err
+		return out, err
 	}
 	defer i.unlock()
-	return i.activate(context.Background(), "db", kindDB, func(a *activation) error {
+	err = i.activate(context.Background(), "db", kindDB, func(a *activation) (err error) {
 		v, _ := a.push(nil, i.nodes[0], nil)
 		defer a.pop(v)
-		return fn((*nodeDB)(&v.node))
+		out, err = fn((*nodeDB)(&v.node))
+		return err
 	})
+	return out, err
 }
 
-func (d instanceDB) Exec(sql string, args ...any) (r env.Result, err error) {
-	err = d.use(func(db *nodeDB) error { r, err = db.Exec(sql, args...); return err })
-	return r, err
+func (d instanceDB) Exec(sql string, args ...any) (env.Result, error) {
+	return useRoot(d.inst, func(db *nodeDB) (env.Result, error) { return db.Exec(sql, args...) })
 }
 
-func (d instanceDB) Rows(sql string, args ...any) (rows []env.Row, err error) {
-	err = d.use(func(db *nodeDB) error { rows, err = db.Rows(sql, args...); return err })
-	return rows, err
+func (d instanceDB) Rows(sql string, args ...any) ([]env.Row, error) {
+	return useRoot(d.inst, func(db *nodeDB) ([]env.Row, error) { return db.Rows(sql, args...) })
 }
 
-func (d instanceDB) One(sql string, args ...any) (row env.Row, err error) {
-	err = d.use(func(db *nodeDB) error { row, err = db.One(sql, args...); return err })
-	return row, err
+func (d instanceDB) One(sql string, args ...any) (env.Row, error) {
+	return useRoot(d.inst, func(db *nodeDB) (env.Row, error) { return db.One(sql, args...) })
 }
 
-func (d instanceDB) Conn() (c any, err error) {
-	err = d.use(func(db *nodeDB) error { c, err = db.Conn(); return err })
-	return c, err
+func (d instanceDB) Conn() (any, error) {
+	return useRoot(d.inst, (*nodeDB).Conn)
 }
 
 func (d instanceDB) Transaction(fn func() error) error {
