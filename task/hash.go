@@ -50,7 +50,7 @@ func DefinitionHash(t env.Task) string {
 		Checks          []check                    `json:"checks"`
 	}{
 		ID: t.ID, Instruction: t.Instruction, Fixture: t.Fixture, Now: t.Now, Seed: t.Seed,
-		Tools: sortedSet(t.Tools), NoChangeCorrect: t.NoChangeCorrect, Checks: []check{},
+		Tools: slices.Sorted(slices.Values(t.Tools)), NoChangeCorrect: t.NoChangeCorrect, Checks: []check{},
 	}
 	if now, err := rfc3339.Parse(t.Now); err == nil {
 		def.Now = now.UTC().Format(time.RFC3339Nano) // the instant, however written
@@ -70,7 +70,7 @@ func DefinitionHash(t env.Task) string {
 			cc.Equals = canonJSON(c.Equals)
 		}
 		for _, p := range [][]string{c.OnlyChanged, c.MustChange, c.Unchanged} {
-			cc.Patterns = append(cc.Patterns, sortedSet(p)...)
+			cc.Patterns = append(cc.Patterns, slices.Sorted(slices.Values(p))...)
 		}
 		def.Checks = append(def.Checks, cc)
 	}
@@ -90,14 +90,6 @@ func canonJSON(v any) json.RawMessage {
 	}
 	b, _ := json.Marshal(fmt.Sprintf("go:%#v", v))
 	return b
-}
-
-// sortedSet returns a sorted copy of a list that is a set, nil for nil.
-func sortedSet(s []string) []string {
-	if s == nil {
-		return nil
-	}
-	return slices.Sorted(slices.Values(s))
 }
 
 // StateHash returns, per node path, the hex SHA-256 of the node's contents
