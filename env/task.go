@@ -191,9 +191,6 @@ var Difficulties = []string{"easy", "medium", "hard"}
 // Normalize returns the task with every check named: a check without a name
 // gets "<kind> #<position>" (from 1). Validate and AddTask use it.
 func (t Task) Normalize() Task {
-	if t.Checks == nil {
-		return t
-	}
 	checks := slices.Clone(t.Checks)
 	for i := range checks {
 		if checks[i].Name == "" {
