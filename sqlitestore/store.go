@@ -367,7 +367,7 @@ func statement[T any](s *Store, ctx context.Context, sql string, run func(*conn)
 		if err := s.refreshMetaLocked(cn); err != nil {
 			return err
 		}
-		if len(s.captures) > 0 && (isDrop(sql) || isAlter(sql)) {
+		if len(s.captures) > 0 && isDropOrAlter(sql) {
 			// A DROP TABLE IF EXISTS prepared while its table did not
 			// exist was authorized as nothing: prepare it against the
 			// schema it runs on, so dropRowsLocked knows its table. An

@@ -128,16 +128,11 @@ func keyword(sql, kw string) (string, bool) {
 	return sql[len(kw):], true
 }
 
-// isDrop reports whether sql begins with the keyword DROP.
-func isDrop(sql string) bool {
-	_, ok := keyword(sql, "drop")
-	return ok
-}
-
-// isAlter reports whether sql begins with the keyword ALTER.
-func isAlter(sql string) bool {
-	_, ok := keyword(sql, "alter")
-	return ok
+// isDropOrAlter reports whether sql begins with the keyword DROP or ALTER.
+func isDropOrAlter(sql string) bool {
+	_, drop := keyword(sql, "drop")
+	_, alter := keyword(sql, "alter")
+	return drop || alter
 }
 
 // skipName returns what follows the name sql begins with: an identifier,
