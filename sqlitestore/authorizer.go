@@ -18,7 +18,8 @@ type stmtInfo struct {
 	// event, so change capture reads them (see Store.dropRowsLocked).
 	drop, create string
 	// alter names the table of the main schema an ALTER TABLE names, as
-	// written, and dropColumn says the statement drops one of its columns:
+	// written (the functions it calls as it is prepared read it), and
+	// dropColumn says the statement drops one of its columns:
 	// SQLite erases the column's values with no preupdate event, and a
 	// rollback undoing the drop brings them back, so change capture reads
 	// them first (see Store.dropRowsLocked).
@@ -135,10 +136,8 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 			table = arg // name is the schema's
 			// On the raw connection info holds earlier statements' too.
 			cn.info.alter = ""
-			cn.altering = ""
 			if name == "main" {
 				cn.info.alter = table
-				cn.altering = table
 			}
 		}
 		cn.layout.noteTable(table)
@@ -170,13 +169,13 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 		if renamingFuncs[f] {
 			cn.layout.noteRename(!cn.own)
 		}
-		if f == "sqlite_rename_column" && cn.altering != "" {
-			cn.layout.columnRenames.note(cn.altering, cn.layout.seq, !cn.own)
+		if f == "sqlite_rename_column" && cn.info.alter != "" {
+			cn.layout.columnRenames.note(cn.info.alter, cn.layout.seq, !cn.own)
 		}
 		if f == "sqlite_drop_column" {
 			cn.info.dropColumn = true
-			if cn.altering != "" {
-				cn.layout.columnDrops.note(cn.altering, cn.layout.seq, !cn.own)
+			if cn.info.alter != "" {
+				cn.layout.columnDrops.note(cn.info.alter, cn.layout.seq, !cn.own)
 			}
 		}
 	case sqlite3.AUTH_ATTACH, sqlite3.AUTH_DETACH:

@@ -82,7 +82,6 @@ type conn struct {
 	txnSeq                   uint64
 	renameSeq                uint64
 	rolledBack, changedAfter bool
-	altering                 string // the main schema's table the ALTER TABLE being prepared alters, for the functions it calls
 
 	// Per-store state the SQL functions read, swapped when a parked
 	// connection is rebound to another store.
