@@ -469,7 +469,7 @@ func (c *Capture) collect(read func(*touched) ([]any, []string, error)) ([]RowCh
 		if t.before == nil && after == nil {
 			continue
 		}
-		ch := RowChange{Table: t.meta.name, KeyNames: t.meta.keyNames(), KeyValues: t.key, Names: t.meta.names, Before: t.before, After: after}
+		ch := RowChange{Table: t.meta.name, KeyNames: t.meta.keyNames, KeyValues: t.key, Names: t.meta.names, Before: t.before, After: after}
 		if afterNames != nil {
 			// Columns added, dropped or rolled back during the capture:
 			// compare the rows in the table's current shape.

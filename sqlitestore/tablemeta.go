@@ -24,8 +24,7 @@ type tableMeta struct {
 	names     []string // names of captured columns
 	real      []bool   // by names: the column has REAL affinity (see read)
 	pk        []int    // column indexes of the primary key, in key order; nil: keyed by rowid
-	pkNames   []string
-	keyName   []string // KeyNames: pkNames, or the rowid's name (rowid unless a column takes it)
+	keyNames  []string // RowChange.KeyNames: the key columns' names, or the rowid's name (rowid unless a column takes it)
 	pkPos     []int    // positions of the primary-key columns in names
 	rowid     string   // with no primary key: the rowid's first name no column has, VIRTUAL ones included; "" when none is free
 	selectSQL string   // reads one row by key
@@ -113,17 +112,16 @@ func (cn *conn) loadMeta(untracked map[string]bool) error {
 		for _, c := range k.key {
 			m.pk = append(m.pk, c.cid)
 			m.pkPos = append(m.pkPos, slices.Index(m.cids, c.cid))
-			m.pkNames = append(m.pkNames, c.name)
+			m.keyNames = append(m.keyNames, c.name)
 		}
-		m.keyName = m.pkNames
 		if len(m.pk) == 0 {
 			m.rowid = rowidName(k.names)
 			// A column named rowid is not the row's id: the key names the
 			// alias a grader can read it back by (_rowid_, or oid).
-			m.keyName = []string{cmp.Or(m.rowid, "rowid")}
+			m.keyNames = []string{cmp.Or(m.rowid, "rowid")}
 		}
 		m.selectSQL = m.buildSelect()
-		m.ident = m.name + "\x00" + strings.Join(m.keyNames(), "\x00") + "\x00"
+		m.ident = m.name + "\x00" + strings.Join(m.keyNames, "\x00") + "\x00"
 		m.keyProblem = k.problem(name)
 	}
 	cn.meta = meta
@@ -141,9 +139,9 @@ func schemaVersion(c *sqlite3.Conn) (int64, error) {
 // buildSelect returns the statement reading one row by key, or "" when the
 // table's rowid has no free name (every alias is a column).
 func (m *tableMeta) buildSelect() string {
-	where := make([]string, len(m.pkNames))
-	for i, n := range m.pkNames {
-		where[i] = fmt.Sprintf("%s IS ?%d", quoteIdent(n), i+1)
+	where := make([]string, len(m.pk))
+	for i := range m.pk {
+		where[i] = fmt.Sprintf("%s IS ?%d", quoteIdent(m.keyNames[i]), i+1)
 	}
 	if len(m.pk) == 0 {
 		if m.rowid == "" {
@@ -194,10 +192,6 @@ func (m *tableMeta) keyIn(img []any, rowid int64) []any {
 	}
 	return key
 }
-
-// keyNames names the key's columns; with no declared primary key, the
-// rowid's first name no column takes (["rowid"], ["_rowid_"] or ["oid"]).
-func (m *tableMeta) keyNames() []string { return m.keyName }
 
 // image returns a row's captured columns, by m.names, from col.
 func (m *tableMeta) image(col func(int) any) []any {
