@@ -108,12 +108,6 @@ func (l *layoutLog) noteRename(raw bool) {
 	l.rawRename = l.rawRename || raw
 }
 
-// columnsChangedSince reports whether a RENAME COLUMN, and a DROP COLUMN,
-// of table was noted after seq, or prepared on the raw connection.
-func (l *layoutLog) columnsChangedSince(table string, seq uint64) (renamed, dropped bool) {
-	return l.columnRenames.since(table, seq), l.columnDrops.since(table, seq)
-}
-
 // noteAll records a change that may concern every table.
 func (l *layoutLog) noteAll() {
 	l.seq++

@@ -298,12 +298,7 @@ func (s *Store) loadMetaLocked(cn *conn, finishing *Capture) error {
 	for _, c := range captures {
 		c.noteUndone(cn.metaVersion, unsure)
 		if renames {
-			c.checkRenames(old, cn.meta, func(table string) (renamed, dropped bool) {
-				if old == nil {
-					return true, true
-				}
-				return cn.layout.columnsChangedSince(table, since)
-			})
+			c.checkRenames(old, cn.meta, cn.layout, since)
 			c.knowRenames(old, cn.meta)
 			c.noteVanished(old, cn.meta, cn.colDrop)
 		}
@@ -358,14 +353,16 @@ func (s *Store) loadMetaOnlyLocked(cn *conn) error {
 // its columns was. Changes are reported by table name, and a row of a
 // renamed table would be reported as deleted from its old name, with its
 // later changes under the new name lost or reported against another row.
-// A column can have been renamed only when columns says a RENAME COLUMN
-// of its table may have run since old was loaded, or a rollback since
-// undid one: otherwise a column dropped and another added, which a
-// rollback may undo together, renamed nothing, though the table's columns
-// may read as if. It also says whether a DROP COLUMN of the table may
-// have (see renamedColumn). It fails c the same way when a table the
-// captures c follows reported rows of (c.after) was renamed.
-func (c *Capture) checkRenames(old, meta map[string]*tableMeta, columns func(table string) (renamed, dropped bool)) {
+// A column can have been renamed only when a RENAME COLUMN of its table
+// may have run since old was loaded, or a rollback since undid one: the
+// layout log noted one after since, or one was prepared on the raw
+// connection (with no old metadata, one may have run unnoted). Otherwise a
+// column dropped and another added, which a rollback may undo together,
+// renamed nothing, though the table's columns may read as if. A DROP
+// COLUMN of the table, noted the same way, may have run along with it (see
+// renamedColumn). It fails c the same way when a table the captures c
+// follows reported rows of (c.after) was renamed.
+func (c *Capture) checkRenames(old, meta map[string]*tableMeta, log *layoutLog, since uint64) {
 	if c.err != nil {
 		return
 	}
@@ -388,10 +385,10 @@ func (c *Capture) checkRenames(old, meta map[string]*tableMeta, columns func(tab
 			c.err = fmt.Errorf("sqlitestore: change capture cannot report the rows of table %s: it was renamed to %s while the capture ran", t.meta.name, to)
 			return
 		}
-		renamed, dropped := columns(t.meta.name)
-		if !renamed {
+		if old != nil && !log.columnRenames.since(t.meta.name, since) {
 			continue
 		}
+		dropped := old == nil || log.columnDrops.since(t.meta.name, since)
 		from, to := t.meta.renamedColumn(old, meta, dropped)
 		if to != "" {
 			c.err = fmt.Errorf("sqlitestore: change capture cannot report the rows of table %s: its column %s was renamed to %s while the capture ran", t.meta.name, from, to)
