@@ -109,11 +109,9 @@ func OpenInspector(ctx context.Context, rootPath string, attach []Attachment, op
 				cn.close()
 			}
 		}()
-		files, err := setupInspector(ctx, cn, rootPath, attach, in.authorize)
-		if err != nil {
+		if err := in.setup(ctx, cn, rootPath, attach); err != nil {
 			return err
 		}
-		in.files = files
 		ok = true
 		in.cn = cn
 		return nil
@@ -124,35 +122,35 @@ func OpenInspector(ctx context.Context, rootPath string, attach []Attachment, op
 	return in, nil
 }
 
-// setupInspector attaches attach to cn and sets auth as its authorizer. It
-// returns the names of the connection's store files.
-func setupInspector(ctx context.Context, cn *conn, rootPath string, attach []Attachment, auth func(sqlite3.AuthorizerActionCode, string, string, string, string) sqlite3.AuthorizerReturnCode) (map[string]bool, error) {
+// setup attaches attach to cn, keeps the names of the connection's store
+// files in i.files and sets i.authorize as its authorizer.
+func (i *Inspector) setup(ctx context.Context, cn *conn, rootPath string, attach []Attachment) error {
 	old := cn.c.SetInterrupt(ctx)
 	defer cn.c.SetInterrupt(old)
 	if ro, _ := cn.c.ReadOnly("main"); !ro {
-		return nil, fmt.Errorf("sqlitestore: %s did not open read-only", rootPath)
+		return fmt.Errorf("sqlitestore: %s did not open read-only", rootPath)
 	}
 	cn.tooLong = fmt.Sprintf("statement too long: the inspection connection runs statements of at most %d bytes", MaxInspectSQL)
 	// Sorts, DISTINCT, materialized subqueries and temp tables then live in
 	// the connection's memory, bounded by its cap, instead of unlinked files
 	// in the OS temp directory that nothing bounds.
 	if err := cn.c.Exec("PRAGMA temp_store=MEMORY"); err != nil {
-		return nil, &opError{"open", rootPath, formatError(ctx, err)}
+		return &opError{"open", rootPath, formatError(ctx, err)}
 	}
 	if err := installTextFuncs(cn.c); err != nil {
-		return nil, fmt.Errorf("sqlitestore: installing the text functions: %w", formatError(ctx, err))
+		return fmt.Errorf("sqlitestore: installing the text functions: %w", formatError(ctx, err))
 	}
 	if err := installLikeFuncs(cn.c); err != nil {
-		return nil, fmt.Errorf("sqlitestore: installing LIKE and GLOB: %w", formatError(ctx, err))
+		return fmt.Errorf("sqlitestore: installing LIKE and GLOB: %w", formatError(ctx, err))
 	}
 	if _, err := cn.query("SELECT count(*) FROM main.sqlite_schema", nil); err != nil {
-		return nil, &opError{"open", rootPath, formatError(ctx, err)}
+		return &opError{"open", rootPath, formatError(ctx, err)}
 	}
 	for _, a := range attach {
 		schema := quoteIdent(a.Schema)
 		st, _, err := cn.c.Prepare("ATTACH DATABASE ?1 AS " + schema)
 		if err != nil {
-			return nil, &opError{"attach", a.Path, formatError(ctx, err)}
+			return &opError{"attach", a.Path, formatError(ctx, err)}
 		}
 		if err = st.BindText(1, fileURI(a.Path, "ro")); err == nil {
 			err = st.Exec()
@@ -162,26 +160,23 @@ func setupInspector(ctx context.Context, cn *conn, rootPath string, attach []Att
 			_, err = cn.query("SELECT count(*) FROM "+schema+".sqlite_schema", nil)
 		}
 		if err != nil {
-			return nil, &opError{"attach", a.Path, formatError(ctx, err)}
+			return &opError{"attach", a.Path, formatError(ctx, err)}
 		}
 	}
 	const list = "SELECT file FROM pragma_database_list"
 	rows, err := cn.query(list, nil)
 	if err != nil {
-		return nil, &opError{"open", rootPath, formatError(ctx, err)}
+		return &opError{"open", rootPath, formatError(ctx, err)}
 	}
 	cn.forget(list)
-	files := map[string]bool{}
+	i.files = map[string]bool{}
 	for _, r := range rows.Values {
 		if f, ok := r[0].(string); ok && f != "" {
-			files[f] = true
+			i.files[f] = true
 		}
 	}
 	// Set last: statements prepared before are expired by SQLite.
-	if err := cn.c.SetAuthorizer(auth); err != nil {
-		return nil, formatError(ctx, err)
-	}
-	return files, nil
+	return formatError(ctx, cn.c.SetAuthorizer(i.authorize))
 }
 
 // authorize is the Inspector's authorizer. It allows reads and
