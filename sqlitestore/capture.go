@@ -145,13 +145,7 @@ func (s *Store) StartCaptureAfter(reported []string) *Capture {
 	}
 	var err error
 	if len(reported) > 0 && (s.cn == nil || s.cn.metaDirty || s.cn.exposed) {
-		err = s.doLocked(context.Background(), true, func(cn *conn) error {
-			stale, err := cn.metaStale()
-			if err != nil || !stale {
-				return err
-			}
-			return s.loadMetaLocked(cn, nil)
-		})
+		err = s.doLocked(context.Background(), true, func(cn *conn) error { return s.reloadStaleLocked(cn, nil) })
 		settle = s.pool != nil
 	}
 	c := &Capture{s: s, undoAt: s.undo, err: err}
@@ -232,14 +226,9 @@ func (c *Capture) FinishRows(ctx context.Context) ([]RowChange, error) {
 			return nil
 		}
 		return s.doLocked(ctx, true, func(cn *conn) error {
-			stale, err := cn.metaStale()
+			err := s.reloadStaleLocked(cn, c)
 			if err != nil {
 				return err
-			}
-			if stale {
-				if err := s.loadMetaLocked(cn, c); err != nil {
-					return err
-				}
 			}
 			c.replay(cn)
 			if c.err != nil {

@@ -237,16 +237,21 @@ func (m *tableMeta) renamedTo(old, meta map[string]*tableMeta) string {
 	return ""
 }
 
-// metaStale reports whether the metadata may not describe the schema: it
-// is due for a reload or, on a connection handed out raw, a statement
-// prepared there before may have changed the schema as it stepped, which
-// the authorizer, seeing statements only as they are prepared, did not see.
-func (cn *conn) metaStale() (bool, error) {
-	if cn.metaDirty || !cn.exposed {
-		return cn.metaDirty, nil
+// reloadStaleLocked reloads the metadata (loadMetaLocked, with finishing)
+// when it may not describe the schema: it is due for a reload or, on a
+// connection handed out raw, a statement prepared there before may have
+// changed the schema as it stepped, which the authorizer, seeing
+// statements only as they are prepared, did not see.
+func (s *Store) reloadStaleLocked(cn *conn, finishing *Capture) error {
+	if !cn.metaDirty {
+		if !cn.exposed {
+			return nil
+		}
+		if v, err := schemaVersion(cn.c); err != nil || v == cn.metaVersion {
+			return err
+		}
 	}
-	v, err := schemaVersion(cn.c)
-	return v != cn.metaVersion, err
+	return s.loadMetaLocked(cn, finishing)
 }
 
 // refreshMetaLocked reloads stale table metadata before a statement runs while
