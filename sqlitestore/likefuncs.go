@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/ncruces/go-sqlite3"
@@ -303,14 +304,8 @@ func (m *likeMatcher) at(piece []likeTok, s []uint32, i int) bool {
 				return false
 			}
 		case tokSet:
-			seen := false
-			for _, r := range t.set {
-				if c >= r[0] && c <= r[1] {
-					seen = true
-					break
-				}
-			}
-			if seen == t.invert {
+			in := slices.ContainsFunc(t.set, func(r [2]uint32) bool { return c >= r[0] && c <= r[1] })
+			if in == t.invert {
 				return false
 			}
 		}
