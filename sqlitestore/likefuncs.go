@@ -142,9 +142,7 @@ func likeFunc(ctx sqlite3.Context, op string, args []sqlite3.Value, chars *[]uin
 
 // cString is b up to its first NUL, as SQLite reads a text there.
 func cString(b []byte) []byte {
-	if i := bytes.IndexByte(b, 0); i >= 0 {
-		return b[:i]
-	}
+	b, _, _ = bytes.Cut(b, []byte{0})
 	return b
 }
 
