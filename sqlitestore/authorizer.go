@@ -109,7 +109,7 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 		default:
 			cn.info.kind = stmtRollbackTo
 		}
-		if !cn.own && cn.rawSavepoint != nil && !cn.rawSavepoint(cn.info) {
+		if !cn.own && cn.store != nil && !cn.store.rawSavepointLocked(cn.info) {
 			return sqlite3.AUTH_DENY
 		}
 		if strings.EqualFold(name, "ROLLBACK") {
@@ -146,13 +146,13 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 			switch action {
 			case sqlite3.AUTH_DROP_TABLE:
 				cn.info.drop = name
-				if !cn.own && cn.exposed && cn.rawDrop != nil {
-					cn.rawDrop(name)
+				if !cn.own && cn.exposed && cn.store != nil {
+					cn.store.rawDropLocked(name)
 				}
 			case sqlite3.AUTH_CREATE_TABLE:
 				cn.info.create = name
-				if !cn.own && cn.exposed && cn.rawCreate != nil {
-					cn.rawCreate(name)
+				if !cn.own && cn.exposed && cn.store != nil {
+					cn.store.rawCreateLocked(name)
 				}
 			}
 		}
@@ -163,8 +163,8 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 		// As it is prepared, an ALTER TABLE calls one of these, which
 		// only SQLite's own statements may, unless it adds a column.
 		f := strings.ToLower(arg)
-		if (f == "sqlite_rename_table" || f == "sqlite_rename_column") && cn.info.alter != "" && cn.renaming != nil {
-			cn.refusing = cn.renaming(cn.info.alter, f == "sqlite_rename_column")
+		if (f == "sqlite_rename_table" || f == "sqlite_rename_column") && cn.info.alter != "" && cn.store != nil {
+			cn.refusing = cn.store.renameRefusalLocked(cn.info.alter, f == "sqlite_rename_column")
 		}
 		if renamingFuncs[f] {
 			cn.layout.noteRename(!cn.own)

@@ -44,26 +44,19 @@ type conn struct {
 	tooLong string
 
 	// Change capture (stores only).
-	meta         map[string]*tableMeta // main-schema tables by name, loaded lazily
-	metaDirty    bool                  // meta must be reloaded before it is trusted
-	metaVersion  int64                 // the schema cookie meta was loaded at
-	ddlSeq       uint64                // counts statements prepared that change tables
-	dropping     string                // the table of the DROP the authorizer saw last, for the delete it authorizes next
-	refusing     error                 // the refusal of the rename whose renaming function the authorizer saw last, for the update of the schema table it authorizes next
-	erasing      string                // the table the DROP TABLE of the store's API running now erases, whose rows the captures noted (see Store.dropRowsLocked)
-	colDrop      *colDrop              // the rows of the table the DROP COLUMN of the store's API running now alters, read for the captures (see Store.dropRowsLocked)
-	undo         *uint64               // the store's Store.undo; nil for other connections
-	exposed      bool                  // handed out by Store.Conn
-	rawDrop      func(table string)    // the store's, told of a DROP TABLE prepared on the raw connection; nil for other connections
-	rawCreate    func(table string)    // the store's, told of a CREATE TABLE prepared on the raw connection; nil for other connections
-	rollbacks    uint64                // transactions rolled back on the connection, counted by its rollback hook (stores only)
-	rawSavepoint func(stmtInfo) bool   // the store's, asked whether a savepoint statement prepared on the raw connection may run; nil for other connections
-	preparing    bool                  // prepareNext is preparing a statement of the store's API
-	own          bool                  // the store is using the connection: a statement prepared or re-prepared (SQLite does so as it steps a statement the schema changed under) is not the raw connection user's
-	// renaming is the store's, asked, as an ALTER TABLE that renames
-	// table, or a column of it, is prepared, for the error refusing it;
-	// nil for other connections.
-	renaming func(table string, column bool) error
+	meta        map[string]*tableMeta // main-schema tables by name, loaded lazily
+	metaDirty   bool                  // meta must be reloaded before it is trusted
+	metaVersion int64                 // the schema cookie meta was loaded at
+	ddlSeq      uint64                // counts statements prepared that change tables
+	dropping    string                // the table of the DROP the authorizer saw last, for the delete it authorizes next
+	refusing    error                 // the refusal of the rename whose renaming function the authorizer saw last, for the update of the schema table it authorizes next
+	erasing     string                // the table the DROP TABLE of the store's API running now erases, whose rows the captures noted (see Store.dropRowsLocked)
+	colDrop     *colDrop              // the rows of the table the DROP COLUMN of the store's API running now alters, read for the captures (see Store.dropRowsLocked)
+	exposed     bool                  // handed out by Store.Conn
+	rollbacks   uint64                // transactions rolled back on the connection, counted by its rollback hook (stores only)
+	preparing   bool                  // prepareNext is preparing a statement of the store's API
+	own         bool                  // the store is using the connection: a statement prepared or re-prepared (SQLite does so as it steps a statement the schema changed under) is not the raw connection user's
+	store       *Store                // the store the connection is bound to, which noteUndo and the authorizer report to; nil for other connections and while parked
 	// layout notes what may have changed the tables' columns since the
 	// connection was bound to its store; loadSeq is layout.seq when meta
 	// was loaded, and loadInTxn whether it was loaded inside a transaction
@@ -116,8 +109,8 @@ func headerCookie(b []byte) int64 { return int64(binary.BigEndian.Uint32(b)) }
 // transaction) or a ROLLBACK ran. Either may also have undone schema
 // changes (see noteLayoutUndo).
 func (cn *conn) noteUndo() {
-	if cn.undo != nil {
-		*cn.undo++
+	if cn.store != nil {
+		cn.store.undo++
 	}
 	cn.noteLayoutUndo()
 }

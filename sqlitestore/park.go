@@ -145,7 +145,7 @@ func (s *Store) parkLocked(cn *conn) bool {
 	if cn.slot.unbind() != nil {
 		return false
 	}
-	cn.undo, cn.random, cn.now = nil, nil, nil
+	cn.store, cn.random, cn.now = nil, nil, nil
 	return s.pool.park(s.shelf, cn)
 }
 

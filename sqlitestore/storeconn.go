@@ -92,9 +92,7 @@ func (s *Store) connLocked(ctx context.Context) (*conn, error) {
 			return nil, err
 		}
 	}
-	cn.undo = &s.undo
-	cn.rawDrop, cn.rawCreate, cn.rawSavepoint = s.rawDropLocked, s.rawCreateLocked, s.rawSavepointLocked
-	cn.renaming = s.renameRefusalLocked
+	cn.store = s
 	if len(s.captures) > 0 {
 		s.installHookLocked(cn)
 	}
