@@ -217,15 +217,17 @@ func (i *Instance) written() int64 {
 	return n
 }
 
-// streams is where each node's id stream and SQL random stream stand.
-type streams [][2][]byte
+// streams is where each node's id stream and SQL random stream stand: the
+// states of both, node after node, in one slice. Every state has one
+// length, a PCG's.
+type streams []byte
 
 // markStreams returns where the nodes' streams stand, for takeBack.
 func (i *Instance) markStreams() streams {
-	m := make(streams, len(i.nodes))
-	for k, ns := range i.nodes {
-		ids, _ := ns.ids.MarshalBinary() // a PCG's never fails
-		m[k] = [2][]byte{ids, ns.store.RandomState()}
+	m := make(streams, 0, 64*len(i.nodes)) // room for two PCG states a node
+	for _, ns := range i.nodes {
+		m, _ = ns.ids.AppendBinary(m) // a PCG's never fails
+		m = ns.store.AppendRandomState(m)
 	}
 	return m
 }
@@ -241,10 +243,12 @@ func (i *Instance) takeBack(m streams) {
 // restoreStreams puts every node's id stream and SQL random stream back
 // where m says they stood. The instance's lock must be held.
 func (i *Instance) restoreStreams(m streams) {
-	for k, ns := range i.nodes {
-		// Both states came from the same streams' MarshalBinary.
-		_ = ns.ids.UnmarshalBinary(m[k][0])
-		_ = ns.store.SetRandomState(m[k][1])
+	n := len(m) / (2 * len(i.nodes)) // the length of one state
+	for _, ns := range i.nodes {
+		// Both states came from the same streams.
+		_ = ns.ids.UnmarshalBinary(m[:n])
+		_ = ns.store.SetRandomState(m[n : 2*n])
+		m = m[2*n:]
 	}
 }
 

@@ -33,6 +33,10 @@ func NewIDs(seed int64, path string) *IDs {
 // MarshalBinary returns where the stream stands.
 func (i *IDs) MarshalBinary() ([]byte, error) { return i.src.MarshalBinary() }
 
+// AppendBinary appends where the stream stands, as MarshalBinary returns
+// it, to b.
+func (i *IDs) AppendBinary(b []byte) ([]byte, error) { return i.src.AppendBinary(b) }
+
 // UnmarshalBinary moves the stream to where MarshalBinary said it stood.
 func (i *IDs) UnmarshalBinary(b []byte) error {
 	if err := i.src.UnmarshalBinary(b); err != nil {

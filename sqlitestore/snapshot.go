@@ -14,10 +14,14 @@ import (
 
 // RandomState returns where the store's random() and randomblob() stream
 // stands, for Options.RandomState.
-func (s *Store) RandomState() []byte {
+func (s *Store) RandomState() []byte { return s.AppendRandomState(nil) }
+
+// AppendRandomState appends where the store's random() and randomblob()
+// stream stands, as RandomState returns it, to b.
+func (s *Store) AppendRandomState(b []byte) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b, _ := s.rng.MarshalBinary() // a PCG's never fails
+	b, _ = s.rng.AppendBinary(b) // a PCG's never fails
 	return b
 }
 
