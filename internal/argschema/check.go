@@ -392,7 +392,7 @@ func parseNumber(lit string, kind reflect.Kind) (number, string) {
 	if !jsontext.Value(lit).IsValid() || jsontext.Value(lit).Kind() != '0' {
 		return number{}, "not a JSON number"
 	}
-	outOfRange := "number " + clip(lit) + " is out of range for " + kind.String()
+	outOfRange := func() string { return "number " + clip(lit) + " is out of range for " + kind.String() }
 	var n number
 	if kind == reflect.String { // a json.Number keeps any number as written
 		n.f, _ = strconv.ParseFloat(lit, 64) // ±Inf past float64, for bounds
@@ -401,7 +401,7 @@ func parseNumber(lit string, kind reflect.Kind) (number, string) {
 	if kind == reflect.Float32 || kind == reflect.Float64 {
 		f, err := strconv.ParseFloat(lit, bits[kind])
 		if err != nil && f != 0 { // underflow rounds to zero
-			return n, outOfRange
+			return n, outOfRange()
 		}
 		n.f = f
 		return n, ""
@@ -423,7 +423,7 @@ func parseNumber(lit string, kind reflect.Kind) (number, string) {
 			return n, problem
 		}
 		if parse(digits) != nil { // too large, or negative for an unsigned kind
-			return n, outOfRange
+			return n, outOfRange()
 		}
 		n.canonical = digits
 	}
@@ -432,8 +432,8 @@ func parseNumber(lit string, kind reflect.Kind) (number, string) {
 
 // integral returns the integer value of the JSON number lit as decimal
 // digits, or a problem: lit is not integral, or has more digits than any
-// integer kind (outOfRange). Its work is linear in len(lit).
-func integral(lit, outOfRange string) (string, string) {
+// integer kind (outOfRange's). Its work is linear in len(lit).
+func integral(lit string, outOfRange func() string) (string, string) {
 	sign, lit := "", lit
 	if rest, ok := strings.CutPrefix(lit, "-"); ok {
 		sign, lit = "-", rest
@@ -457,7 +457,7 @@ func integral(lit, outOfRange string) (string, string) {
 		if strings.HasPrefix(expText, "-") {
 			return "", "expected integer, got non-integral number " + clip(sign+lit)
 		}
-		return "", outOfRange
+		return "", outOfRange()
 	}
 	trimmed := strings.TrimRight(digits, "0")
 	exp += len(digits) - len(trimmed) - len(frac)
@@ -465,7 +465,7 @@ func integral(lit, outOfRange string) (string, string) {
 	case exp < 0:
 		return "", "expected integer, got non-integral number " + clip(sign+lit)
 	case len(trimmed)+exp > 20:
-		return "", outOfRange
+		return "", outOfRange()
 	}
 	return sign + trimmed + strings.Repeat("0", exp), ""
 }
