@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/sqlitestore"
@@ -91,15 +90,17 @@ func (r *logRecord) size() int64 {
 	return n
 }
 
-// pack returns r packed.
+// pack returns r packed. Its values are packed in a buffer on the stack
+// (most records' fit) and copied out at their size.
 func (r *logRecord) pack() packedRecord {
-	vals := packValues(nil, r.row.KeyValues)
+	var buf [256]byte
+	vals := packValues(buf[:0], r.row.KeyValues)
 	vals = packValues(vals, r.row.Before)
 	vals = packValues(vals, r.row.After)
 	return packedRecord{
 		call: r.call, tool: r.tool, internal: r.internal, world: r.world,
 		table: r.row.Table, op: r.row.Op, keyNames: r.row.KeyNames, names: r.row.Names,
-		vals: slices.Clip(vals), bytes: r.size(),
+		vals: bytes.Clone(vals), bytes: r.size(),
 	}
 }
 
