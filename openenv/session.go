@@ -475,10 +475,14 @@ func (ss *session) enter(ctx context.Context, active bool) (_ context.Context, l
 }
 
 // bind returns ctx also cancelled when the session stops. The session's
-// own context needs nothing more than its tag.
+// own context, and values added to it (which end when it does), need
+// nothing more than its tag.
 func (ss *session) bind(ctx context.Context) (context.Context, context.CancelFunc) {
-	if ctx == ss.ctx {
+	switch {
+	case ctx == ss.ctx:
 		return ss.tagged, func() {}
+	case ctx.Done() == ss.ctx.Done():
+		return withSession(ctx, ss), func() {}
 	}
 	ctx, cancel := context.WithCancel(withSession(ctx, ss))
 	stop := context.AfterFunc(ss.ctx, cancel)
