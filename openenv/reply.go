@@ -353,12 +353,14 @@ func stateDoc(doc env.StateDoc, episodeID string, steps int) env.StateDoc {
 }
 
 // fitState returns doc with as many of its oldest change records left out
-// as its JSON must lose to take at most max bytes (of a reply of at most
-// limit, MaxReplyBytes), and counted in its ChangeLogTruncated, as the
-// log's own bound drops them: a grader reading the state of a long episode
-// gets the newest records, where the reply would have been refused whole.
-// ReplyBytes says the reply's limit dropped them.
-func fitState(doc env.StateDoc, max, limit int) env.StateDoc {
+// as its JSON must lose to fit in MaxReplyBytes less the replyReserve and
+// less beside, the bytes of the reply's other members, and counted in its
+// ChangeLogTruncated, as the log's own bound drops them: a grader
+// reading the state of a long episode gets the newest records, where the
+// reply would have been refused whole. ReplyBytes says the reply's limit
+// dropped them.
+func (s *Server) fitState(doc env.StateDoc, beside int) env.StateDoc {
+	max := s.cfg.MaxReplyBytes - replyReserve - beside
 	b, err := encode(doc)
 	if err != nil || len(b) <= max {
 		return doc
@@ -376,7 +378,7 @@ func fitState(doc env.StateDoc, max, limit int) env.StateDoc {
 		t = *doc.ChangeLogTruncated
 	}
 	t.Dropped += drop
-	t.ReplyBytes = int64(limit)
+	t.ReplyBytes = int64(s.cfg.MaxReplyBytes)
 	doc.ChangeLog, doc.ChangeLogTruncated = doc.ChangeLog[drop:], &t
 	return doc
 }

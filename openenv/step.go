@@ -445,7 +445,7 @@ func (ss *session) state(ctx context.Context) (env.StateDoc, *protoError) {
 	ss.mu.Lock()
 	episodeID, steps := ss.episodeID, ss.steps
 	ss.mu.Unlock()
-	return fitState(stateDoc(doc, episodeID, steps), ss.srv.cfg.MaxReplyBytes-replyReserve, ss.srv.cfg.MaxReplyBytes), nil
+	return ss.srv.fitState(stateDoc(doc, episodeID, steps), 0), nil
 }
 
 // inspect runs one read-only query and returns the encoded reply data,

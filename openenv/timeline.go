@@ -175,7 +175,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request) {
 	reply := watchReply{Session: ss.info(), Steps: steps}
 	if b, err := encode(reply); err == nil {
 		// The state takes what the session and its timeline leave.
-		state = fitState(state, s.cfg.MaxReplyBytes-replyReserve-len(b), s.cfg.MaxReplyBytes)
+		state = s.fitState(state, len(b))
 	}
 	reply.State = state
 	s.respond(w, http.StatusOK, reply)
