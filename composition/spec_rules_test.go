@@ -348,7 +348,7 @@ func TestSpec_ChangeLogTags(t *testing.T) {
 		"2 1 create_charge true payments charges insert",
 		"3 2 create_charge false payments charges insert",
 	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
+	if !slices.Equal(got, want) {
 		t.Errorf("log\n got %q\nwant %q", got, want)
 	}
 }
