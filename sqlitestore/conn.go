@@ -88,6 +88,10 @@ type conn struct {
 	txns    int         // write transactions begun since the connection was bound
 
 	exclusive bool // in exclusive locking mode
+
+	// unharvested says a statement ran since the store last harvested or
+	// dropped the pages the connection wrote (see Store.Written).
+	unharvested bool
 }
 
 // cachedStmt is a prepared statement of a connection's cache.
@@ -393,6 +397,7 @@ func (cn *conn) exec(sql string, args []any) (Result, error) {
 		return Result{}, err
 	}
 	cn.noteRollback(sql)
+	cn.unharvested = true
 	total := cn.c.TotalChanges()
 	if err := st.Exec(); err != nil {
 		cn.noteUndo()
@@ -424,6 +429,7 @@ func (cn *conn) queryLimit(sql string, args []any, lim ReadLimit) (*Rows, error)
 		return nil, err
 	}
 	cn.noteRollback(sql)
+	cn.unharvested = true
 	n := st.ColumnCount()
 	rows := &Rows{Columns: make([]string, n), Values: [][]any{}}
 	for i := range n {
@@ -480,6 +486,7 @@ func (cn *conn) script(sql string, before func() error, check func(text string, 
 			}
 		}
 		cn.noteRollback(text)
+		cn.unharvested = true
 		err = st.Exec()
 		st.Close()
 		if err != nil {

@@ -500,10 +500,13 @@ func (s *Store) Written() int64 {
 // harvestWritesLocked adds the pages the open connection has written since
 // the last harvest to s.written, unless a transaction is open: its pages
 // count once it commits, and not when it rolls back (dropWritesLocked).
+// Without a statement of the store's since the last harvest, and no raw
+// use of the connection, there is nothing to add, and SQLite is not asked.
 func (s *Store) harvestWritesLocked() {
-	if s.cn != nil && s.cn.c.GetAutocommit() {
+	if s.cn != nil && (s.cn.unharvested || s.cn.exposed) && s.cn.c.GetAutocommit() {
 		n, _, _ := s.cn.c.Status(sqlite3.DBSTATUS_CACHE_WRITE, true)
 		s.written += n
+		s.cn.unharvested = false
 	}
 }
 
@@ -513,6 +516,7 @@ func (s *Store) harvestWritesLocked() {
 func (s *Store) dropWritesLocked() {
 	if s.cn != nil {
 		s.cn.c.Status(sqlite3.DBSTATUS_CACHE_WRITE, true)
+		s.cn.unharvested = false
 	}
 }
 

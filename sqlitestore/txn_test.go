@@ -979,6 +979,39 @@ CREATE TRIGGER boom BEFORE INSERT ON t WHEN NEW.v = 'boom' BEGIN SELECT RAISE(RO
 		{"untracked insert", func(s *sqlitestore.Store) error { _, err := s.Exec(ctx, "INSERT INTO u VALUES (1, 'a')"); return err }, true},
 		{"create table", func(s *sqlitestore.Store) error { _, err := s.Exec(ctx, "CREATE TABLE n (x)"); return err }, true},
 		{"committed transaction", func(s *sqlitestore.Store) error { return inTx(s, true, "INSERT INTO t VALUES (1, 'a')") }, true},
+		{"insert by a query", func(s *sqlitestore.Store) error {
+			_, err := s.Query(ctx, "INSERT INTO t VALUES (1, 'a') RETURNING id")
+			return err
+		}, true},
+		{"insert by a script", func(s *sqlitestore.Store) error {
+			return s.ExecScript(ctx, "SELECT 1; INSERT INTO t VALUES (1, 'a'); SELECT 2")
+		}, true},
+		{"insert on the raw connection", func(s *sqlitestore.Store) error {
+			c, err := s.Conn(ctx)
+			if err != nil {
+				return err
+			}
+			return c.Exec("INSERT INTO t VALUES (1, 'a')")
+		}, true},
+		{"autocommit insert, then a transaction rolled back", func(s *sqlitestore.Store) error {
+			if _, err := s.Exec(ctx, "INSERT INTO t VALUES (1, 'a')"); err != nil {
+				return err
+			}
+			return inTx(s, false, "INSERT INTO t VALUES (2, 'b')")
+		}, true},
+		{"insert after Written was read", func(s *sqlitestore.Store) error {
+			if _, err := s.Exec(ctx, "INSERT INTO t VALUES (1, 'a')"); err != nil {
+				return err
+			}
+			was := s.Written()
+			if _, err := s.Exec(ctx, "INSERT INTO t VALUES (2, 'b')"); err != nil {
+				return err
+			}
+			if now := s.Written(); now == was {
+				return fmt.Errorf("Written stayed at %d over the second insert", now)
+			}
+			return nil
+		}, true},
 		{"read", func(s *sqlitestore.Store) error { _, err := s.Query(ctx, "SELECT * FROM t"); return err }, false},
 		{"transaction that wrote nothing", func(s *sqlitestore.Store) error { return inTx(s, true, "SELECT 1") }, false},
 		{"transaction rolled back", func(s *sqlitestore.Store) error {
