@@ -32,6 +32,9 @@ type stmtInfo struct {
 	// or a column of one, whose rows a running capture holds, which the
 	// authorizer denied (see Store.renameRefusalLocked).
 	rename error
+	// params is the statement's number of parameters, counted once as it
+	// is prepared (SQLite's count never changes for its text).
+	params int
 }
 
 // stmtKind is what a statement does to the connection's transaction, as the

@@ -504,12 +504,12 @@ func (cn *conn) readRow(t *touched) ([]any, []string, error) {
 		// Gone, or created again with another key: the row is gone.
 		return nil, nil, nil
 	}
-	st, _, err := cn.prepare(m.selectSQL)
+	st, info, err := cn.prepare(m.selectSQL)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer st.Reset()
-	if err := bindArgs(st, t.key); err != nil {
+	if err := bindArgs(st, info.params, t.key); err != nil {
 		return nil, nil, err
 	}
 	if !st.Step() {

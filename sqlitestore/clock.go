@@ -141,7 +141,7 @@ func evalDate(ctx sqlite3.Context, now func() time.Time, fn string, args []sqlit
 	if implicitNow {
 		vals[n-1] = nowAt()
 	}
-	if err := bindArgs(st, vals); err != nil {
+	if err := bindArgs(st, st.BindCount(), vals); err != nil {
 		ctx.ResultError(err)
 		return
 	}

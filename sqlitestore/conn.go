@@ -330,6 +330,9 @@ func (cn *conn) prepareNext(sql string) (st *sqlite3.Stmt, tail string, info stm
 	cn.info, cn.preparing = stmtInfo{}, true
 	st, tail, err = cn.c.Prepare(sql)
 	info, cn.info, cn.preparing = cn.info, stmtInfo{}, false
+	if st != nil {
+		info.params = st.BindCount()
+	}
 	switch {
 	case err != nil && info.attach:
 		err = fmt.Errorf("%w: %s", ErrAttach, abbreviate(firstStatement(sql), 200))
@@ -388,12 +391,12 @@ func skipComment(sql string) (string, bool) {
 
 // exec runs one statement with args.
 func (cn *conn) exec(sql string, args []any) (Result, error) {
-	st, _, err := cn.prepare(sql)
+	st, info, err := cn.prepare(sql)
 	if err != nil {
 		return Result{}, err
 	}
 	defer st.Reset()
-	if err := bindArgs(st, args); err != nil {
+	if err := bindArgs(st, info.params, args); err != nil {
 		return Result{}, err
 	}
 	cn.noteRollback(sql)
@@ -420,12 +423,12 @@ func (cn *conn) query(sql string, args []any) (*Rows, error) {
 // stops it. A value's size is measured where SQLite holds it, before it is
 // copied, so a row past lim.MaxBytes costs no Go memory.
 func (cn *conn) queryLimit(sql string, args []any, lim ReadLimit) (*Rows, error) {
-	st, _, err := cn.prepare(sql)
+	st, info, err := cn.prepare(sql)
 	if err != nil {
 		return nil, err
 	}
 	defer st.Reset()
-	if err := bindArgs(st, args); err != nil {
+	if err := bindArgs(st, info.params, args); err != nil {
 		return nil, err
 	}
 	cn.noteRollback(sql)

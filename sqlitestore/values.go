@@ -10,10 +10,10 @@ import (
 	"github.com/ncruces/go-sqlite3"
 )
 
-// bindArgs binds args by position.
-func bindArgs(st *sqlite3.Stmt, args []any) error {
-	if n := st.BindCount(); n != len(args) {
-		return fmt.Errorf("sqlitestore: statement has %d parameters, got %d arguments", n, len(args))
+// bindArgs binds args by position to st, which has params parameters.
+func bindArgs(st *sqlite3.Stmt, params int, args []any) error {
+	if params != len(args) {
+		return fmt.Errorf("sqlitestore: statement has %d parameters, got %d arguments", params, len(args))
 	}
 	for i, a := range args {
 		if err := bindArg(st, i, a); err != nil {
