@@ -26,7 +26,17 @@ var httpFuzzRoutes = []struct{ method, path, body string }{
 	{http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`},
 	{http.MethodDelete, "/mcp", ``},
 	{http.MethodGet, "/checkpoints/latest", ``},
+	{http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"},` + modernMeta + `}}`},
+	{http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":4,"method":"server/discover","params":{` + modernMeta + `}}`},
 }
+
+// modernMeta is the params._meta member every 2026-07-28 request carries.
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+// modernRoute reports whether a route of httpFuzzRoutes speaks MCP
+// 2026-07-28, whose requests FuzzHTTPRequest sends at a URL naming a live
+// session when its query is empty.
+func modernRoute(body string) bool { return strings.Contains(body, modernMeta) }
 
 // validHeaderValue reports whether net/http's client sends v as a header
 // value: no control character but a tab.
@@ -62,7 +72,9 @@ func jsonStrings(v any, out []string) []string {
 // FuzzHTTPRequest sends one HTTP request to an episode route, /mcp or
 // /checkpoints/latest with an arbitrary body (the route's own when empty),
 // query and Content-Type, Content-Encoding, X-Seahaven-Session,
-// Mcp-Session-Id, MCP-Protocol-Version and Origin headers. The server never
+// Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, Mcp-Name and Origin
+// headers (a 2026-07-28 request at a URL naming a live session when the
+// query is empty). The server never
 // fails (no 5xx); every reply with a body is JSON in its route's shape (a
 // JSON-RPC response on /mcp, else a result or an error whose detail names
 // the problem); and no message repeats more than runecut.MaxEcho bytes of
@@ -70,14 +82,21 @@ func jsonStrings(v any, out []string) []string {
 func FuzzHTTPRequest(f *testing.F) {
 	long := strings.Repeat("x", 3*runecut.MaxEcho)
 	for i := range httpFuzzRoutes {
-		f.Add(uint8(i), []byte(nil), "", "application/json", "", "", "", "", "")
+		f.Add(uint8(i), []byte(nil), "", "application/json", "", "", "", "", "", "", "")
 	}
 	for _, seed := range []struct {
 		route                                byte
 		body                                 string
 		query, ctype, cenc, sid, mcpSID, ver string
-		origin                               string
+		origin, method, name                 string
 	}{
+		{route: 9, ctype: "application/json", ver: "2026-07-28", method: "tools/call", name: "echo"},
+		{route: 9, ctype: "application/json", ver: "2026-07-28", method: "tools/call", name: "=?base64?ZWNobw==?="},
+		{route: 9, ctype: "application/json", ver: "2026-07-28", method: "tools/call", name: "=?base64?" + long + "?="},
+		{route: 9, ctype: "application/json", ver: "2026-07-28", method: long, name: long},
+		{route: 9, ctype: "application/json", ver: "2026-07-28", method: "tools/call", name: "add", query: "session_id=nope"},
+		{route: 10, ctype: "application/json", ver: "2026-07-28", method: "server/discover"},
+		{route: 10, ctype: "application/json", ver: "2026-07-28", method: "tools/list", mcpSID: "s"},
 		{route: 0, body: `{"episode_id":"e"}`, ctype: "application/json", sid: "s-1"},
 		{route: 1, body: `{"action":{"tool_name":"add","arguments":{"a":1,"b":2}},"timeout_s":0.5}`, ctype: "application/json", sid: "s-1"},
 		{route: 1, body: `{"action":[]}`, ctype: "text/plain"},
@@ -95,15 +114,19 @@ func FuzzHTTPRequest(f *testing.F) {
 		{route: 8, query: "session=" + long},
 		{route: 8, query: "%"},
 	} {
-		f.Add(seed.route, []byte(seed.body), seed.query, seed.ctype, seed.cenc, seed.sid, seed.mcpSID, seed.ver, seed.origin)
+		f.Add(seed.route, []byte(seed.body), seed.query, seed.ctype, seed.cenc, seed.sid, seed.mcpSID, seed.ver, seed.origin, seed.method, seed.name)
 	}
 	s := mustServe(f, newFake(f), fuzzConfig)
+	live := str(f, s.rpc(f, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create"}`), "result.session_id")
 	client := &http.Client{Timeout: waitLimit}
 
-	f.Fuzz(func(t *testing.T, route uint8, body []byte, query, ctype, cenc, sid, mcpSID, ver, origin string) {
+	f.Fuzz(func(t *testing.T, route uint8, body []byte, query, ctype, cenc, sid, mcpSID, ver, origin, method, name string) {
 		rt := httpFuzzRoutes[int(route)%len(httpFuzzRoutes)]
 		if len(body) == 0 {
 			body = []byte(rt.body)
+		}
+		if query == "" && modernRoute(rt.body) {
+			query = "session_id=" + live
 		}
 		if len(body) > fuzzLimit {
 			t.Skip("over the message limit")
@@ -111,6 +134,7 @@ func FuzzHTTPRequest(f *testing.F) {
 		headers := map[string]string{
 			"Content-Type": ctype, "Content-Encoding": cenc, openenv.SessionHeader: sid,
 			openenv.MCPSessionHeader: mcpSID, "MCP-Protocol-Version": ver, "Origin": origin,
+			"Mcp-Method": method, "Mcp-Name": name,
 		}
 		for _, v := range headers {
 			if !validHeaderValue(v) {
