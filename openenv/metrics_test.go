@@ -8,14 +8,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -27,7 +30,9 @@ import (
 // exposition is one scrape of /metrics, parsed.
 type exposition map[string]*dto.MetricFamily
 
-// scrape reads /metrics and parses the text exposition.
+// scrape reads /metrics and parses the text exposition, which must pass
+// Prometheus's own lint (promtool check metrics): metric names, units,
+// suffixes and help texts as its conventions have them.
 func (s *testServer) scrape(tb testing.TB) exposition {
 	tb.Helper()
 	code, body, resp := s.httpDo(tb, "GET", "/metrics", "", nil)
@@ -41,6 +46,13 @@ func (s *testServer) scrape(tb testing.TB) exposition {
 	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
 	if err != nil {
 		tb.Fatalf("parsing /metrics: %v\n%s", err, body)
+	}
+	problems, err := promlint.NewWithMetricFamilies(slices.Collect(maps.Values(fams))).Lint()
+	if err != nil {
+		tb.Fatalf("linting /metrics: %v", err)
+	}
+	for _, p := range problems {
+		tb.Errorf("/metrics: %s: %s", p.Metric, p.Text)
 	}
 	return fams
 }
