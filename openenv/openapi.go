@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -49,51 +49,36 @@ func openAPIFor(keep func(path string) bool) func() ([]byte, error) {
 			return nil, fmt.Errorf("openenv: openapi.json: %w", err)
 		}
 		maps.DeleteFunc(doc["paths"].(map[string]any), func(p string, _ any) bool { return !keep(p) })
-		files := map[string]map[string]any{} // by component
-		ids := map[string]string{}           // a file's $id -> its component
+		comps := doc["components"].(map[string]any)["schemas"].(map[string]any)
+		byFile := map[string]string{} // schema file name -> component
 		for comp, name := range openAPIComponents {
-			b, err := schemas.Get(name)
+			byFile[name] = comp
+		}
+		for _, comp := range slices.Sorted(maps.Keys(openAPIComponents)) {
+			b, err := schemas.Get(openAPIComponents[comp])
 			if err != nil {
 				return nil, err
 			}
 			var file map[string]any
 			if err := json.Unmarshal(b, &file); err != nil {
-				return nil, fmt.Errorf("openenv: schema %s: %w", name, err)
-			}
-			files[comp] = file
-			ids[file["$id"].(string)] = comp
-		}
-		if err := rootRefs(doc, "", nil, ids); err != nil {
-			return nil, err
-		}
-		comps := doc["components"].(map[string]any)["schemas"].(map[string]any)
-		add := func(name string, schema any) error {
-			if _, taken := comps[name]; taken {
-				return fmt.Errorf("openenv: openapi.json: two components named %s", name)
-			}
-			comps[name] = schema
-			return nil
-		}
-		for _, comp := range slices.Sorted(maps.Keys(files)) {
-			file := files[comp]
-			base, err := url.Parse(file["$id"].(string))
-			if err != nil {
 				return nil, fmt.Errorf("openenv: schema of %s: %w", comp, err)
 			}
-			if err := rootRefs(file, comp, base, ids); err != nil {
+			if err := rootRefs(file, comp, byFile); err != nil {
 				return nil, err
 			}
 			defs, _ := file["$defs"].(map[string]any)
-			for _, name := range slices.Sorted(maps.Keys(defs)) {
-				if err := add(name, defs[name]); err != nil {
-					return nil, err
-				}
-			}
 			delete(file, "$defs")
 			delete(file, "$id")
 			delete(file, "$schema")
-			if err := add(comp, file); err != nil {
-				return nil, err
+			if defs == nil {
+				defs = map[string]any{}
+			}
+			defs[comp] = file
+			for name, schema := range defs {
+				if _, taken := comps[name]; taken {
+					return nil, fmt.Errorf("openenv: openapi.json: two components named %s", name)
+				}
+				comps[name] = schema
 			}
 		}
 		return encode(doc)
@@ -101,60 +86,41 @@ func openAPIFor(keep func(path string) bool) func() ([]byte, error) {
 }
 
 // rootRefs rewrites every $ref in v, a part of the schema file of
-// component comp ("" for the document around the files), to point from
-// the document's root (componentPointer): a reference inside the file
-// ("#/$defs/…"), or to another file by its $id or a name relative to base,
-// the file's own $id.
-func rootRefs(v any, comp string, base *url.URL, ids map[string]string) error {
+// component comp, to point from the document's root: to comp, another
+// file's component (named by its file, or its $id) or the component one of
+// their $defs is.
+func rootRefs(v any, comp string, byFile map[string]string) error {
 	switch v := v.(type) {
 	case map[string]any:
 		for k, e := range v {
 			ref, isRef := e.(string)
 			if k != "$ref" || !isRef {
-				if err := rootRefs(e, comp, base, ids); err != nil {
+				if err := rootRefs(e, comp, byFile); err != nil {
 					return err
 				}
 				continue
 			}
-			if frag, local := strings.CutPrefix(ref, "#"); local {
-				if comp != "" {
-					v[k] = componentPointer(comp, frag)
+			file, ptr, _ := strings.Cut(ref, "#")
+			target := comp
+			if file != "" {
+				if target = byFile[strings.TrimSuffix(path.Base(file), ".json")]; target == "" {
+					return fmt.Errorf("openenv: openapi.json: $ref %q names no schema of the document", ref)
 				}
-				continue
 			}
-			u, err := url.Parse(ref)
-			if err == nil && base != nil {
-				u = base.ResolveReference(u)
+			if def, ok := strings.CutPrefix(ptr, "/$defs/"); ok {
+				v[k] = "#/components/schemas/" + def
+			} else {
+				v[k] = "#/components/schemas/" + target + ptr
 			}
-			if err != nil {
-				return fmt.Errorf("openenv: openapi.json: $ref %q: %w", ref, err)
-			}
-			frag := u.Fragment
-			u.Fragment = ""
-			target, ok := ids[u.String()]
-			if !ok {
-				return fmt.Errorf("openenv: openapi.json: $ref %q names no schema of the document", ref)
-			}
-			v[k] = componentPointer(target, frag)
 		}
 	case []any:
 		for _, e := range v {
-			if err := rootRefs(e, comp, base, ids); err != nil {
+			if err := rootRefs(e, comp, byFile); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
-}
-
-// componentPointer is the reference from the document's root to what the
-// JSON pointer ptr names in the schema file of component comp, whose $defs
-// are components of their own.
-func componentPointer(comp, ptr string) string {
-	if def, ok := strings.CutPrefix(ptr, "/$defs/"); ok {
-		return "#/components/schemas/" + def
-	}
-	return "#/components/schemas/" + comp + ptr
 }
 
 var (
