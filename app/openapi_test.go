@@ -1,0 +1,189 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/seahaven/seahaven/examples/worlds/company"
+	"github.com/seahaven/seahaven/openenv"
+)
+
+// TestOpenAPI_Replies serves the company world and sends each HTTP route
+// requests that succeed and requests it refuses: every reply's status is
+// one /openapi.json lists for the route, and its body matches the schema
+// listed for that status, so a client generated from the description
+// reads what the server sends.
+func TestOpenAPI_Replies(t *testing.T) {
+	be := newTestBackend(t, Config{DefaultFixture: company.AcmeID})
+	srv := openenv.NewServer(be, openenv.Config{Logger: slog.New(slog.DiscardHandler)})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		ts.Close()
+		srv.Shutdown(context.Background())
+	})
+	send := func(method, path, body string, header map[string]string) (int, []byte, http.Header) {
+		t.Helper()
+		req, err := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, b, resp.Header
+	}
+
+	_, raw, _ := send("GET", "/openapi.json", "", nil)
+	const base = "https://seahaven.test/openapi.json"
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource(base, doc); err != nil {
+		t.Fatal(err)
+	}
+	var described struct {
+		Paths      map[string]map[string]json.RawMessage `json:"paths"`
+		Components struct {
+			Responses map[string]json.RawMessage `json:"responses"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(raw, &described); err != nil {
+		t.Fatal(err)
+	}
+	escape := strings.NewReplacer("~", "~0", "/", "~1").Replace
+	// check holds a reply to the description of route's method.
+	check := func(method, route string, status int, body []byte) {
+		t.Helper()
+		where := fmt.Sprintf("%s %s: %d %.300s", method, route, status, body)
+		var op struct {
+			Responses map[string]json.RawMessage `json:"responses"`
+		}
+		if raw, ok := described.Paths[route][strings.ToLower(method)]; !ok || json.Unmarshal(raw, &op) != nil {
+			t.Errorf("%s: the route is not described", where)
+			return
+		}
+		resp, ok := op.Responses[strconv.Itoa(status)]
+		if !ok {
+			t.Errorf("%s: the status is not described", where)
+			return
+		}
+		pointer := "/paths/" + escape(route) + "/" + strings.ToLower(method) + "/responses/" + strconv.Itoa(status)
+		var r struct {
+			Ref     string                     `json:"$ref"`
+			Content map[string]json.RawMessage `json:"content"`
+		}
+		if err := json.Unmarshal(resp, &r); err != nil {
+			t.Fatal(err)
+		}
+		if name, ok := strings.CutPrefix(r.Ref, "#/components/responses/"); ok {
+			pointer = "/components/responses/" + escape(name)
+			if err := json.Unmarshal(described.Components.Responses[name], &r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, ok := r.Content["application/json"]; !ok {
+			if len(body) > 0 && !json.Valid(body) {
+				return // a text body, such as /metrics
+			}
+			if len(r.Content) == 0 && len(body) > 0 {
+				t.Errorf("%s: a body where the description lists none", where)
+			}
+			return
+		}
+		sch, err := c.Compile(base + "#" + pointer + "/content/application~1json/schema")
+		if err != nil {
+			t.Fatalf("%s: %v", where, err)
+		}
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+		if err != nil {
+			t.Errorf("%s: not JSON: %v", where, err)
+			return
+		}
+		if err := sch.Validate(v); err != nil {
+			t.Errorf("%s: does not match the described schema: %v", where, err)
+		}
+	}
+	call := func(method, path, route, body string, header map[string]string) (int, []byte, http.Header) {
+		t.Helper()
+		status, b, h := send(method, path, body, header)
+		check(method, route, status, b)
+		return status, b, h
+	}
+
+	for _, p := range []string{"/health", "/metadata", "/schema", "/fixtures", "/tasks", "/composition", "/sessions", "/ready", "/accepting", "/debug/runtime", "/metrics"} {
+		call("GET", p, p, "", nil)
+	}
+	call("GET", "/checkpoints/latest?episode_id=none", "/checkpoints/latest", "", nil)
+	call("GET", "/checkpoints/latest", "/checkpoints/latest", "", nil)
+	call("POST", "/reset", "/reset", `{"seed":"x"}`, nil)
+	status, _, h := call("POST", "/reset", "/reset", `{"task":"hire_liskov","episode_id":"ep-1"}`, nil)
+	if status != http.StatusOK {
+		t.Fatalf("reset: %d", status)
+	}
+	session := map[string]string{openenv.SessionHeader: h.Get(openenv.SessionHeader)}
+	unknown := map[string]string{openenv.SessionHeader: "no-such-session"}
+	for _, body := range []string{
+		`{"action":{"type":"list_tools"}}`,
+		`{"action":{"type":"call_tool","tool_name":"list_staff","arguments":{}}}`,
+		`{"action":{"type":"call_tool","tool_name":"invoice","arguments":{"amount":0}}}`,
+		`{"action":{"type":"call_tool","tool_name":"no_such_tool"}}`,
+		`{"action":{"type":"dance"}}`,
+		`{"action":[]}`,
+	} {
+		call("POST", "/step", "/step", body, session)
+	}
+	call("POST", "/step", "/step", `{"action":{"type":"list_tools"}}`, unknown)
+	call("GET", "/state", "/state", "", session)
+	call("GET", "/state", "/state", "", unknown)
+	call("POST", "/inspect", "/inspect", `{"sql":"SELECT name, role FROM staff"}`, session)
+	call("POST", "/inspect", "/inspect", `{"sql":"SELECT * FROM nowhere"}`, session)
+	call("POST", "/inspect", "/inspect", `{"sql":1}`, session)
+	call("POST", "/grade", "/grade", `{}`, session)
+	call("POST", "/grade", "/grade", `{}`, unknown)
+	call("POST", "/checkpoint", "/checkpoint", `{}`, session)
+	call("POST", "/checkpoint", "/checkpoint", `{}`, unknown)
+	call("GET", "/checkpoints/latest?episode_id=ep-1", "/checkpoints/latest", "", nil)
+	call("GET", "/sessions/none/watch", "/sessions/{ref}/watch", "", nil)
+	var live []struct {
+		Ref string `json:"ref"`
+	}
+	_, b, _ := send("GET", "/sessions", "", nil)
+	if err := json.Unmarshal(b, &live); err != nil || len(live) == 0 {
+		t.Fatalf("GET /sessions: %v, %s", err, b)
+	}
+	call("GET", "/sessions/"+live[0].Ref+"/watch", "/sessions/{ref}/watch", "", nil)
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"no/such/method"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"openenv/session/create","params":{}}`,
+		`not json`,
+	} {
+		call("POST", "/mcp", "/mcp", body, nil)
+	}
+}
