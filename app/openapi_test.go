@@ -2,20 +2,16 @@ package app
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/seahaven/seahaven/examples/worlds/company"
 	"github.com/seahaven/seahaven/openenv"
 )
 
@@ -25,16 +21,10 @@ import (
 // listed for that status, so a client generated from the description
 // reads what the server sends.
 func TestOpenAPI_Replies(t *testing.T) {
-	be := newTestBackend(t, Config{DefaultFixture: company.AcmeID})
-	srv := openenv.NewServer(be, openenv.Config{Logger: slog.New(slog.DiscardHandler)})
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		ts.Close()
-		srv.Shutdown(context.Background())
-	})
+	url := serveCompany(t)
 	send := func(method, path, body string, header map[string]string) (int, []byte, http.Header) {
 		t.Helper()
-		req, err := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+		req, err := http.NewRequest(method, url+path, strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,14 +20,7 @@ import (
 // "parallel" is a session per goroutine (GOMAXPROCS of them, or -cpu's),
 // as `seahaven bench` runs its sessions, in one process.
 func BenchmarkWS_Invoice(b *testing.B) {
-	be := newTestBackend(b, Config{DefaultFixture: company.AcmeID})
-	srv := openenv.NewServer(be, openenv.Config{Logger: slog.New(slog.DiscardHandler)})
-	ts := httptest.NewServer(srv.Handler())
-	b.Cleanup(func() {
-		ts.Close()
-		srv.Shutdown(context.Background())
-	})
-	url := "ws" + strings.TrimPrefix(ts.URL, "http") + "/ws"
+	url := "ws" + strings.TrimPrefix(serveCompany(b), "http") + "/ws"
 	step := []byte(`{"type":"step","data":{"type":"call_tool","tool_name":"invoice","arguments":{"amount":500}}}`)
 	session := func(b *testing.B) *websocket.Conn {
 		c, _, err := websocket.Dial(context.Background(), url, nil)
@@ -55,6 +48,20 @@ func BenchmarkWS_Invoice(b *testing.B) {
 			}
 		})
 	})
+}
+
+// serveCompany serves the company world, on acme by default, through the
+// whole server until the test ends, and returns its URL.
+func serveCompany(tb testing.TB) string {
+	tb.Helper()
+	be := newTestBackend(tb, Config{DefaultFixture: company.AcmeID})
+	srv := openenv.NewServer(be, openenv.Config{Logger: slog.New(slog.DiscardHandler)})
+	ts := httptest.NewServer(srv.Handler())
+	tb.Cleanup(func() {
+		ts.Close()
+		srv.Shutdown(context.Background())
+	})
+	return ts.URL
 }
 
 // wsRoundTrip sends msg on c and reads its reply, failing on an error
