@@ -21,29 +21,10 @@ import (
 // listed for that status, so a client generated from the description
 // reads what the server sends.
 func TestOpenAPI_Replies(t *testing.T) {
-	url := serveCompany(t)
+	url := serveCompany(t, openenv.Config{})
 	send := func(method, path, body string, header map[string]string) (int, []byte, http.Header) {
 		t.Helper()
-		req, err := http.NewRequest(method, url+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		for k, v := range header {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, b, resp.Header
+		return sendTo(t, url, method, path, body, header)
 	}
 
 	_, raw, _ := send("GET", "/openapi.json", "", nil)
@@ -176,4 +157,56 @@ func TestOpenAPI_Replies(t *testing.T) {
 	} {
 		call("POST", "/mcp", "/mcp", body, nil)
 	}
+
+	// A server with a token: the probes answer without it, every other
+	// route refuses a request that does not carry it.
+	const token = "openapi-test-token-0123456789"
+	guarded := serveCompany(t, openenv.Config{Token: token})
+	for _, r := range []struct{ method, path, route, body string }{
+		{"GET", "/health", "/health", ""},
+		{"GET", "/ready", "/ready", ""},
+		{"GET", "/accepting", "/accepting", ""},
+		{"GET", "/metadata", "/metadata", ""},
+		{"GET", "/openapi.json", "/openapi.json", ""},
+		{"POST", "/reset", "/reset", `{}`},
+		{"POST", "/step", "/step", `{"action":{"type":"list_tools"}}`},
+		{"GET", "/state", "/state", ""},
+		{"POST", "/mcp", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
+		{"GET", "/sessions/none/watch", "/sessions/{ref}/watch", ""},
+	} {
+		status, b, _ := sendTo(t, guarded, r.method, r.path, r.body, nil)
+		if want := map[bool]int{true: http.StatusOK, false: http.StatusUnauthorized}[r.route == "/health" || r.route == "/ready" || r.route == "/accepting"]; status != want {
+			t.Errorf("%s %s without the token: %d, want %d", r.method, r.path, status, want)
+		}
+		check(r.method, r.route, status, b)
+		if status, _, _ := sendTo(t, guarded, r.method, r.path, r.body, map[string]string{"Authorization": "Bearer " + token}); status == http.StatusUnauthorized {
+			t.Errorf("%s %s with the token: 401", r.method, r.path)
+		}
+	}
+}
+
+// sendTo sends one request to the server at url (a JSON body when body is
+// not empty) and returns the reply's status, body and headers.
+func sendTo(tb testing.TB, url, method, path, body string, header map[string]string) (int, []byte, http.Header) {
+	tb.Helper()
+	req, err := http.NewRequest(method, url+path, strings.NewReader(body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return resp.StatusCode, b, resp.Header
 }

@@ -20,7 +20,7 @@ import (
 // "parallel" is a session per goroutine (GOMAXPROCS of them, or -cpu's),
 // as `seahaven bench` runs its sessions, in one process.
 func BenchmarkWS_Invoice(b *testing.B) {
-	url := "ws" + strings.TrimPrefix(serveCompany(b), "http") + "/ws"
+	url := "ws" + strings.TrimPrefix(serveCompany(b, openenv.Config{}), "http") + "/ws"
 	step := []byte(`{"type":"step","data":{"type":"call_tool","tool_name":"invoice","arguments":{"amount":500}}}`)
 	session := func(b *testing.B) *websocket.Conn {
 		c, _, err := websocket.Dial(context.Background(), url, nil)
@@ -51,11 +51,12 @@ func BenchmarkWS_Invoice(b *testing.B) {
 }
 
 // serveCompany serves the company world, on acme by default, through the
-// whole server until the test ends, and returns its URL.
-func serveCompany(tb testing.TB) string {
+// whole server configured by cfg until the test ends, and returns its URL.
+func serveCompany(tb testing.TB, cfg openenv.Config) string {
 	tb.Helper()
 	be := newTestBackend(tb, Config{DefaultFixture: company.AcmeID})
-	srv := openenv.NewServer(be, openenv.Config{Logger: slog.New(slog.DiscardHandler)})
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	srv := openenv.NewServer(be, cfg)
 	ts := httptest.NewServer(srv.Handler())
 	tb.Cleanup(func() {
 		ts.Close()

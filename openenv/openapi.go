@@ -48,7 +48,19 @@ func openAPIFor(keep func(path string) bool) func() ([]byte, error) {
 		if err := json.Unmarshal(openAPITemplate, &doc); err != nil {
 			return nil, fmt.Errorf("openenv: openapi.json: %w", err)
 		}
-		maps.DeleteFunc(doc["paths"].(map[string]any), func(p string, _ any) bool { return !keep(p) })
+		paths := doc["paths"].(map[string]any)
+		maps.DeleteFunc(paths, func(p string, _ any) bool { return !keep(p) })
+		for p, item := range paths {
+			for _, op := range item.(map[string]any) {
+				// Every route but the probes answers 401 without the
+				// token a server was started with.
+				if op, ok := op.(map[string]any); ok && openPaths[p] {
+					op["security"] = []any{}
+				} else if ok {
+					op["responses"].(map[string]any)["401"] = map[string]any{"$ref": "#/components/responses/Unauthorized"}
+				}
+			}
+		}
 		comps := doc["components"].(map[string]any)["schemas"].(map[string]any)
 		byFile := map[string]string{} // schema file name -> component
 		for comp, name := range openAPIComponents {
