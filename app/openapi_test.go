@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,84 +22,17 @@ import (
 // listed for that status, so a client generated from the description
 // reads what the server sends.
 func TestOpenAPI_Replies(t *testing.T) {
-	url := serveCompany(t, openenv.Config{})
+	url, _ := serveCompany(t, openenv.Config{})
 	send := func(method, path, body string, header map[string]string) (int, []byte, http.Header) {
 		t.Helper()
 		return sendTo(t, url, method, path, body, header)
 	}
 
 	_, raw, _ := send("GET", "/openapi.json", "", nil)
-	const base = "https://seahaven.test/openapi.json"
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	if err := c.AddResource(base, doc); err != nil {
-		t.Fatal(err)
-	}
-	var described struct {
-		Paths      map[string]map[string]json.RawMessage `json:"paths"`
-		Components struct {
-			Responses map[string]json.RawMessage `json:"responses"`
-		} `json:"components"`
-	}
-	if err := json.Unmarshal(raw, &described); err != nil {
-		t.Fatal(err)
-	}
-	escape := strings.NewReplacer("~", "~0", "/", "~1").Replace
-	// check holds a reply to the description of route's method.
+	d := describe(t, raw)
 	check := func(method, route string, status int, body []byte) {
 		t.Helper()
-		where := fmt.Sprintf("%s %s: %d %.300s", method, route, status, body)
-		var op struct {
-			Responses map[string]json.RawMessage `json:"responses"`
-		}
-		if raw, ok := described.Paths[route][strings.ToLower(method)]; !ok || json.Unmarshal(raw, &op) != nil {
-			t.Errorf("%s: the route is not described", where)
-			return
-		}
-		resp, ok := op.Responses[strconv.Itoa(status)]
-		if !ok {
-			t.Errorf("%s: the status is not described", where)
-			return
-		}
-		pointer := "/paths/" + escape(route) + "/" + strings.ToLower(method) + "/responses/" + strconv.Itoa(status)
-		var r struct {
-			Ref     string                     `json:"$ref"`
-			Content map[string]json.RawMessage `json:"content"`
-		}
-		if err := json.Unmarshal(resp, &r); err != nil {
-			t.Fatal(err)
-		}
-		if name, ok := strings.CutPrefix(r.Ref, "#/components/responses/"); ok {
-			pointer = "/components/responses/" + escape(name)
-			if err := json.Unmarshal(described.Components.Responses[name], &r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, ok := r.Content["application/json"]; !ok {
-			if len(body) > 0 && !json.Valid(body) {
-				return // a text body, such as /metrics
-			}
-			if len(r.Content) == 0 && len(body) > 0 {
-				t.Errorf("%s: a body where the description lists none", where)
-			}
-			return
-		}
-		sch, err := c.Compile(base + "#" + pointer + "/content/application~1json/schema")
-		if err != nil {
-			t.Fatalf("%s: %v", where, err)
-		}
-		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
-		if err != nil {
-			t.Errorf("%s: not JSON: %v", where, err)
-			return
-		}
-		if err := sch.Validate(v); err != nil {
-			t.Errorf("%s: does not match the described schema: %v", where, err)
-		}
+		d.check(t, method, route, status, body)
 	}
 	call := func(method, path, route, body string, header map[string]string) (int, []byte, http.Header) {
 		t.Helper()
@@ -161,7 +95,7 @@ func TestOpenAPI_Replies(t *testing.T) {
 	// A server with a token: the probes answer without it, every other
 	// route refuses a request that does not carry it.
 	const token = "openapi-test-token-0123456789"
-	guarded := serveCompany(t, openenv.Config{Token: token})
+	guarded, _ := serveCompany(t, openenv.Config{Token: token})
 	for _, r := range []struct{ method, path, route, body string }{
 		{"GET", "/health", "/health", ""},
 		{"GET", "/ready", "/ready", ""},
@@ -182,6 +116,131 @@ func TestOpenAPI_Replies(t *testing.T) {
 		if status, _, _ := sendTo(t, guarded, r.method, r.path, r.body, map[string]string{"Authorization": "Bearer " + token}); status == http.StatusUnauthorized {
 			t.Errorf("%s %s with the token: 401", r.method, r.path)
 		}
+	}
+
+	// The agent listener, with a token of its own, and its description.
+	const agentToken = "openapi-test-agent-token-0123456789"
+	_, srv := serveCompany(t, openenv.Config{AgentToken: agentToken})
+	agent := httptest.NewServer(srv.AgentHandler())
+	t.Cleanup(agent.Close)
+	bearer := map[string]string{"Authorization": "Bearer " + agentToken}
+	status, raw, _ = sendTo(t, agent.URL, "GET", "/openapi.json", "", bearer)
+	if status != http.StatusOK {
+		t.Fatalf("the agent listener's /openapi.json: %d %s", status, raw)
+	}
+	da := describe(t, raw)
+	for _, r := range []struct {
+		method, path, body string
+		header             map[string]string
+		want               int
+	}{
+		{"GET", "/health", "", nil, http.StatusOK},
+		{"GET", "/metadata", "", nil, http.StatusUnauthorized},
+		{"GET", "/metadata", "", bearer, http.StatusOK},
+		{"GET", "/schema", "", bearer, http.StatusOK},
+		{"GET", "/openapi.json", "", nil, http.StatusUnauthorized},
+		{"POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, nil, http.StatusUnauthorized},
+		{"POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, bearer, http.StatusOK},
+		{"POST", "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_staff"}}`, bearer, http.StatusOK},
+	} {
+		status, b, _ := sendTo(t, agent.URL, r.method, r.path, r.body, r.header)
+		if status != r.want {
+			t.Errorf("agent listener: %s %s: %d %s, want %d", r.method, r.path, status, b, r.want)
+		}
+		da.check(t, r.method, r.path, status, b)
+	}
+	if _, ok := da.paths["/reset"]; ok {
+		t.Errorf("the agent listener's description lists /reset, which it does not serve")
+	}
+}
+
+// description is an /openapi.json, read to hold replies to it.
+type description struct {
+	schemas *jsonschema.Compiler
+	paths   map[string]map[string]json.RawMessage
+	replies map[string]json.RawMessage // components/responses
+}
+
+// descriptionURL is where a description's schemas resolve.
+const descriptionURL = "https://seahaven.test/openapi.json"
+
+// describe reads the OpenAPI document raw.
+func describe(tb testing.TB, raw []byte) *description {
+	tb.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource(descriptionURL, doc); err != nil {
+		tb.Fatal(err)
+	}
+	var d struct {
+		Paths      map[string]map[string]json.RawMessage `json:"paths"`
+		Components struct {
+			Responses map[string]json.RawMessage `json:"responses"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		tb.Fatal(err)
+	}
+	return &description{c, d.Paths, d.Components.Responses}
+}
+
+// check holds a reply, its status and body, to the description of route's
+// method: the status is listed, and the body matches the schema listed
+// for it.
+func (d *description) check(tb testing.TB, method, route string, status int, body []byte) {
+	tb.Helper()
+	where := fmt.Sprintf("%s %s: %d %.300s", method, route, status, body)
+	var op struct {
+		Responses map[string]json.RawMessage `json:"responses"`
+	}
+	if raw, ok := d.paths[route][strings.ToLower(method)]; !ok || json.Unmarshal(raw, &op) != nil {
+		tb.Errorf("%s: the route is not described", where)
+		return
+	}
+	resp, ok := op.Responses[strconv.Itoa(status)]
+	if !ok {
+		tb.Errorf("%s: the status is not described", where)
+		return
+	}
+	escape := strings.NewReplacer("~", "~0", "/", "~1").Replace
+	pointer := "/paths/" + escape(route) + "/" + strings.ToLower(method) + "/responses/" + strconv.Itoa(status)
+	var r struct {
+		Ref     string                     `json:"$ref"`
+		Content map[string]json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(resp, &r); err != nil {
+		tb.Fatal(err)
+	}
+	if name, ok := strings.CutPrefix(r.Ref, "#/components/responses/"); ok {
+		pointer = "/components/responses/" + escape(name)
+		if err := json.Unmarshal(d.replies[name], &r); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if _, ok := r.Content["application/json"]; !ok {
+		if len(body) > 0 && !json.Valid(body) {
+			return // a text body, such as /metrics
+		}
+		if len(r.Content) == 0 && len(body) > 0 {
+			tb.Errorf("%s: a body where the description lists none", where)
+		}
+		return
+	}
+	sch, err := d.schemas.Compile(descriptionURL + "#" + pointer + "/content/application~1json/schema")
+	if err != nil {
+		tb.Fatalf("%s: %v", where, err)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+	if err != nil {
+		tb.Errorf("%s: not JSON: %v", where, err)
+		return
+	}
+	if err := sch.Validate(v); err != nil {
+		tb.Errorf("%s: does not match the described schema: %v", where, err)
 	}
 }
 

@@ -20,7 +20,8 @@ import (
 // "parallel" is a session per goroutine (GOMAXPROCS of them, or -cpu's),
 // as `seahaven bench` runs its sessions, in one process.
 func BenchmarkWS_Invoice(b *testing.B) {
-	url := "ws" + strings.TrimPrefix(serveCompany(b, openenv.Config{}), "http") + "/ws"
+	served, _ := serveCompany(b, openenv.Config{})
+	url := "ws" + strings.TrimPrefix(served, "http") + "/ws"
 	step := []byte(`{"type":"step","data":{"type":"call_tool","tool_name":"invoice","arguments":{"amount":500}}}`)
 	session := func(b *testing.B) *websocket.Conn {
 		c, _, err := websocket.Dial(context.Background(), url, nil)
@@ -51,8 +52,9 @@ func BenchmarkWS_Invoice(b *testing.B) {
 }
 
 // serveCompany serves the company world, on acme by default, through the
-// whole server configured by cfg until the test ends, and returns its URL.
-func serveCompany(tb testing.TB, cfg openenv.Config) string {
+// whole server configured by cfg until the test ends, and returns its URL
+// and the server.
+func serveCompany(tb testing.TB, cfg openenv.Config) (string, *openenv.Server) {
 	tb.Helper()
 	be := newTestBackend(tb, Config{DefaultFixture: company.AcmeID})
 	cfg.Logger = slog.New(slog.DiscardHandler)
@@ -62,7 +64,7 @@ func serveCompany(tb testing.TB, cfg openenv.Config) string {
 		ts.Close()
 		srv.Shutdown(context.Background())
 	})
-	return ts.URL
+	return ts.URL, srv
 }
 
 // wsRoundTrip sends msg on c and reads its reply, failing on an error
