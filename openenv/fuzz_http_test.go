@@ -30,9 +30,6 @@ var httpFuzzRoutes = []struct{ method, path, body string }{
 	{http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":4,"method":"server/discover","params":{` + modernMeta + `}}`},
 }
 
-// modernMeta is the params._meta member every 2026-07-28 request carries.
-const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
-
 // modernRoute reports whether a route of httpFuzzRoutes speaks MCP
 // 2026-07-28, whose requests FuzzHTTPRequest sends at a URL naming a live
 // session when its query is empty.

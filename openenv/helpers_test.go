@@ -316,3 +316,7 @@ func compact(tb testing.TB, s string) string {
 	}
 	return b.String()
 }
+
+// modernMeta is the params._meta member every MCP 2026-07-28 request
+// carries.
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`

@@ -102,10 +102,9 @@ var lateTransports = []lateTransport{
 	{
 		name: "mcp-2026-07-28",
 		open: func(t *testing.T, s *worldServer) (func(string, string) string, func(string) (string, string)) {
-			const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 			sid := str(t, s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{}}`), "result.session_id")
 			call := func(tool, args string) string {
-				_, body := latePost(t, s, "/mcp?session_id="+sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":%q,"arguments":%s,%s}}`, tool, args, meta),
+				_, body := latePost(t, s, "/mcp?session_id="+sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":%q,"arguments":%s,%s}}`, tool, args, modernMeta),
 					map[string]string{"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool})
 				return body
 			}

@@ -307,9 +307,8 @@ func modernPost(t *testing.T, ts *httptest.Server, path, body string, header map
 func TestMCP_ModernRefusals(t *testing.T) {
 	s := mustServeCompany(t, openenv.Config{})
 	const (
-		meta    = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
-		list    = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta + `}}`
-		call    = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_staff","arguments":{},` + meta + `}}`
+		list    = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + modernMeta + `}}`
+		call    = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_staff","arguments":{},` + modernMeta + `}}`
 		modern  = "2026-07-28"
 		listing = "tools/list"
 	)
@@ -419,10 +418,9 @@ func TestMCP_ModernRefusals(t *testing.T) {
 // client reaches an episode.
 func TestMCP_ModernResults(t *testing.T) {
 	s := mustServeCompany(t, openenv.Config{})
-	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 	sid, _ := field(t, s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{}}`), "result.session_id").(string)
 	at := "/mcp?session_id=" + sid
-	discover := `{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{` + meta + `}}`
+	discover := `{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{` + modernMeta + `}}`
 	code, got := modernPost(t, s.ts, at, discover, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"})
 	if want := `{"jsonrpc":"2.0","id":"d","result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"company","version":"0.1.0"}},"ttlMs":0,"cacheScope":"public","supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"capabilities":{"tools":{"listChanged":false}}}}`; code != http.StatusOK || got != want {
 		t.Errorf("server/discover at %s: %d %s\nwant 200 %s", at, code, got, want)
@@ -434,17 +432,17 @@ func TestMCP_ModernResults(t *testing.T) {
 			t.Errorf("server/discover at %s: %d %s\nwant 200 %s", path, code, got, want)
 		}
 	}
-	code, got = modernPost(t, s.ts, at, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta+`}}`, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"})
+	code, got = modernPost(t, s.ts, at, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+modernMeta+`}}`, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"})
 	if code != http.StatusOK || field(t, got, "result.resultType") != "complete" || field(t, got, "result.cacheScope") != "private" ||
 		fmt.Sprint(field(t, got, "result.ttlMs")) != "0" || field(t, got, "result._meta") == nil || len(field(t, got, "result.tools").([]any)) != 14 {
 		t.Errorf("tools/list: %d %.400s", code, got)
 	}
-	code, got = modernPost(t, s.ts, at, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_staff",`+meta+`}}`, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "list_staff"})
+	code, got = modernPost(t, s.ts, at, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_staff",`+modernMeta+`}}`, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "list_staff"})
 	if code != http.StatusOK || field(t, got, "result.resultType") != "complete" || field(t, got, "result.isError") != false || field(t, got, "result._meta") == nil {
 		t.Errorf("tools/call: %d %.400s", code, got)
 	}
 	// A notification is taken, and nothing is answered.
-	code, got = modernPost(t, s.ts, "/mcp", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,`+meta+`}}`, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "notifications/cancelled"})
+	code, got = modernPost(t, s.ts, "/mcp", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,`+modernMeta+`}}`, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "notifications/cancelled"})
 	if code != http.StatusAccepted || got != "" {
 		t.Errorf("a notification: %d %s", code, got)
 	}
@@ -485,14 +483,13 @@ func TestMCP_ModernCancel(t *testing.T) {
 	fake := newFake(t)
 	s := mustServe(t, fake, openenv.Config{StepTimeout: time.Hour})
 	sid, _ := field(t, s.rpc(t, `{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{}}`), "result.session_id").(string)
-	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 	header := func(name string) map[string]string {
 		return map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": name}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ended := make(chan error, 1)
 	go func() {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.ts.URL+"/mcp?session_id="+sid, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{},`+meta+`}}`))
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.ts.URL+"/mcp?session_id="+sid, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{},`+modernMeta+`}}`))
 		for k, v := range header("slow") {
 			req.Header.Set(k, v)
 		}
@@ -512,7 +509,7 @@ func TestMCP_ModernCancel(t *testing.T) {
 	if err := <-ended; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the cancelled request: %v", err)
 	}
-	code, got := modernPost(t, s.ts, "/mcp?session_id="+sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2},`+meta+`}}`, header("add"))
+	code, got := modernPost(t, s.ts, "/mcp?session_id="+sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2},`+modernMeta+`}}`, header("add"))
 	if code != http.StatusOK || fmt.Sprint(field(t, got, "result.structuredContent.result")) != "3" {
 		t.Errorf("the call after the cancelled one: %d %s", code, got)
 	}
