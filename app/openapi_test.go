@@ -30,14 +30,10 @@ func TestOpenAPI_Replies(t *testing.T) {
 
 	_, raw, _ := send("GET", "/openapi.json", "", nil)
 	d := describe(t, raw)
-	check := func(method, route string, status int, body []byte) {
-		t.Helper()
-		d.check(t, method, route, status, body)
-	}
 	call := func(method, path, route, body string, header map[string]string) (int, []byte, http.Header) {
 		t.Helper()
 		status, b, h := send(method, path, body, header)
-		check(method, route, status, b)
+		d.check(t, method, route, status, b)
 		return status, b, h
 	}
 
@@ -112,7 +108,7 @@ func TestOpenAPI_Replies(t *testing.T) {
 		if want := map[bool]int{true: http.StatusOK, false: http.StatusUnauthorized}[r.route == "/health" || r.route == "/ready" || r.route == "/accepting"]; status != want {
 			t.Errorf("%s %s without the token: %d, want %d", r.method, r.path, status, want)
 		}
-		check(r.method, r.route, status, b)
+		d.check(t, r.method, r.route, status, b)
 		if status, _, _ := sendTo(t, guarded, r.method, r.path, r.body, map[string]string{"Authorization": "Bearer " + token}); status == http.StatusUnauthorized {
 			t.Errorf("%s %s with the token: 401", r.method, r.path)
 		}
