@@ -51,12 +51,15 @@ func openAPIFor(keep func(path string) bool) func() ([]byte, error) {
 		paths := doc["paths"].(map[string]any)
 		maps.DeleteFunc(paths, func(p string, _ any) bool { return !keep(p) })
 		for p, item := range paths {
-			for _, op := range item.(map[string]any) {
-				// Every route but the probes answers 401 without the
-				// token a server was started with.
-				if op, ok := op.(map[string]any); ok && openPaths[p] {
+			for _, v := range item.(map[string]any) {
+				op, ok := v.(map[string]any)
+				switch {
+				case !ok: // not an operation
+				case openPaths[p]:
 					op["security"] = []any{}
-				} else if ok {
+				default:
+					// Answered 401 without the token a server was
+					// started with.
 					op["responses"].(map[string]any)["401"] = map[string]any{"$ref": "#/components/responses/Unauthorized"}
 				}
 			}
