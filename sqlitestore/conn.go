@@ -141,9 +141,12 @@ func (cn *conn) rollbackOpen() {
 	}
 }
 
-// noteRollback calls noteUndo when sql may roll back: it mentions ROLLBACK
-// in any letter case (a false alarm only costs a read).
-func (cn *conn) noteRollback(sql string) {
+// running notes what sql, a statement of the store's about to run, may
+// do: write pages (see Store.harvestWritesLocked), and roll back, when it
+// mentions ROLLBACK in any letter case (noteUndo; a false alarm only
+// costs a read).
+func (cn *conn) running(sql string) {
+	cn.unharvested = true
 	if containsFold(sql, "rollback") {
 		cn.noteUndo()
 		cn.layout.rollback = cn.layout.all
@@ -399,8 +402,7 @@ func (cn *conn) exec(sql string, args []any) (Result, error) {
 	if err := bindArgs(st, info.params, args); err != nil {
 		return Result{}, err
 	}
-	cn.noteRollback(sql)
-	cn.unharvested = true
+	cn.running(sql)
 	total := cn.c.TotalChanges()
 	if err := st.Exec(); err != nil {
 		cn.noteUndo()
@@ -431,8 +433,7 @@ func (cn *conn) queryLimit(sql string, args []any, lim ReadLimit) (*Rows, error)
 	if err := bindArgs(st, info.params, args); err != nil {
 		return nil, err
 	}
-	cn.noteRollback(sql)
-	cn.unharvested = true
+	cn.running(sql)
 	n := st.ColumnCount()
 	rows := &Rows{Columns: make([]string, n), Values: [][]any{}}
 	for i := range n {
@@ -488,8 +489,7 @@ func (cn *conn) script(sql string, before func() error, check func(text string, 
 				return err
 			}
 		}
-		cn.noteRollback(text)
-		cn.unharvested = true
+		cn.running(text)
 		err = st.Exec()
 		st.Close()
 		if err != nil {
