@@ -272,8 +272,10 @@ func TestHAProxy_RoutesTheURLsSession(t *testing.T) {
 func TestHAProxy_RoutesOpenEnvMCPSessions(t *testing.T) {
 	replicas, _, addr := composeProxy(t)
 	large := strings.Repeat("x", 40<<10) // over the proxy's 16 KB buffer
-	for i := range 4 {
-		cookies := i%2 == 0
+	for i := range 8 {
+		// Bodies with their length, then chunked (no Content-Length),
+		// which the proxy's read of a body cut short must also tell.
+		cookies, chunked := i%2 == 0, i >= 4
 		client := &http.Client{Timeout: 30 * time.Second}
 		if cookies {
 			jar, err := cookiejar.New(nil)
@@ -285,7 +287,11 @@ func TestHAProxy_RoutesOpenEnvMCPSessions(t *testing.T) {
 		post := func(id int, method, params string) (session, replica string) {
 			t.Helper()
 			body := fmt.Sprintf(`{"jsonrpc":"2.0","method":%q,"params":%s,"id":%d}`, method, params, id)
-			resp, err := client.Post("http://"+addr+"/mcp", "application/json", strings.NewReader(body))
+			var r io.Reader = strings.NewReader(body)
+			if chunked {
+				r = io.MultiReader(r) // of no length the client knows
+			}
+			resp, err := client.Post("http://"+addr+"/mcp", "application/json", r)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -314,7 +320,7 @@ func TestHAProxy_RoutesOpenEnvMCPSessions(t *testing.T) {
 		calls = append(calls, struct{ method, params string }{"openenv/session/close", `{"session_id":"` + session + `"}`})
 		for j, c := range calls {
 			if _, replica := post(j+2, c.method, c.params); replica != home {
-				t.Errorf("%s of %s (%d bytes of params, cookies kept: %t) went to replica %q, not %s", c.method, session, len(c.params), cookies, replica, home)
+				t.Errorf("%s of %s (%d bytes of params, cookies kept: %t, chunked: %t) went to replica %q, not %s", c.method, session, len(c.params), cookies, chunked, replica, home)
 			}
 		}
 		other := map[string]string{"a": "b", "b": "a"}[home]
