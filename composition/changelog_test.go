@@ -570,6 +570,49 @@ func TestChangeLog_StorePragmaIsAWorldBug(t *testing.T) {
 	}
 }
 
+// TestChangeLog_StorePragmaOnTheRawConnection: the journal turned off on
+// the raw connection would stay off for later calls, whose rolled-back
+// transactions would keep their rows with no record of them: SQLite
+// refuses the PRAGMA there ("not authorized"), and a later call's
+// DB.Transaction that fails still rolls back.
+func TestChangeLog_StorePragmaOnTheRawConnection(t *testing.T) {
+	w := env.NewWorld(env.WorldSpec{Name: "jr", Version: "1.0.0", Schema: "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL);"})
+	env.Tool(w, "raw", "", func(c *env.Ctx, a struct {
+		SQL string `json:"sql"`
+	}) (any, error) {
+		conn, err := c.DB.Conn()
+		if err != nil {
+			return nil, err
+		}
+		return nil, conn.(*sqlite3.Conn).Exec(a.SQL)
+	})
+	env.Tool(w, "try", "", func(c *env.Ctx, _ noArgs) (any, error) {
+		err := c.DB.Transaction(func() error {
+			if _, err := c.DB.Exec("INSERT INTO t VALUES (1, 'rolled back')"); err != nil {
+				return err
+			}
+			return errors.New("undo")
+		})
+		if err == nil || err.Error() != "undo" {
+			return nil, fmt.Errorf("transaction: %v", err)
+		}
+		return nil, nil
+	})
+	inst := compositiontest.Open(t, w, composition.Options{})
+	for _, sql := range []string{"PRAGMA journal_mode=OFF", "PRAGMA writable_schema=1", "PRAGMA schema_version=99"} {
+		args, _ := json.Marshal(map[string]string{"sql": sql})
+		_, err := inst.CallJSON(context.Background(), "raw", args)
+		if err == nil || !strings.Contains(err.Error(), "not authorized") {
+			t.Errorf("%s on the raw connection: err = %v, want SQLite's not authorized", sql, err)
+		}
+	}
+	compositiontest.Call(t, inst, "try", `{}`)
+	row, err := inst.Inspect().One(context.Background(), "SELECT count(*) AS n FROM t")
+	if err != nil || row["n"] != int64(0) || len(inst.ChangeLog()) != 0 {
+		t.Errorf("%v rows in t (%v), %d records; want none", row["n"], err, len(inst.ChangeLog()))
+	}
+}
+
 // TestChangeLog_DropAndCreateTable: a tool that drops a table and creates
 // one from a query moves rows SQLite reports no event for; the log has a
 // delete for every row dropped, an insert for every row created, and

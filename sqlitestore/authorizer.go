@@ -67,7 +67,9 @@ const (
 //
 // It refuses an ALTER TABLE that renames a table, or a column of one,
 // whose rows a running capture holds (see Store.renameRefusalLocked), on the
-// store's API and on the raw connection alike.
+// store's API and on the raw connection alike, and a PRAGMA setting what
+// the store keeps its own (see ErrPragma) on the raw connection, which
+// Store.Exec refuses itself, saying why.
 //
 // It notes what the statement does to the transaction (see stmtKind), for
 // Store.Exec to refuse transaction control, and in the connection's layout
@@ -210,6 +212,13 @@ func (cn *conn) watchSchema(action sqlite3.AuthorizerActionCode, name, arg, sche
 			cn.tainted = true
 		}
 		if arg != "" && storePragmas[strings.ToLower(name)] {
+			if !cn.own {
+				// On the raw connection, which no statement check
+				// reads: a journal turned off there would stay off,
+				// and later calls' rollbacks would keep their rows
+				// with no change describing them.
+				return sqlite3.AUTH_DENY
+			}
 			cn.info.pragma = name
 		}
 	}

@@ -618,7 +618,9 @@ func (s *Store) releaseIdle(cutoff time.Time) bool {
 // innermost frame's scope as Exec's are (ErrSavepointScope), refused by
 // the authorizer. So is an ALTER TABLE on it that Exec refuses as renaming
 // a table a running capture holds rows of (one created on it while the
-// capture ran among them), or one of its columns (see Capture).
+// capture ran among them), or one of its columns (see Capture), and a
+// PRAGMA setting what Exec refuses to (ErrPragma): it would stay set for
+// the store's later frames.
 func (s *Store) Conn(ctx context.Context) (*sqlite3.Conn, error) {
 	var c *sqlite3.Conn
 	err := s.do(ctx, true, func(cn *conn) error {

@@ -888,22 +888,38 @@ func TestStore_RefusesVacuumWhileCapturing(t *testing.T) {
 // frame and each ROLLBACK TO, and the schema SQLite keeps, which change
 // capture reads, are the store's own: a PRAGMA setting journal_mode,
 // writable_schema or schema_version is refused (in any case, on any
-// schema name, through Exec, Query and ExecScript) and changes nothing,
-// so a frame that rolls back still undoes its rows; reading them runs.
+// schema name, through Exec, Query and ExecScript, and on the raw
+// connection with SQLite's "not authorized") and changes nothing, so a
+// frame that rolls back still undoes its rows; reading them runs.
 func TestStore_RefusesStorePragmas(t *testing.T) {
 	ctx := context.Background()
+	const notAuthorized = "sqlite3: authorization denied: not authorized"
+	raw := func(sql string) func(s *sqlitestore.Store) error {
+		return func(s *sqlitestore.Store) error {
+			conn, err := s.Conn(ctx)
+			if err != nil {
+				return err
+			}
+			return conn.Exec(sql)
+		}
+	}
 	for _, tt := range []struct {
 		name string
+		raw  bool // refused as SQLite refuses what the authorizer denies
 		run  func(s *sqlitestore.Store) error
 	}{
-		{"JournalOff", func(s *sqlitestore.Store) error { _, err := s.Exec(ctx, `PRAGMA journal_mode=OFF`); return err }},
-		{"JournalOfMain", func(s *sqlitestore.Store) error {
+		{"RawJournalOff", true, raw(`PRAGMA journal_mode=OFF`)},
+		{"RawJournalWAL", true, raw(`PRAGMA main.journal_mode = wal`)},
+		{"RawWritableSchema", true, raw(`PRAGMA writable_schema=ON`)},
+		{"RawSchemaVersion", true, raw(`PRAGMA Schema_Version = 99`)},
+		{"JournalOff", false, func(s *sqlitestore.Store) error { _, err := s.Exec(ctx, `PRAGMA journal_mode=OFF`); return err }},
+		{"JournalOfMain", false, func(s *sqlitestore.Store) error {
 			_, err := s.Exec(ctx, `pragma main.Journal_Mode = 'off'`)
 			return err
 		}},
-		{"WritableSchema", func(s *sqlitestore.Store) error { _, err := s.Query(ctx, `PRAGMA writable_schema=ON`); return err }},
-		{"SchemaVersion", func(s *sqlitestore.Store) error { _, err := s.Exec(ctx, `PRAGMA schema_version = 99`); return err }},
-		{"ExecScript", func(s *sqlitestore.Store) error {
+		{"WritableSchema", false, func(s *sqlitestore.Store) error { _, err := s.Query(ctx, `PRAGMA writable_schema=ON`); return err }},
+		{"SchemaVersion", false, func(s *sqlitestore.Store) error { _, err := s.Exec(ctx, `PRAGMA schema_version = 99`); return err }},
+		{"ExecScript", false, func(s *sqlitestore.Store) error {
 			return s.ExecScript(ctx, `INSERT INTO t VALUES ('x'); PRAGMA journal_mode=OFF`)
 		}},
 	} {
@@ -915,7 +931,12 @@ func TestStore_RefusesStorePragmas(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = tt.run(s)
-			if !errors.Is(err, sqlitestore.ErrPragma) || !strings.Contains(err.Error(), "sqlitestore: PRAGMA refused: the store keeps this setting its own (") {
+			switch {
+			case tt.raw:
+				if err == nil || err.Error() != notAuthorized {
+					t.Fatalf("err = %v, want %s", err, notAuthorized)
+				}
+			case !errors.Is(err, sqlitestore.ErrPragma) || !strings.Contains(err.Error(), "sqlitestore: PRAGMA refused: the store keeps this setting its own ("):
 				t.Fatalf("err = %v, want ErrPragma naming the PRAGMA", err)
 			}
 			MustExec(t, s, `INSERT INTO t VALUES ('a')`)
