@@ -49,9 +49,6 @@ func (e *SchemaError) Unwrap() error { return e.Err }
 func worldKeyBugs(w *env.World) []error {
 	spec := w.Spec()
 	untracked := slices.Clone(spec.UntrackedTables)
-	for i, t := range untracked {
-		untracked[i] = strings.ToLower(t)
-	}
 	slices.Sort(untracked)
 	key := spec.Schema + "\x00" + strings.Join(untracked, "\x00")
 	cached, ok := keyChecks.Load(key)

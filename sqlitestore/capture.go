@@ -401,7 +401,7 @@ func (c *Capture) touch(m *tableMeta, key []any, row func(int) any) *touched {
 		if len(c.drops) > 0 {
 			t.gone = c.goneCols(m, t.enc)
 		}
-		if cn := c.s.cn; cn != nil && cn.layout.columnDrops.raw[strings.ToLower(m.name)] {
+		if cn := c.s.cn; cn != nil && cn.layout.columnDrops.raw[foldASCII(m.name)] {
 			if t.gone == nil {
 				t.gone = &goneCols{}
 			}
@@ -526,7 +526,42 @@ func (cn *conn) readRow(t *touched) ([]any, []string, error) {
 	return row, m.names, nil
 }
 
-// hasPrefixFold reports whether s begins with prefix, in any letter case.
+// SQLite compares names (of tables, columns, savepoints, schemas)
+// ignoring the case of ASCII letters only: "É" and "é" are two tables, and
+// so are "kv" and "\u212Av" (a Kelvin sign, which Unicode folds to k). The
+// store compares them so too.
+
+// foldASCII returns name with its ASCII letters in lower case.
+func foldASCII(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		b[i] = lowerASCII(c)
+	}
+	return string(b)
+}
+
+// equalFoldASCII reports whether a and b are the same name to SQLite.
+func equalFoldASCII(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range len(a) {
+		if lowerASCII(a[i]) != lowerASCII(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// hasPrefixFold reports whether s begins with prefix, ignoring the case of
+// ASCII letters.
 func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+	return len(s) >= len(prefix) && equalFoldASCII(s[:len(prefix)], prefix)
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }

@@ -317,7 +317,7 @@ func (s *Store) rawDropLocked(table string) {
 	}
 	var m *tableMeta // SQLite names tables case-insensitively
 	for name, t := range cn.meta {
-		if strings.EqualFold(name, table) {
+		if equalFoldASCII(name, table) {
 			m = t
 		}
 	}
@@ -415,18 +415,6 @@ func (s *Store) rawCreatedLocked(cn *conn, c *Capture) error {
 		}
 	}
 	return nil
-}
-
-// foldASCII returns name with its ASCII letters in lower case, as SQLite
-// compares table names.
-func foldASCII(name string) string {
-	b := []byte(name)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 // tableRows reads every row of the captured table name and hands each to

@@ -251,6 +251,17 @@ func TestCapture_Cases(t *testing.T) {
 			want:      lines("insert t map[id:1] after=map[id:1]"),
 		},
 		{
+			// SQLite folds the case of ASCII letters only: "É" is another
+			// table than "é", and the Kelvin sign's "Kv" another than
+			// "kv", and so is "ſqlite_x" (a long s) a table of the
+			// world's, not SQLite's.
+			name:      "UntrackedFoldsASCIIOnly",
+			schema:    `CREATE TABLE "é" (id INTEGER PRIMARY KEY); CREATE TABLE "É" (id INTEGER PRIMARY KEY); CREATE TABLE kv (id INTEGER PRIMARY KEY); CREATE TABLE "Kv" (id INTEGER PRIMARY KEY); CREATE TABLE "ſqlite_x" (id INTEGER PRIMARY KEY);`,
+			untracked: []string{"é", "KV"},
+			act:       execAll(`INSERT INTO "é" VALUES (1)`, `INSERT INTO "É" VALUES (2)`, `INSERT INTO kv VALUES (3)`, `INSERT INTO "Kv" VALUES (4)`, `INSERT INTO "ſqlite_x" VALUES (5)`),
+			want:      lines("insert É map[id:2] after=map[id:2]", "insert ſqlite_x map[id:5] after=map[id:5]", "insert Kv map[id:4] after=map[id:4]"),
+		},
+		{
 			name:   "FTS5ShadowTables",
 			schema: `CREATE VIRTUAL TABLE docs USING fts5(body); CREATE TABLE t (id INTEGER PRIMARY KEY);`,
 			act:    execAll(`INSERT INTO docs (body) VALUES ('hello world')`, `INSERT INTO t VALUES (1)`),

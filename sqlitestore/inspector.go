@@ -84,7 +84,7 @@ func OpenInspector(ctx context.Context, rootPath string, attach []Attachment, op
 	}
 	seen := map[string]bool{"main": true, "temp": true}
 	for _, a := range attach {
-		key := strings.ToLower(a.Schema)
+		key := foldASCII(a.Schema)
 		switch {
 		case a.Schema == "":
 			return nil, fmt.Errorf("sqlitestore: attachment of %s has no schema name", a.Path)

@@ -70,7 +70,7 @@ func KeyProblems(ctx context.Context, schema string, untracked []string) ([]*Key
 	err := probe(ctx, schema, func(cn *conn) error {
 		skip := make(map[string]bool, len(untracked))
 		for _, t := range untracked {
-			skip[strings.ToLower(t)] = true
+			skip[foldASCII(t)] = true
 		}
 		if err := cn.loadMeta(skip); err != nil {
 			return err
@@ -185,7 +185,7 @@ func affinity(typ string) string {
 // that none of columns takes, ignoring case; "" when they take all three.
 func rowidName(columns []string) string {
 	for _, name := range []string{"rowid", "_rowid_", "oid"} {
-		if !slices.ContainsFunc(columns, func(c string) bool { return strings.EqualFold(c, name) }) {
+		if !slices.ContainsFunc(columns, func(c string) bool { return equalFoldASCII(c, name) }) {
 			return name
 		}
 	}

@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/ncruces/go-sqlite3"
 )
@@ -50,7 +49,7 @@ func (c *columnChanges) note(table string, seq uint64, raw bool) {
 	if c.at == nil {
 		c.at, c.raw = make(map[string]uint64), make(map[string]bool)
 	}
-	table = strings.ToLower(table)
+	table = foldASCII(table)
 	c.at[table] = seq
 	c.raw[table] = c.raw[table] || raw
 }
@@ -58,7 +57,7 @@ func (c *columnChanges) note(table string, seq uint64, raw bool) {
 // since reports whether a statement of table was noted after seq, or
 // prepared on the raw connection.
 func (c *columnChanges) since(table string, seq uint64) bool {
-	table = strings.ToLower(table)
+	table = foldASCII(table)
 	return c.at[table] > seq || c.raw[table]
 }
 
@@ -97,7 +96,7 @@ func (l *layoutLog) noteTable(table string) {
 	if l.tables == nil {
 		l.tables = make(map[string]uint64)
 	}
-	l.tables[strings.ToLower(table)] = l.seq
+	l.tables[foldASCII(table)] = l.seq
 }
 
 // noteRename records an ALTER TABLE that renames a table or column, or
@@ -117,7 +116,7 @@ func (l *layoutLog) noteAll() {
 // tableChangedSince reports whether a statement changing table was noted
 // after seq.
 func (l *layoutLog) tableChangedSince(table string, seq uint64) bool {
-	return l.tables[strings.ToLower(table)] > seq
+	return l.tables[foldASCII(table)] > seq
 }
 
 // metaHolds reports whether the loaded metadata still describes table,

@@ -30,7 +30,8 @@ type Options struct {
 	// Clock is the instance clock every SQL date and time function reads for
 	// 'now'; nil means time.Now.
 	Clock func() time.Time
-	// Untracked lists tables excluded from change capture (case-insensitive).
+	// Untracked lists tables excluded from change capture, named in any
+	// case of their ASCII letters (as SQLite names tables).
 	Untracked []string
 	// Pool, when set, caps the open connections of every store sharing it.
 	Pool *Pool
@@ -261,7 +262,7 @@ func newStore(opts Options) (*Store, error) {
 		s.clock = time.Now
 	}
 	for _, t := range opts.Untracked {
-		s.untracked[strings.ToLower(t)] = true
+		s.untracked[foldASCII(t)] = true
 	}
 	if opts.ShareKey != "" && opts.Pool != nil && len(opts.Data) >= 100 {
 		s.baseCookie = headerCookie(opts.Data[cookieOffset:])

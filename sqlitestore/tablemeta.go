@@ -71,7 +71,7 @@ func (cn *conn) loadMeta(untracked map[string]bool) error {
 		meta[name] = &tableMeta{
 			name: name,
 			root: root,
-			skip: typ != "table" || untracked[strings.ToLower(name)] || hasPrefixFold(name, "sqlite_"),
+			skip: typ != "table" || untracked[foldASCII(name)] || hasPrefixFold(name, "sqlite_"),
 		}
 	}
 	cols, err := cn.query(columnsSQL, nil)
