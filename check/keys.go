@@ -47,7 +47,7 @@ func untrackedFindings(ctx context.Context, w *env.World) []Finding {
 			continue
 		}
 		for _, name := range spec.UntrackedTables {
-			if !slices.ContainsFunc(tables, func(t string) bool { return strings.EqualFold(t, name) }) {
+			if !slices.ContainsFunc(tables, func(t string) bool { return sqlitestore.SameName(t, name) }) {
 				fs = append(fs, finding(at("", x), "SH303",
 					"world %s: UntrackedTables names %q, which its schema does not create (it creates: %s); a misspelt name leaves the table it meant in the change log",
 					x.Name(), name, strings.Join(tables, ", ")))

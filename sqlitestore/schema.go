@@ -96,3 +96,48 @@ var attachLimit = sync.OnceValue(func() int {
 	defer c.Close()
 	return c.Limit(sqlite3.LIMIT_ATTACHED, -1)
 })
+
+// SQLite compares names (of tables, columns, savepoints, schemas)
+// ignoring the case of ASCII letters only: "É" and "é" are two tables, and
+// so are "kv" and "\u212Av" (a Kelvin sign, which Unicode folds to k). The
+// store compares them so too.
+
+// foldASCII returns name with its ASCII letters in lower case.
+func foldASCII(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		b[i] = lowerASCII(c)
+	}
+	return string(b)
+}
+
+// SameName reports whether a and b name the same table, column,
+// savepoint or schema to SQLite, which ignores the case of ASCII letters
+// only.
+func SameName(a, b string) bool { return equalFoldASCII(a, b) }
+
+// equalFoldASCII reports whether a and b are the same name to SQLite.
+func equalFoldASCII(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range len(a) {
+		if lowerASCII(a[i]) != lowerASCII(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// hasPrefixFold reports whether s begins with prefix, ignoring the case of
+// ASCII letters.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && equalFoldASCII(s[:len(prefix)], prefix)
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/env"
 	"github.com/seahaven/seahaven/internal/nilerr"
+	"github.com/seahaven/seahaven/sqlitestore"
 )
 
 // Result is one grading of a task: the reward, whether the episode is done,
@@ -567,10 +568,10 @@ func (sh *shape) unrecorded(p env.TablePattern, typ any) string {
 		return "a virtual table"
 	case typ == "shadow":
 		return "a virtual table's shadow table"
-	case len(p.Table) >= 7 && strings.EqualFold(p.Table[:7], "sqlite_"):
+	case len(p.Table) >= 7 && sqlitestore.SameName(p.Table[:7], "sqlite_"):
 		return "SQLite's own"
 	}
-	if n, ok := sh.s.Node(p.Node); ok && slices.ContainsFunc(n.World.Spec().UntrackedTables, func(u string) bool { return strings.EqualFold(u, p.Table) }) {
+	if n, ok := sh.s.Node(p.Node); ok && slices.ContainsFunc(n.World.Spec().UntrackedTables, func(u string) bool { return sqlitestore.SameName(u, p.Table) }) {
 		return "in its world's UntrackedTables"
 	}
 	return ""
