@@ -613,6 +613,31 @@ CREATE TABLE n (k NUMERIC NOT NULL PRIMARY KEY, v TEXT);`,
 			),
 		},
 		{
+			// The key's index compares it BINARY (an exact key) though the
+			// column's own collation is NOCASE: rows are read back by key
+			// (after the raw connection's writes, and by FinishRows) as
+			// the index compares it, not the column, which found 'A' for
+			// 'a' and reported a's insert missing, then its update a
+			// delete.
+			name:   "KeyCollationOtherThanColumns",
+			schema: `CREATE TABLE i5 (k TEXT COLLATE NOCASE, v INTEGER, PRIMARY KEY (k COLLATE BINARY)) STRICT;`,
+			setup:  `INSERT INTO i5 VALUES ('A', 1);`,
+			act: func(t *testing.T, s *sqlitestore.Store) {
+				MustExec(t, s, `INSERT INTO i5 VALUES ('a', 2) ON CONFLICT DO UPDATE SET v = excluded.v`)
+				conn, err := s.Conn(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := conn.Exec(`INSERT INTO i5 VALUES ('b', 4); UPDATE i5 SET v = 3 WHERE k = 'a' COLLATE BINARY`); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: lines(
+				"insert i5 map[k:a] after=map[k:a v:3]",
+				"insert i5 map[k:b] after=map[k:b v:4]",
+			),
+		},
+		{
 			name:   "SortedByTableThenKey",
 			schema: `CREATE TABLE b (k NUMERIC PRIMARY KEY NOT NULL); CREATE TABLE a (id INTEGER PRIMARY KEY);`,
 			act:    execAll(`INSERT INTO b VALUES ('x'), (x'00'), (2.5), (10)`, `INSERT INTO a VALUES (3), (1)`),

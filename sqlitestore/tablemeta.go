@@ -138,10 +138,14 @@ func schemaVersion(c *sqlite3.Conn) (int64, error) {
 
 // buildSelect returns the statement reading one row by key, or "" when the
 // table's rowid has no free name (every alias is a column).
+//
+// Key columns compare BINARY, as the key's index does (a key compared
+// otherwise cannot key changes: see KeyProblems), not with the column's
+// own collation: under a column's NOCASE, 'a' would find the row 'A'.
 func (m *tableMeta) buildSelect() string {
 	where := make([]string, len(m.pk))
 	for i := range m.pk {
-		where[i] = fmt.Sprintf("%s IS ?%d", quoteIdent(m.keyNames[i]), i+1)
+		where[i] = fmt.Sprintf("%s IS ?%d COLLATE BINARY", quoteIdent(m.keyNames[i]), i+1)
 	}
 	if len(m.pk) == 0 {
 		if m.rowid == "" {
