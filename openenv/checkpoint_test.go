@@ -1507,6 +1507,45 @@ func TestCheckpoint_RestoreUnderAnotherDefinition(t *testing.T) {
 	}
 }
 
+// TestCheckpoint_RestoreDoneUnderAnotherDefinition: an episode its
+// checkpoint's grading had finished stays done when restored under a
+// definition whose grading says it is not: the restore, a grading asked
+// for after it (over /ws and HTTP) and the refused step all say so, with
+// the new definition's reward. Before, the grading answered done false
+// while every step was refused as the episode was over.
+func TestCheckpoint_RestoreDoneUnderAnotherDefinition(t *testing.T) {
+	ckdir := t.TempDir()
+	five := env.Check{Name: "five", SQL: "SELECT count(*) FROM entries WHERE amount = 5"}
+	seven := env.Check{Name: "seven", SQL: "SELECT count(*) FROM entries WHERE amount = 7"}
+	first := mustServeWorld(t, redefinedWorld(five), app.Config{Checkpoints: ckdir}, openenv.Config{})
+	c := first.dial(t)
+	roundTrip(t, c, `{"type":"reset","data":{"task":"t","episode_id":"ep-done"}}`)
+	add := `{"type":"step","data":{"type":"call_tool","tool_name":"add","arguments":{"amount":5}}}`
+	if step := roundTrip(t, c, add); field(t, step, "data.done") != true {
+		t.Fatalf("step: %s", step)
+	}
+	id := str(t, roundTrip(t, c, `{"type":"checkpoint"}`), "data.checkpoint_id")
+
+	second := mustServeWorld(t, redefinedWorld(five, seven), app.Config{Checkpoints: ckdir}, openenv.Config{})
+	r := second.dial(t)
+	if reply := roundTrip(t, r, fmt.Sprintf(`{"type":"reset","data":{"checkpoint":%q}}`, id)); reply != `{"type":"observation","data":{"observation":{},"reward":0.5,"done":true}}` {
+		t.Errorf("restore: %s, want done with the new definition's reward", reply)
+	}
+	if reply := roundTrip(t, r, `{"type":"grade"}`); fmt.Sprint(field(t, reply, "data.reward")) != "0.5" || field(t, reply, "data.done") != true {
+		t.Errorf("grading after the restore: %s, want done with the new definition's reward", reply)
+	}
+	if reply := roundTrip(t, r, add); !strings.Contains(reply, "The episode is over") {
+		t.Errorf("a step after the restore: %s, want it refused as over", reply)
+	}
+	h := map[string]string{"X-Seahaven-Session": "restored-done"}
+	if status, body, _ := second.httpDo(t, http.MethodPost, "/reset", fmt.Sprintf(`{"checkpoint":%q}`, id), h); status != http.StatusOK || field(t, body, "done") != true {
+		t.Fatalf("HTTP restore: %d %s", status, body)
+	}
+	if status, body, _ := second.httpDo(t, http.MethodPost, "/grade", "", h); status != http.StatusOK || field(t, body, "done") != true {
+		t.Errorf("HTTP grading after the restore: %d %s, want done", status, body)
+	}
+}
+
 // TestCheckpoint_SuccessorReplacedBeforeItsCheckpoint: a session a restore
 // with replaces started, replaced in turn (by the attempt its fence
 // published, superseded_by) before it took a checkpoint of its own, is

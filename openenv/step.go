@@ -151,6 +151,10 @@ func (ss *session) gradeLocked(ctx context.Context, g Grader, timeout time.Durat
 		ss.srv.metrics.episodesFinished.WithLabelValues(taskLabel(ss.task)).Inc()
 		ss.endEpisodeLocked()
 	}
+	// Done never returns to false within an episode: one its checkpoint's
+	// grading had finished stays done under a definition restored since
+	// whose grading says otherwise.
+	res.Done = ss.over
 	return res, nil
 }
 
