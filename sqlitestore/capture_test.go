@@ -262,6 +262,14 @@ func TestCapture_Cases(t *testing.T) {
 			want:      lines("insert É map[id:2] after=map[id:2]", "insert ſqlite_x map[id:5] after=map[id:5]", "insert Kv map[id:4] after=map[id:4]"),
 		},
 		{
+			name: "RTreeShadowTables",
+			schema: `CREATE VIRTUAL TABLE boxes USING rtree(id, minx, maxx); CREATE VIRTUAL TABLE shapes USING geopoly(label);
+CREATE TABLE t (id INTEGER PRIMARY KEY);`,
+			act: execAll(`INSERT INTO boxes VALUES (1, 0, 10)`, `INSERT INTO shapes (_shape, label) VALUES ('[[0,0],[1,0],[0,1],[0,0]]', 'a')`,
+				`INSERT INTO t VALUES (1)`, `UPDATE boxes SET maxx = 20 WHERE id = 1`),
+			want: lines("insert t map[id:1] after=map[id:1]"),
+		},
+		{
 			name:   "FTS5ShadowTables",
 			schema: `CREATE VIRTUAL TABLE docs USING fts5(body); CREATE TABLE t (id INTEGER PRIMARY KEY);`,
 			act:    execAll(`INSERT INTO docs (body) VALUES ('hello world')`, `INSERT INTO t VALUES (1)`),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ncruces/go-sqlite3"
 	"github.com/ncruces/go-sqlite3/ext/fts5"
+	"github.com/ncruces/go-sqlite3/ext/rtree"
 )
 
 // Connection settings applied to every connection this package opens.
@@ -203,13 +204,16 @@ func openConn(ctx context.Context, uri string, maxMemory int64, now func() time.
 	if err := c.BusyTimeout(BusyTimeout); err != nil {
 		return nil, formatError(ctx, err)
 	}
-	// FTS5 first: PRAGMA cache_size reads the schema, and a shadow table
-	// is known as one only when its module is registered as the schema
-	// is read (or its virtual table connected since). Read before, an
-	// FTS5 table's shadow tables pass for ordinary tables, which change
-	// capture would report the rows of.
+	// FTS5 and R*Tree first: PRAGMA cache_size reads the schema, and a
+	// shadow table is known as one only when its module is registered as
+	// the schema is read (or its virtual table connected since). Read
+	// before, an FTS5 or R*Tree table's shadow tables pass for ordinary
+	// tables, which change capture would report the rows of.
 	if err := fts5.Register(c); err != nil {
 		return nil, fmt.Errorf("sqlitestore: registering fts5: %w", formatError(ctx, err))
+	}
+	if err := rtree.Register(c); err != nil {
+		return nil, fmt.Errorf("sqlitestore: registering rtree: %w", formatError(ctx, err))
 	}
 	if err := c.Exec(fmt.Sprintf("PRAGMA foreign_keys=ON; PRAGMA cache_size=-%d;", CacheSizeKiB)); err != nil {
 		return nil, formatError(ctx, err)

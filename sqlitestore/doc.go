@@ -14,7 +14,8 @@
 //     real, fsynced file with [Store.VacuumInto]. With Options.ExclusiveLock
 //     (instances use it) the connection also holds its file's lock while it
 //     is open; [Store.Yield] lets an [Inspector] read the file.
-//   - foreign_keys=ON (set explicitly), FTS5 registered, a small page cache
+//   - foreign_keys=ON (set explicitly), FTS5, R*Tree and Geopoly registered
+//     (on every connection, inspections too), a small page cache
 //     ([CacheSizeKiB]), strings and blobs capped at [MaxLength], a memory cap
 //     ([DefaultMaxMemory] or Options.MaxMemory) and a busy timeout.
 //   - random() and randomblob(N) draw from a PCG stream seeded by

@@ -250,9 +250,11 @@ const spaceFloor = 128 << 10
 // mayBeFull ends the message of a failed write whose cause is unknown.
 const mayBeFull = ": writing to the file failed (the disk may be full)"
 
-// readOnlyError marks an authorization failure on an Inspector.
+// readOnlyError marks an authorization failure on an Inspector, and a
+// write its read-only files refused (one to an R*Tree's shadow table, which
+// the authorizer lets the R*Tree prepare).
 func readOnlyError(err error) error {
-	if e, ok := errors.AsType[*Error](err); ok && e.Code == int(sqlite3.AUTH) {
+	if e, ok := errors.AsType[*Error](err); ok && (e.Code == int(sqlite3.AUTH) || e.Code == int(sqlite3.READONLY)) {
 		e.Message += " (the inspection connection is read-only)"
 		e.causes = append(e.causes, ErrReadOnly)
 	}

@@ -185,7 +185,7 @@ func (i *Inspector) setup(ctx context.Context, cn *conn, rootPath string, attach
 // transaction-control statement refused so that Query can say why. While
 // the Inspector ends a transaction left open it allows that. The caller of
 // the statement being prepared holds mu.
-func (i *Inspector) authorize(action sqlite3.AuthorizerActionCode, name3rd, name4th, _, _ string) sqlite3.AuthorizerReturnCode {
+func (i *Inspector) authorize(action sqlite3.AuthorizerActionCode, name3rd, name4th, schema, _ string) sqlite3.AuthorizerReturnCode {
 	switch action {
 	case sqlite3.AUTH_TRANSACTION, sqlite3.AUTH_SAVEPOINT:
 		if i.ending {
@@ -201,6 +201,13 @@ func (i *Inspector) authorize(action sqlite3.AuthorizerActionCode, name3rd, name
 	case sqlite3.AUTH_SELECT, sqlite3.AUTH_FUNCTION, sqlite3.AUTH_RECURSIVE:
 		return sqlite3.AUTH_OK
 	case sqlite3.AUTH_INSERT, sqlite3.AUTH_UPDATE, sqlite3.AUTH_DELETE:
+		if schema != "temp" && rtreeShadow(name3rd) {
+			// An R*Tree (or Geopoly) table prepares its writes to its
+			// shadow tables as a query first reads it: denied, it could
+			// not be read at all. The stores' files are open read-only,
+			// so none of them runs.
+			return sqlite3.AUTH_OK
+		}
 		// The temp schema too: a temp table named like a store's table
 		// would shadow it for every unqualified query after it. Sorts and
 		// materialised subqueries still use temporary storage, which is
@@ -223,6 +230,17 @@ func (i *Inspector) authorize(action sqlite3.AuthorizerActionCode, name3rd, name
 	default: // ATTACH (and VACUUM, reported as ATTACH), DETACH, DDL, ANALYZE, REINDEX, triggers, views
 		return sqlite3.AUTH_DENY
 	}
+}
+
+// rtreeShadow reports whether table may be a shadow table of an R*Tree or
+// Geopoly table: its name ends in _node, _rowid or _parent.
+func rtreeShadow(table string) bool {
+	for _, suffix := range []string{"_node", "_rowid", "_parent"} {
+		if len(table) > len(suffix) && SameName(table[len(table)-len(suffix):], suffix) {
+			return true
+		}
+	}
+	return false
 }
 
 // transactionStatement names the statement of a transaction-control action:

@@ -334,3 +334,48 @@ func TestInspector_LongStatements(t *testing.T) {
 		t.Errorf("length = %v, want %d", n, len(lit))
 	}
 }
+
+// TestInspector_RTree: R*Tree and Geopoly tables read through the
+// inspection connection (each prepares writes to its shadow tables as a
+// query first reads it, which the connection's authorizer allows), their
+// shadow tables are listed as such, and nothing writes to either: the
+// shadow tables' files are read-only, and a virtual table's write is
+// refused as any other.
+func TestInspector_RTree(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	root := MustCreate(t, `CREATE VIRTUAL TABLE boxes USING rtree(id, minx, maxx);
+CREATE VIRTUAL TABLE shapes USING geopoly(label);
+CREATE TABLE t (id INTEGER PRIMARY KEY);`, sqlitestore.Options{Path: filepath.Join(dir, "root.sqlite")})
+	MustExec(t, root, `INSERT INTO boxes VALUES (1, 0, 10), (2, 5, 7)`)
+	MustExec(t, root, `INSERT INTO shapes (_shape, label) VALUES ('[[0,0],[2,0],[0,2],[0,0]]', 'a')`)
+	pay := MustCreate(t, `CREATE VIRTUAL TABLE spans USING rtree_i32(id, lo, hi);`, sqlitestore.Options{Path: filepath.Join(dir, "pay.sqlite")})
+	MustExec(t, pay, `INSERT INTO spans VALUES (1, 3, 4)`)
+	in, err := sqlitestore.OpenInspector(ctx, root.Path(), []sqlitestore.Attachment{{Schema: "payments", Path: pay.Path()}}, sqlitestore.InspectorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	for q, want := range map[string]string{
+		`SELECT group_concat(id) FROM boxes WHERE minx <= 6 AND maxx >= 6`:                       "1,2",
+		`SELECT label FROM shapes WHERE geopoly_contains_point(_shape, 0.5, 0.5)`:                "a",
+		`SELECT hi FROM payments.spans WHERE id = 1`:                                             "4",
+		`SELECT group_concat(type) FROM pragma_table_list WHERE name LIKE 'boxes\_%' ESCAPE '\'`: "shadow,shadow,shadow",
+	} {
+		if got := firstValue(in, q); got != want {
+			t.Errorf("%s = %s, want %s", q, got, want)
+		}
+	}
+	for _, q := range []string{
+		`INSERT INTO boxes VALUES (3, 1, 2)`,
+		`DELETE FROM boxes_node`,
+		`UPDATE payments.spans_rowid SET nodeno = 9`,
+	} {
+		if _, err := in.Query(ctx, q); !errors.Is(err, sqlitestore.ErrReadOnly) {
+			t.Errorf("%s: err = %v, want a read-only error", q, err)
+		}
+	}
+	if got := firstValue(in, `SELECT count(*) FROM boxes`); got != "2" {
+		t.Errorf("%s rows in boxes after the refused writes, want 2", got)
+	}
+}

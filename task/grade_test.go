@@ -447,17 +447,21 @@ func TestGrade_Idle(t *testing.T) {
 
 // TestGrade_UnrecordedTables: a change-log check naming a table whose rows
 // the change log never records (the world's UntrackedTables, a virtual
-// table and its shadow tables) cannot be evaluated, rather than pass or
-// fail whatever the agent wrote to it.
+// table and its shadow tables, of FTS5 or R*Tree) cannot be evaluated,
+// rather than pass or fail whatever the agent wrote to it.
 func TestGrade_UnrecordedTables(t *testing.T) {
 	w := env.NewWorld(env.WorldSpec{Name: "unrecorded", Version: "1.0.0", UntrackedTables: []string{"Scratch"}, Schema: `
 CREATE TABLE entries (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL) STRICT;
 CREATE TABLE scratch (id INTEGER PRIMARY KEY, body TEXT NOT NULL) STRICT;
 CREATE VIRTUAL TABLE docs USING fts5(body);
+CREATE VIRTUAL TABLE boxes USING rtree(id, minx, maxx);
 CREATE VIEW totals AS SELECT sum(amount) AS total FROM entries;
 CREATE TABLE counted (id INTEGER PRIMARY KEY AUTOINCREMENT);`})
 	env.Tool(w, "scribble", "Write to the scratch table and the index.", func(c *env.Ctx, _ struct{}) (string, error) {
 		if _, err := c.DB.Exec("INSERT INTO scratch (body) VALUES ('x')"); err != nil {
+			return "", err
+		}
+		if _, err := c.DB.Exec("INSERT INTO boxes VALUES (1, 0, 10)"); err != nil {
 			return "", err
 		}
 		_, err := c.DB.Exec("INSERT INTO docs (body) VALUES ('x')")
@@ -473,6 +477,8 @@ CREATE TABLE counted (id INTEGER PRIMARY KEY AUTOINCREMENT);`})
 		{"OnlyChangedUntracked", env.Check{OnlyChanged: []string{"main.entries", "main.scratch"}}, `table "scratch" of node main is in its world's UntrackedTables`},
 		{"Virtual", env.Check{MustChange: []string{"main.docs"}}, `table "docs" of node main is a virtual table, whose rows`},
 		{"Shadow", env.Check{Unchanged: []string{"main.docs_data"}}, `table "docs_data" of node main is a virtual table's shadow table, whose rows`},
+		{"RTree", env.Check{MustChange: []string{"main.boxes"}}, `table "boxes" of node main is a virtual table, whose rows`},
+		{"RTreeShadow", env.Check{Unchanged: []string{"main.boxes_node"}}, `table "boxes_node" of node main is a virtual table's shadow table, whose rows`},
 		{"SQLites", env.Check{Unchanged: []string{"main.sqlite_sequence"}}, `table "sqlite_sequence" of node main is SQLite's own, whose rows`},
 		{"View", env.Check{Unchanged: []string{"main.totals"}}, `node main has no table "totals"`},
 		{"OtherCase", env.Check{Unchanged: []string{"main.Entries"}}, `node main has no table "Entries"`},
