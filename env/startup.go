@@ -74,7 +74,7 @@ func OnStartup[K any](w *World, fn func(c *Ctx, k K) error) {
 		// (an embedded struct's among them).
 		var fields []reflect.StructField
 		sub := map[string]any{}
-		for _, f := range reflect.VisibleFields(t) {
+		for _, f := range argschema.StructFields(t) {
 			name, ok := keyName(f)
 			v, bound := kw[name]
 			_, seen := sub[name]

@@ -506,3 +506,49 @@ func TestDecode_JSONNumber(t *testing.T) {
 		}
 	}
 }
+
+// Page and its embedders: Page's Name is hidden, in Go, by the Name of the
+// struct embedding it, but its JSON name is its own, so json v2 (like
+// encoding/json) makes it a member; and a field json skips ("-") hides
+// nothing.
+type Page struct {
+	Limit int    `json:"limit" max:"100"`
+	Name  string `json:"page_name,omitempty"`
+}
+
+type SearchArgs struct {
+	Page
+	Name string `json:"name"`
+}
+
+type SkippedLimit struct {
+	Page
+	Limit int `json:"-"`
+}
+
+// TestDecode_EmbeddedShadowedGoName: a field of an embedded struct whose
+// Go name a shallower field shares, under a JSON name of its own, is a
+// property of the schema, decodes, and is in the output schema, as json v2
+// encodes it. Before, Go's field visibility hid it: the schema left it
+// out, Decode refused it as unknown, and the result failed its own schema.
+func TestDecode_EmbeddedShadowedGoName(t *testing.T) {
+	got := decodeAs[SearchArgs](t, `{"name":"n","limit":10,"page_name":"p"}`)
+	if want := (SearchArgs{Page: Page{Limit: 10, Name: "p"}, Name: "n"}); got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	if got := decodeAs[SkippedLimit](t, `{"limit":10}`); got.Page.Limit != 10 || got.Limit != 0 {
+		t.Errorf("got %+v, want Page.Limit 10", got)
+	}
+	for _, typ := range []reflect.Type{reflect.TypeFor[SearchArgs](), reflect.TypeFor[SkippedLimit]()} {
+		in, err := argschema.Schema(typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := argschema.OutputOf(typ).Schema
+		for _, s := range []json.RawMessage{in, out} {
+			if !strings.Contains(string(s), `"limit":{`) || (typ == reflect.TypeFor[SearchArgs]() && !strings.Contains(string(s), `"page_name":{`)) {
+				t.Errorf("%v: schema %s, want limit (and page_name) among its properties", typ, s)
+			}
+		}
+	}
+}

@@ -114,7 +114,7 @@ func outStruct(t reflect.Type, seen map[reflect.Type]bool) *jsonschema.Schema {
 // value.
 func outFields(t reflect.Type) []field {
 	var all []field
-	for _, sf := range reflect.VisibleFields(t) {
+	for _, sf := range StructFields(t) {
 		tag := sf.Tag.Get("json")
 		name, opts, _ := strings.Cut(tag, ",")
 		if tag == "-" || inlined(sf, name) || !sf.IsExported() {

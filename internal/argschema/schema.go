@@ -283,7 +283,7 @@ func (a *adapter) object(t reflect.Type, where string) (*jsonschema.Schema, erro
 // the shallowest field of a name wins, then a tagged one, and a name left
 // ambiguous is no property.
 func (a *adapter) fields(t reflect.Type, where string) ([]field, error) {
-	for _, sf := range reflect.VisibleFields(t) {
+	for _, sf := range StructFields(t) {
 		goPath := goPath(t, sf.Index)
 		tag, hasTag := sf.Tag.Lookup("json")
 		name, opts, _ := strings.Cut(tag, ",")
@@ -338,6 +338,64 @@ func inlined(sf reflect.StructField, name string) bool {
 		t = t.Elem()
 	}
 	return sf.Anonymous && name == "" && t.Kind() == reflect.Struct
+}
+
+// StructFields lists the fields of struct type t that may be members of
+// its JSON object, in field order: t's own, and, after each embedded
+// struct json v2 (like encoding/json) writes into the object (untagged, or
+// a pointer to one), that struct's fields, their Index reaching them from
+// t. Unlike reflect.VisibleFields it hides no field by its Go name: json
+// v2 settles which field of a JSON name is the member by JSON names alone
+// (see dominant), so a field whose Go name a shallower one shares is still
+// a member under a JSON name of its own. As in json v2 and encoding/json,
+// an embedded struct type is walked once, where it is shallowest (which
+// also ends recursive embedding).
+func StructFields(t reflect.Type) []reflect.StructField {
+	// The depth at which each embedded struct type is first met.
+	depth := map[reflect.Type]int{t: 0}
+	for level, types := 0, []reflect.Type{t}; len(types) > 0; level++ {
+		var next []reflect.Type
+		for _, st := range types {
+			for i := range st.NumField() {
+				sf := st.Field(i)
+				name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+				if !inlined(sf, name) {
+					continue
+				}
+				et := sf.Type
+				if et.Kind() == reflect.Pointer {
+					et = et.Elem()
+				}
+				if _, met := depth[et]; !met {
+					depth[et] = level + 1
+					next = append(next, et)
+				}
+			}
+		}
+		types = next
+	}
+	var out []reflect.StructField
+	var walk func(st reflect.Type, index []int)
+	walk = func(st reflect.Type, index []int) {
+		for i := range st.NumField() {
+			sf := st.Field(i)
+			sf.Index = append(slices.Clone(index), i)
+			out = append(out, sf)
+			name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+			if !inlined(sf, name) {
+				continue
+			}
+			et := sf.Type
+			if et.Kind() == reflect.Pointer {
+				et = et.Elem()
+			}
+			if depth[et] == len(sf.Index) {
+				walk(et, sf.Index)
+			}
+		}
+	}
+	walk(t, nil)
+	return out
 }
 
 // losesTo reports whether a field at index f gives its name up to another
