@@ -323,6 +323,10 @@ func (c *checker) checkString(s *jsonschema.Schema, str string) (string, *Error)
 		}
 		return tm.UTC().Format(time.RFC3339Nano), nil
 	case s.ContentEncoding == "base64":
+		// Go's decoder skips line breaks; json v2 refuses them.
+		if i := strings.IndexAny(str, "\r\n"); i >= 0 {
+			return "", c.errorf("invalid base64: a line break at byte " + strconv.Itoa(i))
+		}
 		if _, err := base64.StdEncoding.DecodeString(str); err != nil {
 			return "", c.errorf("invalid base64: " + err.Error())
 		}
@@ -372,8 +376,6 @@ func (n number) value(kind reflect.Kind) any {
 		return n.i
 	case kind >= reflect.Uint && kind <= reflect.Uint64:
 		return n.u
-	case kind == reflect.Float32:
-		return float32(n.f)
 	}
 	return n.f
 }
@@ -399,11 +401,13 @@ func parseNumber(lit string, kind reflect.Kind) (number, string) {
 		return n, ""
 	}
 	if kind == reflect.Float32 || kind == reflect.Float64 {
-		f, err := strconv.ParseFloat(lit, bits[kind])
-		if err != nil && f != 0 { // underflow rounds to zero
+		// Whether it fits is the kind's; bounds and enums compare the
+		// number as written, read as a float64, as the schema states
+		// them (a float32's 0.1 is not rounded to 0.100000001 first).
+		if f, err := strconv.ParseFloat(lit, bits[kind]); err != nil && f != 0 { // underflow rounds to zero
 			return n, outOfRange()
 		}
-		n.f = f
+		n.f, _ = strconv.ParseFloat(lit, 64)
 		return n, ""
 	}
 	// An integer kind, signed or not.

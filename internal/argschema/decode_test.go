@@ -242,6 +242,9 @@ func TestDecode_Errors(t *testing.T) {
 		{"BadTime", `{"amount":1,"when":"yesterday"}`, "when", `invalid arguments: field "when": expected an RFC 3339 date-time, got "yesterday"`},
 		{"TimeOutOfRange", `{"amount":1,"when":"0000-01-01T00:00:00+01:00"}`, "when", `invalid arguments: field "when": date-time "0000-01-01T00:00:00+01:00" is outside the years 0000 to 9999 in UTC`},
 		{"BadBase64", `{"amount":1,"blob":"!!"}`, "blob", `invalid arguments: field "blob": invalid base64: illegal base64 data at input byte 0`},
+		// Go's base64 decoder skips line breaks; json v2 does not.
+		{"Base64LineBreak", `{"amount":1,"blob":"AQID\n"}`, "blob", `invalid arguments: field "blob": invalid base64: a line break at byte 4`},
+		{"Base64CRLF", `{"amount":1,"blob":"AQ\r\nID"}`, "blob", `invalid arguments: field "blob": invalid base64: a line break at byte 2`},
 		{"Truncated", `{"amount":1`, "", `invalid arguments: malformed JSON: unexpected end of input`},
 		{"TruncatedValue", `{"amount":`, "amount", `invalid arguments: field "amount": malformed JSON: unexpected end of input`},
 		{"MissingColon", `{"amount" 1}`, "amount", `invalid arguments: field "amount": malformed JSON at byte 10: invalid character '1' after object name (expecting ':')`},
@@ -549,6 +552,38 @@ func TestDecode_EmbeddedShadowedGoName(t *testing.T) {
 			if !strings.Contains(string(s), `"limit":{`) || (typ == reflect.TypeFor[SearchArgs]() && !strings.Contains(string(s), `"page_name":{`)) {
 				t.Errorf("%v: schema %s, want limit (and page_name) among its properties", typ, s)
 			}
+		}
+	}
+}
+
+// TestDecode_Float32Bounds: a float32 field's bounds and enum are the
+// numbers as written, in the schema and in the check alike, where the
+// check compared the argument rounded to a float32 with the bound rounded
+// too, and the schema published the rounded bound: 0.1 passed Decode and
+// failed the schema's minimum of 0.10000000149011612.
+func TestDecode_Float32Bounds(t *testing.T) {
+	type args struct {
+		G float32 `json:"g,omitempty" min:"0.1"`
+		E float32 `json:"e,omitempty" enum:"0.1,0.2"`
+	}
+	typ := reflect.TypeFor[args]()
+	schema, err := argschema.Schema(typ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(schema), `"minimum":0.1}`) || !strings.Contains(string(schema), `"enum":[0.1,0.2]`) {
+		t.Errorf("schema %s, want minimum 0.1 and enum [0.1,0.2] as written", schema)
+	}
+	for in, want := range map[string]string{
+		`{"g":0.1}`:                 "",
+		`{"g":0.099999999}`:         `invalid arguments: field "g": value 0.099999999 is less than minimum 0.1`,
+		`{"e":0.2}`:                 "",
+		`{"e":0.10000000149011612}`: `invalid arguments: field "e": value 0.10000000149011612 is not one of 0.1, 0.2`,
+		`{"g":1e39}`:                `invalid arguments: field "g": number 1e39 is out of range for float32`,
+	} {
+		_, err := argschema.Decode(typ, []byte(in))
+		if got := fmt.Sprint(err); want == "" && err != nil || want != "" && got != want {
+			t.Errorf("Decode(%s): %v, want %q", in, err, want)
 		}
 	}
 }

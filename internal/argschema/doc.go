@@ -42,8 +42,9 @@
 //   - min:"0" and max:"100" bound a number field (inclusive). Bounds are
 //     JSON numbers: an integer field's are checked and published as the
 //     integers written, past 2^53 too (max:"9223372036854775807" publishes
-//     "maximum":9223372036854775807); a float or json.Number field's are
-//     compared as float64.
+//     "maximum":9223372036854775807); a float or json.Number field's, and
+//     its enum values, are compared as float64, the argument as written
+//     (a float32 field's too, before it is rounded to a float32).
 //   - maxlen:"N" bounds a string field to N characters (Unicode code points).
 //
 // Tags on a pointer field apply to the value it points to.

@@ -229,6 +229,9 @@ func TestSchema_Errors(t *testing.T) {
 		{"DefaultWrongType", reflect.TypeFor[struct {
 			N int `default:"abc"`
 		}](), "argschema: struct { N int \"default:\\\"abc\\\"\" } field N: default \"abc\": malformed JSON at byte 0: invalid character 'a' at start of value"},
+		{"DefaultBase64LineBreak", reflect.TypeFor[struct {
+			B []byte `json:"b" default:"AQ\nID"`
+		}](), `argschema: struct { B []uint8 "json:\"b\" default:\"AQ\\nID\"" } field B: default "AQ\nID": invalid base64: a line break at byte 2`},
 		{"DefaultNotInEnum", reflect.TypeFor[struct {
 			S string `enum:"a,b" default:"c"`
 		}](), "argschema: struct { S string \"enum:\\\"a,b\\\" default:\\\"c\\\"\" } field S: default \"c\": value \"c\" is not one of \"a\", \"b\""},
