@@ -60,6 +60,7 @@
 //	float32, float64             {"type":"number"}
 //	json.Number                  {"type":"number"}, any number, kept as written
 //	time.Time                    {"type":"string","format":"date-time"}, RFC 3339, decoded in UTC
+//	                             (years 0000 to 9999 in UTC; a leap second, 23:59:60, is refused)
 //	[]byte                       {"type":"string","contentEncoding":"base64"}
 //	[]T                          {"type":"array","items":T}
 //	map[string]T                 {"type":"object","additionalProperties":T}
