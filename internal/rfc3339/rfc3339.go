@@ -7,8 +7,8 @@ import "time"
 // Parse parses s as an RFC 3339 instant, with or without fractional
 // seconds. It also takes the lower-case "t" and "z" that RFC 3339 §5.6
 // allows, which time.Parse refuses, and refuses what time.Parse takes and
-// RFC 3339's grammar does not: a comma before the fraction, and an offset
-// of 24 hours or more or of 60 minutes or more. A leap second (23:59:60)
+// RFC 3339's grammar does not: an hour of one digit, a comma before the
+// fraction, and an offset of 24 hours or more or of 60 minutes or more. A leap second (23:59:60)
 // is refused, as time.Parse refuses it: Go's time has none. The error is
 // a *time.ParseError naming s as it was given.
 func Parse(s string) (time.Time, error) {
@@ -28,7 +28,10 @@ func Parse(s string) (time.Time, error) {
 	}
 	n := len(v)
 	switch {
-	case v[19] == ',': // time.Parse took it, so v[19] is the fraction's separator
+	case v[13] != ':': // time.Parse took it, so v[13] follows a one-digit hour
+		return time.Time{}, &time.ParseError{Layout: time.RFC3339Nano, Value: s, Message: ": an hour of one digit: RFC 3339 has two"}
+	case v[19] == ',': // the seconds' two digits end at v[18]: a zone follows
+		return time.Time{}, &time.ParseError{Layout: time.RFC3339Nano, Value: s, Message: ": a comma before the fraction of a second: RFC 3339 has a full stop"}
 		return time.Time{}, &time.ParseError{Layout: time.RFC3339Nano, Value: s, Message: ": a comma before the fraction of a second: RFC 3339 has a full stop"}
 	case v[n-1] != 'Z' && (v[n-5:n-3] > "23" || v[n-2:] > "59"):
 		return time.Time{}, &time.ParseError{Layout: time.RFC3339Nano, Value: s, Message: ": the offset " + v[n-6:] + " is out of range (hours 00 to 23, minutes 00 to 59)"}

@@ -33,6 +33,8 @@ func TestParse(t *testing.T) {
 		"2026-6-1t09:00:00z",
 		// What time.Parse takes and RFC 3339's grammar does not.
 		"2026-06-01T09:00:00,5Z",
+		"2026-06-01T9:00:00Z",
+		"0000-01-01T0:00:00Z",
 		"2026-06-01T09:00:00+24:00",
 		"2026-06-01T09:00:00-01:60",
 		// A leap second: Go's time has none.
@@ -55,7 +57,7 @@ func FuzzParse(f *testing.F) {
 		switch {
 		case werr == nil && err == nil && !got.Equal(want):
 			t.Fatalf("Parse(%q) = %v; time.Parse takes it as %v", s, got, want)
-		case werr == nil && err != nil && !strings.Contains(err.Error(), "a comma before the fraction") && !strings.Contains(err.Error(), "is out of range (hours 00 to 23"):
+		case werr == nil && err != nil && !strings.Contains(err.Error(), "a comma before the fraction") && !strings.Contains(err.Error(), "an hour of one digit") && !strings.Contains(err.Error(), "is out of range (hours 00 to 23"):
 			t.Fatalf("Parse(%q): %v; time.Parse takes it as %v, and RFC 3339 refuses it for no reason given", s, err, want)
 		}
 	})
