@@ -47,6 +47,12 @@ var looseOpts = jsonv2.JoinOptions(jsontext.AllowInvalidUTF8(true), jsontext.All
 // repeated key is a validation error at its pydantic location under
 // prefix, the first one's.
 func checkJSON(raw []byte, prefix []any) *protoError {
+	// First: finding repeated names keeps every name of an object.
+	if ptr, wide := wideObject(raw); wide {
+		return invalid([]fieldError{{Type: "too_long", Loc: at(prefix, locOf(raw, ptr)...),
+			Msg:   fmt.Sprintf("Object should have at most %d members, not more", maxMembers),
+			Input: mustEncode(fmt.Sprintf("(an object of more than %d members, not echoed)", maxMembers))}})
+	}
 	if jsontext.Value(raw).IsValid(jsontext.AllowInvalidUTF8(true)) {
 		return nil
 	}
@@ -71,6 +77,32 @@ func checkJSON(raw []byte, prefix []any) *protoError {
 	reason := syntaxMessage(raw, err)
 	return &protoError{code: codeInvalidJSON, message: "Invalid JSON: " + reason,
 		errors: []fieldError{{Type: "json_invalid", Loc: at(prefix), Msg: "JSON decode error", Input: json.RawMessage("{}"), Ctx: &errorCtx{reason}}}}
+}
+
+// maxMembers is how many members an object of a message may have. A
+// message is refused past it before anything reads it: a million keys,
+// read into a map (a message's members, its params, its startup
+// keywords), would take hundreds of megabytes.
+const maxMembers = 100_000
+
+// wideObject returns the location in raw of its first object of more than
+// maxMembers members, if it has one before anything that does not parse.
+// JSON too short to hold one is not read.
+func wideObject(raw []byte) (jsontext.Pointer, bool) {
+	if len(raw) < len(`"":0,`)*maxMembers {
+		return "", false
+	}
+	d := jsontext.NewDecoder(bytes.NewReader(raw), looseOpts)
+	for {
+		if _, err := d.ReadToken(); err != nil {
+			return "", false
+		}
+		// An object's length counts its names and its values; the
+		// pointer names the member just read.
+		if kind, n := d.StackIndex(d.StackDepth()); kind == '{' && n > 2*maxMembers {
+			return d.StackPointer().Parent(), true
+		}
+	}
 }
 
 // maxDepth is how deep arrays and objects nest in JSON that encoding/json
@@ -139,9 +171,14 @@ func locOf(raw []byte, ptr jsontext.Pointer) []any {
 }
 
 // members decodes raw, JSON that checkJSON accepted, as an object; ok is
-// false when it is not one.
+// false when it is not one, or when it holds an object checkJSON refuses
+// as too wide (a message read before it is checked builds no map of its
+// members).
 func members(raw jsontext.Value) (m map[string]jsontext.Value, ok bool) {
 	if raw.Kind() != '{' {
+		return nil, false
+	}
+	if _, wide := wideObject(raw); wide {
 		return nil, false
 	}
 	return m, jsonv2.Unmarshal(raw, &m, readOpts) == nil
@@ -204,7 +241,11 @@ func decodeMembers(m map[string]jsontext.Value, loc []any, dst any) []fieldError
 		}
 		var p *problem
 		if errors.As(err, &p) {
-			errs = append(errs, fieldError{Type: p.typ, Loc: at(loc, k), Msg: p.msg, Input: inputOf(val)})
+			input := inputOf(val)
+			if p.typ == "too_long" { // too large to echo: its size instead
+				input = mustEncode(fmt.Sprintf("(%d bytes, not echoed)", len(val)))
+			}
+			errs = append(errs, fieldError{Type: p.typ, Loc: at(loc, k), Msg: p.msg, Input: input})
 			continue
 		}
 		t := f.Type()

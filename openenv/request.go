@@ -196,10 +196,47 @@ func readCallToolStep(raw []byte) (a action, ok bool) {
 // inspectData is an inspect query: one read-only statement and its
 // parameters, read one by one into args to report each that fails.
 type inspectData struct {
-	SQL    nonEmpty          `json:"sql"`
-	Params *[]jsontext.Value `json:"params"`
+	SQL    nonEmpty       `json:"sql"`
+	Params *inspectParams `json:"params"`
 
 	args []any // the parameters as SQL values
+}
+
+// inspectParams are an inspect query's parameters, as JSON.
+type inspectParams []jsontext.Value
+
+// maxInspectParams is how many parameters a statement may have in SQLite
+// (its SQLITE_MAX_VARIABLE_NUMBER): more can bind none.
+const maxInspectParams = 32766
+
+var tooManyParams = &problem{typ: "too_long",
+	msg: fmt.Sprintf("List should have at most %d items (SQLite binds at most %d parameters to a statement), not more", maxInspectParams, maxInspectParams)}
+
+func (p *inspectParams) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 || b[0] != '[' {
+		return &problem{"list_type", "Input should be a valid list"}
+	}
+	if countValues(b, maxInspectParams+1) > maxInspectParams+1 { // the list itself, and its items
+		return tooManyParams
+	}
+	return jsonv2.Unmarshal(b, (*[]jsontext.Value)(p), readOpts)
+}
+
+// countValues counts the JSON values in raw, valid JSON, raw itself and
+// every one within it, up to past limit.
+func countValues(raw []byte, limit int) int {
+	d := jsontext.NewDecoder(bytes.NewReader(raw), looseOpts)
+	n := 0
+	for n <= limit {
+		tok, err := d.ReadToken()
+		if err != nil {
+			break
+		}
+		if k := tok.Kind(); k != ']' && k != '}' {
+			n++
+		}
+	}
+	return n
 }
 
 // parseInspect reads an inspect query. loc prefixes every reported location.
@@ -438,9 +475,20 @@ func (o *jsonObject) UnmarshalJSON(b []byte) error {
 // startupData is a reset's startup values, numbers kept as json.Number.
 type startupData map[string]any
 
+// maxStartupValues is how many JSON values (each key, each value, and
+// each item within one) a reset's startup keywords may hold: they are
+// read into Go values whole, ten or more times their size.
+const maxStartupValues = 100_000
+
+var tooManyStartupValues = &problem{typ: "too_long",
+	msg: fmt.Sprintf("Startup keywords should hold at most %d JSON values (keys, values and the items within them), not more", maxStartupValues)}
+
 func (s *startupData) UnmarshalJSON(b []byte) error {
 	if len(b) == 0 || b[0] != '{' {
 		return notObject
+	}
+	if countValues(b, maxStartupValues+1)-1 > maxStartupValues { // not the object itself
+		return tooManyStartupValues
 	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()

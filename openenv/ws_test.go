@@ -86,6 +86,21 @@ func TestWS_IntegralSeed(t *testing.T) {
 	}
 }
 
+// manyValues returns n JSON numbers, comma-separated.
+func manyValues(n int) string { return strings.TrimSuffix(strings.Repeat("0,", n), ",") }
+
+// manyMembers returns the members of an object of n keys, comma-separated.
+func manyMembers(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"k%d":0`, i)
+	}
+	return b.String()
+}
+
 func TestWS_ResetValidation(t *testing.T) {
 	tests := []struct {
 		name string
@@ -103,6 +118,9 @@ func TestWS_ResetValidation(t *testing.T) {
 		{"EpisodeNumber", `{"episode_id":5}`, []string{"data.episode_id string_type"}},
 		{"ClockMode", `{"clock_mode":"fast"}`, []string{"data.clock_mode literal_error"}},
 		{"StartupList", `{"startup":[1]}`, []string{"data.startup dict_type"}},
+		// Read whole into Go values, startup keywords are bounded by the
+		// values they hold, not by their bytes alone.
+		{"StartupTooManyValues", `{"startup":{"region":[` + manyValues(100_000) + `]}}`, []string{"data.startup too_long"}},
 		{"ControlString", `{"control_tools":"yes"}`, []string{"data.control_tools bool_type"}},
 		{"FixtureNumber", `{"fixture":1}`, []string{"data.fixture string_type"}},
 		{"NowBool", `{"now":true}`, []string{"data.now string_type"}},
@@ -152,6 +170,10 @@ func TestWS_ResetValidation(t *testing.T) {
 	}
 	// The session survives every refusal.
 	jsonEq(t, roundTrip(t, c, `{"type":"reset"}`), resetOK)
+	// At the bound, the keywords are read, and go to the backend.
+	if reply := roundTrip(t, c, `{"type":"reset","data":{"startup":{"region":[`+manyValues(99_998)+`]}}}`); !strings.Contains(reply, `unknown startup keyword \"region\"`) {
+		t.Errorf("startup of 100000 values: %.300s, want it read (and refused by the backend)", reply)
+	}
 }
 
 func TestWS_ResetFailureKeepsInstance(t *testing.T) {
@@ -280,6 +302,11 @@ func TestWS_StepValidation(t *testing.T) {
 		{"InspectEmptySQL", `{"type":"inspect","data":{"sql":""}}`, "data.sql string_too_short"},
 		{"InspectBadParams", `{"type":"inspect","data":{"sql":"SELECT 1","params":[1,{"a":1},[2]]}}`, "data.params.1 scalar_type, data.params.2 scalar_type"},
 		{"InspectParamsObject", `{"type":"inspect","data":{"sql":"SELECT 1","params":{}}}`, "data.params list_type"},
+		// More than SQLite binds, refused before they are read.
+		{"InspectTooManyParams", `{"type":"inspect","data":{"sql":"SELECT 1","params":[` + manyValues(32767) + `]}}`, "data.params too_long"},
+		// An object of more members than a message may hold, refused
+		// before a map of them is built.
+		{"WideObject", `{"type":"step","data":{"type":"list_tools","metadata":{` + manyMembers(100_001) + `}}}`, "data.metadata too_long"},
 		{"InspectExtra", `{"type":"inspect","data":{"sql":"SELECT 1","limit":5}}`, "data.limit extra_forbidden"},
 		{"MCPMissingData", `{"type":"mcp"}`, "data missing"},
 		{"MCPDataList", `{"type":"mcp","data":[]}`, "data dict_type"},
