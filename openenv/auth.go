@@ -262,7 +262,6 @@ func (s *Server) Logout(w http.ResponseWriter, r *http.Request) {
 // setSessionCookie sets the session cookie to value, Secure when r reached
 // the client over TLS.
 func setSessionCookie(w http.ResponseWriter, r *http.Request, value string, maxAge int) {
-	secure := r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: value, Path: "/", MaxAge: maxAge,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: viaTLS(r)})
 }

@@ -56,13 +56,19 @@ func (s *Server) BrowserGuard(next http.Handler) http.Handler {
 			}
 		case r.Method == http.MethodGet, r.Method == http.MethodHead, r.Method == http.MethodOptions:
 		default:
-			if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o, r.Host) {
+			if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o, r) {
 				writeJSON(w, http.StatusForbidden, detail{originRefused(o)})
 				return
 			}
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// viaTLS reports whether r reached the client over TLS: to the server
+// itself, or to a proxy that says so (X-Forwarded-Proto: https).
+func viaTLS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 // originRefused is the detail of a 403 refusing a page's Origin o.
@@ -86,7 +92,7 @@ func (s *Server) cors(next http.Handler) http.Handler {
 		return next
 	}
 	return cors.Handler(cors.Options{
-		AllowOriginFunc: func(r *http.Request, origin string) bool { return s.originAllowed(origin, r.Host) },
+		AllowOriginFunc: func(r *http.Request, origin string) bool { return s.originAllowed(origin, r) },
 		AllowedMethods:  []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodDelete},
 		AllowedHeaders: []string{"Authorization", "Content-Type", "Accept", "Last-Event-ID",
 			MCPSessionHeader, "Mcp-Protocol-Version", mcpMethodHeader, mcpNameHeader, SessionHeader},
@@ -113,11 +119,13 @@ func (s *Server) hostAllowed(r *http.Request) bool {
 	return !ok || !a.IP.IsLoopback()
 }
 
-// originAllowed reports whether a page of origin may change state: it is
-// the server's own (its host is the request's Host) or one of
-// Config.AllowedOrigins.
-func (s *Server) originAllowed(origin, host string) bool {
-	if u, err := url.Parse(origin); err == nil && (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, host) {
+// originAllowed reports whether a page of origin may change state through
+// r: it is the server's own (its host is r's Host, over https when r
+// reached the client over TLS: viaTLS) or one of Config.AllowedOrigins.
+// A request that says nothing of TLS admits its host's page of either
+// scheme: a proxy may end TLS without saying so.
+func (s *Server) originAllowed(origin string, r *http.Request) bool {
+	if u, err := url.Parse(origin); err == nil && (u.Scheme == "https" || u.Scheme == "http" && !viaTLS(r)) && strings.EqualFold(u.Host, r.Host) {
 		return true
 	}
 	return slices.ContainsFunc(s.cfg.AllowedOrigins, func(a string) bool { return strings.EqualFold(strings.TrimSuffix(a, "/"), origin) })

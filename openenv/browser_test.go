@@ -131,6 +131,59 @@ func TestServer_BrowserWSOrigin(t *testing.T) {
 	}
 }
 
+// The server's own origin is its Host over the scheme the request came
+// by: behind a proxy that ends TLS and says so (X-Forwarded-Proto: https),
+// a page of the same host over http is refused, on every state-changing
+// route and at the /ws handshake, whose own check admits the host of any
+// scheme; a request that says nothing of TLS admits either scheme, as a
+// proxy may end TLS without saying so.
+func TestServer_BrowserOwnOriginScheme(t *testing.T) {
+	s := mustServe(t, newFake(t), openenv.Config{AllowedHosts: []string{"seahaven.example.com"}})
+	port := s.ts.URL[strings.LastIndex(s.ts.URL, ":"):]
+	host := "seahaven.example.com" + port
+	for _, c := range []struct {
+		origin string
+		tls    bool
+		ok     bool
+	}{
+		{"https://" + host, true, true},
+		{"http://" + host, true, false},
+		{"http://" + host, false, true},
+		{"https://" + host, false, true},
+	} {
+		h := map[string]string{"Host": host, "Origin": c.origin}
+		if c.tls {
+			h["X-Forwarded-Proto"] = "https"
+		}
+		for _, r := range []struct{ method, path, body string }{
+			{"POST", "/reset", `{}`},
+			{"POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`},
+		} {
+			code, body, _ := s.httpDo(t, r.method, r.path, r.body, h)
+			if ok := code == http.StatusOK; ok != c.ok {
+				t.Errorf("%s %s from %s (TLS said: %v): %d %s, want allowed %v", r.method, r.path, c.origin, c.tls, code, body, c.ok)
+			}
+		}
+		hdr := http.Header{"Origin": {c.origin}}
+		if c.tls {
+			hdr.Set("X-Forwarded-Proto", "https")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		conn, resp, err := websocket.Dial(ctx, s.wsURL(), &websocket.DialOptions{HTTPHeader: hdr, Host: host})
+		cancel()
+		if err == nil {
+			conn.Close(websocket.StatusNormalClosure, "")
+		}
+		if ok := err == nil; ok != c.ok {
+			status := 0
+			if resp != nil {
+				status = resp.StatusCode
+			}
+			t.Errorf("/ws from %s (TLS said: %v): opened %v (status %d), want %v", c.origin, c.tls, ok, status, c.ok)
+		}
+	}
+}
+
 // A page of an allowed origin can use the server from a browser, the MCP
 // TypeScript SDK's client on /mcp among them: the browser's preflight of
 // a JSON POST (or of a DELETE /mcp) is answered, before the token check,

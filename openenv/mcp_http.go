@@ -311,7 +311,7 @@ func batchedID(m jsontext.Value) (id json.RawMessage, notification bool) {
 // episode (DNS rebinding included).
 func (s *Server) refuseOrigin(w http.ResponseWriter, r *http.Request) bool {
 	o := r.Header.Get("Origin")
-	if o == "" || s.originAllowed(o, r.Host) {
+	if o == "" || s.originAllowed(o, r) {
 		return false
 	}
 	writeJSON(w, http.StatusForbidden, standardReply(rpcFailure(nullID, rpcInvalidRequest, originRefused(o), nil)))

@@ -46,6 +46,12 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Time{})
 	rc.SetWriteDeadline(time.Time{})
+	if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o, r) {
+		// The handshake's own check admits the request's host of any
+		// scheme: a page over http behind a proxy that ends TLS too.
+		writeJSON(w, http.StatusForbidden, detail{originRefused(o)})
+		return
+	}
 	refusal := &upgradeRefusal{ResponseWriter: w}
 	c, err := websocket.Accept(refusal, r, &websocket.AcceptOptions{OriginPatterns: s.originPatterns()})
 	if err != nil {

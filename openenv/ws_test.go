@@ -879,8 +879,9 @@ func TestWS_UpgradeRefusedAsJSON(t *testing.T) {
 		{"NoUpgrade", with("Upgrade", "h2c"), http.StatusUpgradeRequired, `Upgrade header "h2c" does not contain websocket`},
 		{"Version", with("Sec-WebSocket-Version", "8"), http.StatusBadRequest, `unsupported WebSocket protocol version`},
 		{"Key", with("Sec-WebSocket-Key", "short"), http.StatusBadRequest, `invalid Sec-WebSocket-Key "short"`},
-		{"Origin", with("Origin", "http://evil.example"), http.StatusForbidden, `request Origin "evil.example" is not authorized for Host`},
-		{"LongOrigin", with("Origin", "http://"+strings.Repeat("a", 4096)), http.StatusForbidden, `… (4158 bytes, not echoed)`},
+		// Refused as every route refuses a page of another origin.
+		{"Origin", with("Origin", "http://evil.example"), http.StatusForbidden, `Origin http://evil.example is not allowed: this server answers pages of its own origin and of its allowed origins only`},
+		{"LongOrigin", with("Origin", "http://"+strings.Repeat("a", 4096)), http.StatusForbidden, `… (4103 bytes, not echoed) is not allowed`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, body, resp := s.httpDo(t, http.MethodGet, "/ws", "", tt.header)
