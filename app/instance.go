@@ -70,6 +70,9 @@ func (w worldInstance) Discard() error {
 	return w.ep.Discard()
 }
 
+// Settle writes the recorded line of the latest call (see openenv.Settler).
+func (w worldInstance) Settle() error { return w.ep.Settle() }
+
 func (w worldInstance) CallJSON(ctx context.Context, name string, args json.RawMessage) (any, error) {
 	leave, err := w.b.gate.enter(ctx)
 	if err != nil {

@@ -248,6 +248,15 @@ type CheckpointInfo struct {
 	ExpiresAt string `json:"expires_at,omitempty"`
 }
 
+// Settler is implemented by an Instance that holds back what it records
+// of a call for the grading of its step (Grader), to put the reward on it.
+// The server calls Settle after a call no grading follows (an MCP
+// tools/call), so that what the instance holds is written then, and a
+// server killed before the episode's next call keeps the call.
+type Settler interface {
+	Settle() error
+}
+
 // Discarder is implemented by an Instance that can be closed as if it had
 // never been opened. The server discards, rather than closes, an instance
 // Restore opened for a restore it then refused (the attempt it replaces

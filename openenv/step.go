@@ -519,6 +519,15 @@ func (ss *session) mcpCall(ctx context.Context, name string, args json.RawMessag
 			return toolOutcome{}, perr
 		}
 		out, perr := ss.callLocked(ctx, name, args, ss.srv.cfg.StepTimeout)
+		if st, ok := ss.inst.(Settler); ok && perr == nil {
+			// No grading puts a reward on the call: it is recorded now.
+			if err := st.Settle(); err != nil {
+				if perr = ss.srv.infraFailure(ctx, opCall, err); perr == nil {
+					ss.srv.log.Error("openenv: recording a call failed", append(sessionAttrs(ctx), "err", err)...)
+				}
+				return out, perr
+			}
+		}
 		if perr == nil {
 			ss.autoCheckpointLocked(ctx)
 		}

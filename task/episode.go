@@ -207,20 +207,46 @@ func (e *Episode) CallJSON(ctx context.Context, name string, args json.RawMessag
 	e.calls++
 	if e.rec != nil {
 		if ferr := e.flushLocked(); ferr != nil {
-			// The trajectory cannot be written: a failure of the host, not
-			// a result of the call an agent should see.
-			if ie := composition.Fault(ferr, "the call ran but could not be recorded"); ie != nil {
-				return out, ie
-			}
-			return out, errors.Join(err, ferr)
+			return out, recordFailure(err, ferr)
 		}
 		l, lerr := NewCallLine(name, args, out, err)
 		if lerr != nil {
 			return out, errors.Join(err, lerr)
 		}
 		e.pending = &l
+		if !e.hasTask {
+			// No grading will put a reward on it: written now, so that
+			// a server killed before the next call keeps it.
+			if ferr := e.flushLocked(); ferr != nil {
+				return out, recordFailure(err, ferr)
+			}
+		}
 	}
 	return out, err
+}
+
+// recordFailure is the error of a call (err) whose line, or the line
+// before it, could not be written (ferr): a failure of the host, not a
+// result of the call an agent should see.
+func recordFailure(err, ferr error) error {
+	if ie := composition.Fault(ferr, "the call ran but could not be recorded"); ie != nil {
+		return ie
+	}
+	return errors.Join(err, ferr)
+}
+
+// Settle writes the line of the latest call, when a recording episode
+// holds it back for the grading of its step (Grade puts the reward and
+// done on it): a server calls it after a call no grading follows (an MCP
+// tools/call), so that a server killed before the episode's next call
+// keeps that call. It is a no-op when no line is held.
+func (e *Episode) Settle() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.rec == nil || e.pending == nil {
+		return nil
+	}
+	return e.flushLocked()
 }
 
 // encodes is an episode's result check (env.WithResultCheck) when its

@@ -365,12 +365,15 @@ func TestEpisode_CheckpointWritesItsCalls(t *testing.T) {
 
 // TestEpisode_CheckpointRecordingFails: a checkpoint whose latest call's
 // line cannot be written fails with the host's fault, and takes nothing.
+// (A task episode holds the line back for its step's grading; one
+// without a task writes it with the call.)
 func TestEpisode_CheckpointRecordingFails(t *testing.T) {
 	rec, err := task.NewRecorder(testfs.MountTmpfs(t, "64k"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep := mustOpen(t, newLedger("ledger_ckfull"), env.Task{}, composition.Options{}) // closed before the unmount
+	tk := env.Task{ID: "notes", Instruction: "Write a note.", Checks: []env.Check{{MustChange: []string{"main.notes"}}}}
+	ep := mustOpen(t, newLedger("ledger_ckfull"), tk, composition.Options{}) // closed before the unmount
 	if err := ep.Record(rec); err != nil {
 		t.Fatal(err)
 	}
@@ -378,6 +381,46 @@ func TestEpisode_CheckpointRecordingFails(t *testing.T) {
 	cp, _, err := ep.Checkpoint(context.Background())
 	if ie := (*env.InfraError)(nil); !errors.As(err, &ie) || ie.Kind != env.FaultDiskFull || cp != nil {
 		t.Fatalf("Checkpoint: %v, %v, want the disk-full fault and no checkpoint", cp, err)
+	}
+}
+
+// TestEpisode_CallLineWritten: a call's line is on disk once nothing more
+// will be put on it: at once in an episode without a task, whose steps no
+// grading follows, and, in a task episode, once its step is graded or
+// Settle (for a call no grading follows, an MCP tools/call) writes it.
+// Before, the last call of an episode without a task, or of a task
+// episode's MCP calls, was held in memory until the next call, a grading
+// or the close: a server killed before then lost it, though it committed.
+func TestEpisode_CallLineWritten(t *testing.T) {
+	lines := func(ep *task.Episode) int {
+		t.Helper()
+		b, err := os.ReadFile(ep.Recording().Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Count(string(b), "\n")
+	}
+	plain := mustOpen(t, newLedger("ledger_written"), env.Task{}, composition.Options{})
+	startRecording(t, plain)
+	mustCall(t, plain, "note", `{"body": "a"}`)
+	if n := lines(plain); n != 2 {
+		t.Errorf("an episode without a task: %d lines after a call, want the header and the call", n)
+	}
+	tk := env.Task{ID: "notes", Instruction: "Write a note.", Checks: []env.Check{{MustChange: []string{"main.notes"}}}}
+	graded := mustOpen(t, newLedger("ledger_written_task"), tk, composition.Options{})
+	startRecording(t, graded)
+	mustCall(t, graded, "note", `{"body": "a"}`)
+	if n := lines(graded); n != 1 {
+		t.Errorf("a task episode: %d lines after a call, want the header alone: its step's grading puts the reward on the call's", n)
+	}
+	if err := graded.Settle(); err != nil {
+		t.Fatal(err)
+	}
+	if err := graded.Settle(); err != nil || lines(graded) != 2 {
+		t.Errorf("a task episode settled (twice: %v): %d lines, want the header and the call", err, lines(graded))
+	}
+	if tr := closeAndRead(t, graded); len(tr.Calls) != 1 || tr.Calls[0].Reward != nil {
+		t.Errorf("the settled recording: %+v, want its one call, without a reward", tr.Calls)
 	}
 }
 
