@@ -472,8 +472,8 @@ func TestEpisode_UnencodableResult(t *testing.T) {
 	}
 	tr := closeAndRead(t, ep)
 	want := []task.CallLine{
-		{Type: task.LineCall, Tool: "ratio", Arguments: json.RawMessage(`{"body":"lost"}`), Error: &task.CallError{Type: env.KindExecution, Message: msg}},
-		{Type: task.LineCall, Tool: "note", Arguments: json.RawMessage(`{"body":"kept"}`), Result: json.RawMessage(`1`)},
+		{Type: task.LineCall, Tool: "ratio", Arguments: json.RawMessage(`{"body":"lost"}`), ArgumentsText: new(`{"body": "lost"}`), Error: &task.CallError{Type: env.KindExecution, Message: msg}},
+		{Type: task.LineCall, Tool: "note", Arguments: json.RawMessage(`{"body":"kept"}`), ArgumentsText: new(`{"body": "kept"}`), Result: json.RawMessage(`1`)},
 	}
 	if !reflect.DeepEqual(tr.Calls, want) {
 		t.Fatalf("recorded calls %+v, want %+v", tr.Calls, want)

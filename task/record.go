@@ -79,9 +79,13 @@ type CallLine struct {
 	Type string `json:"type"`
 	// Tool is the published name called.
 	Tool string `json:"tool"`
-	// Arguments are the call's JSON arguments (null when none were given).
+	// Arguments are the call's JSON arguments (null when none were given),
+	// compacted.
 	Arguments json.RawMessage `json:"arguments"`
-	// ArgumentsText holds arguments that were not valid JSON, verbatim.
+	// ArgumentsText holds the arguments verbatim when they were not valid
+	// JSON, or when their text was not that of Arguments (white space
+	// between tokens, which a tool reading its raw arguments sees and the
+	// size limit on them counts): a replay passes the call this text.
 	ArgumentsText *string `json:"arguments_text,omitempty"`
 	// Result is the tool's result as JSON; absent when the call failed.
 	Result json.RawMessage `json:"result,omitempty"`
@@ -123,6 +127,9 @@ func NewCallLine(tool string, args json.RawMessage, result any, callErr error) (
 		l.Arguments = json.RawMessage("null")
 	case json.Valid(args):
 		l.Arguments = compactJSON(args)
+		if !bytes.Equal(l.Arguments, args) {
+			l.ArgumentsText = new(string(args))
+		}
 	default:
 		l.Arguments, l.ArgumentsText = json.RawMessage("null"), new(string(args))
 	}

@@ -230,6 +230,46 @@ func TestReplayTrajectory_WithoutTask(t *testing.T) {
 	}
 }
 
+// TestReplayTrajectory_ArgumentsAsGiven: a tool that reads its raw
+// arguments (c.Call.Arguments) sees on replay the text its caller sent,
+// white space and all (as Python's json.dumps writes it), and the replay
+// matches. Before, the recording kept their compact form alone, the tool
+// returned another text on replay, and the world was reported
+// non-deterministic.
+func TestReplayTrajectory_ArgumentsAsGiven(t *testing.T) {
+	ctx := context.Background()
+	w := newLedger("ledger_rawargs")
+	env.Tool(w, "raw", "Return the arguments as given.", func(c *env.Ctx, _ struct {
+		K string `json:"k"`
+	}) (string, error) {
+		return string(c.Call.Arguments), nil
+	})
+	rec, err := task.NewRecorder(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := mustOpen(t, w, env.Task{}, composition.Options{})
+	if err := ep.Record(rec); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range []string{`{"k": "a"}`, `{"k":"b"}`, "{\n  \"k\": \"c\"\n}"} {
+		if got := mustCall(t, ep, "raw", args); got != args {
+			t.Fatalf("raw(%s) = %v", args, got)
+		}
+	}
+	tr := closeAndRead(t, ep)
+	if tr.Calls[1].ArgumentsText != nil {
+		t.Errorf("compact arguments kept as text too: %+v", tr.Calls[1])
+	}
+	rep, err := task.ReplayTrajectory(ctx, w, nil, tr, composition.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Mismatches) != 0 || rep.Calls != 3 {
+		t.Errorf("replay %d calls, mismatches %q; want 3 and none", rep.Calls, rep.Mismatches)
+	}
+}
+
 // An episode recorded with a small change-log bound, whose grading fails
 // because the log lost the record a check needs, replays within the bound
 // its header carries and fails grading the same way: a match. The replay
