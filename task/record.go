@@ -385,7 +385,11 @@ func ReadTrajectory(r io.Reader) (*Trajectory, error) {
 			tr.Calls = append(tr.Calls, c)
 		case LineEnd:
 			tr.End = &EndLine{}
-			err = strictJSON(line, tr.End)
+			if err = strictJSON(line, tr.End); err == nil && tr.End.StateSHA256 == nil {
+				// Every end line a recording writes has it: without it,
+				// the final state would be compared with nothing.
+				err = errors.New("state_sha256 is missing")
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("line %d (%s): %v", n, kind.Type, err)

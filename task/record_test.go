@@ -136,6 +136,13 @@ func TestReplayTrajectory(t *testing.T) {
 		{name: "TamperedReward", edit: func(l []string) {
 			l[4] = strings.Replace(l[4], `"reward":1,`, `"reward":0.5,`, 1)
 		}, wrong: []string{"recorded reward 0.5 (done true), replay reward 1 (done true)"}, reward: 1},
+		// The rewards a trainer was answered, graded again step by step.
+		{name: "TamperedStepReward", edit: func(l []string) {
+			l[3] = strings.Replace(l[3], `"reward":1,"done":true}`, `"reward":0.5,"done":true}`, 1)
+		}, wrong: []string{"call 3 (invoice): recorded reward 0.5 (done true), replay reward 1 (done true)"}, reward: 1},
+		{name: "StepAfterDone", edit: func(l []string) {
+			l[2] = strings.Replace(l[2], `"reward":0,"done":false}`, `"reward":0,"done":true}`, 1)
+		}, wrong: []string{"call 2 (invoice): recorded reward 0 (done true), replay reward 0 (done false)", "call 3 (invoice) follows the step its grading said done"}, reward: 1},
 		{name: "CutShort", edit: func(l []string) {
 			l[3], l[4] = "", "" // the solving call and the end line are lost
 		}, reward: 0}, // the list call changed nothing: an idle episode scores 0
@@ -166,6 +173,16 @@ func TestReplayTrajectory(t *testing.T) {
 				t.Fatalf("state hashes %v, recorded %v", rep.StateSHA256, tr.End.StateSHA256)
 			}
 		})
+	}
+}
+
+// TestReadTrajectory_EndWithoutState: an end line without state_sha256,
+// which every recording's end line holds, is refused, where the replay
+// then compared its final state with nothing and said nothing.
+func TestReadTrajectory_EndWithoutState(t *testing.T) {
+	text := `{"type":"header","world":"company","fixture":"acme"}` + "\n" + `{"type":"end","calls":0}` + "\n"
+	if _, err := task.ReadTrajectory(strings.NewReader(text)); err == nil || err.Error() != "line 2 (end): state_sha256 is missing" {
+		t.Errorf("ReadTrajectory: %v, want line 2 refused for its missing state_sha256", err)
 	}
 }
 

@@ -145,6 +145,15 @@ func replayIn(ctx context.Context, ep *Episode, tr *Trajectory, rep *Replay) (*R
 		if diff := diffCall(c, got); diff != "" {
 			differs(fmt.Sprintf("call %d (%s): %s", i+1, c.Tool, diff))
 		}
+		if i > 0 && tr.Calls[i-1].Done != nil && *tr.Calls[i-1].Done {
+			differs(fmt.Sprintf("call %d (%s) follows the step its grading said done, after which a server runs no step", i+1, c.Tool))
+		}
+		if c.Reward != nil || c.Done != nil {
+			// Graded as the server graded the step, and compared.
+			if diff := diffGrade(ctx, ep, c); diff != "" {
+				differs(fmt.Sprintf("call %d (%s): %s", i+1, c.Tool, diff))
+			}
+		}
 	}
 	var err error
 	if rep.StateSHA256, err = StateHash(ctx, ep.Instance()); err != nil {
@@ -230,6 +239,28 @@ func replayTask(w *env.World, tasks []env.Task, h Header) (*Replay, env.Task, er
 		}
 	}
 	return rep, t, nil
+}
+
+// diffGrade grades ep after the replay of call c, whose step the server
+// graded, and compares that grading with the reward and done c records.
+func diffGrade(ctx context.Context, ep *Episode, c CallLine) string {
+	res, err := ep.Grade(ctx)
+	recorded := fmt.Sprintf("recorded reward %s (done %s)", optText(c.Reward), optText(c.Done))
+	switch {
+	case err != nil:
+		return recorded + ", replay grading failed: " + err.Error()
+	case c.Reward == nil || c.Done == nil || *c.Reward != res.Reward || *c.Done != res.Done:
+		return fmt.Sprintf("%s, replay reward %.4g (done %t)", recorded, res.Reward, res.Done)
+	}
+	return ""
+}
+
+// optText is *p as text, or "none" for nil.
+func optText[T any](p *T) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprint(*p)
 }
 
 // diffCall compares a recorded call with its replay.
