@@ -157,7 +157,12 @@ func New(w *env.World, cfg Config) (_ *Backend, err error) {
 	if _, err := composition.Seal(w); err != nil {
 		return nil, err
 	}
-	root := cmp.Or(cfg.InstanceRoot, filepath.Join(os.TempDir(), "seahaven-instances"))
+	// Absolute: the stores' paths are, and a relative root would fail
+	// every reset rather than the start.
+	root, err := filepath.Abs(cmp.Or(cfg.InstanceRoot, filepath.Join(os.TempDir(), "seahaven-instances")))
+	if err != nil {
+		return nil, fmt.Errorf("app: instance root: %w", err)
+	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("app: instance root: %w", err)
 	}
