@@ -161,6 +161,11 @@ func (a *adapter) schema(t reflect.Type, where string) (*jsonschema.Schema, erro
 		if t.Key().Kind() != reflect.String {
 			return nil, a.errorf(where, "unsupported type %v: map keys must be strings", t)
 		}
+		// A key type with its own text encoding turns the names the
+		// schema allows into other keys, or refuses them.
+		if err := a.plain(t.Key(), where+" key"); err != nil {
+			return nil, err
+		}
 		s = &jsonschema.Schema{Type: "object"}
 		s.AdditionalProperties, err = a.schema(t.Elem(), where+"[]")
 	case k == reflect.Struct:

@@ -182,6 +182,9 @@ func TestSchema_Errors(t *testing.T) {
 		{"Complex", reflect.TypeFor[struct{ X complex128 }](), "argschema: struct { X complex128 } field X: unsupported type complex128"},
 		{"Array", reflect.TypeFor[struct{ X [2]int }](), "argschema: struct { X [2]int } field X: unsupported type [2]int"},
 		{"IntKeys", reflect.TypeFor[struct{ M map[int]string }](), "argschema: struct { M map[int]string } field M: unsupported type map[int]string: map keys must be strings"},
+		// A key type with its own text encoding: the names the schema
+		// allows would decode to other keys, or fail.
+		{"TextKeys", reflect.TypeFor[struct{ M map[prefixedKey]int }](), "argschema: struct { M map[argschema_test.prefixedKey]int } field M key: type argschema_test.prefixedKey implements encoding.TextUnmarshaler; argument types must be plain data"},
 		{"NonEmptyInterface", reflect.TypeFor[struct{ E error }](), "argschema: struct { E error } field E: unsupported type error: only the empty interface can hold arguments"},
 		{"Recursive", reflect.TypeFor[Recursive](), "argschema: argschema_test.Recursive: computing element schema: cycle detected for type argschema_test.Recursive"},
 		{"RecursiveViaPointer", reflect.TypeFor[RecursiveViaPointer](), "argschema: argschema_test.RecursiveViaPointer: cycle detected for type argschema_test.RecursiveViaPointer"},
@@ -281,4 +284,12 @@ func TestSchema_Errors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// prefixedKey is a string map key that decodes itself.
+type prefixedKey string
+
+func (k *prefixedKey) UnmarshalText(b []byte) error {
+	*k = prefixedKey("X" + string(b))
+	return nil
 }
