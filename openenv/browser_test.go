@@ -115,18 +115,8 @@ func TestServer_BrowserWSOrigin(t *testing.T) {
 		{"https://evil.example", false},
 		{"http://[::2]:5173", false},
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-		c2, resp, err := websocket.Dial(ctx, s.wsURL(), &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {c.origin}}})
-		cancel()
-		if err == nil {
-			c2.Close(websocket.StatusNormalClosure, "")
-		}
-		if ok := err == nil; ok != c.ok {
-			status := 0
-			if resp != nil {
-				status = resp.StatusCode
-			}
-			t.Errorf("/ws from Origin %s: opened %v (status %d, %v), want %v", c.origin, ok, status, err, c.ok)
+		if ok, status := wsOpens(t, s, &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {c.origin}}}); ok != c.ok {
+			t.Errorf("/ws from Origin %s: opened %v (status %d), want %v", c.origin, ok, status, c.ok)
 		}
 	}
 }
@@ -168,17 +158,7 @@ func TestServer_BrowserOwnOriginScheme(t *testing.T) {
 		if c.tls {
 			hdr.Set("X-Forwarded-Proto", "https")
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-		conn, resp, err := websocket.Dial(ctx, s.wsURL(), &websocket.DialOptions{HTTPHeader: hdr, Host: host})
-		cancel()
-		if err == nil {
-			conn.Close(websocket.StatusNormalClosure, "")
-		}
-		if ok := err == nil; ok != c.ok {
-			status := 0
-			if resp != nil {
-				status = resp.StatusCode
-			}
+		if ok, status := wsOpens(t, s, &websocket.DialOptions{HTTPHeader: hdr, Host: host}); ok != c.ok {
 			t.Errorf("/ws from %s (TLS said: %v): opened %v (status %d), want %v", c.origin, c.tls, ok, status, c.ok)
 		}
 	}
@@ -267,4 +247,21 @@ func TestServer_BrowserRefusalsBounded(t *testing.T) {
 			t.Errorf("%s %s: %d %.300s… (%d bytes), want 403 with %.200s…", tt.method, tt.path, code, body, len(body), tt.want)
 		}
 	}
+}
+
+// wsOpens dials s's /ws with opts and reports whether the handshake
+// succeeded (closing the connection), with the refusal's status if not.
+func wsOpens(t *testing.T, s *testServer, opts *websocket.DialOptions) (bool, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	c, resp, err := websocket.Dial(ctx, s.wsURL(), opts)
+	if err == nil {
+		c.Close(websocket.StatusNormalClosure, "")
+		return true, 0
+	}
+	if resp == nil {
+		return false, 0
+	}
+	return false, resp.StatusCode
 }

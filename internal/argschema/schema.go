@@ -362,14 +362,9 @@ func StructFields(t reflect.Type) []reflect.StructField {
 		var next []reflect.Type
 		for _, st := range types {
 			for i := range st.NumField() {
-				sf := st.Field(i)
-				name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-				if !inlined(sf, name) {
+				et, ok := inlinedStruct(st.Field(i))
+				if !ok {
 					continue
-				}
-				et := sf.Type
-				if et.Kind() == reflect.Pointer {
-					et = et.Elem()
 				}
 				if _, met := depth[et]; !met {
 					depth[et] = level + 1
@@ -386,21 +381,26 @@ func StructFields(t reflect.Type) []reflect.StructField {
 			sf := st.Field(i)
 			sf.Index = append(slices.Clone(index), i)
 			out = append(out, sf)
-			name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-			if !inlined(sf, name) {
-				continue
-			}
-			et := sf.Type
-			if et.Kind() == reflect.Pointer {
-				et = et.Elem()
-			}
-			if depth[et] == len(sf.Index) {
+			if et, ok := inlinedStruct(sf); ok && depth[et] == len(sf.Index) {
 				walk(et, sf.Index)
 			}
 		}
 	}
 	walk(t, nil)
 	return out
+}
+
+// inlinedStruct returns the struct type of sf when json v2 writes its
+// fields into the object of the struct holding it (see inlined).
+func inlinedStruct(sf reflect.StructField) (reflect.Type, bool) {
+	name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+	if !inlined(sf, name) {
+		return nil, false
+	}
+	if sf.Type.Kind() == reflect.Pointer {
+		return sf.Type.Elem(), true
+	}
+	return sf.Type, true
 }
 
 // losesTo reports whether a field at index f gives its name up to another
