@@ -32,7 +32,6 @@ func Parse(s string) (time.Time, error) {
 		return time.Time{}, &time.ParseError{Layout: time.RFC3339Nano, Value: s, Message: ": an hour of one digit: RFC 3339 has two"}
 	case v[19] == ',': // the seconds' two digits end at v[18]: a zone follows
 		return time.Time{}, &time.ParseError{Layout: time.RFC3339Nano, Value: s, Message: ": a comma before the fraction of a second: RFC 3339 has a full stop"}
-		return time.Time{}, &time.ParseError{Layout: time.RFC3339Nano, Value: s, Message: ": a comma before the fraction of a second: RFC 3339 has a full stop"}
 	case v[n-1] != 'Z' && (v[n-5:n-3] > "23" || v[n-2:] > "59"):
 		return time.Time{}, &time.ParseError{Layout: time.RFC3339Nano, Value: s, Message: ": the offset " + v[n-6:] + " is out of range (hours 00 to 23, minutes 00 to 59)"}
 	}
