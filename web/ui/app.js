@@ -410,6 +410,22 @@ function clearWatch() {
   clear("watch-facts", "watch-grading", "watch-timeline", "watch-count", "watch-updated");
 }
 
+// redrawTimeline draws steps into el as renderTimeline does, keeping what
+// the reader opened: the sections open before stay open, and while text
+// inside el is selected the redraw waits (the next poll brings it), so
+// that a poll every second neither closes what is being read nor drops a
+// selection being copied.
+function redrawTimeline(el, steps, state) {
+  const sel = window.getSelection();
+  if (sel && !sel.isCollapsed && el.contains(sel.anchorNode)) return;
+  const key = (d) => `${d.closest("section.step")?.dataset.step}/${d.querySelector("summary")?.textContent}`;
+  const open = new Set([...el.querySelectorAll("section.step details[open]")].map(key));
+  renderTimeline(el, steps, state);
+  for (const d of el.querySelectorAll("section.step details")) {
+    if (open.has(key(d))) d.open = true;
+  }
+}
+
 // refreshWatch draws the watched session, read-only; the Watch tab polls it
 // while it is shown.
 async function refreshWatch() {
@@ -445,8 +461,11 @@ async function refreshWatch() {
     fact("steps", String(s.step_count)),
     fact("now", h("code", {}, w.state.now)));
   renderGrading($("watch-grading"), w.steps, w.state);
-  renderTimeline($("watch-timeline"), w.steps, w.state);
-  $("watch-count").textContent = w.steps.length ? `${w.steps.length} step${w.steps.length === 1 ? "" : "s"}` : "";
+  redrawTimeline($("watch-timeline"), w.steps, w.state);
+  // The server keeps a session's newest steps: say when older ones are gone.
+  const first = w.steps.length ? w.steps[0].step : 1;
+  $("watch-count").textContent = !w.steps.length ? ""
+    : `${w.steps.length} step${w.steps.length === 1 ? "" : "s"}` + (first > 1 ? ` (the newest: steps before ${first} are not kept)` : "");
   $("watch-updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
 }
 

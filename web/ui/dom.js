@@ -64,7 +64,11 @@ export const isNumber = (v) => typeof v === "number" || (typeof JSON.isRawJSON =
 // pretty formats a value as indented JSON.
 export const pretty = (v) => JSON.stringify(v, null, 2);
 
-// cell formats one SQL or JSON value for a table cell.
+// maxCell is how many characters of a value a table cell shows.
+export const maxCell = 10000;
+
+// cell formats one SQL or JSON value for a table cell: past maxCell
+// characters, cut, saying how long it is.
 export function cell(v) {
   if (v === null || v === undefined) return h("span", { class: "null" }, "NULL");
   if (isNumber(v) && typeof v === "object") {
@@ -72,8 +76,12 @@ export function cell(v) {
     const text = JSON.stringify(v);
     return /^-?\d+$/.test(text) ? text : String(Number(text));
   }
-  if (typeof v === "object") return JSON.stringify(v);
-  return String(v);
+  const text = typeof v === "object" ? JSON.stringify(v) : String(v);
+  if (text.length <= maxCell) return text;
+  // Not between the two halves of a surrogate pair.
+  const end = /[\uD800-\uDBFF]/.test(text[maxCell - 1]) ? maxCell - 1 : maxCell;
+  return h("span", {}, text.slice(0, end),
+    h("span", { class: "muted small cut" }, ` … (${text.length.toLocaleString("en")} characters in all; the rest is not shown: select substr() of it to read on)`));
 }
 
 // short abbreviates a hash, keeping the full text in a title.
