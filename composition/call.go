@@ -68,7 +68,9 @@ func (i *Instance) CallDef(ctx context.Context, def *env.ToolDef, args any) (any
 	// them the agent sees.
 	var cands []string
 	for _, n := range s.Nodes {
-		if n.World != def.World {
+		// A clone of def's world (env.World.Clone) is another node with
+		// the same tools, as the surface's routes have it (Same).
+		if own := n.World.Tool(def.Name); own == nil || !own.Same(def) {
 			continue
 		}
 		name := def.Name

@@ -820,12 +820,25 @@ func TestCall_TypedAtTheInstanceNodeTwice(t *testing.T) {
 		{"OneHidden", []env.AddOption{env.ToolAllowList()}, []env.AddOption{env.ToolPrefix("pay_")}, "pay_add at payments, add at payments_eu"},
 		{"OneBlocked", []env.AddOption{env.ToolBlockList("add")}, []env.AddOption{env.ToolPrefix("pay_")}, "pay_add at payments, add at payments_eu"},
 		{"BothHidden", []env.AddOption{env.ToolAllowList()}, []env.AddOption{env.ToolAllowList()}, "add at payments, add at payments_eu"},
+		// A clone (env.World.Clone) is another node of the same tools:
+		// the call ran on the first account, where it was refused
+		// through a handle.
+		{"Clone", []env.AddOption{env.ToolPrefix("eu_")}, []env.AddOption{env.ToolPrefix("pay_")}, "pay_add at payments, eu_add at payments_eu"},
+		{"CloneTwice", []env.AddOption{env.ToolPrefix("eu_")}, []env.AddOption{env.ToolPrefix("pay_")}, "pay_add at payments, eu_add at payments_eu"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p, add := ledger("twice_" + strings.ToLower(tt.name))
 			root := newWorld("twiceroot_" + strings.ToLower(tt.name))
-			root.AddWorld(p, append([]env.AddOption{env.Name("payments")}, tt.us...)...)
-			root.AddWorld(p, append([]env.AddOption{env.Name("payments_eu"), env.Store("eu")}, tt.eu...)...)
+			first, second := p, p
+			switch tt.name {
+			case "Clone":
+				second = p.Clone()
+			case "CloneTwice":
+				first = p.Clone()
+				second = first
+			}
+			root.AddWorld(first, append([]env.AddOption{env.Name("payments")}, tt.us...)...)
+			root.AddWorld(second, append([]env.AddOption{env.Name("payments_eu"), env.Store("eu")}, tt.eu...)...)
 			inst := compositiontest.Open(t, root, composition.Options{})
 			_, err := env.Call(context.Background(), inst, add, amountArgs{Amount: 1})
 			want := "add is a tool of " + p.Name() + ", which is a node of this tree more than once (" + tt.cands + "): call it through the handle of the account you mean, ctx.Worlds.Get(name)"
