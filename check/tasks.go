@@ -31,7 +31,7 @@ func taskFindings(w *env.World, sealed *composition.Sealed, fsys fs.FS, root str
 	var fileTasks []env.Task
 	file := filepath.Join(root, task.FileName)
 	if fsys != nil {
-		data, err := readRegular(fsys, task.FileName)
+		data, err := task.ReadFile(fsys)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -87,11 +88,21 @@ func ferr(line int, key, format string, args ...any) error {
 	return &FileError{Line: line, Key: key, Msg: fmt.Sprintf(format, args...)}
 }
 
+// MaxFileBytes is the size of the largest tasks file Parse and ReadFile read.
+const MaxFileBytes = 4 << 20
+
+// maxValues bounds the values of a tasks file, its aliases followed: every
+// reader of the file (its check, its decoding) builds or walks each.
+const maxValues = 1_000_000
+
 // Parse reads the contents of the tasks file at path strictly: one YAML
 // document holding a mapping with a tasks list. It refuses unknown keys,
 // duplicate keys and values of the wrong type (a number where a string is
 // wanted, a float where an integer is), naming the key and its line, then
 // validates every task (env.Task.Validate) and refuses a repeated id.
+// A text larger than MaxFileBytes, or of more than a million values once
+// its aliases are followed, is refused before it is read further.
+//
 // Errors are *FileError values naming path; each task's Source is
 // "<base name of path>:<line>".
 func Parse(path string, data []byte) (_ []env.Task, err error) {
@@ -100,6 +111,9 @@ func Parse(path string, data []byte) (_ []env.Task, err error) {
 			fe.Path = path
 		}
 	}()
+	if len(data) > MaxFileBytes {
+		return nil, ferr(0, "", "is %d bytes, more than the %d a tasks file may hold", len(data), MaxFileBytes)
+	}
 	root, err := yamlnode.DecodeOne(data)
 	var de *yamlnode.DocumentError
 	switch {
@@ -109,6 +123,9 @@ func Parse(path string, data []byte) (_ []env.Task, err error) {
 		return nil, ferr(de.Line, "", "%s", de.Msg)
 	case err != nil:
 		return nil, yamlError(err)
+	}
+	if line, over := yamlnode.Oversized(root, maxValues); over {
+		return nil, ferr(line, "", "holds more than %d values with its aliases followed (a value an alias names counts each time it is named)", maxValues)
 	}
 	if err := checkNode(root, reflect.TypeFor[fileDoc](), ""); err != nil {
 		return nil, err
@@ -390,12 +407,34 @@ func ForWorldDir(w *env.World, fixturesDir string) ([]env.Task, error) {
 	return ForWorldFS(w, w.Spec().Fixtures, EmbeddedPath(w))
 }
 
+// ReadFile reads the tasks file (FileName) of a fixtures file system. It
+// must be a regular file, or a symbolic link to one: anything else is
+// refused before it is opened (a named pipe would be waited on forever, a
+// device might never end); and it is read to at most MaxFileBytes and one
+// more byte, which Parse then refuses. A missing file is an error wrapping
+// fs.ErrNotExist.
+func ReadFile(fixtures fs.FS) ([]byte, error) {
+	fi, err := fs.Stat(fixtures, FileName)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%v)", FileName, fi.Mode().Type())
+	}
+	f, err := fixtures.Open(FileName)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+}
+
 // ForWorldFS is ForWorldDir reading the tasks file of a fixtures file
 // system (nil reads none), named path in errors.
 func ForWorldFS(w *env.World, fixtures fs.FS, path string) ([]env.Task, error) {
 	tasks := w.Tasks()
 	if fixtures != nil {
-		data, err := fs.ReadFile(fixtures, FileName)
+		data, err := ReadFile(fixtures)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:

@@ -19,6 +19,37 @@ func Deref(n *yaml.Node) *yaml.Node {
 	return n
 }
 
+// Oversized reports whether n, its aliases followed, stands for more than
+// limit nodes, and if so the line of the node at which the count passed
+// it. Every node is counted once however many aliases name it, so a
+// document of a few kilobytes whose aliases name aliases (a billion
+// laughs) is found without being expanded: each reader that follows
+// aliases (Deref) would otherwise build, or walk, every copy.
+func Oversized(n *yaml.Node, limit int) (line int, over bool) {
+	sizes := map[*yaml.Node]int{} // capped at limit+1
+	var size func(n *yaml.Node) int
+	size = func(n *yaml.Node) int {
+		if s, ok := sizes[n]; ok {
+			return s
+		}
+		total := 1
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			total = size(n.Alias)
+		}
+		for _, c := range n.Content {
+			if total += size(c); total > limit {
+				if line == 0 {
+					line = c.Line
+				}
+				break
+			}
+		}
+		sizes[n] = min(total, limit+1)
+		return sizes[n]
+	}
+	return line, size(n) > limit
+}
+
 // Want is the message of a value n of the wrong type: "want a string, got
 // the integer 1", with a hint to quote a scalar where a string is wanted.
 func Want(n *yaml.Node, want string) string {
