@@ -239,8 +239,10 @@ const sqliteMagic = "SQLite format 3\x00"
 // databaseReason says what makes b no whole SQLite database file, from its
 // header, or "": not the SQLite magic, a page size SQLite never writes, a
 // length that is not whole pages, or fewer pages than the header counts
-// (when the count is valid: its change counters agree). An empty file is
-// an empty database, as SQLite reads it.
+// (when the count is valid: its change counters agree); or a file in WAL
+// mode, whose pages may be in a -wal file beside it and which a store's
+// connection does not open. An empty file is an empty database, as SQLite
+// reads it.
 func databaseReason(b []byte) string {
 	const headerLen = 100
 	switch {
@@ -257,6 +259,9 @@ func databaseReason(b []byte) string {
 	}
 	if pageSize < 512 || pageSize&(pageSize-1) != 0 {
 		return fmt.Sprintf("is not an SQLite database: its header's page size is %d", pageSize)
+	}
+	if b[18] == 2 || b[19] == 2 { // the file format's write and read versions: 2 is WAL
+		return "is in WAL mode (its header's file format versions are 2): a fixture's files are rollback-journal databases; convert it with PRAGMA journal_mode=DELETE"
 	}
 	size := int64(len(b))
 	if size%pageSize != 0 {

@@ -145,6 +145,9 @@ func TestCreate_Refusals(t *testing.T) {
 		{"CutAtPage", func(b []byte) []byte { return b[:4096] }, "is cut short: 4096 bytes, and its header counts"},
 		{"CutInHeader", func(b []byte) []byte { return b[:50] }, "is cut short: 50 bytes, fewer than an SQLite database header"},
 		{"NotSQLite", func(b []byte) []byte { return bytes.Repeat([]byte("x"), 4096) }, "is not an SQLite database"},
+		// A file put in WAL mode: its store's connection would not open
+		// it, and every call failed as a storage fault of the host.
+		{"WALMode", func(b []byte) []byte { b[18], b[19] = 2, 2; return b }, "is in WAL mode (its header's file format versions are 2): a fixture's files are rollback-journal databases; convert it with PRAGMA journal_mode=DELETE"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tr := newTree(t)
