@@ -177,7 +177,7 @@ func loadSource(w *env.World, sealed *Sealed, opts Options) (*source, error) {
 		return nil, err
 	}
 	if err := fixture.Verify(dir, s); err != nil {
-		return nil, err
+		return nil, missingFile(err)
 	}
 	if err := CompareShape(context.Background(), s, sealed); err != nil {
 		return nil, err
@@ -186,7 +186,7 @@ func loadSource(w *env.World, sealed *Sealed, opts Options) (*source, error) {
 	for _, n := range sealed.Nodes {
 		b, err := fixture.ReadFile(filepath.Join(dir, n.File))
 		if err != nil {
-			return nil, fmt.Errorf("composition: fixture %q: node %s: %w", s.ID, n.Path, err)
+			return nil, missingFile(fmt.Errorf("composition: fixture %q: node %s: %w", s.ID, n.Path, err))
 		}
 		files[n.Path] = b
 	}
@@ -200,6 +200,18 @@ func loadSource(w *env.World, sealed *Sealed, opts Options) (*source, error) {
 		sources.Store(dir, src)
 	}
 	return src, nil
+}
+
+// missingFile is err, a fixture's file not read, as a fault of the
+// fixture when the file is not there (removed, or a link to nothing): no
+// retry brings it back, so it is not the host's storage failing (Fault).
+// Its text names the node and the file, and no directory of the server's.
+func missingFile(err error) error {
+	pe, ok := errors.AsType[*fs.PathError](err)
+	if !ok || !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), pe.Path, filepath.Base(pe.Path)))
 }
 
 // newSource makes the source of a verified sidecar and its files' bytes,

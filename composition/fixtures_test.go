@@ -134,6 +134,28 @@ func TestCreate_Refusals(t *testing.T) {
 			t.Fatalf("err = %v, want fixture.ErrHashMismatch", err)
 		}
 	})
+	// A node's file gone (removed, or a link to nothing) is the fixture's
+	// fault, naming the node and the file: no retry brings it back. It
+	// was a storage failure of the host, naming neither.
+	t.Run("FileMissing", func(t *testing.T) {
+		for _, how := range []string{"removed", "dangling link"} {
+			tr := newTree(t)
+			tr.freeze(t, "acme", 1)
+			p := filepath.Join(tr.dir, "acme", "state.payments.sqlite")
+			os.Remove(p)
+			if how == "dangling link" {
+				os.Symlink(filepath.Join(tr.dir, "nowhere"), p)
+			}
+			_, err := composition.Open(ctx, tr.root, composition.Options{Fixture: "acme"})
+			if ie := (*env.InfraError)(nil); errors.As(err, &ie) {
+				t.Fatalf("%s: %v, a fault of the host; want the fixture's", how, err)
+			}
+			wantRefusal(t, err, "payments", "state.payments.sqlite")
+			if strings.Contains(err.Error(), tr.dir) {
+				t.Errorf("%s: %v names the fixtures directory", how, err)
+			}
+		}
+	})
 	// A file whose sidecar was rewritten to match it: the hash vouches
 	// for the bytes, and the bytes are no whole database.
 	for _, c := range []struct {
