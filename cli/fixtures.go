@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"unicode"
 
 	"github.com/seahaven/seahaven/composition"
 	"github.com/seahaven/seahaven/env"
@@ -144,22 +145,43 @@ Worlds: `+strings.Join(c.m.names(), ", ")+"\n")
 		if s.ParentID != nil {
 			parent = *s.ParentID
 		}
-		fmt.Fprintf(tw, "%s\tv%d\t%s %s\t%s\t%s\t%s\t%s\n", s.ID, s.FormatVersion, s.World, s.WorldVersion, s.Now, parent, status, s.Description)
+		fmt.Fprintf(tw, "%s\tv%d\t%s %s\t%s\t%s\t%s\t%s\n", s.ID, s.FormatVersion, printable(s.World), printable(s.WorldVersion), printable(s.Now), printable(parent), status, printable(s.Description))
 	}
 	if args[0] == "verify" {
 		bad = errors.Join(recoverErr, bad)
 		named, err := namedFixtures(w, tasksDir, list)
 		bad = errors.Join(bad, err)
 		for _, id := range slices.Sorted(maps.Keys(named)) {
-			if _, isBroken := broken[id]; !isBroken && !slices.ContainsFunc(list, func(s *fixture.Sidecar) bool { return s.ID == id }) {
-				by := strings.Join(named[id], ", ")
+			i := slices.IndexFunc(list, func(s *fixture.Sidecar) bool { return s.ID == id })
+			by := strings.Join(named[id], ", ")
+			switch _, isBroken := broken[id]; {
+			case !isBroken && i < 0:
 				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\tMISSING\tnamed by %s\n", id, by)
 				bad = errors.Join(bad, fmt.Errorf("fixture %s is missing from %s (named by %s)", id, shown, by))
+			case i >= 0 && list[i].World != w.Name() && slices.ContainsFunc(named[id], func(n string) bool { return !strings.HasPrefix(n, "the parent_id of ") }):
+				// A reset of w's names it: serve refuses it as another world's.
+				bad = errors.Join(bad, fmt.Errorf("fixture %s is of world %s, not %s, which names it (%s): a reset from it is refused", id, list[i].World, w.Name(), by))
 			}
 		}
 	}
 	tw.Flush()
 	return bad
+}
+
+// printable is a sidecar's text as a row of the table shows it: control
+// and bidirectional formatting characters escaped (\u000D), so that a
+// description cannot move the cursor back over the row's status or start
+// a row of its own.
+func printable(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			fmt.Fprintf(&b, `\u%04X`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // notDir says why path is not a directory: os.Stat's error, or that it

@@ -3,9 +3,11 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -115,6 +117,49 @@ func TestFixturesCommand_VerifyMissing(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "\nacme ") || !strings.Contains(stdout, "MISSING") {
 		t.Errorf("no MISSING row for acme:\n%s", stdout)
+	}
+}
+
+// TestFixturesCommand_VerifyNamedOtherWorld: the world's default fixture
+// (and its tasks') whose sidecar is of another world, which serve refuses
+// to start from, fails verify, where it passed on its hashes alone.
+func TestFixturesCommand_VerifyNamedOtherWorld(t *testing.T) {
+	dir := copyAcme(t)
+	p := filepath.Join(dir, company.AcmeID, "fixture.yaml")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, bytes.Replace(b, []byte("world: company"), []byte("world: zork"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = runFixtures(t, "verify", "--world", "company", "--dir", dir)
+	if code := exitCode(err); code != 1 || !strings.Contains(fmt.Sprint(err), "fixture acme is of world zork, not company, which names it (the world's default fixture, task ") {
+		t.Errorf("fixtures verify with acme of world zork: exit code %d (%v), want 1 saying company names a fixture of another world", code, err)
+	}
+}
+
+// TestFixturesCommand_ListEscapesControls: a description holding a
+// carriage return, an escape sequence or a right-to-left override is
+// listed with them escaped, where a carriage return let it write over the
+// row's status on a terminal.
+func TestFixturesCommand_ListEscapesControls(t *testing.T) {
+	dir := copyAcme(t)
+	p := filepath.Join(dir, company.AcmeID, "fixture.yaml")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = regexp.MustCompile(`(?m)^description: .*$`).ReplaceAll(b, []byte(`description: "\racme ok \e[K\u202eevil"`))
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, err := runFixtures(t, "list", "--world", "company", "--dir", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout, `\u000Dacme ok \u001B[K\u202Eevil`) || strings.ContainsAny(stdout, "\r\x1b\u202e") {
+		t.Errorf("the listed description:\n%q\nwant its controls escaped", stdout)
 	}
 }
 
