@@ -125,15 +125,8 @@ func TestFixturesCommand_VerifyMissing(t *testing.T) {
 // to start from, fails verify, where it passed on its hashes alone.
 func TestFixturesCommand_VerifyNamedOtherWorld(t *testing.T) {
 	dir := copyAcme(t)
-	p := filepath.Join(dir, company.AcmeID, "fixture.yaml")
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, bytes.Replace(b, []byte("world: company"), []byte("world: zork"), 1), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = runFixtures(t, "verify", "--world", "company", "--dir", dir)
+	editAcmeSidecar(t, dir, func(b []byte) []byte { return bytes.Replace(b, []byte("world: company"), []byte("world: zork"), 1) })
+	_, _, err := runFixtures(t, "verify", "--world", "company", "--dir", dir)
 	if code := exitCode(err); code != 1 || !strings.Contains(fmt.Sprint(err), "fixture acme is of world zork, not company, which names it (the world's default fixture, task ") {
 		t.Errorf("fixtures verify with acme of world zork: exit code %d (%v), want 1 saying company names a fixture of another world", code, err)
 	}
@@ -145,15 +138,9 @@ func TestFixturesCommand_VerifyNamedOtherWorld(t *testing.T) {
 // row's status on a terminal.
 func TestFixturesCommand_ListEscapesControls(t *testing.T) {
 	dir := copyAcme(t)
-	p := filepath.Join(dir, company.AcmeID, "fixture.yaml")
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = regexp.MustCompile(`(?m)^description: .*$`).ReplaceAll(b, []byte(`description: "\racme ok \e[K\u202eevil"`))
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	editAcmeSidecar(t, dir, func(b []byte) []byte {
+		return regexp.MustCompile(`(?m)^description: .*$`).ReplaceAll(b, []byte(`description: "\racme ok \e[K\u202eevil"`))
+	})
 	stdout, _, err := runFixtures(t, "list", "--world", "company", "--dir", dir)
 	if err != nil {
 		t.Fatal(err)
@@ -295,4 +282,18 @@ func TestServeCommand_RecoversFixtures(t *testing.T) {
 		t.Fatalf("serve over an interrupted publish: started %v, err %v\n%s", started, err, stderr)
 	}
 	wantRecovered(t, dir, stderr)
+}
+
+// editAcmeSidecar rewrites the sidecar of acme in the fixtures directory
+// dir with edit.
+func editAcmeSidecar(t *testing.T, dir string, edit func([]byte) []byte) {
+	t.Helper()
+	p := filepath.Join(dir, company.AcmeID, "fixture.yaml")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, edit(b), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
