@@ -19,6 +19,7 @@ import (
 	"github.com/seahaven/seahaven/internal/yamlnode"
 
 	"github.com/seahaven/seahaven/env"
+	"github.com/seahaven/seahaven/fixture"
 )
 
 // FileName is the name of the tasks file beside a world's fixtures:
@@ -153,6 +154,13 @@ func Parse(path string, data []byte) (_ []env.Task, err error) {
 		if err := t.Validate(); err != nil {
 			return nil, ferr(line, key, "%v", err)
 		}
+		if t.Fixture != "" {
+			// A directory name under the fixtures directory: one that could
+			// leave it is no fixture, rather than one that is missing.
+			if err := fixture.ValidID(t.Fixture); err != nil {
+				return nil, ferr(valueLine(taskNodes[i], "fixture", line), key+".fixture", "%v", err)
+			}
+		}
 		if prev, dup := first[t.ID]; dup {
 			return nil, ferr(line, key+".id", "task %q is already declared at line %d", t.ID, prev)
 		}
@@ -160,6 +168,18 @@ func Parse(path string, data []byte) (_ []env.Task, err error) {
 		out = append(out, t.Normalize())
 	}
 	return out, nil
+}
+
+// valueLine returns the line of the value of key in the mapping n, or def
+// when it has none.
+func valueLine(n *yaml.Node, key string, def int) int {
+	n = yamlnode.Deref(n)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1].Line
+		}
+	}
+	return def
 }
 
 func (ft fileTask) task(key string) (env.Task, error) {

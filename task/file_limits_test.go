@@ -50,3 +50,14 @@ func TestReadFile_NotRegular(t *testing.T) {
 		t.Errorf("ReadFile of a named pipe: %v", err)
 	}
 }
+
+// TestParse_FixtureID: a task's fixture that is no fixture id (one that
+// could leave the fixtures directory) is refused at its key, where it was
+// listed as a missing fixture.
+func TestParse_FixtureID(t *testing.T) {
+	text := "tasks:\n- id: t\n  instruction: x\n  fixture: ../acme\n  checks:\n  - sql: SELECT 1\n"
+	_, err := task.Parse("tasks.yaml", []byte(text))
+	if err == nil || !strings.Contains(err.Error(), `tasks.yaml:4: tasks[0].fixture: fixture: invalid id "../acme"`) {
+		t.Errorf("Parse: %v, want the fixture refused at its line and key", err)
+	}
+}
