@@ -239,14 +239,18 @@ func recordFailure(err, ferr error) error {
 // holds it back for the grading of its step (Grade puts the reward and
 // done on it): a server calls it after a call no grading follows (an MCP
 // tools/call), so that a server killed before the episode's next call
-// keeps that call. It is a no-op when no line is held.
+// keeps that call. It is a no-op when no line is held. A line that cannot
+// be written is a failure of the host, as in CallJSON.
 func (e *Episode) Settle() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.rec == nil || e.pending == nil {
 		return nil
 	}
-	return e.flushLocked()
+	if err := e.flushLocked(); err != nil {
+		return recordFailure(nil, err)
+	}
+	return nil
 }
 
 // encodes is an episode's result check (env.WithResultCheck) when its

@@ -384,6 +384,27 @@ func TestEpisode_CheckpointRecordingFails(t *testing.T) {
 	}
 }
 
+// TestEpisode_SettleRecordingFails: a held call line that Settle cannot
+// write is the host's fault (disk full), as CallJSON reports one, so that
+// the server answers the call with an infrastructure error; it was the
+// bare write error, which the server took for no fault and only logged.
+func TestEpisode_SettleRecordingFails(t *testing.T) {
+	rec, err := task.NewRecorder(testfs.MountTmpfs(t, "64k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := env.Task{ID: "notes", Instruction: "Write a note.", Checks: []env.Check{{MustChange: []string{"main.notes"}}}}
+	ep := mustOpen(t, newLedger("ledger_settlefull"), tk, composition.Options{}) // closed before the unmount
+	if err := ep.Record(rec); err != nil {
+		t.Fatal(err)
+	}
+	mustCall(t, ep, "note", `{"body": "`+strings.Repeat("n", 128<<10)+`"}`)
+	err = ep.Settle()
+	if ie := (*env.InfraError)(nil); !errors.As(err, &ie) || ie.Kind != env.FaultDiskFull {
+		t.Fatalf("Settle: %v, want the disk-full fault", err)
+	}
+}
+
 // TestEpisode_CallLineWritten: a call's line is on disk once nothing more
 // will be put on it: at once in an episode without a task, whose steps no
 // grading follows, and, in a task episode, once its step is graded or
