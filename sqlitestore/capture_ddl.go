@@ -317,7 +317,7 @@ func (s *Store) rawDropLocked(table string) {
 	}
 	var m *tableMeta // SQLite names tables case-insensitively
 	for name, t := range cn.meta {
-		if equalFoldASCII(name, table) {
+		if SameName(name, table) {
 			m = t
 		}
 	}

@@ -185,7 +185,7 @@ func affinity(typ string) string {
 // that none of columns takes, ignoring case; "" when they take all three.
 func rowidName(columns []string) string {
 	for _, name := range []string{"rowid", "_rowid_", "oid"} {
-		if !slices.ContainsFunc(columns, func(c string) bool { return equalFoldASCII(c, name) }) {
+		if !slices.ContainsFunc(columns, func(c string) bool { return SameName(c, name) }) {
 			return name
 		}
 	}

@@ -114,10 +114,7 @@ func foldASCII(name string) string {
 // SameName reports whether a and b name the same table, column,
 // savepoint or schema to SQLite, which ignores the case of ASCII letters
 // only.
-func SameName(a, b string) bool { return equalFoldASCII(a, b) }
-
-// equalFoldASCII reports whether a and b are the same name to SQLite.
-func equalFoldASCII(a, b string) bool {
+func SameName(a, b string) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -132,7 +129,7 @@ func equalFoldASCII(a, b string) bool {
 // hasPrefixFold reports whether s begins with prefix, ignoring the case of
 // ASCII letters.
 func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && equalFoldASCII(s[:len(prefix)], prefix)
+	return len(s) >= len(prefix) && SameName(s[:len(prefix)], prefix)
 }
 
 func lowerASCII(c byte) byte {

@@ -220,7 +220,7 @@ func (s *Store) outOfScopeLocked(info stmtInfo) bool {
 // by name (the latest, names compared without case), or -1.
 func (f *Frame) savepoint(name string) int {
 	for i := len(f.savepoints) - 1; i >= 0; i-- {
-		if equalFoldASCII(f.savepoints[i], name) {
+		if SameName(f.savepoints[i], name) {
 			return i
 		}
 	}

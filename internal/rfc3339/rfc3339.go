@@ -8,9 +8,9 @@ import "time"
 // seconds. It also takes the lower-case "t" and "z" that RFC 3339 §5.6
 // allows, which time.Parse refuses, and refuses what time.Parse takes and
 // RFC 3339's grammar does not: an hour of one digit, a comma before the
-// fraction, and an offset of 24 hours or more or of 60 minutes or more. A leap second (23:59:60)
-// is refused, as time.Parse refuses it: Go's time has none. The error is
-// a *time.ParseError naming s as it was given.
+// fraction, and an offset of 24 hours or more or of 60 minutes or more. A
+// leap second (23:59:60) is refused, as time.Parse refuses it: Go's time
+// has none. The error is a *time.ParseError naming s as it was given.
 func Parse(s string) (time.Time, error) {
 	v := s
 	if len(v) > 10 && v[10] == 't' {
