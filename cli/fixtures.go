@@ -149,7 +149,7 @@ Worlds: `+strings.Join(c.m.names(), ", ")+"\n")
 	}
 	if args[0] == "verify" {
 		bad = errors.Join(recoverErr, bad)
-		named, err := namedFixtures(w, tasksDir, list)
+		named, reset, err := namedFixtures(w, tasksDir, list)
 		bad = errors.Join(bad, err)
 		for _, id := range slices.Sorted(maps.Keys(named)) {
 			i := slices.IndexFunc(list, func(s *fixture.Sidecar) bool { return s.ID == id })
@@ -158,7 +158,7 @@ Worlds: `+strings.Join(c.m.names(), ", ")+"\n")
 			case !isBroken && i < 0:
 				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\tMISSING\tnamed by %s\n", id, by)
 				bad = errors.Join(bad, fmt.Errorf("fixture %s is missing from %s (named by %s)", id, shown, by))
-			case i >= 0 && list[i].World != w.Name() && slices.ContainsFunc(named[id], func(n string) bool { return !strings.HasPrefix(n, "the parent_id of ") }):
+			case i >= 0 && list[i].World != w.Name() && reset[id]:
 				// A reset of w's names it: serve refuses it as another world's.
 				bad = errors.Join(bad, fmt.Errorf("fixture %s is of world %s, not %s, which names it (%s): a reset from it is refused", id, list[i].World, w.Name(), by))
 			}
@@ -196,16 +196,19 @@ func notDir(path string) error {
 
 // namedFixtures returns the fixtures that the world's default (the one
 // serve uses), its tasks (task.ForWorldDir of tasksDir) and the listed sidecars'
-// parent_id name, each with who names it.
-func namedFixtures(w *env.World, tasksDir string, list []*fixture.Sidecar) (map[string][]string, error) {
-	by := map[string][]string{}
+// parent_id name, each with who names it, and those a reset of w's starts
+// from (the default's and the tasks').
+func namedFixtures(w *env.World, tasksDir string, list []*fixture.Sidecar) (by map[string][]string, reset map[string]bool, err error) {
+	by, reset = map[string][]string{}, map[string]bool{}
 	if id := w.Spec().DefaultFixture; id != "" {
 		by[id] = append(by[id], "the world's default fixture")
+		reset[id] = true
 	}
 	tasks, err := task.ForWorldDir(w, tasksDir)
 	for _, t := range tasks {
 		if t.Fixture != "" {
 			by[t.Fixture] = append(by[t.Fixture], "task "+t.ID)
+			reset[t.Fixture] = true
 		}
 	}
 	for _, s := range list {
@@ -213,7 +216,7 @@ func namedFixtures(w *env.World, tasksDir string, list []*fixture.Sidecar) (map[
 			by[*s.ParentID] = append(by[*s.ParentID], "the parent_id of "+s.ID)
 		}
 	}
-	return by, err
+	return by, reset, err
 }
 
 // verify verifies the fixture s of dir, found while verifying world w's
